@@ -1,0 +1,103 @@
+//! The one error type of the library. User mistakes are values of it, never panics.
+
+use crate::ir::Loc;
+use std::fmt;
+
+/// A problem in a script, with the user's source location.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Where the offending instruction was written.
+    pub loc: Loc,
+    /// What is wrong and, where possible, what to do instead.
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: error: {}", self.loc, self.message)
+    }
+}
+
+/// Everything that can go wrong between a script and a finished launch.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The script is invalid; each diagnostic names the user's file:line.
+    #[error("{}", .0.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n"))]
+    Script(Vec<Diagnostic>),
+    /// NVRTC could not be found or loaded.
+    #[error("NVRTC is not available: {0}")]
+    NvrtcUnavailable(String),
+    /// NVRTC rejected the generated source (a bug in Tilus or an unsupported construct).
+    #[error("NVRTC failed to compile kernel `{kernel}` (source: {source_path}):\n{log}")]
+    Compile {
+        /// Kernel name.
+        kernel: String,
+        /// Where the generated source was written.
+        source_path: String,
+        /// The compiler's log.
+        log: String,
+    },
+    /// No usable CUDA driver on this machine.
+    #[error("no CUDA GPU is usable: {0}")]
+    NoGpu(String),
+    /// The GPU is not a Hopper (sm_90) part.
+    #[error("GPU `{name}` has compute capability {major}.{minor}; Tilus kernels need sm_90 (Hopper: H100/H200)")]
+    UnsupportedGpu {
+        /// Device name.
+        name: String,
+        /// Major compute capability.
+        major: i32,
+        /// Minor compute capability.
+        minor: i32,
+    },
+    /// A CUDA driver call failed.
+    #[error("CUDA driver call `{call}` failed: {message}")]
+    Driver {
+        /// Which call.
+        call: &'static str,
+        /// The driver's description.
+        message: String,
+    },
+    /// A launch argument breaks a rule of the kernel; nothing was launched.
+    #[error("argument `{arg}`: {message}")]
+    Argument {
+        /// The argument's name.
+        arg: String,
+        /// The rule and the offending value.
+        message: String,
+    },
+    /// cuBLAS failed (reference computations).
+    #[error("cuBLAS call `{call}` failed: {message}")]
+    Cublas {
+        /// Which call.
+        call: &'static str,
+        /// The library's description.
+        message: String,
+    },
+    /// Reading or writing the cache directory failed.
+    #[error("cache directory {path}: {message}")]
+    Cache {
+        /// The path involved.
+        path: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+impl Error {
+    /// One script diagnostic as an error.
+    pub fn script(loc: Loc, message: impl Into<String>) -> Error {
+        Error::Script(vec![Diagnostic { loc, message: message.into() }])
+    }
+
+    /// The diagnostics, when this is a script error.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        match self {
+            Error::Script(d) => d,
+            _ => &[],
+        }
+    }
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,27 @@
+//! The intermediate representation: plain data, printable, hashable, comparable.
+//!
+//! `lang` builds it, `passes` transform it, `codegen` (and later `interp`) read it. Besides the
+//! layout value types, it depends on nothing else in the crate.
+
+mod dtype;
+mod expr;
+mod inst;
+mod launch;
+mod loc;
+mod printer;
+mod program;
+mod stmt;
+mod tensor;
+
+pub use dtype::DType;
+pub use expr::{wrap_to, BinOp, Expr, ExprPrinter, VarDecl, VarId, VarKind};
+pub use inst::{ArithInst, Inst, MbarrierInst, MemoryInst, MmaInst, TmaInst};
+pub use launch::{KernelParam, LaunchPlan, PointerRule, TensorMapSpec};
+pub use loc::Loc;
+pub use printer::print_program;
+pub use program::{Param, ParamKind, Program};
+pub use stmt::{GroupKind, Stmt, StmtKind};
+pub use tensor::{
+    BarrierArrayDecl, BarrierArrayId, BarrierRef, GlobalDecl, GlobalId, RegId, RegView,
+    RegisterDecl, SharedDecl, SharedId,
+};

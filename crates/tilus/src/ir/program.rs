@@ -1,0 +1,111 @@
+//! A whole kernel: parameters, declarations and the statement tree.
+
+use super::{
+    BarrierArrayDecl, BarrierArrayId, DType, Expr, GlobalDecl, GlobalId, RegId, RegisterDecl,
+    SharedDecl, SharedId, Stmt, VarDecl, VarId,
+};
+
+/// How a script argument reaches the kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ParamKind {
+    /// A runtime scalar: passed at every launch, never recompiles.
+    Scalar(DType),
+    /// A compile-time constant: its value is baked into the program.
+    Const(DType, i64),
+    /// A device pointer to elements of a type; `mutable` if the kernel may write through it.
+    Pointer {
+        /// Element type.
+        dtype: DType,
+        /// Whether the kernel may write through it.
+        mutable: bool,
+    },
+}
+
+/// One argument of the script.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Param {
+    /// The argument's name.
+    pub name: String,
+    /// How it is passed.
+    pub kind: ParamKind,
+    /// The variable that stands for it in the body (not for constants).
+    pub var: Option<VarId>,
+}
+
+/// A kernel program. Built by `lang`, transformed by `passes`, read by `codegen`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Program {
+    /// Kernel name (a C identifier).
+    pub name: String,
+    /// The script's arguments, in order.
+    pub params: Vec<Param>,
+    /// Scalar variables.
+    pub vars: Vec<VarDecl>,
+    /// Global views.
+    pub globals: Vec<GlobalDecl>,
+    /// Shared tiles.
+    pub shareds: Vec<SharedDecl>,
+    /// Register tiles.
+    pub registers: Vec<RegisterDecl>,
+    /// mbarrier arrays.
+    pub barriers: Vec<BarrierArrayDecl>,
+    /// Grid size per axis (x, y, z); expressions over runtime arguments and constants.
+    pub grid: Vec<Expr>,
+    /// Warps per block.
+    pub warps: u32,
+    /// The body.
+    pub body: Vec<Stmt>,
+    /// Dynamic shared memory the block needs, in bytes; set by the planner.
+    pub smem_bytes: u32,
+}
+
+impl Program {
+    /// Threads per block.
+    pub fn threads(&self) -> u32 {
+        self.warps * 32
+    }
+
+    /// A variable's declaration.
+    pub fn var(&self, id: VarId) -> &VarDecl {
+        &self.vars[id.0 as usize]
+    }
+
+    /// A global view's declaration.
+    pub fn global(&self, id: GlobalId) -> &GlobalDecl {
+        &self.globals[id.0 as usize]
+    }
+
+    /// A shared tile's declaration.
+    pub fn shared(&self, id: SharedId) -> &SharedDecl {
+        &self.shareds[id.0 as usize]
+    }
+
+    /// A register tile's declaration.
+    pub fn register(&self, id: RegId) -> &RegisterDecl {
+        &self.registers[id.0 as usize]
+    }
+
+    /// An mbarrier array's declaration.
+    pub fn barrier(&self, id: BarrierArrayId) -> &BarrierArrayDecl {
+        &self.barriers[id.0 as usize]
+    }
+
+    /// The parameter a variable stands for, if any.
+    pub fn param_of(&self, var: VarId) -> Option<(usize, &Param)> {
+        self.params.iter().enumerate().find(|(_, p)| p.var == Some(var))
+    }
+
+    /// Calls `f` on every statement, depth first, in program order.
+    pub fn walk<'a>(&'a self, f: &mut dyn FnMut(&'a Stmt)) {
+        fn go<'a>(stmts: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
+            for s in stmts {
+                f(s);
+                match &s.kind {
+                    super::StmtKind::For { body, .. } | super::StmtKind::ThreadGroup { body, .. } => go(body, f),
+                    _ => {}
+                }
+            }
+        }
+        go(&self.body, f)
+    }
+}

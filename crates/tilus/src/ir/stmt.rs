@@ -1,0 +1,84 @@
+//! Statements: control flow, scalar variables, thread groups and instructions.
+
+use super::{Expr, Inst, Loc, VarId};
+
+/// How a thread group was written, for printing and diagnostics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GroupKind {
+    /// `thread_group(begin, count)`.
+    Threads,
+    /// `single_thread()`.
+    SingleThread,
+    /// `single_warp(w)`.
+    SingleWarp,
+    /// `warp_group(w)`.
+    WarpGroup,
+}
+
+impl GroupKind {
+    /// The builder method's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupKind::Threads => "thread_group",
+            GroupKind::SingleThread => "single_thread",
+            GroupKind::SingleWarp => "single_warp",
+            GroupKind::WarpGroup => "warp_group",
+        }
+    }
+}
+
+/// A statement and where the user wrote it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Stmt {
+    /// What it does.
+    pub kind: StmtKind,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+/// The statements.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum StmtKind {
+    /// Declares a variable (immutable or mutable) with an initial value.
+    Let {
+        /// The variable.
+        var: VarId,
+        /// Its initial value.
+        value: Expr,
+    },
+    /// Assigns a mutable variable.
+    Assign {
+        /// The variable.
+        var: VarId,
+        /// The new value.
+        value: Expr,
+    },
+    /// `for var in (start..end).step_by(step)`.
+    For {
+        /// Induction variable.
+        var: VarId,
+        /// First value.
+        start: Expr,
+        /// Exclusive bound.
+        end: Expr,
+        /// Increment (positive).
+        step: Expr,
+        /// Loop body.
+        body: Vec<Stmt>,
+    },
+    /// Runs `body` on threads `begin .. begin + count` of the enclosing group only.
+    ThreadGroup {
+        /// First thread, relative to the enclosing group.
+        begin: u32,
+        /// Number of threads.
+        count: u32,
+        /// How it was written.
+        kind: GroupKind,
+        /// What those threads run.
+        body: Vec<Stmt>,
+    },
+    /// Barrier for all threads of the block (`__syncthreads`).
+    Sync,
+    /// A tile-level instruction.
+    Inst(Inst),
+}

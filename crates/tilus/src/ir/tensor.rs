@@ -1,0 +1,120 @@
+//! Tensor and barrier declarations: the things instructions read and write.
+
+use super::{DType, Expr, Loc, VarId};
+use crate::layout::{RegisterLayout, SharedLayout};
+
+/// Index of a global view in [`crate::ir::Program::globals`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GlobalId(pub u32);
+/// Index of a shared tensor in [`crate::ir::Program::shareds`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SharedId(pub u32);
+/// Index of a register tensor in [`crate::ir::Program::registers`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RegId(pub u32);
+/// Index of an mbarrier array in [`crate::ir::Program::barriers`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BarrierArrayId(pub u32);
+
+/// A row-major view of global memory through a pointer argument.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GlobalDecl {
+    /// Name in printed IR and generated CUDA.
+    pub name: String,
+    /// Element type.
+    pub dtype: DType,
+    /// The pointer argument.
+    pub ptr: VarId,
+    /// Extents, outermost first; may depend on runtime arguments.
+    pub shape: Vec<Expr>,
+    /// Where it was declared.
+    pub loc: Loc,
+}
+
+/// A tile in shared memory.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SharedDecl {
+    /// Name in printed IR and generated CUDA.
+    pub name: String,
+    /// Element type.
+    pub dtype: DType,
+    /// Extents (compile-time).
+    pub shape: Vec<i64>,
+    /// Byte placement of elements; set by layout inference when not pinned.
+    pub layout: Option<SharedLayout>,
+    /// Byte offset in the block's shared memory; set by the shared-memory planner.
+    pub offset: Option<u32>,
+    /// Where it was declared.
+    pub loc: Loc,
+}
+
+impl SharedDecl {
+    /// Size in bytes.
+    pub fn nbytes(&self) -> u32 {
+        self.shape.iter().product::<i64>() as u32 * self.dtype.nbytes()
+    }
+}
+
+/// A tile held in registers, spread over the threads of the group that declares it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RegisterDecl {
+    /// Name in printed IR and generated CUDA.
+    pub name: String,
+    /// Element type.
+    pub dtype: DType,
+    /// Extents (compile-time).
+    pub shape: Vec<i64>,
+    /// Distribution over threads; set by layout inference when not pinned.
+    pub layout: Option<RegisterLayout>,
+    /// Threads of the group it lives in.
+    pub group_threads: u32,
+    /// Where it was declared.
+    pub loc: Loc,
+}
+
+/// An array of mbarriers in shared memory.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BarrierArrayDecl {
+    /// Name in printed IR and generated CUDA.
+    pub name: String,
+    /// Expected arrival count of each barrier.
+    pub counts: Vec<u32>,
+    /// Byte offset in shared memory; set by the shared-memory planner.
+    pub offset: Option<u32>,
+    /// Where it was declared.
+    pub loc: Loc,
+}
+
+/// One barrier of an array: the array and an index (a constant or a variable).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BarrierRef {
+    /// The array.
+    pub array: BarrierArrayId,
+    /// Which barrier.
+    pub index: Expr,
+}
+
+/// A register tensor, possibly seen through a transpose (views move no data).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RegView {
+    /// The tensor.
+    pub tensor: RegId,
+    /// Whether the two dimensions are swapped.
+    pub transposed: bool,
+}
+
+impl RegView {
+    /// The tensor itself.
+    pub fn plain(tensor: RegId) -> RegView {
+        RegView { tensor, transposed: false }
+    }
+
+    /// The permutation this view applies to the tensor's dimensions.
+    pub fn perm(&self, rank: usize) -> Vec<usize> {
+        let mut p: Vec<usize> = (0..rank).collect();
+        if self.transposed && rank >= 2 {
+            p.swap(rank - 2, rank - 1);
+        }
+        p
+    }
+}

@@ -1,0 +1,192 @@
+//! Script arguments: what the body sees for each argument, and what the host passes.
+//!
+//! `Script::Args` is a tuple of argument kinds:
+//! - `i32` / `u32`: a runtime scalar; new values never recompile. The body sees a [`Val`].
+//! - [`Const<i32>`]: a compile-time constant; a new value is a new specialization. The body
+//!   sees a constant [`Val`].
+//! - [`Ptr<T>`] / [`PtrMut<T>`]: a device buffer the kernel reads / may write. The body sees a
+//!   [`PtrVal<T>`]; the host passes `&CudaSlice<T>` / `&mut CudaSlice<T>`.
+
+use super::{Element, Kernel, Val};
+use crate::ir::{DType, ParamKind};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use std::marker::PhantomData;
+
+/// A compile-time constant argument.
+pub struct Const<T>(PhantomData<T>);
+/// A read-only device buffer argument.
+pub struct Ptr<T>(PhantomData<T>);
+/// A device buffer argument the kernel may write.
+pub struct PtrMut<T>(PhantomData<T>);
+
+/// The body's handle of a pointer argument.
+pub struct PtrVal<T> {
+    pub(crate) var: crate::ir::VarId,
+    pub(crate) mutable: bool,
+    _t: PhantomData<T>,
+}
+
+impl<T> Clone for PtrVal<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for PtrVal<T> {}
+
+/// A host-side argument value, after extraction from the typed tuple.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostValue {
+    /// A scalar (runtime or constant).
+    Int(i64),
+    /// A device buffer: address and size in bytes.
+    Ptr {
+        /// Device address.
+        ptr: u64,
+        /// Size of the buffer in bytes.
+        bytes: usize,
+    },
+}
+
+/// One argument kind of a script.
+pub trait Arg {
+    /// What the body sees.
+    type Handle;
+    /// What the host passes at launch.
+    type Host<'a>;
+    /// How the argument is passed, given its constant value for constants.
+    fn kind(value: Option<i64>) -> ParamKind;
+    /// Whether the argument is a compile-time constant.
+    const IS_CONST: bool = false;
+    /// Declares the argument in the kernel under construction.
+    fn declare(k: &mut Kernel, name: &str, index: usize, value: Option<i64>) -> Self::Handle;
+    /// Reads the host value.
+    fn host_value(h: &Self::Host<'_>, stream: &CudaStream) -> HostValue;
+}
+
+macro_rules! scalar_arg {
+    ($t:ty, $d:expr) => {
+        impl Arg for $t {
+            type Handle = Val;
+            type Host<'a> = $t;
+            fn kind(_: Option<i64>) -> ParamKind {
+                ParamKind::Scalar($d)
+            }
+            fn declare(k: &mut Kernel, name: &str, index: usize, _: Option<i64>) -> Val {
+                k.declare_param(name, index, Self::kind(None))
+            }
+            fn host_value(h: &$t, _: &CudaStream) -> HostValue {
+                HostValue::Int(*h as i64)
+            }
+        }
+        impl Arg for Const<$t> {
+            type Handle = Val;
+            type Host<'a> = $t;
+            const IS_CONST: bool = true;
+            fn kind(v: Option<i64>) -> ParamKind {
+                ParamKind::Const($d, v.unwrap_or(0))
+            }
+            fn declare(k: &mut Kernel, name: &str, index: usize, v: Option<i64>) -> Val {
+                k.declare_param(name, index, Self::kind(v))
+            }
+            fn host_value(h: &$t, _: &CudaStream) -> HostValue {
+                HostValue::Int(*h as i64)
+            }
+        }
+    };
+}
+
+scalar_arg!(i32, DType::I32);
+scalar_arg!(u32, DType::U32);
+
+fn slice_value<T>(s: &CudaSlice<T>, stream: &CudaStream) -> HostValue {
+    let (ptr, _sync) = s.device_ptr(stream);
+    HostValue::Ptr { ptr, bytes: s.num_bytes() }
+}
+
+impl<T: Element> Arg for Ptr<T> {
+    type Handle = PtrVal<T>;
+    type Host<'a> = &'a CudaSlice<T>;
+    fn kind(_: Option<i64>) -> ParamKind {
+        ParamKind::Pointer { dtype: T::DTYPE, mutable: false }
+    }
+    fn declare(k: &mut Kernel, name: &str, index: usize, _: Option<i64>) -> PtrVal<T> {
+        let v = k.declare_param(name, index, Self::kind(None));
+        PtrVal { var: v.var_id().expect("pointer params are variables"), mutable: false, _t: PhantomData }
+    }
+    fn host_value(h: &&CudaSlice<T>, stream: &CudaStream) -> HostValue {
+        slice_value(h, stream)
+    }
+}
+
+impl<T: Element> Arg for PtrMut<T> {
+    type Handle = PtrVal<T>;
+    type Host<'a> = &'a mut CudaSlice<T>;
+    fn kind(_: Option<i64>) -> ParamKind {
+        ParamKind::Pointer { dtype: T::DTYPE, mutable: true }
+    }
+    fn declare(k: &mut Kernel, name: &str, index: usize, _: Option<i64>) -> PtrVal<T> {
+        let v = k.declare_param(name, index, Self::kind(None));
+        PtrVal { var: v.var_id().expect("pointer params are variables"), mutable: true, _t: PhantomData }
+    }
+    fn host_value(h: &&mut CudaSlice<T>, stream: &CudaStream) -> HostValue {
+        slice_value(h, stream)
+    }
+}
+
+/// A tuple of [`Arg`]s: a script's argument list.
+pub trait ArgList {
+    /// The body's handles, as a tuple.
+    type Handles;
+    /// The host's values, as a tuple.
+    type Host<'a>;
+    /// Number of arguments.
+    const LEN: usize;
+    /// Positions of the compile-time constants.
+    fn const_positions() -> Vec<usize>;
+    /// Declares every argument; `consts` has one value per constant, in order.
+    fn declare(k: &mut Kernel, names: &[String], consts: &[i64]) -> Self::Handles;
+    /// Reads every host value, in order.
+    fn host_values(h: &Self::Host<'_>, stream: &CudaStream) -> Vec<HostValue>;
+}
+
+/// The handles the body of a script with arguments `A` receives.
+pub type Handles<A> = <A as ArgList>::Handles;
+/// The values the host passes to a script with arguments `A`.
+pub type HostArgs<'a, A> = <A as ArgList>::Host<'a>;
+
+macro_rules! tuple_args {
+    ($($name:ident $idx:tt),+) => {
+        impl<$($name: Arg),+> ArgList for ($($name,)+) {
+            type Handles = ($($name::Handle,)+);
+            type Host<'a> = ($($name::Host<'a>,)+);
+            const LEN: usize = [$(stringify!($name)),+].len();
+            fn const_positions() -> Vec<usize> {
+                let flags = [$($name::IS_CONST),+];
+                flags.iter().enumerate().filter(|(_, c)| **c).map(|(i, _)| i).collect()
+            }
+            fn declare(k: &mut Kernel, names: &[String], consts: &[i64]) -> Self::Handles {
+                let mut next_const = consts.iter().copied();
+                ($({
+                    let v = if $name::IS_CONST { next_const.next() } else { None };
+                    $name::declare(k, &names[$idx], $idx, v)
+                },)+)
+            }
+            fn host_values(h: &Self::Host<'_>, stream: &CudaStream) -> Vec<HostValue> {
+                vec![$($name::host_value(&h.$idx, stream)),+]
+            }
+        }
+    };
+}
+
+tuple_args!(A 0);
+tuple_args!(A 0, B 1);
+tuple_args!(A 0, B 1, C 2);
+tuple_args!(A 0, B 1, C 2, D 3);
+tuple_args!(A 0, B 1, C 2, D 3, E 4);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);

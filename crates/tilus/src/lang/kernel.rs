@@ -1,0 +1,297 @@
+//! The kernel builder: scalar variables, loops, thread groups and the launch configuration.
+//! Instruction families add their methods in the files beside this one.
+
+use super::{Scalar, Val};
+use crate::ir::{
+    DType, Expr, GroupKind, Loc, Param, ParamKind, Program, Stmt, StmtKind, VarDecl, VarId,
+    VarKind,
+};
+use crate::Diagnostic;
+use std::collections::HashMap;
+
+/// `blockIdx` as scalars.
+#[derive(Clone, Debug)]
+pub struct BlockIdx {
+    /// `blockIdx.x`.
+    pub x: Scalar,
+    /// `blockIdx.y`.
+    pub y: Scalar,
+    /// `blockIdx.z`.
+    pub z: Scalar,
+}
+
+/// Builds a kernel while a script's body runs. Every instruction method is
+/// `#[track_caller]`: the program remembers the user's file and line for diagnostics and for
+/// comments in the generated CUDA.
+pub struct Kernel {
+    pub(crate) prog: Program,
+    /// Open statement lists; the last one receives new statements.
+    blocks: Vec<Vec<Stmt>>,
+    /// Thread counts of the open thread groups (the block first).
+    pub(crate) groups: Vec<u32>,
+    pub(crate) diags: Vec<Diagnostic>,
+    next_name: Option<String>,
+    counters: HashMap<&'static str, u32>,
+    warps_loc: Option<Loc>,
+}
+
+impl Kernel {
+    pub(crate) fn new(name: String) -> Kernel {
+        Kernel {
+            prog: Program {
+                name,
+                params: vec![],
+                vars: vec![],
+                globals: vec![],
+                shareds: vec![],
+                registers: vec![],
+                barriers: vec![],
+                grid: vec![Expr::i32(1); 3],
+                warps: 0,
+                body: vec![],
+                smem_bytes: 0,
+            },
+            blocks: vec![vec![]],
+            groups: vec![0],
+            diags: vec![],
+            next_name: None,
+            counters: HashMap::new(),
+            warps_loc: None,
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> (Program, Vec<Diagnostic>) {
+        if self.prog.warps == 0 {
+            self.diags.push(Diagnostic {
+                loc: Loc { file: "<script>", line: 0, col: 0 },
+                message: "the script never set the number of warps: call `k.warps(n)`".into(),
+            });
+        }
+        self.prog.body = self.blocks.pop().unwrap_or_default();
+        (self.prog, self.diags)
+    }
+
+    /// Gives the next declared variable or tensor this name (in IR and generated CUDA).
+    /// Without it, names are generated from the kind (`s0`, `r1`, `v2`, ...).
+    pub fn name_next(&mut self, name: &str) -> &mut Self {
+        self.next_name = Some(name.to_string());
+        self
+    }
+
+    pub(crate) fn fresh_name(&mut self, prefix: &'static str) -> String {
+        if let Some(n) = self.next_name.take() {
+            return n;
+        }
+        let c = self.counters.entry(prefix).or_insert(0);
+        *c += 1;
+        format!("{prefix}{}", *c - 1)
+    }
+
+    pub(crate) fn push(&mut self, kind: StmtKind, loc: Loc) {
+        self.blocks.last_mut().expect("an open block").push(Stmt { kind, loc });
+    }
+
+    pub(crate) fn error(&mut self, loc: Loc, message: impl Into<String>) {
+        self.diags.push(Diagnostic { loc, message: message.into() });
+    }
+
+    pub(crate) fn new_var(&mut self, name: String, dtype: DType, kind: VarKind) -> VarId {
+        let id = VarId(self.prog.vars.len() as u32);
+        self.prog.vars.push(VarDecl { name, dtype, pointee: None, kind });
+        id
+    }
+
+    pub(crate) fn declare_param(&mut self, name: &str, index: usize, kind: ParamKind) -> Val {
+        let (var, val) = match &kind {
+            ParamKind::Const(t, v) => (None, Val(super::scalar::ValRepr::Const(*v, *t))),
+            ParamKind::Scalar(t) => {
+                let id = self.new_var(name.to_string(), *t, VarKind::Param(index));
+                (Some(id), Val::var(id, *t))
+            }
+            ParamKind::Pointer { dtype, .. } => {
+                let id = self.new_var(name.to_string(), DType::U64, VarKind::Param(index));
+                self.prog.vars[id.0 as usize].pointee = Some(*dtype);
+                (Some(id), Val::var(id, DType::U64))
+            }
+        };
+        self.prog.params.push(Param { name: name.to_string(), kind, var });
+        val
+    }
+
+    /// Threads in the innermost open thread group.
+    pub(crate) fn group_threads(&self) -> u32 {
+        *self.groups.last().unwrap_or(&0)
+    }
+
+    /// Sets the grid: the number of blocks along x (and y, z).
+    #[track_caller]
+    pub fn blocks<const N: usize>(&mut self, dims: [impl Into<Scalar>; N]) {
+        let loc = Loc::caller();
+        if N == 0 || N > 3 {
+            self.error(loc, format!("blocks takes 1 to 3 dimensions, got {N}"));
+            return;
+        }
+        for (i, d) in dims.into_iter().enumerate() {
+            self.prog.grid[i] = d.into().0;
+        }
+    }
+
+    /// Sets the number of warps per block (threads = 32 × warps).
+    #[track_caller]
+    pub fn warps(&mut self, n: u32) {
+        let loc = Loc::caller();
+        if !(1..=32).contains(&n) {
+            self.error(loc, format!("warps must be between 1 and 32 (1024 threads), got {n}"));
+            return;
+        }
+        if self.blocks.len() > 1 {
+            self.error(loc, "warps must be set at the top of the body, outside loops and thread groups");
+        }
+        self.prog.warps = n;
+        self.groups[0] = n * 32;
+        self.warps_loc = Some(loc);
+    }
+
+    /// The block index, as scalars.
+    pub fn block_idx(&self) -> BlockIdx {
+        BlockIdx { x: Scalar(Expr::BlockIdx(0)), y: Scalar(Expr::BlockIdx(1)), z: Scalar(Expr::BlockIdx(2)) }
+    }
+
+    fn let_typed(&mut self, value: Scalar, dtype: DType, kind: VarKind, loc: Loc) -> Val {
+        let name = self.fresh_name("v");
+        let value = cast_to(value.0, dtype);
+        let id = self.new_var(name, dtype, kind);
+        self.push(StmtKind::Let { var: id, value }, loc);
+        Val::var(id, dtype)
+    }
+
+    /// Declares an immutable `i32` computed once (e.g. a tile offset).
+    #[track_caller]
+    pub fn let_i32(&mut self, value: impl Into<Scalar>) -> Val {
+        self.let_typed(value.into(), DType::I32, VarKind::Let, Loc::caller())
+    }
+
+    /// Declares an immutable `u32`.
+    #[track_caller]
+    pub fn let_u32(&mut self, value: impl Into<Scalar>) -> Val {
+        self.let_typed(value.into(), DType::U32, VarKind::Let, Loc::caller())
+    }
+
+    /// Declares a mutable `i32` variable; change it with [`Kernel::assign`].
+    #[track_caller]
+    pub fn var_i32(&mut self, init: impl Into<Scalar>) -> Val {
+        self.let_typed(init.into(), DType::I32, VarKind::Mutable, Loc::caller())
+    }
+
+    /// Declares a mutable `u32` variable (e.g. an mbarrier phase).
+    #[track_caller]
+    pub fn var_u32(&mut self, init: impl Into<Scalar>) -> Val {
+        self.let_typed(init.into(), DType::U32, VarKind::Mutable, Loc::caller())
+    }
+
+    /// Assigns a mutable variable: `k.assign(phase, phase ^ 1)`.
+    #[track_caller]
+    pub fn assign(&mut self, var: Val, value: impl Into<Scalar>) {
+        let loc = Loc::caller();
+        let Some(id) = var.var_id() else {
+            self.error(loc, "assign needs a variable declared with var_i32/var_u32, not a constant");
+            return;
+        };
+        let decl = &self.prog.vars[id.0 as usize];
+        if decl.kind != VarKind::Mutable {
+            let n = decl.name.clone();
+            self.error(loc, format!("`{n}` is not mutable: declare it with var_i32/var_u32 to assign it"));
+            return;
+        }
+        let value = cast_to(value.into().0, decl.dtype);
+        self.push(StmtKind::Assign { var: id, value }, loc);
+    }
+
+    /// A loop over `start, start + step, ...` below `end`. The closure builds the body and
+    /// receives the induction variable.
+    #[track_caller]
+    pub fn for_range(
+        &mut self,
+        start: impl Into<Scalar>,
+        end: impl Into<Scalar>,
+        step: impl Into<Scalar>,
+        body: impl FnOnce(&mut Kernel, Val),
+    ) {
+        let loc = Loc::caller();
+        let (start, end, step) = (start.into().0, end.into().0, step.into().0);
+        if let Some(s) = step.as_int() {
+            if s <= 0 {
+                self.error(loc, format!("for_range needs a positive step, got {s}"));
+            }
+        }
+        let name = self.fresh_name("i");
+        let var = self.new_var(name, DType::I32, VarKind::LoopIndex);
+        self.blocks.push(vec![]);
+        body(self, Val::var(var, DType::I32));
+        let stmts = self.blocks.pop().unwrap_or_default();
+        self.push(StmtKind::For { var, start, end, step, body: stmts }, loc);
+    }
+
+    fn group(&mut self, begin: u32, count: u32, kind: GroupKind, loc: Loc, body: impl FnOnce(&mut Kernel)) {
+        let parent = self.group_threads();
+        if count == 0 || (parent > 0 && begin + count > parent) {
+            self.error(
+                loc,
+                format!(
+                    "{}: threads {begin}..{} are not inside the enclosing group of {parent} threads",
+                    kind.name(),
+                    begin + count
+                ),
+            );
+        }
+        self.blocks.push(vec![]);
+        self.groups.push(count);
+        body(self);
+        self.groups.pop();
+        let stmts = self.blocks.pop().unwrap_or_default();
+        self.push(StmtKind::ThreadGroup { begin, count, kind, body: stmts }, loc);
+    }
+
+    /// Runs `body` on threads `begin .. begin + count` of the enclosing group only.
+    #[track_caller]
+    pub fn thread_group(&mut self, begin: u32, count: u32, body: impl FnOnce(&mut Kernel)) {
+        self.group(begin, count, GroupKind::Threads, Loc::caller(), body)
+    }
+
+    /// Runs `body` on one thread of the enclosing group (chosen warp-uniformly).
+    #[track_caller]
+    pub fn single_thread(&mut self, body: impl FnOnce(&mut Kernel)) {
+        self.group(0, 1, GroupKind::SingleThread, Loc::caller(), body)
+    }
+
+    /// Runs `body` on warp `warp` (32 threads) of the enclosing group.
+    #[track_caller]
+    pub fn single_warp(&mut self, warp: u32, body: impl FnOnce(&mut Kernel)) {
+        self.group(warp * 32, 32, GroupKind::SingleWarp, Loc::caller(), body)
+    }
+
+    /// Runs `body` on the warp group (4 consecutive warps) starting at warp `first_warp`,
+    /// which must be a multiple of 4.
+    #[track_caller]
+    pub fn warp_group(&mut self, first_warp: u32, body: impl FnOnce(&mut Kernel)) {
+        let loc = Loc::caller();
+        if first_warp % 4 != 0 {
+            self.error(loc, format!("warp_group must start at a warp index divisible by 4, got {first_warp}"));
+        }
+        self.group(first_warp * 32, 128, GroupKind::WarpGroup, loc, body)
+    }
+
+    /// Barrier for every thread of the block (`__syncthreads`).
+    #[track_caller]
+    pub fn sync(&mut self) {
+        self.push(StmtKind::Sync, Loc::caller());
+    }
+}
+
+fn cast_to(e: Expr, dtype: DType) -> Expr {
+    match e {
+        Expr::Int(v, _) => Expr::Int(crate::ir::wrap_to(v, dtype), dtype),
+        e if e.dtype() == dtype => e,
+        e => Expr::Cast(dtype, Box::new(e)),
+    }
+}

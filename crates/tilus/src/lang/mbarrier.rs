@@ -1,0 +1,103 @@
+//! The `k.mbarrier()` namespace: asynchronous barriers in shared memory.
+
+use super::{Kernel, Scalar, Val};
+use crate::ir::{BarrierArrayDecl, BarrierArrayId, BarrierRef, Expr, Inst, Loc, MbarrierInst, StmtKind};
+use std::ops::Index;
+
+/// One mbarrier: an array and an index into it. `Copy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Barrier {
+    array: BarrierArrayId,
+    index: Val,
+}
+
+impl Barrier {
+    pub(crate) fn to_ir(self) -> BarrierRef {
+        BarrierRef { array: self.array, index: Scalar::from(self.index).0 }
+    }
+}
+
+/// An array of mbarriers; index it with `bar[i]` (constant) or `bar.at(v)` (a variable).
+#[derive(Clone, Debug)]
+pub struct Barriers {
+    id: BarrierArrayId,
+    items: Vec<Barrier>,
+}
+
+impl Barriers {
+    /// The barrier at a variable index (e.g. a pipeline stage).
+    pub fn at(&self, index: Val) -> Barrier {
+        Barrier { array: self.id, index }
+    }
+
+    /// Number of barriers.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether the array is empty.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+impl Index<usize> for Barriers {
+    type Output = Barrier;
+    fn index(&self, i: usize) -> &Barrier {
+        &self.items[i]
+    }
+}
+
+/// Methods of `k.mbarrier()`.
+pub struct Mbarrier<'k> {
+    k: &'k mut Kernel,
+}
+
+impl Kernel {
+    /// The mbarrier instructions.
+    pub fn mbarrier(&mut self) -> Mbarrier<'_> {
+        Mbarrier { k: self }
+    }
+}
+
+impl Mbarrier<'_> {
+    /// Allocates one barrier per entry of `counts`, each expecting that many arrivals per
+    /// phase, and initializes them (block scope).
+    #[track_caller]
+    pub fn alloc<const N: usize>(self, counts: [u32; N]) -> Barriers {
+        let loc = Loc::caller();
+        let name = self.k.fresh_name("bar");
+        let id = BarrierArrayId(self.k.prog.barriers.len() as u32);
+        self.k.prog.barriers.push(BarrierArrayDecl { name, counts: counts.to_vec(), offset: None, loc });
+        self.k.push(StmtKind::Inst(Inst::Mbarrier(MbarrierInst::Alloc(id))), loc);
+        let items = (0..N).map(|i| Barrier { array: id, index: Val::constant(i as i32) }).collect();
+        Barriers { id, items }
+    }
+
+    /// Each thread of the current group arrives once.
+    #[track_caller]
+    pub fn arrive(self, bar: Barrier) {
+        self.k.push(StmtKind::Inst(Inst::Mbarrier(MbarrierInst::Arrive(bar.to_ir()))), Loc::caller());
+    }
+
+    /// Each thread of the current group arrives once and raises the transaction count by
+    /// `transaction_bytes`: the bytes the asynchronous copies of this phase will deliver.
+    #[track_caller]
+    pub fn arrive_and_expect_tx(self, bar: Barrier, transaction_bytes: impl Into<Scalar>) {
+        let bytes = transaction_bytes.into().0;
+        let bytes = match bytes {
+            Expr::Int(v, _) => Expr::Int(v, crate::ir::DType::U32),
+            e => e,
+        };
+        let inst = MbarrierInst::ArriveExpectTx { bar: bar.to_ir(), bytes };
+        self.k.push(StmtKind::Inst(Inst::Mbarrier(inst)), Loc::caller());
+    }
+
+    /// Blocks until the barrier's phase with parity `phase` has completed (its arrivals and
+    /// transaction bytes are all in).
+    #[track_caller]
+    pub fn wait(self, bar: Barrier, phase: impl Into<Scalar>) {
+        let inst = MbarrierInst::Wait { bar: bar.to_ir(), phase: phase.into().0 };
+        self.k.push(StmtKind::Inst(Inst::Mbarrier(inst)), Loc::caller());
+    }
+}

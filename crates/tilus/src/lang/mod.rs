@@ -1,0 +1,55 @@
+//! The language: the [`Script`] trait, the [`Kernel`] builder and typed handles.
+//!
+//! Instruction groups are namespaces on the builder, as in the seed: `k.tma()`,
+//! `k.mbarrier()`; tensor and control instructions are methods of [`Kernel`].
+
+mod args;
+mod element;
+mod kernel;
+mod mbarrier;
+mod mma;
+mod scalar;
+mod script;
+mod tensors;
+mod tma;
+
+pub use args::{Arg, ArgList, Const, HostArgs, HostValue, Handles, Ptr, PtrMut, PtrVal};
+pub use element::Element;
+pub use kernel::{BlockIdx, Kernel};
+pub use mbarrier::{Barrier, Barriers, Mbarrier};
+pub use scalar::{cdiv, Scalar, Val};
+pub use script::{snake_case, Script};
+pub use tensors::{GlobalTensor, RegisterTensor, SharedTensor};
+pub use tma::Tma;
+
+use crate::ir::Program;
+use crate::{Error, Result};
+
+/// Traces a script into an (unchecked) program. `consts` holds the values of the script's
+/// `Const` arguments, in order.
+pub fn trace<S: Script>(script: &S, consts: &[i64]) -> Result<Program> {
+    let positions = <S::Args as ArgList>::const_positions();
+    if positions.len() != consts.len() {
+        return Err(Error::Argument {
+            arg: "<constants>".into(),
+            message: format!(
+                "the script has {} compile-time constant arguments, {} values were given",
+                positions.len(),
+                consts.len()
+            ),
+        });
+    }
+    let given = S::arg_names();
+    let names: Vec<String> = (0..<S::Args as ArgList>::LEN)
+        .map(|i| given.get(i).map(|s| s.to_string()).unwrap_or_else(|| format!("arg{i}")))
+        .collect();
+    let mut k = Kernel::new(script.name());
+    let handles = <S::Args as ArgList>::declare(&mut k, &names, consts);
+    script.body(&mut k, handles);
+    let (program, diags) = k.finish();
+    if diags.is_empty() {
+        Ok(program)
+    } else {
+        Err(Error::Script(diags))
+    }
+}

@@ -1,0 +1,186 @@
+//! Scalar handles: compile-time and runtime integers in a script, with Rust operators.
+//!
+//! [`Val`] is a leaf (a variable or a constant) and is `Copy`, so it can be used freely inside
+//! closures; [`Scalar`] is any expression. Operators on either build [`Scalar`]s and fold
+//! constants, so `self.block_m * 2` stays a plain number in the generated code.
+
+use crate::ir::{BinOp, DType, Expr, VarId};
+use std::ops;
+
+/// A scalar variable or constant of a script. `Copy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Val(pub(crate) ValRepr);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum ValRepr {
+    Var(VarId, DType),
+    Const(i64, DType),
+}
+
+impl Val {
+    pub(crate) fn var(id: VarId, dtype: DType) -> Val {
+        Val(ValRepr::Var(id, dtype))
+    }
+
+    /// An `i32` constant.
+    pub fn constant(v: i32) -> Val {
+        Val(ValRepr::Const(v as i64, DType::I32))
+    }
+
+    /// The constant's value, when this is a constant.
+    pub fn as_const(&self) -> Option<i64> {
+        match self.0 {
+            ValRepr::Const(v, _) => Some(v),
+            ValRepr::Var(..) => None,
+        }
+    }
+
+    /// The variable, when this is one.
+    pub(crate) fn var_id(&self) -> Option<VarId> {
+        match self.0 {
+            ValRepr::Var(v, _) => Some(v),
+            ValRepr::Const(..) => None,
+        }
+    }
+}
+
+/// A scalar expression of a script.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Scalar(pub(crate) Expr);
+
+impl Scalar {
+    /// The IR expression.
+    pub fn expr(&self) -> &Expr {
+        &self.0
+    }
+
+    /// The value, when the expression is a compile-time constant.
+    pub fn as_const(&self) -> Option<i64> {
+        self.0.as_int()
+    }
+}
+
+impl From<Val> for Scalar {
+    fn from(v: Val) -> Scalar {
+        Scalar(match v.0 {
+            ValRepr::Var(id, t) => Expr::Var(id, t),
+            ValRepr::Const(c, t) => Expr::Int(c, t),
+        })
+    }
+}
+
+impl From<&Val> for Scalar {
+    fn from(v: &Val) -> Scalar {
+        Scalar::from(*v)
+    }
+}
+
+impl From<&Scalar> for Scalar {
+    fn from(v: &Scalar) -> Scalar {
+        v.clone()
+    }
+}
+
+impl From<i32> for Scalar {
+    fn from(v: i32) -> Scalar {
+        Scalar(Expr::Int(v as i64, DType::I32))
+    }
+}
+
+impl From<u32> for Scalar {
+    fn from(v: u32) -> Scalar {
+        Scalar(Expr::Int(v as i64, DType::U32))
+    }
+}
+
+/// Builds `a op b`; a Rust integer literal on one side takes the other side's type.
+fn bin(op: BinOp, a: Scalar, b: Scalar) -> Scalar {
+    let (mut a, mut b) = (a.0, b.0);
+    let literal = |e: &Expr| matches!(e, Expr::Int(..));
+    if literal(&b) && !literal(&a) {
+        if let Expr::Int(v, _) = b {
+            b = Expr::Int(v, a.dtype());
+        }
+    } else if literal(&a) && !literal(&b) {
+        if let Expr::Int(v, _) = a {
+            a = Expr::Int(v, b.dtype());
+        }
+    }
+    Scalar(Expr::binary(op, a, b))
+}
+
+macro_rules! binops {
+    ($($tr:ident $method:ident $op:ident),*) => {$(
+        impl<R: Into<Scalar>> ops::$tr<R> for Scalar {
+            type Output = Scalar;
+            fn $method(self, rhs: R) -> Scalar { bin(BinOp::$op, self, rhs.into()) }
+        }
+        impl<R: Into<Scalar>> ops::$tr<R> for &Scalar {
+            type Output = Scalar;
+            fn $method(self, rhs: R) -> Scalar { bin(BinOp::$op, self.clone(), rhs.into()) }
+        }
+        impl<R: Into<Scalar>> ops::$tr<R> for Val {
+            type Output = Scalar;
+            fn $method(self, rhs: R) -> Scalar { bin(BinOp::$op, self.into(), rhs.into()) }
+        }
+        impl ops::$tr<Scalar> for i32 {
+            type Output = Scalar;
+            fn $method(self, rhs: Scalar) -> Scalar { bin(BinOp::$op, self.into(), rhs) }
+        }
+        impl ops::$tr<Val> for i32 {
+            type Output = Scalar;
+            fn $method(self, rhs: Val) -> Scalar { bin(BinOp::$op, self.into(), rhs.into()) }
+        }
+        impl ops::$tr<Val> for u32 {
+            type Output = Scalar;
+            fn $method(self, rhs: Val) -> Scalar { bin(BinOp::$op, self.into(), rhs.into()) }
+        }
+    )*};
+}
+
+binops!(
+    Add add Add, Sub sub Sub, Mul mul Mul, Div div Div, Rem rem Rem,
+    BitAnd bitand BitAnd, BitOr bitor BitOr, BitXor bitxor BitXor, Shl shl Shl, Shr shr Shr
+);
+
+/// `ceil(a / b)`, folded when both are constants.
+pub fn cdiv(a: impl Into<Scalar>, b: impl Into<Scalar>) -> Scalar {
+    let (a, b) = (a.into(), b.into());
+    let b = match b.0 {
+        Expr::Int(v, _) => Expr::Int(v, a.0.dtype()),
+        e => e,
+    };
+    Scalar(Expr::cdiv(a.0, b))
+}
+
+/// Comparison helpers (Rust's comparison operators cannot build expressions).
+impl Scalar {
+    /// `self < rhs`.
+    pub fn lt(self, rhs: impl Into<Scalar>) -> Scalar {
+        bin(BinOp::Lt, self, rhs.into())
+    }
+
+    /// `self == rhs`.
+    pub fn eq_(self, rhs: impl Into<Scalar>) -> Scalar {
+        bin(BinOp::Eq, self, rhs.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_take_the_variable_type() {
+        let phase = Val::var(VarId(3), DType::U32);
+        let e = phase ^ 1;
+        assert_eq!(e.0.dtype(), DType::U32);
+        assert_eq!(e.0, Expr::binary(BinOp::BitXor, Expr::Var(VarId(3), DType::U32), Expr::Int(1, DType::U32)));
+    }
+
+    #[test]
+    fn constants_fold() {
+        let e = cdiv(4096, 128) * 2;
+        assert_eq!(e.as_const(), Some(64));
+    }
+}

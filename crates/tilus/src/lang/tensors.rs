@@ -1,0 +1,167 @@
+//! Tensor handles and the memory and arithmetic instructions: global views, shared and
+//! register tiles, loads, stores and casts.
+
+use super::{Element, Kernel, PtrVal, Scalar};
+use crate::ir::{
+    ArithInst, GlobalDecl, GlobalId, Inst, Loc, MemoryInst, RegId, RegView, RegisterDecl,
+    SharedDecl, SharedId, StmtKind,
+};
+use std::marker::PhantomData;
+
+/// A view of global memory with element type `T`.
+pub struct GlobalTensor<T> {
+    pub(crate) id: GlobalId,
+    _t: PhantomData<T>,
+}
+
+/// A tile in shared memory with element type `T`.
+pub struct SharedTensor<T> {
+    pub(crate) id: SharedId,
+    nbytes: i32,
+    _t: PhantomData<T>,
+}
+
+/// A tile in registers with element type `T`, possibly seen transposed.
+pub struct RegisterTensor<T> {
+    pub(crate) view: RegView,
+    _t: PhantomData<T>,
+}
+
+macro_rules! copy_handle {
+    ($($t:ident),*) => {$(
+        impl<T> Clone for $t<T> { fn clone(&self) -> Self { *self } }
+        impl<T> Copy for $t<T> {}
+    )*};
+}
+copy_handle!(GlobalTensor, SharedTensor, RegisterTensor);
+
+impl<T> SharedTensor<T> {
+    /// Size of the tile in bytes (a compile-time number).
+    pub fn nbytes(&self) -> i32 {
+        self.nbytes
+    }
+}
+
+impl<T> RegisterTensor<T> {
+    /// The transposed view: swaps the last two dimensions without moving data.
+    pub fn transpose(&self) -> RegisterTensor<T> {
+        RegisterTensor { view: RegView { tensor: self.view.tensor, transposed: !self.view.transposed }, _t: PhantomData }
+    }
+}
+
+fn dims(k: &mut Kernel, loc: Loc, what: &str, shape: &[i32]) -> Vec<i64> {
+    if shape.iter().any(|&d| d <= 0) {
+        k.error(loc, format!("{what}: every dimension must be positive, got {shape:?}"));
+    }
+    shape.iter().map(|&d| d.max(1) as i64).collect()
+}
+
+impl Kernel {
+    /// Interprets a pointer argument as a row-major tensor of the given shape.
+    #[track_caller]
+    pub fn global_view<T: Element, const N: usize>(
+        &mut self,
+        ptr: PtrVal<T>,
+        shape: [impl Into<Scalar>; N],
+    ) -> GlobalTensor<T> {
+        let loc = Loc::caller();
+        let name = self.fresh_name("g");
+        let id = GlobalId(self.prog.globals.len() as u32);
+        let shape = shape.into_iter().map(|s| s.into().0).collect();
+        self.prog.globals.push(GlobalDecl { name, dtype: T::DTYPE, ptr: ptr.var, shape, loc });
+        self.push(StmtKind::Inst(Inst::Memory(MemoryInst::GlobalView(id))), loc);
+        GlobalTensor { id, _t: PhantomData }
+    }
+
+    /// Allocates a tile in shared memory. Its bytes are reserved until [`Kernel::free_shared`]
+    /// or the end of the kernel.
+    #[track_caller]
+    pub fn shared_tensor<T: Element, const N: usize>(&mut self, shape: [i32; N]) -> SharedTensor<T> {
+        let loc = Loc::caller();
+        let shape = dims(self, loc, "shared_tensor", &shape);
+        let name = self.fresh_name("s");
+        let id = SharedId(self.prog.shareds.len() as u32);
+        let decl = SharedDecl { name, dtype: T::DTYPE, shape, layout: None, offset: None, loc };
+        let nbytes = decl.nbytes() as i32;
+        self.prog.shareds.push(decl);
+        self.push(StmtKind::Inst(Inst::Memory(MemoryInst::AllocShared(id))), loc);
+        SharedTensor { id, nbytes, _t: PhantomData }
+    }
+
+    /// Ends the lifetime of a shared tile: later allocations may reuse its bytes. The planner
+    /// never lets a freed tile's bytes be reused while data still lands in them.
+    #[track_caller]
+    pub fn free_shared<T>(&mut self, t: &SharedTensor<T>) {
+        self.push(StmtKind::Inst(Inst::Memory(MemoryInst::FreeShared(t.id))), Loc::caller());
+    }
+
+    fn new_register<T: Element>(&mut self, shape: Vec<i64>, loc: Loc) -> RegId {
+        let name = self.fresh_name("r");
+        let id = RegId(self.prog.registers.len() as u32);
+        let group_threads = self.group_threads();
+        self.prog.registers.push(RegisterDecl { name, dtype: T::DTYPE, shape, layout: None, group_threads, loc });
+        id
+    }
+
+    /// Allocates a tile in registers, spread over the threads of the current group, optionally
+    /// filled with `init`.
+    #[track_caller]
+    pub fn register_tensor<T: Element, const N: usize>(
+        &mut self,
+        shape: [i32; N],
+        init: impl Into<Option<f64>>,
+    ) -> RegisterTensor<T> {
+        let loc = Loc::caller();
+        let shape = dims(self, loc, "register_tensor", &shape);
+        let out = self.new_register::<T>(shape, loc);
+        let init = init.into().map(|v| {
+            if T::DTYPE.is_float() {
+                crate::ir::Expr::Float(v.to_bits(), T::DTYPE)
+            } else {
+                crate::ir::Expr::Int(v as i64, T::DTYPE)
+            }
+        });
+        self.push(StmtKind::Inst(Inst::Memory(MemoryInst::AllocRegister { out, init })), loc);
+        RegisterTensor { view: RegView::plain(out), _t: PhantomData }
+    }
+
+    /// Copies a shared tile into a new register tile laid out for its consumer (for the
+    /// operands of `dot`, this lowers to `ldmatrix`).
+    #[track_caller]
+    pub fn load_shared<T: Element>(&mut self, src: &SharedTensor<T>) -> RegisterTensor<T> {
+        let loc = Loc::caller();
+        let shape = self.prog.shared(src.id).shape.clone();
+        let out = self.new_register::<T>(shape, loc);
+        self.push(StmtKind::Inst(Inst::Memory(MemoryInst::LoadShared { src: src.id, out })), loc);
+        RegisterTensor { view: RegView::plain(out), _t: PhantomData }
+    }
+
+    /// Writes a register tile to global memory with its first element at `offsets`; elements
+    /// outside the view are skipped.
+    #[track_caller]
+    pub fn store_global<T: Element, const N: usize>(
+        &mut self,
+        dst: &GlobalTensor<T>,
+        src: &RegisterTensor<T>,
+        offsets: [impl Into<Scalar>; N],
+    ) {
+        let loc = Loc::caller();
+        let offsets = offsets.into_iter().map(|o| o.into().0).collect();
+        let inst = MemoryInst::StoreGlobal { dst: dst.id, src: src.view, offsets };
+        self.push(StmtKind::Inst(Inst::Memory(inst)), loc);
+    }
+
+    /// Converts every element to `U` (round to nearest even), keeping the layout.
+    #[track_caller]
+    pub fn cast<U: Element, T: Element>(&mut self, src: &RegisterTensor<T>) -> RegisterTensor<U> {
+        let loc = Loc::caller();
+        let mut shape = self.prog.register(src.view.tensor).shape.clone();
+        if src.view.transposed {
+            let r = shape.len();
+            shape.swap(r - 2, r - 1);
+        }
+        let out = self.new_register::<U>(shape, loc);
+        self.push(StmtKind::Inst(Inst::Arith(ArithInst::Cast { src: src.view, out })), loc);
+        RegisterTensor { view: RegView::plain(out), _t: PhantomData }
+    }
+}

@@ -1,0 +1,166 @@
+//! Shared-memory layouts: row-major strides plus an optional XOR swizzle of address bits.
+//!
+//! The swizzles are the ones the TMA engine applies (32, 64 and 128 bytes): within each span
+//! of `8 × 16 B` chunks, the 16-byte chunk index is XORed with the 128-byte row index. One
+//! function, [`SharedLayout::byte_offset`], gives the address of an element for TMA, ldmatrix,
+//! WGMMA descriptors and the interpreter alike, so they can never disagree.
+
+use std::fmt;
+
+/// A TMA-compatible swizzle mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Swizzle {
+    /// No swizzle.
+    None,
+    /// 32-byte swizzle: 16-byte chunk bit 4 ^= bit 7.
+    B32,
+    /// 64-byte swizzle: bits 4..5 ^= bits 7..8.
+    B64,
+    /// 128-byte swizzle: bits 4..6 ^= bits 7..9.
+    B128,
+}
+
+impl Swizzle {
+    /// The span in bytes: a TMA box's inner dimension may not exceed it.
+    pub fn span_bytes(self) -> u32 {
+        match self {
+            Swizzle::None => u32::MAX,
+            Swizzle::B32 => 32,
+            Swizzle::B64 => 64,
+            Swizzle::B128 => 128,
+        }
+    }
+
+    /// Mask of the 16-byte chunk bits that get XORed.
+    pub fn mask(self) -> u32 {
+        match self {
+            Swizzle::None => 0,
+            Swizzle::B32 => 1,
+            Swizzle::B64 => 3,
+            Swizzle::B128 => 7,
+        }
+    }
+
+    /// Alignment the buffer needs so that address-based swizzling matches the pattern.
+    pub fn alignment(self) -> u32 {
+        match self {
+            Swizzle::None => 128,
+            Swizzle::B32 => 256,
+            Swizzle::B64 => 512,
+            Swizzle::B128 => 1024,
+        }
+    }
+
+    /// Applies the swizzle to a byte offset from a suitably aligned base.
+    pub fn apply(self, byte_offset: u32) -> u32 {
+        byte_offset ^ (((byte_offset >> 7) & self.mask()) << 4)
+    }
+
+    /// The widest swizzle whose span a row of `row_bytes` fills exactly (or None).
+    pub fn widest_for_row(row_bytes: u32) -> Swizzle {
+        match row_bytes {
+            b if b % 128 == 0 && b == 128 => Swizzle::B128,
+            64 => Swizzle::B64,
+            32 => Swizzle::B32,
+            _ => Swizzle::None,
+        }
+    }
+
+    /// The name used in printed IR.
+    pub fn name(self) -> &'static str {
+        match self {
+            Swizzle::None => "none",
+            Swizzle::B32 => "32B",
+            Swizzle::B64 => "64B",
+            Swizzle::B128 => "128B",
+        }
+    }
+}
+
+/// A row-major shared-memory layout of a 2-D tile with an optional swizzle.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SharedLayout {
+    /// `[rows, cols]`; cols are contiguous.
+    pub shape: Vec<i64>,
+    /// Bytes per element.
+    pub elem_bytes: u32,
+    /// The swizzle.
+    pub swizzle: Swizzle,
+}
+
+impl SharedLayout {
+    /// Row-major, no swizzle.
+    pub fn row_major(shape: &[i64], elem_bytes: u32) -> SharedLayout {
+        SharedLayout { shape: shape.to_vec(), elem_bytes, swizzle: Swizzle::None }
+    }
+
+    /// Row-major with the widest TMA swizzle whose span equals the row length in bytes.
+    pub fn swizzled_for_tma(shape: &[i64], elem_bytes: u32) -> SharedLayout {
+        let row_bytes = (*shape.last().unwrap_or(&1) as u32) * elem_bytes;
+        SharedLayout { shape: shape.to_vec(), elem_bytes, swizzle: Swizzle::widest_for_row(row_bytes) }
+    }
+
+    /// Bytes the tile occupies.
+    pub fn nbytes(&self) -> u32 {
+        self.shape.iter().product::<i64>() as u32 * self.elem_bytes
+    }
+
+    /// Byte offset of the element at `coords` from the (aligned) base of the buffer.
+    pub fn byte_offset(&self, coords: &[i64]) -> u32 {
+        let mut linear = 0i64;
+        for (c, s) in coords.iter().zip(&self.shape) {
+            linear = linear * s + c;
+        }
+        self.swizzle.apply(linear as u32 * self.elem_bytes)
+    }
+}
+
+impl fmt::Display for SharedLayout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dims: Vec<String> = self.shape.iter().map(|x| x.to_string()).collect();
+        write!(f, "row_major([{}], swizzle={})", dims.join(", "), self.swizzle.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swizzle_128_permutes_chunks_within_each_row_of_eight() {
+        let l = SharedLayout::swizzled_for_tma(&[64, 64], 2);
+        assert_eq!(l.swizzle, Swizzle::B128);
+        // row r, chunk c (8 halves each) lands at chunk c ^ (r % 8) of row r.
+        for r in 0..64 {
+            for c in 0..8 {
+                let off = l.byte_offset(&[r, c * 8]);
+                assert_eq!(off, (r as u32) * 128 + (((c as u32) ^ (r as u32 % 8)) * 16));
+            }
+        }
+    }
+
+    #[test]
+    fn swizzle_64_uses_row_pairs() {
+        let l = SharedLayout::swizzled_for_tma(&[16, 32], 2);
+        assert_eq!(l.swizzle, Swizzle::B64);
+        // 64-byte rows: bits 7..8 of the offset are (row / 2) % 4.
+        assert_eq!(l.byte_offset(&[2, 0]), 128 + 16);
+        assert_eq!(l.byte_offset(&[3, 8]), 192);
+    }
+
+    #[test]
+    fn swizzle_is_a_permutation_of_the_tile() {
+        for (cols, sw) in [(16, Swizzle::B32), (32, Swizzle::B64), (64, Swizzle::B128)] {
+            let l = SharedLayout::swizzled_for_tma(&[32, cols], 2);
+            assert_eq!(l.swizzle, sw);
+            let mut seen = std::collections::HashSet::new();
+            for r in 0..32 {
+                for c in 0..cols {
+                    let off = l.byte_offset(&[r, c]);
+                    assert!(off < l.nbytes());
+                    assert!(seen.insert(off));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! # Tilus for Rust
+//!
+//! A tile-level GPU kernel language for NVIDIA Hopper, embedded in Rust. A kernel is a
+//! [`Script`]: a struct of compile-time hyperparameters whose [`Script::body`] builds the
+//! kernel from tile-level instructions (global views, shared and register tensors, TMA copies,
+//! mbarriers, thread groups, tensor-core dot products). The library traces the body into an
+//! [`ir::Program`], checks it, infers layouts, plans shared memory, emits CUDA C++, compiles it
+//! in-process with NVRTC to an `sm_90a` cubin, caches it on disk and launches it through the
+//! CUDA driver.
+//!
+//! ```
+//! use tilus::prelude::*;
+//!
+//! #[derive(Clone, Debug, Hash)]
+//! struct Fill { block: i32 }
+//!
+//! impl Script for Fill {
+//!     type Args = (i32, PtrMut<f32>);
+//!     fn arg_names() -> &'static [&'static str] { &["n", "out"] }
+//!     fn body(&self, k: &mut Kernel, (n, out): Handles<Self::Args>) {
+//!         k.blocks([cdiv(n, self.block)]);
+//!         k.warps(1);
+//!         let offset = k.let_i32(self.block * k.block_idx().x);
+//!         let ones = k.register_tensor::<f32>([self.block], Some(1.0));
+//!         let g = k.global_view::<f32>(out, [n]);
+//!         k.store_global(&g, &ones, [offset]);
+//!     }
+//! }
+//!
+//! let program = tilus::trace(&Fill { block: 32 }, &[]).unwrap();
+//! assert!(tilus::ir::print_program(&program).contains("store_global"));
+//! ```
+
+pub mod codegen;
+pub mod compile;
+mod error;
+pub mod ir;
+pub mod lang;
+pub mod layout;
+pub mod passes;
+pub mod runtime;
+
+pub use error::{Diagnostic, Error, Result};
+pub use lang::{trace, Script};
+
+/// Everything a script author needs.
+pub mod prelude {
+    pub use crate::lang::{
+        cdiv, Barrier, Barriers, Const, GlobalTensor, Handles, Kernel, Ptr, PtrMut, PtrVal,
+        RegisterTensor, Scalar, Script, SharedTensor, Val,
+    };
+    pub use half::{bf16, f16};
+}
