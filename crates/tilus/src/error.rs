@@ -87,7 +87,10 @@ pub enum Error {
 impl Error {
     /// One script diagnostic as an error.
     pub fn script(loc: Loc, message: impl Into<String>) -> Error {
-        Error::Script(vec![Diagnostic { loc, message: message.into() }])
+        Error::Script(vec![Diagnostic {
+            loc,
+            message: message.into(),
+        }])
     }
 
     /// The diagnostics, when this is a script error.

@@ -35,12 +35,16 @@ pub mod codegen;
 pub mod compile;
 mod error;
 pub mod ir;
+/// The CUDA bindings Tilus uses, re-exported so that users need no second version.
+pub use cudarc;
+mod jit;
 pub mod lang;
 pub mod layout;
 pub mod passes;
 pub mod runtime;
 
 pub use error::{Diagnostic, Error, Result};
+pub use jit::{arg_names, build, emit, Jit};
 pub use lang::{trace, Script};
 
 /// Everything a script author needs.

@@ -107,7 +107,14 @@ impl BinOp {
             BinOp::And => (a != 0 && b != 0) as i64,
             BinOp::Or => (a != 0 || b != 0) as i64,
         };
-        Some(wrap_to(v, if self.is_comparison() { DType::Bool } else { dtype }))
+        Some(wrap_to(
+            v,
+            if self.is_comparison() {
+                DType::Bool
+            } else {
+                dtype
+            },
+        ))
     }
 }
 
@@ -172,7 +179,14 @@ impl Expr {
         let dtype = a.dtype();
         match (&a, &b) {
             (Expr::Int(x, _), Expr::Int(y, _)) => match op.apply(*x, *y, dtype) {
-                Some(v) => Expr::Int(v, if op.is_comparison() { DType::Bool } else { dtype }),
+                Some(v) => Expr::Int(
+                    v,
+                    if op.is_comparison() {
+                        DType::Bool
+                    } else {
+                        dtype
+                    },
+                ),
                 None => Expr::Binary(op, Box::new(a), Box::new(b)),
             },
             (_, Expr::Int(0, _)) if matches!(op, BinOp::Add | BinOp::Sub | BinOp::BitXor) => a,
@@ -239,7 +253,9 @@ impl Expr {
         match self {
             Expr::Int(v, _) => pow2(*v),
             Expr::Var(id, _) => var(*id),
-            Expr::Binary(BinOp::Add | BinOp::Sub, a, b) => a.divisibility(var).min(b.divisibility(var)),
+            Expr::Binary(BinOp::Add | BinOp::Sub, a, b) => {
+                a.divisibility(var).min(b.divisibility(var))
+            }
             Expr::Binary(BinOp::Mul, a, b) => {
                 (a.divisibility(var).saturating_mul(b.divisibility(var))).min(CAP)
             }
@@ -255,7 +271,11 @@ impl Expr {
 impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Variables print as `%id`; printers that know names use `ExprPrinter`.
-        ExprPrinter { expr: self, names: &|id| format!("%{}", id.0) }.fmt(f)
+        ExprPrinter {
+            expr: self,
+            names: &|id| format!("%{}", id.0),
+        }
+        .fmt(f)
     }
 }
 
@@ -269,7 +289,10 @@ pub struct ExprPrinter<'a> {
 
 impl<'a> fmt::Display for ExprPrinter<'a> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let sub = |e: &'a Expr| ExprPrinter { expr: e, names: self.names };
+        let sub = |e: &'a Expr| ExprPrinter {
+            expr: e,
+            names: self.names,
+        };
         match self.expr {
             Expr::Int(v, DType::U32) => write!(f, "{v}u"),
             Expr::Int(v, DType::Bool) => write!(f, "{}", *v != 0),

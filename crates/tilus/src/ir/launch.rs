@@ -77,6 +77,11 @@ impl LaunchPlan {
     /// Evaluates a host-side expression given the script's argument values (scalars as
     /// integers; pointers and constants are never read here).
     pub fn eval(&self, e: &Expr, args: &[i64]) -> Option<i64> {
-        e.eval(&|v| self.arg_vars.iter().find(|(id, _)| *id == v).map(|(_, i)| args[*i]))
+        e.eval(&|v| {
+            self.arg_vars
+                .iter()
+                .find(|(id, _)| *id == v)
+                .map(|(_, i)| args[*i])
+        })
     }
 }

@@ -18,7 +18,11 @@ impl Loc {
     #[track_caller]
     pub fn caller() -> Loc {
         let l = std::panic::Location::caller();
-        Loc { file: l.file(), line: l.line(), col: l.column() }
+        Loc {
+            file: l.file(),
+            line: l.line(),
+            col: l.column(),
+        }
     }
 
     /// The file name without its directories, for compact comments.

@@ -18,7 +18,7 @@ pub use expr::{wrap_to, BinOp, Expr, ExprPrinter, VarDecl, VarId, VarKind};
 pub use inst::{ArithInst, Inst, MbarrierInst, MemoryInst, MmaInst, TmaInst};
 pub use launch::{KernelParam, LaunchPlan, PointerRule, TensorMapSpec};
 pub use loc::Loc;
-pub use printer::print_program;
+pub use printer::{describe_stmt, print_program};
 pub use program::{Param, ParamKind, Program};
 pub use stmt::{GroupKind, Stmt, StmtKind};
 pub use tensor::{

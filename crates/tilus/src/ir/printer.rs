@@ -8,9 +8,45 @@ use std::fmt::Write;
 
 /// Prints a program as text, one statement per line, with the user's file:line at the right.
 pub fn print_program(p: &Program) -> String {
-    let mut pr = Printer { p, out: String::new() };
+    let mut pr = Printer {
+        p,
+        out: String::new(),
+    };
     pr.program();
     pr.out
+}
+
+/// The one-line text of a statement's head (as in [`print_program`], without the location):
+/// used for comments in generated code.
+pub fn describe_stmt(p: &Program, s: &Stmt) -> String {
+    let pr = Printer {
+        p,
+        out: String::new(),
+    };
+    match &s.kind {
+        StmtKind::Let { var, value } => format!("let {} = {}", pr.name(*var), pr.e(value)),
+        StmtKind::Assign { var, value } => format!("{} = {}", pr.name(*var), pr.e(value)),
+        StmtKind::For {
+            var,
+            start,
+            end,
+            step,
+            ..
+        } => {
+            format!(
+                "for {} in range({}, {}, {})",
+                pr.name(*var),
+                pr.e(start),
+                pr.e(end),
+                pr.e(step)
+            )
+        }
+        StmtKind::ThreadGroup {
+            begin, count, kind, ..
+        } => format!("{}(begin={begin}, threads={count})", kind.name()),
+        StmtKind::Sync => "sync()".into(),
+        StmtKind::Inst(i) => pr.inst(i),
+    }
 }
 
 struct Printer<'a> {
@@ -24,7 +60,11 @@ impl Printer<'_> {
     }
 
     fn e(&self, e: &Expr) -> String {
-        ExprPrinter { expr: e, names: &|v| self.name(v) }.to_string()
+        ExprPrinter {
+            expr: e,
+            names: &|v| self.name(v),
+        }
+        .to_string()
     }
 
     fn list(&self, es: &[Expr]) -> String {
@@ -53,12 +93,22 @@ impl Printer<'_> {
                 ParamKind::Scalar(t) => format!("{}: {}", q.name, t),
                 ParamKind::Const(t, v) => format!("{}: const {} = {}", q.name, t, v),
                 ParamKind::Pointer { dtype, mutable } => {
-                    format!("{}: *{}{}", q.name, if *mutable { "mut " } else { "" }, dtype)
+                    format!(
+                        "{}: *{}{}",
+                        q.name,
+                        if *mutable { "mut " } else { "" },
+                        dtype
+                    )
                 }
             })
             .collect();
         let _ = writeln!(self.out, "kernel {}({}) {{", p.name, params.join(", "));
-        let _ = writeln!(self.out, "  blocks = [{}], warps = {}", self.list(&p.grid), p.warps);
+        let _ = writeln!(
+            self.out,
+            "  blocks = [{}], warps = {}",
+            self.list(&p.grid),
+            p.warps
+        );
         if p.smem_bytes > 0 {
             let _ = writeln!(self.out, "  shared_memory = {} bytes", p.smem_bytes);
         }
@@ -74,14 +124,23 @@ impl Printer<'_> {
 
     fn line(&mut self, depth: usize, text: String, s: &Stmt) {
         let pad = "  ".repeat(depth);
-        let _ = writeln!(self.out, "{pad}{text}  # {}:{}", s.loc.short_file(), s.loc.line);
+        let _ = writeln!(
+            self.out,
+            "{pad}{text}  # {}:{}",
+            s.loc.short_file(),
+            s.loc.line
+        );
     }
 
     fn stmt(&mut self, s: &Stmt, depth: usize) {
         match &s.kind {
             StmtKind::Let { var, value } => {
                 let d = self.p.var(*var);
-                let kw = if d.kind == super::VarKind::Mutable { "var" } else { "let" };
+                let kw = if d.kind == super::VarKind::Mutable {
+                    "var"
+                } else {
+                    "let"
+                };
                 let t = format!("{kw} {}: {} = {}", d.name, d.dtype, self.e(value));
                 self.line(depth, t, s)
             }
@@ -89,7 +148,13 @@ impl Printer<'_> {
                 let t = format!("{} = {}", self.name(*var), self.e(value));
                 self.line(depth, t, s)
             }
-            StmtKind::For { var, start, end, step, body } => {
+            StmtKind::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+            } => {
                 let t = format!(
                     "for {} in range({}, {}, {}) {{",
                     self.name(*var),
@@ -101,7 +166,12 @@ impl Printer<'_> {
                 self.block(body, depth + 1);
                 let _ = writeln!(self.out, "{}}}", "  ".repeat(depth));
             }
-            StmtKind::ThreadGroup { begin, count, kind, body } => {
+            StmtKind::ThreadGroup {
+                begin,
+                count,
+                kind,
+                body,
+            } => {
                 let t = format!("{}(begin={begin}, threads={count}) {{", kind.name());
                 self.line(depth, t, s);
                 self.block(body, depth + 1);
@@ -121,7 +191,13 @@ impl Printer<'_> {
             Inst::Memory(m) => match m {
                 MemoryInst::GlobalView(g) => {
                     let d = p.global(*g);
-                    format!("{} = global_view<{}>({}, [{}])", d.name, d.dtype, self.name(d.ptr), self.list(&d.shape))
+                    format!(
+                        "{} = global_view<{}>({}, [{}])",
+                        d.name,
+                        d.dtype,
+                        self.name(d.ptr),
+                        self.list(&d.shape)
+                    )
                 }
                 MemoryInst::AllocShared(id) => {
                     let d = p.shared(*id);
@@ -172,13 +248,22 @@ impl Printer<'_> {
                 }
                 MbarrierInst::Arrive(b) => format!("mbarrier.arrive({})", self.bar(b)),
                 MbarrierInst::ArriveExpectTx { bar, bytes } => {
-                    format!("mbarrier.arrive_and_expect_tx({}, {})", self.bar(bar), self.e(bytes))
+                    format!(
+                        "mbarrier.arrive_and_expect_tx({}, {})",
+                        self.bar(bar),
+                        self.e(bytes)
+                    )
                 }
                 MbarrierInst::Wait { bar, phase } => {
                     format!("mbarrier.wait({}, phase={})", self.bar(bar), self.e(phase))
                 }
             },
-            Inst::Tma(TmaInst::GlobalToShared { src, dst, offsets, bar }) => format!(
+            Inst::Tma(TmaInst::GlobalToShared {
+                src,
+                dst,
+                offsets,
+                bar,
+            }) => format!(
                 "tma.global_to_shared({} -> {}, offsets=[{}], {})",
                 p.global(*src).name,
                 p.shared(*dst).name,

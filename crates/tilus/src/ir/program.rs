@@ -92,7 +92,10 @@ impl Program {
 
     /// The parameter a variable stands for, if any.
     pub fn param_of(&self, var: VarId) -> Option<(usize, &Param)> {
-        self.params.iter().enumerate().find(|(_, p)| p.var == Some(var))
+        self.params
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.var == Some(var))
     }
 
     /// Calls `f` on every statement, depth first, in program order.
@@ -101,7 +104,8 @@ impl Program {
             for s in stmts {
                 f(s);
                 match &s.kind {
-                    super::StmtKind::For { body, .. } | super::StmtKind::ThreadGroup { body, .. } => go(body, f),
+                    super::StmtKind::For { body, .. }
+                    | super::StmtKind::ThreadGroup { body, .. } => go(body, f),
                     _ => {}
                 }
             }

@@ -106,7 +106,10 @@ pub struct RegView {
 impl RegView {
     /// The tensor itself.
     pub fn plain(tensor: RegId) -> RegView {
-        RegView { tensor, transposed: false }
+        RegView {
+            tensor,
+            transposed: false,
+        }
     }
 
     /// The permutation this view applies to the tensor's dimensions.

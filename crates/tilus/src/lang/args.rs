@@ -22,7 +22,6 @@ pub struct PtrMut<T>(PhantomData<T>);
 /// The body's handle of a pointer argument.
 pub struct PtrVal<T> {
     pub(crate) var: crate::ir::VarId,
-    pub(crate) mutable: bool,
     _t: PhantomData<T>,
 }
 
@@ -100,18 +99,27 @@ scalar_arg!(u32, DType::U32);
 
 fn slice_value<T>(s: &CudaSlice<T>, stream: &CudaStream) -> HostValue {
     let (ptr, _sync) = s.device_ptr(stream);
-    HostValue::Ptr { ptr, bytes: s.num_bytes() }
+    HostValue::Ptr {
+        ptr,
+        bytes: s.num_bytes(),
+    }
 }
 
 impl<T: Element> Arg for Ptr<T> {
     type Handle = PtrVal<T>;
     type Host<'a> = &'a CudaSlice<T>;
     fn kind(_: Option<i64>) -> ParamKind {
-        ParamKind::Pointer { dtype: T::DTYPE, mutable: false }
+        ParamKind::Pointer {
+            dtype: T::DTYPE,
+            mutable: false,
+        }
     }
     fn declare(k: &mut Kernel, name: &str, index: usize, _: Option<i64>) -> PtrVal<T> {
         let v = k.declare_param(name, index, Self::kind(None));
-        PtrVal { var: v.var_id().expect("pointer params are variables"), mutable: false, _t: PhantomData }
+        PtrVal {
+            var: v.var_id().expect("pointer params are variables"),
+            _t: PhantomData,
+        }
     }
     fn host_value(h: &&CudaSlice<T>, stream: &CudaStream) -> HostValue {
         slice_value(h, stream)
@@ -122,11 +130,17 @@ impl<T: Element> Arg for PtrMut<T> {
     type Handle = PtrVal<T>;
     type Host<'a> = &'a mut CudaSlice<T>;
     fn kind(_: Option<i64>) -> ParamKind {
-        ParamKind::Pointer { dtype: T::DTYPE, mutable: true }
+        ParamKind::Pointer {
+            dtype: T::DTYPE,
+            mutable: true,
+        }
     }
     fn declare(k: &mut Kernel, name: &str, index: usize, _: Option<i64>) -> PtrVal<T> {
         let v = k.declare_param(name, index, Self::kind(None));
-        PtrVal { var: v.var_id().expect("pointer params are variables"), mutable: true, _t: PhantomData }
+        PtrVal {
+            var: v.var_id().expect("pointer params are variables"),
+            _t: PhantomData,
+        }
     }
     fn host_value(h: &&mut CudaSlice<T>, stream: &CudaStream) -> HostValue {
         slice_value(h, stream)

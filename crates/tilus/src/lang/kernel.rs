@@ -3,8 +3,7 @@
 
 use super::{Scalar, Val};
 use crate::ir::{
-    DType, Expr, GroupKind, Loc, Param, ParamKind, Program, Stmt, StmtKind, VarDecl, VarId,
-    VarKind,
+    DType, Expr, GroupKind, Loc, Param, ParamKind, Program, Stmt, StmtKind, VarDecl, VarId, VarKind,
 };
 use crate::Diagnostic;
 use std::collections::HashMap;
@@ -63,7 +62,11 @@ impl Kernel {
     pub(crate) fn finish(mut self) -> (Program, Vec<Diagnostic>) {
         if self.prog.warps == 0 {
             self.diags.push(Diagnostic {
-                loc: Loc { file: "<script>", line: 0, col: 0 },
+                loc: Loc {
+                    file: "<script>",
+                    line: 0,
+                    col: 0,
+                },
                 message: "the script never set the number of warps: call `k.warps(n)`".into(),
             });
         }
@@ -88,16 +91,27 @@ impl Kernel {
     }
 
     pub(crate) fn push(&mut self, kind: StmtKind, loc: Loc) {
-        self.blocks.last_mut().expect("an open block").push(Stmt { kind, loc });
+        self.blocks
+            .last_mut()
+            .expect("an open block")
+            .push(Stmt { kind, loc });
     }
 
     pub(crate) fn error(&mut self, loc: Loc, message: impl Into<String>) {
-        self.diags.push(Diagnostic { loc, message: message.into() });
+        self.diags.push(Diagnostic {
+            loc,
+            message: message.into(),
+        });
     }
 
     pub(crate) fn new_var(&mut self, name: String, dtype: DType, kind: VarKind) -> VarId {
         let id = VarId(self.prog.vars.len() as u32);
-        self.prog.vars.push(VarDecl { name, dtype, pointee: None, kind });
+        self.prog.vars.push(VarDecl {
+            name,
+            dtype,
+            pointee: None,
+            kind,
+        });
         id
     }
 
@@ -114,7 +128,11 @@ impl Kernel {
                 (Some(id), Val::var(id, DType::U64))
             }
         };
-        self.prog.params.push(Param { name: name.to_string(), kind, var });
+        self.prog.params.push(Param {
+            name: name.to_string(),
+            kind,
+            var,
+        });
         val
     }
 
@@ -141,11 +159,17 @@ impl Kernel {
     pub fn warps(&mut self, n: u32) {
         let loc = Loc::caller();
         if !(1..=32).contains(&n) {
-            self.error(loc, format!("warps must be between 1 and 32 (1024 threads), got {n}"));
+            self.error(
+                loc,
+                format!("warps must be between 1 and 32 (1024 threads), got {n}"),
+            );
             return;
         }
         if self.blocks.len() > 1 {
-            self.error(loc, "warps must be set at the top of the body, outside loops and thread groups");
+            self.error(
+                loc,
+                "warps must be set at the top of the body, outside loops and thread groups",
+            );
         }
         self.prog.warps = n;
         self.groups[0] = n * 32;
@@ -154,7 +178,11 @@ impl Kernel {
 
     /// The block index, as scalars.
     pub fn block_idx(&self) -> BlockIdx {
-        BlockIdx { x: Scalar(Expr::BlockIdx(0)), y: Scalar(Expr::BlockIdx(1)), z: Scalar(Expr::BlockIdx(2)) }
+        BlockIdx {
+            x: Scalar(Expr::BlockIdx(0)),
+            y: Scalar(Expr::BlockIdx(1)),
+            z: Scalar(Expr::BlockIdx(2)),
+        }
     }
 
     fn let_typed(&mut self, value: Scalar, dtype: DType, kind: VarKind, loc: Loc) -> Val {
@@ -194,13 +222,19 @@ impl Kernel {
     pub fn assign(&mut self, var: Val, value: impl Into<Scalar>) {
         let loc = Loc::caller();
         let Some(id) = var.var_id() else {
-            self.error(loc, "assign needs a variable declared with var_i32/var_u32, not a constant");
+            self.error(
+                loc,
+                "assign needs a variable declared with var_i32/var_u32, not a constant",
+            );
             return;
         };
         let decl = &self.prog.vars[id.0 as usize];
         if decl.kind != VarKind::Mutable {
             let n = decl.name.clone();
-            self.error(loc, format!("`{n}` is not mutable: declare it with var_i32/var_u32 to assign it"));
+            self.error(
+                loc,
+                format!("`{n}` is not mutable: declare it with var_i32/var_u32 to assign it"),
+            );
             return;
         }
         let value = cast_to(value.into().0, decl.dtype);
@@ -229,10 +263,26 @@ impl Kernel {
         self.blocks.push(vec![]);
         body(self, Val::var(var, DType::I32));
         let stmts = self.blocks.pop().unwrap_or_default();
-        self.push(StmtKind::For { var, start, end, step, body: stmts }, loc);
+        self.push(
+            StmtKind::For {
+                var,
+                start,
+                end,
+                step,
+                body: stmts,
+            },
+            loc,
+        );
     }
 
-    fn group(&mut self, begin: u32, count: u32, kind: GroupKind, loc: Loc, body: impl FnOnce(&mut Kernel)) {
+    fn group(
+        &mut self,
+        begin: u32,
+        count: u32,
+        kind: GroupKind,
+        loc: Loc,
+        body: impl FnOnce(&mut Kernel),
+    ) {
         let parent = self.group_threads();
         if count == 0 || (parent > 0 && begin + count > parent) {
             self.error(
@@ -249,7 +299,15 @@ impl Kernel {
         body(self);
         self.groups.pop();
         let stmts = self.blocks.pop().unwrap_or_default();
-        self.push(StmtKind::ThreadGroup { begin, count, kind, body: stmts }, loc);
+        self.push(
+            StmtKind::ThreadGroup {
+                begin,
+                count,
+                kind,
+                body: stmts,
+            },
+            loc,
+        );
     }
 
     /// Runs `body` on threads `begin .. begin + count` of the enclosing group only.
@@ -276,7 +334,10 @@ impl Kernel {
     pub fn warp_group(&mut self, first_warp: u32, body: impl FnOnce(&mut Kernel)) {
         let loc = Loc::caller();
         if first_warp % 4 != 0 {
-            self.error(loc, format!("warp_group must start at a warp index divisible by 4, got {first_warp}"));
+            self.error(
+                loc,
+                format!("warp_group must start at a warp index divisible by 4, got {first_warp}"),
+            );
         }
         self.group(first_warp * 32, 128, GroupKind::WarpGroup, loc, body)
     }

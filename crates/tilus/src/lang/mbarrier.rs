@@ -1,7 +1,9 @@
 //! The `k.mbarrier()` namespace: asynchronous barriers in shared memory.
 
 use super::{Kernel, Scalar, Val};
-use crate::ir::{BarrierArrayDecl, BarrierArrayId, BarrierRef, Expr, Inst, Loc, MbarrierInst, StmtKind};
+use crate::ir::{
+    BarrierArrayDecl, BarrierArrayId, BarrierRef, Expr, Inst, Loc, MbarrierInst, StmtKind,
+};
 use std::ops::Index;
 
 /// One mbarrier: an array and an index into it. `Copy`.
@@ -13,7 +15,10 @@ pub struct Barrier {
 
 impl Barrier {
     pub(crate) fn to_ir(self) -> BarrierRef {
-        BarrierRef { array: self.array, index: Scalar::from(self.index).0 }
+        BarrierRef {
+            array: self.array,
+            index: Scalar::from(self.index).0,
+        }
     }
 }
 
@@ -27,7 +32,10 @@ pub struct Barriers {
 impl Barriers {
     /// The barrier at a variable index (e.g. a pipeline stage).
     pub fn at(&self, index: Val) -> Barrier {
-        Barrier { array: self.id, index }
+        Barrier {
+            array: self.id,
+            index,
+        }
     }
 
     /// Number of barriers.
@@ -68,16 +76,30 @@ impl Mbarrier<'_> {
         let loc = Loc::caller();
         let name = self.k.fresh_name("bar");
         let id = BarrierArrayId(self.k.prog.barriers.len() as u32);
-        self.k.prog.barriers.push(BarrierArrayDecl { name, counts: counts.to_vec(), offset: None, loc });
-        self.k.push(StmtKind::Inst(Inst::Mbarrier(MbarrierInst::Alloc(id))), loc);
-        let items = (0..N).map(|i| Barrier { array: id, index: Val::constant(i as i32) }).collect();
+        self.k.prog.barriers.push(BarrierArrayDecl {
+            name,
+            counts: counts.to_vec(),
+            offset: None,
+            loc,
+        });
+        self.k
+            .push(StmtKind::Inst(Inst::Mbarrier(MbarrierInst::Alloc(id))), loc);
+        let items = (0..N)
+            .map(|i| Barrier {
+                array: id,
+                index: Val::constant(i as i32),
+            })
+            .collect();
         Barriers { id, items }
     }
 
     /// Each thread of the current group arrives once.
     #[track_caller]
     pub fn arrive(self, bar: Barrier) {
-        self.k.push(StmtKind::Inst(Inst::Mbarrier(MbarrierInst::Arrive(bar.to_ir()))), Loc::caller());
+        self.k.push(
+            StmtKind::Inst(Inst::Mbarrier(MbarrierInst::Arrive(bar.to_ir()))),
+            Loc::caller(),
+        );
     }
 
     /// Each thread of the current group arrives once and raises the transaction count by
@@ -89,15 +111,23 @@ impl Mbarrier<'_> {
             Expr::Int(v, _) => Expr::Int(v, crate::ir::DType::U32),
             e => e,
         };
-        let inst = MbarrierInst::ArriveExpectTx { bar: bar.to_ir(), bytes };
-        self.k.push(StmtKind::Inst(Inst::Mbarrier(inst)), Loc::caller());
+        let inst = MbarrierInst::ArriveExpectTx {
+            bar: bar.to_ir(),
+            bytes,
+        };
+        self.k
+            .push(StmtKind::Inst(Inst::Mbarrier(inst)), Loc::caller());
     }
 
     /// Blocks until the barrier's phase with parity `phase` has completed (its arrivals and
     /// transaction bytes are all in).
     #[track_caller]
     pub fn wait(self, bar: Barrier, phase: impl Into<Scalar>) {
-        let inst = MbarrierInst::Wait { bar: bar.to_ir(), phase: phase.into().0 };
-        self.k.push(StmtKind::Inst(Inst::Mbarrier(inst)), Loc::caller());
+        let inst = MbarrierInst::Wait {
+            bar: bar.to_ir(),
+            phase: phase.into().0,
+        };
+        self.k
+            .push(StmtKind::Inst(Inst::Mbarrier(inst)), Loc::caller());
     }
 }

@@ -20,7 +20,13 @@ impl Kernel {
         if out.view.transposed {
             self.error(loc, "dot: the output must not be a transposed view");
         }
-        let inst = MmaInst::Dot { a: a.view, b: b.view, c: c.view, out: out.view.tensor, plan: None };
+        let inst = MmaInst::Dot {
+            a: a.view,
+            b: b.view,
+            c: c.view,
+            out: out.view.tensor,
+            plan: None,
+        };
         self.push(StmtKind::Inst(Inst::Mma(inst)), loc);
     }
 }

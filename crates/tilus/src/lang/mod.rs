@@ -13,7 +13,7 @@ mod script;
 mod tensors;
 mod tma;
 
-pub use args::{Arg, ArgList, Const, HostArgs, HostValue, Handles, Ptr, PtrMut, PtrVal};
+pub use args::{Arg, ArgList, Const, Handles, HostArgs, HostValue, Ptr, PtrMut, PtrVal};
 pub use element::Element;
 pub use kernel::{BlockIdx, Kernel};
 pub use mbarrier::{Barrier, Barriers, Mbarrier};
@@ -41,7 +41,12 @@ pub fn trace<S: Script>(script: &S, consts: &[i64]) -> Result<Program> {
     }
     let given = S::arg_names();
     let names: Vec<String> = (0..<S::Args as ArgList>::LEN)
-        .map(|i| given.get(i).map(|s| s.to_string()).unwrap_or_else(|| format!("arg{i}")))
+        .map(|i| {
+            given
+                .get(i)
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| format!("arg{i}"))
+        })
         .collect();
     let mut k = Kernel::new(script.name());
     let handles = <S::Args as ArgList>::declare(&mut k, &names, consts);

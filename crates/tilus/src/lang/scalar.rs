@@ -175,7 +175,14 @@ mod tests {
         let phase = Val::var(VarId(3), DType::U32);
         let e = phase ^ 1;
         assert_eq!(e.0.dtype(), DType::U32);
-        assert_eq!(e.0, Expr::binary(BinOp::BitXor, Expr::Var(VarId(3), DType::U32), Expr::Int(1, DType::U32)));
+        assert_eq!(
+            e.0,
+            Expr::binary(
+                BinOp::BitXor,
+                Expr::Var(VarId(3), DType::U32),
+                Expr::Int(1, DType::U32)
+            )
+        );
     }
 
     #[test]

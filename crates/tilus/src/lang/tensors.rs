@@ -45,13 +45,22 @@ impl<T> SharedTensor<T> {
 impl<T> RegisterTensor<T> {
     /// The transposed view: swaps the last two dimensions without moving data.
     pub fn transpose(&self) -> RegisterTensor<T> {
-        RegisterTensor { view: RegView { tensor: self.view.tensor, transposed: !self.view.transposed }, _t: PhantomData }
+        RegisterTensor {
+            view: RegView {
+                tensor: self.view.tensor,
+                transposed: !self.view.transposed,
+            },
+            _t: PhantomData,
+        }
     }
 }
 
 fn dims(k: &mut Kernel, loc: Loc, what: &str, shape: &[i32]) -> Vec<i64> {
     if shape.iter().any(|&d| d <= 0) {
-        k.error(loc, format!("{what}: every dimension must be positive, got {shape:?}"));
+        k.error(
+            loc,
+            format!("{what}: every dimension must be positive, got {shape:?}"),
+        );
     }
     shape.iter().map(|&d| d.max(1) as i64).collect()
 }
@@ -68,38 +77,77 @@ impl Kernel {
         let name = self.fresh_name("g");
         let id = GlobalId(self.prog.globals.len() as u32);
         let shape = shape.into_iter().map(|s| s.into().0).collect();
-        self.prog.globals.push(GlobalDecl { name, dtype: T::DTYPE, ptr: ptr.var, shape, loc });
-        self.push(StmtKind::Inst(Inst::Memory(MemoryInst::GlobalView(id))), loc);
-        GlobalTensor { id, _t: PhantomData }
+        self.prog.globals.push(GlobalDecl {
+            name,
+            dtype: T::DTYPE,
+            ptr: ptr.var,
+            shape,
+            loc,
+        });
+        self.push(
+            StmtKind::Inst(Inst::Memory(MemoryInst::GlobalView(id))),
+            loc,
+        );
+        GlobalTensor {
+            id,
+            _t: PhantomData,
+        }
     }
 
     /// Allocates a tile in shared memory. Its bytes are reserved until [`Kernel::free_shared`]
     /// or the end of the kernel.
     #[track_caller]
-    pub fn shared_tensor<T: Element, const N: usize>(&mut self, shape: [i32; N]) -> SharedTensor<T> {
+    pub fn shared_tensor<T: Element, const N: usize>(
+        &mut self,
+        shape: [i32; N],
+    ) -> SharedTensor<T> {
         let loc = Loc::caller();
         let shape = dims(self, loc, "shared_tensor", &shape);
         let name = self.fresh_name("s");
         let id = SharedId(self.prog.shareds.len() as u32);
-        let decl = SharedDecl { name, dtype: T::DTYPE, shape, layout: None, offset: None, loc };
+        let decl = SharedDecl {
+            name,
+            dtype: T::DTYPE,
+            shape,
+            layout: None,
+            offset: None,
+            loc,
+        };
         let nbytes = decl.nbytes() as i32;
         self.prog.shareds.push(decl);
-        self.push(StmtKind::Inst(Inst::Memory(MemoryInst::AllocShared(id))), loc);
-        SharedTensor { id, nbytes, _t: PhantomData }
+        self.push(
+            StmtKind::Inst(Inst::Memory(MemoryInst::AllocShared(id))),
+            loc,
+        );
+        SharedTensor {
+            id,
+            nbytes,
+            _t: PhantomData,
+        }
     }
 
     /// Ends the lifetime of a shared tile: later allocations may reuse its bytes. The planner
     /// never lets a freed tile's bytes be reused while data still lands in them.
     #[track_caller]
     pub fn free_shared<T>(&mut self, t: &SharedTensor<T>) {
-        self.push(StmtKind::Inst(Inst::Memory(MemoryInst::FreeShared(t.id))), Loc::caller());
+        self.push(
+            StmtKind::Inst(Inst::Memory(MemoryInst::FreeShared(t.id))),
+            Loc::caller(),
+        );
     }
 
     fn new_register<T: Element>(&mut self, shape: Vec<i64>, loc: Loc) -> RegId {
         let name = self.fresh_name("r");
         let id = RegId(self.prog.registers.len() as u32);
         let group_threads = self.group_threads();
-        self.prog.registers.push(RegisterDecl { name, dtype: T::DTYPE, shape, layout: None, group_threads, loc });
+        self.prog.registers.push(RegisterDecl {
+            name,
+            dtype: T::DTYPE,
+            shape,
+            layout: None,
+            group_threads,
+            loc,
+        });
         id
     }
 
@@ -121,8 +169,14 @@ impl Kernel {
                 crate::ir::Expr::Int(v as i64, T::DTYPE)
             }
         });
-        self.push(StmtKind::Inst(Inst::Memory(MemoryInst::AllocRegister { out, init })), loc);
-        RegisterTensor { view: RegView::plain(out), _t: PhantomData }
+        self.push(
+            StmtKind::Inst(Inst::Memory(MemoryInst::AllocRegister { out, init })),
+            loc,
+        );
+        RegisterTensor {
+            view: RegView::plain(out),
+            _t: PhantomData,
+        }
     }
 
     /// Copies a shared tile into a new register tile laid out for its consumer (for the
@@ -132,8 +186,14 @@ impl Kernel {
         let loc = Loc::caller();
         let shape = self.prog.shared(src.id).shape.clone();
         let out = self.new_register::<T>(shape, loc);
-        self.push(StmtKind::Inst(Inst::Memory(MemoryInst::LoadShared { src: src.id, out })), loc);
-        RegisterTensor { view: RegView::plain(out), _t: PhantomData }
+        self.push(
+            StmtKind::Inst(Inst::Memory(MemoryInst::LoadShared { src: src.id, out })),
+            loc,
+        );
+        RegisterTensor {
+            view: RegView::plain(out),
+            _t: PhantomData,
+        }
     }
 
     /// Writes a register tile to global memory with its first element at `offsets`; elements
@@ -147,7 +207,11 @@ impl Kernel {
     ) {
         let loc = Loc::caller();
         let offsets = offsets.into_iter().map(|o| o.into().0).collect();
-        let inst = MemoryInst::StoreGlobal { dst: dst.id, src: src.view, offsets };
+        let inst = MemoryInst::StoreGlobal {
+            dst: dst.id,
+            src: src.view,
+            offsets,
+        };
         self.push(StmtKind::Inst(Inst::Memory(inst)), loc);
     }
 
@@ -161,7 +225,13 @@ impl Kernel {
             shape.swap(r - 2, r - 1);
         }
         let out = self.new_register::<U>(shape, loc);
-        self.push(StmtKind::Inst(Inst::Arith(ArithInst::Cast { src: src.view, out })), loc);
-        RegisterTensor { view: RegView::plain(out), _t: PhantomData }
+        self.push(
+            StmtKind::Inst(Inst::Arith(ArithInst::Cast { src: src.view, out })),
+            loc,
+        );
+        RegisterTensor {
+            view: RegView::plain(out),
+            _t: PhantomData,
+        }
     }
 }

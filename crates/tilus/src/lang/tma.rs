@@ -29,7 +29,12 @@ impl Tma<'_> {
     ) {
         let offsets = offsets.into_iter().map(|o| o.into().0).collect();
         let bar: BarrierRef = bar.to_ir();
-        let inst = TmaInst::GlobalToShared { src: src.id, dst: dst.id, offsets, bar };
+        let inst = TmaInst::GlobalToShared {
+            src: src.id,
+            dst: dst.id,
+            offsets,
+            bar,
+        };
         self.k.push(StmtKind::Inst(Inst::Tma(inst)), Loc::caller());
     }
 }

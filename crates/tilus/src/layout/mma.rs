@@ -71,7 +71,9 @@ impl MmaPlan {
                 rep_k: k / MMA_K,
             };
             // Ties go to the squarer warp grid.
-            if best.map_or(true, |(c, p)| cost < c || (cost == c && (warps_m - warps_n).abs() < (p.warps_m - p.warps_n).abs())) {
+            if best.map_or(true, |(c, p)| {
+                cost < c || (cost == c && (warps_m - warps_n).abs() < (p.warps_m - p.warps_n).abs())
+            }) {
                 best = Some((cost, plan));
             }
         }
@@ -150,7 +152,10 @@ mod tests {
     #[test]
     fn plan_for_the_seed_tile() {
         let p = MmaPlan::choose(64, 128, 64, 4).unwrap();
-        assert_eq!((p.warps_m, p.warps_n, p.rep_m, p.rep_n, p.rep_k), (2, 2, 2, 8, 4));
+        assert_eq!(
+            (p.warps_m, p.warps_n, p.rep_m, p.rep_n, p.rep_k),
+            (2, 2, 2, 8, 4)
+        );
         for l in [p.a_layout(), p.b_layout(), p.c_layout()] {
             assert_eq!(l.num_threads(), 128);
             assert!(l.is_valid(), "{l}");
@@ -165,7 +170,12 @@ mod tests {
     /// scattered back. The outcome must equal a plain triple loop.
     #[test]
     fn plan_indices_compute_the_product() {
-        for (m, n, k, warps) in [(64, 128, 32, 4), (32, 16, 16, 1), (128, 64, 16, 8), (64, 256, 64, 4)] {
+        for (m, n, k, warps) in [
+            (64, 128, 32, 4),
+            (32, 16, 16, 1),
+            (128, 64, 16, 8),
+            (64, 256, 64, 4),
+        ] {
             let p = MmaPlan::choose(m, n, k, warps).unwrap();
             let av = |r: i64, c: i64| ((r * 7 + c * 3) % 11 - 5) as f64;
             let bv = |r: i64, c: i64| ((r * 5 + c * 2) % 13 - 6) as f64;
@@ -192,7 +202,8 @@ mod tests {
                                     let f = fb.coords(lane, e);
                                     tb[f[0] as usize][f[1] as usize] = bv(g[0], g[1]);
                                     let f = fc.coords(lane, e);
-                                    tc[f[0] as usize][f[1] as usize] = acc[t as usize][(p.c_local(mi, ni) + e) as usize];
+                                    tc[f[0] as usize][f[1] as usize] =
+                                        acc[t as usize][(p.c_local(mi, ni) + e) as usize];
                                 }
                             }
                             for lane in 0..32 {
@@ -200,7 +211,8 @@ mod tests {
                                 for e in 0..4 {
                                     let f = fc.coords(lane, e);
                                     let (r, c) = (f[0] as usize, f[1] as usize);
-                                    let d: f64 = tc[r][c] + (0..16).map(|kk| ta[r][kk] * tb[kk][c]).sum::<f64>();
+                                    let d: f64 = tc[r][c]
+                                        + (0..16).map(|kk| ta[r][kk] * tb[kk][c]).sum::<f64>();
                                     acc[t as usize][(p.c_local(mi, ni) + e) as usize] = d;
                                 }
                             }

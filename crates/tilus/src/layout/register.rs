@@ -67,7 +67,12 @@ impl RegisterLayout {
         if column {
             order.reverse();
         }
-        let mut l = RegisterLayout { shape: shape.to_vec(), modes, spatial: vec![], local: vec![] };
+        let mut l = RegisterLayout {
+            shape: shape.to_vec(),
+            modes,
+            spatial: vec![],
+            local: vec![],
+        };
         if spatial {
             l.spatial = order.into_iter().map(ThreadAxis::Mode).collect();
         } else {
@@ -110,9 +115,18 @@ impl RegisterLayout {
     /// The Kronecker-like product: `self` outer, `inner` inner. The result's shape is the
     /// elementwise product; thread and local indices are `outer * inner_count + inner`.
     pub fn compose(&self, inner: &RegisterLayout) -> RegisterLayout {
-        assert_eq!(self.rank(), inner.rank(), "composed layouts must have the same rank");
+        assert_eq!(
+            self.rank(),
+            inner.rank(),
+            "composed layouts must have the same rank"
+        );
         let off = self.modes.len();
-        let shape = self.shape.iter().zip(&inner.shape).map(|(a, b)| a * b).collect();
+        let shape = self
+            .shape
+            .iter()
+            .zip(&inner.shape)
+            .map(|(a, b)| a * b)
+            .collect();
         let mut modes = self.modes.clone();
         modes.extend(inner.modes.iter().cloned());
         let mut spatial = self.spatial.clone();
@@ -122,7 +136,13 @@ impl RegisterLayout {
         }));
         let mut local = self.local.clone();
         local.extend(inner.local.iter().map(|m| m + off));
-        RegisterLayout { shape, modes, spatial, local }.normalized()
+        RegisterLayout {
+            shape,
+            modes,
+            spatial,
+            local,
+        }
+        .normalized()
     }
 
     /// Drops size-1 modes so that equal layouts compare equal more often.
@@ -136,7 +156,13 @@ impl RegisterLayout {
                 n += 1;
             }
         }
-        self.modes = self.modes.iter().zip(&keep).filter(|(_, k)| **k).map(|(m, _)| m.clone()).collect();
+        self.modes = self
+            .modes
+            .iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(m, _)| m.clone())
+            .collect();
         self.spatial = self
             .spatial
             .iter()
@@ -147,7 +173,12 @@ impl RegisterLayout {
                 ThreadAxis::Replicate(r) => Some(ThreadAxis::Replicate(*r)),
             })
             .collect();
-        self.local = self.local.iter().filter(|m| keep[**m]).map(|m| remap[*m]).collect();
+        self.local = self
+            .local
+            .iter()
+            .filter(|m| keep[**m])
+            .map(|m| remap[*m])
+            .collect();
         self
     }
 
@@ -181,7 +212,11 @@ impl RegisterLayout {
     /// Stride of mode `m` within its dimension: the product of the later modes of that dim.
     fn mode_stride(&self, m: usize) -> i64 {
         let dim = self.modes[m].dim;
-        self.modes[m + 1..].iter().filter(|x| x.dim == dim).map(|x| x.size).product()
+        self.modes[m + 1..]
+            .iter()
+            .filter(|x| x.dim == dim)
+            .map(|x| x.size)
+            .product()
     }
 
     /// The terms that make up each dimension's coordinate as a function of the thread index.
@@ -191,7 +226,11 @@ impl RegisterLayout {
         for a in self.spatial.iter().rev() {
             let size = self.axis_size(a);
             if let ThreadAxis::Mode(m) = a {
-                out[self.modes[*m].dim].push(Term { div, modulus: size, stride: self.mode_stride(*m) });
+                out[self.modes[*m].dim].push(Term {
+                    div,
+                    modulus: size,
+                    stride: self.mode_stride(*m),
+                });
             }
             div *= size;
         }
@@ -204,7 +243,11 @@ impl RegisterLayout {
         let mut div = 1;
         for &m in self.local.iter().rev() {
             let size = self.modes[m].size;
-            out[self.modes[m].dim].push(Term { div, modulus: size, stride: self.mode_stride(m) });
+            out[self.modes[m].dim].push(Term {
+                div,
+                modulus: size,
+                stride: self.mode_stride(m),
+            });
             div *= size;
         }
         out
@@ -212,12 +255,18 @@ impl RegisterLayout {
 
     /// The coordinate contributed by the thread index alone.
     pub fn thread_coords(&self, thread: i64) -> Vec<i64> {
-        self.thread_terms().iter().map(|ts| ts.iter().map(|t| t.eval(thread)).sum()).collect()
+        self.thread_terms()
+            .iter()
+            .map(|ts| ts.iter().map(|t| t.eval(thread)).sum())
+            .collect()
     }
 
     /// The coordinate contributed by the local index alone.
     pub fn local_coords(&self, local: i64) -> Vec<i64> {
-        self.local_terms().iter().map(|ts| ts.iter().map(|t| t.eval(local)).sum()).collect()
+        self.local_terms()
+            .iter()
+            .map(|ts| ts.iter().map(|t| t.eval(local)).sum())
+            .collect()
     }
 
     /// The logical coordinates of local element `local` of thread `thread`.
@@ -236,7 +285,14 @@ impl RegisterLayout {
         }
         RegisterLayout {
             shape: perm.iter().map(|&d| self.shape[d]).collect(),
-            modes: self.modes.iter().map(|m| Mode { dim: inverse[m.dim], size: m.size }).collect(),
+            modes: self
+                .modes
+                .iter()
+                .map(|m| Mode {
+                    dim: inverse[m.dim],
+                    size: m.size,
+                })
+                .collect(),
             spatial: self.spatial.clone(),
             local: self.local.clone(),
         }
@@ -283,14 +339,21 @@ impl RegisterLayout {
 
 impl fmt::Display for RegisterLayout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let dims = |v: &[i64]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
+        let dims = |v: &[i64]| {
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         write!(f, "layout([{}], threads=[", dims(&self.shape))?;
         for (i, a) in self.spatial.iter().enumerate() {
             if i > 0 {
                 f.write_str(", ")?;
             }
             match a {
-                ThreadAxis::Mode(m) => write!(f, "d{}:{}", self.modes[*m].dim, self.modes[*m].size)?,
+                ThreadAxis::Mode(m) => {
+                    write!(f, "d{}:{}", self.modes[*m].dim, self.modes[*m].size)?
+                }
                 ThreadAxis::Replicate(n) => write!(f, "rep:{n}")?,
             }
         }

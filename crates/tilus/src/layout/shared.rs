@@ -91,13 +91,21 @@ pub struct SharedLayout {
 impl SharedLayout {
     /// Row-major, no swizzle.
     pub fn row_major(shape: &[i64], elem_bytes: u32) -> SharedLayout {
-        SharedLayout { shape: shape.to_vec(), elem_bytes, swizzle: Swizzle::None }
+        SharedLayout {
+            shape: shape.to_vec(),
+            elem_bytes,
+            swizzle: Swizzle::None,
+        }
     }
 
     /// Row-major with the widest TMA swizzle whose span equals the row length in bytes.
     pub fn swizzled_for_tma(shape: &[i64], elem_bytes: u32) -> SharedLayout {
         let row_bytes = (*shape.last().unwrap_or(&1) as u32) * elem_bytes;
-        SharedLayout { shape: shape.to_vec(), elem_bytes, swizzle: Swizzle::widest_for_row(row_bytes) }
+        SharedLayout {
+            shape: shape.to_vec(),
+            elem_bytes,
+            swizzle: Swizzle::widest_for_row(row_bytes),
+        }
     }
 
     /// Bytes the tile occupies.
@@ -118,7 +126,12 @@ impl SharedLayout {
 impl fmt::Display for SharedLayout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let dims: Vec<String> = self.shape.iter().map(|x| x.to_string()).collect();
-        write!(f, "row_major([{}], swizzle={})", dims.join(", "), self.swizzle.name())
+        write!(
+            f,
+            "row_major([{}], swizzle={})",
+            dims.join(", "),
+            self.swizzle.name()
+        )
     }
 }
 

@@ -1,1 +1,28 @@
-//! passes
+//! Passes over a traced program: `Program → Program` plus diagnostics.
+//!
+//! The pipeline is [`verify`] (rules that need no layouts) → [`infer_layout`] →
+//! [`plan_shared`] → [`verify::check_planned`] (rules that need layouts and offsets) →
+//! [`lower`] (the host's launch plan).
+
+pub mod infer_layout;
+pub mod lower;
+pub mod plan_shared;
+pub mod verify;
+
+use crate::ir::{LaunchPlan, Program};
+use crate::Result;
+
+/// Shared memory a block may use on sm_90, in bytes (227 KB).
+pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
+/// Registers a thread may use.
+pub const MAX_REGISTERS: u32 = 255;
+
+/// Runs every pass: the result is a checked, laid-out, planned program and its launch plan.
+pub fn compile_program(program: Program) -> Result<(Program, LaunchPlan)> {
+    verify::check(&program)?;
+    let program = infer_layout::run(program)?;
+    let program = plan_shared::run(program)?;
+    verify::check_planned(&program)?;
+    let plan = lower::launch_plan(&program);
+    Ok((program, plan))
+}

@@ -1,0 +1,76 @@
+//! Emitters for scalar variables, loops, thread groups and `sync`.
+
+use super::{c_type, Emitter, Helper, Tid};
+use crate::ir::{GroupKind, Stmt, StmtKind, VarKind};
+
+pub(super) fn emit(e: &mut Emitter, s: &Stmt) {
+    match &s.kind {
+        StmtKind::Let { var, value } => {
+            let d = e.p.var(*var);
+            let cst = if d.kind == VarKind::Mutable {
+                ""
+            } else {
+                "const "
+            };
+            let t = format!("{cst}{} {} = {};", c_type(d.dtype), d.name, e.expr(value));
+            e.line(t);
+        }
+        StmtKind::Assign { var, value } => {
+            let t = format!("{} = {};", e.p.var(*var).name, e.expr(value));
+            e.line(t);
+        }
+        StmtKind::For {
+            var,
+            start,
+            end,
+            step,
+            body,
+        } => {
+            let n = e.p.var(*var).name.clone();
+            let head = format!(
+                "for (i32 {n} = {}; {n} < {}; {n} += {})",
+                e.expr(start),
+                e.expr(end),
+                e.expr(step)
+            );
+            e.open(head);
+            e.block(body);
+            e.close();
+        }
+        StmtKind::ThreadGroup {
+            begin,
+            count,
+            kind,
+            body,
+        } => {
+            let parent = e.tid();
+            let (pname, pwarps) = (parent.name.clone(), parent.whole_warps);
+            let cond =
+                if *count == 1 && pwarps && begin % 32 == 0 && *kind == GroupKind::SingleThread {
+                    // one thread, chosen warp-uniformly: the whole warp evaluates elect.sync
+                    e.use_helper(Helper::ElectOne);
+                    format!("({pname} / 32 == {}) && tilus_elect_one()", begin / 32)
+                } else if *begin == 0 {
+                    format!("{pname} < {count}")
+                } else {
+                    format!("{pname} >= {begin} && {pname} < {}", begin + count)
+                };
+            e.open(format!("if ({cond})"));
+            let name = e.fresh("tilus_tid");
+            if *count > 1 {
+                e.line(format!("const i32 {name} = {pname} - {begin};"));
+            }
+            let whole_warps = pwarps && begin % 32 == 0 && count % 32 == 0;
+            e.tids.push(Tid {
+                name,
+                threads: *count,
+                whole_warps,
+            });
+            e.block(body);
+            e.tids.pop();
+            e.close();
+        }
+        StmtKind::Sync => e.line("__syncthreads();"),
+        StmtKind::Inst(_) => unreachable!("instructions are emitted by their family"),
+    }
+}

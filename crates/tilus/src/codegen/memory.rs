@@ -1,0 +1,407 @@
+//! Emitters for the memory family: shared tiles are addresses in the planned region, register
+//! tiles are per-thread arrays (16-bit elements packed two to a 32-bit word), `load_shared`
+//! uses ldmatrix when the layout is made of 8x8 matrices, `store_global` writes vectors with
+//! bounds checks.
+
+use super::{c_type, row_major_strides, Emitter, Helper};
+use crate::ir::{DType, MemoryInst, RegId, RegisterDecl, SharedId};
+use crate::layout::{RegisterLayout, SharedLayout};
+
+/// How a register tile is stored in C.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Storage {
+    /// One C element per tile element (`float`, `i32`, ...).
+    Plain,
+    /// Two 16-bit elements per `u32` word, low half first.
+    Packed16,
+}
+
+pub(super) fn storage(d: &RegisterDecl) -> Storage {
+    let n = d.layout.as_ref().map_or(0, |l| l.local_size());
+    if d.dtype.bits() == 16 && n % 2 == 0 {
+        Storage::Packed16
+    } else {
+        Storage::Plain
+    }
+}
+
+pub(super) fn layout(e: &Emitter, r: RegId) -> RegisterLayout {
+    e.p.register(r)
+        .layout
+        .clone()
+        .expect("layouts are inferred before codegen")
+}
+
+/// Declares a register tile's storage.
+pub(super) fn declare(e: &mut Emitter, r: RegId) {
+    let d = e.p.register(r);
+    let n = layout(e, r).local_size();
+    let line = match storage(d) {
+        Storage::Packed16 => format!(
+            "u32 {}[{}];  // {} {:?}, {} per thread, packed in pairs",
+            d.name,
+            n / 2,
+            d.dtype,
+            d.shape,
+            n
+        ),
+        Storage::Plain => format!(
+            "{} {}[{}];  // {} {:?}",
+            c_type(d.dtype),
+            d.name,
+            n,
+            d.dtype,
+            d.shape
+        ),
+    };
+    e.line(line);
+}
+
+/// The value of local element `l` (a C expression) of a tile: `float` for f32, the 16 bits for
+/// 16-bit types.
+pub(super) fn read(e: &Emitter, r: RegId, l: &str) -> String {
+    let d = e.p.register(r);
+    match storage(d) {
+        Storage::Packed16 => format!("(u16)({}[({l}) >> 1] >> ((({l}) & 1) * 16))", d.name),
+        Storage::Plain => format!("{}[{l}]", d.name),
+    }
+}
+
+/// The 32-bit word holding local elements `l` and `l + 1` (`l` even) of a 16-bit tile.
+pub(super) fn word(e: &Emitter, r: RegId, l: &str) -> String {
+    format!("{}[({l}) >> 1]", e.p.register(r).name)
+}
+
+/// The shared-space address expression of element (row, col) of a tile, applying its swizzle.
+pub(super) fn smem_address(e: &mut Emitter, s: SharedId, coords: &[String]) -> String {
+    let d = e.p.shared(s);
+    let l: &SharedLayout = d
+        .layout
+        .as_ref()
+        .expect("shared layouts are inferred before codegen");
+    let mut linear = String::new();
+    for (i, c) in coords.iter().enumerate() {
+        let stride: i64 = d.shape[i + 1..].iter().product();
+        if !linear.is_empty() {
+            linear.push_str(" + ");
+        }
+        if stride == 1 {
+            linear.push_str(&format!("({c})"));
+        } else {
+            linear.push_str(&format!("({c}) * {stride}"));
+        }
+    }
+    let bytes = format!("(u32)({linear}) * {}u", l.elem_bytes);
+    let name = d.name.clone();
+    if l.swizzle.mask() == 0 {
+        format!("{name} + {bytes}")
+    } else {
+        e.use_helper(Helper::Swizzle);
+        format!("{name} + tilus_swizzle({bytes}, {}u)", l.swizzle.mask())
+    }
+}
+
+pub(super) fn emit(e: &mut Emitter, i: &MemoryInst) {
+    match i {
+        MemoryInst::GlobalView(_) => {}
+        MemoryInst::AllocShared(s) => {
+            let d = e.p.shared(*s);
+            let off = d.offset.expect("shared tiles are planned before codegen");
+            let t = format!(
+                "const u32 {} = tilus_smem + {}u;  // {} bytes",
+                d.name,
+                off,
+                d.nbytes()
+            );
+            e.line(t);
+        }
+        MemoryInst::FreeShared(_) => {}
+        MemoryInst::AllocRegister { out, init } => {
+            declare(e, *out);
+            let Some(v) = init else { return };
+            let d = e.p.register(*out);
+            let n = layout(e, *out).local_size();
+            let name = d.name.clone();
+            let (count, value) = match (storage(d), d.dtype) {
+                (Storage::Packed16, t) => {
+                    let x = v.as_int().map(|i| i as f64).unwrap_or_else(|| match v {
+                        crate::ir::Expr::Float(b, _) => f64::from_bits(*b),
+                        _ => 0.0,
+                    });
+                    let bits = if t == DType::BF16 {
+                        half::bf16::from_f64(x).to_bits()
+                    } else {
+                        half::f16::from_f64(x).to_bits()
+                    } as u32;
+                    (n / 2, format!("0x{:08x}u", bits | (bits << 16)))
+                }
+                (Storage::Plain, _) => (n, e.expr(v)),
+            };
+            e.line("#pragma unroll");
+            e.line(format!(
+                "for (int l = 0; l < {count}; ++l) {name}[l] = {value};"
+            ));
+        }
+        MemoryInst::LoadShared { src, out } => load_shared(e, *src, *out),
+        MemoryInst::StoreGlobal { .. } => store_global(e, i),
+    }
+}
+
+/// How `load_shared` can use ldmatrix: per thread, the 8x8 matrices of each group of
+/// `per_group` consecutive register pairs.
+struct LdmatrixPlan {
+    per_group: i64,
+    groups: i64,
+}
+
+/// ldmatrix applies when, for every warp and every pair of consecutive locals, the 32 lanes'
+/// pairs form an 8x8 matrix in the fragment order (lane t holds row t/4, columns 2(t%4)+{0,1})
+/// with rows of 8 contiguous, 16-byte aligned elements, and the offsets between the matrices of
+/// a group are the same in every group (so each lane's address is one expression).
+fn ldmatrix_plan(l: &RegisterLayout, dtype: DType, threads: i64) -> Option<LdmatrixPlan> {
+    if dtype.bits() != 16 || l.rank() != 2 || threads % 32 != 0 || l.local_size() % 2 != 0 {
+        return None;
+    }
+    let pairs = l.local_size() / 2;
+    for w in 0..threads / 32 {
+        for j in 0..pairs {
+            let base = l.coords(w * 32, 2 * j);
+            if base[1] % 8 != 0 {
+                return None;
+            }
+            for t in 0..32 {
+                for el in 0..2 {
+                    let c = l.coords(w * 32 + t, 2 * j + el);
+                    if c != vec![base[0] + t / 4, base[1] + 2 * (t % 4) + el] {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+    let per_group = if pairs % 4 == 0 {
+        4
+    } else if pairs % 2 == 0 {
+        2
+    } else {
+        1
+    };
+    let groups = pairs / per_group;
+    let delta = |g: i64, m: i64| {
+        let a = l.local_coords(2 * (g * per_group + m));
+        let b = l.local_coords(2 * (g * per_group));
+        (a[0] - b[0], a[1] - b[1])
+    };
+    for g in 1..groups {
+        for m in 0..per_group {
+            if delta(g, m) != delta(0, m) {
+                return None;
+            }
+        }
+    }
+    Some(LdmatrixPlan { per_group, groups })
+}
+
+fn load_shared(e: &mut Emitter, src: SharedId, out: RegId) {
+    declare(e, out);
+    let l = layout(e, out);
+    let d = e.p.register(out);
+    let (dtype, threads) = (d.dtype, e.tid().threads as i64);
+    let tid = e.tid().name.clone();
+    let name = d.name.clone();
+    let tt = l.thread_terms();
+    let lt = l.local_terms();
+    let ls = l.local_size();
+    if let Some(plan) = ldmatrix_plan(&l, dtype, threads) {
+        e.use_helper(Helper::Ldmatrix);
+        e.open("");
+        // Lane t supplies the address of row t % 8 of matrix t / 8 of each group.
+        let warp_base = format!("({tid} & ~31)");
+        let deltas: Vec<(i64, i64)> = (0..plan.per_group)
+            .map(|m| {
+                let a = l.local_coords(2 * m);
+                (a[0], a[1])
+            })
+            .collect();
+        let select = |k: usize| -> String {
+            let mut s = format!("{}", deltas[plan.per_group as usize - 1].pick(k));
+            for m in (0..plan.per_group as usize - 1).rev() {
+                s = format!(
+                    "(tilus_lane / 8 % {} == {m} ? {} : {s})",
+                    plan.per_group,
+                    deltas[m].pick(k)
+                );
+            }
+            s
+        };
+        e.line(format!("const i32 tilus_lane = {tid} % 32;"));
+        let r0 = format!(
+            "{} + {} + tilus_lane % 8",
+            e.warp_terms(&tt[0], &warp_base, threads),
+            select(0)
+        );
+        let c0 = format!(
+            "{} + {}",
+            e.warp_terms(&tt[1], &warp_base, threads),
+            select(1)
+        );
+        e.line(format!("const i32 tilus_row = {r0};"));
+        e.line(format!("const i32 tilus_col = {c0};"));
+        e.line("#pragma unroll");
+        e.open(format!("for (int g = 0; g < {}; ++g)", plan.groups));
+        let lidx = format!("(g * {})", plan.per_group * 2);
+        let row = format!("tilus_row + {}", e.terms(&lt[0], &lidx, ls));
+        let col = format!("tilus_col + {}", e.terms(&lt[1], &lidx, ls));
+        let addr = smem_address(e, src, &[row, col]);
+        e.line(format!(
+            "tilus_ldmatrix_x{}(&{name}[g * {}], {addr});",
+            plan.per_group, plan.per_group
+        ));
+        e.close();
+        e.close();
+        return;
+    }
+    // Generic path: one shared-memory load per element.
+    e.open("");
+    let rank = l.rank();
+    for (dim, terms) in tt.iter().enumerate() {
+        let t = e.terms(terms, &tid, threads);
+        e.line(format!("const i32 tilus_t{dim} = {t};"));
+    }
+    e.line("#pragma unroll");
+    e.open(format!("for (int l = 0; l < {ls}; ++l)"));
+    let coords: Vec<String> = (0..rank)
+        .map(|dim| format!("tilus_t{dim} + {}", e.terms(&lt[dim], "l", ls)))
+        .collect();
+    let addr = smem_address(e, src, &coords);
+    let st = storage(e.p.register(out));
+    match (st, dtype.bits()) {
+        (Storage::Packed16, _) => {
+            e.use_helper(Helper::LdShared16);
+            e.line(format!("const u32 v = tilus_ld_shared_u16({addr});"));
+            e.line(format!(
+                "if (l % 2 == 0) {name}[l / 2] = v; else {name}[l / 2] |= v << 16;"
+            ));
+        }
+        (_, 16) => {
+            e.use_helper(Helper::LdShared16);
+            e.line(format!("{name}[l] = tilus_ld_shared_u16({addr});"));
+        }
+        _ => {
+            e.use_helper(Helper::LdShared32);
+            e.line(format!("const u32 v = tilus_ld_shared_u32({addr});"));
+            e.line(format!(
+                "{name}[l] = *reinterpret_cast<const {}*>(&v);",
+                c_type(dtype)
+            ));
+        }
+    }
+    e.close();
+    e.close();
+}
+
+trait Pick {
+    fn pick(&self, k: usize) -> i64;
+}
+impl Pick for (i64, i64) {
+    fn pick(&self, k: usize) -> i64 {
+        if k == 0 {
+            self.0
+        } else {
+            self.1
+        }
+    }
+}
+
+fn store_global(e: &mut Emitter, i: &MemoryInst) {
+    let MemoryInst::StoreGlobal { dst, src, offsets } = i else {
+        return;
+    };
+    let width = crate::passes::lower::store_vector_width(e.p, i) as i64;
+    let g = e.p.global(*dst);
+    let ptr = e.p.var(g.ptr).name.clone();
+    let dtype = g.dtype;
+    let shape = g.shape.clone();
+    let l = layout(e, src.tensor).permute(&src.perm(shape.len()));
+    let (tt, lt, ls) = (l.thread_terms(), l.local_terms(), l.local_size());
+    let threads = e.tid().threads as i64;
+    let tid = e.tid().name.clone();
+    let rank = shape.len();
+    let strides = row_major_strides(e, &shape);
+    e.open("");
+    for d in 0..rank {
+        let t = format!(
+            "{} + {}",
+            e.expr(&offsets[d]),
+            e.terms(&tt[d], &tid, threads)
+        );
+        e.line(format!("const i32 tilus_t{d} = {t};"));
+    }
+    e.line("#pragma unroll");
+    e.open(format!("for (int l = 0; l < {ls}; l += {width})"));
+    let mut conds = vec![];
+    let mut addr = vec![];
+    for d in 0..rank {
+        e.line(format!(
+            "const i32 tilus_c{d} = tilus_t{d} + {};",
+            e.terms(&lt[d], "l", ls)
+        ));
+        conds.push(format!("tilus_c{d} < {}", e.expr(&shape[d])));
+        addr.push(if strides[d] == "1" {
+            format!("tilus_c{d}")
+        } else {
+            format!("(i64)tilus_c{d} * {}", strides[d])
+        });
+    }
+    let place = format!("{ptr} + {}", addr.join(" + "));
+    e.open(format!("if ({})", conds.join(" && ")));
+    let elem_bytes = dtype.nbytes() as i64;
+    let bytes = width * elem_bytes;
+    let value = |e: &mut Emitter, lidx: &str| -> String {
+        // value of one 32-bit word starting at local `lidx`
+        if dtype.bits() == 16 {
+            word(e, src.tensor, lidx)
+        } else {
+            e.use_helper(Helper::FloatBits);
+            let v = read(e, src.tensor, lidx);
+            if dtype == DType::F32 {
+                format!("tilus_f32_bits({v})")
+            } else {
+                format!("(u32){v}")
+            }
+        }
+    };
+    match bytes {
+        2 => {
+            let v = read(e, src.tensor, "l");
+            e.line(format!("*({place}) = {v};"));
+        }
+        4 if dtype.bits() == 32 => {
+            let v = read(e, src.tensor, "l");
+            e.line(format!("*({place}) = {v};"));
+        }
+        4 => {
+            let v = value(e, "l");
+            e.line(format!("*reinterpret_cast<u32*>({place}) = {v};"));
+        }
+        8 | 16 => {
+            let per_word = 4 / elem_bytes;
+            let vs: Vec<String> = (0..bytes / 4)
+                .map(|w| value(e, &format!("l + {}", w * per_word)))
+                .collect();
+            for (i, pair) in vs.chunks(2).enumerate() {
+                e.line(format!(
+                    "reinterpret_cast<u64*>({place})[{i}] = (u64){} | ((u64){} << 32);",
+                    pair[0], pair[1]
+                ));
+            }
+        }
+        _ => {
+            let v = read(e, src.tensor, "l");
+            e.line(format!("*({place}) = {v};"));
+        }
+    }
+    e.close();
+    e.close();
+    e.close();
+}

@@ -1,0 +1,160 @@
+//! Rules that need layouts and the shared-memory plan: the shared-memory limit, the swizzle
+//! span of TMA boxes, and the registers the tiles need.
+
+use super::{finish, Checker};
+use crate::ir::{Inst, Loc, Program, StmtKind, TmaInst};
+use crate::passes::{MAX_REGISTERS, MAX_SHARED_BYTES};
+use crate::Result;
+use std::collections::HashMap;
+
+/// Checks a laid-out, planned program.
+pub fn check_planned(p: &Program) -> Result<()> {
+    let mut c = Checker {
+        p,
+        diags: vec![],
+        live_shared: HashMap::new(),
+        freed_shared: HashMap::new(),
+    };
+    if p.smem_bytes > MAX_SHARED_BYTES {
+        let loc = p
+            .shareds
+            .iter()
+            .max_by_key(|s| s.nbytes())
+            .map(|s| s.loc)
+            .unwrap_or(first_loc(p));
+        let tiles: Vec<String> = p
+            .shareds
+            .iter()
+            .map(|s| format!("`{}` {} B", s.name, s.nbytes()))
+            .collect();
+        c.err(
+            loc,
+            format!(
+                "the kernel needs {} bytes of shared memory, more than the {} a block can have ({})",
+                p.smem_bytes,
+                MAX_SHARED_BYTES,
+                tiles.join(", ")
+            ),
+        );
+    }
+    p.walk(&mut |s| {
+        if let StmtKind::Inst(Inst::Tma(TmaInst::GlobalToShared { dst, .. })) = &s.kind {
+            let d = p.shared(*dst);
+            if let Some(l) = &d.layout {
+                let inner = (*d.shape.last().unwrap_or(&1) as u32) * d.dtype.nbytes();
+                if inner > l.swizzle.span_bytes() {
+                    c.diags.push(crate::Diagnostic {
+                        loc: s.loc,
+                        message: format!(
+                            "tma.global_to_shared: tile `{}` has {inner}-byte rows, wider than its {} swizzle allows",
+                            d.name,
+                            l.swizzle.name()
+                        ),
+                    });
+                }
+            }
+        }
+    });
+    check_registers(&mut c);
+    finish(c.diags)
+}
+
+fn first_loc(p: &Program) -> Loc {
+    p.body.first().map(|s| s.loc).unwrap_or(Loc {
+        file: "<script>",
+        line: 0,
+        col: 0,
+    })
+}
+
+/// A lower bound of the registers a thread needs: the largest sum, over program points, of the
+/// register tiles alive there (a tile lives from its definition to its last use; a use inside a
+/// loop keeps it alive for the whole loop).
+fn check_registers(c: &mut Checker) {
+    let p = c.p;
+    let n = p.registers.len();
+    let (mut first, mut last) = (vec![usize::MAX; n], vec![0usize; n]);
+    let mut pos = 0usize;
+    let mut loops: Vec<usize> = vec![];
+    fn visit(
+        stmts: &[crate::ir::Stmt],
+        p: &Program,
+        pos: &mut usize,
+        loops: &mut Vec<usize>,
+        first: &mut [usize],
+        last: &mut [usize],
+    ) {
+        for s in stmts {
+            *pos += 1;
+            match &s.kind {
+                StmtKind::For { body, .. } => {
+                    let start = *pos;
+                    loops.push(start);
+                    visit(body, p, pos, loops, first, last);
+                    loops.pop();
+                    let end = *pos;
+                    // tiles used in the loop but defined before it live across all of it
+                    for t in 0..first.len() {
+                        if first[t] < start && last[t] > start && last[t] <= end {
+                            last[t] = end;
+                        }
+                    }
+                }
+                StmtKind::ThreadGroup { body, .. } => visit(body, p, pos, loops, first, last),
+                StmtKind::Inst(i) => {
+                    for t in crate::passes::infer_layout::registers_of(i) {
+                        let t = t.0 as usize;
+                        first[t] = first[t].min(*pos);
+                        last[t] = last[t].max(*pos);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    visit(&p.body, p, &mut pos, &mut loops, &mut first, &mut last);
+    let regs: Vec<u32> = p
+        .registers
+        .iter()
+        .map(|r| {
+            r.layout
+                .as_ref()
+                .map_or(0, |l| (l.local_size() as u32 * r.dtype.bits()).div_ceil(32))
+        })
+        .collect();
+    let mut worst = (0u32, 0usize);
+    for at in 0..=pos {
+        let sum: u32 = (0..n)
+            .filter(|&t| first[t] <= at && at <= last[t])
+            .map(|t| regs[t])
+            .sum();
+        if sum > worst.0 {
+            worst = (sum, at);
+        }
+    }
+    if worst.0 > MAX_REGISTERS {
+        let at = worst.1;
+        let live: Vec<usize> = (0..n)
+            .filter(|&t| first[t] <= at && at <= last[t])
+            .collect();
+        let loc = live
+            .iter()
+            .map(|&t| p.registers[t].loc)
+            .next()
+            .unwrap_or(first_loc(p));
+        let parts: Vec<String> = live
+            .iter()
+            .map(|&t| format!("`{}` {}", p.registers[t].name, regs[t]))
+            .collect();
+        c.err(
+            loc,
+            format!(
+                "the register tiles alive together need {} registers per thread ({}), more than the {} a thread \
+                 can have; use a smaller tile or more warps",
+                worst.0,
+                parts.join(" + "),
+                MAX_REGISTERS
+            ),
+        );
+    }
+}

@@ -1,0 +1,82 @@
+//! Rules for TMA copies: who issues them, shapes, dtypes and the tensor-map limits that can be
+//! checked before layouts are known (the swizzle span is checked after inference).
+
+use super::{Checker, Scope};
+use crate::ir::{Loc, TmaInst};
+
+/// Largest extent of a TMA box along any dimension.
+pub const MAX_BOX_DIM: i64 = 256;
+
+pub(super) fn check(c: &mut Checker, i: &TmaInst, loc: Loc, scope: &Scope) {
+    let p = c.p;
+    let TmaInst::GlobalToShared {
+        src,
+        dst,
+        offsets,
+        bar: _,
+    } = i;
+    c.use_shared(*dst, "tma.global_to_shared", loc);
+    let (g, s) = (p.global(*src), p.shared(*dst));
+    if !scope.single_thread {
+        c.err(
+            loc,
+            format!(
+                "tma.global_to_shared runs in a group of {} threads: each would issue its own copy; \
+                 wrap it in single_thread()",
+                scope.threads
+            ),
+        );
+    }
+    if g.dtype != s.dtype {
+        c.err(
+            loc,
+            format!(
+                "tma.global_to_shared: {} view into a {} tile",
+                g.dtype, s.dtype
+            ),
+        );
+    }
+    if g.shape.len() != s.shape.len() || offsets.len() != g.shape.len() {
+        c.err(
+            loc,
+            format!(
+                "tma.global_to_shared: view `{}` has {} dimensions, tile `{}` {} and the offsets {}",
+                g.name,
+                g.shape.len(),
+                s.name,
+                s.shape.len(),
+                offsets.len()
+            ),
+        );
+        return;
+    }
+    for (d, &b) in s.shape.iter().enumerate() {
+        if b > MAX_BOX_DIM {
+            c.err(loc, format!("tma.global_to_shared: tile `{}` is {b} long in dimension {d}; a TMA box allows at most {MAX_BOX_DIM}", s.name));
+        }
+    }
+    let inner_bytes = s.shape.last().copied().unwrap_or(1) * s.dtype.nbytes() as i64;
+    if inner_bytes % 16 != 0 {
+        c.err(loc, format!("tma.global_to_shared: the tile's rows are {inner_bytes} bytes; TMA needs a multiple of 16"));
+    }
+    // Row strides of the view (every dimension but the innermost) must be multiples of 16
+    // bytes; strides that depend on runtime sizes are checked at launch.
+    let elem = g.dtype.nbytes() as i64;
+    for d in 0..g.shape.len().saturating_sub(1) {
+        let inner: Option<i64> = g.shape[d + 1..].iter().map(|e| e.as_int()).product();
+        if let Some(n) = inner {
+            let stride = n * elem;
+            if stride % 16 != 0 {
+                c.err(
+                    loc,
+                    format!(
+                        "tma.global_to_shared: view `{}` has a stride of {stride} bytes in dimension {d}; TMA needs \
+                         strides that are multiples of 16 bytes (pad rows to a multiple of {} elements)",
+                        g.name,
+                        16 / elem.max(1)
+                    ),
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! TMA tensor maps, encoded at launch from the plan's spec and the actual buffer and sizes.
+
+use crate::ir::{DType, TensorMapSpec};
+use crate::layout::Swizzle;
+use crate::{Error, Result};
+use cudarc::driver::sys;
+
+/// Encodes a tiled tensor map. `dims` are the view's extents (outermost first), `ptr` the
+/// buffer's device address. Rules the hardware imposes are checked first, with errors that name
+/// the argument.
+pub fn encode(
+    spec: &TensorMapSpec,
+    arg_name: &str,
+    ptr: u64,
+    dims: &[i64],
+) -> Result<sys::CUtensorMap> {
+    let rank = dims.len();
+    let elem = spec.dtype.nbytes() as u64;
+    let bad = |message: String| Error::Argument {
+        arg: arg_name.to_string(),
+        message,
+    };
+    if ptr % 16 != 0 {
+        return Err(bad(format!(
+            "address 0x{ptr:x} is not 16-byte aligned, which TMA requires"
+        )));
+    }
+    if let Some(d) = dims.iter().find(|d| **d <= 0 || **d > (1i64 << 32)) {
+        return Err(bad(format!("a TMA view extent of {d} is outside 1..=2^32")));
+    }
+    // innermost first
+    let global_dim: Vec<u64> = dims.iter().rev().map(|&d| d as u64).collect();
+    let mut strides = vec![];
+    let mut s = elem;
+    for d in global_dim.iter().take(rank - 1) {
+        s *= d;
+        if s % 16 != 0 {
+            return Err(bad(format!(
+                "a row stride of {s} bytes is not a multiple of 16, which TMA requires; \
+                 pad the rows to a multiple of {} elements",
+                16 / elem
+            )));
+        }
+        strides.push(s);
+    }
+    let box_dim: Vec<u32> = spec.box_shape.iter().rev().copied().collect();
+    let element_strides = vec![1u32; rank];
+    let dtype = match spec.dtype {
+        DType::F16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        DType::BF16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        DType::F32 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        DType::I32 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_INT32,
+        DType::U32 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+        DType::I64 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_INT64,
+        DType::U64 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT64,
+        DType::Bool => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+    };
+    let swizzle = match spec.swizzle {
+        Swizzle::None => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+        Swizzle::B32 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+        Swizzle::B64 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+        Swizzle::B128 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+    };
+    let mut map = sys::CUtensorMap { opaque: [0; 16] };
+    // SAFETY: every array has `rank` (strides: `rank - 1`) entries as the API requires, and
+    // `map` is a properly aligned CUtensorMap the call fills in.
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            dtype,
+            rank as u32,
+            ptr as *mut std::ffi::c_void,
+            global_dim.as_ptr(),
+            strides.as_ptr(),
+            box_dim.as_ptr(),
+            element_strides.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            swizzle,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(Error::Driver {
+            call: "cuTensorMapEncodeTiled",
+            message: format!("{r:?} for `{arg_name}` with dims {dims:?}"),
+        });
+    }
+    Ok(map)
+}

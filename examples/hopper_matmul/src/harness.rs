@@ -1,0 +1,303 @@
+//! Verification and timing shared by the examples, the CLI and the GPU tests: random inputs as
+//! in the seed (`(rand - 0.5) / sqrt(K)`), cuBLAS as the reference (f16 in, f32 accumulation,
+//! f16 out), a check that counts NaN as failure, and interleaved CUDA-event timing.
+
+use half::f16;
+use std::sync::Arc;
+use tilus::cudarc::cublas::{result as blas_result, sys as blas_sys, CudaBlas};
+use tilus::cudarc::driver::{sys as drv, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use tilus::{Error, Result};
+
+/// A deterministic generator (SplitMix64): reproducible inputs from a seed.
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// The next uniform number in [0, 1).
+    pub fn next_f64(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// `(rand - 0.5) / sqrt(k)` in f16, as the seed draws its inputs.
+pub fn seed_inputs(len: usize, k: usize, rng: &mut Rng) -> Vec<f16> {
+    let scale = 1.0 / (k as f64).sqrt();
+    (0..len)
+        .map(|_| f16::from_f64((rng.next_f64() - 0.5) * scale))
+        .collect()
+}
+
+fn drv_err(call: &'static str) -> impl Fn(tilus::cudarc::driver::DriverError) -> Error {
+    move |e| Error::Driver {
+        call,
+        message: format!("{e:?}"),
+    }
+}
+
+/// One matmul problem on the device: `C = A · Bᵀ`.
+pub struct Problem {
+    /// Rows of A and C.
+    pub m: usize,
+    /// Rows of B, columns of C.
+    pub n: usize,
+    /// The shared dimension.
+    pub k: usize,
+    /// `[m, k]`.
+    pub a: CudaSlice<f16>,
+    /// `[n, k]`.
+    pub b: CudaSlice<f16>,
+    /// `[m, n]`: the output under test.
+    pub c: CudaSlice<f16>,
+    /// `[m, n]`: cuBLAS's output.
+    pub c_ref: CudaSlice<f16>,
+}
+
+impl Problem {
+    /// Fresh random inputs from `seed`; outputs poisoned with NaN so unwritten elements show.
+    pub fn new(
+        stream: &Arc<CudaStream>,
+        m: usize,
+        n: usize,
+        k: usize,
+        seed: u64,
+    ) -> Result<Problem> {
+        let mut rng = Rng::new(seed);
+        let a = stream
+            .clone_htod(&seed_inputs(m * k, k, &mut rng))
+            .map_err(drv_err("cuMemcpyHtoD"))?;
+        let b = stream
+            .clone_htod(&seed_inputs(n * k, k, &mut rng))
+            .map_err(drv_err("cuMemcpyHtoD"))?;
+        let nan = vec![f16::NAN; m * n];
+        let c = stream.clone_htod(&nan).map_err(drv_err("cuMemcpyHtoD"))?;
+        let c_ref = stream.clone_htod(&nan).map_err(drv_err("cuMemcpyHtoD"))?;
+        Ok(Problem {
+            m,
+            n,
+            k,
+            a,
+            b,
+            c,
+            c_ref,
+        })
+    }
+
+    /// Fills the output under test with NaN again.
+    pub fn poison(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
+        let nan = vec![f16::NAN; self.m * self.n];
+        stream
+            .memcpy_htod(&nan, &mut self.c)
+            .map_err(drv_err("cuMemcpyHtoD"))
+    }
+
+    /// Floating-point operations of one product.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+}
+
+/// cuBLAS on a stream, computing the reference `C = A · Bᵀ` (f16 in/out, f32 accumulation).
+pub struct Cublas {
+    blas: CudaBlas,
+}
+
+impl Cublas {
+    /// A handle bound to `stream`.
+    pub fn new(stream: &Arc<CudaStream>) -> Result<Cublas> {
+        let blas = CudaBlas::new(stream.clone()).map_err(|e| Error::Cublas {
+            call: "cublasCreate",
+            message: format!("{e:?}"),
+        })?;
+        Ok(Cublas { blas })
+    }
+
+    /// `out = a · bᵀ` for row-major a `[m, k]`, b `[n, k]`, out `[m, n]`.
+    pub fn matmul(&self, stream: &Arc<CudaStream>, p: &Problem, reference: bool) -> Result<()> {
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
+        let (a, _ga) = p.a.device_ptr(stream);
+        let (b, _gb) = p.b.device_ptr(stream);
+        // Column-major view: Cᵀ [n, m] = B [n, k] · Aᵀ [k, m], i.e. op(B) = T on B's
+        // column-major [k, n] storage and op(A) = N on A's column-major [k, m] storage.
+        let out = if reference { &p.c_ref } else { &p.c };
+        let (c, _gc) = out.device_ptr(stream);
+        // SAFETY: the pointers are live device buffers of the sizes the dimensions imply
+        // (checked when the problem was built); alpha/beta are f32 as CUBLAS_COMPUTE_32F needs.
+        unsafe {
+            blas_result::gemm_ex(
+                *self.blas.handle(),
+                blas_sys::cublasOperation_t::CUBLAS_OP_T,
+                blas_sys::cublasOperation_t::CUBLAS_OP_N,
+                n,
+                m,
+                k,
+                &alpha as *const f32 as *const _,
+                b as *const _,
+                blas_sys::cudaDataType::CUDA_R_16F,
+                k,
+                a as *const _,
+                blas_sys::cudaDataType::CUDA_R_16F,
+                k,
+                &beta as *const f32 as *const _,
+                c as *mut _,
+                blas_sys::cudaDataType::CUDA_R_16F,
+                n,
+                blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT_TENSOR_OP,
+            )
+        }
+        .map_err(|e| Error::Cublas {
+            call: "cublasGemmEx",
+            message: format!("{e:?}"),
+        })
+    }
+}
+
+/// How an output compares with the reference.
+#[derive(Clone, Debug, Default)]
+pub struct Check {
+    /// Elements compared.
+    pub total: usize,
+    /// NaN or infinite outputs (always failures).
+    pub non_finite: usize,
+    /// Finite elements outside `atol + rtol · |ref|` (rtol 1e-3, atol 1e-5, as for f16 in
+    /// `torch.testing.assert_close`).
+    pub mismatches: usize,
+    /// Largest absolute difference among finite elements.
+    pub max_abs: f64,
+    /// ‖C − C_ref‖ / ‖C_ref‖ over finite elements.
+    pub rel_err: f64,
+}
+
+impl Check {
+    /// Whether every element is finite and within tolerance.
+    pub fn passed(&self) -> bool {
+        self.non_finite == 0 && self.mismatches == 0 && self.total > 0
+    }
+}
+
+/// Compares two host outputs.
+pub fn compare(actual: &[f16], expect: &[f16]) -> Check {
+    let (rtol, atol) = (1e-3, 1e-5);
+    let mut c = Check {
+        total: actual.len(),
+        ..Check::default()
+    };
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for (x, y) in actual.iter().zip(expect) {
+        let (x, y) = (x.to_f64(), y.to_f64());
+        if !x.is_finite() {
+            c.non_finite += 1;
+            continue;
+        }
+        let d = (x - y).abs();
+        if d > atol + rtol * y.abs() || !y.is_finite() {
+            c.mismatches += 1;
+        }
+        c.max_abs = c.max_abs.max(d);
+        num += d * d;
+        den += y * y;
+    }
+    c.rel_err = if den > 0.0 {
+        (num / den).sqrt()
+    } else {
+        f64::NAN
+    };
+    c
+}
+
+/// Copies both outputs to the host and compares them.
+pub fn check(stream: &Arc<CudaStream>, p: &Problem) -> Result<Check> {
+    let actual = stream.clone_dtoh(&p.c).map_err(drv_err("cuMemcpyDtoH"))?;
+    let expect = stream
+        .clone_dtoh(&p.c_ref)
+        .map_err(drv_err("cuMemcpyDtoH"))?;
+    Ok(compare(&actual, &expect))
+}
+
+/// Times several launchers interleaved (one run of each per round), with CUDA events around
+/// every run, after `warmup` rounds; returns each launcher's median in milliseconds.
+pub fn time_interleaved(
+    stream: &Arc<CudaStream>,
+    launchers: &mut [&mut dyn FnMut() -> Result<()>],
+    warmup: usize,
+    rounds: usize,
+) -> Result<Vec<f64>> {
+    let ctx = stream.context();
+    let ev = || {
+        ctx.new_event(Some(drv::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(drv_err("cuEventCreate"))
+    };
+    let mut samples = vec![vec![]; launchers.len()];
+    for round in 0..warmup + rounds {
+        for (i, f) in launchers.iter_mut().enumerate() {
+            let (start, end) = (ev()?, ev()?);
+            start.record(stream).map_err(drv_err("cuEventRecord"))?;
+            f()?;
+            end.record(stream).map_err(drv_err("cuEventRecord"))?;
+            end.synchronize().map_err(drv_err("cuEventSynchronize"))?;
+            if round >= warmup {
+                samples[i].push(
+                    start
+                        .elapsed_ms(&end)
+                        .map_err(drv_err("cuEventElapsedTime"))? as f64,
+                );
+            }
+        }
+    }
+    Ok(samples
+        .into_iter()
+        .map(|mut s| {
+            s.sort_by(|a, b| a.total_cmp(b));
+            s[s.len() / 2]
+        })
+        .collect())
+}
+
+/// One row of the results table.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// Problem size.
+    pub m: usize,
+    /// Problem size.
+    pub n: usize,
+    /// Problem size.
+    pub k: usize,
+    /// `cublas` or the version's name.
+    pub name: String,
+    /// Median latency in milliseconds.
+    pub latency_ms: f64,
+    /// Achieved TFLOPS.
+    pub tflops: f64,
+    /// cuBLAS time / this time, from the same run.
+    pub ratio: f64,
+}
+
+/// Prints the seed's table (`m n k name latency(ms) tflops`) plus the ratio to cuBLAS.
+pub fn print_table(rows: &[Row]) {
+    println!(
+        "{:>6} {:>6} {:>6} {:>10} {:>13} {:>8} {:>10}",
+        "m", "n", "k", "name", "latency (ms)", "tflops", "vs cuBLAS"
+    );
+    for r in rows {
+        println!(
+            "{:>6} {:>6} {:>6} {:>10} {:>13.4} {:>8.1} {:>9.3}x",
+            r.m, r.n, r.k, r.name, r.latency_ms, r.tflops, r.ratio
+        );
+    }
+}
+
+/// The mutable device pointer of a buffer (for launchers that take raw pointers).
+pub fn ptr_mut(s: &mut CudaSlice<f16>, stream: &CudaStream) -> u64 {
+    let (p, _g) = s.device_ptr_mut(stream);
+    p
+}

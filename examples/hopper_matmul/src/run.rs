@@ -1,0 +1,135 @@
+//! The main job of every step: verify against cuBLAS on fresh random data, then time the step
+//! and cuBLAS interleaved in the same process; without a GPU, show what can be shown.
+
+use crate::harness::{self, Cublas, Problem, Row};
+use std::sync::Arc;
+use tilus::runtime::Device;
+use tilus::{Jit, Result};
+
+/// A matmul version that can be launched on a problem.
+pub trait Version {
+    /// Its name in tables (`v0`, ...).
+    fn name(&self) -> String;
+    /// Launches `C = A · Bᵀ` into `p.c`.
+    fn launch(
+        &self,
+        stream: &Arc<tilus::cudarc::driver::CudaStream>,
+        p: &mut Problem,
+    ) -> Result<()>;
+}
+
+/// v0 with a fixed configuration.
+pub struct V0 {
+    jit: Jit<crate::v0::MatmulTma>,
+}
+
+impl V0 {
+    /// Binds a configuration to a device.
+    pub fn new(config: crate::v0::MatmulTma, device: &Device) -> V0 {
+        V0 {
+            jit: Jit::new(config, device),
+        }
+    }
+}
+
+impl Version for V0 {
+    fn name(&self) -> String {
+        "v0".into()
+    }
+
+    fn launch(
+        &self,
+        stream: &Arc<tilus::cudarc::driver::CudaStream>,
+        p: &mut Problem,
+    ) -> Result<()> {
+        let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
+        self.jit.launch(stream, (m, n, k, &p.a, &p.b, &mut p.c))
+    }
+}
+
+/// Options of a benchmark run.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    /// Warm-up rounds.
+    pub warmup: usize,
+    /// Timed rounds (the median is reported).
+    pub rounds: usize,
+    /// Seed of the random inputs.
+    pub seed: u64,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            warmup: 5,
+            rounds: 20,
+            seed: 0x5eed,
+        }
+    }
+}
+
+/// Verifies each version on each shape against cuBLAS, then times them interleaved with
+/// cuBLAS. Returns the table rows and whether every check passed.
+pub fn verify_and_bench(
+    device: &Device,
+    versions: &[&dyn Version],
+    shapes: &[(usize, usize, usize)],
+    opts: &BenchOptions,
+) -> Result<(Vec<Row>, bool)> {
+    let stream = device.stream().clone();
+    let blas = Cublas::new(&stream)?;
+    let mut rows = vec![];
+    let mut all_ok = true;
+    for (i, &(m, n, k)) in shapes.iter().enumerate() {
+        let mut p = Problem::new(&stream, m, n, k, opts.seed.wrapping_add(i as u64))?;
+        blas.matmul(&stream, &p, true)?;
+        for v in versions {
+            p.poison(&stream)?;
+            v.launch(&stream, &mut p)?;
+            stream.synchronize().map_err(|e| tilus::Error::Driver {
+                call: "cuStreamSynchronize",
+                message: format!("{e:?}"),
+            })?;
+            let c = harness::check(&stream, &p)?;
+            let ok = c.passed();
+            all_ok &= ok;
+            println!(
+                "check {:>4} {m}x{n}x{k}: {} (non-finite {}, mismatches {} of {}, max |diff| {:.2e}, rel. error {:.2e})",
+                v.name(),
+                if ok { "PASS" } else { "FAIL" },
+                c.non_finite,
+                c.mismatches,
+                c.total,
+                c.max_abs,
+                c.rel_err
+            );
+        }
+        // Timing: cuBLAS and every version, one run of each per round.
+        let p = std::cell::RefCell::new(p);
+        let mut fs: Vec<Box<dyn FnMut() -> Result<()>>> =
+            vec![Box::new(|| blas.matmul(&stream, &p.borrow(), false))];
+        for v in versions {
+            let (s, p) = (&stream, &p);
+            fs.push(Box::new(move || v.launch(s, &mut p.borrow_mut())));
+        }
+        let mut refs: Vec<&mut dyn FnMut() -> Result<()>> =
+            fs.iter_mut().map(|f| f.as_mut() as _).collect();
+        let times = harness::time_interleaved(&stream, &mut refs, opts.warmup, opts.rounds)?;
+        let flops = p.borrow().flops();
+        let names: Vec<String> = std::iter::once("cublas".to_string())
+            .chain(versions.iter().map(|v| v.name()))
+            .collect();
+        for (name, t) in names.into_iter().zip(&times) {
+            rows.push(Row {
+                m,
+                n,
+                k,
+                name,
+                latency_ms: *t,
+                tflops: flops / (t * 1e-3) / 1e12,
+                ratio: times[0] / t,
+            });
+        }
+    }
+    Ok((rows, all_ok))
+}

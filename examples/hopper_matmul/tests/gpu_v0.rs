@@ -1,0 +1,120 @@
+//! v0 on the GPU: correct against cuBLAS at the seed's sizes and at a shape that is not a
+//! multiple of the tile, and free of NaN in the seed's `free_shared` scenario.
+
+use hopper_matmul::harness::{self, Cublas, Problem};
+use hopper_matmul::run::{Version, V0};
+use hopper_matmul::v0::MatmulTma;
+use tilus::prelude::*;
+use tilus::runtime::Device;
+
+fn check_shape(m: usize, n: usize, k: usize, seed: u64) {
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream().clone();
+    let blas = Cublas::new(&stream).unwrap();
+    let mut p = Problem::new(&stream, m, n, k, seed).unwrap();
+    blas.matmul(&stream, &p, true).unwrap();
+    let v0 = V0::new(MatmulTma::default(), &device);
+    v0.launch(&stream, &mut p).unwrap();
+    stream.synchronize().unwrap();
+    let c = harness::check(&stream, &p).unwrap();
+    assert!(c.passed(), "{m}x{n}x{k}: {c:?}");
+    assert!(c.rel_err < 1e-3, "{c:?}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn v0_is_correct_at_4096() {
+    check_shape(4096, 4096, 4096, 1);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn v0_is_correct_at_8192() {
+    check_shape(8192, 8192, 8192, 2);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn v0_is_correct_at_shapes_that_are_not_multiples_of_the_tile() {
+    check_shape(1000, 1500, 704, 3);
+    check_shape(77, 136, 64, 4);
+    check_shape(130, 8, 24, 5);
+}
+
+/// The seed's v0 with `free_shared(sa)` and `free_shared(sb)` right after the main loop: the
+/// scenario in which Python Tilus places the mbarrier inside a live TMA destination.
+#[derive(Clone, Debug, Hash)]
+struct FreedAfterLoop(MatmulTma);
+
+impl Script for FreedAfterLoop {
+    type Args = <MatmulTma as Script>::Args;
+    fn arg_names() -> &'static [&'static str] {
+        MatmulTma::arg_names()
+    }
+    fn body(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): Handles<Self::Args>,
+    ) {
+        let c = &self.0;
+        k.blocks([cdiv(m_size, c.block_m), cdiv(n_size, c.block_n)]);
+        k.warps(4);
+        let offset_m = k.let_i32(c.block_m * k.block_idx().x);
+        let offset_n = k.let_i32(c.block_n * k.block_idx().y);
+        let ga = k.global_view::<f16, 2>(a_ptr, [m_size, k_size]);
+        let gb = k.global_view::<f16, 2>(b_ptr, [n_size, k_size]);
+        let sa = k.shared_tensor::<f16, 2>([c.block_m, c.block_k]);
+        let sb = k.shared_tensor::<f16, 2>([c.block_n, c.block_k]);
+        let acc = k.register_tensor::<f32, 2>([c.block_m, c.block_n], 0.0);
+        let bar = k.mbarrier().alloc([1]);
+        let phase = k.var_u32(0u32);
+        k.for_range(0, k_size, c.block_k, |k, offset_k| {
+            k.single_thread(|k| {
+                k.mbarrier()
+                    .arrive_and_expect_tx(bar[0], sa.nbytes() + sb.nbytes());
+                k.tma()
+                    .global_to_shared(&ga, &sa, [offset_m, offset_k], bar[0]);
+                k.tma()
+                    .global_to_shared(&gb, &sb, [offset_n, offset_k], bar[0]);
+                k.mbarrier().wait(bar[0], phase);
+            });
+            k.sync();
+            let a = k.load_shared(&sa);
+            let b = k.load_shared(&sb);
+            k.dot(&a, &b.transpose(), &acc, &acc);
+            k.sync();
+            k.assign(phase, phase ^ 1);
+        });
+        k.free_shared(&sa);
+        k.free_shared(&sb);
+        let out = k.cast::<f16, f32>(&acc);
+        let gc = k.global_view::<f16, 2>(c_ptr, [m_size, n_size]);
+        k.store_global(&gc, &out, [offset_m, offset_n]);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn free_shared_after_the_loop_never_corrupts_a_barrier() {
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream().clone();
+    let blas = Cublas::new(&stream).unwrap();
+    let (m, n, k) = (4096, 4096, 4096);
+    let mut p = Problem::new(&stream, m, n, k, 7).unwrap();
+    blas.matmul(&stream, &p, true).unwrap();
+    let jit = tilus::Jit::new(FreedAfterLoop(MatmulTma::default()), &device);
+    let mut nan = 0;
+    for launch in 0..20 {
+        p.poison(&stream).unwrap();
+        jit.launch(
+            &stream,
+            (m as i32, n as i32, k as i32, &p.a, &p.b, &mut p.c),
+        )
+        .unwrap();
+        stream.synchronize().unwrap();
+        let c = harness::check(&stream, &p).unwrap();
+        nan += c.non_finite;
+        assert!(c.passed(), "launch {launch}: {c:?}");
+    }
+    assert_eq!(nan, 0);
+}

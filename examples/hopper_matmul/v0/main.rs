@@ -1,0 +1,70 @@
+//! The v0 tutorial's main job: verify the kernel against cuBLAS and print the table.
+//!
+//! `cargo run --release -p hopper-matmul --bin hopper-matmul-v0 [-- M N K ...]`
+//!
+//! Without a GPU it says so, and still shows what it can: the generated CUDA and the NVRTC
+//! compile report.
+
+use hopper_matmul::run::{verify_and_bench, BenchOptions, V0};
+use hopper_matmul::v0::MatmulTma;
+use std::process::ExitCode;
+use tilus::runtime::Device;
+
+fn main() -> ExitCode {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let shapes: Vec<(usize, usize, usize)> = if args.len() >= 3 {
+        args.chunks_exact(3).map(|c| (c[0], c[1], c[2])).collect()
+    } else {
+        vec![(4096, 4096, 4096)]
+    };
+    let config = MatmulTma::default();
+    println!("Hopper matmul v0 (TMA + mbarrier + mma.sync), config {config:?}");
+    match Device::open(0) {
+        Ok(device) => {
+            println!("GPU: {}", device.name());
+            let v0 = V0::new(config, &device);
+            match verify_and_bench(&device, &[&v0], &shapes, &BenchOptions::default()) {
+                Ok((rows, ok)) => {
+                    hopper_matmul::harness::print_table(&rows);
+                    if ok {
+                        ExitCode::SUCCESS
+                    } else {
+                        eprintln!("verification FAILED");
+                        ExitCode::FAILURE
+                    }
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Err(e) => {
+            println!("No GPU run: {e}.");
+            println!("Showing what this machine can do: the generated CUDA and the NVRTC compile report.\n");
+            let (_, n, k) = shapes[0];
+            match tilus::build(&config, &[n as i64, k as i64]) {
+                Ok(c) => {
+                    if let Some(dir) = &c.cache_dir {
+                        println!("generated CUDA: {}", dir.join("source.cu").display());
+                    }
+                    println!(
+                        "compiled with NVRTC for sm_90a{}: {} registers, {} bytes spilled, {} bytes of shared memory",
+                        if c.from_cache { " (from the cache)" } else { "" },
+                        c.report.registers,
+                        c.report.spill_stores,
+                        c.plan.smem_bytes
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
