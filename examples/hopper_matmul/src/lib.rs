@@ -2,5 +2,6 @@
 //! that verifies each step against cuBLAS and times them side by side.
 
 pub mod harness;
+pub mod registry;
 pub mod run;
 pub mod v0;

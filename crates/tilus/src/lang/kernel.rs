@@ -6,7 +6,7 @@ use crate::ir::{
     DType, Expr, GroupKind, Loc, Param, ParamKind, Program, Stmt, StmtKind, VarDecl, VarId, VarKind,
 };
 use crate::Diagnostic;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// `blockIdx` as scalars.
 #[derive(Clone, Debug)]
@@ -31,7 +31,106 @@ pub struct Kernel {
     pub(crate) diags: Vec<Diagnostic>,
     next_name: Option<String>,
     counters: HashMap<&'static str, u32>,
+    used_names: HashSet<String>,
     warps_loc: Option<Loc>,
+}
+
+/// Words a name in generated CUDA may not be: C++ keywords and the names generated code
+/// defines itself.
+const RESERVED: &[&str] = &[
+    "alignas",
+    "alignof",
+    "asm",
+    "auto",
+    "bool",
+    "break",
+    "case",
+    "char",
+    "class",
+    "const",
+    "constexpr",
+    "continue",
+    "default",
+    "delete",
+    "do",
+    "double",
+    "else",
+    "enum",
+    "extern",
+    "false",
+    "float",
+    "for",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "namespace",
+    "new",
+    "operator",
+    "private",
+    "public",
+    "register",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "struct",
+    "switch",
+    "template",
+    "this",
+    "true",
+    "typedef",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "while",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "i32",
+    "i64",
+    "half",
+    "threadIdx",
+    "blockIdx",
+    "blockDim",
+    "gridDim",
+    "warpSize",
+    "CUtensorMap",
+    "l",
+    "w",
+    "g",
+    "ki",
+    "mi",
+    "ni",
+    "v",
+];
+
+/// Turns a user-supplied name into a C identifier that cannot clash with generated code.
+fn c_identifier(name: &str) -> String {
+    let mut s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
+        s.insert(0, '_');
+    }
+    if RESERVED.contains(&s.as_str()) || s.starts_with("tilus_") || s.starts_with("__") {
+        s.push('_');
+    }
+    s
 }
 
 impl Kernel {
@@ -55,6 +154,7 @@ impl Kernel {
             diags: vec![],
             next_name: None,
             counters: HashMap::new(),
+            used_names: HashSet::new(),
             warps_loc: None,
         }
     }
@@ -81,13 +181,24 @@ impl Kernel {
         self
     }
 
+    /// A unique C identifier for a new declaration: the name given by [`Kernel::name_next`]
+    /// (made a valid identifier, and unique by a numeric suffix), else `prefix` and a counter.
     pub(crate) fn fresh_name(&mut self, prefix: &'static str) -> String {
-        if let Some(n) = self.next_name.take() {
-            return n;
+        let base = match self.next_name.take() {
+            Some(n) => c_identifier(&n),
+            None => {
+                let c = self.counters.entry(prefix).or_insert(0);
+                *c += 1;
+                format!("{prefix}{}", *c - 1)
+            }
+        };
+        let mut name = base.clone();
+        let mut i = 1;
+        while !self.used_names.insert(name.clone()) {
+            name = format!("{base}_{i}");
+            i += 1;
         }
-        let c = self.counters.entry(prefix).or_insert(0);
-        *c += 1;
-        format!("{prefix}{}", *c - 1)
+        name
     }
 
     pub(crate) fn push(&mut self, kind: StmtKind, loc: Loc) {
@@ -116,6 +227,8 @@ impl Kernel {
     }
 
     pub(crate) fn declare_param(&mut self, name: &str, index: usize, kind: ParamKind) -> Val {
+        self.next_name = Some(name.to_string());
+        let name = &self.fresh_name("arg");
         let (var, val) = match &kind {
             ParamKind::Const(t, v) => (None, Val(super::scalar::ValRepr::Const(*v, *t))),
             ParamKind::Scalar(t) => {

@@ -18,7 +18,7 @@ pub use element::Element;
 pub use kernel::{BlockIdx, Kernel};
 pub use mbarrier::{Barrier, Barriers, Mbarrier};
 pub use scalar::{cdiv, Scalar, Val};
-pub use script::{snake_case, Script};
+pub use script::{config_string, snake_case, DynScript, Script};
 pub use tensors::{GlobalTensor, RegisterTensor, SharedTensor};
 pub use tma::Tma;
 

@@ -60,3 +60,45 @@ mod tests {
         assert_eq!(super::snake_case("V0Kernel"), "v0_kernel");
     }
 }
+
+/// A script behind a trait object, for tools that handle many scripts by name (the CLI).
+pub trait DynScript: Send + Sync {
+    /// The kernel's name.
+    fn kernel_name(&self) -> String;
+    /// The hyperparameters, as `name=value` pairs separated by spaces.
+    fn config(&self) -> String;
+    /// Names of the compile-time constant arguments, in order.
+    fn const_names(&self) -> Vec<String>;
+    /// Traces the script for the given constant values.
+    fn trace(&self, consts: &[i64]) -> crate::Result<crate::ir::Program>;
+}
+
+impl<S: Script> DynScript for S {
+    fn kernel_name(&self) -> String {
+        self.name()
+    }
+
+    fn config(&self) -> String {
+        config_string(&format!("{self:?}"))
+    }
+
+    fn const_names(&self) -> Vec<String> {
+        let names = crate::arg_names::<S>();
+        S::Args::const_positions()
+            .into_iter()
+            .map(|i| names[i].clone())
+            .collect()
+    }
+
+    fn trace(&self, consts: &[i64]) -> crate::Result<crate::ir::Program> {
+        crate::lang::trace(self, consts)
+    }
+}
+
+/// `MatmulTma { block_m: 64, block_n: 128 }` → `block_m=64 block_n=128`.
+pub fn config_string(debug: &str) -> String {
+    match (debug.find('{'), debug.rfind('}')) {
+        (Some(a), Some(b)) if a < b => debug[a + 1..b].trim().replace(": ", "=").replace(", ", " "),
+        _ => debug.to_string(),
+    }
+}

@@ -1,0 +1,116 @@
+//! `tilus check`: every configuration of a search space through the whole compiler, NVRTC
+//! included, with the resources each needs or the reason it fails.
+
+use hopper_matmul::registry::Entry;
+use rayon::prelude::*;
+use tilus::Error;
+
+/// One configuration's outcome.
+pub struct Outcome {
+    /// `name=value` pairs.
+    pub config: String,
+    /// Whether it compiled without spilling.
+    pub ok: bool,
+    /// `ok`, `spills`, `rejected` (by the verifier) or `failed` (by NVRTC).
+    pub status: &'static str,
+    /// Registers per thread.
+    pub registers: Option<u32>,
+    /// Bytes spilled.
+    pub spills: Option<u32>,
+    /// Dynamic shared memory in bytes.
+    pub smem: Option<u32>,
+    /// Seconds NVRTC took (0 from the cache).
+    pub seconds: f64,
+    /// Why it failed.
+    pub reason: String,
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").to_string()
+}
+
+/// Compiles one configuration.
+pub fn compile_one(script: &dyn tilus::lang::DynScript, consts: &[i64]) -> Outcome {
+    let config = script.config();
+    let mut o = Outcome {
+        config,
+        ok: false,
+        status: "failed",
+        registers: None,
+        spills: None,
+        smem: None,
+        seconds: 0.0,
+        reason: String::new(),
+    };
+    let result = script
+        .trace(consts)
+        .and_then(tilus::passes::compile_program)
+        .and_then(|(p, plan)| tilus::compile::compile(&p, &plan));
+    match result {
+        Ok(c) => {
+            o.registers = Some(c.report.registers);
+            o.spills = Some(c.report.spill_stores);
+            o.smem = Some(c.plan.smem_bytes);
+            o.seconds = c.compile_seconds;
+            if c.report.spill_stores > 0 {
+                o.status = "spills";
+                o.reason = format!(
+                    "ptxas spills {} bytes to local memory",
+                    c.report.spill_stores
+                );
+            } else {
+                o.ok = true;
+                o.status = "ok";
+            }
+        }
+        Err(Error::Script(d)) => {
+            o.status = "rejected";
+            o.reason = d.first().map(|d| d.message.clone()).unwrap_or_default();
+        }
+        Err(Error::Compile { log, .. }) => {
+            o.reason = first_line(log.lines().find(|l| l.contains("error")).unwrap_or(&log));
+        }
+        Err(e) => o.reason = e.to_string(),
+    }
+    o
+}
+
+/// Runs the check and prints the table; succeeds when the compiler itself worked (configs that
+/// are rejected or spill are reported, not errors).
+pub fn run(entry: &Entry, (m, n, k): (usize, usize, usize)) -> Result<bool, String> {
+    tilus::compile::nvrtc().map_err(|e| e.to_string())?;
+    let consts = (entry.consts)(m, n, k);
+    let space = (entry.space)();
+    println!(
+        "{}: {} configurations at {m}x{n}x{k}, NVRTC for sm_90a",
+        entry.name,
+        space.len()
+    );
+    let outcomes: Vec<Outcome> = space
+        .par_iter()
+        .map(|s| compile_one(s.as_ref(), &consts))
+        .collect();
+    let opt = |v: Option<u32>| v.map(|x| x.to_string()).unwrap_or_else(|| "-".into());
+    println!(
+        "{:<34} {:<9} {:>5} {:>7} {:>9} {:>8}  reason",
+        "config", "status", "regs", "spills", "smem (B)", "nvrtc(s)"
+    );
+    for o in &outcomes {
+        println!(
+            "{:<34} {:<9} {:>5} {:>7} {:>9} {:>8.2}  {}",
+            o.config,
+            o.status,
+            opt(o.registers),
+            opt(o.spills),
+            opt(o.smem),
+            o.seconds,
+            o.reason
+        );
+    }
+    let ok = outcomes.iter().filter(|o| o.ok).count();
+    println!(
+        "{ok} of {} configurations compile without spills",
+        outcomes.len()
+    );
+    Ok(outcomes.iter().all(|o| o.status != "failed"))
+}

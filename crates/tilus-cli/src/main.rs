@@ -1,0 +1,197 @@
+//! `tilus`: look at, compile and benchmark the kernels of the series.
+//!
+//! - `tilus emit hopper_matmul_v0 [--set block_m=128 ...] [--size MxNxK]`: the generated CUDA
+//! - `tilus ir hopper_matmul_v0 [...]`: the planned IR
+//! - `tilus check hopper_matmul_v0 [--size MxNxK]`: compile every config of the search space
+//!   with NVRTC (no GPU needed) and report registers, spills, shared memory or why it failed
+//! - `tilus bench matmul --versions v0 --sizes 4096x4096x4096,8192x8192x8192`: verify against
+//!   cuBLAS and time beside it
+
+mod check;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "tilus",
+    version,
+    about = "Tilus for Rust: emit, check and benchmark tile-level Hopper kernels"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the CUDA C++ generated for a kernel.
+    Emit(KernelArgs),
+    /// Print the checked, laid-out and planned IR of a kernel.
+    Ir(KernelArgs),
+    /// Compile every configuration of a kernel's search space with NVRTC and report resources.
+    Check {
+        /// Kernel name (see `tilus list`).
+        kernel: String,
+        /// Problem size MxNxK that fixes the compile-time constants.
+        #[arg(long, default_value = "4096x4096x4096")]
+        size: String,
+    },
+    /// Verify kernels against cuBLAS and time them beside it (needs a GPU).
+    Bench {
+        /// What to benchmark.
+        #[arg(value_parser = ["matmul"])]
+        what: String,
+        /// Versions, comma-separated.
+        #[arg(long, default_value = "v0")]
+        versions: String,
+        /// Sizes MxNxK, comma-separated.
+        #[arg(long, default_value = "4096x4096x4096")]
+        sizes: String,
+        /// Warm-up rounds.
+        #[arg(long, default_value_t = 5)]
+        warmup: usize,
+        /// Timed rounds (the median is reported).
+        #[arg(long, default_value_t = 20)]
+        rounds: usize,
+        /// Hyperparameters of v0, e.g. `--set block_m=128`.
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        sets: Vec<String>,
+    },
+    /// List the kernels this command knows.
+    List,
+}
+
+#[derive(clap::Args)]
+struct KernelArgs {
+    /// Kernel name (see `tilus list`).
+    kernel: String,
+    /// Hyperparameters, e.g. `--set block_m=128 --set block_k=32`.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    sets: Vec<String>,
+    /// Problem size MxNxK that fixes the compile-time constants.
+    #[arg(long, default_value = "4096x4096x4096")]
+    size: String,
+}
+
+pub(crate) fn parse_size(s: &str) -> Result<(usize, usize, usize), String> {
+    let parts: Vec<&str> = s.split('x').collect();
+    let nums: Result<Vec<usize>, _> = parts.iter().map(|p| p.trim().parse::<usize>()).collect();
+    match nums {
+        Ok(v) if v.len() == 3 && v.iter().all(|&x| x > 0) => Ok((v[0], v[1], v[2])),
+        _ => Err(format!("`{s}` is not a size MxNxK of positive integers")),
+    }
+}
+
+fn parse_sets(sets: &[String]) -> Result<Vec<(String, i64)>, String> {
+    sets.iter()
+        .map(|s| {
+            let (k, v) = s
+                .split_once('=')
+                .ok_or_else(|| format!("`--set {s}`: expected NAME=VALUE"))?;
+            let v = v
+                .trim()
+                .parse::<i64>()
+                .map_err(|_| format!("`--set {s}`: {v} is not an integer"))?;
+            Ok((k.trim().to_string(), v))
+        })
+        .collect()
+}
+
+fn entry(name: &str) -> Result<hopper_matmul::registry::Entry, String> {
+    hopper_matmul::registry::find(name).ok_or_else(|| {
+        let known: Vec<&str> = hopper_matmul::registry::entries()
+            .iter()
+            .map(|e| e.name)
+            .collect();
+        format!("unknown kernel `{name}`; known: {}", known.join(", "))
+    })
+}
+
+fn planned(args: &KernelArgs) -> Result<(tilus::ir::Program, tilus::ir::LaunchPlan), String> {
+    let e = entry(&args.kernel)?;
+    let script = (e.with)(&parse_sets(&args.sets)?)?;
+    let (m, n, k) = parse_size(&args.size)?;
+    let program = script
+        .trace(&(e.consts)(m, n, k))
+        .map_err(|e| e.to_string())?;
+    tilus::passes::compile_program(program).map_err(|e| e.to_string())
+}
+
+fn bench(
+    versions: &str,
+    sizes: &str,
+    warmup: usize,
+    rounds: usize,
+    sets: &[String],
+) -> Result<bool, String> {
+    use hopper_matmul::run::{verify_and_bench, BenchOptions, Version, V0};
+    let shapes: Vec<(usize, usize, usize)> =
+        sizes.split(',').map(parse_size).collect::<Result<_, _>>()?;
+    let device = tilus::runtime::Device::open(0).map_err(|e| e.to_string())?;
+    let mut owned: Vec<Box<dyn Version>> = vec![];
+    for v in versions.split(',') {
+        match v.trim() {
+            "v0" => {
+                let config = hopper_matmul::v0::MatmulTma::with(&parse_sets(sets)?)?;
+                println!(
+                    "v0 config: {}",
+                    tilus::lang::config_string(&format!("{config:?}"))
+                );
+                owned.push(Box::new(V0::new(config, &device)));
+            }
+            other => return Err(format!("unknown version `{other}` (available: v0)")),
+        }
+    }
+    println!("GPU: {}", device.name());
+    let refs: Vec<&dyn Version> = owned.iter().map(|b| b.as_ref()).collect();
+    let opts = BenchOptions {
+        warmup,
+        rounds,
+        ..BenchOptions::default()
+    };
+    let (rows, ok) = verify_and_bench(&device, &refs, &shapes, &opts).map_err(|e| e.to_string())?;
+    hopper_matmul::harness::print_table(&rows);
+    Ok(ok)
+}
+
+fn run(cli: Cli) -> Result<bool, String> {
+    match cli.command {
+        Command::Emit(args) => {
+            let (p, plan) = planned(&args)?;
+            print!("{}", tilus::codegen::emit_cuda(&p, &plan));
+            Ok(true)
+        }
+        Command::Ir(args) => {
+            let (p, _) = planned(&args)?;
+            print!("{}", tilus::ir::print_program(&p));
+            Ok(true)
+        }
+        Command::Check { kernel, size } => check::run(&entry(&kernel)?, parse_size(&size)?),
+        Command::Bench {
+            what: _,
+            versions,
+            sizes,
+            warmup,
+            rounds,
+            sets,
+        } => bench(&versions, &sizes, warmup, rounds, &sets),
+        Command::List => {
+            for e in hopper_matmul::registry::entries() {
+                println!("{:<20} {}", e.name, e.about);
+            }
+            Ok(true)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! The kernels of the series by name, for the `tilus` command line.
+
+use tilus::lang::DynScript;
+
+/// A kernel the command line knows.
+pub struct Entry {
+    /// Its name on the command line (`hopper_matmul_v0`).
+    pub name: &'static str,
+    /// One line about it.
+    pub about: &'static str,
+    /// The default configuration with some hyperparameters replaced.
+    pub with: fn(&[(String, i64)]) -> Result<Box<dyn DynScript>, String>,
+    /// The autotuning search space.
+    pub space: fn() -> Vec<Box<dyn DynScript>>,
+    /// The compile-time constant values for a problem `(m, n, k)`.
+    pub consts: fn(usize, usize, usize) -> Vec<i64>,
+}
+
+/// Every kernel of the series.
+pub fn entries() -> Vec<Entry> {
+    use crate::v0::MatmulTma;
+    vec![Entry {
+        name: "hopper_matmul_v0",
+        about: "v0: TMA + mbarrier + mma.sync",
+        with: |s| MatmulTma::with(s).map(|c| Box::new(c) as Box<dyn DynScript>),
+        space: || {
+            MatmulTma::space()
+                .into_iter()
+                .map(|c| Box::new(c) as Box<dyn DynScript>)
+                .collect()
+        },
+        consts: |_, n, k| vec![n as i64, k as i64],
+    }]
+}
+
+/// The entry with this name.
+pub fn find(name: &str) -> Option<Entry> {
+    entries().into_iter().find(|e| e.name == name)
+}
