@@ -215,6 +215,22 @@ pub fn compare(actual: &[f16], expect: &[f16]) -> Check {
     c
 }
 
+/// `C = A · Bᵀ` on the CPU in f64, rounded to f16: a reference that shares nothing with cuBLAS.
+pub fn cpu_reference(a: &[f16], b: &[f16], m: usize, n: usize, k: usize) -> Vec<f16> {
+    let af: Vec<f64> = a.iter().map(|x| x.to_f64()).collect();
+    let bf: Vec<f64> = b.iter().map(|x| x.to_f64()).collect();
+    let mut c = vec![f16::ZERO; m * n];
+    for i in 0..m {
+        let ar = &af[i * k..(i + 1) * k];
+        for j in 0..n {
+            let br = &bf[j * k..(j + 1) * k];
+            let s: f64 = ar.iter().zip(br).map(|(x, y)| x * y).sum();
+            c[i * n + j] = f16::from_f64(s);
+        }
+    }
+    c
+}
+
 /// Copies both outputs to the host and compares them.
 pub fn check(stream: &Arc<CudaStream>, p: &Problem) -> Result<Check> {
     let actual = stream.clone_dtoh(&p.c).map_err(drv_err("cuMemcpyDtoH"))?;
@@ -300,4 +316,42 @@ pub fn print_table(rows: &[Row]) {
 pub fn ptr_mut(s: &mut CudaSlice<f16>, stream: &CudaStream) -> u64 {
     let (p, _g) = s.device_ptr_mut(stream);
     p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compare_counts_nan_and_out_of_tolerance_elements() {
+        let expect: Vec<f16> = (0..100).map(|i| f16::from_f32(i as f32 * 0.01 - 0.5)).collect();
+        assert!(compare(&expect, &expect).passed());
+        let mut bad = expect.clone();
+        bad[3] = f16::NAN;
+        bad[7] = f16::from_f32(expect[7].to_f32() + 0.01);
+        bad[9] = f16::INFINITY;
+        let c = compare(&bad, &expect);
+        assert_eq!((c.non_finite, c.mismatches), (2, 1));
+        assert!(!c.passed());
+        assert!(!compare(&[], &[]).passed(), "an empty comparison proves nothing");
+    }
+
+    #[test]
+    fn cpu_reference_matches_a_hand_computed_product() {
+        let a: Vec<f16> = [1.0, 2.0, 3.0, 4.0].iter().map(|&x| f16::from_f32(x)).collect(); // [2, 2]
+        let b: Vec<f16> = [1.0, 0.0, 0.5, 0.5].iter().map(|&x| f16::from_f32(x)).collect(); // [2, 2]
+        let c = cpu_reference(&a, &b, 2, 2, 2);
+        let c: Vec<f32> = c.iter().map(|x| x.to_f32()).collect();
+        assert_eq!(c, vec![1.0, 1.5, 3.0, 3.5]);
+    }
+
+    #[test]
+    fn seed_inputs_are_centered_and_scaled() {
+        let mut rng = Rng::new(1);
+        let v = seed_inputs(10000, 64, &mut rng);
+        let mean: f64 = v.iter().map(|x| x.to_f64()).sum::<f64>() / v.len() as f64;
+        let max = v.iter().map(|x| x.to_f64().abs()).fold(0.0, f64::max);
+        assert!(mean.abs() < 0.005, "{mean}");
+        assert!(max <= 0.5 / 8.0 + 1e-3 && max > 0.05, "{max}");
+    }
 }

@@ -41,6 +41,23 @@ fn v0_is_correct_at_shapes_that_are_not_multiples_of_the_tile() {
     check_shape(130, 8, 24, 5);
 }
 
+/// The same check against a CPU reference in f64, independent of cuBLAS.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn v0_agrees_with_a_cpu_reference() {
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream().clone();
+    let (m, n, k) = (200, 264, 192);
+    let mut p = Problem::new(&stream, m, n, k, 11).unwrap();
+    V0::new(MatmulTma::default(), &device).launch(&stream, &mut p).unwrap();
+    let a = stream.clone_dtoh(&p.a).unwrap();
+    let b = stream.clone_dtoh(&p.b).unwrap();
+    let c = stream.clone_dtoh(&p.c).unwrap();
+    let expect = harness::cpu_reference(&a, &b, m, n, k);
+    let check = harness::compare(&c, &expect);
+    assert!(check.passed(), "{check:?}");
+}
+
 /// The seed's v0 with `free_shared(sa)` and `free_shared(sb)` right after the main loop: the
 /// scenario in which Python Tilus places the mbarrier inside a live TMA destination.
 #[derive(Clone, Debug, Hash)]
