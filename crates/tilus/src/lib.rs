@@ -31,6 +31,8 @@
 //! assert!(tilus::ir::print_program(&program).contains("store_global"));
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod codegen;
 pub mod compile;
 mod error;

@@ -5,22 +5,39 @@
 /// A helper function or type the kernel body uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Helper {
+    /// Shared-state-space address of a pointer.
     SmemAddr,
+    /// The `CUtensorMap` type.
     TensorMap,
+    /// `elect.sync` of one lane.
     ElectOne,
+    /// Barrier initialization and its fence.
     MbarrierInit,
+    /// Arrival.
     MbarrierArrive,
+    /// Arrival with expected transaction bytes.
     MbarrierArriveExpectTx,
+    /// Wait on a phase parity.
     MbarrierWait,
+    /// A TMA tile load of the given rank.
     TmaLoad(u8),
+    /// The TMA swizzle of a byte offset.
     Swizzle,
+    /// `ldmatrix` x1/x2/x4.
     Ldmatrix,
+    /// 16-bit shared load.
     LdShared16,
+    /// 32-bit shared load.
     LdShared32,
+    /// mma.sync m16n8k16 with f16 inputs.
     MmaF16,
+    /// mma.sync m16n8k16 with bf16 inputs.
     MmaBf16,
+    /// f32 to f16 conversions.
     CvtF16,
+    /// f32 to bf16 conversions.
     CvtBf16,
+    /// The bits of an f32.
     FloatBits,
 }
 

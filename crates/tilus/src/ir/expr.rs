@@ -36,23 +36,37 @@ pub struct VarDecl {
 /// Binary operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BinOp {
+    /// `a + b`
     Add,
+    /// `a - b`
     Sub,
+    /// `a * b`
     Mul,
     /// Integer division rounding toward zero, as in C.
     Div,
     /// Remainder with the sign of the dividend, as in C.
     Rem,
+    /// `a & b`
     BitAnd,
+    /// `a | b`
     BitOr,
+    /// `a ^ b`
     BitXor,
+    /// `a << b`
     Shl,
+    /// `a >> b` (arithmetic for signed types)
     Shr,
+    /// `a < b`
     Lt,
+    /// `a <= b`
     Le,
+    /// `a == b`
     Eq,
+    /// `a != b`
     Ne,
+    /// logical and
     And,
+    /// logical or
     Or,
 }
 

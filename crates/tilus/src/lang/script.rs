@@ -51,16 +51,6 @@ pub fn snake_case(s: &str) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn snake_case_names() {
-        assert_eq!(super::snake_case("MatmulTma"), "matmul_tma");
-        assert_eq!(super::snake_case("MatmulTMA"), "matmul_tma");
-        assert_eq!(super::snake_case("V0Kernel"), "v0_kernel");
-    }
-}
-
 /// A script behind a trait object, for tools that handle many scripts by name (the CLI).
 pub trait DynScript: Send + Sync {
     /// The kernel's name.
@@ -100,5 +90,15 @@ pub fn config_string(debug: &str) -> String {
     match (debug.find('{'), debug.rfind('}')) {
         (Some(a), Some(b)) if a < b => debug[a + 1..b].trim().replace(": ", "=").replace(", ", " "),
         _ => debug.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn snake_case_names() {
+        assert_eq!(super::snake_case("MatmulTma"), "matmul_tma");
+        assert_eq!(super::snake_case("MatmulTMA"), "matmul_tma");
+        assert_eq!(super::snake_case("V0Kernel"), "v0_kernel");
     }
 }

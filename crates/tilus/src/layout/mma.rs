@@ -71,7 +71,7 @@ impl MmaPlan {
                 rep_k: k / MMA_K,
             };
             // Ties go to the squarer warp grid.
-            if best.map_or(true, |(c, p)| {
+            if best.is_none_or(|(c, p)| {
                 cost < c || (cost == c && (warps_m - warps_n).abs() < (p.warps_m - p.warps_n).abs())
             }) {
                 best = Some((cost, plan));

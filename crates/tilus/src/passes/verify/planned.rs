@@ -75,23 +75,13 @@ fn check_registers(c: &mut Checker) {
     let n = p.registers.len();
     let (mut first, mut last) = (vec![usize::MAX; n], vec![0usize; n]);
     let mut pos = 0usize;
-    let mut loops: Vec<usize> = vec![];
-    fn visit(
-        stmts: &[crate::ir::Stmt],
-        p: &Program,
-        pos: &mut usize,
-        loops: &mut Vec<usize>,
-        first: &mut [usize],
-        last: &mut [usize],
-    ) {
+    fn visit(stmts: &[crate::ir::Stmt], pos: &mut usize, first: &mut [usize], last: &mut [usize]) {
         for s in stmts {
             *pos += 1;
             match &s.kind {
                 StmtKind::For { body, .. } => {
                     let start = *pos;
-                    loops.push(start);
-                    visit(body, p, pos, loops, first, last);
-                    loops.pop();
+                    visit(body, pos, first, last);
                     let end = *pos;
                     // tiles used in the loop but defined before it live across all of it
                     for t in 0..first.len() {
@@ -100,7 +90,7 @@ fn check_registers(c: &mut Checker) {
                         }
                     }
                 }
-                StmtKind::ThreadGroup { body, .. } => visit(body, p, pos, loops, first, last),
+                StmtKind::ThreadGroup { body, .. } => visit(body, pos, first, last),
                 StmtKind::Inst(i) => {
                     for t in crate::passes::infer_layout::registers_of(i) {
                         let t = t.0 as usize;
@@ -112,7 +102,7 @@ fn check_registers(c: &mut Checker) {
             }
         }
     }
-    visit(&p.body, p, &mut pos, &mut loops, &mut first, &mut last);
+    visit(&p.body, &mut pos, &mut first, &mut last);
     let regs: Vec<u32> = p
         .registers
         .iter()
