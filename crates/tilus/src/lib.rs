@@ -48,6 +48,7 @@ pub mod runtime;
 pub use error::{Diagnostic, Error, Result};
 pub use jit::{arg_names, build, emit, Jit};
 pub use lang::{trace, Script};
+pub use tilus_macros::script;
 
 /// Everything a script author needs.
 pub mod prelude {
@@ -55,5 +56,6 @@ pub mod prelude {
         cdiv, Barrier, Barriers, Const, GlobalTensor, Handles, Kernel, Ptr, PtrMut, PtrVal,
         RegisterTensor, Scalar, Script, SharedTensor, Val,
     };
+    pub use crate::script;
     pub use half::{bf16, f16};
 }

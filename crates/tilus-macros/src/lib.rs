@@ -1,0 +1,93 @@
+//! Procedural macros of Tilus for Rust. Use them through the `tilus` crate
+//! (`tilus::script`, or `script` from `tilus::prelude`), not directly.
+//!
+//! The one macro, [`macro@script`], lets a script's generated CUDA use the script's own
+//! variable names: a Rust method cannot know the name of the `let` its result is bound to, so
+//! without help the kernel builder invents names (`s0`, `r1`, `v2`).
+
+#![warn(missing_docs)]
+
+use proc_macro::TokenStream;
+
+mod expand;
+
+/// Names a script's kernel variables, tensors, barriers, loop variables and arguments after
+/// the script's own Rust bindings.
+///
+/// Apply it to an `impl Script for T { ... }` block. The generated IR and CUDA then read
+/// `sa`, `offset_m`, `acc` where they would otherwise read `s0`, `v1`, `r2`, which makes the
+/// generated code, its comments and every diagnostic match the script.
+///
+/// # Why
+///
+/// A Rust method cannot know the name of the `let` its result is bound to, so the kernel
+/// builder can only invent names, unless the script calls `k.name_next("sa")` right before
+/// each declaring call. This attribute writes those calls for you, from the names you already
+/// wrote.
+///
+/// # What it rewrites
+///
+/// In `fn body(&self, k: &mut Kernel, (a, b, c): Handles<Self::Args>)` (the kernel
+/// parameter may have any name: below it is `k`):
+///
+/// - `let NAME = k.method(...);`, with `NAME` a plain identifier (possibly `mut`, possibly
+///   with a type annotation) and an initializer that is a method call, or a chain of them
+///   (`k.mbarrier().alloc([1])`, `k.cast::<f16, f32>(&acc)`), on the kernel, becomes
+///   `let NAME = { k.name_next("NAME"); k.method(...) };`.
+/// - An expression statement `k.for_range(start, end, step, |k, IDENT| { ... });` gets
+///   `k.name_next("IDENT");` right before it, so the loop variable is named `IDENT`.
+/// - If the impl does not define `fn arg_names`, one is added that returns the names of the
+///   body's argument tuple, `&["a", "b", "c"]` (`argN` for `_` or any other pattern that is
+///   not an identifier; names after a `..` are left to the default).
+///
+/// The rewrite applies in nested blocks and closure bodies too. Closures that receive the
+/// kernel must name it like the body's parameter (`|k, offset_k| ...`), as is the
+/// convention. Nothing else changes: a `let` bound to anything but a method call on the
+/// kernel (a tuple pattern, `_`, a function call, a macro) keeps a generated name, and the
+/// user's tokens keep their spans, so the file and line recorded by the `#[track_caller]`
+/// instruction methods (shown as `# file.rs:LINE` in the printed IR and as comments in the
+/// CUDA) are still the script's own lines.
+///
+/// A `let` whose method declares nothing (say `let bi = k.block_idx();`) leaves its name
+/// pending, and the next declaration that is not itself named by the macro receives it.
+///
+/// # Example
+///
+/// ```
+/// use tilus::prelude::*;
+///
+/// #[derive(Clone, Debug, Hash)]
+/// struct Fill {
+///     block: i32,
+/// }
+///
+/// #[tilus::script]
+/// impl Script for Fill {
+///     type Args = (i32, PtrMut<f32>);
+///
+///     fn body(&self, k: &mut Kernel, (n, out): Handles<Self::Args>) {
+///         k.blocks([cdiv(n, self.block)]);
+///         k.warps(1);
+///         let offset = k.let_i32(self.block * k.block_idx().x);
+///         let ones = k.register_tensor::<f32, 1>([self.block], 1.0);
+///         let dst = k.global_view::<f32, 1>(out, [n]);
+///         k.store_global(&dst, &ones, [offset]);
+///     }
+/// }
+///
+/// let ir = tilus::ir::print_program(&tilus::trace(&Fill { block: 32 }, &[]).unwrap());
+/// assert!(ir.contains("kernel fill(n: i32, out: *mut f32)"));
+/// assert!(ir.contains("let offset: i32 = "));
+/// assert!(ir.contains("ones = register_tensor<f32>[32]"));
+/// assert!(ir.contains("store_global(dst, ones, offsets=[offset])"));
+/// ```
+///
+/// # Errors
+///
+/// The attribute takes no arguments. It reports a compile error, at the offending tokens,
+/// when it is not applied to a trait impl, when the impl has no `fn body`, or when the
+/// body's kernel parameter is neither a plain identifier nor `_`.
+#[proc_macro_attribute]
+pub fn script(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand::script(attr.into(), item.into()).into()
+}
