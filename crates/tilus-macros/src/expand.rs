@@ -270,7 +270,7 @@ mod tests {
                     let offset = kk.let_i32(self.block * kk.block_idx().x);
                     let mut phase: Val = kk.var_u32(0u32);
                     let bar = kk.mbarrier().alloc([1]);
-                    let c = kk.cast::<f16, f32>(&acc);
+                    let c = kk.cast::<f16>(&acc);
                     kk.for_range(0, n, 1, |kk, step| {
                         let t = kk.load_shared(&sa);
                         kk.single_thread(|kk| { let u = kk.load_shared(&sa); });
@@ -284,7 +284,7 @@ mod tests {
             ),
             norm(quote!(let mut phase: Val = { kk.name_next("phase"); kk.var_u32(0u32) };)),
             norm(quote!(let bar = { kk.name_next("bar"); kk.mbarrier().alloc([1]) };)),
-            norm(quote!(let c = { kk.name_next("c"); kk.cast::<f16, f32>(&acc) };)),
+            norm(quote!(let c = { kk.name_next("c"); kk.cast::<f16>(&acc) };)),
             norm(quote!(kk.name_next("step");)) + " kk . for_range (0 , n , 1 , | kk , step |",
             norm(quote!(let t = { kk.name_next("t"); kk.load_shared(&sa) };)),
             norm(quote!(let u = { kk.name_next("u"); kk.load_shared(&sa) };)),

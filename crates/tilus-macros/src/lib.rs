@@ -32,7 +32,7 @@ mod expand;
 ///
 /// - `let NAME = k.method(...);`, with `NAME` a plain identifier (possibly `mut`, possibly
 ///   with a type annotation) and an initializer that is a method call, or a chain of them
-///   (`k.mbarrier().alloc([1])`, `k.cast::<f16, f32>(&acc)`), on the kernel, becomes
+///   (`k.mbarrier().alloc([1])`, `k.cast::<f16>(&acc)`), on the kernel, becomes
 ///   `let NAME = { k.name_next("NAME"); k.method(...) };`.
 /// - An expression statement `k.for_range(start, end, step, |k, IDENT| { ... });` gets
 ///   `k.name_next("IDENT");` right before it, so the loop variable is named `IDENT`.
@@ -69,8 +69,8 @@ mod expand;
 ///         k.blocks([cdiv(n, self.block)]);
 ///         k.warps(1);
 ///         let offset = k.let_i32(self.block * k.block_idx().x);
-///         let ones = k.register_tensor::<f32, 1>([self.block], 1.0);
-///         let dst = k.global_view::<f32, 1>(out, [n]);
+///         let ones = k.register_tensor::<f32>([self.block], 1.0);
+///         let dst = k.global_view::<f32>(out, [n]);
 ///         k.store_global(&dst, &ones, [offset]);
 ///     }
 /// }

@@ -74,6 +74,14 @@ pub enum Error {
         /// The library's description.
         message: String,
     },
+    /// Every candidate of a search space failed.
+    #[error("no configuration of `{script}` works:\n{}", .candidates.iter().map(|(c, r)| format!("  {c}: {r}")).collect::<Vec<_>>().join("\n"))]
+    Tuning {
+        /// The script's type.
+        script: String,
+        /// Each candidate and why it failed.
+        candidates: Vec<(String, String)>,
+    },
     /// Reading or writing the cache directory failed.
     #[error("cache directory {path}: {message}")]
     Cache {

@@ -44,6 +44,7 @@ pub mod lang;
 pub mod layout;
 pub mod passes;
 pub mod runtime;
+pub mod tune;
 
 pub use error::{Diagnostic, Error, Result};
 pub use jit::{arg_names, build, emit, Jit};

@@ -24,8 +24,8 @@ impl Script for TileCopy {
         k.warps(4);
         let om = k.let_i32(self.rows * k.block_idx().x);
         let on = k.let_i32(self.cols * k.block_idx().y);
-        let g = k.global_view::<f32, 2>(src, [m, n]);
-        let s = k.shared_tensor::<f32, 2>([self.rows, self.cols]);
+        let g = k.global_view::<f32>(src, [m, n]);
+        let s = k.shared_tensor::<f32>([self.rows, self.cols]);
         let bar = k.mbarrier().alloc([1]);
         k.single_thread(|k| {
             k.mbarrier().arrive_and_expect_tx(bar[0], s.nbytes());
@@ -34,7 +34,7 @@ impl Script for TileCopy {
         // every thread may wait on the phase itself
         k.mbarrier().wait(bar[0], 0u32);
         let r = k.load_shared(&s);
-        let out = k.global_view::<f32, 2>(dst, [m, n]);
+        let out = k.global_view::<f32>(dst, [m, n]);
         k.store_global(&out, &r, [om, on]);
     }
 }
@@ -49,12 +49,12 @@ impl Script for Groups {
     type Args = (PtrMut<f32>,);
     fn body(&self, k: &mut Kernel, (out,): Handles<Self::Args>) {
         k.warps(8);
-        let g = k.global_view::<f32, 2>(out, [2, 256]);
+        let g = k.global_view::<f32>(out, [2, 256]);
         // 32 arrivals from a warp of group 0 + 1 from a single thread of group 1
         let bar = k.mbarrier().alloc([33]);
         for wg in 0..2u32 {
             k.warp_group(4 * wg, |k| {
-                let t = k.register_tensor::<f32, 2>([1, 256], (wg + 1) as f64);
+                let t = k.register_tensor::<f32>([1, 256], (wg + 1) as f64);
                 k.store_global(&g, &t, [wg as i32, 0]);
                 if wg == 0 {
                     k.single_warp(2, |k| k.mbarrier().arrive(bar[0]));

@@ -18,9 +18,9 @@ impl Script for Named {
         let offset_m = k.let_i32(self.block * k.block_idx().x);
         let offset_n = k.let_i32(0);
         let phase: Val = k.var_u32(0u32);
-        let ga = k.global_view::<f16, 2>(a_ptr, [m_size, n_size]);
-        let sa = k.shared_tensor::<f16, 2>([self.block, 16]);
-        let acc = k.register_tensor::<f32, 2>([self.block, 16], 0.0);
+        let ga = k.global_view::<f16>(a_ptr, [m_size, n_size]);
+        let sa = k.shared_tensor::<f16>([self.block, 16]);
+        let acc = k.register_tensor::<f32>([self.block, 16], 0.0);
         // a chain over several lines (kept so by rustfmt::skip)
         #[rustfmt::skip]
         let tma_bar = k
@@ -40,11 +40,11 @@ impl Script for Named {
             });
             let mut tile = k.load_shared(&sa);
             tile = tile.transpose().transpose();
-            let widened = k.cast::<f32, f16>(&tile);
+            let widened = k.cast::<f32>(&tile);
             let _ = widened;
             k.assign(phase, phase ^ 1);
         });
-        let gc = k.global_view::<f32, 2>(out_ptr, [m_size, n_size]);
+        let gc = k.global_view::<f32>(out_ptr, [m_size, n_size]);
         k.store_global(&gc, &acc, [offset_m, offset_n]);
     }
 }
@@ -60,15 +60,15 @@ impl Script for Plain {
         k.blocks([cdiv(n, 32)]);
         k.warps(1);
         let offset = k.let_i32(32 * k.block_idx().x);
-        let sa = k.shared_tensor::<f16, 1>([32]);
-        let acc = k.register_tensor::<f32, 1>([32], 0.0);
+        let sa = k.shared_tensor::<f16>([32]);
+        let acc = k.register_tensor::<f32>([32], 0.0);
         let bar = k.mbarrier().alloc([1]);
         k.for_range(0, n, 32, |k, i| {
             let _ = (sa, bar, i);
             let t = k.load_shared(&sa);
             let _ = t;
         });
-        let g = k.global_view::<f32, 1>(out, [n]);
+        let g = k.global_view::<f32>(out, [n]);
         k.store_global(&g, &acc, [offset]);
     }
 }
@@ -98,7 +98,7 @@ impl Script for Args<false> {
     fn body(&self, kern: &mut Kernel, (n, _, r#cols): Handles<Self::Args>) {
         kern.blocks([n, cols]);
         kern.warps(1);
-        let tile = kern.register_tensor::<f32, 1>([32], 1.0);
+        let tile = kern.register_tensor::<f32>([32], 1.0);
         let _ = tile;
     }
 }
@@ -166,10 +166,13 @@ fn recorded_lines_are_the_users_lines() {
         ("let offset_m", "let offset_m = k.let_i32("),
         ("var phase", "let phase: Val = k.var_u32("),
         ("ga = global_view", "let ga = k.global_view"),
-        ("sa = shared_tensor", "let sa = k.shared_tensor::<f16, 2>"),
+        (
+            "sa = shared_tensor",
+            "let sa = k.shared_tensor::<f16>([self.block",
+        ),
         (
             "acc = register_tensor",
-            "let acc = k.register_tensor::<f32, 2>",
+            "let acc = k.register_tensor::<f32>([self.block",
         ),
         // a chain spanning lines reports the line of its last call, as without the macro
         ("tma_bar = mbarrier.alloc", "    .alloc([1]);"),
@@ -177,7 +180,7 @@ fn recorded_lines_are_the_users_lines() {
         ("for stage", "k.for_range(0, 2, 1, |k, stage|"),
         ("let doubled", "let doubled = k.let_i32("),
         ("tile = load_shared", "let mut tile = k.load_shared("),
-        ("widened = cast", "let widened = k.cast::<f32, f16>("),
+        ("widened = cast", "let widened = k.cast::<f32>("),
         ("store_global(gc", "k.store_global(&gc, &acc"),
     ] {
         let want = format!("# script_macro.rs:{}", line_of(in_source));

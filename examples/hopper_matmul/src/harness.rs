@@ -324,7 +324,9 @@ mod tests {
 
     #[test]
     fn compare_counts_nan_and_out_of_tolerance_elements() {
-        let expect: Vec<f16> = (0..100).map(|i| f16::from_f32(i as f32 * 0.01 - 0.5)).collect();
+        let expect: Vec<f16> = (0..100)
+            .map(|i| f16::from_f32(i as f32 * 0.01 - 0.5))
+            .collect();
         assert!(compare(&expect, &expect).passed());
         let mut bad = expect.clone();
         bad[3] = f16::NAN;
@@ -333,13 +335,22 @@ mod tests {
         let c = compare(&bad, &expect);
         assert_eq!((c.non_finite, c.mismatches), (2, 1));
         assert!(!c.passed());
-        assert!(!compare(&[], &[]).passed(), "an empty comparison proves nothing");
+        assert!(
+            !compare(&[], &[]).passed(),
+            "an empty comparison proves nothing"
+        );
     }
 
     #[test]
     fn cpu_reference_matches_a_hand_computed_product() {
-        let a: Vec<f16> = [1.0, 2.0, 3.0, 4.0].iter().map(|&x| f16::from_f32(x)).collect(); // [2, 2]
-        let b: Vec<f16> = [1.0, 0.0, 0.5, 0.5].iter().map(|&x| f16::from_f32(x)).collect(); // [2, 2]
+        let a: Vec<f16> = [1.0, 2.0, 3.0, 4.0]
+            .iter()
+            .map(|&x| f16::from_f32(x))
+            .collect(); // [2, 2]
+        let b: Vec<f16> = [1.0, 0.0, 0.5, 0.5]
+            .iter()
+            .map(|&x| f16::from_f32(x))
+            .collect(); // [2, 2]
         let c = cpu_reference(&a, &b, 2, 2, 2);
         let c: Vec<f32> = c.iter().map(|x| x.to_f32()).collect();
         assert_eq!(c, vec![1.0, 1.5, 3.0, 3.5]);

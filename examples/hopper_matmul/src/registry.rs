@@ -2,6 +2,9 @@
 
 use tilus::lang::DynScript;
 
+/// Builds a configuration from `name=value` settings.
+pub type WithFn = fn(&[(String, i64)]) -> Result<Box<dyn DynScript>, String>;
+
 /// A kernel the command line knows.
 pub struct Entry {
     /// Its name on the command line (`hopper_matmul_v0`).
@@ -9,7 +12,7 @@ pub struct Entry {
     /// One line about it.
     pub about: &'static str,
     /// The default configuration with some hyperparameters replaced.
-    pub with: fn(&[(String, i64)]) -> Result<Box<dyn DynScript>, String>,
+    pub with: WithFn,
     /// The autotuning search space.
     pub space: fn() -> Vec<Box<dyn DynScript>>,
     /// The compile-time constant values for a problem `(m, n, k)`.

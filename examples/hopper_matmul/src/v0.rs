@@ -47,9 +47,11 @@ impl MatmulTma {
                 "block_m" => c.block_m = v,
                 "block_n" => c.block_n = v,
                 "block_k" => c.block_k = v,
-                _ => return Err(format!(
+                _ => {
+                    return Err(format!(
                     "MatmulTma has no hyperparameter `{name}` (it has block_m, block_n, block_k)"
-                )),
+                ))
+                }
             }
         }
         Ok(c)
@@ -67,13 +69,10 @@ impl Default for MatmulTma {
     }
 }
 
+#[tilus::script]
 impl Script for MatmulTma {
     // m_size: runtime; n_size, k_size: compile-time constants (a new value specializes).
     type Args = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f16>);
-
-    fn arg_names() -> &'static [&'static str] {
-        &["m_size", "n_size", "k_size", "a_ptr", "b_ptr", "c_ptr"]
-    }
 
     fn body(
         &self,
@@ -86,11 +85,11 @@ impl Script for MatmulTma {
         let offset_m = k.let_i32(self.block_m * k.block_idx().x);
         let offset_n = k.let_i32(self.block_n * k.block_idx().y);
 
-        let ga = k.global_view::<f16, 2>(a_ptr, [m_size, k_size]);
-        let gb = k.global_view::<f16, 2>(b_ptr, [n_size, k_size]);
-        let sa = k.shared_tensor::<f16, 2>([self.block_m, self.block_k]);
-        let sb = k.shared_tensor::<f16, 2>([self.block_n, self.block_k]);
-        let acc = k.register_tensor::<f32, 2>([self.block_m, self.block_n], 0.0);
+        let ga = k.global_view::<f16>(a_ptr, [m_size, k_size]);
+        let gb = k.global_view::<f16>(b_ptr, [n_size, k_size]);
+        let sa = k.shared_tensor::<f16>([self.block_m, self.block_k]);
+        let sb = k.shared_tensor::<f16>([self.block_n, self.block_k]);
+        let acc = k.register_tensor::<f32>([self.block_m, self.block_n], 0.0);
 
         let tma_barrier = k.mbarrier().alloc([1]);
         let phase = k.var_u32(0u32);
@@ -117,8 +116,8 @@ impl Script for MatmulTma {
             k.assign(phase, phase ^ 1);
         });
 
-        let casted_acc = k.cast::<f16, f32>(&acc);
-        let gc = k.global_view::<f16, 2>(c_ptr, [m_size, n_size]);
+        let casted_acc = k.cast::<f16>(&acc);
+        let gc = k.global_view::<f16>(c_ptr, [m_size, n_size]);
         k.store_global(&gc, &casted_acc, [offset_m, offset_n]);
     }
 }

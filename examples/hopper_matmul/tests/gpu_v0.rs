@@ -49,7 +49,9 @@ fn v0_agrees_with_a_cpu_reference() {
     let stream = device.stream().clone();
     let (m, n, k) = (200, 264, 192);
     let mut p = Problem::new(&stream, m, n, k, 11).unwrap();
-    V0::new(MatmulTma::default(), &device).launch(&stream, &mut p).unwrap();
+    V0::new(MatmulTma::default(), &device)
+        .launch(&stream, &mut p)
+        .unwrap();
     let a = stream.clone_dtoh(&p.a).unwrap();
     let b = stream.clone_dtoh(&p.b).unwrap();
     let c = stream.clone_dtoh(&p.c).unwrap();
@@ -78,11 +80,11 @@ impl Script for FreedAfterLoop {
         k.warps(4);
         let offset_m = k.let_i32(c.block_m * k.block_idx().x);
         let offset_n = k.let_i32(c.block_n * k.block_idx().y);
-        let ga = k.global_view::<f16, 2>(a_ptr, [m_size, k_size]);
-        let gb = k.global_view::<f16, 2>(b_ptr, [n_size, k_size]);
-        let sa = k.shared_tensor::<f16, 2>([c.block_m, c.block_k]);
-        let sb = k.shared_tensor::<f16, 2>([c.block_n, c.block_k]);
-        let acc = k.register_tensor::<f32, 2>([c.block_m, c.block_n], 0.0);
+        let ga = k.global_view::<f16>(a_ptr, [m_size, k_size]);
+        let gb = k.global_view::<f16>(b_ptr, [n_size, k_size]);
+        let sa = k.shared_tensor::<f16>([c.block_m, c.block_k]);
+        let sb = k.shared_tensor::<f16>([c.block_n, c.block_k]);
+        let acc = k.register_tensor::<f32>([c.block_m, c.block_n], 0.0);
         let bar = k.mbarrier().alloc([1]);
         let phase = k.var_u32(0u32);
         k.for_range(0, k_size, c.block_k, |k, offset_k| {
@@ -104,8 +106,8 @@ impl Script for FreedAfterLoop {
         });
         k.free_shared(&sa);
         k.free_shared(&sb);
-        let out = k.cast::<f16, f32>(&acc);
-        let gc = k.global_view::<f16, 2>(c_ptr, [m_size, n_size]);
+        let out = k.cast::<f16>(&acc);
+        let gc = k.global_view::<f16>(c_ptr, [m_size, n_size]);
         k.store_global(&gc, &out, [offset_m, offset_n]);
     }
 }

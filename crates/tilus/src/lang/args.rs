@@ -56,6 +56,10 @@ pub trait Arg {
     fn kind(value: Option<i64>) -> ParamKind;
     /// Whether the argument is a compile-time constant.
     const IS_CONST: bool = false;
+    /// Whether the argument is a runtime scalar (bucketed by the autotuner).
+    const IS_RUNTIME_SCALAR: bool = false;
+    /// Whether the argument is a buffer the kernel may write.
+    const IS_MUT_PTR: bool = false;
     /// Declares the argument in the kernel under construction.
     fn declare(k: &mut Kernel, name: &str, index: usize, value: Option<i64>) -> Self::Handle;
     /// Reads the host value.
@@ -67,6 +71,7 @@ macro_rules! scalar_arg {
         impl Arg for $t {
             type Handle = Val;
             type Host<'a> = $t;
+            const IS_RUNTIME_SCALAR: bool = true;
             fn kind(_: Option<i64>) -> ParamKind {
                 ParamKind::Scalar($d)
             }
@@ -129,6 +134,7 @@ impl<T: Element> Arg for Ptr<T> {
 impl<T: Element> Arg for PtrMut<T> {
     type Handle = PtrVal<T>;
     type Host<'a> = &'a mut CudaSlice<T>;
+    const IS_MUT_PTR: bool = true;
     fn kind(_: Option<i64>) -> ParamKind {
         ParamKind::Pointer {
             dtype: T::DTYPE,
@@ -157,6 +163,10 @@ pub trait ArgList {
     const LEN: usize;
     /// Positions of the compile-time constants.
     fn const_positions() -> Vec<usize>;
+    /// Positions of the runtime scalars.
+    fn runtime_scalar_positions() -> Vec<usize>;
+    /// Positions of the buffers the kernel may write.
+    fn mutable_positions() -> Vec<usize>;
     /// Declares every argument; `consts` has one value per constant, in order.
     fn declare(k: &mut Kernel, names: &[String], consts: &[i64]) -> Self::Handles;
     /// Reads every host value, in order.
@@ -176,6 +186,14 @@ macro_rules! tuple_args {
             const LEN: usize = [$(stringify!($name)),+].len();
             fn const_positions() -> Vec<usize> {
                 let flags = [$($name::IS_CONST),+];
+                flags.iter().enumerate().filter(|(_, c)| **c).map(|(i, _)| i).collect()
+            }
+            fn runtime_scalar_positions() -> Vec<usize> {
+                let flags = [$($name::IS_RUNTIME_SCALAR),+];
+                flags.iter().enumerate().filter(|(_, c)| **c).map(|(i, _)| i).collect()
+            }
+            fn mutable_positions() -> Vec<usize> {
+                let flags = [$($name::IS_MUT_PTR),+];
                 flags.iter().enumerate().filter(|(_, c)| **c).map(|(i, _)| i).collect()
             }
             fn declare(k: &mut Kernel, names: &[String], consts: &[i64]) -> Self::Handles {

@@ -202,6 +202,8 @@ impl Kernel {
     }
 
     pub(crate) fn push(&mut self, kind: StmtKind, loc: Loc) {
+        // A name given for a call that declared nothing must not attach to a later declaration.
+        self.next_name = None;
         self.blocks
             .last_mut()
             .expect("an open block")
@@ -256,14 +258,18 @@ impl Kernel {
 
     /// Sets the grid: the number of blocks along x (and y, z).
     #[track_caller]
-    pub fn blocks<const N: usize>(&mut self, dims: [impl Into<Scalar>; N]) {
+    pub fn blocks(&mut self, dims: impl super::Scalars) {
         let loc = Loc::caller();
-        if N == 0 || N > 3 {
-            self.error(loc, format!("blocks takes 1 to 3 dimensions, got {N}"));
+        let dims = dims.into_exprs();
+        if dims.is_empty() || dims.len() > 3 {
+            self.error(
+                loc,
+                format!("blocks takes 1 to 3 dimensions, got {}", dims.len()),
+            );
             return;
         }
         for (i, d) in dims.into_iter().enumerate() {
-            self.prog.grid[i] = d.into().0;
+            self.prog.grid[i] = d;
         }
     }
 
@@ -446,7 +452,7 @@ impl Kernel {
     #[track_caller]
     pub fn warp_group(&mut self, first_warp: u32, body: impl FnOnce(&mut Kernel)) {
         let loc = Loc::caller();
-        if first_warp % 4 != 0 {
+        if !first_warp.is_multiple_of(4) {
             self.error(
                 loc,
                 format!("warp_group must start at a warp index divisible by 4, got {first_warp}"),

@@ -17,7 +17,7 @@ pub use args::{Arg, ArgList, Const, Handles, HostArgs, HostValue, Ptr, PtrMut, P
 pub use element::Element;
 pub use kernel::{BlockIdx, Kernel};
 pub use mbarrier::{Barrier, Barriers, Mbarrier};
-pub use scalar::{cdiv, Scalar, Val};
+pub use scalar::{cdiv, Dims, Scalar, Scalars, Val};
 pub use script::{config_string, snake_case, DynScript, Script};
 pub use tensors::{GlobalTensor, RegisterTensor, SharedTensor};
 pub use tma::Tma;

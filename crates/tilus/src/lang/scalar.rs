@@ -143,6 +143,43 @@ binops!(
     BitAnd bitand BitAnd, BitOr bitor BitOr, BitXor bitxor BitXor, Shl shl Shl, Shr shr Shr
 );
 
+/// A list of scalars (an array of anything convertible to [`Scalar`]): shapes of global views,
+/// offsets, grid sizes.
+pub trait Scalars {
+    /// The expressions.
+    fn into_exprs(self) -> Vec<Expr>;
+}
+
+impl<T: Into<Scalar>, const N: usize> Scalars for [T; N] {
+    fn into_exprs(self) -> Vec<Expr> {
+        self.into_iter().map(|x| x.into().0).collect()
+    }
+}
+
+impl<T: Into<Scalar>> Scalars for Vec<T> {
+    fn into_exprs(self) -> Vec<Expr> {
+        self.into_iter().map(|x| x.into().0).collect()
+    }
+}
+
+/// A compile-time shape (an array of `i32`).
+pub trait Dims {
+    /// The extents.
+    fn into_dims(self) -> Vec<i32>;
+}
+
+impl<const N: usize> Dims for [i32; N] {
+    fn into_dims(self) -> Vec<i32> {
+        self.to_vec()
+    }
+}
+
+impl Dims for Vec<i32> {
+    fn into_dims(self) -> Vec<i32> {
+        self
+    }
+}
+
 /// `ceil(a / b)`, folded when both are constants.
 pub fn cdiv(a: impl Into<Scalar>, b: impl Into<Scalar>) -> Scalar {
     let (a, b) = (a.into(), b.into());

@@ -1,7 +1,7 @@
 //! Tensor handles and the memory and arithmetic instructions: global views, shared and
 //! register tiles, loads, stores and casts.
 
-use super::{Element, Kernel, PtrVal, Scalar};
+use super::{Dims, Element, Kernel, PtrVal, Scalars};
 use crate::ir::{
     ArithInst, GlobalDecl, GlobalId, Inst, Loc, MemoryInst, RegId, RegView, RegisterDecl,
     SharedDecl, SharedId, StmtKind,
@@ -68,15 +68,15 @@ fn dims(k: &mut Kernel, loc: Loc, what: &str, shape: &[i32]) -> Vec<i64> {
 impl Kernel {
     /// Interprets a pointer argument as a row-major tensor of the given shape.
     #[track_caller]
-    pub fn global_view<T: Element, const N: usize>(
+    pub fn global_view<T: Element>(
         &mut self,
         ptr: PtrVal<T>,
-        shape: [impl Into<Scalar>; N],
+        shape: impl Scalars,
     ) -> GlobalTensor<T> {
         let loc = Loc::caller();
         let name = self.fresh_name("g");
         let id = GlobalId(self.prog.globals.len() as u32);
-        let shape = shape.into_iter().map(|s| s.into().0).collect();
+        let shape = shape.into_exprs();
         self.prog.globals.push(GlobalDecl {
             name,
             dtype: T::DTYPE,
@@ -97,12 +97,9 @@ impl Kernel {
     /// Allocates a tile in shared memory. Its bytes are reserved until [`Kernel::free_shared`]
     /// or the end of the kernel.
     #[track_caller]
-    pub fn shared_tensor<T: Element, const N: usize>(
-        &mut self,
-        shape: [i32; N],
-    ) -> SharedTensor<T> {
+    pub fn shared_tensor<T: Element>(&mut self, shape: impl Dims) -> SharedTensor<T> {
         let loc = Loc::caller();
-        let shape = dims(self, loc, "shared_tensor", &shape);
+        let shape = dims(self, loc, "shared_tensor", &shape.into_dims());
         let name = self.fresh_name("s");
         let id = SharedId(self.prog.shareds.len() as u32);
         let decl = SharedDecl {
@@ -154,13 +151,13 @@ impl Kernel {
     /// Allocates a tile in registers, spread over the threads of the current group, optionally
     /// filled with `init`.
     #[track_caller]
-    pub fn register_tensor<T: Element, const N: usize>(
+    pub fn register_tensor<T: Element>(
         &mut self,
-        shape: [i32; N],
+        shape: impl Dims,
         init: impl Into<Option<f64>>,
     ) -> RegisterTensor<T> {
         let loc = Loc::caller();
-        let shape = dims(self, loc, "register_tensor", &shape);
+        let shape = dims(self, loc, "register_tensor", &shape.into_dims());
         let out = self.new_register::<T>(shape, loc);
         let init = init.into().map(|v| {
             if T::DTYPE.is_float() {
@@ -199,14 +196,14 @@ impl Kernel {
     /// Writes a register tile to global memory with its first element at `offsets`; elements
     /// outside the view are skipped.
     #[track_caller]
-    pub fn store_global<T: Element, const N: usize>(
+    pub fn store_global<T: Element>(
         &mut self,
         dst: &GlobalTensor<T>,
         src: &RegisterTensor<T>,
-        offsets: [impl Into<Scalar>; N],
+        offsets: impl Scalars,
     ) {
         let loc = Loc::caller();
-        let offsets = offsets.into_iter().map(|o| o.into().0).collect();
+        let offsets = offsets.into_exprs();
         let inst = MemoryInst::StoreGlobal {
             dst: dst.id,
             src: src.view,
@@ -217,7 +214,7 @@ impl Kernel {
 
     /// Converts every element to `U` (round to nearest even), keeping the layout.
     #[track_caller]
-    pub fn cast<U: Element, T: Element>(&mut self, src: &RegisterTensor<T>) -> RegisterTensor<U> {
+    pub fn cast<U: Element>(&mut self, src: &RegisterTensor<impl Element>) -> RegisterTensor<U> {
         let loc = Loc::caller();
         let mut shape = self.prog.register(src.view.tensor).shape.clone();
         if src.view.transposed {

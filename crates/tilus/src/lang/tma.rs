@@ -1,6 +1,6 @@
 //! The `k.tma()` namespace: the bulk tensor copy engine.
 
-use super::{Barrier, Element, GlobalTensor, Kernel, Scalar, SharedTensor};
+use super::{Barrier, Element, GlobalTensor, Kernel, Scalars, SharedTensor};
 use crate::ir::{BarrierRef, Inst, Loc, StmtKind, TmaInst};
 
 /// Methods of `k.tma()`.
@@ -20,14 +20,14 @@ impl Tma<'_> {
     /// asynchronously; the bytes complete on `bar`. The tensor map is built for you, with the
     /// swizzle of `dst`'s layout. Elements outside `src` arrive as zeros.
     #[track_caller]
-    pub fn global_to_shared<T: Element, const N: usize>(
+    pub fn global_to_shared<T: Element>(
         self,
         src: &GlobalTensor<T>,
         dst: &SharedTensor<T>,
-        offsets: [impl Into<Scalar>; N],
+        offsets: impl Scalars,
         bar: Barrier,
     ) {
-        let offsets = offsets.into_iter().map(|o| o.into().0).collect();
+        let offsets = offsets.into_exprs();
         let bar: BarrierRef = bar.to_ir();
         let inst = TmaInst::GlobalToShared {
             src: src.id,

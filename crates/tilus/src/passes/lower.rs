@@ -78,7 +78,7 @@ pub fn store_vector_width(p: &Program, inst: &MemoryInst) -> u32 {
     let divs = var_divisibility(p);
     let mut width = 1u32;
     let mut cand = 2u32;
-    while cand * elem <= max_bytes && (layout.local_size() as u32) % cand == 0 {
+    while cand * elem <= max_bytes && (layout.local_size() as u32).is_multiple_of(cand) {
         let ok_locals = (0..layout.local_size()).step_by(cand as usize).all(|l| {
             let base = layout.local_coords(l);
             base[last] % cand as i64 == 0

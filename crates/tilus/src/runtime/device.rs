@@ -84,6 +84,14 @@ impl Device {
         &self.name
     }
 
+    /// The driver's CUDA version, e.g. 13000 for 13.0.
+    pub fn driver_version(&self) -> i32 {
+        let mut v = 0;
+        // SAFETY: writes one int; the driver is loaded (a context exists).
+        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) };
+        v
+    }
+
     /// `(major, minor)` compute capability.
     pub fn compute_capability(&self) -> (i32, i32) {
         self.compute_capability

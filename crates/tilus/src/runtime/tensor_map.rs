@@ -20,7 +20,7 @@ pub fn encode(
         arg: arg_name.to_string(),
         message,
     };
-    if ptr % 16 != 0 {
+    if !ptr.is_multiple_of(16) {
         return Err(bad(format!(
             "address 0x{ptr:x} is not 16-byte aligned, which TMA requires"
         )));
@@ -34,7 +34,7 @@ pub fn encode(
     let mut s = elem;
     for d in global_dim.iter().take(rank - 1) {
         s *= d;
-        if s % 16 != 0 {
+        if !s.is_multiple_of(16) {
             return Err(bad(format!(
                 "a row stride of {s} bytes is not a multiple of 16, which TMA requires; \
                  pad the rows to a multiple of {} elements",

@@ -13,7 +13,7 @@ pub(super) fn check(c: &mut Checker, i: &MmaInst, loc: Loc, scope: &Scope) {
     for (v, n) in [(a, "a"), (b, "b"), (acc, "c"), (&outv, "out")] {
         check_group(c, v, &format!("dot operand {n}"), loc, scope);
     }
-    if scope.threads % 32 != 0 {
+    if !scope.threads.is_multiple_of(32) {
         c.err(
             loc,
             format!(

@@ -1,0 +1,337 @@
+//! The autotuner: the first launch with new compile-time values (or a new runtime bucket)
+//! compiles every candidate of the space in parallel, benchmarks the survivors on the real
+//! arguments, keeps the fastest and records the decision on disk; later launches, in this
+//! process or another, go straight to the chosen kernel.
+
+use super::bench::BenchScratch;
+use super::table::{self, CandidateRecord, TableEntry, TableLock};
+use super::{bucket, Binding, Space, Tunable};
+use crate::compile::CompiledProgram;
+use crate::lang::{ArgList, HostArgs, HostValue};
+use crate::runtime::{Device, LoadedKernel};
+use crate::{Error, Result};
+use cudarc::driver::CudaStream;
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// A compiled candidate, or its status and the reason it failed.
+type Candidate<S> = std::result::Result<(S, CompiledProgram), (String, String)>;
+
+/// How tuning measures and reports.
+#[derive(Clone, Debug)]
+pub struct TuneOptions {
+    /// Untimed runs per candidate.
+    pub warmup: usize,
+    /// Timed runs per candidate (the median counts).
+    pub reps: usize,
+    /// Show a progress bar: `None` = only when stderr is a terminal.
+    pub progress: Option<bool>,
+}
+
+impl Default for TuneOptions {
+    fn default() -> Self {
+        TuneOptions {
+            warmup: 3,
+            reps: 10,
+            progress: None,
+        }
+    }
+}
+
+/// The decision for one key, loaded.
+pub struct Chosen<S> {
+    /// The chosen hyperparameters.
+    pub config: S,
+    /// Its kernel.
+    pub kernel: Arc<LoadedKernel>,
+    /// Whether it came from the on-disk table (no compiling or benchmarking in this process).
+    pub from_table: bool,
+}
+
+/// A tunable script bound to a device; see the module documentation.
+pub struct Autotuned<S: Tunable> {
+    device: Device,
+    identity: String,
+    space: Space,
+    table_path: PathBuf,
+    options: TuneOptions,
+    chosen: Mutex<HashMap<Vec<i64>, Arc<Chosen<S>>>>,
+    /// Serializes tuning within the process (the table lock does it across processes).
+    tuning: Mutex<()>,
+}
+
+impl<S: Tunable> Autotuned<S> {
+    /// Binds the script's space to a device.
+    pub fn new(device: &Device) -> Result<Autotuned<S>> {
+        Self::with_options(device, TuneOptions::default())
+    }
+
+    /// Like [`Autotuned::new`] with explicit options.
+    pub fn with_options(device: &Device, options: TuneOptions) -> Result<Autotuned<S>> {
+        let space = S::space();
+        if space.is_empty() {
+            return Err(Error::Tuning {
+                script: std::any::type_name::<S>().into(),
+                candidates: vec![],
+            });
+        }
+        let nvrtc = crate::compile::nvrtc()
+            .map(|i| format!("{}.{}", i.version.0, i.version.1))
+            .unwrap_or_else(|_| "none".into());
+        let (major, minor) = device.compute_capability();
+        let identity = format!(
+            "gpu={} cc={major}.{minor} driver={} nvrtc={nvrtc}",
+            device.name(),
+            device.driver_version()
+        );
+        let first = S::from_binding(&space.bindings()[0]).map_err(|e| Error::Tuning {
+            script: std::any::type_name::<S>().into(),
+            candidates: vec![(space.bindings()[0].to_string(), e)],
+        })?;
+        let table_path =
+            table::table_path(&first.name(), std::any::type_name::<S>(), &space.describe());
+        Ok(Autotuned {
+            device: device.clone(),
+            identity,
+            space,
+            table_path,
+            options,
+            chosen: Mutex::new(HashMap::new()),
+            tuning: Mutex::new(()),
+        })
+    }
+
+    /// Where the decisions are recorded.
+    pub fn table_path(&self) -> &PathBuf {
+        &self.table_path
+    }
+
+    /// Launches with the best configuration for these arguments, tuning first if this key has
+    /// never been seen.
+    pub fn launch(&self, stream: &Arc<CudaStream>, args: HostArgs<'_, S::Args>) -> Result<()> {
+        let values = <S::Args as ArgList>::host_values(&args, stream);
+        let chosen = self.choose(stream, &values)?;
+        chosen.kernel.launch(stream, &values)
+    }
+
+    /// The decision for these argument values (tuning if needed), without launching.
+    pub fn choose(&self, stream: &Arc<CudaStream>, values: &[HostValue]) -> Result<Arc<Chosen<S>>> {
+        let ints = |pos: Vec<usize>| -> Vec<i64> {
+            pos.into_iter()
+                .map(|i| {
+                    if let HostValue::Int(v) = values[i] {
+                        v
+                    } else {
+                        0
+                    }
+                })
+                .collect()
+        };
+        let consts = ints(<S::Args as ArgList>::const_positions());
+        let buckets: Vec<i64> = ints(<S::Args as ArgList>::runtime_scalar_positions())
+            .into_iter()
+            .map(bucket)
+            .collect();
+        let mut mem_key = consts.clone();
+        mem_key.extend(&buckets);
+        if let Some(c) = self
+            .chosen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&mem_key)
+        {
+            return Ok(c.clone());
+        }
+        let _one_at_a_time = self.tuning.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = self
+            .chosen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&mem_key)
+        {
+            return Ok(c.clone());
+        }
+        let key = format!("consts={consts:?} buckets={buckets:?} {}", self.identity);
+        let c = Arc::new(self.decide(stream, values, &consts, &key)?);
+        self.chosen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(mem_key, c.clone());
+        Ok(c)
+    }
+
+    fn load(&self, config: &S, consts: &[i64]) -> Result<Arc<LoadedKernel>> {
+        let compiled = crate::build(config, consts)?;
+        Ok(Arc::new(LoadedKernel::load(
+            &self.device,
+            &compiled,
+            crate::arg_names::<S>(),
+        )?))
+    }
+
+    fn decide(
+        &self,
+        stream: &Arc<CudaStream>,
+        values: &[HostValue],
+        consts: &[i64],
+        key: &str,
+    ) -> Result<Chosen<S>> {
+        let lock = TableLock::acquire(&self.table_path);
+        if let Some(entry) = table::read(&self.table_path).entries.get(key) {
+            if let Ok(config) = S::from_binding(&Binding(entry.chosen.clone())) {
+                if let Ok(kernel) = self.load(&config, consts) {
+                    tracing::debug!(table = %self.table_path.display(), key, "dispatch from the table");
+                    return Ok(Chosen {
+                        config,
+                        kernel,
+                        from_table: true,
+                    });
+                }
+            }
+        }
+        let started = Instant::now();
+        let (entry, best) = self.tune(stream, values, consts)?;
+        tracing::info!(key, chosen = %Binding(entry.chosen.clone()), seconds = started.elapsed().as_secs_f64(), "tuned");
+        if lock.is_some() {
+            if let Err(e) = table::insert(
+                &self.table_path,
+                std::any::type_name::<S>(),
+                &self.space.describe(),
+                key,
+                entry,
+            ) {
+                tracing::warn!(error = %e, "could not record the tuning result");
+            }
+        }
+        Ok(best)
+    }
+
+    fn tune(
+        &self,
+        stream: &Arc<CudaStream>,
+        values: &[HostValue],
+        consts: &[i64],
+    ) -> Result<(TableEntry, Chosen<S>)> {
+        let bindings = self.space.bindings();
+        let show = self
+            .options
+            .progress
+            .unwrap_or_else(|| std::io::stderr().is_terminal());
+        let bar = if show {
+            let b = indicatif::ProgressBar::new(2 * bindings.len() as u64);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{msg:>12} [{bar:30}] {pos}/{len} {elapsed}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b.set_message(format!(
+                "tuning {}",
+                std::any::type_name::<S>().rsplit("::").next().unwrap_or("")
+            ));
+            b
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        // Compile every candidate in parallel.
+        let compiled: Vec<(Binding, Candidate<S>)> = bindings
+            .par_iter()
+            .map(|b| {
+                let r = match S::from_binding(b) {
+                    Err(e) => Err(("invalid".to_string(), e)),
+                    Ok(s) => match crate::build(&s, consts) {
+                        Ok(c) if c.report.spill_stores > 0 => Err((
+                            "spills".to_string(),
+                            format!("ptxas spills {} bytes", c.report.spill_stores),
+                        )),
+                        Ok(c) => Ok((s, c)),
+                        Err(Error::Script(d)) => Err((
+                            "rejected".to_string(),
+                            d.first().map(|d| d.to_string()).unwrap_or_default(),
+                        )),
+                        Err(e) => Err(("failed".to_string(), e.to_string())),
+                    },
+                };
+                bar.inc(1);
+                (b.clone(), r)
+            })
+            .collect();
+        // Benchmark the survivors on scratch copies of the outputs.
+        let mut scratch =
+            BenchScratch::new(stream, values, &<S::Args as ArgList>::mutable_positions())?;
+        let mut records = vec![];
+        let mut best: Option<(f64, S, Arc<LoadedKernel>, Binding)> = None;
+        for (b, r) in compiled {
+            let rec = match r {
+                Err((status, reason)) => CandidateRecord {
+                    config: b.to_string(),
+                    status,
+                    latency_ms: None,
+                    reason: Some(reason),
+                },
+                Ok((s, c)) => {
+                    let timed = LoadedKernel::load(&self.device, &c, crate::arg_names::<S>())
+                        .and_then(|k| {
+                            Ok((
+                                scratch.time(stream, &k, self.options.warmup, self.options.reps)?,
+                                k,
+                            ))
+                        });
+                    match timed {
+                        Ok((ms, k)) => {
+                            tracing::debug!(config = %b, ms, "candidate");
+                            if best.as_ref().is_none_or(|(t, ..)| ms < *t) {
+                                best = Some((ms, s, Arc::new(k), b.clone()));
+                            }
+                            CandidateRecord {
+                                config: b.to_string(),
+                                status: "ok".into(),
+                                latency_ms: Some(ms),
+                                reason: None,
+                            }
+                        }
+                        Err(e) => CandidateRecord {
+                            config: b.to_string(),
+                            status: "failed".into(),
+                            latency_ms: None,
+                            reason: Some(e.to_string()),
+                        },
+                    }
+                }
+            };
+            bar.inc(1);
+            records.push(rec);
+        }
+        bar.finish_and_clear();
+        let Some((_, config, kernel, binding)) = best else {
+            return Err(Error::Tuning {
+                script: std::any::type_name::<S>().into(),
+                candidates: records
+                    .into_iter()
+                    .map(|r| {
+                        (
+                            r.config,
+                            format!("{}: {}", r.status, r.reason.unwrap_or_default()),
+                        )
+                    })
+                    .collect(),
+            });
+        };
+        let entry = TableEntry {
+            chosen: binding.0,
+            candidates: records,
+        };
+        Ok((
+            entry,
+            Chosen {
+                config,
+                kernel,
+                from_table: false,
+            },
+        ))
+    }
+}

@@ -1,0 +1,49 @@
+//! Autotuning: search spaces over a script's hyperparameters, parallel compilation, benchmarking
+//! on the real arguments, and a dispatch table on disk.
+//!
+//! **Keys.** Compile-time constants (`Const<..>` arguments) specialize: each value set is its own
+//! set of programs and its own tuning. Runtime scalars (`i32`, `u32`) never recompile; tuning
+//! results are shared by all values in the same *bucket*, the next power of two at or above the
+//! value (so `m = 3000` and `m = 4096` share a decision, `m = 5000` gets its own). Keys also name
+//! the GPU, its compute capability, the driver and the NVRTC version, so a table copied to
+//! another machine re-tunes instead of guessing.
+
+mod autotune;
+pub mod bench;
+mod space;
+pub mod table;
+
+pub use autotune::{Autotuned, Chosen, TuneOptions};
+pub use space::{Axis, Binding, Space, SpaceError};
+
+use crate::Script;
+
+/// A script with a search space over its hyperparameters.
+pub trait Tunable: Script + Sized {
+    /// The space to search.
+    fn space() -> Space;
+    /// The script for one point of the space.
+    fn from_binding(binding: &Binding) -> Result<Self, String>;
+}
+
+/// The tuning bucket of a runtime scalar: the next power of two at or above it (values below 1
+/// are their own bucket).
+pub fn bucket(v: i64) -> i64 {
+    if v <= 1 {
+        v
+    } else {
+        (v as u64).next_power_of_two() as i64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn buckets_are_powers_of_two() {
+        assert_eq!(super::bucket(1000), 1024);
+        assert_eq!(super::bucket(1024), 1024);
+        assert_eq!(super::bucket(1025), 2048);
+        assert_eq!(super::bucket(1), 1);
+        assert_eq!(super::bucket(0), 0);
+    }
+}
