@@ -116,6 +116,95 @@ pub fn store_cubin(kernel: &str, key: &str, cubin: &[u8], meta: &Meta) {
     }
 }
 
+/// An exclusive lock on one program's entry, held while it is compiled.
+pub struct EntryLock {
+    _file: std::fs::File,
+}
+
+impl EntryLock {
+    /// Blocks until this process holds the entry's lock; `None` when the cache is not writable.
+    pub fn acquire(kernel: &str, key: &str) -> Option<EntryLock> {
+        let dir = entry_dir(kernel, key);
+        std::fs::create_dir_all(&dir).ok()?;
+        let f = std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("lock"))
+            .ok()?;
+        f.lock().ok()?;
+        Some(EntryLock { _file: f })
+    }
+}
+
+/// A complete program entry, for `tilus cache`.
+#[derive(Clone, Debug)]
+pub struct ProgramEntry {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Its metadata (None: incomplete or corrupt; rebuilt on next use).
+    pub meta: Option<Meta>,
+    /// Bytes on disk.
+    pub bytes: u64,
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// Every program entry in the cache, sorted by directory name.
+pub fn list_programs() -> Vec<ProgramEntry> {
+    let mut out: Vec<ProgramEntry> = std::fs::read_dir(cache_root().join("programs"))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .map(|dir| {
+                    let meta = std::fs::read(dir.join("meta.json"))
+                        .ok()
+                        .and_then(|b| serde_json::from_slice(&b).ok());
+                    let bytes = dir_bytes(&dir);
+                    ProgramEntry { dir, meta, bytes }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort_by(|a, b| a.dir.cmp(&b.dir));
+    out
+}
+
+/// Removes the whole cache; returns the bytes freed.
+pub fn clean() -> std::io::Result<u64> {
+    let root = cache_root();
+    if !root.exists() {
+        return Ok(0);
+    }
+    let mut total = 0;
+    for sub in ["programs", "tuning"] {
+        let d = root.join(sub);
+        if let Ok(rd) = std::fs::read_dir(&d) {
+            for e in rd.filter_map(|e| e.ok()) {
+                let p = e.path();
+                if p.is_dir() {
+                    total += dir_bytes(&p);
+                    std::fs::remove_dir_all(&p)?;
+                } else {
+                    total += e.metadata().map(|m| m.len()).unwrap_or(0);
+                    std::fs::remove_file(&p)?;
+                }
+            }
+        }
+    }
+    Ok(total)
+}
+
 fn warn_unwritable(dir: &Path, e: &std::io::Error) {
     static WARNED: OnceLock<()> = OnceLock::new();
     WARNED.get_or_init(|| {

@@ -19,7 +19,40 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// A compiled candidate, or its status and the reason it failed.
-type Candidate<S> = std::result::Result<(S, CompiledProgram), (String, String)>;
+pub type Candidate<S> = std::result::Result<(S, CompiledProgram), (String, String)>;
+
+/// Traces, checks and compiles every binding in parallel (NVRTC in-process, one thread per
+/// core). Candidates that fail keep their status and reason: `invalid` (the binding does not
+/// make a script), `rejected` (the verifier), `spills` (ptxas spilled registers), `failed`
+/// (NVRTC or anything else). Needs NVRTC, no GPU.
+pub fn compile_candidates<S: Tunable>(
+    bindings: &[Binding],
+    consts: &[i64],
+    progress: &(dyn Fn() + Sync),
+) -> Vec<(Binding, Candidate<S>)> {
+    bindings
+        .par_iter()
+        .map(|b| {
+            let r = match S::from_binding(b) {
+                Err(e) => Err(("invalid".to_string(), e)),
+                Ok(s) => match crate::build(&s, consts) {
+                    Ok(c) if c.report.spill_stores > 0 => Err((
+                        "spills".to_string(),
+                        format!("ptxas spills {} bytes", c.report.spill_stores),
+                    )),
+                    Ok(c) => Ok((s, c)),
+                    Err(Error::Script(d)) => Err((
+                        "rejected".to_string(),
+                        d.first().map(|d| d.to_string()).unwrap_or_default(),
+                    )),
+                    Err(e) => Err(("failed".to_string(), e.to_string())),
+                },
+            };
+            progress();
+            (b.clone(), r)
+        })
+        .collect()
+}
 
 /// How tuning measures and reports.
 #[derive(Clone, Debug)]
@@ -237,29 +270,7 @@ impl<S: Tunable> Autotuned<S> {
         } else {
             indicatif::ProgressBar::hidden()
         };
-        // Compile every candidate in parallel.
-        let compiled: Vec<(Binding, Candidate<S>)> = bindings
-            .par_iter()
-            .map(|b| {
-                let r = match S::from_binding(b) {
-                    Err(e) => Err(("invalid".to_string(), e)),
-                    Ok(s) => match crate::build(&s, consts) {
-                        Ok(c) if c.report.spill_stores > 0 => Err((
-                            "spills".to_string(),
-                            format!("ptxas spills {} bytes", c.report.spill_stores),
-                        )),
-                        Ok(c) => Ok((s, c)),
-                        Err(Error::Script(d)) => Err((
-                            "rejected".to_string(),
-                            d.first().map(|d| d.to_string()).unwrap_or_default(),
-                        )),
-                        Err(e) => Err(("failed".to_string(), e.to_string())),
-                    },
-                };
-                bar.inc(1);
-                (b.clone(), r)
-            })
-            .collect();
+        let compiled = compile_candidates::<S>(&bindings, consts, &|| bar.inc(1));
         // Benchmark the survivors on scratch copies of the outputs.
         let mut scratch =
             BenchScratch::new(stream, values, &<S::Args as ArgList>::mutable_positions())?;

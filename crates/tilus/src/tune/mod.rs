@@ -13,7 +13,7 @@ pub mod bench;
 mod space;
 pub mod table;
 
-pub use autotune::{Autotuned, Chosen, TuneOptions};
+pub use autotune::{compile_candidates, Autotuned, Candidate, Chosen, TuneOptions};
 pub use space::{Axis, Binding, Space, SpaceError};
 
 use crate::Script;
@@ -24,6 +24,11 @@ pub trait Tunable: Script + Sized {
     fn space() -> Space;
     /// The script for one point of the space.
     fn from_binding(binding: &Binding) -> Result<Self, String>;
+
+    /// The script bound to a device, tuned on first use of each new key.
+    fn autotuned(device: &crate::runtime::Device) -> crate::Result<Autotuned<Self>> {
+        Autotuned::new(device)
+    }
 }
 
 /// The tuning bucket of a runtime scalar: the next power of two at or above it (values below 1
