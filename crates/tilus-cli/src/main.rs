@@ -6,7 +6,9 @@
 //!   with NVRTC (no GPU needed) and report registers, spills, shared memory or why it failed
 //! - `tilus bench matmul --versions v0 --sizes 4096x4096x4096,8192x8192x8192`: verify against
 //!   cuBLAS and time beside it
+//! - `tilus cache ls|show|clean`: the compiled programs and dispatch tables on disk
 
+mod cache;
 mod check;
 
 use clap::{Parser, Subcommand};
@@ -60,6 +62,24 @@ enum Command {
     },
     /// List the kernels this command knows.
     List,
+    /// Inspect or clear the on-disk cache (`TILUS_CACHE_DIR`).
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum CacheAction {
+    /// List compiled programs and dispatch tables.
+    Ls,
+    /// Show one program entry (by directory name or prefix) or one dispatch table.
+    Show {
+        /// Entry name or prefix.
+        name: String,
+    },
+    /// Remove everything.
+    Clean,
 }
 
 #[derive(clap::Args)]
@@ -176,6 +196,14 @@ fn run(cli: Cli) -> Result<bool, String> {
             rounds,
             sets,
         } => bench(&versions, &sizes, warmup, rounds, &sets),
+        Command::Cache { action } => {
+            match action {
+                CacheAction::Ls => cache::ls(),
+                CacheAction::Show { name } => cache::show(&name)?,
+                CacheAction::Clean => cache::clean()?,
+            }
+            Ok(true)
+        }
         Command::List => {
             for e in hopper_matmul::registry::entries() {
                 println!("{:<20} {}", e.name, e.about);

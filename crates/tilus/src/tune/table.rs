@@ -99,3 +99,21 @@ pub fn insert(
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
 }
+
+/// Every dispatch table in the cache, with its path.
+pub fn list() -> Vec<(PathBuf, TableFile)> {
+    let mut out: Vec<(PathBuf, TableFile)> = std::fs::read_dir(cache_root().join("tuning"))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .map(|p| {
+                    let t = read(&p);
+                    (p, t)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
