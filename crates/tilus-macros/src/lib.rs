@@ -1,15 +1,19 @@
 //! Procedural macros of Tilus for Rust. Use them through the `tilus` crate
-//! (`tilus::script`, or `script` from `tilus::prelude`), not directly.
+//! (`tilus::script` and `tilus::Tunable`, or both from `tilus::prelude`), not directly.
 //!
-//! The one macro, [`macro@script`], lets a script's generated CUDA use the script's own
-//! variable names: a Rust method cannot know the name of the `let` its result is bound to, so
-//! without help the kernel builder invents names (`s0`, `r1`, `v2`).
+//! - [`macro@script`] lets a script's generated CUDA use the script's own variable names: a
+//!   Rust method cannot know the name of the `let` its result is bound to, so without help the
+//!   kernel builder invents names (`s0`, `r1`, `v2`).
+//! - [`macro@Tunable`] declares a script's autotuning search space next to its fields, as the
+//!   seed's stacked `@tilus.autotune(...)` decorators do, instead of a hand-written
+//!   `impl Tunable` that must be kept in sync with the struct.
 
 #![warn(missing_docs)]
 
 use proc_macro::TokenStream;
 
 mod expand;
+mod tunable;
 
 /// Names a script's kernel variables, tensors, barriers, loop variables and arguments after
 /// the script's own Rust bindings.
@@ -90,4 +94,85 @@ mod expand;
 #[proc_macro_attribute]
 pub fn script(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::script(attr.into(), item.into()).into()
+}
+
+/// Derives `tilus::tune::Tunable` (the autotuning search space) from `#[tune(...)]` attributes
+/// on a script's struct.
+///
+/// # Why
+///
+/// The seed declares a kernel's search space with stacked decorators,
+/// `@tilus.autotune("block_m, block_n", [(64, 128), ...])`. Written by hand in Rust, the same
+/// space is a `Space` builder plus a `from_binding` that reads every field back by name: two
+/// places that must agree with the struct and with each other. The derive writes both from one
+/// declaration on the struct, and checks the declaration at compile time.
+///
+/// # Syntax
+///
+/// Each `#[tune(...)]` attribute is one axis of the space:
+///
+/// - `#[tune(name = [v1, v2, ...])]`: one field and the values it takes;
+/// - `#[tune(a, b = [(a1, b1), (a2, b2), ...])]`: several fields bound together, one tuple
+///   per choice (as long as the list of names).
+///
+/// Values are integer literals (`64`, `-1`), or `true`/`false` for `bool` fields (stored in
+/// the space as 1 and 0). The space is the Cartesian product of the attributes in their
+/// order, so the first attribute varies slowest in `Space::bindings`. Every named field must
+/// be covered by exactly one attribute.
+///
+/// # What it generates
+///
+/// `impl ::tilus::tune::Tunable for T`, with
+///
+/// - `fn space()`: `Space::new().axis(&[names], vec![tuples])` for each attribute, in order;
+/// - `fn from_binding(binding)`: the struct, each field read from `binding` by name and
+///   converted with `TryFrom<i64>` (`bool` fields from 0 or 1). It returns an error naming
+///   the field and the value when a value does not fit the field's type or a name is missing
+///   from the binding; names in the binding that are not fields are ignored.
+///
+/// `Tunable` requires `Script`, so the struct must also implement `Script`.
+///
+/// # Example
+///
+/// ```
+/// // the prelude has both the derive and the trait
+/// use tilus::prelude::*;
+///
+/// #[derive(Clone, Debug, PartialEq, Hash, Tunable)]
+/// #[tune(block_m, block_n = [(64, 128), (128, 128)])]
+/// #[tune(block_k = [16, 32, 64])]
+/// struct Tile {
+///     block_m: i32,
+///     block_n: i32,
+///     block_k: i32,
+/// }
+///
+/// impl Script for Tile {
+///     type Args = (PtrMut<f32>,);
+///     fn body(&self, k: &mut Kernel, _: Handles<Self::Args>) {
+///         k.blocks([1]);
+///         k.warps(1);
+///     }
+/// }
+///
+/// let points = Tile::space().bindings();
+/// assert_eq!(points.len(), 6);
+/// assert_eq!(points[0].to_string(), "block_m=64 block_n=128 block_k=16");
+/// assert_eq!(
+///     Tile::from_binding(&points[5]),
+///     Ok(Tile { block_m: 128, block_n: 128, block_k: 64 })
+/// );
+/// ```
+///
+/// # Errors
+///
+/// Compile errors, at the offending tokens: a name bound by two attributes (or twice in one),
+/// a name that is not a field, an empty list, a tuple of the wrong length (or a tuple for a
+/// single name), a field that no attribute covers, a value that is not an integer literal or
+/// `true`/`false`, a value out of range of a primitive field type (`300` for a `u8`,
+/// `true` for an `i32`, `1` for a `bool`), a `#[tune]` on a field, and the derive on an enum,
+/// a union, a tuple struct or a generic struct.
+#[proc_macro_derive(Tunable, attributes(tune))]
+pub fn derive_tunable(input: TokenStream) -> TokenStream {
+    tunable::tunable(input.into()).into()
 }

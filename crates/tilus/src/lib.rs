@@ -50,6 +50,9 @@ pub use error::{Diagnostic, Error, Result};
 pub use jit::{arg_names, build, emit, Jit};
 pub use lang::{trace, Script};
 pub use tilus_macros::script;
+/// `#[derive(Tunable)]`: a script's autotuning search space from `#[tune(...)]` attributes on
+/// its struct (the trait it implements is [`tune::Tunable`]).
+pub use tilus_macros::Tunable;
 
 /// Everything a script author needs.
 pub mod prelude {
@@ -58,5 +61,11 @@ pub mod prelude {
         RegisterTensor, Scalar, Script, SharedTensor, Val,
     };
     pub use crate::script;
+    /// The [`crate::tune::Tunable`] trait (for `T::space()`, `T::from_binding(..)`), so that
+    /// tuned scripts need no second import.
+    pub use crate::tune::Tunable;
     pub use half::{bf16, f16};
+    /// `#[derive(Tunable)]`, which shares the trait's name (macros and traits live in
+    /// different namespaces).
+    pub use tilus_macros::Tunable;
 }

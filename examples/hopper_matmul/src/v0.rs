@@ -8,7 +8,14 @@
 use tilus::prelude::*;
 
 /// The v0 kernel. Fields are compile-time hyperparameters: the block tile.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// The `#[tune]` attributes are the seed's search space, its stacked
+/// `@tilus.autotune("block_m, block_n", [...])` and `@tilus.autotune("block_k", [...])`
+/// decorators: (block_m, block_n) × block_k, 15 configurations, from which
+/// `#[derive(Tunable)]` writes the autotuner's `Tunable` impl.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
+#[tune(block_m, block_n = [(64, 128), (128, 128), (128, 256), (256, 128), (256, 256)])]
+#[tune(block_k = [16, 32, 64])]
 pub struct MatmulTma {
     /// Rows of C per block.
     pub block_m: i32,
@@ -19,20 +26,18 @@ pub struct MatmulTma {
 }
 
 impl MatmulTma {
-    /// The seed's search space: (block_m, block_n) × block_k, 15 configurations.
+    /// The seed's search space as configurations: the 15 points of the derived
+    /// [`Tunable::space`], the first attribute varying slowest (for the command line's
+    /// registry and for tests, which want the configurations themselves).
     pub fn space() -> Vec<MatmulTma> {
-        let mn = [(64, 128), (128, 128), (128, 256), (256, 128), (256, 256)];
-        let mut out = vec![];
-        for (block_m, block_n) in mn {
-            for block_k in [16, 32, 64] {
-                out.push(MatmulTma {
-                    block_m,
-                    block_n,
-                    block_k,
-                });
-            }
-        }
-        out
+        <MatmulTma as Tunable>::space()
+            .bindings()
+            .iter()
+            .map(|b| {
+                <MatmulTma as Tunable>::from_binding(b)
+                    .expect("the derive checked every value of the space against its field")
+            })
+            .collect()
     }
 }
 
