@@ -127,7 +127,7 @@ fn lifetimes(evs: &[Ev], p: &Program) -> Vec<Item> {
                     start: pos,
                     end: last,
                     offset: d.offset.expect("planned"),
-                    bytes: d.nbytes(),
+                    bytes: d.nbytes() as u32,
                 });
             }
             Ev::Bars(_) => {
@@ -232,7 +232,7 @@ fn range(p: &Program, w: What) -> (u32, u32) {
     match w {
         What::Tile(t) => {
             let s = &p.shareds[t];
-            (s.offset.unwrap(), s.offset.unwrap() + s.nbytes())
+            (s.offset.unwrap(), s.offset.unwrap() + s.nbytes() as u32)
         }
         What::Bars(b) => {
             let d = &p.barriers[b];

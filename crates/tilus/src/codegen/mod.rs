@@ -251,16 +251,22 @@ impl<'p> Emitter<'p> {
         self.line("const i32 tilus_tid = (i32)threadIdx.x;");
         if self.p.smem_bytes > 0 {
             self.use_helper(Helper::SmemAddr);
-            self.line("extern __shared__ __attribute__((aligned(1024))) u8 tilus_smem_raw[];");
-            let align = crate::passes::plan_shared::BASE_ALIGN;
+            let align = self.p.smem_align.max(16);
             self.line(format!(
-                "// Shared-space address of the planned region, aligned to {align} bytes for the TMA swizzles."
+                "extern __shared__ __attribute__((aligned({align}))) u8 tilus_smem_raw[];"
             ));
-            self.line(format!(
-                "const u32 tilus_smem = (tilus_smem_addr(tilus_smem_raw) + {}u) & ~{}u;",
-                align - 1,
-                align - 1
-            ));
+            if align > 16 {
+                self.line(format!(
+                    "// Shared-space address of the planned region, aligned to {align} bytes for the TMA swizzles."
+                ));
+                self.line(format!(
+                    "const u32 tilus_smem = (tilus_smem_addr(tilus_smem_raw) + {}u) & ~{}u;",
+                    align - 1,
+                    align - 1
+                ));
+            } else {
+                self.line("const u32 tilus_smem = tilus_smem_addr(tilus_smem_raw);");
+            }
         }
     }
 

@@ -57,6 +57,11 @@ pub struct Program {
     pub body: Vec<Stmt>,
     /// Dynamic shared memory the block needs, in bytes; set by the planner.
     pub smem_bytes: u32,
+    /// Alignment the generated code gives the planned region's base (the largest alignment a
+    /// tile needs; dynamic shared memory itself is only guaranteed 16 bytes); set by the planner.
+    pub smem_align: u32,
+    /// Where the grid was set (`blocks`), for diagnostics.
+    pub grid_loc: Option<super::Loc>,
 }
 
 impl Program {

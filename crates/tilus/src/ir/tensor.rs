@@ -49,9 +49,15 @@ pub struct SharedDecl {
 }
 
 impl SharedDecl {
-    /// Size in bytes.
-    pub fn nbytes(&self) -> u32 {
-        self.shape.iter().product::<i64>() as u32 * self.dtype.nbytes()
+    /// Size in bytes (saturating: absurd shapes do not wrap to small sizes).
+    pub fn nbytes(&self) -> u64 {
+        let elems = self
+            .shape
+            .iter()
+            .try_fold(1u64, |a, &d| a.checked_mul(d.max(0) as u64));
+        elems
+            .and_then(|e| e.checked_mul(self.dtype.nbytes() as u64))
+            .unwrap_or(u64::MAX)
     }
 }
 

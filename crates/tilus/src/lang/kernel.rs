@@ -148,6 +148,8 @@ impl Kernel {
                 warps: 0,
                 body: vec![],
                 smem_bytes: 0,
+                smem_align: 16,
+                grid_loc: None,
             },
             blocks: vec![vec![]],
             groups: vec![0],
@@ -160,14 +162,13 @@ impl Kernel {
     }
 
     pub(crate) fn finish(mut self) -> (Program, Vec<Diagnostic>) {
-        if self.prog.warps == 0 {
+        if self.prog.warps == 0 && self.warps_loc.is_none() {
+            // No call site to blame: point at the body's first statement.
+            let loc = self.blocks.first().and_then(|b| b.first()).map(|s| s.loc);
             self.diags.push(Diagnostic {
-                loc: Loc {
-                    file: "<script>",
-                    line: 0,
-                    col: 0,
-                },
-                message: "the script never set the number of warps: call `k.warps(n)`".into(),
+                loc: loc.unwrap_or(Loc { file: "<script>", line: 0, col: 0 }),
+                message: "the script never sets the number of warps: call `k.warps(n)` at the top of the body"
+                    .into(),
             });
         }
         self.prog.body = self.blocks.pop().unwrap_or_default();
@@ -271,12 +272,28 @@ impl Kernel {
         for (i, d) in dims.into_iter().enumerate() {
             self.prog.grid[i] = d;
         }
+        self.prog.grid_loc = Some(loc);
     }
 
     /// Sets the number of warps per block (threads = 32 × warps).
     #[track_caller]
     pub fn warps(&mut self, n: u32) {
         let loc = Loc::caller();
+        if self.blocks.len() > 1 {
+            self.error(
+                loc,
+                "warps must be set at the top of the body, outside loops and thread groups",
+            );
+            return;
+        }
+        if let Some(at) = self.warps_loc {
+            self.error(
+                loc,
+                format!("the number of warps is already set at {at}; set it once"),
+            );
+            return;
+        }
+        self.warps_loc = Some(loc);
         if !(1..=32).contains(&n) {
             self.error(
                 loc,
@@ -284,15 +301,8 @@ impl Kernel {
             );
             return;
         }
-        if self.blocks.len() > 1 {
-            self.error(
-                loc,
-                "warps must be set at the top of the body, outside loops and thread groups",
-            );
-        }
         self.prog.warps = n;
         self.groups[0] = n * 32;
-        self.warps_loc = Some(loc);
     }
 
     /// The block index, as scalars.
@@ -403,13 +413,18 @@ impl Kernel {
         body: impl FnOnce(&mut Kernel),
     ) {
         let parent = self.group_threads();
-        if count == 0 || (parent > 0 && begin + count > parent) {
+        let end = begin.saturating_add(count);
+        if count == 0 {
+            self.error(
+                loc,
+                format!("{}: a thread group needs at least one thread", kind.name()),
+            );
+        } else if parent > 0 && end > parent {
             self.error(
                 loc,
                 format!(
-                    "{}: threads {begin}..{} are not inside the enclosing group of {parent} threads",
+                    "{}: threads {begin}..{end} are not inside the enclosing group of {parent} threads",
                     kind.name(),
-                    begin + count
                 ),
             );
         }
@@ -444,7 +459,13 @@ impl Kernel {
     /// Runs `body` on warp `warp` (32 threads) of the enclosing group.
     #[track_caller]
     pub fn single_warp(&mut self, warp: u32, body: impl FnOnce(&mut Kernel)) {
-        self.group(warp * 32, 32, GroupKind::SingleWarp, Loc::caller(), body)
+        self.group(
+            warp.saturating_mul(32),
+            32,
+            GroupKind::SingleWarp,
+            Loc::caller(),
+            body,
+        )
     }
 
     /// Runs `body` on the warp group (4 consecutive warps) starting at warp `first_warp`,
@@ -458,7 +479,13 @@ impl Kernel {
                 format!("warp_group must start at a warp index divisible by 4, got {first_warp}"),
             );
         }
-        self.group(first_warp * 32, 128, GroupKind::WarpGroup, loc, body)
+        self.group(
+            first_warp.saturating_mul(32),
+            128,
+            GroupKind::WarpGroup,
+            loc,
+            body,
+        )
     }
 
     /// Barrier for every thread of the block (`__syncthreads`).

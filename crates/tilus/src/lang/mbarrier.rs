@@ -27,6 +27,9 @@ impl Barrier {
 pub struct Barriers {
     id: BarrierArrayId,
     items: Vec<Barrier>,
+    /// What `bar[i]` gives for an index past the end: a barrier whose index is the array's
+    /// length, which the verifier reports as out of range at the instruction that uses it.
+    past_end: Barrier,
 }
 
 impl Barriers {
@@ -52,7 +55,7 @@ impl Barriers {
 impl Index<usize> for Barriers {
     type Output = Barrier;
     fn index(&self, i: usize) -> &Barrier {
-        &self.items[i]
+        self.items.get(i).unwrap_or(&self.past_end)
     }
 }
 
@@ -90,7 +93,15 @@ impl Mbarrier<'_> {
                 index: Val::constant(i as i32),
             })
             .collect();
-        Barriers { id, items }
+        let past_end = Barrier {
+            array: id,
+            index: Val::constant(i32::try_from(N).unwrap_or(i32::MAX)),
+        };
+        Barriers {
+            id,
+            items,
+            past_end,
+        }
     }
 
     /// Each thread of the current group arrives once.

@@ -56,6 +56,10 @@ impl<T> RegisterTensor<T> {
 }
 
 fn dims(k: &mut Kernel, loc: Loc, what: &str, shape: &[i32]) -> Vec<i64> {
+    if shape.is_empty() {
+        k.error(loc, format!("{what}: a tile needs at least one dimension"));
+        return vec![1];
+    }
     if shape.iter().any(|&d| d <= 0) {
         k.error(
             loc,
@@ -110,7 +114,7 @@ impl Kernel {
             offset: None,
             loc,
         };
-        let nbytes = decl.nbytes() as i32;
+        let nbytes = i32::try_from(decl.nbytes()).unwrap_or(i32::MAX);
         self.prog.shareds.push(decl);
         self.push(
             StmtKind::Inst(Inst::Memory(MemoryInst::AllocShared(id))),
@@ -216,11 +220,8 @@ impl Kernel {
     #[track_caller]
     pub fn cast<U: Element>(&mut self, src: &RegisterTensor<impl Element>) -> RegisterTensor<U> {
         let loc = Loc::caller();
-        let mut shape = self.prog.register(src.view.tensor).shape.clone();
-        if src.view.transposed {
-            let r = shape.len();
-            shape.swap(r - 2, r - 1);
-        }
+        let base = &self.prog.register(src.view.tensor).shape;
+        let shape = src.view.perm(base.len()).iter().map(|&d| base[d]).collect();
         let out = self.new_register::<U>(shape, loc);
         self.push(
             StmtKind::Inst(Inst::Arith(ArithInst::Cast { src: src.view, out })),

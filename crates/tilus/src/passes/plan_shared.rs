@@ -10,9 +10,6 @@
 use crate::ir::{BarrierRef, Inst, MbarrierInst, MemoryInst, Program, Stmt, StmtKind, TmaInst};
 use crate::Result;
 
-/// Alignment of the dynamic shared-memory base that generated code establishes.
-pub const BASE_ALIGN: u32 = 1024;
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Item {
     Shared(usize),
@@ -24,19 +21,24 @@ struct Interval {
     item: Item,
     start: usize,
     end: usize,
-    bytes: u32,
-    align: u32,
+    bytes: u64,
+    align: u64,
 }
 
 struct Walk {
     pos: usize,
     start: Vec<usize>,
     end: Vec<usize>,
-    /// Pending TMA writes: (tile, barrier) issued and not yet observed by a wait.
+    /// The loops (start, end) enclosing each tile's allocation, outermost first.
+    alloc_loops: Vec<Vec<usize>>,
+    loops: Vec<(usize, usize)>,
+    loop_stack: Vec<usize>,
+    /// Pending TMA writes: (tile, barrier) issued and not yet observed by a wait on that barrier.
     pending: Vec<(usize, BarrierRef)>,
     /// Tiles freed while a TMA write into them was pending.
     freed_pending: Vec<usize>,
     bar_start: Vec<usize>,
+    tma_dst: Vec<bool>,
 }
 
 impl Walk {
@@ -44,17 +46,18 @@ impl Walk {
         for s in stmts {
             self.pos += 1;
             match &s.kind {
-                StmtKind::For { body, .. } | StmtKind::ThreadGroup { body, .. } => {
-                    let start = self.pos;
+                StmtKind::For { body, .. } => {
+                    let id = self.loops.len();
+                    self.loops.push((self.pos, 0));
+                    self.loop_stack.push(id);
                     self.visit(body);
-                    // A tile allocated before a loop and freed after it is live throughout; a
-                    // tile freed inside its own loop body lives within the body. Pending TMA
-                    // writes at the end of a loop body may land during the next iteration, so
-                    // they stay pending.
-                    let _ = start;
+                    self.loop_stack.pop();
+                    self.loops[id].1 = self.pos;
                 }
+                StmtKind::ThreadGroup { body, .. } => self.visit(body),
                 StmtKind::Inst(Inst::Memory(MemoryInst::AllocShared(id))) => {
                     self.start[id.0 as usize] = self.pos;
+                    self.alloc_loops[id.0 as usize] = self.loop_stack.clone();
                 }
                 StmtKind::Inst(Inst::Memory(MemoryInst::FreeShared(id))) => {
                     let t = id.0 as usize;
@@ -65,20 +68,22 @@ impl Walk {
                     }
                 }
                 StmtKind::Inst(Inst::Tma(TmaInst::GlobalToShared { dst, bar, .. })) => {
+                    self.tma_dst[dst.0 as usize] = true;
                     self.pending.push((dst.0 as usize, bar.clone()));
                 }
                 StmtKind::Inst(Inst::Mbarrier(MbarrierInst::Wait { bar, .. })) => {
-                    let (done, still): (Vec<_>, Vec<_>) = self
-                        .pending
-                        .drain(..)
-                        .partition(|(_, b)| b.array == bar.array);
-                    self.pending = still;
-                    for (t, _) in done {
-                        if let Some(i) = self.freed_pending.iter().position(|x| *x == t) {
-                            self.freed_pending.remove(i);
-                            self.end[t] = self.pos;
+                    // A wait observes the copies issued on that very barrier (array and index).
+                    self.pending.retain(|(_, b)| b != bar);
+                    let pos = self.pos;
+                    let pending = &self.pending;
+                    let end = &mut self.end;
+                    self.freed_pending.retain(|&t| {
+                        let still = pending.iter().any(|(x, _)| *x == t);
+                        if !still {
+                            end[t] = pos;
                         }
-                    }
+                        still
+                    });
                 }
                 StmtKind::Inst(Inst::Mbarrier(MbarrierInst::Alloc(id))) => {
                     self.bar_start[id.0 as usize] = self.pos;
@@ -96,18 +101,36 @@ pub fn run(mut p: Program) -> Result<Program> {
         pos: 0,
         start: vec![0; n],
         end: vec![usize::MAX; n],
+        alloc_loops: vec![vec![]; n],
+        loops: vec![],
+        loop_stack: vec![],
         pending: vec![],
         freed_pending: vec![],
         bar_start: vec![0; p.barriers.len()],
+        tma_dst: vec![false; n],
     };
     w.visit(&p.body);
+    // A tile allocated in a loop that outlives the loop body (freed after it, or never) is
+    // allocated again by the next iteration while the previous one is still alive: it takes the
+    // whole loop, from its first statement.
+    for t in 0..n {
+        for &l in &w.alloc_loops[t] {
+            let (ls, le) = w.loops[l];
+            if w.end[t] > le {
+                w.start[t] = w.start[t].min(ls);
+                break;
+            }
+        }
+    }
     let mut intervals: Vec<Interval> = vec![];
     for (i, s) in p.shareds.iter().enumerate() {
-        let align = s
-            .layout
-            .as_ref()
-            .map_or(16, |l| l.swizzle.alignment())
-            .max(16);
+        // TMA destinations need the alignment of their swizzle (128 bytes at least); other tiles
+        // only the 16 bytes of vector accesses.
+        let align = if w.tma_dst[i] {
+            s.layout.as_ref().map_or(128, |l| l.swizzle.alignment()) as u64
+        } else {
+            16
+        };
         intervals.push(Interval {
             item: Item::Shared(i),
             start: w.start[i],
@@ -121,16 +144,16 @@ pub fn run(mut p: Program) -> Result<Program> {
             item: Item::Barriers(i),
             start: w.bar_start[i],
             end: usize::MAX,
-            bytes: 8 * b.counts.len() as u32,
+            bytes: 8 * b.counts.len() as u64,
             align: 8,
         });
     }
     // First fit in order of allocation; larger alignment first among simultaneous ones.
     intervals.sort_by_key(|iv| (iv.start, std::cmp::Reverse(iv.align)));
-    let mut placed: Vec<(usize, usize, u32, u32)> = vec![]; // (start, end, offset, bytes)
-    let mut top = 0u32;
+    let mut placed: Vec<(usize, usize, u64, u64)> = vec![]; // (start, end, offset, bytes)
+    let mut top = 0u64;
     for iv in &intervals {
-        let mut offset = 0u32;
+        let mut offset = 0u64;
         loop {
             offset = offset.div_ceil(iv.align) * iv.align;
             let clash = placed.iter().find(|(s, e, o, b)| {
@@ -145,16 +168,19 @@ pub fn run(mut p: Program) -> Result<Program> {
         }
         placed.push((iv.start, iv.end, offset, iv.bytes));
         top = top.max(offset + iv.bytes);
+        let off32 = u32::try_from(offset).unwrap_or(u32::MAX);
         match iv.item {
-            Item::Shared(i) => p.shareds[i].offset = Some(offset),
-            Item::Barriers(i) => p.barriers[i].offset = Some(offset),
+            Item::Shared(i) => p.shareds[i].offset = Some(off32),
+            Item::Barriers(i) => p.barriers[i].offset = Some(off32),
         }
     }
-    let needs_base_align = intervals.iter().any(|iv| iv.align > 16);
-    p.smem_bytes = if top == 0 {
+    let max_align = intervals.iter().map(|iv| iv.align).max().unwrap_or(16);
+    let total = if top == 0 {
         0
     } else {
-        top + if needs_base_align { BASE_ALIGN - 16 } else { 0 }
+        top + max_align.saturating_sub(16)
     };
+    p.smem_bytes = u32::try_from(total).unwrap_or(u32::MAX);
+    p.smem_align = max_align as u32;
     Ok(p)
 }

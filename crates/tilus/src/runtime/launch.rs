@@ -13,6 +13,10 @@ use cudarc::nvrtc::Ptx;
 use std::ffi::c_void;
 use std::sync::Arc;
 
+/// The last tensor map encoded for one parameter, reused while the buffer and sizes repeat
+/// (encoding costs about a microsecond of host time; the common case is the same buffers).
+type MapCache = Vec<Option<(u64, Vec<i64>, cudarc::driver::sys::CUtensorMap)>>;
+
 /// A program loaded into a context.
 #[derive(Debug)]
 pub struct LoadedKernel {
@@ -20,6 +24,7 @@ pub struct LoadedKernel {
     func: CudaFunction,
     plan: LaunchPlan,
     arg_names: Vec<String>,
+    maps: std::sync::Mutex<MapCache>,
 }
 
 impl LoadedKernel {
@@ -43,11 +48,18 @@ impl LoadedKernel {
             )
             .map_err(driver_err("cuFuncSetAttribute"))?;
         }
+        let n_maps = compiled
+            .plan
+            .params
+            .iter()
+            .filter(|p| matches!(p, KernelParam::TensorMap(_)))
+            .count();
         Ok(LoadedKernel {
             _module: module,
             func,
             plan: compiled.plan.clone(),
             arg_names,
+            maps: std::sync::Mutex::new(vec![None; n_maps]),
         })
     }
 
@@ -137,6 +149,7 @@ impl LoadedKernel {
         // Parameter storage first, then pointers into it (the vectors are not resized after).
         let mut scalars: Vec<u64> = Vec::with_capacity(plan.params.len());
         let mut maps = Vec::with_capacity(plan.params.len());
+        let mut cache = self.maps.lock().unwrap_or_else(|e| e.into_inner());
         for p in &plan.params {
             match p {
                 KernelParam::Scalar { arg, .. } => scalars.push(ints[*arg] as u64),
@@ -148,15 +161,20 @@ impl LoadedKernel {
                         .map(|e| eval(e, &spec.name))
                         .collect::<Result<_>>()?;
                     let (ptr, _) = ptr_of(spec.ptr_arg)?;
-                    maps.push(tensor_map::encode(
-                        spec,
-                        &self.name(spec.ptr_arg),
-                        ptr,
-                        &dims,
-                    )?);
+                    let slot = &mut cache[maps.len()];
+                    let map = match slot {
+                        Some((p, d, m)) if *p == ptr && *d == dims => *m,
+                        _ => {
+                            let m = tensor_map::encode(spec, &self.name(spec.ptr_arg), ptr, &dims)?;
+                            *slot = Some((ptr, dims, m));
+                            m
+                        }
+                    };
+                    maps.push(map);
                 }
             }
         }
+        drop(cache);
         let (mut si, mut mi) = (0, 0);
         let mut args: Vec<*mut c_void> = Vec::with_capacity(plan.params.len());
         for p in &plan.params {

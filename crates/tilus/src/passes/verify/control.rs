@@ -6,13 +6,17 @@ use crate::ir::{Stmt, StmtKind};
 /// Program-wide rules.
 pub(super) fn check_program(c: &mut Checker) {
     let p = c.p;
+    let fallback = crate::ir::Loc {
+        file: "<script>",
+        line: 0,
+        col: 0,
+    };
+    let loc = p
+        .grid_loc
+        .or_else(|| p.body.first().map(|s| s.loc))
+        .unwrap_or(fallback);
     for (axis, g) in p.grid.iter().enumerate() {
         if g.uses_block_idx() {
-            let loc = p.body.first().map(|s| s.loc).unwrap_or(crate::ir::Loc {
-                file: "<script>",
-                line: 0,
-                col: 0,
-            });
             c.err(
                 loc,
                 format!("blocks[{axis}] may not depend on the block index"),
@@ -22,18 +26,11 @@ pub(super) fn check_program(c: &mut Checker) {
         g.vars(&mut vars);
         for v in vars {
             if p.param_of(v).is_none() {
-                let loc = p.body.first().map(|s| s.loc).unwrap_or(crate::ir::Loc {
-                    file: "<script>",
-                    line: 0,
-                    col: 0,
-                });
-                c.err(
-                    loc,
-                    format!(
-                        "blocks[{axis}] may only use arguments and constants, not `{}`",
-                        p.var(v).name
-                    ),
+                let msg = format!(
+                    "blocks[{axis}] may only use arguments and constants, not `{}`",
+                    p.var(v).name
                 );
+                c.err(loc, msg);
             }
         }
     }

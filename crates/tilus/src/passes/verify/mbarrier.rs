@@ -18,7 +18,13 @@ fn check_index(c: &mut Checker, b: &BarrierRef, loc: Loc) {
             let name = c.p.barrier(b.array).name.clone();
             c.err(
                 loc,
-                format!("barrier index {i} is out of range: `{name}` has {n} barriers"),
+                if i == n {
+                    format!(
+                        "barrier index {i} or higher is out of range: `{name}` has {n} barrier(s)"
+                    )
+                } else {
+                    format!("barrier index {i} is out of range: `{name}` has {n} barrier(s)")
+                },
             );
         }
     }
@@ -39,13 +45,17 @@ pub(super) fn check(c: &mut Checker, i: &MbarrierInst, loc: Loc, scope: &Scope) 
         }
         MbarrierInst::Arrive(b) | MbarrierInst::ArriveExpectTx { bar: b, .. } => {
             check_index(c, b, loc);
-            if let Some(i) = b.index.as_int() {
-                let count =
-                    c.p.barrier(b.array)
-                        .counts
-                        .get(i as usize)
+            {
+                // At a variable index, even the barrier with the largest count is too small.
+                let counts = &c.p.barrier(b.array).counts;
+                let count = match b.index.as_int() {
+                    Some(i) => usize::try_from(i)
+                        .ok()
+                        .and_then(|i| counts.get(i))
                         .copied()
-                        .unwrap_or(0);
+                        .unwrap_or(0),
+                    None => counts.iter().copied().max().unwrap_or(0),
+                };
                 if count > 0 && scope.threads > count {
                     let msg = format!(
                         "{}: {} threads arrive on `{}`, which expects {} arrival{} per phase; \
@@ -89,7 +99,9 @@ pub(super) fn check_transactions(c: &mut Checker, stmts: &[Stmt]) {
                 StmtKind::Inst(Inst::Tma(TmaInst::GlobalToShared { dst, bar: b, .. }))
                     if b == bar =>
                 {
-                    delivered += c.p.shared(*dst).nbytes() as i64;
+                    delivered = delivered.saturating_add(
+                        i64::try_from(c.p.shared(*dst).nbytes()).unwrap_or(i64::MAX),
+                    );
                 }
                 StmtKind::Inst(Inst::Mbarrier(MbarrierInst::Wait { bar: b, .. })) if b == bar => {
                     break

@@ -12,6 +12,14 @@ pub(crate) fn view_shape(p: &crate::ir::Program, v: &RegView) -> Vec<i64> {
 /// Checks that a register tile is used in the thread group that declared it.
 pub(crate) fn check_group(c: &mut Checker, v: &RegView, what: &str, loc: Loc, scope: &Scope) {
     let d = c.p.register(v.tensor);
+    if v.transposed && d.shape.len() < 2 {
+        let msg = format!(
+            "{what}: `{}` has {} dimension(s); transpose() needs at least 2",
+            d.name,
+            d.shape.len()
+        );
+        c.err(loc, msg);
+    }
     if d.group_threads != scope.threads {
         let msg = format!(
             "{what}: register tensor `{}` belongs to a group of {} threads but is used in a group of {}",
@@ -31,8 +39,10 @@ pub(super) fn check(c: &mut Checker, i: &MemoryInst, loc: Loc, scope: &Scope) {
                 c.err(
                     loc,
                     format!(
-                        "global_view<{}> over a pointer to {:?}",
-                        d.dtype, ptr.pointee
+                        "global_view<{}> over a pointer to {}",
+                        d.dtype,
+                        ptr.pointee
+                            .map_or("a non-pointer".to_string(), |t| t.to_string())
                     ),
                 );
             }
@@ -60,15 +70,15 @@ pub(super) fn check(c: &mut Checker, i: &MemoryInst, loc: Loc, scope: &Scope) {
                     "shared_tensor must be allocated by the whole block, outside thread groups",
                 );
             }
-            c.live_shared.insert(*id, scope.loop_depth);
+            c.live_shared.insert(*id, scope.loop_id);
         }
         MemoryInst::FreeShared(id) => {
             let name = p.shared(*id).name.clone();
             if let Some(at) = c.freed_shared.get(id) {
                 let msg = format!("free_shared(`{name}`): already freed at {at}");
                 c.err(loc, msg);
-            } else if let Some(depth) = c.live_shared.get(id).copied() {
-                if depth != scope.loop_depth {
+            } else if let Some(alloc_loop) = c.live_shared.get(id).copied() {
+                if alloc_loop != scope.loop_id {
                     c.err(loc, format!("free_shared(`{name}`) must be in the same loop as its allocation (it would run on every iteration)"));
                 }
                 if !scope.is_block {

@@ -25,6 +25,8 @@ pub(crate) struct Scope {
     pub is_block: bool,
     /// Nesting depth of loops.
     pub loop_depth: usize,
+    /// Identity of the innermost loop (0: none), so sibling loops are told apart.
+    pub loop_id: usize,
     /// `single_thread` or a `thread_group` of one thread.
     pub single_thread: bool,
 }
@@ -33,8 +35,10 @@ pub(crate) struct Scope {
 pub(crate) struct Checker<'p> {
     pub p: &'p Program,
     pub diags: Vec<Diagnostic>,
-    /// Shared tiles allocated and not yet freed, with the loop depth of their allocation.
+    /// Shared tiles allocated and not yet freed, with the loop of their allocation.
     pub live_shared: HashMap<SharedId, usize>,
+    /// Loops seen so far (for loop identities).
+    pub loops: usize,
     /// Shared tiles freed, with where.
     pub freed_shared: HashMap<SharedId, Loc>,
 }
@@ -63,6 +67,7 @@ pub fn check(p: &Program) -> Result<()> {
         p,
         diags: vec![],
         live_shared: HashMap::new(),
+        loops: 0,
         freed_shared: HashMap::new(),
     };
     control::check_program(&mut c);
@@ -70,6 +75,7 @@ pub fn check(p: &Program) -> Result<()> {
         threads: p.threads(),
         is_block: true,
         loop_depth: 0,
+        loop_id: 0,
         single_thread: p.threads() == 1,
     };
     walk(&mut c, &p.body, &scope);
@@ -90,8 +96,10 @@ fn walk(c: &mut Checker, stmts: &[Stmt], scope: &Scope) {
         match &s.kind {
             StmtKind::For { body, .. } => {
                 control::check_stmt(c, s, scope);
+                c.loops += 1;
                 let inner = Scope {
                     loop_depth: scope.loop_depth + 1,
+                    loop_id: c.loops,
                     ..*scope
                 };
                 walk(c, body, &inner);
@@ -102,6 +110,7 @@ fn walk(c: &mut Checker, stmts: &[Stmt], scope: &Scope) {
                     threads: *count,
                     is_block: false,
                     loop_depth: scope.loop_depth,
+                    loop_id: scope.loop_id,
                     single_thread: *count == 1,
                 };
                 walk(c, body, &inner);

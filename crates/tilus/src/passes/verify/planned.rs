@@ -13,6 +13,7 @@ pub fn check_planned(p: &Program) -> Result<()> {
         p,
         diags: vec![],
         live_shared: HashMap::new(),
+        loops: 0,
         freed_shared: HashMap::new(),
     };
     if p.smem_bytes > MAX_SHARED_BYTES {
@@ -107,17 +108,17 @@ fn check_registers(c: &mut Checker) {
         .registers
         .iter()
         .map(|r| {
-            r.layout
-                .as_ref()
-                .map_or(0, |l| (l.local_size() as u32 * r.dtype.bits()).div_ceil(32))
+            r.layout.as_ref().map_or(0, |l| {
+                let bits = (l.local_size() as u64).saturating_mul(r.dtype.bits() as u64);
+                u32::try_from(bits.div_ceil(32)).unwrap_or(u32::MAX)
+            })
         })
         .collect();
     let mut worst = (0u32, 0usize);
     for at in 0..=pos {
         let sum: u32 = (0..n)
             .filter(|&t| first[t] <= at && at <= last[t])
-            .map(|t| regs[t])
-            .sum();
+            .fold(0u32, |a, t| a.saturating_add(regs[t]));
         if sum > worst.0 {
             worst = (sum, at);
         }
@@ -127,10 +128,11 @@ fn check_registers(c: &mut Checker) {
         let live: Vec<usize> = (0..n)
             .filter(|&t| first[t] <= at && at <= last[t])
             .collect();
+        // Blame the largest tile: it is the one worth shrinking.
         let loc = live
             .iter()
+            .max_by_key(|&&t| regs[t])
             .map(|&t| p.registers[t].loc)
-            .next()
             .unwrap_or(first_loc(p));
         let parts: Vec<String> = live
             .iter()
