@@ -8,6 +8,7 @@
 //!   cuBLAS and time beside it
 //! - `tilus cache ls|show|clean`: the compiled programs and dispatch tables on disk
 
+mod bench_tune;
 mod cache;
 mod check;
 
@@ -40,25 +41,38 @@ enum Command {
         size: String,
     },
     /// Verify kernels against cuBLAS and time them beside it (needs a GPU).
+    ///
+    /// `matmul`: the table against cuBLAS. `tune`: cold and warm first calls of the autotuned
+    /// v0 (fresh cache, then new processes). `launch`: host time per launch, public API against
+    /// a raw cudarc launch of the same cubin.
     Bench {
         /// What to benchmark.
-        #[arg(value_parser = ["matmul"])]
+        #[arg(value_parser = ["matmul", "tune", "launch", "first-call"])]
         what: String,
-        /// Versions, comma-separated.
+        /// Versions, comma-separated (matmul).
         #[arg(long, default_value = "v0")]
         versions: String,
-        /// Sizes MxNxK, comma-separated.
+        /// Sizes MxNxK, comma-separated (matmul).
         #[arg(long, default_value = "4096x4096x4096")]
         sizes: String,
+        /// One size MxNxK (tune, launch).
+        #[arg(long)]
+        size: Option<String>,
         /// Warm-up rounds.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
         /// Timed rounds (the median is reported).
         #[arg(long, default_value_t = 20)]
         rounds: usize,
-        /// Hyperparameters of v0, e.g. `--set block_m=128`.
+        /// Launches to time (launch).
+        #[arg(long, default_value_t = 5000)]
+        launches: usize,
+        /// Hyperparameters of v0, e.g. `--set block_m=128` (without: autotuned).
         #[arg(long = "set", value_name = "NAME=VALUE")]
         sets: Vec<String>,
+        /// Label printed by `first-call` (used by `tune`).
+        #[arg(long, default_value = "first", hide = true)]
+        label: String,
     },
     /// List the kernels this command knows.
     List,
@@ -189,13 +203,28 @@ fn run(cli: Cli) -> Result<bool, String> {
         }
         Command::Check { kernel, size } => check::run(&entry(&kernel)?, parse_size(&size)?),
         Command::Bench {
-            what: _,
+            what,
             versions,
             sizes,
+            size,
             warmup,
             rounds,
+            launches,
             sets,
-        } => bench(&versions, &sizes, warmup, rounds, &sets),
+            label,
+        } => match what.as_str() {
+            "tune" => bench_tune::tune(parse_size(size.as_deref().unwrap_or("4096x4096x4096"))?),
+            "launch" => bench_tune::launch(
+                parse_size(size.as_deref().unwrap_or("128x256x64"))?,
+                launches,
+            ),
+            "first-call" => bench_tune::first_call(
+                parse_size(size.as_deref().unwrap_or("4096x4096x4096"))?,
+                &label,
+            )
+            .map(|_| true),
+            _ => bench(&versions, &sizes, warmup, rounds, &sets),
+        },
         Command::Cache { action } => {
             match action {
                 CacheAction::Ls => cache::ls(),

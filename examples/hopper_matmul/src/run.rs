@@ -2,8 +2,12 @@
 //! and cuBLAS interleaved in the same process; without a GPU, show what can be shown.
 
 use crate::harness::{self, Cublas, Problem, Row};
+use crate::v0::MatmulTma;
 use std::sync::Arc;
+use tilus::cudarc::driver::CudaStream;
+use tilus::lang::ArgList;
 use tilus::runtime::Device;
+use tilus::tune::{Autotuned, Tunable};
 use tilus::{Jit, Result};
 
 /// A matmul version that can be launched on a problem.
@@ -11,23 +15,43 @@ pub trait Version {
     /// Its name in tables (`v0`, ...).
     fn name(&self) -> String;
     /// Launches `C = A · Bᵀ` into `p.c`.
-    fn launch(
-        &self,
-        stream: &Arc<tilus::cudarc::driver::CudaStream>,
-        p: &mut Problem,
-    ) -> Result<()>;
+    fn launch(&self, stream: &Arc<CudaStream>, p: &mut Problem) -> Result<()>;
+    /// The configuration used for this problem, when there is one to report.
+    fn describe(&self, _stream: &Arc<CudaStream>, _p: &mut Problem) -> Option<String> {
+        None
+    }
 }
 
-/// v0 with a fixed configuration.
-pub struct V0 {
-    jit: Jit<crate::v0::MatmulTma>,
+/// v0, with a configuration chosen by hand or by the autotuner.
+pub enum V0 {
+    /// A fixed configuration.
+    Fixed(Jit<MatmulTma>),
+    /// The seed's 15-configuration space, tuned on first use of each problem.
+    Tuned(Autotuned<MatmulTma>),
 }
 
 impl V0 {
-    /// Binds a configuration to a device.
-    pub fn new(config: crate::v0::MatmulTma, device: &Device) -> V0 {
-        V0 {
-            jit: Jit::new(config, device),
+    /// Binds a fixed configuration to a device.
+    pub fn new(config: MatmulTma, device: &Device) -> V0 {
+        V0::Fixed(Jit::new(config, device))
+    }
+
+    /// The autotuned kernel.
+    pub fn autotuned(device: &Device) -> Result<V0> {
+        Ok(V0::Tuned(MatmulTma::autotuned(device)?))
+    }
+
+    /// The configuration used for this problem (tuning first when needed).
+    pub fn config_for(&self, stream: &Arc<CudaStream>, p: &mut Problem) -> Result<MatmulTma> {
+        match self {
+            V0::Fixed(j) => Ok(j.script().clone()),
+            V0::Tuned(t) => {
+                let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
+                let args = (m, n, k, &p.a, &p.b, &mut p.c);
+                let values =
+                    <<MatmulTma as tilus::Script>::Args as ArgList>::host_values(&args, stream);
+                Ok(t.choose(stream, &values)?.config.clone())
+            }
         }
     }
 }
@@ -37,13 +61,17 @@ impl Version for V0 {
         "v0".into()
     }
 
-    fn launch(
-        &self,
-        stream: &Arc<tilus::cudarc::driver::CudaStream>,
-        p: &mut Problem,
-    ) -> Result<()> {
+    fn launch(&self, stream: &Arc<CudaStream>, p: &mut Problem) -> Result<()> {
         let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
-        self.jit.launch(stream, (m, n, k, &p.a, &p.b, &mut p.c))
+        match self {
+            V0::Fixed(j) => j.launch(stream, (m, n, k, &p.a, &p.b, &mut p.c)),
+            V0::Tuned(t) => t.launch(stream, (m, n, k, &p.a, &p.b, &mut p.c)),
+        }
+    }
+
+    fn describe(&self, stream: &Arc<CudaStream>, p: &mut Problem) -> Option<String> {
+        let c = self.config_for(stream, p).ok()?;
+        Some(tilus::lang::config_string(&format!("{c:?}")))
     }
 }
 
@@ -93,8 +121,12 @@ pub fn verify_and_bench(
             let c = harness::check(&stream, &p)?;
             let ok = c.passed();
             all_ok &= ok;
+            let config = v
+                .describe(&stream, &mut p)
+                .map(|c| format!(" [{c}]"))
+                .unwrap_or_default();
             println!(
-                "check {:>4} {m}x{n}x{k}: {} (non-finite {}, mismatches {} of {}, max |diff| {:.2e}, rel. error {:.2e})",
+                "check {:>4}{config} {m}x{n}x{k}: {} (non-finite {}, mismatches {} of {}, max |diff| {:.2e}, rel. error {:.2e})",
                 v.name(),
                 if ok { "PASS" } else { "FAIL" },
                 c.non_finite,

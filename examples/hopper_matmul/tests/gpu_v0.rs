@@ -137,3 +137,33 @@ fn free_shared_after_the_loop_never_corrupts_a_barrier() {
     }
     assert_eq!(nan, 0);
 }
+
+/// The autotuner benchmarks the configurations that compile and picks one of them; the
+/// result is correct and the decision is recorded with every candidate's outcome.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn autotuned_v0_is_correct_and_picks_a_survivor() {
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream().clone();
+    let blas = Cublas::new(&stream).unwrap();
+    // a problem size no other test uses, so this run tunes rather than reads a decision
+    let (m, n, k) = (2048 + 64, 3072, 1536);
+    let mut p = Problem::new(&stream, m, n, k, 21).unwrap();
+    blas.matmul(&stream, &p, true).unwrap();
+    let v0 = V0::autotuned(&device).unwrap();
+    v0.launch(&stream, &mut p).unwrap();
+    stream.synchronize().unwrap();
+    let c = harness::check(&stream, &p).unwrap();
+    assert!(c.passed(), "{c:?}");
+    let chosen = v0.config_for(&stream, &mut p).unwrap();
+    let survivors = [(64, 128, 16), (64, 128, 32), (64, 128, 64), (128, 128, 16), (128, 128, 32)];
+    assert!(survivors.contains(&(chosen.block_m, chosen.block_n, chosen.block_k)), "{chosen:?}");
+    let hopper_matmul::run::V0::Tuned(t) = &v0 else { unreachable!() };
+    let table = tilus::tune::table::read(t.table_path());
+    let entry = table.entries.iter().find(|(key, _)| key.contains("consts=[3072, 1536]")).expect("recorded").1;
+    assert_eq!(entry.candidates.len(), 15);
+    let ok: Vec<_> = entry.candidates.iter().filter(|c| c.status == "ok").collect();
+    assert_eq!(ok.len(), 5, "{:?}", entry.candidates);
+    assert!(ok.iter().all(|c| c.latency_ms.is_some_and(|t| t > 0.0)));
+    assert!(entry.candidates.iter().filter(|c| c.status != "ok").all(|c| c.reason.is_some()));
+}

@@ -21,11 +21,18 @@ fn main() -> ExitCode {
         vec![(4096, 4096, 4096)]
     };
     let config = MatmulTma::default();
-    println!("Hopper matmul v0 (TMA + mbarrier + mma.sync), config {config:?}");
+    println!("Hopper matmul v0 (TMA + mbarrier + mma.sync)");
     match Device::open(0) {
         Ok(device) => {
             println!("GPU: {}", device.name());
-            let v0 = V0::new(config, &device);
+            println!("autotuning over the seed's 15 configurations (cached after the first run)");
+            let v0 = match V0::autotuned(&device) {
+                Ok(v) => v,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
             match verify_and_bench(&device, &[&v0], &shapes, &BenchOptions::default()) {
                 Ok((rows, ok)) => {
                     hopper_matmul::harness::print_table(&rows);
