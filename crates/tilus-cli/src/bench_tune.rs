@@ -100,7 +100,7 @@ pub fn launch(size: (usize, usize, usize), launches: usize) -> Result<bool, Stri
         .launch(&stream, (mi, ni, ki, &p.a, &p.b, &mut p.c))
         .map_err(|e| e.to_string())?;
     stream.synchronize().map_err(|e| format!("{e:?}"))?;
-    let batch = 100;
+    let batch = 20;
     let time_api = |p: &mut Problem| -> Result<f64, String> {
         let mut total = 0.0;
         for _ in 0..launches / batch {
@@ -198,9 +198,22 @@ pub fn launch(size: (usize, usize, usize), launches: usize) -> Result<bool, Stri
     }
     let raw_us = raw_total / (launches / batch * batch) as f64 * 1e6;
     let api_us = time_api(&mut p)?;
+    // The library's own host work: argument extraction, dispatch, checks, tensor maps and the
+    // parameter list, everything but the driver call.
+    let t = Instant::now();
+    for _ in 0..launches {
+        let values = <<MatmulTma as tilus::Script>::Args as tilus::lang::ArgList>::host_values(
+            &(mi, ni, ki, &p.a, &p.b, &mut p.c),
+            &stream,
+        );
+        let chosen = tuned.choose(&stream, &values).map_err(|e| e.to_string())?;
+        chosen.kernel.dry_run(&values).map_err(|e| e.to_string())?;
+    }
+    let own_us = t.elapsed().as_secs_f64() / launches as f64 * 1e6;
     println!(
         "launch overhead at {m}x{n}x{k} ({} blocks), {launches} launches in batches of {batch}: \
-         tilus Autotuned::launch {api_us:.2} us/launch, raw cudarc launch {raw_us:.2} us/launch",
+         tilus Autotuned::launch {api_us:.2} us/launch, raw cuLaunchKernel {raw_us:.2} us/launch, \
+         tilus host work without the driver call {own_us:.2} us/launch",
         cfg.grid_dim.0 * cfg.grid_dim.1
     );
     Ok(true)

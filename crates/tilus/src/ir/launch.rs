@@ -50,6 +50,8 @@ pub struct PointerRule {
     pub align: u32,
     /// Elements the buffer must hold at least (the product of the largest view's extents).
     pub min_elems: Expr,
+    /// Bytes per element of the views over this buffer.
+    pub elem_bytes: u32,
     /// Why the alignment is needed (for error messages).
     pub why: String,
 }
@@ -82,6 +84,16 @@ impl LaunchPlan {
                 .iter()
                 .find(|(id, _)| *id == v)
                 .map(|(_, i)| args[*i])
+        })
+    }
+
+    /// Like [`LaunchPlan::eval`], reading argument values through a function.
+    pub fn eval_with(&self, e: &Expr, arg: &dyn Fn(usize) -> Option<i64>) -> Option<i64> {
+        e.eval(&|v| {
+            self.arg_vars
+                .iter()
+                .find(|(id, _)| *id == v)
+                .and_then(|(_, i)| arg(*i))
         })
     }
 }

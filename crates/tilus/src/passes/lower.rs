@@ -181,6 +181,7 @@ pub fn launch_plan(p: &Program) -> LaunchPlan {
                 arg,
                 align,
                 min_elems: min,
+                elem_bytes: 0,
                 why,
             });
         }
@@ -224,6 +225,9 @@ pub fn launch_plan(p: &Program) -> LaunchPlan {
         let d = p.global(g);
         if let Some((arg, _)) = p.param_of(d.ptr) {
             add(&mut rules, arg, align, product(&d.shape), why);
+            if let Some(r) = rules.iter_mut().find(|r| r.arg == arg) {
+                r.elem_bytes = d.dtype.nbytes();
+            }
         }
     });
 

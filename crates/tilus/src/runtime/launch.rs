@@ -48,12 +48,29 @@ impl LoadedKernel {
             )
             .map_err(driver_err("cuFuncSetAttribute"))?;
         }
+        if compiled.plan.params.len() > MAX_PARAMS {
+            return Err(Error::Argument {
+                arg: compiled.plan.kernel_name.clone(),
+                message: format!(
+                    "the kernel has {} parameters; at most {MAX_PARAMS} are supported",
+                    compiled.plan.params.len()
+                ),
+            });
+        }
         let n_maps = compiled
             .plan
             .params
             .iter()
             .filter(|p| matches!(p, KernelParam::TensorMap(_)))
             .count();
+        if n_maps > MAX_MAPS {
+            return Err(Error::Argument {
+                arg: compiled.plan.kernel_name.clone(),
+                message: format!(
+                    "the kernel uses {n_maps} tensor maps; at most {MAX_MAPS} are supported"
+                ),
+            });
+        }
         Ok(LoadedKernel {
             _module: module,
             func,
@@ -78,14 +95,47 @@ impl LoadedKernel {
     /// Checks the arguments and launches on `stream`. `values` holds every script argument in
     /// order (constants included).
     pub fn launch(&self, stream: &CudaStream, values: &[HostValue]) -> Result<()> {
+        self.prepare_and(values, |grid, args| {
+            // SAFETY: `args` has one pointer per kernel parameter, in the order and with the
+            // types the generated signature declares (scalars are read through their low bytes
+            // on this little-endian target); buffers were checked; storage outlives the call.
+            unsafe {
+                cudarc::driver::result::launch_kernel(
+                    self.func.cu_function(),
+                    (grid[0], grid[1], grid[2]),
+                    (self.plan.block_threads, 1, 1),
+                    self.plan.smem_bytes,
+                    stream.cu_stream(),
+                    args,
+                )
+            }
+            .map_err(driver_err("cuLaunchKernel"))
+        })
+    }
+
+    /// Everything [`LoadedKernel::launch`] does on the host except the driver call: argument
+    /// checks, grid, tensor maps, the parameter list. For measuring the library's own share of
+    /// the launch cost.
+    pub fn dry_run(&self, values: &[HostValue]) -> Result<()> {
+        self.prepare_and(values, |_, args| {
+            std::hint::black_box(args);
+            Ok(())
+        })
+    }
+
+    fn prepare_and(
+        &self,
+        values: &[HostValue],
+        launch: impl FnOnce([u32; 3], &mut [*mut c_void]) -> Result<()>,
+    ) -> Result<()> {
         let plan = &self.plan;
-        let ints: Vec<i64> = values
-            .iter()
-            .map(|v| if let HostValue::Int(i) = v { *i } else { 0 })
-            .collect();
-        let eval = |e: &crate::ir::Expr, what: &str| {
-            plan.eval(e, &ints).ok_or_else(|| Error::Argument {
-                arg: what.into(),
+        let int = |i: usize| match values.get(i) {
+            Some(HostValue::Int(v)) => Some(*v),
+            _ => None,
+        };
+        let eval = |e: &crate::ir::Expr, what: &dyn Fn() -> String| {
+            plan.eval_with(e, &int).ok_or_else(|| Error::Argument {
+                arg: what(),
                 message: format!("cannot evaluate {e} on the host"),
             })
         };
@@ -101,43 +151,31 @@ impl LoadedKernel {
         // Buffers: non-null, large enough and aligned as the code assumes.
         for rule in &plan.pointer_rules {
             let (ptr, bytes) = ptr_of(rule.arg)?;
-            let name = self.name(rule.arg);
+            let bad = |message: String| Error::Argument {
+                arg: self.name(rule.arg),
+                message,
+            };
             if ptr == 0 {
-                return Err(Error::Argument {
-                    arg: name,
-                    message: "null device pointer".into(),
-                });
+                return Err(bad("null device pointer".into()));
             }
             if ptr % rule.align as u64 != 0 {
-                return Err(Error::Argument {
-                    arg: name,
-                    message: format!(
-                        "address 0x{ptr:x} is not {}-byte aligned ({})",
-                        rule.align, rule.why
-                    ),
-                });
+                return Err(bad(format!(
+                    "address 0x{ptr:x} is not {}-byte aligned ({})",
+                    rule.align, rule.why
+                )));
             }
-            let need = eval(&rule.min_elems, &name)?;
-            let elem = match &plan.params.iter().find_map(|p| match p {
-                KernelParam::TensorMap(s) if s.ptr_arg == rule.arg => Some(s.dtype.nbytes()),
-                _ => None,
-            }) {
-                Some(n) => *n as i64,
-                None => 0,
-            };
-            if elem > 0 && (bytes as i64) < need * elem {
-                return Err(Error::Argument {
-                    arg: name,
-                    message: format!(
-                        "the buffer holds {} elements, the kernel reads {need}",
-                        bytes as i64 / elem
-                    ),
-                });
+            let need = eval(&rule.min_elems, &|| self.name(rule.arg))?;
+            let elem = rule.elem_bytes as i64;
+            if elem > 0 && (bytes as i64) < need.saturating_mul(elem) {
+                return Err(bad(format!(
+                    "the buffer holds {} elements, the kernel reads {need}",
+                    bytes as i64 / elem
+                )));
             }
         }
         let mut grid = [1u32; 3];
         for (i, g) in plan.grid.iter().enumerate() {
-            let v = eval(g, "blocks")?;
+            let v = eval(g, &|| "blocks".into())?;
             if v <= 0 || v > if i == 0 { (1 << 31) - 1 } else { 65535 } {
                 return Err(Error::Argument {
                     arg: "blocks".into(),
@@ -146,63 +184,70 @@ impl LoadedKernel {
             }
             grid[i] = v as u32;
         }
-        // Parameter storage first, then pointers into it (the vectors are not resized after).
-        let mut scalars: Vec<u64> = Vec::with_capacity(plan.params.len());
-        let mut maps = Vec::with_capacity(plan.params.len());
+        // Parameter storage first (fixed arrays: no allocation on this path), then pointers into
+        // it. `load` checked that the counts fit.
+        let mut scalars = [0u64; MAX_PARAMS];
+        let mut maps = [EMPTY_MAP; MAX_MAPS];
+        let (mut ns, mut nm) = (0, 0);
         let mut cache = self.maps.lock().unwrap_or_else(|e| e.into_inner());
         for p in &plan.params {
             match p {
-                KernelParam::Scalar { arg, .. } => scalars.push(ints[*arg] as u64),
-                KernelParam::Pointer { arg } => scalars.push(ptr_of(*arg)?.0),
+                KernelParam::Scalar { arg, .. } => {
+                    scalars[ns] = int(*arg).unwrap_or(0) as u64;
+                    ns += 1;
+                }
+                KernelParam::Pointer { arg } => {
+                    scalars[ns] = ptr_of(*arg)?.0;
+                    ns += 1;
+                }
                 KernelParam::TensorMap(spec) => {
-                    let dims: Vec<i64> = spec
-                        .global_shape
-                        .iter()
-                        .map(|e| eval(e, &spec.name))
-                        .collect::<Result<_>>()?;
+                    let mut dims = [0i64; 5];
+                    let rank = spec.global_shape.len();
+                    for (d, e) in spec.global_shape.iter().enumerate() {
+                        dims[d] = eval(e, &|| spec.name.clone())?;
+                    }
                     let (ptr, _) = ptr_of(spec.ptr_arg)?;
-                    let slot = &mut cache[maps.len()];
-                    let map = match slot {
-                        Some((p, d, m)) if *p == ptr && *d == dims => *m,
+                    let slot = &mut cache[nm];
+                    maps[nm] = match slot {
+                        Some((p, d, m)) if *p == ptr && d[..] == dims[..rank] => *m,
                         _ => {
-                            let m = tensor_map::encode(spec, &self.name(spec.ptr_arg), ptr, &dims)?;
-                            *slot = Some((ptr, dims, m));
+                            let m = tensor_map::encode(
+                                spec,
+                                &self.name(spec.ptr_arg),
+                                ptr,
+                                &dims[..rank],
+                            )?;
+                            *slot = Some((ptr, dims[..rank].to_vec(), m));
                             m
                         }
                     };
-                    maps.push(map);
+                    nm += 1;
                 }
             }
         }
         drop(cache);
+        let mut args = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
         let (mut si, mut mi) = (0, 0);
-        let mut args: Vec<*mut c_void> = Vec::with_capacity(plan.params.len());
-        for p in &plan.params {
+        for (slot, p) in args.iter_mut().zip(&plan.params) {
             match p {
                 KernelParam::Scalar { .. } | KernelParam::Pointer { .. } => {
                     // Little-endian: a pointer to the u64 is also a pointer to its low 32 bits.
-                    args.push(&mut scalars[si] as *mut u64 as *mut c_void);
+                    *slot = &mut scalars[si] as *mut u64 as *mut c_void;
                     si += 1;
                 }
                 KernelParam::TensorMap(_) => {
-                    args.push(&mut maps[mi] as *mut _ as *mut c_void);
+                    *slot = &mut maps[mi] as *mut _ as *mut c_void;
                     mi += 1;
                 }
             }
         }
-        // SAFETY: `args` has one pointer per kernel parameter, in the order and with the types
-        // the generated signature declares (scalars are read through their low bytes on this
-        // little-endian target); buffers were checked above; storage outlives the call.
-        unsafe {
-            cudarc::driver::result::launch_kernel(
-                self.func.cu_function(),
-                (grid[0], grid[1], grid[2]),
-                (plan.block_threads, 1, 1),
-                plan.smem_bytes,
-                stream.cu_stream(),
-                &mut args,
-            )
-        }
-        .map_err(driver_err("cuLaunchKernel"))
+        launch(grid, &mut args[..plan.params.len()])
     }
 }
+
+/// Most kernel parameters a program may have (scalars, pointers and tensor maps).
+const MAX_PARAMS: usize = 32;
+/// Most tensor maps a program may have.
+const MAX_MAPS: usize = 8;
+const EMPTY_MAP: cudarc::driver::sys::CUtensorMap =
+    cudarc::driver::sys::CUtensorMap { opaque: [0; 16] };

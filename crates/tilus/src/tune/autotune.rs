@@ -95,6 +95,8 @@ pub struct Autotuned<S: Tunable> {
     chosen: Mutex<HashMap<Vec<i64>, Arc<Chosen<S>>>>,
     /// Serializes tuning within the process (the table lock does it across processes).
     tuning: Mutex<()>,
+    /// Argument positions of the compile-time constants, then of the runtime scalars.
+    key_positions: (Vec<usize>, Vec<usize>),
 }
 
 impl<S: Tunable> Autotuned<S> {
@@ -135,6 +137,10 @@ impl<S: Tunable> Autotuned<S> {
             options,
             chosen: Mutex::new(HashMap::new()),
             tuning: Mutex::new(()),
+            key_positions: (
+                <S::Args as ArgList>::const_positions(),
+                <S::Args as ArgList>::runtime_scalar_positions(),
+            ),
         })
     }
 
@@ -153,32 +159,35 @@ impl<S: Tunable> Autotuned<S> {
 
     /// The decision for these argument values (tuning if needed), without launching.
     pub fn choose(&self, stream: &Arc<CudaStream>, values: &[HostValue]) -> Result<Arc<Chosen<S>>> {
-        let ints = |pos: Vec<usize>| -> Vec<i64> {
-            pos.into_iter()
-                .map(|i| {
-                    if let HostValue::Int(v) = values[i] {
-                        v
-                    } else {
-                        0
-                    }
-                })
-                .collect()
+        let int = |i: &usize| match values[*i] {
+            HostValue::Int(v) => v,
+            HostValue::Ptr { .. } => 0,
         };
-        let consts = ints(<S::Args as ArgList>::const_positions());
-        let buckets: Vec<i64> = ints(<S::Args as ArgList>::runtime_scalar_positions())
-            .into_iter()
-            .map(bucket)
-            .collect();
+        // The in-memory key (constants, then buckets) on the stack: no allocation per launch.
+        let (cpos, spos) = &self.key_positions;
+        let mut key_buf = [0i64; 16];
+        let n = cpos.len() + spos.len();
+        if n <= key_buf.len() {
+            for (slot, v) in key_buf.iter_mut().zip(
+                cpos.iter()
+                    .map(int)
+                    .chain(spos.iter().map(|i| bucket(int(i)))),
+            ) {
+                *slot = v;
+            }
+            if let Some(c) = self
+                .chosen
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&key_buf[..n])
+            {
+                return Ok(c.clone());
+            }
+        }
+        let consts: Vec<i64> = cpos.iter().map(int).collect();
+        let buckets: Vec<i64> = spos.iter().map(|i| bucket(int(i))).collect();
         let mut mem_key = consts.clone();
         mem_key.extend(&buckets);
-        if let Some(c) = self
-            .chosen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&mem_key)
-        {
-            return Ok(c.clone());
-        }
         let _one_at_a_time = self.tuning.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = self
             .chosen
