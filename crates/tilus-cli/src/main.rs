@@ -7,6 +7,8 @@
 //! - `tilus bench matmul --versions v0 --sizes 4096x4096x4096,8192x8192x8192`: verify against
 //!   cuBLAS and time beside it
 //! - `tilus cache ls|show|clean`: the compiled programs and dispatch tables on disk
+//!
+//! `TILUS_LOG=debug` (any `tracing` filter) prints the autotuner's decisions and timings.
 
 mod bench_tune;
 mod cache;
@@ -243,6 +245,13 @@ fn run(cli: Cli) -> Result<bool, String> {
 }
 
 fn main() -> ExitCode {
+    // Structured logs (tuning decisions, candidate timings) on request: TILUS_LOG=debug, ...
+    if let Ok(filter) = std::env::var("TILUS_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .init();
+    }
     match run(Cli::parse()) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,

@@ -15,6 +15,13 @@ use std::time::Instant;
 /// The target architecture.
 pub const ARCH: &str = "sm_90a";
 
+static NVRTC_RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many programs this process has compiled with NVRTC (cache hits not counted).
+pub fn nvrtc_runs() -> usize {
+    NVRTC_RUNS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A compiled program, ready to load.
 #[derive(Clone, Debug)]
 pub struct CompiledProgram {
@@ -88,6 +95,7 @@ pub fn compile(program: &Program, plan: &LaunchPlan) -> Result<CompiledProgram> 
     }
     let t0 = Instant::now();
     let out = compile_cubin(&source, &name)?;
+    NVRTC_RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let secs = t0.elapsed().as_secs_f64();
     let source_path = cache::store_source(&name, &key, &source, &out.log);
     let Some(cubin) = out.cubin else {

@@ -280,6 +280,16 @@ impl<S: Tunable> Autotuned<S> {
             indicatif::ProgressBar::hidden()
         };
         let compiled = compile_candidates::<S>(&bindings, consts, &|| bar.inc(1));
+        if compiled.iter().all(|(_, r)| r.is_err()) {
+            bar.finish_and_clear();
+            return Err(Error::Tuning {
+                script: std::any::type_name::<S>().into(),
+                candidates: compiled
+                    .into_iter()
+                    .filter_map(|(b, r)| r.err().map(|(status, reason)| (b.to_string(), format!("{status}: {reason}"))))
+                    .collect(),
+            });
+        }
         // Benchmark the survivors on scratch copies of the outputs.
         let mut scratch =
             BenchScratch::new(stream, values, &<S::Args as ArgList>::mutable_positions())?;
