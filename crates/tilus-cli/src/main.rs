@@ -176,7 +176,21 @@ fn bench(
                 );
                 owned.push(Box::new(V0::new(config, &device)));
             }
-            other => return Err(format!("unknown version `{other}` (available: v0)")),
+            "v1" if sets.is_empty() => {
+                println!("v1: autotuned over its 12 configurations");
+                owned.push(Box::new(
+                    hopper_matmul::run::V1::autotuned(&device).map_err(|e| e.to_string())?,
+                ));
+            }
+            "v1" => {
+                let config = hopper_matmul::v1::MatmulWgmma::with(&parse_sets(sets)?)?;
+                println!(
+                    "v1 config: {}",
+                    tilus::lang::config_string(&format!("{config:?}"))
+                );
+                owned.push(Box::new(hopper_matmul::run::V1::new(config, &device)));
+            }
+            other => return Err(format!("unknown version `{other}` (available: v0, v1)")),
         }
     }
     println!("GPU: {}", device.name());

@@ -5,3 +5,4 @@ pub mod harness;
 pub mod registry;
 pub mod run;
 pub mod v0;
+pub mod v1;

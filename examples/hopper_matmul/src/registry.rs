@@ -22,18 +22,33 @@ pub struct Entry {
 /// Every kernel of the series.
 pub fn entries() -> Vec<Entry> {
     use crate::v0::MatmulTma;
-    vec![Entry {
-        name: "hopper_matmul_v0",
-        about: "v0: TMA + mbarrier + mma.sync",
-        with: |s| MatmulTma::with(s).map(|c| Box::new(c) as Box<dyn DynScript>),
-        space: || {
-            MatmulTma::space()
-                .into_iter()
-                .map(|c| Box::new(c) as Box<dyn DynScript>)
-                .collect()
+    use crate::v1::MatmulWgmma;
+    vec![
+        Entry {
+            name: "hopper_matmul_v0",
+            about: "v0: TMA + mbarrier + mma.sync",
+            with: |s| MatmulTma::with(s).map(|c| Box::new(c) as Box<dyn DynScript>),
+            space: || {
+                MatmulTma::space()
+                    .into_iter()
+                    .map(|c| Box::new(c) as Box<dyn DynScript>)
+                    .collect()
+            },
+            consts: |_, n, k| vec![n as i64, k as i64],
         },
-        consts: |_, n, k| vec![n as i64, k as i64],
-    }]
+        Entry {
+            name: "hopper_matmul_v1",
+            about: "v1: TMA + mbarrier + WGMMA from shared memory",
+            with: |s| MatmulWgmma::with(s).map(|c| Box::new(c) as Box<dyn DynScript>),
+            space: || {
+                MatmulWgmma::configs()
+                    .into_iter()
+                    .map(|c| Box::new(c) as Box<dyn DynScript>)
+                    .collect()
+            },
+            consts: |_, n, k| vec![n as i64, k as i64],
+        },
+    ]
 }
 
 /// The entry with this name.

@@ -3,9 +3,11 @@
 
 use crate::harness::{self, Cublas, Problem, Row};
 use crate::v0::MatmulTma;
+use crate::v1::MatmulWgmma;
 use std::sync::Arc;
 use tilus::cudarc::driver::CudaStream;
 use tilus::lang::ArgList;
+use tilus::prelude::{f16, Const, Ptr, PtrMut};
 use tilus::runtime::Device;
 use tilus::tune::{Autotuned, Tunable};
 use tilus::{Jit, Result};
@@ -22,50 +24,84 @@ pub trait Version {
     }
 }
 
-/// v0, with a configuration chosen by hand or by the autotuner.
-pub enum V0 {
+/// The argument list every matmul of the series takes: `(m, n, k, a, b, c)` with `m` at run
+/// time and `n`, `k` compile-time constants.
+pub type MatmulArgs = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f16>);
+
+/// A matmul of the series, with a configuration chosen by hand or by the autotuner.
+pub enum Matmul<S: Tunable<Args = MatmulArgs>> {
     /// A fixed configuration.
-    Fixed(Jit<MatmulTma>),
-    /// The seed's 15-configuration space, tuned on first use of each problem.
-    Tuned(Autotuned<MatmulTma>),
+    Fixed(&'static str, Jit<S>),
+    /// The script's search space, tuned on first use of each problem.
+    Tuned(&'static str, Autotuned<S>),
 }
 
-impl V0 {
+/// v0: TMA + mbarrier + mma.sync.
+pub type V0 = Matmul<MatmulTma>;
+/// v1: TMA + mbarrier + WGMMA.
+pub type V1 = Matmul<MatmulWgmma>;
+
+impl<S: Tunable<Args = MatmulArgs>> Matmul<S> {
     /// Binds a fixed configuration to a device.
-    pub fn new(config: MatmulTma, device: &Device) -> V0 {
-        V0::Fixed(Jit::new(config, device))
+    pub fn fixed(name: &'static str, config: S, device: &Device) -> Matmul<S> {
+        Matmul::Fixed(name, Jit::new(config, device))
     }
 
     /// The autotuned kernel.
-    pub fn autotuned(device: &Device) -> Result<V0> {
-        Ok(V0::Tuned(MatmulTma::autotuned(device)?))
+    pub fn tuned(name: &'static str, device: &Device) -> Result<Matmul<S>> {
+        Ok(Matmul::Tuned(name, S::autotuned(device)?))
     }
 
     /// The configuration used for this problem (tuning first when needed).
-    pub fn config_for(&self, stream: &Arc<CudaStream>, p: &mut Problem) -> Result<MatmulTma> {
+    pub fn config_for(&self, stream: &Arc<CudaStream>, p: &mut Problem) -> Result<S> {
         match self {
-            V0::Fixed(j) => Ok(j.script().clone()),
-            V0::Tuned(t) => {
+            Matmul::Fixed(_, j) => Ok(j.script().clone()),
+            Matmul::Tuned(_, t) => {
                 let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
                 let args = (m, n, k, &p.a, &p.b, &mut p.c);
-                let values =
-                    <<MatmulTma as tilus::Script>::Args as ArgList>::host_values(&args, stream);
+                let values = <MatmulArgs as ArgList>::host_values(&args, stream);
                 Ok(t.choose(stream, &values)?.config.clone())
             }
         }
     }
 }
 
-impl Version for V0 {
+impl Matmul<MatmulTma> {
+    /// v0 with a fixed configuration.
+    pub fn new(config: MatmulTma, device: &Device) -> V0 {
+        Matmul::fixed("v0", config, device)
+    }
+
+    /// v0 autotuned over the seed's 15 configurations.
+    pub fn autotuned(device: &Device) -> Result<V0> {
+        Matmul::tuned("v0", device)
+    }
+}
+
+impl Matmul<MatmulWgmma> {
+    /// v1 with a fixed configuration.
+    pub fn new(config: MatmulWgmma, device: &Device) -> V1 {
+        Matmul::fixed("v1", config, device)
+    }
+
+    /// v1 autotuned over its 12 configurations.
+    pub fn autotuned(device: &Device) -> Result<V1> {
+        Matmul::tuned("v1", device)
+    }
+}
+
+impl<S: Tunable<Args = MatmulArgs>> Version for Matmul<S> {
     fn name(&self) -> String {
-        "v0".into()
+        match self {
+            Matmul::Fixed(n, _) | Matmul::Tuned(n, _) => n.to_string(),
+        }
     }
 
     fn launch(&self, stream: &Arc<CudaStream>, p: &mut Problem) -> Result<()> {
         let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
         match self {
-            V0::Fixed(j) => j.launch(stream, (m, n, k, &p.a, &p.b, &mut p.c)),
-            V0::Tuned(t) => t.launch(stream, (m, n, k, &p.a, &p.b, &mut p.c)),
+            Matmul::Fixed(_, j) => j.launch(stream, (m, n, k, &p.a, &p.b, &mut p.c)),
+            Matmul::Tuned(_, t) => t.launch(stream, (m, n, k, &p.a, &p.b, &mut p.c)),
         }
     }
 

@@ -156,14 +156,38 @@ fn autotuned_v0_is_correct_and_picks_a_survivor() {
     let c = harness::check(&stream, &p).unwrap();
     assert!(c.passed(), "{c:?}");
     let chosen = v0.config_for(&stream, &mut p).unwrap();
-    let survivors = [(64, 128, 16), (64, 128, 32), (64, 128, 64), (128, 128, 16), (128, 128, 32)];
-    assert!(survivors.contains(&(chosen.block_m, chosen.block_n, chosen.block_k)), "{chosen:?}");
-    let hopper_matmul::run::V0::Tuned(t) = &v0 else { unreachable!() };
+    let survivors = [
+        (64, 128, 16),
+        (64, 128, 32),
+        (64, 128, 64),
+        (128, 128, 16),
+        (128, 128, 32),
+    ];
+    assert!(
+        survivors.contains(&(chosen.block_m, chosen.block_n, chosen.block_k)),
+        "{chosen:?}"
+    );
+    let hopper_matmul::run::V0::Tuned(_, t) = &v0 else {
+        unreachable!()
+    };
     let table = tilus::tune::table::read(t.table_path());
-    let entry = table.entries.iter().find(|(key, _)| key.contains("consts=[3072, 1536]")).expect("recorded").1;
+    let entry = table
+        .entries
+        .iter()
+        .find(|(key, _)| key.contains("consts=[3072, 1536]"))
+        .expect("recorded")
+        .1;
     assert_eq!(entry.candidates.len(), 15);
-    let ok: Vec<_> = entry.candidates.iter().filter(|c| c.status == "ok").collect();
+    let ok: Vec<_> = entry
+        .candidates
+        .iter()
+        .filter(|c| c.status == "ok")
+        .collect();
     assert_eq!(ok.len(), 5, "{:?}", entry.candidates);
     assert!(ok.iter().all(|c| c.latency_ms.is_some_and(|t| t > 0.0)));
-    assert!(entry.candidates.iter().filter(|c| c.status != "ok").all(|c| c.reason.is_some()));
+    assert!(entry
+        .candidates
+        .iter()
+        .filter(|c| c.status != "ok")
+        .all(|c| c.reason.is_some()));
 }

@@ -34,6 +34,9 @@ pub(super) fn layout(e: &Emitter, r: RegId) -> RegisterLayout {
 
 /// Declares a register tile's storage.
 pub(super) fn declare(e: &mut Emitter, r: RegId) {
+    if let Some(scope) = e.declared.last_mut() {
+        scope.push(r);
+    }
     let d = e.p.register(r);
     let n = layout(e, r).local_size();
     let line = match storage(d) {

@@ -10,6 +10,7 @@ mod memory;
 mod mma;
 mod prelude;
 mod tma;
+mod wgmma;
 
 pub use prelude::Helper;
 
@@ -45,6 +46,7 @@ pub fn emit_cuda(p: &Program, plan: &LaunchPlan) -> String {
         }],
         helpers: BTreeSet::new(),
         counter: 0,
+        declared: vec![vec![]],
     };
     let signature = e.signature();
     e.prologue();
@@ -80,6 +82,8 @@ pub(crate) struct Emitter<'p> {
     pub tids: Vec<Tid>,
     pub helpers: BTreeSet<Helper>,
     counter: usize,
+    /// Register tiles declared in each open C scope (innermost last).
+    pub declared: Vec<Vec<RegId>>,
 }
 
 /// The C type of an element.
@@ -112,10 +116,12 @@ impl<'p> Emitter<'p> {
             format!("{t} {{")
         });
         self.depth += 1;
+        self.declared.push(vec![]);
     }
 
     pub fn close(&mut self) {
         self.depth -= 1;
+        self.declared.pop();
         self.line("}");
     }
 
@@ -206,6 +212,7 @@ impl<'p> Emitter<'p> {
                 Inst::Tma(t) => tma::emit(self, t),
                 Inst::Mma(m) => mma::emit(self, m),
                 Inst::Arith(a) => arithmetic::emit(self, a),
+                Inst::Wgmma(w) => wgmma::emit(self, w),
             },
             _ => control::emit(self, s),
         }

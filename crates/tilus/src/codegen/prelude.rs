@@ -39,6 +39,14 @@ pub enum Helper {
     CvtBf16,
     /// The bits of an f32.
     FloatBits,
+    /// wgmma fence, commit and wait.
+    WgmmaSync,
+    /// The shared-memory matrix descriptor of a wgmma operand.
+    WgmmaDesc,
+    /// Keeps the compiler from moving accumulator accesses across asynchronous wgmma work.
+    FenceOperand,
+    /// One `wgmma.mma_async m64nNk16`: N, bf16 inputs (else f16), A from registers (else shared).
+    Wgmma(u16, bool, bool),
 }
 
 const TYPES: &str = r#"typedef unsigned char u8;
@@ -181,6 +189,32 @@ static __device__ __forceinline__ void tilus_ldmatrix_x1(u32* r, u32 addr) {
                  u32 r;\n  asm(\"cvt.rn.{t}x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo));\n  return r;\n}}\n"
             )
         }
+        Helper::WgmmaSync => r#"static __device__ __forceinline__ void tilus_wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+static __device__ __forceinline__ void tilus_wgmma_commit_group() {
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+template <int N>
+static __device__ __forceinline__ void tilus_wgmma_wait_group() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
+}
+"#
+        .into(),
+        Helper::WgmmaDesc => r#"// Shared-memory matrix descriptor of a K-major swizzled wgmma operand: start address,
+// leading-byte offset 1 (unused for swizzled K-major), stride-byte offset (8 rows), swizzle
+// mode (1: 128B, 2: 64B, 3: 32B).
+static __device__ __forceinline__ u64 tilus_wgmma_desc(u32 addr, u32 sbo, u32 mode) {
+  return (u64)((addr >> 4) & 0x3FFFu) | ((u64)1 << 16) | ((u64)((sbo >> 4) & 0x3FFFu) << 32) | ((u64)mode << 62);
+}
+"#
+        .into(),
+        Helper::FenceOperand => r#"static __device__ __forceinline__ void tilus_fence_operand(float& x) {
+  asm volatile("" : "+f"(x) :: "memory");
+}
+"#
+        .into(),
+        Helper::Wgmma(n, bf16, rs) => wgmma_helper(n as usize, bf16, rs),
         Helper::FloatBits => r#"static __device__ __forceinline__ u32 tilus_f32_bits(float x) {
   u32 r;
   asm("mov.b32 %0, %1;" : "=r"(r) : "f"(x));
@@ -189,4 +223,48 @@ static __device__ __forceinline__ void tilus_ldmatrix_x1(u32* r, u32 addr) {
 "#
         .into(),
     }
+}
+
+/// The name of a wgmma helper.
+pub fn wgmma_name(n: u16, bf16: bool, rs: bool) -> String {
+    format!(
+        "tilus_wgmma_m64n{n}k16_{}_{}",
+        if bf16 { "bf16" } else { "f16" },
+        if rs { "rs" } else { "ss" }
+    )
+}
+
+fn wgmma_helper(n: usize, bf16: bool, rs: bool) -> String {
+    let t = if bf16 { "bf16" } else { "f16" };
+    let regs = n / 2;
+    let d_list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
+    let d_ops: Vec<String> = (0..regs).map(|i| format!("\"+f\"(d[{i}])")).collect();
+    let name = wgmma_name(n as u16, bf16, rs);
+    let (a_param, a_operand, a_inputs, rest) = if rs {
+        (
+            "const u32* a",
+            format!("{{%{}, %{}, %{}, %{}}}", regs, regs + 1, regs + 2, regs + 3),
+            "\"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), ".to_string(),
+            (regs + 4, "1, 1, 0"),
+        )
+    } else {
+        (
+            "u64 a",
+            format!("%{regs}"),
+            "\"l\"(a), ".to_string(),
+            (regs + 1, "1, 1, 0, 0"),
+        )
+    };
+    let (b_index, imm) = rest;
+    format!(
+        "// d[0..{regs}] += A(64x16) * B(16x{n}), {t} inputs, f32 accumulation; B (and A unless it is in\n\
+         // registers) read from shared memory through descriptors.\n\
+         static __device__ __forceinline__ void {name}(float* d, {a_param}, u64 b) {{\n  \
+         asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\n\"\n    \
+         \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{d}}}, {a_operand}, %{b_index}, p, {imm};\\n}}\\n\"\n    \
+         : {d_ops}\n    : {a_inputs}\"l\"(b), \"r\"(1));\n}}\n",
+        scale = b_index + 1,
+        d = d_list.join(", "),
+        d_ops = d_ops.join(", "),
+    )
 }

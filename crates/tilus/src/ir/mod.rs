@@ -15,7 +15,7 @@ mod tensor;
 
 pub use dtype::DType;
 pub use expr::{wrap_to, BinOp, Expr, ExprPrinter, VarDecl, VarId, VarKind};
-pub use inst::{ArithInst, Inst, MbarrierInst, MemoryInst, MmaInst, TmaInst};
+pub use inst::{ArithInst, Inst, MbarrierInst, MemoryInst, MmaInst, TmaInst, WgmmaA, WgmmaInst};
 pub use launch::{KernelParam, LaunchPlan, PointerRule, TensorMapSpec};
 pub use loc::Loc;
 pub use printer::{describe_stmt, print_program};
@@ -23,5 +23,5 @@ pub use program::{Param, ParamKind, Program};
 pub use stmt::{GroupKind, Stmt, StmtKind};
 pub use tensor::{
     BarrierArrayDecl, BarrierArrayId, BarrierRef, GlobalDecl, GlobalId, RegId, RegView,
-    RegisterDecl, SharedDecl, SharedId,
+    RegisterDecl, SharedDecl, SharedId, SharedView,
 };

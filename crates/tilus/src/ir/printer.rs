@@ -75,6 +75,15 @@ impl Printer<'_> {
         format!("{}[{}]", self.p.barrier(b.array).name, self.e(&b.index))
     }
 
+    fn sview(&self, v: &super::SharedView) -> String {
+        let n = &self.p.shared(v.tensor).name;
+        if v.transposed {
+            format!("{n}.T")
+        } else {
+            n.clone()
+        }
+    }
+
     fn view(&self, v: &RegView) -> String {
         let n = &self.p.register(v.tensor).name;
         if v.transposed {
@@ -291,6 +300,27 @@ impl Printer<'_> {
                 let d = p.register(*out);
                 format!("{} = cast<{}>({})", d.name, d.dtype, self.view(src))
             }
+            Inst::Wgmma(w) => match w {
+                super::WgmmaInst::Fence => "wgmma.fence()".into(),
+                super::WgmmaInst::Commit => "wgmma.commit_group()".into(),
+                super::WgmmaInst::Wait(n) => format!("wgmma.wait_group({n})"),
+                super::WgmmaInst::Mma { a, b, d, plan } => {
+                    let a = match a {
+                        super::WgmmaA::Shared(v) => self.sview(v),
+                        super::WgmmaA::Register(v) => self.view(v),
+                    };
+                    let dn = &p.register(*d).name;
+                    let mut t = format!("{dn} = wgmma.mma({a}, {}, {dn})", self.sview(b));
+                    if let Some(pl) = plan {
+                        let _ = write!(
+                            t,
+                            " wgmma=m64n{}k16 repeat={}x{}x{}",
+                            pl.n, pl.rep_m, pl.n_chunks, pl.k_steps
+                        );
+                    }
+                    t
+                }
+            },
         }
     }
 }

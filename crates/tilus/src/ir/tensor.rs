@@ -100,6 +100,15 @@ pub struct BarrierRef {
     pub index: Expr,
 }
 
+/// A shared tile, possibly seen through a transpose (views move no data).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SharedView {
+    /// The tile.
+    pub tensor: SharedId,
+    /// Whether the two dimensions are swapped.
+    pub transposed: bool,
+}
+
 /// A register tensor, possibly seen through a transpose (views move no data).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RegView {

@@ -12,6 +12,7 @@ mod scalar;
 mod script;
 mod tensors;
 mod tma;
+mod wgmma;
 
 pub use args::{Arg, ArgList, Const, Handles, HostArgs, HostValue, Ptr, PtrMut, PtrVal};
 pub use element::Element;
@@ -21,6 +22,7 @@ pub use scalar::{cdiv, Dims, Scalar, Scalars, Val};
 pub use script::{config_string, snake_case, DynScript, Script};
 pub use tensors::{GlobalTensor, RegisterTensor, SharedTensor};
 pub use tma::Tma;
+pub use wgmma::{Wgmma, WgmmaOperand};
 
 use crate::ir::Program;
 use crate::{Error, Result};

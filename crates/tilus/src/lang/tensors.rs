@@ -17,6 +17,7 @@ pub struct GlobalTensor<T> {
 /// A tile in shared memory with element type `T`.
 pub struct SharedTensor<T> {
     pub(crate) id: SharedId,
+    pub(crate) transposed: bool,
     nbytes: i32,
     _t: PhantomData<T>,
 }
@@ -39,6 +40,35 @@ impl<T> SharedTensor<T> {
     /// Size of the tile in bytes (a compile-time number).
     pub fn nbytes(&self) -> i32 {
         self.nbytes
+    }
+
+    /// The transposed view: swaps the two dimensions without moving data. Tensor-core
+    /// instructions take K-major `[N, K]` tiles this way as their `[K, N]` operand.
+    pub fn transpose(&self) -> SharedTensor<T> {
+        SharedTensor {
+            transposed: !self.transposed,
+            ..*self
+        }
+    }
+
+    /// The IR view.
+    pub(crate) fn view(&self) -> crate::ir::SharedView {
+        crate::ir::SharedView {
+            tensor: self.id,
+            transposed: self.transposed,
+        }
+    }
+}
+
+impl Kernel {
+    /// Reports a transposed shared view passed where only the tile itself makes sense.
+    pub(crate) fn plain_shared<T>(&mut self, t: &SharedTensor<T>, what: &str, loc: Loc) {
+        if t.transposed {
+            self.error(
+                loc,
+                format!("{what} takes the shared tile itself, not a transposed view"),
+            );
+        }
     }
 }
 
@@ -122,6 +152,7 @@ impl Kernel {
         );
         SharedTensor {
             id,
+            transposed: false,
             nbytes,
             _t: PhantomData,
         }
@@ -131,9 +162,11 @@ impl Kernel {
     /// never lets a freed tile's bytes be reused while data still lands in them.
     #[track_caller]
     pub fn free_shared<T>(&mut self, t: &SharedTensor<T>) {
+        let loc = Loc::caller();
+        self.plain_shared(t, "free_shared", loc);
         self.push(
             StmtKind::Inst(Inst::Memory(MemoryInst::FreeShared(t.id))),
-            Loc::caller(),
+            loc,
         );
     }
 
@@ -185,6 +218,7 @@ impl Kernel {
     #[track_caller]
     pub fn load_shared<T: Element>(&mut self, src: &SharedTensor<T>) -> RegisterTensor<T> {
         let loc = Loc::caller();
+        self.plain_shared(src, "load_shared", loc);
         let shape = self.prog.shared(src.id).shape.clone();
         let out = self.new_register::<T>(shape, loc);
         self.push(

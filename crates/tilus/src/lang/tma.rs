@@ -27,6 +27,8 @@ impl Tma<'_> {
         offsets: impl Scalars,
         bar: Barrier,
     ) {
+        let loc = Loc::caller();
+        self.k.plain_shared(dst, "tma.global_to_shared", loc);
         let offsets = offsets.into_exprs();
         let bar: BarrierRef = bar.to_ir();
         let inst = TmaInst::GlobalToShared {
@@ -35,6 +37,6 @@ impl Tma<'_> {
             offsets,
             bar,
         };
-        self.k.push(StmtKind::Inst(Inst::Tma(inst)), Loc::caller());
+        self.k.push(StmtKind::Inst(Inst::Tma(inst)), loc);
     }
 }

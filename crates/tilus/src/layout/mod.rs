@@ -8,7 +8,9 @@
 pub mod mma;
 mod register;
 mod shared;
+pub mod wgmma;
 
 pub use mma::MmaPlan;
 pub use register::{Mode, RegisterLayout, Term, ThreadAxis};
 pub use shared::{SharedLayout, Swizzle};
+pub use wgmma::WgmmaPlan;

@@ -20,6 +20,10 @@ pub fn registers_of(i: &Inst) -> Vec<RegId> {
         Inst::Memory(MemoryInst::StoreGlobal { src, .. }) => vec![src.tensor],
         Inst::Mma(MmaInst::Dot { a, b, c, out, .. }) => vec![a.tensor, b.tensor, c.tensor, *out],
         Inst::Arith(ArithInst::Cast { src, out }) => vec![src.tensor, *out],
+        Inst::Wgmma(crate::ir::WgmmaInst::Mma { a, d, .. }) => match a {
+            crate::ir::WgmmaA::Register(v) => vec![v.tensor, *d],
+            crate::ir::WgmmaA::Shared(_) => vec![*d],
+        },
         _ => vec![],
     }
 }
@@ -111,10 +115,18 @@ impl Infer<'_> {
 pub fn run(mut p: Program) -> Result<Program> {
     // Shared tiles: TMA destinations get the swizzle their rows fill; the rest are row-major.
     let mut tma_dst = vec![false; p.shareds.len()];
-    p.walk(&mut |s| {
-        if let StmtKind::Inst(Inst::Tma(TmaInst::GlobalToShared { dst, .. })) = &s.kind {
-            tma_dst[dst.0 as usize] = true;
+    // (wgmma operands are read through descriptors, which need the same K-major swizzled rows)
+    p.walk(&mut |s| match &s.kind {
+        StmtKind::Inst(Inst::Tma(TmaInst::GlobalToShared { dst, .. })) => {
+            tma_dst[dst.0 as usize] = true
         }
+        StmtKind::Inst(Inst::Wgmma(crate::ir::WgmmaInst::Mma { a, b, .. })) => {
+            if let crate::ir::WgmmaA::Shared(v) = a {
+                tma_dst[v.tensor.0 as usize] = true;
+            }
+            tma_dst[b.tensor.0 as usize] = true;
+        }
+        _ => {}
     });
     for (i, s) in p.shareds.iter_mut().enumerate() {
         if s.layout.is_none() {
@@ -140,10 +152,39 @@ pub fn run(mut p: Program) -> Result<Program> {
         }
     }
 
-    // Anchors: dot.
+    // Anchors: dot and wgmma.
     let registers = p.registers.clone();
+    let shareds = p.shareds.clone();
     let mut plan_diags = vec![];
     for_each_inst_mut(&mut p.body, &mut |inst, loc| {
+        if let Inst::Wgmma(crate::ir::WgmmaInst::Mma { a, b, d, plan }) = inst {
+            let dshape = &registers[d.0 as usize].shape;
+            let bshape = &shareds[b.tensor.0 as usize].shape;
+            if dshape.len() != 2 || bshape.len() != 2 {
+                return;
+            }
+            // b is an [N, K] tile seen as [K, N]
+            let k = if b.transposed { bshape[1] } else { bshape[0] };
+            match crate::layout::WgmmaPlan::choose(dshape[0], dshape[1], k) {
+                Ok(pl) => {
+                    *plan = Some(pl);
+                    inf.require(*d, pl.d_layout(), loc, "wgmma accumulator");
+                    if let crate::ir::WgmmaA::Register(v) = a {
+                        inf.require(
+                            v.tensor,
+                            through_view(&pl.a_layout(), v),
+                            loc,
+                            "wgmma operand a",
+                        );
+                    }
+                }
+                Err(why) => plan_diags.push(Diagnostic {
+                    loc,
+                    message: format!("wgmma.mma: {why}"),
+                }),
+            }
+            return;
+        }
         if let Inst::Mma(MmaInst::Dot { a, b, c, out, plan }) = inst {
             let shape = |v: &RegView| {
                 let s = &registers[v.tensor.0 as usize].shape;

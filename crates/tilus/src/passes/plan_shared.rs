@@ -88,6 +88,13 @@ impl Walk {
                 StmtKind::Inst(Inst::Mbarrier(MbarrierInst::Alloc(id))) => {
                     self.bar_start[id.0 as usize] = self.pos;
                 }
+                // wgmma reads its shared operands through descriptors: same alignment as TMA.
+                StmtKind::Inst(Inst::Wgmma(crate::ir::WgmmaInst::Mma { a, b, .. })) => {
+                    if let crate::ir::WgmmaA::Shared(v) = a {
+                        self.tma_dst[v.tensor.0 as usize] = true;
+                    }
+                    self.tma_dst[b.tensor.0 as usize] = true;
+                }
                 _ => {}
             }
         }

@@ -286,7 +286,10 @@ impl<S: Tunable> Autotuned<S> {
                 script: std::any::type_name::<S>().into(),
                 candidates: compiled
                     .into_iter()
-                    .filter_map(|(b, r)| r.err().map(|(status, reason)| (b.to_string(), format!("{status}: {reason}"))))
+                    .filter_map(|(b, r)| {
+                        r.err()
+                            .map(|(status, reason)| (b.to_string(), format!("{status}: {reason}")))
+                    })
                     .collect(),
             });
         }

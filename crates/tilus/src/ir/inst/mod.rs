@@ -7,12 +7,14 @@ mod mbarrier;
 mod memory;
 mod mma;
 mod tma;
+mod wgmma;
 
 pub use arithmetic::ArithInst;
 pub use mbarrier::MbarrierInst;
 pub use memory::MemoryInst;
 pub use mma::MmaInst;
 pub use tma::TmaInst;
+pub use wgmma::{WgmmaA, WgmmaInst};
 
 /// One tile-level instruction.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -27,6 +29,8 @@ pub enum Inst {
     Mma(MmaInst),
     /// Elementwise register arithmetic.
     Arith(ArithInst),
+    /// Warp-group tensor-core products.
+    Wgmma(WgmmaInst),
 }
 
 impl Inst {
@@ -38,6 +42,7 @@ impl Inst {
             Inst::Tma(i) => i.name(),
             Inst::Mma(i) => i.name(),
             Inst::Arith(i) => i.name(),
+            Inst::Wgmma(i) => i.name(),
         }
     }
 }

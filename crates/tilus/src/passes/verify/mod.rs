@@ -10,6 +10,7 @@ mod memory;
 mod mma;
 mod planned;
 mod tma;
+mod wgmma;
 
 pub use planned::check_planned;
 
@@ -29,6 +30,8 @@ pub(crate) struct Scope {
     pub loop_id: usize,
     /// `single_thread` or a `thread_group` of one thread.
     pub single_thread: bool,
+    /// The group's first thread in the block.
+    pub base: u32,
 }
 
 /// What the walk knows so far.
@@ -77,8 +80,10 @@ pub fn check(p: &Program) -> Result<()> {
         loop_depth: 0,
         loop_id: 0,
         single_thread: p.threads() == 1,
+        base: 0,
     };
     walk(&mut c, &p.body, &scope);
+    wgmma::check_async(&mut c);
     finish(c.diags)
 }
 
@@ -104,7 +109,9 @@ fn walk(c: &mut Checker, stmts: &[Stmt], scope: &Scope) {
                 };
                 walk(c, body, &inner);
             }
-            StmtKind::ThreadGroup { count, body, .. } => {
+            StmtKind::ThreadGroup {
+                begin, count, body, ..
+            } => {
                 control::check_stmt(c, s, scope);
                 let inner = Scope {
                     threads: *count,
@@ -112,6 +119,7 @@ fn walk(c: &mut Checker, stmts: &[Stmt], scope: &Scope) {
                     loop_depth: scope.loop_depth,
                     loop_id: scope.loop_id,
                     single_thread: *count == 1,
+                    base: scope.base.saturating_add(*begin),
                 };
                 walk(c, body, &inner);
             }
@@ -121,6 +129,7 @@ fn walk(c: &mut Checker, stmts: &[Stmt], scope: &Scope) {
                 Inst::Tma(i) => tma::check(c, i, s.loc, scope),
                 Inst::Mma(i) => mma::check(c, i, s.loc, scope),
                 Inst::Arith(i) => arithmetic::check(c, i, s.loc, scope),
+                Inst::Wgmma(i) => wgmma::check(c, i, s.loc, scope),
             },
             _ => control::check_stmt(c, s, scope),
         }

@@ -39,6 +39,20 @@ pub fn check_planned(p: &Program) -> Result<()> {
         );
     }
     p.walk(&mut |s| {
+        if let StmtKind::Inst(Inst::Wgmma(crate::ir::WgmmaInst::Mma { a, b, .. })) = &s.kind {
+            let mut tiles = vec![b.tensor];
+            if let crate::ir::WgmmaA::Shared(v) = a {
+                tiles.push(v.tensor);
+            }
+            for t in tiles {
+                let d = p.shared(t);
+                if let Some(l) = &d.layout {
+                    if let Err(why) = crate::layout::wgmma::check_operand_layout(l) {
+                        c.diags.push(crate::Diagnostic { loc: s.loc, message: format!("wgmma.mma: tile `{}`: {why}", d.name) });
+                    }
+                }
+            }
+        }
         if let StmtKind::Inst(Inst::Tma(TmaInst::GlobalToShared { dst, .. })) = &s.kind {
             let d = p.shared(*dst);
             if let Some(l) = &d.layout {

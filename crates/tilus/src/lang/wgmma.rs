@@ -1,0 +1,88 @@
+//! The `k.wgmma()` namespace: Hopper's warp-group MMA, whose operands come straight from shared
+//! memory through descriptors, asynchronously.
+
+use super::{Element, Kernel, RegisterTensor, SharedTensor};
+use crate::ir::{Inst, Loc, StmtKind, WgmmaA, WgmmaInst};
+
+/// What can be the `[M, K]` operand of [`Wgmma::mma`]: a shared tile or a register tile.
+pub trait WgmmaOperand<T> {
+    /// The IR operand.
+    fn operand(&self) -> WgmmaA;
+}
+
+impl<T> WgmmaOperand<T> for SharedTensor<T> {
+    fn operand(&self) -> WgmmaA {
+        WgmmaA::Shared(self.view())
+    }
+}
+
+impl<T> WgmmaOperand<T> for RegisterTensor<T> {
+    fn operand(&self) -> WgmmaA {
+        WgmmaA::Register(self.view)
+    }
+}
+
+/// Methods of `k.wgmma()`. Every one runs on a warp group: a block of 4 warps, or a
+/// `warp_group(..)` scope.
+pub struct Wgmma<'k> {
+    k: &'k mut Kernel,
+}
+
+impl Kernel {
+    /// The warp-group MMA instructions.
+    pub fn wgmma(&mut self) -> Wgmma<'_> {
+        Wgmma { k: self }
+    }
+}
+
+impl Wgmma<'_> {
+    fn push(self, i: WgmmaInst, loc: Loc) {
+        self.k.push(StmtKind::Inst(Inst::Wgmma(i)), loc);
+    }
+
+    /// Makes earlier register writes (e.g. zeroing the accumulator) visible to the wgmmas that
+    /// follow. Required before the first `mma` and after any other write to its accumulator.
+    #[track_caller]
+    pub fn fence(self) {
+        self.push(WgmmaInst::Fence, Loc::caller())
+    }
+
+    /// `d += a @ b` on the tensor cores: `a` is `[M, K]` (a K-major shared tile, or registers),
+    /// `b` is `[K, N]` (a K-major `[N, K]` shared tile seen through `.transpose()`), `d` is the
+    /// `[M, N]` f32 accumulator. Asynchronous: `d` may not be read until a `wait_group` covers
+    /// the group this instruction is committed in.
+    #[track_caller]
+    pub fn mma<T: Element, C: Element>(
+        self,
+        a: &impl WgmmaOperand<T>,
+        b: &SharedTensor<T>,
+        d: &RegisterTensor<C>,
+    ) {
+        let loc = Loc::caller();
+        if d.view.transposed {
+            self.k.error(
+                loc,
+                "wgmma.mma: the accumulator must not be a transposed view",
+            );
+        }
+        let i = WgmmaInst::Mma {
+            a: a.operand(),
+            b: b.view(),
+            d: d.view.tensor,
+            plan: None,
+        };
+        self.push(i, loc)
+    }
+
+    /// Closes the group of wgmmas issued since the previous commit.
+    #[track_caller]
+    pub fn commit_group(self) {
+        self.push(WgmmaInst::Commit, Loc::caller())
+    }
+
+    /// Waits until at most `n` committed groups are still running (`0`: all done).
+    #[track_caller]
+    pub fn wait_group(self, n: u32) {
+        self.push(WgmmaInst::Wait(n), Loc::caller())
+    }
+}

@@ -1,0 +1,192 @@
+//! Warp-group MMA (wgmma) layouts: the accumulator and register-A fragments, how a block-level
+//! product is cut into `m64nNk16` instructions, and the shared-memory matrix descriptors.
+
+use super::mma::{mma_a_fragment, mma_c_fragment};
+use super::{RegisterLayout, SharedLayout, Swizzle};
+
+/// Rows of one wgmma instruction.
+pub const WGMMA_M: i64 = 64;
+/// Depth of one wgmma instruction for 16-bit inputs.
+pub const WGMMA_K: i64 = 16;
+/// Widest N of one instruction.
+pub const WGMMA_MAX_N: i64 = 256;
+
+/// How a warp group's `[M, K] x [K, N]` product is cut into `m64nNk16` instructions:
+/// `rep_m` row blocks of 64, `n_chunks` column chunks of `n` (a multiple of 8, at most 256),
+/// `k_steps` steps of 16.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WgmmaPlan {
+    /// Row blocks of 64.
+    pub rep_m: i64,
+    /// Columns per instruction.
+    pub n: i64,
+    /// Instructions along N.
+    pub n_chunks: i64,
+    /// Steps of 16 along K.
+    pub k_steps: i64,
+}
+
+impl WgmmaPlan {
+    /// The plan for `[m, k] x [k, n]`, or why there is none.
+    pub fn choose(m: i64, n: i64, k: i64) -> Result<WgmmaPlan, String> {
+        if m % WGMMA_M != 0 || m <= 0 {
+            return Err(format!("M = {m} must be a positive multiple of 64"));
+        }
+        if k % WGMMA_K != 0 || k <= 0 {
+            return Err(format!("K = {k} must be a positive multiple of 16"));
+        }
+        if n % 8 != 0 || n <= 0 {
+            return Err(format!("N = {n} must be a positive multiple of 8"));
+        }
+        // the widest instruction (multiple of 8, <= 256) that divides N
+        let inst_n = (8..=WGMMA_MAX_N.min(n))
+            .rev()
+            .step_by(8)
+            .find(|c| n % c == 0)
+            .unwrap_or(8);
+        Ok(WgmmaPlan {
+            rep_m: m / WGMMA_M,
+            n: inst_n,
+            n_chunks: n / inst_n,
+            k_steps: k / WGMMA_K,
+        })
+    }
+
+    /// Total columns.
+    pub fn total_n(&self) -> i64 {
+        self.n * self.n_chunks
+    }
+
+    /// The accumulator `[M, N]` over the 128 threads of the warp group: warp `w` holds rows
+    /// `16w .. 16w + 16` of each 64-row block, as four mma.sync C fragments per 8 columns.
+    pub fn d_layout(&self) -> RegisterLayout {
+        RegisterLayout::local(&[self.rep_m, self.total_n() / 8])
+            .compose(&RegisterLayout::spatial(&[4, 1]))
+            .compose(&mma_c_fragment())
+    }
+
+    /// First local index of the accumulator registers of instruction `(mi, chunk)`; `n / 2`
+    /// consecutive f32 elements.
+    pub fn d_local(&self, mi: i64, chunk: i64) -> i64 {
+        mi * (self.total_n() / 2) + chunk * (self.n / 2)
+    }
+
+    /// The `[M, K]` operand in registers: per 64x16 block, warp `w` holds rows `16w .. 16w+16`
+    /// as an mma.sync A fragment (4 registers of two halves).
+    pub fn a_layout(&self) -> RegisterLayout {
+        RegisterLayout::local(&[self.rep_m, self.k_steps])
+            .compose(&RegisterLayout::spatial(&[4, 1]))
+            .compose(&mma_a_fragment())
+    }
+
+    /// First local index of the register-A fragment of instruction `(mi, ki)`; 8 elements.
+    pub fn a_local(&self, mi: i64, ki: i64) -> i64 {
+        (mi * self.k_steps + ki) * 8
+    }
+}
+
+/// Why a shared tile cannot be a wgmma operand, if it cannot: it must be K-major (K
+/// contiguous) with rows of exactly 32, 64 or 128 bytes and the matching swizzle.
+pub fn check_operand_layout(l: &SharedLayout) -> Result<(), String> {
+    let row = *l.shape.last().unwrap_or(&0) as u32 * l.elem_bytes;
+    if l.shape.len() != 2 {
+        return Err("wgmma operands are 2-D tiles".into());
+    }
+    if l.swizzle == Swizzle::None || row != l.swizzle.span_bytes() {
+        return Err(format!(
+            "a wgmma operand tile needs K-major rows of 32, 64 or 128 bytes with the matching swizzle; \
+             this one has {row}-byte rows and swizzle {}",
+            l.swizzle.name()
+        ));
+    }
+    Ok(())
+}
+
+/// The 64-bit shared-memory matrix descriptor of a K-major swizzled operand starting at shared
+/// address `addr` (which must be 16-byte aligned, inside a tile aligned to its swizzle):
+/// start address, leading-byte offset (unused for swizzled K-major operands: 1), stride-byte
+/// offset (8 rows: the distance between core-matrix groups along M/N), swizzle mode.
+pub fn descriptor(addr: u32, l: &SharedLayout) -> u64 {
+    let row_bytes = *l.shape.last().unwrap_or(&0) as u64 * l.elem_bytes as u64;
+    let sbo = 8 * row_bytes;
+    let mode: u64 = match l.swizzle {
+        Swizzle::None => 0,
+        Swizzle::B128 => 1,
+        Swizzle::B64 => 2,
+        Swizzle::B32 => 3,
+    };
+    ((addr as u64 >> 4) & 0x3fff) | (1u64 << 16) | (((sbo >> 4) & 0x3fff) << 32) | (mode << 62)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_cut_n_into_the_widest_instruction() {
+        let p = WgmmaPlan::choose(128, 256, 64).unwrap();
+        assert_eq!((p.rep_m, p.n, p.n_chunks, p.k_steps), (2, 256, 1, 4));
+        let p = WgmmaPlan::choose(64, 384, 32).unwrap();
+        assert_eq!((p.n, p.n_chunks), (192, 2));
+        assert!(WgmmaPlan::choose(32, 128, 64).is_err());
+        assert!(WgmmaPlan::choose(64, 12, 64).is_err());
+        assert!(WgmmaPlan::choose(64, 128, 40).is_err());
+    }
+
+    /// The accumulator of m64nNk16 as the PTX ISA draws it: thread t of warp w holds, for each
+    /// 8-column chunk i, d[4i + e] at row 16w + t/4 + 8(e/2), column 8i + 2(t%4) + e%2.
+    #[test]
+    fn accumulator_matches_the_ptx_figure() {
+        let p = WgmmaPlan::choose(64, 32, 16).unwrap();
+        let l = p.d_layout();
+        assert_eq!((l.num_threads(), l.local_size()), (128, 16));
+        for t in 0..128i64 {
+            let (w, lane) = (t / 32, t % 32);
+            for r in 0..16i64 {
+                let (i, e) = (r / 4, r % 4);
+                let want = vec![
+                    16 * w + lane / 4 + 8 * (e / 2),
+                    8 * i + 2 * (lane % 4) + e % 2,
+                ];
+                assert_eq!(l.coords(t, r), want, "thread {t} d{r}");
+            }
+        }
+        assert!(l.is_valid());
+    }
+
+    #[test]
+    fn two_row_blocks_put_each_instruction_on_64_rows() {
+        let p = WgmmaPlan::choose(128, 64, 16).unwrap();
+        let l = p.d_layout();
+        for t in 0..128 {
+            for chunk_local in 0..32 {
+                let c0 = l.coords(t, p.d_local(0, 0) + chunk_local);
+                let c1 = l.coords(t, p.d_local(1, 0) + chunk_local);
+                assert!(c0[0] < 64 && c1[0] >= 64, "{c0:?} {c1:?}");
+                assert_eq!(c1[0] - c0[0], 64);
+            }
+        }
+        assert!(p.a_layout().is_valid());
+    }
+
+    #[test]
+    fn descriptors_encode_address_strides_and_swizzle() {
+        let l128 = SharedLayout::swizzled_for_tma(&[64, 64], 2);
+        let d = descriptor(0x4400, &l128);
+        assert_eq!(d & 0x3fff, 0x4400 >> 4);
+        assert_eq!((d >> 16) & 0x3fff, 1);
+        assert_eq!((d >> 32) & 0x3fff, 1024 >> 4);
+        assert_eq!(d >> 62, 1);
+        let l64 = SharedLayout::swizzled_for_tma(&[128, 32], 2);
+        let d = descriptor(0x1000, &l64);
+        assert_eq!(((d >> 32) & 0x3fff, d >> 62), (512 >> 4, 2));
+        let l32 = SharedLayout::swizzled_for_tma(&[64, 16], 2);
+        let d = descriptor(0x200, &l32);
+        assert_eq!(
+            ((d >> 32) & 0x3fff, d >> 62, d & 0x3fff),
+            (256 >> 4, 3, 0x20)
+        );
+        assert!(check_operand_layout(&SharedLayout::swizzled_for_tma(&[64, 128], 2)).is_err());
+        assert!(check_operand_layout(&l128).is_ok());
+    }
+}
