@@ -30,10 +30,17 @@ impl Script for Mark {
 
 impl Tunable for Mark {
     fn space() -> Space {
-        Space::new().values("block", &[64, 128, 256]).unwrap().values("warps", &[1, 2]).unwrap()
+        Space::new()
+            .values("block", &[64, 128, 256])
+            .unwrap()
+            .values("warps", &[1, 2])
+            .unwrap()
     }
     fn from_binding(b: &Binding) -> Result<Mark, String> {
-        Ok(Mark { block: b.get("block").ok_or("block")? as i32, warps: b.get("warps").ok_or("warps")? as u32 })
+        Ok(Mark {
+            block: b.get("block").ok_or("block")? as i32,
+            warps: b.get("warps").ok_or("warps")? as u32,
+        })
     }
 }
 
@@ -44,7 +51,11 @@ struct Hopeless(Mark);
 impl Script for Hopeless {
     type Args = (i32, PtrMut<f32>);
     fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
-        Mark { block: self.0.block, warps: 1 }.body(k, args)
+        Mark {
+            block: self.0.block,
+            warps: 1,
+        }
+        .body(k, args)
     }
 }
 
@@ -53,7 +64,10 @@ impl Tunable for Hopeless {
         Space::new().values("block", &[32768, 65536]).unwrap()
     }
     fn from_binding(b: &Binding) -> Result<Hopeless, String> {
-        Ok(Hopeless(Mark { block: b.get("block").ok_or("block")? as i32, warps: 1 }))
+        Ok(Hopeless(Mark {
+            block: b.get("block").ok_or("block")? as i32,
+            warps: 1,
+        }))
     }
 }
 
@@ -75,8 +89,12 @@ fn child_tune() {
     }
     let device = Device::open(0).expect("a Hopper GPU");
     let (got, _) = run_once(&device, 1000);
-    let ok = got.iter().all(|&x| x == 64.0 || x == 128.0 || x == 256.0) && got.windows(2).all(|w| w[0] == w[1]);
-    println!("CHILD-RESULT ok={ok} nvrtc_runs={}", tilus::compile::nvrtc_runs());
+    let ok = got.iter().all(|&x| x == 64.0 || x == 128.0 || x == 256.0)
+        && got.windows(2).all(|w| w[0] == w[1]);
+    println!(
+        "CHILD-RESULT ok={ok} nvrtc_runs={}",
+        tilus::compile::nvrtc_runs()
+    );
 }
 
 #[test]
@@ -88,7 +106,14 @@ fn two_processes_tuning_at_once_agree_and_compile_each_program_once() {
     let children: Vec<_> = (0..2)
         .map(|_| {
             std::process::Command::new(&exe)
-                .args(["--exact", "child_tune", "--include-ignored", "--nocapture", "--test-threads", "1"])
+                .args([
+                    "--exact",
+                    "child_tune",
+                    "--include-ignored",
+                    "--nocapture",
+                    "--test-threads",
+                    "1",
+                ])
                 .env("TILUS_TEST_CHILD_CACHE", &dir)
                 .env("TILUS_CACHE_DIR", &dir)
                 .stdout(std::process::Stdio::piped())
@@ -96,17 +121,30 @@ fn two_processes_tuning_at_once_agree_and_compile_each_program_once() {
                 .unwrap()
         })
         .collect();
-    let outputs: Vec<String> =
-        children.into_iter().map(|c| String::from_utf8_lossy(&c.wait_with_output().unwrap().stdout).into_owned()).collect();
-    assert!(outputs.iter().all(|o| o.contains("CHILD-RESULT ok=true")), "{outputs:?}");
+    let outputs: Vec<String> = children
+        .into_iter()
+        .map(|c| String::from_utf8_lossy(&c.wait_with_output().unwrap().stdout).into_owned())
+        .collect();
+    assert!(
+        outputs.iter().all(|o| o.contains("CHILD-RESULT ok=true")),
+        "{outputs:?}"
+    );
     let runs: usize = outputs
         .iter()
         .map(|o| {
             let tail = o.split("nvrtc_runs=").nth(1).unwrap_or("0");
-            tail.trim().split_whitespace().next().unwrap_or("0").parse::<usize>().unwrap_or(0)
+            tail.trim()
+                .split_whitespace()
+                .next()
+                .unwrap_or("0")
+                .parse::<usize>()
+                .unwrap_or(0)
         })
         .sum();
-    assert_eq!(runs, 6, "six configurations, each compiled by exactly one of the two processes: {outputs:?}");
+    assert_eq!(
+        runs, 6,
+        "six configurations, each compiled by exactly one of the two processes: {outputs:?}"
+    );
     let tables: Vec<_> = std::fs::read_dir(dir.join("tuning"))
         .unwrap()
         .filter_map(|e| e.ok())
@@ -130,6 +168,9 @@ fn a_space_where_nothing_works_is_an_error_naming_every_candidate() {
     let err = tuned.launch(stream, (64, &mut out)).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, tilus::Error::Tuning { .. }), "{err}");
-    assert!(text.contains("block=32768") && text.contains("block=65536"), "{text}");
+    assert!(
+        text.contains("block=32768") && text.contains("block=65536"),
+        "{text}"
+    );
     assert!(text.contains("registers per thread"), "{text}");
 }
