@@ -19,6 +19,8 @@ pub struct Outcome {
     pub spills: Option<u32>,
     /// Dynamic shared memory in bytes.
     pub smem: Option<u32>,
+    /// Blocks per multiprocessor.
+    pub blocks: Option<u32>,
     /// Seconds NVRTC took (0 from the cache).
     pub seconds: f64,
     /// Why it failed.
@@ -39,6 +41,7 @@ pub fn compile_one(script: &dyn tilus::lang::DynScript, consts: &[i64]) -> Outco
         registers: None,
         spills: None,
         smem: None,
+        blocks: None,
         seconds: 0.0,
         reason: String::new(),
     };
@@ -51,6 +54,7 @@ pub fn compile_one(script: &dyn tilus::lang::DynScript, consts: &[i64]) -> Outco
             o.registers = Some(c.report.registers);
             o.spills = Some(c.report.spill_stores);
             o.smem = Some(c.plan.smem_bytes);
+            o.blocks = Some(c.blocks_per_sm());
             o.seconds = c.compile_seconds;
             if c.report.spill_stores > 0 {
                 o.status = "spills";
@@ -92,17 +96,18 @@ pub fn run(entry: &Entry, (m, n, k): (usize, usize, usize)) -> Result<bool, Stri
         .collect();
     let opt = |v: Option<u32>| v.map(|x| x.to_string()).unwrap_or_else(|| "-".into());
     println!(
-        "{:<34} {:<9} {:>5} {:>7} {:>9} {:>8}  reason",
-        "config", "status", "regs", "spills", "smem (B)", "nvrtc(s)"
+        "{:<34} {:<9} {:>5} {:>7} {:>9} {:>9} {:>8}  reason",
+        "config", "status", "regs", "spills", "smem (B)", "blocks/SM", "nvrtc(s)"
     );
     for o in &outcomes {
         println!(
-            "{:<34} {:<9} {:>5} {:>7} {:>9} {:>8.2}  {}",
+            "{:<34} {:<9} {:>5} {:>7} {:>9} {:>9} {:>8.2}  {}",
             o.config,
             o.status,
             opt(o.registers),
             opt(o.spills),
             opt(o.smem),
+            opt(o.blocks),
             o.seconds,
             o.reason
         );

@@ -247,8 +247,9 @@ impl<'p> Emitter<'p> {
             }
         }
         format!(
-            "extern \"C\" __global__ void __launch_bounds__({}, 1) {}(\n    {})\n",
+            "extern \"C\" __global__ void __launch_bounds__({}, {}) {}(\n    {})\n",
             p.threads(),
+            p.min_blocks.unwrap_or(1),
             p.name,
             params.join(",\n    ")
         )

@@ -48,8 +48,11 @@ pub struct Meta {
     pub cubin_sha256: String,
     /// Resource usage.
     pub report: ResourceReport,
-    /// Seconds NVRTC took.
+    /// Seconds NVRTC took (every attempt of the occupancy search).
     pub compile_seconds: f64,
+    /// Blocks per multiprocessor the kept compilation asked for (`__launch_bounds__`).
+    #[serde(default)]
+    pub min_blocks: u32,
 }
 
 /// Hex SHA-256.

@@ -45,6 +45,16 @@ pub struct CompiledProgram {
     pub compile_seconds: f64,
 }
 
+impl CompiledProgram {
+    /// Blocks of this kernel that fit on one multiprocessor (by registers, shared memory and
+    /// threads).
+    pub fn blocks_per_sm(&self) -> u32 {
+        blocks_by_registers(self.report.registers, self.plan.block_threads).min(
+            blocks_by_shared_memory(self.plan.smem_bytes, self.plan.block_threads),
+        )
+    }
+}
+
 /// The content key of a source under the current NVRTC.
 pub fn content_key(source: &str) -> Result<String> {
     let info = nvrtc()?;
@@ -58,56 +68,119 @@ pub fn content_key(source: &str) -> Result<String> {
     ]))
 }
 
+/// Shared memory of one multiprocessor on sm_90, and what the driver reserves per block.
+const SM_SHARED_BYTES: u32 = 228 * 1024;
+const BLOCK_RESERVED_SHARED: u32 = 1024;
+
+/// Blocks of `threads` threads with `smem` bytes of shared memory that fit on one
+/// multiprocessor by shared memory and thread count alone.
+pub fn blocks_by_shared_memory(smem: u32, threads: u32) -> u32 {
+    let by_smem = SM_SHARED_BYTES / (smem + BLOCK_RESERVED_SHARED);
+    by_smem.min(2048 / threads.max(1)).min(32)
+}
+
+/// Blocks that fit by registers (allocated per warp in units of 256: 8 per thread).
+pub fn blocks_by_registers(registers: u32, threads: u32) -> u32 {
+    let per_thread = registers.max(1).div_ceil(8) * 8;
+    65536 / (per_thread * threads.max(1))
+}
+
+struct Attempt {
+    source: String,
+    cubin: Option<Vec<u8>>,
+    log: String,
+    report: ResourceReport,
+    min_blocks: u32,
+}
+
+fn attempt(program: &Program, plan: &LaunchPlan, min_blocks: u32) -> Result<Attempt> {
+    let mut p = program.clone();
+    p.min_blocks = Some(min_blocks);
+    let source = crate::codegen::emit_cuda(&p, plan);
+    let out = compile_cubin(&source, &program.name)?;
+    NVRTC_RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let report = ResourceReport::parse(&out.log);
+    Ok(Attempt {
+        source,
+        cubin: out.cubin,
+        log: out.log,
+        report,
+        min_blocks,
+    })
+}
+
 /// Emits, compiles (or finds in the cache) a planned program.
+///
+/// Unless the script fixed it (`min_blocks_per_sm`), the occupancy is chosen here: after the
+/// first compilation, as long as shared memory would allow more blocks per multiprocessor than
+/// the registers do, the program is compiled again asking for one more block, and the result
+/// is kept if it neither spills nor uses a stack frame. More resident blocks hide the latency
+/// of the copies and barriers of the others.
 pub fn compile(program: &Program, plan: &LaunchPlan) -> Result<CompiledProgram> {
-    let source = crate::codegen::emit_cuda(program, plan);
-    let key = content_key(&source)?;
+    let auto = program.min_blocks.is_none();
+    let emit_with = |min_blocks: u32| {
+        let mut p = program.clone();
+        p.min_blocks = Some(min_blocks);
+        crate::codegen::emit_cuda(&p, plan)
+    };
+    let base = emit_with(program.min_blocks.unwrap_or(1));
+    let key = if auto {
+        content_key(&format!("{base}\n// occupancy: search v1\n"))?
+    } else {
+        content_key(&base)?
+    };
     let name = program.name.clone();
     let dir = cache::entry_dir(&name, &key);
+    let hit = |cubin: Vec<u8>, meta: cache::Meta| CompiledProgram {
+        name: name.clone(),
+        source: emit_with(meta.min_blocks.max(1)),
+        cubin,
+        report: meta.report,
+        plan: plan.clone(),
+        cache_dir: Some(dir.clone()),
+        key: key.clone(),
+        from_cache: true,
+        compile_seconds: 0.0,
+    };
     if let Some((cubin, meta)) = cache::load(&name, &key) {
-        return Ok(CompiledProgram {
-            name,
-            source,
-            cubin,
-            report: meta.report,
-            plan: plan.clone(),
-            cache_dir: Some(dir),
-            key,
-            from_cache: true,
-            compile_seconds: 0.0,
-        });
+        return Ok(hit(cubin, meta));
     }
     // One compilation per program across processes: whoever holds the entry's lock compiles,
     // the others find the finished entry when they get the lock.
     let _lock = cache::EntryLock::acquire(&name, &key);
     if let Some((cubin, meta)) = cache::load(&name, &key) {
-        return Ok(CompiledProgram {
-            name,
-            source,
-            cubin,
-            report: meta.report,
-            plan: plan.clone(),
-            cache_dir: Some(dir),
-            key,
-            from_cache: true,
-            compile_seconds: 0.0,
-        });
+        return Ok(hit(cubin, meta));
     }
     let t0 = Instant::now();
-    let out = compile_cubin(&source, &name)?;
-    NVRTC_RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut best = attempt(program, plan, program.min_blocks.unwrap_or(1))?;
+    if auto && best.cubin.is_some() && best.report.spill_stores == 0 && best.report.stack_frame == 0
+    {
+        let threads = program.threads();
+        let limit = blocks_by_shared_memory(plan.smem_bytes, threads);
+        let mut have = blocks_by_registers(best.report.registers, threads).max(best.min_blocks);
+        while have < limit {
+            let next = attempt(program, plan, have + 1)?;
+            let clean = next.cubin.is_some()
+                && next.report.spill_stores == 0
+                && next.report.stack_frame == 0;
+            if !clean {
+                break;
+            }
+            have = blocks_by_registers(next.report.registers, threads).max(next.min_blocks);
+            best = next;
+        }
+    }
     let secs = t0.elapsed().as_secs_f64();
-    let source_path = cache::store_source(&name, &key, &source, &out.log);
-    let Some(cubin) = out.cubin else {
+    let source_path = cache::store_source(&name, &key, &best.source, &best.log);
+    let Some(cubin) = best.cubin else {
         return Err(Error::Compile {
             kernel: name,
             source_path: source_path
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|| "<not written>".into()),
-            log: out.log,
+            log: best.log,
         });
     };
-    let report = ResourceReport::parse(&out.log);
     let info = nvrtc()?;
     let meta = cache::Meta {
         kernel: name.clone(),
@@ -116,15 +189,16 @@ pub fn compile(program: &Program, plan: &LaunchPlan) -> Result<CompiledProgram> 
         arch: ARCH.into(),
         options: options(),
         cubin_sha256: cache::sha256_hex(&[&cubin]),
-        report: report.clone(),
+        report: best.report.clone(),
         compile_seconds: secs,
+        min_blocks: best.min_blocks,
     };
     cache::store_cubin(&name, &key, &cubin, &meta);
     Ok(CompiledProgram {
         name,
-        source,
+        source: best.source,
         cubin,
-        report,
+        report: best.report,
         plan: plan.clone(),
         cache_dir: source_path.map(|_| dir),
         key,

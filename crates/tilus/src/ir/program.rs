@@ -62,6 +62,9 @@ pub struct Program {
     pub smem_align: u32,
     /// Where the grid was set (`blocks`), for diagnostics.
     pub grid_loc: Option<super::Loc>,
+    /// Blocks per multiprocessor the register allocation must allow (`__launch_bounds__`'s
+    /// second argument). `None`: the compiler searches for the most that fit without spills.
+    pub min_blocks: Option<u32>,
 }
 
 impl Program {

@@ -150,6 +150,7 @@ impl Kernel {
                 smem_bytes: 0,
                 smem_align: 16,
                 grid_loc: None,
+                min_blocks: None,
             },
             blocks: vec![vec![]],
             groups: vec![0],
@@ -303,6 +304,22 @@ impl Kernel {
         }
         self.prog.warps = n;
         self.groups[0] = n * 32;
+    }
+
+    /// Asks the register allocator to leave room for `n` blocks per multiprocessor (registers
+    /// per thread at most 65536 / (n × threads)). Without it, Tilus compiles for the most blocks
+    /// that fit in shared memory and compile without spilling registers.
+    #[track_caller]
+    pub fn min_blocks_per_sm(&mut self, n: u32) {
+        let loc = Loc::caller();
+        if !(1..=32).contains(&n) {
+            self.error(
+                loc,
+                format!("min_blocks_per_sm must be between 1 and 32, got {n}"),
+            );
+            return;
+        }
+        self.prog.min_blocks = Some(n);
     }
 
     /// The block index, as scalars.
