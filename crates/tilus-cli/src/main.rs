@@ -7,12 +7,15 @@
 //! - `tilus bench matmul --versions v0 --sizes 4096x4096x4096,8192x8192x8192`: verify against
 //!   cuBLAS and time beside it
 //! - `tilus cache ls|show|clean`: the compiled programs and dispatch tables on disk
+//! - `tilus run hopper_matmul_v0 --interpret --size 256x256x256`: run a kernel on the CPU
+//!   interpreter and check it against the CPU reference (no GPU needed)
 //!
 //! `TILUS_LOG=debug` (any `tracing` filter) prints the autotuner's decisions and timings.
 
 mod bench_tune;
 mod cache;
 mod check;
+mod run;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -75,6 +78,27 @@ enum Command {
         /// Label printed by `first-call` (used by `tune`).
         #[arg(long, default_value = "first", hide = true)]
         label: String,
+    },
+    /// Run a kernel once on random inputs and check it against the CPU reference; with
+    /// `--interpret` (or `TILUS_BACKEND=interp`) on the CPU interpreter, without a GPU.
+    Run {
+        /// Kernel name (see `tilus list`).
+        kernel: String,
+        /// Hyperparameters, e.g. `--set block_m=128 --set block_k=32`.
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        sets: Vec<String>,
+        /// Problem size MxNxK (n and k are compile-time constants).
+        #[arg(long, default_value = "256x256x256")]
+        size: String,
+        /// Run on the CPU interpreter.
+        #[arg(long)]
+        interpret: bool,
+        /// Seed of the random inputs.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Run blocks one after another instead of in parallel.
+        #[arg(long)]
+        sequential: bool,
     },
     /// List the kernels this command knows.
     List,
@@ -249,6 +273,21 @@ fn run(cli: Cli) -> Result<bool, String> {
             }
             Ok(true)
         }
+        Command::Run {
+            kernel,
+            sets,
+            size,
+            interpret,
+            seed,
+            sequential,
+        } => run::run(run::RunArgs {
+            kernel,
+            sets: parse_sets(&sets)?,
+            size: parse_size(&size)?,
+            interpret,
+            seed,
+            sequential,
+        }),
         Command::List => {
             for e in hopper_matmul::registry::entries() {
                 println!("{:<20} {}", e.name, e.about);

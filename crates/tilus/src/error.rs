@@ -82,6 +82,22 @@ pub enum Error {
         /// Each candidate and why it failed.
         candidates: Vec<(String, String)>,
     },
+    /// The CPU interpreter ([`crate::interp`]) found a fault while running a kernel: a deadlock,
+    /// an asynchronous copy read before its wait, a transaction count that cannot be met,
+    /// overlapping shared buffers, an out-of-bounds global access. The first diagnostic names
+    /// the faulting instruction; the others the instructions involved (the copy, the other
+    /// buffer, every waiting thread).
+    #[error("interpreting `{kernel}`, block {block:?}: {fault}\n{}", .diagnostics.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n"))]
+    Interp {
+        /// Kernel name.
+        kernel: String,
+        /// The block (x, y, z) in which the fault happened.
+        block: [u32; 3],
+        /// What kind of fault it is (for tests and tools that react to one kind).
+        fault: crate::interp::Fault,
+        /// Where: the faulting instruction first, then the others involved.
+        diagnostics: Vec<Diagnostic>,
+    },
     /// Reading or writing the cache directory failed.
     #[error("cache directory {path}: {message}")]
     Cache {
@@ -101,10 +117,11 @@ impl Error {
         }])
     }
 
-    /// The diagnostics, when this is a script error.
+    /// The diagnostics, when this is a script error or an interpreter fault.
     pub fn diagnostics(&self) -> &[Diagnostic] {
         match self {
             Error::Script(d) => d,
+            Error::Interp { diagnostics, .. } => diagnostics,
             _ => &[],
         }
     }

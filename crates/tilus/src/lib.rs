@@ -36,6 +36,7 @@
 pub mod codegen;
 pub mod compile;
 mod error;
+pub mod interp;
 pub mod ir;
 /// The CUDA bindings Tilus uses, re-exported so that users need no second version.
 pub use cudarc;

@@ -1,0 +1,157 @@
+//! Scalar variables, loops, thread groups and `sync`, as `codegen/control.rs` emits them.
+
+use super::sched::{Frame, FrameKind, State, Step, Task};
+use super::state::{eval, Block, Fail, R};
+use super::Fault;
+use crate::ir::{Expr, Loc, Stmt, StmtKind, VarId, VarKind};
+
+/// The values of the runtime-scalar parameters (pointers get 0: no expression reads them).
+pub(crate) fn param_values(b: &Block<'_, '_>) -> Vec<(VarId, i64)> {
+    let p = b.program();
+    p.vars
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| match v.kind {
+            VarKind::Param(arg) => Some((
+                VarId(i as u32),
+                if v.pointee.is_some() {
+                    0
+                } else {
+                    b.args.get(arg).copied().unwrap_or(0)
+                },
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Evaluates a scalar expression in a task, or fails at `loc`.
+pub(crate) fn value(b: &Block<'_, '_>, task: &Task<'_>, e: &Expr, loc: Loc) -> R<i64> {
+    eval(e, &task.env, b.bidx).ok_or_else(|| {
+        let p = b.program();
+        let names = |v: VarId| p.var(v).name.clone();
+        Fail::new(
+            Fault::Invalid,
+            loc,
+            format!(
+                "cannot evaluate `{}`: division by zero, a shift out of range, or a variable \
+                 without a value",
+                crate::ir::ExprPrinter {
+                    expr: e,
+                    names: &names
+                }
+            ),
+        )
+    })
+}
+
+/// `let`, `assign` and `sync`.
+pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, s: &Stmt) -> R<Step> {
+    match &s.kind {
+        StmtKind::Let { var, value: e } | StmtKind::Assign { var, value: e } => {
+            let v = value(b, task, e, s.loc)?;
+            let t = b.program().var(*var).dtype;
+            task.env[var.0 as usize] = Some(crate::ir::wrap_to(v, t));
+            Ok(Step::Next)
+        }
+        StmtKind::Sync => Ok(Step::Wait(State::Sync { loc: s.loc })),
+        #[allow(unreachable_patterns)]
+        _ => Err(Fail::new(
+            Fault::Unsupported,
+            s.loc,
+            format!(
+                "`{}` is not supported by the interpreter yet",
+                crate::ir::describe_stmt(b.program(), s)
+            ),
+        )),
+    }
+}
+
+/// `for var in (start..end).step_by(step)`: enters the body (or skips the loop).
+pub(crate) fn for_loop<'p>(b: &Block<'_, 'p>, task: &mut Task<'p>, s: &'p Stmt) -> R<()> {
+    let StmtKind::For {
+        var,
+        start,
+        end,
+        step,
+        body,
+    } = &s.kind
+    else {
+        return Ok(());
+    };
+    let first = value(b, task, start, s.loc)?;
+    let last = value(b, task, end, s.loc)?;
+    let st = value(b, task, step, s.loc)?;
+    if st <= 0 {
+        return Err(Fail::new(
+            Fault::Invalid,
+            s.loc,
+            format!("for_range: the step is {st}; the loop would never end"),
+        ));
+    }
+    if let Some(f) = task.frames.last_mut() {
+        f.pc += 1;
+    }
+    if first < last && !body.is_empty() {
+        task.env[var.0 as usize] = Some(first);
+        task.frames.push(Frame {
+            stmts: body,
+            pc: 0,
+            kind: FrameKind::Loop {
+                var: *var,
+                end,
+                step,
+                loc: s.loc,
+            },
+        });
+    }
+    Ok(())
+}
+
+/// Enters a thread group: the task's threads inside `begin .. begin + count` (relative to the
+/// enclosing group) run the body. When only part of the task is inside, that part becomes a
+/// new task (returned) and the rest goes on past the statement.
+pub(crate) fn thread_group<'p>(
+    task: &mut Task<'p>,
+    begin: u32,
+    count: u32,
+    body: &'p [Stmt],
+) -> Option<Task<'p>> {
+    let lo = task.base().saturating_add(begin);
+    let hi = lo.saturating_add(count);
+    if let Some(f) = task.frames.last_mut() {
+        f.pc += 1;
+    }
+    let inside = task
+        .threads
+        .iter()
+        .filter(|&&t| (lo..hi).contains(&t))
+        .count();
+    if inside == 0 {
+        return None;
+    }
+    let frame = Frame {
+        stmts: body,
+        pc: 0,
+        kind: FrameKind::Group {
+            base: lo,
+            count: count.max(1),
+        },
+    };
+    if inside == task.threads.len() {
+        task.frames.push(frame);
+        return None;
+    }
+    let (ins, outs): (Vec<u32>, Vec<u32>) =
+        task.threads.iter().partition(|&&t| (lo..hi).contains(&t));
+    task.threads = outs;
+    let mut frames = task.frames.clone();
+    frames.push(frame);
+    Some(Task {
+        threads: ins,
+        frames,
+        env: task.env.clone(),
+        state: State::Run,
+        skip_converge: false,
+    })
+}

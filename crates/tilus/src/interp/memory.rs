@@ -1,0 +1,448 @@
+//! The memory family as `codegen/memory.rs` emits it: shared tiles are byte ranges of the
+//! planned region (checked against every live buffer when allocated), register tiles hold one
+//! value per (thread, local index) as their layout says, `load_shared` reads through the
+//! tile's swizzle, `store_global` writes vectors with the bounds check of the generated code.
+
+use super::sched::{Step, Task};
+use super::state::{
+    bits_to_f32, bits_to_int, f32_to_bits, read_bits, Block, Fail, GlobalWrite, RegData, R,
+};
+use super::Fault;
+use crate::ir::{DType, Expr, Loc, MemoryInst, SharedId};
+
+pub(crate) fn exec(
+    b: &mut Block<'_, '_>,
+    task: &mut Task<'_>,
+    i: &MemoryInst,
+    loc: Loc,
+) -> R<Step> {
+    #[allow(unreachable_patterns)]
+    match i {
+        MemoryInst::GlobalView(_) => {}
+        MemoryInst::AllocShared(s) => alloc_shared(b, *s, loc)?,
+        MemoryInst::FreeShared(s) => b.live[s.0 as usize] = false,
+        MemoryInst::AllocRegister { out, init } => alloc_register(b, task, *out, init.as_ref()),
+        MemoryInst::LoadShared { src, out } => load_shared(b, task, *src, *out, loc)?,
+        MemoryInst::StoreGlobal { .. } => store_global(b, task, i, loc)?,
+        other => {
+            return Err(Fail::new(
+                Fault::Unsupported,
+                loc,
+                format!("`{}` is not supported by the interpreter yet", other.name()),
+            ))
+        }
+    }
+    Ok(Step::Next)
+}
+
+fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
+    a.0 < b.1 && b.0 < a.1 && a.0 < a.1 && b.0 < b.1
+}
+
+/// Places a tile at its planned offset, after checking that no live buffer, barrier or copy in
+/// flight uses any of its bytes.
+fn alloc_shared(b: &mut Block<'_, '_>, s: SharedId, loc: Loc) -> R<()> {
+    let p = b.program();
+    let d = p.shared(s);
+    let me = b.tile_range(s);
+    if me.1 > b.smem.len() as u64 {
+        return Err(Fail::new(
+            Fault::SharedOutOfBounds,
+            loc,
+            format!(
+                "shared tensor `{}` is planned at bytes {}..{}, beyond the block's {} bytes of \
+                 shared memory",
+                d.name,
+                me.0,
+                me.1,
+                b.smem.len()
+            ),
+        ));
+    }
+    if b.live[s.0 as usize] {
+        // allocated again (a loop) while still alive: the same bytes, nothing new
+        return Ok(());
+    }
+    for (j, other) in p.shareds.iter().enumerate() {
+        if j == s.0 as usize || !b.live[j] {
+            continue;
+        }
+        let r = b.tile_range(SharedId(j as u32));
+        if overlaps(me, r) {
+            return Err(Fail::new(
+                Fault::SharedOverlap,
+                loc,
+                format!(
+                    "shared tensor `{}` (bytes {}..{}) overlaps `{}` (bytes {}..{}), which is still \
+                     alive: the two buffers would corrupt each other",
+                    d.name, me.0, me.1, other.name, r.0, r.1
+                ),
+            )
+            .note(other.loc, format!("`{}` was allocated here", other.name)));
+        }
+    }
+    for (j, bar) in p.barriers.iter().enumerate() {
+        if b.bars[j].is_none() {
+            continue;
+        }
+        let off = bar.offset.unwrap_or(0) as u64;
+        let r = (off, off + 8 * bar.counts.len() as u64);
+        if overlaps(me, r) {
+            return Err(Fail::new(
+                Fault::SharedOverlap,
+                loc,
+                format!(
+                    "shared tensor `{}` (bytes {}..{}) overlaps the mbarriers `{}` (bytes {}..{}): \
+                     writing the tile would corrupt the barriers",
+                    d.name, me.0, me.1, bar.name, r.0, r.1
+                ),
+            )
+            .note(bar.loc, format!("`{}` was allocated here", bar.name)));
+        }
+    }
+    let in_flight = b
+        .pending
+        .iter()
+        .map(|c| (c.dst, c.loc))
+        .chain(b.landed.iter().map(|c| (c.dst, c.loc)))
+        .find(|(dst, _)| *dst != s && overlaps(me, b.tile_range(*dst)));
+    if let Some((dst, at)) = in_flight {
+        let r = b.tile_range(dst);
+        return Err(Fail::new(
+            Fault::SharedOverlap,
+            loc,
+            format!(
+                "shared tensor `{}` (bytes {}..{}) overlaps `{}` (bytes {}..{}), into which a TMA \
+                 copy is still in flight: the copy would overwrite the new tile",
+                d.name,
+                me.0,
+                me.1,
+                p.shared(dst).name,
+                r.0,
+                r.1
+            ),
+        )
+        .note(at, "the copy was issued here"));
+    }
+    b.live[s.0 as usize] = true;
+    Ok(())
+}
+
+fn init_value(e: &Expr, dtype: DType) -> (f32, i64) {
+    let x = match e {
+        Expr::Float(bits, _) => f64::from_bits(*bits),
+        Expr::Int(v, _) => *v as f64,
+        _ => 0.0,
+    };
+    let f = match dtype {
+        DType::F16 => half::f16::from_f64(x).to_f32(),
+        DType::BF16 => half::bf16::from_f64(x).to_f32(),
+        _ => x as f32,
+    };
+    (f, crate::ir::wrap_to(x as i64, dtype))
+}
+
+fn alloc_register(
+    b: &mut Block<'_, '_>,
+    task: &Task<'_>,
+    out: crate::ir::RegId,
+    init: Option<&Expr>,
+) {
+    let info = b.prep.reg(out);
+    let (ls, dtype) = (info.ls, info.dtype);
+    let value = init.map(|e| init_value(e, dtype));
+    match b.reg_mut(out) {
+        RegData::Float(v) => {
+            let x = value.map_or(f32::NAN, |(f, _)| f);
+            for &t in &task.threads {
+                let t = t as usize;
+                v[t * ls..(t + 1) * ls].fill(x);
+            }
+        }
+        RegData::Int(v) => {
+            let x = value.map_or(0, |(_, i)| i);
+            for &t in &task.threads {
+                let t = t as usize;
+                v[t * ls..(t + 1) * ls].fill(x);
+            }
+        }
+    }
+}
+
+/// Fails when a TMA copy into bytes of `src` has not been observed by a completed phase.
+pub(crate) fn check_no_copy_in_flight(
+    b: &Block<'_, '_>,
+    src: SharedId,
+    what: &str,
+    loc: Loc,
+) -> R<()> {
+    let me = b.tile_range(src);
+    let p = b.program();
+    let pending = b
+        .pending
+        .iter()
+        .find(|c| overlaps(me, b.tile_range(c.dst)))
+        .map(|c| (c.dst, c.bar, c.loc, "is still in flight"));
+    let landed = b
+        .landed
+        .iter()
+        .find(|c| overlaps(me, b.tile_range(c.dst)) && b.bar_phases(c.bar.0, c.bar.1) <= c.phase)
+        .map(|c| {
+            (
+                c.dst,
+                c.bar,
+                c.loc,
+                "landed, but its barrier phase has not completed",
+            )
+        });
+    if let Some((dst, (arr, idx), at, state)) = pending.or(landed) {
+        let bar = b.bar_name(arr, idx);
+        let tile = &p.shared(src).name;
+        let into = if dst == src {
+            String::new()
+        } else {
+            format!(" (into `{}`, which shares its bytes)", p.shared(dst).name)
+        };
+        return Err(Fail::new(
+            Fault::ReadBeforeWait,
+            loc,
+            format!(
+                "{what} reads shared tensor `{tile}` while a TMA copy into it{into} {state}: wait on \
+                 barrier `{bar}` for the phase that covers the copy (and sync the block when only \
+                 one thread waited) before reading it"
+            ),
+        )
+        .note(at, format!("the copy into `{}` was issued here", p.shared(dst).name)));
+    }
+    Ok(())
+}
+
+fn load_shared(
+    b: &mut Block<'_, '_>,
+    task: &Task<'_>,
+    src: SharedId,
+    out: crate::ir::RegId,
+    loc: Loc,
+) -> R<()> {
+    check_no_copy_in_flight(b, src, "load_shared", loc)?;
+    let p = b.program();
+    let d = p.shared(src);
+    let Some(layout) = d.layout.as_ref() else {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            format!("shared tensor `{}` has no layout", d.name),
+        ));
+    };
+    let (off, end) = b.tile_range(src);
+    if end > b.smem.len() as u64 {
+        return Err(Fail::new(
+            Fault::SharedOutOfBounds,
+            loc,
+            format!(
+                "load_shared reads `{}` at bytes {off}..{end}, beyond the block's {} bytes of \
+                 shared memory",
+                d.name,
+                b.smem.len()
+            ),
+        ));
+    }
+    let prep = b.prep;
+    let info = prep.reg(out);
+    let base = task.base();
+    let eb = d.dtype.nbytes();
+    let sw = layout.swizzle;
+    let tile_bytes = (end - off) as u32;
+    let mut data = b.regs[out.0 as usize].take();
+    if data.is_none() {
+        b.reg_mut(out);
+        data = b.regs[out.0 as usize].take();
+    }
+    let smem = &b.smem;
+    let mut bad = None;
+    let read = |flat: i64| -> Option<u64> {
+        let lin = u32::try_from(flat).ok()?.checked_mul(eb)?;
+        if lin >= tile_bytes {
+            return None;
+        }
+        let at = off as usize + sw.apply(lin) as usize;
+        (at + eb as usize <= smem.len()).then(|| read_bits(smem, at, d.dtype))
+    };
+    match data.as_mut() {
+        Some(RegData::Float(v)) => {
+            for &t in &task.threads {
+                let ti = ((t - base) as usize) % info.nthreads;
+                let ft = info.flat_t[ti];
+                for l in 0..info.ls {
+                    match read(ft + info.flat_l[l]) {
+                        Some(bits) => v[t as usize * info.ls + l] = bits_to_f32(bits, d.dtype),
+                        None => bad = Some((t, l)),
+                    }
+                }
+            }
+        }
+        Some(RegData::Int(v)) => {
+            for &t in &task.threads {
+                let ti = ((t - base) as usize) % info.nthreads;
+                let ft = info.flat_t[ti];
+                for l in 0..info.ls {
+                    match read(ft + info.flat_l[l]) {
+                        Some(bits) => v[t as usize * info.ls + l] = bits_to_int(bits, d.dtype),
+                        None => bad = Some((t, l)),
+                    }
+                }
+            }
+        }
+        None => {}
+    }
+    b.regs[out.0 as usize] = data;
+    if let Some((t, l)) = bad {
+        return Err(Fail::new(
+            Fault::SharedOutOfBounds,
+            loc,
+            format!(
+                "load_shared: element {l} of thread {t} falls outside shared tensor `{}` (the \
+                 register layout does not fit the tile)",
+                d.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Row-major strides (elements) of a view's extents.
+pub(crate) fn strides(shape: &[i64]) -> Vec<i64> {
+    let mut s = vec![1i64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1].saturating_mul(shape[d + 1]);
+    }
+    s
+}
+
+fn store_global(b: &mut Block<'_, '_>, task: &Task<'_>, i: &MemoryInst, loc: Loc) -> R<()> {
+    let MemoryInst::StoreGlobal { dst, src, offsets } = i else {
+        return Ok(());
+    };
+    let p = b.program();
+    let g = p.global(*dst);
+    let shape: Vec<i64> = g
+        .shape
+        .iter()
+        .map(|e| super::control::value(b, task, e, loc))
+        .collect::<R<_>>()?;
+    let offs: Vec<i64> = offsets
+        .iter()
+        .map(|e| super::control::value(b, task, e, loc))
+        .collect::<R<_>>()?;
+    let Some(arg) = b.prep.global_arg[dst.0 as usize] else {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            format!("view `{}` is not over a pointer argument", g.name),
+        ));
+    };
+    let Some(buf) = b.bufs.get(arg).copied().flatten() else {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            format!("no buffer was passed for the pointer of view `{}`", g.name),
+        ));
+    };
+    let width = b
+        .prep
+        .store_width
+        .get(&(i as *const MemoryInst as usize))
+        .copied()
+        .unwrap_or(1) as usize;
+    let info = b.prep.reg(src.tensor);
+    let rank = info.rank;
+    if rank != shape.len() || offs.len() != rank {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            format!(
+                "store_global: view `{}` has {} dimensions, the tile {rank} and the offsets {}",
+                g.name,
+                shape.len(),
+                offs.len()
+            ),
+        ));
+    }
+    let perm = src.perm(rank);
+    let st = strides(&shape);
+    let eb = g.dtype.nbytes() as usize;
+    let base = task.base();
+    let Some(data) = b.regs[src.tensor.0 as usize].as_ref() else {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            format!(
+                "store_global: register tensor `{}` was never written",
+                p.register(src.tensor).name
+            ),
+        ));
+    };
+    let mut c = vec![0i64; rank];
+    for &t in &task.threads {
+        let ti = ((t - base) as usize) % info.nthreads;
+        let mut l = 0;
+        while l < info.ls {
+            // the generated code checks the vector's first element only
+            let coords = |l: usize, c: &mut [i64]| {
+                for (dd, cd) in c.iter_mut().enumerate() {
+                    let td = perm[dd];
+                    *cd = offs[dd] + info.tc[ti * rank + td] + info.lc[l * rank + td];
+                }
+            };
+            coords(l, &mut c);
+            if c.iter().zip(&shape).all(|(x, n)| x < n) {
+                for j in 0..width.min(info.ls - l) {
+                    coords(l + j, &mut c);
+                    let outside = c.iter().zip(&shape).any(|(x, n)| *x < 0 || x >= n);
+                    let flat: i64 = c.iter().zip(&st).map(|(x, s)| x * s).sum();
+                    let byte = flat.checked_mul(eb as i64);
+                    let fits = byte.is_some_and(|x| x >= 0 && (x as usize + eb) <= buf.bytes.len());
+                    if outside || !fits {
+                        let why = if c.iter().any(|x| *x < 0) {
+                            "the generated code skips coordinates past the end of the view but not \
+                             negative ones, so this write lands outside the view"
+                                .to_string()
+                        } else if j > 0 {
+                            format!(
+                                "the generated code writes {width}-element vectors and checks only \
+                                 the first element, so the vector runs past the end of the view"
+                            )
+                        } else {
+                            "the element is inside the view but the view is larger than the buffer"
+                                .to_string()
+                        };
+                        return Err(Fail::new(
+                            Fault::GlobalOutOfBounds,
+                            loc,
+                            format!(
+                                "out-of-bounds global write: store_global writes element {c:?} of \
+                                 view `{}` {shape:?} (thread {t}), which is element {flat} of a \
+                                 buffer of {} elements; {why}",
+                                g.name,
+                                buf.bytes.len() / eb
+                            ),
+                        ));
+                    }
+                    let idx = t as usize * info.ls + l + j;
+                    let bits = match data {
+                        RegData::Float(v) => f32_to_bits(v[idx], g.dtype),
+                        RegData::Int(v) => v[idx] as u64,
+                    };
+                    b.writes.push(GlobalWrite {
+                        arg: arg as u32,
+                        byte: flat as usize * eb,
+                        bits,
+                        nbytes: eb as u8,
+                    });
+                }
+            }
+            l += width;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,497 @@
+//! The CPU interpreter: runs a *planned* program (the output of
+//! [`crate::passes::compile_program`]) on the host, the way the generated CUDA runs on the
+//! chip, so that kernels are tested without a GPU and asynchronous bugs become diagnostics that
+//! name the user's file:line.
+//!
+//! ```
+//! use tilus::prelude::*;
+//!
+//! #[derive(Clone, Debug, Hash)]
+//! struct Fill { block: i32 }
+//!
+//! impl Script for Fill {
+//!     type Args = (i32, PtrMut<f32>);
+//!     fn body(&self, k: &mut Kernel, (n, out): Handles<Self::Args>) {
+//!         k.blocks([cdiv(n, self.block)]);
+//!         k.warps(1);
+//!         let offset = k.let_i32(self.block * k.block_idx().x);
+//!         let ones = k.register_tensor::<f32>([self.block], Some(1.0));
+//!         let g = k.global_view::<f32>(out, [n]);
+//!         k.store_global(&g, &ones, [offset]);
+//!     }
+//! }
+//!
+//! let mut out = vec![0.0f32; 100];
+//! tilus::interp::run(&Fill { block: 32 }, (100, &mut out[..])).unwrap();
+//! assert!(out.iter().all(|&x| x == 1.0));
+//! ```
+//!
+//! # What it models
+//!
+//! - **Blocks** run independently (in parallel with rayon by default); their global writes are
+//!   applied in block order when a batch of blocks is done.
+//! - **Threads**: the threads of a block run as cooperatively scheduled *tasks*. Code that a
+//!   group of threads runs together runs tile by tile for all of them: a register tile holds a
+//!   value per (thread, local index), placed by its layout's thread and local terms (replicated
+//!   threads hold copies). A `ThreadGroup` that covers part of a task splits it (warp
+//!   specialization); tasks switch at blocking points (`mbarrier.wait`, `sync`) and merge when
+//!   they meet again.
+//! - **Shared memory** is one byte array of `program.smem_bytes` bytes: tiles live at their
+//!   planned offsets through [`crate::layout::SharedLayout`]'s swizzle, barriers keep their state
+//!   in their 8 planned bytes. Nothing written reads as NaN.
+//! - **TMA copies** are asynchronous: issuing records the copy; it lands (bytes, zeros outside
+//!   the view, `complete_tx` on the barrier) only when no task can make progress otherwise.
+//! - **mbarriers** count arrivals and transaction bytes per phase; `wait(bar, parity)` returns
+//!   once the phase with that parity has completed.
+//! - **`dot`** runs mma.sync m16n8k16 per warp from the lanes' registers, accumulating in f32;
+//!   **`cast`** rounds to nearest even; **`store_global`** writes the vectors the generated code
+//!   writes, with its bounds check.
+//!
+//! # What it reports
+//!
+//! [`crate::Error::Interp`] with a [`Fault`] and diagnostics at the user's file:line: deadlocks
+//! (who waits for which barrier and phase), transaction counts that can never be met or are
+//! exceeded, reads of a TMA destination before the wait that covers the copy, live shared
+//! buffers that overlap, out-of-bounds global accesses, and warps that reach a warp-collective
+//! instruction divided.
+
+mod args;
+mod arithmetic;
+mod control;
+mod mbarrier;
+mod memory;
+mod mma;
+mod sched;
+mod state;
+mod tma;
+
+pub use args::{HostBuffer, HostBufferMut, InterpArg, InterpArgList, InterpArgs, InterpValue, Pod};
+
+use crate::ir::{KernelParam, LaunchPlan, ParamKind, Program};
+use crate::lang::ArgList;
+use crate::{Error, Result, Script};
+use rayon::prelude::*;
+use state::{Block, GlobalBuf, Prepared};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+/// What kind of fault the interpreter found (the diagnostics say where and why).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fault {
+    /// Every thread of the block waits and nothing in flight can release any of them.
+    Deadlock,
+    /// A wait on a phase whose arrivals are all in but whose transaction bytes will never all
+    /// arrive (`arrive_and_expect_tx` declared more than the copies deliver).
+    TxNeverMet,
+    /// A barrier received more transaction bytes than the phase declared.
+    TxExceeded,
+    /// A TMA destination was read while a copy into it had not been observed by a wait.
+    ReadBeforeWait,
+    /// Two live shared buffers (tiles, barriers, copies in flight) share bytes.
+    SharedOverlap,
+    /// A planned shared buffer lies beyond the block's shared memory.
+    SharedOutOfBounds,
+    /// A global access outside its buffer (or outside its view where the generated code does
+    /// not check).
+    GlobalOutOfBounds,
+    /// Part of a warp reached a warp-collective instruction while the rest can never join.
+    Diverged,
+    /// The program uses something the interpreter does not implement yet.
+    Unsupported,
+    /// The program cannot run as written (an expression that cannot be evaluated, a barrier
+    /// index out of range, a barrier used before its allocation, ...).
+    Invalid,
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Fault::Deadlock => "deadlock",
+            Fault::TxNeverMet => "transaction count never met",
+            Fault::TxExceeded => "transaction count exceeded",
+            Fault::ReadBeforeWait => "read of a TMA destination before its wait",
+            Fault::SharedOverlap => "overlapping shared buffers",
+            Fault::SharedOutOfBounds => "shared memory out of bounds",
+            Fault::GlobalOutOfBounds => "out-of-bounds global access",
+            Fault::Diverged => "diverged warp",
+            Fault::Unsupported => "not supported by the interpreter",
+            Fault::Invalid => "invalid program",
+        })
+    }
+}
+
+/// How to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Run blocks on rayon's thread pool (results do not depend on it: global writes are
+    /// applied in block order).
+    pub parallel: bool,
+    /// Blocks per batch: a batch's writes become visible to later batches (a kernel must not
+    /// read what other blocks write, as on the GPU).
+    pub batch: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            parallel: true,
+            batch: 256,
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Blocks run.
+    pub blocks: u64,
+    /// Statements executed, summed over tasks and blocks.
+    pub statements: u64,
+    /// TMA copies issued.
+    pub tma_copies: u64,
+    /// mma.sync instructions (per warp) executed.
+    pub mma_instructions: u64,
+    /// The most tasks a block had at once (1 when no thread group split a block).
+    pub max_tasks: usize,
+}
+
+/// Which backend runs a launch: the GPU or this interpreter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// Compile with NVRTC and launch on the GPU.
+    Gpu,
+    /// Run on the CPU with the interpreter.
+    Interp,
+}
+
+impl Backend {
+    /// The backend `TILUS_BACKEND` asks for: `interp` (or `interpreter`, `cpu`) or `gpu`
+    /// (or `cuda`, or unset). Tools that can run either way use it so that CI without a GPU
+    /// can select the interpreter.
+    pub fn from_env() -> Result<Backend> {
+        match std::env::var("TILUS_BACKEND") {
+            Err(_) => Ok(Backend::Gpu),
+            Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "" | "gpu" | "cuda" => Ok(Backend::Gpu),
+                "interp" | "interpreter" | "cpu" => Ok(Backend::Interp),
+                other => Err(Error::Argument {
+                    arg: "TILUS_BACKEND".into(),
+                    message: format!("`{other}` is not a backend; use `gpu` or `interp`"),
+                }),
+            },
+        }
+    }
+}
+
+/// Traces, checks and plans a script for the arguments' constant values, then interprets it.
+/// The arguments are the script's `Args` with host slices for buffers: `&[T]` for `Ptr<T>`,
+/// `&mut [T]` for `PtrMut<T>` (outputs are written back into them).
+pub fn run<S: Script>(script: &S, args: InterpArgs<'_, S::Args>) -> Result<Report>
+where
+    S::Args: InterpArgList,
+{
+    run_with(script, args, &Options::default())
+}
+
+/// [`run`] with options.
+pub fn run_with<S: Script>(
+    script: &S,
+    mut args: InterpArgs<'_, S::Args>,
+    opts: &Options,
+) -> Result<Report>
+where
+    S::Args: InterpArgList,
+{
+    let mut values = <S::Args as InterpArgList>::values(&mut args);
+    let consts = const_values::<S::Args>(&values);
+    let program = crate::lang::trace(script, &consts)?;
+    let (program, plan) = crate::passes::compile_program(program)?;
+    run_program(&program, &plan, &mut values, opts)
+}
+
+fn const_values<A: ArgList>(values: &[InterpValue<'_>]) -> Vec<i64> {
+    A::const_positions()
+        .into_iter()
+        .map(|i| values.get(i).and_then(|v| v.as_int()).unwrap_or(0))
+        .collect()
+}
+
+/// A planned program and its launch plan, shared between runs.
+type Planned = Arc<(Program, LaunchPlan)>;
+
+/// A script bound to the interpreter, planned once for each new set of constant values (the
+/// parallel of [`crate::Jit`], which needs a GPU).
+pub struct Interpreter<S: Script> {
+    script: S,
+    options: Options,
+    programs: Mutex<HashMap<Vec<i64>, Planned>>,
+}
+
+impl<S: Script> Interpreter<S> {
+    /// Binds a script (its hyperparameters fixed) to the interpreter.
+    pub fn new(script: S) -> Interpreter<S> {
+        Interpreter {
+            script,
+            options: Options::default(),
+            programs: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The same, with options.
+    pub fn with_options(script: S, options: Options) -> Interpreter<S> {
+        Interpreter {
+            options,
+            ..Interpreter::new(script)
+        }
+    }
+
+    /// The script.
+    pub fn script(&self) -> &S {
+        &self.script
+    }
+
+    /// The planned program and launch plan for these constant values.
+    pub fn specialize(&self, consts: &[i64]) -> Result<Arc<(Program, LaunchPlan)>> {
+        if let Some(p) = self
+            .programs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(consts)
+        {
+            return Ok(p.clone());
+        }
+        let program = crate::lang::trace(&self.script, consts)?;
+        let planned = Arc::new(crate::passes::compile_program(program)?);
+        self.programs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(consts.to_vec(), planned.clone());
+        Ok(planned)
+    }
+
+    /// Runs the script on host buffers (see [`run`]).
+    pub fn run(&self, mut args: InterpArgs<'_, S::Args>) -> Result<Report>
+    where
+        S::Args: InterpArgList,
+    {
+        let mut values = <S::Args as InterpArgList>::values(&mut args);
+        let consts = const_values::<S::Args>(&values);
+        let planned = self.specialize(&consts)?;
+        run_program(&planned.0, &planned.1, &mut values, &self.options)
+    }
+}
+
+impl<S: Script> crate::Jit<S> {
+    /// Runs this Jit's script with the interpreter instead of the GPU, on host buffers (see
+    /// [`run`]): the same script, checked on the CPU, e.g. when `TILUS_BACKEND=interp`.
+    pub fn interpret(&self, args: InterpArgs<'_, S::Args>) -> Result<Report>
+    where
+        S::Args: InterpArgList,
+    {
+        run(self.script(), args)
+    }
+}
+
+fn arg_error(p: &Program, i: usize, message: String) -> Error {
+    Error::Argument {
+        arg: p
+            .params
+            .get(i)
+            .map_or_else(|| format!("arg{i}"), |x| x.name.clone()),
+        message,
+    }
+}
+
+/// Checks the arguments as a GPU launch would (kinds, element types, buffer sizes, TMA
+/// rules) and returns the integer value of each (0 for buffers).
+fn check_args(p: &Program, plan: &LaunchPlan, args: &[InterpValue<'_>]) -> Result<Vec<i64>> {
+    if args.len() != p.params.len() {
+        return Err(Error::Argument {
+            arg: "<arguments>".into(),
+            message: format!(
+                "`{}` takes {} arguments, {} were given",
+                p.name,
+                p.params.len(),
+                args.len()
+            ),
+        });
+    }
+    let mut ints = vec![0i64; args.len()];
+    for (i, (prm, v)) in p.params.iter().zip(args).enumerate() {
+        match (&prm.kind, v) {
+            (ParamKind::Scalar(_), InterpValue::Int(x)) => ints[i] = *x,
+            (ParamKind::Const(_, c), InterpValue::Int(x)) => {
+                if c != x {
+                    return Err(arg_error(
+                        p,
+                        i,
+                        format!("the program was specialized for {c}, but {x} was passed"),
+                    ));
+                }
+                ints[i] = *x;
+            }
+            (ParamKind::Pointer { dtype, mutable }, v) => {
+                let (have, is_mut) = match v {
+                    InterpValue::Buffer(b) => (b.dtype(), false),
+                    InterpValue::BufferMut(b) => (b.dtype(), true),
+                    InterpValue::Int(_) => {
+                        return Err(arg_error(p, i, "expected a host buffer".into()))
+                    }
+                };
+                if have != *dtype {
+                    return Err(arg_error(
+                        p,
+                        i,
+                        format!("expected a buffer of {dtype}, got one of {have}"),
+                    ));
+                }
+                if *mutable && !is_mut {
+                    return Err(arg_error(
+                        p,
+                        i,
+                        "the kernel may write this buffer: pass a mutable slice".into(),
+                    ));
+                }
+            }
+            (_, _) => return Err(arg_error(p, i, "expected an integer".into())),
+        }
+    }
+    let int = |i: usize| ints.get(i).copied();
+    let eval = |e: &crate::ir::Expr, i: usize| {
+        plan.eval_with(e, &int)
+            .ok_or_else(|| arg_error(p, i, format!("cannot evaluate {e} on the host")))
+    };
+    for rule in &plan.pointer_rules {
+        let len = match &args[rule.arg] {
+            InterpValue::Buffer(b) => b.len(),
+            InterpValue::BufferMut(b) => b.len(),
+            InterpValue::Int(_) => 0,
+        };
+        let need = eval(&rule.min_elems, rule.arg)?;
+        if rule.elem_bytes > 0 && (len as i64) < need {
+            return Err(arg_error(
+                p,
+                rule.arg,
+                format!("the buffer holds {len} elements, the kernel reads {need}"),
+            ));
+        }
+    }
+    for kp in &plan.params {
+        let KernelParam::TensorMap(spec) = kp else {
+            continue;
+        };
+        let dims: Vec<i64> = spec
+            .global_shape
+            .iter()
+            .map(|e| eval(e, spec.ptr_arg))
+            .collect::<Result<_>>()?;
+        if let Some(d) = dims.iter().find(|d| **d <= 0 || **d > (1i64 << 32)) {
+            return Err(arg_error(
+                p,
+                spec.ptr_arg,
+                format!("a TMA view extent of {d} is outside 1..=2^32"),
+            ));
+        }
+        let elem = spec.dtype.nbytes() as i64;
+        let mut s = elem;
+        for d in dims.iter().rev().take(dims.len().saturating_sub(1)) {
+            s *= d;
+            if s % 16 != 0 {
+                return Err(arg_error(
+                    p,
+                    spec.ptr_arg,
+                    format!(
+                        "a row stride of {s} bytes is not a multiple of 16, which TMA requires; \
+                         pad the rows to a multiple of {} elements",
+                        16 / elem
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(ints)
+}
+
+/// Interprets a planned program with untyped arguments, one per script argument (constants
+/// included). Checks the arguments as a GPU launch would, runs every block, then writes the
+/// outputs into the mutable buffers.
+pub fn run_program(
+    program: &Program,
+    plan: &LaunchPlan,
+    args: &mut [InterpValue<'_>],
+    opts: &Options,
+) -> Result<Report> {
+    let p = program;
+    let ints = check_args(p, plan, args)?;
+    let mut grid = [1i64; 3];
+    for (i, g) in plan.grid.iter().enumerate() {
+        let v = plan
+            .eval_with(g, &|a| ints.get(a).copied())
+            .ok_or_else(|| Error::Argument {
+                arg: "blocks".into(),
+                message: format!("cannot evaluate {g} on the host"),
+            })?;
+        if v <= 0 || v > if i == 0 { (1 << 31) - 1 } else { 65535 } {
+            return Err(Error::Argument {
+                arg: "blocks".into(),
+                message: format!("grid dimension {i} would be {v}"),
+            });
+        }
+        grid[i] = v;
+    }
+    let prep = Prepared::new(p).map_err(|(loc, m)| Error::script(loc, m))?;
+    let total = (grid[0] * grid[1] * grid[2]) as u64;
+    let mut report = Report::default();
+    let batch = opts.batch.max(1) as u64;
+    let mut start = 0u64;
+    while start < total {
+        let end = (start + batch).min(total);
+        let results: Vec<std::result::Result<(Vec<state::GlobalWrite>, state::Stats), Error>> = {
+            let views: Vec<Option<GlobalBuf<'_>>> = args
+                .iter()
+                .map(|v| match v {
+                    InterpValue::Buffer(b) => Some(GlobalBuf { bytes: b.bytes() }),
+                    InterpValue::BufferMut(b) => Some(GlobalBuf { bytes: b.bytes() }),
+                    InterpValue::Int(_) => None,
+                })
+                .collect();
+            let one = |id: u64| {
+                let x = id % grid[0] as u64;
+                let y = (id / grid[0] as u64) % grid[1] as u64;
+                let z = id / (grid[0] * grid[1]) as u64;
+                let bidx = [x as i64, y as i64, z as i64];
+                let mut b = Block::new(&prep, &views, &ints, bidx);
+                match sched::run_block(&mut b) {
+                    Ok(()) => Ok((b.writes, b.stats)),
+                    Err(f) => Err(Error::Interp {
+                        kernel: p.name.clone(),
+                        block: [x as u32, y as u32, z as u32],
+                        fault: f.fault,
+                        diagnostics: f.diags,
+                    }),
+                }
+            };
+            if opts.parallel && end - start > 1 {
+                (start..end).into_par_iter().map(one).collect()
+            } else {
+                (start..end).map(one).collect()
+            }
+        };
+        for r in results {
+            let (writes, stats) = r?;
+            for w in writes {
+                if let Some(InterpValue::BufferMut(buf)) = args.get_mut(w.arg as usize) {
+                    state::write_bits(buf.bytes_mut(), w.byte, w.bits, w.nbytes as usize);
+                }
+            }
+            report.blocks += 1;
+            report.statements += stats.statements;
+            report.tma_copies += stats.tma_copies;
+            report.mma_instructions += stats.mma;
+            report.max_tasks = report.max_tasks.max(stats.max_tasks);
+        }
+        start = end;
+    }
+    Ok(report)
+}
