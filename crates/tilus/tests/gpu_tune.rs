@@ -133,8 +133,7 @@ fn two_processes_tuning_at_once_agree_and_compile_each_program_once() {
         .iter()
         .map(|o| {
             let tail = o.split("nvrtc_runs=").nth(1).unwrap_or("0");
-            tail.trim()
-                .split_whitespace()
+            tail.split_whitespace()
                 .next()
                 .unwrap_or("0")
                 .parse::<usize>()

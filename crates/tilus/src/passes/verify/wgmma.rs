@@ -16,7 +16,7 @@ fn shared_shape(c: &Checker, v: &SharedView) -> Vec<i64> {
 }
 
 pub(super) fn check(c: &mut Checker, i: &WgmmaInst, loc: Loc, scope: &Scope) {
-    if scope.threads != 128 || scope.base % 128 != 0 {
+    if scope.threads != 128 || !scope.base.is_multiple_of(128) {
         let msg = format!(
             "{} runs on a warp group: 4 consecutive warps starting at a warp index divisible by 4 \
              (a block of 4 warps, or inside warp_group(..)); here the group has {} threads starting at thread {}",
