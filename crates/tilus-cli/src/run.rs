@@ -79,8 +79,8 @@ pub(crate) fn run(args: RunArgs) -> Result<bool, String> {
         script.config()
     );
     println!(
-        "  trace + passes: {:.1} ms; interpreter: {:.1} ms ({} blocks, {} TMA copies, {} mma.sync, \
-         up to {} tasks per block, {}); CPU reference: {:.1} ms",
+        "  trace + passes: {:.1} ms; interpreter: {:.1} ms ({} blocks, {} TMA copies, {} tensor-core \
+         instructions, up to {} tasks per block, {}); CPU reference: {:.1} ms",
         plan_time.as_secs_f64() * 1e3,
         run_time.as_secs_f64() * 1e3,
         report.blocks,

@@ -145,17 +145,12 @@ fn tx_body(k: &mut Kernel, (bytes, src, dst): Handles<TxArgs>) {
     let s = k.shared_tensor::<f16>([64, 64]);
     let bar = k.mbarrier().alloc([1]);
     k.single_thread(|k| {
-        at(
-            "expect",
-            line!(),
-            k.mbarrier().arrive_and_expect_tx(bar[0], bytes),
-        );
-        at(
-            "tma",
-            line!(),
-            k.tma().global_to_shared(&g, &s, [0, 0], bar[0]),
-        );
+        #[rustfmt::skip]
+        at("expect", line!(), k.mbarrier().arrive_and_expect_tx(bar[0], bytes));
+        #[rustfmt::skip]
+        at("tma", line!(), k.tma().global_to_shared(&g, &s, [0, 0], bar[0]));
     });
+    #[rustfmt::skip]
     at("wait", line!(), k.mbarrier().wait(bar[0], 0u32));
     let r = k.load_shared(&s);
     let o = k.global_view(dst, [64, 64]);
@@ -196,26 +191,27 @@ fn matmul_body(k: &mut Kernel, (m, n, kk, a, b, c): Handles<MatmulArgs>) {
     let on = k.let_i32(128 * k.block_idx().y);
     let ga = k.global_view(a, [m, kk]);
     let gb = k.global_view(b, [n, kk]);
+    #[rustfmt::skip]
     let sa: SharedTensor<f16> = at("sa", line!(), k.shared_tensor([64, 64]));
+    #[rustfmt::skip]
     let sb: SharedTensor<f16> = at("sb", line!(), k.shared_tensor([128, 64]));
     let acc: RegisterTensor<f32> = k.register_tensor([64, 128], 0.0);
+    #[rustfmt::skip]
     let bar = at("bar", line!(), k.mbarrier().alloc([1]));
     let phase = k.var_u32(0u32);
     k.for_range(0, kk, 64, |k, ok| {
         k.single_thread(|k| {
             k.mbarrier()
                 .arrive_and_expect_tx(bar[0], sa.nbytes() + sb.nbytes());
-            at(
-                "tma_a",
-                line!(),
-                k.tma().global_to_shared(&ga, &sa, [om, ok], bar[0]),
-            );
+            #[rustfmt::skip]
+            at("tma_a", line!(), k.tma().global_to_shared(&ga, &sa, [om, ok], bar[0]));
             k.tma().global_to_shared(&gb, &sb, [on, ok], bar[0]);
             k.mbarrier().wait(bar[0], phase);
         });
         if !bugs.no_first_sync {
             k.sync();
         }
+        #[rustfmt::skip]
         let ra = at("load_a", line!(), k.load_shared(&sa));
         let rb = k.load_shared(&sb);
         k.dot(&ra, &rb.transpose(), &acc, &acc);
@@ -413,6 +409,103 @@ fn a_warp_specialized_pipeline_streams_every_tile() {
     }
 }
 
+/// What a [`WgmmaTile`] run plants.
+#[derive(Clone, Copy, Debug, Default, Hash, PartialEq, Eq)]
+struct WgmmaBugs {
+    /// Skip the mbarrier wait before the wgmma.
+    no_tma_wait: bool,
+    /// Wait for the wgmma only after the K loop.
+    wait_after_loop: bool,
+}
+
+/// `c[64, 64] = a[64, 64] @ b[64, 64]ᵀ` (f16 in, f32 out) with wgmma, two K steps of 32
+/// (64-byte rows: the 64B swizzle), A from shared memory or from registers.
+#[derive(Clone, Debug, Hash)]
+struct WgmmaTile {
+    reg_a: bool,
+    bugs: WgmmaBugs,
+}
+
+impl Script for WgmmaTile {
+    type Args = (Ptr<f16>, Ptr<f16>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (a, b, c): Handles<Self::Args>) {
+        k.warps(4);
+        let ga = k.global_view(a, [64, 64]);
+        let gb = k.global_view(b, [64, 64]);
+        let sa = k.shared_tensor::<f16>([64, 32]);
+        let sb = k.shared_tensor::<f16>([64, 32]);
+        let bar = k.mbarrier().alloc([1]);
+        let acc = k.register_tensor::<f32>([64, 64], 0.0);
+        let phase = k.var_u32(0u32);
+        k.for_range(0, 64, 32, |k, ok| {
+            k.single_thread(|k| {
+                k.mbarrier()
+                    .arrive_and_expect_tx(bar[0], sa.nbytes() + sb.nbytes());
+                #[rustfmt::skip]
+                at("tma_a", line!(), k.tma().global_to_shared(&ga, &sa, [Val::constant(0), ok], bar[0]));
+                k.tma()
+                    .global_to_shared(&gb, &sb, [Val::constant(0), ok], bar[0]);
+            });
+            if !self.bugs.no_tma_wait {
+                k.mbarrier().wait(bar[0], phase);
+            }
+            k.wgmma().fence();
+            if self.reg_a {
+                let ra = k.load_shared(&sa);
+                #[rustfmt::skip]
+                at("mma", line!(), k.wgmma().mma(&ra, &sb.transpose(), &acc));
+            } else {
+                #[rustfmt::skip]
+                at("mma", line!(), k.wgmma().mma(&sa, &sb.transpose(), &acc));
+            }
+            k.wgmma().commit_group();
+            if !self.bugs.wait_after_loop {
+                k.wgmma().wait_group(0);
+            }
+            k.sync();
+            k.assign(phase, phase ^ 1);
+        });
+        if self.bugs.wait_after_loop {
+            k.wgmma().wait_group(0);
+        }
+        let gc = k.global_view(c, [64, 64]);
+        #[rustfmt::skip]
+        at("store", line!(), k.store_global(&gc, &acc, [0, 0]));
+    }
+}
+
+fn wgmma_inputs() -> (Vec<f16>, Vec<f16>) {
+    matmul_inputs(64, 64, 64)
+}
+
+fn run_wgmma(script: &WgmmaTile) -> tilus::Result<Vec<f32>> {
+    LINES.with(|l| l.borrow_mut().clear());
+    let (a, b) = wgmma_inputs();
+    let mut c = vec![f32::NAN; 64 * 64];
+    tilus::interp::run(script, (&a[..], &b[..], &mut c[..]))?;
+    Ok(c)
+}
+
+#[test]
+fn wgmma_products_are_exact_with_a_from_shared_memory_or_registers() {
+    let (a, b) = wgmma_inputs();
+    for reg_a in [false, true] {
+        let c = run_wgmma(&WgmmaTile {
+            reg_a,
+            bugs: WgmmaBugs::default(),
+        })
+        .unwrap();
+        for i in 0..64 {
+            for j in 0..64 {
+                let want: f32 = (0..64)
+                    .map(|x| a[i * 64 + x].to_f32() * b[j * 64 + x].to_f32())
+                    .sum();
+                assert_eq!(c[i * 64 + j], want, "reg_a={reg_a} ({i}, {j})");
+            }
+        }
+    }
+}
+
 // ------------------------------------------------------------------------------------------
 // Deadlocks and transaction counts.
 // ------------------------------------------------------------------------------------------
@@ -424,6 +517,7 @@ fn a_wait_that_nobody_completes_is_a_deadlock_naming_the_barrier_and_the_waiters
             k.warps(1);
             let bar = k.mbarrier().alloc([2]);
             k.single_thread(|k| k.mbarrier().arrive(bar[0]));
+            #[rustfmt::skip]
             at("wait", line!(), k.mbarrier().wait(bar[0], 0u32));
             let g = k.global_view(out, [32]);
             let t = k.register_tensor::<f32>([32], 1.0);
@@ -452,8 +546,10 @@ fn a_sync_some_threads_never_reach_is_a_deadlock() {
             k.warps(2);
             let bar = k.mbarrier().alloc([1]);
             k.single_warp(0, |k| {
+                #[rustfmt::skip]
                 at("wait", line!(), k.mbarrier().wait(bar[0], 0u32));
             });
+            #[rustfmt::skip]
             at("sync", line!(), k.sync());
             k.single_thread(|k| k.mbarrier().arrive(bar[0]));
         },
@@ -527,17 +623,11 @@ fn a_copy_landing_after_its_phase_completed_exceeds_the_transaction_count() {
             let bar = k.mbarrier().alloc([1]);
             k.single_thread(|k| {
                 // declares the bytes of one copy only
-                at(
-                    "expect",
-                    line!(),
-                    k.mbarrier().arrive_and_expect_tx(bar[0], bytes),
-                );
+                #[rustfmt::skip]
+                at("expect", line!(), k.mbarrier().arrive_and_expect_tx(bar[0], bytes));
                 k.tma().global_to_shared(&g, &s0, [0, 0], bar[0]);
-                at(
-                    "tma1",
-                    line!(),
-                    k.tma().global_to_shared(&g, &s1, [32, 0], bar[0]),
-                );
+                #[rustfmt::skip]
+                at("tma1", line!(), k.tma().global_to_shared(&g, &s1, [32, 0], bar[0]));
             });
             k.mbarrier().wait(bar[0], 0u32);
             let o = k.global_view(dst, [64, 64]);
@@ -670,11 +760,8 @@ fn a_store_at_a_negative_offset_is_out_of_bounds() {
             let row = k.let_i32(8 * k.block_idx().x - 1);
             let t = k.register_tensor::<f32>([8, 32], 1.0);
             let g = k.global_view(out, [m, Val::constant(32)]);
-            at(
-                "store",
-                line!(),
-                k.store_global(&g, &t, [row, Val::constant(0)]),
-            );
+            #[rustfmt::skip]
+            at("store", line!(), k.store_global(&g, &t, [row, Val::constant(0)]));
         },
         (64, &mut out),
     );
@@ -716,4 +803,89 @@ fn a_buffer_smaller_than_its_view_is_an_argument_error_as_on_the_gpu() {
         }
         other => panic!("expected Error::Argument, got {other:?}"),
     }
+}
+
+// ------------------------------------------------------------------------------------------
+// wgmma: asynchronous operands and accumulators.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn a_wgmma_on_a_tile_whose_copy_is_in_flight_is_a_read_before_wait() {
+    let bugs = WgmmaBugs {
+        no_tma_wait: true,
+        ..WgmmaBugs::default()
+    };
+    for reg_a in [false, true] {
+        let r = run_wgmma(&WgmmaTile { reg_a, bugs }).map(|_| Default::default());
+        let key = "mma";
+        let (f, d) = fault(r);
+        assert_eq!(f, Fault::ReadBeforeWait, "{d:#?}");
+        // with A in registers, load_shared is the first to read the tile
+        assert!(d[0].message.contains("still in flight"), "{}", d[0]);
+        if !reg_a {
+            assert_eq!(d[0].loc.line, line_of(key), "{}", d[0]);
+            assert!(d[0].message.starts_with("wgmma.mma reads"), "{}", d[0]);
+        }
+    }
+}
+
+#[test]
+fn a_copy_into_a_tile_an_unfinished_wgmma_reads_is_an_overwrite_before_wait() {
+    let bugs = WgmmaBugs {
+        wait_after_loop: true,
+        ..WgmmaBugs::default()
+    };
+    let r = run_wgmma(&WgmmaTile { reg_a: false, bugs }).map(|_| Default::default());
+    let d = expect(
+        r,
+        Fault::OverwriteBeforeWait,
+        "tma_a",
+        &[
+            "overwrites shared tensor `s0`",
+            "wgmma that reads it is unfinished",
+        ],
+    );
+    noted(&d, "mma");
+}
+
+#[test]
+fn using_the_accumulator_before_wait_group_is_a_read_before_wait() {
+    // the verifier rejects this statically; the test removes the wait from the planned program
+    LINES.with(|l| l.borrow_mut().clear());
+    let script = WgmmaTile {
+        reg_a: false,
+        bugs: WgmmaBugs {
+            wait_after_loop: true,
+            ..WgmmaBugs::default()
+        },
+    };
+    // one K step only, so that no copy overwrites an operand first
+    let program = tilus::trace(&script, &[]).unwrap();
+    let (mut program, plan) = tilus::passes::compile_program(program).unwrap();
+    program.body.retain(|s| {
+        !matches!(
+            s.kind,
+            tilus::ir::StmtKind::Inst(tilus::ir::Inst::Wgmma(tilus::ir::WgmmaInst::Wait(_)))
+        )
+    });
+    for s in program.body.iter_mut() {
+        if let tilus::ir::StmtKind::For { end, .. } = &mut s.kind {
+            *end = tilus::ir::Expr::i32(32);
+        }
+    }
+    let (a, b) = wgmma_inputs();
+    let mut c = vec![f32::NAN; 64 * 64];
+    let mut args = vec![
+        InterpValue::buffer(&a),
+        InterpValue::buffer(&b),
+        InterpValue::buffer_mut(&mut c),
+    ];
+    let r = tilus::interp::run_program(&program, &plan, &mut args, &Default::default());
+    let d = expect(
+        r,
+        Fault::ReadBeforeWait,
+        "store",
+        &["store_global uses accumulator `r0`", "wgmma.wait_group"],
+    );
+    noted(&d, "mma");
 }

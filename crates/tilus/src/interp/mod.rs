@@ -44,6 +44,8 @@
 //! - **mbarriers** count arrivals and transaction bytes per phase; `wait(bar, parity)` returns
 //!   once the phase with that parity has completed.
 //! - **`dot`** runs mma.sync m16n8k16 per warp from the lanes' registers, accumulating in f32;
+//!   **`wgmma.mma`** is asynchronous per warp group: the product runs when a `wait_group`
+//!   completes its committed group, reading shared operands through the tiles' layouts;
 //!   **`cast`** rounds to nearest even; **`store_global`** writes the vectors the generated code
 //!   writes, with its bounds check.
 //!
@@ -51,7 +53,8 @@
 //!
 //! [`crate::Error::Interp`] with a [`Fault`] and diagnostics at the user's file:line: deadlocks
 //! (who waits for which barrier and phase), transaction counts that can never be met or are
-//! exceeded, reads of a TMA destination before the wait that covers the copy, live shared
+//! exceeded, reads of a TMA destination before the wait that covers the copy, wgmma
+//! accumulators used and wgmma operands overwritten before their wait, live shared
 //! buffers that overlap, out-of-bounds global accesses, and warps that reach a warp-collective
 //! instruction divided.
 
@@ -64,6 +67,7 @@ mod mma;
 mod sched;
 mod state;
 mod tma;
+mod wgmma;
 
 pub use args::{HostBuffer, HostBufferMut, InterpArg, InterpArgList, InterpArgs, InterpValue, Pod};
 
@@ -88,6 +92,9 @@ pub enum Fault {
     TxExceeded,
     /// A TMA destination was read while a copy into it had not been observed by a wait.
     ReadBeforeWait,
+    /// An asynchronous operation's source was overwritten before the wait that covers it (a
+    /// TMA copy into a tile that an unfinished wgmma reads).
+    OverwriteBeforeWait,
     /// Two live shared buffers (tiles, barriers, copies in flight) share bytes.
     SharedOverlap,
     /// A planned shared buffer lies beyond the block's shared memory.
@@ -111,6 +118,7 @@ impl fmt::Display for Fault {
             Fault::TxNeverMet => "transaction count never met",
             Fault::TxExceeded => "transaction count exceeded",
             Fault::ReadBeforeWait => "read of a TMA destination before its wait",
+            Fault::OverwriteBeforeWait => "overwrite of an asynchronous operand before its wait",
             Fault::SharedOverlap => "overlapping shared buffers",
             Fault::SharedOutOfBounds => "shared memory out of bounds",
             Fault::GlobalOutOfBounds => "out-of-bounds global access",
@@ -150,7 +158,8 @@ pub struct Report {
     pub statements: u64,
     /// TMA copies issued.
     pub tma_copies: u64,
-    /// mma.sync instructions (per warp) executed.
+    /// Tensor-core instructions executed: mma.sync m16n8k16 per warp, wgmma m64nNk16 per warp
+    /// group.
     pub mma_instructions: u64,
     /// The most tasks a block had at once (1 when no thread group split a block).
     pub max_tasks: usize,

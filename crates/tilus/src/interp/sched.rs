@@ -359,8 +359,13 @@ fn end_of_frame(b: &Block<'_, '_>, task: &mut Task<'_>) -> R<()> {
 
 /// Runs one instruction for every thread of the task.
 fn exec_inst<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>, i: &'p Inst, loc: Loc) -> R<Step> {
+    if !b.wgmma.is_empty() && !matches!(i, Inst::Wgmma(_)) {
+        let regs = crate::passes::infer_layout::registers_of(i);
+        super::wgmma::check_accumulators(b, task, &regs, i.name(), loc)?;
+    }
     #[allow(unreachable_patterns)]
     match i {
+        Inst::Wgmma(w) => super::wgmma::exec(b, task, w, loc),
         Inst::Memory(m) => super::memory::exec(b, task, m, loc),
         Inst::Mbarrier(m) => super::mbarrier::exec(b, task, m, loc),
         Inst::Tma(t) => super::tma::exec(b, task, t, loc),

@@ -319,6 +319,8 @@ pub(crate) struct Block<'a, 'p> {
     pub bars: Vec<Option<Vec<BarMeta>>>,
     pub pending: VecDeque<PendingCopy>,
     pub landed: Vec<LandedCopy>,
+    /// wgmma products in flight, by warp group (block thread / 128).
+    pub wgmma: HashMap<u32, super::wgmma::WgState>,
     pub stats: Stats,
 }
 
@@ -346,6 +348,7 @@ impl<'a, 'p> Block<'a, 'p> {
             bars: vec![None; p.barriers.len()],
             pending: VecDeque::new(),
             landed: vec![],
+            wgmma: HashMap::new(),
             stats: Stats::default(),
         }
     }

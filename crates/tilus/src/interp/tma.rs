@@ -19,6 +19,7 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &TmaInst, loc:
             bar,
         } => {
             let (a, idx) = super::mbarrier::resolve(b, task, bar, i.name(), loc)?;
+            super::wgmma::check_operands_free(b, *dst, loc)?;
             let coords: Vec<i64> = offsets
                 .iter()
                 .map(|e| super::control::value(b, task, e, loc))

@@ -1,0 +1,109 @@
+//! v1 (WGMMA from shared memory) on the CPU interpreter, against the f64 CPU reference: every
+//! swizzle (block_k 16, 32, 64) and both warp-group row counts, at shapes that are multiples of
+//! the tile and shapes that are not. Plus a differential test against the GPU (ignored without
+//! one).
+
+use half::f16;
+use hopper_matmul::harness::{self, Rng};
+use hopper_matmul::v1::MatmulWgmma;
+
+fn inputs(m: usize, n: usize, k: usize, seed: u64) -> (Vec<f16>, Vec<f16>) {
+    let mut rng = Rng::new(seed);
+    let a = harness::seed_inputs(m * k, k, &mut rng);
+    let b = harness::seed_inputs(n * k, k, &mut rng);
+    (a, b)
+}
+
+fn check(config: MatmulWgmma, m: usize, n: usize, k: usize, seed: u64) {
+    let (a, b) = inputs(m, n, k, seed);
+    let mut c = vec![f16::NAN; m * n];
+    tilus::interp::run(
+        &config,
+        (m as i32, n as i32, k as i32, &a[..], &b[..], &mut c[..]),
+    )
+    .unwrap_or_else(|e| panic!("{config:?} at {m}x{n}x{k}: {e}"));
+    let check = harness::compare(&c, &harness::cpu_reference(&a, &b, m, n, k));
+    assert!(check.passed(), "{config:?} at {m}x{n}x{k}: {check:?}");
+    assert!(check.rel_err < 1e-3, "{check:?}");
+}
+
+#[test]
+fn default_config_at_multiples_and_non_multiples_of_the_tile() {
+    check(MatmulWgmma::default(), 128, 128, 64, 1);
+    check(MatmulWgmma::default(), 100, 72, 48, 2);
+    check(MatmulWgmma::default(), 130, 136, 80, 3);
+}
+
+#[test]
+fn every_swizzle_and_both_row_counts() {
+    for (bm, bn, bk) in [(64, 128, 16), (64, 128, 32), (128, 128, 32), (64, 256, 64)] {
+        let config = MatmulWgmma {
+            block_m: bm,
+            block_n: bn,
+            block_k: bk,
+        };
+        check(config.clone(), 64, 128, 64, 4);
+        check(config, 130, 136, 80, 5);
+    }
+}
+
+/// The interpreter and the GPU on the same inputs.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_interpreter_agrees_with_the_gpu() {
+    use tilus::runtime::Device;
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream().clone();
+    for (config, (m, n, k), seed) in [
+        (MatmulWgmma::default(), (256, 256, 256), 11),
+        (MatmulWgmma::default(), (130, 136, 80), 12),
+        (
+            MatmulWgmma {
+                block_m: 64,
+                block_n: 128,
+                block_k: 16,
+            },
+            (200, 264, 192),
+            13,
+        ),
+        (
+            MatmulWgmma {
+                block_m: 64,
+                block_n: 256,
+                block_k: 32,
+            },
+            (100, 72, 48),
+            14,
+        ),
+    ] {
+        let (a, b) = inputs(m, n, k, seed);
+        let da = stream.clone_htod(&a).unwrap();
+        let db = stream.clone_htod(&b).unwrap();
+        let mut dc = stream.clone_htod(&vec![f16::NAN; m * n]).unwrap();
+        let jit = tilus::Jit::new(config.clone(), &device);
+        jit.launch(&stream, (m as i32, n as i32, k as i32, &da, &db, &mut dc))
+            .unwrap();
+        let gpu = stream.clone_dtoh(&dc).unwrap();
+        let mut cpu = vec![f16::NAN; m * n];
+        jit.interpret((m as i32, n as i32, k as i32, &a[..], &b[..], &mut cpu[..]))
+            .unwrap();
+        let check = harness::compare(&cpu, &gpu);
+        let same = cpu
+            .iter()
+            .zip(&gpu)
+            .filter(|(x, y)| x.to_bits() == y.to_bits())
+            .count();
+        let ulps = cpu
+            .iter()
+            .zip(&gpu)
+            .map(|(x, y)| (x.to_bits() as i32 - y.to_bits() as i32).unsigned_abs())
+            .max()
+            .unwrap_or(0);
+        println!(
+            "{config:?} {m}x{n}x{k}: {same}/{} bit-identical, max {ulps} ulp apart, {check:?}",
+            m * n
+        );
+        assert!(check.passed(), "{config:?} {m}x{n}x{k}: {check:?}");
+        assert!(ulps <= 2, "{config:?} {m}x{n}x{k}: {ulps} ulp apart");
+    }
+}
