@@ -9,8 +9,8 @@ use tilus::Error;
 
 /// `C[64·bm, N] = A · Bᵀ` for one block: A and B in shared memory (or A in registers), one
 /// K step of `k` (16, 32 or 64), C stored as f32.
-#[derive(Clone, Debug, Hash)]
-struct OneTile {
+#[derive(Clone, Debug)]
+struct OneTile<C = f32> {
     m: i32,
     n: i32,
     k: i32,
@@ -18,10 +18,28 @@ struct OneTile {
     warps: u32,
     b_transposed: bool,
     read_early: bool,
+    acc: std::marker::PhantomData<C>,
 }
 
-impl OneTile {
-    fn new(m: i32, n: i32, k: i32) -> OneTile {
+// by hand: the element marker carries no data (and f16 has no Hash)
+impl<C> std::hash::Hash for OneTile<C> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (
+            self.m,
+            self.n,
+            self.k,
+            self.a_in_registers,
+            self.warps,
+            self.b_transposed,
+            self.read_early,
+        )
+            .hash(h);
+        std::any::type_name::<C>().hash(h);
+    }
+}
+
+impl<C> OneTile<C> {
+    fn new(m: i32, n: i32, k: i32) -> OneTile<C> {
         OneTile {
             m,
             n,
@@ -30,19 +48,22 @@ impl OneTile {
             warps: 4,
             b_transposed: true,
             read_early: false,
+            acc: std::marker::PhantomData,
         }
     }
 }
 
-impl Script for OneTile {
-    type Args = (Ptr<f16>, Ptr<f16>, PtrMut<f32>);
+impl<C: tilus::lang::Element + std::fmt::Debug> Script for OneTile<C> {
+    type Args = (Ptr<f16>, Ptr<f16>, PtrMut<C>);
     fn body(&self, k: &mut Kernel, (a_ptr, b_ptr, c_ptr): Handles<Self::Args>) {
-        k.warps(self.warps);
-        let ga = k.global_view::<f16>(a_ptr, [self.m, self.k]);
-        let gb = k.global_view::<f16>(b_ptr, [self.n, self.k]);
-        let sa = k.shared_tensor::<f16>([self.m, self.k]);
-        let sb = k.shared_tensor::<f16>([self.n, self.k]);
-        let acc = k.register_tensor::<f32>([self.m, self.n], 0.0);
+        let s = self;
+        k.warps(s.warps);
+        let ga = k.global_view::<f16>(a_ptr, [s.m, s.k]);
+        let gb = k.global_view::<f16>(b_ptr, [s.n, s.k]);
+        let sa = k.shared_tensor::<f16>([s.m, s.k]);
+        let sb = k.shared_tensor::<f16>([s.n, s.k]);
+        // f32 accumulation, or f16 accumulation when C is f16
+        let acc = k.register_tensor::<C>([s.m, s.n], 0.0);
         let bar = k.mbarrier().alloc([1]);
         k.single_thread(|k| {
             k.mbarrier()
@@ -51,21 +72,17 @@ impl Script for OneTile {
             k.tma().global_to_shared(&gb, &sb, [0, 0], bar[0]);
         });
         k.mbarrier().wait(bar[0], 0u32);
-        let b = if self.b_transposed {
-            sb.transpose()
-        } else {
-            sb
-        };
+        let b = if s.b_transposed { sb.transpose() } else { sb };
         k.wgmma().fence();
-        if self.a_in_registers {
+        if s.a_in_registers {
             let a = k.load_shared(&sa);
             k.wgmma().mma(&a, &b, &acc);
         } else {
             k.wgmma().mma(&sa, &b, &acc);
         }
         k.wgmma().commit_group();
-        let gc = k.global_view::<f32>(c_ptr, [self.m, self.n]);
-        if self.read_early {
+        let gc = k.global_view::<C>(c_ptr, [s.m, s.n]);
+        if s.read_early {
             k.store_global(&gc, &acc, [0, 0]);
         }
         k.wgmma().wait_group(0);
@@ -73,7 +90,9 @@ impl Script for OneTile {
     }
 }
 
-fn diagnostics(s: &OneTile) -> Vec<tilus::Diagnostic> {
+fn diagnostics<C: tilus::lang::Element + std::fmt::Debug>(
+    s: &OneTile<C>,
+) -> Vec<tilus::Diagnostic> {
     let p = tilus::trace(s, &[]).unwrap();
     match tilus::passes::compile_program(p) {
         Err(Error::Script(d)) => d,
@@ -88,11 +107,16 @@ fn has(d: &[tilus::Diagnostic], phrase: &str) -> bool {
 }
 
 #[test]
+fn f16_accumulation_is_accepted_with_f16_inputs() {
+    assert!(diagnostics(&OneTile::<f16>::new(64, 128, 64)).is_empty());
+}
+
+#[test]
 fn a_valid_tile_checks_clean() {
-    assert!(diagnostics(&OneTile::new(64, 128, 64)).is_empty());
+    assert!(diagnostics(&OneTile::<f32>::new(64, 128, 64)).is_empty());
     assert!(diagnostics(&OneTile {
         a_in_registers: true,
-        ..OneTile::new(128, 64, 32)
+        ..OneTile::<f32>::new(128, 64, 32)
     })
     .is_empty());
 }
@@ -101,7 +125,7 @@ fn a_valid_tile_checks_clean() {
 fn wgmma_outside_a_warp_group_is_an_error() {
     let d = diagnostics(&OneTile {
         warps: 8,
-        ..OneTile::new(64, 128, 64)
+        ..OneTile::<f32>::new(64, 128, 64)
     });
     assert!(has(&d, "runs on a warp group"), "{d:#?}");
 }
@@ -111,7 +135,7 @@ fn b_must_be_k_major() {
     let d = diagnostics(&OneTile {
         b_transposed: false,
         n: 64,
-        ..OneTile::new(64, 64, 64)
+        ..OneTile::<f32>::new(64, 64, 64)
     });
     assert!(has(&d, "operand b must be K-major"), "{d:#?}");
 }
@@ -120,7 +144,7 @@ fn b_must_be_k_major() {
 fn reading_the_accumulator_before_its_wait_is_an_error() {
     let d = diagnostics(&OneTile {
         read_early: true,
-        ..OneTile::new(64, 128, 64)
+        ..OneTile::<f32>::new(64, 128, 64)
     });
     assert!(has(&d, "is used while the wgmma at"), "{d:#?}");
     assert_eq!(d.len(), 1, "only the early read: {d:#?}");
@@ -129,10 +153,10 @@ fn reading_the_accumulator_before_its_wait_is_an_error() {
 #[test]
 fn shapes_the_instruction_cannot_cover_are_errors() {
     // M = 32 is not a multiple of 64
-    let d = diagnostics(&OneTile::new(32, 128, 64));
+    let d = diagnostics(&OneTile::<f32>::new(32, 128, 64));
     assert!(has(&d, "must be a positive multiple of 64"), "{d:#?}");
     // 256-byte rows fit no swizzle
-    let d = diagnostics(&OneTile::new(64, 64, 128));
+    let d = diagnostics(&OneTile::<f32>::new(64, 64, 128));
     assert!(
         d.iter()
             .any(|d| d.message.contains("K-major rows of 32, 64 or 128 bytes")),
@@ -140,23 +164,28 @@ fn shapes_the_instruction_cannot_cover_are_errors() {
     );
 }
 
+fn compiles_to<C: tilus::lang::Element + std::fmt::Debug>(s: &OneTile<C>, needle: &str) {
+    let c = tilus::build(s, &[]).unwrap_or_else(|e| panic!("{s:?}: {e}"));
+    assert_eq!(c.report.spill_stores, 0, "{s:?}");
+    assert!(c.source.contains(needle), "{s:?}: no `{needle}`");
+}
+
 #[test]
-fn both_operand_sources_compile_to_wgmma() {
+fn both_operand_sources_and_both_accumulators_compile_to_wgmma() {
     for (m, n, k) in [(64, 128, 64), (128, 128, 32), (64, 256, 32), (64, 8, 16)] {
-        for a_in_registers in [false, true] {
-            let s = OneTile {
-                a_in_registers,
-                ..OneTile::new(m, n, k)
-            };
-            let c = tilus::build(&s, &[]).unwrap_or_else(|e| panic!("{s:?}: {e}"));
-            assert_eq!(c.report.spill_stores, 0);
-            let variant = if a_in_registers { "_rs(" } else { "_ss(" };
-            assert!(
-                c.source
-                    .contains(&format!("tilus_wgmma_m64n{n}k16_f16{variant}")),
-                "{s:?}"
-            );
-        }
+        compiles_to(
+            &OneTile::<f32>::new(m, n, k),
+            &format!("tilus_wgmma_m64n{n}k16_f16_ss("),
+        );
+        let rs = OneTile::<f32> {
+            a_in_registers: true,
+            ..OneTile::<f32>::new(m, n, k)
+        };
+        compiles_to(&rs, &format!("tilus_wgmma_m64n{n}k16_f16_rs("));
+        compiles_to(
+            &OneTile::<f16>::new(m, n, k),
+            &format!("m64n{n}k16.f16.f16.f16"),
+        );
     }
 }
 
@@ -174,39 +203,57 @@ fn random(len: usize, seed: u64) -> Vec<f16> {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn both_operand_sources_compute_the_product() {
+fn both_operand_sources_and_both_accumulators_compute_the_product() {
     let device = Device::open(0).expect("a Hopper GPU");
     let stream = device.stream();
     for (i, (m, n, k)) in [(64, 128, 64), (64, 256, 32), (64, 8, 16), (128, 64, 64)]
         .into_iter()
         .enumerate()
     {
+        let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+        let a = random(mu * ku, 2 * i as u64 + 1);
+        let b = random(nu * ku, 2 * i as u64 + 2);
+        let want = |r: usize, col: usize| -> f64 {
+            (0..ku)
+                .map(|x| a[r * ku + x].to_f64() * b[col * ku + x].to_f64())
+                .sum()
+        };
+        let da = stream.clone_htod(&a).unwrap();
+        let db = stream.clone_htod(&b).unwrap();
         for a_in_registers in [false, true] {
-            let (mu, nu, ku) = (m as usize, n as usize, k as usize);
-            let a = random(mu * ku, 2 * i as u64 + 1);
-            let b = random(nu * ku, 2 * i as u64 + 2);
-            let da = stream.clone_htod(&a).unwrap();
-            let db = stream.clone_htod(&b).unwrap();
-            let mut dc = stream.clone_htod(&vec![f32::NAN; mu * nu]).unwrap();
-            let s = OneTile {
+            let s = OneTile::<f32> {
                 a_in_registers,
-                ..OneTile::new(m, n, k)
+                ..OneTile::<f32>::new(m, n, k)
             };
+            let mut dc = stream.clone_htod(&vec![f32::NAN; mu * nu]).unwrap();
             tilus::Jit::new(s.clone(), &device)
                 .launch(stream, (&da, &db, &mut dc))
                 .unwrap();
             let c = stream.clone_dtoh(&dc).unwrap();
             for r in 0..mu {
                 for col in 0..nu {
-                    let want: f64 = (0..ku)
-                        .map(|x| a[r * ku + x].to_f64() * b[col * ku + x].to_f64())
-                        .sum();
-                    let got = c[r * nu + col] as f64;
+                    let (got, w) = (c[r * nu + col] as f64, want(r, col));
                     assert!(
-                        (got - want).abs() <= 1e-4 + 1e-4 * want.abs(),
-                        "{s:?} ({r},{col}): {got} vs {want}"
+                        (got - w).abs() <= 1e-4 + 1e-4 * w.abs(),
+                        "{s:?} ({r},{col}): {got} vs {w}"
                     );
                 }
+            }
+        }
+        // f16 accumulation rounds every partial sum to 11 bits
+        let s = OneTile::<f16>::new(m, n, k);
+        let mut dc = stream.clone_htod(&vec![f16::NAN; mu * nu]).unwrap();
+        tilus::Jit::new(s.clone(), &device)
+            .launch(stream, (&da, &db, &mut dc))
+            .unwrap();
+        let c = stream.clone_dtoh(&dc).unwrap();
+        for r in 0..mu {
+            for col in 0..nu {
+                let (got, w) = (c[r * nu + col].to_f64(), want(r, col));
+                assert!(
+                    (got - w).abs() <= 2e-3 + 2e-3 * w.abs(),
+                    "{s:?} ({r},{col}): {got} vs {w}"
+                );
             }
         }
     }

@@ -62,6 +62,20 @@ pub(super) fn emit(e: &mut Emitter, i: &ArithInst) {
                 super::c_type(o)
             ));
         }
+        (DType::F16 | DType::BF16, DType::F32) => {
+            // exact: every 16-bit float is an f32
+            let (h, t) = if st == DType::F16 {
+                (Helper::CvtF16, "f16")
+            } else {
+                (Helper::CvtBf16, "bf16")
+            };
+            e.use_helper(h);
+            let a = read(e, src.tensor, "l");
+            e.line("#pragma unroll");
+            e.line(format!(
+                "for (int l = 0; l < {n}; ++l) {on}[l] = tilus_{t}_to_f32({a});"
+            ));
+        }
         (s, o) => {
             e.line(format!("// cast {s} -> {o} is not supported yet"));
             e.line(format!("#error \"cast {s} -> {o} is not supported yet\""));

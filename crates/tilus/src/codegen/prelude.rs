@@ -45,8 +45,9 @@ pub enum Helper {
     WgmmaDesc,
     /// Keeps the compiler from moving accumulator accesses across asynchronous wgmma work.
     FenceOperand,
-    /// One `wgmma.mma_async m64nNk16`: N, bf16 inputs (else f16), A from registers (else shared).
-    Wgmma(u16, bool, bool),
+    /// One `wgmma.mma_async m64nNk16`: N, bf16 inputs (else f16), A from registers (else
+    /// shared), f16 accumulation (else f32).
+    Wgmma(u16, bool, bool, bool),
 }
 
 const TYPES: &str = r#"typedef unsigned char u8;
@@ -186,7 +187,9 @@ static __device__ __forceinline__ void tilus_ldmatrix_x1(u32* r, u32 addr) {
                  static __device__ __forceinline__ u16 tilus_cvt_{t}(float x) {{\n  \
                  u16 r;\n  asm(\"cvt.rn.{t}.f32 %0, %1;\" : \"=h\"(r) : \"f\"(x));\n  return r;\n}}\n\
                  static __device__ __forceinline__ u32 tilus_cvt_{t}x2(float lo, float hi) {{\n  \
-                 u32 r;\n  asm(\"cvt.rn.{t}x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo));\n  return r;\n}}\n"
+                 u32 r;\n  asm(\"cvt.rn.{t}x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo));\n  return r;\n}}\n\
+                 static __device__ __forceinline__ float tilus_{t}_to_f32(u16 x) {{\n  \
+                 float r;\n  asm(\"cvt.f32.{t} %0, %1;\" : \"=f\"(r) : \"h\"(x));\n  return r;\n}}\n"
             )
         }
         Helper::WgmmaSync => r#"static __device__ __forceinline__ void tilus_wgmma_fence() {
@@ -212,9 +215,12 @@ static __device__ __forceinline__ u64 tilus_wgmma_desc(u32 addr, u32 sbo, u32 mo
         Helper::FenceOperand => r#"static __device__ __forceinline__ void tilus_fence_operand(float& x) {
   asm volatile("" : "+f"(x) :: "memory");
 }
+static __device__ __forceinline__ void tilus_fence_operand(u32& x) {
+  asm volatile("" : "+r"(x) :: "memory");
+}
 "#
         .into(),
-        Helper::Wgmma(n, bf16, rs) => wgmma_helper(n as usize, bf16, rs),
+        Helper::Wgmma(n, bf16, rs, f16acc) => wgmma_helper(n as usize, bf16, rs, f16acc),
         Helper::FloatBits => r#"static __device__ __forceinline__ u32 tilus_f32_bits(float x) {
   u32 r;
   asm("mov.b32 %0, %1;" : "=r"(r) : "f"(x));
@@ -226,20 +232,26 @@ static __device__ __forceinline__ u64 tilus_wgmma_desc(u32 addr, u32 sbo, u32 mo
 }
 
 /// The name of a wgmma helper.
-pub fn wgmma_name(n: u16, bf16: bool, rs: bool) -> String {
+pub fn wgmma_name(n: u16, bf16: bool, rs: bool, f16acc: bool) -> String {
     format!(
-        "tilus_wgmma_m64n{n}k16_{}_{}",
+        "tilus_wgmma_m64n{n}k16_{}_{}{}",
         if bf16 { "bf16" } else { "f16" },
-        if rs { "rs" } else { "ss" }
+        if rs { "rs" } else { "ss" },
+        if f16acc { "_f16acc" } else { "" }
     )
 }
 
-fn wgmma_helper(n: usize, bf16: bool, rs: bool) -> String {
+fn wgmma_helper(n: usize, bf16: bool, rs: bool, f16acc: bool) -> String {
     let t = if bf16 { "bf16" } else { "f16" };
-    let regs = n / 2;
+    // f32 accumulators: one register per element; f16: two elements per 32-bit register.
+    let (regs, dt, dc, dty) = if f16acc {
+        (n / 4, "f16", "r", "u32")
+    } else {
+        (n / 2, "f32", "f", "float")
+    };
     let d_list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
-    let d_ops: Vec<String> = (0..regs).map(|i| format!("\"+f\"(d[{i}])")).collect();
-    let name = wgmma_name(n as u16, bf16, rs);
+    let d_ops: Vec<String> = (0..regs).map(|i| format!("\"+{dc}\"(d[{i}])")).collect();
+    let name = wgmma_name(n as u16, bf16, rs, f16acc);
     let (a_param, a_operand, a_inputs, rest) = if rs {
         (
             "const u32* a",
@@ -257,11 +269,11 @@ fn wgmma_helper(n: usize, bf16: bool, rs: bool) -> String {
     };
     let (b_index, imm) = rest;
     format!(
-        "// d[0..{regs}] += A(64x16) * B(16x{n}), {t} inputs, f32 accumulation; B (and A unless it is in\n\
+        "// d[0..{regs}] += A(64x16) * B(16x{n}), {t} inputs, {dt} accumulation; B (and A unless it is in\n\
          // registers) read from shared memory through descriptors.\n\
-         static __device__ __forceinline__ void {name}(float* d, {a_param}, u64 b) {{\n  \
+         static __device__ __forceinline__ void {name}({dty}* d, {a_param}, u64 b) {{\n  \
          asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\n\"\n    \
-         \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{d}}}, {a_operand}, %{b_index}, p, {imm};\\n}}\\n\"\n    \
+         \"wgmma.mma_async.sync.aligned.m64n{n}k16.{dt}.{t}.{t} {{{d}}}, {a_operand}, %{b_index}, p, {imm};\\n}}\\n\"\n    \
          : {d_ops}\n    : {a_inputs}\"l\"(b), \"r\"(1));\n}}\n",
         scale = b_index + 1,
         d = d_list.join(", "),

@@ -82,8 +82,9 @@ pub(super) fn emit(e: &mut Emitter, i: &WgmmaInst) {
             let p = plan.expect("wgmma plans are chosen by layout inference");
             let bf16 = e.p.shared(b.tensor).dtype == DType::BF16;
             let rs = matches!(a, WgmmaA::Register(_));
-            e.use_helper(Helper::Wgmma(p.n as u16, bf16, rs));
-            let f = wgmma_name(p.n as u16, bf16, rs);
+            let f16acc = e.p.register(*d).dtype == DType::F16;
+            e.use_helper(Helper::Wgmma(p.n as u16, bf16, rs, f16acc));
+            let f = wgmma_name(p.n as u16, bf16, rs, f16acc);
             let dn = e.reg_name(*d);
             e.open("");
             let (db, brow) = descriptor(e, b.tensor);
@@ -111,7 +112,9 @@ pub(super) fn emit(e: &mut Emitter, i: &WgmmaInst) {
                 "for (int chunk = 0; chunk < {}; ++chunk)",
                 p.n_chunks
             ));
-            let d_off = format!("mi * {} + chunk * {}", p.total_n() / 2, p.n / 2);
+            // f16 accumulators are packed two elements to a word
+            let per = if f16acc { 4 } else { 2 };
+            let d_off = format!("mi * {} + chunk * {}", p.total_n() / per, p.n / per);
             e.line(format!("{f}(&{dn}[{d_off}], {a_arg}, tilus_db + {b_off});"));
             e.close();
             e.close();

@@ -73,10 +73,12 @@ pub(super) fn check(c: &mut Checker, i: &WgmmaInst, loc: Loc, scope: &Scope) {
             format!("wgmma.mma: operands must both be f16 or both bf16, got {ta} and {tb}"),
         );
     }
-    if td != DType::F32 {
+    // f32 accumulation always; f16 accumulation as an explicit choice (an f16 accumulator), for
+    // f16 inputs only.
+    if !(td == DType::F32 || (td == DType::F16 && ta == DType::F16)) {
         c.err(
             loc,
-            format!("wgmma.mma: the accumulator must be f32, got {td}"),
+            format!("wgmma.mma: the accumulator must be f32 (or f16 with f16 inputs), got {td} with {ta} inputs"),
         );
     }
 }
