@@ -889,3 +889,34 @@ fn using_the_accumulator_before_wait_group_is_a_read_before_wait() {
     );
     noted(&d, "mma");
 }
+
+// ------------------------------------------------------------------------------------------
+// Warps that can never reassemble.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn a_variable_only_some_threads_assigned_keeps_a_warp_apart_at_dot() {
+    let mut out = vec![0.0f32; 16 * 8];
+    let r = interpret::<(PtrMut<f32>,)>(
+        |k, (out,)| {
+            k.warps(1);
+            let flag = k.var_u32(0u32);
+            let a = k.register_tensor::<f16>([16, 16], 1.0);
+            let b = k.register_tensor::<f16>([16, 8], 1.0);
+            let acc = k.register_tensor::<f32>([16, 8], 0.0);
+            // only thread 0 changes its copy of `flag`
+            k.single_thread(|k| k.assign(flag, 1u32));
+            #[rustfmt::skip]
+            at("dot", line!(), k.dot(&a, &b, &acc, &acc));
+            let g = k.global_view(out, [16, 8]);
+            k.store_global(&g, &acc, [0, 0]);
+        },
+        (&mut out,),
+    );
+    expect(
+        r,
+        Fault::Diverged,
+        "dot",
+        &["needs whole warps", "different values of `v0`"],
+    );
+}

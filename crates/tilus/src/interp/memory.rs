@@ -271,7 +271,7 @@ fn load_shared(
     match data.as_mut() {
         Some(RegData::Float(v)) => {
             for &t in &task.threads {
-                let ti = ((t - base) as usize) % info.nthreads;
+                let ti = (t.saturating_sub(base) as usize) % info.nthreads;
                 let ft = info.flat_t[ti];
                 for l in 0..info.ls {
                     match read(ft + info.flat_l[l]) {
@@ -283,7 +283,7 @@ fn load_shared(
         }
         Some(RegData::Int(v)) => {
             for &t in &task.threads {
-                let ti = ((t - base) as usize) % info.nthreads;
+                let ti = (t.saturating_sub(base) as usize) % info.nthreads;
                 let ft = info.flat_t[ti];
                 for l in 0..info.ls {
                     match read(ft + info.flat_l[l]) {
@@ -384,7 +384,7 @@ fn store_global(b: &mut Block<'_, '_>, task: &Task<'_>, i: &MemoryInst, loc: Loc
     };
     let mut c = vec![0i64; rank];
     for &t in &task.threads {
-        let ti = ((t - base) as usize) % info.nthreads;
+        let ti = (t.saturating_sub(base) as usize) % info.nthreads;
         let mut l = 0;
         while l < info.ls {
             // the generated code checks the vector's first element only

@@ -29,7 +29,11 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &MmaInst, loc:
             // whole warps only: lanes that are elsewhere must arrive first
             let base = task.base();
             let warps: Vec<u32> = {
-                let mut w: Vec<u32> = task.threads.iter().map(|t| (t - base) / 32).collect();
+                let mut w: Vec<u32> = task
+                    .threads
+                    .iter()
+                    .map(|t| t.saturating_sub(base) / 32)
+                    .collect();
                 w.dedup();
                 w
             };

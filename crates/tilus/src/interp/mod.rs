@@ -450,7 +450,13 @@ pub fn run_program(
         grid[i] = v;
     }
     let prep = Prepared::new(p).map_err(|(loc, m)| Error::script(loc, m))?;
-    let total = (grid[0] * grid[1] * grid[2]) as u64;
+    let total = grid[0]
+        .checked_mul(grid[1])
+        .and_then(|x| x.checked_mul(grid[2]))
+        .ok_or_else(|| Error::Argument {
+            arg: "blocks".into(),
+            message: format!("the grid {grid:?} has too many blocks"),
+        })? as u64;
     let mut report = Report::default();
     let batch = opts.batch.max(1) as u64;
     let mut start = 0u64;

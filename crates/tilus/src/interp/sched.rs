@@ -379,12 +379,14 @@ fn exec_inst<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>, i: &'p Inst, loc: L
     }
 }
 
-/// Every task is blocked and no copy is in flight: explain who waits for what.
+/// Every task is blocked and no copy is in flight: explain who waits for what. The first
+/// diagnostic is the most telling: a transaction count that can never be met, else a barrier
+/// wait, else a `sync`, else a warp that can never reassemble.
 fn stuck(b: &Block<'_, '_>, tasks: &[Task<'_>]) -> Fail {
     let p = b.program();
-    let mut lines: Vec<(Loc, String)> = vec![];
-    let mut fault = Fault::Deadlock;
-    let mut primary: Option<usize> = None;
+    // (rank, where, what): lower ranks explain more
+    let mut lines: Vec<(u8, Loc, String)> = vec![];
+    let s_ = |t: &Task<'_>| if t.threads.len() == 1 { "s" } else { "" };
     let finished: Vec<u32> = {
         let mut v: Vec<u32> = tasks
             .iter()
@@ -410,60 +412,65 @@ fn stuck(b: &Block<'_, '_>, tasks: &[Task<'_>]) -> Fail {
                     .and_then(|m| m.get(index))
                     .cloned()
                     .unwrap_or_default();
-                let mut msg = format!(
-                    "deadlock: {who} wait{} here for the phase with parity {parity} of barrier \
-                     `{name}` (allocated at {}), which can never complete: {} phase(s) completed \
-                     so far, the current one (parity {}) still expects {} arrival(s) and {} \
-                     transaction byte(s), and no thread or copy is left to deliver them",
-                    if t.threads.len() == 1 { "s" } else { "" },
-                    p.barrier(array).loc,
-                    meta.phases,
-                    st.phase,
-                    st.pending,
-                    st.tx,
-                );
                 if st.pending == 0 && st.tx > 0 {
-                    fault = Fault::TxNeverMet;
                     let declared: i64 = meta.expects.iter().map(|(_, n)| n).sum();
                     let at: Vec<String> = meta.expects.iter().map(|(l, _)| l.to_string()).collect();
-                    msg = format!(
-                        "transaction count never met: {who} wait{} here for the phase with parity \
-                         {parity} of barrier `{name}`, whose arrivals are all in, but \
-                         arrive_and_expect_tx declared {declared} byte(s) ({}) and the TMA copies \
-                         on it delivered {}; the remaining {} byte(s) will never arrive",
-                        if t.threads.len() == 1 { "s" } else { "" },
-                        if at.is_empty() {
-                            "in an earlier phase".to_string()
-                        } else {
-                            format!("at {}", at.join(", "))
-                        },
-                        meta.delivered,
-                        st.tx
-                    );
-                    primary = Some(lines.len());
-                } else if primary.is_none() {
-                    primary = Some(lines.len());
+                    lines.push((
+                        0,
+                        loc,
+                        format!(
+                            "transaction count never met: {who} wait{} here for the phase with \
+                             parity {parity} of barrier `{name}`, whose arrivals are all in, but \
+                             arrive_and_expect_tx declared {declared} byte(s) ({}) and the TMA \
+                             copies on it delivered {}; the remaining {} byte(s) will never arrive",
+                            s_(t),
+                            if at.is_empty() {
+                                "in an earlier phase".to_string()
+                            } else {
+                                format!("at {}", at.join(", "))
+                            },
+                            meta.delivered,
+                            st.tx
+                        ),
+                    ));
+                } else {
+                    lines.push((
+                        1,
+                        loc,
+                        format!(
+                            "deadlock: {who} wait{} here for the phase with parity {parity} of \
+                             barrier `{name}` (allocated at {}), which can never complete: {} \
+                             phase(s) completed so far, the current one (parity {}) still expects \
+                             {} arrival(s) and {} transaction byte(s), and no thread or copy is \
+                             left to deliver them",
+                            s_(t),
+                            p.barrier(array).loc,
+                            meta.phases,
+                            st.phase,
+                            st.pending,
+                            st.tx,
+                        ),
+                    ));
                 }
-                lines.push((loc, msg));
             }
             State::Sync { loc } => {
-                let missing: Vec<u32> = tasks
+                let mut missing: Vec<u32> = tasks
                     .iter()
                     .filter(|o| !matches!(o.state, State::Sync { .. }))
                     .flat_map(|o| o.threads.iter().copied())
                     .collect();
-                let mut missing = missing;
                 missing.sort_unstable();
                 let why = if !finished.is_empty() && missing == finished {
-                    " (they finished the kernel)".to_string()
+                    " (they finished the kernel)"
                 } else {
-                    String::new()
+                    ""
                 };
                 lines.push((
+                    2,
                     loc,
                     format!(
                         "deadlock: {who} wait{} here in sync() for {}{why}",
-                        if t.threads.len() == 1 { "s" } else { "" },
+                        s_(t),
                         threads_text(&missing)
                     ),
                 ));
@@ -472,36 +479,58 @@ fn stuck(b: &Block<'_, '_>, tasks: &[Task<'_>]) -> Fail {
                 collective: true,
                 loc,
             } => {
-                fault = if primary.is_none() {
-                    Fault::Diverged
-                } else {
-                    fault
-                };
                 let what = t.stmt().map_or("this instruction".to_string(), |s| {
                     format!("`{}`", crate::ir::describe_stmt(p, s))
                 });
-                lines.push((
-                    loc,
+                // tasks at the same statement that could not merge: their variables differ
+                let mut differ: Vec<String> = vec![];
+                for o in tasks {
+                    let same_frames = o.frames.len() == t.frames.len()
+                        && o.frames.iter().zip(&t.frames).all(|(a, b)| a.same_place(b));
+                    if std::ptr::eq(o, t) || !same_frames {
+                        continue;
+                    }
+                    for (v, (x, y)) in o.env.iter().zip(&t.env).enumerate() {
+                        let name = &p.vars[v].name;
+                        if x != y && !differ.contains(name) {
+                            differ.push(name.clone());
+                        }
+                    }
+                }
+                let why = if differ.is_empty() {
+                    "the rest of their warps are blocked elsewhere or finished".to_string()
+                } else {
                     format!(
-                        "diverged: {what} needs whole warps, but only {who} of them reached it; \
-                         the rest of their warps are blocked elsewhere or finished"
-                    ),
+                        "other threads of their warps reached it with different values of `{}` \
+                         (assigned by only some of the threads, e.g. inside a thread group)",
+                        differ.join("`, `")
+                    )
+                };
+                lines.push((
+                    3,
+                    loc,
+                    format!("diverged: {what} needs whole warps, but only {who} reached it together; {why}"),
                 ));
             }
-            State::Converge { loc, .. } => lines.push((loc, format!("{who} cannot proceed here"))),
+            State::Converge { loc, .. } => {
+                lines.push((4, loc, format!("{who} cannot proceed here")))
+            }
             State::Run => {
                 if let Some(loc) = loc_of(t) {
-                    lines.push((loc, format!("{who} cannot proceed here")))
+                    lines.push((4, loc, format!("{who} cannot proceed here")))
                 }
             }
             State::Done => {}
         }
     }
-    if let Some(i) = primary {
-        let first = lines.remove(i);
-        lines.insert(0, first);
-    }
-    let mut lines = lines.into_iter();
+    // the most telling first, otherwise in task order
+    lines.sort_by_key(|(rank, _, _)| *rank);
+    let fault = match lines.first().map(|l| l.0) {
+        Some(0) => Fault::TxNeverMet,
+        Some(3) => Fault::Diverged,
+        _ => Fault::Deadlock,
+    };
+    let mut lines = lines.into_iter().map(|(_, l, m)| (l, m));
     let (loc, msg) = lines.next().unwrap_or((
         p.body.first().map_or(
             Loc {

@@ -138,6 +138,18 @@ pub(crate) fn land(b: &mut Block<'_, '_>, c: PendingCopy) -> R<()> {
             0
         };
         let at = off as usize + layout.swizzle.apply((lin * eb) as u32) as usize;
+        if at + eb > b.smem.len() {
+            return Err(Fail::new(
+                Fault::SharedOutOfBounds,
+                loc,
+                format!(
+                    "tma.global_to_shared: element {lin} of tile `{}` lands at byte {at}, beyond \
+                     the block's {} bytes of shared memory",
+                    d.name,
+                    b.smem.len()
+                ),
+            ));
+        }
         write_bits(&mut b.smem, at, bits, eb);
         // next element, innermost dimension fastest
         for dd in (0..rank).rev() {
