@@ -920,3 +920,50 @@ fn a_variable_only_some_threads_assigned_keeps_a_warp_apart_at_dot() {
         &["needs whole warps", "different values of `v0`"],
     );
 }
+
+/// `c[64, 64] = a[64, 64] @ b[64, 64]ᵀ` with an f16 accumulator, widened to f32 to store.
+#[derive(Clone, Debug, Hash)]
+struct WgmmaF16Acc;
+
+impl Script for WgmmaF16Acc {
+    type Args = (Ptr<f16>, Ptr<f16>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (a, b, c): Handles<Self::Args>) {
+        k.warps(4);
+        let ga = k.global_view(a, [64, 64]);
+        let gb = k.global_view(b, [64, 64]);
+        let sa = k.shared_tensor::<f16>([64, 64]);
+        let sb = k.shared_tensor::<f16>([64, 64]);
+        let bar = k.mbarrier().alloc([1]);
+        let acc = k.register_tensor::<f16>([64, 64], 0.0);
+        k.single_thread(|k| {
+            k.mbarrier()
+                .arrive_and_expect_tx(bar[0], sa.nbytes() + sb.nbytes());
+            k.tma().global_to_shared(&ga, &sa, [0, 0], bar[0]);
+            k.tma().global_to_shared(&gb, &sb, [0, 0], bar[0]);
+        });
+        k.mbarrier().wait(bar[0], 0u32);
+        k.wgmma().fence();
+        k.wgmma().mma(&sa, &sb.transpose(), &acc);
+        k.wgmma().commit_group();
+        k.wgmma().wait_group(0);
+        let wide = k.cast::<f32>(&acc);
+        let gc = k.global_view(c, [64, 64]);
+        k.store_global(&gc, &wide, [0, 0]);
+    }
+}
+
+#[test]
+fn an_f16_accumulator_is_exact_on_small_integers_and_widens_exactly() {
+    // partial sums stay below 8 in steps of 1/256: exact in f16
+    let (a, b) = wgmma_inputs();
+    let mut c = vec![f32::NAN; 64 * 64];
+    tilus::interp::run(&WgmmaF16Acc, (&a[..], &b[..], &mut c[..])).unwrap();
+    for i in 0..64 {
+        for j in 0..64 {
+            let want: f32 = (0..64)
+                .map(|x| a[i * 64 + x].to_f32() * b[j * 64 + x].to_f32())
+                .sum();
+            assert_eq!(c[i * 64 + j], want, "({i}, {j})");
+        }
+    }
+}

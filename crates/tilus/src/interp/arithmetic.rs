@@ -21,6 +21,7 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &ArithInst, lo
                 ));
             }
             let supported = matches!((st, ot), (DType::F32, DType::F16 | DType::BF16))
+                || matches!((st, ot), (DType::F16 | DType::BF16, DType::F32))
                 || st == ot
                 || !st.is_float()
                 || (st == DType::F32 && !ot.is_float());
@@ -45,6 +46,7 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &ArithInst, lo
                     match (&input, &mut *o) {
                         (RegData::Float(x), RegData::Float(y)) => {
                             for (d, s) in y[r.clone()].iter_mut().zip(&x[r]) {
+                                // 16-bit values are kept exactly in f32: widening is a copy
                                 *d = match ot {
                                     // round to nearest even, as cvt.rn does
                                     DType::F16 => half::f16::from_f32(*s).to_f32(),

@@ -257,6 +257,12 @@ fn run(b: &mut Block<'_, '_>, op: &WgOp, wg: u32) -> R<()> {
                 shared_elem(b, &op.b, r, c).ok_or_else(|| bad("operand b"))?;
         }
     }
+    // an f16 accumulator (f16 inputs) is rounded after every instruction
+    let round: fn(f32) -> f32 = match b.program().register(op.d).dtype {
+        crate::ir::DType::F16 => |x| half::f16::from_f32(x).to_f32(),
+        crate::ir::DType::BF16 => |x| half::bf16::from_f32(x).to_f32(),
+        _ => |x| x,
+    };
     // the accumulator, gathered through its layout
     let info = b.prep.reg(op.d);
     let (ls, nthreads) = (info.ls, info.nthreads);
@@ -288,7 +294,7 @@ fn run(b: &mut Block<'_, '_>, op: &WgOp, wg: u32) -> R<()> {
                 for (kk, x) in arow.iter().enumerate() {
                     acc += x * bm[((ki * 16 + kk as i64) * n + c) as usize];
                 }
-                dm[(r * n + c) as usize] = acc;
+                dm[(r * n + c) as usize] = round(acc);
             }
         }
     }
