@@ -7,6 +7,7 @@
 //! - `tilus bench matmul --versions v0 --sizes 4096x4096x4096,8192x8192x8192`: verify against
 //!   cuBLAS and time beside it
 //! - `tilus cache ls|show|clean`: the compiled programs and dispatch tables on disk
+//! - `tilus doctor`: what this machine can do (driver, GPU, NVRTC, cache)
 //! - `tilus run hopper_matmul_v0 --interpret --size 256x256x256`: run a kernel on the CPU
 //!   interpreter and check it against the CPU reference (no GPU needed)
 //!
@@ -102,6 +103,8 @@ enum Command {
     },
     /// List the kernels this command knows.
     List,
+    /// Report what this machine can do: driver, GPU, NVRTC, cache.
+    Doctor,
     /// Inspect or clear the on-disk cache (`TILUS_CACHE_DIR`).
     Cache {
         #[command(subcommand)]
@@ -288,6 +291,11 @@ fn run(cli: Cli) -> Result<bool, String> {
             seed,
             sequential,
         }),
+        Command::Doctor => {
+            let r = tilus::doctor::report();
+            println!("{r}");
+            Ok(true)
+        }
         Command::List => {
             for e in hopper_matmul::registry::entries() {
                 println!("{:<20} {}", e.name, e.about);

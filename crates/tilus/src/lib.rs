@@ -35,6 +35,7 @@
 
 pub mod codegen;
 pub mod compile;
+pub mod doctor;
 mod error;
 pub mod interp;
 pub mod ir;

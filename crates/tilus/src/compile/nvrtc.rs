@@ -1,7 +1,8 @@
 //! NVRTC: finding the library, and compiling CUDA C++ to an sm_90a cubin in-process.
 //!
 //! Where NVRTC is looked for, in order:
-//! 1. `TILUS_NVRTC_DIR`: a directory holding `libnvrtc.so.13` (or `libnvrtc.so`);
+//! 1. `TILUS_NVRTC_DIR`: a directory holding `libnvrtc.so.13` (or `libnvrtc.so`); when set,
+//!    nothing else is searched;
 //! 2. `CUDA_HOME` / `CUDA_PATH` and `/usr/local/cuda` (`lib64`, `targets/x86_64-linux/lib`);
 //! 3. this workspace's `.tools/nvrtc` (where `scripts/setup-nvrtc` installs the
 //!    `nvidia-cuda-nvrtc` wheel) and the usual Python `site-packages/nvidia/cu13/lib`;
@@ -28,9 +29,6 @@ pub struct NvrtcInfo {
 
 fn candidate_dirs() -> Vec<PathBuf> {
     let mut dirs = vec![];
-    if let Ok(d) = std::env::var("TILUS_NVRTC_DIR") {
-        dirs.push(PathBuf::from(d));
-    }
     for var in ["CUDA_HOME", "CUDA_PATH"] {
         if let Ok(d) = std::env::var(var) {
             dirs.push(Path::new(&d).join("lib64"));
@@ -107,6 +105,17 @@ fn load_from(dir: &Path) -> Option<()> {
 }
 
 fn probe() -> std::result::Result<NvrtcInfo, String> {
+    // An explicit directory is the only place looked at: a wrong setting is an error, not a
+    // silent fallback to some other NVRTC.
+    if let Ok(d) = std::env::var("TILUS_NVRTC_DIR") {
+        let dir = PathBuf::from(&d);
+        if !dir.is_dir() || load_from(&dir).is_none() {
+            return Err(format!(
+                "TILUS_NVRTC_DIR={d} does not hold a loadable libnvrtc.so.13 (unset it to search the usual places)"
+            ));
+        }
+        return version_of(Some(dir));
+    }
     let mut found = None;
     let dirs = candidate_dirs();
     for d in &dirs {
@@ -133,6 +142,10 @@ fn probe() -> std::result::Result<NvrtcInfo, String> {
             ));
         }
     }
+    version_of(found)
+}
+
+fn version_of(found: Option<PathBuf>) -> std::result::Result<NvrtcInfo, String> {
     let (mut major, mut minor) = (0, 0);
     // SAFETY: the library is loaded; nvrtcVersion writes two ints.
     let r = unsafe { sys::nvrtcVersion(&mut major, &mut minor) };

@@ -73,6 +73,8 @@ pub struct LaunchPlan {
     pub pointer_rules: Vec<PointerRule>,
     /// Which variable stands for which runtime argument.
     pub arg_vars: Vec<(VarId, usize)>,
+    /// Pointer arguments, with whether the kernel may write through each.
+    pub pointers: Vec<(usize, bool)>,
 }
 
 impl LaunchPlan {

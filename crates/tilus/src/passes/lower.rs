@@ -231,7 +231,17 @@ pub fn launch_plan(p: &Program) -> LaunchPlan {
         }
     });
 
+    let pointers = p
+        .params
+        .iter()
+        .enumerate()
+        .filter_map(|(i, prm)| match prm.kind {
+            ParamKind::Pointer { mutable, .. } => Some((i, mutable)),
+            _ => None,
+        })
+        .collect();
     LaunchPlan {
+        pointers,
         kernel_name: p.name.clone(),
         grid: [p.grid[0].clone(), p.grid[1].clone(), p.grid[2].clone()],
         block_threads: p.threads(),

@@ -148,6 +148,21 @@ impl LoadedKernel {
                 }),
             }
         };
+        let mut grid = [1u32; 3];
+        for (i, g) in plan.grid.iter().enumerate() {
+            let v = eval(g, &|| "blocks".into())?;
+            if v == 0 {
+                // an empty problem (e.g. m = 0): nothing to compute, nothing to launch
+                return Ok(());
+            }
+            if v < 0 || v > if i == 0 { (1 << 31) - 1 } else { 65535 } {
+                return Err(Error::Argument {
+                    arg: "blocks".into(),
+                    message: format!("grid dimension {i} would be {v}"),
+                });
+            }
+            grid[i] = v as u32;
+        }
         // Buffers: non-null, large enough and aligned as the code assumes.
         for rule in &plan.pointer_rules {
             let (ptr, bytes) = ptr_of(rule.arg)?;
@@ -173,16 +188,31 @@ impl LoadedKernel {
                 )));
             }
         }
-        let mut grid = [1u32; 3];
-        for (i, g) in plan.grid.iter().enumerate() {
-            let v = eval(g, &|| "blocks".into())?;
-            if v <= 0 || v > if i == 0 { (1 << 31) - 1 } else { 65535 } {
-                return Err(Error::Argument {
-                    arg: "blocks".into(),
-                    message: format!("grid dimension {i} would be {v}"),
-                });
+        // A buffer the kernel writes may not overlap any other buffer argument: the kernel
+        // would read what it is overwriting (or race with itself).
+        for &(w, mutable) in &plan.pointers {
+            if !mutable {
+                continue;
             }
-            grid[i] = v as u32;
+            let (wp, wb) = ptr_of(w)?;
+            for &(o, _) in &plan.pointers {
+                if o == w {
+                    continue;
+                }
+                let (op, ob) = ptr_of(o)?;
+                if wb > 0 && ob > 0 && wp < op + ob as u64 && op < wp + wb as u64 {
+                    return Err(Error::Argument {
+                        arg: self.name(w),
+                        message: format!(
+                            "the kernel writes this buffer, and it overlaps `{}` (bytes 0x{wp:x}..0x{:x} and 0x{op:x}..0x{:x}); \
+                             pass separate buffers",
+                            self.name(o),
+                            wp + wb as u64,
+                            op + ob as u64
+                        ),
+                    });
+                }
+            }
         }
         // Parameter storage first (fixed arrays: no allocation on this path), then pointers into
         // it. `load` checked that the counts fit.
