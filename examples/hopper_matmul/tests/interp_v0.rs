@@ -185,3 +185,15 @@ fn the_interpreter_agrees_with_the_gpu() {
         assert!(ulps <= 2, "{config:?} {m}x{n}x{k}: {ulps} ulp apart");
     }
 }
+
+#[test]
+fn an_empty_problem_runs_nothing_as_on_the_gpu() {
+    let (n, k) = (128usize, 64usize);
+    let b = vec![f16::ZERO; n * k];
+    let report = tilus::interp::run(
+        &MatmulTma::default(),
+        (0, n as i32, k as i32, &[][..], &b[..], &mut [][..]),
+    )
+    .unwrap();
+    assert_eq!(report.blocks, 0);
+}

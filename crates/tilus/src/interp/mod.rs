@@ -312,9 +312,9 @@ fn arg_error(p: &Program, i: usize, message: String) -> Error {
     }
 }
 
-/// Checks the arguments as a GPU launch would (kinds, element types, buffer sizes, TMA
-/// rules) and returns the integer value of each (0 for buffers).
-fn check_args(p: &Program, plan: &LaunchPlan, args: &[InterpValue<'_>]) -> Result<Vec<i64>> {
+/// Checks the arguments' kinds and element types as a GPU launch would and returns the
+/// integer value of each (0 for buffers).
+fn check_args(p: &Program, args: &[InterpValue<'_>]) -> Result<Vec<i64>> {
     if args.len() != p.params.len() {
         return Err(Error::Argument {
             arg: "<arguments>".into(),
@@ -366,6 +366,17 @@ fn check_args(p: &Program, plan: &LaunchPlan, args: &[InterpValue<'_>]) -> Resul
             (_, _) => return Err(arg_error(p, i, "expected an integer".into())),
         }
     }
+    Ok(ints)
+}
+
+/// Checks the buffers against the launch plan's rules (sizes, TMA view extents and strides),
+/// as the GPU runtime does before a launch.
+fn check_rules(
+    p: &Program,
+    plan: &LaunchPlan,
+    args: &[InterpValue<'_>],
+    ints: &[i64],
+) -> Result<()> {
     let int = |i: usize| ints.get(i).copied();
     let eval = |e: &crate::ir::Expr, i: usize| {
         plan.eval_with(e, &int)
@@ -419,7 +430,7 @@ fn check_args(p: &Program, plan: &LaunchPlan, args: &[InterpValue<'_>]) -> Resul
             }
         }
     }
-    Ok(ints)
+    Ok(())
 }
 
 /// Interprets a planned program with untyped arguments, one per script argument (constants
@@ -432,7 +443,7 @@ pub fn run_program(
     opts: &Options,
 ) -> Result<Report> {
     let p = program;
-    let ints = check_args(p, plan, args)?;
+    let ints = check_args(p, args)?;
     let mut grid = [1i64; 3];
     for (i, g) in plan.grid.iter().enumerate() {
         let v = plan
@@ -441,7 +452,11 @@ pub fn run_program(
                 arg: "blocks".into(),
                 message: format!("cannot evaluate {g} on the host"),
             })?;
-        if v <= 0 || v > if i == 0 { (1 << 31) - 1 } else { 65535 } {
+        if v == 0 {
+            // an empty problem (e.g. m = 0): nothing to run, as on the GPU
+            return Ok(Report::default());
+        }
+        if v < 0 || v > if i == 0 { (1 << 31) - 1 } else { 65535 } {
             return Err(Error::Argument {
                 arg: "blocks".into(),
                 message: format!("grid dimension {i} would be {v}"),
@@ -449,6 +464,7 @@ pub fn run_program(
         }
         grid[i] = v;
     }
+    check_rules(p, plan, args, &ints)?;
     let prep = Prepared::new(p).map_err(|(loc, m)| Error::script(loc, m))?;
     let total = grid[0]
         .checked_mul(grid[1])
