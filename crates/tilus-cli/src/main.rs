@@ -17,6 +17,7 @@ mod bench_tune;
 mod cache;
 mod check;
 mod run;
+mod soak;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -73,9 +74,12 @@ enum Command {
         /// Launches to time (launch).
         #[arg(long, default_value_t = 5000)]
         launches: usize,
-        /// Hyperparameters of v0, e.g. `--set block_m=128` (without: autotuned).
+        /// Hyperparameters, e.g. `--set block_m=128` (without: autotuned).
         #[arg(long = "set", value_name = "NAME=VALUE")]
         sets: Vec<String>,
+        /// Use each version's default configuration instead of autotuning.
+        #[arg(long)]
+        fixed: bool,
         /// Label printed by `first-call` (used by `tune`).
         #[arg(long, default_value = "first", hide = true)]
         label: String,
@@ -105,6 +109,21 @@ enum Command {
     List,
     /// Report what this machine can do: driver, GPU, NVRTC, cache.
     Doctor,
+    /// Many launches of v0 and v1 over random shapes, each verified against cuBLAS (needs a GPU).
+    Soak {
+        /// Launches (alternating v0 and v1).
+        #[arg(long, default_value_t = 10000)]
+        launches: usize,
+        /// Largest M, N, K.
+        #[arg(long, default_value_t = 8192)]
+        max: usize,
+        /// Distinct (N, K) pairs (each a compile-time specialization).
+        #[arg(long, default_value_t = 64)]
+        pool: usize,
+        /// Seed of the shapes and inputs.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// Inspect or clear the on-disk cache (`TILUS_CACHE_DIR`).
     Cache {
         #[command(subcommand)]
@@ -187,6 +206,7 @@ fn bench(
     warmup: usize,
     rounds: usize,
     sets: &[String],
+    fixed: bool,
 ) -> Result<bool, String> {
     use hopper_matmul::run::{verify_and_bench, BenchOptions, Version, V0};
     let shapes: Vec<(usize, usize, usize)> =
@@ -203,7 +223,7 @@ fn bench(
                 );
                 owned.push(Box::new(V0::new(config, &device)));
             }
-            "v1" if sets.is_empty() => {
+            "v1" if sets.is_empty() && !fixed => {
                 println!("v1: autotuned over its 12 configurations");
                 owned.push(Box::new(
                     hopper_matmul::run::V1::autotuned(&device).map_err(|e| e.to_string())?,
@@ -254,6 +274,7 @@ fn run(cli: Cli) -> Result<bool, String> {
             rounds,
             launches,
             sets,
+            fixed,
             label,
         } => match what.as_str() {
             "tune" => bench_tune::tune(parse_size(size.as_deref().unwrap_or("4096x4096x4096"))?),
@@ -266,7 +287,7 @@ fn run(cli: Cli) -> Result<bool, String> {
                 &label,
             )
             .map(|_| true),
-            _ => bench(&versions, &sizes, warmup, rounds, &sets),
+            _ => bench(&versions, &sizes, warmup, rounds, &sets, fixed),
         },
         Command::Cache { action } => {
             match action {
@@ -291,6 +312,12 @@ fn run(cli: Cli) -> Result<bool, String> {
             seed,
             sequential,
         }),
+        Command::Soak {
+            launches,
+            max,
+            pool,
+            seed,
+        } => soak::soak(launches, max, pool.max(1), seed),
         Command::Doctor => {
             let r = tilus::doctor::report();
             println!("{r}");
