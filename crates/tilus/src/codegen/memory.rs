@@ -349,7 +349,18 @@ fn store_global(e: &mut Emitter, i: &MemoryInst) {
             "const i32 tilus_c{d} = tilus_t{d} + {};",
             e.terms(&lt[d], "l", ls)
         ));
-        conds.push(format!("tilus_c{d} < {}", e.expr(&shape[d])));
+        // the whole vector must be inside the view (it starts at a multiple of its width, and
+        // rows are multiples of it, so only a runtime length of the last dimension can cut it)
+        let last = if d + 1 == rank && width > 1 {
+            format!(" + {}", width - 1)
+        } else {
+            String::new()
+        };
+        // one unsigned comparison also rejects negative coordinates
+        conds.push(format!(
+            "(u32)(tilus_c{d}{last}) < (u32)({})",
+            e.expr(&shape[d])
+        ));
         addr.push(if strides[d] == "1" {
             format!("tilus_c{d}")
         } else {

@@ -19,6 +19,21 @@ pub(super) fn emit(e: &mut Emitter, i: &MmaInst) {
         e.reg_name(c.tensor),
         e.reg_name(*out),
     );
+    // out = a @ b + c into a different tensor: start `out` from `c`, then accumulate in place,
+    // so every K step adds to the running sum.
+    let cn = if c.tensor != *out {
+        let n =
+            e.p.register(*out)
+                .layout
+                .as_ref()
+                .expect("layouts are inferred")
+                .local_size();
+        e.line("#pragma unroll");
+        e.line(format!("for (int l = 0; l < {n}; ++l) {on}[l] = {cn}[l];"));
+        on.clone()
+    } else {
+        cn
+    };
     // A fragments start at local (mi * rep_k + ki) * 8, B at (ki * rep_n + ni) * 4, C at
     // (mi * rep_n + ni) * 4 (see `MmaPlan`); 16-bit operands are packed two to a word.
     e.line("#pragma unroll");
