@@ -51,7 +51,13 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             println!("No GPU run: {e}.");
-            println!("Showing what this machine can do: the generated CUDA and the NVRTC compile report.\n");
+            println!(
+                "Showing what this machine can do: the kernel on the CPU interpreter at a small size, \
+                 the generated CUDA and the NVRTC compile report.\n"
+            );
+            if !interpret(&config) {
+                return ExitCode::FAILURE;
+            }
             let (_, n, k) = shapes[0];
             match tilus::build(&config, &[n as i64, k as i64]) {
                 Ok(c) => {
@@ -72,6 +78,39 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+    }
+}
+
+/// Runs v0 at 256x256x256 on the CPU interpreter (the planned program, as the GPU would run
+/// it) and checks it against a CPU reference.
+fn interpret(config: &MatmulTma) -> bool {
+    use hopper_matmul::harness::{compare, cpu_reference, seed_inputs, Rng};
+    let (m, n, k) = (256usize, 256usize, 256usize);
+    let mut rng = Rng::new(0x5eed);
+    let a = seed_inputs(m * k, k, &mut rng);
+    let b = seed_inputs(n * k, k, &mut rng);
+    let mut c = vec![half::f16::NAN; m * n];
+    let t = std::time::Instant::now();
+    let args = (m as i32, n as i32, k as i32, &a[..], &b[..], &mut c[..]);
+    match tilus::interp::run(config, args) {
+        Ok(_) => {
+            let secs = t.elapsed().as_secs_f64();
+            let check = compare(&c, &cpu_reference(&a, &b, m, n, k));
+            println!(
+                "interpreted v0 at {m}x{n}x{k} in {:.1} ms: {} (non-finite {}, mismatches {} of {}, rel. error {:.2e})\n",
+                secs * 1e3,
+                if check.passed() { "PASS" } else { "FAIL" },
+                check.non_finite,
+                check.mismatches,
+                check.total,
+                check.rel_err
+            );
+            check.passed()
+        }
+        Err(e) => {
+            eprintln!("error: the interpreter failed: {e}");
+            false
         }
     }
 }
