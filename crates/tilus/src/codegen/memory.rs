@@ -147,6 +147,11 @@ pub(super) fn emit(e: &mut Emitter, i: &MemoryInst) {
         }
         MemoryInst::LoadShared { src, out } => load_shared(e, *src, *out),
         MemoryInst::StoreGlobal { .. } => store_global(e, i),
+        MemoryInst::StoreShared { dst, src } => store_shared(e, *dst, src),
+        MemoryInst::FenceProxyAsync => {
+            e.use_helper(Helper::FenceProxyAsync);
+            e.line("tilus_fence_proxy_async();");
+        }
     }
 }
 
@@ -416,6 +421,38 @@ fn store_global(e: &mut Emitter, i: &MemoryInst) {
         }
     }
     e.close();
+    e.close();
+    e.close();
+}
+
+/// One shared-memory store per element, at the tile's (swizzled) layout.
+fn store_shared(e: &mut Emitter, dst: SharedId, src: &crate::ir::RegView) {
+    let rank = e.p.shared(dst).shape.len();
+    let l = layout(e, src.tensor).permute(&src.perm(rank));
+    let (tt, lt, ls) = (l.thread_terms(), l.local_terms(), l.local_size());
+    let threads = e.tid().threads as i64;
+    let tid = e.tid().name.clone();
+    let dtype = e.p.register(src.tensor).dtype;
+    e.use_helper(Helper::StShared);
+    e.open("");
+    for (dim, terms) in tt.iter().enumerate() {
+        let t = e.terms(terms, &tid, threads);
+        e.line(format!("const i32 tilus_t{dim} = {t};"));
+    }
+    e.line("#pragma unroll");
+    e.open(format!("for (int l = 0; l < {ls}; ++l)"));
+    let coords: Vec<String> = (0..rank)
+        .map(|d| format!("tilus_t{d} + {}", e.terms(&lt[d], "l", ls)))
+        .collect();
+    let addr = smem_address(e, dst, &coords);
+    let v = read(e, src.tensor, "l");
+    if dtype.bits() == 16 {
+        e.line(format!("tilus_st_shared_u16({addr}, {v});"));
+    } else if dtype == DType::F32 {
+        e.line(format!("tilus_st_shared_f32({addr}, {v});"));
+    } else {
+        e.line(format!("tilus_st_shared_u32({addr}, (u32)({v}));"));
+    }
     e.close();
     e.close();
 }

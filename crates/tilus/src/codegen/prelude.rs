@@ -29,6 +29,10 @@ pub enum Helper {
     LdShared16,
     /// 32-bit shared load.
     LdShared32,
+    /// 16- and 32-bit shared stores.
+    StShared,
+    /// `fence.proxy.async.shared::cta`.
+    FenceProxyAsync,
     /// mma.sync m16n8k16 with f16 inputs.
     MmaF16,
     /// mma.sync m16n8k16 with bf16 inputs.
@@ -166,6 +170,23 @@ static __device__ __forceinline__ void tilus_ldmatrix_x1(u32* r, u32 addr) {
   u32 v;
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
   return v;
+}
+"#
+        .into(),
+        Helper::StShared => r#"static __device__ __forceinline__ void tilus_st_shared_u16(u32 addr, u16 v) {
+  asm volatile("st.shared.u16 [%0], %1;" :: "r"(addr), "h"(v) : "memory");
+}
+static __device__ __forceinline__ void tilus_st_shared_f32(u32 addr, float v) {
+  asm volatile("st.shared.f32 [%0], %1;" :: "r"(addr), "f"(v) : "memory");
+}
+static __device__ __forceinline__ void tilus_st_shared_u32(u32 addr, u32 v) {
+  asm volatile("st.shared.u32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
+}
+"#
+        .into(),
+        Helper::FenceProxyAsync => r#"// Publishes this thread's ordinary shared-memory writes to the async proxy (TMA, wgmma).
+static __device__ __forceinline__ void tilus_fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 "#
         .into(),

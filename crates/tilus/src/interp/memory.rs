@@ -24,6 +24,19 @@ pub(crate) fn exec(
         MemoryInst::AllocRegister { out, init } => alloc_register(b, task, *out, init.as_ref()),
         MemoryInst::LoadShared { src, out } => load_shared(b, task, *src, *out, loc)?,
         MemoryInst::StoreGlobal { .. } => store_global(b, task, i, loc)?,
+        MemoryInst::StoreShared { dst, src } => store_shared(b, task, *dst, src, loc)?,
+        MemoryInst::FenceProxyAsync => {
+            for slot in b.proxy_dirty.iter_mut() {
+                if let Some((_, writers)) = slot {
+                    for t in &task.threads {
+                        writers.remove(t);
+                    }
+                    if writers.is_empty() {
+                        *slot = None;
+                    }
+                }
+            }
+        }
         other => {
             return Err(Fail::new(
                 Fault::Unsupported,
@@ -444,5 +457,90 @@ fn store_global(b: &mut Block<'_, '_>, task: &Task<'_>, i: &MemoryInst, loc: Loc
             l += width;
         }
     }
+    Ok(())
+}
+
+/// Ordinary stores of a register tile into a shared tile, through the tile's swizzle; the tile
+/// stays unpublished to the async proxy until the writing threads fence.
+fn store_shared(
+    b: &mut Block<'_, '_>,
+    task: &Task<'_>,
+    dst: SharedId,
+    src: &crate::ir::RegView,
+    loc: Loc,
+) -> R<()> {
+    check_no_copy_in_flight(b, dst, "store_shared", loc)?;
+    super::wgmma::check_operands_free(b, dst, loc)?;
+    let p = b.program();
+    let d = p.shared(dst);
+    let Some(layout) = d.layout.as_ref() else {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            format!("shared tensor `{}` has no layout", d.name),
+        ));
+    };
+    let (off, end) = b.tile_range(dst);
+    if end > b.smem.len() as u64 {
+        return Err(Fail::new(
+            Fault::SharedOutOfBounds,
+            loc,
+            format!(
+                "store_shared writes `{}` at bytes {off}..{end}, beyond the block's shared memory",
+                d.name
+            ),
+        ));
+    }
+    let reg = p.register(src.tensor);
+    let Some(rl) = reg.layout.as_ref() else {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            format!("register tensor `{}` has no layout", reg.name),
+        ));
+    };
+    let rl = rl.permute(&src.perm(rl.rank()));
+    let base = task.base();
+    let (eb, sw, dtype) = (d.dtype.nbytes(), layout.swizzle, d.dtype);
+    let shape = d.shape.clone();
+    let ls = rl.local_size() as usize;
+    let nthreads = rl.num_threads().max(1) as u32;
+    let mut writes: Vec<(usize, u64)> = vec![];
+    {
+        let data = b.regs[src.tensor.0 as usize].as_ref();
+        let Some(data) = data else {
+            return Err(Fail::new(
+                Fault::Invalid,
+                loc,
+                format!("store_shared reads `{}` before it is written", reg.name),
+            ));
+        };
+        for &t in &task.threads {
+            let ti = (t.saturating_sub(base) % nthreads) as i64;
+            for l in 0..ls {
+                let c = rl.coords(ti, l as i64);
+                let mut flat = 0i64;
+                for (x, n) in c.iter().zip(&shape) {
+                    flat = flat * n + x;
+                }
+                let lin = (flat as u64 * eb as u64) as u32;
+                let at = off as usize + sw.apply(lin) as usize;
+                let bits = match data {
+                    RegData::Float(v) => f32_to_bits(v[t as usize * ls + l], dtype),
+                    RegData::Int(v) => v[t as usize * ls + l] as u64,
+                };
+                writes.push((at, bits));
+            }
+        }
+    }
+    for (at, bits) in writes {
+        if at + eb as usize <= b.smem.len() {
+            super::state::write_bits(&mut b.smem, at, bits, eb as usize);
+        }
+    }
+    let slot = &mut b.proxy_dirty[dst.0 as usize];
+    let entry = slot.get_or_insert_with(|| (loc, std::collections::BTreeSet::new()));
+    entry.0 = loc;
+    entry.1.extend(task.threads.iter().copied());
     Ok(())
 }

@@ -104,6 +104,9 @@ pub enum Fault {
     GlobalOutOfBounds,
     /// Part of a warp reached a warp-collective instruction while the rest can never join.
     Diverged,
+    /// The async proxy (wgmma) read shared memory written by ordinary stores whose threads have
+    /// not run `fence_proxy_async` since.
+    MissingProxyFence,
     /// The program uses something the interpreter does not implement yet.
     Unsupported,
     /// The program cannot run as written (an expression that cannot be evaluated, a barrier
@@ -123,6 +126,7 @@ impl fmt::Display for Fault {
             Fault::SharedOutOfBounds => "shared memory out of bounds",
             Fault::GlobalOutOfBounds => "out-of-bounds global access",
             Fault::Diverged => "diverged warp",
+            Fault::MissingProxyFence => "async read of ordinary stores without a proxy fence",
             Fault::Unsupported => "not supported by the interpreter",
             Fault::Invalid => "invalid program",
         })

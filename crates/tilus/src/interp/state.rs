@@ -321,6 +321,9 @@ pub(crate) struct Block<'a, 'p> {
     pub landed: Vec<LandedCopy>,
     /// wgmma products in flight, by warp group (block thread / 128).
     pub wgmma: HashMap<u32, super::wgmma::WgState>,
+    /// Per shared tile: written by ordinary stores (where, and by which threads) that have not
+    /// run `fence_proxy_async` since; the async proxy (wgmma) must not read it yet.
+    pub proxy_dirty: Vec<Option<(Loc, std::collections::BTreeSet<u32>)>>,
     pub stats: Stats,
 }
 
@@ -349,6 +352,7 @@ impl<'a, 'p> Block<'a, 'p> {
             pending: VecDeque::new(),
             landed: vec![],
             wgmma: HashMap::new(),
+            proxy_dirty: vec![None; p.shareds.len()],
             stats: Stats::default(),
         }
     }

@@ -57,6 +57,8 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &TmaInst, loc:
 
 /// The copy engine finishes a copy: bytes into the tile, then `complete_tx` on the barrier.
 pub(crate) fn land(b: &mut Block<'_, '_>, c: PendingCopy) -> R<()> {
+    // the async proxy's own write replaces whatever ordinary stores put there
+    b.proxy_dirty[c.dst.0 as usize] = None;
     let p = b.program();
     let g = p.global(c.src);
     let d = p.shared(c.dst);

@@ -74,8 +74,10 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &WgmmaInst, lo
             };
             if let WgmmaA::Shared(v) = a {
                 super::memory::check_no_copy_in_flight(b, v.tensor, "wgmma.mma", loc)?;
+                check_published(b, v.tensor, loc)?;
             }
             super::memory::check_no_copy_in_flight(b, bv.tensor, "wgmma.mma", loc)?;
+            check_published(b, bv.tensor, loc)?;
             let op = WgOp {
                 a: a.clone(),
                 b: *bv,
@@ -306,5 +308,24 @@ fn run(b: &mut Block<'_, '_>, op: &WgOp, wg: u32) -> R<()> {
         }
     }
     b.stats.mma += (p.rep_m * p.n_chunks * p.k_steps) as u64;
+    Ok(())
+}
+
+/// Fails when the async proxy is about to read a tile written by ordinary stores whose threads
+/// have not fenced since.
+fn check_published(b: &Block<'_, '_>, t: crate::ir::SharedId, loc: Loc) -> R<()> {
+    if let Some((at, writers)) = &b.proxy_dirty[t.0 as usize] {
+        let name = &b.program().shared(t).name;
+        return Err(Fail::new(
+            Fault::MissingProxyFence,
+            loc,
+            format!(
+                "wgmma.mma reads `{name}`, which {} thread(s) wrote with store_shared and have not \
+                 published with fence_proxy_async: the tensor cores may read stale bytes",
+                writers.len()
+            ),
+        )
+        .note(*at, format!("`{name}` was written here")));
+    }
     Ok(())
 }

@@ -239,6 +239,10 @@ impl Printer<'_> {
                     }
                     t
                 }
+                MemoryInst::StoreShared { dst, src } => {
+                    format!("store_shared({}, {})", p.shared(*dst).name, self.view(src))
+                }
+                MemoryInst::FenceProxyAsync => "fence_proxy_async()".into(),
                 MemoryInst::StoreGlobal { dst, src, offsets } => format!(
                     "store_global({}, {}, offsets=[{}])",
                     p.global(*dst).name,

@@ -10,6 +10,7 @@ mod mbarrier;
 mod mma;
 mod scalar;
 mod script;
+mod shared_writes;
 mod tensors;
 mod tma;
 mod wgmma;

@@ -18,6 +18,7 @@ pub fn registers_of(i: &Inst) -> Vec<RegId> {
         Inst::Memory(MemoryInst::AllocRegister { out, .. }) => vec![*out],
         Inst::Memory(MemoryInst::LoadShared { out, .. }) => vec![*out],
         Inst::Memory(MemoryInst::StoreGlobal { src, .. }) => vec![src.tensor],
+        Inst::Memory(MemoryInst::StoreShared { src, .. }) => vec![src.tensor],
         Inst::Mma(MmaInst::Dot { a, b, c, out, .. }) => vec![a.tensor, b.tensor, c.tensor, *out],
         Inst::Arith(ArithInst::Cast { src, out }) => vec![src.tensor, *out],
         Inst::Wgmma(crate::ir::WgmmaInst::Mma { a, d, .. }) => match a {

@@ -25,6 +25,17 @@ pub enum MemoryInst {
         /// Destination.
         out: RegId,
     },
+    /// Writes a register tile into a shared tile of the same shape (ordinary stores: the
+    /// generic proxy; `FenceProxyAsync` publishes them to TMA and wgmma).
+    StoreShared {
+        /// Destination tile.
+        dst: SharedId,
+        /// The register tile.
+        src: RegView,
+    },
+    /// `fence.proxy.async.shared::cta`: makes this thread's earlier ordinary shared-memory
+    /// writes visible to the async proxy (TMA, wgmma) once a barrier orders them.
+    FenceProxyAsync,
     /// Writes a register tile into global memory at `offsets`, skipping out-of-bounds elements.
     StoreGlobal {
         /// Destination view.
@@ -46,6 +57,8 @@ impl MemoryInst {
             MemoryInst::AllocRegister { .. } => "register_tensor",
             MemoryInst::LoadShared { .. } => "load_shared",
             MemoryInst::StoreGlobal { .. } => "store_global",
+            MemoryInst::StoreShared { .. } => "store_shared",
+            MemoryInst::FenceProxyAsync => "fence_proxy_async",
         }
     }
 }

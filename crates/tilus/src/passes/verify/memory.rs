@@ -110,6 +110,31 @@ pub(super) fn check(c: &mut Checker, i: &MemoryInst, loc: Loc, scope: &Scope) {
                 );
             }
         }
+        MemoryInst::StoreShared { dst, src } => {
+            c.use_shared(*dst, "store_shared", loc);
+            check_group(c, src, "store_shared", loc, scope);
+            let (sd, r) = (p.shared(*dst), p.register(src.tensor));
+            if sd.dtype != r.dtype {
+                c.err(
+                    loc,
+                    format!(
+                        "store_shared: a {} tile into a {} shared tile; cast it first",
+                        r.dtype, sd.dtype
+                    ),
+                );
+            }
+            let shape = view_shape(p, src);
+            if shape != sd.shape {
+                c.err(
+                    loc,
+                    format!(
+                        "store_shared: the register tile is {shape:?}, the shared tile {:?}",
+                        sd.shape
+                    ),
+                );
+            }
+        }
+        MemoryInst::FenceProxyAsync => {}
         MemoryInst::StoreGlobal { dst, src, offsets } => {
             let g = p.global(*dst);
             let r = p.register(src.tensor);
@@ -148,4 +173,55 @@ pub(super) fn check(c: &mut Checker, i: &MemoryInst, loc: Loc, scope: &Scope) {
             }
         }
     }
+}
+
+/// Shared tiles written by ordinary stores are invisible to the async proxy (wgmma, TMA) until
+/// the writing threads run `fence_proxy_async`: a wgmma that reads such a tile before a fence is
+/// a diagnostic naming both lines.
+pub(super) fn check_proxy_fences(c: &mut Checker) {
+    use crate::ir::{Inst, Loc, SharedId, Stmt, StmtKind, TmaInst, WgmmaA, WgmmaInst};
+    use std::collections::HashMap;
+    fn walk(c: &mut Checker, stmts: &[Stmt], dirty: &mut HashMap<SharedId, Loc>) {
+        for s in stmts {
+            match &s.kind {
+                StmtKind::For { body, .. } => {
+                    walk(c, body, dirty);
+                    walk(c, body, dirty);
+                }
+                StmtKind::ThreadGroup { body, .. } => walk(c, body, dirty),
+                StmtKind::Inst(Inst::Memory(MemoryInst::StoreShared { dst, .. })) => {
+                    dirty.insert(*dst, s.loc);
+                }
+                StmtKind::Inst(Inst::Memory(MemoryInst::FenceProxyAsync)) => dirty.clear(),
+                StmtKind::Inst(Inst::Tma(TmaInst::GlobalToShared { dst, .. })) => {
+                    dirty.remove(dst);
+                }
+                StmtKind::Inst(Inst::Wgmma(WgmmaInst::Mma { a, b, .. })) => {
+                    let mut read = vec![b.tensor];
+                    if let WgmmaA::Shared(v) = a {
+                        read.push(v.tensor);
+                    }
+                    for t in read {
+                        if let Some(at) = dirty.get(&t) {
+                            let d = crate::Diagnostic {
+                                loc: s.loc,
+                                message: format!(
+                                    "wgmma.mma reads `{}`, written by store_shared at {at} with no fence_proxy_async \
+                                     since: the tensor cores may read stale bytes; call k.fence_proxy_async() \
+                                     after the stores (then sync)",
+                                    c.p.shared(t).name
+                                ),
+                            };
+                            if !c.diags.contains(&d) {
+                                c.diags.push(d);
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let p = c.p;
+    walk(c, &p.body, &mut HashMap::new());
 }

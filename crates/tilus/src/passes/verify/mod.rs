@@ -84,6 +84,7 @@ pub fn check(p: &Program) -> Result<()> {
     };
     walk(&mut c, &p.body, &scope);
     wgmma::check_async(&mut c);
+    memory::check_proxy_fences(&mut c);
     finish(c.diags)
 }
 
