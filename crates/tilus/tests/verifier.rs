@@ -1869,3 +1869,54 @@ fn single_warp_with_a_huge_index() {
     );
     expect_one(r, "are not inside the enclosing group of 128 threads");
 }
+
+#[test]
+fn warps_set_twice() {
+    let r = compile::<OutF32>(
+        |k, _| {
+            k.warps(4);
+            at(line!(), k.warps(2));
+        },
+        &[],
+    );
+    expect_one(r, "the number of warps is already set at");
+}
+
+#[test]
+fn min_blocks_per_sm_out_of_range() {
+    let r = compile::<OutF32>(
+        |k, _| {
+            k.warps(1);
+            at(line!(), k.min_blocks_per_sm(0));
+        },
+        &[],
+    );
+    expect_one(r, "min_blocks_per_sm must be between 1 and 32, got 0");
+}
+
+#[test]
+fn cast_between_unsupported_types() {
+    let r = compile::<OutF32>(
+        |k, _| {
+            k.warps(1);
+            let t: RegisterTensor<i32> = k.register_tensor([32], 1.0);
+            let _h: RegisterTensor<f16> = at(line!(), k.cast(&t));
+        },
+        &[],
+    );
+    expect_one(r, "cast from i32 to f16 is not supported; go through f32");
+}
+
+#[test]
+fn store_shared_shape_and_dtype_mismatch() {
+    let r = compile::<OutF32>(
+        |k, _| {
+            k.warps(1);
+            let s = k.shared_tensor::<f32>([32, 8]);
+            let t: RegisterTensor<f32> = k.register_tensor([32, 4], 1.0);
+            at(line!(), k.store_shared(&s, &t));
+        },
+        &[],
+    );
+    expect_one(r, "store_shared: the register tile is [32, 4], the shared tile [32, 8]");
+}
