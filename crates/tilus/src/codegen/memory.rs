@@ -270,18 +270,7 @@ fn load_shared(e: &mut Emitter, src: SharedId, out: RegId) {
         return;
     }
     // Generic path: one shared-memory load per element.
-    e.open("");
-    let rank = l.rank();
-    for (dim, terms) in tt.iter().enumerate() {
-        let t = e.terms(terms, &tid, threads);
-        e.line(format!("const i32 tilus_t{dim} = {t};"));
-    }
-    e.line("#pragma unroll");
-    e.open(format!("for (int l = 0; l < {ls}; ++l)"));
-    let coords: Vec<String> = (0..rank)
-        .map(|dim| format!("tilus_t{dim} + {}", e.terms(&lt[dim], "l", ls)))
-        .collect();
-    let addr = smem_address(e, src, &coords);
+    let addr = open_element_loop(e, src, &l);
     let st = storage(e.p.register(out));
     match (st, dtype.bits()) {
         (Storage::Packed16, _) => {
@@ -304,8 +293,7 @@ fn load_shared(e: &mut Emitter, src: SharedId, out: RegId) {
             ));
         }
     }
-    e.close();
-    e.close();
+    close_element_loop(e);
 }
 
 trait Pick {
@@ -429,22 +417,9 @@ fn store_global(e: &mut Emitter, i: &MemoryInst) {
 fn store_shared(e: &mut Emitter, dst: SharedId, src: &crate::ir::RegView) {
     let rank = e.p.shared(dst).shape.len();
     let l = layout(e, src.tensor).permute(&src.perm(rank));
-    let (tt, lt, ls) = (l.thread_terms(), l.local_terms(), l.local_size());
-    let threads = e.tid().threads as i64;
-    let tid = e.tid().name.clone();
     let dtype = e.p.register(src.tensor).dtype;
     e.use_helper(Helper::StShared);
-    e.open("");
-    for (dim, terms) in tt.iter().enumerate() {
-        let t = e.terms(terms, &tid, threads);
-        e.line(format!("const i32 tilus_t{dim} = {t};"));
-    }
-    e.line("#pragma unroll");
-    e.open(format!("for (int l = 0; l < {ls}; ++l)"));
-    let coords: Vec<String> = (0..rank)
-        .map(|d| format!("tilus_t{d} + {}", e.terms(&lt[d], "l", ls)))
-        .collect();
-    let addr = smem_address(e, dst, &coords);
+    let addr = open_element_loop(e, dst, &l);
     let v = read(e, src.tensor, "l");
     if dtype.bits() == 16 {
         e.line(format!("tilus_st_shared_u16({addr}, {v});"));
@@ -453,6 +428,30 @@ fn store_shared(e: &mut Emitter, dst: SharedId, src: &crate::ir::RegView) {
     } else {
         e.line(format!("tilus_st_shared_u32({addr}, (u32)({v}));"));
     }
+    close_element_loop(e);
+}
+
+/// Opens a block with the thread's coordinate terms and an unrolled loop over its local
+/// elements, and returns the shared address of element `l` of `tile` (swizzle applied); the
+/// caller emits the access and closes both with [`close_element_loop`].
+fn open_element_loop(e: &mut Emitter, tile: SharedId, l: &RegisterLayout) -> String {
+    let (tt, lt, ls) = (l.thread_terms(), l.local_terms(), l.local_size());
+    let threads = e.tid().threads as i64;
+    let tid = e.tid().name.clone();
+    e.open("");
+    for (dim, terms) in tt.iter().enumerate() {
+        let t = e.terms(terms, &tid, threads);
+        e.line(format!("const i32 tilus_t{dim} = {t};"));
+    }
+    e.line("#pragma unroll");
+    e.open(format!("for (int l = 0; l < {ls}; ++l)"));
+    let coords: Vec<String> = (0..l.rank())
+        .map(|d| format!("tilus_t{d} + {}", e.terms(&lt[d], "l", ls)))
+        .collect();
+    smem_address(e, tile, &coords)
+}
+
+fn close_element_loop(e: &mut Emitter) {
     e.close();
     e.close();
 }
