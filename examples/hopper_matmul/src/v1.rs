@@ -52,9 +52,11 @@ impl MatmulWgmma {
                 "block_m" => c.block_m = v,
                 "block_n" => c.block_n = v,
                 "block_k" => c.block_k = v,
-                _ => return Err(format!(
+                _ => {
+                    return Err(format!(
                     "MatmulWgmma has no hyperparameter `{name}` (it has block_m, block_n, block_k)"
-                )),
+                ))
+                }
             }
         }
         Ok(c)
