@@ -84,7 +84,9 @@ fn a_wgmma_reading_unfenced_stores_is_a_diagnostic() {
     let p = tilus::trace(&OnesTimesB { fence: 1 }, &[]).unwrap();
     assert!(tilus::passes::compile_program(p).is_ok());
     let c = tilus::build(&OnesTimesB { fence: 1 }, &[]).unwrap();
-    assert!(c.source.contains("fence.proxy.async.shared::cta") && c.source.contains("st.shared.u16"));
+    assert!(
+        c.source.contains("fence.proxy.async.shared::cta") && c.source.contains("st.shared.u16")
+    );
 }
 
 #[test]

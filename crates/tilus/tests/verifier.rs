@@ -1918,5 +1918,8 @@ fn store_shared_shape_and_dtype_mismatch() {
         },
         &[],
     );
-    expect_one(r, "store_shared: the register tile is [32, 4], the shared tile [32, 8]");
+    expect_one(
+        r,
+        "store_shared: the register tile is [32, 4], the shared tile [32, 8]",
+    );
 }
