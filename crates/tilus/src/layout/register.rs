@@ -194,12 +194,19 @@ impl RegisterLayout {
 
     /// Number of threads the layout spreads over.
     pub fn num_threads(&self) -> i64 {
-        self.spatial.iter().map(|a| self.axis_size(a)).product()
+        self.spatial
+            .iter()
+            .map(|a| self.axis_size(a))
+            .fold(1, i64::saturating_mul)
     }
 
-    /// Number of elements each thread keeps.
+    /// Number of elements each thread keeps (saturating: the register check reports tiles
+    /// too large to count).
     pub fn local_size(&self) -> i64 {
-        self.local.iter().map(|&m| self.modes[m].size).product()
+        self.local
+            .iter()
+            .map(|&m| self.modes[m].size)
+            .fold(1, i64::saturating_mul)
     }
 
     fn axis_size(&self, a: &ThreadAxis) -> i64 {

@@ -78,6 +78,8 @@ struct Infer<'a> {
     layouts: Vec<Option<(RegisterLayout, Loc, &'static str)>>,
     diags: Vec<Diagnostic>,
     names: &'a [String],
+    /// Bits of each register tile's element type.
+    bits: Vec<u32>,
     changed: bool,
 }
 
@@ -90,6 +92,14 @@ impl Infer<'_> {
                 self.changed = true;
             }
             Some((have, at, what)) => {
+                // A layout that needs more registers than a thread has fails the register
+                // check after inference whatever else is asked of it; comparing it element by
+                // element would take as long as the tile is large.
+                let bits = (have.local_size().max(0) as u64)
+                    .saturating_mul(u64::from(self.bits[t.0 as usize]));
+                if bits > u64::from(crate::passes::MAX_REGISTERS) * 32 {
+                    return;
+                }
                 if !have.same_mapping(&l) {
                     let msg = format!(
                         "register tensor `{}` needs layout {l} for {why} here, but {what} at {at} gave it {have}; \
@@ -145,6 +155,7 @@ pub fn run(mut p: Program) -> Result<Program> {
         layouts: vec![None; p.registers.len()],
         diags: vec![],
         names: &names,
+        bits: p.registers.iter().map(|r| r.dtype.bits()).collect(),
         changed: false,
     };
     for (i, r) in p.registers.iter().enumerate() {

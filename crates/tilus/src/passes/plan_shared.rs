@@ -156,25 +156,28 @@ pub fn run(mut p: Program) -> Result<Program> {
         });
     }
     // First fit in order of allocation; larger alignment first among simultaneous ones.
+    // Offsets saturate: a tile too large to count has `u64::MAX` bytes, and the total is
+    // checked against the limit after planning.
     intervals.sort_by_key(|iv| (iv.start, std::cmp::Reverse(iv.align)));
     let mut placed: Vec<(usize, usize, u64, u64)> = vec![]; // (start, end, offset, bytes)
     let mut top = 0u64;
     for iv in &intervals {
         let mut offset = 0u64;
         loop {
-            offset = offset.div_ceil(iv.align) * iv.align;
+            offset = offset.div_ceil(iv.align).saturating_mul(iv.align);
             let clash = placed.iter().find(|(s, e, o, b)| {
                 let overlap_time = iv.start <= *e && *s <= iv.end;
-                let overlap_space = offset < o + b && *o < offset + iv.bytes;
+                let overlap_space =
+                    offset < o.saturating_add(*b) && *o < offset.saturating_add(iv.bytes);
                 overlap_time && overlap_space
             });
             match clash {
-                Some((_, _, o, b)) => offset = o + b,
+                Some((_, _, o, b)) => offset = o.saturating_add(*b),
                 None => break,
             }
         }
         placed.push((iv.start, iv.end, offset, iv.bytes));
-        top = top.max(offset + iv.bytes);
+        top = top.max(offset.saturating_add(iv.bytes));
         let off32 = u32::try_from(offset).unwrap_or(u32::MAX);
         match iv.item {
             Item::Shared(i) => p.shareds[i].offset = Some(off32),
@@ -185,7 +188,7 @@ pub fn run(mut p: Program) -> Result<Program> {
     let total = if top == 0 {
         0
     } else {
-        top + max_align.saturating_sub(16)
+        top.saturating_add(max_align.saturating_sub(16))
     };
     p.smem_bytes = u32::try_from(total).unwrap_or(u32::MAX);
     p.smem_align = max_align as u32;

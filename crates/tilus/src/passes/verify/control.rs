@@ -49,13 +49,14 @@ pub(super) fn check_stmt(c: &mut Checker, s: &Stmt, scope: &Scope) {
             }
         }
         StmtKind::ThreadGroup { begin, count, .. } => {
-            if begin + count > scope.threads {
+            // in u64: a group declared before `warps` is only checked here, and its bounds
+            // may be anything
+            let end = u64::from(*begin) + u64::from(*count);
+            if end > u64::from(scope.threads) {
                 c.err(
                     s.loc,
                     format!(
-                        "thread group {}..{} does not fit in the enclosing group of {} threads",
-                        begin,
-                        begin + count,
+                        "thread group {begin}..{end} does not fit in the enclosing group of {} threads",
                         scope.threads
                     ),
                 );

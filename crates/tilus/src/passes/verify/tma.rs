@@ -60,12 +60,14 @@ pub(super) fn check(c: &mut Checker, i: &TmaInst, loc: Loc, scope: &Scope) {
         c.err(loc, format!("tma.global_to_shared: the tile's rows are {inner_bytes} bytes; TMA needs a multiple of 16"));
     }
     // Row strides of the view (every dimension but the innermost) must be multiples of 16
-    // bytes; strides that depend on runtime sizes are checked at launch.
+    // bytes; strides that depend on runtime sizes are checked at launch, and so are strides
+    // past i64 (no buffer is that large).
     let elem = g.dtype.nbytes() as i64;
     for d in 0..g.shape.len().saturating_sub(1) {
-        let inner: Option<i64> = g.shape[d + 1..].iter().map(|e| e.as_int()).product();
-        if let Some(n) = inner {
-            let stride = n * elem;
+        let inner: Option<i64> = g.shape[d + 1..]
+            .iter()
+            .try_fold(1i64, |n, e| n.checked_mul(e.as_int()?));
+        if let Some(stride) = inner.and_then(|n| n.checked_mul(elem)) {
             if stride % 16 != 0 {
                 c.err(
                     loc,
