@@ -191,6 +191,9 @@ enum Op {
     Register(Dt, Vec<i32>, Init),
     FreeShared(T),
     LoadShared(T),
+    /// `store_shared(shared, register of the tile's type)`.
+    StoreShared(T, T),
+    FenceProxyAsync,
     /// `store_global(global, register of the view's type, offsets)`.
     StoreGlobal(usize, T, Vec<Sc>),
     Cast(T, Dt),
@@ -582,6 +585,16 @@ impl Interp {
                     self.regs.push(r);
                 }
             }
+            Op::StoreShared(s, r) => {
+                if let Some(s) = self.shared(*s) {
+                    on!(s, S, |s: E| {
+                        if let Some(r) = self.reg_of::<E>(*r) {
+                            k.store_shared(&s, &r);
+                        }
+                    });
+                }
+            }
+            Op::FenceProxyAsync => k.fence_proxy_async(),
             Op::StoreGlobal(g, r, offsets) => {
                 let Some(g) = pick(&self.globals, *g) else {
                     return;
@@ -973,6 +986,13 @@ fn leaf_op(m: Mode, top: bool) -> BoxedStrategy<Op> {
         (2, t(m).prop_map(Op::FreeShared).boxed()),
         (3, t(m).prop_map(Op::LoadShared).boxed()),
         (
+            2,
+            (t(m), t(m))
+                .prop_map(|(s, r)| Op::StoreShared(s, r))
+                .boxed(),
+        ),
+        (1, Just(Op::FenceProxyAsync).boxed()),
+        (
             3,
             (0usize..8, t(m), scs(m))
                 .prop_map(|(g, r, o)| Op::StoreGlobal(g, r, o))
@@ -1140,7 +1160,9 @@ fn snippet_dot() -> BoxedStrategy<Vec<Op>> {
         .boxed()
 }
 
-/// A warp group's `wgmma` of two shared tiles (or registers and a shared tile).
+/// A warp group's `wgmma` of two shared tiles (or registers and a shared tile); the `[N, K]`
+/// tile may first be written with `store_shared` (and, mostly, published with
+/// `fence_proxy_async` and a `sync`).
 fn snippet_wgmma() -> BoxedStrategy<Vec<Op>> {
     (
         tame_dim(&[64, 64, 128]),
@@ -1149,9 +1171,20 @@ fn snippet_wgmma() -> BoxedStrategy<Vec<Op>> {
         prop::sample::select(vec![Dt::F16, Dt::F16, Dt::Bf16, Dt::F32]),
         prop::bool::weighted(0.3),
         prop::bool::weighted(0.3),
+        prop::sample::select(vec![None, None, Some(true), Some(true), Some(false)]),
     )
-        .prop_map(|(m, n, k, ab, a_in_registers, acc_inside)| {
+        .prop_map(|(m, n, k, ab, a_in_registers, acc_inside, store)| {
             let mut ops = vec![Op::Shared(ab, vec![m, k]), Op::Shared(ab, vec![n, k])];
+            if let Some(fence) = store {
+                ops.extend([
+                    Op::Register(ab, vec![n, k], Init::One),
+                    Op::StoreShared(plain(0), plain(0)),
+                ]);
+                if fence {
+                    ops.push(Op::FenceProxyAsync);
+                }
+                ops.push(Op::Sync);
+            }
             // the accumulator is the most recent register tile when the mma runs
             let a = if a_in_registers {
                 ops.push(Op::LoadShared(plain(1)));
