@@ -33,7 +33,11 @@ pub fn encode(
     let mut strides = vec![];
     let mut s = elem;
     for d in global_dim.iter().take(rank - 1) {
-        s *= d;
+        s = s.checked_mul(*d).ok_or_else(|| {
+            bad(format!(
+                "the view's extents {dims:?} overflow 64-bit byte strides"
+            ))
+        })?;
         if !s.is_multiple_of(16) {
             return Err(bad(format!(
                 "a row stride of {s} bytes is not a multiple of 16, which TMA requires; \

@@ -9,6 +9,7 @@ mod mbarrier;
 mod memory;
 mod mma;
 mod planned;
+mod scope;
 mod tma;
 mod wgmma;
 
@@ -85,6 +86,7 @@ pub fn check(p: &Program) -> Result<()> {
     walk(&mut c, &p.body, &scope);
     wgmma::check_async(&mut c);
     memory::check_proxy_fences(&mut c);
+    scope::check_scopes(&mut c);
     finish(c.diags)
 }
 
