@@ -185,6 +185,11 @@ fn try_tunable(input: TokenStream) -> syn::Result<TokenStream> {
         let fi = f.ident.as_ref()?;
         Some(field_init(ident, fi, &f.ty))
     });
+    let reads = fields.iter().filter_map(|f| {
+        let fi = f.ident.as_ref()?;
+        let name = fi.unraw().to_string();
+        Some(quote_spanned! {span=> (::std::string::String::from(#name), self.#fi as i64) })
+    });
     let body = match &input.data {
         Data::Struct(s) if matches!(s.fields, Fields::Unit) => quote!(#ident),
         _ => quote!(#ident { #(#inits)* }),
@@ -202,6 +207,10 @@ fn try_tunable(input: TokenStream) -> syn::Result<TokenStream> {
             ) -> ::std::result::Result<Self, ::std::string::String> {
                 let _ = #binding;
                 ::std::result::Result::Ok(#body)
+            }
+
+            fn to_binding(&self) -> ::std::option::Option<::tilus::tune::Binding> {
+                ::std::option::Option::Some(::tilus::tune::Binding(::std::vec![#(#reads),*]))
             }
         }
     })

@@ -175,3 +175,18 @@ fn the_trait_is_the_autotuners() {
     assert_eq!(space_of::<Seed>(), 15);
     assert_eq!(space_of::<Mixed>(), 4);
 }
+
+#[test]
+fn settings_replace_hyperparameters_by_name() {
+    let base = <Seed as Tunable>::from_binding(&<Seed as Tunable>::space().bindings()[0]).unwrap();
+    let b = base.to_binding().unwrap();
+    assert_eq!(
+        <Seed as Tunable>::from_binding(&b).unwrap().to_binding(),
+        Some(b.clone())
+    );
+    let name = b.0[0].0.clone();
+    let changed = tilus::tune::with_settings(&base, &[(name.clone(), 256)]).unwrap();
+    assert_eq!(changed.to_binding().unwrap().get(&name), Some(256));
+    let err = tilus::tune::with_settings(&base, &[("nope".into(), 1)]).unwrap_err();
+    assert!(err.contains("has no hyperparameter `nope`"), "{err}");
+}

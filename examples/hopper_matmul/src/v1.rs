@@ -44,22 +44,7 @@ impl MatmulWgmma {
 
     /// The default configuration with some hyperparameters replaced (`block_m=64`, ...).
     pub fn with(settings: &[(String, i64)]) -> Result<MatmulWgmma, String> {
-        let mut c = MatmulWgmma::default();
-        for (name, value) in settings {
-            let v =
-                i32::try_from(*value).map_err(|_| format!("{name}={value} does not fit in i32"))?;
-            match name.as_str() {
-                "block_m" => c.block_m = v,
-                "block_n" => c.block_n = v,
-                "block_k" => c.block_k = v,
-                _ => {
-                    return Err(format!(
-                    "MatmulWgmma has no hyperparameter `{name}` (it has block_m, block_n, block_k)"
-                ))
-                }
-            }
-        }
-        Ok(c)
+        tilus::tune::with_settings(&MatmulWgmma::default(), settings)
     }
 }
 

@@ -93,11 +93,8 @@ struct Attempt {
     min_blocks: u32,
 }
 
-fn attempt(program: &Program, plan: &LaunchPlan, min_blocks: u32) -> Result<Attempt> {
-    let mut p = program.clone();
-    p.min_blocks = Some(min_blocks);
-    let source = crate::codegen::emit_cuda(&p, plan);
-    let out = compile_cubin(&source, &program.name)?;
+fn attempt(name: &str, source: String, min_blocks: u32) -> Result<Attempt> {
+    let out = compile_cubin(&source, name)?;
     NVRTC_RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let report = ResourceReport::parse(&out.log);
     Ok(Attempt {
@@ -123,7 +120,8 @@ pub fn compile(program: &Program, plan: &LaunchPlan) -> Result<CompiledProgram> 
         p.min_blocks = Some(min_blocks);
         crate::codegen::emit_cuda(&p, plan)
     };
-    let base = emit_with(program.min_blocks.unwrap_or(1));
+    let base_min = program.min_blocks.unwrap_or(1);
+    let base = emit_with(base_min);
     let key = if auto {
         content_key(&format!("{base}\n// occupancy: search v1\n"))?
     } else {
@@ -133,7 +131,12 @@ pub fn compile(program: &Program, plan: &LaunchPlan) -> Result<CompiledProgram> 
     let dir = cache::entry_dir(&name, &key);
     let hit = |cubin: Vec<u8>, meta: cache::Meta| CompiledProgram {
         name: name.clone(),
-        source: emit_with(meta.min_blocks.max(1)),
+        // the kept compilation's source: the base one unless the occupancy search moved on
+        source: if meta.min_blocks.max(1) == base_min {
+            base.clone()
+        } else {
+            emit_with(meta.min_blocks)
+        },
         cubin,
         report: meta.report,
         plan: plan.clone(),
@@ -152,14 +155,14 @@ pub fn compile(program: &Program, plan: &LaunchPlan) -> Result<CompiledProgram> 
         return Ok(hit(cubin, meta));
     }
     let t0 = Instant::now();
-    let mut best = attempt(program, plan, program.min_blocks.unwrap_or(1))?;
+    let mut best = attempt(&name, base.clone(), base_min)?;
     if auto && best.cubin.is_some() && best.report.spill_stores == 0 && best.report.stack_frame == 0
     {
         let threads = program.threads();
         let limit = blocks_by_shared_memory(plan.smem_bytes, threads);
         let mut have = blocks_by_registers(best.report.registers, threads).max(best.min_blocks);
         while have < limit {
-            let next = attempt(program, plan, have + 1)?;
+            let next = attempt(&name, emit_with(have + 1), have + 1)?;
             let clean = next.cubin.is_some()
                 && next.report.spill_stores == 0
                 && next.report.stack_frame == 0;

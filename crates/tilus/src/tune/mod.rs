@@ -25,10 +25,41 @@ pub trait Tunable: Script + Sized {
     /// The script for one point of the space.
     fn from_binding(binding: &Binding) -> Result<Self, String>;
 
+    /// This configuration as a point of the space, when the implementation can say
+    /// (`#[derive(Tunable)]` does).
+    fn to_binding(&self) -> Option<Binding> {
+        None
+    }
+
     /// The script bound to a device, tuned on first use of each new key.
     fn autotuned(device: &crate::runtime::Device) -> crate::Result<Autotuned<Self>> {
         Autotuned::new(device)
     }
+}
+
+/// `base` with some hyperparameters replaced (`block_m=128`, ...), for command lines and
+/// configuration files. Unknown names and values that do not fit are errors.
+pub fn with_settings<S: Tunable>(base: &S, settings: &[(String, i64)]) -> Result<S, String> {
+    let name = std::any::type_name::<S>()
+        .rsplit("::")
+        .next()
+        .unwrap_or("script");
+    let mut b = base
+        .to_binding()
+        .ok_or_else(|| format!("{name} does not describe its configurations"))?;
+    for (k, v) in settings {
+        match b.0.iter_mut().find(|(n, _)| n == k) {
+            Some(slot) => slot.1 = *v,
+            None => {
+                let names: Vec<&str> = b.0.iter().map(|(n, _)| n.as_str()).collect();
+                return Err(format!(
+                    "{name} has no hyperparameter `{k}` (it has {})",
+                    names.join(", ")
+                ));
+            }
+        }
+    }
+    S::from_binding(&b)
 }
 
 /// The tuning bucket of a runtime scalar: the next power of two at or above it (values below 1
