@@ -94,7 +94,7 @@ pub enum Error {
         /// The block (x, y, z) in which the fault happened.
         block: [u32; 3],
         /// What kind of fault it is (for tests and tools that react to one kind).
-        fault: crate::interp::Fault,
+        fault: Fault,
         /// Where: the faulting instruction first, then the others involved.
         diagnostics: Vec<Diagnostic>,
     },
@@ -124,6 +124,63 @@ impl Error {
             Error::Interp { diagnostics, .. } => diagnostics,
             _ => &[],
         }
+    }
+}
+
+/// What kind of fault the CPU interpreter ([`crate::interp`]) found (the diagnostics say where and why).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fault {
+    /// Every thread of the block waits and nothing in flight can release any of them.
+    Deadlock,
+    /// A wait on a phase whose arrivals are all in but whose transaction bytes will never all
+    /// arrive (`arrive_and_expect_tx` declared more than the copies deliver).
+    TxNeverMet,
+    /// A barrier received more transaction bytes than the phase declared.
+    TxExceeded,
+    /// A TMA destination was read while a copy into it had not been observed by a wait.
+    ReadBeforeWait,
+    /// An asynchronous operation's source was overwritten before the wait that covers it (a
+    /// TMA copy into a tile that an unfinished wgmma reads).
+    OverwriteBeforeWait,
+    /// Two live shared buffers (tiles, barriers, copies in flight) share bytes.
+    SharedOverlap,
+    /// A planned shared buffer lies beyond the block's shared memory.
+    SharedOutOfBounds,
+    /// A global access outside its buffer (or outside its view where the generated code does
+    /// not check).
+    GlobalOutOfBounds,
+    /// Part of a warp reached a warp-collective instruction while the rest can never join.
+    Diverged,
+    /// The async proxy (wgmma) read shared memory written by ordinary stores whose threads have
+    /// not run `fence_proxy_async` since.
+    MissingProxyFence,
+    /// The block finished while an asynchronous operation it issued could still read shared
+    /// memory (no wait covered it).
+    NotWaited,
+    /// The program uses something the interpreter does not implement yet.
+    Unsupported,
+    /// The program cannot run as written (an expression that cannot be evaluated, a barrier
+    /// index out of range, a barrier used before its allocation, ...).
+    Invalid,
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Fault::Deadlock => "deadlock",
+            Fault::TxNeverMet => "transaction count never met",
+            Fault::TxExceeded => "transaction count exceeded",
+            Fault::ReadBeforeWait => "read of a TMA destination before its wait",
+            Fault::OverwriteBeforeWait => "overwrite of an asynchronous operand before its wait",
+            Fault::SharedOverlap => "overlapping shared buffers",
+            Fault::SharedOutOfBounds => "shared memory out of bounds",
+            Fault::GlobalOutOfBounds => "out-of-bounds global access",
+            Fault::Diverged => "diverged warp",
+            Fault::MissingProxyFence => "async read of ordinary stores without a proxy fence",
+            Fault::NotWaited => "asynchronous operation never waited for",
+            Fault::Unsupported => "not supported by the interpreter",
+            Fault::Invalid => "invalid program",
+        })
     }
 }
 

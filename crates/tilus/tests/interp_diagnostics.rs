@@ -829,13 +829,44 @@ fn a_wgmma_on_a_tile_whose_copy_is_in_flight_is_a_read_before_wait() {
     }
 }
 
+/// Plans a script without the verifier (whose static rules reject the bugs these tests make
+/// the interpreter find at run time) and interprets it.
+fn plan_unverified<S: Script>(script: &S) -> (tilus::ir::Program, tilus::ir::LaunchPlan) {
+    let program = tilus::trace(script, &[]).unwrap();
+    let program = tilus::passes::infer_layout::run(program).unwrap();
+    let program = tilus::passes::plan_shared::run(program).unwrap();
+    tilus::passes::lower::run(program)
+}
+
 #[test]
 fn a_copy_into_a_tile_an_unfinished_wgmma_reads_is_an_overwrite_before_wait() {
     let bugs = WgmmaBugs {
         wait_after_loop: true,
         ..WgmmaBugs::default()
     };
-    let r = run_wgmma(&WgmmaTile { reg_a: false, bugs }).map(|_| Default::default());
+    let script = WgmmaTile { reg_a: false, bugs };
+    // the verifier sees it statically ...
+    LINES.with(|l| l.borrow_mut().clear());
+    match run_wgmma(&script) {
+        Err(Error::Script(d)) => assert!(
+            d.iter()
+                .any(|d| d.message.contains("is written while the wgmma at")
+                    && d.loc.line == line_of("tma_a")),
+            "{d:#?}"
+        ),
+        other => panic!("expected the verifier to reject the script, got {other:?}"),
+    }
+    // ... and the interpreter at run time
+    LINES.with(|l| l.borrow_mut().clear());
+    let (program, plan) = plan_unverified(&script);
+    let (a, b) = wgmma_inputs();
+    let mut c = vec![f32::NAN; 64 * 64];
+    let mut args = vec![
+        InterpValue::buffer(&a),
+        InterpValue::buffer(&b),
+        InterpValue::buffer_mut(&mut c),
+    ];
+    let r = tilus::interp::run_program(&program, &plan, &mut args, &Default::default());
     let d = expect(
         r,
         Fault::OverwriteBeforeWait,
@@ -860,8 +891,7 @@ fn using_the_accumulator_before_wait_group_is_a_read_before_wait() {
         },
     };
     // one K step only, so that no copy overwrites an operand first
-    let program = tilus::trace(&script, &[]).unwrap();
-    let (mut program, plan) = tilus::passes::compile_program(program).unwrap();
+    let (mut program, plan) = plan_unverified(&script);
     program.body.retain(|s| {
         !matches!(
             s.kind,

@@ -678,7 +678,7 @@ fn shared_tensor_inside_a_thread_group() {
     );
     expect_one(
         r,
-        "shared_tensor must be allocated by the whole block, outside thread groups",
+        "shared_tensor must run in the whole block, outside thread groups",
     );
 }
 
@@ -1202,7 +1202,7 @@ fn tma_outside_single_thread() {
     );
     expect_one(
         r,
-        "tma.global_to_shared runs in a group of 128 threads: each would issue its own copy; \
+        "tma.global_to_shared runs in a group of 128 threads: each of them would issue its own; \
          wrap it in single_thread()",
     );
 

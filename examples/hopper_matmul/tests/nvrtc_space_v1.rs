@@ -48,8 +48,8 @@ fn generated_v1_uses_descriptors_and_no_register_staging() {
         "wgmma.fence.sync.aligned",
         "wgmma.commit_group.sync.aligned",
         "wgmma.wait_group.sync.aligned",
-        "tilus_wgmma_desc(sa, 1024u, 1u)",
-        "tilus_wgmma_desc(sb, 1024u, 1u)",
+        "tilus_wgmma_desc(sa, 0x4000004000010000ull)", // SBO 1024 B, 128B swizzle
+        "tilus_wgmma_desc(sb, 0x4000004000010000ull)",
         "cp.async.bulk.tensor.2d",
     ] {
         assert!(s.contains(needle), "missing `{needle}`");

@@ -18,11 +18,11 @@ pub(super) fn emit(e: &mut Emitter, i: &ArithInst) {
     match (st, ot) {
         (DType::F32, DType::F16 | DType::BF16) => {
             let (h, t) = if ot == DType::F16 {
-                (Helper::CvtF16, "f16")
+                (ArithHelper::CvtF16, "f16")
             } else {
-                (Helper::CvtBf16, "bf16")
+                (ArithHelper::CvtBf16, "bf16")
             };
-            e.use_helper(h);
+            e.use_helper(Helper::Arith(h));
             e.line("#pragma unroll");
             if out_packed {
                 let (a, b) = (
@@ -65,11 +65,11 @@ pub(super) fn emit(e: &mut Emitter, i: &ArithInst) {
         (DType::F16 | DType::BF16, DType::F32) => {
             // exact: every 16-bit float is an f32
             let (h, t) = if st == DType::F16 {
-                (Helper::CvtF16, "f16")
+                (ArithHelper::CvtF16, "f16")
             } else {
-                (Helper::CvtBf16, "bf16")
+                (ArithHelper::CvtBf16, "bf16")
             };
-            e.use_helper(h);
+            e.use_helper(Helper::Arith(h));
             let a = read(e, src.tensor, "l");
             e.line("#pragma unroll");
             e.line(format!(
@@ -79,6 +79,37 @@ pub(super) fn emit(e: &mut Emitter, i: &ArithInst) {
         (s, o) => {
             e.line(format!("// cast {s} -> {o} is not supported yet"));
             e.line(format!("#error \"cast {s} -> {o} is not supported yet\""));
+        }
+    }
+}
+
+/// Helper functions of this family's generated code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum ArithHelper {
+    /// f32 to f16 conversions.
+    CvtF16,
+    /// f32 to bf16 conversions.
+    CvtBf16,
+}
+
+/// The C++ text of a helper.
+pub(crate) fn helper_text(h: ArithHelper) -> String {
+    match h {
+        ArithHelper::CvtF16 | ArithHelper::CvtBf16 => {
+            let t = if h == ArithHelper::CvtF16 {
+                "f16"
+            } else {
+                "bf16"
+            };
+            format!(
+                "// f32 -> {t}, round to nearest even; the pair form puts `lo` in the low half.\n\
+                 static __device__ __forceinline__ u16 tilus_cvt_{t}(float x) {{\n  \
+                 u16 r;\n  asm(\"cvt.rn.{t}.f32 %0, %1;\" : \"=h\"(r) : \"f\"(x));\n  return r;\n}}\n\
+                 static __device__ __forceinline__ u32 tilus_cvt_{t}x2(float lo, float hi) {{\n  \
+                 u32 r;\n  asm(\"cvt.rn.{t}x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo));\n  return r;\n}}\n\
+                 static __device__ __forceinline__ float tilus_{t}_to_f32(u16 x) {{\n  \
+                 float r;\n  asm(\"cvt.f32.{t} %0, %1;\" : \"=f\"(r) : \"h\"(x));\n  return r;\n}}\n"
+            )
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Emitters for scalar variables, loops, thread groups and `sync`.
 
-use super::{c_type, Emitter, Helper, Tid};
+use super::{c_type, Core, Emitter, Helper, Tid};
 use crate::ir::{GroupKind, Stmt, StmtKind, VarKind};
 
 pub(super) fn emit(e: &mut Emitter, s: &Stmt) {
@@ -48,7 +48,7 @@ pub(super) fn emit(e: &mut Emitter, s: &Stmt) {
             let cond =
                 if *count == 1 && pwarps && begin % 32 == 0 && *kind == GroupKind::SingleThread {
                     // one thread, chosen warp-uniformly: the whole warp evaluates elect.sync
-                    e.use_helper(Helper::ElectOne);
+                    e.use_helper(Helper::Core(Core::ElectOne));
                     format!("({pname} / 32 == {}) && tilus_elect_one()", begin / 32)
                 } else if *begin == 0 {
                     format!("{pname} < {count}")

@@ -17,7 +17,7 @@ pub(super) fn address(e: &Emitter, b: &BarrierRef) -> String {
 pub(super) fn emit(e: &mut Emitter, i: &MbarrierInst) {
     match i {
         MbarrierInst::Alloc(id) => {
-            e.use_helper(Helper::MbarrierInit);
+            e.use_helper(Helper::Mbarrier(MbarrierHelper::Init));
             let d = e.p.barrier(*id);
             let off = d.offset.expect("barriers are planned before codegen");
             let (name, counts) = (d.name.clone(), d.counts.clone());
@@ -35,12 +35,12 @@ pub(super) fn emit(e: &mut Emitter, i: &MbarrierInst) {
             e.line("__syncthreads();");
         }
         MbarrierInst::Arrive(b) => {
-            e.use_helper(Helper::MbarrierArrive);
+            e.use_helper(Helper::Mbarrier(MbarrierHelper::Arrive));
             let a = address(e, b);
             e.line(format!("tilus_mbarrier_arrive({a});"));
         }
         MbarrierInst::ArriveExpectTx { bar, bytes } => {
-            e.use_helper(Helper::MbarrierArriveExpectTx);
+            e.use_helper(Helper::Mbarrier(MbarrierHelper::ArriveExpectTx));
             let a = address(e, bar);
             let t = format!(
                 "tilus_mbarrier_arrive_expect_tx({a}, (u32)({}));",
@@ -49,10 +49,59 @@ pub(super) fn emit(e: &mut Emitter, i: &MbarrierInst) {
             e.line(t);
         }
         MbarrierInst::Wait { bar, phase } => {
-            e.use_helper(Helper::MbarrierWait);
+            e.use_helper(Helper::Mbarrier(MbarrierHelper::Wait));
             let a = address(e, bar);
             let t = format!("tilus_mbarrier_wait({a}, (u32)({}));", e.expr(phase));
             e.line(t);
         }
+    }
+}
+
+/// Helper functions of this family's generated code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum MbarrierHelper {
+    /// Barrier initialization and its fence.
+    Init,
+    /// Arrival.
+    Arrive,
+    /// Arrival with expected transaction bytes.
+    ArriveExpectTx,
+    /// Wait on a phase parity.
+    Wait,
+}
+
+/// The C++ text of a helper.
+pub(crate) fn helper_text(h: MbarrierHelper) -> String {
+    match h {
+        MbarrierHelper::Init => r#"static __device__ __forceinline__ void tilus_mbarrier_init(u32 bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+static __device__ __forceinline__ void tilus_fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+"#
+        .into(),
+        MbarrierHelper::Arrive => r#"static __device__ __forceinline__ void tilus_mbarrier_arrive(u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+"#
+        .into(),
+        MbarrierHelper::ArriveExpectTx => r#"static __device__ __forceinline__ void tilus_mbarrier_arrive_expect_tx(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+"#
+        .into(),
+        MbarrierHelper::Wait => r#"// Spins until the phase with parity `phase` of the barrier has completed.
+static __device__ __forceinline__ void tilus_mbarrier_wait(u32 bar, u32 phase) {
+  asm volatile(
+    "{\n"
+    ".reg .pred P;\n"
+    "TILUS_WAIT:\n"
+    "mbarrier.try_wait.parity.shared::cta.b64 P, [%0], %1;\n"
+    "@!P bra TILUS_WAIT;\n"
+    "}\n" :: "r"(bar), "r"(phase) : "memory");
+}
+"#
+        .into(),
     }
 }

@@ -5,7 +5,7 @@
 
 use super::{c_type, row_major_strides, Emitter, Helper};
 use crate::ir::{DType, MemoryInst, RegId, RegisterDecl, SharedId};
-use crate::layout::{RegisterLayout, SharedLayout};
+use crate::layout::{AddressArith, RegisterLayout, SharedLayout, Swizzle};
 
 /// How a register tile is stored in C.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,33 +75,51 @@ pub(super) fn word(e: &Emitter, r: RegId, l: &str) -> String {
     format!("{}[({l}) >> 1]", e.p.register(r).name)
 }
 
-/// The shared-space address expression of element (row, col) of a tile, applying its swizzle.
+/// A C expression the shared layout's address function runs on.
+struct CExpr(String);
+
+impl AddressArith for CExpr {
+    fn scaled(self, k: i64) -> CExpr {
+        CExpr(if k == 1 {
+            format!("({})", self.0)
+        } else {
+            format!("({}) * {k}", self.0)
+        })
+    }
+    fn sum(terms: Vec<CExpr>) -> CExpr {
+        CExpr(
+            terms
+                .into_iter()
+                .map(|t| t.0)
+                .collect::<Vec<_>>()
+                .join(" + "),
+        )
+    }
+    fn to_bytes(self, elem_bytes: u32) -> CExpr {
+        CExpr(format!("(u32)({}) * {elem_bytes}u", self.0))
+    }
+    fn swizzled(self, sw: Swizzle) -> CExpr {
+        if sw.mask() == 0 {
+            self
+        } else {
+            CExpr(format!("tilus_swizzle({}, {}u)", self.0, sw.mask()))
+        }
+    }
+}
+
+/// The shared-space address expression of the element of a tile at `coords` (C expressions),
+/// through the tile's layout (swizzle included).
 pub(super) fn smem_address(e: &mut Emitter, s: SharedId, coords: &[String]) -> String {
     let d = e.p.shared(s);
     let l: &SharedLayout = d
         .layout
         .as_ref()
         .expect("shared layouts are inferred before codegen");
-    let mut linear = String::new();
-    for (i, c) in coords.iter().enumerate() {
-        let stride: i64 = d.shape[i + 1..].iter().product();
-        if !linear.is_empty() {
-            linear.push_str(" + ");
-        }
-        if stride == 1 {
-            linear.push_str(&format!("({c})"));
-        } else {
-            linear.push_str(&format!("({c}) * {stride}"));
-        }
+    if l.swizzle.mask() != 0 {
+        e.use_helper(Helper::Core(super::Core::Swizzle));
     }
-    let bytes = format!("(u32)({linear}) * {}u", l.elem_bytes);
-    let name = d.name.clone();
-    if l.swizzle.mask() == 0 {
-        format!("{name} + {bytes}")
-    } else {
-        e.use_helper(Helper::Swizzle);
-        format!("{name} + tilus_swizzle({bytes}, {}u)", l.swizzle.mask())
-    }
+    let at = l.address(coords.iter().map(|c| CExpr(c.clone())).collect());
+    format!("{} + {}", d.name, at.0)
 }
 
 pub(super) fn emit(e: &mut Emitter, i: &MemoryInst) {
@@ -149,7 +167,7 @@ pub(super) fn emit(e: &mut Emitter, i: &MemoryInst) {
         MemoryInst::StoreGlobal { .. } => store_global(e, i),
         MemoryInst::StoreShared { dst, src } => store_shared(e, *dst, src),
         MemoryInst::FenceProxyAsync => {
-            e.use_helper(Helper::FenceProxyAsync);
+            e.use_helper(Helper::Memory(MemoryHelper::FenceProxyAsync));
             e.line("tilus_fence_proxy_async();");
         }
     }
@@ -221,7 +239,7 @@ fn load_shared(e: &mut Emitter, src: SharedId, out: RegId) {
     let lt = l.local_terms();
     let ls = l.local_size();
     if let Some(plan) = ldmatrix_plan(&l, dtype, threads) {
-        e.use_helper(Helper::Ldmatrix);
+        e.use_helper(Helper::Memory(MemoryHelper::Ldmatrix));
         e.open("");
         // Lane t supplies the address of row t % 8 of matrix t / 8 of each group.
         let warp_base = format!("({tid} & ~31)");
@@ -274,18 +292,18 @@ fn load_shared(e: &mut Emitter, src: SharedId, out: RegId) {
     let st = storage(e.p.register(out));
     match (st, dtype.bits()) {
         (Storage::Packed16, _) => {
-            e.use_helper(Helper::LdShared16);
+            e.use_helper(Helper::Memory(MemoryHelper::LdShared16));
             e.line(format!("const u32 v = tilus_ld_shared_u16({addr});"));
             e.line(format!(
                 "if (l % 2 == 0) {name}[l / 2] = v; else {name}[l / 2] |= v << 16;"
             ));
         }
         (_, 16) => {
-            e.use_helper(Helper::LdShared16);
+            e.use_helper(Helper::Memory(MemoryHelper::LdShared16));
             e.line(format!("{name}[l] = tilus_ld_shared_u16({addr});"));
         }
         _ => {
-            e.use_helper(Helper::LdShared32);
+            e.use_helper(Helper::Memory(MemoryHelper::LdShared32));
             e.line(format!("const u32 v = tilus_ld_shared_u32({addr});"));
             e.line(format!(
                 "{name}[l] = *reinterpret_cast<const {}*>(&v);",
@@ -310,10 +328,16 @@ impl Pick for (i64, i64) {
 }
 
 fn store_global(e: &mut Emitter, i: &MemoryInst) {
-    let MemoryInst::StoreGlobal { dst, src, offsets } = i else {
+    let MemoryInst::StoreGlobal {
+        dst,
+        src,
+        offsets,
+        vector,
+    } = i
+    else {
         return;
     };
-    let width = crate::passes::lower::store_vector_width(e.p, i) as i64;
+    let width = vector.expect("vector widths are chosen by lowering") as i64;
     let g = e.p.global(*dst);
     let ptr = e.p.var(g.ptr).name.clone();
     let dtype = g.dtype;
@@ -369,7 +393,7 @@ fn store_global(e: &mut Emitter, i: &MemoryInst) {
         if dtype.bits() == 16 {
             word(e, src.tensor, lidx)
         } else {
-            e.use_helper(Helper::FloatBits);
+            e.use_helper(Helper::Core(super::Core::FloatBits));
             let v = read(e, src.tensor, lidx);
             if dtype == DType::F32 {
                 format!("tilus_f32_bits({v})")
@@ -418,7 +442,7 @@ fn store_shared(e: &mut Emitter, dst: SharedId, src: &crate::ir::RegView) {
     let rank = e.p.shared(dst).shape.len();
     let l = layout(e, src.tensor).permute(&src.perm(rank));
     let dtype = e.p.register(src.tensor).dtype;
-    e.use_helper(Helper::StShared);
+    e.use_helper(Helper::Memory(MemoryHelper::StShared));
     let addr = open_element_loop(e, dst, &l);
     let v = read(e, src.tensor, "l");
     if dtype.bits() == 16 {
@@ -454,4 +478,68 @@ fn open_element_loop(e: &mut Emitter, tile: SharedId, l: &RegisterLayout) -> Str
 fn close_element_loop(e: &mut Emitter) {
     e.close();
     e.close();
+}
+
+/// Helper functions of this family's generated code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum MemoryHelper {
+    /// `ldmatrix` x1/x2/x4.
+    Ldmatrix,
+    /// 16-bit shared load.
+    LdShared16,
+    /// 32-bit shared load.
+    LdShared32,
+    /// 16- and 32-bit shared stores.
+    StShared,
+    /// `fence.proxy.async.shared::cta`.
+    FenceProxyAsync,
+}
+
+/// The C++ text of a helper.
+pub(crate) fn helper_text(h: MemoryHelper) -> String {
+    match h {
+        MemoryHelper::Ldmatrix => r#"static __device__ __forceinline__ void tilus_ldmatrix_x4(u32* r, u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+    : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+static __device__ __forceinline__ void tilus_ldmatrix_x2(u32* r, u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+static __device__ __forceinline__ void tilus_ldmatrix_x1(u32* r, u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];" : "=r"(r[0]) : "r"(addr));
+}
+"#
+        .into(),
+        MemoryHelper::LdShared16 => r#"static __device__ __forceinline__ u16 tilus_ld_shared_u16(u32 addr) {
+  u16 v;
+  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr));
+  return v;
+}
+"#
+        .into(),
+        MemoryHelper::LdShared32 => r#"static __device__ __forceinline__ u32 tilus_ld_shared_u32(u32 addr) {
+  u32 v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
+  return v;
+}
+"#
+        .into(),
+        MemoryHelper::StShared => r#"static __device__ __forceinline__ void tilus_st_shared_u16(u32 addr, u16 v) {
+  asm volatile("st.shared.u16 [%0], %1;" :: "r"(addr), "h"(v) : "memory");
+}
+static __device__ __forceinline__ void tilus_st_shared_f32(u32 addr, float v) {
+  asm volatile("st.shared.f32 [%0], %1;" :: "r"(addr), "f"(v) : "memory");
+}
+static __device__ __forceinline__ void tilus_st_shared_u32(u32 addr, u32 v) {
+  asm volatile("st.shared.u32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
+}
+"#
+        .into(),
+        MemoryHelper::FenceProxyAsync => r#"// Publishes this thread's ordinary shared-memory writes to the async proxy (TMA, wgmma).
+static __device__ __forceinline__ void tilus_fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+"#
+        .into(),
+    }
 }

@@ -7,12 +7,12 @@ pub(super) fn emit(e: &mut Emitter, i: &MmaInst) {
     let MmaInst::Dot { a, b, c, out, plan } = i;
     let p = plan.expect("dot plans are chosen by layout inference");
     let h = if e.p.register(a.tensor).dtype == DType::BF16 {
-        Helper::MmaBf16
+        MmaHelper::Bf16
     } else {
-        Helper::MmaF16
+        MmaHelper::F16
     };
-    let t = if h == Helper::MmaBf16 { "bf16" } else { "f16" };
-    e.use_helper(h);
+    let t = if h == MmaHelper::Bf16 { "bf16" } else { "f16" };
+    e.use_helper(Helper::Mma(h));
     let (an, bn, cn, on) = (
         e.reg_name(a.tensor),
         e.reg_name(b.tensor),
@@ -49,4 +49,30 @@ pub(super) fn emit(e: &mut Emitter, i: &MmaInst) {
     e.close();
     e.close();
     e.close();
+}
+
+/// Helper functions of this family's generated code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum MmaHelper {
+    /// mma.sync m16n8k16 with f16 inputs.
+    F16,
+    /// mma.sync m16n8k16 with bf16 inputs.
+    Bf16,
+}
+
+/// The C++ text of a helper.
+pub(crate) fn helper_text(h: MmaHelper) -> String {
+    match h {
+        MmaHelper::F16 | MmaHelper::Bf16 => {
+            let t = if h == MmaHelper::F16 { "f16" } else { "bf16" };
+            format!(
+                "// d = a * b + c with mma.sync m16n8k16 ({t} inputs, f32 accumulation).\n\
+                 static __device__ __forceinline__ void tilus_mma_m16n8k16_{t}(float* d, const u32* a, const u32* b, const float* c) {{\n  \
+                 asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.{t}.{t}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%10, %11, %12, %13}};\"\n    \
+                 : \"=f\"(d[0]), \"=f\"(d[1]), \"=f\"(d[2]), \"=f\"(d[3])\n    \
+                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]),\n      \
+                 \"f\"(c[0]), \"f\"(c[1]), \"f\"(c[2]), \"f\"(c[3]));\n}}\n"
+            )
+        }
+    }
 }

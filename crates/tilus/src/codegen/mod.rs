@@ -12,7 +12,7 @@ mod prelude;
 mod tma;
 mod wgmma;
 
-pub use prelude::Helper;
+pub(crate) use prelude::{Core, Helper};
 
 use crate::ir::{
     describe_stmt, BinOp, DType, Expr, Inst, KernelParam, LaunchPlan, ParamKind, Program, RegId,
@@ -241,7 +241,7 @@ impl<'p> Emitter<'p> {
                     params.push(format!("{cst}{}* __restrict__ {}", c_type(dtype), prm.name));
                 }
                 KernelParam::TensorMap(spec) => {
-                    self.use_helper(Helper::TensorMap);
+                    self.use_helper(Helper::Core(Core::TensorMap));
                     params.push(format!("const __grid_constant__ CUtensorMap {}", spec.name));
                 }
             }
@@ -258,7 +258,7 @@ impl<'p> Emitter<'p> {
     fn prologue(&mut self) {
         self.line("const i32 tilus_tid = (i32)threadIdx.x;");
         if self.p.smem_bytes > 0 {
-            self.use_helper(Helper::SmemAddr);
+            self.use_helper(Helper::Core(Core::SmemAddr));
             let align = self.p.smem_align.max(16);
             self.line(format!(
                 "extern __shared__ __attribute__((aligned({align}))) u8 tilus_smem_raw[];"

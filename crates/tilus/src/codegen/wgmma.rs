@@ -2,18 +2,24 @@
 //! 64-row block, N chunk and 16-deep K step, and operand fences that keep the compiler from
 //! moving accumulator accesses across the asynchronous work.
 
-use super::prelude::wgmma_name;
 use super::{Emitter, Helper};
-use crate::ir::{DType, Inst, RegId, SharedId, StmtKind, WgmmaA, WgmmaInst};
-use crate::layout::Swizzle;
+use crate::ir::facts::{AsyncGroup, Completion, Memory};
+use crate::ir::{DType, RegId, SharedId, StmtKind, WgmmaA, WgmmaInst};
+use crate::layout::wgmma::{DESC_ADDR_MASK, DESC_ADDR_SHIFT};
 
-/// The accumulators of every wgmma in the program.
+/// The register tiles asynchronous wgmma work writes (the accumulators), from the facts.
 fn accumulators(e: &Emitter) -> Vec<RegId> {
     let mut out = vec![];
     e.p.walk(&mut |s| {
-        if let StmtKind::Inst(Inst::Wgmma(WgmmaInst::Mma { d, .. })) = &s.kind {
-            if !out.contains(d) {
-                out.push(*d);
+        if let StmtKind::Inst(i) = &s.kind {
+            for eff in i.facts(e.p).effects {
+                let async_write =
+                    eff.access.writes() && eff.completes == Completion::Group(AsyncGroup::Wgmma);
+                if let (Memory::Register(r), true) = (eff.memory, async_write) {
+                    if !out.contains(&r) {
+                        out.push(r);
+                    }
+                }
             }
         }
     });
@@ -31,7 +37,7 @@ fn fence_accumulators(e: &mut Emitter) {
         .filter(|r| accs.contains(r))
         .collect();
     for r in visible {
-        e.use_helper(Helper::FenceOperand);
+        e.use_helper(Helper::Wgmma(WgmmaHelper::FenceOperand));
         let n = super::memory::layout(e, r).local_size();
         let name = e.reg_name(r);
         e.line("#pragma unroll");
@@ -41,23 +47,19 @@ fn fence_accumulators(e: &mut Emitter) {
     }
 }
 
-/// `(descriptor base expression, row bytes)` of a shared operand.
+/// `(descriptor base expression, row bytes)` of a shared operand: the layout module encodes
+/// every field but the address.
 fn descriptor(e: &mut Emitter, s: SharedId) -> (String, i64) {
-    e.use_helper(Helper::WgmmaDesc);
+    e.use_helper(Helper::Wgmma(WgmmaHelper::Desc));
     let d = e.p.shared(s);
     let l = d
         .layout
         .as_ref()
         .expect("shared layouts are inferred before codegen");
     let row = *d.shape.last().unwrap_or(&0) * d.dtype.nbytes() as i64;
-    let mode = match l.swizzle {
-        Swizzle::None => 0,
-        Swizzle::B128 => 1,
-        Swizzle::B64 => 2,
-        Swizzle::B32 => 3,
-    };
+    let fields = crate::layout::wgmma::descriptor_fields(l);
     (
-        format!("tilus_wgmma_desc({}, {}u, {mode}u)", d.name, 8 * row),
+        format!("tilus_wgmma_desc({}, 0x{fields:016x}ull)", d.name),
         row,
     )
 }
@@ -65,16 +67,16 @@ fn descriptor(e: &mut Emitter, s: SharedId) -> (String, i64) {
 pub(super) fn emit(e: &mut Emitter, i: &WgmmaInst) {
     match i {
         WgmmaInst::Fence => {
-            e.use_helper(Helper::WgmmaSync);
+            e.use_helper(Helper::Wgmma(WgmmaHelper::Sync));
             fence_accumulators(e);
             e.line("tilus_wgmma_fence();");
         }
         WgmmaInst::Commit => {
-            e.use_helper(Helper::WgmmaSync);
+            e.use_helper(Helper::Wgmma(WgmmaHelper::Sync));
             e.line("tilus_wgmma_commit_group();");
         }
         WgmmaInst::Wait(n) => {
-            e.use_helper(Helper::WgmmaSync);
+            e.use_helper(Helper::Wgmma(WgmmaHelper::Sync));
             e.line(format!("tilus_wgmma_wait_group<{n}>();"));
             fence_accumulators(e);
         }
@@ -83,7 +85,9 @@ pub(super) fn emit(e: &mut Emitter, i: &WgmmaInst) {
             let bf16 = e.p.shared(b.tensor).dtype == DType::BF16;
             let rs = matches!(a, WgmmaA::Register(_));
             let f16acc = e.p.register(*d).dtype == DType::F16;
-            e.use_helper(Helper::Wgmma(p.n as u16, bf16, rs, f16acc));
+            e.use_helper(Helper::Wgmma(WgmmaHelper::Mma(
+                p.n as u16, bf16, rs, f16acc,
+            )));
             let f = wgmma_name(p.n as u16, bf16, rs, f16acc);
             let dn = e.reg_name(*d);
             e.open("");
@@ -122,4 +126,101 @@ pub(super) fn emit(e: &mut Emitter, i: &WgmmaInst) {
             e.close();
         }
     }
+}
+
+/// Helper functions of this family's generated code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum WgmmaHelper {
+    /// wgmma fence, commit and wait.
+    Sync,
+    /// The shared-memory matrix descriptor of a wgmma operand.
+    Desc,
+    /// Keeps the compiler from moving accumulator accesses across asynchronous wgmma work.
+    FenceOperand,
+    /// One `wgmma.mma_async m64nNk16`: N, bf16 inputs (else f16), A from registers (else
+    /// shared), f16 accumulation (else f32).
+    Mma(u16, bool, bool, bool),
+}
+
+/// The C++ text of a helper.
+pub(crate) fn helper_text(h: WgmmaHelper) -> String {
+    match h {
+        WgmmaHelper::Sync => r#"static __device__ __forceinline__ void tilus_wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+static __device__ __forceinline__ void tilus_wgmma_commit_group() {
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+template <int N>
+static __device__ __forceinline__ void tilus_wgmma_wait_group() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
+}
+"#
+        .into(),
+        WgmmaHelper::Desc => format!(
+            "// Shared-memory matrix descriptor of a wgmma operand at `addr`: `fields` holds every field\n\
+             // but the start address (computed by the host, see layout::wgmma::descriptor).\n\
+             static __device__ __forceinline__ u64 tilus_wgmma_desc(u32 addr, u64 fields) {{\n  \
+             return (u64)((addr >> {DESC_ADDR_SHIFT}) & 0x{DESC_ADDR_MASK:X}u) | fields;\n}}\n"
+        ),
+        WgmmaHelper::FenceOperand => r#"static __device__ __forceinline__ void tilus_fence_operand(float& x) {
+  asm volatile("" : "+f"(x) :: "memory");
+}
+static __device__ __forceinline__ void tilus_fence_operand(u32& x) {
+  asm volatile("" : "+r"(x) :: "memory");
+}
+"#
+        .into(),
+        WgmmaHelper::Mma(n, bf16, rs, f16acc) => wgmma_helper(n as usize, bf16, rs, f16acc),
+    }
+}
+
+/// The name of a wgmma helper.
+pub fn wgmma_name(n: u16, bf16: bool, rs: bool, f16acc: bool) -> String {
+    format!(
+        "tilus_wgmma_m64n{n}k16_{}_{}{}",
+        if bf16 { "bf16" } else { "f16" },
+        if rs { "rs" } else { "ss" },
+        if f16acc { "_f16acc" } else { "" }
+    )
+}
+
+fn wgmma_helper(n: usize, bf16: bool, rs: bool, f16acc: bool) -> String {
+    let t = if bf16 { "bf16" } else { "f16" };
+    // f32 accumulators: one register per element; f16: two elements per 32-bit register.
+    let (regs, dt, dc, dty) = if f16acc {
+        (n / 4, "f16", "r", "u32")
+    } else {
+        (n / 2, "f32", "f", "float")
+    };
+    let d_list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
+    let d_ops: Vec<String> = (0..regs).map(|i| format!("\"+{dc}\"(d[{i}])")).collect();
+    let name = wgmma_name(n as u16, bf16, rs, f16acc);
+    let (a_param, a_operand, a_inputs, rest) = if rs {
+        (
+            "const u32* a",
+            format!("{{%{}, %{}, %{}, %{}}}", regs, regs + 1, regs + 2, regs + 3),
+            "\"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), ".to_string(),
+            (regs + 4, "1, 1, 0"),
+        )
+    } else {
+        (
+            "u64 a",
+            format!("%{regs}"),
+            "\"l\"(a), ".to_string(),
+            (regs + 1, "1, 1, 0, 0"),
+        )
+    };
+    let (b_index, imm) = rest;
+    format!(
+        "// d[0..{regs}] += A(64x16) * B(16x{n}), {t} inputs, {dt} accumulation; B (and A unless it is in\n\
+         // registers) read from shared memory through descriptors.\n\
+         static __device__ __forceinline__ void {name}({dty}* d, {a_param}, u64 b) {{\n  \
+         asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\n\"\n    \
+         \"wgmma.mma_async.sync.aligned.m64n{n}k16.{dt}.{t}.{t} {{{d}}}, {a_operand}, %{b_index}, p, {imm};\\n}}\\n\"\n    \
+         : {d_ops}\n    : {a_inputs}\"l\"(b), \"r\"(1));\n}}\n",
+        scale = b_index + 1,
+        d = d_list.join(", "),
+        d_ops = d_ops.join(", "),
+    )
 }

@@ -1,13 +1,12 @@
 //! Elementwise register operations as `codegen/arithmetic.rs` emits them: the source and the
 //! result share a layout, so local element `l` of each thread maps to local element `l`.
 
-use super::sched::{Step, Task};
 use super::state::{Block, Fail, RegData, R};
-use super::Fault;
+use super::task::{Step, Task};
+use crate::error::Fault;
 use crate::ir::{ArithInst, DType, Loc};
 
 pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &ArithInst, loc: Loc) -> R<Step> {
-    #[allow(unreachable_patterns)]
     match i {
         ArithInst::Cast { src, out } => {
             let p = b.program();
@@ -77,10 +76,5 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &ArithInst, lo
             b.regs[src.tensor.0 as usize] = Some(input);
             Ok(Step::Next)
         }
-        other => Err(Fail::new(
-            Fault::Unsupported,
-            loc,
-            format!("`{}` is not supported by the interpreter yet", other.name()),
-        )),
     }
 }

@@ -1,9 +1,9 @@
 //! Scalar variables, loops, thread groups and `sync`, as `codegen/control.rs` emits them.
 
-use super::sched::{Frame, FrameKind, State, Step, Task};
-use super::state::{eval, Block, Fail, R};
-use super::Fault;
-use crate::ir::{Expr, Loc, Stmt, StmtKind, VarId, VarKind};
+use super::state::{Block, Fail, R};
+use super::task::{value, Frame, FrameKind, State, Step, Task};
+use crate::error::Fault;
+use crate::ir::{Stmt, StmtKind, VarId, VarKind};
 
 /// The values of the runtime-scalar parameters (pointers get 0: no expression reads them).
 pub(crate) fn param_values(b: &Block<'_, '_>) -> Vec<(VarId, i64)> {
@@ -25,26 +25,6 @@ pub(crate) fn param_values(b: &Block<'_, '_>) -> Vec<(VarId, i64)> {
         .collect()
 }
 
-/// Evaluates a scalar expression in a task, or fails at `loc`.
-pub(crate) fn value(b: &Block<'_, '_>, task: &Task<'_>, e: &Expr, loc: Loc) -> R<i64> {
-    eval(e, &task.env, b.bidx).ok_or_else(|| {
-        let p = b.program();
-        let names = |v: VarId| p.var(v).name.clone();
-        Fail::new(
-            Fault::Invalid,
-            loc,
-            format!(
-                "cannot evaluate `{}`: division by zero, a shift out of range, or a variable \
-                 without a value",
-                crate::ir::ExprPrinter {
-                    expr: e,
-                    names: &names
-                }
-            ),
-        )
-    })
-}
-
 /// `let`, `assign` and `sync`.
 pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, s: &Stmt) -> R<Step> {
     match &s.kind {
@@ -55,15 +35,9 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, s: &Stmt) -> R<St
             Ok(Step::Next)
         }
         StmtKind::Sync => Ok(Step::Wait(State::Sync { loc: s.loc })),
-        #[allow(unreachable_patterns)]
-        _ => Err(Fail::new(
-            Fault::Unsupported,
-            s.loc,
-            format!(
-                "`{}` is not supported by the interpreter yet",
-                crate::ir::describe_stmt(b.program(), s)
-            ),
-        )),
+        StmtKind::For { .. } | StmtKind::ThreadGroup { .. } | StmtKind::Inst(_) => {
+            unreachable!("the scheduler runs loops, groups and instructions itself")
+        }
     }
 }
 
@@ -103,6 +77,7 @@ pub(crate) fn for_loop<'p>(b: &Block<'_, 'p>, task: &mut Task<'p>, s: &'p Stmt) 
                 step,
                 loc: s.loc,
             },
+            owner: Some(s.id),
         });
     }
     Ok(())
@@ -111,12 +86,14 @@ pub(crate) fn for_loop<'p>(b: &Block<'_, 'p>, task: &mut Task<'p>, s: &'p Stmt) 
 /// Enters a thread group: the task's threads inside `begin .. begin + count` (relative to the
 /// enclosing group) run the body. When only part of the task is inside, that part becomes a
 /// new task (returned) and the rest goes on past the statement.
-pub(crate) fn thread_group<'p>(
-    task: &mut Task<'p>,
-    begin: u32,
-    count: u32,
-    body: &'p [Stmt],
-) -> Option<Task<'p>> {
+pub(crate) fn thread_group<'p>(task: &mut Task<'p>, s: &'p Stmt) -> Option<Task<'p>> {
+    let StmtKind::ThreadGroup {
+        begin, count, body, ..
+    } = &s.kind
+    else {
+        return None;
+    };
+    let (begin, count) = (*begin, *count);
     let lo = task.base().saturating_add(begin);
     let hi = lo.saturating_add(count);
     if let Some(f) = task.frames.last_mut() {
@@ -137,6 +114,7 @@ pub(crate) fn thread_group<'p>(
             base: lo,
             count: count.max(1),
         },
+        owner: Some(s.id),
     };
     if inside == task.threads.len() {
         task.frames.push(frame);

@@ -3,11 +3,12 @@
 //! value per (thread, local index) as their layout says, `load_shared` reads through the
 //! tile's swizzle, `store_global` writes vectors with the bounds check of the generated code.
 
-use super::sched::{Step, Task};
+use super::hazards;
 use super::state::{
-    bits_to_f32, bits_to_int, f32_to_bits, read_bits, Block, Fail, GlobalWrite, RegData, R,
+    bits_to_f32, bits_to_int, f32_to_bits, read_bits, strides, Block, Fail, GlobalWrite, RegData, R,
 };
-use super::Fault;
+use super::task::{values, Step, Task};
+use crate::error::Fault;
 use crate::ir::{DType, Expr, Loc, MemoryInst, SharedId};
 
 pub(crate) fn exec(
@@ -16,7 +17,6 @@ pub(crate) fn exec(
     i: &MemoryInst,
     loc: Loc,
 ) -> R<Step> {
-    #[allow(unreachable_patterns)]
     match i {
         MemoryInst::GlobalView(_) => {}
         MemoryInst::AllocShared(s) => alloc_shared(b, *s, loc)?,
@@ -25,25 +25,8 @@ pub(crate) fn exec(
         MemoryInst::LoadShared { src, out } => load_shared(b, task, *src, *out, loc)?,
         MemoryInst::StoreGlobal { .. } => store_global(b, task, i, loc)?,
         MemoryInst::StoreShared { dst, src } => store_shared(b, task, *dst, src, loc)?,
-        MemoryInst::FenceProxyAsync => {
-            for slot in b.proxy_dirty.iter_mut() {
-                if let Some((_, writers)) = slot {
-                    for t in &task.threads {
-                        writers.remove(t);
-                    }
-                    if writers.is_empty() {
-                        *slot = None;
-                    }
-                }
-            }
-        }
-        other => {
-            return Err(Fail::new(
-                Fault::Unsupported,
-                loc,
-                format!("`{}` is not supported by the interpreter yet", other.name()),
-            ))
-        }
+        // the fence's effect on the proxy-fence record is applied by `hazards::after`
+        MemoryInst::FenceProxyAsync => {}
     }
     Ok(Step::Next)
 }
@@ -113,12 +96,15 @@ fn alloc_shared(b: &mut Block<'_, '_>, s: SharedId, loc: Loc) -> R<()> {
             .note(bar.loc, format!("`{}` was allocated here", bar.name)));
         }
     }
-    let in_flight = b
-        .pending
-        .iter()
-        .map(|c| (c.dst, c.loc))
-        .chain(b.landed.iter().map(|c| (c.dst, c.loc)))
-        .find(|(dst, _)| *dst != s && overlaps(me, b.tile_range(*dst)));
+    let in_flight = p.shareds.iter().enumerate().find_map(|(j, _)| {
+        let other = SharedId(j as u32);
+        let op = hazards::writing(b, other)?;
+        let into = op.touches.iter().find_map(|x| match x.memory {
+            crate::ir::facts::Memory::Shared(t) if t == other => Some(t),
+            _ => None,
+        })?;
+        (into != s && overlaps(me, b.tile_range(into))).then_some((into, op.loc))
+    });
     if let Some((dst, at)) = in_flight {
         let r = b.tile_range(dst);
         return Err(Fail::new(
@@ -182,54 +168,6 @@ fn alloc_register(
     }
 }
 
-/// Fails when a TMA copy into bytes of `src` has not been observed by a completed phase.
-pub(crate) fn check_no_copy_in_flight(
-    b: &Block<'_, '_>,
-    src: SharedId,
-    what: &str,
-    loc: Loc,
-) -> R<()> {
-    let me = b.tile_range(src);
-    let p = b.program();
-    let pending = b
-        .pending
-        .iter()
-        .find(|c| overlaps(me, b.tile_range(c.dst)))
-        .map(|c| (c.dst, c.bar, c.loc, "is still in flight"));
-    let landed = b
-        .landed
-        .iter()
-        .find(|c| overlaps(me, b.tile_range(c.dst)) && b.bar_phases(c.bar.0, c.bar.1) <= c.phase)
-        .map(|c| {
-            (
-                c.dst,
-                c.bar,
-                c.loc,
-                "landed, but its barrier phase has not completed",
-            )
-        });
-    if let Some((dst, (arr, idx), at, state)) = pending.or(landed) {
-        let bar = b.bar_name(arr, idx);
-        let tile = &p.shared(src).name;
-        let into = if dst == src {
-            String::new()
-        } else {
-            format!(" (into `{}`, which shares its bytes)", p.shared(dst).name)
-        };
-        return Err(Fail::new(
-            Fault::ReadBeforeWait,
-            loc,
-            format!(
-                "{what} reads shared tensor `{tile}` while a TMA copy into it{into} {state}: wait on \
-                 barrier `{bar}` for the phase that covers the copy (and sync the block when only \
-                 one thread waited) before reading it"
-            ),
-        )
-        .note(at, format!("the copy into `{}` was issued here", p.shared(dst).name)));
-    }
-    Ok(())
-}
-
 fn load_shared(
     b: &mut Block<'_, '_>,
     task: &Task<'_>,
@@ -237,7 +175,6 @@ fn load_shared(
     out: crate::ir::RegId,
     loc: Loc,
 ) -> R<()> {
-    check_no_copy_in_flight(b, src, "load_shared", loc)?;
     let p = b.program();
     let d = p.shared(src);
     let Some(layout) = d.layout.as_ref() else {
@@ -264,7 +201,6 @@ fn load_shared(
     let info = prep.reg(out);
     let base = task.base();
     let eb = d.dtype.nbytes();
-    let sw = layout.swizzle;
     let tile_bytes = (end - off) as u32;
     let mut data = b.regs[out.0 as usize].take();
     if data.is_none() {
@@ -278,7 +214,7 @@ fn load_shared(
         if lin >= tile_bytes {
             return None;
         }
-        let at = off as usize + sw.apply(lin) as usize;
+        let at = off as usize + layout.linear_byte_offset(flat) as usize;
         (at + eb as usize <= smem.len()).then(|| read_bits(smem, at, d.dtype))
     };
     match data.as_mut() {
@@ -323,30 +259,20 @@ fn load_shared(
     Ok(())
 }
 
-/// Row-major strides (elements) of a view's extents.
-pub(crate) fn strides(shape: &[i64]) -> Vec<i64> {
-    let mut s = vec![1i64; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        s[d] = s[d + 1].saturating_mul(shape[d + 1]);
-    }
-    s
-}
-
 fn store_global(b: &mut Block<'_, '_>, task: &Task<'_>, i: &MemoryInst, loc: Loc) -> R<()> {
-    let MemoryInst::StoreGlobal { dst, src, offsets } = i else {
+    let MemoryInst::StoreGlobal {
+        dst,
+        src,
+        offsets,
+        vector,
+    } = i
+    else {
         return Ok(());
     };
     let p = b.program();
     let g = p.global(*dst);
-    let shape: Vec<i64> = g
-        .shape
-        .iter()
-        .map(|e| super::control::value(b, task, e, loc))
-        .collect::<R<_>>()?;
-    let offs: Vec<i64> = offsets
-        .iter()
-        .map(|e| super::control::value(b, task, e, loc))
-        .collect::<R<_>>()?;
+    let shape = values(b, task, &g.shape, loc)?;
+    let offs = values(b, task, offsets, loc)?;
     let Some(arg) = b.prep.global_arg[dst.0 as usize] else {
         return Err(Fail::new(
             Fault::Invalid,
@@ -361,12 +287,15 @@ fn store_global(b: &mut Block<'_, '_>, task: &Task<'_>, i: &MemoryInst, loc: Loc
             format!("no buffer was passed for the pointer of view `{}`", g.name),
         ));
     };
-    let width = b
-        .prep
-        .store_width
-        .get(&(i as *const MemoryInst as usize))
-        .copied()
-        .unwrap_or(1) as usize;
+    // the vector width codegen writes with: one bounds check per vector
+    let Some(width) = vector.map(|w| w.max(1) as usize) else {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            "store_global has no vector width: the interpreter runs planned programs (the output \
+             of passes::compile_program)",
+        ));
+    };
     let info = b.prep.reg(src.tensor);
     let rank = info.rank;
     if rank != shape.len() || offs.len() != rank {
@@ -469,8 +398,6 @@ fn store_shared(
     src: &crate::ir::RegView,
     loc: Loc,
 ) -> R<()> {
-    check_no_copy_in_flight(b, dst, "store_shared", loc)?;
-    super::wgmma::check_operands_free(b, dst, loc)?;
     let p = b.program();
     let d = p.shared(dst);
     let Some(layout) = d.layout.as_ref() else {
@@ -501,8 +428,7 @@ fn store_shared(
     };
     let rl = rl.permute(&src.perm(rl.rank()));
     let base = task.base();
-    let (eb, sw, dtype) = (d.dtype.nbytes(), layout.swizzle, d.dtype);
-    let shape = d.shape.clone();
+    let (eb, dtype) = (d.dtype.nbytes(), d.dtype);
     let ls = rl.local_size() as usize;
     let nthreads = rl.num_threads().max(1) as u32;
     let mut writes: Vec<(usize, u64)> = vec![];
@@ -519,12 +445,7 @@ fn store_shared(
             let ti = (t.saturating_sub(base) % nthreads) as i64;
             for l in 0..ls {
                 let c = rl.coords(ti, l as i64);
-                let mut flat = 0i64;
-                for (x, n) in c.iter().zip(&shape) {
-                    flat = flat * n + x;
-                }
-                let lin = (flat as u64 * eb as u64) as u32;
-                let at = off as usize + sw.apply(lin) as usize;
+                let at = off as usize + layout.byte_offset(&c) as usize;
                 let bits = match data {
                     RegData::Float(v) => f32_to_bits(v[t as usize * ls + l], dtype),
                     RegData::Int(v) => v[t as usize * ls + l] as u64,
@@ -538,9 +459,5 @@ fn store_shared(
             super::state::write_bits(&mut b.smem, at, bits, eb as usize);
         }
     }
-    let slot = &mut b.proxy_dirty[dst.0 as usize];
-    let entry = slot.get_or_insert_with(|| (loc, std::collections::BTreeSet::new()));
-    entry.0 = loc;
-    entry.1.extend(task.threads.iter().copied());
     Ok(())
 }

@@ -3,13 +3,12 @@
 //! plan's `a_local`/`b_local`/`c_local`) and placing them by the PTX fragment tables, with f32
 //! accumulation. The instruction is warp-collective: a warp runs it only with all 32 lanes.
 
-use super::sched::{State, Step, Task};
 use super::state::{Block, Fail, RegData, R};
-use super::Fault;
+use super::task::{Step, Task};
+use crate::error::Fault;
 use crate::ir::{Loc, MmaInst};
 
 pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &MmaInst, loc: Loc) -> R<Step> {
-    #[allow(unreachable_patterns)]
     match i {
         MmaInst::Dot {
             a,
@@ -26,7 +25,7 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &MmaInst, loc:
                      passes::compile_program)",
                 ));
             };
-            // whole warps only: lanes that are elsewhere must arrive first
+            // whole warps only (the scheduler lets lanes that are elsewhere arrive first)
             let base = task.base();
             let warps: Vec<u32> = {
                 let mut w: Vec<u32> = task
@@ -37,13 +36,6 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &MmaInst, loc:
                 w.dedup();
                 w
             };
-            let complete = warps.len() * 32 == task.threads.len();
-            if !complete {
-                return Ok(Step::Wait(State::Converge {
-                    collective: true,
-                    loc,
-                }));
-            }
             let p = b.program();
             let ta = p.register(a.tensor);
             if !ta.dtype.is_float() || !p.register(c.tensor).dtype.is_float() {
@@ -145,11 +137,6 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &MmaInst, loc:
             b.regs[out.0 as usize] = Some(RegData::Float(ov));
             Ok(Step::Next)
         }
-        other => Err(Fail::new(
-            Fault::Unsupported,
-            loc,
-            format!("`{}` is not supported by the interpreter yet", other.name()),
-        )),
     }
 }
 

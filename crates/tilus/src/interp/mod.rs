@@ -60,15 +60,19 @@
 
 mod args;
 mod arithmetic;
+mod barrier;
 mod control;
+mod hazards;
 mod mbarrier;
 mod memory;
 mod mma;
 mod sched;
 mod state;
+mod task;
 mod tma;
 mod wgmma;
 
+pub use crate::error::Fault;
 pub use args::{HostBuffer, HostBufferMut, InterpArg, InterpArgList, InterpArgs, InterpValue, Pod};
 
 use crate::ir::{KernelParam, LaunchPlan, ParamKind, Program};
@@ -77,61 +81,7 @@ use crate::{Error, Result, Script};
 use rayon::prelude::*;
 use state::{Block, GlobalBuf, Prepared};
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::{Arc, Mutex};
-
-/// What kind of fault the interpreter found (the diagnostics say where and why).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Fault {
-    /// Every thread of the block waits and nothing in flight can release any of them.
-    Deadlock,
-    /// A wait on a phase whose arrivals are all in but whose transaction bytes will never all
-    /// arrive (`arrive_and_expect_tx` declared more than the copies deliver).
-    TxNeverMet,
-    /// A barrier received more transaction bytes than the phase declared.
-    TxExceeded,
-    /// A TMA destination was read while a copy into it had not been observed by a wait.
-    ReadBeforeWait,
-    /// An asynchronous operation's source was overwritten before the wait that covers it (a
-    /// TMA copy into a tile that an unfinished wgmma reads).
-    OverwriteBeforeWait,
-    /// Two live shared buffers (tiles, barriers, copies in flight) share bytes.
-    SharedOverlap,
-    /// A planned shared buffer lies beyond the block's shared memory.
-    SharedOutOfBounds,
-    /// A global access outside its buffer (or outside its view where the generated code does
-    /// not check).
-    GlobalOutOfBounds,
-    /// Part of a warp reached a warp-collective instruction while the rest can never join.
-    Diverged,
-    /// The async proxy (wgmma) read shared memory written by ordinary stores whose threads have
-    /// not run `fence_proxy_async` since.
-    MissingProxyFence,
-    /// The program uses something the interpreter does not implement yet.
-    Unsupported,
-    /// The program cannot run as written (an expression that cannot be evaluated, a barrier
-    /// index out of range, a barrier used before its allocation, ...).
-    Invalid,
-}
-
-impl fmt::Display for Fault {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Fault::Deadlock => "deadlock",
-            Fault::TxNeverMet => "transaction count never met",
-            Fault::TxExceeded => "transaction count exceeded",
-            Fault::ReadBeforeWait => "read of a TMA destination before its wait",
-            Fault::OverwriteBeforeWait => "overwrite of an asynchronous operand before its wait",
-            Fault::SharedOverlap => "overlapping shared buffers",
-            Fault::SharedOutOfBounds => "shared memory out of bounds",
-            Fault::GlobalOutOfBounds => "out-of-bounds global access",
-            Fault::Diverged => "diverged warp",
-            Fault::MissingProxyFence => "async read of ordinary stores without a proxy fence",
-            Fault::Unsupported => "not supported by the interpreter",
-            Fault::Invalid => "invalid program",
-        })
-    }
-}
 
 /// How to run.
 #[derive(Clone, Debug)]

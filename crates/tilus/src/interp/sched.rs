@@ -14,130 +14,12 @@
 //! for its copy sees the copy still in flight, and a wait that cannot complete is a deadlock
 //! with nothing left to run.
 
-use super::state::{body_key, eval, threads_text, Block, Fail, R};
-use super::{control, Fault};
-use crate::ir::{BarrierArrayId, Expr, Inst, Loc, Stmt, StmtKind, VarId};
-
-/// What a frame of a task's stack runs.
-#[derive(Clone, Copy)]
-pub(crate) enum FrameKind<'p> {
-    /// The kernel body.
-    Root,
-    /// A loop body; the variable steps by `step` until it reaches `end`.
-    Loop {
-        var: VarId,
-        end: &'p Expr,
-        step: &'p Expr,
-        loc: Loc,
-    },
-    /// A thread group's body: threads `base .. base + count` of the block.
-    Group { base: u32, count: u32 },
-}
-
-/// One level of a task's position.
-#[derive(Clone, Copy)]
-pub(crate) struct Frame<'p> {
-    pub stmts: &'p [Stmt],
-    pub pc: usize,
-    pub kind: FrameKind<'p>,
-}
-
-impl Frame<'_> {
-    fn same_place(&self, o: &Frame<'_>) -> bool {
-        let kind = match (self.kind, o.kind) {
-            (FrameKind::Root, FrameKind::Root) => true,
-            (FrameKind::Loop { var: a, .. }, FrameKind::Loop { var: b, .. }) => a == b,
-            (FrameKind::Group { base: a, count: c }, FrameKind::Group { base: b, count: d }) => {
-                a == b && c == d
-            }
-            _ => false,
-        };
-        kind && self.pc == o.pc
-            && std::ptr::eq(self.stmts.as_ptr(), o.stmts.as_ptr())
-            && self.stmts.len() == o.stmts.len()
-    }
-}
-
-/// Why a task is not running.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum State {
-    /// Ready to run.
-    Run,
-    /// In `mbarrier.wait` for the phase with this parity to complete.
-    Barrier {
-        array: BarrierArrayId,
-        index: usize,
-        parity: u32,
-        loc: Loc,
-    },
-    /// In `sync` (or the block barrier after `mbarrier.alloc`).
-    Sync { loc: Loc },
-    /// Waiting to meet the rest of its group before the statement at `loc`; `collective`: the
-    /// statement needs whole warps and cannot run before they meet.
-    Converge { collective: bool, loc: Loc },
-    /// Finished the kernel.
-    Done,
-}
-
-/// A set of threads running the same code.
-pub(crate) struct Task<'p> {
-    /// Block thread indices, sorted.
-    pub threads: Vec<u32>,
-    pub frames: Vec<Frame<'p>>,
-    /// Scalar variables by [`VarId`].
-    pub env: Vec<Option<i64>>,
-    pub state: State,
-    /// Run the next statement even if the task is only part of its group (it already waited
-    /// for the rest there).
-    pub skip_converge: bool,
-}
-
-impl<'p> Task<'p> {
-    /// The first block thread of the innermost group.
-    pub fn base(&self) -> u32 {
-        self.group().0
-    }
-
-    /// The innermost group: first block thread and number of threads.
-    pub fn group(&self) -> (u32, u32) {
-        self.frames
-            .iter()
-            .rev()
-            .find_map(|f| match f.kind {
-                FrameKind::Group { base, count } => Some((base, count)),
-                _ => None,
-            })
-            .unwrap_or((0, u32::MAX))
-    }
-
-    fn is_fragment(&self, block_threads: u32) -> bool {
-        let (_, count) = self.group();
-        (self.threads.len() as u32) < count.min(block_threads)
-    }
-
-    fn same_place(&self, o: &Task<'_>) -> bool {
-        self.frames.len() == o.frames.len()
-            && self
-                .frames
-                .iter()
-                .zip(&o.frames)
-                .all(|(a, b)| a.same_place(b))
-            && self.env == o.env
-    }
-
-    /// The statement the task is at (for diagnostics).
-    fn stmt(&self) -> Option<&'p Stmt> {
-        self.frames.last().and_then(|f| f.stmts.get(f.pc))
-    }
-}
-
-/// What an instruction did.
-pub(crate) enum Step {
-    /// Go on with the next statement.
-    Next,
-    /// Block (the statement is retried or completed by the scheduler).
-    Wait(State),
-}
+use super::state::{eval, threads_text, Block, Fail, R};
+use super::task::{Frame, FrameKind, State, Step, Task};
+use super::{arithmetic, barrier, control, hazards, mbarrier, memory, mma, tma, wgmma};
+use crate::error::Fault;
+use crate::ir::facts::ThreadScope;
+use crate::ir::{Inst, Loc, Stmt, StmtKind};
 
 /// Runs one block to completion.
 pub(crate) fn run_block<'p>(b: &mut Block<'_, 'p>) -> R<()> {
@@ -153,6 +35,7 @@ pub(crate) fn run_block<'p>(b: &mut Block<'_, 'p>) -> R<()> {
             stmts: &p.body,
             pc: 0,
             kind: FrameKind::Root,
+            owner: None,
         }],
         env,
         state: State::Run,
@@ -187,12 +70,12 @@ pub(crate) fn run_block<'p>(b: &mut Block<'_, 'p>) -> R<()> {
             continue;
         }
         // Then the copy engine: the oldest copy lands.
-        if let Some(c) = b.pending.pop_front() {
-            super::tma::land(b, c)?;
+        if let Some(landed) = hazards::land_next(b) {
+            landed?;
             continue;
         }
         if tasks.iter().all(|t| matches!(t.state, State::Done)) {
-            return Ok(());
+            return hazards::unfinished(b);
         }
         return Err(stuck(b, &tasks));
     }
@@ -209,7 +92,7 @@ fn wake(b: &Block<'_, '_>, tasks: &mut [Task<'_>]) {
             ..
         } = t.state
         {
-            if super::mbarrier::phase_completed(b, array, index, parity) {
+            if barrier::phase_completed(b, array, index, parity) {
                 t.state = State::Run;
                 advance(t);
             }
@@ -285,11 +168,9 @@ fn run_task<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>) -> R<Option<Task<'p>
         task.skip_converge = false;
         b.stats.statements += 1;
         let step = match &s.kind {
-            StmtKind::Inst(i) => exec_inst(b, task, i, s.loc)?,
-            StmtKind::ThreadGroup {
-                begin, count, body, ..
-            } => {
-                if let Some(child) = control::thread_group(task, *begin, *count, body) {
+            StmtKind::Inst(i) => exec_inst(b, task, i, s)?,
+            StmtKind::ThreadGroup { .. } => {
+                if let Some(child) = control::thread_group(task, s) {
                     return Ok(Some(child));
                 }
                 continue;
@@ -345,7 +226,7 @@ fn end_of_frame(b: &Block<'_, '_>, task: &mut Task<'_>) -> R<()> {
     if let Some(f) = done {
         // Variables declared in the body go out of scope, so tasks that ran it can merge with
         // tasks that did not.
-        if let Some(vars) = b.prep.declared.get(&body_key(f.stmts)) {
+        if let Some(vars) = f.owner.and_then(|id| b.prep.declared.get(id.0 as usize)) {
             for v in vars {
                 task.env[v.0 as usize] = None;
             }
@@ -357,26 +238,56 @@ fn end_of_frame(b: &Block<'_, '_>, task: &mut Task<'_>) -> R<()> {
     Ok(())
 }
 
-/// Runs one instruction for every thread of the task.
-fn exec_inst<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>, i: &'p Inst, loc: Loc) -> R<Step> {
-    if !b.wgmma.is_empty() && !matches!(i, Inst::Wgmma(_)) {
-        let regs = crate::passes::infer_layout::registers_of(i);
-        super::wgmma::check_accumulators(b, task, &regs, i.name(), loc)?;
-    }
-    #[allow(unreachable_patterns)]
-    match i {
-        Inst::Wgmma(w) => super::wgmma::exec(b, task, w, loc),
-        Inst::Memory(m) => super::memory::exec(b, task, m, loc),
-        Inst::Mbarrier(m) => super::mbarrier::exec(b, task, m, loc),
-        Inst::Tma(t) => super::tma::exec(b, task, t, loc),
-        Inst::Mma(m) => super::mma::exec(b, task, m, loc),
-        Inst::Arith(a) => super::arithmetic::exec(b, task, a, loc),
-        other => Err(Fail::new(
-            Fault::Unsupported,
+/// Whether the task holds every thread a collective instruction needs: whole warps (relative
+/// to its group) or whole warp groups.
+fn holds_whole(task: &Task<'_>, scope: ThreadScope) -> bool {
+    let unit = match scope {
+        ThreadScope::Warps => 32,
+        ThreadScope::WarpGroup => 128,
+        ThreadScope::Any | ThreadScope::OneThread | ThreadScope::Block | ThreadScope::BlockOnce => {
+            return true
+        }
+    };
+    let base = if unit == 32 { task.base() } else { 0 };
+    let mut units: Vec<u32> = task
+        .threads
+        .iter()
+        .map(|t| t.saturating_sub(base) / unit)
+        .collect();
+    units.dedup();
+    units.len() * unit as usize == task.threads.len()
+}
+
+/// Runs one instruction for every thread of the task: the hazards its facts reveal first, then
+/// its family's rule, then what its ordinary writes leave for the proxy-fence rule.
+fn exec_inst<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>, i: &'p Inst, s: &'p Stmt) -> R<Step> {
+    let loc = s.loc;
+    let Some(facts) = b.prep.facts(s.id) else {
+        return Err(Fail::new(
+            Fault::Invalid,
             loc,
-            format!("`{}` is not supported by the interpreter yet", other.name()),
-        )),
+            "an instruction without a statement id: build programs with the script builder",
+        ));
+    };
+    if !holds_whole(task, facts.scope) {
+        return Ok(Step::Wait(State::Converge {
+            collective: true,
+            loc,
+        }));
     }
+    hazards::check(b, task, facts, i.name(), loc)?;
+    let step = match i {
+        Inst::Memory(m) => memory::exec(b, task, m, loc)?,
+        Inst::Mbarrier(m) => mbarrier::exec(b, task, m, loc)?,
+        Inst::Tma(t) => tma::exec(b, task, t, facts, loc)?,
+        Inst::Mma(m) => mma::exec(b, task, m, loc)?,
+        Inst::Arith(a) => arithmetic::exec(b, task, a, loc)?,
+        Inst::Wgmma(w) => wgmma::exec(b, task, w, facts, loc)?,
+    };
+    if let Step::Next = step {
+        hazards::after(b, task, facts, i.name(), loc);
+    }
+    Ok(step)
 }
 
 /// Every task is blocked and no copy is in flight: explain who waits for what. The first
@@ -406,7 +317,7 @@ fn stuck(b: &Block<'_, '_>, tasks: &[Task<'_>]) -> Fail {
                 loc,
             } => {
                 let name = b.bar_name(array, index);
-                let st = super::mbarrier::state(b, array, index);
+                let st = barrier::state(b, array, index);
                 let meta = b.bars[array.0 as usize]
                     .as_ref()
                     .and_then(|m| m.get(index))

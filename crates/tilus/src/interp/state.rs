@@ -1,15 +1,17 @@
 //! The interpreter's state: tables computed once per program (layouts as offsets, mma fragment
-//! tables), and the state of one block (shared-memory bytes, register files, barriers' side
-//! information, copies in flight, the log of global writes).
+//! tables, every instruction's facts), and the state of one block (shared-memory bytes,
+//! register files, barriers' side information, asynchronous operations in flight, the log of
+//! global writes). Data only: the families' files give it behaviour.
 
-use super::Fault;
+use crate::error::Fault;
+use crate::ir::facts::{Access, AsyncGroup, Memory, Proxy};
 use crate::ir::{
-    BarrierArrayId, DType, Expr, GlobalId, Inst, Loc, MemoryInst, Program, RegId, SharedId, Stmt,
-    StmtKind, VarId,
+    BarrierArrayId, DType, Expr, Facts, Loc, Program, RegId, SharedId, Stmt, StmtId, StmtKind,
+    VarId,
 };
 use crate::layout::mma::{mma_a_fragment, mma_b_fragment, mma_c_fragment};
 use crate::Diagnostic;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap};
 
 /// A fault found while running a block: its kind and the diagnostics (the faulting
 /// instruction first).
@@ -72,21 +74,15 @@ pub(crate) struct Prepared<'p> {
     pub frag_b: Vec<usize>,
     /// lane * 4 + e -> row * 8 + col of the 16x8 C/D tile.
     pub frag_c: Vec<usize>,
-    /// Variables declared inside each loop or group body (keyed by the body's address), which
-    /// go out of scope when the frame ends.
-    pub declared: HashMap<usize, Vec<VarId>>,
+    /// Variables declared inside each loop or group body (by the statement's id), which go
+    /// out of scope when the frame ends.
+    pub declared: Vec<Vec<VarId>>,
+    /// Every instruction's facts (by the statement's id).
+    pub facts: Vec<Option<Facts<'p>>>,
     /// The argument position of each global view's pointer.
     pub global_arg: Vec<Option<usize>>,
-    /// Vector width (elements) of each `store_global`, keyed by the instruction's address, as
-    /// codegen chooses it: one bounds check per vector.
-    pub store_width: HashMap<usize, u32>,
     /// Threads per block.
     pub block_threads: u32,
-}
-
-/// The address of a statement list, as a key.
-pub(crate) fn body_key(stmts: &[Stmt]) -> usize {
-    stmts.as_ptr() as usize
 }
 
 fn declared_in(stmts: &[Stmt], out: &mut Vec<VarId>) {
@@ -188,20 +184,31 @@ impl<'p> Prepared<'p> {
                 frag_c[(lane * 4 + e) as usize] = (c[0] * 8 + c[1]) as usize;
             }
         }
-        let mut declared = HashMap::new();
-        let mut store_width = HashMap::new();
-        p.walk(&mut |s| match &s.kind {
-            StmtKind::For { body, .. } | StmtKind::ThreadGroup { body, .. } => {
-                let mut v = vec![];
-                declared_in(body, &mut v);
-                declared.insert(body_key(body), v);
+        let n = p.stmt_count as usize;
+        let mut declared = vec![vec![]; n];
+        let mut facts: Vec<Option<Facts<'p>>> = (0..n).map(|_| None).collect();
+        let mut bad_id = None;
+        p.walk(&mut |s: &'p Stmt| {
+            let Some(slot) = (s.id.0 as usize).lt(&n).then_some(s.id.0 as usize) else {
+                bad_id = Some(s.loc);
+                return;
+            };
+            match &s.kind {
+                StmtKind::For { body, .. } | StmtKind::ThreadGroup { body, .. } => {
+                    declared_in(body, &mut declared[slot]);
+                }
+                StmtKind::Inst(i) => facts[slot] = Some(i.facts(p)),
+                StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {}
             }
-            StmtKind::Inst(Inst::Memory(m @ MemoryInst::StoreGlobal { .. })) => {
-                let w = crate::passes::lower::store_vector_width(p, m).max(1);
-                store_width.insert(m as *const MemoryInst as usize, w);
-            }
-            _ => {}
         });
+        if let Some(loc) = bad_id {
+            return Err((
+                loc,
+                "a statement's id is outside the program's statement count: build programs \
+                 with the script builder"
+                    .into(),
+            ));
+        }
         let global_arg = p
             .globals
             .iter()
@@ -214,10 +221,15 @@ impl<'p> Prepared<'p> {
             frag_b,
             frag_c,
             declared,
+            facts,
             global_arg,
-            store_width,
             block_threads: p.threads(),
         })
+    }
+
+    /// The facts of an instruction statement.
+    pub fn facts(&self, id: StmtId) -> Option<&Facts<'p>> {
+        self.facts.get(id.0 as usize).and_then(|f| f.as_ref())
     }
 
     /// The tables of a register tensor (always present once `new` succeeded).
@@ -266,30 +278,89 @@ pub(crate) struct BarMeta {
     pub prev_expects: Vec<(Loc, i64)>,
 }
 
-/// A TMA copy issued and not yet landed.
-#[derive(Clone, Debug)]
-pub(crate) struct PendingCopy {
-    pub src: GlobalId,
-    pub dst: SharedId,
-    /// Coordinates of the box's first element in the view.
-    pub coords: Vec<i64>,
-    /// The view's extents when the copy was issued.
-    pub shape: Vec<i64>,
-    pub bar: (BarrierArrayId, usize),
-    pub loc: Loc,
-    /// The barrier's completed phases when the copy was issued.
-    pub issue_phase: u64,
+/// What an asynchronous operation touches, resolved when it was issued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Touch {
+    /// The memory (shared tiles and registers; global memory is not tracked).
+    pub memory: Memory,
+    /// How.
+    pub access: Access,
+    /// Through which proxy.
+    pub proxy: Proxy,
+    /// The operand's role, for messages.
+    pub role: &'static str,
 }
 
-/// A copy that landed in a phase that has not completed yet: its bytes are there, but no wait
-/// has observed them.
-#[derive(Clone, Debug)]
-pub(crate) struct LandedCopy {
-    pub dst: SharedId,
-    pub bar: (BarrierArrayId, usize),
+/// How an asynchronous operation completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Retire {
+    /// The copy engine lands it when nothing else can run; a wait on the barrier's phase
+    /// observes it.
+    Barrier {
+        /// The barrier (array and index).
+        bar: (BarrierArrayId, usize),
+        /// The barrier's completed phases when the operation was issued.
+        issue_phase: u64,
+    },
+    /// A `wait_group` of its kind by its owner completes it.
+    Group {
+        /// Which kind of group.
+        kind: AsyncGroup,
+        /// Whose groups: the warp group (block thread / 128) for wgmma, the thread for bulk
+        /// copies.
+        owner: u32,
+        /// The committed group it belongs to (`None`: not committed yet).
+        group: Option<u64>,
+    },
+}
+
+/// Where an operation in flight is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Status {
+    /// Issued, not complete.
+    Issued,
+    /// Landed in a barrier phase that had not completed yet: its bytes are there, but no wait
+    /// has observed them until more than `phase` phases have completed.
+    Landed {
+        /// The barrier's completed phases when it landed.
+        phase: u64,
+    },
+}
+
+/// What completing an operation does (the family's semantics): land a copy, run a product,
+/// write a store.
+pub(crate) trait Work {
+    /// Completes the operation on the block.
+    fn complete(self: Box<Self>, b: &mut Block<'_, '_>) -> R<()>;
+}
+
+/// An asynchronous operation in flight.
+pub(crate) struct InFlight {
+    /// The instruction's name.
+    pub inst: &'static str,
+    /// How messages call it (`a TMA copy`, `a wgmma`).
+    pub label: &'static str,
+    /// Where it was issued.
     pub loc: Loc,
-    /// The barrier's completed phases when it landed: observed once more have completed.
-    pub phase: u64,
+    /// What it touches until it completes.
+    pub touches: Vec<Touch>,
+    /// The threads whose registers it touches.
+    pub threads: Vec<u32>,
+    /// How it completes.
+    pub retire: Retire,
+    /// Whether it has landed.
+    pub status: Status,
+    /// What completing it does (taken when it completes).
+    pub work: Option<Box<dyn Work>>,
+}
+
+/// A shared tile written by ordinary stores that the async proxy must not read yet: where,
+/// by which instruction, and which threads have not fenced since.
+#[derive(Clone, Debug)]
+pub(crate) struct Dirty {
+    pub loc: Loc,
+    pub writer: &'static str,
+    pub threads: BTreeSet<u32>,
 }
 
 /// Counters for the run's report.
@@ -317,13 +388,14 @@ pub(crate) struct Block<'a, 'p> {
     pub live: Vec<bool>,
     /// Barrier arrays: `Some` once allocated.
     pub bars: Vec<Option<Vec<BarMeta>>>,
-    pub pending: VecDeque<PendingCopy>,
-    pub landed: Vec<LandedCopy>,
-    /// wgmma products in flight, by warp group (block thread / 128).
-    pub wgmma: HashMap<u32, super::wgmma::WgState>,
-    /// Per shared tile: written by ordinary stores (where, and by which threads) that have not
-    /// run `fence_proxy_async` since; the async proxy (wgmma) must not read it yet.
-    pub proxy_dirty: Vec<Option<(Loc, std::collections::BTreeSet<u32>)>>,
+    /// Asynchronous operations in flight (TMA copies, wgmma products, bulk stores), in issue
+    /// order.
+    pub inflight: Vec<InFlight>,
+    /// Groups committed so far, per (kind, owner).
+    pub commits: HashMap<(AsyncGroup, u32), u64>,
+    /// Per shared tile: written by ordinary stores whose threads have not run
+    /// `fence_proxy_async` since; the async proxy must not read it yet.
+    pub proxy_dirty: Vec<Option<Dirty>>,
     pub stats: Stats,
 }
 
@@ -349,9 +421,8 @@ impl<'a, 'p> Block<'a, 'p> {
             writes: vec![],
             live: vec![false; p.shareds.len()],
             bars: vec![None; p.barriers.len()],
-            pending: VecDeque::new(),
-            landed: vec![],
-            wgmma: HashMap::new(),
+            inflight: vec![],
+            commits: HashMap::new(),
             proxy_dirty: vec![None; p.shareds.len()],
             stats: Stats::default(),
         }
@@ -471,6 +542,15 @@ pub(crate) fn eval(e: &Expr, env: &[Option<i64>], bidx: [i64; 3]) -> Option<i64>
         Expr::Binary(op, a, b) => op.apply(eval(a, env, bidx)?, eval(b, env, bidx)?, a.dtype()),
         Expr::Cast(t, x) => eval(x, env, bidx).map(|v| crate::ir::wrap_to(v, *t)),
     }
+}
+
+/// Row-major strides (elements) of a view's extents.
+pub(crate) fn strides(shape: &[i64]) -> Vec<i64> {
+    let mut s = vec![1i64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1].saturating_mul(shape[d + 1]);
+    }
+    s
 }
 
 /// Formats a sorted list of thread indices compactly: `thread 0`, `threads 1-127`, or a list

@@ -3,38 +3,55 @@
 //! writing the box into the tile through its swizzle, zeros for elements outside the view, and
 //! delivering the box's bytes on the barrier's transaction count.
 
-use super::memory::strides;
-use super::sched::{Step, Task};
-use super::state::{read_bits, write_bits, Block, Fail, LandedCopy, PendingCopy, R};
-use super::Fault;
-use crate::ir::{Loc, TmaInst};
+use super::barrier::{complete_tx, resolve};
+use super::hazards;
+use super::state::{read_bits, strides, write_bits, Block, Fail, Retire, Work, R};
+use super::task::{values, Step, Task};
+use crate::error::Fault;
+use crate::ir::{BarrierArrayId, Facts, GlobalId, Loc, SharedId, TmaInst};
 
-pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &TmaInst, loc: Loc) -> R<Step> {
-    #[allow(unreachable_patterns)]
+/// A TMA load in flight: the box to copy and the barrier its bytes complete on.
+struct CopyIn {
+    src: GlobalId,
+    dst: SharedId,
+    /// Coordinates of the box's first element in the view.
+    coords: Vec<i64>,
+    /// The view's extents when the copy was issued.
+    shape: Vec<i64>,
+    bar: (BarrierArrayId, usize),
+    loc: Loc,
+    /// The barrier's completed phases when the copy was issued.
+    issue_phase: u64,
+}
+
+impl Work for CopyIn {
+    fn complete(self: Box<Self>, b: &mut Block<'_, '_>) -> R<()> {
+        land(b, *self)
+    }
+}
+
+pub(crate) fn exec(
+    b: &mut Block<'_, '_>,
+    task: &mut Task<'_>,
+    i: &TmaInst,
+    facts: &Facts<'_>,
+    loc: Loc,
+) -> R<Step> {
     match i {
         TmaInst::GlobalToShared {
             src,
             dst,
             offsets,
             bar,
+            ..
         } => {
-            let (a, idx) = super::mbarrier::resolve(b, task, bar, i.name(), loc)?;
-            super::wgmma::check_operands_free(b, *dst, loc)?;
-            let coords: Vec<i64> = offsets
-                .iter()
-                .map(|e| super::control::value(b, task, e, loc))
-                .collect::<R<_>>()?;
-            let shape: Vec<i64> = b
-                .program()
-                .global(*src)
-                .shape
-                .iter()
-                .map(|e| super::control::value(b, task, e, loc))
-                .collect::<R<_>>()?;
+            let (a, idx) = resolve(b, task, bar, i.name(), loc)?;
+            let coords = values(b, task, offsets, loc)?;
+            let shape = values(b, task, &b.program().global(*src).shape, loc)?;
             let issue_phase = b.bar_phases(a, idx);
             // every thread of the group issues its own copy (the verifier allows one thread)
             for _ in &task.threads {
-                b.pending.push_back(PendingCopy {
+                let work = CopyIn {
                     src: *src,
                     dst: *dst,
                     coords: coords.clone(),
@@ -42,23 +59,30 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &TmaInst, loc:
                     bar: (a, idx),
                     loc,
                     issue_phase,
-                });
+                };
+                let retire = Retire::Barrier {
+                    bar: (a, idx),
+                    issue_phase,
+                };
+                hazards::issue(
+                    b,
+                    i.name(),
+                    "a TMA copy",
+                    loc,
+                    hazards::touches(facts),
+                    vec![],
+                    retire,
+                    Box::new(work),
+                );
                 b.stats.tma_copies += 1;
             }
             Ok(Step::Next)
         }
-        other => Err(Fail::new(
-            Fault::Unsupported,
-            loc,
-            format!("`{}` is not supported by the interpreter yet", other.name()),
-        )),
     }
 }
 
 /// The copy engine finishes a copy: bytes into the tile, then `complete_tx` on the barrier.
-pub(crate) fn land(b: &mut Block<'_, '_>, c: PendingCopy) -> R<()> {
-    // the async proxy's own write replaces whatever ordinary stores put there
-    b.proxy_dirty[c.dst.0 as usize] = None;
+fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
     let p = b.program();
     let g = p.global(c.src);
     let d = p.shared(c.dst);
@@ -139,7 +163,7 @@ pub(crate) fn land(b: &mut Block<'_, '_>, c: PendingCopy) -> R<()> {
         } else {
             0
         };
-        let at = off as usize + layout.swizzle.apply((lin * eb) as u32) as usize;
+        let at = off as usize + layout.linear_byte_offset(lin as i64) as usize;
         if at + eb > b.smem.len() {
             return Err(Fail::new(
                 Fault::SharedOutOfBounds,
@@ -164,16 +188,6 @@ pub(crate) fn land(b: &mut Block<'_, '_>, c: PendingCopy) -> R<()> {
     }
     let bytes = d.nbytes() as i64;
     let (a, i) = c.bar;
-    super::mbarrier::complete_tx(b, a, i, bytes, c.issue_phase, loc)?;
-    let phases = b.bar_phases(a, i);
-    if phases == c.issue_phase {
-        // landed, but no wait can have observed it yet
-        b.landed.push(LandedCopy {
-            dst: c.dst,
-            bar: c.bar,
-            loc,
-            phase: phases,
-        });
-    }
+    complete_tx(b, a, i, bytes, c.issue_phase, loc)?;
     Ok(())
 }

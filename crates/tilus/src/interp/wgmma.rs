@@ -7,62 +7,48 @@
 //! register `a`), f32 accumulation.
 //!
 //! Using the accumulator before the wait that covers it, starting a product on a tile a TMA
-//! copy is still writing, and overwriting a tile an unfinished product reads are faults.
+//! copy is still writing, and overwriting a tile an unfinished product reads are faults
+//! (`hazards.rs`, from the instruction's facts).
 
-use super::sched::{State, Step, Task};
-use super::state::{bits_to_f32, read_bits, Block, Fail, RegData, R};
-use super::Fault;
-use crate::ir::{Loc, RegId, SharedId, SharedView, WgmmaA, WgmmaInst};
+use super::hazards;
+use super::state::{bits_to_f32, read_bits, Block, Fail, RegData, Retire, Work, R};
+use super::task::{Step, Task};
+use crate::error::Fault;
+use crate::ir::facts::AsyncGroup;
+use crate::ir::{Facts, Loc, RegId, SharedView, WgmmaA, WgmmaInst};
 use crate::layout::WgmmaPlan;
-use std::collections::VecDeque;
 
-/// One issued `wgmma.mma`.
+/// One issued `wgmma.mma` of one warp group.
 #[derive(Clone, Debug)]
-pub(crate) struct WgOp {
-    pub a: WgmmaA,
-    pub b: SharedView,
-    pub d: RegId,
-    pub plan: WgmmaPlan,
+struct WgOp {
+    a: WgmmaA,
+    b: SharedView,
+    d: RegId,
+    plan: WgmmaPlan,
     /// First block thread of the group the instruction ran in (layouts are relative to it).
-    pub base: u32,
-    pub loc: Loc,
+    base: u32,
+    /// The warp group (block thread / 128).
+    wg: u32,
+    loc: Loc,
 }
 
-/// The products in flight of one warp group.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct WgState {
-    /// Issued since the last commit.
-    pub open: Vec<WgOp>,
-    /// Committed groups, oldest first.
-    pub groups: VecDeque<Vec<WgOp>>,
-}
-
-impl WgState {
-    fn ops(&self) -> impl Iterator<Item = &WgOp> {
-        self.open.iter().chain(self.groups.iter().flatten())
+impl Work for WgOp {
+    fn complete(self: Box<Self>, b: &mut Block<'_, '_>) -> R<()> {
+        run(b, &self)
     }
 }
 
-/// The warp groups (block thread / 128) of a task, when the task holds each of them whole.
-fn warp_groups(task: &Task<'_>) -> Option<Vec<u32>> {
-    let mut wgs: Vec<u32> = task.threads.iter().map(|t| t / 128).collect();
-    wgs.dedup();
-    (wgs.len() * 128 == task.threads.len()).then_some(wgs)
-}
-
-pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &WgmmaInst, loc: Loc) -> R<Step> {
-    if matches!(i, WgmmaInst::Fence) {
-        // orders register accesses; the interpreter's are in program order already
-        return Ok(Step::Next);
-    }
-    let Some(wgs) = warp_groups(task) else {
-        return Ok(Step::Wait(State::Converge {
-            collective: true,
-            loc,
-        }));
-    };
-    #[allow(unreachable_patterns)]
+pub(crate) fn exec(
+    b: &mut Block<'_, '_>,
+    task: &mut Task<'_>,
+    i: &WgmmaInst,
+    facts: &Facts<'_>,
+    loc: Loc,
+) -> R<Step> {
+    let kind = AsyncGroup::Wgmma;
     match i {
+        // orders register accesses; the interpreter's are in program order already
+        WgmmaInst::Fence => {}
         WgmmaInst::Mma { a, b: bv, d, plan } => {
             let Some(plan) = plan else {
                 return Err(Fail::new(
@@ -72,126 +58,38 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &WgmmaInst, lo
                      passes::compile_program)",
                 ));
             };
-            if let WgmmaA::Shared(v) = a {
-                super::memory::check_no_copy_in_flight(b, v.tensor, "wgmma.mma", loc)?;
-                check_published(b, v.tensor, loc)?;
-            }
-            super::memory::check_no_copy_in_flight(b, bv.tensor, "wgmma.mma", loc)?;
-            check_published(b, bv.tensor, loc)?;
-            let op = WgOp {
-                a: a.clone(),
-                b: *bv,
-                d: *d,
-                plan: *plan,
-                base: task.base(),
-                loc,
-            };
-            for wg in wgs {
-                b.wgmma.entry(wg).or_default().open.push(op.clone());
-            }
-        }
-        WgmmaInst::Commit => {
-            for wg in wgs {
-                let st = b.wgmma.entry(wg).or_default();
-                let g = std::mem::take(&mut st.open);
-                st.groups.push_back(g);
-            }
-        }
-        WgmmaInst::Wait(n) => {
-            let keep = *n as usize;
-            for wg in wgs {
-                // the oldest groups complete first, until at most `n` are left
-                while let Some(group) = b
-                    .wgmma
-                    .get_mut(&wg)
-                    .filter(|st| st.groups.len() > keep)
-                    .and_then(|st| st.groups.pop_front())
-                {
-                    for op in group {
-                        run(b, &op, wg)?;
-                    }
-                }
+            for (wg, threads) in hazards::owners(task, kind) {
+                let op = WgOp {
+                    a: a.clone(),
+                    b: *bv,
+                    d: *d,
+                    plan: *plan,
+                    base: task.base(),
+                    wg,
+                    loc,
+                };
+                let retire = Retire::Group {
+                    kind,
+                    owner: wg,
+                    group: None,
+                };
+                let touches = hazards::touches(facts);
+                hazards::issue(
+                    b,
+                    i.name(),
+                    "a wgmma",
+                    loc,
+                    touches,
+                    threads,
+                    retire,
+                    Box::new(op),
+                );
             }
         }
-        other => {
-            return Err(Fail::new(
-                Fault::Unsupported,
-                loc,
-                format!("`{}` is not supported by the interpreter yet", other.name()),
-            ))
-        }
+        WgmmaInst::Commit => hazards::commit(b, task, kind),
+        WgmmaInst::Wait(n) => hazards::wait(b, task, kind, *n, false)?,
     }
     Ok(Step::Next)
-}
-
-/// Fails when an instruction other than a wgmma uses a register tile that an unfinished wgmma
-/// of one of the task's warp groups writes.
-pub(crate) fn check_accumulators(
-    b: &Block<'_, '_>,
-    task: &Task<'_>,
-    regs: &[RegId],
-    what: &str,
-    loc: Loc,
-) -> R<()> {
-    if b.wgmma.is_empty() || regs.is_empty() {
-        return Ok(());
-    }
-    let mut wgs: Vec<u32> = task.threads.iter().map(|t| t / 128).collect();
-    wgs.dedup();
-    for wg in wgs {
-        let Some(st) = b.wgmma.get(&wg) else {
-            continue;
-        };
-        if let Some(op) = st.ops().find(|op| regs.contains(&op.d)) {
-            let name = &b.program().register(op.d).name;
-            let committed = st.open.iter().all(|o| !std::ptr::eq(o, op));
-            return Err(Fail::new(
-                Fault::ReadBeforeWait,
-                loc,
-                format!(
-                    "{what} uses accumulator `{name}` while a wgmma into it is unfinished: {}",
-                    if committed {
-                        "wgmma.wait_group(..) until its group is covered first"
-                    } else {
-                        "it was never committed; wgmma.commit_group() and wgmma.wait_group(..) first"
-                    }
-                ),
-            )
-            .note(op.loc, "the wgmma was issued here"));
-        }
-    }
-    Ok(())
-}
-
-/// Fails when a copy into `dst` is issued while an unfinished wgmma reads its bytes.
-pub(crate) fn check_operands_free(b: &Block<'_, '_>, dst: SharedId, loc: Loc) -> R<()> {
-    if b.wgmma.is_empty() {
-        return Ok(());
-    }
-    let me = b.tile_range(dst);
-    let overlaps = |s: SharedId| {
-        let r = b.tile_range(s);
-        me.0 < r.1 && r.0 < me.1
-    };
-    for st in b.wgmma.values() {
-        for op in st.ops() {
-            let reads_a = matches!(&op.a, WgmmaA::Shared(v) if overlaps(v.tensor));
-            if reads_a || overlaps(op.b.tensor) {
-                let name = &b.program().shared(dst).name;
-                return Err(Fail::new(
-                    Fault::OverwriteBeforeWait,
-                    loc,
-                    format!(
-                        "tma.global_to_shared overwrites shared tensor `{name}` while a wgmma \
-                         that reads it is unfinished: wgmma.wait_group(..) until its group is \
-                         covered (and let the producer know) before reusing the tile"
-                    ),
-                )
-                .note(op.loc, "the wgmma was issued here"));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Reads element `(row, col)` of a `[rows, cols]` operand from a shared view.
@@ -207,8 +105,9 @@ fn shared_elem(b: &Block<'_, '_>, v: &SharedView, row: i64, col: i64) -> Option<
     (at + eb <= b.smem.len()).then(|| bits_to_f32(read_bits(&b.smem, at, d.dtype), d.dtype))
 }
 
-/// Completes one product for warp group `wg`.
-fn run(b: &mut Block<'_, '_>, op: &WgOp, wg: u32) -> R<()> {
+/// Completes one product for its warp group.
+fn run(b: &mut Block<'_, '_>, op: &WgOp) -> R<()> {
+    let wg = op.wg;
     let p = op.plan;
     let (m, n, k) = (p.rep_m * 64, p.total_n(), p.k_steps * 16);
     let bad = |what: &str| {
@@ -308,24 +207,5 @@ fn run(b: &mut Block<'_, '_>, op: &WgOp, wg: u32) -> R<()> {
         }
     }
     b.stats.mma += (p.rep_m * p.n_chunks * p.k_steps) as u64;
-    Ok(())
-}
-
-/// Fails when the async proxy is about to read a tile written by ordinary stores whose threads
-/// have not fenced since.
-fn check_published(b: &Block<'_, '_>, t: crate::ir::SharedId, loc: Loc) -> R<()> {
-    if let Some((at, writers)) = &b.proxy_dirty[t.0 as usize] {
-        let name = &b.program().shared(t).name;
-        return Err(Fail::new(
-            Fault::MissingProxyFence,
-            loc,
-            format!(
-                "wgmma.mma reads `{name}`, which {} thread(s) wrote with store_shared and have not \
-                 published with fence_proxy_async: the tensor cores may read stale bytes",
-                writers.len()
-            ),
-        )
-        .note(*at, format!("`{name}` was written here")));
-    }
     Ok(())
 }

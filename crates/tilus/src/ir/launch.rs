@@ -2,14 +2,20 @@
 //! parameter list (including tensor maps to encode). Produced by `passes::lower`, consumed by
 //! `runtime`, which knows nothing about scripts.
 
-use super::{DType, Expr, VarId};
+use super::{DType, Expr, GlobalId, VarId};
 use crate::layout::Swizzle;
+
+/// Index of a tensor map in [`crate::ir::Program::tensor_maps`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TensorMapId(pub u32);
 
 /// A TMA tensor map the host encodes at launch and passes as a `__grid_constant__` parameter.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TensorMapSpec {
     /// Parameter name in the generated code.
     pub name: String,
+    /// The global view it describes.
+    pub view: GlobalId,
     /// The pointer argument it describes.
     pub ptr_arg: usize,
     /// Element type.

@@ -15,12 +15,15 @@ mod tensor;
 
 pub use dtype::DType;
 pub use expr::{wrap_to, BinOp, Expr, ExprPrinter, VarDecl, VarId, VarKind};
-pub use inst::{ArithInst, Inst, MbarrierInst, MemoryInst, MmaInst, TmaInst, WgmmaA, WgmmaInst};
-pub use launch::{KernelParam, LaunchPlan, PointerRule, TensorMapSpec};
+pub use inst::facts;
+pub use inst::{
+    ArithInst, Facts, Inst, MbarrierInst, MemoryInst, MmaInst, TmaInst, WgmmaA, WgmmaInst,
+};
+pub use launch::{KernelParam, LaunchPlan, PointerRule, TensorMapId, TensorMapSpec};
 pub use loc::Loc;
 pub use printer::{describe_stmt, print_program};
 pub use program::{Param, ParamKind, Program};
-pub use stmt::{GroupKind, Stmt, StmtKind};
+pub use stmt::{GroupKind, Stmt, StmtId, StmtKind};
 pub use tensor::{
     BarrierArrayDecl, BarrierArrayId, BarrierRef, GlobalDecl, GlobalId, RegId, RegView,
     RegisterDecl, SharedDecl, SharedId, SharedView,

@@ -1,8 +1,7 @@
 //! The IR printer. Its text is stable: golden tests compare it.
 
 use super::{
-    ArithInst, BarrierRef, Expr, ExprPrinter, Inst, MbarrierInst, MemoryInst, MmaInst, ParamKind,
-    Program, RegView, Stmt, StmtKind, TmaInst, VarId,
+    BarrierRef, Expr, ExprPrinter, Inst, ParamKind, Program, RegView, Stmt, StmtKind, VarId,
 };
 use std::fmt::Write;
 
@@ -54,12 +53,19 @@ struct Printer<'a> {
     out: String,
 }
 
-impl Printer<'_> {
-    fn name(&self, v: VarId) -> String {
+/// How the printer names things: each instruction family describes its instructions with it.
+pub(crate) struct Names<'a> {
+    pub p: &'a Program,
+}
+
+impl Names<'_> {
+    /// A variable's name.
+    pub fn name(&self, v: VarId) -> String {
         self.p.var(v).name.clone()
     }
 
-    fn e(&self, e: &Expr) -> String {
+    /// An expression with the program's names.
+    pub fn e(&self, e: &Expr) -> String {
         ExprPrinter {
             expr: e,
             names: &|v| self.name(v),
@@ -67,15 +73,18 @@ impl Printer<'_> {
         .to_string()
     }
 
-    fn list(&self, es: &[Expr]) -> String {
+    /// Expressions separated by commas.
+    pub fn list(&self, es: &[Expr]) -> String {
         es.iter().map(|e| self.e(e)).collect::<Vec<_>>().join(", ")
     }
 
-    fn bar(&self, b: &BarrierRef) -> String {
+    /// One barrier: `name[index]`.
+    pub fn bar(&self, b: &BarrierRef) -> String {
         format!("{}[{}]", self.p.barrier(b.array).name, self.e(&b.index))
     }
 
-    fn sview(&self, v: &super::SharedView) -> String {
+    /// A shared view (`.T` when transposed).
+    pub fn sview(&self, v: &super::SharedView) -> String {
         let n = &self.p.shared(v.tensor).name;
         if v.transposed {
             format!("{n}.T")
@@ -84,13 +93,32 @@ impl Printer<'_> {
         }
     }
 
-    fn view(&self, v: &RegView) -> String {
+    /// A register view (`.T` when transposed).
+    pub fn view(&self, v: &RegView) -> String {
         let n = &self.p.register(v.tensor).name;
         if v.transposed {
             format!("{n}.T")
         } else {
             n.clone()
         }
+    }
+}
+
+impl Printer<'_> {
+    fn names(&self) -> Names<'_> {
+        Names { p: self.p }
+    }
+
+    fn name(&self, v: VarId) -> String {
+        self.names().name(v)
+    }
+
+    fn e(&self, e: &Expr) -> String {
+        self.names().e(e)
+    }
+
+    fn list(&self, es: &[Expr]) -> String {
+        self.names().list(es)
     }
 
     fn program(&mut self) {
@@ -195,136 +223,6 @@ impl Printer<'_> {
     }
 
     fn inst(&self, i: &Inst) -> String {
-        let p = self.p;
-        match i {
-            Inst::Memory(m) => match m {
-                MemoryInst::GlobalView(g) => {
-                    let d = p.global(*g);
-                    format!(
-                        "{} = global_view<{}>({}, [{}])",
-                        d.name,
-                        d.dtype,
-                        self.name(d.ptr),
-                        self.list(&d.shape)
-                    )
-                }
-                MemoryInst::AllocShared(id) => {
-                    let d = p.shared(*id);
-                    let mut t = format!("{} = shared_tensor<{}>{:?}", d.name, d.dtype, d.shape);
-                    if let Some(l) = &d.layout {
-                        let _ = write!(t, " layout={l}");
-                    }
-                    if let Some(o) = d.offset {
-                        let _ = write!(t, " offset={o}");
-                    }
-                    t
-                }
-                MemoryInst::FreeShared(id) => format!("free_shared({})", p.shared(*id).name),
-                MemoryInst::AllocRegister { out, init } => {
-                    let d = p.register(*out);
-                    let mut t = format!("{} = register_tensor<{}>{:?}", d.name, d.dtype, d.shape);
-                    if let Some(v) = init {
-                        let _ = write!(t, " init={}", self.e(v));
-                    }
-                    if let Some(l) = &d.layout {
-                        let _ = write!(t, " {l}");
-                    }
-                    t
-                }
-                MemoryInst::LoadShared { src, out } => {
-                    let d = p.register(*out);
-                    let mut t = format!("{} = load_shared({})", d.name, p.shared(*src).name);
-                    if let Some(l) = &d.layout {
-                        let _ = write!(t, " {l}");
-                    }
-                    t
-                }
-                MemoryInst::StoreShared { dst, src } => {
-                    format!("store_shared({}, {})", p.shared(*dst).name, self.view(src))
-                }
-                MemoryInst::FenceProxyAsync => "fence_proxy_async()".into(),
-                MemoryInst::StoreGlobal { dst, src, offsets } => format!(
-                    "store_global({}, {}, offsets=[{}])",
-                    p.global(*dst).name,
-                    self.view(src),
-                    self.list(offsets)
-                ),
-            },
-            Inst::Mbarrier(m) => match m {
-                MbarrierInst::Alloc(id) => {
-                    let d = p.barrier(*id);
-                    let mut t = format!("{} = mbarrier.alloc(counts={:?})", d.name, d.counts);
-                    if let Some(o) = d.offset {
-                        let _ = write!(t, " offset={o}");
-                    }
-                    t
-                }
-                MbarrierInst::Arrive(b) => format!("mbarrier.arrive({})", self.bar(b)),
-                MbarrierInst::ArriveExpectTx { bar, bytes } => {
-                    format!(
-                        "mbarrier.arrive_and_expect_tx({}, {})",
-                        self.bar(bar),
-                        self.e(bytes)
-                    )
-                }
-                MbarrierInst::Wait { bar, phase } => {
-                    format!("mbarrier.wait({}, phase={})", self.bar(bar), self.e(phase))
-                }
-            },
-            Inst::Tma(TmaInst::GlobalToShared {
-                src,
-                dst,
-                offsets,
-                bar,
-            }) => format!(
-                "tma.global_to_shared({} -> {}, offsets=[{}], {})",
-                p.global(*src).name,
-                p.shared(*dst).name,
-                self.list(offsets),
-                self.bar(bar)
-            ),
-            Inst::Mma(MmaInst::Dot { a, b, c, out, plan }) => {
-                let mut t = format!(
-                    "{} = dot({}, {}, {})",
-                    p.register(*out).name,
-                    self.view(a),
-                    self.view(b),
-                    self.view(c)
-                );
-                if let Some(pl) = plan {
-                    let _ = write!(
-                        t,
-                        " mma=m16n8k16 warps={}x{} repeat={}x{}x{}",
-                        pl.warps_m, pl.warps_n, pl.rep_m, pl.rep_n, pl.rep_k
-                    );
-                }
-                t
-            }
-            Inst::Arith(ArithInst::Cast { src, out }) => {
-                let d = p.register(*out);
-                format!("{} = cast<{}>({})", d.name, d.dtype, self.view(src))
-            }
-            Inst::Wgmma(w) => match w {
-                super::WgmmaInst::Fence => "wgmma.fence()".into(),
-                super::WgmmaInst::Commit => "wgmma.commit_group()".into(),
-                super::WgmmaInst::Wait(n) => format!("wgmma.wait_group({n})"),
-                super::WgmmaInst::Mma { a, b, d, plan } => {
-                    let a = match a {
-                        super::WgmmaA::Shared(v) => self.sview(v),
-                        super::WgmmaA::Register(v) => self.view(v),
-                    };
-                    let dn = &p.register(*d).name;
-                    let mut t = format!("{dn} = wgmma.mma({a}, {}, {dn})", self.sview(b));
-                    if let Some(pl) = plan {
-                        let _ = write!(
-                            t,
-                            " wgmma=m64n{}k16 repeat={}x{}x{}",
-                            pl.n, pl.rep_m, pl.n_chunks, pl.k_steps
-                        );
-                    }
-                    t
-                }
-            },
-        }
+        i.describe(&self.names())
     }
 }

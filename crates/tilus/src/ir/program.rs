@@ -1,8 +1,8 @@
 //! A whole kernel: parameters, declarations and the statement tree.
 
 use super::{
-    BarrierArrayDecl, BarrierArrayId, DType, Expr, GlobalDecl, GlobalId, RegId, RegisterDecl,
-    SharedDecl, SharedId, Stmt, VarDecl, VarId,
+    BarrierArrayDecl, BarrierArrayId, DType, Expr, GlobalDecl, GlobalId, RegId, RegView,
+    RegisterDecl, SharedDecl, SharedId, Stmt, StmtId, TensorMapId, TensorMapSpec, VarDecl, VarId,
 };
 
 /// How a script argument reaches the kernel.
@@ -65,6 +65,11 @@ pub struct Program {
     /// Blocks per multiprocessor the register allocation must allow (`__launch_bounds__`'s
     /// second argument). `None`: the compiler searches for the most that fit without spills.
     pub min_blocks: Option<u32>,
+    /// The TMA tensor maps the host encodes at launch; set by lowering (instructions refer to
+    /// them by [`TensorMapId`]).
+    pub tensor_maps: Vec<TensorMapSpec>,
+    /// Statements traced so far (the next [`StmtId`]).
+    pub stmt_count: u32,
 }
 
 impl Program {
@@ -96,6 +101,23 @@ impl Program {
     /// An mbarrier array's declaration.
     pub fn barrier(&self, id: BarrierArrayId) -> &BarrierArrayDecl {
         &self.barriers[id.0 as usize]
+    }
+
+    /// A tensor map chosen by lowering.
+    pub fn tensor_map(&self, id: TensorMapId) -> &TensorMapSpec {
+        &self.tensor_maps[id.0 as usize]
+    }
+
+    /// The shape of a register view (a transpose swaps the last two dimensions).
+    pub fn view_shape(&self, v: &RegView) -> Vec<i64> {
+        let s = &self.register(v.tensor).shape;
+        v.perm(s.len()).iter().map(|&d| s[d]).collect()
+    }
+
+    /// A fresh statement identity.
+    pub fn next_stmt_id(&mut self) -> StmtId {
+        self.stmt_count += 1;
+        StmtId(self.stmt_count - 1)
     }
 
     /// The parameter a variable stands for, if any.

@@ -27,6 +27,12 @@ impl GroupKind {
     }
 }
 
+/// A statement's identity within its program: statements are numbered in the order they were
+/// traced, so tables about statements (the interpreter's, the diagnostics') are keyed by it and
+/// never by memory addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StmtId(pub u32);
+
 /// A statement and where the user wrote it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Stmt {
@@ -34,6 +40,8 @@ pub struct Stmt {
     pub kind: StmtKind,
     /// Where it was written.
     pub loc: Loc,
+    /// Its identity (unique within the program).
+    pub id: StmtId,
 }
 
 /// The statements.

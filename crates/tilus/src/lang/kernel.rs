@@ -151,6 +151,8 @@ impl Kernel {
                 smem_align: 16,
                 grid_loc: None,
                 min_blocks: None,
+                tensor_maps: vec![],
+                stmt_count: 0,
             },
             blocks: vec![vec![]],
             groups: vec![0],
@@ -206,10 +208,11 @@ impl Kernel {
     pub(crate) fn push(&mut self, kind: StmtKind, loc: Loc) {
         // A name given for a call that declared nothing must not attach to a later declaration.
         self.next_name = None;
+        let id = self.prog.next_stmt_id();
         self.blocks
             .last_mut()
             .expect("an open block")
-            .push(Stmt { kind, loc });
+            .push(Stmt { kind, loc, id });
     }
 
     pub(crate) fn error(&mut self, loc: Loc, message: impl Into<String>) {

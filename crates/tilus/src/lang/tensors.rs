@@ -246,6 +246,7 @@ impl Kernel {
             dst: dst.id,
             src: src.view,
             offsets,
+            vector: None,
         };
         self.push(StmtKind::Inst(Inst::Memory(inst)), loc);
     }

@@ -36,6 +36,7 @@ impl Tma<'_> {
             dst: dst.id,
             offsets,
             bar,
+            map: None,
         };
         self.k.push(StmtKind::Inst(Inst::Tma(inst)), loc);
     }

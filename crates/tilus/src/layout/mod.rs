@@ -12,5 +12,5 @@ pub mod wgmma;
 
 pub use mma::MmaPlan;
 pub use register::{Mode, RegisterLayout, Term, ThreadAxis};
-pub use shared::{SharedLayout, Swizzle};
+pub use shared::{AddressArith, SharedLayout, Swizzle};
 pub use wgmma::WgmmaPlan;

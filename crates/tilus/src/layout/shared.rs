@@ -113,13 +113,61 @@ impl SharedLayout {
         self.shape.iter().product::<i64>() as u32 * self.elem_bytes
     }
 
+    /// The address of the element at `coords`, from the (aligned) base of the buffer: the one
+    /// address function of the layout, run on numbers (the interpreter, tests) or on C
+    /// expressions (the emitters of TMA, ldmatrix, shared loads and stores), so they can never
+    /// disagree.
+    pub fn address<A: AddressArith>(&self, coords: Vec<A>) -> A {
+        let rank = self.shape.len();
+        let terms = coords
+            .into_iter()
+            .enumerate()
+            .map(|(d, c)| c.scaled(self.shape[d + 1..rank].iter().product()))
+            .collect();
+        self.element_address(A::sum(terms))
+    }
+
+    /// The address of the element with row-major index `linear` (the second half of
+    /// [`SharedLayout::address`]).
+    pub fn element_address<A: AddressArith>(&self, linear: A) -> A {
+        linear.to_bytes(self.elem_bytes).swizzled(self.swizzle)
+    }
+
     /// Byte offset of the element at `coords` from the (aligned) base of the buffer.
     pub fn byte_offset(&self, coords: &[i64]) -> u32 {
-        let mut linear = 0i64;
-        for (c, s) in coords.iter().zip(&self.shape) {
-            linear = linear * s + c;
-        }
-        self.swizzle.apply(linear as u32 * self.elem_bytes)
+        self.address(coords.to_vec()) as u32
+    }
+
+    /// Byte offset of the element with row-major index `linear`.
+    pub fn linear_byte_offset(&self, linear: i64) -> u32 {
+        self.element_address(linear) as u32
+    }
+}
+
+/// The arithmetic [`SharedLayout::address`] runs on.
+pub trait AddressArith: Sized {
+    /// `self * k` (element units).
+    fn scaled(self, k: i64) -> Self;
+    /// The sum of terms.
+    fn sum(terms: Vec<Self>) -> Self;
+    /// An element index to a byte offset.
+    fn to_bytes(self, elem_bytes: u32) -> Self;
+    /// The swizzle of a byte offset.
+    fn swizzled(self, sw: Swizzle) -> Self;
+}
+
+impl AddressArith for i64 {
+    fn scaled(self, k: i64) -> i64 {
+        self * k
+    }
+    fn sum(terms: Vec<i64>) -> i64 {
+        terms.into_iter().sum()
+    }
+    fn to_bytes(self, elem_bytes: u32) -> i64 {
+        self * elem_bytes as i64
+    }
+    fn swizzled(self, sw: Swizzle) -> i64 {
+        sw.apply(self as u32) as i64
     }
 }
 

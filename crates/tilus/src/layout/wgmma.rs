@@ -102,11 +102,24 @@ pub fn check_operand_layout(l: &SharedLayout) -> Result<(), String> {
     Ok(())
 }
 
+/// Where the start address goes in a shared-memory matrix descriptor: bits 0..14 hold
+/// `address >> 4`.
+pub const DESC_ADDR_SHIFT: u32 = 4;
+/// Mask of the start-address field (after the shift).
+pub const DESC_ADDR_MASK: u64 = 0x3fff;
+
 /// The 64-bit shared-memory matrix descriptor of a K-major swizzled operand starting at shared
 /// address `addr` (which must be 16-byte aligned, inside a tile aligned to its swizzle):
 /// start address, leading-byte offset (unused for swizzled K-major operands: 1), stride-byte
-/// offset (8 rows: the distance between core-matrix groups along M/N), swizzle mode.
+/// offset (8 rows: the distance between core-matrix groups along M/N), swizzle mode. Every
+/// descriptor bit is encoded here: the generated code ORs [`descriptor_fields`] with the
+/// address field.
 pub fn descriptor(addr: u32, l: &SharedLayout) -> u64 {
+    ((addr as u64 >> DESC_ADDR_SHIFT) & DESC_ADDR_MASK) | descriptor_fields(l)
+}
+
+/// Every field of the descriptor but the start address.
+pub fn descriptor_fields(l: &SharedLayout) -> u64 {
     let row_bytes = *l.shape.last().unwrap_or(&0) as u64 * l.elem_bytes as u64;
     let sbo = 8 * row_bytes;
     let mode: u64 = match l.swizzle {
@@ -115,7 +128,7 @@ pub fn descriptor(addr: u32, l: &SharedLayout) -> u64 {
         Swizzle::B64 => 2,
         Swizzle::B32 => 3,
     };
-    ((addr as u64 >> 4) & 0x3fff) | (1u64 << 16) | (((sbo >> 4) & 0x3fff) << 32) | (mode << 62)
+    (1u64 << 16) | (((sbo >> DESC_ADDR_SHIFT) & DESC_ADDR_MASK) << 32) | (mode << 62)
 }
 
 #[cfg(test)]

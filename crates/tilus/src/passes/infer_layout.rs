@@ -1,33 +1,17 @@
 //! Layout inference: from the tensor-core instructions outward.
 //!
-//! `dot` fixes the layouts of its operands and accumulator (through transposed views);
-//! elementwise instructions pass layouts through in both directions; tiles nobody constrains
-//! get a default layout that spreads the innermost dimension over consecutive threads. Shared
-//! tiles that TMA writes get the widest swizzle their rows fill. A user-pinned layout is kept,
-//! and a conflict is a diagnostic naming both instructions.
+//! Tensor-core instructions fix the layouts of their operands and accumulators (through
+//! transposed views); elementwise instructions pass layouts through in both directions (each
+//! family's rules in `passes/rules/`); tiles nobody constrains get a default layout that
+//! spreads the innermost dimension over consecutive threads. Shared tiles the async proxy
+//! touches get the widest swizzle their rows fill. A user-pinned layout is kept, and a
+//! conflict is a diagnostic naming both instructions.
 
-use crate::ir::{
-    ArithInst, Inst, Loc, MemoryInst, MmaInst, Program, RegId, RegView, Stmt, StmtKind, TmaInst,
-};
-use crate::layout::{MmaPlan, RegisterLayout, SharedLayout};
-use crate::{Diagnostic, Error, Result};
-
-/// The register tiles an instruction reads or writes.
-pub fn registers_of(i: &Inst) -> Vec<RegId> {
-    match i {
-        Inst::Memory(MemoryInst::AllocRegister { out, .. }) => vec![*out],
-        Inst::Memory(MemoryInst::LoadShared { out, .. }) => vec![*out],
-        Inst::Memory(MemoryInst::StoreGlobal { src, .. }) => vec![src.tensor],
-        Inst::Memory(MemoryInst::StoreShared { src, .. }) => vec![src.tensor],
-        Inst::Mma(MmaInst::Dot { a, b, c, out, .. }) => vec![a.tensor, b.tensor, c.tensor, *out],
-        Inst::Arith(ArithInst::Cast { src, out }) => vec![src.tensor, *out],
-        Inst::Wgmma(crate::ir::WgmmaInst::Mma { a, d, .. }) => match a {
-            crate::ir::WgmmaA::Register(v) => vec![v.tensor, *d],
-            crate::ir::WgmmaA::Shared(_) => vec![*d],
-        },
-        _ => vec![],
-    }
-}
+use super::context::LayoutCx;
+use super::rules::Rules;
+use crate::ir::{Inst, Loc, Program, Stmt, StmtKind};
+use crate::layout::{RegisterLayout, SharedLayout};
+use crate::{Error, Result};
 
 /// Calls `f` on every instruction, mutably, in program order.
 pub(crate) fn for_each_inst_mut(stmts: &mut [Stmt], f: &mut dyn FnMut(&mut Inst, Loc)) {
@@ -38,14 +22,9 @@ pub(crate) fn for_each_inst_mut(stmts: &mut [Stmt], f: &mut dyn FnMut(&mut Inst,
                 for_each_inst_mut(body, f)
             }
             StmtKind::Inst(i) => f(i, loc),
-            _ => {}
+            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {}
         }
     }
-}
-
-/// The layout of a view, given the layout of its tensor (and back: transposes are involutions).
-fn through_view(l: &RegisterLayout, v: &RegView) -> RegisterLayout {
-    l.permute(&v.perm(l.rank()))
 }
 
 /// A default layout: threads along the innermost dimensions first, so that consecutive
@@ -74,75 +53,22 @@ pub fn default_layout(shape: &[i64], threads: i64) -> RegisterLayout {
     }
 }
 
-struct Infer<'a> {
-    layouts: Vec<Option<(RegisterLayout, Loc, &'static str)>>,
-    diags: Vec<Diagnostic>,
-    names: &'a [String],
-    /// Bits of each register tile's element type.
-    bits: Vec<u32>,
-    changed: bool,
-}
-
-impl Infer<'_> {
-    fn require(&mut self, t: RegId, l: RegisterLayout, loc: Loc, why: &'static str) {
-        let slot = &mut self.layouts[t.0 as usize];
-        match slot {
-            None => {
-                *slot = Some((l, loc, why));
-                self.changed = true;
-            }
-            Some((have, at, what)) => {
-                // A layout that needs more registers than a thread has fails the register
-                // check after inference whatever else is asked of it; comparing it element by
-                // element would take as long as the tile is large.
-                let bits = (have.local_size().max(0) as u64)
-                    .saturating_mul(u64::from(self.bits[t.0 as usize]));
-                if bits > u64::from(crate::passes::MAX_REGISTERS) * 32 {
-                    return;
-                }
-                if !have.same_mapping(&l) {
-                    let msg = format!(
-                        "register tensor `{}` needs layout {l} for {why} here, but {what} at {at} gave it {have}; \
-                         use two tensors (layout conversion is not supported yet)",
-                        self.names[t.0 as usize]
-                    );
-                    let d = Diagnostic { loc, message: msg };
-                    if !self.diags.contains(&d) {
-                        self.diags.push(d);
-                    }
-                }
-            }
-        }
-    }
-
-    fn get(&self, t: RegId) -> Option<RegisterLayout> {
-        self.layouts[t.0 as usize]
-            .as_ref()
-            .map(|(l, _, _)| l.clone())
-    }
-}
-
 /// Infers every layout the program leaves open.
 pub fn run(mut p: Program) -> Result<Program> {
-    // Shared tiles: TMA destinations get the swizzle their rows fill; the rest are row-major.
-    let mut tma_dst = vec![false; p.shareds.len()];
-    // (wgmma operands are read through descriptors, which need the same K-major swizzled rows)
-    p.walk(&mut |s| match &s.kind {
-        StmtKind::Inst(Inst::Tma(TmaInst::GlobalToShared { dst, .. })) => {
-            tma_dst[dst.0 as usize] = true
-        }
-        StmtKind::Inst(Inst::Wgmma(crate::ir::WgmmaInst::Mma { a, b, .. })) => {
-            if let crate::ir::WgmmaA::Shared(v) = a {
-                tma_dst[v.tensor.0 as usize] = true;
+    // Shared tiles the async proxy reads or writes (TMA boxes, wgmma operands read through
+    // descriptors) get the swizzle their rows fill; the rest are row-major.
+    let mut asynchronous = vec![false; p.shareds.len()];
+    p.walk(&mut |s| {
+        if let StmtKind::Inst(i) = &s.kind {
+            for t in i.facts(&p).async_shared() {
+                asynchronous[t.0 as usize] = true;
             }
-            tma_dst[b.tensor.0 as usize] = true;
         }
-        _ => {}
     });
     for (i, s) in p.shareds.iter_mut().enumerate() {
         if s.layout.is_none() {
             let eb = s.dtype.nbytes();
-            s.layout = Some(if tma_dst[i] {
+            s.layout = Some(if asynchronous[i] {
                 SharedLayout::swizzled_for_tma(&s.shape, eb)
             } else {
                 SharedLayout::row_major(&s.shape, eb)
@@ -150,124 +76,38 @@ pub fn run(mut p: Program) -> Result<Program> {
         }
     }
 
-    let names: Vec<String> = p.registers.iter().map(|r| r.name.clone()).collect();
-    let mut inf = Infer {
-        layouts: vec![None; p.registers.len()],
+    // Register tiles: the tensor-core instructions fix their operands' layouts, elementwise
+    // instructions pass layouts on until nothing changes, the rest get a default.
+    let mut body = std::mem::take(&mut p.body);
+    let mut cx = LayoutCx {
+        p: &p,
+        layouts: p
+            .registers
+            .iter()
+            .map(|r| r.layout.clone().map(|l| (l, r.loc, "its declaration")))
+            .collect(),
         diags: vec![],
-        names: &names,
-        bits: p.registers.iter().map(|r| r.dtype.bits()).collect(),
         changed: false,
     };
-    for (i, r) in p.registers.iter().enumerate() {
-        if let Some(l) = &r.layout {
-            inf.layouts[i] = Some((l.clone(), r.loc, "its declaration"));
-        }
-    }
-
-    // Anchors: dot and wgmma.
-    let registers = p.registers.clone();
-    let shareds = p.shareds.clone();
-    let mut plan_diags = vec![];
-    for_each_inst_mut(&mut p.body, &mut |inst, loc| {
-        if let Inst::Wgmma(crate::ir::WgmmaInst::Mma { a, b, d, plan }) = inst {
-            let dshape = &registers[d.0 as usize].shape;
-            let bshape = &shareds[b.tensor.0 as usize].shape;
-            if dshape.len() != 2 || bshape.len() != 2 {
-                return;
-            }
-            // b is an [N, K] tile seen as [K, N]
-            let k = if b.transposed { bshape[1] } else { bshape[0] };
-            match crate::layout::WgmmaPlan::choose(dshape[0], dshape[1], k) {
-                Ok(pl) => {
-                    *plan = Some(pl);
-                    inf.require(*d, pl.d_layout(), loc, "wgmma accumulator");
-                    if let crate::ir::WgmmaA::Register(v) = a {
-                        inf.require(
-                            v.tensor,
-                            through_view(&pl.a_layout(), v),
-                            loc,
-                            "wgmma operand a",
-                        );
-                    }
-                }
-                Err(why) => plan_diags.push(Diagnostic {
-                    loc,
-                    message: format!("wgmma.mma: {why}"),
-                }),
-            }
-            return;
-        }
-        if let Inst::Mma(MmaInst::Dot { a, b, c, out, plan }) = inst {
-            let shape = |v: &RegView| {
-                let s = &registers[v.tensor.0 as usize].shape;
-                v.perm(s.len()).iter().map(|&d| s[d]).collect::<Vec<_>>()
-            };
-            let (sa, sc) = (shape(a), shape(c));
-            if sa.len() != 2 || sc.len() != 2 {
-                return;
-            }
-            let warps = registers[out.0 as usize].group_threads as i64 / 32;
-            let Some(pl) = MmaPlan::choose(sa[0], sc[1], sa[1], warps) else {
-                plan_diags.push(Diagnostic {
-                    loc,
-                    message: format!(
-                        "dot: [{}, {}] x [{}, {}] cannot be cut into m16n8k16 tiles over {warps} warps \
-                         (M must split into multiples of 16 per warp, N into multiples of 8, K into multiples of 16)",
-                        sa[0], sa[1], sa[1], sc[1]
-                    ),
-                });
-                return;
-            };
-            *plan = Some(pl);
-            inf.require(
-                a.tensor,
-                through_view(&pl.a_layout(), a),
-                loc,
-                "dot operand a",
-            );
-            inf.require(
-                b.tensor,
-                through_view(&pl.b_layout(), b),
-                loc,
-                "dot operand b",
-            );
-            inf.require(
-                c.tensor,
-                through_view(&pl.c_layout(), c),
-                loc,
-                "dot accumulator c",
-            );
-            inf.require(*out, pl.c_layout(), loc, "dot output");
-        }
-    });
-    inf.diags.extend(plan_diags);
-
-    // Propagate through elementwise instructions until nothing changes.
-    let mut casts = vec![];
-    p.walk(&mut |s| {
-        if let StmtKind::Inst(Inst::Arith(ArithInst::Cast { src, out })) = &s.kind {
-            casts.push((*src, *out, s.loc));
-        }
+    for_each_inst_mut(&mut body, &mut |inst, loc| {
+        inst.anchor_layouts(&mut cx, loc)
     });
     loop {
-        inf.changed = false;
-        for (src, out, loc) in &casts {
-            if let Some(l) = inf.get(src.tensor) {
-                inf.require(*out, through_view(&l, src), *loc, "cast");
-            } else if let Some(l) = inf.get(*out) {
-                inf.require(src.tensor, through_view(&l, src), *loc, "cast");
-            }
-        }
-        if !inf.changed {
+        cx.changed = false;
+        for_each_inst_mut(&mut body, &mut |inst, loc| {
+            inst.propagate_layouts(&mut cx, loc)
+        });
+        if !cx.changed {
             break;
         }
     }
-
-    if !inf.diags.is_empty() {
-        return Err(Error::Script(inf.diags));
+    let LayoutCx { layouts, diags, .. } = cx;
+    if !diags.is_empty() {
+        return Err(Error::Script(diags));
     }
-    for (i, r) in p.registers.iter_mut().enumerate() {
-        r.layout = Some(match inf.layouts[i].take() {
+    p.body = body;
+    for (r, l) in p.registers.iter_mut().zip(layouts) {
+        r.layout = Some(match l {
             Some((l, _, _)) => l,
             None => default_layout(&r.shape, r.group_threads.max(1) as i64),
         });

@@ -2,11 +2,16 @@
 //!
 //! The pipeline is [`verify`] (rules that need no layouts) → [`infer_layout`] →
 //! [`plan_shared`] → [`verify::check_planned`] (rules that need layouts and offsets) →
-//! [`lower`] (the host's launch plan).
+//! [`lower`] (decisions for code generation and the host's launch plan). The drivers are
+//! written once over what instructions state about themselves ([`crate::ir::Facts`]); each
+//! family's own rules for every stage live in one file of `rules/`.
 
+mod async_groups;
+mod context;
 pub mod infer_layout;
 pub mod lower;
 pub mod plan_shared;
+mod rules;
 pub mod verify;
 
 use crate::ir::{LaunchPlan, Program};
@@ -23,6 +28,5 @@ pub fn compile_program(program: Program) -> Result<(Program, LaunchPlan)> {
     let program = infer_layout::run(program)?;
     let program = plan_shared::run(program)?;
     verify::check_planned(&program)?;
-    let plan = lower::launch_plan(&program);
-    Ok((program, plan))
+    Ok(lower::run(program))
 }

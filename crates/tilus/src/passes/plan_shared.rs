@@ -2,12 +2,16 @@
 //! tiles and mbarriers together.
 //!
 //! The invariant it keeps is *no barrier inside live data*: a tile lives from its allocation to
-//! its `free_shared` (or the end of the kernel), and a tile that TMA writes stays live until the
-//! wait that observes the copy, even when it is freed earlier. Barriers live from their
+//! its `free_shared` (or the end of the kernel), and a tile the async proxy still touches stays
+//! live until the wait that observes the operation (the barrier wait of a TMA load, the group
+//! wait of a TMA store or a wgmma), even when it is freed earlier. All of it is read from the
+//! instructions' facts. Barriers live from their
 //! allocation to the end of the kernel. Two things that are alive at the same time never share
 //! a byte, so `free_shared` can never make a live byte reusable.
 
-use crate::ir::{BarrierRef, Inst, MbarrierInst, MemoryInst, Program, Stmt, StmtKind, TmaInst};
+use super::async_groups::AsyncGroups;
+use crate::ir::facts::{Access, BarrierEffect, Completion, Memory, Ordering, Proxy};
+use crate::ir::{BarrierRef, Program, SharedId, Stmt, StmtKind};
 use crate::Result;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,7 +29,8 @@ struct Interval {
     align: u64,
 }
 
-struct Walk {
+struct Walk<'p> {
+    p: &'p Program,
     pos: usize,
     start: Vec<usize>,
     end: Vec<usize>,
@@ -33,16 +38,37 @@ struct Walk {
     alloc_loops: Vec<Vec<usize>>,
     loops: Vec<(usize, usize)>,
     loop_stack: Vec<usize>,
-    /// Pending TMA writes: (tile, barrier) issued and not yet observed by a wait on that barrier.
-    pending: Vec<(usize, BarrierRef)>,
-    /// Tiles freed while a TMA write into them was pending.
-    freed_pending: Vec<usize>,
+    /// Asynchronous accesses completing at a barrier wait: (tile, barrier) issued and not yet
+    /// observed by a wait on that barrier.
+    at_barrier: Vec<(SharedId, &'p BarrierRef)>,
+    /// Asynchronous accesses completing at a group wait.
+    in_groups: AsyncGroups<(SharedId, bool)>,
+    /// Tiles freed while an asynchronous access to them was in flight.
+    freed_pending: Vec<SharedId>,
     bar_start: Vec<usize>,
-    tma_dst: Vec<bool>,
+    /// Tiles the async proxy touches (they need the alignment of their swizzle).
+    asynchronous: Vec<bool>,
 }
 
-impl Walk {
-    fn visit(&mut self, stmts: &[Stmt]) {
+impl<'p> Walk<'p> {
+    fn in_flight(&self, t: SharedId) -> bool {
+        self.at_barrier.iter().any(|(x, _)| *x == t)
+            || self.in_groups.in_flight().any(|(x, _)| *x == t)
+    }
+
+    /// Ends the lives of freed tiles nothing asynchronous touches any more.
+    fn settle(&mut self) {
+        let pending = std::mem::take(&mut self.freed_pending);
+        for t in pending {
+            if self.in_flight(t) {
+                self.freed_pending.push(t);
+            } else {
+                self.end[t.0 as usize] = self.pos;
+            }
+        }
+    }
+
+    fn visit(&mut self, stmts: &'p [Stmt]) {
         for s in stmts {
             self.pos += 1;
             match &s.kind {
@@ -55,47 +81,65 @@ impl Walk {
                     self.loops[id].1 = self.pos;
                 }
                 StmtKind::ThreadGroup { body, .. } => self.visit(body),
-                StmtKind::Inst(Inst::Memory(MemoryInst::AllocShared(id))) => {
-                    self.start[id.0 as usize] = self.pos;
-                    self.alloc_loops[id.0 as usize] = self.loop_stack.clone();
-                }
-                StmtKind::Inst(Inst::Memory(MemoryInst::FreeShared(id))) => {
-                    let t = id.0 as usize;
-                    if self.pending.iter().any(|(x, _)| *x == t) {
-                        self.freed_pending.push(t);
-                    } else {
-                        self.end[t] = self.pos;
-                    }
-                }
-                StmtKind::Inst(Inst::Tma(TmaInst::GlobalToShared { dst, bar, .. })) => {
-                    self.tma_dst[dst.0 as usize] = true;
-                    self.pending.push((dst.0 as usize, bar.clone()));
-                }
-                StmtKind::Inst(Inst::Mbarrier(MbarrierInst::Wait { bar, .. })) => {
-                    // A wait observes the copies issued on that very barrier (array and index).
-                    self.pending.retain(|(_, b)| b != bar);
-                    let pos = self.pos;
-                    let pending = &self.pending;
-                    let end = &mut self.end;
-                    self.freed_pending.retain(|&t| {
-                        let still = pending.iter().any(|(x, _)| *x == t);
-                        if !still {
-                            end[t] = pos;
+                StmtKind::Inst(i) => {
+                    let facts = i.facts(self.p);
+                    for e in &facts.effects {
+                        let Memory::Shared(t) = e.memory else {
+                            continue;
+                        };
+                        let ti = t.0 as usize;
+                        if e.proxy == Proxy::Async {
+                            self.asynchronous[ti] = true;
                         }
-                        still
-                    });
-                }
-                StmtKind::Inst(Inst::Mbarrier(MbarrierInst::Alloc(id))) => {
-                    self.bar_start[id.0 as usize] = self.pos;
-                }
-                // wgmma reads its shared operands through descriptors: same alignment as TMA.
-                StmtKind::Inst(Inst::Wgmma(crate::ir::WgmmaInst::Mma { a, b, .. })) => {
-                    if let crate::ir::WgmmaA::Shared(v) = a {
-                        self.tma_dst[v.tensor.0 as usize] = true;
+                        match e.access {
+                            Access::Declare => {
+                                self.start[ti] = self.pos;
+                                self.alloc_loops[ti] = self.loop_stack.clone();
+                            }
+                            Access::Release => {
+                                if self.in_flight(t) {
+                                    self.freed_pending.push(t);
+                                } else {
+                                    self.end[ti] = self.pos;
+                                }
+                            }
+                            Access::Read | Access::Write | Access::Update => {}
+                        }
+                        match e.completes {
+                            Completion::Now => {}
+                            Completion::Barrier(bar) => self.at_barrier.push((t, bar)),
+                            Completion::Group(kind) => self
+                                .in_groups
+                                .issue(kind, (t, e.access.reads() && !e.access.writes())),
+                        }
                     }
-                    self.tma_dst[b.tensor.0 as usize] = true;
+                    for b in &facts.barriers {
+                        match b {
+                            BarrierEffect::Init(id) => self.bar_start[id.0 as usize] = self.pos,
+                            // A wait observes the copies issued on that very barrier (array and
+                            // index).
+                            BarrierEffect::Wait { bar, .. } => {
+                                self.at_barrier.retain(|(_, x)| *x != *bar);
+                                self.settle();
+                            }
+                            BarrierEffect::Arrive { .. } | BarrierEffect::CompleteTx { .. } => {}
+                        }
+                    }
+                    match facts.ordering {
+                        Some(Ordering::Commit(kind)) => self.in_groups.commit(kind),
+                        Some(Ordering::Wait {
+                            group,
+                            pending,
+                            reads_only,
+                        }) => {
+                            self.in_groups
+                                .wait(group, pending, reads_only, |(_, read)| *read);
+                            self.settle();
+                        }
+                        Some(Ordering::ProxyFence | Ordering::RegisterFence(_)) | None => {}
+                    }
                 }
-                _ => {}
+                StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {}
             }
         }
     }
@@ -105,26 +149,38 @@ impl Walk {
 pub fn run(mut p: Program) -> Result<Program> {
     let n = p.shareds.len();
     let mut w = Walk {
+        p: &p,
         pos: 0,
         start: vec![0; n],
         end: vec![usize::MAX; n],
         alloc_loops: vec![vec![]; n],
         loops: vec![],
         loop_stack: vec![],
-        pending: vec![],
+        at_barrier: vec![],
+        in_groups: AsyncGroups::default(),
         freed_pending: vec![],
         bar_start: vec![0; p.barriers.len()],
-        tma_dst: vec![false; n],
+        asynchronous: vec![false; n],
     };
     w.visit(&p.body);
+    let Walk {
+        start,
+        end,
+        alloc_loops,
+        loops,
+        bar_start,
+        asynchronous,
+        ..
+    } = w;
     // A tile allocated in a loop that outlives the loop body (freed after it, or never) is
     // allocated again by the next iteration while the previous one is still alive: it takes the
     // whole loop, from its first statement.
+    let mut start = start;
     for t in 0..n {
-        for &l in &w.alloc_loops[t] {
-            let (ls, le) = w.loops[l];
-            if w.end[t] > le {
-                w.start[t] = w.start[t].min(ls);
+        for &l in &alloc_loops[t] {
+            let (ls, le) = loops[l];
+            if end[t] > le {
+                start[t] = start[t].min(ls);
                 break;
             }
         }
@@ -133,15 +189,15 @@ pub fn run(mut p: Program) -> Result<Program> {
     for (i, s) in p.shareds.iter().enumerate() {
         // TMA destinations need the alignment of their swizzle (128 bytes at least); other tiles
         // only the 16 bytes of vector accesses.
-        let align = if w.tma_dst[i] {
+        let align = if asynchronous[i] {
             s.layout.as_ref().map_or(128, |l| l.swizzle.alignment()) as u64
         } else {
             16
         };
         intervals.push(Interval {
             item: Item::Shared(i),
-            start: w.start[i],
-            end: w.end[i],
+            start: start[i],
+            end: end[i],
             bytes: s.nbytes(),
             align,
         });
@@ -149,7 +205,7 @@ pub fn run(mut p: Program) -> Result<Program> {
     for (i, b) in p.barriers.iter().enumerate() {
         intervals.push(Interval {
             item: Item::Barriers(i),
-            start: w.bar_start[i],
+            start: bar_start[i],
             end: usize::MAX,
             bytes: 8 * b.counts.len() as u64,
             align: 8,

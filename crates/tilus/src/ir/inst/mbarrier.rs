@@ -1,6 +1,9 @@
 //! The mbarrier family: asynchronous barriers with arrival and transaction counts.
 
-use crate::ir::{BarrierArrayId, BarrierRef, Expr};
+use super::facts::{BarrierEffect, Facts, ThreadScope};
+use crate::ir::printer::Names;
+use crate::ir::{BarrierArrayId, BarrierRef, Expr, Program};
+use std::fmt::Write;
 
 /// Barrier allocation, arrival and waiting.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -36,12 +39,50 @@ impl MbarrierInst {
         }
     }
 
-    /// The barrier the instruction acts on, if it acts on one.
-    pub fn barrier(&self) -> Option<&BarrierRef> {
+    /// What the instruction reads, writes and needs (see [`Facts`]).
+    pub fn facts<'a>(&'a self, _p: &'a Program) -> Facts<'a> {
         match self {
-            MbarrierInst::Alloc(_) => None,
-            MbarrierInst::Arrive(b) => Some(b),
-            MbarrierInst::ArriveExpectTx { bar, .. } | MbarrierInst::Wait { bar, .. } => Some(bar),
+            MbarrierInst::Alloc(a) => {
+                Facts::scoped(ThreadScope::BlockOnce).barrier(BarrierEffect::Init(*a))
+            }
+            MbarrierInst::Arrive(bar) => Facts::default().barrier(BarrierEffect::Arrive {
+                bar,
+                expect_tx: None,
+            }),
+            MbarrierInst::ArriveExpectTx { bar, bytes } => Facts::default()
+                .barrier(BarrierEffect::Arrive {
+                    bar,
+                    expect_tx: Some(bytes),
+                })
+                .reads([bytes]),
+            MbarrierInst::Wait { bar, phase } => Facts::default()
+                .barrier(BarrierEffect::Wait { bar, phase })
+                .reads([phase]),
+        }
+    }
+
+    /// The instruction as the IR printer shows it.
+    pub(crate) fn describe(&self, n: &Names) -> String {
+        match self {
+            MbarrierInst::Alloc(id) => {
+                let d = n.p.barrier(*id);
+                let mut t = format!("{} = mbarrier.alloc(counts={:?})", d.name, d.counts);
+                if let Some(o) = d.offset {
+                    let _ = write!(t, " offset={o}");
+                }
+                t
+            }
+            MbarrierInst::Arrive(b) => format!("mbarrier.arrive({})", n.bar(b)),
+            MbarrierInst::ArriveExpectTx { bar, bytes } => {
+                format!(
+                    "mbarrier.arrive_and_expect_tx({}, {})",
+                    n.bar(bar),
+                    n.e(bytes)
+                )
+            }
+            MbarrierInst::Wait { bar, phase } => {
+                format!("mbarrier.wait({}, phase={})", n.bar(bar), n.e(phase))
+            }
         }
     }
 }

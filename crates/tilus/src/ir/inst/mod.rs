@@ -1,8 +1,10 @@
-//! Instructions, one enum per family. Each family's checks, layout rules, CUDA emitters and
-//! (later) interpreter rules live in files of the same name in `passes/`, `codegen/` and
-//! `interp/`, so adding an instruction touches one file per stage.
+//! Instructions, one enum per family. Each family's file states what its instructions are
+//! and what they do ([`Facts`]: effects, barriers, ordering, scalars, thread scope); each
+//! stage's rule for a family lives in a file of the same name in `passes/rules/`, `codegen/`
+//! and `interp/`, so adding an instruction touches its family and nothing else.
 
 mod arithmetic;
+pub mod facts;
 mod mbarrier;
 mod memory;
 mod mma;
@@ -10,11 +12,15 @@ mod tma;
 mod wgmma;
 
 pub use arithmetic::ArithInst;
+pub use facts::Facts;
 pub use mbarrier::MbarrierInst;
 pub use memory::MemoryInst;
 pub use mma::MmaInst;
 pub use tma::TmaInst;
 pub use wgmma::{WgmmaA, WgmmaInst};
+
+use super::printer::Names;
+use super::Program;
 
 /// One tile-level instruction.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -43,6 +49,30 @@ impl Inst {
             Inst::Mma(i) => i.name(),
             Inst::Arith(i) => i.name(),
             Inst::Wgmma(i) => i.name(),
+        }
+    }
+
+    /// What the instruction reads, writes and needs, as its family states it.
+    pub fn facts<'a>(&'a self, p: &'a Program) -> Facts<'a> {
+        match self {
+            Inst::Memory(i) => i.facts(p),
+            Inst::Mbarrier(i) => i.facts(p),
+            Inst::Tma(i) => i.facts(p),
+            Inst::Mma(i) => i.facts(p),
+            Inst::Arith(i) => i.facts(p),
+            Inst::Wgmma(i) => i.facts(p),
+        }
+    }
+
+    /// The instruction as the IR printer shows it.
+    pub(crate) fn describe(&self, n: &Names) -> String {
+        match self {
+            Inst::Memory(i) => i.describe(n),
+            Inst::Mbarrier(i) => i.describe(n),
+            Inst::Tma(i) => i.describe(n),
+            Inst::Mma(i) => i.describe(n),
+            Inst::Arith(i) => i.describe(n),
+            Inst::Wgmma(i) => i.describe(n),
         }
     }
 }

@@ -1,8 +1,11 @@
 //! The wgmma family: Hopper's warp-group tensor-core products, which read their operands from
 //! shared memory through descriptors and run asynchronously until waited for.
 
-use crate::ir::{RegId, RegView, SharedView};
+use super::facts::{Access, AsyncGroup, Completion, Effect, Facts, Memory, Ordering, ThreadScope};
+use crate::ir::printer::Names;
+use crate::ir::{Program, RegId, RegView, SharedView};
 use crate::layout::WgmmaPlan;
+use std::fmt::Write;
 
 /// Where the `[M, K]` operand of a wgmma comes from.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -43,6 +46,59 @@ impl WgmmaInst {
             WgmmaInst::Mma { .. } => "wgmma.mma",
             WgmmaInst::Commit => "wgmma.commit_group",
             WgmmaInst::Wait(_) => "wgmma.wait_group",
+        }
+    }
+
+    /// What the instruction reads, writes and needs (see [`Facts`]).
+    pub fn facts<'a>(&'a self, _p: &'a Program) -> Facts<'a> {
+        let group = AsyncGroup::Wgmma;
+        let facts = Facts::scoped(ThreadScope::WarpGroup);
+        match self {
+            WgmmaInst::Fence => facts.orders(Ordering::RegisterFence(group)),
+            WgmmaInst::Mma { a, b, d, .. } => {
+                let at = Completion::Group(group);
+                let a = match a {
+                    WgmmaA::Shared(v) => Memory::Shared(v.tensor),
+                    WgmmaA::Register(v) => Memory::Register(v.tensor),
+                };
+                let b = Memory::Shared(b.tensor);
+                let d = Memory::Register(*d);
+                facts
+                    .effect(Effect::asynchronous(a, Access::Read, at).role("operand a"))
+                    .effect(Effect::asynchronous(b, Access::Read, at).role("operand b"))
+                    .effect(Effect::asynchronous(d, Access::Update, at).role("accumulator"))
+            }
+            WgmmaInst::Commit => facts.orders(Ordering::Commit(group)),
+            WgmmaInst::Wait(n) => facts.orders(Ordering::Wait {
+                group,
+                pending: *n,
+                reads_only: false,
+            }),
+        }
+    }
+
+    /// The instruction as the IR printer shows it.
+    pub(crate) fn describe(&self, n: &Names) -> String {
+        match self {
+            WgmmaInst::Fence => "wgmma.fence()".into(),
+            WgmmaInst::Commit => "wgmma.commit_group()".into(),
+            WgmmaInst::Wait(k) => format!("wgmma.wait_group({k})"),
+            WgmmaInst::Mma { a, b, d, plan } => {
+                let a = match a {
+                    WgmmaA::Shared(v) => n.sview(v),
+                    WgmmaA::Register(v) => n.view(v),
+                };
+                let dn = &n.p.register(*d).name;
+                let mut t = format!("{dn} = wgmma.mma({a}, {}, {dn})", n.sview(b));
+                if let Some(pl) = plan {
+                    let _ = write!(
+                        t,
+                        " wgmma=m64n{}k16 repeat={}x{}x{}",
+                        pl.n, pl.rep_m, pl.n_chunks, pl.k_steps
+                    );
+                }
+                t
+            }
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Rules for the launch configuration, loops, thread groups and `sync`.
 
-use super::{Checker, Scope};
 use crate::ir::{Stmt, StmtKind};
+use crate::passes::context::{Checker, Scope};
 
 /// Program-wide rules.
 pub(super) fn check_program(c: &mut Checker) {

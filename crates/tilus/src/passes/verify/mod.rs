@@ -1,79 +1,30 @@
 //! The verifier: every rule reports the user's file:line and says what to do instead.
 //!
-//! Rules live with their instruction family; this file walks the program and keeps the
-//! context they need (the thread group, loops, live tensors).
+//! The rules that follow from what instructions state about themselves ([`crate::ir::Facts`])
+//! are written once, here and in the files beside this one: where an instruction may run
+//! ([`placement`]), that values are used where they exist ([`scoping`]), asynchronous
+//! operands ([`hazards`]), proxy fences ([`fences`]) and transaction counts
+//! ([`transactions`]). Each family's own rules (shapes, dtypes, limits) live in
+//! `passes/rules/`.
 
-mod arithmetic;
 mod control;
-mod mbarrier;
-mod memory;
-mod mma;
+mod fences;
+mod hazards;
+mod placement;
 mod planned;
-mod scope;
-mod tma;
-mod wgmma;
+mod scoping;
+mod transactions;
 
 pub use planned::check_planned;
 
-use crate::ir::{Inst, Loc, Program, SharedId, Stmt, StmtKind};
+use super::context::{Checker, Scope};
+use super::rules::Rules;
+use crate::ir::{Program, Stmt, StmtKind};
 use crate::{Diagnostic, Error, Result};
-use std::collections::HashMap;
-
-/// Where an instruction runs.
-pub(crate) struct Scope {
-    /// Threads of the innermost group.
-    pub threads: u32,
-    /// Whether the innermost group is the whole block.
-    pub is_block: bool,
-    /// Nesting depth of loops.
-    pub loop_depth: usize,
-    /// Identity of the innermost loop (0: none), so sibling loops are told apart.
-    pub loop_id: usize,
-    /// `single_thread` or a `thread_group` of one thread.
-    pub single_thread: bool,
-    /// The group's first thread in the block.
-    pub base: u32,
-}
-
-/// What the walk knows so far.
-pub(crate) struct Checker<'p> {
-    pub p: &'p Program,
-    pub diags: Vec<Diagnostic>,
-    /// Shared tiles allocated and not yet freed, with the loop of their allocation.
-    pub live_shared: HashMap<SharedId, usize>,
-    /// Loops seen so far (for loop identities).
-    pub loops: usize,
-    /// Shared tiles freed, with where.
-    pub freed_shared: HashMap<SharedId, Loc>,
-}
-
-impl Checker<'_> {
-    pub fn err(&mut self, loc: Loc, message: impl Into<String>) {
-        self.diags.push(Diagnostic {
-            loc,
-            message: message.into(),
-        });
-    }
-
-    /// Reports use of a shared tile that was freed or never allocated.
-    pub fn use_shared(&mut self, id: SharedId, what: &str, loc: Loc) {
-        if let Some(at) = self.freed_shared.get(&id) {
-            let name = &self.p.shared(id).name;
-            let msg = format!("{what} uses shared tensor `{name}` after free_shared at {at}");
-            self.err(loc, msg);
-        }
-    }
-}
 
 /// Checks the rules that need no layouts.
 pub fn check(p: &Program) -> Result<()> {
-    let mut c = Checker {
-        p,
-        diags: vec![],
-        live_shared: HashMap::new(),
-        loops: 0,
-        freed_shared: HashMap::new(),
-    };
+    let mut c = Checker::new(p);
     control::check_program(&mut c);
     let scope = Scope {
         threads: p.threads(),
@@ -84,9 +35,9 @@ pub fn check(p: &Program) -> Result<()> {
         base: 0,
     };
     walk(&mut c, &p.body, &scope);
-    wgmma::check_async(&mut c);
-    memory::check_proxy_fences(&mut c);
-    scope::check_scopes(&mut c);
+    hazards::check(&mut c);
+    fences::check(&mut c);
+    scoping::check(&mut c);
     finish(c.diags)
 }
 
@@ -99,7 +50,7 @@ pub(crate) fn finish(diags: Vec<Diagnostic>) -> Result<()> {
 }
 
 fn walk(c: &mut Checker, stmts: &[Stmt], scope: &Scope) {
-    mbarrier::check_transactions(c, stmts);
+    transactions::check(c, stmts);
     for s in stmts {
         match &s.kind {
             StmtKind::For { body, .. } => {
@@ -126,15 +77,13 @@ fn walk(c: &mut Checker, stmts: &[Stmt], scope: &Scope) {
                 };
                 walk(c, body, &inner);
             }
-            StmtKind::Inst(inst) => match inst {
-                Inst::Memory(i) => memory::check(c, i, s.loc, scope),
-                Inst::Mbarrier(i) => mbarrier::check(c, i, s.loc, scope),
-                Inst::Tma(i) => tma::check(c, i, s.loc, scope),
-                Inst::Mma(i) => mma::check(c, i, s.loc, scope),
-                Inst::Arith(i) => arithmetic::check(c, i, s.loc, scope),
-                Inst::Wgmma(i) => wgmma::check(c, i, s.loc, scope),
-            },
-            _ => control::check_stmt(c, s, scope),
+            StmtKind::Inst(inst) => {
+                placement::check(c, inst, s.loc, scope);
+                inst.check(c, s.loc, scope);
+            }
+            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {
+                control::check_stmt(c, s, scope)
+            }
         }
     }
 }

@@ -1,21 +1,17 @@
-//! Rules that need layouts and the shared-memory plan: the shared-memory limit, the swizzle
-//! span of TMA boxes, and the registers the tiles need.
+//! Rules that need layouts and the shared-memory plan: the shared-memory limit and the
+//! registers the tiles need, for every program; each family's own (the swizzle span of TMA
+//! boxes, wgmma operand layouts) through its rules.
 
-use super::{finish, Checker};
-use crate::ir::{Inst, Loc, Program, StmtKind, TmaInst};
+use super::finish;
+use crate::ir::{Loc, Program, Stmt, StmtKind};
+use crate::passes::context::Checker;
+use crate::passes::rules::Rules;
 use crate::passes::{MAX_REGISTERS, MAX_SHARED_BYTES};
 use crate::Result;
-use std::collections::HashMap;
 
 /// Checks a laid-out, planned program.
 pub fn check_planned(p: &Program) -> Result<()> {
-    let mut c = Checker {
-        p,
-        diags: vec![],
-        live_shared: HashMap::new(),
-        loops: 0,
-        freed_shared: HashMap::new(),
-    };
+    let mut c = Checker::new(p);
     if p.smem_bytes > MAX_SHARED_BYTES {
         let loc = p
             .shareds
@@ -39,35 +35,8 @@ pub fn check_planned(p: &Program) -> Result<()> {
         );
     }
     p.walk(&mut |s| {
-        if let StmtKind::Inst(Inst::Wgmma(crate::ir::WgmmaInst::Mma { a, b, .. })) = &s.kind {
-            let mut tiles = vec![b.tensor];
-            if let crate::ir::WgmmaA::Shared(v) = a {
-                tiles.push(v.tensor);
-            }
-            for t in tiles {
-                let d = p.shared(t);
-                if let Some(l) = &d.layout {
-                    if let Err(why) = crate::layout::wgmma::check_operand_layout(l) {
-                        c.diags.push(crate::Diagnostic { loc: s.loc, message: format!("wgmma.mma: tile `{}`: {why}", d.name) });
-                    }
-                }
-            }
-        }
-        if let StmtKind::Inst(Inst::Tma(TmaInst::GlobalToShared { dst, .. })) = &s.kind {
-            let d = p.shared(*dst);
-            if let Some(l) = &d.layout {
-                let inner = (*d.shape.last().unwrap_or(&1) as u32) * d.dtype.nbytes();
-                if inner > l.swizzle.span_bytes() {
-                    c.diags.push(crate::Diagnostic {
-                        loc: s.loc,
-                        message: format!(
-                            "tma.global_to_shared: tile `{}` has {inner}-byte rows, wider than its {} swizzle allows",
-                            d.name,
-                            l.swizzle.name()
-                        ),
-                    });
-                }
-            }
+        if let StmtKind::Inst(i) = &s.kind {
+            i.check_planned(&mut c, s.loc);
         }
     });
     check_registers(&mut c);
@@ -90,13 +59,19 @@ fn check_registers(c: &mut Checker) {
     let n = p.registers.len();
     let (mut first, mut last) = (vec![usize::MAX; n], vec![0usize; n]);
     let mut pos = 0usize;
-    fn visit(stmts: &[crate::ir::Stmt], pos: &mut usize, first: &mut [usize], last: &mut [usize]) {
+    fn visit(
+        p: &Program,
+        stmts: &[Stmt],
+        pos: &mut usize,
+        first: &mut [usize],
+        last: &mut [usize],
+    ) {
         for s in stmts {
             *pos += 1;
             match &s.kind {
                 StmtKind::For { body, .. } => {
                     let start = *pos;
-                    visit(body, pos, first, last);
+                    visit(p, body, pos, first, last);
                     let end = *pos;
                     // tiles used in the loop but defined before it live across all of it
                     for t in 0..first.len() {
@@ -105,9 +80,9 @@ fn check_registers(c: &mut Checker) {
                         }
                     }
                 }
-                StmtKind::ThreadGroup { body, .. } => visit(body, pos, first, last),
+                StmtKind::ThreadGroup { body, .. } => visit(p, body, pos, first, last),
                 StmtKind::Inst(i) => {
-                    for t in crate::passes::infer_layout::registers_of(i) {
+                    for t in i.facts(p).registers() {
                         let t = t.0 as usize;
                         first[t] = first[t].min(*pos);
                         last[t] = last[t].max(*pos);
@@ -117,7 +92,7 @@ fn check_registers(c: &mut Checker) {
             }
         }
     }
-    visit(&p.body, &mut pos, &mut first, &mut last);
+    visit(p, &p.body, &mut pos, &mut first, &mut last);
     let regs: Vec<u32> = p
         .registers
         .iter()

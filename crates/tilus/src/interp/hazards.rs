@@ -1,0 +1,454 @@
+//! Asynchronous operations in flight and the hazards around them, written once over the
+//! instructions' facts: a family issues an operation (a TMA copy, a wgmma product, a TMA store)
+//! with what it touches and how it completes; before every instruction, what that instruction
+//! touches is checked against what is in flight, and after it, the generic-proxy writes it made
+//! are remembered until the writing threads fence.
+//!
+//! - reading (or writing with ordinary stores) a tile an operation in flight writes is a read
+//!   before the wait that covers it;
+//! - writing a tile or register an operation in flight reads is an overwrite before its wait;
+//! - using a register an operation in flight writes (a wgmma accumulator) is a read before its
+//!   wait, except the next product accumulating into it;
+//! - the async proxy reading a tile written by ordinary stores that were not fenced is a
+//!   missing proxy fence;
+//! - a block that finishes while an operation may still read shared memory never waited.
+
+use super::state::{Block, Dirty, Fail, InFlight, Retire, Status, Touch, Work, R};
+use super::task::Task;
+use crate::error::Fault;
+use crate::ir::facts::{Access, AsyncGroup, Completion, Facts, Memory, Ordering, Proxy};
+use crate::ir::{Loc, SharedId};
+
+fn overlaps(b: &Block<'_, '_>, x: SharedId, y: SharedId) -> bool {
+    let (a, c) = (b.tile_range(x), b.tile_range(y));
+    a.0 < c.1 && c.0 < a.1 && a.0 < a.1 && c.0 < c.1
+}
+
+/// Whether an operation still counts: issued, or landed in a phase no wait has observed.
+fn active(b: &Block<'_, '_>, op: &InFlight) -> bool {
+    match (op.status, op.retire) {
+        (Status::Issued, _) => true,
+        (Status::Landed { phase }, Retire::Barrier { bar, .. }) => {
+            b.bar_phases(bar.0, bar.1) <= phase
+        }
+        (Status::Landed { .. }, Retire::Group { .. }) => false,
+    }
+}
+
+/// Drops landed operations that a completed phase has observed.
+fn prune(b: &mut Block<'_, '_>) {
+    let keep: Vec<bool> = b.inflight.iter().map(|op| active(b, op)).collect();
+    let mut i = 0;
+    b.inflight.retain(|_| {
+        i += 1;
+        keep[i - 1]
+    });
+}
+
+/// What an operation issued by an instruction with these facts touches until it completes:
+/// its effects that complete later (global memory is not tracked).
+pub(crate) fn touches(facts: &Facts<'_>) -> Vec<Touch> {
+    facts
+        .effects
+        .iter()
+        .filter(|e| e.completes != Completion::Now && !matches!(e.memory, Memory::Global(_)))
+        .map(|e| Touch {
+            memory: e.memory,
+            access: e.access,
+            proxy: e.proxy,
+            role: e.role,
+        })
+        .collect()
+}
+
+/// An operation in flight that writes bytes of tile `t` through the async proxy (a TMA copy
+/// into it, or into a tile sharing its bytes).
+pub(crate) fn writing<'b>(b: &'b Block<'_, '_>, t: SharedId) -> Option<&'b InFlight> {
+    b.inflight.iter().find(|op| {
+        active(b, op)
+            && op.touches.iter().any(|x| {
+                matches!(x.memory, Memory::Shared(u) if overlaps(b, u, t))
+                    && x.access.writes()
+                    && x.proxy == Proxy::Async
+            })
+    })
+}
+
+/// Issues an operation.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn issue(
+    b: &mut Block<'_, '_>,
+    inst: &'static str,
+    label: &'static str,
+    loc: Loc,
+    touches: Vec<Touch>,
+    threads: Vec<u32>,
+    retire: Retire,
+    work: Box<dyn Work>,
+) {
+    b.inflight.push(InFlight {
+        inst,
+        label,
+        loc,
+        touches,
+        threads,
+        retire,
+        status: Status::Issued,
+        work: Some(work),
+    });
+}
+
+/// The owners of a task's groups of a kind, each with its threads: warp groups for wgmma,
+/// threads for bulk copies.
+pub(crate) fn owners(task: &Task<'_>, kind: AsyncGroup) -> Vec<(u32, Vec<u32>)> {
+    match kind {
+        AsyncGroup::Wgmma => {
+            let mut wgs: Vec<u32> = task.threads.iter().map(|t| t / 128).collect();
+            wgs.dedup();
+            wgs.into_iter()
+                .map(|w| (w, (w * 128..w * 128 + 128).collect()))
+                .collect()
+        }
+        AsyncGroup::Bulk => task.threads.iter().map(|&t| (t, vec![t])).collect(),
+    }
+}
+
+/// Completes an operation: takes it out of flight, clears what the async proxy wrote from the
+/// proxy-fence record, and runs its work.
+fn complete(b: &mut Block<'_, '_>, at: usize) -> R<InFlight> {
+    let mut op = b.inflight.remove(at);
+    for x in &op.touches {
+        if let (Memory::Shared(t), true, Proxy::Async) = (x.memory, x.access.writes(), x.proxy) {
+            b.proxy_dirty[t.0 as usize] = None;
+        }
+    }
+    if let Some(w) = op.work.take() {
+        w.complete(b)?;
+    }
+    Ok(op)
+}
+
+/// The copy engine: lands the oldest operation that completes on a barrier. `None` when there
+/// is nothing to land.
+pub(crate) fn land_next(b: &mut Block<'_, '_>) -> Option<R<()>> {
+    let at = b.inflight.iter().position(|op| {
+        op.status == Status::Issued && matches!(op.retire, Retire::Barrier { .. })
+    })?;
+    let Retire::Barrier { bar, issue_phase } = b.inflight[at].retire else {
+        return None;
+    };
+    let op = match complete(b, at) {
+        Ok(op) => op,
+        Err(f) => return Some(Err(f)),
+    };
+    let phases = b.bar_phases(bar.0, bar.1);
+    if phases == issue_phase {
+        // landed, but no wait can have observed it yet
+        b.inflight.push(InFlight {
+            status: Status::Landed { phase: phases },
+            ..op
+        });
+    }
+    Some(Ok(()))
+}
+
+/// `commit_group` of a kind by a task: the operations its owners issued since their last
+/// commit form a new group.
+pub(crate) fn commit(b: &mut Block<'_, '_>, task: &Task<'_>, kind: AsyncGroup) {
+    for (owner, _) in owners(task, kind) {
+        let n = b.commits.entry((kind, owner)).or_insert(0);
+        *n += 1;
+        let g = *n;
+        for op in b.inflight.iter_mut() {
+            if let Retire::Group {
+                kind: k,
+                owner: o,
+                group: group @ None,
+            } = &mut op.retire
+            {
+                if *k == kind && *o == owner {
+                    *group = Some(g);
+                }
+            }
+        }
+    }
+}
+
+/// `wait_group(pending)` of a kind by a task: for each owner, every committed group but the
+/// newest `pending` completes, oldest first. (A wait for the reads only completes the
+/// operations too: their sources cannot have changed since they were issued, so reading them
+/// now is what the hardware has read by then.)
+pub(crate) fn wait(
+    b: &mut Block<'_, '_>,
+    task: &Task<'_>,
+    kind: AsyncGroup,
+    pending: u32,
+    _reads_only: bool,
+) -> R<()> {
+    for (owner, _) in owners(task, kind) {
+        let mut groups: Vec<u64> = b
+            .inflight
+            .iter()
+            .filter_map(|op| match op.retire {
+                Retire::Group {
+                    kind: k,
+                    owner: o,
+                    group: Some(g),
+                } if k == kind && o == owner => Some(g),
+                _ => None,
+            })
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        let keep = (pending as usize).min(groups.len());
+        let done: Vec<u64> = groups[..groups.len() - keep].to_vec();
+        while let Some(at) = b.inflight.iter().position(|op| {
+            matches!(op.retire, Retire::Group { kind: k, owner: o, group: Some(g) }
+                if k == kind && o == owner && done.contains(&g))
+        }) {
+            complete(b, at)?;
+        }
+    }
+    Ok(())
+}
+
+fn tile_name(b: &Block<'_, '_>, t: SharedId) -> String {
+    b.program().shared(t).name.clone()
+}
+
+/// How to wait for an operation, for messages.
+fn how_to_wait(b: &Block<'_, '_>, op: &InFlight) -> String {
+    match op.retire {
+        Retire::Barrier { bar, .. } => format!(
+            "wait on barrier `{}` for the phase that covers the copy (and sync the block when \
+             only one thread waited)",
+            b.bar_name(bar.0, bar.1)
+        ),
+        Retire::Group { kind, group, .. } => match group {
+            Some(_) => format!("{} until its group is covered", kind.wait_name()),
+            None => format!(
+                "it was never committed; {} and {}",
+                kind.commit_name(),
+                kind.wait_name()
+            ),
+        },
+    }
+}
+
+/// Checks what an instruction is about to touch against the operations in flight and the
+/// proxy-fence record.
+pub(crate) fn check(
+    b: &mut Block<'_, '_>,
+    task: &Task<'_>,
+    facts: &Facts<'_>,
+    inst: &'static str,
+    loc: Loc,
+) -> R<()> {
+    prune(b);
+    if b.inflight.is_empty() && b.proxy_dirty.iter().all(Option::is_none) {
+        return Ok(());
+    }
+    let p = b.program();
+    for e in &facts.effects {
+        if matches!(e.access, Access::Declare | Access::Release) {
+            continue;
+        }
+        match e.memory {
+            Memory::Shared(t) => {
+                let own_async_write = e.proxy == Proxy::Async && e.access == Access::Write;
+                if !own_async_write {
+                    if let Some(op) = writing(b, t) {
+                        let dst = op.touches.iter().find_map(|x| match x.memory {
+                            Memory::Shared(u) if x.access.writes() && overlaps(b, u, t) => Some(u),
+                            _ => None,
+                        });
+                        let dst = dst.unwrap_or(t);
+                        let into = if dst == t {
+                            String::new()
+                        } else {
+                            format!(" (into `{}`, which shares its bytes)", tile_name(b, dst))
+                        };
+                        let state = match op.status {
+                            Status::Issued => "is still in flight",
+                            Status::Landed { .. } => {
+                                "landed, but its barrier phase has not completed"
+                            }
+                        };
+                        let verb = if e.access.reads() { "reads" } else { "writes" };
+                        return Err(Fail::new(
+                            Fault::ReadBeforeWait,
+                            loc,
+                            format!(
+                                "{inst} {verb} shared tensor `{}` while {} into it{into} {state}: {} before reading it",
+                                tile_name(b, t),
+                                op.label,
+                                how_to_wait(b, op)
+                            ),
+                        )
+                        .note(op.loc, format!("the copy into `{}` was issued here", tile_name(b, dst))));
+                    }
+                }
+                if e.access.writes() {
+                    let reader = b.inflight.iter().find(|op| {
+                        active(b, op)
+                            && op.touches.iter().any(|x| {
+                                matches!(x.memory, Memory::Shared(u) if overlaps(b, u, t))
+                                    && x.access.reads()
+                            })
+                    });
+                    if let Some(op) = reader {
+                        return Err(Fail::new(
+                            Fault::OverwriteBeforeWait,
+                            loc,
+                            format!(
+                                "{inst} overwrites shared tensor `{}` while {} that reads it is unfinished: {} \
+                                 (and let the producer know) before reusing the tile",
+                                tile_name(b, t),
+                                op.label,
+                                how_to_wait(b, op)
+                            ),
+                        )
+                        .note(op.loc, format!("the {} was issued here", short(op.inst))));
+                    }
+                }
+                if e.proxy == Proxy::Async && e.access.reads() {
+                    if let Some(d) = &b.proxy_dirty[t.0 as usize] {
+                        let name = tile_name(b, t);
+                        return Err(Fail::new(
+                            Fault::MissingProxyFence,
+                            loc,
+                            format!(
+                                "{inst} reads `{name}`, which {} thread(s) wrote with {} and have not \
+                                 published with fence_proxy_async: the async proxy may read stale bytes",
+                                d.threads.len(),
+                                d.writer
+                            ),
+                        )
+                        .note(d.loc, format!("`{name}` was written here")));
+                    }
+                }
+            }
+            Memory::Register(r) => {
+                let mine = |op: &InFlight| {
+                    op.threads
+                        .iter()
+                        .any(|t| task.threads.binary_search(t).is_ok())
+                };
+                let chained = |op: &InFlight| {
+                    e.access == Access::Update
+                        && matches!((e.completes, op.retire), (Completion::Group(k), Retire::Group { kind, .. }) if k == kind)
+                };
+                for op in &b.inflight {
+                    if !active(b, op) || !mine(op) {
+                        continue;
+                    }
+                    let Some(x) = op.touches.iter().find(|x| x.memory == e.memory) else {
+                        continue;
+                    };
+                    let name = &p.register(r).name;
+                    if x.access.writes() && !chained(op) {
+                        let role = if x.role.is_empty() {
+                            "register tensor"
+                        } else {
+                            x.role
+                        };
+                        return Err(Fail::new(
+                            Fault::ReadBeforeWait,
+                            loc,
+                            format!(
+                                "{inst} uses {role} `{name}` while {} into it is unfinished: {} first",
+                                op.label,
+                                how_to_wait(b, op)
+                            ),
+                        )
+                        .note(op.loc, format!("the {} was issued here", short(op.inst))));
+                    }
+                    if x.access.reads() && !x.access.writes() && e.access.writes() {
+                        return Err(Fail::new(
+                            Fault::OverwriteBeforeWait,
+                            loc,
+                            format!(
+                                "{inst} overwrites register tensor `{name}` while {} that reads it is unfinished: {} first",
+                                op.label,
+                                how_to_wait(b, op)
+                            ),
+                        )
+                        .note(op.loc, format!("the {} was issued here", short(op.inst))));
+                    }
+                }
+            }
+            Memory::Global(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// `wgmma.mma` → `wgmma`: how notes name an operation.
+fn short(inst: &str) -> &str {
+    inst.strip_suffix(".mma").unwrap_or(inst)
+}
+
+/// After an instruction ran for a task: remembers its ordinary shared-memory writes until the
+/// writing threads fence, and applies a proxy fence.
+pub(crate) fn after(
+    b: &mut Block<'_, '_>,
+    task: &Task<'_>,
+    facts: &Facts<'_>,
+    inst: &'static str,
+    loc: Loc,
+) {
+    if facts.ordering == Some(Ordering::ProxyFence) {
+        for slot in b.proxy_dirty.iter_mut() {
+            if let Some(d) = slot {
+                for t in &task.threads {
+                    d.threads.remove(t);
+                }
+                if d.threads.is_empty() {
+                    *slot = None;
+                }
+            }
+        }
+    }
+    for e in &facts.effects {
+        if let (Memory::Shared(t), Proxy::Generic, true) = (e.memory, e.proxy, e.access.writes()) {
+            if e.access == Access::Declare {
+                continue;
+            }
+            let slot = &mut b.proxy_dirty[t.0 as usize];
+            let d = slot.get_or_insert_with(|| Dirty {
+                loc,
+                writer: inst,
+                threads: Default::default(),
+            });
+            d.loc = loc;
+            d.writer = inst;
+            d.threads.extend(task.threads.iter().copied());
+        }
+    }
+}
+
+/// At the end of a block: an operation that may still read shared memory was never waited
+/// for (the block's shared memory is released when it finishes).
+pub(crate) fn unfinished(b: &mut Block<'_, '_>) -> R<()> {
+    prune(b);
+    for op in &b.inflight {
+        let read = op.touches.iter().find_map(|x| match x.memory {
+            Memory::Shared(t) if x.access.reads() => Some(t),
+            _ => None,
+        });
+        if let (Some(t), Retire::Group { kind, .. }) = (read, op.retire) {
+            return Err(Fail::new(
+                Fault::NotWaited,
+                op.loc,
+                format!(
+                    "the block finished while this {} may still read shared tensor `{}`: {} (and {}) before the end",
+                    short(op.inst),
+                    tile_name(b, t),
+                    kind.wait_name(),
+                    kind.commit_name()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}

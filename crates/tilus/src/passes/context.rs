@@ -1,0 +1,209 @@
+//! What the family rules see of each pass: the verifier's [`Checker`] and [`Scope`], layout
+//! inference's [`LayoutCx`], lowering's [`LowerCx`]. The drivers (`verify`, `infer_layout`,
+//! `lower`) own the walk; the rules in `rules/` only read and fill these.
+
+use crate::ir::{
+    Expr, GlobalId, Loc, Program, RegId, RegView, SharedId, TensorMapId, TensorMapSpec, VarId,
+};
+use crate::layout::{RegisterLayout, Swizzle};
+use crate::Diagnostic;
+use std::collections::HashMap;
+
+/// Where an instruction runs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Scope {
+    /// Threads of the innermost group.
+    pub threads: u32,
+    /// Whether the innermost group is the whole block.
+    pub is_block: bool,
+    /// Nesting depth of loops.
+    pub loop_depth: usize,
+    /// Identity of the innermost loop (0: none), so sibling loops are told apart.
+    pub loop_id: usize,
+    /// `single_thread` or a `thread_group` of one thread.
+    pub single_thread: bool,
+    /// The group's first thread in the block.
+    pub base: u32,
+}
+
+/// What the verifier's walk knows so far.
+pub(crate) struct Checker<'p> {
+    pub p: &'p Program,
+    pub diags: Vec<Diagnostic>,
+    /// Shared tiles allocated and not yet freed, with the loop of their allocation.
+    pub live_shared: HashMap<SharedId, usize>,
+    /// Loops seen so far (for loop identities).
+    pub loops: usize,
+    /// Shared tiles freed, with where.
+    pub freed_shared: HashMap<SharedId, Loc>,
+}
+
+impl<'p> Checker<'p> {
+    pub fn new(p: &'p Program) -> Checker<'p> {
+        Checker {
+            p,
+            diags: vec![],
+            live_shared: HashMap::new(),
+            loops: 0,
+            freed_shared: HashMap::new(),
+        }
+    }
+
+    /// Reports a diagnostic at `loc`.
+    pub fn err(&mut self, loc: Loc, message: impl Into<String>) {
+        self.diags.push(Diagnostic {
+            loc,
+            message: message.into(),
+        });
+    }
+
+    /// Reports a diagnostic once (rules that walk loops twice would see it twice).
+    pub fn err_once(&mut self, loc: Loc, message: impl Into<String>) {
+        let d = Diagnostic {
+            loc,
+            message: message.into(),
+        };
+        if !self.diags.contains(&d) {
+            self.diags.push(d);
+        }
+    }
+
+    /// The shape of a register view.
+    pub fn view_shape(&self, v: &RegView) -> Vec<i64> {
+        self.p.view_shape(v)
+    }
+
+    /// Reports a transposed view of a tile with fewer than two dimensions.
+    pub fn check_view(&mut self, v: &RegView, what: &str, loc: Loc) {
+        let d = self.p.register(v.tensor);
+        if v.transposed && d.shape.len() < 2 {
+            let msg = format!(
+                "{what}: `{}` has {} dimension(s); transpose() needs at least 2",
+                d.name,
+                d.shape.len()
+            );
+            self.err(loc, msg);
+        }
+    }
+}
+
+/// What layout inference knows so far: the layout each register tile must have, who asked
+/// for it and why.
+pub(crate) struct LayoutCx<'p> {
+    /// The program (its body is being walked separately).
+    pub p: &'p Program,
+    pub layouts: Vec<Option<(RegisterLayout, Loc, &'static str)>>,
+    pub diags: Vec<Diagnostic>,
+    /// Whether the last round changed a layout.
+    pub changed: bool,
+}
+
+impl LayoutCx<'_> {
+    /// Requires register tile `t` to have layout `l`, for `why` at `loc`; a conflict with an
+    /// earlier requirement is a diagnostic naming both.
+    pub fn require(&mut self, t: RegId, l: RegisterLayout, loc: Loc, why: &'static str) {
+        let decl = self.p.register(t);
+        let slot = &mut self.layouts[t.0 as usize];
+        match slot {
+            None => {
+                *slot = Some((l, loc, why));
+                self.changed = true;
+            }
+            Some((have, at, what)) => {
+                // A layout that needs more registers than a thread has fails the register
+                // check after inference whatever else is asked of it; comparing it element by
+                // element would take as long as the tile is large.
+                let bits =
+                    (have.local_size().max(0) as u64).saturating_mul(u64::from(decl.dtype.bits()));
+                if bits > u64::from(crate::passes::MAX_REGISTERS) * 32 {
+                    return;
+                }
+                if !have.same_mapping(&l) {
+                    let msg = format!(
+                        "register tensor `{}` needs layout {l} for {why} here, but {what} at {at} gave it {have}; \
+                         use two tensors (layout conversion is not supported yet)",
+                        decl.name
+                    );
+                    self.error(loc, msg);
+                }
+            }
+        }
+    }
+
+    /// The layout required of `t` so far.
+    pub fn get(&self, t: RegId) -> Option<RegisterLayout> {
+        self.layouts[t.0 as usize]
+            .as_ref()
+            .map(|(l, _, _)| l.clone())
+    }
+
+    /// Reports a diagnostic once.
+    pub fn error(&mut self, loc: Loc, message: String) {
+        let d = Diagnostic { loc, message };
+        if !self.diags.contains(&d) {
+            self.diags.push(d);
+        }
+    }
+}
+
+/// The layout of a view, given the layout of its tensor (and back: transposes are involutions).
+pub(crate) fn through_view(l: &RegisterLayout, v: &RegView) -> RegisterLayout {
+    l.permute(&v.perm(l.rank()))
+}
+
+/// What lowering has decided so far: the tensor maps and the alignment each global view needs.
+pub(crate) struct LowerCx<'p> {
+    /// The program (its body is being walked separately).
+    pub p: &'p Program,
+    /// Tensor maps, in program order.
+    pub tensor_maps: Vec<TensorMapSpec>,
+    /// (view, bytes, why): alignments instructions need of a view's base address.
+    pub alignments: Vec<(GlobalId, u32, String)>,
+    /// For every variable, the largest power of two known to divide it.
+    pub divisibility: Vec<i64>,
+}
+
+impl LowerCx<'_> {
+    /// The tensor map for copies between view `view` and tiles like `tile` (one per distinct
+    /// view, box shape and swizzle; named after the view).
+    pub fn tensor_map(&mut self, view: GlobalId, tile: SharedId) -> TensorMapId {
+        let p = self.p;
+        let (g, s) = (p.global(view), p.shared(tile));
+        let swizzle = s.layout.as_ref().map_or(Swizzle::None, |l| l.swizzle);
+        let box_shape: Vec<u32> = s.shape.iter().map(|&d| d as u32).collect();
+        let ptr_arg = p.param_of(g.ptr).map(|(i, _)| i).unwrap_or(0);
+        if let Some(i) = self
+            .tensor_maps
+            .iter()
+            .position(|m| m.view == view && m.box_shape == box_shape && m.swizzle == swizzle)
+        {
+            return TensorMapId(i as u32);
+        }
+        let same_view = self.tensor_maps.iter().filter(|m| m.view == view).count();
+        let name = if same_view == 0 {
+            format!("{}_tmap", g.name)
+        } else {
+            format!("{}_tmap{same_view}", g.name)
+        };
+        self.tensor_maps.push(TensorMapSpec {
+            name,
+            view,
+            ptr_arg,
+            dtype: g.dtype,
+            global_shape: g.shape.clone(),
+            box_shape,
+            swizzle,
+        });
+        TensorMapId(self.tensor_maps.len() as u32 - 1)
+    }
+
+    /// Records that `view`'s base address must be aligned to `bytes`, and why.
+    pub fn require_alignment(&mut self, view: GlobalId, bytes: u32, why: String) {
+        self.alignments.push((view, bytes, why));
+    }
+
+    /// The largest power of two known to divide `e`.
+    pub fn divisibility(&self, e: &Expr) -> i64 {
+        e.divisibility(&|v: VarId| self.divisibility[v.0 as usize])
+    }
+}

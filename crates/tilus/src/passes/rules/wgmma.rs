@@ -1,0 +1,121 @@
+//! Rules for warp-group MMA: operand kinds, shapes and dtypes; the operand tiles' layouts once
+//! known; layout inference chooses the instruction shape and fixes the accumulator's (and a
+//! register operand's) layout. That nothing touches the accumulator before the wait that
+//! covers it is checked over the facts (`verify/hazards.rs`).
+
+use super::Rules;
+use crate::ir::{DType, Loc, SharedView, WgmmaA, WgmmaInst};
+use crate::layout::WgmmaPlan;
+use crate::passes::context::{through_view, Checker, LayoutCx, Scope};
+
+fn shared_shape(c: &Checker, v: &SharedView) -> Vec<i64> {
+    let s = &c.p.shared(v.tensor).shape;
+    if v.transposed && s.len() == 2 {
+        vec![s[1], s[0]]
+    } else {
+        s.clone()
+    }
+}
+
+impl Rules for WgmmaInst {
+    fn check(&self, c: &mut Checker, loc: Loc, _scope: &Scope) {
+        let WgmmaInst::Mma { a, b, d, .. } = self else {
+            return;
+        };
+        let p = c.p;
+        let (sa, ta) = match a {
+            WgmmaA::Shared(v) => {
+                if v.transposed {
+                    c.err(
+                        loc,
+                        "wgmma.mma: operand a must be a K-major [M, K] tile (not a transposed view)",
+                    );
+                }
+                (shared_shape(c, v), p.shared(v.tensor).dtype)
+            }
+            WgmmaA::Register(v) => {
+                c.check_view(v, "wgmma.mma operand a", loc);
+                (c.view_shape(v), p.register(v.tensor).dtype)
+            }
+        };
+        if !b.transposed {
+            let name = p.shared(b.tensor).name.clone();
+            c.err(
+                loc,
+                format!("wgmma.mma: operand b must be K-major: store B as an [N, K] tile and pass `{name}.transpose()`"),
+            );
+        }
+        let sb = shared_shape(c, b);
+        let sd = p.register(*d).shape.clone();
+        let tb = p.shared(b.tensor).dtype;
+        let td = p.register(*d).dtype;
+        if sa.len() != 2 || sb.len() != 2 || sd.len() != 2 {
+            c.err(loc, "wgmma.mma takes 2-D tiles");
+            return;
+        }
+        if sa[1] != sb[0] || sa[0] != sd[0] || sb[1] != sd[1] {
+            c.err(loc, format!("wgmma.mma: shapes do not agree: a {sa:?} @ b {sb:?} + d {sd:?} (need [M, K] @ [K, N] + [M, N])"));
+        }
+        if ta != tb || !matches!(ta, DType::F16 | DType::BF16) {
+            c.err(
+                loc,
+                format!("wgmma.mma: operands must both be f16 or both bf16, got {ta} and {tb}"),
+            );
+        }
+        // f32 accumulation always; f16 accumulation as an explicit choice (an f16
+        // accumulator), for f16 inputs only.
+        if !(td == DType::F32 || (td == DType::F16 && ta == DType::F16)) {
+            c.err(
+                loc,
+                format!("wgmma.mma: the accumulator must be f32 (or f16 with f16 inputs), got {td} with {ta} inputs"),
+            );
+        }
+    }
+
+    fn check_planned(&self, c: &mut Checker, loc: Loc) {
+        let WgmmaInst::Mma { a, b, .. } = self else {
+            return;
+        };
+        let mut tiles = vec![b.tensor];
+        if let WgmmaA::Shared(v) = a {
+            tiles.push(v.tensor);
+        }
+        for t in tiles {
+            let d = c.p.shared(t);
+            if let Some(l) = &d.layout {
+                if let Err(why) = crate::layout::wgmma::check_operand_layout(l) {
+                    let msg = format!("wgmma.mma: tile `{}`: {why}", d.name);
+                    c.err(loc, msg);
+                }
+            }
+        }
+    }
+
+    fn anchor_layouts(&mut self, cx: &mut LayoutCx, loc: Loc) {
+        let WgmmaInst::Mma { a, b, d, plan } = self else {
+            return;
+        };
+        let dshape = &cx.p.register(*d).shape;
+        let bshape = &cx.p.shared(b.tensor).shape;
+        if dshape.len() != 2 || bshape.len() != 2 {
+            return;
+        }
+        // b is an [N, K] tile seen as [K, N]
+        let k = if b.transposed { bshape[1] } else { bshape[0] };
+        match WgmmaPlan::choose(dshape[0], dshape[1], k) {
+            Ok(pl) => {
+                *plan = Some(pl);
+                cx.require(*d, pl.d_layout(), loc, "wgmma accumulator");
+                if let WgmmaA::Register(v) = a {
+                    cx.require(
+                        v.tensor,
+                        through_view(&pl.a_layout(), v),
+                        loc,
+                        "wgmma operand a",
+                    );
+                }
+            }
+            Err(why) => cx.error(loc, format!("wgmma.mma: {why}")),
+        }
+    }
+}

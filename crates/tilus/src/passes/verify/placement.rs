@@ -1,0 +1,98 @@
+//! Where an instruction may run, from its facts: the threads its scope needs, register tiles
+//! used in the group that declared them, shared tiles used before they are freed.
+
+use crate::ir::facts::{Access, Memory, ThreadScope};
+use crate::ir::{Inst, Loc};
+use crate::passes::context::{Checker, Scope};
+
+pub(super) fn check(c: &mut Checker, inst: &Inst, loc: Loc, scope: &Scope) {
+    let p = c.p;
+    let facts = inst.facts(p);
+    let name = inst.name();
+    let threads = scope.threads;
+    match facts.scope {
+        ThreadScope::Any => {}
+        ThreadScope::OneThread => {
+            if !scope.single_thread {
+                c.err(
+                    loc,
+                    format!(
+                        "{name} runs in a group of {threads} threads: each of them would issue \
+                         its own; wrap it in single_thread()"
+                    ),
+                );
+            }
+        }
+        ThreadScope::Warps => {
+            if !threads.is_multiple_of(32) {
+                c.err(
+                    loc,
+                    format!("{name} runs on whole warps; the current group has {threads} threads"),
+                );
+            }
+        }
+        ThreadScope::WarpGroup => {
+            if threads != 128 || !scope.base.is_multiple_of(128) {
+                c.err(
+                    loc,
+                    format!(
+                        "{name} runs on a warp group: 4 consecutive warps starting at a warp index \
+                         divisible by 4 (a block of 4 warps, or inside warp_group(..)); here the \
+                         group has {threads} threads starting at thread {}",
+                        scope.base
+                    ),
+                );
+            }
+        }
+        ThreadScope::Block => {
+            if !scope.is_block {
+                c.err(
+                    loc,
+                    format!("{name} must run in the whole block, outside thread groups"),
+                );
+            }
+        }
+        ThreadScope::BlockOnce => {
+            if !scope.is_block || scope.loop_depth > 0 {
+                c.err(
+                    loc,
+                    format!(
+                        "{name} must run once in the whole block: outside loops and thread groups"
+                    ),
+                );
+            }
+        }
+    }
+    for e in &facts.effects {
+        let what = if e.role.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name} {}", e.role)
+        };
+        match e.memory {
+            Memory::Register(r) => {
+                let d = p.register(r);
+                if d.group_threads != threads {
+                    let msg = format!(
+                        "{what}: register tensor `{}` belongs to a group of {} threads but is used in a group of {threads}",
+                        d.name, d.group_threads
+                    );
+                    c.err_once(loc, msg);
+                }
+            }
+            Memory::Shared(t) => {
+                if matches!(e.access, Access::Declare | Access::Release) {
+                    continue;
+                }
+                if let Some(at) = c.freed_shared.get(&t) {
+                    let msg = format!(
+                        "{name} uses shared tensor `{}` after free_shared at {at}",
+                        p.shared(t).name
+                    );
+                    c.err_once(loc, msg);
+                }
+            }
+            Memory::Global(_) => {}
+        }
+    }
+}

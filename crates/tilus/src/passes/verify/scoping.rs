@@ -1,0 +1,159 @@
+//! Values are used only where they exist: a loop index, a `let`/`var`, a register tile or a
+//! shared tile declared inside a loop or thread group does not exist after it (the generated
+//! CUDA declares it in that block). Using one outside is a diagnostic naming both lines.
+//! What an instruction uses and declares comes from its facts.
+
+use crate::ir::facts::{Access, Memory};
+use crate::ir::{Expr, GlobalId, Loc, RegId, SharedId, Stmt, StmtKind, VarId, VarKind};
+use crate::passes::context::Checker;
+use std::collections::HashSet;
+
+#[derive(Default)]
+struct Scopes {
+    /// Everything declared so far in each open block (innermost last).
+    open: Vec<(HashSet<VarId>, HashSet<RegId>, HashSet<SharedId>)>,
+    /// Where each value was declared, to say so.
+    var_at: Vec<Option<Loc>>,
+    reg_at: Vec<Option<Loc>>,
+    shared_at: Vec<Option<Loc>>,
+}
+
+impl Scopes {
+    fn has_var(&self, v: VarId) -> bool {
+        self.open.iter().any(|s| s.0.contains(&v))
+    }
+    fn has_reg(&self, r: RegId) -> bool {
+        self.open.iter().any(|s| s.1.contains(&r))
+    }
+    fn has_shared(&self, t: SharedId) -> bool {
+        self.open.iter().any(|s| s.2.contains(&t))
+    }
+}
+
+fn report(c: &mut Checker, loc: Loc, what: String, at: Option<Loc>) {
+    let message = match at {
+        Some(at) => {
+            format!("{what} is used outside the loop or thread group that declares it (at {at})")
+        }
+        None => format!("{what} is used before it is declared"),
+    };
+    c.err_once(loc, message);
+}
+
+fn use_var(c: &mut Checker, sc: &Scopes, v: VarId, loc: Loc) {
+    if !sc.has_var(v) {
+        let what = format!("`{}`", c.p.var(v).name);
+        report(c, loc, what, sc.var_at[v.0 as usize]);
+    }
+}
+
+fn use_expr(c: &mut Checker, sc: &Scopes, e: &Expr, loc: Loc) {
+    let mut vars = vec![];
+    e.vars(&mut vars);
+    for v in vars {
+        use_var(c, sc, v, loc);
+    }
+}
+
+fn use_global(c: &mut Checker, sc: &Scopes, g: GlobalId, loc: Loc) {
+    let d = c.p.global(g);
+    use_var(c, sc, d.ptr, loc);
+    for e in &d.shape {
+        use_expr(c, sc, e, loc);
+    }
+}
+
+fn inst(c: &mut Checker, sc: &mut Scopes, i: &crate::ir::Inst, loc: Loc) {
+    let facts = i.facts(c.p);
+    for e in &facts.scalars {
+        use_expr(c, sc, e, loc);
+    }
+    for e in &facts.effects {
+        match (e.memory, e.access) {
+            (Memory::Register(r), Access::Declare) => {
+                if let Some(s) = sc.open.last_mut() {
+                    s.1.insert(r);
+                }
+                sc.reg_at[r.0 as usize] = Some(loc);
+            }
+            (Memory::Register(r), _) => {
+                if !sc.has_reg(r) {
+                    let what = format!("register tensor `{}`", c.p.register(r).name);
+                    report(c, loc, what, sc.reg_at[r.0 as usize]);
+                }
+            }
+            (Memory::Shared(t), Access::Declare) => {
+                if let Some(s) = sc.open.last_mut() {
+                    s.2.insert(t);
+                }
+                sc.shared_at[t.0 as usize] = Some(loc);
+            }
+            (Memory::Shared(t), _) => {
+                if !sc.has_shared(t) {
+                    let what = format!("shared tensor `{}`", c.p.shared(t).name);
+                    report(c, loc, what, sc.shared_at[t.0 as usize]);
+                }
+            }
+            (Memory::Global(g), _) => use_global(c, sc, g, loc),
+        }
+    }
+}
+
+fn walk(c: &mut Checker, sc: &mut Scopes, stmts: &[Stmt]) {
+    for s in stmts {
+        match &s.kind {
+            StmtKind::Let { var, value } => {
+                use_expr(c, sc, value, s.loc);
+                if let Some(o) = sc.open.last_mut() {
+                    o.0.insert(*var);
+                }
+                sc.var_at[var.0 as usize] = Some(s.loc);
+            }
+            StmtKind::Assign { var, value } => {
+                use_var(c, sc, *var, s.loc);
+                use_expr(c, sc, value, s.loc);
+            }
+            StmtKind::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+            } => {
+                for e in [start, end, step] {
+                    use_expr(c, sc, e, s.loc);
+                }
+                sc.var_at[var.0 as usize] = Some(s.loc);
+                let mut inner = (HashSet::new(), HashSet::new(), HashSet::new());
+                inner.0.insert(*var);
+                sc.open.push(inner);
+                walk(c, sc, body);
+                sc.open.pop();
+            }
+            StmtKind::ThreadGroup { body, .. } => {
+                sc.open.push(Default::default());
+                walk(c, sc, body);
+                sc.open.pop();
+            }
+            StmtKind::Sync => {}
+            StmtKind::Inst(i) => inst(c, sc, i, s.loc),
+        }
+    }
+}
+
+/// The scoping rule over the whole program.
+pub(super) fn check(c: &mut Checker) {
+    let p = c.p;
+    let mut sc = Scopes {
+        open: vec![Default::default()],
+        var_at: vec![None; p.vars.len()],
+        reg_at: vec![None; p.registers.len()],
+        shared_at: vec![None; p.shareds.len()],
+    };
+    for (i, v) in p.vars.iter().enumerate() {
+        if let VarKind::Param(_) = v.kind {
+            sc.open[0].0.insert(VarId(i as u32));
+        }
+    }
+    walk(c, &mut sc, &p.body);
+}
