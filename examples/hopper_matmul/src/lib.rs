@@ -1,8 +1,13 @@
 //! The Hopper matmul tutorial series in Tilus for Rust: one module per step, plus the harness
 //! that verifies each step against cuBLAS and times them side by side.
 
+pub mod alloc;
+mod error;
 pub mod harness;
 pub mod registry;
 pub mod run;
+pub mod size;
 pub mod v0;
 pub mod v1;
+
+pub use error::{Error, Result};
