@@ -1,7 +1,7 @@
 //! `tilus check`: every configuration of a search space through the whole compiler, NVRTC
 //! included, with the resources each needs or the reason it fails.
 
-use crate::out::{outln, warnln, CliResult};
+use crate::out::{outln, CliError, CliResult};
 use hopper_matmul::registry::Entry;
 use hopper_matmul::size::Size;
 use rayon::prelude::*;
@@ -83,7 +83,7 @@ pub fn compile_one(script: &dyn tilus::lang::DynScript, consts: &[i64]) -> Outco
 
 /// Runs the check and prints the table. Succeeds when the compiler itself worked and at least
 /// one configuration compiles (configurations that are rejected or spill are reported, not
-/// errors; nothing compiling is a failure, said on stderr).
+/// errors; nothing compiling is a failure).
 pub fn run(entry: &Entry, size: &Size) -> CliResult<bool> {
     tilus::compile::nvrtc()?;
     let consts = (entry.consts)(size);
@@ -129,16 +129,17 @@ pub fn run(entry: &Entry, size: &Size) -> CliResult<bool> {
     let failed = outcomes.iter().filter(|o| o.status == "failed").count();
     let compiled = outcomes.iter().filter(|o| o.registers.is_some()).count();
     if failed > 0 {
-        warnln!(
-            "error: NVRTC failed on {failed} of {} configurations of {} at {size}",
+        return Err(CliError::Failed(format!(
+            "NVRTC failed on {failed} of {} configurations of {} at {size}",
             outcomes.len(),
             entry.name
-        );
-    } else if compiled == 0 {
-        warnln!(
-            "error: no configuration of {} compiles at {size}",
-            entry.name
-        );
+        )));
     }
-    Ok(failed == 0 && compiled > 0)
+    if compiled == 0 {
+        return Err(CliError::Failed(format!(
+            "no configuration of {} compiles at {size}",
+            entry.name
+        )));
+    }
+    Ok(true)
 }

@@ -311,7 +311,10 @@ fn main() -> ExitCode {
     };
     match run(cli).and_then(|ok| out::flush().map(|_| ok)) {
         Ok(true) | Err(CliError::Closed) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
+        Ok(false) => {
+            warnln!("error: the output does not match the reference (see above)");
+            ExitCode::FAILURE
+        }
         Err(CliError::Usage(m)) => {
             warnln!("error: {m}");
             ExitCode::from(2)

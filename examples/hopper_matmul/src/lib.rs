@@ -9,6 +9,7 @@ pub mod matmul;
 pub mod registry;
 pub mod run;
 pub mod size;
+pub mod testing;
 pub mod v0;
 pub mod v1;
 pub mod workload;
