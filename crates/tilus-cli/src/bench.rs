@@ -66,6 +66,9 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
     if a.rounds == 0 {
         return Err(CliError::Usage("--rounds must be at least 1".into()));
     }
+    for &(m, n, k) in &shapes {
+        hopper_matmul::harness::Problem::ensure_host(m, n, k)?;
+    }
     let entries = chosen(&a.versions)?;
     for e in &entries {
         (e.configure)(&sets)?;

@@ -27,9 +27,10 @@ fn driver(e: impl std::fmt::Debug) -> CliError {
     CliError::Failed(format!("{e:?}"))
 }
 
-/// A matmul size by the one rule.
+/// A matmul size by the one rule, whose host buffers this machine can hold.
 fn size(text: &str) -> CliResult<(usize, usize, usize)> {
     let [m, n, k] = Size::parse(DIMS, text)?.dims()?;
+    Problem::ensure_host(m, n, k)?;
     Ok((m, n, k))
 }
 

@@ -50,6 +50,7 @@ pub fn soak(launches: usize, max: u64, pool: usize, seed: u64) -> CliResult<bool
         return Err(CliError::Usage("--pool must be at least 1".into()));
     }
     let square = hopper_matmul::alloc::elements("the soak", &[max, max])?;
+    hopper_matmul::harness::Problem::ensure_host(max, max, max)?;
     // two page-locked host buffers of max*max halves
     hopper_matmul::alloc::ensure(
         &format!("the soak's host buffers at --max {max}"),

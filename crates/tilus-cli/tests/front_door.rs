@@ -67,7 +67,32 @@ fn sizes_too_large_for_this_machine_are_refused_before_allocating() {
     .go()
     .assert_code(1)
     .assert_stderr("of host memory");
-    // the soak's host buffers (checked before the GPU is looked for)
+    // bench's and the soak's host buffers (checked before the GPU is looked for)
+    for args in [
+        vec![
+            "bench",
+            "matmul",
+            "--sizes",
+            "8x8x8,2147483647x2147483647x2147483640",
+        ],
+        vec![
+            "bench",
+            "tune",
+            "--size",
+            "2147483647x2147483647x2147483640",
+        ],
+        vec![
+            "bench",
+            "launch",
+            "--size",
+            "2147483647x2147483647x2147483640",
+        ],
+    ] {
+        tilus(&args)
+            .go()
+            .assert_code(1)
+            .assert_stderr("of host memory");
+    }
     tilus(&["soak", "--max", "2147483647"])
         .go()
         .assert_code(1)

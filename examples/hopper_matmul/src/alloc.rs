@@ -79,9 +79,24 @@ fn address_space_limit() -> Option<u64> {
         .ok()
 }
 
-/// Host memory this process can still take, and which limit that is: the smaller of what the
-/// system reports available (free swap included) and what the address-space limit leaves.
-/// `None` where neither is knowable (not Linux).
+/// What the memory limit of this process's control group leaves (cgroup v2, then v1), when
+/// there is a limit.
+fn cgroup_room() -> Option<u64> {
+    let read = |p: &str| -> Option<u64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
+    let (limit, used) = match read("/sys/fs/cgroup/memory.max") {
+        Some(limit) => (limit, read("/sys/fs/cgroup/memory.current").unwrap_or(0)),
+        None => (
+            read("/sys/fs/cgroup/memory/memory.limit_in_bytes")?,
+            read("/sys/fs/cgroup/memory/memory.usage_in_bytes").unwrap_or(0),
+        ),
+    };
+    // "no limit" reads as `max` (v2, not a number) or as a value near 2^63 (v1)
+    (limit < 1 << 62).then(|| limit.saturating_sub(used))
+}
+
+/// Host memory this process can still take, and which limit that is: the smallest of what the
+/// system reports available (free swap included), what the control group's memory limit
+/// leaves and what the address-space limit leaves. `None` where none is knowable (not Linux).
 pub fn available() -> Option<(u64, &'static str)> {
     let mut best: Option<(u64, &'static str)> = None;
     let mut consider = |v: u64, limit: &'static str| {
@@ -94,6 +109,9 @@ pub fn available() -> Option<(u64, &'static str)> {
             let swap = proc_kib(&info, "SwapFree:").unwrap_or(0);
             consider(avail.saturating_add(swap), "the system's available memory");
         }
+    }
+    if let Some(room) = cgroup_room() {
+        consider(room, "what the control group's memory limit leaves");
     }
     if let Some(limit) = address_space_limit() {
         let used = std::fs::read_to_string("/proc/self/status")

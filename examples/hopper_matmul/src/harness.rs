@@ -91,13 +91,7 @@ impl Problem {
         seed: u64,
     ) -> Result<Problem> {
         let what = format!("a {m}x{n}x{k} matmul");
-        let (mk, nk, mn) = (
-            alloc::elements(&what, &[m, k])?,
-            alloc::elements(&what, &[n, k])?,
-            alloc::elements(&what, &[m, n])?,
-        );
-        // host memory alive at once: one staging buffer here, both outputs in `check`
-        alloc::ensure(&what, 2 * (mk as u128).max(nk as u128).max(2 * mn as u128))?;
+        let [mk, nk, mn] = Problem::ensure_host(m, n, k)?;
         let mut rng = Rng::new(seed);
         let a = stream
             .clone_htod(&try_seed_inputs(&what, mk, k, &mut rng)?)
@@ -117,6 +111,24 @@ impl Problem {
             c,
             c_ref,
         })
+    }
+
+    /// Checks that the host memory a problem of this size needs (one staging buffer at a time
+    /// while it is built, both outputs in [`check`]) is there; returns the element counts of A,
+    /// B and C. Tools call it before they look for the GPU.
+    pub fn ensure_host(
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> std::result::Result<[usize; 3], AllocError> {
+        let what = format!("a {m}x{n}x{k} matmul");
+        let (mk, nk, mn) = (
+            alloc::elements(&what, &[m, k])?,
+            alloc::elements(&what, &[n, k])?,
+            alloc::elements(&what, &[m, n])?,
+        );
+        alloc::ensure(&what, 2 * (mk as u128).max(nk as u128).max(2 * mn as u128))?;
+        Ok([mk, nk, mn])
     }
 
     /// Fills the output under test with NaN again.
