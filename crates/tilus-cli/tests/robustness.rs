@@ -225,6 +225,15 @@ fn cases() -> Vec<Vec<String>> {
             repeated.push(format!("block_m={v}"));
         }
         owned.push(repeated);
+        // many settings: distinct unknown names, then one name over and over
+        let mut many = vec![cmd.to_string(), V0.to_string()];
+        for i in 0..5000 {
+            many.push(format!("--set=p{i}=1"));
+        }
+        owned.push(many);
+        let mut same = vec![cmd.to_string(), V0.to_string()];
+        same.extend((0..5000).map(|_| "--set=block_m=64".to_string()));
+        owned.push(same);
     }
     owned
 }

@@ -218,6 +218,7 @@ pub fn lookup(name: &str) -> Result<Entry> {
 /// ([`Entry::configure`]).
 pub fn parse_settings(sets: &[String]) -> Result<Vec<(String, i64)>> {
     let mut out: Vec<(String, i64)> = Vec::with_capacity(sets.len());
+    let mut seen: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
     for s in sets {
         let (k, v) = s
             .split_once('=')
@@ -236,9 +237,10 @@ pub fn parse_settings(sets: &[String]) -> Result<Vec<(String, i64)>> {
                 quote(v)
             ))
         })?;
-        if let Some((_, first)) = out.iter().find(|(n, _)| n == k) {
+        if let Some(first) = seen.insert(k.to_string(), value) {
             return Err(Error::Usage(format!(
-                "`--set {k}` is given twice ({first} and {value}); give each hyperparameter once"
+                "`--set {}` is given twice ({first} and {value}); give each hyperparameter once",
+                short(k)
             )));
         }
         out.push((k.to_string(), value));
