@@ -7,7 +7,10 @@
 //! - steady-state host time per launch through the public API, tensor maps included, beside a
 //!   raw cudarc launch of the same cubin with arguments prepared once.
 
+use crate::out::{out, outln, CliError, CliResult};
 use hopper_matmul::harness::Problem;
+use hopper_matmul::matmul::DIMS;
+use hopper_matmul::size::Size;
 use hopper_matmul::v0::MatmulTma;
 use std::time::Instant;
 use tilus::cudarc::driver::{DevicePtr, LaunchConfig};
@@ -20,98 +23,103 @@ fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
+fn driver(e: impl std::fmt::Debug) -> CliError {
+    CliError::Failed(format!("{e:?}"))
+}
+
+/// A matmul size by the one rule, whose host buffers this machine can hold.
+fn size(text: &str) -> CliResult<(usize, usize, usize)> {
+    let [m, n, k] = Size::parse(DIMS, text)?.dims()?;
+    Problem::ensure_host(m, n, k)?;
+    Ok((m, n, k))
+}
+
 /// Opens the device and runs the first (tuning or dispatching) call; prints the timings in a
 /// line the parent can read.
-pub fn first_call(size: (usize, usize, usize), label: &str) -> Result<(), String> {
+pub fn first_call(size_text: &str, label: &str) -> CliResult<()> {
+    let (m, n, k) = size(size_text)?;
     let t = Instant::now();
-    let device = Device::open(0).map_err(|e| e.to_string())?;
+    let device = Device::open(0)?;
     let context_ms = ms(t);
     let stream = device.stream().clone();
-    let (m, n, k) = size;
-    let mut p = Problem::new(&stream, m, n, k, 1).map_err(|e| e.to_string())?;
-    stream.synchronize().map_err(|e| format!("{e:?}"))?;
+    let mut p = Problem::new(&stream, m, n, k, 1)?;
+    stream.synchronize().map_err(driver)?;
     let t = Instant::now();
-    let tuned: Autotuned<MatmulTma> = MatmulTma::autotuned(&device).map_err(|e| e.to_string())?;
-    tuned
-        .launch(
-            &stream,
-            (m as i32, n as i32, k as i32, &p.a, &p.b, &mut p.c),
-        )
-        .map_err(|e| e.to_string())?;
-    stream.synchronize().map_err(|e| format!("{e:?}"))?;
+    let tuned: Autotuned<MatmulTma> = MatmulTma::autotuned(&device)?;
+    tuned.launch(
+        &stream,
+        (m as i32, n as i32, k as i32, &p.a, &p.b, &mut p.c),
+    )?;
+    stream.synchronize().map_err(driver)?;
     let first_ms = ms(t);
-    let values = vec![
-        tilus::lang::HostValue::Int(m as i64),
-        tilus::lang::HostValue::Int(n as i64),
-        tilus::lang::HostValue::Int(k as i64),
-    ];
-    let _ = values;
-    println!("RESULT {label} context_ms={context_ms:.1} first_call_ms={first_ms:.1}");
-    println!("table: {}", tuned.table_path().display());
+    outln!("RESULT {label} context_ms={context_ms:.1} first_call_ms={first_ms:.1}");
+    outln!("table: {}", tuned.table_path().display());
     Ok(())
 }
 
 /// Cold (fresh cache) and warm (new process, same cache) first calls.
-pub fn tune(size: (usize, usize, usize)) -> Result<bool, String> {
+pub fn tune(size_text: &str) -> CliResult<bool> {
+    let (m, n, k) = size(size_text)?;
+    // no GPU: say so here, not as the first child's failure
+    Device::open(0)?;
     let dir = std::env::temp_dir().join(format!("tilus-bench-tune-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let arg = format!("{}x{}x{}", size.0, size.1, size.2);
-    let run = |label: &str| -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(CliError::failed)?;
+    let arg = format!("{m}x{n}x{k}");
+    let run = |label: &str| -> CliResult<String> {
         let out = std::process::Command::new(&exe)
             .args(["bench", "first-call", "--size", &arg, "--label", label])
             .env("TILUS_CACHE_DIR", &dir)
             .output()
-            .map_err(|e| e.to_string())?;
+            .map_err(CliError::failed)?;
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         if !out.status.success() {
-            return Err(format!(
-                "{label} run failed: {}{}",
-                text,
-                String::from_utf8_lossy(&out.stderr)
-            ));
+            // the child already said `error: ...`; say it once
+            let err = String::from_utf8_lossy(&out.stderr);
+            let err = err.trim().strip_prefix("error: ").unwrap_or(err.trim());
+            return Err(CliError::Failed(format!(
+                "{label} run failed ({}): {}{err}",
+                out.status, text
+            )));
         }
         Ok(text)
     };
-    let cold = run("cold")?;
-    let warm = run("warm")?;
-    let warm2 = run("warm")?;
-    print!("{cold}{warm}{warm2}");
+    let runs = (|| -> CliResult<[String; 3]> { Ok([run("cold")?, run("warm")?, run("warm")?]) })();
     let _ = std::fs::remove_dir_all(&dir);
+    let [cold, warm, warm2] = runs?;
+    out!("{cold}{warm}{warm2}");
     Ok(true)
 }
 
 /// Host time per launch: the public API against a raw cudarc launch of the same cubin.
-pub fn launch(size: (usize, usize, usize), launches: usize) -> Result<bool, String> {
-    let device = Device::open(0).map_err(|e| e.to_string())?;
+pub fn launch(size_text: &str, launches: usize) -> CliResult<bool> {
+    let (m, n, k) = size(size_text)?;
+    if launches == 0 {
+        return Err(CliError::Usage("--launches must be at least 1".into()));
+    }
+    let device = Device::open(0)?;
     let stream = device.stream().clone();
-    let (m, n, k) = size;
-    let mut p = Problem::new(&stream, m, n, k, 2).map_err(|e| e.to_string())?;
+    let mut p = Problem::new(&stream, m, n, k, 2)?;
     let tuned: Autotuned<MatmulTma> = Autotuned::with_options(
         &device,
         TuneOptions {
             progress: Some(false),
             ..Default::default()
         },
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let (mi, ni, ki) = (m as i32, n as i32, k as i32);
-    tuned
-        .launch(&stream, (mi, ni, ki, &p.a, &p.b, &mut p.c))
-        .map_err(|e| e.to_string())?;
-    stream.synchronize().map_err(|e| format!("{e:?}"))?;
-    let batch = 20;
-    let time_api = |p: &mut Problem| -> Result<f64, String> {
+    tuned.launch(&stream, (mi, ni, ki, &p.a, &p.b, &mut p.c))?;
+    stream.synchronize().map_err(driver)?;
+    let batch = launches.min(20);
+    let time_api = |p: &mut Problem| -> CliResult<f64> {
         let mut total = 0.0;
         for _ in 0..launches / batch {
             let t = Instant::now();
             for _ in 0..batch {
-                tuned
-                    .launch(&stream, (mi, ni, ki, &p.a, &p.b, &mut p.c))
-                    .map_err(|e| e.to_string())?;
+                tuned.launch(&stream, (mi, ni, ki, &p.a, &p.b, &mut p.c))?;
             }
             total += t.elapsed().as_secs_f64();
-            stream.synchronize().map_err(|e| format!("{e:?}"))?;
+            stream.synchronize().map_err(driver)?;
         }
         Ok(total / (launches / batch * batch) as f64 * 1e6)
     };
@@ -120,16 +128,15 @@ pub fn launch(size: (usize, usize, usize), launches: usize) -> Result<bool, Stri
         &(mi, ni, ki, &p.a, &p.b, &mut p.c),
         &stream,
     );
-    let chosen = tuned.choose(&stream, &values).map_err(|e| e.to_string())?;
-    let compiled =
-        tilus::build(&chosen.config, &[n as i64, k as i64]).map_err(|e| e.to_string())?;
+    let chosen = tuned.choose(&stream, &values)?;
+    let compiled = tilus::build(&chosen.config, &[n as i64, k as i64])?;
     let module = device
         .context()
         .load_module(Ptx::from_binary(compiled.cubin.clone()))
-        .map_err(|e| format!("{e:?}"))?;
+        .map_err(driver)?;
     let func = module
         .load_function(&compiled.plan.kernel_name)
-        .map_err(|e| format!("{e:?}"))?;
+        .map_err(driver)?;
     let mut maps = vec![];
     for prm in &compiled.plan.params {
         if let KernelParam::TensorMap(spec) = prm {
@@ -138,10 +145,12 @@ pub fn launch(size: (usize, usize, usize), launches: usize) -> Result<bool, Stri
             } else {
                 (p.b.device_ptr(&stream).0, n)
             };
-            maps.push(
-                tilus::runtime::tensor_map::encode(spec, "raw", ptr, &[rows as i64, k as i64])
-                    .map_err(|e| e.to_string())?,
-            );
+            maps.push(tilus::runtime::tensor_map::encode(
+                spec,
+                "raw",
+                ptr,
+                &[rows as i64, k as i64],
+            )?);
         }
     }
     let cfg = LaunchConfig {
@@ -158,7 +167,7 @@ pub fn launch(size: (usize, usize, usize), launches: usize) -> Result<bool, Stri
             tilus::cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             compiled.plan.smem_bytes as i32,
         )
-        .map_err(|e| format!("{e:?}"))?;
+        .map_err(driver)?;
     }
     // Parameters prepared once: the floor of what any launch path can cost.
     let (mut pa, mut pb, mut pc) = (
@@ -167,13 +176,19 @@ pub fn launch(size: (usize, usize, usize), launches: usize) -> Result<bool, Stri
         p.c.device_ptr(&stream).0,
     );
     let mut mv = mi;
+    let [map_a, map_b] = maps.as_mut_slice() else {
+        return Err(CliError::Failed(format!(
+            "v0 was expected to use two tensor maps, its plan has {}",
+            maps.len()
+        )));
+    };
     let mut params: Vec<*mut std::ffi::c_void> = vec![
         &mut mv as *mut i32 as *mut _,
         &mut pa as *mut u64 as *mut _,
         &mut pb as *mut u64 as *mut _,
         &mut pc as *mut u64 as *mut _,
-        &mut maps[0] as *mut _ as *mut _,
-        &mut maps[1] as *mut _ as *mut _,
+        map_a as *mut _ as *mut _,
+        map_b as *mut _ as *mut _,
     ];
     let mut raw_total = 0.0;
     for _ in 0..launches / batch {
@@ -191,10 +206,10 @@ pub fn launch(size: (usize, usize, usize), launches: usize) -> Result<bool, Stri
                     &mut params,
                 )
             }
-            .map_err(|e| format!("{e:?}"))?;
+            .map_err(driver)?;
         }
         raw_total += t.elapsed().as_secs_f64();
-        stream.synchronize().map_err(|e| format!("{e:?}"))?;
+        stream.synchronize().map_err(driver)?;
     }
     let raw_us = raw_total / (launches / batch * batch) as f64 * 1e6;
     let api_us = time_api(&mut p)?;
@@ -206,11 +221,11 @@ pub fn launch(size: (usize, usize, usize), launches: usize) -> Result<bool, Stri
             &(mi, ni, ki, &p.a, &p.b, &mut p.c),
             &stream,
         );
-        let chosen = tuned.choose(&stream, &values).map_err(|e| e.to_string())?;
-        chosen.kernel.dry_run(&values).map_err(|e| e.to_string())?;
+        let chosen = tuned.choose(&stream, &values)?;
+        chosen.kernel.dry_run(&values)?;
     }
     let own_us = t.elapsed().as_secs_f64() / launches as f64 * 1e6;
-    println!(
+    outln!(
         "launch overhead at {m}x{n}x{k} ({} blocks), {launches} launches in batches of {batch}: \
          tilus Autotuned::launch {api_us:.2} us/launch, raw cuLaunchKernel {raw_us:.2} us/launch, \
          tilus host work without the driver call {own_us:.2} us/launch",

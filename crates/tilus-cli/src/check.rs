@@ -1,7 +1,9 @@
 //! `tilus check`: every configuration of a search space through the whole compiler, NVRTC
 //! included, with the resources each needs or the reason it fails.
 
+use crate::out::{outln, CliError, CliResult};
 use hopper_matmul::registry::Entry;
+use hopper_matmul::size::Size;
 use rayon::prelude::*;
 use tilus::Error;
 
@@ -79,14 +81,15 @@ pub fn compile_one(script: &dyn tilus::lang::DynScript, consts: &[i64]) -> Outco
     o
 }
 
-/// Runs the check and prints the table; succeeds when the compiler itself worked (configs that
-/// are rejected or spill are reported, not errors).
-pub fn run(entry: &Entry, (m, n, k): (usize, usize, usize)) -> Result<bool, String> {
-    tilus::compile::nvrtc().map_err(|e| e.to_string())?;
-    let consts = (entry.consts)(m, n, k);
+/// Runs the check and prints the table. Succeeds when the compiler itself worked and at least
+/// one configuration compiles (configurations that are rejected or spill are reported, not
+/// errors; nothing compiling is a failure).
+pub fn run(entry: &Entry, size: &Size) -> CliResult<bool> {
+    tilus::compile::nvrtc()?;
+    let consts = (entry.consts)(size);
     let space = (entry.space)();
-    println!(
-        "{}: {} configurations at {m}x{n}x{k}, NVRTC for sm_90a",
+    outln!(
+        "{}: {} configurations at {size}, NVRTC for sm_90a",
         entry.name,
         space.len()
     );
@@ -95,12 +98,18 @@ pub fn run(entry: &Entry, (m, n, k): (usize, usize, usize)) -> Result<bool, Stri
         .map(|s| compile_one(s.as_ref(), &consts))
         .collect();
     let opt = |v: Option<u32>| v.map(|x| x.to_string()).unwrap_or_else(|| "-".into());
-    println!(
+    outln!(
         "{:<34} {:<9} {:>5} {:>7} {:>9} {:>9} {:>8}  reason",
-        "config", "status", "regs", "spills", "smem (B)", "blocks/SM", "nvrtc(s)"
+        "config",
+        "status",
+        "regs",
+        "spills",
+        "smem (B)",
+        "blocks/SM",
+        "nvrtc(s)"
     );
     for o in &outcomes {
-        println!(
+        outln!(
             "{:<34} {:<9} {:>5} {:>7} {:>9} {:>9} {:>8.2}  {}",
             o.config,
             o.status,
@@ -113,9 +122,24 @@ pub fn run(entry: &Entry, (m, n, k): (usize, usize, usize)) -> Result<bool, Stri
         );
     }
     let ok = outcomes.iter().filter(|o| o.ok).count();
-    println!(
+    outln!(
         "{ok} of {} configurations compile without spills",
         outcomes.len()
     );
-    Ok(outcomes.iter().all(|o| o.status != "failed"))
+    let failed = outcomes.iter().filter(|o| o.status == "failed").count();
+    let compiled = outcomes.iter().filter(|o| o.registers.is_some()).count();
+    if failed > 0 {
+        return Err(CliError::Failed(format!(
+            "NVRTC failed on {failed} of {} configurations of {} at {size}",
+            outcomes.len(),
+            entry.name
+        )));
+    }
+    if compiled == 0 {
+        return Err(CliError::Failed(format!(
+            "no configuration of {} compiles at {size}",
+            entry.name
+        )));
+    }
+    Ok(true)
 }

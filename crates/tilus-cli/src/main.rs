@@ -1,32 +1,42 @@
-//! `tilus`: look at, compile and benchmark the kernels of the series.
+//! `tilus`: look at, compile, run and benchmark the kernels of the series.
 //!
+//! - `tilus list`: the kernels of the registry
 //! - `tilus emit hopper_matmul_v0 [--set block_m=128 ...] [--size MxNxK]`: the generated CUDA
 //! - `tilus ir hopper_matmul_v0 [...]`: the planned IR
 //! - `tilus check hopper_matmul_v0 [--size MxNxK]`: compile every config of the search space
 //!   with NVRTC (no GPU needed) and report registers, spills, shared memory or why it failed
+//! - `tilus run hopper_matmul_v0 [--size MxNxK] [--interpret]`: one run on random inputs,
+//!   checked against a reference: on the GPU against cuBLAS, on the CPU interpreter with
+//!   `--interpret` or without a GPU
 //! - `tilus bench matmul --versions v0 --sizes 4096x4096x4096,8192x8192x8192`: verify against
-//!   cuBLAS and time beside it
-//! - `tilus cache ls|show|clean`: the compiled programs and dispatch tables on disk
+//!   cuBLAS and time beside it; `tilus bench tune`, `tilus bench launch`: host-side costs
+//! - `tilus soak`: many launches over random shapes, each checked against cuBLAS
+//! - `tilus cache ls`, `tilus cache show NAME`, `tilus cache clean`: the compiled programs and
+//!   dispatch tables on disk
 //! - `tilus doctor`: what this machine can do (driver, GPU, NVRTC, cache)
-//! - `tilus run hopper_matmul_v0 --interpret --size 256x256x256`: run a kernel on the CPU
-//!   interpreter and check it against the CPU reference (no GPU needed)
 //!
+//! Every kernel-specific piece comes from `hopper_matmul::registry`. Bad arguments exit with
+//! status 2, failures with 1; a closed stdout ends the command quietly.
 //! `TILUS_LOG=debug` (any `tracing` filter) prints the autotuner's decisions and timings.
 
+mod bench;
 mod bench_tune;
 mod cache;
 mod check;
+mod out;
 mod run;
 mod soak;
 
 use clap::{Parser, Subcommand};
+use hopper_matmul::registry::{self, Entry};
+use out::{out, outln, warnln, CliError, CliResult};
 use std::process::ExitCode;
 
 #[derive(Parser)]
 #[command(
     name = "tilus",
     version,
-    about = "Tilus for Rust: emit, check and benchmark tile-level Hopper kernels"
+    about = "Tilus for Rust: emit, check, run and benchmark tile-level Hopper kernels"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -40,68 +50,43 @@ enum Command {
     /// Print the checked, laid-out and planned IR of a kernel.
     Ir(KernelArgs),
     /// Compile every configuration of a kernel's search space with NVRTC and report resources.
+    ///
+    /// Fails when a configuration breaks NVRTC or when none compiles.
     Check {
         /// Kernel name (see `tilus list`).
         kernel: String,
-        /// Problem size MxNxK that fixes the compile-time constants.
-        #[arg(long, default_value = "4096x4096x4096")]
-        size: String,
-    },
-    /// Verify kernels against cuBLAS and time them beside it (needs a GPU).
-    ///
-    /// `matmul`: the table against cuBLAS. `tune`: cold and warm first calls of the autotuned
-    /// v0 (fresh cache, then new processes). `launch`: host time per launch, public API against
-    /// a raw cudarc launch of the same cubin.
-    Bench {
-        /// What to benchmark.
-        #[arg(value_parser = ["matmul", "tune", "launch", "first-call"])]
-        what: String,
-        /// Versions, comma-separated (matmul).
-        #[arg(long, default_value = "v0")]
-        versions: String,
-        /// Sizes MxNxK, comma-separated (matmul).
-        #[arg(long, default_value = "4096x4096x4096")]
-        sizes: String,
-        /// One size MxNxK (tune, launch).
+        /// Problem size (MxNxK for a matmul) that fixes the compile-time constants
+        /// [default: the kernel's, 4096x4096x4096 for a matmul].
         #[arg(long)]
         size: Option<String>,
-        /// Warm-up rounds.
-        #[arg(long, default_value_t = 5)]
-        warmup: usize,
-        /// Timed rounds (the median is reported).
-        #[arg(long, default_value_t = 20)]
-        rounds: usize,
-        /// Launches to time (launch).
-        #[arg(long, default_value_t = 5000)]
-        launches: usize,
-        /// Hyperparameters, e.g. `--set block_m=128` (without: autotuned).
-        #[arg(long = "set", value_name = "NAME=VALUE")]
-        sets: Vec<String>,
-        /// Use each version's default configuration instead of autotuning.
-        #[arg(long)]
-        fixed: bool,
-        /// Label printed by `first-call` (used by `tune`).
-        #[arg(long, default_value = "first", hide = true)]
-        label: String,
     },
-    /// Run a kernel once on random inputs and check it against the CPU reference; with
-    /// `--interpret` (or `TILUS_BACKEND=interp`) on the CPU interpreter, without a GPU.
+    /// Verify kernels against cuBLAS and time them beside it; host-side costs (needs a GPU).
+    Bench {
+        #[command(subcommand)]
+        what: BenchCommand,
+    },
+    /// Run a kernel once on random inputs and check it against a reference.
+    ///
+    /// On the GPU the reference is cuBLAS; with `--interpret` (or `TILUS_BACKEND=interp`),
+    /// or when there is no GPU (said on stderr), the kernel runs on the CPU interpreter and is
+    /// checked against a CPU reference.
     Run {
         /// Kernel name (see `tilus list`).
         kernel: String,
         /// Hyperparameters, e.g. `--set block_m=128 --set block_k=32`.
         #[arg(long = "set", value_name = "NAME=VALUE")]
         sets: Vec<String>,
-        /// Problem size MxNxK (n and k are compile-time constants).
-        #[arg(long, default_value = "256x256x256")]
-        size: String,
+        /// Problem size (MxNxK for a matmul; n and k are compile-time constants)
+        /// [default: the kernel's small size, 256x256x256 for a matmul].
+        #[arg(long)]
+        size: Option<String>,
         /// Run on the CPU interpreter.
         #[arg(long)]
         interpret: bool,
         /// Seed of the random inputs.
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Run blocks one after another instead of in parallel.
+        /// Run blocks one after another instead of in parallel (interpreter).
         #[arg(long)]
         sequential: bool,
     },
@@ -109,15 +94,16 @@ enum Command {
     List,
     /// Report what this machine can do: driver, GPU, NVRTC, cache.
     Doctor,
-    /// Many launches of v0 and v1 over random shapes, each verified against cuBLAS (needs a GPU).
+    /// Many launches of the matmul versions over random shapes, each verified against cuBLAS
+    /// (needs a GPU).
     Soak {
-        /// Launches (alternating v0 and v1).
+        /// Launches (taking the versions in turn).
         #[arg(long, default_value_t = 10000)]
         launches: usize,
-        /// Largest M, N, K.
+        /// Largest M, N, K (at least 8).
         #[arg(long, default_value_t = 8192)]
-        max: usize,
-        /// Distinct (N, K) pairs (each a compile-time specialization).
+        max: u64,
+        /// Distinct (N, K) pairs (each a compile-time specialization; at least 1).
         #[arg(long, default_value_t = 64)]
         pool: usize,
         /// Seed of the shapes and inputs.
@@ -132,10 +118,62 @@ enum Command {
 }
 
 #[derive(Subcommand)]
+enum BenchCommand {
+    /// The matmul versions against cuBLAS: verified, then timed interleaved with it.
+    Matmul {
+        /// Versions, comma-separated (v0, v1).
+        #[arg(long, default_value = "v0")]
+        versions: String,
+        /// Sizes MxNxK, comma-separated.
+        #[arg(long, default_value = "4096x4096x4096")]
+        sizes: String,
+        /// Warm-up rounds.
+        #[arg(long, default_value_t = 5)]
+        warmup: usize,
+        /// Timed rounds (the median is reported; at least 1).
+        #[arg(long, default_value_t = 20)]
+        rounds: usize,
+        /// Hyperparameters, e.g. `--set block_m=128` (without: each version's default, or
+        /// autotuned for the versions that tune).
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        sets: Vec<String>,
+        /// Use each version's default configuration instead of autotuning.
+        #[arg(long)]
+        fixed: bool,
+    },
+    /// Cold and warm first calls of the autotuned v0 (a fresh cache, then new processes).
+    Tune {
+        /// Problem size MxNxK.
+        #[arg(long, default_value = "4096x4096x4096")]
+        size: String,
+    },
+    /// Host time per launch of the autotuned v0: the public API against a raw cudarc launch
+    /// of the same cubin.
+    Launch {
+        /// Problem size MxNxK.
+        #[arg(long, default_value = "128x256x64")]
+        size: String,
+        /// Launches to time (at least 1).
+        #[arg(long, default_value_t = 5000)]
+        launches: usize,
+    },
+    /// One first call in this process (what `tune` runs in its child processes).
+    #[command(hide = true)]
+    FirstCall {
+        /// Problem size MxNxK.
+        #[arg(long, default_value = "4096x4096x4096")]
+        size: String,
+        /// Label of the result line.
+        #[arg(long, default_value = "first")]
+        label: String,
+    },
+}
+
+#[derive(Subcommand)]
 enum CacheAction {
     /// List compiled programs and dispatch tables.
     Ls,
-    /// Show one program entry (by directory name or prefix) or one dispatch table.
+    /// Show one program entry or one dispatch table, by name or unambiguous prefix.
     Show {
         /// Entry name or prefix.
         name: String,
@@ -151,147 +189,63 @@ struct KernelArgs {
     /// Hyperparameters, e.g. `--set block_m=128 --set block_k=32`.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     sets: Vec<String>,
-    /// Problem size MxNxK that fixes the compile-time constants.
-    #[arg(long, default_value = "4096x4096x4096")]
-    size: String,
+    /// Problem size (MxNxK for a matmul) that fixes the compile-time constants
+    /// [default: the kernel's, 4096x4096x4096 for a matmul].
+    #[arg(long)]
+    size: Option<String>,
 }
 
-pub(crate) fn parse_size(s: &str) -> Result<(usize, usize, usize), String> {
-    let parts: Vec<&str> = s.split('x').collect();
-    let nums: Result<Vec<usize>, _> = parts.iter().map(|p| p.trim().parse::<usize>()).collect();
-    match nums {
-        Ok(v) if v.len() == 3 && v.iter().all(|&x| x > 0) => Ok((v[0], v[1], v[2])),
-        _ => Err(format!("`{s}` is not a size MxNxK of positive integers")),
-    }
+/// The entry, its configuration and its size for `emit` and `ir`, traced and planned.
+fn planned(args: &KernelArgs) -> CliResult<(tilus::ir::Program, tilus::ir::LaunchPlan)> {
+    let e: Entry = registry::lookup(&args.kernel)?;
+    let script = (e.configure)(&registry::parse_settings(&args.sets)?)?;
+    let size = e.size(args.size.as_deref(), e.compile_size)?;
+    let program = script.trace(&(e.consts)(&size))?;
+    Ok(tilus::passes::compile_program(program)?)
 }
 
-fn parse_sets(sets: &[String]) -> Result<Vec<(String, i64)>, String> {
-    sets.iter()
-        .map(|s| {
-            let (k, v) = s
-                .split_once('=')
-                .ok_or_else(|| format!("`--set {s}`: expected NAME=VALUE"))?;
-            let v = v
-                .trim()
-                .parse::<i64>()
-                .map_err(|_| format!("`--set {s}`: {v} is not an integer"))?;
-            Ok((k.trim().to_string(), v))
-        })
-        .collect()
-}
-
-fn entry(name: &str) -> Result<hopper_matmul::registry::Entry, String> {
-    hopper_matmul::registry::find(name).ok_or_else(|| {
-        let known: Vec<&str> = hopper_matmul::registry::entries()
-            .iter()
-            .map(|e| e.name)
-            .collect();
-        format!("unknown kernel `{name}`; known: {}", known.join(", "))
-    })
-}
-
-fn planned(args: &KernelArgs) -> Result<(tilus::ir::Program, tilus::ir::LaunchPlan), String> {
-    let e = entry(&args.kernel)?;
-    let script = (e.with)(&parse_sets(&args.sets)?)?;
-    let (m, n, k) = parse_size(&args.size)?;
-    let program = script
-        .trace(&(e.consts)(m, n, k))
-        .map_err(|e| e.to_string())?;
-    tilus::passes::compile_program(program).map_err(|e| e.to_string())
-}
-
-fn bench(
-    versions: &str,
-    sizes: &str,
-    warmup: usize,
-    rounds: usize,
-    sets: &[String],
-    fixed: bool,
-) -> Result<bool, String> {
-    use hopper_matmul::run::{verify_and_bench, BenchOptions, Version, V0};
-    let shapes: Vec<(usize, usize, usize)> =
-        sizes.split(',').map(parse_size).collect::<Result<_, _>>()?;
-    let device = tilus::runtime::Device::open(0).map_err(|e| e.to_string())?;
-    let mut owned: Vec<Box<dyn Version>> = vec![];
-    for v in versions.split(',') {
-        match v.trim() {
-            "v0" => {
-                let config = hopper_matmul::v0::MatmulTma::with(&parse_sets(sets)?)?;
-                println!(
-                    "v0 config: {}",
-                    tilus::lang::config_string(&format!("{config:?}"))
-                );
-                owned.push(Box::new(V0::new(config, &device)));
-            }
-            "v1" if sets.is_empty() && !fixed => {
-                println!("v1: autotuned over its 12 configurations");
-                owned.push(Box::new(
-                    hopper_matmul::run::V1::autotuned(&device).map_err(|e| e.to_string())?,
-                ));
-            }
-            "v1" => {
-                let config = hopper_matmul::v1::MatmulWgmma::with(&parse_sets(sets)?)?;
-                println!(
-                    "v1 config: {}",
-                    tilus::lang::config_string(&format!("{config:?}"))
-                );
-                owned.push(Box::new(hopper_matmul::run::V1::new(config, &device)));
-            }
-            other => return Err(format!("unknown version `{other}` (available: v0, v1)")),
-        }
-    }
-    println!("GPU: {}", device.name());
-    let refs: Vec<&dyn Version> = owned.iter().map(|b| b.as_ref()).collect();
-    let opts = BenchOptions {
-        warmup,
-        rounds,
-        ..BenchOptions::default()
-    };
-    let (rows, ok) = verify_and_bench(&device, &refs, &shapes, &opts).map_err(|e| e.to_string())?;
-    hopper_matmul::harness::print_table(&rows);
-    Ok(ok)
-}
-
-fn run(cli: Cli) -> Result<bool, String> {
+fn run(cli: Cli) -> CliResult<bool> {
     match cli.command {
         Command::Emit(args) => {
             let (p, plan) = planned(&args)?;
-            print!("{}", tilus::codegen::emit_cuda(&p, &plan));
+            out!("{}", tilus::codegen::emit_cuda(&p, &plan));
             Ok(true)
         }
         Command::Ir(args) => {
             let (p, _) = planned(&args)?;
-            print!("{}", tilus::ir::print_program(&p));
+            out!("{}", tilus::ir::print_program(&p));
             Ok(true)
         }
-        Command::Check { kernel, size } => check::run(&entry(&kernel)?, parse_size(&size)?),
-        Command::Bench {
-            what,
-            versions,
-            sizes,
-            size,
-            warmup,
-            rounds,
-            launches,
-            sets,
-            fixed,
-            label,
-        } => match what.as_str() {
-            "tune" => bench_tune::tune(parse_size(size.as_deref().unwrap_or("4096x4096x4096"))?),
-            "launch" => bench_tune::launch(
-                parse_size(size.as_deref().unwrap_or("128x256x64"))?,
-                launches,
-            ),
-            "first-call" => bench_tune::first_call(
-                parse_size(size.as_deref().unwrap_or("4096x4096x4096"))?,
-                &label,
-            )
-            .map(|_| true),
-            _ => bench(&versions, &sizes, warmup, rounds, &sets, fixed),
+        Command::Check { kernel, size } => {
+            let e = registry::lookup(&kernel)?;
+            let size = e.size(size.as_deref(), e.compile_size)?;
+            check::run(&e, &size)
+        }
+        Command::Bench { what } => match what {
+            BenchCommand::Matmul {
+                versions,
+                sizes,
+                warmup,
+                rounds,
+                sets,
+                fixed,
+            } => bench::matmul(&bench::MatmulArgs {
+                versions,
+                sizes,
+                warmup,
+                rounds,
+                sets,
+                fixed,
+            }),
+            BenchCommand::Tune { size } => bench_tune::tune(&size),
+            BenchCommand::Launch { size, launches } => bench_tune::launch(&size, launches),
+            BenchCommand::FirstCall { size, label } => {
+                bench_tune::first_call(&size, &label).map(|_| true)
+            }
         },
         Command::Cache { action } => {
             match action {
-                CacheAction::Ls => cache::ls(),
+                CacheAction::Ls => cache::ls()?,
                 CacheAction::Show { name } => cache::show(&name)?,
                 CacheAction::Clean => cache::clean()?,
             }
@@ -306,8 +260,8 @@ fn run(cli: Cli) -> Result<bool, String> {
             sequential,
         } => run::run(run::RunArgs {
             kernel,
-            sets: parse_sets(&sets)?,
-            size: parse_size(&size)?,
+            sets,
+            size,
             interpret,
             seed,
             sequential,
@@ -317,15 +271,14 @@ fn run(cli: Cli) -> Result<bool, String> {
             max,
             pool,
             seed,
-        } => soak::soak(launches, max, pool.max(1), seed),
+        } => soak::soak(launches, max, pool, seed),
         Command::Doctor => {
-            let r = tilus::doctor::report();
-            println!("{r}");
+            outln!("{}", tilus::doctor::report());
             Ok(true)
         }
         Command::List => {
-            for e in hopper_matmul::registry::entries() {
-                println!("{:<20} {}", e.name, e.about);
+            for e in registry::entries() {
+                outln!("{:<20} {}", e.name, e.about);
             }
             Ok(true)
         }
@@ -335,16 +288,39 @@ fn run(cli: Cli) -> Result<bool, String> {
 fn main() -> ExitCode {
     // Structured logs (tuning decisions, candidate timings) on request: TILUS_LOG=debug, ...
     if let Ok(filter) = std::env::var("TILUS_LOG") {
-        tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-            .with_writer(std::io::stderr)
-            .init();
+        match tracing_subscriber::EnvFilter::try_new(&filter) {
+            Ok(f) => {
+                let _ = tracing_subscriber::fmt()
+                    .with_env_filter(f)
+                    .with_writer(std::io::stderr)
+                    .try_init();
+            }
+            Err(e) => {
+                warnln!("tilus: warning: TILUS_LOG={filter:?} is not a filter ({e}); no logs")
+            }
+        }
     }
-    match run(Cli::parse()) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
         Err(e) => {
-            eprintln!("error: {e}");
+            // help and version on stdout, mistakes on stderr (status 2); a reader that went
+            // away is not worth a panic
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    match run(cli).and_then(|ok| out::flush().map(|_| ok)) {
+        Ok(true) | Err(CliError::Closed) => ExitCode::SUCCESS,
+        Ok(false) => {
+            warnln!("error: the output does not match the reference (see above)");
+            ExitCode::FAILURE
+        }
+        Err(CliError::Usage(m)) => {
+            warnln!("error: {m}");
+            ExitCode::from(2)
+        }
+        Err(CliError::Failed(m)) => {
+            warnln!("error: {m}");
             ExitCode::FAILURE
         }
     }

@@ -1,88 +1,83 @@
-//! `tilus run <kernel> --interpret --size MxNxK`: random inputs as the seed draws them, one
-//! run of the kernel on the CPU interpreter, and a check against the f64 CPU reference of
-//! `hopper_matmul::harness`. Needs no GPU, so CI can run a kernel end to end.
+//! `tilus run <kernel> [--size S] [--interpret]`: random inputs, one run of the kernel and a
+//! check against a reference, all from the kernel's registry entry. On the GPU the reference is
+//! the workload's device reference (cuBLAS for a matmul); on the CPU interpreter (with
+//! `--interpret`, `TILUS_BACKEND=interp`, or when there is no GPU) a CPU reference. The
+//! interpreter needs no GPU, so CI can run a kernel end to end.
 
-use hopper_matmul::harness::{self, Rng};
-use std::time::Instant;
-use tilus::interp::{Backend, InterpValue, Options};
+use crate::out::{outln, warnln, CliResult};
+use hopper_matmul::harness::Check;
+use hopper_matmul::registry::{self, Entry};
+use hopper_matmul::size::Size;
+use hopper_matmul::workload::RunReport;
+use tilus::interp::{Backend, Options};
+use tilus::lang::DynScript;
+use tilus::runtime::Device;
 
 /// What `tilus run` was asked to do.
 pub(crate) struct RunArgs {
     pub kernel: String,
-    pub sets: Vec<(String, i64)>,
-    pub size: (usize, usize, usize),
+    pub sets: Vec<String>,
+    pub size: Option<String>,
     pub interpret: bool,
     pub seed: u64,
     pub sequential: bool,
 }
 
-/// Runs a matmul kernel of the series (`(m, n, k, a, b, c)` arguments) and checks it; `Ok(false)`
-/// when the output does not match the reference.
-pub(crate) fn run(args: RunArgs) -> Result<bool, String> {
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn check_line(against: &str, c: &Check) -> CliResult<()> {
+    outln!(
+        "  check against {against}: {} ({} elements, {} non-finite, {} outside tolerance, \
+         max |diff| {:.3e}, relative error {:.3e})",
+        if c.passed() { "PASS" } else { "FAIL" },
+        c.total,
+        c.non_finite,
+        c.mismatches,
+        c.max_abs,
+        c.rel_err
+    );
+    Ok(())
+}
+
+/// Runs a kernel of the registry and checks it; `Ok(false)` when the output does not match the
+/// reference.
+pub(crate) fn run(args: RunArgs) -> CliResult<bool> {
+    let e = registry::lookup(&args.kernel)?;
+    let script = (e.configure)(&registry::parse_settings(&args.sets)?)?;
+    let size = e.size(args.size.as_deref(), e.run_size)?;
     let backend = if args.interpret {
         Backend::Interp
     } else {
-        Backend::from_env().map_err(|e| e.to_string())?
+        Backend::from_env()?
     };
     if backend == Backend::Gpu {
-        return Err(
-            "`tilus run` interprets kernels on the CPU: pass --interpret (or set \
-             TILUS_BACKEND=interp); on a GPU use `tilus bench matmul`"
-                .into(),
-        );
+        match Device::open(0) {
+            Ok(device) => return on_gpu(&e, script.as_ref(), &size, &args, &device),
+            Err(err) => warnln!("no GPU run: {err}; running on the CPU interpreter instead"),
+        }
     }
-    let e = crate::entry(&args.kernel)?;
-    let script = (e.with)(&args.sets)?;
-    let (m, n, k) = args.size;
-    let to_i32 = |v: usize, what: &str| {
-        i32::try_from(v).map_err(|_| format!("{what}={v} does not fit in i32"))
-    };
-    let (mi, ni, ki) = (to_i32(m, "m")?, to_i32(n, "n")?, to_i32(k, "k")?);
-    let t0 = Instant::now();
-    let program = script
-        .trace(&(e.consts)(m, n, k))
-        .map_err(|e| e.to_string())?;
-    let (program, plan) = tilus::passes::compile_program(program).map_err(|e| e.to_string())?;
-    let plan_time = t0.elapsed();
+    interpreted(&e, script.as_ref(), &size, &args)
+}
 
-    let mut rng = Rng::new(args.seed);
-    let a = harness::seed_inputs(m * k, k, &mut rng);
-    let b = harness::seed_inputs(n * k, k, &mut rng);
-    let mut c = vec![tilus::prelude::f16::NAN; m * n];
+fn interpreted(e: &Entry, script: &dyn DynScript, size: &Size, args: &RunArgs) -> CliResult<bool> {
     let opts = Options {
         parallel: !args.sequential,
         ..Options::default()
     };
-    let t1 = Instant::now();
-    let report = {
-        let mut values = vec![
-            InterpValue::Int(mi as i64),
-            InterpValue::Int(ni as i64),
-            InterpValue::Int(ki as i64),
-            InterpValue::buffer(&a),
-            InterpValue::buffer(&b),
-            InterpValue::buffer_mut(&mut c),
-        ];
-        tilus::interp::run_program(&program, &plan, &mut values, &opts)
-            .map_err(|e| e.to_string())?
-    };
-    let run_time = t1.elapsed();
-
-    let t2 = Instant::now();
-    let expect = harness::cpu_reference(&a, &b, m, n, k);
-    let check = harness::compare(&c, &expect);
-    let ref_time = t2.elapsed();
-
-    println!(
-        "{} ({}) at {m}x{n}x{k}, interpreted on the CPU",
+    let r: RunReport = e.interpret(script, size, args.seed, &opts)?;
+    let report = r.interp.unwrap_or_default();
+    outln!(
+        "{} ({}) at {size}, interpreted on the CPU",
         e.name,
         script.config()
     );
-    println!(
+    outln!(
         "  trace + passes: {:.1} ms; interpreter: {:.1} ms ({} blocks, {} TMA copies, {} tensor-core \
          instructions, up to {} tasks per block, {}); CPU reference: {:.1} ms",
-        plan_time.as_secs_f64() * 1e3,
-        run_time.as_secs_f64() * 1e3,
+        ms(r.prepare),
+        ms(r.kernel),
         report.blocks,
         report.tma_copies,
         report.mma_instructions,
@@ -92,17 +87,34 @@ pub(crate) fn run(args: RunArgs) -> Result<bool, String> {
         } else {
             "blocks in parallel"
         },
-        ref_time.as_secs_f64() * 1e3,
+        ms(r.reference),
     );
-    println!(
-        "  check against the CPU reference: {} ({} elements, {} non-finite, {} outside \
-         tolerance, max |diff| {:.3e}, relative error {:.3e})",
-        if check.passed() { "PASS" } else { "FAIL" },
-        check.total,
-        check.non_finite,
-        check.mismatches,
-        check.max_abs,
-        check.rel_err
+    check_line("the CPU reference", &r.check)?;
+    Ok(r.check.passed())
+}
+
+fn on_gpu(
+    e: &Entry,
+    script: &dyn DynScript,
+    size: &Size,
+    args: &RunArgs,
+    device: &Device,
+) -> CliResult<bool> {
+    let r = e.run_on_gpu(script, size, args.seed, device)?;
+    let reference = e.workload.device_reference();
+    outln!(
+        "{} ({}) at {size}, on {}",
+        e.name,
+        script.config(),
+        device.name()
     );
-    Ok(check.passed())
+    outln!(
+        "  trace + passes + NVRTC{}: {:.1} ms; kernel: {:.3} ms (launch to completion); {reference}: {:.3} ms",
+        if r.from_cache { " (from the cache)" } else { "" },
+        ms(r.prepare),
+        ms(r.kernel),
+        ms(r.reference),
+    );
+    check_line(reference, &r.check)?;
+    Ok(r.check.passed())
 }

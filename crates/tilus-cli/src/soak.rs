@@ -1,19 +1,73 @@
-//! `tilus soak`: many launches of the example kernels over random shapes, each verified against
-//! cuBLAS, counting mismatches and NaN. Shapes: M, N, K uniform in 1..=max (K a multiple of 8,
-//! as TMA's 16-byte row strides require); N and K are compile-time constants of the examples,
-//! so they are drawn from a pool of random pairs compiled up front, while M varies freely.
+//! `tilus soak`: many launches of the matmul versions of the registry over random shapes, each
+//! verified against cuBLAS, counting mismatches and NaN. Shapes: M, N, K uniform in 1..=max (K
+//! a multiple of 8, as TMA's 16-byte row strides require); N and K are compile-time constants
+//! of the series, so they are drawn from a pool of random pairs compiled up front, while M
+//! varies freely.
 
+use crate::out::{outln, CliError, CliResult};
 use hopper_matmul::harness::{compare, Cublas, Problem, Rng};
-use hopper_matmul::run::{Version, V0, V1};
+use hopper_matmul::matmul::DIMS;
+use hopper_matmul::registry::{self, Entry};
+use hopper_matmul::run::Version;
+use hopper_matmul::size::{parse_dim, Size};
 use rayon::prelude::*;
 use std::time::Instant;
 use tilus::cudarc::driver::{sys, DevicePtrMut};
 
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// Compiles `e`'s default configuration for one (N, K) pair.
+fn compile(e: &Entry, n: usize, k: usize) -> CliResult<()> {
+    let script = (e.configure)(&[])?;
+    let size = Size::new(DIMS, &[1, n as i64, k as i64])?;
+    let program = script.trace(&(e.consts)(&size))?;
+    let (program, plan) = tilus::passes::compile_program(program)?;
+    tilus::compile::compile(&program, &plan)?;
+    Ok(())
+}
+
+fn driver(e: impl std::fmt::Debug) -> CliError {
+    CliError::Failed(format!("{e:?}"))
+}
+
 /// Runs the soak; prints a summary line per version and returns whether everything matched.
-pub fn soak(launches: usize, max: usize, pool: usize, seed: u64) -> Result<bool, String> {
-    let device = tilus::runtime::Device::open(0).map_err(|e| e.to_string())?;
+pub fn soak(launches: usize, max: u64, pool: usize, seed: u64) -> CliResult<bool> {
+    // the options first, before the GPU is touched
+    let max = parse_dim("--max", &max.to_string())? as usize;
+    if max < 8 {
+        return Err(CliError::Usage(format!(
+            "--max {max}: at least 8 is needed (K is a multiple of 8)"
+        )));
+    }
+    if pool == 0 {
+        return Err(CliError::Usage("--pool must be at least 1".into()));
+    }
+    let square = hopper_matmul::alloc::elements("the soak", &[max, max])?;
+    hopper_matmul::harness::Problem::ensure_host(max, max, max)?;
+    // two page-locked host buffers of max*max halves
+    hopper_matmul::alloc::ensure(
+        &format!("the soak's host buffers at --max {max}"),
+        4 * square as u128,
+    )?;
+    let entries: Vec<Entry> = registry::entries()
+        .into_iter()
+        .filter(|e| e.matmul.as_ref().is_some_and(|m| m.soak))
+        .collect();
+    if entries.is_empty() {
+        return Err(CliError::Failed(
+            "no kernel of the registry takes part in the soak".into(),
+        ));
+    }
+    let device = tilus::runtime::Device::open(0)?;
     let stream = device.stream().clone();
-    let blas = Cublas::new(&stream).map_err(|e| e.to_string())?;
+    let blas = Cublas::new(&stream)?;
     let mut rng = Rng::new(seed);
     let mut draw =
         |lo: usize, hi: usize| lo + ((rng.next_f64() * (hi - lo + 1) as f64) as usize).min(hi - lo);
@@ -24,44 +78,45 @@ pub fn soak(launches: usize, max: usize, pool: usize, seed: u64) -> Result<bool,
     let picks: Vec<usize> = (0..launches).map(|_| draw(0, pool - 1)).collect();
     // compile every specialization up front, in parallel
     let t = Instant::now();
-    let v0c = hopper_matmul::v0::MatmulTma::default();
-    let v1c = hopper_matmul::v1::MatmulWgmma::default();
     pairs
         .par_iter()
-        .try_for_each(|&(n, k)| -> Result<(), String> {
-            let c = [n as i64, k as i64];
-            tilus::build(&v0c, &c).map_err(|e| e.to_string())?;
-            tilus::build(&v1c, &c).map_err(|e| e.to_string())?;
-            Ok(())
-        })?;
-    println!(
-        "compiled {} specializations of v0 and v1 in {:.1} s",
+        .try_for_each(|&(n, k)| entries.iter().try_for_each(|e| compile(e, n, k)))?;
+    let names: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| e.matmul.as_ref().map(|m| m.version))
+        .collect();
+    outln!(
+        "compiled {} specializations of {} in {:.1} s",
         pool,
+        and_list(&names),
         t.elapsed().as_secs_f64()
     );
     // one allocation of the largest problem; each launch uses a prefix
-    let mut p = Problem::new(&stream, max, max, max, seed ^ 0x50a4).map_err(|e| e.to_string())?;
+    let mut p = Problem::new(&stream, max, max, max, seed ^ 0x50a4)?;
     // page-locked host buffers: device-to-host copies at full speed
     let ctx = device.context();
     // SAFETY: the buffers are written by the copies below before they are read.
     let (mut host_got, mut host_want) = unsafe {
         (
-            ctx.alloc_pinned_with_flags::<half::f16>(max * max, 0)
-                .map_err(|e| format!("{e:?}"))?,
-            ctx.alloc_pinned_with_flags::<half::f16>(max * max, 0)
-                .map_err(|e| format!("{e:?}"))?,
+            ctx.alloc_pinned_with_flags::<half::f16>(square, 0)
+                .map_err(driver)?,
+            ctx.alloc_pinned_with_flags::<half::f16>(square, 0)
+                .map_err(driver)?,
         )
     };
-    let versions: Vec<Box<dyn Version>> = vec![
-        Box::new(V0::new(v0c, &device)),
-        Box::new(V1::new(v1c, &device)),
-    ];
+    let mut versions: Vec<Box<dyn Version>> = vec![];
+    for e in &entries {
+        if let Some(mv) = &e.matmul {
+            versions.push((mv.fixed)(&[], &device)?.0);
+        }
+    }
     let t = Instant::now();
-    let (mut bad, mut nan, mut elements) = (vec![0usize; 2], vec![0usize; 2], 0usize);
+    let count = versions.len();
+    let (mut bad, mut nan, mut elements) = (vec![0usize; count], vec![0usize; count], 0usize);
     for i in 0..launches {
         let (n, k) = pairs[picks[i]];
         let m = ms[i];
-        let vi = i % versions.len();
+        let vi = i % count;
         (p.m, p.n, p.k) = (m, n, k);
         // poison the output (NaN), compute the reference, run the kernel
         {
@@ -69,22 +124,22 @@ pub fn soak(launches: usize, max: usize, pool: usize, seed: u64) -> Result<bool,
             // SAFETY: the buffer holds max*max >= m*n halves; ordered on the stream.
             let r = unsafe { sys::cuMemsetD16Async(ptr, 0x7e00, m * n, stream.cu_stream()) };
             if r != sys::CUresult::CUDA_SUCCESS {
-                return Err(format!("cuMemsetD16Async: {r:?}"));
+                return Err(CliError::Failed(format!("cuMemsetD16Async: {r:?}")));
             }
         }
-        blas.matmul(&stream, &p, true).map_err(|e| e.to_string())?;
+        blas.matmul(&stream, &p, true)?;
         versions[vi]
             .launch(&stream, &mut p)
-            .map_err(|e| format!("launch {i} ({m}x{n}x{k}): {e}"))?;
+            .map_err(|e| CliError::Failed(format!("launch {i} ({m}x{n}x{k}): {e}")))?;
         stream
             .memcpy_dtoh(&p.c.slice(0..m * n), &mut host_got)
-            .map_err(|e| format!("{e:?}"))?;
+            .map_err(driver)?;
         stream
             .memcpy_dtoh(&p.c_ref.slice(0..m * n), &mut host_want)
-            .map_err(|e| format!("{e:?}"))?;
-        stream.synchronize().map_err(|e| format!("{e:?}"))?;
-        let got = &host_got.as_slice().map_err(|e| format!("{e:?}"))?[..m * n];
-        let want = &host_want.as_slice().map_err(|e| format!("{e:?}"))?[..m * n];
+            .map_err(driver)?;
+        stream.synchronize().map_err(driver)?;
+        let got = &host_got.as_slice().map_err(driver)?[..m * n];
+        let want = &host_want.as_slice().map_err(driver)?[..m * n];
         let chunk = 1 << 16;
         let checks: Vec<_> = got
             .par_chunks(chunk)
@@ -98,22 +153,22 @@ pub fn soak(launches: usize, max: usize, pool: usize, seed: u64) -> Result<bool,
         nan[vi] += nn;
         elements += m * n;
         if mm + nn > 0 {
-            println!(
+            outln!(
                 "launch {i}: {} {m}x{n}x{k}: {mm} mismatches, {nn} non-finite",
                 versions[vi].name()
             );
         }
     }
-    println!(
+    outln!(
         "{launches} launches ({} elements checked) in {:.1} s",
         elements,
         t.elapsed().as_secs_f64()
     );
     for (vi, v) in versions.iter().enumerate() {
-        println!(
+        outln!(
             "{}: {} launches, {} mismatches, {} NaN/inf",
             v.name(),
-            launches / 2 + (vi < launches % 2) as usize,
+            launches / count + (vi < launches % count) as usize,
             bad[vi],
             nan[vi]
         );

@@ -84,10 +84,16 @@ pub fn report() -> Report {
     }
     let can_compile = match crate::compile::nvrtc() {
         Ok(info) => {
+            // `crates/tilus/../../.tools/nvrtc/...` reads better as the path it stands for
             let at = info
                 .dir
                 .as_ref()
-                .map(|d| d.display().to_string())
+                .map(|d| {
+                    std::fs::canonicalize(d)
+                        .unwrap_or_else(|_| d.clone())
+                        .display()
+                        .to_string()
+                })
                 .unwrap_or_else(|| "the loader path".into());
             findings.push(Finding {
                 what: "nvrtc",

@@ -2,11 +2,13 @@
 //! in the seed (`(rand - 0.5) / sqrt(K)`), cuBLAS as the reference (f16 in, f32 accumulation,
 //! f16 out), a check that counts NaN as failure, and interleaved CUDA-event timing.
 
+use crate::alloc::{self, try_vec, AllocError};
+use crate::Result;
 use half::f16;
 use std::sync::Arc;
 use tilus::cudarc::cublas::{result as blas_result, sys as blas_sys, CudaBlas};
 use tilus::cudarc::driver::{sys as drv, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
-use tilus::{Error, Result};
+use tilus::Error;
 
 /// A deterministic generator (SplitMix64): reproducible inputs from a seed.
 pub struct Rng(u64);
@@ -36,6 +38,22 @@ pub fn seed_inputs(len: usize, k: usize, rng: &mut Rng) -> Vec<f16> {
         .collect()
 }
 
+/// [`seed_inputs`] into a buffer allocated fallibly: a length this machine cannot hold is an
+/// error naming `what`.
+pub fn try_seed_inputs(
+    what: &str,
+    len: usize,
+    k: usize,
+    rng: &mut Rng,
+) -> std::result::Result<Vec<f16>, AllocError> {
+    let mut v = try_vec(what, len, f16::ZERO)?;
+    let scale = 1.0 / (k as f64).sqrt();
+    for x in &mut v {
+        *x = f16::from_f64((rng.next_f64() - 0.5) * scale);
+    }
+    Ok(v)
+}
+
 fn drv_err(call: &'static str) -> impl Fn(tilus::cudarc::driver::DriverError) -> Error {
     move |e| Error::Driver {
         call,
@@ -63,6 +81,8 @@ pub struct Problem {
 
 impl Problem {
     /// Fresh random inputs from `seed`; outputs poisoned with NaN so unwritten elements show.
+    /// The host staging buffers are checked against the memory this machine has and allocated
+    /// fallibly; device allocations that fail are driver errors.
     pub fn new(
         stream: &Arc<CudaStream>,
         m: usize,
@@ -70,14 +90,16 @@ impl Problem {
         k: usize,
         seed: u64,
     ) -> Result<Problem> {
+        let what = format!("a {m}x{n}x{k} matmul");
+        let [mk, nk, mn] = Problem::ensure_host(m, n, k)?;
         let mut rng = Rng::new(seed);
         let a = stream
-            .clone_htod(&seed_inputs(m * k, k, &mut rng))
+            .clone_htod(&try_seed_inputs(&what, mk, k, &mut rng)?)
             .map_err(drv_err("cuMemcpyHtoD"))?;
         let b = stream
-            .clone_htod(&seed_inputs(n * k, k, &mut rng))
+            .clone_htod(&try_seed_inputs(&what, nk, k, &mut rng)?)
             .map_err(drv_err("cuMemcpyHtoD"))?;
-        let nan = vec![f16::NAN; m * n];
+        let nan = try_vec(&what, mn, f16::NAN)?;
         let c = stream.clone_htod(&nan).map_err(drv_err("cuMemcpyHtoD"))?;
         let c_ref = stream.clone_htod(&nan).map_err(drv_err("cuMemcpyHtoD"))?;
         Ok(Problem {
@@ -91,12 +113,31 @@ impl Problem {
         })
     }
 
+    /// Checks that the host memory a problem of this size needs (one staging buffer at a time
+    /// while it is built, both outputs in [`check`]) is there; returns the element counts of A,
+    /// B and C. Tools call it before they look for the GPU.
+    pub fn ensure_host(
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> std::result::Result<[usize; 3], AllocError> {
+        let what = format!("a {m}x{n}x{k} matmul");
+        let (mk, nk, mn) = (
+            alloc::elements(&what, &[m, k])?,
+            alloc::elements(&what, &[n, k])?,
+            alloc::elements(&what, &[m, n])?,
+        );
+        alloc::ensure(&what, 2 * (mk as u128).max(nk as u128).max(2 * mn as u128))?;
+        Ok([mk, nk, mn])
+    }
+
     /// Fills the output under test with NaN again.
     pub fn poison(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
-        let nan = vec![f16::NAN; self.m * self.n];
+        let nan = try_vec("the poisoned output", self.c.len(), f16::NAN)?;
         stream
             .memcpy_htod(&nan, &mut self.c)
-            .map_err(drv_err("cuMemcpyHtoD"))
+            .map_err(drv_err("cuMemcpyHtoD"))?;
+        Ok(())
     }
 
     /// Floating-point operations of one product.
@@ -112,7 +153,7 @@ pub struct Cublas {
 
 impl Cublas {
     /// A handle bound to `stream`.
-    pub fn new(stream: &Arc<CudaStream>) -> Result<Cublas> {
+    pub fn new(stream: &Arc<CudaStream>) -> tilus::Result<Cublas> {
         let blas = CudaBlas::new(stream.clone()).map_err(|e| Error::Cublas {
             call: "cublasCreate",
             message: format!("{e:?}"),
@@ -121,7 +162,12 @@ impl Cublas {
     }
 
     /// `out = a · bᵀ` for row-major a `[m, k]`, b `[n, k]`, out `[m, n]`.
-    pub fn matmul(&self, stream: &Arc<CudaStream>, p: &Problem, reference: bool) -> Result<()> {
+    pub fn matmul(
+        &self,
+        stream: &Arc<CudaStream>,
+        p: &Problem,
+        reference: bool,
+    ) -> tilus::Result<()> {
         let (alpha, beta) = (1.0f32, 0.0f32);
         let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
         let (a, _ga) = p.a.device_ptr(stream);
@@ -217,25 +263,57 @@ pub fn compare(actual: &[f16], expect: &[f16]) -> Check {
 
 /// `C = A · Bᵀ` on the CPU in f64, rounded to f16: a reference that shares nothing with cuBLAS.
 pub fn cpu_reference(a: &[f16], b: &[f16], m: usize, n: usize, k: usize) -> Vec<f16> {
-    let af: Vec<f64> = a.iter().map(|x| x.to_f64()).collect();
     let bf: Vec<f64> = b.iter().map(|x| x.to_f64()).collect();
     let mut c = vec![f16::ZERO; m * n];
-    for i in 0..m {
-        let ar = &af[i * k..(i + 1) * k];
-        for j in 0..n {
-            let br = &bf[j * k..(j + 1) * k];
-            let s: f64 = ar.iter().zip(br).map(|(x, y)| x * y).sum();
-            c[i * n + j] = f16::from_f64(s);
-        }
-    }
+    reference_rows(a, &bf, n, k, &mut c);
     c
 }
 
-/// Copies both outputs to the host and compares them.
+/// [`cpu_reference`] with its buffers allocated fallibly: B in f64 and C (`[m, n]`).
+pub fn try_cpu_reference(
+    a: &[f16],
+    b: &[f16],
+    m: usize,
+    n: usize,
+    k: usize,
+) -> std::result::Result<Vec<f16>, AllocError> {
+    let mut bf = try_vec("the CPU reference", b.len(), 0.0f64)?;
+    for (y, x) in bf.iter_mut().zip(b) {
+        *y = x.to_f64();
+    }
+    let mut c = try_vec(
+        "the CPU reference",
+        alloc::elements("the CPU reference", &[m, n])?,
+        f16::ZERO,
+    )?;
+    reference_rows(a, &bf, n, k, &mut c);
+    Ok(c)
+}
+
+/// The rows of `C = A · Bᵀ` (A converted to f64 one row at a time).
+fn reference_rows(a: &[f16], bf: &[f64], n: usize, k: usize, c: &mut [f16]) {
+    let mut ar = vec![0.0f64; k];
+    for (i, row) in c.chunks_mut(n.max(1)).enumerate() {
+        for (x, y) in ar.iter_mut().zip(&a[i * k..(i + 1) * k]) {
+            *x = y.to_f64();
+        }
+        for (j, out) in row.iter_mut().enumerate() {
+            let br = &bf[j * k..(j + 1) * k];
+            let s: f64 = ar.iter().zip(br).map(|(x, y)| x * y).sum();
+            *out = f16::from_f64(s);
+        }
+    }
+}
+
+/// Copies both outputs to the host (into buffers allocated fallibly) and compares them.
 pub fn check(stream: &Arc<CudaStream>, p: &Problem) -> Result<Check> {
-    let actual = stream.clone_dtoh(&p.c).map_err(drv_err("cuMemcpyDtoH"))?;
-    let expect = stream
-        .clone_dtoh(&p.c_ref)
+    let mut actual = try_vec("the output check", p.c.len(), f16::ZERO)?;
+    let mut expect = try_vec("the output check", p.c_ref.len(), f16::ZERO)?;
+    stream
+        .memcpy_dtoh(&p.c, &mut actual)
+        .map_err(drv_err("cuMemcpyDtoH"))?;
+    stream
+        .memcpy_dtoh(&p.c_ref, &mut expect)
         .map_err(drv_err("cuMemcpyDtoH"))?;
     Ok(compare(&actual, &expect))
 }
@@ -248,6 +326,11 @@ pub fn time_interleaved(
     warmup: usize,
     rounds: usize,
 ) -> Result<Vec<f64>> {
+    if rounds == 0 {
+        return Err(crate::Error::Usage(
+            "at least one timed round is needed".into(),
+        ));
+    }
     let ctx = stream.context();
     let ev = || {
         ctx.new_event(Some(drv::CUevent_flags::CU_EVENT_DEFAULT))
@@ -300,16 +383,26 @@ pub struct Row {
 
 /// Prints the seed's table (`m n k name latency(ms) tflops`) plus the ratio to cuBLAS.
 pub fn print_table(rows: &[Row]) {
-    println!(
+    // stdout closed early: nothing more to say (this printer is for examples; tools that must
+    // notice a closed reader use `write_table`)
+    let _ = write_table(&mut std::io::stdout(), rows);
+}
+
+/// [`print_table`] into any writer.
+pub fn write_table(out: &mut dyn std::io::Write, rows: &[Row]) -> std::io::Result<()> {
+    writeln!(
+        out,
         "{:>6} {:>6} {:>6} {:>10} {:>13} {:>8} {:>10}",
         "m", "n", "k", "name", "latency (ms)", "tflops", "vs cuBLAS"
-    );
+    )?;
     for r in rows {
-        println!(
+        writeln!(
+            out,
             "{:>6} {:>6} {:>6} {:>10} {:>13.4} {:>8.1} {:>9.3}x",
             r.m, r.n, r.k, r.name, r.latency_ms, r.tflops, r.ratio
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// The mutable device pointer of a buffer (for launchers that take raw pointers).

@@ -1,8 +1,17 @@
 //! The Hopper matmul tutorial series in Tilus for Rust: one module per step, plus the harness
-//! that verifies each step against cuBLAS and times them side by side.
+//! that verifies each step against cuBLAS and times them side by side, and the registry through
+//! which the `tilus` command knows them.
 
+pub mod alloc;
+mod error;
 pub mod harness;
+pub mod matmul;
 pub mod registry;
 pub mod run;
+pub mod size;
+pub mod testing;
 pub mod v0;
 pub mod v1;
+pub mod workload;
+
+pub use error::{Error, Result};

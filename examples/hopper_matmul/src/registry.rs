@@ -1,9 +1,44 @@
-//! The kernels of the series by name, for the `tilus` command line.
+//! The kernels of the series by name, for the `tilus` command line. An entry carries
+//! everything a command needs, so a new kernel costs one entry:
+//!
+//! - `list`: its name and one line about it;
+//! - `emit`, `ir`, `check`: a configuration from `--set`s, its search space, its compile-time
+//!   constants for a size and the size used when none is given;
+//! - `run`: its [`Workload`] (the dimensions of a size, random inputs, a reference and a
+//!   check) and a small default size; [`Entry::interpret`] and [`Entry::run_on_gpu`] run it;
+//! - `bench matmul` and `soak`: [`MatmulVersion`], when it is a version of the matmul series.
 
+use crate::run::{Matmul, MatmulArgs, Version};
+use crate::size::{quote, Size};
+use crate::workload::Workload;
+use crate::{Error, Result};
 use tilus::lang::DynScript;
+use tilus::runtime::Device;
+use tilus::tune::Tunable;
 
-/// Builds a configuration from `name=value` settings.
-pub type WithFn = fn(&[(String, i64)]) -> Result<Box<dyn DynScript>, String>;
+/// Hyperparameter settings from the command line: `(name, value)` pairs, each name once.
+pub type Settings = [(String, i64)];
+
+/// Builds a matmul version with a fixed configuration: the kernel and its `name=value` pairs.
+pub type FixedFn = fn(&Settings, &Device) -> Result<(Box<dyn Version>, String)>;
+
+/// Builds an autotuned matmul version.
+pub type TunedFn = fn(&Device) -> Result<Box<dyn Version>>;
+
+/// How a kernel takes part in `tilus bench matmul` and `tilus soak`: as a version of the
+/// matmul series (the matmul [`Workload`]), checked and timed beside cuBLAS.
+pub struct MatmulVersion {
+    /// Its name in tables and in `--versions` (`v0`).
+    pub version: &'static str,
+    /// The kernel with a fixed configuration (the default with the settings applied), and
+    /// that configuration as `name=value` pairs.
+    pub fixed: FixedFn,
+    /// The autotuned kernel, when `bench matmul` tunes this version (without `--set` and
+    /// `--fixed`); `None`: it runs the default configuration.
+    pub tuned: Option<TunedFn>,
+    /// Whether `tilus soak` launches it (with its default configuration).
+    pub soak: bool,
+}
 
 /// A kernel the command line knows.
 pub struct Entry {
@@ -11,12 +46,135 @@ pub struct Entry {
     pub name: &'static str,
     /// One line about it.
     pub about: &'static str,
+    /// What it computes: the dimensions of a size, inputs, reference.
+    pub workload: &'static dyn Workload,
     /// The default configuration with some hyperparameters replaced.
-    pub with: WithFn,
+    pub configure: fn(&Settings) -> Result<Box<dyn DynScript>>,
     /// The autotuning search space.
     pub space: fn() -> Vec<Box<dyn DynScript>>,
-    /// The compile-time constant values for a problem `(m, n, k)`.
-    pub consts: fn(usize, usize, usize) -> Vec<i64>,
+    /// The compile-time constant values for a problem size.
+    pub consts: fn(&Size) -> Vec<i64>,
+    /// The size `emit`, `ir` and `check` use when none is given.
+    pub compile_size: &'static [i64],
+    /// The size `run` uses when none is given: small enough for the interpreter.
+    pub run_size: &'static [i64],
+    /// Its part in `bench matmul` and `soak`, if any.
+    pub matmul: Option<MatmulVersion>,
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry")
+            .field("name", &self.name)
+            .field("dims", &self.workload.dims())
+            .field("matmul", &self.matmul.as_ref().map(|m| m.version))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Entry {
+    /// The size given on the command line, or `default` (one of the entry's sizes), parsed by
+    /// the one rule for the dimensions of the entry's workload.
+    pub fn size(&self, given: Option<&str>, default: &[i64]) -> Result<Size> {
+        let dims = self.workload.dims();
+        match given {
+            Some(text) => Size::parse(dims, text),
+            None => Size::new(dims, default),
+        }
+    }
+
+    /// How this entry's sizes are written (`MxNxK`).
+    pub fn size_form(&self) -> String {
+        Size::form(self.workload.dims())
+    }
+}
+
+/// Tile sizes above this are refused before tracing: the series' scripts add byte counts of
+/// tiles in `i32`, and no tile near this size fits in shared memory anyway.
+const MAX_TILE: i64 = 16384;
+
+/// The default configuration of `S` with `settings` applied.
+fn configured<S>(settings: &Settings) -> Result<S>
+where
+    S: Tunable + Default,
+{
+    for (name, value) in settings {
+        if *value > MAX_TILE {
+            return Err(Error::Usage(format!(
+                "`--set {name}={value}`: the series' tile sizes are at most {MAX_TILE}"
+            )));
+        }
+    }
+    tilus::tune::with_settings(&S::default(), settings).map_err(Error::Usage)
+}
+
+/// A matmul script of the series, as the registry builds its entry.
+pub trait SeriesMatmul: Tunable<Args = MatmulArgs> + Default {
+    /// Its name in tables and in `--versions` (`v0`).
+    const VERSION: &'static str;
+    /// Whether `bench matmul` autotunes it (without `--set` and `--fixed`).
+    const TUNED_IN_BENCH: bool;
+}
+
+impl SeriesMatmul for crate::v0::MatmulTma {
+    const VERSION: &'static str = "v0";
+    // v0's default is the configuration the seed's autotuner settles on
+    const TUNED_IN_BENCH: bool = false;
+}
+
+impl SeriesMatmul for crate::v1::MatmulWgmma {
+    const VERSION: &'static str = "v1";
+    const TUNED_IN_BENCH: bool = true;
+}
+
+fn fixed_version<S: SeriesMatmul>(
+    settings: &Settings,
+    device: &Device,
+) -> Result<(Box<dyn Version>, String)> {
+    let config = configured::<S>(settings)?;
+    let shown = tilus::lang::config_string(&format!("{config:?}"));
+    Ok((Box::new(Matmul::fixed(S::VERSION, config, device)), shown))
+}
+
+fn tuned_version<S: SeriesMatmul>(device: &Device) -> Result<Box<dyn Version>> {
+    Ok(Box::new(Matmul::<S>::tuned(S::VERSION, device)?))
+}
+
+fn configure<S: SeriesMatmul>(settings: &Settings) -> Result<Box<dyn DynScript>> {
+    Ok(Box::new(configured::<S>(settings)?))
+}
+
+fn space<S: SeriesMatmul>() -> Vec<Box<dyn DynScript>> {
+    <S as Tunable>::space()
+        .bindings()
+        .iter()
+        .filter_map(|b| S::from_binding(b).ok())
+        .map(|c| Box::new(c) as Box<dyn DynScript>)
+        .collect()
+}
+
+/// A version of the matmul series as an entry.
+fn matmul_entry<S: SeriesMatmul>(name: &'static str, about: &'static str) -> Entry {
+    Entry {
+        name,
+        about,
+        workload: &crate::matmul::MATMUL,
+        configure: configure::<S>,
+        space: space::<S>,
+        consts: crate::matmul::consts,
+        compile_size: &[4096, 4096, 4096],
+        run_size: &[256, 256, 256],
+        matmul: Some(MatmulVersion {
+            version: S::VERSION,
+            fixed: fixed_version::<S>,
+            tuned: if S::TUNED_IN_BENCH {
+                Some(tuned_version::<S>)
+            } else {
+                None
+            },
+            soak: true,
+        }),
+    }
 }
 
 /// Every kernel of the series.
@@ -24,34 +182,129 @@ pub fn entries() -> Vec<Entry> {
     use crate::v0::MatmulTma;
     use crate::v1::MatmulWgmma;
     vec![
-        Entry {
-            name: "hopper_matmul_v0",
-            about: "v0: TMA + mbarrier + mma.sync",
-            with: |s| MatmulTma::with(s).map(|c| Box::new(c) as Box<dyn DynScript>),
-            space: || {
-                MatmulTma::space()
-                    .into_iter()
-                    .map(|c| Box::new(c) as Box<dyn DynScript>)
-                    .collect()
-            },
-            consts: |_, n, k| vec![n as i64, k as i64],
-        },
-        Entry {
-            name: "hopper_matmul_v1",
-            about: "v1: TMA + mbarrier + WGMMA from shared memory",
-            with: |s| MatmulWgmma::with(s).map(|c| Box::new(c) as Box<dyn DynScript>),
-            space: || {
-                MatmulWgmma::configs()
-                    .into_iter()
-                    .map(|c| Box::new(c) as Box<dyn DynScript>)
-                    .collect()
-            },
-            consts: |_, n, k| vec![n as i64, k as i64],
-        },
+        matmul_entry::<MatmulTma>("hopper_matmul_v0", "v0: TMA + mbarrier + mma.sync"),
+        matmul_entry::<MatmulWgmma>(
+            "hopper_matmul_v1",
+            "v1: TMA + mbarrier + WGMMA from shared memory",
+        ),
     ]
 }
 
 /// The entry with this name.
 pub fn find(name: &str) -> Option<Entry> {
     entries().into_iter().find(|e| e.name == name)
+}
+
+/// The entry with this name, or an error that lists the known names.
+pub fn lookup(name: &str) -> Result<Entry> {
+    let known: Vec<&str> = entries().iter().map(|e| e.name).collect();
+    if name.trim().is_empty() {
+        return Err(Error::Usage(format!(
+            "the kernel name is empty; known: {}",
+            known.join(", ")
+        )));
+    }
+    find(name).ok_or_else(|| {
+        Error::Usage(format!(
+            "unknown kernel {}; known: {}",
+            quote(name),
+            known.join(", ")
+        ))
+    })
+}
+
+/// Parses `--set NAME=VALUE` arguments. A name given twice, an empty name and a value that is
+/// not an integer are errors; whether the name exists is the kernel's to say
+/// ([`Entry::configure`]).
+pub fn parse_settings(sets: &[String]) -> Result<Vec<(String, i64)>> {
+    let mut out: Vec<(String, i64)> = Vec::with_capacity(sets.len());
+    let mut seen: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+    for s in sets {
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| Error::Usage(format!("`--set {}`: expected NAME=VALUE", short(s))))?;
+        let (k, v) = (k.trim(), v.trim());
+        if k.is_empty() {
+            return Err(Error::Usage(format!(
+                "`--set {}`: the name is empty; expected NAME=VALUE",
+                short(s)
+            )));
+        }
+        let value = v.parse::<i64>().map_err(|_| {
+            Error::Usage(format!(
+                "`--set {}`: {} is not an integer that fits in 64 bits",
+                short(s),
+                quote(v)
+            ))
+        })?;
+        if let Some(first) = seen.insert(k.to_string(), value) {
+            return Err(Error::Usage(format!(
+                "`--set {}` is given twice ({first} and {value}); give each hyperparameter once",
+                short(k)
+            )));
+        }
+        out.push((k.to_string(), value));
+    }
+    Ok(out)
+}
+
+/// A user's text, shortened for a message (without quotes).
+fn short(s: &str) -> String {
+    let q = quote(s);
+    q[1..q.len() - 1].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sets(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn settings_are_checked() {
+        assert_eq!(
+            parse_settings(&sets(&["block_m=64", " block_k = 32"])).unwrap(),
+            vec![("block_m".to_string(), 64), ("block_k".to_string(), 32)]
+        );
+        let e = parse_settings(&sets(&["block_m=64", "block_m=128"])).unwrap_err();
+        assert!(e.to_string().contains("given twice (64 and 128)"), "{e}");
+        for bad in [
+            "block_m",
+            "=4",
+            "block_m=",
+            "block_m=abc",
+            "block_m=99999999999999999999",
+        ] {
+            assert!(parse_settings(&sets(&[bad])).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_entry_configures_and_names_bad_hyperparameters() {
+        for e in entries() {
+            let s = (e.configure)(&[]).unwrap();
+            assert!(!s.config().is_empty());
+            assert!(!(e.space)().is_empty());
+            let bad = (e.configure)(&[("block_q".into(), 1)]).err().unwrap();
+            assert!(
+                bad.to_string().contains("no hyperparameter `block_q`"),
+                "{bad}"
+            );
+            let huge = (e.configure)(&[("block_m".into(), i32::MAX as i64)])
+                .err()
+                .unwrap();
+            assert!(huge.to_string().contains("at most"), "{huge}");
+            let run = e.size(None, e.run_size).unwrap();
+            let compile = e.size(None, e.compile_size).unwrap();
+            assert_eq!((e.consts)(&compile).len(), s.const_names().len());
+            assert_eq!(run.names(), e.workload.dims());
+        }
+        assert!(lookup("").unwrap_err().to_string().contains("empty"));
+        assert!(lookup("nope")
+            .unwrap_err()
+            .to_string()
+            .contains("known: hopper_matmul_v0"));
+    }
 }

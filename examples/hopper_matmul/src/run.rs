@@ -12,6 +12,9 @@ use tilus::runtime::Device;
 use tilus::tune::{Autotuned, Tunable};
 use tilus::{Jit, Result};
 
+/// The series' own result type, for what the harness adds (allocations, output).
+type HarnessResult<T> = crate::Result<T>;
+
 /// A matmul version that can be launched on a problem.
 pub trait Version {
     /// Its name in tables (`v0`, ...).
@@ -133,13 +136,31 @@ impl Default for BenchOptions {
 }
 
 /// Verifies each version on each shape against cuBLAS, then times them interleaved with
-/// cuBLAS. Returns the table rows and whether every check passed.
+/// cuBLAS. Prints a `check` line per version and shape on stdout; returns the table rows and
+/// whether every check passed.
 pub fn verify_and_bench(
     device: &Device,
     versions: &[&dyn Version],
     shapes: &[(usize, usize, usize)],
     opts: &BenchOptions,
-) -> Result<(Vec<Row>, bool)> {
+) -> HarnessResult<(Vec<Row>, bool)> {
+    verify_and_bench_to(&mut std::io::stdout(), device, versions, shapes, opts)
+}
+
+/// [`verify_and_bench`] with the `check` lines written to `out` (a write that fails, e.g. on
+/// a closed pipe, ends the run with [`crate::Error::Output`]).
+pub fn verify_and_bench_to(
+    out: &mut dyn std::io::Write,
+    device: &Device,
+    versions: &[&dyn Version],
+    shapes: &[(usize, usize, usize)],
+    opts: &BenchOptions,
+) -> HarnessResult<(Vec<Row>, bool)> {
+    if opts.rounds == 0 {
+        return Err(crate::Error::Usage(
+            "at least one timed round is needed (--rounds)".into(),
+        ));
+    }
     let stream = device.stream().clone();
     let blas = Cublas::new(&stream)?;
     let mut rows = vec![];
@@ -161,7 +182,8 @@ pub fn verify_and_bench(
                 .describe(&stream, &mut p)
                 .map(|c| format!(" [{c}]"))
                 .unwrap_or_default();
-            println!(
+            writeln!(
+                out,
                 "check {:>4}{config} {m}x{n}x{k}: {} (non-finite {}, mismatches {} of {}, max |diff| {:.2e}, rel. error {:.2e})",
                 v.name(),
                 if ok { "PASS" } else { "FAIL" },
@@ -170,17 +192,17 @@ pub fn verify_and_bench(
                 c.total,
                 c.max_abs,
                 c.rel_err
-            );
+            )?;
         }
         // Timing: cuBLAS and every version, one run of each per round.
         let p = std::cell::RefCell::new(p);
-        let mut fs: Vec<Box<dyn FnMut() -> Result<()>>> =
-            vec![Box::new(|| blas.matmul(&stream, &p.borrow(), false))];
+        let mut fs: Vec<Box<dyn FnMut() -> HarnessResult<()>>> =
+            vec![Box::new(|| Ok(blas.matmul(&stream, &p.borrow(), false)?))];
         for v in versions {
             let (s, p) = (&stream, &p);
-            fs.push(Box::new(move || v.launch(s, &mut p.borrow_mut())));
+            fs.push(Box::new(move || Ok(v.launch(s, &mut p.borrow_mut())?)));
         }
-        let mut refs: Vec<&mut dyn FnMut() -> Result<()>> =
+        let mut refs: Vec<&mut dyn FnMut() -> HarnessResult<()>> =
             fs.iter_mut().map(|f| f.as_mut() as _).collect();
         let times = harness::time_interleaved(&stream, &mut refs, opts.warmup, opts.rounds)?;
         let flops = p.borrow().flops();

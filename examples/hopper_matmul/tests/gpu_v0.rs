@@ -24,18 +24,21 @@ fn check_shape(m: usize, n: usize, k: usize, seed: u64) {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn v0_is_correct_at_4096() {
+    hopper_matmul::test_cache!();
     check_shape(4096, 4096, 4096, 1);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn v0_is_correct_at_8192() {
+    hopper_matmul::test_cache!();
     check_shape(8192, 8192, 8192, 2);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn v0_is_correct_at_shapes_that_are_not_multiples_of_the_tile() {
+    hopper_matmul::test_cache!();
     check_shape(1000, 1500, 704, 3);
     check_shape(77, 136, 64, 4);
     check_shape(130, 8, 24, 5);
@@ -45,6 +48,7 @@ fn v0_is_correct_at_shapes_that_are_not_multiples_of_the_tile() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn v0_agrees_with_a_cpu_reference() {
+    hopper_matmul::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
     let stream = device.stream().clone();
     let (m, n, k) = (200, 264, 192);
@@ -115,6 +119,7 @@ impl Script for FreedAfterLoop {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn free_shared_after_the_loop_never_corrupts_a_barrier() {
+    hopper_matmul::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
     let stream = device.stream().clone();
     let blas = Cublas::new(&stream).unwrap();
@@ -143,6 +148,7 @@ fn free_shared_after_the_loop_never_corrupts_a_barrier() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn autotuned_v0_is_correct_and_picks_a_survivor() {
+    hopper_matmul::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
     let stream = device.stream().clone();
     let blas = Cublas::new(&stream).unwrap();

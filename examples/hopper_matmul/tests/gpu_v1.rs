@@ -24,6 +24,7 @@ fn check(v: &V1, device: &Device, (m, n, k): (usize, usize, usize), seed: u64) {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_config_that_compiles_is_correct() {
+    hopper_matmul::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
     let mut ran = 0;
     for config in MatmulWgmma::configs() {
@@ -44,6 +45,7 @@ fn every_config_that_compiles_is_correct() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn autotuned_v1_is_correct_at_4096_and_8192() {
+    hopper_matmul::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
     let v = V1::autotuned(&device).unwrap();
     check(&v, &device, (4096, 4096, 4096), 1);
@@ -53,6 +55,7 @@ fn autotuned_v1_is_correct_at_4096_and_8192() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn v1_is_correct_at_shapes_that_are_not_multiples_of_the_tile() {
+    hopper_matmul::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
     let v = V1::new(MatmulWgmma::default(), &device);
     for (i, shape) in [

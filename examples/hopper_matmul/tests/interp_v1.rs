@@ -29,6 +29,7 @@ fn check(config: MatmulWgmma, m: usize, n: usize, k: usize, seed: u64) {
 
 #[test]
 fn default_config_at_multiples_and_non_multiples_of_the_tile() {
+    hopper_matmul::test_cache!();
     check(MatmulWgmma::default(), 128, 128, 64, 1);
     check(MatmulWgmma::default(), 100, 72, 48, 2);
     check(MatmulWgmma::default(), 130, 136, 80, 3);
@@ -36,6 +37,7 @@ fn default_config_at_multiples_and_non_multiples_of_the_tile() {
 
 #[test]
 fn every_swizzle_and_both_row_counts() {
+    hopper_matmul::test_cache!();
     for (bm, bn, bk) in [(64, 128, 16), (64, 128, 32), (128, 128, 32), (64, 256, 64)] {
         let config = MatmulWgmma {
             block_m: bm,
@@ -51,6 +53,7 @@ fn every_swizzle_and_both_row_counts() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_interpreter_agrees_with_the_gpu() {
+    hopper_matmul::test_cache!();
     use tilus::runtime::Device;
     let device = Device::open(0).expect("a Hopper GPU");
     let stream = device.stream().clone();

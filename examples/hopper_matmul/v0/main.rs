@@ -6,52 +6,112 @@
 //! compile report.
 
 use hopper_matmul::run::{verify_and_bench, BenchOptions, V0};
+use hopper_matmul::size::parse_dim;
 use hopper_matmul::v0::MatmulTma;
+use std::io::Write;
 use std::process::ExitCode;
 use tilus::runtime::Device;
 
+/// `println!` that ends the process quietly when stdout's reader has gone away.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        if writeln!(std::io::stdout(), $($arg)*).is_err() {
+            std::process::exit(0)
+        }
+    };
+}
+
+/// `eprintln!` that ignores a closed stderr.
+macro_rules! tell {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+const USAGE: &str = "usage: hopper-matmul-v0 [M N K [M N K ...]]\n\
+    \n\
+    Verifies the v0 matmul against cuBLAS and times it beside it at each shape (default \
+    4096 4096 4096).\n\
+    Shapes come in triples M N K of positive integers that fit in i32.";
+
+/// A shape `(M, N, K)`.
+type Shape = (usize, usize, usize);
+
+/// The shapes of the command line: triples of positive integers that fit the kernel's `i32`
+/// arguments; `Ok(None)` for `--help`.
+fn shapes(args: &[String]) -> Result<Option<Vec<Shape>>, String> {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        return Ok(None);
+    }
+    if args.is_empty() {
+        return Ok(Some(vec![(4096, 4096, 4096)]));
+    }
+    let mut dims = vec![];
+    for (i, a) in args.iter().enumerate() {
+        let name = ["M", "N", "K"][i % 3];
+        let v = parse_dim(name, a).map_err(|e| format!("shape {}: {e}", i / 3 + 1))?;
+        dims.push(v as usize);
+    }
+    if dims.len() % 3 != 0 {
+        return Err(format!(
+            "{} number{} given; shapes come in triples M N K",
+            dims.len(),
+            if dims.len() == 1 { "" } else { "s" }
+        ));
+    }
+    let out = dims.chunks_exact(3).map(|c| (c[0], c[1], c[2])).collect();
+    Ok(Some(out))
+}
+
 fn main() -> ExitCode {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let shapes: Vec<(usize, usize, usize)> = if args.len() >= 3 {
-        args.chunks_exact(3).map(|c| (c[0], c[1], c[2])).collect()
-    } else {
-        vec![(4096, 4096, 4096)]
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let shapes = match shapes(&args) {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            say!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            tell!("error: {e}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
     };
     let config = MatmulTma::default();
-    println!("Hopper matmul v0 (TMA + mbarrier + mma.sync)");
+    say!("Hopper matmul v0 (TMA + mbarrier + mma.sync)");
     match Device::open(0) {
         Ok(device) => {
-            println!("GPU: {}", device.name());
-            println!("autotuning over the seed's 15 configurations (cached after the first run)");
+            say!("GPU: {}", device.name());
+            say!("autotuning over the seed's 15 configurations (cached after the first run)");
             let v0 = match V0::autotuned(&device) {
                 Ok(v) => v,
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    tell!("error: {e}");
                     return ExitCode::FAILURE;
                 }
             };
             match verify_and_bench(&device, &[&v0], &shapes, &BenchOptions::default()) {
                 Ok((rows, ok)) => {
-                    hopper_matmul::harness::print_table(&rows);
+                    if hopper_matmul::harness::write_table(&mut std::io::stdout(), &rows).is_err() {
+                        return ExitCode::SUCCESS;
+                    }
                     if ok {
                         ExitCode::SUCCESS
                     } else {
-                        eprintln!("verification FAILED");
+                        tell!("verification FAILED");
                         ExitCode::FAILURE
                     }
                 }
+                // stdout's reader went away
+                Err(hopper_matmul::Error::Output(_)) => ExitCode::SUCCESS,
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    tell!("error: {e}");
                     ExitCode::FAILURE
                 }
             }
         }
         Err(e) => {
-            println!("No GPU run: {e}.");
-            println!(
+            say!("No GPU run: {e}.");
+            say!(
                 "Showing what this machine can do: the kernel on the CPU interpreter at a small size, \
                  the generated CUDA and the NVRTC compile report.\n"
             );
@@ -62,9 +122,9 @@ fn main() -> ExitCode {
             match tilus::build(&config, &[n as i64, k as i64]) {
                 Ok(c) => {
                     if let Some(dir) = &c.cache_dir {
-                        println!("generated CUDA: {}", dir.join("source.cu").display());
+                        say!("generated CUDA: {}", dir.join("source.cu").display());
                     }
-                    println!(
+                    say!(
                         "compiled with NVRTC for sm_90a{}: {} registers, {} bytes spilled, {} bytes of shared memory",
                         if c.from_cache { " (from the cache)" } else { "" },
                         c.report.registers,
@@ -74,7 +134,7 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    tell!("error: {e}");
                     ExitCode::FAILURE
                 }
             }
@@ -97,7 +157,7 @@ fn interpret(config: &MatmulTma) -> bool {
         Ok(_) => {
             let secs = t.elapsed().as_secs_f64();
             let check = compare(&c, &cpu_reference(&a, &b, m, n, k));
-            println!(
+            say!(
                 "interpreted v0 at {m}x{n}x{k} in {:.1} ms: {} (non-finite {}, mismatches {} of {}, rel. error {:.2e})\n",
                 secs * 1e3,
                 if check.passed() { "PASS" } else { "FAIL" },
@@ -109,7 +169,7 @@ fn interpret(config: &MatmulTma) -> bool {
             check.passed()
         }
         Err(e) => {
-            eprintln!("error: the interpreter failed: {e}");
+            tell!("error: the interpreter failed: {e}");
             false
         }
     }

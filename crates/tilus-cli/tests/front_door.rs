@@ -1,0 +1,350 @@
+//! What a new user meets on a machine without a GPU, one behavior at a time: closed pipes,
+//! huge sizes, one size rule, repeated settings, checks that compile nothing, `run` without a
+//! GPU, ambiguous cache names, and the messages and docs around them.
+
+mod common;
+
+use common::{tilus, Reader, TempDir, V0, V1};
+
+/// The commands whose output is worth reading piecemeal, each of which succeeds here.
+fn succeeding() -> Vec<Vec<&'static str>> {
+    vec![
+        vec!["list"],
+        vec!["doctor"],
+        vec!["--help"],
+        vec!["bench", "--help"],
+        vec!["emit", V0],
+        vec!["ir", V1],
+        vec!["run", V0, "--interpret", "--size", "64x128x64"],
+        vec!["cache", "ls"],
+    ]
+}
+
+#[test]
+fn a_closed_pipe_ends_a_command_quietly_with_status_0() {
+    for args in succeeding() {
+        for reader in [Reader::ClosedAtOnce, Reader::FirstLine] {
+            let o = tilus(&args).reader(reader).go();
+            o.assert_code(0);
+            assert!(o.stderr.is_empty(), "{args:?}: {}", o.stderr);
+        }
+    }
+    // the reported cases: `tilus check hopper_matmul_v0 | head -1`, `tilus cache ls | head -1`
+    let o = tilus(&["check", V0, "--size", "100x100x4095"])
+        .reader(Reader::ClosedAtOnce)
+        .go();
+    o.assert_sane(false);
+    if !o.stderr.contains("NVRTC is not available") {
+        o.assert_code(0);
+    }
+    let o = tilus(&["cache", "ls"]).reader(Reader::FirstLine).go();
+    o.assert_code(0);
+    assert!(o.stdout.starts_with("cache: "), "{}", o.stdout);
+}
+
+#[test]
+fn a_closed_stderr_is_not_worth_a_panic() {
+    let o = tilus(&["emit", "nope"]).stderr_closed().go();
+    o.assert_sane(true);
+    assert_eq!(o.code(), Some(2));
+    let o = tilus(&["bench", "tune"])
+        .reader(Reader::ClosedAtOnce)
+        .stderr_closed()
+        .go();
+    o.assert_sane(true);
+    assert_eq!(o.code(), Some(1));
+}
+
+#[test]
+fn sizes_too_large_for_this_machine_are_refused_before_allocating() {
+    tilus(&[
+        "run",
+        V0,
+        "--interpret",
+        "--size",
+        "2147483647x2147483647x2147483640",
+    ])
+    .go()
+    .assert_code(1)
+    .assert_stderr("of host memory");
+    // bench's and the soak's host buffers (checked before the GPU is looked for)
+    for args in [
+        vec![
+            "bench",
+            "matmul",
+            "--sizes",
+            "8x8x8,2147483647x2147483647x2147483640",
+        ],
+        vec![
+            "bench",
+            "tune",
+            "--size",
+            "2147483647x2147483647x2147483640",
+        ],
+        vec![
+            "bench",
+            "launch",
+            "--size",
+            "2147483647x2147483647x2147483640",
+        ],
+    ] {
+        tilus(&args)
+            .go()
+            .assert_code(1)
+            .assert_stderr("of host memory");
+    }
+    tilus(&["soak", "--max", "2147483647"])
+        .go()
+        .assert_code(1)
+        .assert_stderr("of host memory");
+}
+
+#[test]
+fn an_address_space_limit_is_respected() {
+    // 65536x65536x8 needs 16 GiB for C and its reference; `ulimit -v` allows about 8 GB
+    let o = tilus(&["run", V0, "--interpret", "--size=65536x65536x8"])
+        .through_shell("ulimit -v 8000000")
+        .go();
+    if o.stderr.contains("ulimit") && o.code() == Some(2) && o.stdout.is_empty() {
+        // the shell could not set the limit: nothing to test here
+        return;
+    }
+    o.assert_code(1).assert_stderr("of host memory");
+}
+
+#[test]
+fn check_fails_when_no_configuration_compiles() {
+    for kernel in [V0, V1] {
+        let o = tilus(&["check", kernel, "--size", "100x100x4095"]).go();
+        o.assert_code(1);
+        if !o.stderr.contains("NVRTC is not available") {
+            o.assert_stdout("0 of")
+                .assert_stderr(&format!("no configuration of {kernel} compiles"));
+        }
+    }
+}
+
+#[test]
+fn run_without_a_gpu_says_so_and_interprets_at_the_entrys_small_size() {
+    tilus(&["run", V0])
+        .go()
+        .assert_code(0)
+        .assert_stderr("running on the CPU interpreter instead")
+        .assert_stdout("at 256x256x256, interpreted on the CPU")
+        .assert_stdout("check against the CPU reference: PASS");
+    tilus(&["run", V1, "--interpret", "--size", "64x128x64"])
+        .go()
+        .assert_code(0)
+        .assert_stdout("interpreted on the CPU");
+    // a size the verifier rejects is an error naming the kernel's line
+    tilus(&["run", V0, "--interpret", "--size", "64x128x20"])
+        .go()
+        .assert_code(1)
+        .assert_stderr("v0.rs:");
+}
+
+/// A cache with two programs of one kernel and one of another.
+fn cache_with_programs() -> TempDir {
+    let dir = TempDir::new("cache");
+    for name in [
+        "matmul_tma-aaaa1111",
+        "matmul_tma-aaaa2222",
+        "matmul_wgmma-bbbb",
+    ] {
+        std::fs::create_dir_all(dir.0.join("programs").join(name)).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn cache_show_refuses_ambiguous_and_empty_names() {
+    let dir = cache_with_programs();
+    tilus(&["cache", "show", "matmul_tma"])
+        .cache(&dir.0)
+        .go()
+        .assert_code(1)
+        .assert_stderr("matches 2 entries")
+        .assert_stderr("matmul_tma-aaaa1111")
+        .assert_stderr("matmul_tma-aaaa2222");
+    tilus(&["cache", "show", ""])
+        .cache(&dir.0)
+        .go()
+        .assert_code(2)
+        .assert_stderr("empty");
+    tilus(&["cache", "show", "matmul_tma-aaaa2"])
+        .cache(&dir.0)
+        .go()
+        .assert_code(0)
+        .assert_stdout("matmul_tma-aaaa2222");
+    tilus(&["cache", "show", "matmul_wgmma-bbbb"])
+        .cache(&dir.0)
+        .go()
+        .assert_code(0);
+    tilus(&["cache", "show", "nope"])
+        .cache(&dir.0)
+        .go()
+        .assert_code(1)
+        .assert_stderr("nothing in");
+}
+
+#[test]
+fn every_subcommand_takes_sizes_by_one_rule() {
+    let bad = "99999999999x256x256";
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["emit", V0, "--size", bad],
+        vec!["ir", V0, "--size", bad],
+        vec!["check", V0, "--size", bad],
+        vec!["run", V0, "--interpret", "--size", bad],
+        vec!["bench", "matmul", "--sizes", bad],
+        vec!["bench", "tune", "--size", bad],
+        vec!["bench", "launch", "--size", bad],
+    ];
+    for args in runs {
+        tilus(&args)
+            .go()
+            .assert_code(2)
+            .assert_stderr("m = `99999999999` does not fit the kernel's i32 arguments");
+    }
+    for (size, says) in [
+        ("", "empty"),
+        ("abc", "expected MxNxK"),
+        ("8x8", "got 2 parts"),
+        ("0x8x8", "m = 0 is not positive"),
+        ("8x-8x8", "n = `-8` is not positive"),
+        ("8x8xk", "k = `k` is not an integer"),
+    ] {
+        for cmd in ["emit", "ir", "run"] {
+            tilus(&[cmd, V0, &format!("--size={size}")])
+                .go()
+                .assert_code(2)
+                .assert_stderr(says);
+        }
+    }
+    tilus(&["soak", "--max", "99999999999"])
+        .go()
+        .assert_code(2)
+        .assert_stderr("does not fit");
+    // the largest size the rule allows is traced (and rejected or accepted by the kernel)
+    let max = format!("{0}x{0}x{0}", i32::MAX);
+    tilus(&["ir", V0, "--size", &max]).go().assert_sane(false);
+}
+
+#[test]
+fn a_hyperparameter_given_twice_or_unknown_is_an_error() {
+    let twice = ["--set", "block_m=64", "--set", "block_m=128"];
+    for head in [
+        vec!["emit", V0],
+        vec!["ir", V1],
+        vec!["run", V0, "--interpret"],
+        vec!["bench", "matmul"],
+    ] {
+        let args: Vec<&str> = head.iter().copied().chain(twice).collect();
+        tilus(&args)
+            .go()
+            .assert_code(2)
+            .assert_stderr("`--set block_m` is given twice (64 and 128)");
+        let args: Vec<&str> = head.iter().copied().chain(["--set", "block_q=1"]).collect();
+        tilus(&args)
+            .go()
+            .assert_code(2)
+            .assert_stderr("no hyperparameter `block_q`");
+    }
+}
+
+#[test]
+fn gpu_commands_without_a_gpu_fail_with_one_clear_message() {
+    for args in [
+        vec!["bench", "matmul"],
+        vec!["bench", "tune"],
+        vec!["bench", "launch"],
+        vec!["soak", "--launches", "10"],
+    ] {
+        let o = tilus(&args).go();
+        o.assert_code(1).assert_stderr("no CUDA GPU is usable");
+        assert_eq!(
+            o.stderr.matches("error:").count(),
+            1,
+            "{args:?}: {}",
+            o.stderr
+        );
+    }
+}
+
+#[test]
+fn doctor_prints_paths_without_dot_dot() {
+    let o = tilus(&["doctor"]).go();
+    o.assert_code(0);
+    assert!(!o.stdout.contains("/../"), "{}", o.stdout);
+}
+
+#[test]
+fn hidden_subcommands_stay_hidden_and_the_readme_names_real_commands() {
+    let o = tilus(&["bench", "--help"]).go();
+    o.assert_code(0).assert_stdout("matmul");
+    assert!(!o.stdout.contains("first-call"), "{}", o.stdout);
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("the README");
+    for line in readme.lines().filter(|l| l.starts_with("tilus ")) {
+        let command = line.split('#').next().unwrap_or("").trim();
+        assert!(!command.contains('|'), "reads as a shell pipe: {line}");
+        let words: Vec<&str> = command.split_whitespace().skip(1).collect();
+        // every documented command parses (checked through its --help)
+        let sub: Vec<&str> = words
+            .iter()
+            .copied()
+            .take_while(|w| !w.starts_with('-') && !w.starts_with("hopper_") && *w != "NAME")
+            .chain(["--help"])
+            .collect();
+        tilus(&sub).go().assert_code(0);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn run_on_a_gpu_checks_against_cublas() {
+    for kernel in [V0, V1] {
+        tilus(&["run", kernel])
+            .with_gpu()
+            .go()
+            .assert_code(0)
+            .assert_stdout("at 256x256x256, on ")
+            .assert_stdout("check against cuBLAS: PASS");
+        tilus(&["run", kernel, "--size", "130x136x80", "--set", "block_k=32"])
+            .with_gpu()
+            .go()
+            .assert_code(0)
+            .assert_stdout("check against cuBLAS: PASS");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bench_and_soak_run_the_registrys_matmul_versions() {
+    tilus(&[
+        "bench",
+        "matmul",
+        "--versions",
+        "v0,v1",
+        "--fixed",
+        "--sizes",
+        "256x256x256,200x136x72",
+        "--warmup",
+        "0",
+        "--rounds",
+        "1",
+    ])
+    .with_gpu()
+    .go()
+    .assert_code(0)
+    .assert_stdout("v0 config: block_m=64 block_n=128 block_k=64")
+    .assert_stdout("v1 config: block_m=128 block_n=128 block_k=64")
+    .assert_stdout("check   v0 [block_m=64 block_n=128 block_k=64] 256x256x256: PASS")
+    .assert_stdout("latency (ms)");
+    tilus(&["soak", "--launches", "6", "--max", "512", "--pool", "2"])
+        .with_gpu()
+        .go()
+        .assert_code(0)
+        .assert_stdout("compiled 2 specializations of v0 and v1")
+        .assert_stdout("v0: 3 launches, 0 mismatches, 0 NaN/inf")
+        .assert_stdout("v1: 3 launches, 0 mismatches, 0 NaN/inf");
+}

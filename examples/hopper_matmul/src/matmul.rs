@@ -1,0 +1,130 @@
+//! The matmul workload: `C = A · Bᵀ` with A `[m, k]`, B `[n, k]`, C `[m, n]` in f16, the
+//! arguments `(m, n, k, a, b, c)` every kernel of the series takes; inputs drawn as the seed
+//! draws them, the f64 CPU reference on the host and cuBLAS on the device.
+
+use crate::alloc;
+use crate::harness::{self, Check, Cublas, Problem, Rng};
+use crate::size::Size;
+use crate::workload::{DeviceCase, HostCase, Workload};
+use crate::Result;
+use half::f16;
+use std::sync::Arc;
+use tilus::cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use tilus::interp::InterpValue;
+use tilus::lang::HostValue;
+
+/// The dimensions of a matmul's size.
+pub const DIMS: &[&str] = &["m", "n", "k"];
+
+/// The matmul workload (see the module documentation).
+pub struct Matmul;
+
+/// The one instance the registry points at.
+pub static MATMUL: Matmul = Matmul;
+
+/// The matmul's compile-time constants: `n` and `k` (`m` is a runtime argument).
+pub fn consts(size: &Size) -> Vec<i64> {
+    size.values().iter().skip(1).map(|&v| v as i64).collect()
+}
+
+struct OnHost {
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Vec<f16>,
+    b: Vec<f16>,
+    c: Vec<f16>,
+}
+
+impl HostCase for OnHost {
+    fn args(&mut self) -> Vec<InterpValue<'_>> {
+        vec![
+            InterpValue::Int(self.m as i64),
+            InterpValue::Int(self.n as i64),
+            InterpValue::Int(self.k as i64),
+            InterpValue::buffer(&self.a),
+            InterpValue::buffer(&self.b),
+            InterpValue::buffer_mut(&mut self.c),
+        ]
+    }
+
+    fn check(&self) -> Result<Check> {
+        let expect = harness::try_cpu_reference(&self.a, &self.b, self.m, self.n, self.k)?;
+        Ok(harness::compare(&self.c, &expect))
+    }
+}
+
+struct OnDevice {
+    p: Problem,
+    blas: Cublas,
+}
+
+fn ptr(s: &CudaSlice<f16>, stream: &Arc<CudaStream>) -> HostValue {
+    let (ptr, _sync) = s.device_ptr(stream);
+    HostValue::Ptr {
+        ptr,
+        bytes: s.num_bytes(),
+    }
+}
+
+impl DeviceCase for OnDevice {
+    fn args(&mut self, stream: &Arc<CudaStream>) -> Vec<HostValue> {
+        let p = &self.p;
+        vec![
+            HostValue::Int(p.m as i64),
+            HostValue::Int(p.n as i64),
+            HostValue::Int(p.k as i64),
+            ptr(&p.a, stream),
+            ptr(&p.b, stream),
+            ptr(&p.c, stream),
+        ]
+    }
+
+    fn reference(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
+        Ok(self.blas.matmul(stream, &self.p, true)?)
+    }
+
+    fn check(&self, stream: &Arc<CudaStream>) -> Result<Check> {
+        harness::check(stream, &self.p)
+    }
+}
+
+impl Workload for Matmul {
+    fn dims(&self) -> &'static [&'static str] {
+        DIMS
+    }
+
+    fn host_case(&self, size: &Size, seed: u64) -> Result<Box<dyn HostCase>> {
+        let [m, n, k] = size.dims()?;
+        let what = format!("a {size} matmul on the host");
+        // A, B, C, then the reference: B in f64 and its own C
+        let (mk, nk, mn) = (
+            alloc::elements(&what, &[m, k])?,
+            alloc::elements(&what, &[n, k])?,
+            alloc::elements(&what, &[m, n])?,
+        );
+        let needed = 2 * (mk as u128 + nk as u128 + 2 * mn as u128) + 8 * nk as u128;
+        alloc::ensure(&what, needed)?;
+        let mut rng = Rng::new(seed);
+        let a = harness::try_seed_inputs(&what, mk, k, &mut rng)?;
+        let b = harness::try_seed_inputs(&what, nk, k, &mut rng)?;
+        let c = alloc::try_vec(&what, mn, f16::NAN)?;
+        Ok(Box::new(OnHost { m, n, k, a, b, c }))
+    }
+
+    fn device_case(
+        &self,
+        stream: &Arc<CudaStream>,
+        size: &Size,
+        seed: u64,
+    ) -> Result<Box<dyn DeviceCase>> {
+        let [m, n, k] = size.dims()?;
+        let blas = Cublas::new(stream)?;
+        let p = Problem::new(stream, m, n, k, seed)?;
+        Ok(Box::new(OnDevice { p, blas }))
+    }
+
+    fn device_reference(&self) -> &'static str {
+        "cuBLAS"
+    }
+}

@@ -1,0 +1,29 @@
+//! Helpers for the series' tests.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// Points the compile cache (`TILUS_CACHE_DIR`) of this test process at a directory of its
+/// own, `dir/tilus-cache` (tests pass `env!("CARGO_TARGET_TMPDIR")`), so that tests never
+/// write into the user's cache. Call it first in every test that compiles; the first call
+/// sets the variable, before any thread of the process has read it, and later calls wait for
+/// it and return the same directory.
+pub fn use_test_cache(dir: &str) -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = PathBuf::from(dir).join("tilus-cache");
+        // a directory that cannot be made shows up as the cache's own warning later
+        let _ = std::fs::create_dir_all(&d);
+        std::env::set_var("TILUS_CACHE_DIR", &d);
+        d
+    })
+}
+
+/// [`use_test_cache`] with the calling test crate's `CARGO_TARGET_TMPDIR`: the first line of
+/// every test that compiles, `hopper_matmul::test_cache!();`.
+#[macro_export]
+macro_rules! test_cache {
+    () => {
+        $crate::testing::use_test_cache(env!("CARGO_TARGET_TMPDIR"))
+    };
+}

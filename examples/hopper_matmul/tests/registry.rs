@@ -1,0 +1,67 @@
+//! Every entry of the registry runs through its workload: on the interpreter here, on the GPU
+//! where there is one.
+
+use hopper_matmul::registry::entries;
+use hopper_matmul::size::Size;
+
+/// A size of the entry's dimensions small enough for one block of every configuration.
+fn small(dims: &'static [&'static str]) -> Size {
+    let values: Vec<i64> = dims.iter().map(|_| 64).collect();
+    Size::new(dims, &values).expect("a valid size")
+}
+
+#[test]
+fn every_entry_runs_on_the_interpreter_and_passes_its_check() {
+    hopper_matmul::test_cache!();
+    for e in entries() {
+        let script = (e.configure)(&[]).unwrap();
+        let size = small(e.workload.dims());
+        let r = e
+            .interpret(
+                script.as_ref(),
+                &size,
+                3,
+                &tilus::interp::Options::default(),
+            )
+            .unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        assert!(r.check.passed(), "{}: {:?}", e.name, r.check);
+        assert!(r.interp.is_some_and(|i| i.blocks > 0));
+    }
+}
+
+#[test]
+fn a_size_too_large_for_the_host_is_an_error_not_an_abort() {
+    hopper_matmul::test_cache!();
+    for e in entries() {
+        let script = (e.configure)(&[]).unwrap();
+        let values: Vec<i64> = e.workload.dims().iter().map(|_| 2147483640).collect();
+        let size = Size::new(e.workload.dims(), &values).unwrap();
+        match e.interpret(
+            script.as_ref(),
+            &size,
+            3,
+            &tilus::interp::Options::default(),
+        ) {
+            Err(hopper_matmul::Error::Memory(m)) => {
+                assert!(m.to_string().contains("host memory"), "{m}")
+            }
+            other => panic!("{}: expected a memory error, got {other:?}", e.name),
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_entry_runs_on_the_gpu_and_passes_its_check() {
+    hopper_matmul::test_cache!();
+    let device = tilus::runtime::Device::open(0).expect("a Hopper GPU");
+    for e in entries() {
+        let script = (e.configure)(&[]).unwrap();
+        for size in [small(e.workload.dims()), e.size(None, e.run_size).unwrap()] {
+            let r = e
+                .run_on_gpu(script.as_ref(), &size, 5, &device)
+                .unwrap_or_else(|err| panic!("{} at {size}: {err}", e.name));
+            assert!(r.check.passed(), "{} at {size}: {:?}", e.name, r.check);
+        }
+    }
+}
