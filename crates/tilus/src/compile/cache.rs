@@ -211,7 +211,10 @@ pub fn clean() -> std::io::Result<u64> {
 fn warn_unwritable(dir: &Path, e: &std::io::Error) {
     static WARNED: OnceLock<()> = OnceLock::new();
     WARNED.get_or_init(|| {
-        eprintln!(
+        use std::io::Write;
+        // a closed stderr is no reason to fail: the warning is only advice
+        let _ = writeln!(
+            std::io::stderr(),
             "tilus: warning: cannot write the cache at {} ({e}); compiled kernels are kept in memory only. \
              Set TILUS_CACHE_DIR to a writable directory.",
             dir.display()

@@ -37,10 +37,16 @@ macro_rules! copy_handle {
 copy_handle!(GlobalTensor, SharedTensor, RegisterTensor);
 
 impl<T> SharedTensor<T> {
-    /// Size of the tile in bytes (a compile-time number).
+    /// Size of the tile in bytes (a compile-time number). Tiles larger than
+    /// [`SharedTensor::NBYTES_CAP`] report the cap (no such tile fits in shared memory, and
+    /// the verifier says so), so that sums of byte counts in scripts cannot overflow.
     pub fn nbytes(&self) -> i32 {
         self.nbytes
     }
+
+    /// The largest byte count [`SharedTensor::nbytes`] reports: 16 MiB, far beyond the 227 KB
+    /// of shared memory a block can have, small enough that 127 of them add up within `i32`.
+    pub const NBYTES_CAP: i32 = 1 << 24;
 
     /// The transposed view: swaps the two dimensions without moving data. Tensor-core
     /// instructions take K-major `[N, K]` tiles this way as their `[K, N]` operand.
@@ -144,7 +150,8 @@ impl Kernel {
             offset: None,
             loc,
         };
-        let nbytes = i32::try_from(decl.nbytes()).unwrap_or(i32::MAX);
+        let cap = SharedTensor::<T>::NBYTES_CAP;
+        let nbytes = i32::try_from(decl.nbytes()).unwrap_or(cap).min(cap);
         self.prog.shareds.push(decl);
         self.push(
             StmtKind::Inst(Inst::Memory(MemoryInst::AllocShared(id))),
