@@ -46,10 +46,13 @@ pub mod lang;
 pub mod layout;
 pub mod passes;
 pub mod runtime;
-pub mod tune;
 
 pub use error::{Diagnostic, Error, Result};
-pub use jit::{arg_names, build, emit, Jit};
+pub use jit::tune;
+pub use jit::{
+    build, emit, interpret, interpret_with, InterpArg, InterpArgList, InterpArgs, Interpreter, Jit,
+};
+pub use lang::arg_names;
 pub use lang::{trace, Script};
 pub use tilus_macros::script;
 /// `#[derive(Tunable)]`: a script's autotuning search space from `#[tune(...)]` attributes on

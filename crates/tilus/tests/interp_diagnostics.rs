@@ -16,9 +16,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
-use tilus::interp::{Fault, InterpArgList, InterpValue};
+use tilus::interp::{Fault, InterpValue};
 use tilus::lang::ArgList;
 use tilus::prelude::*;
+use tilus::InterpArgList;
 use tilus::{Diagnostic, Error};
 
 thread_local! {
@@ -69,10 +70,10 @@ impl<A: ArgList + 'static> Script for Body<A> {
 /// Interprets `body` with `args`.
 fn interpret<A: InterpArgList + 'static>(
     body: fn(&mut Kernel, Handles<A>),
-    args: tilus::interp::InterpArgs<'_, A>,
+    args: tilus::InterpArgs<'_, A>,
 ) -> tilus::Result<tilus::interp::Report> {
     LINES.with(|l| l.borrow_mut().clear());
-    tilus::interp::run(&Body::<A>(body), args)
+    tilus::interpret(&Body::<A>(body), args)
 }
 
 /// The fault and diagnostics of a run that must fail.
@@ -301,7 +302,7 @@ fn f32_tile_copies_are_exact_at_odd_shapes() {
     ] {
         let data: Vec<f32> = (0..m * n).map(|i| (i as f32).sin()).collect();
         let mut out = vec![f32::NAN; m * n];
-        tilus::interp::run(
+        tilus::interpret(
             &TileCopy { rows, cols },
             (m as i32, n as i32, &data, &mut out),
         )
@@ -339,7 +340,7 @@ impl Script for Groups {
 #[test]
 fn nested_groups_store_their_own_rows_and_arrive() {
     let mut out = vec![f32::NAN; 512];
-    let rep = tilus::interp::run(&Groups, (&mut out[..],)).unwrap();
+    let rep = tilus::interpret(&Groups, (&mut out[..],)).unwrap();
     assert!(out[..256].iter().all(|&x| x == 1.0), "{:?}", &out[..8]);
     assert!(out[256..].iter().all(|&x| x == 2.0), "{:?}", &out[256..264]);
     assert!(rep.max_tasks >= 2, "{rep:?}");
@@ -399,7 +400,7 @@ fn a_warp_specialized_pipeline_streams_every_tile() {
     for rows in [32usize, 96, 80] {
         let src = f16s(rows * 64);
         let mut dst = vec![f16::NAN; rows * 64];
-        let rep = tilus::interp::run(&Pipeline, (rows as i32, &src, &mut dst)).unwrap();
+        let rep = tilus::interpret(&Pipeline, (rows as i32, &src, &mut dst)).unwrap();
         assert_eq!(dst, src, "{rows} rows");
         assert_eq!(rep.tma_copies as usize, 2 * rows.div_ceil(32));
         assert!(
@@ -482,7 +483,7 @@ fn run_wgmma(script: &WgmmaTile) -> tilus::Result<Vec<f32>> {
     LINES.with(|l| l.borrow_mut().clear());
     let (a, b) = wgmma_inputs();
     let mut c = vec![f32::NAN; 64 * 64];
-    tilus::interp::run(script, (&a[..], &b[..], &mut c[..]))?;
+    tilus::interpret(script, (&a[..], &b[..], &mut c[..]))?;
     Ok(c)
 }
 
@@ -987,7 +988,7 @@ fn an_f16_accumulator_is_exact_on_small_integers_and_widens_exactly() {
     // partial sums stay below 8 in steps of 1/256: exact in f16
     let (a, b) = wgmma_inputs();
     let mut c = vec![f32::NAN; 64 * 64];
-    tilus::interp::run(&WgmmaF16Acc, (&a[..], &b[..], &mut c[..])).unwrap();
+    tilus::interpret(&WgmmaF16Acc, (&a[..], &b[..], &mut c[..])).unwrap();
     for i in 0..64 {
         for j in 0..64 {
             let want: f32 = (0..64)

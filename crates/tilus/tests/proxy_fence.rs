@@ -93,7 +93,7 @@ fn a_wgmma_reading_unfenced_stores_is_a_diagnostic() {
 fn the_interpreter_catches_a_fence_run_by_the_wrong_threads() {
     let b = inputs();
     let mut c = vec![f32::NAN; 64 * 64];
-    let err = tilus::interp::run(&OnesTimesB { fence: 2 }, (&b[..], &mut c[..])).unwrap_err();
+    let err = tilus::interpret(&OnesTimesB { fence: 2 }, (&b[..], &mut c[..])).unwrap_err();
     let text = err.to_string();
     assert!(
         text.contains("fence_proxy_async") && text.contains("proxy_fence.rs"),
@@ -105,7 +105,7 @@ fn the_interpreter_catches_a_fence_run_by_the_wrong_threads() {
 fn with_the_fence_the_interpreter_computes_the_product() {
     let b = inputs();
     let mut c = vec![f32::NAN; 64 * 64];
-    tilus::interp::run(&OnesTimesB { fence: 1 }, (&b[..], &mut c[..])).unwrap();
+    tilus::interpret(&OnesTimesB { fence: 1 }, (&b[..], &mut c[..])).unwrap();
     let want = expected(&b);
     for (i, (x, y)) in c.iter().zip(&want).enumerate() {
         assert!((x - y).abs() <= 1e-4, "{i}: {x} vs {y}");

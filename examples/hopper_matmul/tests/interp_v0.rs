@@ -13,7 +13,7 @@ fn interpret(config: &MatmulTma, m: usize, n: usize, k: usize, seed: u64) -> (Ve
     let a = harness::seed_inputs(m * k, k, &mut rng);
     let b = harness::seed_inputs(n * k, k, &mut rng);
     let mut c = vec![f16::NAN; m * n];
-    let report = tilus::interp::run(
+    let report = tilus::interpret(
         config,
         (m as i32, n as i32, k as i32, &a[..], &b[..], &mut c[..]),
     )
@@ -70,7 +70,7 @@ fn blocks_run_one_after_another_give_the_same_bits() {
     let b = harness::seed_inputs(n * k, k, &mut rng);
     let mut par = vec![f16::NAN; m * n];
     let mut seq = vec![f16::NAN; m * n];
-    tilus::interp::run(
+    tilus::interpret(
         &config,
         (m as i32, n as i32, k as i32, &a[..], &b[..], &mut par[..]),
     )
@@ -79,7 +79,7 @@ fn blocks_run_one_after_another_give_the_same_bits() {
         parallel: false,
         batch: 1,
     };
-    tilus::interp::run_with(
+    tilus::interpret_with(
         &config,
         (m as i32, n as i32, k as i32, &a[..], &b[..], &mut seq[..]),
         &opts,
@@ -94,7 +94,7 @@ fn blocks_run_one_after_another_give_the_same_bits() {
 #[test]
 fn an_interpreter_bound_script_reuses_its_plan_and_rejects_bad_arguments() {
     hopper_matmul::test_cache!();
-    let interp = tilus::interp::Interpreter::new(MatmulTma::default());
+    let interp = tilus::Interpreter::new(MatmulTma::default());
     let (m, n, k) = (64usize, 128usize, 64usize);
     let mut rng = Rng::new(8);
     let a = harness::seed_inputs(m * k, k, &mut rng);
@@ -197,7 +197,7 @@ fn an_empty_problem_runs_nothing_as_on_the_gpu() {
     hopper_matmul::test_cache!();
     let (n, k) = (128usize, 64usize);
     let b = vec![f16::ZERO; n * k];
-    let report = tilus::interp::run(
+    let report = tilus::interpret(
         &MatmulTma::default(),
         (0, n as i32, k as i32, &[][..], &b[..], &mut [][..]),
     )

@@ -17,7 +17,7 @@ fn inputs(m: usize, n: usize, k: usize, seed: u64) -> (Vec<f16>, Vec<f16>) {
 fn check(config: MatmulWgmma, m: usize, n: usize, k: usize, seed: u64) {
     let (a, b) = inputs(m, n, k, seed);
     let mut c = vec![f16::NAN; m * n];
-    tilus::interp::run(
+    tilus::interpret(
         &config,
         (m as i32, n as i32, k as i32, &a[..], &b[..], &mut c[..]),
     )

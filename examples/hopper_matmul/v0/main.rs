@@ -153,7 +153,7 @@ fn interpret(config: &MatmulTma) -> bool {
     let mut c = vec![half::f16::NAN; m * n];
     let t = std::time::Instant::now();
     let args = (m as i32, n as i32, k as i32, &a[..], &b[..], &mut c[..]);
-    match tilus::interp::run(config, args) {
+    match tilus::interpret(config, args) {
         Ok(_) => {
             let secs = t.elapsed().as_secs_f64();
             let check = compare(&c, &cpu_reference(&a, &b, m, n, k));

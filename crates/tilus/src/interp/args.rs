@@ -1,13 +1,9 @@
-//! Host-side arguments for the interpreter: the parallel of [`crate::lang::ArgList::host_values`]
-//! for host slices instead of device buffers.
-//!
-//! A script's `Args` tuple maps to a tuple of host values: `i32`/`u32` scalars and `Const`
-//! values stay integers, `Ptr<T>` becomes `&[T]` and `PtrMut<T>` becomes `&mut [T]`. The
-//! interpreter reads buffers as bytes (TMA copies bytes) and writes outputs back through the
-//! mutable slices when the launch is done.
+//! Host-side argument values for the interpreter: integers and host slices viewed as bytes.
+//! The interpreter reads buffers as bytes (TMA copies bytes) and writes outputs back through
+//! the mutable slices when the launch is done. (How a script's typed argument tuple becomes
+//! these values is the composition's business: `jit/interpret_args.rs`.)
 
 use crate::ir::DType;
-use crate::lang::{Arg, ArgList, Const, Element, Ptr, PtrMut};
 
 mod sealed {
     pub trait Sealed {}
@@ -20,13 +16,26 @@ mod sealed {
 
 /// An element type whose host slices the interpreter may view as plain bytes: no padding, and
 /// every bit pattern is a valid value. Sealed: implemented for `f16`, `bf16`, `f32`, `i32` and
-/// `u32`, the types [`Element`] has; a user's own `Element` type could not promise this.
-pub trait Pod: Element + sealed::Sealed {}
-impl Pod for half::f16 {}
-impl Pod for half::bf16 {}
-impl Pod for f32 {}
-impl Pod for i32 {}
-impl Pod for u32 {}
+/// `u32`, the element types of the language; a user's own type could not promise this.
+pub trait Pod: Copy + sealed::Sealed {
+    /// The element type.
+    const DTYPE: DType;
+}
+impl Pod for half::f16 {
+    const DTYPE: DType = DType::F16;
+}
+impl Pod for half::bf16 {
+    const DTYPE: DType = DType::BF16;
+}
+impl Pod for f32 {
+    const DTYPE: DType = DType::F32;
+}
+impl Pod for i32 {
+    const DTYPE: DType = DType::I32;
+}
+impl Pod for u32 {
+    const DTYPE: DType = DType::U32;
+}
 
 /// A read-only host buffer: its element type and its bytes (native byte order).
 #[derive(Clone, Copy, Debug)]
@@ -114,8 +123,7 @@ impl<'a> HostBufferMut<'a> {
     }
 }
 
-/// One argument value for the interpreter, after extraction from the typed tuple (the parallel
-/// of [`crate::lang::HostValue`]).
+/// One argument value for the interpreter (the parallel of [`crate::ir::HostValue`]).
 #[derive(Debug)]
 pub enum InterpValue<'a> {
     /// A scalar (runtime or constant).
@@ -145,82 +153,3 @@ impl<'a> InterpValue<'a> {
         }
     }
 }
-
-/// An argument kind the interpreter can take from the host: the parallel of [`Arg::Host`].
-pub trait InterpArg: Arg {
-    /// What the host passes to the interpreter: an integer or a host slice.
-    type Value<'a>;
-    /// The untyped value.
-    fn value<'s>(v: &'s mut Self::Value<'_>) -> InterpValue<'s>;
-}
-
-macro_rules! scalar_interp {
-    ($t:ty) => {
-        impl InterpArg for $t {
-            type Value<'a> = $t;
-            fn value<'s>(v: &'s mut $t) -> InterpValue<'s> {
-                InterpValue::Int(*v as i64)
-            }
-        }
-        impl InterpArg for Const<$t> {
-            type Value<'a> = $t;
-            fn value<'s>(v: &'s mut $t) -> InterpValue<'s> {
-                InterpValue::Int(*v as i64)
-            }
-        }
-    };
-}
-
-scalar_interp!(i32);
-scalar_interp!(u32);
-
-impl<T: Pod> InterpArg for Ptr<T> {
-    type Value<'a> = &'a [T];
-    fn value<'s>(v: &'s mut &[T]) -> InterpValue<'s> {
-        InterpValue::buffer(v)
-    }
-}
-
-impl<T: Pod> InterpArg for PtrMut<T> {
-    type Value<'a> = &'a mut [T];
-    fn value<'s>(v: &'s mut &mut [T]) -> InterpValue<'s> {
-        InterpValue::buffer_mut(v)
-    }
-}
-
-/// A script's argument list as the interpreter takes it: the parallel of
-/// [`ArgList::host_values`], implemented for every tuple of [`InterpArg`]s.
-pub trait InterpArgList: ArgList {
-    /// The host's values, as a tuple: integers and host slices.
-    type Values<'a>;
-    /// Every value, in order.
-    fn values<'s>(v: &'s mut Self::Values<'_>) -> Vec<InterpValue<'s>>;
-}
-
-/// The values the host passes to the interpreter for a script with arguments `A`, e.g.
-/// `(i32, i32, i32, &[f16], &[f16], &mut [f16])` for v0.
-pub type InterpArgs<'a, A> = <A as InterpArgList>::Values<'a>;
-
-macro_rules! tuple_interp {
-    ($($name:ident $idx:tt),+) => {
-        impl<$($name: InterpArg),+> InterpArgList for ($($name,)+) {
-            type Values<'a> = ($($name::Value<'a>,)+);
-            fn values<'s>(v: &'s mut Self::Values<'_>) -> Vec<InterpValue<'s>> {
-                vec![$($name::value(&mut v.$idx)),+]
-            }
-        }
-    };
-}
-
-tuple_interp!(A 0);
-tuple_interp!(A 0, B 1);
-tuple_interp!(A 0, B 1, C 2);
-tuple_interp!(A 0, B 1, C 2, D 3);
-tuple_interp!(A 0, B 1, C 2, D 3, E 4);
-tuple_interp!(A 0, B 1, C 2, D 3, E 4, F 5);
-tuple_interp!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
-tuple_interp!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
-tuple_interp!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
-tuple_interp!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
-tuple_interp!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
-tuple_interp!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);

@@ -22,7 +22,7 @@
 //! }
 //!
 //! let mut out = vec![0.0f32; 100];
-//! tilus::interp::run(&Fill { block: 32 }, (100, &mut out[..])).unwrap();
+//! tilus::interpret(&Fill { block: 32 }, (100, &mut out[..])).unwrap();
 //! assert!(out.iter().all(|&x| x == 1.0));
 //! ```
 //!
@@ -73,15 +73,12 @@ mod tma;
 mod wgmma;
 
 pub use crate::error::Fault;
-pub use args::{HostBuffer, HostBufferMut, InterpArg, InterpArgList, InterpArgs, InterpValue, Pod};
+pub use args::{HostBuffer, HostBufferMut, InterpValue, Pod};
 
 use crate::ir::{KernelParam, LaunchPlan, ParamKind, Program};
-use crate::lang::ArgList;
-use crate::{Error, Result, Script};
+use crate::{Error, Result};
 use rayon::prelude::*;
 use state::{Block, GlobalBuf, Prepared};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
 /// How to run.
 #[derive(Clone, Debug)]
@@ -144,115 +141,6 @@ impl Backend {
                 }),
             },
         }
-    }
-}
-
-/// Traces, checks and plans a script for the arguments' constant values, then interprets it.
-/// The arguments are the script's `Args` with host slices for buffers: `&[T]` for `Ptr<T>`,
-/// `&mut [T]` for `PtrMut<T>` (outputs are written back into them).
-pub fn run<S: Script>(script: &S, args: InterpArgs<'_, S::Args>) -> Result<Report>
-where
-    S::Args: InterpArgList,
-{
-    run_with(script, args, &Options::default())
-}
-
-/// [`run`] with options.
-pub fn run_with<S: Script>(
-    script: &S,
-    mut args: InterpArgs<'_, S::Args>,
-    opts: &Options,
-) -> Result<Report>
-where
-    S::Args: InterpArgList,
-{
-    let mut values = <S::Args as InterpArgList>::values(&mut args);
-    let consts = const_values::<S::Args>(&values);
-    let program = crate::lang::trace(script, &consts)?;
-    let (program, plan) = crate::passes::compile_program(program)?;
-    run_program(&program, &plan, &mut values, opts)
-}
-
-fn const_values<A: ArgList>(values: &[InterpValue<'_>]) -> Vec<i64> {
-    A::const_positions()
-        .into_iter()
-        .map(|i| values.get(i).and_then(|v| v.as_int()).unwrap_or(0))
-        .collect()
-}
-
-/// A planned program and its launch plan, shared between runs.
-type Planned = Arc<(Program, LaunchPlan)>;
-
-/// A script bound to the interpreter, planned once for each new set of constant values (the
-/// parallel of [`crate::Jit`], which needs a GPU).
-pub struct Interpreter<S: Script> {
-    script: S,
-    options: Options,
-    programs: Mutex<HashMap<Vec<i64>, Planned>>,
-}
-
-impl<S: Script> Interpreter<S> {
-    /// Binds a script (its hyperparameters fixed) to the interpreter.
-    pub fn new(script: S) -> Interpreter<S> {
-        Interpreter {
-            script,
-            options: Options::default(),
-            programs: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// The same, with options.
-    pub fn with_options(script: S, options: Options) -> Interpreter<S> {
-        Interpreter {
-            options,
-            ..Interpreter::new(script)
-        }
-    }
-
-    /// The script.
-    pub fn script(&self) -> &S {
-        &self.script
-    }
-
-    /// The planned program and launch plan for these constant values.
-    pub fn specialize(&self, consts: &[i64]) -> Result<Arc<(Program, LaunchPlan)>> {
-        if let Some(p) = self
-            .programs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(consts)
-        {
-            return Ok(p.clone());
-        }
-        let program = crate::lang::trace(&self.script, consts)?;
-        let planned = Arc::new(crate::passes::compile_program(program)?);
-        self.programs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(consts.to_vec(), planned.clone());
-        Ok(planned)
-    }
-
-    /// Runs the script on host buffers (see [`run`]).
-    pub fn run(&self, mut args: InterpArgs<'_, S::Args>) -> Result<Report>
-    where
-        S::Args: InterpArgList,
-    {
-        let mut values = <S::Args as InterpArgList>::values(&mut args);
-        let consts = const_values::<S::Args>(&values);
-        let planned = self.specialize(&consts)?;
-        run_program(&planned.0, &planned.1, &mut values, &self.options)
-    }
-}
-
-impl<S: Script> crate::Jit<S> {
-    /// Runs this Jit's script with the interpreter instead of the GPU, on host buffers (see
-    /// [`run`]): the same script, checked on the CPU, e.g. when `TILUS_BACKEND=interp`.
-    pub fn interpret(&self, args: InterpArgs<'_, S::Args>) -> Result<Report>
-    where
-        S::Args: InterpArgList,
-    {
-        run(self.script(), args)
     }
 }
 

@@ -9,6 +9,30 @@ use crate::layout::Swizzle;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TensorMapId(pub u32);
 
+/// A host-side argument value, after extraction from the typed tuple.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostValue {
+    /// A scalar (runtime or constant).
+    Int(i64),
+    /// A device buffer: address and size in bytes.
+    Ptr {
+        /// Device address.
+        ptr: u64,
+        /// Size of the buffer in bytes.
+        bytes: usize,
+    },
+}
+
+impl HostValue {
+    /// The integer value, for scalars.
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            HostValue::Int(v) => Some(*v),
+            HostValue::Ptr { .. } => None,
+        }
+    }
+}
+
 /// A TMA tensor map the host encodes at launch and passes as a `__grid_constant__` parameter.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TensorMapSpec {

@@ -8,7 +8,7 @@
 //!   [`PtrVal<T>`]; the host passes `&CudaSlice<T>` / `&mut CudaSlice<T>`.
 
 use super::{Element, Kernel, Val};
-use crate::ir::{DType, ParamKind};
+use crate::ir::{DType, HostValue, ParamKind};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use std::marker::PhantomData;
 
@@ -31,20 +31,6 @@ impl<T> Clone for PtrVal<T> {
     }
 }
 impl<T> Copy for PtrVal<T> {}
-
-/// A host-side argument value, after extraction from the typed tuple.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HostValue {
-    /// A scalar (runtime or constant).
-    Int(i64),
-    /// A device buffer: address and size in bytes.
-    Ptr {
-        /// Device address.
-        ptr: u64,
-        /// Size of the buffer in bytes.
-        bytes: usize,
-    },
-}
 
 /// One argument kind of a script.
 pub trait Arg {
@@ -171,6 +157,15 @@ pub trait ArgList {
     fn declare(k: &mut Kernel, names: &[String], consts: &[i64]) -> Self::Handles;
     /// Reads every host value, in order.
     fn host_values(h: &Self::Host<'_>, stream: &CudaStream) -> Vec<HostValue>;
+
+    /// The values of the compile-time constants, in order, given the value of the argument at
+    /// each position (0 where it has none): what selects a specialization.
+    fn const_values(value: impl Fn(usize) -> Option<i64>) -> Vec<i64> {
+        Self::const_positions()
+            .into_iter()
+            .map(|i| value(i).unwrap_or(0))
+            .collect()
+    }
 }
 
 /// The handles the body of a script with arguments `A` receives.

@@ -15,7 +15,8 @@ mod tensors;
 mod tma;
 mod wgmma;
 
-pub use args::{Arg, ArgList, Const, Handles, HostArgs, HostValue, Ptr, PtrMut, PtrVal};
+pub use crate::ir::HostValue;
+pub use args::{Arg, ArgList, Const, Handles, HostArgs, Ptr, PtrMut, PtrVal};
 pub use element::Element;
 pub use kernel::{BlockIdx, Kernel};
 pub use mbarrier::{Barrier, Barriers, Mbarrier};
@@ -27,6 +28,20 @@ pub use wgmma::{Wgmma, WgmmaOperand};
 
 use crate::ir::Program;
 use crate::{Error, Result};
+
+/// The argument names of a script, as the generated code and error messages use them (the
+/// script's own, else `arg0`, `arg1`, ...).
+pub fn arg_names<S: Script>() -> Vec<String> {
+    let given = S::arg_names();
+    (0..<S::Args as ArgList>::LEN)
+        .map(|i| {
+            given
+                .get(i)
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| format!("arg{i}"))
+        })
+        .collect()
+}
 
 /// Traces a script into an (unchecked) program. `consts` holds the values of the script's
 /// `Const` arguments, in order.
@@ -42,15 +57,7 @@ pub fn trace<S: Script>(script: &S, consts: &[i64]) -> Result<Program> {
             ),
         });
     }
-    let given = S::arg_names();
-    let names: Vec<String> = (0..<S::Args as ArgList>::LEN)
-        .map(|i| {
-            given
-                .get(i)
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| format!("arg{i}"))
-        })
-        .collect();
+    let names = arg_names::<S>();
     let mut k = Kernel::new(script.name());
     let handles = <S::Args as ArgList>::declare(&mut k, &names, consts);
     script.body(&mut k, handles);

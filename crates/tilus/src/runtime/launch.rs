@@ -4,8 +4,7 @@
 use super::device::driver_err;
 use super::{tensor_map, Device};
 use crate::compile::CompiledProgram;
-use crate::ir::{KernelParam, LaunchPlan};
-use crate::lang::HostValue;
+use crate::ir::{HostValue, KernelParam, LaunchPlan};
 use crate::{Error, Result};
 use cudarc::driver::sys::CUfunction_attribute_enum as Attr;
 use cudarc::driver::{CudaFunction, CudaModule, CudaStream};

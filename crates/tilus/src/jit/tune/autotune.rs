@@ -7,7 +7,8 @@ use super::bench::BenchScratch;
 use super::table::{self, CandidateRecord, TableEntry, TableLock};
 use super::{bucket, Binding, Space, Tunable};
 use crate::compile::CompiledProgram;
-use crate::lang::{ArgList, HostArgs, HostValue};
+use crate::ir::HostValue;
+use crate::lang::{ArgList, HostArgs};
 use crate::runtime::{Device, LoadedKernel};
 use crate::{Error, Result};
 use cudarc::driver::CudaStream;
@@ -159,10 +160,7 @@ impl<S: Tunable> Autotuned<S> {
 
     /// The decision for these argument values (tuning if needed), without launching.
     pub fn choose(&self, stream: &Arc<CudaStream>, values: &[HostValue]) -> Result<Arc<Chosen<S>>> {
-        let int = |i: &usize| match values[*i] {
-            HostValue::Int(v) => v,
-            HostValue::Ptr { .. } => 0,
-        };
+        let int = |i: &usize| values[*i].as_int().unwrap_or(0);
         // The in-memory key (constants, then buckets) on the stack: no allocation per launch.
         let (cpos, spos) = &self.key_positions;
         let mut key_buf = [0i64; 16];

@@ -1,40 +1,13 @@
-//! Scripts, end to end: trace, check, plan, compile (or hit the cache), load and launch.
-//! One specialization per set of compile-time constant values.
+//! A script bound to a GPU: traced, planned and compiled on first use of each set of
+//! compile-time constant values, then launched with arguments checked first.
 
-use crate::compile::{self, CompiledProgram};
-use crate::lang::{ArgList, HostArgs, HostValue};
+use super::build;
+use crate::lang::{arg_names, ArgList, HostArgs};
 use crate::runtime::{Device, LoadedKernel};
 use crate::{Result, Script};
 use cudarc::driver::CudaStream;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-
-/// Traces, checks and compiles a script for the given constant values. Needs NVRTC but no GPU.
-pub fn build<S: Script>(script: &S, consts: &[i64]) -> Result<CompiledProgram> {
-    let program = crate::lang::trace(script, consts)?;
-    let (program, plan) = crate::passes::compile_program(program)?;
-    compile::compile(&program, &plan)
-}
-
-/// The CUDA source a script generates for the given constant values (no NVRTC, no GPU).
-pub fn emit<S: Script>(script: &S, consts: &[i64]) -> Result<String> {
-    let program = crate::lang::trace(script, consts)?;
-    let (program, plan) = crate::passes::compile_program(program)?;
-    Ok(crate::codegen::emit_cuda(&program, &plan))
-}
-
-/// The argument names of a script, as the generated code and error messages use them.
-pub fn arg_names<S: Script>() -> Vec<String> {
-    let given = S::arg_names();
-    (0..<S::Args as ArgList>::LEN)
-        .map(|i| {
-            given
-                .get(i)
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| format!("arg{i}"))
-        })
-        .collect()
-}
 
 /// A script bound to a device, compiled on first use for each new set of constant values.
 pub struct Jit<S: Script> {
@@ -85,13 +58,7 @@ impl<S: Script> Jit<S> {
     /// anything is launched.
     pub fn launch(&self, stream: &CudaStream, args: HostArgs<'_, S::Args>) -> Result<()> {
         let values = <S::Args as ArgList>::host_values(&args, stream);
-        let consts: Vec<i64> = <S::Args as ArgList>::const_positions()
-            .into_iter()
-            .map(|i| match values[i] {
-                HostValue::Int(v) => v,
-                HostValue::Ptr { .. } => 0,
-            })
-            .collect();
+        let consts = <S::Args as ArgList>::const_values(|i| values[i].as_int());
         let kernel = self.specialize(&consts)?;
         kernel.launch(stream, &values)
     }

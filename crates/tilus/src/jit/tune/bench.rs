@@ -2,7 +2,7 @@
 //! cache flushed before every timed run so each candidate starts from the same state, and the
 //! median kept. Outputs go to scratch copies so the caller's buffers are untouched.
 
-use crate::lang::HostValue;
+use crate::ir::HostValue;
 use crate::runtime::LoadedKernel;
 use crate::{Error, Result};
 use cudarc::driver::{sys, CudaSlice, CudaStream};
