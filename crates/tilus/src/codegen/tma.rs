@@ -1,5 +1,7 @@
 //! Emitters for TMA copies: one `cp.async.bulk.tensor` per copy, with the tensor map lowering
-//! chose passed as a `__grid_constant__` parameter and coordinates innermost first.
+//! chose passed as a `__grid_constant__` parameter and coordinates innermost first; loads
+//! complete on an mbarrier, stores in the issuing thread's bulk group (`commit_group`,
+//! `wait_group[.read]`).
 
 use super::{mbarrier, Emitter, Helper};
 use crate::ir::TmaInst;
@@ -25,6 +27,33 @@ pub(super) fn emit(e: &mut Emitter, i: &TmaInst) {
                 coords.join(", ")
             ));
         }
+        TmaInst::SharedToGlobal {
+            src, offsets, map, ..
+        } => {
+            let rank = offsets.len();
+            e.use_helper(Helper::Tma(TmaHelper::Store(rank as u8)));
+            let map = map.expect("tensor maps are chosen by lowering");
+            let map = e.p.tensor_map(map).name.clone();
+            let coords: Vec<String> = offsets.iter().rev().map(|o| e.expr(o)).collect();
+            let src_name = e.p.shared(*src).name.clone();
+            e.line(format!(
+                "tilus_tma_store_{rank}d(&{map}, {src_name}, {});",
+                coords.join(", ")
+            ));
+        }
+        TmaInst::CommitGroup => {
+            e.use_helper(Helper::Tma(TmaHelper::BulkGroup));
+            e.line("tilus_bulk_commit_group();");
+        }
+        TmaInst::WaitGroup { pending, read } => {
+            e.use_helper(Helper::Tma(TmaHelper::BulkGroup));
+            let f = if *read {
+                "tilus_bulk_wait_group_read"
+            } else {
+                "tilus_bulk_wait_group"
+            };
+            e.line(format!("{f}<{pending}>();"));
+        }
     }
 }
 
@@ -33,6 +62,10 @@ pub(super) fn emit(e: &mut Emitter, i: &TmaInst) {
 pub(crate) enum TmaHelper {
     /// A TMA tile load of the given rank.
     Load(u8),
+    /// A TMA tile store of the given rank.
+    Store(u8),
+    /// Bulk-group commit and waits.
+    BulkGroup,
 }
 
 /// The C++ text of a helper.
@@ -55,5 +88,36 @@ pub(crate) fn helper_text(h: TmaHelper) -> String {
                 operands.join(", ")
             )
         }
+        TmaHelper::Store(rank) => {
+            let r = rank as usize;
+            let params: Vec<String> = (0..r).map(|i| format!("i32 c{i}")).collect();
+            let coords: Vec<String> = (0..r).map(|i| format!("%{}", i + 2)).collect();
+            let operands: Vec<String> = (0..r).map(|i| format!("\"r\"(c{i})")).collect();
+            format!(
+                "// TMA: copy a shared tile into the box at (c0 innermost, ...) of the tensor map, in this\n\
+                 // thread's bulk group; elements outside the tensor are not written.\n\
+                 static __device__ __forceinline__ void tilus_tma_store_{r}d(const CUtensorMap* map, u32 src, {}) {{\n  \
+                 asm volatile(\"cp.async.bulk.tensor.{r}d.global.shared::cta.bulk_group [%0, {{{}}}], [%1];\"\n    \
+                 :: \"l\"(map), \"r\"(src), {} : \"memory\");\n}}\n",
+                params.join(", "),
+                coords.join(", "),
+                operands.join(", ")
+            )
+        }
+        TmaHelper::BulkGroup => r#"// Bulk groups of this thread's TMA stores: commit, then wait until at most N are still
+// running (`read`: until at most N still read their shared sources).
+static __device__ __forceinline__ void tilus_bulk_commit_group() {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+template <int N>
+static __device__ __forceinline__ void tilus_bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;" :: "n"(N) : "memory");
+}
+template <int N>
+static __device__ __forceinline__ void tilus_bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(N) : "memory");
+}
+"#
+        .into(),
     }
 }

@@ -1,13 +1,16 @@
-//! TMA copies as `codegen/tma.rs` emits them, with the copy engine's timing made explicit:
-//! issuing records a pending copy; the scheduler lands it later (when nothing else can run),
+//! TMA copies as `codegen/tma.rs` emits them, with the copy engine's timing made explicit.
+//! A load records a pending copy; the scheduler lands it later (when nothing else can run),
 //! writing the box into the tile through its swizzle, zeros for elements outside the view, and
-//! delivering the box's bytes on the barrier's transaction count.
+//! delivering the box's bytes on the barrier's transaction count. A store joins the issuing
+//! thread's bulk group and writes global memory when a `wait_group` covers it, reading the
+//! tile as it is then (a write to the tile before that wait is a fault, `hazards.rs`).
 
 use super::barrier::{complete_tx, resolve};
 use super::hazards;
-use super::state::{read_bits, strides, write_bits, Block, Fail, Retire, Work, R};
+use super::state::{read_bits, strides, write_bits, Block, Fail, GlobalWrite, Retire, Work, R};
 use super::task::{values, Step, Task};
 use crate::error::Fault;
+use crate::ir::facts::AsyncGroup;
 use crate::ir::{BarrierArrayId, Facts, GlobalId, Loc, SharedId, TmaInst};
 
 /// A TMA load in flight: the box to copy and the barrier its bytes complete on.
@@ -78,7 +81,168 @@ pub(crate) fn exec(
             }
             Ok(Step::Next)
         }
+        TmaInst::SharedToGlobal {
+            src, dst, offsets, ..
+        } => {
+            let coords = values(b, task, offsets, loc)?;
+            let shape = values(b, task, &b.program().global(*dst).shape, loc)?;
+            for (owner, threads) in hazards::owners(task, AsyncGroup::Bulk) {
+                let work = CopyOut {
+                    src: *src,
+                    dst: *dst,
+                    coords: coords.clone(),
+                    shape: shape.clone(),
+                    loc,
+                };
+                let retire = Retire::Group {
+                    kind: AsyncGroup::Bulk,
+                    owner,
+                    group: None,
+                };
+                let touches = hazards::touches(facts);
+                hazards::issue(
+                    b,
+                    i.name(),
+                    "a TMA store",
+                    loc,
+                    touches,
+                    threads,
+                    retire,
+                    Box::new(work),
+                );
+                b.stats.tma_copies += 1;
+            }
+            Ok(Step::Next)
+        }
+        TmaInst::CommitGroup => {
+            hazards::commit(b, task, AsyncGroup::Bulk);
+            Ok(Step::Next)
+        }
+        TmaInst::WaitGroup { pending, read } => {
+            hazards::wait(b, task, AsyncGroup::Bulk, *pending, *read)?;
+            Ok(Step::Next)
+        }
     }
+}
+
+/// A TMA store in flight: the tile and the box of the view it goes to.
+struct CopyOut {
+    src: SharedId,
+    dst: GlobalId,
+    /// Coordinates of the box's first element in the view.
+    coords: Vec<i64>,
+    /// The view's extents when the store was issued.
+    shape: Vec<i64>,
+    loc: Loc,
+}
+
+impl Work for CopyOut {
+    fn complete(self: Box<Self>, b: &mut Block<'_, '_>) -> R<()> {
+        store(b, *self)
+    }
+}
+
+/// The store completes: the tile's elements inside the view go to the block's global writes.
+fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
+    let p = b.program();
+    let (g, d) = (p.global(c.dst), p.shared(c.src));
+    let loc = c.loc;
+    let Some(layout) = d.layout.as_ref() else {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            format!("shared tensor `{}` has no layout", d.name),
+        ));
+    };
+    let rank = d.shape.len();
+    if c.coords.len() != rank || c.shape.len() != rank {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            format!(
+                "tma.shared_to_global: tile `{}` has {rank} dimensions, view `{}` {} and the \
+                 offsets {}",
+                d.name,
+                g.name,
+                c.shape.len(),
+                c.coords.len()
+            ),
+        ));
+    }
+    let Some(arg) = b.prep.global_arg[c.dst.0 as usize] else {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            format!("view `{}` is not over a pointer argument", g.name),
+        ));
+    };
+    let Some(buf) = b.bufs.get(arg).copied().flatten() else {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            format!("no buffer was passed for the pointer of view `{}`", g.name),
+        ));
+    };
+    let (off, _) = b.tile_range(c.src);
+    let eb = g.dtype.nbytes() as usize;
+    let st = strides(&c.shape);
+    let total: i64 = d.shape.iter().product();
+    let mut idx = vec![0i64; rank];
+    let mut gc = vec![0i64; rank];
+    for lin in 0..total.max(0) {
+        let mut inside = true;
+        for dd in 0..rank {
+            gc[dd] = c.coords[dd] + idx[dd];
+            inside &= gc[dd] >= 0 && gc[dd] < c.shape[dd];
+        }
+        if inside {
+            let flat: i64 = gc.iter().zip(&st).map(|(x, s)| x * s).sum();
+            let byte = flat as usize * eb;
+            if byte + eb > buf.bytes.len() {
+                return Err(Fail::new(
+                    Fault::GlobalOutOfBounds,
+                    loc,
+                    format!(
+                        "out-of-bounds global write: tma.shared_to_global writes element {gc:?} of \
+                         view `{}` {:?}, which is element {flat} of a buffer of {} elements (the \
+                         view is larger than the buffer)",
+                        g.name,
+                        c.shape,
+                        buf.bytes.len() / eb
+                    ),
+                ));
+            }
+            let at = off as usize + layout.linear_byte_offset(lin) as usize;
+            if at + eb > b.smem.len() {
+                return Err(Fail::new(
+                    Fault::SharedOutOfBounds,
+                    loc,
+                    format!(
+                        "tma.shared_to_global: element {lin} of tile `{}` is at byte {at}, beyond \
+                         the block's {} bytes of shared memory",
+                        d.name,
+                        b.smem.len()
+                    ),
+                ));
+            }
+            let bits = read_bits(&b.smem, at, g.dtype);
+            b.writes.push(GlobalWrite {
+                arg: arg as u32,
+                byte,
+                bits,
+                nbytes: eb as u8,
+            });
+        }
+        // next element, innermost dimension fastest
+        for dd in (0..rank).rev() {
+            idx[dd] += 1;
+            if idx[dd] < d.shape[dd] {
+                break;
+            }
+            idx[dd] = 0;
+        }
+    }
+    Ok(())
 }
 
 /// The copy engine finishes a copy: bytes into the tile, then `complete_tx` on the barrier.

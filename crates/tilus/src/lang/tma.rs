@@ -40,4 +40,61 @@ impl Tma<'_> {
         };
         self.k.push(StmtKind::Inst(Inst::Tma(inst)), loc);
     }
+
+    /// Copies `src` into the box of `dst` starting at `offsets` (the box is `src`'s shape),
+    /// asynchronously; elements outside `dst` are not written. Issue it from one thread
+    /// (`single_thread`), after the tile's ordinary stores were published with
+    /// `fence_proxy_async` and a `sync`; then `commit_group()` and `wait_group(..)` from the
+    /// same thread before the tile is written again or the kernel ends.
+    #[track_caller]
+    pub fn shared_to_global<T: Element>(
+        self,
+        src: &SharedTensor<T>,
+        dst: &GlobalTensor<T>,
+        offsets: impl Scalars,
+    ) {
+        let loc = Loc::caller();
+        self.k.plain_shared(src, "tma.shared_to_global", loc);
+        let inst = TmaInst::SharedToGlobal {
+            src: src.id,
+            dst: dst.id,
+            offsets: offsets.into_exprs(),
+            map: None,
+        };
+        self.k.push(StmtKind::Inst(Inst::Tma(inst)), loc);
+    }
+
+    /// Closes this thread's group of TMA stores issued since its last commit.
+    #[track_caller]
+    pub fn commit_group(self) {
+        let loc = Loc::caller();
+        self.k
+            .push(StmtKind::Inst(Inst::Tma(TmaInst::CommitGroup)), loc);
+    }
+
+    /// Waits until at most `pending` of this thread's committed groups of TMA stores are
+    /// still running: their writes are in global memory and their source tiles may be
+    /// reused.
+    #[track_caller]
+    pub fn wait_group(self, pending: u32) {
+        let loc = Loc::caller();
+        let inst = TmaInst::WaitGroup {
+            pending,
+            read: false,
+        };
+        self.k.push(StmtKind::Inst(Inst::Tma(inst)), loc);
+    }
+
+    /// Waits until at most `pending` of this thread's committed groups of TMA stores are
+    /// still reading their sources (Python Tilus's `wait_group(n, read=True)`): the source
+    /// tiles may be reused, but global memory may not show the writes yet.
+    #[track_caller]
+    pub fn wait_group_read(self, pending: u32) {
+        let loc = Loc::caller();
+        let inst = TmaInst::WaitGroup {
+            pending,
+            read: true,
+        };
+        self.k.push(StmtKind::Inst(Inst::Tma(inst)), loc);
+    }
 }

@@ -1,6 +1,9 @@
 //! The TMA family: bulk tensor copies by the copy engine.
 
-use super::facts::{Access, BarrierEffect, Completion, Effect, Facts, Memory, Region, ThreadScope};
+use super::facts::{
+    Access, AsyncGroup, BarrierEffect, Completion, Effect, Facts, Memory, Ordering, Region,
+    ThreadScope,
+};
 use crate::ir::printer::Names;
 use crate::ir::{BarrierRef, Expr, GlobalId, Program, SharedId, TensorMapId};
 
@@ -22,6 +25,33 @@ pub enum TmaInst {
         /// The tensor map the copy goes through; chosen by lowering.
         map: Option<TensorMapId>,
     },
+    /// Copies `src` into the box of `dst` at `offsets` (the box is `src`'s shape)
+    /// asynchronously, in the issuing thread's bulk group: the source may be overwritten only
+    /// after a `WaitGroup` covers the store's reads, and its bytes reach global memory by the
+    /// wait that covers the whole store. Elements outside `dst` are not written.
+    SharedToGlobal {
+        /// Source tile (published to the async proxy: `fence_proxy_async` after ordinary
+        /// stores).
+        src: SharedId,
+        /// Destination view.
+        dst: GlobalId,
+        /// Position of the box in the view, outermost dimension first.
+        offsets: Vec<Expr>,
+        /// The tensor map the copy goes through; chosen by lowering.
+        map: Option<TensorMapId>,
+    },
+    /// `cp.async.bulk.commit_group`: closes the issuing thread's group of TMA stores issued
+    /// since its last commit.
+    CommitGroup,
+    /// `cp.async.bulk.wait_group`: waits until at most `pending` of the issuing thread's
+    /// committed groups are still running; with `read`, only until their sources have been
+    /// read (the shared tiles may be reused; global memory may not show the writes yet).
+    WaitGroup {
+        /// Groups that may still be running afterwards.
+        pending: u32,
+        /// Whether only the reads of the sources are waited for.
+        read: bool,
+    },
 }
 
 impl TmaInst {
@@ -29,6 +59,9 @@ impl TmaInst {
     pub fn name(&self) -> &'static str {
         match self {
             TmaInst::GlobalToShared { .. } => "tma.global_to_shared",
+            TmaInst::SharedToGlobal { .. } => "tma.shared_to_global",
+            TmaInst::CommitGroup => "tma.commit_group",
+            TmaInst::WaitGroup { .. } => "tma.wait_group",
         }
     }
 
@@ -61,6 +94,31 @@ impl TmaInst {
                     })
                     .reads(offsets)
             }
+            TmaInst::SharedToGlobal {
+                src, dst, offsets, ..
+            } => {
+                let at = Completion::Group(AsyncGroup::Bulk);
+                let region = Region {
+                    offsets,
+                    extent: p.shared(*src).shape.clone(),
+                };
+                Facts::scoped(ThreadScope::OneThread)
+                    .effect(Effect::asynchronous(Memory::Shared(*src), Access::Read, at))
+                    .effect(
+                        Effect::asynchronous(Memory::Global(*dst), Access::Write, at).on(region),
+                    )
+                    .reads(offsets)
+            }
+            TmaInst::CommitGroup => {
+                Facts::scoped(ThreadScope::OneThread).orders(Ordering::Commit(AsyncGroup::Bulk))
+            }
+            TmaInst::WaitGroup { pending, read } => {
+                Facts::scoped(ThreadScope::OneThread).orders(Ordering::Wait {
+                    group: AsyncGroup::Bulk,
+                    pending: *pending,
+                    reads_only: *read,
+                })
+            }
         }
     }
 
@@ -80,6 +138,22 @@ impl TmaInst {
                 n.list(offsets),
                 n.bar(bar)
             ),
+            TmaInst::SharedToGlobal {
+                src, dst, offsets, ..
+            } => format!(
+                "tma.shared_to_global({} -> {}, offsets=[{}])",
+                n.p.shared(*src).name,
+                n.p.global(*dst).name,
+                n.list(offsets)
+            ),
+            TmaInst::CommitGroup => "tma.commit_group()".into(),
+            TmaInst::WaitGroup { pending, read } => {
+                if *read {
+                    format!("tma.wait_group({pending}, read=true)")
+                } else {
+                    format!("tma.wait_group({pending})")
+                }
+            }
         }
     }
 }

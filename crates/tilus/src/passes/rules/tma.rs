@@ -1,105 +1,142 @@
-//! Rules for TMA copies: shapes, dtypes and the tensor-map limits (the swizzle span once
-//! layouts are known); lowering gives each copy its tensor map and the view the 16-byte
-//! alignment TMA needs.
+//! Rules for TMA copies, loads and stores alike: shapes, dtypes and the tensor-map limits (the
+//! swizzle span once layouts are known), a writable view for stores; lowering gives each copy
+//! its tensor map and the view the 16-byte alignment TMA needs. That a store's source is
+//! published, stays unwritten until the wait that covers it and is waited for before the end
+//! follows from the facts (`verify/fences.rs`, `verify/hazards.rs`).
 
 use super::Rules;
-use crate::ir::{Loc, TmaInst};
+use crate::ir::{Expr, GlobalId, Loc, ParamKind, SharedId, TmaInst};
 use crate::passes::context::{Checker, LowerCx, Scope};
 
 /// Largest extent of a TMA box along any dimension.
 pub const MAX_BOX_DIM: i64 = 256;
 
-impl Rules for TmaInst {
-    fn check(&self, c: &mut Checker, loc: Loc, _scope: &Scope) {
-        let p = c.p;
-        match self {
-            TmaInst::GlobalToShared {
-                src, dst, offsets, ..
-            } => {
-                let (g, s) = (p.global(*src), p.shared(*dst));
-                if g.dtype != s.dtype {
-                    c.err(
-                        loc,
-                        format!(
-                            "tma.global_to_shared: {} view into a {} tile",
-                            g.dtype, s.dtype
-                        ),
-                    );
-                }
-                if g.shape.len() != s.shape.len() || offsets.len() != g.shape.len() {
-                    c.err(
-                        loc,
-                        format!(
-                            "tma.global_to_shared: view `{}` has {} dimensions, tile `{}` {} and the offsets {}",
-                            g.name,
-                            g.shape.len(),
-                            s.name,
-                            s.shape.len(),
-                            offsets.len()
-                        ),
-                    );
-                    return;
-                }
-                for (d, &b) in s.shape.iter().enumerate() {
-                    if b > MAX_BOX_DIM {
-                        c.err(loc, format!("tma.global_to_shared: tile `{}` is {b} long in dimension {d}; a TMA box allows at most {MAX_BOX_DIM}", s.name));
-                    }
-                }
-                let inner_bytes = s.shape.last().copied().unwrap_or(1) * s.dtype.nbytes() as i64;
-                if inner_bytes % 16 != 0 {
-                    c.err(loc, format!("tma.global_to_shared: the tile's rows are {inner_bytes} bytes; TMA needs a multiple of 16"));
-                }
-                // Row strides of the view (every dimension but the innermost) must be multiples
-                // of 16 bytes; strides that depend on runtime sizes are checked at launch, and
-                // so are strides past i64 (no buffer is that large).
-                let elem = g.dtype.nbytes() as i64;
-                for d in 0..g.shape.len().saturating_sub(1) {
-                    let inner: Option<i64> = g.shape[d + 1..]
-                        .iter()
-                        .try_fold(1i64, |n, e| n.checked_mul(e.as_int()?));
-                    if let Some(stride) = inner.and_then(|n| n.checked_mul(elem)) {
-                        if stride % 16 != 0 {
-                            c.err(
-                                loc,
-                                format!(
-                                    "tma.global_to_shared: view `{}` has a stride of {stride} bytes in dimension {d}; TMA needs \
-                                     strides that are multiples of 16 bytes (pad rows to a multiple of {} elements)",
-                                    g.name,
-                                    16 / elem.max(1)
-                                ),
-                            );
-                        }
-                    }
-                }
+/// What every TMA copy needs of its view, tile and offsets.
+fn check_box(
+    c: &mut Checker,
+    name: &str,
+    view: GlobalId,
+    tile: SharedId,
+    offsets: &[Expr],
+    loc: Loc,
+) {
+    let p = c.p;
+    let (g, s) = (p.global(view), p.shared(tile));
+    if g.dtype != s.dtype {
+        let msg = match name {
+            "tma.global_to_shared" => format!("{name}: {} view into a {} tile", g.dtype, s.dtype),
+            _ => format!("{name}: {} tile into a {} view", s.dtype, g.dtype),
+        };
+        c.err(loc, msg);
+    }
+    if g.shape.len() != s.shape.len() || offsets.len() != g.shape.len() {
+        c.err(
+            loc,
+            format!(
+                "{name}: view `{}` has {} dimensions, tile `{}` {} and the offsets {}",
+                g.name,
+                g.shape.len(),
+                s.name,
+                s.shape.len(),
+                offsets.len()
+            ),
+        );
+        return;
+    }
+    for (d, &b) in s.shape.iter().enumerate() {
+        if b > MAX_BOX_DIM {
+            c.err(loc, format!("{name}: tile `{}` is {b} long in dimension {d}; a TMA box allows at most {MAX_BOX_DIM}", s.name));
+        }
+    }
+    let inner_bytes = s.shape.last().copied().unwrap_or(1) * s.dtype.nbytes() as i64;
+    if inner_bytes % 16 != 0 {
+        c.err(
+            loc,
+            format!("{name}: the tile's rows are {inner_bytes} bytes; TMA needs a multiple of 16"),
+        );
+    }
+    // Row strides of the view (every dimension but the innermost) must be multiples of 16
+    // bytes; strides that depend on runtime sizes are checked at launch, and so are strides
+    // past i64 (no buffer is that large).
+    let elem = g.dtype.nbytes() as i64;
+    for d in 0..g.shape.len().saturating_sub(1) {
+        let inner: Option<i64> = g.shape[d + 1..]
+            .iter()
+            .try_fold(1i64, |n, e| n.checked_mul(e.as_int()?));
+        if let Some(stride) = inner.and_then(|n| n.checked_mul(elem)) {
+            if stride % 16 != 0 {
+                c.err(
+                    loc,
+                    format!(
+                        "{name}: view `{}` has a stride of {stride} bytes in dimension {d}; TMA needs \
+                         strides that are multiples of 16 bytes (pad rows to a multiple of {} elements)",
+                        g.name,
+                        16 / elem.max(1)
+                    ),
+                );
             }
         }
     }
+}
 
-    fn check_planned(&self, c: &mut Checker, loc: Loc) {
+/// Once layouts are known: the tile's rows must fit its swizzle's span.
+fn check_swizzle_span(c: &mut Checker, name: &str, tile: SharedId, loc: Loc) {
+    let d = c.p.shared(tile);
+    if let Some(l) = &d.layout {
+        let inner = (*d.shape.last().unwrap_or(&1) as u32) * d.dtype.nbytes();
+        if inner > l.swizzle.span_bytes() {
+            let msg = format!(
+                "{name}: tile `{}` has {inner}-byte rows, wider than its {} swizzle allows",
+                d.name,
+                l.swizzle.name()
+            );
+            c.err(loc, msg);
+        }
+    }
+}
+
+impl Rules for TmaInst {
+    fn check(&self, c: &mut Checker, loc: Loc, _scope: &Scope) {
+        let name = self.name();
         match self {
-            TmaInst::GlobalToShared { dst, .. } => {
-                let d = c.p.shared(*dst);
-                if let Some(l) = &d.layout {
-                    let inner = (*d.shape.last().unwrap_or(&1) as u32) * d.dtype.nbytes();
-                    if inner > l.swizzle.span_bytes() {
+            TmaInst::GlobalToShared {
+                src, dst, offsets, ..
+            } => check_box(c, name, *src, *dst, offsets, loc),
+            TmaInst::SharedToGlobal {
+                src, dst, offsets, ..
+            } => {
+                check_box(c, name, *dst, *src, offsets, loc);
+                let g = c.p.global(*dst);
+                if let Some((_, prm)) = c.p.param_of(g.ptr) {
+                    if let ParamKind::Pointer { mutable: false, .. } = prm.kind {
                         let msg = format!(
-                            "tma.global_to_shared: tile `{}` has {inner}-byte rows, wider than its {} swizzle allows",
-                            d.name,
-                            l.swizzle.name()
+                            "{name} writes through `{}`, a read-only Ptr; declare it PtrMut",
+                            prm.name
                         );
                         c.err(loc, msg);
                     }
                 }
             }
+            TmaInst::CommitGroup | TmaInst::WaitGroup { .. } => {}
+        }
+    }
+
+    fn check_planned(&self, c: &mut Checker, loc: Loc) {
+        let name = self.name();
+        match self {
+            TmaInst::GlobalToShared { dst: tile, .. }
+            | TmaInst::SharedToGlobal { src: tile, .. } => check_swizzle_span(c, name, *tile, loc),
+            TmaInst::CommitGroup | TmaInst::WaitGroup { .. } => {}
         }
     }
 
     fn lower(&mut self, cx: &mut LowerCx, _loc: Loc) {
-        match self {
-            TmaInst::GlobalToShared { src, dst, map, .. } => {
-                *map = Some(cx.tensor_map(*src, *dst));
-                cx.require_alignment(*src, 16, "TMA needs a 16-byte aligned base address".into());
-            }
-        }
+        let (view, tile, map) = match self {
+            TmaInst::GlobalToShared { src, dst, map, .. } => (*src, *dst, map),
+            TmaInst::SharedToGlobal { src, dst, map, .. } => (*dst, *src, map),
+            TmaInst::CommitGroup | TmaInst::WaitGroup { .. } => return,
+        };
+        *map = Some(cx.tensor_map(view, tile));
+        cx.require_alignment(view, 16, "TMA needs a 16-byte aligned base address".into());
     }
 }
