@@ -1,6 +1,7 @@
 //! The Hopper matmul tutorial series in Tilus for Rust: one module per step, plus the harness
 //! that verifies each step against cuBLAS and times them side by side, and the registry through
-//! which the `tilus` command knows them.
+//! which the `tilus` command knows them. `tile_copy` is the series' TMA-store epilogue on its
+//! own.
 
 pub mod alloc;
 mod error;
@@ -10,6 +11,7 @@ pub mod registry;
 pub mod run;
 pub mod size;
 pub mod testing;
+pub mod tile_copy;
 pub mod v0;
 pub mod v1;
 pub mod workload;

@@ -129,11 +129,11 @@ fn tuned_version<S: SeriesMatmul>(device: &Device) -> Result<Box<dyn Version>> {
     Ok(Box::new(Matmul::<S>::tuned(S::VERSION, device)?))
 }
 
-fn configure<S: SeriesMatmul>(settings: &Settings) -> Result<Box<dyn DynScript>> {
+fn configure<S: Tunable + Default>(settings: &Settings) -> Result<Box<dyn DynScript>> {
     Ok(Box::new(configured::<S>(settings)?))
 }
 
-fn space<S: SeriesMatmul>() -> Vec<Box<dyn DynScript>> {
+fn space<S: Tunable>() -> Vec<Box<dyn DynScript>> {
     <S as Tunable>::space()
         .bindings()
         .iter()
@@ -176,6 +176,17 @@ pub fn entries() -> Vec<Entry> {
             "hopper_matmul_v1",
             "v1: TMA + mbarrier + WGMMA from shared memory",
         ),
+        Entry {
+            name: "tile_copy",
+            about: "TMA load -> shared -> TMA store (the epilogue's building block)",
+            workload: &crate::tile_copy::COPY,
+            configure: configure::<crate::tile_copy::TileCopy>,
+            space: space::<crate::tile_copy::TileCopy>,
+            consts: crate::tile_copy::consts,
+            compile_size: &[4096, 4096],
+            run_size: &[200, 136],
+            matmul: None,
+        },
     ]
 }
 
