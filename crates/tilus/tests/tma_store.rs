@@ -89,7 +89,7 @@ impl Script for Epilogue {
         let bar = k.mbarrier().alloc([1]);
         k.single_thread(|k| {
             k.mbarrier().arrive_and_expect_tx(bar[0], s_in.nbytes());
-            k.tma().global_to_shared(&g_src, &s_in, [om, Val::constant(0)], bar[0]);
+            k.tma().global_to_shared(&g_src, &s_in, (om, 0), bar[0]);
             k.mbarrier().wait(bar[0], 0u32);
         });
         k.sync();
@@ -100,11 +100,11 @@ impl Script for Epilogue {
         }
         k.sync();
         if bug == Bug::WholeBlock {
-            at("store", line!(), k.tma().shared_to_global(&s_out, &g_dst, [om, Val::constant(0)]));
+            at("store", line!(), k.tma().shared_to_global(&s_out, &g_dst, (om, 0)));
             return;
         }
         k.single_thread(|k| {
-            at("store", line!(), k.tma().shared_to_global(&s_out, &g_dst, [om, Val::constant(0)]));
+            at("store", line!(), k.tma().shared_to_global(&s_out, &g_dst, (om, 0)));
             k.tma().commit_group();
             if bug == Bug::ReuseAfterReadWait {
                 k.tma().wait_group_read(0);

@@ -295,7 +295,8 @@ mod tests {
             let run = e.size(None, e.run_size).unwrap();
             let compile = e.size(None, e.compile_size).unwrap();
             // a tile far too large is the verifier's to reject, with a diagnostic
-            let huge = (e.configure)(&[("block_m".into(), i32::MAX as i64)]).unwrap();
+            let first = s.config().split('=').next().unwrap_or_default().to_string();
+            let huge = (e.configure)(&[(first, i32::MAX as i64)]).unwrap();
             let traced = huge.trace(&(e.consts)(&compile));
             let checked = traced.and_then(tilus::passes::compile_program);
             assert!(

@@ -286,6 +286,13 @@ pub fn run_program(
 ) -> Result<Report> {
     let p = program;
     let ints = check_args(p, args)?;
+    let name = |i: usize| {
+        p.params
+            .get(i)
+            .map_or_else(|| format!("arg{i}"), |x| x.name.clone())
+    };
+    plan.check_index_guards(&|i| ints.get(i).copied(), &name)
+        .map_err(|(arg, message)| Error::Argument { arg, message })?;
     let mut grid = [1i64; 3];
     for (i, g) in plan.grid.iter().enumerate() {
         let v = plan

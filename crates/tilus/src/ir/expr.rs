@@ -130,6 +130,25 @@ impl BinOp {
             },
         ))
     }
+
+    /// [`BinOp::apply`] where the result is exact: `None` when signed arithmetic would
+    /// overflow its type (undefined behaviour in C) as well as when `apply` has no result.
+    /// Constants fold only this way, so that an overflow stays visible to the checks.
+    pub fn apply_exact(self, a: i64, b: i64, dtype: DType) -> Option<i64> {
+        let v = self.apply(a, b, dtype)?;
+        if self.is_comparison() || !matches!(dtype, DType::I32 | DType::I64) {
+            return Some(v);
+        }
+        let (a, b) = (a as i128, b as i128);
+        let exact = match self {
+            BinOp::Add => a + b,
+            BinOp::Sub => a - b,
+            BinOp::Mul => a * b,
+            BinOp::Shl => a.checked_shl(u32::try_from(b).ok()?)?,
+            _ => return Some(v),
+        };
+        (exact == v as i128).then_some(v)
+    }
 }
 
 /// Truncates an integer to the range of `dtype`, as a C cast would.
@@ -192,7 +211,7 @@ impl Expr {
     pub fn binary(op: BinOp, a: Expr, b: Expr) -> Expr {
         let dtype = a.dtype();
         match (&a, &b) {
-            (Expr::Int(x, _), Expr::Int(y, _)) => match op.apply(*x, *y, dtype) {
+            (Expr::Int(x, _), Expr::Int(y, _)) => match op.apply_exact(*x, *y, dtype) {
                 Some(v) => Expr::Int(
                     v,
                     if op.is_comparison() {

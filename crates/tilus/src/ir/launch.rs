@@ -2,7 +2,7 @@
 //! parameter list (including tensor maps to encode). Produced by `passes::lower`, consumed by
 //! `runtime`, which knows nothing about scripts.
 
-use super::{DType, Expr, GlobalId, VarId};
+use super::{DType, Expr, GlobalId, Loc, VarId};
 use crate::layout::Swizzle;
 
 /// Index of a tensor map in [`crate::ir::Program::tensor_maps`].
@@ -86,6 +86,100 @@ pub struct PointerRule {
     pub why: String,
 }
 
+/// A bound of an integer the kernel computes, as a function of its runtime arguments: host
+/// arithmetic in 128 bits, exact for anything 64-bit arguments can produce.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Bound {
+    /// A constant.
+    Int(i128),
+    /// The value of the runtime argument at this position.
+    Arg(usize),
+    /// `a + b`.
+    Add(Box<Bound>, Box<Bound>),
+    /// `a - b`.
+    Sub(Box<Bound>, Box<Bound>),
+    /// `a * b`.
+    Mul(Box<Bound>, Box<Bound>),
+    /// `a / b`, truncating as C does.
+    Div(Box<Bound>, Box<Bound>),
+    /// The smaller of the two.
+    Min(Box<Bound>, Box<Bound>),
+    /// The larger of the two.
+    Max(Box<Bound>, Box<Bound>),
+}
+
+impl Bound {
+    /// The value, given the runtime arguments' values; `None` when an argument has none or a
+    /// division has a zero divisor.
+    pub fn eval(&self, arg: &dyn Fn(usize) -> Option<i64>) -> Option<i128> {
+        let two = |a: &Bound, b: &Bound| Some((a.eval(arg)?, b.eval(arg)?));
+        Some(match self {
+            Bound::Int(v) => *v,
+            Bound::Arg(i) => arg(*i)? as i128,
+            Bound::Add(a, b) => two(a, b).map(|(x, y)| x.saturating_add(y))?,
+            Bound::Sub(a, b) => two(a, b).map(|(x, y)| x.saturating_sub(y))?,
+            Bound::Mul(a, b) => two(a, b).map(|(x, y)| x.saturating_mul(y))?,
+            Bound::Div(a, b) => two(a, b).and_then(|(x, y)| x.checked_div(y))?,
+            Bound::Min(a, b) => two(a, b).map(|(x, y)| x.min(y))?,
+            Bound::Max(a, b) => two(a, b).map(|(x, y)| x.max(y))?,
+        })
+    }
+
+    /// The runtime arguments the bound reads, each once, in order of appearance.
+    pub fn args(&self, out: &mut Vec<usize>) {
+        match self {
+            Bound::Int(_) => {}
+            Bound::Arg(i) => {
+                if !out.contains(i) {
+                    out.push(*i)
+                }
+            }
+            Bound::Add(a, b)
+            | Bound::Sub(a, b)
+            | Bound::Mul(a, b)
+            | Bound::Div(a, b)
+            | Bound::Min(a, b)
+            | Bound::Max(a, b) => {
+                a.args(out);
+                b.args(out);
+            }
+        }
+    }
+}
+
+/// A 32-bit signed integer the kernel computes that must stay within `i32` for the arguments
+/// of a launch (its C arithmetic would overflow, which is undefined): checked before every
+/// launch, on the GPU and in the interpreter.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct IndexGuard {
+    /// The value's bound (the largest value it can take, or the smallest).
+    pub bound: Bound,
+    /// Whether `bound` is the largest value (else the smallest).
+    pub upper: bool,
+    /// What the value is, as the script wrote it.
+    pub what: String,
+    /// Where.
+    pub loc: Loc,
+}
+
+impl IndexGuard {
+    /// `Err(value)` when the arguments take the value out of `i32` (or cannot be evaluated:
+    /// `Err(None)`).
+    pub fn check(&self, arg: &dyn Fn(usize) -> Option<i64>) -> Result<(), Option<i128>> {
+        let v = self.bound.eval(arg).ok_or(None)?;
+        let ok = if self.upper {
+            v <= i32::MAX as i128
+        } else {
+            v >= i32::MIN as i128
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Some(v))
+        }
+    }
+}
+
 /// Everything the host needs to launch a compiled program.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LaunchPlan {
@@ -105,9 +199,49 @@ pub struct LaunchPlan {
     pub arg_vars: Vec<(VarId, usize)>,
     /// Pointer arguments, with whether the kernel may write through each.
     pub pointers: Vec<(usize, bool)>,
+    /// The kernel's 32-bit integers that depend on runtime arguments, checked at launch.
+    pub index_guards: Vec<IndexGuard>,
 }
 
 impl LaunchPlan {
+    /// Checks the index guards for these arguments (`int(i)`: the integer value of argument
+    /// `i`); the error is `(the arguments' names, what would overflow)`.
+    pub fn check_index_guards(
+        &self,
+        int: &dyn Fn(usize) -> Option<i64>,
+        arg_name: &dyn Fn(usize) -> String,
+    ) -> Result<(), (String, String)> {
+        for g in &self.index_guards {
+            if let Err(v) = g.check(int) {
+                let mut args = vec![];
+                g.bound.args(&mut args);
+                let values: Vec<String> = args
+                    .iter()
+                    .map(|&a| match int(a) {
+                        Some(v) => format!("{} = {v}", arg_name(a)),
+                        None => arg_name(a),
+                    })
+                    .collect();
+                let names: Vec<String> = args.iter().map(|&a| arg_name(a)).collect();
+                let reach = match v {
+                    Some(v) => format!("reaches {v}"),
+                    None => "cannot be evaluated".into(),
+                };
+                return Err((
+                    names.join(", "),
+                    format!(
+                        "with {}, {} at {} {reach}, outside the 32-bit integers the kernel computes \
+                         with; use smaller sizes (or split the problem)",
+                        values.join(", "),
+                        g.what,
+                        g.loc
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Evaluates a host-side expression given the script's argument values (scalars as
     /// integers; pointers and constants are never read here).
     pub fn eval(&self, e: &Expr, args: &[i64]) -> Option<i64> {

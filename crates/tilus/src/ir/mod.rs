@@ -19,7 +19,9 @@ pub use inst::facts;
 pub use inst::{
     ArithInst, Facts, Inst, MbarrierInst, MemoryInst, MmaInst, TmaInst, WgmmaA, WgmmaInst,
 };
-pub use launch::{HostValue, KernelParam, LaunchPlan, PointerRule, TensorMapId, TensorMapSpec};
+pub use launch::{
+    Bound, HostValue, IndexGuard, KernelParam, LaunchPlan, PointerRule, TensorMapId, TensorMapSpec,
+};
 pub use loc::Loc;
 pub use printer::{describe_stmt, print_program};
 pub use program::{Param, ParamKind, Program};

@@ -60,6 +60,17 @@ pub fn trace<S: Script>(script: &S, consts: &[i64]) -> Result<Program> {
     let names = arg_names::<S>();
     let mut k = Kernel::new(script.name());
     let handles = <S::Args as ArgList>::declare(&mut k, &names, consts);
+    // a constant the kernel's type cannot hold would silently wrap in every expression
+    for prm in &k.prog.params {
+        if let crate::ir::ParamKind::Const(t, v) = prm.kind {
+            if crate::ir::wrap_to(v, t) != v {
+                return Err(Error::Argument {
+                    arg: prm.name.clone(),
+                    message: format!("{v} does not fit the argument's type {t}"),
+                });
+            }
+        }
+    }
     script.body(&mut k, handles);
     let (program, diags) = k.finish();
     if diags.is_empty() {

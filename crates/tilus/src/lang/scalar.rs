@@ -143,11 +143,35 @@ binops!(
     BitAnd bitand BitAnd, BitOr bitor BitOr, BitXor bitxor BitXor, Shl shl Shl, Shr shr Shr
 );
 
-/// A list of scalars (an array of anything convertible to [`Scalar`]): shapes of global views,
-/// offsets, grid sizes.
+/// A list of scalars: shapes of global views, offsets, grid sizes. An array of one kind
+/// (`[om, on]`, `[64, 64]`), or a tuple that mixes variables and integer literals
+/// (`(om, 0)`, `(m, 64, k)`), as Rust arrays cannot.
 pub trait Scalars {
     /// The expressions.
     fn into_exprs(self) -> Vec<Expr>;
+}
+
+macro_rules! tuple_scalars {
+    ($($name:ident $idx:tt),+) => {
+        impl<$($name: Into<Scalar>),+> Scalars for ($($name,)+) {
+            fn into_exprs(self) -> Vec<Expr> {
+                vec![$(self.$idx.into().0),+]
+            }
+        }
+    };
+}
+
+tuple_scalars!(A 0);
+tuple_scalars!(A 0, B 1);
+tuple_scalars!(A 0, B 1, C 2);
+tuple_scalars!(A 0, B 1, C 2, D 3);
+tuple_scalars!(A 0, B 1, C 2, D 3, E 4);
+
+impl From<i32> for Val {
+    /// An `i32` constant: `[om, 0.into()]` in an array of values.
+    fn from(v: i32) -> Val {
+        Val::constant(v)
+    }
 }
 
 impl<T: Into<Scalar>, const N: usize> Scalars for [T; N] {
@@ -220,6 +244,19 @@ mod tests {
                 Expr::Int(1, DType::U32)
             )
         );
+    }
+
+    #[test]
+    fn offsets_mix_variables_and_literals() {
+        let om = Val::var(VarId(0), DType::I32);
+        let e = (om, 0).into_exprs();
+        assert_eq!(
+            e,
+            vec![Expr::Var(VarId(0), DType::I32), Expr::Int(0, DType::I32)]
+        );
+        let f = [om, 0.into()].into_exprs();
+        assert_eq!(e, f);
+        assert_eq!((om, 64, om * 2).into_exprs().len(), 3);
     }
 
     #[test]

@@ -175,5 +175,6 @@ fn launch_plan(p: &Program, alignments: &[(crate::ir::GlobalId, u32, String)]) -
         params,
         pointer_rules: rules,
         arg_vars,
+        index_guards: vec![],
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! The pipeline is [`verify`] (rules that need no layouts) → [`infer_layout`] →
 //! [`plan_shared`] → [`verify::check_planned`] (rules that need layouts and offsets) →
-//! [`lower`] (decisions for code generation and the host's launch plan). The drivers are
+//! [`lower`] (decisions for code generation and the host's launch plan), with [`ranges`]
+//! (32-bit index arithmetic that cannot overflow) adding its guards to the plan. The drivers are
 //! written once over what instructions state about themselves ([`crate::ir::Facts`]); each
 //! family's own rules for every stage live in one file of `rules/`.
 
@@ -11,6 +12,7 @@ mod context;
 pub mod infer_layout;
 pub mod lower;
 pub mod plan_shared;
+pub mod ranges;
 mod rules;
 pub mod verify;
 
@@ -25,8 +27,11 @@ pub const MAX_REGISTERS: u32 = 255;
 /// Runs every pass: the result is a checked, laid-out, planned program and its launch plan.
 pub fn compile_program(program: Program) -> Result<(Program, LaunchPlan)> {
     verify::check(&program)?;
+    let guards = ranges::guards(&program)?;
     let program = infer_layout::run(program)?;
     let program = plan_shared::run(program)?;
     verify::check_planned(&program)?;
-    Ok(lower::run(program))
+    let (program, mut plan) = lower::run(program);
+    plan.index_guards = guards;
+    Ok((program, plan))
 }

@@ -147,6 +147,10 @@ impl LoadedKernel {
                 }),
             }
         };
+        // 32-bit index arithmetic that these arguments would overflow (first: it explains a
+        // grid that comes out negative)
+        plan.check_index_guards(&int, &|a| self.name(a))
+            .map_err(|(arg, message)| Error::Argument { arg, message })?;
         let mut grid = [1u32; 3];
         for (i, g) in plan.grid.iter().enumerate() {
             let v = eval(g, &|| "blocks".into())?;
