@@ -57,12 +57,24 @@ fn a_closed_stderr_is_not_worth_a_panic() {
 
 #[test]
 fn sizes_too_large_for_this_machine_are_refused_before_allocating() {
+    // past what the kernel's 32-bit indices can address: said when the script is traced
     tilus(&[
         "run",
         V0,
         "--interpret",
         "--size",
         "2147483647x2147483647x2147483640",
+    ])
+    .go()
+    .assert_code(1)
+    .assert_stderr("outside the 32-bit integers the kernel computes with");
+    // within them, but past the host's memory
+    tilus(&[
+        "run",
+        V0,
+        "--interpret",
+        "--size",
+        "1073741824x1073741824x64",
     ])
     .go()
     .assert_code(1)
