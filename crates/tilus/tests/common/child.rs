@@ -1,8 +1,9 @@
 //! Running one test of the current binary in a child process: for what a process does once
 //! (loading NVRTC, reading its environment) and for two processes racing on one cache.
 //!
-//! The child test is an ordinary `#[test]` that returns at once unless [`is_child`] says the
-//! process is a child; the parent starts it with [`command`] and reads what it prints.
+//! The child test is an ordinary `#[test]` that returns at once unless a variable the parent
+//! sets says that the process is its child ([`has_child_cache`] for [`CHILD_CACHE`], or one of
+//! the test's own); the parent starts it with [`command`] and reads what it prints.
 
 use std::process::Command;
 

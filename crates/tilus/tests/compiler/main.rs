@@ -15,8 +15,10 @@
 //! loops, thread groups, scalars), memory, arithmetic, mbarrier, tma, mma, wgmma. A new
 //! instruction's tests go into its family's file in each binary: its verifier rules in
 //! `compiler/verify/<family>.rs`, its interpreter runs and faults in `interp/<family>.rs`, its
-//! fuzzer op in `fuzz/ops/<family>.rs`, its GPU run in `runtime/gpu.rs`. A new family gets a
-//! new file in each (and one `mod` line here and there). The shared harness is `common/`
+//! fuzzer op in `fuzz/ops/<family>.rs`, its generated CUDA in `compiler/codegen.rs`, its GPU
+//! run in `runtime/gpu.rs`. A new family gets a new file in each of `verify/`, `interp/` and
+//! `fuzz/ops/`, and one `mod` line in each binary (`../README.md` has the details and a
+//! verifier case to copy). The shared harness is `common/`
 //! (scripts written inline, line markers, diagnostic and fault finders, inputs, scripts
 //! several binaries run); it also gives every test process a cache directory of its own, so
 //! that no test writes into the user's cache.

@@ -267,3 +267,43 @@ fn two_processes_building_at_once_compile_once() {
     assert_eq!(entries, 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Run as a child process by the test below: prints the cache directory it starts with.
+#[test]
+fn child_reports_its_cache() {
+    if std::env::var_os("TILUS_TEST_REPORT_CACHE").is_none() {
+        return;
+    }
+    // read before anything of the harness runs in this test
+    let at_start = std::env::var("TILUS_CACHE_DIR").unwrap_or_default();
+    let root = tilus::compile::cache::cache_root();
+    println!("CHILD-CACHE {at_start}");
+    println!("CHILD-ROOT {}", root.display());
+}
+
+/// Every test process compiles into a fresh directory of its own under the temporary
+/// directory, set before `main` even when the user has set `TILUS_CACHE_DIR`, and removed
+/// when the process exits: no test writes into the user's cache.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_test_process_has_a_cache_of_its_own_from_the_start() {
+    let test = child::test_name(module_path!(), "child_reports_its_cache");
+    let out = child::command(&test, None)
+        .env("TILUS_TEST_REPORT_CACHE", "1")
+        .env("TILUS_CACHE_DIR", "/nonexistent/the-users-cache")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let line = |tag: &str| {
+        text.lines()
+            .find_map(|l| l.split_once(tag).map(|(_, rest)| rest))
+            .unwrap_or_else(|| panic!("no {tag:?} in {text}"))
+            .to_string()
+    };
+    let dir = std::path::PathBuf::from(line("CHILD-CACHE "));
+    assert_eq!(line("CHILD-ROOT "), dir.display().to_string());
+    assert!(dir.starts_with(std::env::temp_dir()), "{}", dir.display());
+    assert_ne!(dir.as_path(), cache_dir(), "each process has its own");
+    assert!(!dir.exists(), "{} is left behind", dir.display());
+}
