@@ -21,19 +21,6 @@ pub fn matmul_inputs(m: usize, n: usize, k: usize) -> (Vec<f16>, Vec<f16>) {
     (a, b)
 }
 
-/// `c[i, j] = sum_x a[i, x] * b[j, x]` in f32, for `[m, k]` and `[n, k]` row-major operands.
-pub fn matmul_abt(a: &[f16], b: &[f16], m: usize, n: usize, k: usize) -> Vec<f32> {
-    let mut c = vec![0f32; m * n];
-    for i in 0..m {
-        for j in 0..n {
-            c[i * n + j] = (0..k)
-                .map(|x| a[i * k + x].to_f32() * b[j * k + x].to_f32())
-                .sum();
-        }
-    }
-    c
-}
-
 /// `len` pseudo-random f16 values in `[-0.125, 0.125)` (xorshift, from `seed`).
 pub fn random_f16(len: usize, seed: u64) -> Vec<f16> {
     let mut x = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;

@@ -95,16 +95,6 @@ static BEFORE_MAIN: extern "C" fn() = before_main;
 #[cfg_attr(target_os = "linux", link_section = ".fini_array")]
 static AT_EXIT: extern "C" fn() = at_exit;
 
-/// The diagnostics of a result that must be `Error::Script`.
-#[track_caller]
-pub fn script_errors<T>(r: tilus::Result<T>) -> Vec<tilus::Diagnostic> {
-    match r {
-        Err(tilus::Error::Script(d)) => d,
-        Err(e) => panic!("expected Error::Script, got another error: {e}"),
-        Ok(_) => panic!("expected Error::Script, but the script compiled"),
-    }
-}
-
 /// Traces `script` and runs every pass; the diagnostics, or none when it compiles.
 pub fn diagnostics_of<S: tilus::Script>(script: &S, consts: &[i64]) -> Vec<tilus::Diagnostic> {
     cache_dir();

@@ -46,14 +46,14 @@ fn mbarrier_alloc_counts() {
 
 #[test]
 fn more_threads_arrive_than_the_barrier_counts() {
-    check::<OutF32>(
-        |k, _| {
-            k.warps(4);
-            let b = k.mbarrier().alloc([1]);
-            at(line!(), k.mbarrier().arrive_and_expect_tx(b[0], 0));
-        }
-    ).fails_once("mbarrier.arrive_and_expect_tx: 128 threads arrive on `bar0[0]`, which expects 1 arrival per phase; \
-         wrap it in single_thread() or raise the count",
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        let b = k.mbarrier().alloc([1]);
+        at(line!(), k.mbarrier().arrive_and_expect_tx(b[0], 0));
+    })
+    .fails_once(
+        "mbarrier.arrive_and_expect_tx: 128 threads arrive on `bar0[0]`, which expects 1 arrival \
+         per phase; wrap it in single_thread() or raise the count",
     );
 
     check::<OutF32>(|k, _| {
@@ -98,36 +98,36 @@ fn transaction_bytes_out_of_range() {
 #[test]
 fn transaction_bytes_that_do_not_match_the_copies() {
     // declares one tile, copies two
-    check::<InF16>(
-        |k, (a,)| {
-            k.warps(4);
-            let (g, s, b) = tma_setup(k, a);
-            let s2: SharedTensor<f16> = k.shared_tensor([64, 64]);
-            k.single_thread(|k| {
-                at(line!(), k.mbarrier().arrive_and_expect_tx(b[0], s.nbytes()));
-                k.tma().global_to_shared(&g, &s, [0, 0], b[0]);
-                k.tma().global_to_shared(&g, &s2, [0, 64], b[0]);
-                k.mbarrier().wait(b[0], 0u32);
-            });
-        }
-    ).fails_once("arrive_and_expect_tx declares 8192 bytes on `bar0[0]`, but the TMA copies issued on it before \
-         the wait deliver 16384 bytes; the wait would return early or fault",
+    check::<InF16>(|k, (a,)| {
+        k.warps(4);
+        let (g, s, b) = tma_setup(k, a);
+        let s2: SharedTensor<f16> = k.shared_tensor([64, 64]);
+        k.single_thread(|k| {
+            at(line!(), k.mbarrier().arrive_and_expect_tx(b[0], s.nbytes()));
+            k.tma().global_to_shared(&g, &s, [0, 0], b[0]);
+            k.tma().global_to_shared(&g, &s2, [0, 64], b[0]);
+            k.mbarrier().wait(b[0], 0u32);
+        });
+    })
+    .fails_once(
+        "arrive_and_expect_tx declares 8192 bytes on `bar0[0]`, but the TMA copies issued on it \
+         before the wait deliver 16384 bytes; the wait would return early or fault",
     );
 
     // declares two tiles, copies one
-    check::<InF16>(
-        |k, (a,)| {
-            k.warps(4);
-            let (g, s, b) = tma_setup(k, a);
-            k.single_thread(|k| {
-                let n = 2 * s.nbytes();
-                at(line!(), k.mbarrier().arrive_and_expect_tx(b[0], n));
-                k.tma().global_to_shared(&g, &s, [0, 0], b[0]);
-                k.mbarrier().wait(b[0], 0u32);
-            });
-        }
-    ).fails_once("declares 16384 bytes on `bar0[0]`, but the TMA copies issued on it before the wait deliver \
-         8192 bytes; the wait would never return",
+    check::<InF16>(|k, (a,)| {
+        k.warps(4);
+        let (g, s, b) = tma_setup(k, a);
+        k.single_thread(|k| {
+            let n = 2 * s.nbytes();
+            at(line!(), k.mbarrier().arrive_and_expect_tx(b[0], n));
+            k.tma().global_to_shared(&g, &s, [0, 0], b[0]);
+            k.mbarrier().wait(b[0], 0u32);
+        });
+    })
+    .fails_once(
+        "declares 16384 bytes on `bar0[0]`, but the TMA copies issued on it before the wait \
+         deliver 8192 bytes; the wait would never return",
     );
 }
 

@@ -241,16 +241,17 @@ fn store_global_rank_mismatch() {
 
 #[test]
 fn register_tensor_used_in_another_thread_group() {
-    check::<OutF32>(
-        |k, (o,)| {
-            k.warps(4);
-            let r: RegisterTensor<f32> = k.register_tensor([32, 32], 1.0);
-            let g = k.global_view(o, [32, 32]);
-            k.single_warp(1, |k| {
-                at(line!(), k.store_global(&g, &r, [0, 0]));
-            });
-        }
-    ).fails_once("store_global: register tensor `r0` belongs to a group of 128 threads but is used in a group of 32",
+    check::<OutF32>(|k, (o,)| {
+        k.warps(4);
+        let r: RegisterTensor<f32> = k.register_tensor([32, 32], 1.0);
+        let g = k.global_view(o, [32, 32]);
+        k.single_warp(1, |k| {
+            at(line!(), k.store_global(&g, &r, [0, 0]));
+        });
+    })
+    .fails_once(
+        "store_global: register tensor `r0` belongs to a group of 128 threads but is used in a \
+         group of 32",
     );
 
     // declared inside a group, used outside it

@@ -148,17 +148,18 @@ fn dot_in_a_group_that_is_not_whole_warps() {
 
 #[test]
 fn dot_operand_from_another_thread_group() {
-    check::<OutF32>(
-        |k, _| {
-            k.warps(8);
-            let a: RegisterTensor<f16> = k.register_tensor([64, 32], 0.0);
-            k.warp_group(4, |k| {
-                let b: RegisterTensor<f16> = k.register_tensor([32, 64], 0.0);
-                let c: RegisterTensor<f32> = k.register_tensor([64, 64], 0.0);
-                at(line!(), k.dot(&a, &b, &c, &c));
-            });
-        }
-    ).fails_once("dot operand a: register tensor `r0` belongs to a group of 256 threads but is used in a group of 128",
+    check::<OutF32>(|k, _| {
+        k.warps(8);
+        let a: RegisterTensor<f16> = k.register_tensor([64, 32], 0.0);
+        k.warp_group(4, |k| {
+            let b: RegisterTensor<f16> = k.register_tensor([32, 64], 0.0);
+            let c: RegisterTensor<f32> = k.register_tensor([64, 64], 0.0);
+            at(line!(), k.dot(&a, &b, &c, &c));
+        });
+    })
+    .fails_once(
+        "dot operand a: register tensor `r0` belongs to a group of 256 threads but is used in a \
+         group of 128",
     );
 }
 

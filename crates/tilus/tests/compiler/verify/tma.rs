@@ -60,19 +60,19 @@ fn tma_rows_that_are_not_a_multiple_of_16_bytes() {
 
 #[test]
 fn tma_global_stride_that_is_not_a_multiple_of_16_bytes() {
-    check::<(i32, Const<i32>, Ptr<f16>)>(
-        |k, (m, kk, a)| {
-            k.warps(1);
-            let g = k.global_view(a, [m, kk]);
-            let s: SharedTensor<f16> = k.shared_tensor([64, 64]);
-            let b = k.mbarrier().alloc([1]);
-            k.single_thread(|k| {
-                at(line!(), k.tma().global_to_shared(&g, &s, [0, 0], b[0]));
-            });
-        }
-    )
-        .consts(&[4095]).fails_once("tma.global_to_shared: view `g0` has a stride of 8190 bytes in dimension 0; TMA needs strides \
-         that are multiples of 16 bytes (pad rows to a multiple of 8 elements)",
+    check::<(i32, Const<i32>, Ptr<f16>)>(|k, (m, kk, a)| {
+        k.warps(1);
+        let g = k.global_view(a, [m, kk]);
+        let s: SharedTensor<f16> = k.shared_tensor([64, 64]);
+        let b = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            at(line!(), k.tma().global_to_shared(&g, &s, [0, 0], b[0]));
+        });
+    })
+    .consts(&[4095])
+    .fails_once(
+        "tma.global_to_shared: view `g0` has a stride of 8190 bytes in dimension 0; TMA needs \
+         strides that are multiples of 16 bytes (pad rows to a multiple of 8 elements)",
     );
 
     // 3-D: only the stride of dimension 1 (4095 elements) is misaligned
