@@ -6,8 +6,9 @@
 //! them on a GPU host with `--include-ignored`).
 //!
 //! Every test that compiles calls `hopper_matmul::test_cache!()` first, so that it compiles
-//! into a cache under cargo's temporary directory and never into the user's. A new version's
-//! tests are new modules here (`interp_v2`, `nvrtc_space_v2`, `gpu_v2`).
+//! into a cache under cargo's temporary directory and never into the user's; on Linux the
+//! process also does so before `main`, so that the variable is set before any test thread
+//! runs. A new version's tests are new modules here (`interp_v2`, `nvrtc_space_v2`, `gpu_v2`).
 
 mod codegen_v0;
 mod gpu_v0;
@@ -18,3 +19,12 @@ mod main_v0_args;
 mod nvrtc_space;
 mod nvrtc_space_v1;
 mod registry;
+
+extern "C" fn before_main() {
+    hopper_matmul::test_cache!();
+}
+
+/// Sets the test cache (`TILUS_CACHE_DIR`) before `main`, while the process has one thread.
+#[used]
+#[cfg_attr(target_os = "linux", link_section = ".init_array")]
+static BEFORE_MAIN: extern "C" fn() = before_main;
