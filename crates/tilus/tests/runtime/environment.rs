@@ -2,6 +2,8 @@
 //! wrong TILUS_NVRTC_DIR), an unwritable cache directory. The NVRTC and cache cases run in a
 //! child process, since NVRTC is loaded once per process.
 
+use crate::common::child;
+use std::path::Path;
 use tilus::prelude::*;
 use tilus::Error;
 
@@ -32,11 +34,11 @@ fn opening_a_device_never_panics() {
     assert!(tilus::runtime::Device::open(4096).is_err());
 }
 
-fn child(test: &str, envs: &[(&str, &str)]) -> (bool, String) {
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = std::process::Command::new(exe);
-    cmd.args(["--exact", test, "--nocapture", "--test-threads", "1"])
-        .env("TILUS_ENV_CHILD", "1");
+/// Runs the test `test` of this module in a child process with `envs`, and a cache directory
+/// of its own or `cache`.
+fn child(test: &str, cache: Option<&Path>, envs: &[(&str, &str)]) -> (bool, String) {
+    let mut cmd = child::command(&child::test_name(module_path!(), test), cache);
+    cmd.env("TILUS_ENV_CHILD", "1");
     for (k, v) in envs {
         cmd.env(k, v);
     }
@@ -66,6 +68,7 @@ fn child_without_nvrtc() {
 fn a_wrong_nvrtc_directory_is_a_clear_error() {
     let (ok, text) = child(
         "child_without_nvrtc",
+        None,
         &[("TILUS_NVRTC_DIR", "/nonexistent/nvrtc")],
     );
     assert!(ok, "{text}");
@@ -94,10 +97,7 @@ fn an_unwritable_cache_degrades_to_memory_with_one_warning() {
     let file = std::env::temp_dir().join(format!("tilus-not-a-dir-{}", std::process::id()));
     std::fs::write(&file, b"x").unwrap();
     let cache = file.join("cache");
-    let (ok, text) = child(
-        "child_unwritable_cache",
-        &[("TILUS_CACHE_DIR", cache.to_str().unwrap())],
-    );
+    let (ok, text) = child("child_unwritable_cache", Some(&cache), &[]);
     let _ = std::fs::remove_file(&file);
     assert!(ok, "{text}");
     assert!(text.contains("CHILD-BUILT"), "{text}");

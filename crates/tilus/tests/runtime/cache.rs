@@ -1,27 +1,13 @@
 //! The on-disk program cache, without a GPU (NVRTC only): hits, misses, invalidation when the
 //! generated source changes, corrupt entries rebuilt, and two processes compiling the same
 //! program at once (it is compiled once).
+//!
+//! All tests of this binary share the process's fresh cache directory (`common::cache_dir`);
+//! each test uses its own scripts so that they do not interfere.
 
-use std::path::PathBuf;
-use std::sync::OnceLock;
+use crate::common::{cache_dir, child};
 use tilus::prelude::*;
 use tilus::tune::{compile_candidates, Binding, Space, Tunable};
-
-/// All tests of this binary share one fresh cache directory (the variable is process-wide);
-/// each test uses its own scripts so that they do not interfere.
-fn cache_dir() -> &'static PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let d = match std::env::var("TILUS_TEST_CHILD_CACHE") {
-            Ok(d) => PathBuf::from(d),
-            Err(_) => std::env::temp_dir().join(format!("tilus-cache-test-{}", std::process::id())),
-        };
-        std::fs::create_dir_all(&d).unwrap();
-        // SAFETY (of the std API's contract): set before any thread of this binary reads it.
-        std::env::set_var("TILUS_CACHE_DIR", &d);
-        d
-    })
-}
 
 /// Fills `[n]` f32 with a constant through registers: tiny, and a new `value` is a new source.
 #[derive(Clone, Debug, Hash)]
@@ -232,7 +218,7 @@ fn candidates_compile_in_parallel_and_failures_keep_their_reason() {
 /// compile it.
 #[test]
 fn child_build() {
-    if std::env::var("TILUS_TEST_CHILD_CACHE").is_err() {
+    if !child::has_child_cache() {
         return;
     }
     cache_dir();
@@ -255,18 +241,10 @@ fn two_processes_building_at_once_compile_once() {
     let dir = std::env::temp_dir().join(format!("tilus-cache-race-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let exe = std::env::current_exe().unwrap();
+    let test = child::test_name(module_path!(), "child_build");
     let children: Vec<_> = (0..2)
         .map(|_| {
-            std::process::Command::new(&exe)
-                .args([
-                    "--exact",
-                    "child_build",
-                    "--nocapture",
-                    "--test-threads",
-                    "1",
-                ])
-                .env("TILUS_TEST_CHILD_CACHE", &dir)
+            child::command(&test, Some(&dir))
                 .stdout(std::process::Stdio::piped())
                 .spawn()
                 .unwrap()
@@ -288,4 +266,44 @@ fn two_processes_building_at_once_compile_once() {
     let entries = std::fs::read_dir(dir.join("programs")).unwrap().count();
     assert_eq!(entries, 1);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Run as a child process by the test below: prints the cache directory it starts with.
+#[test]
+fn child_reports_its_cache() {
+    if std::env::var_os("TILUS_TEST_REPORT_CACHE").is_none() {
+        return;
+    }
+    // read before anything of the harness runs in this test
+    let at_start = std::env::var("TILUS_CACHE_DIR").unwrap_or_default();
+    let root = tilus::compile::cache::cache_root();
+    println!("CHILD-CACHE {at_start}");
+    println!("CHILD-ROOT {}", root.display());
+}
+
+/// Every test process compiles into a fresh directory of its own under the temporary
+/// directory, set before `main` even when the user has set `TILUS_CACHE_DIR`, and removed
+/// when the process exits: no test writes into the user's cache.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_test_process_has_a_cache_of_its_own_from_the_start() {
+    let test = child::test_name(module_path!(), "child_reports_its_cache");
+    let out = child::command(&test, None)
+        .env("TILUS_TEST_REPORT_CACHE", "1")
+        .env("TILUS_CACHE_DIR", "/nonexistent/the-users-cache")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let line = |tag: &str| {
+        text.lines()
+            .find_map(|l| l.split_once(tag).map(|(_, rest)| rest))
+            .unwrap_or_else(|| panic!("no {tag:?} in {text}"))
+            .to_string()
+    };
+    let dir = std::path::PathBuf::from(line("CHILD-CACHE "));
+    assert_eq!(line("CHILD-ROOT "), dir.display().to_string());
+    assert!(dir.starts_with(std::env::temp_dir()), "{}", dir.display());
+    assert_ne!(dir.as_path(), cache_dir(), "each process has its own");
+    assert!(!dir.exists(), "{} is left behind", dir.display());
 }

@@ -2,9 +2,7 @@
 //! huge sizes, one size rule, repeated settings, checks that compile nothing, `run` without a
 //! GPU, ambiguous cache names, and the messages and docs around them.
 
-mod common;
-
-use common::{tilus, Reader, TempDir, V0, V1};
+use crate::common::{tilus, Reader, TempDir, V0, V1};
 
 /// The commands whose output is worth reading piecemeal, each of which succeeds here.
 fn succeeding() -> Vec<Vec<&'static str>> {

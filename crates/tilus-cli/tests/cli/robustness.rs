@@ -3,9 +3,7 @@
 //! and never panics or aborts. No GPU is visible to the commands; those that need one fail
 //! with a message. Sizes are chosen so that nothing runs for long.
 
-mod common;
-
-use common::{tilus, Reader, V0, V1};
+use crate::common::{tilus, Reader, V0, V1};
 
 /// Argument lists: every subcommand, with bad values of every kind.
 fn cases() -> Vec<Vec<String>> {

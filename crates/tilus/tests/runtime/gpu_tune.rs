@@ -2,6 +2,7 @@
 //! consistent table with every program compiled once, and a space in which nothing works is an
 //! error that lists every candidate and its reason.
 
+use crate::common::child;
 use std::path::PathBuf;
 use tilus::cudarc::driver::CudaSlice;
 use tilus::prelude::*;
@@ -84,7 +85,7 @@ fn run_once(device: &Device, n: usize) -> (Vec<f32>, String) {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn child_tune() {
-    if std::env::var("TILUS_TEST_CHILD_CACHE").is_err() {
+    if !child::has_child_cache() {
         return;
     }
     let device = Device::open(0).expect("a Hopper GPU");
@@ -102,20 +103,11 @@ fn child_tune() {
 fn two_processes_tuning_at_once_agree_and_compile_each_program_once() {
     let dir: PathBuf = std::env::temp_dir().join(format!("tilus-tune-race-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let exe = std::env::current_exe().unwrap();
+    let test = child::test_name(module_path!(), "child_tune");
     let children: Vec<_> = (0..2)
         .map(|_| {
-            std::process::Command::new(&exe)
-                .args([
-                    "--exact",
-                    "child_tune",
-                    "--include-ignored",
-                    "--nocapture",
-                    "--test-threads",
-                    "1",
-                ])
-                .env("TILUS_TEST_CHILD_CACHE", &dir)
-                .env("TILUS_CACHE_DIR", &dir)
+            child::command(&test, Some(&dir))
+                .arg("--include-ignored")
                 .stdout(std::process::Stdio::piped())
                 .spawn()
                 .unwrap()

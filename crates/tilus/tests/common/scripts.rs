@@ -1,0 +1,298 @@
+//! Scripts that more than one binary runs: the compile tests (`compiler`), the interpreter
+//! (`interp`) and the GPU (`runtime`) check the same kernels. Diagnostics of these scripts
+//! point at this file ([`FILE`]).
+
+use half::f16;
+use tilus::prelude::*;
+
+use super::mark;
+
+/// This file, as diagnostics name it.
+pub const FILE: &str = file!();
+
+/// `(m_size, n_size, k_size, a, b, c)` of the seed's matmul.
+pub type MatmulArgs = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f16>);
+
+/// The seed's v0 body with 64x128x64 tiles (`c = a bᵀ`), and a switch for each bug the
+/// interpreter tests plant. Marked calls: `sa`, `sb`, `bar`, `tma_a`, `load_a`.
+#[derive(Clone, Copy, Debug, Default, Hash)]
+pub struct SeedMatmul {
+    /// No `sync` after the single thread's wait.
+    pub no_first_sync: bool,
+    /// The phase is never flipped.
+    pub no_phase_flip: bool,
+}
+
+impl Script for SeedMatmul {
+    type Args = MatmulArgs;
+    fn body(&self, k: &mut Kernel, (m, n, kk, a, b, c): Handles<MatmulArgs>) {
+        k.blocks([cdiv(m, 64), cdiv(n, 128)]);
+        k.warps(4);
+        let om = k.let_i32(64 * k.block_idx().x);
+        let on = k.let_i32(128 * k.block_idx().y);
+        let ga = k.global_view(a, [m, kk]);
+        let gb = k.global_view(b, [n, kk]);
+        #[rustfmt::skip]
+        let sa: SharedTensor<f16> = mark("sa", line!(), k.shared_tensor([64, 64]));
+        #[rustfmt::skip]
+        let sb: SharedTensor<f16> = mark("sb", line!(), k.shared_tensor([128, 64]));
+        let acc: RegisterTensor<f32> = k.register_tensor([64, 128], 0.0);
+        #[rustfmt::skip]
+        let bar = mark("bar", line!(), k.mbarrier().alloc([1]));
+        let phase = k.var_u32(0u32);
+        k.for_range(0, kk, 64, |k, ok| {
+            k.single_thread(|k| {
+                k.mbarrier()
+                    .arrive_and_expect_tx(bar[0], sa.nbytes() + sb.nbytes());
+                #[rustfmt::skip]
+                mark("tma_a", line!(), k.tma().global_to_shared(&ga, &sa, [om, ok], bar[0]));
+                k.tma().global_to_shared(&gb, &sb, [on, ok], bar[0]);
+                k.mbarrier().wait(bar[0], phase);
+            });
+            if !self.no_first_sync {
+                k.sync();
+            }
+            #[rustfmt::skip]
+            let ra = mark("load_a", line!(), k.load_shared(&sa));
+            let rb = k.load_shared(&sb);
+            k.dot(&ra, &rb.transpose(), &acc, &acc);
+            k.sync();
+            if !self.no_phase_flip {
+                k.assign(phase, phase ^ 1);
+            }
+        });
+        let h: RegisterTensor<f16> = k.cast(&acc);
+        let gc = k.global_view(c, [m, n]);
+        k.store_global(&gc, &h, [om, on]);
+    }
+}
+
+/// Copies an `[m, n]` f32 matrix through shared memory (TMA of f32 tiles, with or without a
+/// swizzle) and registers (the generic shared load), one tile per block.
+#[derive(Clone, Debug, Hash)]
+pub struct TileCopy {
+    pub rows: i32,
+    pub cols: i32,
+}
+
+impl TileCopy {
+    /// `(m, n, rows, cols)`: matrices that are and are not multiples of the tile.
+    pub const ODD_SHAPES: [(usize, usize, i32, i32); 4] = [
+        (100, 72, 16, 32),
+        (33, 40, 32, 16),
+        (64, 64, 64, 64),
+        (20, 100, 8, 48),
+    ];
+
+    /// The source matrix of an `[m, n]` copy.
+    pub fn input(m: usize, n: usize) -> Vec<f32> {
+        (0..m * n).map(|i| (i as f32).sin()).collect()
+    }
+}
+
+impl Script for TileCopy {
+    type Args = (i32, i32, Ptr<f32>, PtrMut<f32>);
+    fn arg_names() -> &'static [&'static str] {
+        &["m", "n", "src", "dst"]
+    }
+    fn body(&self, k: &mut Kernel, (m, n, src, dst): Handles<Self::Args>) {
+        k.blocks([cdiv(m, self.rows), cdiv(n, self.cols)]);
+        k.warps(4);
+        let om = k.let_i32(self.rows * k.block_idx().x);
+        let on = k.let_i32(self.cols * k.block_idx().y);
+        let g = k.global_view::<f32>(src, [m, n]);
+        let s = k.shared_tensor::<f32>([self.rows, self.cols]);
+        let bar = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            k.mbarrier().arrive_and_expect_tx(bar[0], s.nbytes());
+            k.tma().global_to_shared(&g, &s, [om, on], bar[0]);
+        });
+        // every thread may wait on the phase itself
+        k.mbarrier().wait(bar[0], 0u32);
+        let r = k.load_shared(&s);
+        let out = k.global_view::<f32>(dst, [m, n]);
+        k.store_global(&out, &r, [om, on]);
+    }
+}
+
+/// Nested thread groups: warp group 0 and warp group 1 each fill their own register tile and
+/// store it to their own row of a `[2, 256]` f32 output (1.0 and 2.0); inside, one warp of
+/// group 0 and one thread of group 1 arrive on a barrier of count 33, and the whole block
+/// waits for the phase.
+#[derive(Clone, Debug, Hash)]
+pub struct Groups;
+
+impl Script for Groups {
+    type Args = (PtrMut<f32>,);
+    fn body(&self, k: &mut Kernel, (out,): Handles<Self::Args>) {
+        k.warps(8);
+        let g = k.global_view::<f32>(out, [2, 256]);
+        // 32 arrivals from a warp of group 0 + 1 from a single thread of group 1
+        let bar = k.mbarrier().alloc([33]);
+        for wg in 0..2u32 {
+            k.warp_group(4 * wg, |k| {
+                let t = k.register_tensor::<f32>([1, 256], (wg + 1) as f64);
+                k.store_global(&g, &t, [wg as i32, 0]);
+                if wg == 0 {
+                    k.single_warp(2, |k| k.mbarrier().arrive(bar[0]));
+                } else {
+                    k.thread_group(64, 32, |k| k.single_thread(|k| k.mbarrier().arrive(bar[0])));
+                }
+            });
+        }
+        k.mbarrier().wait(bar[0], 0u32);
+    }
+}
+
+/// `C[64, 64] = ones[64, 64] · Bᵀ` with wgmma: A is written by threads (`store_shared`), B
+/// arrives by TMA. Ordinary shared-memory stores must be published to the async proxy
+/// (`fence_proxy_async`) before the wgmma reads them.
+#[derive(Clone, Debug, Hash)]
+pub struct OnesTimesB {
+    /// 0: no fence; 1: every writer fences; 2: only threads that did not write fence.
+    pub fence: u8,
+}
+
+impl OnesTimesB {
+    /// The B operand.
+    pub fn input() -> Vec<f16> {
+        (0..64 * 64)
+            .map(|i| f16::from_f32(((i * 37 % 101) as f32 - 50.0) / 256.0))
+            .collect()
+    }
+
+    /// The product for `b`: row sums of B, for every row of C.
+    pub fn expected(b: &[f16]) -> Vec<f32> {
+        let mut c = vec![0f32; 64 * 64];
+        for i in 0..64 {
+            for j in 0..64 {
+                c[i * 64 + j] = (0..64).map(|x| b[j * 64 + x].to_f32()).sum();
+            }
+        }
+        c
+    }
+}
+
+impl Script for OnesTimesB {
+    type Args = (Ptr<f16>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (b_ptr, c_ptr): Handles<Self::Args>) {
+        k.warps(4);
+        let gb = k.global_view::<f16>(b_ptr, [64, 64]);
+        let sa = k.shared_tensor::<f16>([64, 64]);
+        let sb = k.shared_tensor::<f16>([64, 64]);
+        let acc = k.register_tensor::<f32>([64, 64], 0.0);
+        let bar = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            k.mbarrier().arrive_and_expect_tx(bar[0], sb.nbytes());
+            k.tma().global_to_shared(&gb, &sb, [0, 0], bar[0]);
+        });
+        if self.fence == 2 {
+            // the first half of the block writes A; the other half fences (wrongly)
+            k.thread_group(0, 64, |k| {
+                let ones = k.register_tensor::<f16>([64, 64], 1.0);
+                k.store_shared(&sa, &ones);
+            });
+            k.thread_group(64, 64, |k| k.fence_proxy_async());
+        } else {
+            let ones = k.register_tensor::<f16>([64, 64], 1.0);
+            k.store_shared(&sa, &ones);
+            if self.fence == 1 {
+                k.fence_proxy_async();
+            }
+        }
+        k.sync();
+        k.mbarrier().wait(bar[0], 0u32);
+        k.wgmma().fence();
+        k.wgmma().mma(&sa, &sb.transpose(), &acc);
+        k.wgmma().commit_group();
+        k.wgmma().wait_group(0);
+        let gc = k.global_view::<f32>(c_ptr, [64, 64]);
+        k.store_global(&gc, &acc, [0, 0]);
+    }
+}
+
+/// `C[m, n] = A · Bᵀ` for one block with wgmma: A and B in shared memory (or A in
+/// registers), one K step of `k` (16, 32 or 64), C of element type `C` (f32, or f16 for f16
+/// accumulation).
+#[derive(Clone, Debug)]
+pub struct OneTile<C = f32> {
+    pub m: i32,
+    pub n: i32,
+    pub k: i32,
+    pub a_in_registers: bool,
+    pub warps: u32,
+    pub b_transposed: bool,
+    /// Stores the accumulator before `wait_group` too.
+    pub read_early: bool,
+    pub acc: std::marker::PhantomData<C>,
+}
+
+// by hand: the element marker carries no data (and f16 has no Hash)
+impl<C> std::hash::Hash for OneTile<C> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (
+            self.m,
+            self.n,
+            self.k,
+            self.a_in_registers,
+            self.warps,
+            self.b_transposed,
+            self.read_early,
+        )
+            .hash(h);
+        std::any::type_name::<C>().hash(h);
+    }
+}
+
+impl<C> OneTile<C> {
+    /// An `[m, n]` tile with one K step of `k`: both operands in shared memory, 4 warps.
+    pub fn new(m: i32, n: i32, k: i32) -> OneTile<C> {
+        OneTile {
+            m,
+            n,
+            k,
+            a_in_registers: false,
+            warps: 4,
+            b_transposed: true,
+            read_early: false,
+            acc: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<C: tilus::lang::Element + std::fmt::Debug> Script for OneTile<C> {
+    type Args = (Ptr<f16>, Ptr<f16>, PtrMut<C>);
+    fn body(&self, k: &mut Kernel, (a_ptr, b_ptr, c_ptr): Handles<Self::Args>) {
+        let s = self;
+        k.warps(s.warps);
+        let ga = k.global_view::<f16>(a_ptr, [s.m, s.k]);
+        let gb = k.global_view::<f16>(b_ptr, [s.n, s.k]);
+        let sa = k.shared_tensor::<f16>([s.m, s.k]);
+        let sb = k.shared_tensor::<f16>([s.n, s.k]);
+        // f32 accumulation, or f16 accumulation when C is f16
+        let acc = k.register_tensor::<C>([s.m, s.n], 0.0);
+        let bar = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            k.mbarrier()
+                .arrive_and_expect_tx(bar[0], sa.nbytes() + sb.nbytes());
+            k.tma().global_to_shared(&ga, &sa, [0, 0], bar[0]);
+            k.tma().global_to_shared(&gb, &sb, [0, 0], bar[0]);
+        });
+        k.mbarrier().wait(bar[0], 0u32);
+        let b = if s.b_transposed { sb.transpose() } else { sb };
+        k.wgmma().fence();
+        if s.a_in_registers {
+            let a = k.load_shared(&sa);
+            k.wgmma().mma(&a, &b, &acc);
+        } else {
+            k.wgmma().mma(&sa, &b, &acc);
+        }
+        k.wgmma().commit_group();
+        let gc = k.global_view::<C>(c_ptr, [s.m, s.n]);
+        if s.read_early {
+            k.store_global(&gc, &acc, [0, 0]);
+        }
+        k.wgmma().wait_group(0);
+        k.store_global(&gc, &acc, [0, 0]);
+    }
+}

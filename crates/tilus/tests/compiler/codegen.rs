@@ -1,0 +1,78 @@
+//! The generated CUDA, family by family: what the emitter writes for a construct, and that
+//! NVRTC compiles it (without spills). No GPU is needed; the GPU runs of the same scripts are
+//! in `runtime/gpu.rs`.
+
+use crate::common::build;
+use crate::common::scripts::{Groups, OneTile, TileCopy};
+use half::f16;
+
+// ------------------------------------------------------------------------------------------
+// memory and tma: TMA of f32 tiles with and without a swizzle, the generic shared load.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn tile_copy_compiles_with_the_generic_load_and_each_swizzle() {
+    let src = tilus::emit(&TileCopy { rows: 16, cols: 32 }, &[]).unwrap();
+    assert!(
+        src.contains("tilus_ld_shared_u32("),
+        "f32 tiles use the generic shared load"
+    );
+    assert!(
+        !src.contains("ldmatrix.sync"),
+        "ldmatrix is for 16-bit tiles"
+    );
+    assert!(
+        src.contains("tilus_swizzle("),
+        "128-byte rows take the 128B swizzle"
+    );
+    let wide = tilus::emit(&TileCopy { rows: 8, cols: 48 }, &[]).unwrap();
+    assert!(
+        !wide.contains("tilus_swizzle("),
+        "192-byte rows are wider than any swizzle span"
+    );
+    for (rows, cols) in [(16, 32), (8, 48), (32, 16)] {
+        let c = build(&TileCopy { rows, cols }, &[]);
+        assert_eq!(c.report.spill_stores, 0);
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// control and mbarrier: nested thread groups, plain arrivals.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn nested_groups_compile() {
+    let src = tilus::emit(&Groups, &[]).unwrap();
+    assert!(src.contains("mbarrier.arrive.shared::cta.b64"));
+    assert!(src.matches("if (").count() >= 4, "{src}");
+    build(&Groups, &[]);
+}
+
+// ------------------------------------------------------------------------------------------
+// wgmma: both operand sources, both accumulators.
+// ------------------------------------------------------------------------------------------
+
+fn compiles_to<C: tilus::lang::Element + std::fmt::Debug>(s: &OneTile<C>, needle: &str) {
+    let c = build(s, &[]);
+    assert_eq!(c.report.spill_stores, 0, "{s:?}");
+    assert!(c.source.contains(needle), "{s:?}: no `{needle}`");
+}
+
+#[test]
+fn both_operand_sources_and_both_accumulators_compile_to_wgmma() {
+    for (m, n, k) in [(64, 128, 64), (128, 128, 32), (64, 256, 32), (64, 8, 16)] {
+        compiles_to(
+            &OneTile::<f32>::new(m, n, k),
+            &format!("tilus_wgmma_m64n{n}k16_f16_ss("),
+        );
+        let rs = OneTile::<f32> {
+            a_in_registers: true,
+            ..OneTile::<f32>::new(m, n, k)
+        };
+        compiles_to(&rs, &format!("tilus_wgmma_m64n{n}k16_f16_rs("));
+        compiles_to(
+            &OneTile::<f16>::new(m, n, k),
+            &format!("m64n{n}k16.f16.f16.f16"),
+        );
+    }
+}

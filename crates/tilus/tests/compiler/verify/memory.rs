@@ -1,0 +1,313 @@
+//! Global views, shared and register tiles, `free_shared`, loads and stores.
+
+use super::{tma_setup, InF16, OutF32};
+use crate::common::scripts::{self, OnesTimesB};
+use crate::common::{at, build, check, note};
+use tilus::ir::DType;
+use tilus::prelude::*;
+use tilus::Error;
+
+#[test]
+fn tile_dimensions_that_are_not_positive() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let _: SharedTensor<f16> = at(line!(), k.shared_tensor([0, 16]));
+    })
+    .fails_once("shared_tensor: every dimension must be positive, got [0, 16]");
+
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let _: RegisterTensor<f32> = at(line!(), k.register_tensor([8, -1], None::<f64>));
+    })
+    .fails_once("register_tensor: every dimension must be positive, got [8, -1]");
+}
+
+#[test]
+fn register_tensor_without_dimensions() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let _: RegisterTensor<f32> = at(line!(), k.register_tensor([], None::<f64>));
+    })
+    .fails_once("register_tensor: a tile needs at least one dimension");
+}
+
+/// `register_tensor` rejects a shape without dimensions; `shared_tensor` accepts it, and only
+/// a later use of the tile fails.
+#[test]
+fn shared_tensor_without_dimensions() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let _: SharedTensor<f32> = at(line!(), k.shared_tensor([0i32; 0]));
+    })
+    .fails_once("shared_tensor: a tile needs at least one dimension");
+}
+
+#[test]
+fn global_view_rank() {
+    check::<OutF32>(|k, (o,)| {
+        k.warps(1);
+        at(line!(), k.global_view(o, [0i32; 0]));
+    })
+    .fails_once("global_view needs 1 to 5 dimensions, got 0");
+
+    check::<OutF32>(|k, (o,)| {
+        k.warps(1);
+        at(line!(), k.global_view(o, [2; 6]));
+    })
+    .fails_once("global_view needs 1 to 5 dimensions, got 6");
+}
+
+#[test]
+fn global_view_extent_that_is_not_positive() {
+    check::<OutF32>(|k, (o,)| {
+        k.warps(1);
+        at(line!(), k.global_view(o, [16, 0]));
+    })
+    .fails_once("global_view: dimension 1 is 0; it must be positive");
+
+    check::<(Const<i32>, PtrMut<f32>)>(|k, (n, o)| {
+        k.warps(1);
+        at(line!(), k.global_view(o, [n]));
+    })
+    .consts(&[-5])
+    .fails_once("global_view: dimension 0 is -5; it must be positive");
+}
+
+/// `global_view<T>` takes a `PtrVal<T>`, so the builder cannot mismatch them; edit the IR.
+#[test]
+fn global_view_of_another_element_type() {
+    check::<OutF32>(|k, (o,)| {
+        k.warps(1);
+        at(line!(), k.global_view(o, [32]));
+    })
+    .edit(|p| p.globals[0].dtype = DType::F16)
+    .fails_once("global_view<f16> over a pointer to");
+}
+
+#[test]
+fn shared_tensor_inside_a_thread_group() {
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        k.single_warp(0, |k| {
+            let _: SharedTensor<f16> = at(line!(), k.shared_tensor([16, 16]));
+        });
+    })
+    .fails_once("shared_tensor must run in the whole block, outside thread groups");
+}
+
+#[test]
+fn use_after_free_shared() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let s: SharedTensor<f32> = k.shared_tensor([16, 16]);
+        note(line!(), k.free_shared(&s));
+        at(line!(), k.load_shared(&s));
+    })
+    .fails_once_noting("load_shared uses shared tensor `s0` after free_shared at");
+
+    check::<InF16>(|k, (a,)| {
+        k.warps(1);
+        let (g, s, b) = tma_setup(k, a);
+        note(line!(), k.free_shared(&s));
+        k.single_thread(|k| {
+            at(line!(), k.tma().global_to_shared(&g, &s, [0, 0], b[0]));
+        });
+    })
+    .fails_once_noting("tma.global_to_shared uses shared tensor `s0` after free_shared");
+}
+
+#[test]
+fn double_free_shared() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let s: SharedTensor<f32> = k.shared_tensor([16, 16]);
+        note(line!(), k.free_shared(&s));
+        at(line!(), k.free_shared(&s));
+    })
+    .fails_once_noting("free_shared(`s0`): already freed at");
+}
+
+#[test]
+fn free_shared_in_another_loop_than_the_allocation() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let s: SharedTensor<f32> = k.shared_tensor([16, 16]);
+        k.for_range(0, 4, 1, |k, _| {
+            at(line!(), k.free_shared(&s));
+        });
+    })
+    .fails_once("free_shared(`s0`) must be in the same loop as its allocation");
+
+    let d = check::<OutF32>(|k, _| {
+        k.warps(1);
+        let mut s: Option<SharedTensor<f32>> = None;
+        k.for_range(0, 4, 1, |k, _| {
+            s = Some(k.shared_tensor([16, 16]));
+        });
+        at(line!(), k.free_shared(&s.unwrap()));
+    })
+    // the tile also no longer exists after its loop: both rules speak
+    .diagnostics();
+    d.find("must be in the same loop as its allocation");
+    d.find("is used outside the loop or thread group that declares it");
+}
+
+/// Two sibling loops have the same depth, but a tile allocated in one and freed in the other
+/// is freed on every iteration of the second.
+#[test]
+fn free_shared_in_a_sibling_loop() {
+    let d = check::<OutF32>(|k, _| {
+        k.warps(1);
+        let mut s: Option<SharedTensor<f32>> = None;
+        k.for_range(0, 4, 1, |k, _| {
+            s = Some(k.shared_tensor([16, 16]));
+        });
+        let s = s.unwrap();
+        k.for_range(0, 4, 1, |k, _| {
+            at(line!(), k.free_shared(&s));
+        });
+    })
+    .diagnostics();
+    d.find("must be in the same loop as its allocation");
+    d.find("is used outside the loop or thread group that declares it");
+}
+
+#[test]
+fn free_shared_inside_a_thread_group() {
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        let s: SharedTensor<f32> = k.shared_tensor([16, 16]);
+        k.single_warp(0, |k| {
+            at(line!(), k.free_shared(&s));
+        });
+    })
+    .fails_once("free_shared must run in the whole block, outside thread groups");
+}
+
+/// `load_shared` returns a tile of the shared tile's type; edit the IR.
+#[test]
+fn load_shared_into_another_element_type() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let s: SharedTensor<f16> = k.shared_tensor([16, 16]);
+        at(line!(), k.load_shared(&s));
+    })
+    .edit(|p| p.registers[0].dtype = DType::F32)
+    .fails_once("load_shared: f16 tile into a f32 register tensor");
+}
+
+#[test]
+fn store_global_through_a_read_only_pointer() {
+    check::<(Ptr<f32>,)>(|k, (o,)| {
+        k.warps(1);
+        let r: RegisterTensor<f32> = k.register_tensor([32], 1.0);
+        let g = k.global_view(o, [32]);
+        at(line!(), k.store_global(&g, &r, [0]));
+    })
+    .fails_once("store_global writes through `arg0`, a read-only Ptr; declare it PtrMut");
+}
+
+/// `store_global<T>` takes a view and a tile of the same `T`; edit the IR.
+#[test]
+fn store_global_of_another_element_type() {
+    check::<OutF32>(|k, (o,)| {
+        k.warps(1);
+        let r: RegisterTensor<f32> = k.register_tensor([32], 1.0);
+        let g = k.global_view(o, [32]);
+        at(line!(), k.store_global(&g, &r, [0]));
+    })
+    .edit(|p| p.registers[0].dtype = DType::F16)
+    .fails_once("store_global: a f16 tile into a f32 view; cast it first");
+}
+
+#[test]
+fn store_global_rank_mismatch() {
+    check::<OutF32>(|k, (o,)| {
+        k.warps(1);
+        let r: RegisterTensor<f32> = k.register_tensor([32], 1.0);
+        let g = k.global_view(o, [32, 32]);
+        at(line!(), k.store_global(&g, &r, [0, 0]));
+    })
+    .fails_once("store_global: view `g0` has 2 dimensions, the tile 1 and the offsets 2");
+
+    check::<OutF32>(|k, (o,)| {
+        k.warps(1);
+        let r: RegisterTensor<f32> = k.register_tensor([8, 32], 1.0);
+        let g = k.global_view(o, [32, 32]);
+        at(line!(), k.store_global(&g, &r, [0]));
+    })
+    .fails_once("the tile 2 and the offsets 1");
+}
+
+#[test]
+fn register_tensor_used_in_another_thread_group() {
+    check::<OutF32>(|k, (o,)| {
+        k.warps(4);
+        let r: RegisterTensor<f32> = k.register_tensor([32, 32], 1.0);
+        let g = k.global_view(o, [32, 32]);
+        k.single_warp(1, |k| {
+            at(line!(), k.store_global(&g, &r, [0, 0]));
+        });
+    })
+    .fails_once(
+        "store_global: register tensor `r0` belongs to a group of 128 threads but is used in a \
+         group of 32",
+    );
+
+    // declared inside a group, used outside it
+    check::<OutF32>(|k, (o,)| {
+        k.warps(4);
+        let mut r: Option<RegisterTensor<f32>> = None;
+        k.single_warp(0, |k| r = Some(k.register_tensor([32], 1.0)));
+        let g = k.global_view(o, [32]);
+        at(line!(), k.store_global(&g, &r.unwrap(), [0]));
+    })
+    .fails("belongs to a group of 32 threads but is used in a group of 128");
+
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        let r: RegisterTensor<f32> = k.register_tensor([32, 32], 1.0);
+        k.warp_group(0, |k| {
+            k.single_warp(2, |k| {
+                let _: RegisterTensor<f16> = at(line!(), k.cast(&r));
+            });
+        });
+    })
+    .fails_once("cast: register tensor `r0` belongs to a group of 128 threads");
+}
+
+#[test]
+fn store_shared_shape_and_dtype_mismatch() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let s = k.shared_tensor::<f32>([32, 8]);
+        let t: RegisterTensor<f32> = k.register_tensor([32, 4], 1.0);
+        at(line!(), k.store_shared(&s, &t));
+    })
+    .fails_once("store_shared: the register tile is [32, 4], the shared tile [32, 8]");
+}
+
+// ------------------------------------------------------------------------------------------
+// The proxy fence: ordinary shared-memory stores must be published to the async proxy
+// (`fence_proxy_async`) before a wgmma reads them.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn a_wgmma_reading_unfenced_stores_is_a_diagnostic() {
+    let p = tilus::trace(&OnesTimesB { fence: 0 }, &[]).unwrap();
+    let Err(Error::Script(d)) = tilus::passes::compile_program(p) else {
+        panic!("expected a diagnostic")
+    };
+    assert!(
+        d[0].message.contains("written by store_shared at")
+            && d[0].message.contains("fence_proxy_async"),
+        "{d:?}"
+    );
+    assert!(d[0].loc.file == scripts::FILE);
+    let p = tilus::trace(&OnesTimesB { fence: 1 }, &[]).unwrap();
+    assert!(tilus::passes::compile_program(p).is_ok());
+    let c = build(&OnesTimesB { fence: 1 }, &[]);
+    assert!(
+        c.source.contains("fence.proxy.async.shared::cta") && c.source.contains("st.shared.u16")
+    );
+}

@@ -1,0 +1,150 @@
+//! Resources: shared memory and registers (checked after layouts and the plan).
+
+use super::OutF32;
+use crate::common::{at, check};
+use tilus::prelude::*;
+
+#[test]
+fn shared_memory_over_227_kb() {
+    let d = check::<OutF32>(|k, _| {
+        k.warps(4);
+        let _: SharedTensor<f16> = k.shared_tensor([64, 64]);
+        let _: SharedTensor<f32> = at(line!(), k.shared_tensor([256, 256]));
+    })
+    .fails_once("more than the 232448 a block can have");
+    assert!(d.message.contains("`s1` 262144 B"), "{d}");
+
+    // two tiles that fit alone but are alive together
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        let a: SharedTensor<f16> = k.shared_tensor([256, 200]);
+        let b: SharedTensor<f16> = at(line!(), k.shared_tensor([256, 256]));
+        k.free_shared(&a);
+        k.free_shared(&b);
+    })
+    .fails_once("more than the 232448 a block can have");
+
+    // the same tiles, one after the other, fit
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        let a: SharedTensor<f16> = k.shared_tensor([256, 200]);
+        k.free_shared(&a);
+        let b: SharedTensor<f16> = k.shared_tensor([256, 256]);
+        k.free_shared(&b);
+    })
+    .compiles("tiles that are never alive together share their bytes");
+}
+
+/// A single plain (non-TMA) tile of exactly 227 KB is the most a block can have.
+#[test]
+fn shared_memory_of_exactly_227_kb() {
+    let p = check::<OutF32>(|k, _| {
+        k.warps(4);
+        let _: SharedTensor<f32> = k.shared_tensor([227 * 1024 / 4]);
+    })
+    .compiles("227 KB of plain shared memory fits in a block");
+    assert!(p.smem_bytes <= tilus::passes::MAX_SHARED_BYTES);
+}
+
+/// The byte count of a huge tile overflows `u32` in the builder.
+#[test]
+fn shared_tile_whose_size_overflows_u32() {
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        let _: SharedTensor<f32> = at(line!(), k.shared_tensor([32768, 32768]));
+    })
+    .fails_once("more than the 232448 a block can have");
+}
+
+/// 2^32 elements of 2 bytes wrap to a tile of 0 bytes, which then "fits".
+#[test]
+fn shared_tile_whose_size_wraps_to_zero() {
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        let _: SharedTensor<f16> = at(line!(), k.shared_tensor([65536, 65536]));
+    })
+    .fails_once("more than the 232448 a block can have");
+}
+
+/// Two 2 GiB tiles: the planner's offsets overflow `u32`.
+#[test]
+fn shared_tiles_whose_offsets_overflow_u32() {
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        let _: SharedTensor<f32> = k.shared_tensor([16384, 32768]);
+        let _: SharedTensor<f32> = at(line!(), k.shared_tensor([16384, 32768]));
+    })
+    .fails("a block can have");
+}
+
+#[test]
+fn registers_over_255_per_thread() {
+    // The seed's 128x256 f32 accumulator over 4 warps: 256 registers for it alone.
+    let d = check::<(Ptr<f16>, Ptr<f16>)>(|k, (pa, pb)| {
+        k.warps(4);
+        let ga = k.global_view(pa, [4096, 4096]);
+        let gb = k.global_view(pb, [4096, 4096]);
+        let sa: SharedTensor<f16> = k.shared_tensor([128, 64]);
+        let sb: SharedTensor<f16> = k.shared_tensor([256, 64]);
+        let acc: RegisterTensor<f32> = at(line!(), k.register_tensor([128, 256], 0.0));
+        let bar = k.mbarrier().alloc([1]);
+        k.for_range(0, 4096, 64, |k, ok| {
+            k.single_thread(|k| {
+                k.mbarrier()
+                    .arrive_and_expect_tx(bar[0], sa.nbytes() + sb.nbytes());
+                k.tma()
+                    .global_to_shared(&ga, &sa, [Scalar::from(0), ok.into()], bar[0]);
+                k.tma()
+                    .global_to_shared(&gb, &sb, [Scalar::from(0), ok.into()], bar[0]);
+                k.mbarrier().wait(bar[0], 0u32);
+            });
+            k.sync();
+            let a = k.load_shared(&sa);
+            let b = k.load_shared(&sb);
+            k.dot(&a, &b.transpose(), &acc, &acc);
+            k.sync();
+        });
+    })
+    .fails_once("registers per thread");
+    assert!(d.message.contains("`r0` 256"), "{d}");
+    assert!(
+        d.message
+            .contains("more than the 255 a thread can have; use a smaller tile or more warps"),
+        "{d}"
+    );
+
+    // the same accumulator alone, without the operands
+    check::<OutF32>(|k, (o,)| {
+        k.warps(4);
+        let acc: RegisterTensor<f32> = at(line!(), k.register_tensor([128, 256], 0.0));
+        let g = k.global_view(o, [128, 256]);
+        k.store_global(&g, &acc, [0, 0]);
+    })
+    .fails_once("the register tiles alive together need 256 registers per thread");
+}
+
+/// The diagnostic should point at a tile that makes the difference, not at the first tile
+/// that happens to be alive.
+#[test]
+fn registers_over_255_points_at_the_large_tile() {
+    check::<OutF32>(|k, (o,)| {
+        k.warps(4);
+        let small: RegisterTensor<f32> = k.register_tensor([128], 0.0);
+        let big: RegisterTensor<f32> = at(line!(), k.register_tensor([128, 256], 0.0));
+        let g = k.global_view(o, [128, 256]);
+        k.store_global(&g, &big, [0, 0]);
+        let g1 = k.global_view(o, [128]);
+        k.store_global(&g1, &small, [0]);
+    })
+    .fails_once("the register tiles alive together need 257 registers per thread");
+}
+
+/// The register count of a huge tile overflows `u32` in the register check.
+#[test]
+fn register_tile_whose_size_overflows_u32() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let _: RegisterTensor<f32> = at(line!(), k.register_tensor([65536, 65536], 0.0));
+    })
+    .fails_once("registers per thread");
+}

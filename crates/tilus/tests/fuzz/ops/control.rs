@@ -1,0 +1,238 @@
+//! Control: launch configuration, scalar declarations and assignments, loops, thread groups,
+//! `sync`.
+
+use proptest::prelude::*;
+use tilus::prelude::*;
+
+use crate::model::{Op, Sc};
+use crate::replay::{pick, Replay};
+use crate::strategies::{sc, u32s, Mode, Tame, Wild};
+
+/// Which scalar declaration.
+#[derive(Clone, Copy, Debug, Hash)]
+pub enum LetKind {
+    LetI32,
+    LetU32,
+    VarI32,
+    VarU32,
+}
+
+/// The target of `assign`.
+#[derive(Clone, Copy, Debug, Hash)]
+pub enum To {
+    /// A `var_*` scalar (any scalar when there is none).
+    Mutable(usize),
+    /// Any scalar: arguments, `let_*`, loop variables.
+    Any(usize),
+}
+
+/// Which thread group.
+#[derive(Clone, Copy, Debug, Hash)]
+pub enum Group {
+    Threads(u32, u32),
+    SingleThread,
+    SingleWarp(u32),
+    /// `warp_group(first_warp)`.
+    FourWarps(u32),
+}
+
+#[derive(Clone, Debug, Hash)]
+pub enum Control {
+    Warps(u32),
+    Blocks(Vec<Sc>),
+    MinBlocks(u32),
+    NameNext(&'static str),
+    Let(LetKind, Sc),
+    Assign(To, Sc),
+    /// `for_range(start, end, step, body)`.
+    For(Sc, Sc, Sc, Vec<Op>),
+    Group(Group, Vec<Op>),
+    Sync,
+}
+
+const NAMES: &[&str] = &[
+    "acc",
+    "acc",
+    "",
+    "int",
+    "tilus_x",
+    "__y",
+    "9lives",
+    "a b",
+    "é",
+    "v",
+    "v0",
+    "threadIdx",
+    "_",
+];
+
+/// A thread group: plausible ones in tame mode; out-of-range, misaligned and overflowing
+/// ones too in wild mode.
+pub fn group(m: Mode) -> BoxedStrategy<Group> {
+    match m {
+        Tame => prop_oneof![
+            3 => Just(Group::SingleThread),
+            2 => u32s(&[0, 1, 2, 3]).prop_map(Group::SingleWarp),
+            1 => Just(Group::FourWarps(0)),
+            1 => (u32s(&[0, 32, 64]), u32s(&[32, 64])).prop_map(|(b, c)| Group::Threads(b, c)),
+        ]
+        .boxed(),
+        Wild => prop_oneof![
+            3 => Just(Group::SingleThread),
+            2 => u32s(&[0, 1, 2, 3, 4, u32::MAX]).prop_map(Group::SingleWarp),
+            2 => u32s(&[0, 0, 4, 1, 8, u32::MAX]).prop_map(Group::FourWarps),
+            2 => (
+                u32s(&[0, 0, 32, 64, 1, 127, 128, u32::MAX]),
+                u32s(&[1, 32, 64, 128, 0, 31, 96, u32::MAX]),
+            )
+                .prop_map(|(b, c)| Group::Threads(b, c)),
+        ]
+        .boxed(),
+    }
+}
+
+/// The argument of `warps`.
+pub fn warps(m: Mode) -> BoxedStrategy<u32> {
+    match m {
+        Tame => prop_oneof![6 => Just(4u32), 1 => Just(8)].boxed(),
+        Wild => prop_oneof![
+            6 => Just(4u32),
+            3 => u32s(&[1, 2, 8, 12, 16, 32]),
+            1 => u32s(&[0, 3, 33, u32::MAX]),
+        ]
+        .boxed(),
+    }
+}
+
+impl Control {
+    /// Single operations (loops and thread groups are made by `strategies`, around other
+    /// operations). Tame cases never call `warps`, `blocks` or `min_blocks_per_sm`.
+    pub fn arms(m: Mode, _top: bool) -> Vec<(u32, BoxedStrategy<Op>)> {
+        let let_kind = prop::sample::select(vec![
+            LetKind::LetI32,
+            LetKind::LetU32,
+            LetKind::VarI32,
+            LetKind::VarU32,
+        ]);
+        let to = match m {
+            Tame => (0usize..4).prop_map(To::Mutable).boxed(),
+            Wild => prop_oneof![
+                (0usize..16).prop_map(To::Mutable),
+                (0usize..16).prop_map(To::Any)
+            ]
+            .boxed(),
+        };
+        let mut arms = vec![
+            (
+                1,
+                prop::sample::select(NAMES.to_vec())
+                    .prop_map(|n| Control::NameNext(n).into())
+                    .boxed(),
+            ),
+            (
+                3,
+                (let_kind, sc(m))
+                    .prop_map(|(k, v)| Control::Let(k, v).into())
+                    .boxed(),
+            ),
+            (
+                2,
+                (to, sc(m))
+                    .prop_map(|(v, e)| Control::Assign(v, e).into())
+                    .boxed(),
+            ),
+            (2, Just(Control::Sync.into()).boxed()),
+        ];
+        if m == Wild {
+            arms.push((1, warps(m).prop_map(|w| Control::Warps(w).into()).boxed()));
+            arms.push((
+                1,
+                prop::collection::vec(sc(m), 0..5)
+                    .prop_map(|d| Control::Blocks(d).into())
+                    .boxed(),
+            ));
+            arms.push((
+                1,
+                u32s(&[0, 1, 2, 32, 33, u32::MAX])
+                    .prop_map(|n| Control::MinBlocks(n).into())
+                    .boxed(),
+            ));
+        }
+        arms
+    }
+
+    pub fn replay(&self, r: &mut Replay, k: &mut Kernel) {
+        match self {
+            Control::Warps(n) => k.warps(*n),
+            Control::Blocks(d) => k.blocks(r.scalars(d)),
+            Control::MinBlocks(n) => k.min_blocks_per_sm(*n),
+            Control::NameNext(n) => {
+                k.name_next(n);
+            }
+            Control::Let(kind, v) => {
+                let v = r.scalar(v);
+                let val = match kind {
+                    LetKind::LetI32 => k.let_i32(v),
+                    LetKind::LetU32 => k.let_u32(v),
+                    LetKind::VarI32 => k.var_i32(v),
+                    LetKind::VarU32 => k.var_u32(v),
+                };
+                r.vals.push(val);
+                if matches!(kind, LetKind::VarI32 | LetKind::VarU32) {
+                    r.muts.push(val);
+                }
+            }
+            Control::Assign(to, v) => {
+                let var = match *to {
+                    To::Mutable(i) => pick(&r.muts, i).or(pick(&r.vals, i)),
+                    To::Any(i) => pick(&r.vals, i),
+                };
+                if let Some(var) = var {
+                    k.assign(var, r.scalar(v));
+                }
+            }
+            Control::For(start, end, step, body) => {
+                let (start, end, step) = (r.scalar(start), r.scalar(end), r.scalar(step));
+                k.for_range(start, end, step, |k, i| {
+                    r.vals.push(i);
+                    r.run(k, body);
+                });
+            }
+            Control::Group(g, body) => {
+                let body = |k: &mut Kernel| r.run(k, body);
+                match *g {
+                    Group::Threads(begin, count) => k.thread_group(begin, count, body),
+                    Group::SingleThread => k.single_thread(body),
+                    Group::SingleWarp(w) => k.single_warp(w, body),
+                    Group::FourWarps(w) => k.warp_group(w, body),
+                }
+            }
+            Control::Sync => k.sync(),
+        }
+    }
+
+    /// The operation without the operations nested in it, for reports.
+    pub fn head(&self) -> String {
+        match self {
+            Control::For(a, b, c, _) => format!("For({a:?}, {b:?}, {c:?})"),
+            Control::Group(g, _) => format!("Group({g:?})"),
+            op => format!("{op:?}"),
+        }
+    }
+
+    /// The operations nested in a loop or thread group.
+    pub fn body(&self) -> Option<&Vec<Op>> {
+        match self {
+            Control::For(.., body) | Control::Group(_, body) => Some(body),
+            _ => None,
+        }
+    }
+
+    /// The operations nested in a loop or thread group, to change them.
+    pub fn body_mut(&mut self) -> Option<&mut Vec<Op>> {
+        match self {
+            Control::For(.., body) | Control::Group(_, body) => Some(body),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! Memory: global views, shared and register tiles, `free_shared`, loads, stores and the
+//! proxy fence.
+
+use proptest::prelude::*;
+use tilus::prelude::*;
+
+use super::arith::Arith;
+use crate::model::{plain, Dt, Op, Sc, T};
+use crate::replay::{by_dt, on, pick, El, Replay, G, P, S};
+use crate::strategies::{dims, dt, sc, scs, t, tame_dim, Mode, Tame, Wild};
+
+/// The initial value of a register tile.
+#[derive(Clone, Copy, Debug, Hash)]
+pub enum Init {
+    None,
+    Zero,
+    One,
+    MinusHalf,
+    Nan,
+    Inf,
+    Huge,
+}
+
+impl Init {
+    fn value(self) -> Option<f64> {
+        match self {
+            Init::None => None,
+            Init::Zero => Some(0.0),
+            Init::One => Some(1.0),
+            Init::MinusHalf => Some(-0.5),
+            Init::Nan => Some(f64::NAN),
+            Init::Inf => Some(f64::INFINITY),
+            Init::Huge => Some(1e300),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash)]
+pub enum Memory {
+    /// A view of pointer argument `ptr` (0..8: f16, mut f16, bf16, mut bf16, f32, ...).
+    GlobalView(usize, Vec<Sc>),
+    Shared(Dt, Vec<i32>),
+    Register(Dt, Vec<i32>, Init),
+    FreeShared(T),
+    LoadShared(T),
+    /// `store_shared(shared, register of the tile's type)`.
+    StoreShared(T, T),
+    FenceProxyAsync,
+    /// `store_global(global, register of the view's type, offsets)`.
+    StoreGlobal(usize, T, Vec<Sc>),
+}
+
+impl Memory {
+    /// Shared tiles are allocated only at the top level in tame cases (`top`).
+    pub fn arms(m: Mode, top: bool) -> Vec<(u32, BoxedStrategy<Op>)> {
+        let init = prop::sample::select(match m {
+            Tame => vec![Init::Zero, Init::One, Init::None],
+            Wild => vec![
+                Init::None,
+                Init::Zero,
+                Init::Zero,
+                Init::One,
+                Init::MinusHalf,
+                Init::Nan,
+                Init::Inf,
+                Init::Huge,
+            ],
+        });
+        let mut arms = vec![
+            (
+                3,
+                (0usize..8, scs(m))
+                    .prop_map(|(p, s)| Memory::GlobalView(p, s).into())
+                    .boxed(),
+            ),
+            (
+                4,
+                (dt(m), dims(m), init)
+                    .prop_map(|(d, s, i)| Memory::Register(d, s, i).into())
+                    .boxed(),
+            ),
+            (2, t(m).prop_map(|t| Memory::FreeShared(t).into()).boxed()),
+            (3, t(m).prop_map(|t| Memory::LoadShared(t).into()).boxed()),
+            (
+                2,
+                (t(m), t(m))
+                    .prop_map(|(s, r)| Memory::StoreShared(s, r).into())
+                    .boxed(),
+            ),
+            (1, Just(Memory::FenceProxyAsync.into()).boxed()),
+            (
+                3,
+                (0usize..8, t(m), scs(m))
+                    .prop_map(|(g, r, o)| Memory::StoreGlobal(g, r, o).into())
+                    .boxed(),
+            ),
+        ];
+        if m == Wild || top {
+            arms.push((
+                4,
+                (dt(m), dims(m))
+                    .prop_map(|(d, s)| Memory::Shared(d, s).into())
+                    .boxed(),
+            ));
+        }
+        arms
+    }
+
+    pub fn replay(&self, r: &mut Replay, k: &mut Kernel) {
+        match self {
+            Memory::GlobalView(ptr, shape) => {
+                let shape = r.scalars(shape);
+                let g = on!(r.ptrs[ptr % 8], P, |p: E| E::g(k.global_view(p, shape)));
+                r.globals.push(g);
+            }
+            Memory::Shared(dt, shape) => {
+                let s = by_dt!(dt, |E| E::s(k.shared_tensor::<E>(shape.clone())));
+                r.shareds.push(s);
+            }
+            Memory::Register(dt, shape, init) => {
+                let t = by_dt!(dt, |E| E::r(
+                    k.register_tensor::<E>(shape.clone(), init.value())
+                ));
+                r.regs.push(t);
+            }
+            Memory::FreeShared(t) => {
+                if let Some(s) = r.shared(*t) {
+                    on!(s, S, |x: E| k.free_shared(&x));
+                }
+            }
+            Memory::LoadShared(t) => {
+                if let Some(s) = r.shared(*t) {
+                    let t = on!(s, S, |x: E| E::r(k.load_shared(&x)));
+                    r.regs.push(t);
+                }
+            }
+            Memory::StoreShared(s, t) => {
+                if let Some(s) = r.shared(*s) {
+                    on!(s, S, |s: E| {
+                        if let Some(t) = r.reg_of::<E>(*t) {
+                            k.store_shared(&s, &t);
+                        }
+                    });
+                }
+            }
+            Memory::FenceProxyAsync => k.fence_proxy_async(),
+            Memory::StoreGlobal(g, t, offsets) => {
+                let Some(g) = pick(&r.globals, *g) else {
+                    return;
+                };
+                let offsets = r.scalars(offsets);
+                on!(g, G, |g: E| {
+                    if let Some(t) = r.reg_of::<E>(*t) {
+                        k.store_global(&g, &t, offsets);
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// A register tile (possibly cast) stored through a writable view.
+pub fn snippet_store() -> BoxedStrategy<Vec<Op>> {
+    (
+        prop::collection::vec(tame_dim(&[16, 32, 64, 128]), 1..=2),
+        prop::bool::ANY,
+        prop::collection::vec(sc(Tame), 2),
+        prop::bool::ANY,
+    )
+        .prop_map(|(shape, cast, offsets, const_shape)| {
+            let rank = shape.len();
+            let mut ops: Vec<Op> = vec![Memory::Register(Dt::F32, shape.clone(), Init::One).into()];
+            // pointer 5 is `PtrMut<f32>`, 1 is `PtrMut<f16>`
+            let mut ptr = 5;
+            if cast {
+                ops.push(Arith::Cast(plain(0), Dt::F16).into());
+                ptr = 1;
+            }
+            let view = if const_shape {
+                vec![Sc::Const(0), Sc::Const(1)]
+            } else {
+                shape.iter().map(|&d| Sc::Lit(d)).collect()
+            };
+            ops.push(Memory::GlobalView(ptr, view[..rank].to_vec()).into());
+            ops.push(Memory::StoreGlobal(0, plain(0), offsets[..rank].to_vec()).into());
+            ops
+        })
+        .boxed()
+}

@@ -1,0 +1,144 @@
+//! Warp-group products (`wgmma`): fence, mma, commit and wait.
+
+use proptest::prelude::*;
+use tilus::lang::WgmmaOperand;
+use tilus::prelude::*;
+
+use super::control::{Control, Group};
+use super::memory::{Init, Memory};
+use crate::model::{plain, Dt, Op, T};
+use crate::replay::{on, El, Replay, R, S};
+use crate::strategies::{t, tame_dim, u32s, Mode};
+
+/// The `[M, K]` operand of `wgmma.mma`.
+#[derive(Clone, Copy, Debug, Hash)]
+pub enum WgA {
+    Shared(T),
+    Register(T),
+}
+
+#[derive(Clone, Debug, Hash)]
+pub enum Wgmma {
+    Fence,
+    /// `wgmma.mma(a, b: a shared tile of a's type, d)`.
+    Mma(WgA, T, T),
+    Commit,
+    Wait(u32),
+}
+
+impl Wgmma {
+    pub fn arms(m: Mode, _top: bool) -> Vec<(u32, BoxedStrategy<Op>)> {
+        let wga = prop_oneof![t(m).prop_map(WgA::Shared), t(m).prop_map(WgA::Register)];
+        vec![
+            (1, Just(Wgmma::Fence.into()).boxed()),
+            (
+                2,
+                (wga, t(m), t(m))
+                    .prop_map(|(a, b, d)| Wgmma::Mma(a, b, d).into())
+                    .boxed(),
+            ),
+            (1, Just(Wgmma::Commit.into()).boxed()),
+            (
+                1,
+                u32s(&[0, 1, 2, u32::MAX])
+                    .prop_map(|n| Wgmma::Wait(n).into())
+                    .boxed(),
+            ),
+        ]
+    }
+
+    pub fn replay(&self, r: &mut Replay, k: &mut Kernel) {
+        match self {
+            Wgmma::Fence => k.wgmma().fence(),
+            Wgmma::Mma(a, b, d) => {
+                let Some(d) = r.reg(*d) else {
+                    return;
+                };
+                match *a {
+                    WgA::Shared(a) => {
+                        if let Some(a) = r.shared(a) {
+                            on!(a, S, |a: E| on!(d, R, |d: C| mma(r, k, &a, *b, &d)));
+                        }
+                    }
+                    WgA::Register(a) => {
+                        if let Some(a) = r.reg(a) {
+                            on!(a, R, |a: E| on!(d, R, |d: C| mma(r, k, &a, *b, &d)));
+                        }
+                    }
+                }
+            }
+            Wgmma::Commit => k.wgmma().commit_group(),
+            Wgmma::Wait(n) => k.wgmma().wait_group(*n),
+        }
+    }
+}
+
+fn mma<E: El, C: El>(
+    r: &Replay,
+    k: &mut Kernel,
+    a: &impl WgmmaOperand<E>,
+    b: T,
+    d: &RegisterTensor<C>,
+) {
+    if let Some(b) = r.shared_of::<E>(b) {
+        k.wgmma().mma(a, &b, d);
+    }
+}
+
+/// A warp group's `wgmma` of two shared tiles (or registers and a shared tile); the `[N, K]`
+/// tile may first be written with `store_shared` (and, mostly, published with
+/// `fence_proxy_async` and a `sync`).
+pub fn snippet_wgmma() -> BoxedStrategy<Vec<Op>> {
+    (
+        tame_dim(&[64, 64, 128]),
+        tame_dim(&[16, 32, 64, 128, 256]),
+        tame_dim(&[16, 32, 64]),
+        prop::sample::select(vec![Dt::F16, Dt::F16, Dt::Bf16, Dt::F32]),
+        prop::bool::weighted(0.3),
+        prop::bool::weighted(0.3),
+        prop::sample::select(vec![None, None, Some(true), Some(true), Some(false)]),
+    )
+        .prop_map(|(m, n, k, ab, a_in_registers, acc_inside, store)| {
+            let mut ops: Vec<Op> = crate::model::ops![
+                Memory::Shared(ab, vec![m, k]),
+                Memory::Shared(ab, vec![n, k])
+            ];
+            if let Some(fence) = store {
+                ops.extend(crate::model::ops![
+                    Memory::Register(ab, vec![n, k], Init::One),
+                    Memory::StoreShared(plain(0), plain(0)),
+                ]);
+                if fence {
+                    ops.push(Memory::FenceProxyAsync.into());
+                }
+                ops.push(Control::Sync.into());
+            }
+            // the accumulator is the most recent register tile when the mma runs
+            let a = if a_in_registers {
+                ops.push(Memory::LoadShared(plain(1)).into());
+                WgA::Register(plain(1))
+            } else {
+                WgA::Shared(plain(1))
+            };
+            let acc: Op = Memory::Register(Dt::F32, vec![m, n], Init::Zero).into();
+            // the [N, K] tile seen as [K, N]
+            let b = T {
+                idx: 0,
+                transposed: true,
+            };
+            let mut body: Vec<Op> = crate::model::ops![
+                Wgmma::Fence,
+                Wgmma::Mma(a, b, plain(0)),
+                Wgmma::Commit,
+                Wgmma::Wait(0),
+            ];
+            if acc_inside {
+                body.insert(0, acc);
+            } else {
+                ops.push(acc);
+            }
+            ops.push(Control::Group(Group::FourWarps(0), body).into());
+            ops
+        })
+        .boxed()
+}

@@ -1,0 +1,102 @@
+//! TMA copies: a round trip and f32 tile copies are exact; reading a destination before the
+//! wait that covers it is a fault.
+
+use super::seed::run_matmul;
+use crate::common::inputs::f16s;
+use crate::common::interp::{assert_noted, expect_fault, interpret, run};
+use crate::common::mark;
+use crate::common::scripts::{SeedMatmul, TileCopy};
+use tilus::interp::Fault;
+use tilus::prelude::*;
+
+/// `(bytes, src, dst)`: one TMA copy of a `[64, 64]` tile declared as `bytes` transaction
+/// bytes. Marked calls: `expect`, `tma`, `wait`.
+pub type TxArgs = (i32, Ptr<f16>, PtrMut<f16>);
+
+pub fn tx_body(k: &mut Kernel, (bytes, src, dst): Handles<TxArgs>) {
+    k.warps(4);
+    let g = k.global_view(src, [64, 64]);
+    let s = k.shared_tensor::<f16>([64, 64]);
+    let bar = k.mbarrier().alloc([1]);
+    k.single_thread(|k| {
+        #[rustfmt::skip]
+        mark("expect", line!(), k.mbarrier().arrive_and_expect_tx(bar[0], bytes));
+        #[rustfmt::skip]
+        mark("tma", line!(), k.tma().global_to_shared(&g, &s, [0, 0], bar[0]));
+    });
+    #[rustfmt::skip]
+    mark("wait", line!(), k.mbarrier().wait(bar[0], 0u32));
+    let r = k.load_shared(&s);
+    let o = k.global_view(dst, [64, 64]);
+    k.store_global(&o, &r, [0, 0]);
+}
+
+#[test]
+fn a_tma_round_trip_is_exact() {
+    let src = f16s(64 * 64);
+    let mut dst = vec![f16::NAN; 64 * 64];
+    let rep = interpret::<TxArgs>(tx_body, (8192, &src, &mut dst)).unwrap();
+    assert_eq!(dst, src);
+    assert_eq!((rep.blocks, rep.tma_copies), (1, 1));
+    assert_eq!(
+        rep.max_tasks, 2,
+        "single_thread splits the block in two tasks"
+    );
+}
+
+/// An f32 tile copy through TMA (no swizzle and 128B), the generic shared load and f32 stores.
+#[test]
+fn f32_tile_copies_are_exact_at_odd_shapes() {
+    for (m, n, rows, cols) in TileCopy::ODD_SHAPES {
+        let data = TileCopy::input(m, n);
+        let mut out = vec![f32::NAN; m * n];
+        run(
+            &TileCopy { rows, cols },
+            (m as i32, n as i32, &data, &mut out),
+        )
+        .unwrap();
+        assert_eq!(out, data, "{m}x{n} with {rows}x{cols} tiles");
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Reads of TMA destinations before the wait that covers them.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn reading_a_tile_without_the_sync_after_the_single_thread_wait_is_a_read_before_wait() {
+    let bugs = SeedMatmul {
+        no_first_sync: true,
+        ..SeedMatmul::default()
+    };
+    let r = run_matmul(bugs, 64, 128, 64).map(|_| tilus::interp::Report::default());
+    let d = expect_fault(
+        r,
+        Fault::ReadBeforeWait,
+        "load_a",
+        &[
+            "load_shared reads shared tensor `s0`",
+            "still in flight",
+            "barrier `bar0[0]`",
+        ],
+    );
+    assert_noted(&d, "tma_a");
+}
+
+#[test]
+fn waiting_on_a_stale_phase_is_a_read_before_wait_in_the_second_iteration() {
+    let bugs = SeedMatmul {
+        no_phase_flip: true,
+        ..SeedMatmul::default()
+    };
+    // one K step is fine; the second waits for parity 0 again, which completed long ago
+    run_matmul(bugs, 64, 128, 64).unwrap();
+    let r = run_matmul(bugs, 64, 128, 128).map(|_| tilus::interp::Report::default());
+    let d = expect_fault(
+        r,
+        Fault::ReadBeforeWait,
+        "load_a",
+        &["`s0`", "still in flight"],
+    );
+    assert_noted(&d, "tma_a");
+}

@@ -1,0 +1,257 @@
+//! Warp-group products (`wgmma`): exact with A from shared memory or registers and with an
+//! f16 accumulator; asynchronous operands and accumulators used before their waits are
+//! faults.
+
+use crate::common::inputs::matmul_inputs;
+use crate::common::interp::{assert_noted, expect_fault, fault, plan_unverified, run, run_planned};
+use crate::common::{line_of, mark};
+use tilus::interp::{Fault, InterpValue};
+use tilus::prelude::*;
+use tilus::Error;
+
+/// What a [`WgmmaTile`] run plants.
+#[derive(Clone, Copy, Debug, Default, Hash, PartialEq, Eq)]
+struct WgmmaBugs {
+    /// Skip the mbarrier wait before the wgmma.
+    no_tma_wait: bool,
+    /// Wait for the wgmma only after the K loop.
+    wait_after_loop: bool,
+}
+
+/// `c[64, 64] = a[64, 64] @ b[64, 64]ᵀ` (f16 in, f32 out) with wgmma, two K steps of 32
+/// (64-byte rows: the 64B swizzle), A from shared memory or from registers. Marked calls:
+/// `tma_a`, `mma`, `store`.
+#[derive(Clone, Debug, Hash)]
+struct WgmmaTile {
+    reg_a: bool,
+    bugs: WgmmaBugs,
+}
+
+impl Script for WgmmaTile {
+    type Args = (Ptr<f16>, Ptr<f16>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (a, b, c): Handles<Self::Args>) {
+        k.warps(4);
+        let ga = k.global_view(a, [64, 64]);
+        let gb = k.global_view(b, [64, 64]);
+        let sa = k.shared_tensor::<f16>([64, 32]);
+        let sb = k.shared_tensor::<f16>([64, 32]);
+        let bar = k.mbarrier().alloc([1]);
+        let acc = k.register_tensor::<f32>([64, 64], 0.0);
+        let phase = k.var_u32(0u32);
+        k.for_range(0, 64, 32, |k, ok| {
+            k.single_thread(|k| {
+                k.mbarrier()
+                    .arrive_and_expect_tx(bar[0], sa.nbytes() + sb.nbytes());
+                #[rustfmt::skip]
+                mark("tma_a", line!(), k.tma().global_to_shared(&ga, &sa, [Val::constant(0), ok], bar[0]));
+                k.tma()
+                    .global_to_shared(&gb, &sb, [Val::constant(0), ok], bar[0]);
+            });
+            if !self.bugs.no_tma_wait {
+                k.mbarrier().wait(bar[0], phase);
+            }
+            k.wgmma().fence();
+            if self.reg_a {
+                let ra = k.load_shared(&sa);
+                #[rustfmt::skip]
+                mark("mma", line!(), k.wgmma().mma(&ra, &sb.transpose(), &acc));
+            } else {
+                #[rustfmt::skip]
+                mark("mma", line!(), k.wgmma().mma(&sa, &sb.transpose(), &acc));
+            }
+            k.wgmma().commit_group();
+            if !self.bugs.wait_after_loop {
+                k.wgmma().wait_group(0);
+            }
+            k.sync();
+            k.assign(phase, phase ^ 1);
+        });
+        if self.bugs.wait_after_loop {
+            k.wgmma().wait_group(0);
+        }
+        let gc = k.global_view(c, [64, 64]);
+        #[rustfmt::skip]
+        mark("store", line!(), k.store_global(&gc, &acc, [0, 0]));
+    }
+}
+
+fn wgmma_inputs() -> (Vec<f16>, Vec<f16>) {
+    matmul_inputs(64, 64, 64)
+}
+
+fn run_wgmma(script: &WgmmaTile) -> tilus::Result<Vec<f32>> {
+    let (a, b) = wgmma_inputs();
+    let mut c = vec![f32::NAN; 64 * 64];
+    run(script, (&a[..], &b[..], &mut c[..]))?;
+    Ok(c)
+}
+
+#[test]
+fn wgmma_products_are_exact_with_a_from_shared_memory_or_registers() {
+    let (a, b) = wgmma_inputs();
+    for reg_a in [false, true] {
+        let c = run_wgmma(&WgmmaTile {
+            reg_a,
+            bugs: WgmmaBugs::default(),
+        })
+        .unwrap();
+        for i in 0..64 {
+            for j in 0..64 {
+                let want: f32 = (0..64)
+                    .map(|x| a[i * 64 + x].to_f32() * b[j * 64 + x].to_f32())
+                    .sum();
+                assert_eq!(c[i * 64 + j], want, "reg_a={reg_a} ({i}, {j})");
+            }
+        }
+    }
+}
+
+/// `c[64, 64] = a[64, 64] @ b[64, 64]ᵀ` with an f16 accumulator, widened to f32 to store.
+#[derive(Clone, Debug, Hash)]
+struct WgmmaF16Acc;
+
+impl Script for WgmmaF16Acc {
+    type Args = (Ptr<f16>, Ptr<f16>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (a, b, c): Handles<Self::Args>) {
+        k.warps(4);
+        let ga = k.global_view(a, [64, 64]);
+        let gb = k.global_view(b, [64, 64]);
+        let sa = k.shared_tensor::<f16>([64, 64]);
+        let sb = k.shared_tensor::<f16>([64, 64]);
+        let bar = k.mbarrier().alloc([1]);
+        let acc = k.register_tensor::<f16>([64, 64], 0.0);
+        k.single_thread(|k| {
+            k.mbarrier()
+                .arrive_and_expect_tx(bar[0], sa.nbytes() + sb.nbytes());
+            k.tma().global_to_shared(&ga, &sa, [0, 0], bar[0]);
+            k.tma().global_to_shared(&gb, &sb, [0, 0], bar[0]);
+        });
+        k.mbarrier().wait(bar[0], 0u32);
+        k.wgmma().fence();
+        k.wgmma().mma(&sa, &sb.transpose(), &acc);
+        k.wgmma().commit_group();
+        k.wgmma().wait_group(0);
+        let wide = k.cast::<f32>(&acc);
+        let gc = k.global_view(c, [64, 64]);
+        k.store_global(&gc, &wide, [0, 0]);
+    }
+}
+
+#[test]
+fn an_f16_accumulator_is_exact_on_small_integers_and_widens_exactly() {
+    // partial sums stay below 8 in steps of 1/256: exact in f16
+    let (a, b) = wgmma_inputs();
+    let mut c = vec![f32::NAN; 64 * 64];
+    run(&WgmmaF16Acc, (&a[..], &b[..], &mut c[..])).unwrap();
+    for i in 0..64 {
+        for j in 0..64 {
+            let want: f32 = (0..64)
+                .map(|x| a[i * 64 + x].to_f32() * b[j * 64 + x].to_f32())
+                .sum();
+            assert_eq!(c[i * 64 + j], want, "({i}, {j})");
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Asynchronous operands and accumulators.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn a_wgmma_on_a_tile_whose_copy_is_in_flight_is_a_read_before_wait() {
+    let bugs = WgmmaBugs {
+        no_tma_wait: true,
+        ..WgmmaBugs::default()
+    };
+    for reg_a in [false, true] {
+        let r = run_wgmma(&WgmmaTile { reg_a, bugs }).map(|_| ());
+        let key = "mma";
+        let (f, d) = fault(r);
+        assert_eq!(f, Fault::ReadBeforeWait, "{d:#?}");
+        // with A in registers, load_shared is the first to read the tile
+        assert!(d[0].message.contains("still in flight"), "{}", d[0]);
+        if !reg_a {
+            assert_eq!(d[0].loc.line, line_of(key), "{}", d[0]);
+            assert!(d[0].message.starts_with("wgmma.mma reads"), "{}", d[0]);
+        }
+    }
+}
+
+#[test]
+fn a_copy_into_a_tile_an_unfinished_wgmma_reads_is_an_overwrite_before_wait() {
+    let bugs = WgmmaBugs {
+        wait_after_loop: true,
+        ..WgmmaBugs::default()
+    };
+    let script = WgmmaTile { reg_a: false, bugs };
+    // the verifier sees it statically ...
+    match run_wgmma(&script) {
+        Err(Error::Script(d)) => assert!(
+            d.iter()
+                .any(|d| d.message.contains("is written while the wgmma at")
+                    && d.loc.line == line_of("tma_a")),
+            "{d:#?}"
+        ),
+        other => panic!("expected the verifier to reject the script, got {other:?}"),
+    }
+    // ... and the interpreter at run time
+    let (program, plan) = plan_unverified(&script);
+    let (a, b) = wgmma_inputs();
+    let mut c = vec![f32::NAN; 64 * 64];
+    let mut args = vec![
+        InterpValue::buffer(&a),
+        InterpValue::buffer(&b),
+        InterpValue::buffer_mut(&mut c),
+    ];
+    let r = run_planned(&program, &plan, &mut args);
+    let d = expect_fault(
+        r,
+        Fault::OverwriteBeforeWait,
+        "tma_a",
+        &[
+            "overwrites shared tensor `s0`",
+            "wgmma that reads it is unfinished",
+        ],
+    );
+    assert_noted(&d, "mma");
+}
+
+#[test]
+fn using_the_accumulator_before_wait_group_is_a_read_before_wait() {
+    // the verifier rejects this statically; the test removes the wait from the planned program
+    let script = WgmmaTile {
+        reg_a: false,
+        bugs: WgmmaBugs {
+            wait_after_loop: true,
+            ..WgmmaBugs::default()
+        },
+    };
+    // one K step only, so that no copy overwrites an operand first
+    let (mut program, plan) = plan_unverified(&script);
+    program.body.retain(|s| {
+        !matches!(
+            s.kind,
+            tilus::ir::StmtKind::Inst(tilus::ir::Inst::Wgmma(tilus::ir::WgmmaInst::Wait(_)))
+        )
+    });
+    for s in program.body.iter_mut() {
+        if let tilus::ir::StmtKind::For { end, .. } = &mut s.kind {
+            *end = tilus::ir::Expr::i32(32);
+        }
+    }
+    let (a, b) = wgmma_inputs();
+    let mut c = vec![f32::NAN; 64 * 64];
+    let mut args = vec![
+        InterpValue::buffer(&a),
+        InterpValue::buffer(&b),
+        InterpValue::buffer_mut(&mut c),
+    ];
+    let r = run_planned(&program, &plan, &mut args);
+    let d = expect_fault(
+        r,
+        Fault::ReadBeforeWait,
+        "store",
+        &["store_global uses accumulator `r0`", "wgmma.wait_group"],
+    );
+    assert_noted(&d, "mma");
+}

@@ -1,0 +1,140 @@
+//! The scripts of `common::scripts` on the GPU, against the same expectations as on the
+//! interpreter (`interp/`). Ignored without a GPU.
+
+use crate::common::cache_dir;
+use crate::common::inputs::random_f16;
+use crate::common::scripts::{Groups, OneTile, OnesTimesB, TileCopy};
+use half::f16;
+use tilus::cudarc::driver::CudaSlice;
+use tilus::runtime::Device;
+
+fn upload(device: &Device, v: &[f32]) -> CudaSlice<f32> {
+    device.stream().clone_htod(v).unwrap()
+}
+
+// ------------------------------------------------------------------------------------------
+// memory and tma: TMA of f32 tiles without swizzle, the generic shared-to-register load, f32
+// stores, runtime loop bounds.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tile_copy_is_exact_at_odd_shapes() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    for (m, n, rows, cols) in TileCopy::ODD_SHAPES {
+        let data = TileCopy::input(m, n);
+        let src = upload(&device, &data);
+        let mut dst = upload(&device, &vec![f32::NAN; m * n]);
+        let jit = tilus::Jit::new(TileCopy { rows, cols }, &device);
+        jit.launch(device.stream(), (m as i32, n as i32, &src, &mut dst))
+            .unwrap();
+        let got = device.stream().clone_dtoh(&dst).unwrap();
+        assert_eq!(got, data, "{m}x{n} with {rows}x{cols} tiles");
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// control and mbarrier: nested thread groups with register tiles of their own, plain
+// arrivals counted by a barrier.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn nested_groups_store_their_own_rows_and_arrive() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let mut out = upload(&device, &[f32::NAN; 512]);
+    tilus::Jit::new(Groups, &device)
+        .launch(device.stream(), (&mut out,))
+        .unwrap();
+    let got = device.stream().clone_dtoh(&out).unwrap();
+    assert!(got[..256].iter().all(|&x| x == 1.0), "{:?}", &got[..8]);
+    assert!(got[256..].iter().all(|&x| x == 2.0), "{:?}", &got[256..264]);
+}
+
+// ------------------------------------------------------------------------------------------
+// The proxy fence: with it, ordinary shared stores feed a wgmma correctly.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn with_the_fence_the_gpu_computes_the_product() {
+    cache_dir();
+    let device = tilus::runtime::Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let b = OnesTimesB::input();
+    let db = stream.clone_htod(&b).unwrap();
+    let mut dc = stream.clone_htod(&vec![f32::NAN; 64 * 64]).unwrap();
+    tilus::Jit::new(OnesTimesB { fence: 1 }, &device)
+        .launch(stream, (&db, &mut dc))
+        .unwrap();
+    let c = stream.clone_dtoh(&dc).unwrap();
+    let want = OnesTimesB::expected(&b);
+    for (i, (x, y)) in c.iter().zip(&want).enumerate() {
+        assert!((x - y).abs() <= 1e-4, "{i}: {x} vs {y}");
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// wgmma: both operand sources and both accumulators against a CPU reference.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn both_operand_sources_and_both_accumulators_compute_the_product() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    for (i, (m, n, k)) in [(64, 128, 64), (64, 256, 32), (64, 8, 16), (128, 64, 64)]
+        .into_iter()
+        .enumerate()
+    {
+        let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+        let a = random_f16(mu * ku, 2 * i as u64 + 1);
+        let b = random_f16(nu * ku, 2 * i as u64 + 2);
+        let want = |r: usize, col: usize| -> f64 {
+            (0..ku)
+                .map(|x| a[r * ku + x].to_f64() * b[col * ku + x].to_f64())
+                .sum()
+        };
+        let da = stream.clone_htod(&a).unwrap();
+        let db = stream.clone_htod(&b).unwrap();
+        for a_in_registers in [false, true] {
+            let s = OneTile::<f32> {
+                a_in_registers,
+                ..OneTile::<f32>::new(m, n, k)
+            };
+            let mut dc = stream.clone_htod(&vec![f32::NAN; mu * nu]).unwrap();
+            tilus::Jit::new(s.clone(), &device)
+                .launch(stream, (&da, &db, &mut dc))
+                .unwrap();
+            let c = stream.clone_dtoh(&dc).unwrap();
+            for r in 0..mu {
+                for col in 0..nu {
+                    let (got, w) = (c[r * nu + col] as f64, want(r, col));
+                    assert!(
+                        (got - w).abs() <= 1e-4 + 1e-4 * w.abs(),
+                        "{s:?} ({r},{col}): {got} vs {w}"
+                    );
+                }
+            }
+        }
+        // f16 accumulation rounds every partial sum to 11 bits
+        let s = OneTile::<f16>::new(m, n, k);
+        let mut dc = stream.clone_htod(&vec![f16::NAN; mu * nu]).unwrap();
+        tilus::Jit::new(s.clone(), &device)
+            .launch(stream, (&da, &db, &mut dc))
+            .unwrap();
+        let c = stream.clone_dtoh(&dc).unwrap();
+        for r in 0..mu {
+            for col in 0..nu {
+                let (got, w) = (c[r * nu + col].to_f64(), want(r, col));
+                assert!(
+                    (got - w).abs() <= 2e-3 + 2e-3 * w.abs(),
+                    "{s:?} ({r},{col}): {got} vs {w}"
+                );
+            }
+        }
+    }
+}

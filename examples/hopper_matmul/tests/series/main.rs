@@ -1,0 +1,30 @@
+//! The tutorial series' tests, one module per concern and version: the generated CUDA
+//! (`codegen_v0`), the CPU interpreter against a CPU reference (`interp_v0`, `interp_v1`),
+//! every configuration of the autotuning spaces through NVRTC (`nvrtc_space`,
+//! `nvrtc_space_v1`), the registry's entries (`registry`), the v0 main job's command line
+//! (`main_v0_args`), and the GPU (`gpu_v0`, `gpu_v1`; `#[ignore = "needs a CUDA GPU"]`, run
+//! them on a GPU host with `--include-ignored`).
+//!
+//! Every test that compiles calls `hopper_matmul::test_cache!()` first, so that it compiles
+//! into a cache under cargo's temporary directory and never into the user's; on Linux the
+//! process also does so before `main`, so that the variable is set before any test thread
+//! runs. A new version's tests are new modules here (`interp_v2`, `nvrtc_space_v2`, `gpu_v2`).
+
+mod codegen_v0;
+mod gpu_v0;
+mod gpu_v1;
+mod interp_v0;
+mod interp_v1;
+mod main_v0_args;
+mod nvrtc_space;
+mod nvrtc_space_v1;
+mod registry;
+
+extern "C" fn before_main() {
+    hopper_matmul::test_cache!();
+}
+
+/// Sets the test cache (`TILUS_CACHE_DIR`) before `main`, while the process has one thread.
+#[used]
+#[cfg_attr(target_os = "linux", link_section = ".init_array")]
+static BEFORE_MAIN: extern "C" fn() = before_main;
