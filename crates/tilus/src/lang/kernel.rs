@@ -174,6 +174,25 @@ impl Kernel {
                     .into(),
             });
         }
+        if self.prog.grid_loc.is_none() {
+            // One block is a choice a script states; a forgotten grid would launch one block
+            // and compute one tile of the output. Blamed on the top of the body: the call that
+            // sets the warps, else the first statement.
+            let loc = self
+                .warps_loc
+                .or_else(|| self.blocks.first().and_then(|b| b.first()).map(|s| s.loc));
+            self.diags.push(Diagnostic {
+                loc: loc.unwrap_or(Loc {
+                    file: "<script>",
+                    line: 0,
+                    col: 0,
+                }),
+                message:
+                    "the script never sets the grid: call `k.blocks([..])` at the top of the body \
+                          (`k.blocks([1])` for a single block)"
+                        .into(),
+            });
+        }
         self.prog.body = self.blocks.pop().unwrap_or_default();
         (self.prog, self.diags)
     }

@@ -1,4 +1,6 @@
-//! A script whose body is a plain function, for scripts written inline in a test.
+//! A script whose body is a plain function, for scripts written inline in a test. Its grid is
+//! one block unless the body sets another (scripts must say how many blocks they launch; the
+//! inline scripts of the tests are about other rules).
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -29,6 +31,7 @@ impl<A: ArgList> Hash for Body<A> {
 impl<A: ArgList + 'static> Script for Body<A> {
     type Args = A;
     fn body(&self, k: &mut Kernel, args: Handles<A>) {
+        k.blocks([1]);
         (self.0)(k, args)
     }
 }

@@ -125,6 +125,7 @@ pub struct Groups;
 impl Script for Groups {
     type Args = (PtrMut<f32>,);
     fn body(&self, k: &mut Kernel, (out,): Handles<Self::Args>) {
+        k.blocks([1]);
         k.warps(8);
         let g = k.global_view::<f32>(out, [2, 256]);
         // 32 arrivals from a warp of group 0 + 1 from a single thread of group 1
@@ -176,6 +177,7 @@ impl OnesTimesB {
 impl Script for OnesTimesB {
     type Args = (Ptr<f16>, PtrMut<f32>);
     fn body(&self, k: &mut Kernel, (b_ptr, c_ptr): Handles<Self::Args>) {
+        k.blocks([1]);
         k.warps(4);
         let gb = k.global_view::<f16>(b_ptr, [64, 64]);
         let sa = k.shared_tensor::<f16>([64, 64]);
@@ -263,6 +265,7 @@ impl<C> OneTile<C> {
 impl<C: tilus::lang::Element + std::fmt::Debug> Script for OneTile<C> {
     type Args = (Ptr<f16>, Ptr<f16>, PtrMut<C>);
     fn body(&self, k: &mut Kernel, (a_ptr, b_ptr, c_ptr): Handles<Self::Args>) {
+        k.blocks([1]);
         let s = self;
         k.warps(s.warps);
         let ga = k.global_view::<f16>(a_ptr, [s.m, s.k]);
@@ -294,5 +297,136 @@ impl<C: tilus::lang::Element + std::fmt::Debug> Script for OneTile<C> {
         }
         k.wgmma().wait_group(0);
         k.store_global(&gc, &acc, [0, 0]);
+    }
+}
+
+/// What [`Epilogue`] gets wrong (or, for the last two, does differently and correctly).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum EpilogueBug {
+    /// Nothing.
+    #[default]
+    None,
+    /// No `fence_proxy_async` between the ordinary stores and the TMA store.
+    NoFence,
+    /// The source is written again before the wait that covers the store.
+    WriteBeforeWait,
+    /// No wait at all.
+    NoWait,
+    /// The store runs in the whole block instead of one thread.
+    WholeBlock,
+    /// `wait_group_read(0)`, then the source is reused (correct).
+    ReuseAfterReadWait,
+    /// The source is freed before the wait and another tile allocated (correct: the planner
+    /// keeps the source alive until the wait).
+    FreeBeforeWait,
+}
+
+/// Columns of [`Epilogue`]'s matrices.
+pub const EPILOGUE_COLS: usize = 64;
+
+/// The TMA-store epilogue of the later matmuls: `dst = src` for `[rows, 64]` f16, one
+/// `[32, 64]` tile per block and 4 warps, through a TMA load, registers (`load_shared`),
+/// ordinary stores into a second tile, `fence_proxy_async` + `sync`, and a TMA store
+/// (`shared_to_global`, `commit_group`, `wait_group`). Marked calls: `store_shared`, `store`,
+/// and `rewrite` for [`EpilogueBug::WriteBeforeWait`].
+#[derive(Clone, Copy, Debug, Default, Hash)]
+pub struct Epilogue {
+    /// The bug to plant.
+    pub bug: EpilogueBug,
+}
+
+impl Script for Epilogue {
+    type Args = (i32, Ptr<f16>, PtrMut<f16>);
+    fn arg_names() -> &'static [&'static str] {
+        &["rows", "src", "dst"]
+    }
+    #[rustfmt::skip]
+    fn body(&self, k: &mut Kernel, (rows, src, dst): Handles<Self::Args>) {
+        use EpilogueBug as Bug;
+        const TILE: i32 = 32;
+        let bug = self.bug;
+        k.blocks([cdiv(rows, TILE)]);
+        k.warps(4);
+        let bx = k.block_idx().x;
+        let om = k.name_next("om").let_i32(TILE * bx);
+        let cols = Val::constant(EPILOGUE_COLS as i32);
+        let g_src = k.name_next("g_src").global_view::<f16>(src, [rows, cols]);
+        let g_dst = k.name_next("g_dst").global_view::<f16>(dst, [rows, cols]);
+        let s_in = k.name_next("s_in").shared_tensor::<f16>([TILE, EPILOGUE_COLS as i32]);
+        let s_out = k.name_next("s_out").shared_tensor::<f16>([TILE, EPILOGUE_COLS as i32]);
+        let bar = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            k.mbarrier().arrive_and_expect_tx(bar[0], s_in.nbytes());
+            k.tma().global_to_shared(&g_src, &s_in, (om, 0), bar[0]);
+            k.mbarrier().wait(bar[0], 0u32);
+        });
+        k.sync();
+        let r = k.load_shared(&s_in);
+        mark("store_shared", line!(), k.store_shared(&s_out, &r));
+        if bug != Bug::NoFence {
+            k.fence_proxy_async();
+        }
+        k.sync();
+        if bug == Bug::WholeBlock {
+            mark("store", line!(), k.tma().shared_to_global(&s_out, &g_dst, (om, 0)));
+            return;
+        }
+        k.single_thread(|k| {
+            mark("store", line!(), k.tma().shared_to_global(&s_out, &g_dst, (om, 0)));
+            k.tma().commit_group();
+            if bug == Bug::ReuseAfterReadWait {
+                k.tma().wait_group_read(0);
+            }
+        });
+        match bug {
+            Bug::WriteBeforeWait => {
+                mark("rewrite", line!(), k.store_shared(&s_out, &r));
+            }
+            Bug::ReuseAfterReadWait => {
+                // the source may be reused once its reads are done
+                k.sync();
+                k.store_shared(&s_out, &r);
+            }
+            Bug::FreeBeforeWait => {
+                k.free_shared(&s_out);
+                let other = k.name_next("other").shared_tensor::<f16>([TILE, EPILOGUE_COLS as i32]);
+                k.store_shared(&other, &r);
+            }
+            Bug::None | Bug::NoFence | Bug::NoWait | Bug::WholeBlock => {}
+        }
+        if bug != Bug::NoWait {
+            k.single_thread(|k| k.tma().wait_group(0));
+        }
+    }
+}
+
+/// Deterministic f16 inputs for [`Epilogue`] (no NaN, so NaN in an output is an unwritten
+/// element).
+pub fn epilogue_inputs(rows: usize) -> Vec<f16> {
+    (0..rows * EPILOGUE_COLS)
+        .map(|i| f16::from_f32(((i * 37 % 1013) as f32 - 500.0) / 64.0))
+        .collect()
+}
+
+/// `dst[0..n) = 1` with 32 elements per block, and a loop up to the constant `k` by 64 that
+/// only counts: the smallest script whose 32-bit arithmetic the index ranges check (`n + 31`
+/// in the grid, the loop's counter after its last iteration).
+#[derive(Clone, Copy, Debug, Default, Hash)]
+pub struct CountingFill;
+
+impl Script for CountingFill {
+    type Args = (i32, Const<i32>, PtrMut<f32>);
+    fn arg_names() -> &'static [&'static str] {
+        &["n", "k", "dst"]
+    }
+    fn body(&self, k: &mut Kernel, (n, kk, dst): Handles<Self::Args>) {
+        k.blocks([cdiv(n, 32)]);
+        k.warps(1);
+        let bx = k.block_idx().x;
+        let offset = k.let_i32(32 * bx);
+        let t = k.register_tensor::<f32>([32], 1.0);
+        let g = k.global_view::<f32>(dst, [n]);
+        k.for_range(0, kk, 64, |_, _| {});
+        k.store_global(&g, &t, (offset,));
     }
 }

@@ -3,7 +3,7 @@
 //! in `runtime/gpu.rs`.
 
 use crate::common::build;
-use crate::common::scripts::{Groups, OneTile, TileCopy};
+use crate::common::scripts::{Epilogue, EpilogueBug, Groups, OneTile, TileCopy};
 use half::f16;
 
 // ------------------------------------------------------------------------------------------
@@ -74,5 +74,39 @@ fn both_operand_sources_and_both_accumulators_compile_to_wgmma() {
             &OneTile::<f16>::new(m, n, k),
             &format!("m64n{n}k16.f16.f16.f16"),
         );
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// tma stores: the bulk tensor copy, its commit and its wait.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn the_tma_store_emits_a_bulk_tensor_copy_its_commit_and_its_wait() {
+    let src = tilus::emit(&Epilogue::default(), &[]).unwrap();
+    for needle in [
+        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group",
+        "tilus_tma_store_2d(&g_dst_tmap, s_out, 0, om);",
+        "cp.async.bulk.commit_group",
+        "tilus_bulk_wait_group<0>();",
+        "fence.proxy.async.shared::cta",
+        "const __grid_constant__ CUtensorMap g_dst_tmap",
+    ] {
+        assert!(src.contains(needle), "missing `{needle}` in\n{src}");
+    }
+    let bug = EpilogueBug::ReuseAfterReadWait;
+    let read = tilus::emit(&Epilogue { bug }, &[]).unwrap();
+    assert!(read.contains("tilus_bulk_wait_group_read<0>();"), "{read}");
+}
+
+#[test]
+fn the_tma_store_epilogue_compiles_with_nvrtc() {
+    for bug in [
+        EpilogueBug::None,
+        EpilogueBug::ReuseAfterReadWait,
+        EpilogueBug::FreeBeforeWait,
+    ] {
+        let c = build(&Epilogue { bug }, &[]);
+        assert_eq!(c.report.spill_stores, 0, "{bug:?}");
     }
 }

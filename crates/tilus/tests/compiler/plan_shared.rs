@@ -37,6 +37,7 @@ struct Events(Vec<Ev>);
 impl Script for Events {
     type Args = (Ptr<f16>,);
     fn body(&self, k: &mut Kernel, (a,): Handles<Self::Args>) {
+        k.blocks([1]);
         k.warps(4);
         let g = k.global_view(a, [4096, 4096]);
         let mut tiles: Vec<SharedTensor<f16>> = vec![];
@@ -515,6 +516,7 @@ fn a_tile_allocated_in_a_loop_without_a_free_stays_apart_from_the_loops_other_ti
     impl Script for InLoop {
         type Args = (Ptr<f16>,);
         fn body(&self, k: &mut Kernel, (a,): Handles<Self::Args>) {
+            k.blocks([1]);
             k.warps(4);
             let g = k.global_view(a, [4096, 4096]);
             let bar = k.mbarrier().alloc([1]);
@@ -546,6 +548,7 @@ fn a_prefetched_tile_freed_after_the_loop_stays_reserved() {
     impl Script for Prefetch {
         type Args = (Ptr<f16>,);
         fn body(&self, k: &mut Kernel, (a,): Handles<Self::Args>) {
+            k.blocks([1]);
             k.warps(4);
             let g = k.global_view(a, [4096, 4096]);
             let s: SharedTensor<f16> = k.shared_tensor([64, 64]);
@@ -685,4 +688,21 @@ proptest! {
     fn random_programs_keep_the_invariants(raw in prop::collection::vec(raw(3), 1..40)) {
         check_random(&raw, false)?;
     }
+}
+
+#[test]
+fn a_freed_tma_store_source_stays_alive_until_the_wait_that_covers_it() {
+    use crate::common::scripts::{Epilogue, EpilogueBug};
+    let bug = EpilogueBug::FreeBeforeWait;
+    let p = plan(&Epilogue { bug }, &[]);
+    let range = |name: &str| {
+        let s = p.shareds.iter().find(|s| s.name == name).unwrap();
+        let o = s.offset.unwrap() as u64;
+        (o, o + s.nbytes())
+    };
+    let (a, b) = (range("s_out"), range("other"));
+    assert!(
+        a.1 <= b.0 || b.1 <= a.0,
+        "s_out {a:?} and other {b:?} share bytes"
+    );
 }

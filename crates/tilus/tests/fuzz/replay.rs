@@ -35,6 +35,8 @@ impl Script for Fuzz {
         k: &mut Kernel,
         (r0, r1, c0, c1, p0, p1, p2, p3, p4, p5, p6, p7): Handles<Args>,
     ) {
+        // one block unless the program sets a grid (a script must say how many it launches)
+        k.blocks([1]);
         let b = k.block_idx();
         let mut r = Replay {
             block_idx: [b.x, b.y, b.z],

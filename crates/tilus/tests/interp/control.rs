@@ -44,3 +44,42 @@ fn a_variable_only_some_threads_assigned_keeps_a_warp_apart_at_dot() {
         &["needs whole warps", "different values of `v0`"],
     );
 }
+
+/// Runtime sizes whose 32-bit arithmetic would overflow are an argument error before anything
+/// runs (the index guards of the launch plan; the GPU launch checks the same guards).
+#[test]
+fn runtime_sizes_are_checked_before_the_kernel_runs() {
+    use crate::common::scripts::CountingFill;
+    let program = tilus::trace(&CountingFill, &[64]).unwrap();
+    let (p, launch) = tilus::passes::compile_program(program).unwrap();
+    assert!(!launch.index_guards.is_empty());
+    let go = |n: i64, buf: &mut [f32]| {
+        let mut args = vec![
+            tilus::interp::InterpValue::Int(n),
+            tilus::interp::InterpValue::Int(64),
+            tilus::interp::InterpValue::buffer_mut(buf),
+        ];
+        tilus::interp::run_program(&p, &launch, &mut args, &Default::default())
+    };
+    let mut small = vec![0.0f32; 100];
+    go(100, &mut small).unwrap();
+    assert!(small.iter().all(|&x| x == 1.0));
+    // n + 31 in cdiv(n, 32) passes i32::MAX: named, and nothing runs
+    let mut tiny = vec![0.0f32; 4];
+    match go(i32::MAX as i64, &mut tiny) {
+        Err(tilus::Error::Argument { arg, message }) => {
+            assert_eq!(arg, "n");
+            assert!(message.contains("n = 2147483647"), "{message}");
+            assert!(message.contains("outside the 32-bit integers"), "{message}");
+        }
+        other => panic!("expected an argument error, got {other:?}"),
+    }
+    assert!(tiny.iter().all(|&x| x == 0.0), "nothing may have run");
+    // the largest n whose arithmetic fits passes the guards; the buffer check comes next
+    match go(i32::MAX as i64 - 31, &mut tiny) {
+        Err(tilus::Error::Argument { message, .. }) => {
+            assert!(message.contains("the buffer holds"), "{message}")
+        }
+        other => panic!("expected the buffer check, got {other:?}"),
+    }
+}

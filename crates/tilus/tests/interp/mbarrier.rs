@@ -17,6 +17,7 @@ struct Pipeline;
 impl Script for Pipeline {
     type Args = (i32, Ptr<f16>, PtrMut<f16>);
     fn body(&self, k: &mut Kernel, (rows, src, dst): Handles<Self::Args>) {
+        k.blocks([1]);
         k.warps(5);
         let g = k.global_view::<f16>(src, [rows, Val::constant(64)]);
         let o = k.global_view::<f16>(dst, [rows, Val::constant(64)]);

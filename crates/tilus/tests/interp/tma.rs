@@ -1,12 +1,17 @@
 //! TMA copies: a round trip and f32 tile copies are exact; reading a destination before the
-//! wait that covers it is a fault.
+//! wait that covers it is a fault. TMA stores: the epilogue is exact; an unfenced source, a
+//! source written before the wait and a store never waited for are faults.
 
 use super::seed::run_matmul;
 use crate::common::inputs::f16s;
-use crate::common::interp::{assert_noted, expect_fault, interpret, run};
+use crate::common::interp::{
+    assert_noted, expect_fault, interpret, plan_unverified, run, run_planned,
+};
 use crate::common::mark;
-use crate::common::scripts::{SeedMatmul, TileCopy};
-use tilus::interp::Fault;
+use crate::common::scripts::{
+    epilogue_inputs, Epilogue, EpilogueBug, SeedMatmul, TileCopy, EPILOGUE_COLS,
+};
+use tilus::interp::{Fault, InterpValue};
 use tilus::prelude::*;
 
 /// `(bytes, src, dst)`: one TMA copy of a `[64, 64]` tile declared as `bytes` transaction
@@ -99,4 +104,87 @@ fn waiting_on_a_stale_phase_is_a_read_before_wait_in_the_second_iteration() {
         &["`s0`", "still in flight"],
     );
     assert_noted(&d, "tma_a");
+}
+
+// ------------------------------------------------------------------------------------------
+// TMA stores: exact results, and the faults of the bugs the verifier also finds statically
+// (planned here without the verifier).
+// ------------------------------------------------------------------------------------------
+
+/// Interprets the epilogue with `bug` on `rows` rows, planned without the verifier.
+fn epilogue_unverified(
+    bug: EpilogueBug,
+    rows: usize,
+) -> (tilus::Result<tilus::interp::Report>, Vec<f16>) {
+    let (program, plan) = plan_unverified(&Epilogue { bug });
+    let src = epilogue_inputs(rows);
+    let mut dst = vec![f16::NAN; rows * EPILOGUE_COLS];
+    let mut args = vec![
+        InterpValue::Int(rows as i64),
+        InterpValue::buffer(&src),
+        InterpValue::buffer_mut(&mut dst),
+    ];
+    (run_planned(&program, &plan, &mut args), dst)
+}
+
+#[test]
+fn the_tma_store_epilogue_copies_exactly_at_ragged_sizes() {
+    for bug in [
+        EpilogueBug::None,
+        EpilogueBug::ReuseAfterReadWait,
+        EpilogueBug::FreeBeforeWait,
+    ] {
+        for rows in [32usize, 100, 1] {
+            let src = epilogue_inputs(rows);
+            let mut dst = vec![f16::NAN; rows * EPILOGUE_COLS];
+            run(&Epilogue { bug }, (rows as i32, &src[..], &mut dst[..]))
+                .unwrap_or_else(|e| panic!("{bug:?} at {rows} rows: {e}"));
+            assert!(
+                dst.iter()
+                    .zip(&src)
+                    .all(|(x, y)| x.to_bits() == y.to_bits()),
+                "{bug:?} at {rows} rows"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_tma_store_of_unfenced_stores_is_a_missing_proxy_fence() {
+    let (r, _) = epilogue_unverified(EpilogueBug::NoFence, 64);
+    let d = expect_fault(
+        r,
+        Fault::MissingProxyFence,
+        "store",
+        &["wrote with store_shared", "fence_proxy_async"],
+    );
+    assert_noted(&d, "store_shared");
+}
+
+#[test]
+fn writing_a_tma_store_source_before_the_wait_is_an_overwrite_before_wait() {
+    let (r, _) = epilogue_unverified(EpilogueBug::WriteBeforeWait, 64);
+    let d = expect_fault(
+        r,
+        Fault::OverwriteBeforeWait,
+        "rewrite",
+        &["overwrites shared tensor `s_out` while a TMA store that reads it is unfinished"],
+    );
+    assert_noted(&d, "store");
+}
+
+#[test]
+fn a_tma_store_never_waited_for_is_a_fault_and_writes_nothing() {
+    let (r, dst) = epilogue_unverified(EpilogueBug::NoWait, 64);
+    expect_fault(
+        r,
+        Fault::NotWaited,
+        "store",
+        &["may still read shared tensor `s_out`"],
+    );
+    // the global write lands at the wait, and there is none
+    assert!(
+        dst.iter().all(|x| x.is_nan()),
+        "the store wrote without a wait"
+    );
 }

@@ -30,6 +30,7 @@ struct WgmmaTile {
 impl Script for WgmmaTile {
     type Args = (Ptr<f16>, Ptr<f16>, PtrMut<f32>);
     fn body(&self, k: &mut Kernel, (a, b, c): Handles<Self::Args>) {
+        k.blocks([1]);
         k.warps(4);
         let ga = k.global_view(a, [64, 64]);
         let gb = k.global_view(b, [64, 64]);
@@ -113,6 +114,7 @@ struct WgmmaF16Acc;
 impl Script for WgmmaF16Acc {
     type Args = (Ptr<f16>, Ptr<f16>, PtrMut<f32>);
     fn body(&self, k: &mut Kernel, (a, b, c): Handles<Self::Args>) {
+        k.blocks([1]);
         k.warps(4);
         let ga = k.global_view(a, [64, 64]);
         let gb = k.global_view(b, [64, 64]);

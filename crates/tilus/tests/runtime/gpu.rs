@@ -3,7 +3,9 @@
 
 use crate::common::cache_dir;
 use crate::common::inputs::random_f16;
-use crate::common::scripts::{Groups, OneTile, OnesTimesB, TileCopy};
+use crate::common::scripts::{
+    epilogue_inputs, Epilogue, EpilogueBug, Groups, OneTile, OnesTimesB, TileCopy, EPILOGUE_COLS,
+};
 use half::f16;
 use tilus::cudarc::driver::CudaSlice;
 use tilus::runtime::Device;
@@ -135,6 +137,39 @@ fn both_operand_sources_and_both_accumulators_compute_the_product() {
                     "{s:?} ({r},{col}): {got} vs {w}"
                 );
             }
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// tma stores: the epilogue through shared memory and a TMA store.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_tma_store_epilogue_is_exact_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    for bug in [
+        EpilogueBug::None,
+        EpilogueBug::ReuseAfterReadWait,
+        EpilogueBug::FreeBeforeWait,
+    ] {
+        let jit = tilus::Jit::new(Epilogue { bug }, &device);
+        for rows in [32usize, 100, 1, 4099] {
+            let data = epilogue_inputs(rows);
+            let src = device.stream().clone_htod(&data).unwrap();
+            let nan = vec![f16::NAN; rows * EPILOGUE_COLS];
+            let mut dst = device.stream().clone_htod(&nan).unwrap();
+            jit.launch(device.stream(), (rows as i32, &src, &mut dst))
+                .unwrap();
+            let got = device.stream().clone_dtoh(&dst).unwrap();
+            assert!(
+                got.iter()
+                    .zip(&data)
+                    .all(|(x, y)| x.to_bits() == y.to_bits()),
+                "{bug:?} at {rows} rows"
+            );
         }
     }
 }

@@ -52,6 +52,7 @@ struct Hopeless(Mark);
 impl Script for Hopeless {
     type Args = (i32, PtrMut<f32>);
     fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
+        k.blocks([1]);
         Mark {
             block: self.0.block,
             warps: 1,

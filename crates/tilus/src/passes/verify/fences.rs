@@ -2,7 +2,7 @@
 //! proxy (wgmma, TMA) until the writing threads run `fence_proxy_async`: an async read of such
 //! a tile before a fence is a diagnostic naming both lines. Written once over the facts.
 
-use crate::ir::facts::{Memory, Ordering, Proxy};
+use crate::ir::facts::{Access, Memory, Ordering, Proxy};
 use crate::ir::{Loc, SharedId, Stmt, StmtKind};
 use crate::passes::context::Checker;
 use std::collections::HashMap;
@@ -21,7 +21,8 @@ fn walk(c: &mut Checker, stmts: &[Stmt], dirty: &mut HashMap<SharedId, (Loc, &'s
                     dirty.clear();
                 }
                 for e in &facts.effects {
-                    let Memory::Shared(t) = e.memory else {
+                    // allocating a tile writes nothing
+                    let (Memory::Shared(t), false) = (e.memory, e.access == Access::Declare) else {
                         continue;
                     };
                     match e.proxy {

@@ -1,8 +1,10 @@
 //! Launch configuration, loops, thread groups, `sync` and scalar variables.
 
 use super::OutF32;
-use crate::common::{at, check};
+use crate::common::scripts::{self, CountingFill};
+use crate::common::{at, check, check_script};
 use tilus::prelude::*;
+use tilus::Error;
 
 #[test]
 fn sync_inside_a_thread_group() {
@@ -132,6 +134,35 @@ fn warps_never_set() {
     );
 }
 
+/// A script that never sets the grid would launch one block and compute one tile of its
+/// output: a diagnostic at the body's first statement, unless the script asks for one block.
+#[derive(Clone, Debug, Hash)]
+struct NoGrid {
+    one_block: bool,
+}
+
+impl Script for NoGrid {
+    type Args = OutF32;
+    fn body(&self, k: &mut Kernel, (o,): Handles<OutF32>) {
+        if self.one_block {
+            k.blocks([1]);
+        }
+        at(line!(), k.warps(1));
+        let r: RegisterTensor<f32> = k.register_tensor([32], 1.0);
+        let g = k.global_view(o, [32]);
+        k.store_global(&g, &r, [0]);
+    }
+}
+
+#[test]
+fn grid_never_set() {
+    check_script(NoGrid { one_block: false }).fails_once(
+        "the script never sets the grid: call `k.blocks([..])` at the top of the body \
+         (`k.blocks([1])` for a single block)",
+    );
+    check_script(NoGrid { one_block: true }).compiles("one block is asked for");
+}
+
 #[test]
 fn blocks_with_too_many_or_no_dimensions() {
     check::<OutF32>(|k, _| {
@@ -250,4 +281,62 @@ fn min_blocks_per_sm_out_of_range() {
         at(line!(), k.min_blocks_per_sm(0));
     })
     .fails_once("min_blocks_per_sm must be between 1 and 32, got 0");
+}
+
+// ------------------------------------------------------------------------------------------
+// 32-bit index arithmetic (passes/ranges.rs): what constants alone overflow is an error when
+// the script is traced.
+// ------------------------------------------------------------------------------------------
+
+/// The argument error of tracing and planning [`CountingFill`] with the constant `k`.
+fn counting_fill(k: i64) -> tilus::Result<()> {
+    let program = tilus::trace(&CountingFill, &[k])?;
+    tilus::passes::compile_program(program).map(|_| ())
+}
+
+#[test]
+fn a_loop_counter_that_passes_i32_max_for_a_constant_is_an_argument_error() {
+    // the counter reaches k - 1 + 64 after the last iteration
+    counting_fill((i32::MAX - 63) as i64).unwrap();
+    match counting_fill((i32::MAX - 62) as i64) {
+        Err(Error::Argument { arg, message }) => {
+            assert_eq!(arg, "k");
+            assert!(message.contains("k = 2147483585"), "{message}");
+            assert!(
+                message.contains("the counter `i0` of the loop"),
+                "{message}"
+            );
+            assert!(
+                message.contains(&format!("{}:", scripts::FILE)),
+                "{message}"
+            );
+        }
+        other => panic!("expected an argument error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_constant_that_does_not_fit_its_type_is_an_argument_error() {
+    match counting_fill(99_999_999_999) {
+        Err(Error::Argument { arg, message }) => {
+            assert_eq!(arg, "k");
+            assert!(message.contains("99999999999 does not fit"), "{message}");
+        }
+        other => panic!("expected an argument error, got {other:?}"),
+    }
+}
+
+#[test]
+fn literals_that_overflow_are_a_script_error_at_their_line() {
+    // no argument to blame: a script error at the line
+    check::<OutF32>(|k, (dst,)| {
+        k.blocks([1]);
+        k.warps(1);
+        let big = k.let_i32(i32::MAX);
+        let over = at(line!(), k.let_i32(big * 2));
+        let t = k.register_tensor::<f32>([32], 1.0);
+        let g = k.global_view::<f32>(dst, [32]);
+        k.store_global(&g, &t, [over]);
+    })
+    .fails("`(v0 * 2)` reaches 4294967294, outside the 32-bit integers the kernel computes with");
 }

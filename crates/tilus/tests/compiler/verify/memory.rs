@@ -311,3 +311,22 @@ fn a_wgmma_reading_unfenced_stores_is_a_diagnostic() {
         c.source.contains("fence.proxy.async.shared::cta") && c.source.contains("st.shared.u16")
     );
 }
+
+#[test]
+fn allocating_a_tile_is_not_an_ordinary_store() {
+    // a wgmma (async proxy) reading a tile nothing wrote with ordinary stores needs no fence;
+    // found by the fuzzer: the allocation itself was taken for a write
+    let p = check::<InF16>(|k, (a,)| {
+        k.warps(4);
+        let sa = k.shared_tensor::<f16>([64, 64]);
+        let sb = k.shared_tensor::<f16>([64, 64]);
+        let acc = k.register_tensor::<f32>([64, 64], 0.0);
+        let _ = a;
+        k.wgmma().fence();
+        k.wgmma().mma(&sa, &sb.transpose(), &acc);
+        k.wgmma().commit_group();
+        k.wgmma().wait_group(0);
+    })
+    .compiles("nothing was stored into the tiles");
+    assert!(!p.shareds.is_empty());
+}

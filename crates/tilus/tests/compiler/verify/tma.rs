@@ -1,7 +1,10 @@
-//! TMA copies (`tma().global_to_shared`): thread scope, boxes, strides, ranks, types, swizzles.
+//! TMA copies (`tma().global_to_shared`, `shared_to_global`, `commit_group`, `wait_group`):
+//! thread scope, boxes, strides, ranks, types, swizzles; a store's published, unwritten and
+//! waited-for source.
 
 use super::{tma_setup, InF16};
-use crate::common::{at, check};
+use crate::common::scripts::{Epilogue, EpilogueBug};
+use crate::common::{at, check, check_script, marked};
 use tilus::ir::DType;
 use tilus::layout::{SharedLayout, Swizzle};
 use tilus::prelude::*;
@@ -151,4 +154,153 @@ fn tma_rows_wider_than_the_swizzle_span() {
     .fails_once(
         "tma.global_to_shared: tile `s0` has 128-byte rows, wider than its 64B swizzle allows",
     );
+}
+
+// ------------------------------------------------------------------------------------------
+// TMA stores (`tma().shared_to_global`, `commit_group`, `wait_group`).
+// ------------------------------------------------------------------------------------------
+
+/// The diagnostics of the epilogue with `bug`, which must not compile.
+fn epilogue_diagnostics(bug: EpilogueBug) -> crate::common::Diagnostics {
+    check_script(Epilogue { bug }).diagnostics()
+}
+
+/// The diagnostic containing `phrase`; it must point at the call marked `key` in the scripts.
+#[track_caller]
+fn at_mark(d: &[tilus::Diagnostic], phrase: &str, key: &str) -> tilus::Diagnostic {
+    let hit = d
+        .iter()
+        .find(|d| d.message.contains(phrase))
+        .unwrap_or_else(|| panic!("no diagnostic contains {phrase:?}: {d:#?}"))
+        .clone();
+    let m = marked(key).unwrap_or_else(|| panic!("`{key}` was not marked"));
+    assert_eq!((hit.loc.file, hit.loc.line), (m.file, m.line), "{hit}");
+    hit
+}
+
+#[test]
+fn tma_store_of_tiles_written_without_a_proxy_fence() {
+    let d = epilogue_diagnostics(EpilogueBug::NoFence);
+    let hit = at_mark(&d, "written by store_shared at", "store");
+    assert!(
+        hit.message
+            .starts_with("tma.shared_to_global reads `s_out`"),
+        "{hit}"
+    );
+    let written = marked("store_shared").unwrap();
+    assert!(hit.message.contains(&written.loc()), "{hit}");
+}
+
+#[test]
+fn tma_store_source_written_before_the_wait() {
+    let d = epilogue_diagnostics(EpilogueBug::WriteBeforeWait);
+    let hit = at_mark(
+        &d,
+        "is written while the tma.shared_to_global at",
+        "rewrite",
+    );
+    assert!(
+        hit.message.contains(&marked("store").unwrap().loc()),
+        "{hit}"
+    );
+    assert!(hit.message.contains("tma.wait_group(..)"), "{hit}");
+}
+
+#[test]
+fn tma_store_never_waited_for() {
+    let d = epilogue_diagnostics(EpilogueBug::NoWait);
+    let hit = at_mark(
+        &d,
+        "the kernel ends while this tma.shared_to_global may still be reading shared tensor `s_out`",
+        "store",
+    );
+    assert!(hit.message.contains("tma.wait_group(..)"), "{hit}");
+}
+
+#[test]
+fn tma_store_outside_single_thread() {
+    let d = epilogue_diagnostics(EpilogueBug::WholeBlock);
+    at_mark(
+        &d,
+        "tma.shared_to_global runs in a group of 128 threads",
+        "store",
+    );
+}
+
+#[test]
+fn tma_store_through_a_read_only_pointer() {
+    check::<(Ptr<f16>, PtrMut<f32>)>(|k, (a, _)| {
+        k.warps(1);
+        let ro = k.global_view::<f16>(a, [64, 64]);
+        let s = k.shared_tensor::<f16>([64, 64]);
+        k.single_thread(|k| {
+            at(line!(), k.tma().shared_to_global(&s, &ro, [0, 0]));
+            k.tma().commit_group();
+            k.tma().wait_group(0);
+        });
+    })
+    .fails("tma.shared_to_global writes through `arg0`, a read-only Ptr; declare it PtrMut");
+}
+
+#[test]
+fn tma_store_dtypes_and_ranks_agree() {
+    // the typed builder cannot mix element types: the traced program is edited
+    check::<(Ptr<f16>, PtrMut<f32>)>(|k, (_, b)| {
+        k.warps(1);
+        let rw = k.global_view::<f32>(b, [64, 64]);
+        let s = k.shared_tensor::<f32>([32, 32]);
+        k.single_thread(|k| {
+            at(line!(), k.tma().shared_to_global(&s, &rw, [0, 0]));
+            k.tma().commit_group();
+            k.tma().wait_group(0);
+        });
+    })
+    .edit(|p| p.shareds[0].dtype = DType::F16)
+    .fails("tma.shared_to_global: f16 tile into a f32 view");
+    check::<(Ptr<f16>, PtrMut<f32>)>(|k, (_, b)| {
+        k.warps(1);
+        let flat = k.global_view::<f32>(b, [4096]);
+        let s = k.shared_tensor::<f32>([32, 32]);
+        k.single_thread(|k| {
+            at(line!(), k.tma().shared_to_global(&s, &flat, [0]));
+            k.tma().commit_group();
+            k.tma().wait_group(0);
+        });
+    })
+    .fails("tma.shared_to_global: view `g0` has 1 dimensions, tile `s0` 2 and the offsets 1");
+}
+
+#[test]
+fn tma_store_commits_and_waits_run_in_one_thread() {
+    check::<(Ptr<f16>, PtrMut<f32>)>(|k, (_, b)| {
+        k.warps(1);
+        let rw = k.global_view::<f32>(b, [64, 64]);
+        let s = k.shared_tensor::<f32>([32, 32]);
+        k.single_thread(|k| k.tma().shared_to_global(&s, &rw, [0, 0]));
+        at(line!(), k.tma().commit_group());
+        k.single_thread(|k| k.tma().wait_group(0));
+    })
+    .fails("tma.commit_group runs in a group of 32 threads");
+    check::<(Ptr<f16>, PtrMut<f32>)>(|k, (_, b)| {
+        k.warps(1);
+        let rw = k.global_view::<f32>(b, [64, 64]);
+        let s = k.shared_tensor::<f32>([32, 32]);
+        k.single_thread(|k| {
+            k.tma().shared_to_global(&s, &rw, [0, 0]);
+            k.tma().commit_group();
+        });
+        at(line!(), k.tma().wait_group(0));
+    })
+    .fails("tma.wait_group runs in a group of 32 threads");
+}
+
+#[test]
+fn tma_store_correct_variants_compile() {
+    for bug in [
+        EpilogueBug::None,
+        EpilogueBug::ReuseAfterReadWait,
+        EpilogueBug::FreeBeforeWait,
+    ] {
+        check_script(Epilogue { bug }).compiles("the epilogue is correct");
+    }
 }
