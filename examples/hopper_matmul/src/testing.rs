@@ -5,9 +5,14 @@ use std::sync::OnceLock;
 
 /// Points the compile cache (`TILUS_CACHE_DIR`) of this test process at a directory of its
 /// own, `dir/tilus-cache` (tests pass `env!("CARGO_TARGET_TMPDIR")`), so that tests never
-/// write into the user's cache. Call it first in every test that compiles; the first call
-/// sets the variable, before any thread of the process has read it, and later calls wait for
-/// it and return the same directory.
+/// write into the user's cache. Call it first in every test that compiles; later calls wait for
+/// the first and return the same directory.
+///
+/// The first call sets an environment variable, which is only sound while no other thread may
+/// read the environment (C code such as NVRTC or the loader reads it without Rust's lock): make
+/// it before any test thread starts, as the series' test binary does before `main`
+/// (`examples/hopper_matmul/tests/series/main.rs`); the calls in the tests then only find the
+/// directory.
 pub fn use_test_cache(dir: &str) -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
