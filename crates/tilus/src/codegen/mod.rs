@@ -214,7 +214,11 @@ impl<'p> Emitter<'p> {
                 Inst::Arith(a) => arithmetic::emit(self, a),
                 Inst::Wgmma(w) => wgmma::emit(self, w),
             },
-            _ => control::emit(self, s),
+            crate::ir::StmtKind::Let { .. }
+            | crate::ir::StmtKind::Assign { .. }
+            | crate::ir::StmtKind::For { .. }
+            | crate::ir::StmtKind::ThreadGroup { .. }
+            | crate::ir::StmtKind::Sync => control::emit(self, s),
         }
     }
 

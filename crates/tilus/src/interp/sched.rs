@@ -179,7 +179,9 @@ fn run_task<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>) -> R<Option<Task<'p>
                 control::for_loop(b, task, s)?;
                 continue;
             }
-            _ => control::exec(b, task, s)?,
+            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {
+                control::exec(b, task, s)?
+            }
         };
         match step {
             Step::Next => advance(task),

@@ -94,7 +94,7 @@ fn declared_in(stmts: &[Stmt], out: &mut Vec<VarId>) {
                 declared_in(body, out);
             }
             StmtKind::ThreadGroup { body, .. } => declared_in(body, out),
-            _ => {}
+            StmtKind::Assign { .. } | StmtKind::Sync | StmtKind::Inst(_) => {}
         }
     }
 }

@@ -136,7 +136,10 @@ impl Program {
                 match &s.kind {
                     super::StmtKind::For { body, .. }
                     | super::StmtKind::ThreadGroup { body, .. } => go(body, f),
-                    _ => {}
+                    super::StmtKind::Let { .. }
+                    | super::StmtKind::Assign { .. }
+                    | super::StmtKind::Sync
+                    | super::StmtKind::Inst(_) => {}
                 }
             }
         }

@@ -88,7 +88,7 @@ fn check_registers(c: &mut Checker) {
                         last[t] = last[t].max(*pos);
                     }
                 }
-                _ => {}
+                StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {}
             }
         }
     }
