@@ -185,63 +185,47 @@ fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
     };
     let (off, _) = b.tile_range(c.src);
     let eb = g.dtype.nbytes() as usize;
-    let st = strides(&c.shape);
-    let total: i64 = d.shape.iter().product();
-    let mut idx = vec![0i64; rank];
-    let mut gc = vec![0i64; rank];
-    for lin in 0..total.max(0) {
-        let mut inside = true;
-        for dd in 0..rank {
-            gc[dd] = c.coords[dd] + idx[dd];
-            inside &= gc[dd] >= 0 && gc[dd] < c.shape[dd];
+    walk_box(&d.shape, &c.coords, &c.shape, |lin, inside| {
+        let Some((gc, flat)) = inside else {
+            return Ok(());
+        };
+        let byte = flat as usize * eb;
+        if byte + eb > buf.bytes.len() {
+            return Err(Fail::new(
+                Fault::GlobalOutOfBounds,
+                loc,
+                format!(
+                    "out-of-bounds global write: tma.shared_to_global writes element {gc:?} of \
+                     view `{}` {:?}, which is element {flat} of a buffer of {} elements (the \
+                     view is larger than the buffer)",
+                    g.name,
+                    c.shape,
+                    buf.bytes.len() / eb
+                ),
+            ));
         }
-        if inside {
-            let flat: i64 = gc.iter().zip(&st).map(|(x, s)| x * s).sum();
-            let byte = flat as usize * eb;
-            if byte + eb > buf.bytes.len() {
-                return Err(Fail::new(
-                    Fault::GlobalOutOfBounds,
-                    loc,
-                    format!(
-                        "out-of-bounds global write: tma.shared_to_global writes element {gc:?} of \
-                         view `{}` {:?}, which is element {flat} of a buffer of {} elements (the \
-                         view is larger than the buffer)",
-                        g.name,
-                        c.shape,
-                        buf.bytes.len() / eb
-                    ),
-                ));
-            }
-            let at = off as usize + layout.linear_byte_offset(lin) as usize;
-            if at + eb > b.smem.len() {
-                return Err(Fail::new(
-                    Fault::SharedOutOfBounds,
-                    loc,
-                    format!(
-                        "tma.shared_to_global: element {lin} of tile `{}` is at byte {at}, beyond \
-                         the block's {} bytes of shared memory",
-                        d.name,
-                        b.smem.len()
-                    ),
-                ));
-            }
-            let bits = read_bits(&b.smem, at, g.dtype);
-            b.writes.push(GlobalWrite {
-                arg: arg as u32,
-                byte,
-                bits,
-                nbytes: eb as u8,
-            });
+        let at = off as usize + layout.linear_byte_offset(lin) as usize;
+        if at + eb > b.smem.len() {
+            return Err(Fail::new(
+                Fault::SharedOutOfBounds,
+                loc,
+                format!(
+                    "tma.shared_to_global: element {lin} of tile `{}` is at byte {at}, beyond \
+                     the block's {} bytes of shared memory",
+                    d.name,
+                    b.smem.len()
+                ),
+            ));
         }
-        // next element, innermost dimension fastest
-        for dd in (0..rank).rev() {
-            idx[dd] += 1;
-            if idx[dd] < d.shape[dd] {
-                break;
-            }
-            idx[dd] = 0;
-        }
-    }
+        let bits = read_bits(&b.smem, at, g.dtype);
+        b.writes.push(GlobalWrite {
+            arg: arg as u32,
+            byte,
+            bits,
+            nbytes: eb as u8,
+        });
+        Ok(())
+    })?;
     Ok(())
 }
 
@@ -296,38 +280,29 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
         ));
     };
     let eb = g.dtype.nbytes() as usize;
-    let st = strides(&c.shape);
-    let total: i64 = d.shape.iter().product();
-    let mut idx = vec![0i64; rank];
-    let mut gc = vec![0i64; rank];
-    for lin in 0..total.max(0) as usize {
-        let mut inside = true;
-        for dd in 0..rank {
-            gc[dd] = c.coords[dd] + idx[dd];
-            inside &= gc[dd] >= 0 && gc[dd] < c.shape[dd];
-        }
-        let bits = if inside {
-            let flat: i64 = gc.iter().zip(&st).map(|(x, s)| x * s).sum();
-            let byte = flat as usize * eb;
-            if byte + eb > buf.bytes.len() {
-                return Err(Fail::new(
-                    Fault::GlobalOutOfBounds,
-                    loc,
-                    format!(
-                        "out-of-bounds global read: tma.global_to_shared reads element {gc:?} of \
-                         view `{}` {:?}, which is element {flat} of a buffer of {} elements \
-                         (the view is larger than the buffer)",
-                        g.name,
-                        c.shape,
-                        buf.bytes.len() / eb
-                    ),
-                ));
+    walk_box(&d.shape, &c.coords, &c.shape, |lin, inside| {
+        let bits = match inside {
+            Some((gc, flat)) => {
+                let byte = flat as usize * eb;
+                if byte + eb > buf.bytes.len() {
+                    return Err(Fail::new(
+                        Fault::GlobalOutOfBounds,
+                        loc,
+                        format!(
+                            "out-of-bounds global read: tma.global_to_shared reads element {gc:?} of \
+                             view `{}` {:?}, which is element {flat} of a buffer of {} elements \
+                             (the view is larger than the buffer)",
+                            g.name,
+                            c.shape,
+                            buf.bytes.len() / eb
+                        ),
+                    ));
+                }
+                read_bits(buf.bytes, byte, g.dtype)
             }
-            read_bits(buf.bytes, byte, g.dtype)
-        } else {
-            0
+            None => 0,
         };
-        let at = off as usize + layout.linear_byte_offset(lin as i64) as usize;
+        let at = off as usize + layout.linear_byte_offset(lin) as usize;
         if at + eb > b.smem.len() {
             return Err(Fail::new(
                 Fault::SharedOutOfBounds,
@@ -341,17 +316,44 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
             ));
         }
         write_bits(&mut b.smem, at, bits, eb);
-        // next element, innermost dimension fastest
-        for dd in (0..rank).rev() {
-            idx[dd] += 1;
-            if idx[dd] < d.shape[dd] {
-                break;
-            }
-            idx[dd] = 0;
-        }
-    }
+        Ok(())
+    })?;
     let bytes = d.nbytes() as i64;
     let (a, i) = c.bar;
     complete_tx(b, a, i, bytes, c.issue_phase, loc)?;
+    Ok(())
+}
+
+/// Walks the elements of a TMA box: the tile's elements in row-major order, each with its
+/// linear index in the tile and, when it lies inside the view, its coordinates in the view
+/// (the box placed at `origin`) and its row-major index there.
+fn walk_box(
+    tile: &[i64],
+    origin: &[i64],
+    view: &[i64],
+    mut f: impl FnMut(i64, Option<(&[i64], i64)>) -> R<()>,
+) -> R<()> {
+    let rank = tile.len();
+    let st = strides(view);
+    let total: i64 = tile.iter().product();
+    let mut idx = vec![0i64; rank];
+    let mut gc = vec![0i64; rank];
+    for lin in 0..total.max(0) {
+        let mut inside = true;
+        for d in 0..rank {
+            gc[d] = origin[d] + idx[d];
+            inside &= gc[d] >= 0 && gc[d] < view[d];
+        }
+        let flat: i64 = gc.iter().zip(&st).map(|(x, s)| x * s).sum();
+        f(lin, inside.then_some((&gc[..], flat)))?;
+        // next element, innermost dimension fastest
+        for d in (0..rank).rev() {
+            idx[d] += 1;
+            if idx[d] < tile[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
     Ok(())
 }
