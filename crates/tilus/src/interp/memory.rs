@@ -273,20 +273,7 @@ fn store_global(b: &mut Block<'_, '_>, task: &Task<'_>, i: &MemoryInst, loc: Loc
     let g = p.global(*dst);
     let shape = values(b, task, &g.shape, loc)?;
     let offs = values(b, task, offsets, loc)?;
-    let Some(arg) = b.prep.global_arg[dst.0 as usize] else {
-        return Err(Fail::new(
-            Fault::Invalid,
-            loc,
-            format!("view `{}` is not over a pointer argument", g.name),
-        ));
-    };
-    let Some(buf) = b.bufs.get(arg).copied().flatten() else {
-        return Err(Fail::new(
-            Fault::Invalid,
-            loc,
-            format!("no buffer was passed for the pointer of view `{}`", g.name),
-        ));
-    };
+    let (arg, buf) = b.view_buffer(*dst, loc)?;
     // the vector width codegen writes with: one bounds check per vector
     let Some(width) = vector.map(|w| w.max(1) as usize) else {
         return Err(Fail::new(

@@ -6,8 +6,8 @@
 use crate::error::Fault;
 use crate::ir::facts::{Access, AsyncGroup, Memory, Proxy};
 use crate::ir::{
-    BarrierArrayId, DType, Expr, Facts, Loc, Program, RegId, SharedId, Stmt, StmtId, StmtKind,
-    VarId,
+    BarrierArrayId, DType, Expr, Facts, GlobalId, Loc, Program, RegId, SharedId, Stmt, StmtId,
+    StmtKind, VarId,
 };
 use crate::layout::mma::{mma_a_fragment, mma_b_fragment, mma_c_fragment};
 use crate::Diagnostic;
@@ -430,6 +430,26 @@ impl<'a, 'p> Block<'a, 'p> {
 
     pub fn program(&self) -> &'p Program {
         self.prep.p
+    }
+
+    /// The argument position and buffer of a global view's pointer.
+    pub fn view_buffer(&self, view: GlobalId, loc: Loc) -> R<(usize, GlobalBuf<'a>)> {
+        let name = &self.program().global(view).name;
+        let Some(arg) = self.prep.global_arg[view.0 as usize] else {
+            return Err(Fail::new(
+                Fault::Invalid,
+                loc,
+                format!("view `{name}` is not over a pointer argument"),
+            ));
+        };
+        let Some(buf) = self.bufs.get(arg).copied().flatten() else {
+            return Err(Fail::new(
+                Fault::Invalid,
+                loc,
+                format!("no buffer was passed for the pointer of view `{name}`"),
+            ));
+        };
+        Ok((arg, buf))
     }
 
     /// Byte range of a shared tile in the region.

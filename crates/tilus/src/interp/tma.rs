@@ -169,20 +169,7 @@ fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
             ),
         ));
     }
-    let Some(arg) = b.prep.global_arg[c.dst.0 as usize] else {
-        return Err(Fail::new(
-            Fault::Invalid,
-            loc,
-            format!("view `{}` is not over a pointer argument", g.name),
-        ));
-    };
-    let Some(buf) = b.bufs.get(arg).copied().flatten() else {
-        return Err(Fail::new(
-            Fault::Invalid,
-            loc,
-            format!("no buffer was passed for the pointer of view `{}`", g.name),
-        ));
-    };
+    let (arg, buf) = b.view_buffer(c.dst, loc)?;
     let (off, _) = b.tile_range(c.src);
     let eb = g.dtype.nbytes() as usize;
     walk_box(&d.shape, &c.coords, &c.shape, |lin, inside| {
@@ -270,15 +257,7 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
             ),
         ));
     }
-    let buf =
-        b.prep.global_arg[c.src.0 as usize].and_then(|arg| b.bufs.get(arg).copied().flatten());
-    let Some(buf) = buf else {
-        return Err(Fail::new(
-            Fault::Invalid,
-            loc,
-            format!("no buffer was passed for the pointer of view `{}`", g.name),
-        ));
-    };
+    let (_, buf) = b.view_buffer(c.src, loc)?;
     let eb = g.dtype.nbytes() as usize;
     walk_box(&d.shape, &c.coords, &c.shape, |lin, inside| {
         let bits = match inside {
