@@ -76,7 +76,7 @@ pub(super) fn word(e: &Emitter, r: RegId, l: &str) -> String {
 }
 
 /// A C expression the shared layout's address function runs on.
-struct CExpr(String);
+pub(super) struct CExpr(pub String);
 
 impl AddressArith for CExpr {
     fn scaled(self, k: i64) -> CExpr {

@@ -118,13 +118,24 @@ impl SharedLayout {
     /// expressions (the emitters of TMA, ldmatrix, shared loads and stores), so they can never
     /// disagree.
     pub fn address<A: AddressArith>(&self, coords: Vec<A>) -> A {
+        self.address_with(coords, self.swizzle)
+    }
+
+    /// The address of the element at `coords` before the swizzle: where a shared-memory
+    /// matrix descriptor starts a sub-tile (the hardware applies the swizzle itself, from the
+    /// address bits).
+    pub fn unswizzled_address<A: AddressArith>(&self, coords: Vec<A>) -> A {
+        self.address_with(coords, Swizzle::None)
+    }
+
+    fn address_with<A: AddressArith>(&self, coords: Vec<A>, swizzle: Swizzle) -> A {
         let rank = self.shape.len();
         let terms = coords
             .into_iter()
             .enumerate()
             .map(|(d, c)| c.scaled(self.shape[d + 1..rank].iter().product()))
             .collect();
-        self.element_address(A::sum(terms))
+        A::sum(terms).to_bytes(self.elem_bytes).swizzled(swizzle)
     }
 
     /// The address of the element with row-major index `linear` (the second half of
