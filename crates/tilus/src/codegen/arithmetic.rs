@@ -1,11 +1,328 @@
 //! Emitters for elementwise register operations.
 
-use super::memory::{read, storage, Storage};
+use super::memory::{read, storage, MemoryHelper, Storage};
 use super::{Emitter, Helper};
-use crate::ir::{ArithInst, DType};
+use crate::ir::{
+    ArithInst, BinaryOp, DType, ReduceOp, RegId, RegView, SharedId, TileExpr, UnaryOp,
+};
+use crate::layout::RegisterLayout;
 
 pub(super) fn emit(e: &mut Emitter, i: &ArithInst) {
-    let ArithInst::Cast { src, out } = i;
+    match i {
+        ArithInst::Cast { src, out } => emit_cast(e, src, out),
+        ArithInst::Map { expr, out } => emit_map(e, expr, *out),
+        ArithInst::Reduce {
+            src,
+            op,
+            dim,
+            out,
+            scratch,
+            ..
+        } => emit_reduce(e, src, *op, *dim, *out, *scratch),
+    }
+}
+
+/// The C value of a tile's local element `l` (a C expression) in its compute type: `float` for
+/// every float type (16-bit floats convert exactly), the integer or `bool` otherwise.
+fn value(e: &mut Emitter, r: RegId, l: &str) -> String {
+    let t = e.p.register(r).dtype;
+    let raw = read(e, r, l);
+    match t {
+        DType::F16 => {
+            e.use_helper(Helper::Arith(ArithHelper::CvtF16));
+            format!("tilus_f16_to_f32({raw})")
+        }
+        DType::BF16 => {
+            e.use_helper(Helper::Arith(ArithHelper::CvtBf16));
+            format!("tilus_bf16_to_f32({raw})")
+        }
+        _ => raw,
+    }
+}
+
+/// The C expression of a tile expression at one output element: `idx` gives, for each tile the
+/// expression reads (in order), the C index of its local element.
+fn expr_c(e: &mut Emitter, x: &TileExpr, idx: &mut std::slice::Iter<'_, String>) -> String {
+    let p = e.p;
+    match x {
+        TileExpr::Tile(v) => {
+            let l = idx.next().cloned().unwrap_or_else(|| "0".into());
+            value(e, v.tensor, &l)
+        }
+        TileExpr::Scalar(s) => {
+            let c = e.expr(s);
+            if s.dtype().is_float() {
+                format!("((float)({c}))")
+            } else {
+                c
+            }
+        }
+        TileExpr::Unary(op, a) => {
+            let t = a.dtype(p);
+            let a = expr_c(e, a, idx);
+            let float = t.is_float();
+            match op {
+                UnaryOp::Neg => format!("(-{a})"),
+                UnaryOp::Abs if float => format!("fabsf({a})"),
+                UnaryOp::Abs => format!("abs({a})"),
+                UnaryOp::Exp => format!("expf({a})"),
+                UnaryOp::Exp2 => format!("exp2f({a})"),
+                UnaryOp::ExpApprox => format!("__expf({a})"),
+                UnaryOp::Log => format!("logf({a})"),
+                UnaryOp::Sqrt => format!("sqrtf({a})"),
+                UnaryOp::Rsqrt => format!("rsqrtf({a})"),
+                UnaryOp::Sin => format!("sinf({a})"),
+                UnaryOp::Cos => format!("cosf({a})"),
+                UnaryOp::Round => format!("rintf({a})"),
+                UnaryOp::Square => format!("({a} * {a})"),
+                UnaryOp::Tanh => format!("tanhf({a})"),
+                UnaryOp::Not => format!("(!{a})"),
+            }
+        }
+        TileExpr::Binary(op, a, b) => {
+            let float = a.dtype(p).is_float();
+            let (a, b) = (expr_c(e, a, idx), expr_c(e, b, idx));
+            match op {
+                BinaryOp::Max if float => format!("fmaxf({a}, {b})"),
+                BinaryOp::Min if float => format!("fminf({a}, {b})"),
+                BinaryOp::Max => format!("max({a}, {b})"),
+                BinaryOp::Min => format!("min({a}, {b})"),
+                op => format!("({a} {} {b})", op.name()),
+            }
+        }
+        TileExpr::Select(c, a, b) => {
+            let c = expr_c(e, c, idx);
+            let (a, b) = (expr_c(e, a, idx), expr_c(e, b, idx));
+            format!("({c} ? {a} : {b})")
+        }
+        TileExpr::Cast(t, a) => {
+            let from = a.dtype(p);
+            let a = expr_c(e, a, idx);
+            cast_c(e, &a, from, *t)
+        }
+    }
+}
+
+/// Converts a C value of compute type `from` to the compute type of `to`; a conversion to a
+/// 16-bit float rounds (and the value stays a `float`).
+fn cast_c(e: &mut Emitter, a: &str, from: DType, to: DType) -> String {
+    match (from.is_float(), to) {
+        _ if from == to => a.to_string(),
+        (_, DType::F16) | (_, DType::BF16) => {
+            let (h, t) = if to == DType::F16 {
+                (ArithHelper::CvtF16, "f16")
+            } else {
+                (ArithHelper::CvtBf16, "bf16")
+            };
+            e.use_helper(Helper::Arith(h));
+            format!("tilus_{t}_to_f32(tilus_cvt_{t}((float)({a})))")
+        }
+        (_, DType::F32) => format!("((float)({a}))"),
+        (true, DType::Bool) => format!("({a} != 0.0f)"),
+        (true, t) if t.is_int() => format!("(({})__float2ll_rz({a}))", super::c_type(t)),
+        (_, t) => format!("(({})({a}))", super::c_type(t)),
+    }
+}
+
+/// Writes compute-type values into a tile's local elements: `vals[l]` for element `l`.
+fn store_values(e: &mut Emitter, out: RegId, vals: &[String]) {
+    let d = e.p.register(out);
+    let name = d.name.clone();
+    match (storage(d), d.dtype) {
+        (Storage::Packed16, t) => {
+            let (h, n) = if t == DType::F16 {
+                (ArithHelper::CvtF16, "f16")
+            } else {
+                (ArithHelper::CvtBf16, "bf16")
+            };
+            e.use_helper(Helper::Arith(h));
+            for (w, pair) in vals.chunks(2).enumerate() {
+                e.line(format!(
+                    "{name}[{w}] = tilus_cvt_{n}x2({}, {});",
+                    pair[0], pair[1]
+                ));
+            }
+        }
+        (Storage::Plain, t @ (DType::F16 | DType::BF16)) => {
+            let (h, n) = if t == DType::F16 {
+                (ArithHelper::CvtF16, "f16")
+            } else {
+                (ArithHelper::CvtBf16, "bf16")
+            };
+            e.use_helper(Helper::Arith(h));
+            for (l, v) in vals.iter().enumerate() {
+                e.line(format!("{name}[{l}] = tilus_cvt_{n}({v});"));
+            }
+        }
+        (Storage::Plain, _) => {
+            for (l, v) in vals.iter().enumerate() {
+                e.line(format!("{name}[{l}] = {v};"));
+            }
+        }
+    }
+}
+
+/// The layout of a view of a tile.
+fn view_layout(e: &Emitter, v: &RegView) -> RegisterLayout {
+    v.layout_of(&super::memory::layout(e, v.tensor))
+}
+
+/// `out = expr`: one line per output element, each reading the elements of the expression's
+/// tiles that the same thread holds (a broadcast tile's element repeats across the output's).
+fn emit_map(e: &mut Emitter, x: &TileExpr, out: RegId) {
+    super::memory::declare(e, out);
+    let ol = super::memory::layout(e, out);
+    let n = ol.local_size() as usize;
+    let tables = x
+        .operand_locals(e.p, out)
+        .expect("planned programs' operands fit their outputs (check_planned)");
+    let mut vals = Vec::with_capacity(n);
+    for l in 0..n {
+        let idx: Vec<String> = tables.iter().map(|t| t[l].to_string()).collect();
+        vals.push(expr_c(e, x, &mut idx.iter()));
+    }
+    // a fresh scope, so that values are named per element only where they must be
+    e.open("");
+    let out_t = e.p.register(out).dtype;
+    let named: Vec<String> = vals
+        .iter()
+        .enumerate()
+        .map(|(l, v)| {
+            let ty = compute_c_type(out_t);
+            e.line(format!("const {ty} tilus_v{l} = {v};"));
+            format!("tilus_v{l}")
+        })
+        .collect();
+    store_values(e, out, &named);
+    e.close();
+}
+
+/// The C type values of a tile's elements are computed in.
+fn compute_c_type(t: DType) -> &'static str {
+    match t {
+        DType::F16 | DType::BF16 | DType::F32 => "float",
+        t => super::c_type(t),
+    }
+}
+
+/// `out = op(src)` along `dim`: each thread folds the elements it holds; the threads that
+/// split `dim` within a warp meet by butterfly shuffles over the lane bits; those in other
+/// warps through the scratch tile behind two block barriers. The folding order is the
+/// interpreter's (`interp/arithmetic.rs`), so that both give the same bits.
+fn emit_reduce(
+    e: &mut Emitter,
+    src: &RegView,
+    op: ReduceOp,
+    dim: usize,
+    out: RegId,
+    scratch: Option<SharedId>,
+) {
+    super::memory::declare(e, out);
+    let sl = view_layout(e, src);
+    let ol = super::memory::layout(e, out);
+    let table = crate::ir::reduce_locals(e.p, src, dim).expect("a collapsed layout meets its own");
+    let n_out = ol.local_size() as usize;
+    let t = e.p.register(src.tensor).dtype;
+    let ty = compute_c_type(t);
+    let combine = |a: &str, b: &str| -> String {
+        match (op, t.is_float()) {
+            (ReduceOp::Sum, _) => format!("{a} + {b}"),
+            (ReduceOp::Max, true) => format!("fmaxf({a}, {b})"),
+            (ReduceOp::Min, true) => format!("fminf({a}, {b})"),
+            (ReduceOp::Max, false) => format!("max({a}, {b})"),
+            (ReduceOp::Min, false) => format!("min({a}, {b})"),
+            (ReduceOp::Any, _) => format!("{a} || {b}"),
+            (ReduceOp::All, _) => format!("{a} && {b}"),
+        }
+    };
+    e.open("");
+    e.line(format!("{ty} tilus_acc[{n_out}];"));
+    // 1. this thread's elements, in local order
+    let mut seen = vec![false; n_out];
+    for (i, &j) in table.iter().enumerate() {
+        let v = value(e, src.tensor, &i.to_string());
+        if seen[j] {
+            let c = combine(&format!("tilus_acc[{j}]"), &v);
+            e.line(format!("tilus_acc[{j}] = {c};"));
+        } else {
+            seen[j] = true;
+            e.line(format!("tilus_acc[{j}] = {v};"));
+        }
+    }
+    let bits = sl.thread_bits(dim).unwrap_or(0);
+    let tid = e.tid().name.clone();
+    // 2. lanes of the same warp, by butterflies over the lane bits
+    for b in 0..5 {
+        if bits & (1 << b) != 0 {
+            e.line("#pragma unroll");
+            let shfl = if t == DType::Bool {
+                format!(
+                    "(bool)__shfl_xor_sync(0xffffffffu, (int)tilus_acc[j], {})",
+                    1 << b
+                )
+            } else {
+                format!("__shfl_xor_sync(0xffffffffu, tilus_acc[j], {})", 1 << b)
+            };
+            let c = combine("tilus_acc[j]", &shfl);
+            e.line(format!(
+                "for (int j = 0; j < {n_out}; ++j) tilus_acc[j] = {c};"
+            ));
+        }
+    }
+    // 3. warps, through shared memory
+    let warp_bits = bits & !31;
+    if crate::ir::reduce_crosses_warps(e.p, scratch) && warp_bits != 0 {
+        let s = scratch.expect("layout inference sizes the scratch of a reduction across warps");
+        let sname = e.p.shared(s).name.clone();
+        let off =
+            e.p.shared(s)
+                .offset
+                .expect("scratch tiles are planned before codegen");
+        e.use_helper(Helper::Memory(MemoryHelper::StShared));
+        e.use_helper(Helper::Memory(MemoryHelper::LdShared32));
+        e.line(format!("const u32 {sname} = tilus_smem + {off}u;"));
+        let store = |idx: &str| format!("{sname} + (u32)(({idx}) * {n_out} + j) * 4u");
+        let mine = store(&tid);
+        e.line("#pragma unroll");
+        let put = if t.is_float() {
+            format!("tilus_st_shared_f32({mine}, (float)tilus_acc[j])")
+        } else {
+            format!("tilus_st_shared_u32({mine}, (u32)tilus_acc[j])")
+        };
+        e.line(format!("for (int j = 0; j < {n_out}; ++j) {put};"));
+        e.line("__syncthreads();");
+        let partners = crate::ir::subsets(warp_bits);
+        e.line("#pragma unroll");
+        e.open(format!("for (int j = 0; j < {n_out}; ++j)"));
+        for (k, sub) in partners.iter().enumerate() {
+            let who = format!("(({tid} & ~{warp_bits}) | {sub})");
+            let at = store(&who);
+            let raw = format!("tilus_ld_shared_u32({at})");
+            let v = if t.is_float() {
+                format!("__int_as_float((int){raw})")
+            } else if t == DType::Bool {
+                format!("({raw} != 0u)")
+            } else {
+                format!("(({ty}){raw})")
+            };
+            if k == 0 {
+                e.line(format!("tilus_acc[j] = {v};"));
+            } else {
+                let c = combine("tilus_acc[j]", &v);
+                e.line(format!("tilus_acc[j] = {c};"));
+            }
+        }
+        e.close();
+        // the scratch may be written again (a loop) only once every thread has read it
+        e.line("__syncthreads();");
+    }
+    // 4. the result, in the output's type
+    let vals: Vec<String> = (0..n_out).map(|j| format!("tilus_acc[{j}]")).collect();
+    store_values(e, out, &vals);
+    e.close();
+}
+
+fn emit_cast(e: &mut Emitter, src: &RegView, out: &RegId) {
     super::memory::declare(e, *out);
     let (sd, od) = (e.p.register(src.tensor), e.p.register(*out));
     let n = od

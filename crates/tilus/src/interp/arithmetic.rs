@@ -1,80 +1,495 @@
-//! Elementwise register operations as `codegen/arithmetic.rs` emits them: the source and the
-//! result share a layout, so local element `l` of each thread maps to local element `l`.
+//! Elementwise register operations and reductions as `codegen/arithmetic.rs` emits them:
+//! floats computed in f32 and rounded once to the result's type, integers wrapping in their
+//! type at every operation, broadcast operands read through the same local-element tables,
+//! and reductions folded in the generated code's order (a thread's elements in local order,
+//! then butterflies over the lane bits from the lowest, then the warps' partials in the order
+//! of their thread indices), so that sums give the generated code's bits. Transcendental
+//! functions (`exp`, `log`, `sin`, ...) use Rust's, which may differ from CUDA's by an ulp or
+//! two.
 
 use super::state::{Block, Fail, RegData, R};
-use super::task::{Step, Task};
+use super::task::{self, State, Step, Task};
 use crate::error::Fault;
-use crate::ir::{ArithInst, DType, Loc};
+use crate::ir::{
+    ArithInst, BinaryOp, DType, Expr, Loc, Program, ReduceOp, RegId, RegView, TileExpr, UnaryOp,
+};
 
 pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &ArithInst, loc: Loc) -> R<Step> {
     match i {
-        ArithInst::Cast { src, out } => {
-            let p = b.program();
-            let (st, ot) = (p.register(src.tensor).dtype, p.register(*out).dtype);
-            let (ls_in, ls) = (b.prep.reg(src.tensor).ls, b.prep.reg(*out).ls);
-            if ls_in != ls {
-                return Err(Fail::new(
-                    Fault::Invalid,
-                    loc,
-                    "cast: the source and the result have different layouts",
-                ));
-            }
-            let supported = matches!((st, ot), (DType::F32, DType::F16 | DType::BF16))
-                || matches!((st, ot), (DType::F16 | DType::BF16, DType::F32))
-                || st == ot
-                || !st.is_float()
-                || (st == DType::F32 && !ot.is_float());
-            if !supported || (!st.is_float() && matches!(ot, DType::F16 | DType::BF16)) {
-                return Err(Fail::new(
-                    Fault::Unsupported,
-                    loc,
-                    format!("cast {st} -> {ot} is not supported by the interpreter yet"),
-                ));
-            }
-            b.reg_mut(src.tensor);
-            b.reg_mut(*out);
-            if src.tensor == *out {
-                return Ok(Step::Next);
-            }
-            let Some(input) = b.regs[src.tensor.0 as usize].take() else {
-                return Ok(Step::Next);
-            };
-            if let Some(o) = b.regs[out.0 as usize].as_mut() {
-                for &t in &task.threads {
-                    let r = t as usize * ls..(t as usize + 1) * ls;
-                    match (&input, &mut *o) {
-                        (RegData::Float(x), RegData::Float(y)) => {
-                            for (d, s) in y[r.clone()].iter_mut().zip(&x[r]) {
-                                // 16-bit values are kept exactly in f32: widening is a copy
-                                *d = match ot {
-                                    // round to nearest even, as cvt.rn does
-                                    DType::F16 => half::f16::from_f32(*s).to_f32(),
-                                    DType::BF16 => half::bf16::from_f32(*s).to_f32(),
-                                    _ => *s,
-                                };
-                            }
-                        }
-                        (RegData::Float(x), RegData::Int(y)) => {
-                            for (d, s) in y[r.clone()].iter_mut().zip(&x[r]) {
-                                // C truncates toward zero (saturating where C leaves it undefined)
-                                *d = crate::ir::wrap_to(*s as i64, ot);
-                            }
-                        }
-                        (RegData::Int(x), RegData::Float(y)) => {
-                            for (d, s) in y[r.clone()].iter_mut().zip(&x[r]) {
-                                *d = *s as f32;
-                            }
-                        }
-                        (RegData::Int(x), RegData::Int(y)) => {
-                            for (d, s) in y[r.clone()].iter_mut().zip(&x[r]) {
-                                *d = crate::ir::wrap_to(*s, ot);
-                            }
-                        }
-                    }
-                }
-            }
-            b.regs[src.tensor.0 as usize] = Some(input);
-            Ok(Step::Next)
+        ArithInst::Cast { src, out } => exec_cast(b, task, src, *out, loc),
+        ArithInst::Map { expr, out } => exec_map(b, task, expr, *out, loc),
+        ArithInst::Reduce {
+            src,
+            op,
+            dim,
+            out,
+            scratch,
+            ..
+        } => {
+            let across = crate::ir::reduce_crosses_warps(b.program(), *scratch);
+            exec_reduce(b, task, src, *op, *dim, *out, across, loc)
         }
     }
+}
+
+/// A value in its compute type: floats as f32, integers and booleans (0 or 1) as i64.
+#[derive(Clone, Copy, Debug)]
+enum V {
+    F(f32),
+    I(i64),
+}
+
+impl V {
+    fn f(self) -> f32 {
+        match self {
+            V::F(x) => x,
+            V::I(x) => x as f32,
+        }
+    }
+    fn i(self) -> i64 {
+        match self {
+            V::I(x) => x,
+            V::F(x) => x as i64,
+        }
+    }
+}
+
+/// Element `idx` of a tile's register file.
+fn get(data: &RegData, idx: usize) -> V {
+    match data {
+        RegData::Float(x) => V::F(x[idx]),
+        RegData::Int(x) => V::I(x[idx]),
+    }
+}
+
+/// Converts a compute-type value of type `from` to type `to` as `cast_c` in the generated code
+/// does: rounding to nearest even into 16-bit floats (kept as f32), truncation toward zero
+/// from floats to integers, wrapping between integers.
+fn convert(v: V, from: DType, to: DType) -> V {
+    if from == to {
+        return v;
+    }
+    match to {
+        DType::F16 => V::F(half::f16::from_f32(v.f()).to_f32()),
+        DType::BF16 => V::F(half::bf16::from_f32(v.f()).to_f32()),
+        DType::F32 => V::F(match v {
+            V::I(x) if from == DType::U64 => x as u64 as f32,
+            _ => v.f(),
+        }),
+        DType::Bool => V::I(match v {
+            V::F(x) => (x != 0.0) as i64,
+            V::I(x) => (x != 0) as i64,
+        }),
+        t => V::I(crate::ir::wrap_to(v.i(), t)),
+    }
+}
+
+/// Evaluates a float scalar as the generated code does (constants and arithmetic on them in
+/// double precision, integer operands converted), then rounds it to f32.
+fn float_scalar(e: &Expr, int: &dyn Fn(&Expr) -> Option<i64>) -> Option<f64> {
+    match e {
+        Expr::Float(bits, _) => Some(f64::from_bits(*bits)),
+        Expr::Cast(t, x) if t.is_float() && !x.dtype().is_float() => int(x).map(|v| v as f64),
+        Expr::Cast(_, x) => float_scalar(x, int),
+        Expr::Binary(op, a, b) => {
+            let (a, b) = (float_scalar(a, int)?, float_scalar(b, int)?);
+            use crate::ir::BinOp as B;
+            Some(match op {
+                B::Add => a + b,
+                B::Sub => a - b,
+                B::Mul => a * b,
+                B::Div => a / b,
+                _ => return None,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The expression's scalars, evaluated once for the task (they are the same in every thread).
+fn scalars(b: &Block<'_, '_>, task: &Task<'_>, x: &TileExpr, loc: Loc) -> R<Vec<V>> {
+    let mut list = vec![];
+    x.scalars(&mut list);
+    list.into_iter()
+        .map(|e| {
+            if e.dtype().is_float() {
+                let int = |x: &Expr| task::value(b, task, x, loc).ok();
+                float_scalar(e, &int)
+                    .map(|v| V::F(v as f32))
+                    .ok_or_else(|| {
+                        Fail::new(
+                            Fault::Unsupported,
+                            loc,
+                            "compute: a float scalar the interpreter cannot evaluate",
+                        )
+                    })
+            } else {
+                task::value(b, task, e, loc).map(V::I)
+            }
+        })
+        .collect()
+}
+
+/// What one thread's evaluation reads: the operand tiles' data and tables, the scalars.
+struct Operands<'a> {
+    p: &'a Program,
+    tiles: Vec<(&'a RegData, usize)>,
+    tables: Vec<Vec<usize>>,
+    scalars: Vec<V>,
+    thread: usize,
+    local: usize,
+}
+
+impl Operands<'_> {
+    /// The value of `x` at this thread's local element; `next` counts the tiles and scalars
+    /// met so far (the expression's order).
+    fn eval(&self, x: &TileExpr, next: &mut (usize, usize), loc: Loc) -> R<V> {
+        Ok(match x {
+            TileExpr::Tile(_) => {
+                let k = next.0;
+                next.0 += 1;
+                let (data, ls) = self.tiles[k];
+                get(data, self.thread * ls + self.tables[k][self.local])
+            }
+            TileExpr::Scalar(_) => {
+                next.1 += 1;
+                self.scalars[next.1 - 1]
+            }
+            TileExpr::Unary(op, a) => {
+                let t = a.dtype(self.p);
+                let v = self.eval(a, next, loc)?;
+                unary(*op, v, t)
+            }
+            TileExpr::Binary(op, a, c) => {
+                let t = a.dtype(self.p);
+                let (a, c) = (self.eval(a, next, loc)?, self.eval(c, next, loc)?);
+                binary(*op, a, c, t).ok_or_else(|| {
+                    Fail::new(Fault::Invalid, loc, "compute: integer division by zero")
+                })?
+            }
+            TileExpr::Select(c, a, d) => {
+                let c = self.eval(c, next, loc)?;
+                let (a, d) = (self.eval(a, next, loc)?, self.eval(d, next, loc)?);
+                if c.i() != 0 {
+                    a
+                } else {
+                    d
+                }
+            }
+            TileExpr::Cast(to, a) => {
+                let from = a.dtype(self.p);
+                convert(self.eval(a, next, loc)?, from, *to)
+            }
+        })
+    }
+}
+
+fn unary(op: UnaryOp, v: V, t: DType) -> V {
+    if let V::F(x) = v {
+        return V::F(match op {
+            UnaryOp::Neg => -x,
+            UnaryOp::Abs => x.abs(),
+            UnaryOp::Exp | UnaryOp::ExpApprox => x.exp(),
+            UnaryOp::Exp2 => x.exp2(),
+            UnaryOp::Log => x.ln(),
+            UnaryOp::Sqrt => x.sqrt(),
+            UnaryOp::Rsqrt => 1.0 / x.sqrt(),
+            UnaryOp::Sin => x.sin(),
+            UnaryOp::Cos => x.cos(),
+            UnaryOp::Round => x.round_ties_even(),
+            UnaryOp::Square => x * x,
+            UnaryOp::Tanh => x.tanh(),
+            UnaryOp::Not => (x == 0.0) as i64 as f32,
+        });
+    }
+    let x = v.i();
+    let r = match op {
+        UnaryOp::Neg => x.wrapping_neg(),
+        UnaryOp::Abs => x.wrapping_abs(),
+        UnaryOp::Square => x.wrapping_mul(x),
+        UnaryOp::Not => (x == 0) as i64,
+        // floats only (checked)
+        _ => x,
+    };
+    V::I(crate::ir::wrap_to(r, t))
+}
+
+/// `a op b` for operands of type `t`; `None` for an integer division by zero.
+fn binary(op: BinaryOp, a: V, b: V, t: DType) -> Option<V> {
+    if t.is_float() {
+        let (a, b) = (a.f(), b.f());
+        return Some(match op {
+            BinaryOp::Add => V::F(a + b),
+            BinaryOp::Sub => V::F(a - b),
+            BinaryOp::Mul => V::F(a * b),
+            BinaryOp::Div => V::F(a / b),
+            BinaryOp::Max => V::F(a.max(b)),
+            BinaryOp::Min => V::F(a.min(b)),
+            BinaryOp::Lt => V::I((a < b) as i64),
+            BinaryOp::Le => V::I((a <= b) as i64),
+            BinaryOp::Gt => V::I((a > b) as i64),
+            BinaryOp::Ge => V::I((a >= b) as i64),
+            BinaryOp::Eq => V::I((a == b) as i64),
+            BinaryOp::Ne => V::I((a != b) as i64),
+            BinaryOp::And | BinaryOp::Or => V::I(0),
+        });
+    }
+    let (a, b) = (a.i(), b.i());
+    // unsigned 64-bit values are kept as their bits
+    let ord = if t == DType::U64 {
+        (a as u64).cmp(&(b as u64))
+    } else {
+        a.cmp(&b)
+    };
+    let r = match op {
+        BinaryOp::Add => a.wrapping_add(b),
+        BinaryOp::Sub => a.wrapping_sub(b),
+        BinaryOp::Mul => a.wrapping_mul(b),
+        BinaryOp::Div if b == 0 => return None,
+        BinaryOp::Div if t == DType::U64 => ((a as u64) / (b as u64)) as i64,
+        BinaryOp::Div => a.wrapping_div(b),
+        BinaryOp::Max => {
+            if ord.is_ge() {
+                a
+            } else {
+                b
+            }
+        }
+        BinaryOp::Min => {
+            if ord.is_le() {
+                a
+            } else {
+                b
+            }
+        }
+        BinaryOp::Lt => return Some(V::I(ord.is_lt() as i64)),
+        BinaryOp::Le => return Some(V::I(ord.is_le() as i64)),
+        BinaryOp::Gt => return Some(V::I(ord.is_gt() as i64)),
+        BinaryOp::Ge => return Some(V::I(ord.is_ge() as i64)),
+        BinaryOp::Eq => return Some(V::I((a == b) as i64)),
+        BinaryOp::Ne => return Some(V::I((a != b) as i64)),
+        BinaryOp::And => (a != 0 && b != 0) as i64,
+        BinaryOp::Or => (a != 0 || b != 0) as i64,
+    };
+    Some(V::I(crate::ir::wrap_to(r, t)))
+}
+
+/// Writes `vals[t][j]` (compute-type values of type `from`) into `out`, rounded to its type.
+fn write_out(b: &mut Block<'_, '_>, task: &Task<'_>, out: RegId, from: DType, vals: &[Vec<V>]) {
+    let (ot, ls) = (b.program().register(out).dtype, b.prep.reg(out).ls);
+    let data = b.reg_mut(out);
+    for (&t, row) in task.threads.iter().zip(vals) {
+        for (j, &v) in row.iter().enumerate() {
+            let idx = t as usize * ls + j;
+            match (convert(v, from, ot), &mut *data) {
+                (V::F(x), RegData::Float(d)) => d[idx] = x,
+                (V::I(x), RegData::Int(d)) => d[idx] = x,
+                (v, RegData::Float(d)) => d[idx] = v.f(),
+                (v, RegData::Int(d)) => d[idx] = v.i(),
+            }
+        }
+    }
+}
+
+fn exec_map(
+    b: &mut Block<'_, '_>,
+    task: &mut Task<'_>,
+    x: &TileExpr,
+    out: RegId,
+    loc: Loc,
+) -> R<Step> {
+    let p = b.program();
+    let Some(tables) = x.operand_locals(p, out) else {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            "compute: the operands' layouts do not fit the result's",
+        ));
+    };
+    let scalars = scalars(b, task, x, loc)?;
+    let mut views = vec![];
+    x.tiles(&mut views);
+    for v in &views {
+        b.reg_mut(v.tensor);
+    }
+    let ls = b.prep.reg(out).ls;
+    let from = x.dtype(p);
+    let mut vals = Vec::with_capacity(task.threads.len());
+    {
+        let tiles = views
+            .iter()
+            .map(|v| {
+                let data = b.regs[v.tensor.0 as usize].as_ref().expect("created above");
+                (data, b.prep.reg(v.tensor).ls)
+            })
+            .collect();
+        let mut ops = Operands {
+            p,
+            tiles,
+            tables,
+            scalars,
+            thread: 0,
+            local: 0,
+        };
+        for &t in &task.threads {
+            ops.thread = t as usize;
+            let mut row = Vec::with_capacity(ls);
+            for l in 0..ls {
+                ops.local = l;
+                row.push(ops.eval(x, &mut (0, 0), loc)?);
+            }
+            vals.push(row);
+        }
+    }
+    write_out(b, task, out, from, &vals);
+    Ok(Step::Next)
+}
+
+/// `a op b` as the reduction combines partial results of type `t`.
+fn combine(op: ReduceOp, a: V, b: V, t: DType) -> V {
+    let bop = match op {
+        ReduceOp::Sum => BinaryOp::Add,
+        ReduceOp::Max => BinaryOp::Max,
+        ReduceOp::Min => BinaryOp::Min,
+        ReduceOp::Any => BinaryOp::Or,
+        ReduceOp::All => BinaryOp::And,
+    };
+    // float sums of 16-bit values stay in f32 until the result is written
+    let ct = if t.is_float() { DType::F32 } else { t };
+    binary(bop, a, b, ct).expect("reductions do not divide")
+}
+
+#[allow(clippy::too_many_arguments)]
+fn exec_reduce(
+    b: &mut Block<'_, '_>,
+    task: &mut Task<'_>,
+    src: &RegView,
+    op: ReduceOp,
+    dim: usize,
+    out: RegId,
+    across_warps: bool,
+    loc: Loc,
+) -> R<Step> {
+    let p = b.program();
+    let bad = |m: &str| {
+        Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            format!("{}: {m}", op.name()),
+        ))
+    };
+    let Some(table) = crate::ir::reduce_locals(p, src, dim) else {
+        return bad("the operand has no layout");
+    };
+    let layout = src.layout_of(p.register(src.tensor).layout.as_ref().expect("has tables"));
+    let Some(bits) = layout.thread_bits(dim) else {
+        return bad("the operand's layout cannot be combined across threads");
+    };
+    let t = p.register(src.tensor).dtype;
+    let (n_out, ls) = (b.prep.reg(out).ls, b.prep.reg(src.tensor).ls);
+    let base = task.base();
+    let pos = |th: u32| task.threads.binary_search(&th).ok();
+    // every partner of every thread must be here (whole warps, or the whole block)
+    let local = |th: u32| th - base;
+    let partner_of = |th: u32, m: u64| base + (local(th) as u64 ^ m) as u32;
+    for &th in &task.threads {
+        let mask = if across_warps { bits } else { bits & 31 };
+        if crate::ir::subsets(mask)
+            .iter()
+            .any(|&m| pos(partner_of(th, m)).is_none())
+        {
+            return Ok(Step::Wait(State::Converge {
+                collective: true,
+                loc,
+            }));
+        }
+    }
+    b.reg_mut(src.tensor);
+    let data = b.regs[src.tensor.0 as usize]
+        .as_ref()
+        .expect("created above");
+    // 1. each thread's own elements, in local order
+    let mut acc: Vec<Vec<V>> = task
+        .threads
+        .iter()
+        .map(|&th| {
+            let mut row: Vec<Option<V>> = vec![None; n_out];
+            for (i, &j) in table.iter().enumerate().take(ls) {
+                let v = get(data, th as usize * ls + i);
+                row[j] = Some(match row[j] {
+                    None => v,
+                    Some(a) => combine(op, a, v, t),
+                });
+            }
+            row.into_iter().map(|v| v.unwrap_or(V::I(0))).collect()
+        })
+        .collect();
+    // 2. butterflies over the lane bits, lowest first
+    for bit in 0..5 {
+        let m = 1u64 << bit;
+        if bits & m == 0 {
+            continue;
+        }
+        let prev = acc.clone();
+        for (k, &th) in task.threads.iter().enumerate() {
+            let q = pos(partner_of(th, m)).expect("checked above");
+            for j in 0..n_out {
+                acc[k][j] = combine(op, prev[k][j], prev[q][j], t);
+            }
+        }
+    }
+    // 3. the warps' partials, in the order of their thread indices
+    let warp_bits = bits & !31;
+    if across_warps && warp_bits != 0 {
+        let prev = acc.clone();
+        let subs = crate::ir::subsets(warp_bits);
+        for (k, &th) in task.threads.iter().enumerate() {
+            for j in 0..n_out {
+                let mut a = None;
+                for &sub in &subs {
+                    let who = base + ((local(th) as u64 & !warp_bits) | sub) as u32;
+                    let v = prev[pos(who).expect("checked above")][j];
+                    a = Some(match a {
+                        None => v,
+                        Some(a) => combine(op, a, v, t),
+                    });
+                }
+                acc[k][j] = a.expect("the empty subset is always there");
+            }
+        }
+    }
+    let from = if t.is_float() { DType::F32 } else { t };
+    write_out(b, task, out, from, &acc);
+    Ok(Step::Next)
+}
+
+fn exec_cast(
+    b: &mut Block<'_, '_>,
+    task: &mut Task<'_>,
+    src: &RegView,
+    out: RegId,
+    loc: Loc,
+) -> R<Step> {
+    let p = b.program();
+    let (st, ot) = (p.register(src.tensor).dtype, p.register(out).dtype);
+    let (ls_in, ls) = (b.prep.reg(src.tensor).ls, b.prep.reg(out).ls);
+    if ls_in != ls {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            "cast: the source and the result have different layouts",
+        ));
+    }
+    b.reg_mut(src.tensor);
+    let data = b.regs[src.tensor.0 as usize]
+        .as_ref()
+        .expect("created above");
+    let vals: Vec<Vec<V>> = task
+        .threads
+        .iter()
+        .map(|&th| (0..ls).map(|l| get(data, th as usize * ls + l)).collect())
+        .collect();
+    let _ = ot;
+    write_out(b, task, out, st, &vals);
+    Ok(Step::Next)
 }

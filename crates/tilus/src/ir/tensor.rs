@@ -135,4 +135,10 @@ impl RegView {
         }
         p
     }
+
+    /// The layout of this view, given the layout of its tensor (and back: transposes are
+    /// involutions).
+    pub fn layout_of(&self, l: &RegisterLayout) -> RegisterLayout {
+        l.permute(&self.perm(l.rank()))
+    }
 }

@@ -23,3 +23,6 @@ impl Element for i32 {
 impl Element for u32 {
     const DTYPE: DType = DType::U32;
 }
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+}

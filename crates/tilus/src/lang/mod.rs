@@ -4,6 +4,7 @@
 //! `k.mbarrier()`; tensor and control instructions are methods of [`Kernel`].
 
 mod args;
+mod arith;
 mod element;
 mod kernel;
 mod mbarrier;
@@ -17,6 +18,7 @@ mod wgmma;
 
 pub use crate::ir::HostValue;
 pub use args::{Arg, ArgList, Const, Handles, HostArgs, Ptr, PtrMut, PtrVal};
+pub use arith::{where_, IntoTile, Tile, TileMath};
 pub use element::Element;
 pub use kernel::{BlockIdx, Kernel};
 pub use mbarrier::{Barrier, Barriers, Mbarrier};

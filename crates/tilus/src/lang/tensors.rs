@@ -79,6 +79,14 @@ impl Kernel {
 }
 
 impl<T> RegisterTensor<T> {
+    /// The handle of register tile `id`.
+    pub(crate) fn of(id: RegId) -> RegisterTensor<T> {
+        RegisterTensor {
+            view: RegView::plain(id),
+            _t: PhantomData,
+        }
+    }
+
     /// The transposed view: swaps the last two dimensions without moving data.
     pub fn transpose(&self) -> RegisterTensor<T> {
         RegisterTensor {
@@ -177,7 +185,7 @@ impl Kernel {
         );
     }
 
-    fn new_register<T: Element>(&mut self, shape: Vec<i64>, loc: Loc) -> RegId {
+    pub(crate) fn new_register<T: Element>(&mut self, shape: Vec<i64>, loc: Loc) -> RegId {
         let name = self.fresh_name("r");
         let id = RegId(self.prog.registers.len() as u32);
         let group_threads = self.group_threads();

@@ -305,6 +305,184 @@ impl RegisterLayout {
         }
     }
 
+    /// The bits of the thread index that select positions along dimension `dim`, when every
+    /// mode of `dim` that threads index has a power-of-two extent at a power-of-two position
+    /// (so that the threads which share everything but their position along `dim` are those
+    /// that differ in exactly these bits); `None` otherwise.
+    pub fn thread_bits(&self, dim: usize) -> Option<u64> {
+        let mut mask = 0u64;
+        for t in &self.thread_terms()[dim] {
+            let pow2 = |v: i64| v > 0 && (v as u64).is_power_of_two();
+            if !pow2(t.div) || !pow2(t.modulus) || t.div.saturating_mul(t.modulus) > 1 << 40 {
+                return None;
+            }
+            mask |= (t.modulus as u64 - 1) * t.div as u64;
+        }
+        Some(mask)
+    }
+
+    /// The layout an operand of `shape` needs in an elementwise expression whose result has
+    /// this layout (`shape` broadcasts to this layout's shape, numpy-style: missing leading
+    /// dimensions and dimensions of extent 1 repeat): this layout collapsed along the broadcast
+    /// dimensions, with the missing leading ones removed.
+    pub fn broadcast_operand(&self, shape: &[i64]) -> RegisterLayout {
+        let (rank, r) = (self.rank(), shape.len());
+        let lead = rank - r.min(rank);
+        let collapsed: Vec<usize> = (0..rank)
+            .filter(|&d| d < lead || (shape[d - lead] == 1 && self.shape()[d] != 1))
+            .collect();
+        self.collapse(&collapsed)
+            .remove_dims(&(0..lead).collect::<Vec<_>>())
+    }
+
+    /// The layout of a reduction of this layout's tensor along `dim`: collapsed along it, and
+    /// without it unless `keepdim` (a rank-1 result keeps its single dimension).
+    pub fn reduced(&self, dim: usize, keepdim: bool) -> RegisterLayout {
+        let l = self.collapse(&[dim]);
+        if keepdim || l.rank() == 1 {
+            l
+        } else {
+            l.remove_dims(&[dim])
+        }
+    }
+
+    /// The layout of the same tensor with dimensions `dims` reduced to extent 1: threads that
+    /// held different positions along them now hold the same element (they replicate it), and
+    /// a thread's local elements along them are gone. This is the layout of a reduction's
+    /// result over `dims`, and the layout a tile broadcast along `dims` needs to meet a tile of
+    /// this layout element for element in the same threads.
+    pub fn collapse(&self, dims: &[usize]) -> RegisterLayout {
+        let gone = |m: usize| dims.contains(&self.modes[m].dim);
+        let mut remap = vec![usize::MAX; self.modes.len()];
+        let mut modes = vec![];
+        for (m, mode) in self.modes.iter().enumerate() {
+            if !gone(m) {
+                remap[m] = modes.len();
+                modes.push(mode.clone());
+            }
+        }
+        let spatial = self
+            .spatial
+            .iter()
+            .map(|a| match a {
+                ThreadAxis::Mode(m) if gone(*m) => ThreadAxis::Replicate(self.modes[*m].size),
+                ThreadAxis::Mode(m) => ThreadAxis::Mode(remap[*m]),
+                ThreadAxis::Replicate(n) => ThreadAxis::Replicate(*n),
+            })
+            .collect();
+        let local = self
+            .local
+            .iter()
+            .filter(|&&m| !gone(m))
+            .map(|&m| remap[m])
+            .collect();
+        let shape = self
+            .shape
+            .iter()
+            .enumerate()
+            .map(|(d, &n)| if dims.contains(&d) { 1 } else { n })
+            .collect();
+        RegisterLayout {
+            shape,
+            modes,
+            spatial,
+            local,
+        }
+        .normalized()
+    }
+
+    /// The layout without dimensions `dims`, which must have extent 1 (`squeeze`).
+    pub fn remove_dims(&self, dims: &[usize]) -> RegisterLayout {
+        debug_assert!(dims.iter().all(|&d| self.shape[d] == 1));
+        let new_dim = |d: usize| d - dims.iter().filter(|&&x| x < d).count();
+        RegisterLayout {
+            shape: self
+                .shape
+                .iter()
+                .enumerate()
+                .filter(|(d, _)| !dims.contains(d))
+                .map(|(_, &n)| n)
+                .collect(),
+            modes: self
+                .modes
+                .iter()
+                .map(|m| Mode {
+                    dim: new_dim(m.dim),
+                    size: m.size,
+                })
+                .collect(),
+            spatial: self.spatial.clone(),
+            local: self.local.clone(),
+        }
+    }
+
+    /// The layout with a dimension of extent 1 inserted before each position of `at`
+    /// (positions in the result; `unsqueeze`).
+    pub fn insert_dims(&self, at: &[usize]) -> RegisterLayout {
+        let rank = self.rank() + at.len();
+        let mut old_of_new = vec![None; rank];
+        let mut next = 0;
+        for (d, slot) in old_of_new.iter_mut().enumerate() {
+            if !at.contains(&d) {
+                *slot = Some(next);
+                next += 1;
+            }
+        }
+        let new_of_old: Vec<usize> = (0..rank).filter(|d| !at.contains(d)).collect();
+        RegisterLayout {
+            shape: old_of_new
+                .iter()
+                .map(|o| o.map_or(1, |o| self.shape[o]))
+                .collect(),
+            modes: self
+                .modes
+                .iter()
+                .map(|m| Mode {
+                    dim: new_of_old[m.dim],
+                    size: m.size,
+                })
+                .collect(),
+            spatial: self.spatial.clone(),
+            local: self.local.clone(),
+        }
+    }
+
+    /// For each local element of `self`, the local element of `other` that holds the same
+    /// coordinates in the same thread once the dimensions where `other` has extent 1 are
+    /// pinned to 0 (`other` is `self` collapsed along them): how an elementwise instruction
+    /// reads a broadcast operand. `None` when some thread of `self` does not hold its element
+    /// of `other` (the layouts do not fit).
+    pub fn broadcast_locals(&self, other: &RegisterLayout) -> Option<Vec<usize>> {
+        if other.rank() != self.rank() {
+            return None;
+        }
+        let pin = |c: &mut Vec<i64>| {
+            for (d, x) in c.iter_mut().enumerate() {
+                if other.shape[d] == 1 {
+                    *x = 0;
+                }
+            }
+        };
+        let mut table = Vec::with_capacity(self.local_size().max(0) as usize);
+        let theirs: Vec<Vec<i64>> = (0..other.local_size())
+            .map(|l| other.local_coords(l))
+            .collect();
+        for l in 0..self.local_size() {
+            let mut c = self.local_coords(l);
+            pin(&mut c);
+            table.push(theirs.iter().position(|x| *x == c)?);
+        }
+        // the thread parts must agree too
+        for t in 0..self.num_threads() {
+            let mut c = self.thread_coords(t);
+            pin(&mut c);
+            if other.thread_coords(t % other.num_threads().max(1)) != c {
+                return None;
+            }
+        }
+        Some(table)
+    }
+
     /// Whether two layouts place every element identically (a functional comparison, which
     /// sees through different factorizations of the same mapping). Coordinates are the sum of
     /// a thread part and a local part that are both zero at index zero, so comparing the two
@@ -372,5 +550,53 @@ impl fmt::Display for RegisterLayout {
             write!(f, "d{}:{}", self.modes[m].dim, self.modes[m].size)?;
         }
         f.write_str("])")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 8 threads (2 x 4) over a [4, 8] tile, each holding a 2 x 2 block.
+    fn tile() -> RegisterLayout {
+        RegisterLayout::spatial(&[2, 4]).compose(&RegisterLayout::local(&[2, 2]))
+    }
+
+    #[test]
+    fn collapsing_a_dimension_replicates_its_threads_and_drops_its_locals() {
+        let l = tile();
+        let c = l.collapse(&[1]);
+        assert_eq!(c.shape(), &[4, 1]);
+        assert_eq!(c.num_threads(), 8);
+        assert_eq!(c.local_size(), 2);
+        // threads that differ only along dim 1 hold the same rows
+        for t in 0..8 {
+            for i in 0..2 {
+                assert_eq!(c.coords(t, i)[0], l.coords(t, 2 * i)[0]);
+                assert_eq!(c.coords(t, i)[1], 0);
+            }
+        }
+    }
+
+    #[test]
+    fn broadcast_tables_read_the_collapsed_element_of_the_same_thread() {
+        let l = tile();
+        let c = l.collapse(&[1]);
+        let table = l.broadcast_locals(&c).unwrap();
+        assert_eq!(table, vec![0, 0, 1, 1]);
+        // a layout that puts rows on other threads does not fit
+        let other = RegisterLayout::local(&[4, 1]).compose(&RegisterLayout::replicate(2, 8));
+        assert!(l.broadcast_locals(&other).is_none());
+    }
+
+    #[test]
+    fn squeezing_and_unsqueezing_round_trip() {
+        let c = tile().collapse(&[1]);
+        let s = c.remove_dims(&[1]);
+        assert_eq!(s.shape(), &[4]);
+        let u = s.insert_dims(&[1]);
+        assert!(u.same_mapping(&c));
+        let lead = s.insert_dims(&[0]);
+        assert_eq!(lead.shape(), &[1, 4]);
     }
 }

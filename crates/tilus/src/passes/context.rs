@@ -146,11 +146,6 @@ impl LayoutCx<'_> {
     }
 }
 
-/// The layout of a view, given the layout of its tensor (and back: transposes are involutions).
-pub(crate) fn through_view(l: &RegisterLayout, v: &RegView) -> RegisterLayout {
-    l.permute(&v.perm(l.rank()))
-}
-
 /// What lowering has decided so far: the tensor maps and the alignment each global view needs.
 pub(crate) struct LowerCx<'p> {
     /// The program (its body is being walked separately).

@@ -92,14 +92,25 @@ pub fn run(mut p: Program) -> Result<Program> {
     for_each_inst_mut(&mut body, &mut |inst, loc| {
         inst.anchor_layouts(&mut cx, loc)
     });
+    // Until every tile has a layout: propagate to a fixpoint, then give the first tile (in
+    // declaration order) that nothing constrains its default, and propagate that too, so that
+    // the tiles computed from it agree with it.
     loop {
-        cx.changed = false;
-        for_each_inst_mut(&mut body, &mut |inst, loc| {
-            inst.propagate_layouts(&mut cx, loc)
-        });
-        if !cx.changed {
-            break;
+        loop {
+            cx.changed = false;
+            for_each_inst_mut(&mut body, &mut |inst, loc| {
+                inst.propagate_layouts(&mut cx, loc)
+            });
+            if !cx.changed {
+                break;
+            }
         }
+        let Some(i) = cx.layouts.iter().position(Option::is_none) else {
+            break;
+        };
+        let r = &cx.p.registers[i];
+        let l = default_layout(&r.shape, r.group_threads.max(1) as i64);
+        cx.layouts[i] = Some((l, r.loc, "its default"));
     }
     let LayoutCx { layouts, diags, .. } = cx;
     if !diags.is_empty() {
@@ -107,10 +118,19 @@ pub fn run(mut p: Program) -> Result<Program> {
     }
     p.body = body;
     for (r, l) in p.registers.iter_mut().zip(layouts) {
-        r.layout = Some(match l {
-            Some((l, _, _)) => l,
-            None => default_layout(&r.shape, r.group_threads.max(1) as i64),
-        });
+        r.layout = l.map(|(l, _, _)| l);
+    }
+    // the shared tiles instructions use internally, now that layouts say what they need
+    let mut sizes = vec![];
+    p.walk(&mut |s| {
+        if let StmtKind::Inst(i) = &s.kind {
+            sizes.extend(i.internal_shared(&p));
+        }
+    });
+    for (id, shape) in sizes {
+        let s = &mut p.shareds[id.0 as usize];
+        s.layout = Some(SharedLayout::row_major(&shape, s.dtype.nbytes()));
+        s.shape = shape;
     }
     Ok(p)
 }

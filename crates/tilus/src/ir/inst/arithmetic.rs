@@ -1,10 +1,288 @@
-//! The arithmetic family: elementwise operations on register tiles.
+//! The arithmetic family: elementwise operations on register tiles (with broadcasting),
+//! reductions along a dimension, and conversions.
 
-use super::facts::{Access, Effect, Facts, Memory};
+use super::facts::{Access, Effect, Facts, Memory, ThreadScope};
 use crate::ir::printer::Names;
-use crate::ir::{Program, RegId, RegView};
+use crate::ir::{DType, Expr, Program, RegId, RegView, SharedId};
+use std::fmt::Write;
 
-/// Elementwise register operations.
+/// An elementwise function of one operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    /// `-x`.
+    Neg,
+    /// `|x|`.
+    Abs,
+    /// `e^x` (IEEE-accurate `expf`).
+    Exp,
+    /// `2^x`.
+    Exp2,
+    /// `e^x` through the hardware's approximate `ex2.approx` (fast math, asked for).
+    ExpApprox,
+    /// Natural logarithm.
+    Log,
+    /// Square root (correctly rounded).
+    Sqrt,
+    /// `1 / sqrt(x)`.
+    Rsqrt,
+    /// Sine.
+    Sin,
+    /// Cosine.
+    Cos,
+    /// Rounding to the nearest integer, ties to even.
+    Round,
+    /// `x * x`.
+    Square,
+    /// `tanh(x)`.
+    Tanh,
+    /// Logical not of a boolean.
+    Not,
+}
+
+impl UnaryOp {
+    /// How scripts write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Exp2 => "exp2",
+            UnaryOp::ExpApprox => "exp_approx",
+            UnaryOp::Log => "log",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Rsqrt => "rsqrt",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Round => "round",
+            UnaryOp::Square => "square",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Not => "not",
+        }
+    }
+
+    /// Whether the operation is defined on floating-point values only.
+    pub fn float_only(self) -> bool {
+        !matches!(
+            self,
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Square | UnaryOp::Not
+        )
+    }
+}
+
+/// An elementwise function of two operands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    /// `a + b`.
+    Add,
+    /// `a - b`.
+    Sub,
+    /// `a * b`.
+    Mul,
+    /// `a / b` (IEEE division for floats; truncating for integers).
+    Div,
+    /// The larger.
+    Max,
+    /// The smaller.
+    Min,
+    /// `a < b` (a boolean).
+    Lt,
+    /// `a <= b`.
+    Le,
+    /// `a > b`.
+    Gt,
+    /// `a >= b`.
+    Ge,
+    /// `a == b`.
+    Eq,
+    /// `a != b`.
+    Ne,
+    /// Logical and of booleans.
+    And,
+    /// Logical or of booleans.
+    Or,
+}
+
+impl BinaryOp {
+    /// How scripts and the printer write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "+",
+            BinaryOp::Sub => "-",
+            BinaryOp::Mul => "*",
+            BinaryOp::Div => "/",
+            BinaryOp::Max => "maximum",
+            BinaryOp::Min => "minimum",
+            BinaryOp::Lt => "<",
+            BinaryOp::Le => "<=",
+            BinaryOp::Gt => ">",
+            BinaryOp::Ge => ">=",
+            BinaryOp::Eq => "==",
+            BinaryOp::Ne => "!=",
+            BinaryOp::And => "&&",
+            BinaryOp::Or => "||",
+        }
+    }
+
+    /// Whether the result is a boolean.
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge | BinaryOp::Eq | BinaryOp::Ne
+        )
+    }
+
+    /// Whether the operands are booleans.
+    pub fn is_logical(self) -> bool {
+        matches!(self, BinaryOp::And | BinaryOp::Or)
+    }
+}
+
+/// An elementwise expression over register tiles and scalars. Tiles broadcast NumPy's way to
+/// the shape of the instruction's output: a tile of lower rank is aligned with the output's
+/// last dimensions, and a dimension of extent 1 repeats along the output's. Arithmetic on 16-bit
+/// floats runs in f32; the result is rounded once, to the output's type.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TileExpr {
+    /// A register tile (or a transposed view of one).
+    Tile(RegView),
+    /// A scalar, the same for every element.
+    Scalar(Expr),
+    /// A function of one operand.
+    Unary(UnaryOp, Box<TileExpr>),
+    /// A function of two operands.
+    Binary(BinaryOp, Box<TileExpr>, Box<TileExpr>),
+    /// `cond ? a : b` for each element.
+    Select(Box<TileExpr>, Box<TileExpr>, Box<TileExpr>),
+    /// A conversion of each element to another type.
+    Cast(DType, Box<TileExpr>),
+}
+
+impl TileExpr {
+    /// The element type of the value, given the program's tiles.
+    pub fn dtype(&self, p: &Program) -> DType {
+        match self {
+            TileExpr::Tile(v) => p.register(v.tensor).dtype,
+            TileExpr::Scalar(e) => e.dtype(),
+            TileExpr::Unary(_, x) => x.dtype(p),
+            TileExpr::Binary(op, a, _) => {
+                if op.is_comparison() {
+                    DType::Bool
+                } else {
+                    a.dtype(p)
+                }
+            }
+            TileExpr::Select(_, a, _) => a.dtype(p),
+            TileExpr::Cast(t, _) => *t,
+        }
+    }
+
+    /// Every tile the expression reads, in order of appearance.
+    pub fn tiles(&self, out: &mut Vec<RegView>) {
+        match self {
+            TileExpr::Tile(v) => out.push(*v),
+            TileExpr::Scalar(_) => {}
+            TileExpr::Unary(_, x) | TileExpr::Cast(_, x) => x.tiles(out),
+            TileExpr::Binary(_, a, b) => {
+                a.tiles(out);
+                b.tiles(out);
+            }
+            TileExpr::Select(c, a, b) => {
+                c.tiles(out);
+                a.tiles(out);
+                b.tiles(out);
+            }
+        }
+    }
+
+    /// Every scalar the expression reads.
+    pub fn scalars<'a>(&'a self, out: &mut Vec<&'a Expr>) {
+        match self {
+            TileExpr::Tile(_) => {}
+            TileExpr::Scalar(e) => out.push(e),
+            TileExpr::Unary(_, x) | TileExpr::Cast(_, x) => x.scalars(out),
+            TileExpr::Binary(_, a, b) => {
+                a.scalars(out);
+                b.scalars(out);
+            }
+            TileExpr::Select(c, a, b) => {
+                c.scalars(out);
+                a.scalars(out);
+                b.scalars(out);
+            }
+        }
+    }
+
+    /// For each tile the expression reads (in order), the local element of that tile that each
+    /// local element of `out` reads in the same thread: how a planned program's threads meet
+    /// broadcast operands. `None` when a layout is missing or a tile's layout does not hold,
+    /// in each thread, the elements that thread's part of `out` needs.
+    pub(crate) fn operand_locals(&self, p: &Program, out: RegId) -> Option<Vec<Vec<usize>>> {
+        let ol = p.register(out).layout.as_ref()?;
+        let mut tiles = vec![];
+        self.tiles(&mut tiles);
+        tiles
+            .iter()
+            .map(|v| {
+                let l = v.layout_of(p.register(v.tensor).layout.as_ref()?);
+                let lead = ol.rank().checked_sub(l.rank())?;
+                let lifted = l.insert_dims(&(0..lead).collect::<Vec<_>>());
+                ol.broadcast_locals(&lifted)
+            })
+            .collect()
+    }
+
+    fn describe(&self, n: &Names) -> String {
+        match self {
+            TileExpr::Tile(v) => n.view(v),
+            TileExpr::Scalar(e) => n.e(e),
+            TileExpr::Unary(UnaryOp::Neg, x) => format!("-{}", x.describe(n)),
+            TileExpr::Unary(op, x) => format!("{}({})", op.name(), x.describe(n)),
+            TileExpr::Binary(op @ (BinaryOp::Max | BinaryOp::Min), a, b) => {
+                format!("{}({}, {})", op.name(), a.describe(n), b.describe(n))
+            }
+            TileExpr::Binary(op, a, b) => {
+                format!("({} {} {})", a.describe(n), op.name(), b.describe(n))
+            }
+            TileExpr::Select(c, a, b) => format!(
+                "where({}, {}, {})",
+                c.describe(n),
+                a.describe(n),
+                b.describe(n)
+            ),
+            TileExpr::Cast(t, x) => format!("{t}({})", x.describe(n)),
+        }
+    }
+}
+
+/// A reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// The sum (in f32 for 16-bit floats).
+    Sum,
+    /// The largest element.
+    Max,
+    /// The smallest element.
+    Min,
+    /// Whether any element is true.
+    Any,
+    /// Whether every element is true.
+    All,
+}
+
+impl ReduceOp {
+    /// How scripts write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::Any => "any",
+            ReduceOp::All => "all",
+        }
+    }
+}
+
+/// Elementwise register operations and reductions.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ArithInst {
     /// Converts each element to `out`'s element type (round to nearest even).
@@ -14,6 +292,59 @@ pub enum ArithInst {
         /// Destination, same shape and layout.
         out: RegId,
     },
+    /// `out = expr`, element for element (tiles in `expr` broadcast to `out`'s shape).
+    Map {
+        /// The expression.
+        expr: TileExpr,
+        /// The result.
+        out: RegId,
+    },
+    /// `out = op(src)` along dimension `dim`: each thread reduces the elements it holds,
+    /// then the threads that split the dimension combine theirs (warp shuffles within a warp,
+    /// a shared scratch tile across warps). Every thread ends with the result of each
+    /// element of `out` it holds.
+    Reduce {
+        /// The tile.
+        src: RegView,
+        /// The reduction.
+        op: ReduceOp,
+        /// The dimension reduced.
+        dim: usize,
+        /// Whether `out` keeps the dimension (with extent 1).
+        keepdim: bool,
+        /// The result.
+        out: RegId,
+        /// The shared scratch tile of a reduction across warps; chosen by layout inference.
+        scratch: Option<SharedId>,
+    },
+}
+
+/// For each local element of a reduction's operand (seen through its view), the local element
+/// of the result it folds into, in the same thread; `None` before layouts are inferred.
+pub(crate) fn reduce_locals(p: &Program, src: &RegView, dim: usize) -> Option<Vec<usize>> {
+    let l = src.layout_of(p.register(src.tensor).layout.as_ref()?);
+    l.broadcast_locals(&l.collapse(&[dim]))
+}
+
+/// Whether a reduction's partial results meet across warps, through its scratch tile (a
+/// planned scratch holds elements).
+pub(crate) fn reduce_crosses_warps(p: &Program, scratch: Option<SharedId>) -> bool {
+    scratch.is_some_and(|s| p.shared(s).shape.iter().product::<i64>() > 0)
+}
+
+/// Every subset of the bits of `mask`, in increasing order: the thread-index offsets of the
+/// partners a reduction combines.
+pub(crate) fn subsets(mask: u64) -> Vec<u64> {
+    let mut out = vec![];
+    let mut s = 0u64;
+    loop {
+        out.push(s);
+        if s == mask {
+            break;
+        }
+        s = (s.wrapping_sub(mask)) & mask;
+    }
+    out
 }
 
 impl ArithInst {
@@ -21,15 +352,62 @@ impl ArithInst {
     pub fn name(&self) -> &'static str {
         match self {
             ArithInst::Cast { .. } => "cast",
+            ArithInst::Map { .. } => "compute",
+            ArithInst::Reduce { op, .. } => match op {
+                ReduceOp::Sum => "sum",
+                ReduceOp::Max => "max",
+                ReduceOp::Min => "min",
+                ReduceOp::Any => "any",
+                ReduceOp::All => "all",
+            },
         }
     }
 
     /// What the instruction reads, writes and needs (see [`Facts`]).
-    pub fn facts<'a>(&'a self, _p: &'a Program) -> Facts<'a> {
+    pub fn facts<'a>(&'a self, p: &'a Program) -> Facts<'a> {
+        let read = |r: RegId| Effect::now(Memory::Register(r), Access::Read);
+        let declare = |r: RegId| Effect::now(Memory::Register(r), Access::Declare);
         match self {
             ArithInst::Cast { src, out } => Facts::default()
-                .effect(Effect::now(Memory::Register(src.tensor), Access::Read))
-                .effect(Effect::now(Memory::Register(*out), Access::Declare)),
+                .effect(read(src.tensor))
+                .effect(declare(*out)),
+            ArithInst::Map { expr, out } => {
+                let mut tiles = vec![];
+                expr.tiles(&mut tiles);
+                let mut scalars = vec![];
+                expr.scalars(&mut scalars);
+                let mut f = Facts::default();
+                for v in tiles {
+                    f = f.effect(read(v.tensor));
+                }
+                f.effect(declare(*out)).reads(scalars)
+            }
+            ArithInst::Reduce {
+                src, out, scratch, ..
+            } => {
+                // lanes exchange values with warp shuffles: whole warps; across warps, partial
+                // results meet in shared memory behind block-wide barriers: the whole block
+                let scope = if reduce_crosses_warps(p, *scratch) {
+                    ThreadScope::Block
+                } else {
+                    ThreadScope::Warps
+                };
+                let mut f = Facts::scoped(scope)
+                    .effect(read(src.tensor))
+                    .effect(declare(*out));
+                if let Some(s) = scratch {
+                    // a scratch tile that lives for this instruction only
+                    for access in [
+                        Access::Declare,
+                        Access::Write,
+                        Access::Read,
+                        Access::Release,
+                    ] {
+                        f = f.effect(Effect::now(Memory::Shared(*s), access));
+                    }
+                }
+                f
+            }
         }
     }
 
@@ -39,6 +417,43 @@ impl ArithInst {
             ArithInst::Cast { src, out } => {
                 let d = n.p.register(*out);
                 format!("{} = cast<{}>({})", d.name, d.dtype, n.view(src))
+            }
+            ArithInst::Map { expr, out } => {
+                let d = n.p.register(*out);
+                let mut t = format!(
+                    "{} = compute<{}>{:?}({})",
+                    d.name,
+                    d.dtype,
+                    d.shape,
+                    expr.describe(n)
+                );
+                if let Some(l) = &d.layout {
+                    let _ = write!(t, " {l}");
+                }
+                t
+            }
+            ArithInst::Reduce {
+                src,
+                op,
+                dim,
+                keepdim,
+                out,
+                scratch,
+            } => {
+                let d = n.p.register(*out);
+                let mut t = format!(
+                    "{} = {}({}, dim={dim}, keepdim={keepdim})",
+                    d.name,
+                    op.name(),
+                    n.view(src)
+                );
+                if let Some(s) = scratch {
+                    let _ = write!(t, " scratch={}", n.p.shared(*s).name);
+                }
+                if let Some(l) = &d.layout {
+                    let _ = write!(t, " {l}");
+                }
+                t
             }
         }
     }

@@ -11,7 +11,8 @@ mod mma;
 mod tma;
 mod wgmma;
 
-pub use arithmetic::ArithInst;
+pub(crate) use arithmetic::{reduce_crosses_warps, reduce_locals, subsets};
+pub use arithmetic::{ArithInst, BinaryOp, ReduceOp, TileExpr, UnaryOp};
 pub use facts::Facts;
 pub use mbarrier::MbarrierInst;
 pub use memory::MemoryInst;

@@ -1,9 +1,86 @@
-//! Rules for elementwise register operations: shapes and supported conversions; layouts pass
-//! through in both directions.
+//! Rules for elementwise expressions, reductions and conversions: shapes that broadcast, types
+//! each operation takes, and the layouts that pass between operands (a broadcast operand holds,
+//! in each thread, the elements that thread's output needs: the output's layout collapsed along
+//! the broadcast dimensions); a reduction's result has its operand's layout collapsed along
+//! the reduced dimension, and threads that split that dimension combine through shuffles, or
+//! through a shared scratch tile when they are in different warps.
 
 use super::Rules;
-use crate::ir::{ArithInst, DType, Loc, RegView};
-use crate::passes::context::{through_view, Checker, LayoutCx, Scope};
+use crate::ir::{ArithInst, DType, Loc, Program, ReduceOp, RegView, SharedId, TileExpr, UnaryOp};
+use crate::passes::context::{Checker, LayoutCx, Scope};
+
+/// Checks the types of an expression; returns its type.
+fn check_types(c: &mut Checker, e: &TileExpr, loc: Loc) -> DType {
+    let p = c.p;
+    match e {
+        TileExpr::Tile(v) => {
+            c.check_view(v, "compute", loc);
+            p.register(v.tensor).dtype
+        }
+        TileExpr::Scalar(s) => s.dtype(),
+        TileExpr::Unary(op, x) => {
+            let t = check_types(c, x, loc);
+            if op.float_only() && !t.is_float() {
+                c.err(
+                    loc,
+                    format!("{} needs floating-point values, got {t}", op.name()),
+                );
+            }
+            if (*op == UnaryOp::Not) != (t == DType::Bool) {
+                c.err(loc, format!("{} of a {t} tile", op.name()));
+            }
+            t
+        }
+        TileExpr::Binary(op, a, b) => {
+            let (ta, tb) = (check_types(c, a, loc), check_types(c, b, loc));
+            if ta != tb {
+                c.err(
+                    loc,
+                    format!("`{}` of {ta} and {tb}; cast one of them first", op.name()),
+                );
+            }
+            if op.is_logical() != (ta == DType::Bool) {
+                c.err(loc, format!("`{}` of {ta} values", op.name()));
+            }
+            if op.is_comparison() {
+                DType::Bool
+            } else {
+                ta
+            }
+        }
+        TileExpr::Select(cond, a, b) => {
+            let tc = check_types(c, cond, loc);
+            let (ta, tb) = (check_types(c, a, loc), check_types(c, b, loc));
+            if tc != DType::Bool {
+                c.err(loc, format!("where: the condition is {tc}, not bool"));
+            }
+            if ta != tb {
+                c.err(loc, format!("where: the branches are {ta} and {tb}"));
+            }
+            ta
+        }
+        TileExpr::Cast(t, x) => {
+            check_types(c, x, loc);
+            *t
+        }
+    }
+}
+
+/// The shapes of the tiles an expression reads.
+fn tile_shapes(p: &Program, e: &TileExpr) -> Vec<Vec<i64>> {
+    let mut tiles = vec![];
+    e.tiles(&mut tiles);
+    tiles.iter().map(|v| p.view_shape(v)).collect()
+}
+
+/// Whether a tile of `shape` broadcasts into `out`.
+fn broadcasts(shape: &[i64], out: &[i64]) -> bool {
+    shape.len() <= out.len()
+        && shape
+            .iter()
+            .zip(&out[out.len() - shape.len()..])
+            .all(|(&a, &b)| a == b || a == 1)
+}
 
 impl Rules for ArithInst {
     fn check(&self, c: &mut Checker, loc: Loc, _scope: &Scope) {
@@ -27,6 +104,122 @@ impl Rules for ArithInst {
                     );
                 }
             }
+            ArithInst::Map { expr, out } => {
+                let t = check_types(c, expr, loc);
+                let d = c.p.register(*out);
+                if t != d.dtype {
+                    let msg = format!("compute: a {t} expression into a {} tile", d.dtype);
+                    c.err(loc, msg);
+                }
+                let oshape = d.shape.clone();
+                for s in tile_shapes(c.p, expr) {
+                    if !broadcasts(&s, &oshape) {
+                        c.err(
+                            loc,
+                            format!("compute: a {s:?} tile does not broadcast to {oshape:?}"),
+                        );
+                    }
+                }
+            }
+            ArithInst::Reduce {
+                src, op, dim, out, ..
+            } => {
+                c.check_view(src, op.name(), loc);
+                let s = c.view_shape(src);
+                if *dim >= s.len() {
+                    c.err(
+                        loc,
+                        format!(
+                            "{}: dimension {dim} of a tile of {} dimension(s)",
+                            op.name(),
+                            s.len()
+                        ),
+                    );
+                }
+                let t = c.p.register(src.tensor).dtype;
+                let logical = matches!(op, ReduceOp::Any | ReduceOp::All);
+                if logical != (t == DType::Bool) {
+                    c.err(loc, format!("{} of a {t} tile", op.name()));
+                }
+                if c.p.register(*out).dtype != t {
+                    let msg = format!("{}: the result's type differs from the tile's", op.name());
+                    c.err(loc, msg);
+                }
+            }
+        }
+    }
+
+    fn check_planned(&self, c: &mut Checker, loc: Loc) {
+        let p = c.p;
+        let (src, op, dim, out) = match self {
+            ArithInst::Cast { .. } => return,
+            ArithInst::Map { expr, out } => {
+                if expr.operand_locals(p, *out).is_none() {
+                    let msg = format!(
+                        "compute: the layouts of the operands do not give each thread the elements \
+                         its part of `{}` needs; convert an operand to the result's layout first",
+                        p.register(*out).name
+                    );
+                    c.err(loc, msg);
+                }
+                return;
+            }
+            ArithInst::Reduce {
+                src, op, dim, out, ..
+            } => (src, op, dim, out),
+        };
+        let d = p.register(src.tensor);
+        let (Some(l), Some(ol)) = (&d.layout, &p.register(*out).layout) else {
+            return;
+        };
+        let l = src.layout_of(l);
+        if *dim < l.rank() {
+            let want = l.collapse(&[*dim]);
+            let mine = if ol.rank() == want.rank() {
+                ol.clone()
+            } else {
+                ol.insert_dims(&[*dim])
+            };
+            if !mine.same_mapping(&want) {
+                let msg = format!(
+                    "{}: the result `{}` has layout {ol}, not the operand's layout reduced along \
+                     dimension {dim} ({want})",
+                    op.name(),
+                    p.register(*out).name
+                );
+                c.err(loc, msg);
+            }
+        }
+        match l.thread_bits(*dim) {
+            None => {
+                let msg = format!(
+                    "{}: the layout of `{}` ({l}) spreads dimension {dim} over threads in steps that \
+                     are not powers of two, which the reduction cannot combine",
+                    op.name(),
+                    d.name
+                );
+                c.err(loc, msg);
+            }
+            Some(bits) if bits >= 32 && d.group_threads != p.threads() => {
+                let msg = format!(
+                    "{}: dimension {dim} of `{}` is spread over several warps, whose partial results \
+                     meet in shared memory behind a block-wide barrier; reduce in the whole block, \
+                     or keep the dimension within warps",
+                    op.name(),
+                    d.name
+                );
+                c.err(loc, msg);
+            }
+            Some(bits) if bits >= 32 && d.dtype.bits() == 64 => {
+                let msg = format!(
+                    "{}: 64-bit integers are combined within warps only; dimension {dim} of `{}` \
+                     is spread over several warps",
+                    op.name(),
+                    d.name
+                );
+                c.err(loc, msg);
+            }
+            Some(_) => {}
         }
     }
 
@@ -34,11 +227,73 @@ impl Rules for ArithInst {
         match self {
             ArithInst::Cast { src, out } => {
                 if let Some(l) = cx.get(src.tensor) {
-                    cx.require(*out, through_view(&l, src), loc, "cast");
+                    cx.require(*out, src.layout_of(&l), loc, "cast");
                 } else if let Some(l) = cx.get(*out) {
-                    cx.require(src.tensor, through_view(&l, src), loc, "cast");
+                    cx.require(src.tensor, src.layout_of(&l), loc, "cast");
                 }
             }
+            ArithInst::Map { expr, out } => {
+                let p = cx.p;
+                let oshape = p.register(*out).shape.clone();
+                let mut tiles = vec![];
+                expr.tiles(&mut tiles);
+                if cx.get(*out).is_none() {
+                    // a tile of the output's own shape gives the output its layout
+                    let full = tiles.iter().find_map(|v| {
+                        (p.view_shape(v) == oshape)
+                            .then(|| cx.get(v.tensor).map(|l| v.layout_of(&l)))
+                            .flatten()
+                    });
+                    if let Some(l) = full {
+                        cx.require(*out, l, loc, "compute");
+                    }
+                }
+                if let Some(l) = cx.get(*out) {
+                    for v in &tiles {
+                        let need = l.broadcast_operand(&p.view_shape(v));
+                        // back through the view: transposes are involutions
+                        cx.require(v.tensor, v.layout_of(&need), loc, "compute");
+                    }
+                }
+            }
+            ArithInst::Reduce {
+                src,
+                dim,
+                keepdim,
+                out,
+                op,
+                ..
+            } => {
+                if let Some(l) = cx.get(src.tensor) {
+                    let l = src.layout_of(&l);
+                    if *dim < l.rank() {
+                        cx.require(*out, l.reduced(*dim, *keepdim), loc, op.name());
+                    }
+                }
+            }
+        }
+    }
+
+    fn internal_shared(&self, p: &Program) -> Vec<(SharedId, Vec<i64>)> {
+        let ArithInst::Reduce {
+            src,
+            dim,
+            out,
+            scratch: Some(s),
+            ..
+        } = self
+        else {
+            return vec![];
+        };
+        let (d, o) = (p.register(src.tensor), p.register(*out));
+        let (Some(l), Some(ol)) = (&d.layout, &o.layout) else {
+            return vec![(*s, vec![0])];
+        };
+        let l = src.layout_of(l);
+        match l.thread_bits(*dim) {
+            // one f32 partial per thread and element it holds, for the warps to meet
+            Some(bits) if bits >= 32 => vec![(*s, vec![d.group_threads as i64, ol.local_size()])],
+            _ => vec![(*s, vec![0])],
         }
     }
 }

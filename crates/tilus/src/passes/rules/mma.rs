@@ -4,7 +4,7 @@
 use super::Rules;
 use crate::ir::{DType, Loc, MmaInst, RegView};
 use crate::layout::MmaPlan;
-use crate::passes::context::{through_view, Checker, LayoutCx, Scope};
+use crate::passes::context::{Checker, LayoutCx, Scope};
 
 impl Rules for MmaInst {
     fn check(&self, c: &mut Checker, loc: Loc, _scope: &Scope) {
@@ -71,21 +71,11 @@ impl Rules for MmaInst {
                     return;
                 };
                 *plan = Some(pl);
-                cx.require(
-                    a.tensor,
-                    through_view(&pl.a_layout(), a),
-                    loc,
-                    "dot operand a",
-                );
-                cx.require(
-                    b.tensor,
-                    through_view(&pl.b_layout(), b),
-                    loc,
-                    "dot operand b",
-                );
+                cx.require(a.tensor, a.layout_of(&pl.a_layout()), loc, "dot operand a");
+                cx.require(b.tensor, b.layout_of(&pl.b_layout()), loc, "dot operand b");
                 cx.require(
                     c.tensor,
-                    through_view(&pl.c_layout(), c),
+                    c.layout_of(&pl.c_layout()),
                     loc,
                     "dot accumulator c",
                 );

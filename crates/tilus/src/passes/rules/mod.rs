@@ -17,7 +17,7 @@ mod wgmma;
 pub(crate) use mbarrier::bar_name;
 
 use super::context::{Checker, LayoutCx, LowerCx, Scope};
-use crate::ir::{Inst, Loc};
+use crate::ir::{Inst, Loc, Program, SharedId};
 
 /// One family's rules. Stages a family has nothing to say about keep the empty default.
 pub(crate) trait Rules {
@@ -32,6 +32,11 @@ pub(crate) trait Rules {
     /// Decisions lowering makes for the instruction (recorded in it) and what it needs of the
     /// host (tensor maps, alignments).
     fn lower(&mut self, _cx: &mut LowerCx, _loc: Loc) {}
+    /// The shapes of the shared tiles the instruction uses internally (a reduction's scratch),
+    /// once layouts are known; applied by layout inference before shared memory is planned.
+    fn internal_shared(&self, _p: &Program) -> Vec<(SharedId, Vec<i64>)> {
+        vec![]
+    }
 }
 
 impl Rules for Inst {
@@ -76,6 +81,17 @@ impl Rules for Inst {
             Inst::Mma(i) => i.propagate_layouts(cx, loc),
             Inst::Arith(i) => i.propagate_layouts(cx, loc),
             Inst::Wgmma(i) => i.propagate_layouts(cx, loc),
+        }
+    }
+
+    fn internal_shared(&self, p: &Program) -> Vec<(SharedId, Vec<i64>)> {
+        match self {
+            Inst::Memory(i) => i.internal_shared(p),
+            Inst::Mbarrier(i) => i.internal_shared(p),
+            Inst::Tma(i) => i.internal_shared(p),
+            Inst::Mma(i) => i.internal_shared(p),
+            Inst::Arith(i) => i.internal_shared(p),
+            Inst::Wgmma(i) => i.internal_shared(p),
         }
     }
 

@@ -6,7 +6,7 @@
 use super::Rules;
 use crate::ir::{DType, Loc, SharedView, WgmmaA, WgmmaInst};
 use crate::layout::WgmmaPlan;
-use crate::passes::context::{through_view, Checker, LayoutCx, Scope};
+use crate::passes::context::{Checker, LayoutCx, Scope};
 
 fn shared_shape(c: &Checker, v: &SharedView) -> Vec<i64> {
     let s = &c.p.shared(v.tensor).shape;
@@ -109,7 +109,7 @@ impl Rules for WgmmaInst {
                 if let WgmmaA::Register(v) = a {
                     cx.require(
                         v.tensor,
-                        through_view(&pl.a_layout(), v),
+                        v.layout_of(&pl.a_layout()),
                         loc,
                         "wgmma operand a",
                     );

@@ -1,0 +1,567 @@
+//! Arithmetic on register tiles: Rust's operators and methods build a [`Tile`] expression,
+//! which [`Kernel::compute`] turns into a register tile with one instruction (the whole
+//! expression is evaluated element for element, in registers: nothing in between is stored).
+//! Tiles broadcast the NumPy way (a tile of lower rank lines up with the last dimensions, an
+//! extent of 1 repeats), scalars broadcast everywhere. Reductions (`k.sum`, `k.max`, ...) run
+//! along one dimension.
+//!
+//! ```
+//! use tilus::prelude::*;
+//!
+//! #[derive(Clone, Debug, Hash)]
+//! struct Scale;
+//!
+//! impl Script for Scale {
+//!     type Args = (PtrMut<f32>,);
+//!     fn body(&self, k: &mut Kernel, (out,): Handles<Self::Args>) {
+//!         k.blocks([1]);
+//!         k.warps(1);
+//!         let x = k.register_tensor::<f32>([32, 4], Some(2.0));
+//!         let y = k.compute((x * 3.0 + 1.0).maximum(6.5)); // 7 everywhere
+//!         let rows = k.sum(&y, 1, true);                   // [32, 1]: 28 each
+//!         let z = k.compute(y / rows);                     // broadcast: 0.25 everywhere
+//!         let g = k.global_view::<f32>(out, [32, 4]);
+//!         k.store_global(&g, &z, [0, 0]);
+//!     }
+//! }
+//!
+//! let mut out = vec![0.0f32; 128];
+//! tilus::interpret(&Scale, (&mut out[..],)).unwrap();
+//! assert!(out.iter().all(|&v| v == 0.25));
+//! ```
+
+use super::{Element, Kernel, RegisterTensor, Scalar, Val};
+use crate::ir::{
+    ArithInst, BinaryOp, DType, Expr, Inst, Loc, ReduceOp, SharedDecl, SharedId, StmtKind,
+    TileExpr, UnaryOp,
+};
+use std::marker::PhantomData;
+use std::ops;
+
+/// An elementwise expression whose elements have type `T`, evaluated where it is used
+/// ([`Kernel::compute`]).
+#[derive(Debug)]
+pub struct Tile<T> {
+    pub(crate) e: TileExpr,
+    _t: PhantomData<T>,
+}
+
+impl<T> Clone for Tile<T> {
+    fn clone(&self) -> Self {
+        Tile::new(self.e.clone())
+    }
+}
+
+impl<T> Tile<T> {
+    fn new(e: TileExpr) -> Tile<T> {
+        Tile { e, _t: PhantomData }
+    }
+
+    /// The IR expression.
+    pub fn expr(&self) -> &TileExpr {
+        &self.e
+    }
+}
+
+/// Anything that can stand for a tile of `T` in an expression: register tiles, expressions,
+/// and scalars (broadcast to every element).
+pub trait IntoTile<T> {
+    /// The expression.
+    fn into_tile(self) -> Tile<T>;
+}
+
+impl<T> IntoTile<T> for Tile<T> {
+    fn into_tile(self) -> Tile<T> {
+        self
+    }
+}
+
+impl<T> IntoTile<T> for &Tile<T> {
+    fn into_tile(self) -> Tile<T> {
+        self.clone()
+    }
+}
+
+impl<T> IntoTile<T> for RegisterTensor<T> {
+    fn into_tile(self) -> Tile<T> {
+        Tile::new(TileExpr::Tile(self.view))
+    }
+}
+
+impl<T> IntoTile<T> for &RegisterTensor<T> {
+    fn into_tile(self) -> Tile<T> {
+        Tile::new(TileExpr::Tile(self.view))
+    }
+}
+
+/// A Rust number as a scalar of element type `T`.
+fn literal<T: Element>(v: f64) -> Tile<T> {
+    let t = T::DTYPE;
+    Tile::new(TileExpr::Scalar(if t.is_float() {
+        Expr::Float(v.to_bits(), t)
+    } else {
+        Expr::Int(v as i64, t)
+    }))
+}
+
+impl<T: Element> IntoTile<T> for f64 {
+    fn into_tile(self) -> Tile<T> {
+        literal(self)
+    }
+}
+
+impl<T: Element> IntoTile<T> for f32 {
+    fn into_tile(self) -> Tile<T> {
+        literal(self as f64)
+    }
+}
+
+impl<T: Element> IntoTile<T> for i32 {
+    fn into_tile(self) -> Tile<T> {
+        literal(self as f64)
+    }
+}
+
+/// A scalar of the script (an argument, a `let`, an expression), converted to `T`.
+fn scalar<T: Element>(s: Scalar) -> Tile<T> {
+    let e = s.0;
+    let e = if e.dtype() == T::DTYPE {
+        e
+    } else {
+        Expr::Cast(T::DTYPE, Box::new(e))
+    };
+    Tile::new(TileExpr::Scalar(e))
+}
+
+impl<T: Element> IntoTile<T> for Val {
+    fn into_tile(self) -> Tile<T> {
+        scalar(self.into())
+    }
+}
+
+impl<T: Element> IntoTile<T> for Scalar {
+    fn into_tile(self) -> Tile<T> {
+        scalar(self)
+    }
+}
+
+impl<T: Element> IntoTile<T> for &Scalar {
+    fn into_tile(self) -> Tile<T> {
+        scalar(self.clone())
+    }
+}
+
+fn unary<T>(op: UnaryOp, x: Tile<T>) -> Tile<T> {
+    Tile::new(TileExpr::Unary(op, Box::new(x.e)))
+}
+
+fn binary<T, U>(op: BinaryOp, a: Tile<T>, b: Tile<T>) -> Tile<U> {
+    Tile::new(TileExpr::Binary(op, Box::new(a.e), Box::new(b.e)))
+}
+
+macro_rules! tile_ops {
+    ($($tr:ident $method:ident $op:ident),*) => {$(
+        impl<T: Element, R: IntoTile<T>> ops::$tr<R> for Tile<T> {
+            type Output = Tile<T>;
+            fn $method(self, rhs: R) -> Tile<T> {
+                binary(BinaryOp::$op, self, rhs.into_tile())
+            }
+        }
+        impl<T: Element, R: IntoTile<T>> ops::$tr<R> for &Tile<T> {
+            type Output = Tile<T>;
+            fn $method(self, rhs: R) -> Tile<T> {
+                binary(BinaryOp::$op, self.clone(), rhs.into_tile())
+            }
+        }
+        impl<T: Element, R: IntoTile<T>> ops::$tr<R> for RegisterTensor<T> {
+            type Output = Tile<T>;
+            fn $method(self, rhs: R) -> Tile<T> {
+                binary(BinaryOp::$op, self.into_tile(), rhs.into_tile())
+            }
+        }
+        impl<T: Element, R: IntoTile<T>> ops::$tr<R> for &RegisterTensor<T> {
+            type Output = Tile<T>;
+            fn $method(self, rhs: R) -> Tile<T> {
+                binary(BinaryOp::$op, self.into_tile(), rhs.into_tile())
+            }
+        }
+        impl<T: Element> ops::$tr<Tile<T>> for f64 {
+            type Output = Tile<T>;
+            fn $method(self, rhs: Tile<T>) -> Tile<T> {
+                binary(BinaryOp::$op, literal(self), rhs)
+            }
+        }
+        impl<T: Element> ops::$tr<RegisterTensor<T>> for f64 {
+            type Output = Tile<T>;
+            fn $method(self, rhs: RegisterTensor<T>) -> Tile<T> {
+                binary(BinaryOp::$op, literal(self), rhs.into_tile())
+            }
+        }
+        impl<T: Element> ops::$tr<&RegisterTensor<T>> for f64 {
+            type Output = Tile<T>;
+            fn $method(self, rhs: &RegisterTensor<T>) -> Tile<T> {
+                binary(BinaryOp::$op, literal(self), rhs.into_tile())
+            }
+        }
+    )*};
+}
+
+tile_ops!(Add add Add, Sub sub Sub, Mul mul Mul, Div div Div);
+
+impl<T: Element> ops::Neg for Tile<T> {
+    type Output = Tile<T>;
+    fn neg(self) -> Tile<T> {
+        unary(UnaryOp::Neg, self)
+    }
+}
+
+impl<T: Element> ops::Neg for RegisterTensor<T> {
+    type Output = Tile<T>;
+    fn neg(self) -> Tile<T> {
+        unary(UnaryOp::Neg, self.into_tile())
+    }
+}
+
+impl<T: Element> ops::Neg for &RegisterTensor<T> {
+    type Output = Tile<T>;
+    fn neg(self) -> Tile<T> {
+        unary(UnaryOp::Neg, self.into_tile())
+    }
+}
+
+/// The elementwise methods of tiles and expressions (`x.exp()`, `x.maximum(y)`,
+/// `x.lt(y)`, ...), for [`RegisterTensor`], [`Tile`] and references to them.
+pub trait TileMath<T: Element>: IntoTile<T> + Sized {
+    /// `e^x`, accurate (`expf`).
+    fn exp(self) -> Tile<T> {
+        unary(UnaryOp::Exp, self.into_tile())
+    }
+    /// `e^x` through the hardware's approximation (`ex2.approx`): fast math, asked for.
+    fn exp_approx(self) -> Tile<T> {
+        unary(UnaryOp::ExpApprox, self.into_tile())
+    }
+    /// `2^x`.
+    fn exp2(self) -> Tile<T> {
+        unary(UnaryOp::Exp2, self.into_tile())
+    }
+    /// The natural logarithm.
+    fn log(self) -> Tile<T> {
+        unary(UnaryOp::Log, self.into_tile())
+    }
+    /// The square root, correctly rounded.
+    fn sqrt(self) -> Tile<T> {
+        unary(UnaryOp::Sqrt, self.into_tile())
+    }
+    /// `1 / sqrt(x)`.
+    fn rsqrt(self) -> Tile<T> {
+        unary(UnaryOp::Rsqrt, self.into_tile())
+    }
+    /// The sine.
+    fn sin(self) -> Tile<T> {
+        unary(UnaryOp::Sin, self.into_tile())
+    }
+    /// The cosine.
+    fn cos(self) -> Tile<T> {
+        unary(UnaryOp::Cos, self.into_tile())
+    }
+    /// The hyperbolic tangent.
+    fn tanh(self) -> Tile<T> {
+        unary(UnaryOp::Tanh, self.into_tile())
+    }
+    /// Rounding to the nearest integer, ties to even.
+    fn round(self) -> Tile<T> {
+        unary(UnaryOp::Round, self.into_tile())
+    }
+    /// `|x|`.
+    fn abs(self) -> Tile<T> {
+        unary(UnaryOp::Abs, self.into_tile())
+    }
+    /// `x * x`.
+    fn square(self) -> Tile<T> {
+        unary(UnaryOp::Square, self.into_tile())
+    }
+    /// The larger of the two, element for element.
+    fn maximum(self, other: impl IntoTile<T>) -> Tile<T> {
+        binary(BinaryOp::Max, self.into_tile(), other.into_tile())
+    }
+    /// The smaller of the two, element for element.
+    fn minimum(self, other: impl IntoTile<T>) -> Tile<T> {
+        binary(BinaryOp::Min, self.into_tile(), other.into_tile())
+    }
+    /// `min(max(x, lo), hi)`.
+    fn clip(self, lo: impl IntoTile<T>, hi: impl IntoTile<T>) -> Tile<T> {
+        self.maximum(lo).minimum(hi)
+    }
+    /// `x < y`.
+    fn lt(self, other: impl IntoTile<T>) -> Tile<bool> {
+        binary(BinaryOp::Lt, self.into_tile(), other.into_tile())
+    }
+    /// `x <= y`.
+    fn le(self, other: impl IntoTile<T>) -> Tile<bool> {
+        binary(BinaryOp::Le, self.into_tile(), other.into_tile())
+    }
+    /// `x > y`.
+    fn gt(self, other: impl IntoTile<T>) -> Tile<bool> {
+        binary(BinaryOp::Gt, self.into_tile(), other.into_tile())
+    }
+    /// `x >= y`.
+    fn ge(self, other: impl IntoTile<T>) -> Tile<bool> {
+        binary(BinaryOp::Ge, self.into_tile(), other.into_tile())
+    }
+    /// `x == y`.
+    fn eq_(self, other: impl IntoTile<T>) -> Tile<bool> {
+        binary(BinaryOp::Eq, self.into_tile(), other.into_tile())
+    }
+    /// `x != y`.
+    fn ne_(self, other: impl IntoTile<T>) -> Tile<bool> {
+        binary(BinaryOp::Ne, self.into_tile(), other.into_tile())
+    }
+    /// Each element converted to `U` (round to nearest even).
+    fn cast<U: Element>(self) -> Tile<U> {
+        Tile::new(TileExpr::Cast(U::DTYPE, Box::new(self.into_tile().e)))
+    }
+}
+
+impl<T: Element> TileMath<T> for Tile<T> {}
+impl<T: Element> TileMath<T> for &Tile<T> {}
+impl<T: Element> TileMath<T> for RegisterTensor<T> {}
+impl<T: Element> TileMath<T> for &RegisterTensor<T> {}
+
+impl Tile<bool> {
+    /// Logical and.
+    pub fn and(self, other: impl IntoTile<bool>) -> Tile<bool> {
+        binary(BinaryOp::And, self, other.into_tile())
+    }
+    /// Logical or.
+    pub fn or(self, other: impl IntoTile<bool>) -> Tile<bool> {
+        binary(BinaryOp::Or, self, other.into_tile())
+    }
+}
+
+impl ops::Not for Tile<bool> {
+    type Output = Tile<bool>;
+    /// Logical not.
+    fn not(self) -> Tile<bool> {
+        unary(UnaryOp::Not, self)
+    }
+}
+
+impl ops::Not for RegisterTensor<bool> {
+    type Output = Tile<bool>;
+    /// Logical not.
+    fn not(self) -> Tile<bool> {
+        unary(UnaryOp::Not, self.into_tile())
+    }
+}
+
+/// `cond ? a : b`, element for element.
+pub fn where_<T: Element>(
+    cond: impl IntoTile<bool>,
+    a: impl IntoTile<T>,
+    b: impl IntoTile<T>,
+) -> Tile<T> {
+    Tile::new(TileExpr::Select(
+        Box::new(cond.into_tile().e),
+        Box::new(a.into_tile().e),
+        Box::new(b.into_tile().e),
+    ))
+}
+
+/// The shape of `to` when a tile of shape `shape` broadcasts into it: `None` when it does not.
+pub(crate) fn broadcast_shape(a: &[i64], b: &[i64]) -> Option<Vec<i64>> {
+    let rank = a.len().max(b.len());
+    let at = |s: &[i64], d: usize| {
+        let off = rank - s.len();
+        if d < off {
+            1
+        } else {
+            s[d - off]
+        }
+    };
+    (0..rank)
+        .map(|d| match (at(a, d), at(b, d)) {
+            (x, y) if x == y => Some(x),
+            (1, y) => Some(y),
+            (x, 1) => Some(x),
+            _ => None,
+        })
+        .collect()
+}
+
+impl Kernel {
+    /// The shape an expression broadcasts to, or a diagnostic-ready description of why not.
+    fn tile_shape(&self, e: &TileExpr) -> Result<Vec<i64>, String> {
+        Ok(match e {
+            TileExpr::Tile(v) => self.prog.view_shape(v),
+            TileExpr::Scalar(_) => vec![],
+            TileExpr::Unary(_, x) | TileExpr::Cast(_, x) => self.tile_shape(x)?,
+            TileExpr::Binary(_, a, b) => {
+                let (sa, sb) = (self.tile_shape(a)?, self.tile_shape(b)?);
+                broadcast_shape(&sa, &sb)
+                    .ok_or_else(|| format!("shapes {sa:?} and {sb:?} do not broadcast"))?
+            }
+            TileExpr::Select(c, a, b) => {
+                let (sc, sa, sb) = (
+                    self.tile_shape(c)?,
+                    self.tile_shape(a)?,
+                    self.tile_shape(b)?,
+                );
+                let ab = broadcast_shape(&sa, &sb)
+                    .ok_or_else(|| format!("shapes {sa:?} and {sb:?} do not broadcast"))?;
+                broadcast_shape(&sc, &ab)
+                    .ok_or_else(|| format!("shapes {sc:?} and {ab:?} do not broadcast"))?
+            }
+        })
+    }
+
+    /// Evaluates an elementwise expression into a new register tile of the current group (the
+    /// shape the expression's tiles broadcast to), with one instruction.
+    #[track_caller]
+    pub fn compute<T: Element>(&mut self, x: impl IntoTile<T>) -> RegisterTensor<T> {
+        self.materialize(x.into_tile().e, Loc::caller())
+    }
+
+    fn tile_dtype(&self, e: &TileExpr) -> DType {
+        e.dtype(&self.prog)
+    }
+
+    fn reduce<T: Element>(
+        &mut self,
+        op: ReduceOp,
+        x: impl IntoTile<T>,
+        dim: usize,
+        keepdim: bool,
+        loc: Loc,
+    ) -> RegisterTensor<T> {
+        let src = match x.into_tile().e {
+            TileExpr::Tile(v) => v,
+            e => {
+                // an expression is computed first
+                let t: RegisterTensor<T> = self.materialize(e, loc);
+                t.view
+            }
+        };
+        let mut shape = self.prog.view_shape(&src);
+        if dim >= shape.len() {
+            self.error(
+                loc,
+                format!(
+                    "{}: dimension {dim} of a tile of {} dimension(s)",
+                    op.name(),
+                    shape.len()
+                ),
+            );
+        } else if keepdim {
+            shape[dim] = 1;
+        } else {
+            shape.remove(dim);
+        }
+        if shape.is_empty() {
+            // a reduction to a single element keeps one dimension
+            shape = vec![1];
+        }
+        let out = self.new_register::<T>(shape, loc);
+        // sized by layout inference, once the layouts say whether warps must meet
+        let name = format!("{}_scratch", self.prog.register(out).name);
+        let scratch = SharedId(self.prog.shareds.len() as u32);
+        self.prog.shareds.push(SharedDecl {
+            name,
+            dtype: DType::F32,
+            shape: vec![0],
+            layout: None,
+            offset: None,
+            loc,
+        });
+        let inst = ArithInst::Reduce {
+            src,
+            op,
+            dim,
+            keepdim,
+            out,
+            scratch: Some(scratch),
+        };
+        self.push(StmtKind::Inst(Inst::Arith(inst)), loc);
+        RegisterTensor::of(out)
+    }
+
+    fn materialize<T: Element>(&mut self, e: TileExpr, loc: Loc) -> RegisterTensor<T> {
+        let shape = match self.tile_shape(&e) {
+            Ok(s) if s.is_empty() => {
+                self.error(loc, "compute: the expression has no tile, only scalars");
+                vec![1]
+            }
+            Ok(s) => s,
+            Err(why) => {
+                self.error(loc, format!("compute: {why}"));
+                vec![1]
+            }
+        };
+        let out = self.new_register::<T>(shape, loc);
+        let e = if self.tile_dtype(&e) == T::DTYPE {
+            e
+        } else {
+            TileExpr::Cast(T::DTYPE, Box::new(e))
+        };
+        self.push(
+            StmtKind::Inst(Inst::Arith(ArithInst::Map { expr: e, out })),
+            loc,
+        );
+        RegisterTensor::of(out)
+    }
+
+    /// The sum along dimension `dim` (kept with extent 1 when `keepdim`). 16-bit floats are
+    /// summed in f32 and the result rounded once.
+    #[track_caller]
+    pub fn sum<T: Element>(
+        &mut self,
+        x: impl IntoTile<T>,
+        dim: usize,
+        keepdim: bool,
+    ) -> RegisterTensor<T> {
+        self.reduce(ReduceOp::Sum, x, dim, keepdim, Loc::caller())
+    }
+
+    /// The largest element along dimension `dim`.
+    #[track_caller]
+    pub fn max<T: Element>(
+        &mut self,
+        x: impl IntoTile<T>,
+        dim: usize,
+        keepdim: bool,
+    ) -> RegisterTensor<T> {
+        self.reduce(ReduceOp::Max, x, dim, keepdim, Loc::caller())
+    }
+
+    /// The smallest element along dimension `dim`.
+    #[track_caller]
+    pub fn min<T: Element>(
+        &mut self,
+        x: impl IntoTile<T>,
+        dim: usize,
+        keepdim: bool,
+    ) -> RegisterTensor<T> {
+        self.reduce(ReduceOp::Min, x, dim, keepdim, Loc::caller())
+    }
+
+    /// Whether any element along dimension `dim` is true.
+    #[track_caller]
+    pub fn any(
+        &mut self,
+        x: impl IntoTile<bool>,
+        dim: usize,
+        keepdim: bool,
+    ) -> RegisterTensor<bool> {
+        self.reduce(ReduceOp::Any, x, dim, keepdim, Loc::caller())
+    }
+
+    /// Whether every element along dimension `dim` is true.
+    #[track_caller]
+    pub fn all(
+        &mut self,
+        x: impl IntoTile<bool>,
+        dim: usize,
+        keepdim: bool,
+    ) -> RegisterTensor<bool> {
+        self.reduce(ReduceOp::All, x, dim, keepdim, Loc::caller())
+    }
+}
