@@ -33,3 +33,16 @@ pub fn random_f16(len: usize, seed: u64) -> Vec<f16> {
         })
         .collect()
 }
+
+/// `len` pseudo-random f32 values in `[-1, 1)` (xorshift, from `seed`).
+pub fn random_f32(len: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) as f32
+        })
+        .collect()
+}

@@ -21,6 +21,7 @@
 // marked call on purpose.
 #![allow(dead_code, unused_imports, clippy::unit_arg)]
 
+pub mod arith;
 mod body;
 pub mod child;
 pub mod inputs;

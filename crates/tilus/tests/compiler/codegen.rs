@@ -110,3 +110,45 @@ fn the_tma_store_epilogue_compiles_with_nvrtc() {
         assert_eq!(c.report.spill_stores, 0, "{bug:?}");
     }
 }
+
+// ------------------------------------------------------------------------------------------
+// arithmetic: elementwise expressions, broadcasts and reductions in lanes and across warps.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn every_arithmetic_case_compiles_on_every_shape_without_spills() {
+    use crate::common::arith::{ArithCase, ArithTile, SHAPES};
+    for (rows, cols, warps) in SHAPES {
+        for case in ArithCase::ALL {
+            let s = ArithTile {
+                rows,
+                cols,
+                warps,
+                case,
+            };
+            let c = build(&s, &[]);
+            assert_eq!(c.report.spill_stores, 0, "{s:?}");
+        }
+    }
+}
+
+#[test]
+fn a_reduction_across_warps_meets_in_shared_memory_and_one_in_a_warp_shuffles() {
+    use crate::common::arith::{ArithCase, ArithTile};
+    // [64, 32] over 4 warps: rows across warps, columns across lanes
+    let rows = |case| ArithTile {
+        rows: 64,
+        cols: 32,
+        warps: 4,
+        case,
+    };
+    let in_lanes = tilus::emit(&rows(ArithCase::CenterRows), &[]).unwrap();
+    assert!(
+        in_lanes.contains("__shfl_xor_sync(0xffffffffu"),
+        "{in_lanes}"
+    );
+    assert!(!in_lanes.contains("r1_scratch"), "{in_lanes}");
+    let across = tilus::emit(&rows(ArithCase::ColumnExtremes), &[]).unwrap();
+    assert!(across.contains("_scratch = tilus_smem +"), "{across}");
+    assert!(across.contains("__syncthreads();"), "{across}");
+}

@@ -18,6 +18,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod arithmetic;
 mod control;
 mod mbarrier;
 mod memory;

@@ -173,3 +173,51 @@ fn the_tma_store_epilogue_is_exact_on_the_gpu() {
         }
     }
 }
+
+// ------------------------------------------------------------------------------------------
+// arithmetic: every case of `common::arith` on every shape, against the interpreter's bits
+// (where the case has no transcendental function) and the CPU reference.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn arithmetic_gives_the_interpreters_bits_and_meets_the_reference() {
+    use crate::common::arith::{input, max_rel_diff, reference, ArithCase, ArithTile, SHAPES};
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    for (rows, cols, warps) in SHAPES {
+        for case in ArithCase::ALL {
+            let (m, n) = (3 * rows as usize - 1, 2 * cols as usize + 4);
+            let x = input(m, n, (rows * 7 + cols) as u64 ^ 0x5eed);
+            let script = ArithTile {
+                rows,
+                cols,
+                warps,
+                case,
+            };
+            let what = format!("{case:?} on {rows}x{cols}, {warps} warps");
+            let mut on_cpu = vec![f32::NAN; m * n];
+            tilus::interpret(&script, (m as i32, n as i32, &x[..], &mut on_cpu[..]))
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let src = upload(&device, &x);
+            let mut dst = upload(&device, &vec![f32::NAN; m * n]);
+            tilus::Jit::new(script, &device)
+                .launch(device.stream(), (m as i32, n as i32, &src, &mut dst))
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got = device.stream().clone_dtoh(&dst).unwrap();
+            if case.bit_exact() {
+                let same = got
+                    .iter()
+                    .zip(&on_cpu)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{what}: the GPU's bits differ from the interpreter's");
+            } else {
+                let d = max_rel_diff(&got, &on_cpu);
+                assert!(d <= 2e-6, "{what}: {d} from the interpreter");
+            }
+            let want = reference(case, &x, m, n, rows as usize, cols as usize);
+            let d = max_rel_diff(&got, &want);
+            assert!(d <= case.tolerance(), "{what}: {d} from the reference");
+        }
+    }
+}
