@@ -74,6 +74,7 @@ fn expr_c(e: &mut Emitter, x: &TileExpr, idx: &mut std::slice::Iter<'_, String>)
                 UnaryOp::Sin => format!("sinf({a})"),
                 UnaryOp::Cos => format!("cosf({a})"),
                 UnaryOp::Round => format!("rintf({a})"),
+                UnaryOp::Square if float => format!("__fmul_rn({a}, {a})"),
                 UnaryOp::Square => format!("({a} * {a})"),
                 UnaryOp::Tanh => format!("tanhf({a})"),
                 UnaryOp::Not => format!("(!{a})"),
@@ -83,6 +84,11 @@ fn expr_c(e: &mut Emitter, x: &TileExpr, idx: &mut std::slice::Iter<'_, String>)
             let float = a.dtype(p).is_float();
             let (a, b) = (expr_c(e, a, idx), expr_c(e, b, idx));
             match op {
+                // rounded as written: no contraction into an fma, as the interpreter computes
+                BinaryOp::Add if float => format!("__fadd_rn({a}, {b})"),
+                BinaryOp::Sub if float => format!("__fsub_rn({a}, {b})"),
+                BinaryOp::Mul if float => format!("__fmul_rn({a}, {b})"),
+                BinaryOp::Div if float => format!("__fdiv_rn({a}, {b})"),
                 BinaryOp::Max if float => format!("fmaxf({a}, {b})"),
                 BinaryOp::Min if float => format!("fminf({a}, {b})"),
                 BinaryOp::Max => format!("max({a}, {b})"),
@@ -226,7 +232,8 @@ fn emit_reduce(
     let ty = compute_c_type(t);
     let combine = |a: &str, b: &str| -> String {
         match (op, t.is_float()) {
-            (ReduceOp::Sum, _) => format!("{a} + {b}"),
+            (ReduceOp::Sum, true) => format!("__fadd_rn({a}, {b})"),
+            (ReduceOp::Sum, false) => format!("{a} + {b}"),
             (ReduceOp::Max, true) => format!("fmaxf({a}, {b})"),
             (ReduceOp::Min, true) => format!("fminf({a}, {b})"),
             (ReduceOp::Max, false) => format!("max({a}, {b})"),

@@ -140,7 +140,9 @@ impl BinaryOp {
 /// An elementwise expression over register tiles and scalars. Tiles broadcast NumPy's way to
 /// the shape of the instruction's output: a tile of lower rank is aligned with the output's
 /// last dimensions, and a dimension of extent 1 repeats along the output's. Arithmetic on 16-bit
-/// floats runs in f32; the result is rounded once, to the output's type.
+/// floats runs in f32; the result is rounded once, to the output's type. Every float operation
+/// rounds as written (the generated code never contracts a product and a sum into an FMA), so
+/// the interpreter gives the GPU's bits for everything but the transcendental functions.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TileExpr {
     /// A register tile (or a transposed view of one).
