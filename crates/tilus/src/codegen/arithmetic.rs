@@ -110,10 +110,12 @@ fn expr_c(e: &mut Emitter, x: &TileExpr, idx: &mut std::slice::Iter<'_, String>)
 }
 
 /// Converts a C value of compute type `from` to the compute type of `to`; a conversion to a
-/// 16-bit float rounds (and the value stays a `float`).
+/// 16-bit float rounds, even from a 16-bit float type (whose values are computed in f32),
+/// and the value stays a `float`.
 fn cast_c(e: &mut Emitter, a: &str, from: DType, to: DType) -> String {
+    // 16-bit floats are computed in f32: a conversion to one always rounds
     match (from.is_float(), to) {
-        _ if from == to => a.to_string(),
+        _ if from == to && to.bits() > 16 => a.to_string(),
         (_, DType::F16) | (_, DType::BF16) => {
             let (h, t) = if to == DType::F16 {
                 (ArithHelper::CvtF16, "f16")

@@ -66,7 +66,8 @@ fn get(data: &RegData, idx: usize) -> V {
 /// does: rounding to nearest even into 16-bit floats (kept as f32), truncation toward zero
 /// from floats to integers, wrapping between integers.
 fn convert(v: V, from: DType, to: DType) -> V {
-    if from == to {
+    // values of 16-bit float types are computed in f32: converting to one always rounds
+    if from == to && to.bits() > 16 {
         return v;
     }
     match to {

@@ -4,7 +4,7 @@
 //! interpreter tests check each case against its reference; the GPU tests check the GPU's
 //! bits against the interpreter's (exactly where the case has no transcendental function).
 
-use half::f16;
+use half::{bf16, f16};
 use tilus::prelude::*;
 
 /// What a case computes from the input tile `x`.
@@ -22,16 +22,18 @@ pub enum ArithCase {
     Softmax,
     /// Through `i32`: `f32((3 * i + 7) / 5 max -i)` with `i = i32(x * 100)` (truncation).
     Integers,
-    /// Through `f16`: `f32(f16(h * h + 1))` with `h = f16(x)`, rounded once at the end; plus
-    /// the f16 sum of the row (f32 inside, rounded once).
+    /// Through `f16`: `f32(f16(h * h + 1)) + f32(bf16(x) * 2)` with `h = f16(x)`: f32 inside,
+    /// rounded once at the end of each compute.
     HalfFloats,
+    /// `x + f32(f16 sum of the row of f16(x))`: f32 inside, rounded once.
+    HalfSum,
     /// `where(any(x > 0.9, dim 1), 1, 0) + where(all(x > -0.9, dim 0), 2, 0)`.
     Logical,
 }
 
 impl ArithCase {
     /// Every case.
-    pub const ALL: [ArithCase; 8] = [
+    pub const ALL: [ArithCase; 9] = [
         ArithCase::Elementwise,
         ArithCase::Transcendental,
         ArithCase::CenterRows,
@@ -39,6 +41,7 @@ impl ArithCase {
         ArithCase::Softmax,
         ArithCase::Integers,
         ArithCase::HalfFloats,
+        ArithCase::HalfSum,
         ArithCase::Logical,
     ];
 
@@ -52,9 +55,10 @@ impl ArithCase {
     pub fn tolerance(self) -> f32 {
         match self {
             ArithCase::Elementwise | ArithCase::Integers | ArithCase::Logical => 0.0,
+            ArithCase::HalfFloats => 0.0,
             ArithCase::ColumnExtremes => 0.0,
             // a row sum rounded to f16: one f16 ulp where the orders differ
-            ArithCase::HalfFloats => 2e-3,
+            ArithCase::HalfSum => 2e-3,
             // sums in another order; exp and friends within a few ulps
             _ => 1e-5,
         }
@@ -142,8 +146,13 @@ fn case_body(
         ArithCase::HalfFloats => {
             let h = k.compute(x.cast::<f16>());
             let y = k.compute(h * h + 1.0);
+            let b = k.compute((x.cast::<bf16>() * 2.0).cast::<bf16>());
+            k.compute(y.cast::<f32>() + b.cast::<f32>())
+        }
+        ArithCase::HalfSum => {
+            let h = k.compute(x.cast::<f16>());
             let s = k.sum(h, 1, true);
-            k.compute(y.cast::<f32>() + s.cast::<f32>())
+            k.compute(x + s.cast::<f32>())
         }
         ArithCase::Logical => {
             let any = k.any(x.gt(0.9), 1, true);
@@ -231,11 +240,15 @@ fn reference_tile(case: ArithCase, t: &[Vec<f32>], cols: usize) -> Vec<Vec<f32>>
             let i = (x * 100.0) as i32;
             ((3 * i + 7) / 5).max(-i) as f32
         }),
-        ArithCase::HalfFloats => map(&|r, _, x| {
+        ArithCase::HalfFloats => map(&|_, _, x| {
             let h = f16::from_f32(x).to_f32();
             let y = f16::from_f32(h * h + 1.0).to_f32();
+            let b = bf16::from_f32(bf16::from_f32(x).to_f32() * 2.0).to_f32();
+            y + b
+        }),
+        ArithCase::HalfSum => map(&|r, _, x| {
             let s: f32 = t[r].iter().map(|&v| f16::from_f32(v).to_f32()).sum();
-            y + f16::from_f32(s).to_f32()
+            x + f16::from_f32(s).to_f32()
         }),
         ArithCase::Logical => map(&|r, c, _| {
             let any = t[r].iter().any(|&v| v > 0.9);

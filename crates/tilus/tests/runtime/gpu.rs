@@ -185,6 +185,7 @@ fn arithmetic_gives_the_interpreters_bits_and_meets_the_reference() {
     use crate::common::arith::{input, max_rel_diff, reference, ArithCase, ArithTile, SHAPES};
     cache_dir();
     let device = Device::open(0).expect("a Hopper GPU");
+    let mut failures = vec![];
     for (rows, cols, warps) in SHAPES {
         for case in ArithCase::ALL {
             let (m, n) = (3 * rows as usize - 1, 2 * cols as usize + 4);
@@ -210,14 +211,26 @@ fn arithmetic_gives_the_interpreters_bits_and_meets_the_reference() {
                     .iter()
                     .zip(&on_cpu)
                     .all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(same, "{what}: the GPU's bits differ from the interpreter's");
+                if !same {
+                    let i = (0..got.len()).find(|&i| got[i].to_bits() != on_cpu[i].to_bits());
+                    let i = i.expect("a difference");
+                    failures.push(format!(
+                        "{what}: the GPU's bits differ from the interpreter's at {i}: {} vs {}",
+                        got[i], on_cpu[i]
+                    ));
+                }
             } else {
                 let d = max_rel_diff(&got, &on_cpu);
-                assert!(d <= 2e-6, "{what}: {d} from the interpreter");
+                if d > 2e-6 {
+                    failures.push(format!("{what}: {d} from the interpreter"));
+                }
             }
             let want = reference(case, &x, m, n, rows as usize, cols as usize);
             let d = max_rel_diff(&got, &want);
-            assert!(d <= case.tolerance(), "{what}: {d} from the reference");
+            if d > case.tolerance() {
+                failures.push(format!("{what}: {d} from the reference"));
+            }
         }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
