@@ -134,7 +134,8 @@ fn threads_that_disagree_on_a_condition_take_their_own_branch() {
 /// from the start, run nothing; an `if` on a runtime argument picks the offset.
 #[test]
 fn untaken_branches_and_loops_run_nothing() {
-    let body: fn(&mut Kernel, Handles<(i32, PtrMut<f32>)>) = |k, (n, out)| {
+    type Args = (i32, PtrMut<f32>);
+    fn body(k: &mut Kernel, (n, out): Handles<Args>) {
         k.blocks([1]);
         k.warps(1);
         let g = k.global_view(out, [64]);
@@ -146,10 +147,10 @@ fn untaken_branches_and_loops_run_nothing() {
             k.assign(i, i + 1);
         });
         k.if_else(n.eq_(1), |k| k.store_global(&g, &t, [32]), |_| {});
-    };
+    }
     for (n, lo, hi) in [(1, 0.0, 7.0), (5, 0.0, 0.0), (101, 7.0, 0.0)] {
         let mut out = vec![0.0f32; 64];
-        interpret::<(i32, PtrMut<f32>)>(body, (n, &mut out)).unwrap();
+        interpret::<Args>(body, (n, &mut out)).unwrap();
         assert!(out[..32].iter().all(|&x| x == lo), "n = {n}: {out:?}");
         assert!(out[32..].iter().all(|&x| x == hi), "n = {n}: {out:?}");
     }
@@ -172,7 +173,7 @@ fn a_while_loop_that_never_ends_is_a_fault() {
         max_loop_iterations: 1000,
         ..Default::default()
     };
-    let mut out = vec![0.0f32; 1];
+    let mut out = [0.0f32; 1];
     let r = tilus::interpret_with(&script, (&mut out[..],), &opts);
     expect_fault(
         r,
