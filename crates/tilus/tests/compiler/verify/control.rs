@@ -399,12 +399,10 @@ fn sync_under_a_condition_that_may_differ_between_threads() {
         k.warps(4);
         let flag = k.var_u32(0u32);
         k.single_thread(|k| k.assign(flag, 1u32));
-        note(
-            line!(),
-            k.if_(flag.eq_(1u32), |k| {
-                at(line!(), k.sync());
-            }),
-        );
+        #[rustfmt::skip]
+        note(line!(), k.if_(flag.eq_(1u32), |k| {
+            at(line!(), k.sync());
+        }));
     })
     .fails_once_noting("sync() inside the if at");
 
@@ -442,13 +440,11 @@ fn sync_under_a_condition_that_may_differ_between_threads() {
     check::<OutF32>(|k, _| {
         k.warps(4);
         let i = k.var_i32(0);
-        note(
-            line!(),
-            k.while_(i.lt(4), |k| {
-                at(line!(), k.sync());
-                k.single_thread(|k| k.assign(i, i + 1));
-            }),
-        );
+        #[rustfmt::skip]
+        note(line!(), k.while_(i.lt(4), |k| {
+            at(line!(), k.sync());
+            k.single_thread(|k| k.assign(i, i + 1));
+        }));
     })
     .fails_once_noting("sync() inside the while at");
 }
@@ -477,12 +473,10 @@ fn free_shared_in_a_branch_of_a_tile_allocated_outside_it() {
     check::<OutF32>(|k, _| {
         k.warps(1);
         let s: SharedTensor<f32> = k.shared_tensor([16, 16]);
-        note(
-            line!(),
-            k.if_(k.block_idx().x.eq_(0), |k| {
-                at(line!(), k.free_shared(&s));
-            }),
-        );
+        #[rustfmt::skip]
+        note(line!(), k.if_(k.block_idx().x.eq_(0), |k| {
+            at(line!(), k.free_shared(&s));
+        }));
     })
     .fails_once_noting("free_shared(`s0`) must be in the same branch as its allocation (the if at");
 
@@ -520,12 +514,10 @@ fn free_shared_in_a_branch_of_a_tile_allocated_outside_it() {
 fn mbarrier_alloc_inside_a_conditional() {
     check::<OutF32>(|k, _| {
         k.warps(1);
-        note(
-            line!(),
-            k.if_(k.block_idx().x.eq_(0), |k| {
-                at(line!(), k.mbarrier().alloc([1]));
-            }),
-        );
+        #[rustfmt::skip]
+        note(line!(), k.if_(k.block_idx().x.eq_(0), |k| {
+            at(line!(), k.mbarrier().alloc([1]));
+        }));
     })
     .fails_once_noting("mbarrier.alloc must run once in the whole block, not inside the if at");
 
