@@ -78,6 +78,32 @@ fn conditionals_and_while_loops_compile() {
     assert_eq!(c.report.spill_stores, 0);
 }
 
+/// The IR printer shows the branches and the loop as blocks, with the script's lines.
+#[test]
+fn the_printed_ir_shows_branches_and_while_loops() {
+    let ir = tilus::ir::print_program(&tilus::trace(&Branches, &[]).unwrap());
+    let lines: Vec<&str> = ir.lines().map(str::trim).collect();
+    let at = |head: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(head))
+            .unwrap_or_else(|| panic!("no line starting with {head:?}:\n{ir}"))
+    };
+    let (if0, while0) = (
+        at("if (bx == 0) {  # scripts.rs:"),
+        at("while (p < ((bx + 1) * 5)) {  # scripts.rs:"),
+    );
+    assert!(lines[if0..while0].contains(&"} else {"), "{ir}");
+    assert!(lines[while0 + 1].starts_with("p = (p * 2)"), "{ir}");
+    assert!(
+        lines[while0 + 3].starts_with("sync()") && lines[while0 + 4] == "}",
+        "{ir}"
+    );
+    // an `if` without `else` has one block
+    let last = at("if (0 < total) {");
+    assert!(!lines[last..].contains(&"} else {"), "{ir}");
+}
+
 // ------------------------------------------------------------------------------------------
 // wgmma: both operand sources, both accumulators.
 // ------------------------------------------------------------------------------------------
