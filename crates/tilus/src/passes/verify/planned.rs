@@ -81,8 +81,8 @@ fn check_registers(c: &mut Checker) {
                         }
                     }
                 }
-                // One branch runs, but a tile used in both lives across the two, so that
-                // the sum is a bound for either path.
+                // Only one branch runs: laid out one after the other, a tile lives across
+                // both only when it is used in both (or after the `if`), as on either path.
                 StmtKind::If {
                     then_body,
                     else_body,
