@@ -157,6 +157,9 @@ pub enum Fault {
     /// The block finished while an asynchronous operation it issued could still read shared
     /// memory (no wait covered it).
     NotWaited,
+    /// A `while` loop ran more iterations than the interpreter allows
+    /// ([`crate::interp::Options::max_loop_iterations`]): its condition never became false.
+    RunawayLoop,
     /// The program uses something the interpreter does not implement yet.
     Unsupported,
     /// The program cannot run as written (an expression that cannot be evaluated, a barrier
@@ -178,6 +181,7 @@ impl fmt::Display for Fault {
             Fault::Diverged => "diverged warp",
             Fault::MissingProxyFence => "async read of ordinary stores without a proxy fence",
             Fault::NotWaited => "asynchronous operation never waited for",
+            Fault::RunawayLoop => "a while loop that does not end",
             Fault::Unsupported => "not supported by the interpreter",
             Fault::Invalid => "invalid program",
         })

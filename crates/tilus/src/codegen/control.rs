@@ -1,4 +1,4 @@
-//! Emitters for scalar variables, loops, thread groups and `sync`.
+//! Emitters for scalar variables, loops, conditionals, thread groups and `sync`.
 
 use super::{c_type, Core, Emitter, Helper, Tid};
 use crate::ir::{GroupKind, Stmt, StmtKind, VarKind};
@@ -33,6 +33,31 @@ pub(super) fn emit(e: &mut Emitter, s: &Stmt) {
                 e.expr(end),
                 e.expr(step)
             );
+            e.open(head);
+            e.block(body);
+            e.close();
+        }
+        StmtKind::If {
+            cond,
+            then_body,
+            else_body,
+        } => {
+            let head = format!("if ({})", e.expr(cond));
+            e.open(head);
+            e.block(then_body);
+            if !else_body.is_empty() {
+                // `} else {`: close the first C scope and open the second on one line
+                e.depth -= 1;
+                e.declared.pop();
+                e.line("} else {");
+                e.depth += 1;
+                e.declared.push(vec![]);
+                e.block(else_body);
+            }
+            e.close();
+        }
+        StmtKind::While { cond, body } => {
+            let head = format!("while ({})", e.expr(cond));
             e.open(head);
             e.block(body);
             e.close();

@@ -217,6 +217,8 @@ impl<'p> Emitter<'p> {
             crate::ir::StmtKind::Let { .. }
             | crate::ir::StmtKind::Assign { .. }
             | crate::ir::StmtKind::For { .. }
+            | crate::ir::StmtKind::If { .. }
+            | crate::ir::StmtKind::While { .. }
             | crate::ir::StmtKind::ThreadGroup { .. }
             | crate::ir::StmtKind::Sync => control::emit(self, s),
         }

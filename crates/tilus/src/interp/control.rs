@@ -1,4 +1,5 @@
-//! Scalar variables, loops, thread groups and `sync`, as `codegen/control.rs` emits them.
+//! Scalar variables, loops, conditionals, thread groups and `sync`, as `codegen/control.rs`
+//! emits them.
 
 use super::state::{Block, Fail, R};
 use super::task::{value, Frame, FrameKind, State, Step, Task};
@@ -35,8 +36,12 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, s: &Stmt) -> R<St
             Ok(Step::Next)
         }
         StmtKind::Sync => Ok(Step::Wait(State::Sync { loc: s.loc })),
-        StmtKind::For { .. } | StmtKind::ThreadGroup { .. } | StmtKind::Inst(_) => {
-            unreachable!("the scheduler runs loops, groups and instructions itself")
+        StmtKind::For { .. }
+        | StmtKind::If { .. }
+        | StmtKind::While { .. }
+        | StmtKind::ThreadGroup { .. }
+        | StmtKind::Inst(_) => {
+            unreachable!("the scheduler runs loops, branches, groups and instructions itself")
         }
     }
 }
@@ -81,6 +86,93 @@ pub(crate) fn for_loop<'p>(b: &Block<'_, 'p>, task: &mut Task<'p>, s: &'p Stmt) 
         });
     }
     Ok(())
+}
+
+/// `if cond { .. } else { .. }`: enters the branch the condition picks (the task's threads
+/// share their variables, so they all take the same one).
+pub(crate) fn if_stmt<'p>(b: &Block<'_, 'p>, task: &mut Task<'p>, s: &'p Stmt) -> R<()> {
+    let StmtKind::If {
+        cond,
+        then_body,
+        else_body,
+    } = &s.kind
+    else {
+        return Ok(());
+    };
+    let taken = value(b, task, cond, s.loc)? != 0;
+    if let Some(f) = task.frames.last_mut() {
+        f.pc += 1;
+    }
+    let body = if taken { then_body } else { else_body };
+    if !body.is_empty() {
+        task.frames.push(Frame {
+            stmts: body,
+            pc: 0,
+            kind: FrameKind::Branch { then: taken },
+            owner: Some(s.id),
+        });
+    }
+    Ok(())
+}
+
+/// `while cond { .. }`: enters the body when the condition holds (the scheduler evaluates it
+/// again at the end of every iteration).
+pub(crate) fn while_loop<'p>(b: &Block<'_, 'p>, task: &mut Task<'p>, s: &'p Stmt) -> R<()> {
+    let StmtKind::While { cond, body } = &s.kind else {
+        return Ok(());
+    };
+    if value(b, task, cond, s.loc)? == 0 {
+        if let Some(f) = task.frames.last_mut() {
+            f.pc += 1;
+        }
+        return Ok(());
+    }
+    if body.is_empty() {
+        // nothing can change what the condition reads
+        return Err(runaway(b, s.loc, cond, None));
+    }
+    if let Some(f) = task.frames.last_mut() {
+        f.pc += 1;
+    }
+    task.frames.push(Frame {
+        stmts: body,
+        pc: 0,
+        kind: FrameKind::While {
+            cond,
+            loc: s.loc,
+            iterations: 1,
+        },
+        owner: Some(s.id),
+    });
+    Ok(())
+}
+
+/// The fault of a `while` loop whose condition stays true: after `iterations`, or at once for
+/// an empty body.
+pub(crate) fn runaway(
+    b: &Block<'_, '_>,
+    loc: crate::ir::Loc,
+    cond: &crate::ir::Expr,
+    iterations: Option<u64>,
+) -> Fail {
+    let p = b.program();
+    let names = |v: VarId| p.var(v).name.clone();
+    let cond = crate::ir::ExprPrinter {
+        expr: cond,
+        names: &names,
+    };
+    let msg = match iterations {
+        None => format!(
+            "while_: the condition `{cond}` holds and the body is empty, so nothing can make it \
+             false: the loop never ends"
+        ),
+        Some(n) => format!(
+            "while_: the condition `{cond}` still holds after {n} iterations (the interpreter's \
+             limit, interp::Options::max_loop_iterations): does the body assign what the \
+             condition reads?"
+        ),
+    };
+    Fail::new(Fault::RunawayLoop, loc, msg)
 }
 
 /// Enters a thread group: the task's threads inside `begin .. begin + count` (relative to the

@@ -35,7 +35,9 @@
 //!   value per (thread, local index), placed by its layout's thread and local terms (replicated
 //!   threads hold copies). A `ThreadGroup` that covers part of a task splits it (warp
 //!   specialization); tasks switch at blocking points (`mbarrier.wait`, `sync`) and merge when
-//!   they meet again.
+//!   they meet again. A task's threads share their scalar variables, so the condition of an
+//!   `if` or a `while` has one value per task: the task runs one branch, or one more
+//!   iteration, as a whole.
 //! - **Shared memory** is one byte array of `program.smem_bytes` bytes: tiles live at their
 //!   planned offsets through [`crate::layout::SharedLayout`]'s swizzle, barriers keep their state
 //!   in their 8 planned bytes. Nothing written reads as NaN.
@@ -55,8 +57,8 @@
 //! (who waits for which barrier and phase), transaction counts that can never be met or are
 //! exceeded, reads of a TMA destination before the wait that covers the copy, wgmma
 //! accumulators used and wgmma operands overwritten before their wait, live shared
-//! buffers that overlap, out-of-bounds global accesses, and warps that reach a warp-collective
-//! instruction divided.
+//! buffers that overlap, out-of-bounds global accesses, warps that reach a warp-collective
+//! instruction divided, and `while` loops that never end.
 
 mod args;
 mod arithmetic;
@@ -89,6 +91,10 @@ pub struct Options {
     /// Blocks per batch: a batch's writes become visible to later batches (a kernel must not
     /// read what other blocks write, as on the GPU).
     pub batch: usize,
+    /// Iterations one `while` loop may run (each time it is entered) before the interpreter
+    /// stops it with [`Fault::RunawayLoop`], so that a loop whose condition never becomes false
+    /// ends a test instead of hanging it. 2^31 by default.
+    pub max_loop_iterations: u64,
 }
 
 impl Default for Options {
@@ -96,6 +102,7 @@ impl Default for Options {
         Options {
             parallel: true,
             batch: 256,
+            max_loop_iterations: 1 << 31,
         }
     }
 }
@@ -314,7 +321,8 @@ pub fn run_program(
         grid[i] = v;
     }
     check_rules(p, plan, args, &ints)?;
-    let prep = Prepared::new(p).map_err(|(loc, m)| Error::script(loc, m))?;
+    let mut prep = Prepared::new(p).map_err(|(loc, m)| Error::script(loc, m))?;
+    prep.max_loop_iterations = opts.max_loop_iterations;
     let total = grid[0]
         .checked_mul(grid[1])
         .and_then(|x| x.checked_mul(grid[2]))

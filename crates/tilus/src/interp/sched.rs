@@ -179,6 +179,14 @@ fn run_task<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>) -> R<Option<Task<'p>
                 control::for_loop(b, task, s)?;
                 continue;
             }
+            StmtKind::If { .. } => {
+                control::if_stmt(b, task, s)?;
+                continue;
+            }
+            StmtKind::While { .. } => {
+                control::while_loop(b, task, s)?;
+                continue;
+            }
             StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {
                 control::exec(b, task, s)?
             }
@@ -193,7 +201,8 @@ fn run_task<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>) -> R<Option<Task<'p>
     }
 }
 
-/// The end of a frame: the next loop iteration, or back to the enclosing statement list.
+/// The end of a frame: the next loop iteration (a `for` loop's counter steps, a `while`
+/// loop's condition is evaluated again), or back to the enclosing statement list.
 fn end_of_frame(b: &Block<'_, '_>, task: &mut Task<'_>) -> R<()> {
     let Some(frame) = task.frames.last_mut() else {
         return Ok(());
@@ -220,6 +229,33 @@ fn end_of_frame(b: &Block<'_, '_>, task: &mut Task<'_>) -> R<()> {
         };
         if next < end {
             task.env[var.0 as usize] = Some(next);
+            frame.pc = 0;
+            return Ok(());
+        }
+    }
+    if let FrameKind::While {
+        cond,
+        loc,
+        iterations,
+    } = frame.kind
+    {
+        let Some(holds) = eval(cond, &task.env, b.bidx) else {
+            return Err(Fail::new(
+                Fault::Invalid,
+                loc,
+                "while_: the condition cannot be evaluated (division by zero or a variable \
+                 without a value)",
+            ));
+        };
+        if holds != 0 {
+            if iterations >= b.prep.max_loop_iterations {
+                return Err(control::runaway(b, loc, cond, Some(iterations)));
+            }
+            frame.kind = FrameKind::While {
+                cond,
+                loc,
+                iterations: iterations + 1,
+            };
             frame.pc = 0;
             return Ok(());
         }

@@ -74,8 +74,8 @@ pub(crate) struct Prepared<'p> {
     pub frag_b: Vec<usize>,
     /// lane * 4 + e -> row * 8 + col of the 16x8 C/D tile.
     pub frag_c: Vec<usize>,
-    /// Variables declared inside each loop or group body (by the statement's id), which go
-    /// out of scope when the frame ends.
+    /// Variables declared inside each loop, branch or group body (by the statement's id),
+    /// which go out of scope when the frame ends.
     pub declared: Vec<Vec<VarId>>,
     /// Every instruction's facts (by the statement's id).
     pub facts: Vec<Option<Facts<'p>>>,
@@ -83,6 +83,9 @@ pub(crate) struct Prepared<'p> {
     pub global_arg: Vec<Option<usize>>,
     /// Threads per block.
     pub block_threads: u32,
+    /// Iterations a `while` loop may run before the interpreter stops it
+    /// ([`crate::interp::Options::max_loop_iterations`]).
+    pub max_loop_iterations: u64,
 }
 
 fn declared_in(stmts: &[Stmt], out: &mut Vec<VarId>) {
@@ -93,7 +96,17 @@ fn declared_in(stmts: &[Stmt], out: &mut Vec<VarId>) {
                 out.push(*var);
                 declared_in(body, out);
             }
-            StmtKind::ThreadGroup { body, .. } => declared_in(body, out),
+            StmtKind::ThreadGroup { body, .. } | StmtKind::While { body, .. } => {
+                declared_in(body, out)
+            }
+            StmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                declared_in(then_body, out);
+                declared_in(else_body, out);
+            }
             StmtKind::Assign { .. } | StmtKind::Sync | StmtKind::Inst(_) => {}
         }
     }
@@ -194,8 +207,18 @@ impl<'p> Prepared<'p> {
                 return;
             };
             match &s.kind {
-                StmtKind::For { body, .. } | StmtKind::ThreadGroup { body, .. } => {
+                StmtKind::For { body, .. }
+                | StmtKind::While { body, .. }
+                | StmtKind::ThreadGroup { body, .. } => {
                     declared_in(body, &mut declared[slot]);
+                }
+                StmtKind::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    declared_in(then_body, &mut declared[slot]);
+                    declared_in(else_body, &mut declared[slot]);
                 }
                 StmtKind::Inst(i) => facts[slot] = Some(i.facts(p)),
                 StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {}
@@ -224,6 +247,7 @@ impl<'p> Prepared<'p> {
             facts,
             global_arg,
             block_threads: p.threads(),
+            max_loop_iterations: crate::interp::Options::default().max_loop_iterations,
         })
     }
 

@@ -17,6 +17,15 @@ pub(crate) enum FrameKind<'p> {
         step: &'p Expr,
         loc: Loc,
     },
+    /// A branch of an `if` (`then`: the first one).
+    Branch { then: bool },
+    /// A `while` body, in its `iterations`-th iteration (from 1): the condition is evaluated
+    /// again at its end.
+    While {
+        cond: &'p Expr,
+        loc: Loc,
+        iterations: u64,
+    },
     /// A thread group's body: threads `base .. base + count` of the block.
     Group { base: u32, count: u32 },
 }
@@ -36,6 +45,10 @@ impl Frame<'_> {
         let kind = match (self.kind, o.kind) {
             (FrameKind::Root, FrameKind::Root) => true,
             (FrameKind::Loop { var: a, .. }, FrameKind::Loop { var: b, .. }) => a == b,
+            (FrameKind::Branch { then: a }, FrameKind::Branch { then: b }) => a == b,
+            // the iteration counts are bookkeeping: tasks with the same variables at the same
+            // place run the same code
+            (FrameKind::While { .. }, FrameKind::While { .. }) => true,
             (FrameKind::Group { base: a, count: c }, FrameKind::Group { base: b, count: d }) => {
                 a == b && c == d
             }

@@ -40,6 +40,8 @@ pub fn describe_stmt(p: &Program, s: &Stmt) -> String {
                 pr.e(step)
             )
         }
+        StmtKind::If { cond, .. } => format!("if {}", pr.e(cond)),
+        StmtKind::While { cond, .. } => format!("while {}", pr.e(cond)),
         StmtKind::ThreadGroup {
             begin, count, kind, ..
         } => format!("{}(begin={begin}, threads={count})", kind.name()),
@@ -199,6 +201,27 @@ impl Printer<'_> {
                     self.e(end),
                     self.e(step)
                 );
+                self.line(depth, t, s);
+                self.block(body, depth + 1);
+                let _ = writeln!(self.out, "{}}}", "  ".repeat(depth));
+            }
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                let t = format!("if {} {{", self.e(cond));
+                self.line(depth, t, s);
+                self.block(then_body, depth + 1);
+                let pad = "  ".repeat(depth);
+                if !else_body.is_empty() {
+                    let _ = writeln!(self.out, "{pad}}} else {{");
+                    self.block(else_body, depth + 1);
+                }
+                let _ = writeln!(self.out, "{pad}}}");
+            }
+            StmtKind::While { cond, body } => {
+                let t = format!("while {} {{", self.e(cond));
                 self.line(depth, t, s);
                 self.block(body, depth + 1);
                 let _ = writeln!(self.out, "{}}}", "  ".repeat(depth));

@@ -133,13 +133,8 @@ impl Program {
         fn go<'a>(stmts: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
             for s in stmts {
                 f(s);
-                match &s.kind {
-                    super::StmtKind::For { body, .. }
-                    | super::StmtKind::ThreadGroup { body, .. } => go(body, f),
-                    super::StmtKind::Let { .. }
-                    | super::StmtKind::Assign { .. }
-                    | super::StmtKind::Sync
-                    | super::StmtKind::Inst(_) => {}
+                for body in s.kind.bodies() {
+                    go(body, f);
                 }
             }
         }

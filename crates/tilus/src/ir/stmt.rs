@@ -74,6 +74,24 @@ pub enum StmtKind {
         /// Loop body.
         body: Vec<Stmt>,
     },
+    /// `if cond { then_body } else { else_body }`: a scalar condition (boolean, or an integer
+    /// that is true when nonzero), evaluated once.
+    If {
+        /// The condition.
+        cond: Expr,
+        /// Runs when the condition holds.
+        then_body: Vec<Stmt>,
+        /// Runs otherwise (empty for an `if` without `else`).
+        else_body: Vec<Stmt>,
+    },
+    /// `while cond { body }`: the condition is evaluated before every iteration, so it sees
+    /// what the body assigned.
+    While {
+        /// The condition (boolean, or an integer that is true when nonzero).
+        cond: Expr,
+        /// Loop body.
+        body: Vec<Stmt>,
+    },
     /// Runs `body` on threads `begin .. begin + count` of the enclosing group only.
     ThreadGroup {
         /// First thread, relative to the enclosing group.
@@ -89,4 +107,24 @@ pub enum StmtKind {
     Sync,
     /// A tile-level instruction.
     Inst(Inst),
+}
+
+impl StmtKind {
+    /// The statement lists nested in this statement (loop bodies, both branches of an `if`,
+    /// thread-group bodies), in program order; empty for the others.
+    pub fn bodies(&self) -> Vec<&[Stmt]> {
+        match self {
+            StmtKind::For { body, .. }
+            | StmtKind::While { body, .. }
+            | StmtKind::ThreadGroup { body, .. } => vec![body],
+            StmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => vec![then_body, else_body],
+            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync | StmtKind::Inst(_) => {
+                vec![]
+            }
+        }
+    }
 }

@@ -1,4 +1,5 @@
-//! The kernel builder: scalar variables, loops, thread groups and the launch configuration.
+//! The kernel builder: scalar variables, loops, conditionals, thread groups and the launch
+//! configuration.
 //! Instruction families add their methods in the files beside this one.
 
 use super::{Scalar, Val};
@@ -305,7 +306,7 @@ impl Kernel {
         if self.blocks.len() > 1 {
             self.error(
                 loc,
-                "warps must be set at the top of the body, outside loops and thread groups",
+                "warps must be set at the top of the body, outside loops, conditionals and thread groups",
             );
             return;
         }
@@ -441,6 +442,91 @@ impl Kernel {
             },
             loc,
         );
+    }
+
+    /// Runs the body in a block of its own, returning its statements.
+    fn nested(&mut self, body: impl FnOnce(&mut Kernel)) -> Vec<Stmt> {
+        self.blocks.push(vec![]);
+        body(self);
+        self.blocks.pop().unwrap_or_default()
+    }
+
+    /// `if cond { then }`: the body runs when the scalar condition holds (a comparison such
+    /// as `i.lt(n)`, or an integer that is true when nonzero). Values declared in the body do
+    /// not exist after it. Conditions are scalars, uniform over the threads that share their
+    /// variables; `sync()` inside is allowed only when the condition is the same for the
+    /// whole block (see the reference).
+    #[track_caller]
+    pub fn if_(&mut self, cond: impl Into<Scalar>, then: impl FnOnce(&mut Kernel)) {
+        let loc = Loc::caller();
+        let cond = cond.into().0;
+        let then_body = self.nested(then);
+        self.push(
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body: vec![],
+            },
+            loc,
+        );
+    }
+
+    /// `if cond { then } else { otherwise }` (see [`Kernel::if_`]).
+    #[track_caller]
+    pub fn if_else(
+        &mut self,
+        cond: impl Into<Scalar>,
+        then: impl FnOnce(&mut Kernel),
+        otherwise: impl FnOnce(&mut Kernel),
+    ) {
+        let loc = Loc::caller();
+        let cond = cond.into().0;
+        let then_body = self.nested(then);
+        let else_body = self.nested(otherwise);
+        self.push(
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            },
+            loc,
+        );
+    }
+
+    /// `while cond { body }`. The condition is an expression over the script's variables,
+    /// evaluated before every iteration, so it sees what the body assigns:
+    ///
+    /// ```
+    /// use tilus::prelude::*;
+    ///
+    /// /// `out[p] = 1` for `p` the least power of two that is at least `n`.
+    /// #[derive(Clone, Debug, Hash)]
+    /// struct NextPowerOfTwo;
+    ///
+    /// impl Script for NextPowerOfTwo {
+    ///     type Args = (i32, PtrMut<f32>);
+    ///     fn body(&self, k: &mut Kernel, (n, out): Handles<Self::Args>) {
+    ///         k.blocks([1]);
+    ///         k.warps(1);
+    ///         let p = k.var_i32(1);
+    ///         k.while_(p.lt(n), |k| k.assign(p, p * 2));
+    ///         let one = k.register_tensor::<f32>([1], 1.0);
+    ///         let g = k.global_view::<f32>(out, [64]);
+    ///         k.store_global(&g, &one, [p]);
+    ///     }
+    /// }
+    ///
+    /// let mut out = [0.0f32; 64];
+    /// tilus::interpret(&NextPowerOfTwo, (10, &mut out[..])).unwrap();
+    /// assert_eq!(out[16], 1.0);
+    /// assert_eq!(out.iter().sum::<f32>(), 1.0);
+    /// ```
+    #[track_caller]
+    pub fn while_(&mut self, cond: impl Into<Scalar>, body: impl FnOnce(&mut Kernel)) {
+        let loc = Loc::caller();
+        let cond = cond.into().0;
+        let body = self.nested(body);
+        self.push(StmtKind::While { cond, body }, loc);
     }
 
     fn group(

@@ -214,18 +214,92 @@ pub fn cdiv(a: impl Into<Scalar>, b: impl Into<Scalar>) -> Scalar {
     Scalar(Expr::cdiv(a.0, b))
 }
 
-/// Comparison helpers (Rust's comparison operators cannot build expressions).
+/// Comparison and logical helpers (Rust's comparison operators cannot build expressions, and
+/// `&&`, `||`, `!` cannot be overloaded). Each builds a boolean [`Scalar`], for conditions of
+/// [`crate::lang::Kernel::if_`] and [`crate::lang::Kernel::while_`]: `i.lt(n).and(flag.ne_(0))`.
 impl Scalar {
     /// `self < rhs`.
     pub fn lt(self, rhs: impl Into<Scalar>) -> Scalar {
         bin(BinOp::Lt, self, rhs.into())
     }
 
+    /// `self <= rhs`.
+    pub fn le(self, rhs: impl Into<Scalar>) -> Scalar {
+        bin(BinOp::Le, self, rhs.into())
+    }
+
+    /// `self > rhs` (built as `rhs < self`).
+    pub fn gt(self, rhs: impl Into<Scalar>) -> Scalar {
+        bin(BinOp::Lt, rhs.into(), self)
+    }
+
+    /// `self >= rhs` (built as `rhs <= self`).
+    pub fn ge(self, rhs: impl Into<Scalar>) -> Scalar {
+        bin(BinOp::Le, rhs.into(), self)
+    }
+
     /// `self == rhs`.
     pub fn eq_(self, rhs: impl Into<Scalar>) -> Scalar {
         bin(BinOp::Eq, self, rhs.into())
     }
+
+    /// `self != rhs`.
+    pub fn ne_(self, rhs: impl Into<Scalar>) -> Scalar {
+        bin(BinOp::Ne, self, rhs.into())
+    }
+
+    /// Logical and (`self && rhs`; integers are true when nonzero).
+    pub fn and(self, rhs: impl Into<Scalar>) -> Scalar {
+        bin(BinOp::And, self, rhs.into())
+    }
+
+    /// Logical or (`self || rhs`; integers are true when nonzero).
+    pub fn or(self, rhs: impl Into<Scalar>) -> Scalar {
+        bin(BinOp::Or, self, rhs.into())
+    }
+
+    /// Logical not (`!self`, built as `self == 0`; integers are true when nonzero).
+    pub fn not_(self) -> Scalar {
+        let zero = Expr::Int(0, self.0.dtype());
+        Scalar(Expr::binary(BinOp::Eq, self.0, zero))
+    }
 }
+
+macro_rules! val_helpers {
+    ($($(#[$doc:meta])* $name:ident),*) => {
+        /// The comparison and logical helpers of [`Scalar`], on variables and constants:
+        /// `counter.lt(n)`.
+        impl Val {
+            $($(#[$doc])* pub fn $name(self, rhs: impl Into<Scalar>) -> Scalar {
+                Scalar::from(self).$name(rhs)
+            })*
+
+            /// Logical not (`!self`, built as `self == 0`).
+            pub fn not_(self) -> Scalar {
+                Scalar::from(self).not_()
+            }
+        }
+    };
+}
+
+val_helpers!(
+    /// `self < rhs`.
+    lt,
+    /// `self <= rhs`.
+    le,
+    /// `self > rhs`.
+    gt,
+    /// `self >= rhs`.
+    ge,
+    /// `self == rhs`.
+    eq_,
+    /// `self != rhs`.
+    ne_,
+    /// Logical and.
+    and,
+    /// Logical or.
+    or
+);
 
 #[cfg(test)]
 mod tests {
@@ -257,6 +331,26 @@ mod tests {
         let f = [om, 0.into()].into_exprs();
         assert_eq!(e, f);
         assert_eq!((om, 64, om * 2).into_exprs().len(), 3);
+    }
+
+    #[test]
+    fn comparisons_and_logic() {
+        let i = Val::var(VarId(0), DType::I32);
+        let e = i.gt(3);
+        assert_eq!(e.0.dtype(), DType::Bool);
+        let x = |v: i64, e: &Scalar| e.0.eval(&|_| Some(v));
+        for v in [-1i64, 3, 4] {
+            assert_eq!(x(v, &i.lt(4)), Some((v < 4) as i64));
+            assert_eq!(x(v, &i.le(3)), Some((v <= 3) as i64));
+            assert_eq!(x(v, &i.gt(3)), Some((v > 3) as i64));
+            assert_eq!(x(v, &i.ge(4)), Some((v >= 4) as i64));
+            assert_eq!(x(v, &i.eq_(3)), Some((v == 3) as i64));
+            assert_eq!(x(v, &i.ne_(3)), Some((v != 3) as i64));
+            assert_eq!(x(v, &i.gt(0).and(i.lt(4))), Some((v > 0 && v < 4) as i64));
+            assert_eq!(x(v, &i.lt(0).or(i.eq_(4))), Some((v < 0 || v == 4) as i64));
+            assert_eq!(x(v, &i.lt(4).not_()), Some((v >= 4) as i64));
+        }
+        assert_eq!(Scalar::from(2).gt(1).as_const(), Some(1));
     }
 
     #[test]

@@ -79,8 +79,70 @@ impl<T> AsyncGroups<T> {
             .chain(self.committed.iter().flatten().flatten())
     }
 
+    /// What may be in flight after either of two paths (the branches of an `if`), from the
+    /// state after each: open groups are joined, and committed groups are joined by their age
+    /// counted from the newest, so that a later `wait_group(n)` keeps every item that either
+    /// path would still keep (an item retired on one path and not the other stays in flight).
+    pub fn join(&mut self, other: AsyncGroups<T>)
+    where
+        T: PartialEq,
+    {
+        let AsyncGroups { open, committed } = other;
+        for (mine, theirs) in self.open.iter_mut().zip(open) {
+            union_into(mine, theirs);
+        }
+        for (mine, theirs) in self.committed.iter_mut().zip(committed) {
+            // align the newest groups
+            let (n, m) = (mine.len(), theirs.len());
+            if m > n {
+                let mut older: Vec<Vec<T>> = (0..m - n).map(|_| vec![]).collect();
+                older.append(mine);
+                *mine = older;
+            }
+            let offset = mine.len() - m;
+            for (i, g) in theirs.into_iter().enumerate() {
+                union_into(&mut mine[offset + i], g);
+            }
+        }
+    }
+
     /// Whether the item at `pred` is in the open (uncommitted) group of its kind.
     pub fn is_uncommitted(&self, pred: impl Fn(&T) -> bool) -> bool {
         self.open.iter().flatten().any(pred)
+    }
+}
+
+/// Adds the items of `b` that `a` lacks.
+fn union_into<T: PartialEq>(a: &mut Vec<T>, b: Vec<T>) {
+    for x in b {
+        if !a.contains(&x) {
+            a.push(x);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_join_keeps_what_either_path_keeps() {
+        let k = AsyncGroup::Bulk;
+        let mut a = AsyncGroups::default();
+        a.issue(k, 1);
+        a.commit(k);
+        let mut b = a.clone();
+        // one path waits for everything, the other issues and commits one more group
+        a.wait(k, 0, false, |_| false);
+        b.issue(k, 2);
+        b.commit(k);
+        a.join(b);
+        let mut left: Vec<i32> = a.in_flight().copied().collect();
+        left.sort();
+        assert_eq!(left, vec![1, 2]);
+        // waiting for all but the newest group keeps 2 (newest on path b)
+        let retired = a.wait(k, 1, false, |_| false);
+        assert_eq!(retired, vec![1]);
+        assert_eq!(a.in_flight().copied().collect::<Vec<_>>(), vec![2]);
     }
 }

@@ -24,16 +24,28 @@ pub(crate) struct Scope {
     pub single_thread: bool,
     /// The group's first thread in the block.
     pub base: u32,
+    /// Identity of the innermost branch of an `if` (0: none; the two branches of one `if`
+    /// differ), so that a tile is freed on the path that allocated it.
+    pub branch_id: usize,
+    /// The innermost `if` around the statement, if any.
+    pub branch_loc: Option<Loc>,
+    /// The innermost `if` or `while` whose condition may differ between the threads of the
+    /// block: where, which construct (`if` or `while`), and a variable of the condition that
+    /// makes it so.
+    pub divergent: Option<(Loc, &'static str, VarId)>,
 }
 
 /// What the verifier's walk knows so far.
 pub(crate) struct Checker<'p> {
     pub p: &'p Program,
     pub diags: Vec<Diagnostic>,
-    /// Shared tiles allocated and not yet freed, with the loop of their allocation.
-    pub live_shared: HashMap<SharedId, usize>,
+    /// Shared tiles allocated and not yet freed, with the loop and the branch of their
+    /// allocation.
+    pub live_shared: HashMap<SharedId, (usize, usize)>,
     /// Loops seen so far (for loop identities).
     pub loops: usize,
+    /// Branches of `if`s seen so far (for branch identities).
+    pub branches: usize,
     /// Shared tiles freed, with where.
     pub freed_shared: HashMap<SharedId, Loc>,
 }
@@ -45,6 +57,7 @@ impl<'p> Checker<'p> {
             diags: vec![],
             live_shared: HashMap::new(),
             loops: 0,
+            branches: 0,
             freed_shared: HashMap::new(),
         }
     }

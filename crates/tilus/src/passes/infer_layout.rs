@@ -18,8 +18,16 @@ pub(crate) fn for_each_inst_mut(stmts: &mut [Stmt], f: &mut dyn FnMut(&mut Inst,
     for s in stmts {
         let loc = s.loc;
         match &mut s.kind {
-            StmtKind::For { body, .. } | StmtKind::ThreadGroup { body, .. } => {
-                for_each_inst_mut(body, f)
+            StmtKind::For { body, .. }
+            | StmtKind::While { body, .. }
+            | StmtKind::ThreadGroup { body, .. } => for_each_inst_mut(body, f),
+            StmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                for_each_inst_mut(then_body, f);
+                for_each_inst_mut(else_body, f);
             }
             StmtKind::Inst(i) => f(i, loc),
             StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {}

@@ -13,7 +13,8 @@ use crate::ir::{
 };
 
 /// For every variable, the largest power of two known to divide its value: immutable `let`s
-/// inherit it from their definition, loop indices from their start and step, the rest get 1.
+/// inherit it from their definition (in a branch or a `while` as anywhere: they are defined
+/// once), loop indices from their start and step, the rest get 1.
 pub fn var_divisibility(p: &Program) -> Vec<i64> {
     divisibility_in(p, &p.body)
 }
@@ -39,7 +40,17 @@ fn divisibility_in(p: &Program, body: &[Stmt]) -> Vec<i64> {
                     divs[var.0 as usize] = d;
                     go(body, p, divs);
                 }
-                StmtKind::ThreadGroup { body, .. } => go(body, p, divs),
+                StmtKind::ThreadGroup { body, .. } | StmtKind::While { body, .. } => {
+                    go(body, p, divs)
+                }
+                StmtKind::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    go(then_body, p, divs);
+                    go(else_body, p, divs);
+                }
                 StmtKind::Let { .. }
                 | StmtKind::Assign { .. }
                 | StmtKind::Sync

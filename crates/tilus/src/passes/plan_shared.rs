@@ -2,7 +2,8 @@
 //! tiles and mbarriers together.
 //!
 //! The invariant it keeps is *no barrier inside live data*: a tile lives from its allocation to
-//! its `free_shared` (or the end of the kernel), and a tile the async proxy still touches stays
+//! its `free_shared` (or the end of the kernel; a `while` loop counts as a loop, and the two
+//! branches of an `if` are laid out one after the other, as only one runs), and a tile the async proxy still touches stays
 //! live until the wait that observes the operation (the barrier wait of a TMA load, the group
 //! wait of a TMA store or a wgmma), even when it is freed earlier. All of it is read from the
 //! instructions' facts. Barriers live from their
@@ -38,6 +39,11 @@ struct Walk<'p> {
     alloc_loops: Vec<Vec<usize>>,
     loops: Vec<(usize, usize)>,
     loop_stack: Vec<usize>,
+    /// Branches of `if`s seen so far, the open ones (innermost last) and the innermost open
+    /// branch at each tile's allocation.
+    branches: usize,
+    branch_stack: Vec<usize>,
+    alloc_branch: Vec<Option<usize>>,
     /// Asynchronous accesses completing at a barrier wait: (tile, barrier) issued and not yet
     /// observed by a wait on that barrier.
     at_barrier: Vec<(SharedId, &'p BarrierRef)>,
@@ -72,13 +78,27 @@ impl<'p> Walk<'p> {
         for s in stmts {
             self.pos += 1;
             match &s.kind {
-                StmtKind::For { body, .. } => {
+                StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
                     let id = self.loops.len();
                     self.loops.push((self.pos, 0));
                     self.loop_stack.push(id);
                     self.visit(body);
                     self.loop_stack.pop();
                     self.loops[id].1 = self.pos;
+                }
+                // The branches are laid out one after the other: a tile allocated and freed in
+                // one may share bytes with a tile of the other, as only one of them runs.
+                StmtKind::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    for body in [then_body, else_body] {
+                        self.branches += 1;
+                        self.branch_stack.push(self.branches);
+                        self.visit(body);
+                        self.branch_stack.pop();
+                    }
                 }
                 StmtKind::ThreadGroup { body, .. } => self.visit(body),
                 StmtKind::Inst(i) => {
@@ -95,7 +115,12 @@ impl<'p> Walk<'p> {
                             Access::Declare => {
                                 self.start[ti] = self.pos;
                                 self.alloc_loops[ti] = self.loop_stack.clone();
+                                self.alloc_branch[ti] = self.branch_stack.last().copied();
                             }
+                            // Freed on one path only (the verifier rejects it): the tile stays
+                            // alive on the other, so its life does not end here.
+                            Access::Release
+                                if self.branch_stack.last().copied() != self.alloc_branch[ti] => {}
                             Access::Release => {
                                 if self.in_flight(t) {
                                     self.freed_pending.push(t);
@@ -156,6 +181,9 @@ pub fn run(mut p: Program) -> Result<Program> {
         alloc_loops: vec![vec![]; n],
         loops: vec![],
         loop_stack: vec![],
+        branches: 0,
+        branch_stack: vec![],
+        alloc_branch: vec![None; n],
         at_barrier: vec![],
         in_groups: AsyncGroups::default(),
         freed_pending: vec![],

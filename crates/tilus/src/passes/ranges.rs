@@ -305,6 +305,21 @@ impl Ranges<'_> {
                     }
                     self.walk(body);
                 }
+                // A branch computes what straight-line code would (its `let`s exist only in
+                // it); a `while`'s counters are assigned, so they are not tracked.
+                StmtKind::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
+                    self.range(cond, loc);
+                    self.walk(then_body);
+                    self.walk(else_body);
+                }
+                StmtKind::While { cond, body } => {
+                    self.range(cond, loc);
+                    self.walk(body);
+                }
                 StmtKind::ThreadGroup { body, .. } => self.walk(body),
                 StmtKind::Sync => {}
                 StmtKind::Inst(i) => {

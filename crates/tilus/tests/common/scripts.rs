@@ -430,3 +430,98 @@ impl Script for CountingFill {
         k.store_global(&g, &t, (offset,));
     }
 }
+
+/// Conditionals and `while` loops, per block of a grid of [`Branches::BLOCKS`], into a
+/// `[BLOCKS, 64]` f32 output (zeros elsewhere; [`Branches::expected`] computes it on the
+/// host). Row `b`, columns 0..32: 1 in block 0, 2 in odd blocks, 3 in the others (nested
+/// `if_else` on the block index). Column `32 + steps`: 4, where `steps` counts the doublings
+/// of `p = 1` until `p >= 5 (b + 1)` (a `while` loop with two mutable variables and a `sync`
+/// in its body). Column `48 + total % 16`: 5, where `total` sums, over `j in 0..b + 4`, `j`
+/// for even `j` and 1 for odd `j > 4` (branches in a loop); warp 1 alone stores it, inside
+/// an `if`.
+#[derive(Clone, Copy, Debug, Default, Hash)]
+pub struct Branches;
+
+impl Branches {
+    /// Blocks of the grid (rows of the output).
+    pub const BLOCKS: usize = 4;
+    /// Columns of the output.
+    pub const COLS: usize = 64;
+
+    /// The output, computed on the host.
+    pub fn expected() -> Vec<f32> {
+        let mut out = vec![0.0f32; Self::BLOCKS * Self::COLS];
+        for b in 0..Self::BLOCKS {
+            let row = &mut out[b * Self::COLS..(b + 1) * Self::COLS];
+            let v = if b == 0 {
+                1.0
+            } else if b % 2 == 1 {
+                2.0
+            } else {
+                3.0
+            };
+            row[..32].fill(v);
+            let (mut p, mut steps) = (1, 0);
+            while p < 5 * (b + 1) {
+                p *= 2;
+                steps += 1;
+            }
+            row[32 + steps] = 4.0;
+            let mut total = 0;
+            for j in 0..b + 4 {
+                if j % 2 == 0 {
+                    total += j;
+                } else if j > 4 {
+                    total += 1;
+                }
+            }
+            if total > 0 {
+                row[48 + total % 16] = 5.0;
+            }
+        }
+        out
+    }
+}
+
+impl Script for Branches {
+    type Args = (PtrMut<f32>,);
+    fn body(&self, k: &mut Kernel, (out,): Handles<Self::Args>) {
+        k.blocks([Self::BLOCKS as i32]);
+        k.warps(2);
+        let bidx = k.block_idx().x;
+        let bx = k.name_next("bx").let_i32(bidx);
+        let g = k.global_view::<f32>(out, [Self::BLOCKS as i32, Self::COLS as i32]);
+        let fill = |k: &mut Kernel, v: f64| {
+            let t = k.register_tensor::<f32>([1, 32], v);
+            k.store_global(&g, &t, (bx, 0));
+        };
+        k.if_else(
+            bx.eq_(0),
+            |k| fill(k, 1.0),
+            |k| k.if_else((bx % 2).eq_(1), |k| fill(k, 2.0), |k| fill(k, 3.0)),
+        );
+        let p = k.name_next("p").var_i32(1);
+        let steps = k.name_next("steps").var_i32(0);
+        k.while_(p.lt((bx + 1) * 5), |k| {
+            k.assign(p, p * 2);
+            k.assign(steps, steps + 1);
+            k.sync();
+        });
+        let four = k.register_tensor::<f32>([1, 1], 4.0);
+        k.store_global(&g, &four, (bx, steps + 32));
+        let total = k.name_next("total").var_i32(0);
+        k.for_range(0, bx + 4, 1, |k, j| {
+            k.if_else(
+                (j % 2).eq_(0),
+                |k| k.assign(total, total + j),
+                |k| k.if_(j.gt(4), |k| k.assign(total, total + 1)),
+            );
+        });
+        k.if_(total.gt(0), |k| {
+            k.single_warp(1, |k| {
+                let five = k.register_tensor::<f32>([1, 1], 5.0);
+                k.store_global(&g, &five, (bx, total % 16 + 48));
+            });
+        });
+    }
+}

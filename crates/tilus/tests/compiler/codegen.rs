@@ -3,7 +3,7 @@
 //! in `runtime/gpu.rs`.
 
 use crate::common::build;
-use crate::common::scripts::{Epilogue, EpilogueBug, Groups, OneTile, TileCopy};
+use crate::common::scripts::{Branches, Epilogue, EpilogueBug, Groups, OneTile, TileCopy, FILE};
 use half::f16;
 
 // ------------------------------------------------------------------------------------------
@@ -37,7 +37,7 @@ fn tile_copy_compiles_with_the_generic_load_and_each_swizzle() {
 }
 
 // ------------------------------------------------------------------------------------------
-// control and mbarrier: nested thread groups, plain arrivals.
+// control and mbarrier: nested thread groups, plain arrivals, conditionals and while loops.
 // ------------------------------------------------------------------------------------------
 
 #[test]
@@ -46,6 +46,62 @@ fn nested_groups_compile() {
     assert!(src.contains("mbarrier.arrive.shared::cta.b64"));
     assert!(src.matches("if (").count() >= 4, "{src}");
     build(&Groups, &[]);
+}
+
+/// `if_else` and `while_` become C `if (..) { .. } else { .. }` and `while (..) { .. }`, each
+/// after a comment with the script's file:line, and NVRTC compiles them.
+#[test]
+fn conditionals_and_while_loops_compile() {
+    let src = tilus::emit(&Branches, &[]).unwrap();
+    assert!(src.contains("if ((bx == 0)) {"), "{src}");
+    assert!(src.contains("if (((bx % 2) == 1)) {"), "{src}");
+    assert!(src.contains("} else {"), "{src}");
+    assert!(src.contains("while ((p < ((bx + 1) * 5))) {"), "{src}");
+    assert!(src.contains("p = (p * 2);"), "{src}");
+    let short = FILE.rsplit('/').next().unwrap();
+    for head in [
+        ": if (bx == 0)",
+        ": while (p < ((bx + 1) * 5))",
+        ": if (0 < total)",
+    ] {
+        let comment = src
+            .lines()
+            .find(|l| l.trim_start().starts_with("// ") && l.ends_with(head))
+            .unwrap_or_else(|| panic!("no comment ending in {head:?}:\n{src}"));
+        assert!(comment.contains(&format!("{short}:")), "{comment}");
+    }
+    // the body of the while loop, the sync included, is inside its braces
+    let at = src.find("while (").unwrap();
+    let body = &src[at..at + src[at..].find("\n  }").unwrap()];
+    assert!(body.contains("__syncthreads();"), "{body}");
+    let c = build(&Branches, &[]);
+    assert_eq!(c.report.spill_stores, 0);
+}
+
+/// The IR printer shows the branches and the loop as blocks, with the script's lines.
+#[test]
+fn the_printed_ir_shows_branches_and_while_loops() {
+    let ir = tilus::ir::print_program(&tilus::trace(&Branches, &[]).unwrap());
+    let lines: Vec<&str> = ir.lines().map(str::trim).collect();
+    let at = |head: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(head))
+            .unwrap_or_else(|| panic!("no line starting with {head:?}:\n{ir}"))
+    };
+    let (if0, while0) = (
+        at("if (bx == 0) {  # scripts.rs:"),
+        at("while (p < ((bx + 1) * 5)) {  # scripts.rs:"),
+    );
+    assert!(lines[if0..while0].contains(&"} else {"), "{ir}");
+    assert!(lines[while0 + 1].starts_with("p = (p * 2)"), "{ir}");
+    assert!(
+        lines[while0 + 3].starts_with("sync()") && lines[while0 + 4] == "}",
+        "{ir}"
+    );
+    // an `if` without `else` has one block
+    let last = at("if (0 < total) {");
+    assert!(!lines[last..].contains(&"} else {"), "{ir}");
 }
 
 // ------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@
 //!   launch checks, the autotuner, the GPU runs of the shared scripts.
 //!
 //! The instruction families are those of `src/ir/inst/`: control (launch configuration,
-//! loops, thread groups, scalars), memory, arithmetic, mbarrier, tma, mma, wgmma. A new
+//! loops, conditionals, thread groups, scalars), memory, arithmetic, mbarrier, tma, mma, wgmma. A new
 //! instruction's tests go into its family's file in each binary: its verifier rules in
 //! `compiler/verify/<family>.rs`, its interpreter runs and faults in `interp/<family>.rs`, its
 //! fuzzer op in `fuzz/ops/<family>.rs`, its generated CUDA in `compiler/codegen.rs`, its GPU

@@ -538,6 +538,111 @@ fn a_tile_allocated_in_a_loop_without_a_free_stays_apart_from_the_loops_other_ti
     assert_disjoint(&p, What::Tile(1), What::Bars(0));
 }
 
+/// The two branches of an `if` never run together: tiles allocated and freed in each may
+/// share bytes; a tile one branch keeps alive past its end may not.
+#[test]
+fn the_branches_of_an_if_share_bytes_only_for_tiles_they_free() {
+    #[derive(Clone, Debug, Hash)]
+    struct Branches {
+        free_first: bool,
+    }
+    impl Script for Branches {
+        type Args = (Ptr<f16>,);
+        fn body(&self, k: &mut Kernel, _: Handles<Self::Args>) {
+            k.blocks([2]);
+            k.warps(4);
+            let free_first = self.free_first;
+            k.if_else(
+                k.block_idx().x.eq_(0),
+                |k| {
+                    let x: SharedTensor<f16> = k.shared_tensor([64, 64]);
+                    if free_first {
+                        k.free_shared(&x);
+                    }
+                },
+                |k| {
+                    let y: SharedTensor<f16> = k.shared_tensor([64, 64]);
+                    k.free_shared(&y);
+                },
+            );
+        }
+    }
+    let p = plan(&Branches { free_first: true }, &[]);
+    assert_eq!(range(&p, What::Tile(0)), range(&p, What::Tile(1)));
+    assert_eq!(p.smem_bytes, 64 * 64 * 2);
+    let p = plan(&Branches { free_first: false }, &[]);
+    assert_disjoint(&p, What::Tile(0), What::Tile(1));
+}
+
+/// A tile freed in its branch while a TMA copy into it is in flight stays reserved until the
+/// wait after the `if`: what is in flight after an `if` is what either branch leaves in
+/// flight, so neither the other branch's tile nor a later one takes its bytes.
+#[test]
+fn a_copy_in_flight_past_its_branch_keeps_its_tile() {
+    #[derive(Clone, Debug, Hash)]
+    struct CopyInBranch;
+    impl Script for CopyInBranch {
+        type Args = (Ptr<f16>,);
+        fn body(&self, k: &mut Kernel, (a,): Handles<Self::Args>) {
+            k.blocks([2]);
+            k.warps(4);
+            let g = k.global_view(a, [4096, 4096]);
+            let bar = k.mbarrier().alloc([1]);
+            k.if_else(
+                k.block_idx().x.eq_(0),
+                |k| {
+                    let x: SharedTensor<f16> = k.shared_tensor([64, 64]);
+                    k.single_thread(|k| {
+                        k.mbarrier().arrive_and_expect_tx(bar[0], x.nbytes());
+                        k.tma().global_to_shared(&g, &x, [0, 0], bar[0]);
+                    });
+                    k.free_shared(&x);
+                },
+                |k| {
+                    let y: SharedTensor<f16> = k.shared_tensor([64, 64]);
+                    k.single_thread(|k| {
+                        k.mbarrier().arrive_and_expect_tx(bar[0], y.nbytes());
+                        k.tma().global_to_shared(&g, &y, [64, 0], bar[0]);
+                    });
+                    k.free_shared(&y);
+                },
+            );
+            let z: SharedTensor<f16> = k.shared_tensor([64, 64]);
+            k.single_thread(|k| k.mbarrier().wait(bar[0], 0u32));
+            k.free_shared(&z);
+        }
+    }
+    let p = plan(&CopyInBranch, &[]);
+    for (a, b) in [(0, 1), (0, 2), (1, 2)] {
+        assert_disjoint(&p, What::Tile(a), What::Tile(b));
+    }
+    assert_disjoint(&p, What::Tile(0), What::Bars(0));
+}
+
+/// A `while` body is a loop: a tile it allocates without a free is alive in the next
+/// iteration, when the body's other tile is allocated again.
+#[test]
+fn a_tile_allocated_in_a_while_loop_without_a_free_stays_apart_from_its_other_tiles() {
+    #[derive(Clone, Debug, Hash)]
+    struct InWhile;
+    impl Script for InWhile {
+        type Args = (Ptr<f16>,);
+        fn body(&self, k: &mut Kernel, _: Handles<Self::Args>) {
+            k.blocks([1]);
+            k.warps(4);
+            let i = k.var_i32(0);
+            k.while_(i.lt(4), |k| {
+                let x: SharedTensor<f16> = k.shared_tensor([64, 64]);
+                k.free_shared(&x);
+                let _y: SharedTensor<f16> = k.shared_tensor([64, 64]);
+                k.assign(i, i + 1);
+            });
+        }
+    }
+    let p = plan(&InWhile, &[]);
+    assert_disjoint(&p, What::Tile(0), What::Tile(1));
+}
+
 /// The pipelined pattern: the copy for the next iteration is issued at the end of the body
 /// and waited on at the start of the next; the tile is freed after the loop, with the last
 /// prefetch still in flight.

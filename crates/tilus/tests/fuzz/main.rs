@@ -1,8 +1,8 @@
 //! Random small scripts never panic the library: they trace, check, plan and emit CUDA, or
 //! they fail with an error.
 //!
-//! A program is a list of operations (`ops/`), one per builder call (loops and thread groups
-//! hold nested lists). The script `replay::Fuzz` replays it in its body: every handle it
+//! A program is a list of operations (`ops/`), one per builder call (loops, conditionals and
+//! thread groups hold nested lists). The script `replay::Fuzz` replays it in its body: every handle it
 //! creates (scalars, global views, shared and register tiles, barrier arrays) goes into a
 //! vector, and operations name handles by an index counted back from the most recent one,
 //! modulo the number created so far. So every generated program can be replayed, including
@@ -116,7 +116,7 @@ fn random_scripts_never_panic() {
 fn op_names(ops: &[Op], out: &mut Vec<String>) {
     for op in ops {
         out.push(op.name());
-        if let Some(body) = op.body() {
+        for body in op.bodies() {
             op_names(body, out);
         }
     }

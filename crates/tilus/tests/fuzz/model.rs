@@ -32,6 +32,14 @@ pub enum Bin {
     Shr,
     Lt,
     Eq,
+    Le,
+    Gt,
+    Ge,
+    Ne,
+    /// Logical and.
+    LAnd,
+    /// Logical or.
+    LOr,
 }
 
 /// A scalar expression.
@@ -52,6 +60,8 @@ pub enum Sc {
     BlockIdx(u8),
     Bin(Bin, Box<Sc>, Box<Sc>),
     Cdiv(Box<Sc>, Box<Sc>),
+    /// Logical not.
+    Not(Box<Sc>),
 }
 
 /// A tile handle (counting back from the most recent one), possibly seen through

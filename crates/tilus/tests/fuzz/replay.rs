@@ -226,9 +226,16 @@ impl Replay {
                     Bin::Shr => a >> b,
                     Bin::Lt => a.lt(b),
                     Bin::Eq => a.eq_(b),
+                    Bin::Le => a.le(b),
+                    Bin::Gt => a.gt(b),
+                    Bin::Ge => a.ge(b),
+                    Bin::Ne => a.ne_(b),
+                    Bin::LAnd => a.and(b),
+                    Bin::LOr => a.or(b),
                 }
             }
             Sc::Cdiv(a, b) => cdiv(self.scalar(a), self.scalar(b)),
+            Sc::Not(a) => self.scalar(a).not_(),
         }
     }
 

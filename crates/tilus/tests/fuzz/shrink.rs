@@ -10,21 +10,21 @@ fn panic_site(report: &str) -> &str {
     report.lines().next().unwrap_or("")
 }
 
-/// Every program one step simpler than `ops`: an operation removed, or a loop or thread
-/// group replaced by its body, at any depth.
+/// Every program one step simpler than `ops`: an operation removed, or a loop, conditional
+/// or thread group replaced by one of its bodies, at any depth.
 fn simpler(ops: &[Op]) -> Vec<Vec<Op>> {
     let mut out = vec![];
     for (i, op) in ops.iter().enumerate() {
         let mut v = ops.to_vec();
         v.remove(i);
         out.push(v);
-        if let Some(body) = op.body() {
+        for (n, body) in op.bodies().into_iter().enumerate() {
             let mut v = ops.to_vec();
             v.splice(i..=i, body.iter().cloned());
             out.push(v);
             for b in simpler(body) {
                 let mut v = ops.to_vec();
-                *v[i].body_mut().expect("a loop or thread group") = b;
+                *v[i].bodies_mut().swap_remove(n) = b;
                 out.push(v);
             }
         }
@@ -65,10 +65,15 @@ fn minimize(mut case: Case, report: &str) -> (Case, String) {
 fn describe(ops: &[Op], depth: usize, out: &mut String) {
     for op in ops {
         let pad = "    ".repeat(depth + 1);
-        match (op, op.body()) {
-            (Op::Control(c), Some(body)) => {
+        match (op, op.bodies()) {
+            (Op::Control(c), bodies) if !bodies.is_empty() => {
                 out.push_str(&format!("{pad}Control::{} {{\n", c.head()));
-                describe(body, depth + 1, out);
+                for (n, body) in bodies.into_iter().enumerate() {
+                    if n > 0 {
+                        out.push_str(&format!("{pad}}} else {{\n"));
+                    }
+                    describe(body, depth + 1, out);
+                }
                 out.push_str(&format!("{pad}}}\n"));
             }
             _ => out.push_str(&format!("{pad}{op:?}\n")),

@@ -12,7 +12,9 @@
 use proptest::prelude::*;
 
 use crate::model::{BarIx, BarRef, Bin, Case, Dt, Edit, Op, Sc, T};
-use crate::ops::control::{group, warps, Control, LetKind, To};
+use crate::ops::control::{
+    cond, group, snippet_branch, snippet_count, warps, Control, LetKind, To,
+};
 use crate::ops::mbarrier::Mbarrier;
 use crate::ops::memory::{snippet_store, Memory};
 use crate::ops::mma::snippet_dot;
@@ -89,6 +91,12 @@ fn bin() -> impl Strategy<Value = Bin> {
         Bin::Shr,
         Bin::Lt,
         Bin::Eq,
+        Bin::Le,
+        Bin::Gt,
+        Bin::Ge,
+        Bin::Ne,
+        Bin::LAnd,
+        Bin::LOr,
     ])
 }
 
@@ -126,7 +134,8 @@ pub fn sc(m: Mode) -> BoxedStrategy<Sc> {
         prop_oneof![
             3 => (bin(), inner.clone(), inner.clone())
                 .prop_map(|(o, a, b)| Sc::Bin(o, Box::new(a), Box::new(b))),
-            1 => (inner.clone(), inner).prop_map(|(a, b)| Sc::Cdiv(Box::new(a), Box::new(b))),
+            1 => (inner.clone(), inner.clone()).prop_map(|(a, b)| Sc::Cdiv(Box::new(a), Box::new(b))),
+            1 => inner.prop_map(|a| Sc::Not(Box::new(a))),
         ]
     })
     .boxed()
@@ -182,15 +191,20 @@ fn leaf_op(m: Mode, top: bool) -> BoxedStrategy<Op> {
     prop::strategy::Union::new_weighted(Op::arms(m, top)).boxed()
 }
 
-/// Wild operations, with loops and thread groups nested at most two deep.
+/// Wild operations, with loops, conditionals and thread groups nested at most two deep.
 pub fn wild_op() -> BoxedStrategy<Op> {
     leaf_op(Wild, true)
         .prop_recursive(2, 16, 4, |inner| {
             let body = prop::collection::vec(inner, 0..4);
             prop_oneof![
-                (sc(Wild), sc(Wild), sc(Wild), body.clone())
+                3 => (sc(Wild), sc(Wild), sc(Wild), body.clone())
                     .prop_map(|(a, b, c, body)| Control::For(a, b, c, body).into()),
-                (group(Wild), body).prop_map(|(g, body)| Control::Group(g, body).into()),
+                3 => (group(Wild), body.clone()).prop_map(|(g, body)| Control::Group(g, body).into()),
+                1 => (cond(Wild), body.clone()).prop_map(|(c, body)| Control::If(c, body).into()),
+                1 => (cond(Wild), body.clone(), body.clone())
+                    .prop_map(|(c, t, e)| Control::IfElse(c, t, e).into()),
+                1 => (cond(Wild), body.clone()).prop_map(|(c, body)| Control::While(c, body).into()),
+                1 => (sc(Wild), sc(Wild), body).prop_map(|(n, s, body)| Control::Count(n, s, body).into()),
             ]
         })
         .boxed()
@@ -208,6 +222,9 @@ fn chunk() -> BoxedStrategy<Vec<Op>> {
         2 => snippet_tma_store(),
     ];
     leaf.prop_recursive(2, 24, 3, |inner| {
+        let nested = prop::collection::vec(inner.clone(), 1..3)
+            .prop_map(|b| b.concat())
+            .boxed();
         let step = prop::sample::select(vec![16, 32, 64]).prop_map(Sc::Lit);
         prop_oneof![
             2 => (sc(Tame), step.clone(), prop::collection::vec(inner, 1..3)).prop_map(
@@ -217,6 +234,8 @@ fn chunk() -> BoxedStrategy<Vec<Op>> {
             ),
             1 => (group(Tame), prop::collection::vec(leaf_op(Tame, false), 1..4))
                 .prop_map(|(g, body)| vec![Control::Group(g, body).into()]),
+            1 => snippet_branch(nested.clone()),
+            1 => snippet_count(nested),
             // `phase` is the most recent scalar outside the loop; inside, the loop index is
             1 => (snippet_tma(Sc::Val(1)), step).prop_map(|(mut body, step)| {
                 body.push(

@@ -1,9 +1,10 @@
-//! Control: nested thread groups, and warps whose threads disagree on a variable and so can
-//! never reassemble for an instruction that needs whole warps.
+//! Control: nested thread groups, warps whose threads disagree on a variable and so can
+//! never reassemble for an instruction that needs whole warps, conditionals and `while`
+//! loops (and the loop that never ends).
 
 use crate::common::interp::{expect_fault, interpret, run};
-use crate::common::mark;
-use crate::common::scripts::Groups;
+use crate::common::scripts::{Branches, Groups};
+use crate::common::{clear_marks, mark, Body};
 use tilus::interp::Fault;
 use tilus::prelude::*;
 
@@ -82,4 +83,149 @@ fn runtime_sizes_are_checked_before_the_kernel_runs() {
         }
         other => panic!("expected the buffer check, got {other:?}"),
     }
+}
+
+// ------------------------------------------------------------------------------------------
+// Conditionals and while loops.
+// ------------------------------------------------------------------------------------------
+
+/// Branches on the block index, a `while` loop with a `sync` over two mutable variables,
+/// branches nested in a loop and a thread group inside a branch: every block's row is exact.
+#[test]
+fn branches_and_while_loops_compute_each_blocks_row() {
+    let mut out = vec![0.0f32; Branches::BLOCKS * Branches::COLS];
+    run(&Branches, (&mut out[..],)).unwrap();
+    assert_eq!(out, Branches::expected());
+}
+
+/// Threads that disagree on a condition take their own branches (a task's threads share
+/// their variables; tasks with different values take different branches), as each GPU
+/// thread does: the elements of warp 1, which set the flag, get the other branch's value.
+#[test]
+fn threads_that_disagree_on_a_condition_take_their_own_branch() {
+    let mut out = vec![0.0f32; 64];
+    interpret::<(PtrMut<f32>,)>(
+        |k, (out,)| {
+            k.blocks([1]);
+            k.warps(2);
+            let flag = k.var_i32(0);
+            k.single_warp(1, |k| k.assign(flag, 1));
+            let g = k.global_view(out, [64]);
+            k.if_else(
+                flag.eq_(1),
+                |k| {
+                    let t = k.register_tensor::<f32>([64], 2.0);
+                    k.store_global(&g, &t, [0]);
+                },
+                |k| {
+                    let t = k.register_tensor::<f32>([64], 1.0);
+                    k.store_global(&g, &t, [0]);
+                },
+            );
+        },
+        (&mut out,),
+    )
+    .unwrap();
+    assert!(out[..32].iter().all(|&x| x == 1.0), "{:?}", &out[..32]);
+    assert!(out[32..].iter().all(|&x| x == 2.0), "{:?}", &out[32..]);
+}
+
+/// An `if` without `else` whose condition is false, and a `while` whose condition is false
+/// from the start, run nothing; an `if` on a runtime argument picks the offset.
+#[test]
+fn untaken_branches_and_loops_run_nothing() {
+    type Args = (i32, PtrMut<f32>);
+    fn body(k: &mut Kernel, (n, out): Handles<Args>) {
+        k.blocks([1]);
+        k.warps(1);
+        let g = k.global_view(out, [64]);
+        let t = k.register_tensor::<f32>([32], 7.0);
+        k.if_(n.gt(100), |k| k.store_global(&g, &t, [0]));
+        let i = k.var_i32(n);
+        k.while_(i.lt(n), |k| {
+            k.store_global(&g, &t, [0]);
+            k.assign(i, i + 1);
+        });
+        k.if_else(n.eq_(1), |k| k.store_global(&g, &t, [32]), |_| {});
+    }
+    for (n, lo, hi) in [(1, 0.0, 7.0), (5, 0.0, 0.0), (101, 7.0, 0.0)] {
+        let mut out = vec![0.0f32; 64];
+        interpret::<Args>(body, (n, &mut out)).unwrap();
+        assert!(out[..32].iter().all(|&x| x == lo), "n = {n}: {out:?}");
+        assert!(out[32..].iter().all(|&x| x == hi), "n = {n}: {out:?}");
+    }
+}
+
+/// A `while` loop whose condition never becomes false ends in a fault at its line, after the
+/// interpreter's iteration limit (small here), instead of running forever.
+#[test]
+fn a_while_loop_that_never_ends_is_a_fault() {
+    clear_marks();
+    let script = Body::<(PtrMut<f32>,)>(|k, _| {
+        k.blocks([1]);
+        k.warps(1);
+        let i = k.var_i32(0);
+        // the body never advances `i`
+        #[rustfmt::skip]
+        mark("loop", line!(), k.while_(i.lt(10), |k| k.assign(i, i * 1)));
+    });
+    let opts = tilus::interp::Options {
+        max_loop_iterations: 1000,
+        ..Default::default()
+    };
+    let mut out = [0.0f32; 1];
+    let r = tilus::interpret_with(&script, (&mut out[..],), &opts);
+    expect_fault(
+        r,
+        Fault::RunawayLoop,
+        "loop",
+        &[
+            "the condition `(v0 < 10)` still holds after 1000 iterations",
+            "max_loop_iterations",
+        ],
+    );
+
+    // an empty body can never make its condition false: at once, whatever the limit
+    let mut out = vec![0.0f32; 1];
+    let r = interpret::<(PtrMut<f32>,)>(
+        |k, _| {
+            k.blocks([1]);
+            k.warps(1);
+            let n = k.let_i32(k.block_idx().x);
+            #[rustfmt::skip]
+            mark("loop", line!(), k.while_(n.eq_(0), |_| {}));
+        },
+        (&mut out,),
+    );
+    expect_fault(r, Fault::RunawayLoop, "loop", &["the body is empty"]);
+}
+
+/// Tiles of the two branches of an `if` share their bytes (only one branch runs): each
+/// block's values come through its branch's tile, and no overlap is reported.
+#[test]
+fn tiles_of_the_two_branches_share_bytes() {
+    let body: fn(&mut Kernel, Handles<(PtrMut<f32>,)>) = |k, (out,)| {
+        k.blocks([2]);
+        k.warps(1);
+        let bx = k.block_idx().x;
+        let g = k.global_view(out, [2, 32]);
+        let through = |k: &mut Kernel, v: f64| {
+            let s = k.shared_tensor::<f32>([1, 32]);
+            let r = k.register_tensor::<f32>([1, 32], v);
+            k.store_shared(&s, &r);
+            k.sync();
+            let back = k.load_shared(&s);
+            k.store_global(&g, &back, (bx.clone(), 0));
+            k.sync();
+            k.free_shared(&s);
+        };
+        k.if_else(bx.clone().eq_(0), |k| through(k, 1.0), |k| through(k, 2.0));
+    };
+    let p = tilus::trace(&Body::<(PtrMut<f32>,)>(body), &[]).unwrap();
+    let (p, _) = tilus::passes::compile_program(p).unwrap();
+    assert_eq!(p.shareds[0].offset, p.shareds[1].offset);
+    let mut out = vec![0.0f32; 64];
+    interpret::<(PtrMut<f32>,)>(body, (&mut out,)).unwrap();
+    assert!(out[..32].iter().all(|&x| x == 1.0), "{out:?}");
+    assert!(out[32..].iter().all(|&x| x == 2.0), "{out:?}");
 }

@@ -4,7 +4,8 @@
 use crate::common::cache_dir;
 use crate::common::inputs::random_f16;
 use crate::common::scripts::{
-    epilogue_inputs, Epilogue, EpilogueBug, Groups, OneTile, OnesTimesB, TileCopy, EPILOGUE_COLS,
+    epilogue_inputs, Branches, Epilogue, EpilogueBug, Groups, OneTile, OnesTimesB, TileCopy,
+    EPILOGUE_COLS,
 };
 use half::f16;
 use tilus::cudarc::driver::CudaSlice;
@@ -38,7 +39,7 @@ fn tile_copy_is_exact_at_odd_shapes() {
 
 // ------------------------------------------------------------------------------------------
 // control and mbarrier: nested thread groups with register tiles of their own, plain
-// arrivals counted by a barrier.
+// arrivals counted by a barrier; conditionals and while loops.
 // ------------------------------------------------------------------------------------------
 
 #[test]
@@ -53,6 +54,20 @@ fn nested_groups_store_their_own_rows_and_arrive() {
     let got = device.stream().clone_dtoh(&out).unwrap();
     assert!(got[..256].iter().all(|&x| x == 1.0), "{:?}", &got[..8]);
     assert!(got[256..].iter().all(|&x| x == 2.0), "{:?}", &got[256..264]);
+}
+
+/// The interpreter's `branches_and_while_loops_compute_each_blocks_row` on the GPU.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn branches_and_while_loops_compute_each_blocks_row() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let mut out = upload(&device, &vec![0.0f32; Branches::BLOCKS * Branches::COLS]);
+    tilus::Jit::new(Branches, &device)
+        .launch(device.stream(), (&mut out,))
+        .unwrap();
+    let got = device.stream().clone_dtoh(&out).unwrap();
+    assert_eq!(got, Branches::expected());
 }
 
 // ------------------------------------------------------------------------------------------

@@ -78,6 +78,7 @@ fn blocks_run_one_after_another_give_the_same_bits() {
     let opts = tilus::interp::Options {
         parallel: false,
         batch: 1,
+        ..Default::default()
     };
     tilus::interpret_with(
         &config,

@@ -41,16 +41,27 @@ impl Rules for MemoryInst {
                 }
             }
             MemoryInst::AllocShared(id) => {
-                c.live_shared.insert(*id, scope.loop_id);
+                c.live_shared.insert(*id, (scope.loop_id, scope.branch_id));
             }
             MemoryInst::FreeShared(id) => {
                 let name = p.shared(*id).name.clone();
                 if let Some(at) = c.freed_shared.get(id) {
                     let msg = format!("free_shared(`{name}`): already freed at {at}");
                     c.err(loc, msg);
-                } else if let Some(alloc_loop) = c.live_shared.get(id).copied() {
+                } else if let Some((alloc_loop, alloc_branch)) = c.live_shared.get(id).copied() {
                     if alloc_loop != scope.loop_id {
                         c.err(loc, format!("free_shared(`{name}`) must be in the same loop as its allocation (it would run on every iteration)"));
+                    } else if alloc_branch != scope.branch_id {
+                        // On the path that does not free it the tile stays allocated (and may
+                        // be used after the `if`): its life would end in one branch only,
+                        // which the shared-memory plan cannot place.
+                        let at = scope
+                            .branch_loc
+                            .map_or(String::new(), |l| format!(" (the if at {l})"));
+                        c.err(loc, format!(
+                            "free_shared(`{name}`) must be in the same branch as its allocation{at}: \
+                             on the other path the tile would stay allocated; free it after the if"
+                        ));
                     }
                     c.live_shared.remove(id);
                     c.freed_shared.insert(*id, loc);

@@ -1,7 +1,89 @@
-//! Rules for the launch configuration, loops, thread groups and `sync`.
+//! Rules for the launch configuration, loops, conditionals, thread groups and `sync`.
+//!
+//! `sync()` is `__syncthreads()`: every thread of the block must reach the same one. Inside a
+//! thread group that can never happen. Inside an `if` or a `while` it happens exactly when the
+//! condition has the same value in every thread of the block, which the verifier proves from
+//! where the condition's variables come from (see [`uniform_vars`]): arguments, constants, the
+//! block index, and variables the whole block computes alike from those. A condition that
+//! reads anything else (a variable assigned inside a thread group, or under a condition that
+//! is itself not uniform) may send some threads past the body while others wait in its
+//! `sync()` forever, so a `sync()` under it is a diagnostic.
 
-use crate::ir::{Stmt, StmtKind};
+use crate::ir::{Expr, Program, Stmt, StmtKind, VarId, VarKind};
 use crate::passes::context::{Checker, Scope};
+
+/// For every variable, whether it has the same value in every thread of the block wherever
+/// it is read: arguments always; a `let`, `var` or loop index when every definition and
+/// assignment of it runs in the whole block (outside thread groups, under conditions and loop
+/// bounds that are themselves uniform) and computes a uniform value. The greatest fixed
+/// point: assumed uniform until a definition shows otherwise.
+pub(super) fn uniform_vars(p: &Program) -> Vec<bool> {
+    let mut u: Vec<bool> = vec![true; p.vars.len()];
+    fn define(v: VarId, uniform: bool, u: &mut [bool], changed: &mut bool) {
+        if !uniform && u[v.0 as usize] {
+            u[v.0 as usize] = false;
+            *changed = true;
+        }
+    }
+    fn visit(stmts: &[Stmt], control: bool, u: &mut [bool], changed: &mut bool) {
+        for s in stmts {
+            match &s.kind {
+                StmtKind::Let { var, value } | StmtKind::Assign { var, value } => {
+                    let ok = control && nonuniform_var(value, u).is_none();
+                    define(*var, ok, u, changed);
+                }
+                StmtKind::For {
+                    var,
+                    start,
+                    end,
+                    step,
+                    body,
+                } => {
+                    let ok = control
+                        && [start, end, step]
+                            .iter()
+                            .all(|e| nonuniform_var(e, u).is_none());
+                    define(*var, ok, u, changed);
+                    visit(body, ok, u, changed);
+                }
+                StmtKind::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
+                    let ok = control && nonuniform_var(cond, u).is_none();
+                    visit(then_body, ok, u, changed);
+                    visit(else_body, ok, u, changed);
+                }
+                StmtKind::While { cond, body } => {
+                    let ok = control && nonuniform_var(cond, u).is_none();
+                    visit(body, ok, u, changed);
+                }
+                StmtKind::ThreadGroup { body, .. } => visit(body, false, u, changed),
+                StmtKind::Sync | StmtKind::Inst(_) => {}
+            }
+        }
+    }
+    for (i, v) in p.vars.iter().enumerate() {
+        if matches!(v.kind, VarKind::Param(_)) {
+            u[i] = true;
+        }
+    }
+    loop {
+        let mut changed = false;
+        visit(&p.body, true, &mut u, &mut changed);
+        if !changed {
+            return u;
+        }
+    }
+}
+
+/// A variable of `e` that may differ between the block's threads, if any.
+pub(super) fn nonuniform_var(e: &Expr, uniform: &[bool]) -> Option<VarId> {
+    let mut vars = vec![];
+    e.vars(&mut vars);
+    vars.into_iter().find(|v| !uniform[v.0 as usize])
+}
 
 /// Program-wide rules.
 pub(super) fn check_program(c: &mut Checker) {
@@ -45,6 +127,32 @@ pub(super) fn check_stmt(c: &mut Checker, s: &Stmt, scope: &Scope) {
                     s.loc,
                     "sync() inside a thread group would wait for threads that never arrive; \
                      call it outside the group, where every thread of the block runs",
+                );
+            } else if let Some((at, what, v)) = scope.divergent {
+                let msg = format!(
+                    "sync() inside the {what} at {at}, whose condition reads `{}`, which may differ \
+                     between the threads of the block (it is assigned inside a thread group or \
+                     under such a condition): threads that skip the body would never arrive; call \
+                     sync() outside, or make the condition depend only on arguments, constants, the \
+                     block index and variables the whole block computes alike",
+                    c.p.var(v).name
+                );
+                c.err(s.loc, msg);
+            }
+        }
+        StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => {
+            let what = if matches!(s.kind, StmtKind::If { .. }) {
+                "if_"
+            } else {
+                "while_"
+            };
+            if !cond.dtype().is_int() && cond.dtype() != crate::ir::DType::Bool {
+                c.err(
+                    s.loc,
+                    format!(
+                        "{what} needs a boolean or integer condition, got {}",
+                        cond.dtype()
+                    ),
                 );
             }
         }

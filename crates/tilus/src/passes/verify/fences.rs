@@ -10,9 +10,22 @@ use std::collections::HashMap;
 fn walk(c: &mut Checker, stmts: &[Stmt], dirty: &mut HashMap<SharedId, (Loc, &'static str)>) {
     for s in stmts {
         match &s.kind {
-            StmtKind::For { body, .. } => {
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
                 walk(c, body, dirty);
                 walk(c, body, dirty);
+            }
+            StmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                // unpublished after the `if` if unpublished after either branch
+                let mut other = dirty.clone();
+                walk(c, then_body, dirty);
+                walk(c, else_body, &mut other);
+                for (t, w) in other {
+                    dirty.entry(t).or_insert(w);
+                }
             }
             StmtKind::ThreadGroup { body, .. } => walk(c, body, dirty),
             StmtKind::Inst(i) => {

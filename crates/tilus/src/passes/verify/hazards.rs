@@ -10,7 +10,7 @@ use crate::passes::async_groups::AsyncGroups;
 use crate::passes::context::Checker;
 
 /// One operand of an operation in flight.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 struct Pending {
     memory: Memory,
     reads: bool,
@@ -31,10 +31,22 @@ fn name(c: &Checker, m: Memory) -> String {
 fn walk(c: &mut Checker, stmts: &[Stmt], st: &mut AsyncGroups<Pending>) {
     for s in stmts {
         match &s.kind {
-            StmtKind::For { body, .. } => {
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
                 // Twice: what the end of one iteration leaves in flight meets the next one's start.
                 walk(c, body, st);
                 walk(c, body, st);
+            }
+            StmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                // Either branch may run: what may be in flight after the `if` is what either
+                // leaves in flight.
+                let mut other = st.clone();
+                walk(c, then_body, st);
+                walk(c, else_body, &mut other);
+                st.join(other);
             }
             StmtKind::ThreadGroup { body, .. } => walk(c, body, st),
             StmtKind::Inst(i) => {

@@ -33,8 +33,12 @@ pub fn check(p: &Program) -> Result<()> {
         loop_id: 0,
         single_thread: p.threads() == 1,
         base: 0,
+        branch_id: 0,
+        branch_loc: None,
+        divergent: None,
     };
-    walk(&mut c, &p.body, &scope);
+    let uniform = control::uniform_vars(p);
+    walk(&mut c, &p.body, &scope, &uniform);
     hazards::check(&mut c);
     fences::check(&mut c);
     scoping::check(&mut c);
@@ -49,9 +53,17 @@ pub(crate) fn finish(diags: Vec<Diagnostic>) -> Result<()> {
     }
 }
 
-fn walk(c: &mut Checker, stmts: &[Stmt], scope: &Scope) {
+/// The verifier's walk: `uniform` says which variables have the same value in every thread
+/// of the block (see [`control::uniform_vars`]).
+fn walk(c: &mut Checker, stmts: &[Stmt], scope: &Scope, uniform: &[bool]) {
     transactions::check(c, stmts);
     for s in stmts {
+        // the innermost `if`/`while` whose condition may differ between threads
+        let divergent = |cond: &crate::ir::Expr, what: &'static str| {
+            control::nonuniform_var(cond, uniform)
+                .map(|v| (s.loc, what, v))
+                .or(scope.divergent)
+        };
         match &s.kind {
             StmtKind::For { body, .. } => {
                 control::check_stmt(c, s, scope);
@@ -61,7 +73,35 @@ fn walk(c: &mut Checker, stmts: &[Stmt], scope: &Scope) {
                     loop_id: c.loops,
                     ..*scope
                 };
-                walk(c, body, &inner);
+                walk(c, body, &inner, uniform);
+            }
+            StmtKind::While { cond, body } => {
+                control::check_stmt(c, s, scope);
+                c.loops += 1;
+                let inner = Scope {
+                    loop_depth: scope.loop_depth + 1,
+                    loop_id: c.loops,
+                    divergent: divergent(cond, "while"),
+                    ..*scope
+                };
+                walk(c, body, &inner, uniform);
+            }
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                control::check_stmt(c, s, scope);
+                for body in [then_body, else_body] {
+                    c.branches += 1;
+                    let inner = Scope {
+                        branch_id: c.branches,
+                        branch_loc: Some(s.loc),
+                        divergent: divergent(cond, "if"),
+                        ..*scope
+                    };
+                    walk(c, body, &inner, uniform);
+                }
             }
             StmtKind::ThreadGroup {
                 begin, count, body, ..
@@ -70,12 +110,11 @@ fn walk(c: &mut Checker, stmts: &[Stmt], scope: &Scope) {
                 let inner = Scope {
                     threads: *count,
                     is_block: false,
-                    loop_depth: scope.loop_depth,
-                    loop_id: scope.loop_id,
                     single_thread: *count == 1,
                     base: scope.base.saturating_add(*begin),
+                    ..*scope
                 };
-                walk(c, body, &inner);
+                walk(c, body, &inner, uniform);
             }
             StmtKind::Inst(inst) => {
                 placement::check(c, inst, s.loc, scope);

@@ -60,6 +60,14 @@ pub(super) fn check(c: &mut Checker, inst: &Inst, loc: Loc, scope: &Scope) {
                         "{name} must run once in the whole block: outside loops and thread groups"
                     ),
                 );
+            } else if let Some(at) = scope.branch_loc {
+                c.err(
+                    loc,
+                    format!(
+                        "{name} must run once in the whole block, not inside the if at {at}: on \
+                         the other path it would never run; call it before the if"
+                    ),
+                );
             }
         }
     }

@@ -53,7 +53,8 @@ fn first_loc(p: &Program) -> Loc {
 
 /// A lower bound of the registers a thread needs: the largest sum, over program points, of the
 /// register tiles alive there (a tile lives from its definition to its last use; a use inside a
-/// loop keeps it alive for the whole loop).
+/// loop keeps it alive for the whole loop; the branches of an `if` are laid out one after the
+/// other).
 fn check_registers(c: &mut Checker) {
     let p = c.p;
     let n = p.registers.len();
@@ -69,7 +70,7 @@ fn check_registers(c: &mut Checker) {
         for s in stmts {
             *pos += 1;
             match &s.kind {
-                StmtKind::For { body, .. } => {
+                StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
                     let start = *pos;
                     visit(p, body, pos, first, last);
                     let end = *pos;
@@ -79,6 +80,16 @@ fn check_registers(c: &mut Checker) {
                             last[t] = end;
                         }
                     }
+                }
+                // Only one branch runs: laid out one after the other, a tile lives across
+                // both only when it is used in both (or after the `if`), as on either path.
+                StmtKind::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    visit(p, then_body, pos, first, last);
+                    visit(p, else_body, pos, first, last);
                 }
                 StmtKind::ThreadGroup { body, .. } => visit(p, body, pos, first, last),
                 StmtKind::Inst(i) => {

@@ -1,6 +1,7 @@
 //! Values are used only where they exist: a loop index, a `let`/`var`, a register tile or a
-//! shared tile declared inside a loop or thread group does not exist after it (the generated
-//! CUDA declares it in that block). Using one outside is a diagnostic naming both lines.
+//! shared tile declared inside a loop, a branch of an `if` or a thread group does not exist
+//! after it (the generated CUDA declares it in that block). Using one outside is a diagnostic
+//! naming both lines.
 //! What an instruction uses and declares comes from its facts.
 
 use crate::ir::facts::{Access, Memory};
@@ -8,32 +9,57 @@ use crate::ir::{Expr, GlobalId, Loc, RegId, SharedId, Stmt, StmtKind, VarId, Var
 use crate::passes::context::Checker;
 use std::collections::HashSet;
 
+/// Everything declared so far in one open block, and what the block is (for messages).
+#[derive(Default)]
+struct Open {
+    vars: HashSet<VarId>,
+    regs: HashSet<RegId>,
+    shareds: HashSet<SharedId>,
+    what: &'static str,
+}
+
+/// Where a value was declared and the construct around it.
+type At = Option<(Loc, &'static str)>;
+
+const LOOP_OR_GROUP: &str = "the loop or thread group";
+const BRANCH: &str = "the branch of the if";
+
 #[derive(Default)]
 struct Scopes {
-    /// Everything declared so far in each open block (innermost last).
-    open: Vec<(HashSet<VarId>, HashSet<RegId>, HashSet<SharedId>)>,
+    /// The open blocks (innermost last).
+    open: Vec<Open>,
     /// Where each value was declared, to say so.
-    var_at: Vec<Option<Loc>>,
-    reg_at: Vec<Option<Loc>>,
-    shared_at: Vec<Option<Loc>>,
+    var_at: Vec<At>,
+    reg_at: Vec<At>,
+    shared_at: Vec<At>,
 }
 
 impl Scopes {
     fn has_var(&self, v: VarId) -> bool {
-        self.open.iter().any(|s| s.0.contains(&v))
+        self.open.iter().any(|s| s.vars.contains(&v))
     }
     fn has_reg(&self, r: RegId) -> bool {
-        self.open.iter().any(|s| s.1.contains(&r))
+        self.open.iter().any(|s| s.regs.contains(&r))
     }
     fn has_shared(&self, t: SharedId) -> bool {
-        self.open.iter().any(|s| s.2.contains(&t))
+        self.open.iter().any(|s| s.shareds.contains(&t))
+    }
+    /// Where a declaration at `loc` is, for later messages.
+    fn here(&self, loc: Loc) -> At {
+        Some((loc, self.open.last().map_or(LOOP_OR_GROUP, |o| o.what)))
+    }
+    fn block(&mut self, what: &'static str) {
+        self.open.push(Open {
+            what,
+            ..Default::default()
+        });
     }
 }
 
-fn report(c: &mut Checker, loc: Loc, what: String, at: Option<Loc>) {
+fn report(c: &mut Checker, loc: Loc, what: String, at: At) {
     let message = match at {
-        Some(at) => {
-            format!("{what} is used outside the loop or thread group that declares it (at {at})")
+        Some((at, construct)) => {
+            format!("{what} is used outside {construct} that declares it (at {at})")
         }
         None => format!("{what} is used before it is declared"),
     };
@@ -71,10 +97,10 @@ fn inst(c: &mut Checker, sc: &mut Scopes, i: &crate::ir::Inst, loc: Loc) {
     for e in &facts.effects {
         match (e.memory, e.access) {
             (Memory::Register(r), Access::Declare) => {
+                sc.reg_at[r.0 as usize] = sc.here(loc);
                 if let Some(s) = sc.open.last_mut() {
-                    s.1.insert(r);
+                    s.regs.insert(r);
                 }
-                sc.reg_at[r.0 as usize] = Some(loc);
             }
             (Memory::Register(r), _) => {
                 if !sc.has_reg(r) {
@@ -83,10 +109,10 @@ fn inst(c: &mut Checker, sc: &mut Scopes, i: &crate::ir::Inst, loc: Loc) {
                 }
             }
             (Memory::Shared(t), Access::Declare) => {
+                sc.shared_at[t.0 as usize] = sc.here(loc);
                 if let Some(s) = sc.open.last_mut() {
-                    s.2.insert(t);
+                    s.shareds.insert(t);
                 }
-                sc.shared_at[t.0 as usize] = Some(loc);
             }
             (Memory::Shared(t), _) => {
                 if !sc.has_shared(t) {
@@ -104,10 +130,10 @@ fn walk(c: &mut Checker, sc: &mut Scopes, stmts: &[Stmt]) {
         match &s.kind {
             StmtKind::Let { var, value } => {
                 use_expr(c, sc, value, s.loc);
+                sc.var_at[var.0 as usize] = sc.here(s.loc);
                 if let Some(o) = sc.open.last_mut() {
-                    o.0.insert(*var);
+                    o.vars.insert(*var);
                 }
-                sc.var_at[var.0 as usize] = Some(s.loc);
             }
             StmtKind::Assign { var, value } => {
                 use_var(c, sc, *var, s.loc);
@@ -123,15 +149,34 @@ fn walk(c: &mut Checker, sc: &mut Scopes, stmts: &[Stmt]) {
                 for e in [start, end, step] {
                     use_expr(c, sc, e, s.loc);
                 }
-                sc.var_at[var.0 as usize] = Some(s.loc);
-                let mut inner = (HashSet::new(), HashSet::new(), HashSet::new());
-                inner.0.insert(*var);
-                sc.open.push(inner);
+                sc.var_at[var.0 as usize] = Some((s.loc, LOOP_OR_GROUP));
+                sc.block(LOOP_OR_GROUP);
+                if let Some(o) = sc.open.last_mut() {
+                    o.vars.insert(*var);
+                }
+                walk(c, sc, body);
+                sc.open.pop();
+            }
+            StmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                use_expr(c, sc, cond, s.loc);
+                for body in [then_body, else_body] {
+                    sc.block(BRANCH);
+                    walk(c, sc, body);
+                    sc.open.pop();
+                }
+            }
+            StmtKind::While { cond, body } => {
+                use_expr(c, sc, cond, s.loc);
+                sc.block(LOOP_OR_GROUP);
                 walk(c, sc, body);
                 sc.open.pop();
             }
             StmtKind::ThreadGroup { body, .. } => {
-                sc.open.push(Default::default());
+                sc.block(LOOP_OR_GROUP);
                 walk(c, sc, body);
                 sc.open.pop();
             }
@@ -152,7 +197,7 @@ pub(super) fn check(c: &mut Checker) {
     };
     for (i, v) in p.vars.iter().enumerate() {
         if let VarKind::Param(_) = v.kind {
-            sc.open[0].0.insert(VarId(i as u32));
+            sc.open[0].vars.insert(VarId(i as u32));
         }
     }
     walk(c, &mut sc, &p.body);

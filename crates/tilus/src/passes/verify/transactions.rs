@@ -47,7 +47,10 @@ pub(super) fn check(c: &mut Checker, stmts: &[Stmt]) {
                         }
                     }
                 }
-                StmtKind::For { .. } | StmtKind::ThreadGroup { .. } => {
+                StmtKind::For { .. }
+                | StmtKind::While { .. }
+                | StmtKind::If { .. }
+                | StmtKind::ThreadGroup { .. } => {
                     known = false;
                     break;
                 }

@@ -1,8 +1,8 @@
-//! Launch configuration, loops, thread groups, `sync` and scalar variables.
+//! Launch configuration, loops, conditionals, thread groups, `sync` and scalar variables.
 
-use super::OutF32;
+use super::{tma_setup, InF16, OutF32};
 use crate::common::scripts::{self, CountingFill};
-use crate::common::{at, check, check_script};
+use crate::common::{at, check, check_script, note};
 use tilus::prelude::*;
 use tilus::Error;
 
@@ -339,4 +339,338 @@ fn literals_that_overflow_are_a_script_error_at_their_line() {
         k.store_global(&g, &t, [over]);
     })
     .fails("`(v0 * 2)` reaches 4294967294, outside the 32-bit integers the kernel computes with");
+}
+
+// ------------------------------------------------------------------------------------------
+// Conditionals and while loops (`if_`, `if_else`, `while_`).
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn values_declared_in_a_branch_do_not_exist_after_it() {
+    check::<OutF32>(|k, (o,)| {
+        k.warps(1);
+        let g = k.global_view(o, [32]);
+        let mut r: Option<RegisterTensor<f32>> = None;
+        k.if_(k.block_idx().x.eq_(0), |k| {
+            note(line!(), r = Some(k.register_tensor([32], 1.0)));
+        });
+        at(line!(), k.store_global(&g, &r.unwrap(), [0]));
+    })
+    .fails_once_noting(
+        "register tensor `r0` is used outside the branch of the if that declares it (at",
+    );
+
+    // in the other branch of the same `if`
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let w = k.var_i32(0);
+        let v = std::cell::Cell::new(None::<Val>);
+        k.if_else(
+            w.eq_(0),
+            |k| {
+                note(line!(), v.set(Some(k.let_i32(3))));
+            },
+            |k| {
+                at(line!(), k.assign(w, v.get().unwrap()));
+            },
+        );
+    })
+    .fails_once_noting("`v1` is used outside the branch of the if that declares it");
+
+    // a while body is a loop
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let i = k.var_i32(0);
+        let mut v: Option<Val> = None;
+        k.while_(i.lt(4), |k| {
+            note(line!(), v = Some(k.let_i32(i * 2)));
+            k.assign(i, i + 1);
+        });
+        at(line!(), k.assign(i, v.unwrap()));
+    })
+    .fails_once_noting("`v1` is used outside the loop or thread group that declares it");
+}
+
+/// Threads that take another path than the `sync()` never arrive: a `sync()` under a
+/// condition is allowed only when the condition is the same for the whole block.
+#[test]
+fn sync_under_a_condition_that_may_differ_between_threads() {
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        let flag = k.var_u32(0u32);
+        k.single_thread(|k| k.assign(flag, 1u32));
+        #[rustfmt::skip]
+        note(line!(), k.if_(flag.eq_(1u32), |k| {
+            at(line!(), k.sync());
+        }));
+    })
+    .fails_once_noting("sync() inside the if at");
+
+    // the message names the variable; `let`s computed from it are not uniform either
+    let d = check::<OutF32>(|k, _| {
+        k.warps(4);
+        let flag = k.var_i32(0);
+        k.single_warp(1, |k| k.assign(flag, 1));
+        let twice = k.name_next("twice").let_i32(flag * 2);
+        k.if_else(
+            twice.gt(0),
+            |_| {},
+            |k| {
+                at(line!(), k.sync());
+            },
+        );
+    })
+    .fails_once("whose condition reads `twice`, which may differ between the threads of the block");
+    assert!(d.message.contains("call sync() outside"), "{d}");
+
+    // a variable assigned under a condition that may differ is not uniform
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        let flag = k.var_i32(0);
+        k.single_thread(|k| k.assign(flag, 1));
+        let copy = k.var_i32(0);
+        k.if_(flag.ne_(0), |k| k.assign(copy, 1));
+        k.if_(copy.ne_(0), |k| {
+            at(line!(), k.sync());
+        });
+    })
+    .fails_once("sync() inside the if at");
+
+    // a while loop whose counter only some threads advance
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        let i = k.var_i32(0);
+        #[rustfmt::skip]
+        note(line!(), k.while_(i.lt(4), |k| {
+            at(line!(), k.sync());
+            k.single_thread(|k| k.assign(i, i + 1));
+        }));
+    })
+    .fails_once_noting("sync() inside the while at");
+}
+
+#[test]
+fn sync_under_a_condition_the_whole_block_shares_compiles() {
+    check::<(i32, PtrMut<f32>)>(|k, (n, _)| {
+        k.blocks([4]);
+        k.warps(4);
+        let first = k.let_i32(k.block_idx().x);
+        k.if_(first.eq_(0).and(n.gt(16)), |k| k.sync());
+        k.if_else(n.le(0).not_(), |k| k.sync(), |k| k.sync());
+        let i = k.var_i32(0);
+        k.while_(i.lt(n).or(i.eq_(0)), |k| {
+            k.sync();
+            k.if_(i.ge(2), |k| k.sync());
+            k.assign(i, i + 1);
+        });
+        k.for_range(0, n, 1, |k, j| k.if_(j.ne_(3), |k| k.sync()));
+    })
+    .compiles("conditions over arguments, the block index and block-wide counters are uniform");
+}
+
+#[test]
+fn free_shared_in_a_branch_of_a_tile_allocated_outside_it() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let s: SharedTensor<f32> = k.shared_tensor([16, 16]);
+        #[rustfmt::skip]
+        note(line!(), k.if_(k.block_idx().x.eq_(0), |k| {
+            at(line!(), k.free_shared(&s));
+        }));
+    })
+    .fails_once_noting("free_shared(`s0`) must be in the same branch as its allocation (the if at");
+
+    // allocated and freed in the same branch: fine
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        k.if_else(
+            k.block_idx().x.eq_(0),
+            |k| {
+                let s: SharedTensor<f32> = k.shared_tensor([16, 16]);
+                k.free_shared(&s);
+            },
+            |k| {
+                let s: SharedTensor<f32> = k.shared_tensor([32, 16]);
+                k.free_shared(&s);
+            },
+        );
+    })
+    .compiles("each branch frees its own tile");
+
+    // a while body is a loop
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let s: SharedTensor<f32> = k.shared_tensor([16, 16]);
+        let i = k.var_i32(0);
+        k.while_(i.lt(1), |k| {
+            at(line!(), k.free_shared(&s));
+            k.assign(i, 1);
+        });
+    })
+    .fails_once("free_shared(`s0`) must be in the same loop as its allocation");
+}
+
+#[test]
+fn mbarrier_alloc_inside_a_conditional() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        #[rustfmt::skip]
+        note(line!(), k.if_(k.block_idx().x.eq_(0), |k| {
+            at(line!(), k.mbarrier().alloc([1]));
+        }));
+    })
+    .fails_once_noting("mbarrier.alloc must run once in the whole block, not inside the if at");
+
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let i = k.var_i32(0);
+        k.while_(i.lt(1), |k| {
+            at(line!(), k.mbarrier().alloc([1]));
+            k.assign(i, 1);
+        });
+    })
+    .fails_once("mbarrier.alloc must run once in the whole block: outside loops and thread groups");
+}
+
+/// The builder takes scalars, which are integers or booleans; an edited program may hold a
+/// floating-point condition.
+#[test]
+fn a_floating_point_condition() {
+    fn to_float(p: &mut tilus::ir::Program) {
+        for s in &mut p.body {
+            if let tilus::ir::StmtKind::If { cond, .. } | tilus::ir::StmtKind::While { cond, .. } =
+                &mut s.kind
+            {
+                *cond = tilus::ir::Expr::Float(1.5f64.to_bits(), tilus::ir::DType::F32);
+            }
+        }
+    }
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        at(line!(), k.if_(1, |_| {}));
+    })
+    .edit(to_float)
+    .fails_once("if_ needs a boolean or integer condition, got f32");
+
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        at(line!(), k.while_(0, |_| {}));
+    })
+    .edit(to_float)
+    .fails_once("while_ needs a boolean or integer condition, got f32");
+}
+
+#[test]
+fn literals_that_overflow_in_a_branch_are_a_script_error() {
+    check::<OutF32>(|k, _| {
+        k.blocks([1]);
+        k.warps(1);
+        let big = k.let_i32(i32::MAX);
+        k.if_(k.block_idx().x.eq_(0), |k| {
+            at(line!(), k.let_i32(big + 1));
+        });
+    })
+    .fails("`(v0 + 1)` reaches 2147483648, outside the 32-bit integers");
+}
+
+/// A `[32, 64]` f16 tile written by ordinary stores, published, and a view to store it to.
+fn tma_store_setup(k: &mut Kernel, dst: PtrVal<f16>) -> (GlobalTensor<f16>, SharedTensor<f16>) {
+    let g = k.global_view::<f16>(dst, [64, 64]);
+    let s = k.shared_tensor::<f16>([32, 64]);
+    let r = k.register_tensor::<f16>([32, 64], 1.0);
+    k.store_shared(&s, &r);
+    k.fence_proxy_async();
+    k.sync();
+    (g, s)
+}
+
+/// What is in flight after an `if` is what either branch leaves in flight.
+#[test]
+fn a_tma_store_waited_for_in_one_branch_only() {
+    check::<(PtrMut<f16>,)>(|k, (dst,)| {
+        k.warps(4);
+        let (g, s) = tma_store_setup(k, dst);
+        k.single_thread(|k| {
+            at(line!(), k.tma().shared_to_global(&s, &g, [0, 0]));
+            k.tma().commit_group();
+            k.if_(k.block_idx().x.eq_(0), |k| k.tma().wait_group(0));
+        });
+    })
+    .fails_once(
+        "the kernel ends while this tma.shared_to_global may still be reading shared tensor `s0`",
+    );
+
+    check::<(PtrMut<f16>,)>(|k, (dst,)| {
+        k.warps(4);
+        let (g, s) = tma_store_setup(k, dst);
+        k.single_thread(|k| {
+            k.tma().shared_to_global(&s, &g, [0, 0]);
+            k.tma().commit_group();
+            k.if_else(
+                k.block_idx().x.eq_(0),
+                |k| k.tma().wait_group(0),
+                |k| k.tma().wait_group_read(0),
+            );
+        });
+        k.sync();
+    })
+    .compiles("both branches wait for the reads");
+}
+
+#[test]
+fn a_tma_store_whose_source_a_while_body_rewrites_without_a_fence() {
+    // the fence before the loop publishes the first iteration's stores, not the second's
+    check::<(PtrMut<f16>,)>(|k, (dst,)| {
+        k.warps(4);
+        let (g, s) = tma_store_setup(k, dst);
+        let r = k.register_tensor::<f16>([32, 64], 2.0);
+        let i = k.var_i32(0);
+        k.while_(i.lt(2), |k| {
+            k.single_thread(|k| {
+                at(line!(), k.tma().shared_to_global(&s, &g, [0, 0]));
+                k.tma().commit_group();
+                k.tma().wait_group(0);
+            });
+            k.sync();
+            note(line!(), k.store_shared(&s, &r));
+            k.sync();
+            k.assign(i, i + 1);
+        });
+    })
+    .fails_once_noting("tma.shared_to_global reads `s0`, written by store_shared at");
+
+    // a fence in one branch only does not publish the stores of the other path
+    check::<(PtrMut<f16>,)>(|k, (dst,)| {
+        k.warps(4);
+        let g = k.global_view::<f16>(dst, [64, 64]);
+        let s = k.shared_tensor::<f16>([32, 64]);
+        let r = k.register_tensor::<f16>([32, 64], 1.0);
+        note(line!(), k.store_shared(&s, &r));
+        k.if_(k.block_idx().x.eq_(0), |k| k.fence_proxy_async());
+        k.sync();
+        k.single_thread(|k| {
+            at(line!(), k.tma().shared_to_global(&s, &g, [0, 0]));
+            k.tma().commit_group();
+            k.tma().wait_group(0);
+        });
+    })
+    .fails_once_noting("written by store_shared at");
+}
+
+/// Copies in a branch are not counted against an expected byte count outside it: the rule
+/// is for one statement list.
+#[test]
+fn expected_bytes_with_copies_in_a_branch_are_not_guessed() {
+    check::<InF16>(|k, (a,)| {
+        k.warps(1);
+        let (g, s, b) = tma_setup(k, a);
+        k.single_thread(|k| {
+            k.mbarrier().arrive_and_expect_tx(b[0], s.nbytes());
+            k.if_(k.block_idx().x.eq_(0), |k| {
+                k.tma().global_to_shared(&g, &s, [0, 0], b[0]);
+            });
+            k.mbarrier().wait(b[0], 0u32);
+        });
+    })
+    .compiles("the copy may or may not be issued");
 }

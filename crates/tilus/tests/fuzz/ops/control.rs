@@ -1,10 +1,10 @@
-//! Control: launch configuration, scalar declarations and assignments, loops, thread groups,
-//! `sync`.
+//! Control: launch configuration, scalar declarations and assignments, loops, conditionals,
+//! `while` loops, thread groups, `sync`.
 
 use proptest::prelude::*;
 use tilus::prelude::*;
 
-use crate::model::{Op, Sc};
+use crate::model::{Bin, Op, Sc};
 use crate::replay::{pick, Replay};
 use crate::strategies::{sc, u32s, Mode, Tame, Wild};
 
@@ -47,6 +47,16 @@ pub enum Control {
     /// `for_range(start, end, step, body)`.
     For(Sc, Sc, Sc, Vec<Op>),
     Group(Group, Vec<Op>),
+    /// `if_(cond, then)`.
+    If(Sc, Vec<Op>),
+    /// `if_else(cond, then, otherwise)`.
+    IfElse(Sc, Vec<Op>, Vec<Op>),
+    /// `while_(cond, body)` with any condition (the fuzzer never runs programs, so it need
+    /// not end).
+    While(Sc, Vec<Op>),
+    /// A counted `while` loop, which always ends for a positive step: `let c = var_i32(0);
+    /// while_(c < end, { body; c += step })`; `c` is the most recent scalar in the body.
+    Count(Sc, Sc, Vec<Op>),
     Sync,
 }
 
@@ -89,6 +99,52 @@ pub fn group(m: Mode) -> BoxedStrategy<Group> {
         ]
         .boxed(),
     }
+}
+
+/// A condition of `if_` or `while_`: comparisons (and their logical combinations) of
+/// plausible scalars in tame mode; any scalar expression too in wild mode (integers are true
+/// when nonzero).
+pub fn cond(m: Mode) -> BoxedStrategy<Sc> {
+    let cmp = prop::sample::select(vec![Bin::Lt, Bin::Le, Bin::Gt, Bin::Ge, Bin::Eq, Bin::Ne]);
+    let compare = (cmp, sc(m), sc(m)).prop_map(|(o, a, b)| Sc::Bin(o, Box::new(a), Box::new(b)));
+    match m {
+        Tame => prop_oneof![
+            4 => compare.clone(),
+            1 => (prop::bool::ANY, compare.clone(), compare)
+                .prop_map(|(and, a, b)| Sc::Bin(
+                    if and { Bin::LAnd } else { Bin::LOr },
+                    Box::new(a),
+                    Box::new(b)
+                )),
+        ]
+        .boxed(),
+        Wild => prop_oneof![
+            3 => compare.clone(),
+            1 => compare.prop_map(|c| Sc::Not(Box::new(c))),
+            2 => sc(Wild),
+        ]
+        .boxed(),
+    }
+}
+
+/// A plausible `if` or `if`/`else` around `body` (and a second body for the `else`).
+pub fn snippet_branch(body: BoxedStrategy<Vec<Op>>) -> BoxedStrategy<Vec<Op>> {
+    (cond(Tame), body.clone(), prop::option::of(body))
+        .prop_map(|(c, then, otherwise)| {
+            vec![match otherwise {
+                Some(e) => Control::IfElse(c, then, e).into(),
+                None => Control::If(c, then).into(),
+            }]
+        })
+        .boxed()
+}
+
+/// A counted `while` loop around `body`, up to a plausible bound by a positive step.
+pub fn snippet_count(body: BoxedStrategy<Vec<Op>>) -> BoxedStrategy<Vec<Op>> {
+    let step = prop::sample::select(vec![1, 16, 64]).prop_map(Sc::Lit);
+    (sc(Tame), step, body)
+        .prop_map(|(end, step, body)| vec![Control::Count(end, step, body).into()])
+        .boxed()
 }
 
 /// The argument of `warps`.
@@ -207,6 +263,34 @@ impl Control {
                     Group::FourWarps(w) => k.warp_group(w, body),
                 }
             }
+            Control::If(c, body) => {
+                let c = r.scalar(c);
+                k.if_(c, |k| r.run(k, body));
+            }
+            Control::IfElse(c, then, otherwise) => {
+                let c = r.scalar(c);
+                // both closures replay into the same handles, one after the other
+                let r = std::cell::RefCell::new(r);
+                k.if_else(
+                    c,
+                    |k| r.borrow_mut().run(k, then),
+                    |k| r.borrow_mut().run(k, otherwise),
+                );
+            }
+            Control::While(c, body) => {
+                let c = r.scalar(c);
+                k.while_(c, |k| r.run(k, body));
+            }
+            Control::Count(end, step, body) => {
+                let (end, step) = (r.scalar(end), r.scalar(step));
+                let c = k.var_i32(0);
+                r.vals.push(c);
+                r.muts.push(c);
+                k.while_(c.lt(end), |k| {
+                    r.run(k, body);
+                    k.assign(c, c + step);
+                });
+            }
             Control::Sync => k.sync(),
         }
     }
@@ -216,23 +300,37 @@ impl Control {
         match self {
             Control::For(a, b, c, _) => format!("For({a:?}, {b:?}, {c:?})"),
             Control::Group(g, _) => format!("Group({g:?})"),
+            Control::If(c, _) => format!("If({c:?})"),
+            Control::IfElse(c, ..) => format!("IfElse({c:?})"),
+            Control::While(c, _) => format!("While({c:?})"),
+            Control::Count(n, s, _) => format!("Count({n:?}, {s:?})"),
             op => format!("{op:?}"),
         }
     }
 
-    /// The operations nested in a loop or thread group.
-    pub fn body(&self) -> Option<&Vec<Op>> {
+    /// The operation lists nested in a loop, a conditional (both branches) or a thread group.
+    pub fn bodies(&self) -> Vec<&Vec<Op>> {
         match self {
-            Control::For(.., body) | Control::Group(_, body) => Some(body),
-            _ => None,
+            Control::For(.., body)
+            | Control::Group(_, body)
+            | Control::If(_, body)
+            | Control::While(_, body)
+            | Control::Count(.., body) => vec![body],
+            Control::IfElse(_, then, otherwise) => vec![then, otherwise],
+            _ => vec![],
         }
     }
 
-    /// The operations nested in a loop or thread group, to change them.
-    pub fn body_mut(&mut self) -> Option<&mut Vec<Op>> {
+    /// [`Control::bodies`], to change them.
+    pub fn bodies_mut(&mut self) -> Vec<&mut Vec<Op>> {
         match self {
-            Control::For(.., body) | Control::Group(_, body) => Some(body),
-            _ => None,
+            Control::For(.., body)
+            | Control::Group(_, body)
+            | Control::If(_, body)
+            | Control::While(_, body)
+            | Control::Count(.., body) => vec![body],
+            Control::IfElse(_, then, otherwise) => vec![then, otherwise],
+            _ => vec![],
         }
     }
 }

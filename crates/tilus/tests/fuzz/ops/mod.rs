@@ -81,19 +81,19 @@ families! {
 }
 
 impl Op {
-    /// The operations nested in a loop or thread group.
-    pub fn body(&self) -> Option<&Vec<Op>> {
+    /// The operation lists nested in a loop, a conditional (both branches) or a thread group.
+    pub fn bodies(&self) -> Vec<&Vec<Op>> {
         match self {
-            Op::Control(op) => op.body(),
-            _ => None,
+            Op::Control(op) => op.bodies(),
+            _ => vec![],
         }
     }
 
-    /// The operations nested in a loop or thread group, to change them.
-    pub fn body_mut(&mut self) -> Option<&mut Vec<Op>> {
+    /// [`Op::bodies`], to change them.
+    pub fn bodies_mut(&mut self) -> Vec<&mut Vec<Op>> {
         match self {
-            Op::Control(op) => op.body_mut(),
-            _ => None,
+            Op::Control(op) => op.bodies_mut(),
+            _ => vec![],
         }
     }
 
