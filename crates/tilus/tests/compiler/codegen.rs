@@ -203,7 +203,7 @@ fn a_reduction_across_warps_meets_in_shared_memory_and_one_in_a_warp_shuffles() 
         in_lanes.contains("__shfl_xor_sync(0xffffffffu"),
         "{in_lanes}"
     );
-    assert!(!in_lanes.contains("r1_scratch"), "{in_lanes}");
+    assert!(!in_lanes.contains("_scratch = tilus_smem +"), "{in_lanes}");
     let across = tilus::emit(&rows(ArithCase::ColumnExtremes), &[]).unwrap();
     assert!(across.contains("_scratch = tilus_smem +"), "{across}");
     assert!(across.contains("__syncthreads();"), "{across}");

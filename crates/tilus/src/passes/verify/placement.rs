@@ -24,10 +24,14 @@ pub(super) fn check(c: &mut Checker, inst: &Inst, loc: Loc, scope: &Scope) {
             }
         }
         ThreadScope::Warps => {
-            if !threads.is_multiple_of(32) {
+            if !threads.is_multiple_of(32) || !scope.base.is_multiple_of(32) {
                 c.err(
                     loc,
-                    format!("{name} runs on whole warps; the current group has {threads} threads"),
+                    format!(
+                        "{name} runs on whole warps; the current group has {threads} threads \
+                         starting at thread {}",
+                        scope.base
+                    ),
                 );
             }
         }
@@ -50,6 +54,8 @@ pub(super) fn check(c: &mut Checker, inst: &Inst, loc: Loc, scope: &Scope) {
                     loc,
                     format!("{name} must run in the whole block, outside thread groups"),
                 );
+            } else if let Some(d) = scope.divergent {
+                c.err(loc, divergent_block_message(p, name, d));
             }
         }
         ThreadScope::BlockOnce => {
@@ -103,4 +109,20 @@ pub(super) fn check(c: &mut Checker, inst: &Inst, loc: Loc, scope: &Scope) {
             Memory::Global(_) => {}
         }
     }
+}
+
+/// Why an instruction that waits for the whole block cannot run under a condition (`at`,
+/// `if`/`while`, the variable it reads) that may differ between threads.
+pub(super) fn divergent_block_message(
+    p: &crate::ir::Program,
+    name: &str,
+    (at, what, v): (Loc, &str, crate::ir::VarId),
+) -> String {
+    format!(
+        "{name} waits for every thread of the block, inside the {what} at {at}, whose condition \
+         reads `{}`, which may differ between the threads of the block: threads that skip the \
+         body would never arrive; move it out, or make the condition depend only on arguments, \
+         constants, the block index and variables the whole block computes alike",
+        p.var(v).name
+    )
 }

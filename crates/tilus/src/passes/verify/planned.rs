@@ -40,7 +40,55 @@ pub fn check_planned(p: &Program) -> Result<()> {
         }
     });
     check_registers(&mut c);
+    check_divergent_block_scope(&mut c);
     finish(c.diags)
+}
+
+/// Instructions whose scope the plan makes block-wide (a reduction whose warps meet in shared
+/// memory) must not run under a condition that may differ between threads: the same rule
+/// `placement` applies before planning to those that are block-wide from the start.
+fn check_divergent_block_scope(c: &mut Checker) {
+    use crate::ir::facts::ThreadScope;
+    type Divergent = Option<(Loc, &'static str, crate::ir::VarId)>;
+    fn visit(c: &mut Checker, stmts: &[Stmt], divergent: Divergent, uniform: &[bool]) {
+        for s in stmts {
+            let under = |cond: &crate::ir::Expr, what: &'static str| {
+                super::control::nonuniform_var(cond, uniform)
+                    .map(|v| (s.loc, what, v))
+                    .or(divergent)
+            };
+            match &s.kind {
+                StmtKind::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
+                    let d = under(cond, "if");
+                    visit(c, then_body, d, uniform);
+                    visit(c, else_body, d, uniform);
+                }
+                StmtKind::While { cond, body } => {
+                    let d = under(cond, "while");
+                    visit(c, body, d, uniform);
+                }
+                StmtKind::For { body, .. } | StmtKind::ThreadGroup { body, .. } => {
+                    visit(c, body, divergent, uniform)
+                }
+                StmtKind::Inst(i) => {
+                    if let Some(d) = divergent {
+                        if i.facts(c.p).scope == ThreadScope::Block {
+                            let msg = super::placement::divergent_block_message(c.p, i.name(), d);
+                            c.err(s.loc, msg);
+                        }
+                    }
+                }
+                StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {}
+            }
+        }
+    }
+    let uniform = super::control::uniform_vars(c.p);
+    let p = c.p;
+    visit(c, &p.body, None, &uniform);
 }
 
 fn first_loc(p: &Program) -> Loc {

@@ -1,7 +1,7 @@
-//! Casts.
+//! Casts, elementwise expressions and reductions.
 
 use super::OutF32;
-use crate::common::{at, check};
+use crate::common::{at, check, note};
 use tilus::prelude::*;
 
 /// `cast` creates its output with the source's shape; edit the IR.
@@ -36,4 +36,103 @@ fn cast_between_unsupported_types() {
         let _h: RegisterTensor<f16> = at(line!(), k.cast(&t));
     })
     .fails_once("cast from i32 to f16 is not supported; go through f32");
+}
+
+// ------------------------------------------------------------------------------------------
+// Elementwise expressions and reductions.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn operands_of_different_types() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let a: RegisterTensor<f32> = k.register_tensor([32], 1.0);
+        let b: RegisterTensor<i32> = k.register_tensor([32], 1.0);
+        let _: RegisterTensor<f32> = at(
+            line!(),
+            k.compute(a + b.cast::<f32>().cast::<i32>().cast::<f32>()),
+        );
+    })
+    .compiles("casts make the types agree");
+
+    // the IR can be edited into a mismatch the typed API cannot express
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let a: RegisterTensor<f32> = k.register_tensor([32], 1.0);
+        let b: RegisterTensor<f32> = k.register_tensor([32], 1.0);
+        let _: RegisterTensor<f32> = at(line!(), k.compute(a + b));
+    })
+    .edit(|p| p.registers[1].dtype = tilus::ir::DType::I32)
+    .fails("`+` of f32 and i32; cast one of them first");
+}
+
+#[test]
+fn shapes_that_do_not_broadcast() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let a: RegisterTensor<f32> = k.register_tensor([32, 4], 1.0);
+        let b: RegisterTensor<f32> = k.register_tensor([32, 8], 1.0);
+        let _: RegisterTensor<f32> = at(line!(), k.compute(a + b));
+    })
+    .fails_once("compute: shapes [32, 4] and [32, 8] do not broadcast");
+}
+
+#[test]
+fn float_functions_of_integers() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let a: RegisterTensor<i32> = k.register_tensor([32], 1.0);
+        let _: RegisterTensor<i32> = at(line!(), k.compute(a.exp()));
+    })
+    .fails_once("exp needs floating-point values, got i32");
+}
+
+#[test]
+fn a_reduction_over_a_dimension_the_tile_lacks() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let a: RegisterTensor<f32> = k.register_tensor([32, 4], 1.0);
+        let _ = at(line!(), k.sum(a, 2, false));
+    })
+    .fails("sum: dimension 2 of a tile of 2 dimension(s)");
+}
+
+#[test]
+fn a_reduction_across_warps_inside_a_thread_group() {
+    check::<OutF32>(|k, _| {
+        k.warps(8);
+        k.warp_group(0, |k| {
+            // [4, 32] over 128 threads: the rows are in different warps
+            let a: RegisterTensor<f32> = k.register_tensor([4, 32], 1.0);
+            let _ = at(line!(), k.sum(a, 0, false));
+        });
+    })
+    .fails_once("dimension 0 of `r0` is spread over several warps");
+}
+
+#[test]
+fn a_reduction_across_warps_under_a_condition_threads_may_disagree_on() {
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        let flag = k.var_u32(0u32);
+        k.single_thread(|k| k.assign(flag, 1u32));
+        let a: RegisterTensor<f32> = k.register_tensor([4, 32], 1.0);
+        #[rustfmt::skip]
+        note(line!(), k.if_(flag.eq_(1u32), |k| {
+            let _ = at(line!(), k.sum(a, 0, false));
+        }));
+    })
+    .fails_once_noting("sum waits for every thread of the block, inside the if at");
+}
+
+#[test]
+fn a_reduction_within_warps_needs_warp_aligned_groups() {
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        k.thread_group(16, 32, |k| {
+            let a: RegisterTensor<f32> = k.register_tensor([32], 1.0);
+            let _ = at(line!(), k.sum(a, 0, false));
+        });
+    })
+    .fails_once("sum runs on whole warps; the current group has 32 threads starting at thread 16");
 }
