@@ -5,6 +5,7 @@
 
 mod arithmetic;
 mod control;
+mod debug;
 mod mbarrier;
 mod memory;
 mod mma;
@@ -213,6 +214,7 @@ impl<'p> Emitter<'p> {
                 Inst::Mma(m) => mma::emit(self, m),
                 Inst::Arith(a) => arithmetic::emit(self, a),
                 Inst::Wgmma(w) => wgmma::emit(self, w),
+                Inst::Debug(d) => debug::emit(self, d),
             },
             crate::ir::StmtKind::Let { .. }
             | crate::ir::StmtKind::Assign { .. }

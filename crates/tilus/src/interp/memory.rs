@@ -378,7 +378,7 @@ fn store_global(b: &mut Block<'_, '_>, task: &Task<'_>, i: &MemoryInst, loc: Loc
 
 /// Ordinary stores of a register tile into a shared tile, through the tile's swizzle; the tile
 /// stays unpublished to the async proxy until the writing threads fence.
-fn store_shared(
+pub(super) fn store_shared(
     b: &mut Block<'_, '_>,
     task: &Task<'_>,
     dst: SharedId,

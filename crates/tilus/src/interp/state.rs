@@ -421,6 +421,8 @@ pub(crate) struct Block<'a, 'p> {
     /// `fence_proxy_async` since; the async proxy must not read it yet.
     pub proxy_dirty: Vec<Option<Dirty>>,
     pub stats: Stats,
+    /// What `printf` and `print_tensor` printed, in order.
+    pub printed: String,
 }
 
 /// Byte used for shared memory nobody wrote: all-ones is NaN in f16, bf16 and f32, so reading
@@ -449,6 +451,7 @@ impl<'a, 'p> Block<'a, 'p> {
             commits: HashMap::new(),
             proxy_dirty: vec![None; p.shareds.len()],
             stats: Stats::default(),
+            printed: String::new(),
         }
     }
 

@@ -5,6 +5,7 @@
 
 mod args;
 mod arith;
+mod debug;
 mod element;
 mod kernel;
 mod mbarrier;
@@ -19,6 +20,7 @@ mod wgmma;
 pub use crate::ir::HostValue;
 pub use args::{Arg, ArgList, Const, Handles, HostArgs, Ptr, PtrMut, PtrVal};
 pub use arith::{where_, IntoTile, Tile, TileMath};
+pub use debug::Printable;
 pub use element::Element;
 pub use kernel::{BlockIdx, Kernel};
 pub use mbarrier::{Barrier, Barriers, Mbarrier};

@@ -161,6 +161,13 @@ macro_rules! tuple_scalars {
     };
 }
 
+impl Scalars for () {
+    /// No scalars (`k.printf("done", ())`).
+    fn into_exprs(self) -> Vec<Expr> {
+        vec![]
+    }
+}
+
 tuple_scalars!(A 0);
 tuple_scalars!(A 0, B 1);
 tuple_scalars!(A 0, B 1, C 2);

@@ -3,7 +3,9 @@
 //! in `runtime/gpu.rs`.
 
 use crate::common::build;
-use crate::common::scripts::{Branches, Epilogue, EpilogueBug, Groups, OneTile, TileCopy, FILE};
+use crate::common::scripts::{
+    Branches, Epilogue, EpilogueBug, Groups, OneTile, Printing, TileCopy, FILE,
+};
 use half::f16;
 
 // ------------------------------------------------------------------------------------------
@@ -207,4 +209,40 @@ fn a_reduction_across_warps_meets_in_shared_memory_and_one_in_a_warp_shuffles() 
     let across = tilus::emit(&rows(ArithCase::ColumnExtremes), &[]).unwrap();
     assert!(across.contains("_scratch = tilus_smem +"), "{across}");
     assert!(across.contains("__syncthreads();"), "{across}");
+}
+
+// ------------------------------------------------------------------------------------------
+// debug: printf and print_tensor become device printf calls with the interpreter's formats.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn printing_compiles_to_device_printf() {
+    let src = tilus::emit(&Printing, &[]).unwrap();
+    for want in [
+        // the line's text, `%` escaped, a conversion per value, from the block's thread 0
+        "if (tilus_tid == 0) {\n      printf(\"printing {n = %d} in block %d: n > 3 is %s, 100%%\\n\", \
+         (int)(n), (int)(b), (((3 < n)) ? \"true\" : \"false\"));",
+        // headers carry the name, type and shape; the block index is printed
+        "printf(\"s.T: f32[20, 4], block (%d, %d, %d)\\n\", (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z);",
+        "printf(\"h.T: f16[20, 4], block (%d, %d, %d)\\n\"",
+        "printf(\"cube: i32[2, 2, 3], block (%d, %d, %d)\\n\"",
+        // sixteen elements a line, then the rest of the row
+        "for (int tilus_col = 0; tilus_col < 16; tilus_col += 16)",
+        // register tiles meet in a scratch tile of their own
+        "tilus_print_st16(",
+        "tilus_print_st8(",
+        "tilus_print_float(",
+    ] {
+        assert!(src.contains(want), "no {want:?} in:\n{src}");
+    }
+    // the line from warp 3: its group's first thread
+    let warp = src.find("printf(\"warp 3 after x\\n\");").unwrap();
+    assert!(
+        src[..warp].ends_with("if (tilus_tid2 == 0) {\n        "),
+        "{src}"
+    );
+    // three block barriers around each of the seven register tiles printed (and the one
+    // after the barrier's initialization)
+    assert_eq!(src.matches("__syncthreads();").count(), 1 + 3 * 7, "{src}");
+    build(&Printing, &[]);
 }

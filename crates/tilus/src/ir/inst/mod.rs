@@ -4,6 +4,7 @@
 //! and `interp/`, so adding an instruction touches its family and nothing else.
 
 mod arithmetic;
+pub(crate) mod debug;
 pub mod facts;
 mod mbarrier;
 mod memory;
@@ -13,6 +14,7 @@ mod wgmma;
 
 pub(crate) use arithmetic::{reduce_crosses_warps, reduce_locals, subsets};
 pub use arithmetic::{ArithInst, BinaryOp, ReduceOp, TileExpr, UnaryOp};
+pub use debug::DebugInst;
 pub use facts::Facts;
 pub use mbarrier::MbarrierInst;
 pub use memory::MemoryInst;
@@ -38,6 +40,8 @@ pub enum Inst {
     Arith(ArithInst),
     /// Warp-group tensor-core products.
     Wgmma(WgmmaInst),
+    /// Printing from the kernel.
+    Debug(DebugInst),
 }
 
 impl Inst {
@@ -50,6 +54,7 @@ impl Inst {
             Inst::Mma(i) => i.name(),
             Inst::Arith(i) => i.name(),
             Inst::Wgmma(i) => i.name(),
+            Inst::Debug(i) => i.name(),
         }
     }
 
@@ -62,6 +67,7 @@ impl Inst {
             Inst::Mma(i) => i.facts(p),
             Inst::Arith(i) => i.facts(p),
             Inst::Wgmma(i) => i.facts(p),
+            Inst::Debug(i) => i.facts(p),
         }
     }
 
@@ -74,6 +80,7 @@ impl Inst {
             Inst::Mma(i) => i.describe(n),
             Inst::Arith(i) => i.describe(n),
             Inst::Wgmma(i) => i.describe(n),
+            Inst::Debug(i) => i.describe(n),
         }
     }
 }
