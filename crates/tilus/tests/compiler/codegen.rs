@@ -7,6 +7,7 @@ use crate::common::scripts::{
     Branches, Epilogue, EpilogueBug, Groups, OneTile, Printing, TileCopy, FILE,
 };
 use half::f16;
+use tilus::prelude::PtrMut;
 
 // ------------------------------------------------------------------------------------------
 // memory and tma: TMA of f32 tiles with and without a swizzle, the generic shared load.
@@ -245,4 +246,18 @@ fn printing_compiles_to_device_printf() {
     // after the barrier's initialization)
     assert_eq!(src.matches("__syncthreads();").count(), 1 + 3 * 7, "{src}");
     build(&Printing, &[]);
+}
+
+/// Text that C string literals must escape (quotes, backslashes, `?` of trigraphs, newlines,
+/// bytes outside ASCII) and `%` reaches `printf` as written.
+#[test]
+fn printf_text_is_escaped_for_c() {
+    let script = crate::common::Body::<(PtrMut<f32>,)>(|k, _| {
+        k.warps(1);
+        k.printf("é \"q\" \\ ??= 50% \n{}", (7,));
+    });
+    let src = tilus::emit(&script, &[]).unwrap();
+    let want = r#"printf("\303\251 \"q\" \\ \?\?= 50%% \n%d\n", (int)(7));"#;
+    assert!(src.contains(want), "no {want} in:\n{src}");
+    build(&script, &[]);
 }

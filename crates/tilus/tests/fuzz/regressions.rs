@@ -227,3 +227,4 @@ fn values_used_outside_their_scope_are_diagnosed() {
         assert_eq!(stage(ops), Stage::CompileFailed, "{shown}");
     }
 }
+

@@ -12,6 +12,7 @@
 use proptest::prelude::*;
 
 use crate::model::{BarIx, BarRef, Bin, Case, Dt, Edit, Op, Sc, T};
+use crate::ops::arith::snippet_arith;
 use crate::ops::control::{
     cond, group, snippet_branch, snippet_count, warps, Control, LetKind, To,
 };
@@ -220,6 +221,7 @@ fn chunk() -> BoxedStrategy<Vec<Op>> {
         3 => snippet_wgmma(),
         2 => snippet_store(),
         2 => snippet_tma_store(),
+        3 => snippet_arith(),
     ];
     leaf.prop_recursive(2, 24, 3, |inner| {
         let nested = prop::collection::vec(inner.clone(), 1..3)
