@@ -230,6 +230,16 @@ fn check_rules(
             InterpValue::BufferMut(b) => b.len(),
             InterpValue::Int(_) => 0,
         };
+        for (stride, what) in &rule.nonnegative {
+            let v = eval(stride, rule.arg)?;
+            if v < 0 {
+                return Err(arg_error(
+                    p,
+                    rule.arg,
+                    format!("{what} is {v}; strides must not be negative"),
+                ));
+            }
+        }
         let need = eval(&rule.min_elems, rule.arg)?;
         if rule.elem_bytes > 0 && (len as i64) < need {
             return Err(arg_error(
@@ -248,29 +258,13 @@ fn check_rules(
             .iter()
             .map(|e| eval(e, spec.ptr_arg))
             .collect::<Result<_>>()?;
-        if let Some(d) = dims.iter().find(|d| **d <= 0 || **d > (1i64 << 32)) {
-            return Err(arg_error(
-                p,
-                spec.ptr_arg,
-                format!("a TMA view extent of {d} is outside 1..=2^32"),
-            ));
-        }
-        let elem = spec.dtype.nbytes() as i64;
-        let mut s = elem;
-        for d in dims.iter().rev().take(dims.len().saturating_sub(1)) {
-            s *= d;
-            if s % 16 != 0 {
-                return Err(arg_error(
-                    p,
-                    spec.ptr_arg,
-                    format!(
-                        "a row stride of {s} bytes is not a multiple of 16, which TMA requires; \
-                         pad the rows to a multiple of {} elements",
-                        16 / elem
-                    ),
-                ));
-            }
-        }
+        let strides: Vec<i64> = spec
+            .global_strides
+            .iter()
+            .map(|e| eval(e, spec.ptr_arg))
+            .collect::<Result<_>>()?;
+        spec.check_view(&dims, &strides)
+            .map_err(|m| arg_error(p, spec.ptr_arg, m))?;
     }
     Ok(())
 }
@@ -323,7 +317,12 @@ pub fn run_program(
             message: format!("the grid {grid:?} has too many blocks"),
         })? as u64;
     let mut report = Report::default();
-    let batch = opts.batch.max(1) as u64;
+    // old values of atomics depend on the order of blocks: one at a time, in block order
+    let batch = if prep.sequential {
+        1
+    } else {
+        opts.batch.max(1) as u64
+    };
     let mut start = 0u64;
     while start < total {
         let end = (start + batch).min(total);
@@ -362,7 +361,14 @@ pub fn run_program(
             let (writes, stats) = r?;
             for w in writes {
                 if let Some(InterpValue::BufferMut(buf)) = args.get_mut(w.arg as usize) {
-                    state::write_bits(buf.bytes_mut(), w.byte, w.bits, w.nbytes as usize);
+                    let n = w.nbytes as usize;
+                    let bits = match w.op {
+                        state::WriteOp::Store => w.bits,
+                        state::WriteOp::Atomic { .. } => {
+                            w.apply(state::read_n(buf.bytes_mut(), w.byte, n))
+                        }
+                    };
+                    state::write_bits(buf.bytes_mut(), w.byte, bits, n);
                 }
             }
             report.blocks += 1;

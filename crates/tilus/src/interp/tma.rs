@@ -7,7 +7,9 @@
 
 use super::barrier::{complete_tx, resolve};
 use super::hazards;
-use super::state::{read_bits, strides, write_bits, Block, Fail, GlobalWrite, Retire, Work, R};
+use super::state::{
+    read_bits, strides, write_bits, Block, Fail, GlobalWrite, Retire, Work, WriteOp, R,
+};
 use super::task::{values, Step, Task};
 use crate::error::Fault;
 use crate::ir::facts::AsyncGroup;
@@ -205,11 +207,12 @@ fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
             ));
         }
         let bits = read_bits(&b.smem, at, g.dtype);
-        b.writes.push(GlobalWrite {
+        b.write_global(GlobalWrite {
             arg: arg as u32,
             byte,
             bits,
             nbytes: eb as u8,
+            op: WriteOp::Store,
         });
         Ok(())
     })?;

@@ -17,7 +17,7 @@ pub use dtype::DType;
 pub use expr::{wrap_to, BinOp, Expr, ExprPrinter, VarDecl, VarId, VarKind};
 pub use inst::facts;
 pub use inst::{
-    ArithInst, Facts, Inst, MbarrierInst, MemoryInst, MmaInst, TmaInst, WgmmaA, WgmmaInst,
+    ArithInst, AtomicOp, Facts, Inst, MbarrierInst, MemoryInst, MmaInst, TmaInst, WgmmaA, WgmmaInst,
 };
 pub use launch::{
     Bound, HostValue, IndexGuard, KernelParam, LaunchPlan, PointerRule, TensorMapId, TensorMapSpec,

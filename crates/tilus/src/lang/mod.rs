@@ -4,6 +4,7 @@
 //! `k.mbarrier()`; tensor and control instructions are methods of [`Kernel`].
 
 mod args;
+mod atomics;
 mod element;
 mod kernel;
 mod mbarrier;

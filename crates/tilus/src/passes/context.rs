@@ -96,6 +96,8 @@ pub(crate) struct LayoutCx<'p> {
     pub diags: Vec<Diagnostic>,
     /// Whether the last round changed a layout.
     pub changed: bool,
+    /// Whether a preferred layout was granted in this round of preferences.
+    pub preferred: bool,
 }
 
 impl LayoutCx<'_> {
@@ -128,6 +130,16 @@ impl LayoutCx<'_> {
                 }
             }
         }
+    }
+
+    /// Grants `t` layout `l` if nothing gave it one and no other wish was granted in this
+    /// round (see `Rules::prefer_layouts`).
+    pub fn prefer(&mut self, t: RegId, l: RegisterLayout, loc: Loc, why: &'static str) {
+        if self.preferred || self.layouts[t.0 as usize].is_some() {
+            return;
+        }
+        self.preferred = true;
+        self.require(t, l, loc, why);
     }
 
     /// The layout required of `t` so far.
@@ -191,6 +203,7 @@ impl LowerCx<'_> {
             ptr_arg,
             dtype: g.dtype,
             global_shape: g.shape.clone(),
+            global_strides: g.strides.clone(),
             box_shape,
             swizzle,
         });

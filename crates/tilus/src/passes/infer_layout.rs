@@ -2,8 +2,11 @@
 //!
 //! Tensor-core instructions fix the layouts of their operands and accumulators (through
 //! transposed views); elementwise instructions pass layouts through in both directions (each
-//! family's rules in `passes/rules/`); tiles nobody constrains get a default layout that
-//! spreads the innermost dimension over consecutive threads. Shared tiles the async proxy
+//! family's rules in `passes/rules/`); a tile nobody constrains that an instruction reads from
+//! or writes to global memory gets the layout that instruction prefers (16-byte vectors along
+//! the innermost dimension: [`vectorized_layout`]), one at a time and propagated again; the
+//! rest get a default layout that spreads the innermost dimension over consecutive threads.
+//! Shared tiles the async proxy
 //! touches get the widest swizzle their rows fill. A user-pinned layout is kept, and a
 //! conflict is a diagnostic naming both instructions.
 
@@ -53,6 +56,28 @@ pub fn default_layout(shape: &[i64], threads: i64) -> RegisterLayout {
     }
 }
 
+/// A layout for tiles read from or written to global memory: each thread holds `v`
+/// consecutive elements along the innermost dimension (`v` the most that fit 16 bytes and
+/// divide the innermost extent without leaving threads idle), and the vectors are spread over
+/// the threads as [`default_layout`] spreads elements, so that consecutive threads touch
+/// consecutive vectors. With `v = 1` it is the default layout.
+pub fn vectorized_layout(shape: &[i64], threads: i64, elem_bytes: u32) -> RegisterLayout {
+    let rank = shape.len();
+    let total = shape.iter().fold(1i64, |a, &d| a.saturating_mul(d));
+    let mut v = (16 / elem_bytes.max(1)) as i64;
+    while v > 1 && (rank == 0 || shape[rank - 1] % v != 0 || total / v < threads) {
+        v /= 2;
+    }
+    if v <= 1 {
+        return default_layout(shape, threads);
+    }
+    let mut outer = shape.to_vec();
+    outer[rank - 1] /= v;
+    let mut vector = vec![1i64; rank];
+    vector[rank - 1] = v;
+    default_layout(&outer, threads).compose(&RegisterLayout::local(&vector))
+}
+
 /// Infers every layout the program leaves open.
 pub fn run(mut p: Program) -> Result<Program> {
     // Shared tiles the async proxy reads or writes (TMA boxes, wgmma operands read through
@@ -88,16 +113,27 @@ pub fn run(mut p: Program) -> Result<Program> {
             .collect(),
         diags: vec![],
         changed: false,
+        preferred: false,
     };
     for_each_inst_mut(&mut body, &mut |inst, loc| {
         inst.anchor_layouts(&mut cx, loc)
     });
     loop {
-        cx.changed = false;
+        loop {
+            cx.changed = false;
+            for_each_inst_mut(&mut body, &mut |inst, loc| {
+                inst.propagate_layouts(&mut cx, loc)
+            });
+            if !cx.changed {
+                break;
+            }
+        }
+        // one wish for a tile left open at a time, then propagate it
+        cx.preferred = false;
         for_each_inst_mut(&mut body, &mut |inst, loc| {
-            inst.propagate_layouts(&mut cx, loc)
+            inst.prefer_layouts(&mut cx, loc)
         });
-        if !cx.changed {
+        if !cx.preferred || !cx.diags.is_empty() {
             break;
         }
     }

@@ -3,10 +3,13 @@
 //! fence that ordinary shared stores need before an async-proxy read.
 
 use super::seed::run_edited;
-use crate::common::interp::{assert_noted, expect_fault, interpret, run};
-use crate::common::mark;
+use crate::common::interp::{
+    assert_noted, expect_fault, interpret, plan_unverified, run, run_planned,
+};
 use crate::common::scripts::{self, OnesTimesB};
+use crate::common::{mark, Body};
 use tilus::interp::Fault;
+use tilus::interp::{HostBufferMut, InterpValue};
 use tilus::prelude::*;
 use tilus::Error;
 
@@ -43,33 +46,54 @@ fn a_barrier_inside_a_live_tile_overlaps() {
 // Out-of-bounds global accesses.
 // ------------------------------------------------------------------------------------------
 
+/// As in the generated code (one unsigned comparison per coordinate), elements at negative
+/// coordinates are outside the view and skipped, like those past its end.
 #[test]
-fn a_store_at_a_negative_offset_is_out_of_bounds() {
+fn a_store_at_a_negative_offset_skips_the_rows_outside_the_view() {
     let mut out = vec![0.0f32; 64 * 32];
-    let r = interpret::<(i32, PtrMut<f32>)>(
+    interpret::<(i32, PtrMut<f32>)>(
         |k, (m, out)| {
             k.blocks([cdiv(m, 8)]);
             k.warps(1);
             let row = k.let_i32(8 * k.block_idx().x - 1);
             let t = k.register_tensor::<f32>([8, 32], 1.0);
             let g = k.global_view(out, [m, Val::constant(32)]);
-            #[rustfmt::skip]
-            mark("store", line!(), k.store_global(&g, &t, [row, Val::constant(0)]));
+            k.store_global(&g, &t, [row, Val::constant(0)]);
         },
         (64, &mut out),
-    );
-    match &r {
-        Err(Error::Interp { block, .. }) => assert_eq!(*block, [0, 0, 0]),
-        other => panic!("{other:?}"),
-    }
+    )
+    .unwrap();
+    assert!(out[..63 * 32].iter().all(|&x| x == 1.0));
+    assert!(out[63 * 32..].iter().all(|&x| x == 0.0));
+}
+
+/// A view the launch checks did not compare with its buffer (the plan's pointer rules
+/// removed): the store's elements inside the view but past the buffer are a fault.
+#[test]
+fn a_store_past_the_buffer_is_out_of_bounds() {
+    let (program, mut plan) = plan_unverified(&Body::<(i32, PtrMut<f32>)>(|k, (m, out)| {
+        k.blocks([1]);
+        k.warps(1);
+        let t = k.register_tensor::<f32>([8, 32], 1.0);
+        let g = k.global_view(out, [m, Val::constant(32)]);
+        mark("store", line!(), k.store_global(&g, &t, [0, 0]));
+    }));
+    plan.pointer_rules.clear();
+    let mut out = vec![0.0f32; 100];
+    let mut args = [
+        InterpValue::Int(8),
+        InterpValue::BufferMut(HostBufferMut::new(&mut out)),
+    ];
+    let r = run_planned(&program, &plan, &mut args);
     expect_fault(
         r,
         Fault::GlobalOutOfBounds,
         "store",
         &[
-            "out-of-bounds global write",
-            "store_global writes element [-1, ",
-            "negative",
+            "out-of-bounds global access",
+            "store_global writes element [4, 0] of view `g0` [8, 32] (thread 0)",
+            "a buffer of 100 elements",
+            "larger than the buffer",
         ],
     );
 }

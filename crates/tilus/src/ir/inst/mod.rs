@@ -14,7 +14,7 @@ mod wgmma;
 pub use arithmetic::ArithInst;
 pub use facts::Facts;
 pub use mbarrier::MbarrierInst;
-pub use memory::MemoryInst;
+pub use memory::{AtomicOp, MemoryInst};
 pub use mma::MmaInst;
 pub use tma::TmaInst;
 pub use wgmma::{WgmmaA, WgmmaInst};
