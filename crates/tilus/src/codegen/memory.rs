@@ -390,12 +390,19 @@ pub(crate) enum MemoryHelper {
     FenceProxyAsync,
     /// The vector type of global loads and stores.
     Vec,
-    /// A global atomic (`returns`: `atom`, else `red`).
+    /// A global atomic of PTX (`returns`: `atom`, else `red`).
     Atomic {
         /// The operation.
         op: AtomicOp,
         /// The element type.
         dtype: DType,
+        /// Whether it returns the old value.
+        returns: bool,
+    },
+    /// f32 min or max, built from the integer atomics (so defined after them).
+    FloatMinMax {
+        /// Max, else min.
+        max: bool,
         /// Whether it returns the old value.
         returns: bool,
     },
@@ -446,6 +453,7 @@ template <typename T, int N> struct alignas(sizeof(T) * N) tilus_vec { T v[N]; }
 "#
         .into(),
         MemoryHelper::Atomic { op, dtype, returns } => global::atomic_text(op, dtype, returns),
+        MemoryHelper::FloatMinMax { max, returns } => global::float_min_max_text(max, returns),
         MemoryHelper::FenceProxyAsync => r#"// Publishes this thread's ordinary shared-memory writes to the async proxy (TMA, wgmma).
 static __device__ __forceinline__ void tilus_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");

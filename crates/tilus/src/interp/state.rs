@@ -708,15 +708,6 @@ pub(crate) fn eval(e: &Expr, env: &[Option<i64>], bidx: [i64; 3]) -> Option<i64>
     }
 }
 
-/// Row-major strides (elements) of a view's extents.
-pub(crate) fn strides(shape: &[i64]) -> Vec<i64> {
-    let mut s = vec![1i64; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        s[d] = s[d + 1].saturating_mul(shape[d + 1]);
-    }
-    s
-}
-
 /// Formats a sorted list of thread indices compactly: `thread 0`, `threads 1-127`, or a list
 /// of ranges.
 pub(crate) fn threads_text(threads: &[u32]) -> String {

@@ -12,8 +12,8 @@ use crate::layout::RegisterLayout;
 /// The C text of a stride in 64-bit arithmetic (`1` for a unit stride, so that the address
 /// drops the product); row-major strides print as `(i64)n`.
 fn stride_text(e: &Emitter, s: &Expr) -> String {
-    if s.eval(&|_| None) == Some(1) {
-        return "1".into();
+    if let Some(v @ (0 | 1)) = s.eval(&|_| None) {
+        return v.to_string();
     }
     match s {
         Expr::Cast(DType::I64, x) if matches!(**x, Expr::Var(..) | Expr::Int(..)) => {
@@ -99,17 +99,22 @@ fn open_walk(
                 e.expr(&shape[dd])
             ));
         }
-        addr.push(if strides[dd] == "1" {
-            format!("tilus_c{dd}")
-        } else {
-            format!("(i64)tilus_c{dd} * {}", strides[dd])
-        });
+        match strides[dd].as_str() {
+            // a zero stride (a broadcast view) adds nothing
+            "0" => {}
+            "1" => addr.push(format!("tilus_c{dd}")),
+            s => addr.push(format!("(i64)tilus_c{dd} * {s}")),
+        }
     }
     let n_last = shape[rank - 1].eval(&|_| None);
     Walk {
         outer,
         last: (format!("tilus_c{}", rank - 1), e.expr(&shape[rank - 1])),
-        place: format!("{ptr} + {}", addr.join(" + ")),
+        place: if addr.is_empty() {
+            ptr
+        } else {
+            format!("{ptr} + {}", addr.join(" + "))
+        },
         may_straddle: width > 1 && n_last.is_none_or(|n| n % width != 0),
     }
 }
@@ -215,14 +220,14 @@ pub(super) fn store_global(e: &mut Emitter, i: &MemoryInst) {
     if w.may_straddle {
         // the view's end cuts the vector: the elements inside, one by one
         e.open(format!("else if ({})", w.inside(0)));
+        let v = read(e, src.tensor, "l");
+        e.line(format!("*({place}) = {v};"));
         e.line("#pragma unroll");
         e.open(format!("for (int j = 1; j < {width}; ++j)"));
         let inside = format!("(u32)({} + j) < (u32)({})", w.last.0, w.last.1);
         let v = read(e, src.tensor, "l + j");
         e.line(format!("if ({inside}) ({place})[j] = {v};"));
         e.close();
-        let v = read(e, src.tensor, "l");
-        e.line(format!("*({place}) = {v};"));
         e.close();
     }
     close_walk(e);
@@ -331,57 +336,57 @@ fn atomic_helper(op: AtomicOp, dtype: DType, returns: bool) -> String {
 
 /// Uses the helper of an atomic (and those it is built from) and returns its name.
 fn use_atomic(e: &mut Emitter, op: AtomicOp, dtype: DType, returns: bool) -> String {
-    e.use_helper(Helper::Memory(MemoryHelper::Atomic { op, dtype, returns }));
     if dtype == DType::F32 && matches!(op, AtomicOp::Min | AtomicOp::Max) {
         // f32 min/max go through the integer atomics on the bits
-        let other = if op == AtomicOp::Min {
-            AtomicOp::Max
+        let max = op == AtomicOp::Max;
+        let (pos, neg) = if max {
+            (AtomicOp::Max, AtomicOp::Min)
         } else {
-            AtomicOp::Min
+            (AtomicOp::Min, AtomicOp::Max)
         };
         e.use_helper(Helper::Core(Core::FloatBits));
-        for (o, t) in [(op, DType::I32), (other, DType::U32)] {
+        for (o, t) in [(pos, DType::I32), (neg, DType::U32)] {
             e.use_helper(Helper::Memory(MemoryHelper::Atomic {
                 op: o,
                 dtype: t,
                 returns,
             }));
         }
+        e.use_helper(Helper::Memory(MemoryHelper::FloatMinMax { max, returns }));
+    } else {
+        e.use_helper(Helper::Memory(MemoryHelper::Atomic { op, dtype, returns }));
     }
     atomic_helper(op, dtype, returns)
 }
 
-/// The C++ text of an atomic helper.
+/// The C++ text of the f32 min or max: non-negative floats order as signed integers, negative
+/// ones in reverse as unsigned integers, so a value with the sign bit clear takes the signed
+/// max (min) of the bits, one with it set the unsigned min (max).
+pub(super) fn float_min_max_text(max: bool, returns: bool) -> String {
+    let op = if max { AtomicOp::Max } else { AtomicOp::Min };
+    let name = atomic_helper(op, DType::F32, returns);
+    let (pos, neg) = if max { ("max", "min") } else { ("min", "max") };
+    let kind = if returns { "atom" } else { "red" };
+    let (ty, ret, end) = if returns {
+        ("float", "return __int_as_float((i32)", ")")
+    } else {
+        ("void", "", "")
+    };
+    format!(
+        "// f32 {} through integer atomics on the bits: non-negative floats order as signed\n\
+         // integers, negative ones in reverse as unsigned integers.\n\
+         static __device__ __forceinline__ {ty} {name}(float* p, float v) {{\n  \
+         const u32 b = tilus_f32_bits(v);\n  \
+         if ((b & 0x80000000u) == 0) {{ {ret}tilus_{kind}_{pos}_i32((i32*)p, (i32)b){end}; }}\n  \
+         else {{ {ret}tilus_{kind}_{neg}_u32((u32*)p, b){end}; }}\n}}\n",
+        op.name()
+    )
+}
+
+/// The C++ text of an atomic helper of PTX.
 pub(super) fn atomic_text(op: AtomicOp, dtype: DType, returns: bool) -> String {
     let name = atomic_helper(op, dtype, returns);
     let t = c_type(dtype);
-    if dtype == DType::F32 && matches!(op, AtomicOp::Min | AtomicOp::Max) {
-        // non-negative floats order as signed integers, negative ones in reverse as unsigned
-        // integers: the signed max (min) of the bits for a value with the sign bit clear, the
-        // unsigned min (max) for one with it set
-        let (pos, neg) = if op == AtomicOp::Max {
-            ("max", "min")
-        } else {
-            ("min", "max")
-        };
-        let ret = if returns {
-            "return __int_as_float((i32)"
-        } else {
-            ""
-        };
-        let end = if returns { ")" } else { "" };
-        let ty = if returns { "float" } else { "void" };
-        let kind = if returns { "atom" } else { "red" };
-        return format!(
-            "// f32 {} through integer atomics on the bits: non-negative floats order as signed\n\
-             // integers, negative ones in reverse as unsigned integers.\n\
-             static __device__ __forceinline__ {ty} {name}(float* p, float v) {{\n  \
-             const u32 b = tilus_f32_bits(v);\n  \
-             if ((b & 0x80000000u) == 0) {{ {ret}tilus_{kind}_{pos}_i32((i32*)p, (i32)b){end}; }}\n  \
-             else {{ {ret}tilus_{kind}_{neg}_u32((u32*)p, b){end}; }}\n}}\n",
-            op.name()
-        );
-    }
     let (ptx, c) = ptx_type(op, dtype);
     let op_name = match op {
         AtomicOp::Exchange => "exch",
@@ -487,29 +492,55 @@ pub(super) fn atomic_scalar(e: &mut Emitter, i: &MemoryInst) {
     let d = e.p.global(*dst);
     let dtype = d.dtype;
     let ptr = e.p.var(d.ptr).name.clone();
+    let name = e.p.var(*out).name.clone();
+    let zero = constant(e, &Expr::Int(0, dtype), dtype);
+    // bounds checks and address terms, folded where the index and the view are constants
     let mut inside = vec![];
     let mut addr = vec![];
     for (k, x) in index.iter().enumerate() {
-        let c = e.expr(x);
-        inside.push(format!("(u32)({c}) < (u32)({})", e.expr(&d.shape[k])));
-        let s = stride_text(e, &d.strides[k]);
-        addr.push(if s == "1" {
-            c
-        } else {
-            format!("(i64)({c}) * {s}")
-        });
+        let (cx, cn) = (x.eval(&|_| None), d.shape[k].eval(&|_| None));
+        match (cx, cn) {
+            (Some(i), Some(n)) if (0..n).contains(&i) => {}
+            (Some(_), Some(_)) => {
+                // always outside the view: nothing is updated
+                e.line(format!("const {} {name} = {zero};", c_type(dtype)));
+                return;
+            }
+            _ => inside.push(format!(
+                "(u32)({}) < (u32)({})",
+                e.expr(x),
+                e.expr(&d.shape[k])
+            )),
+        }
+        let stride = d.strides[k].eval(&|_| None);
+        match (cx, stride) {
+            (Some(0), _) | (_, Some(0)) => {}
+            (Some(i), Some(st)) => addr.push(i.saturating_mul(st).to_string()),
+            (_, Some(1)) => addr.push(e.expr(x)),
+            _ => addr.push(format!(
+                "(i64)({}) * {}",
+                e.expr(x),
+                stride_text(e, &d.strides[k])
+            )),
+        }
     }
     let f = use_atomic(e, *op, dtype, true);
-    let mut args = format!("{ptr} + {}", addr.join(" + "));
+    let mut args = if addr.is_empty() {
+        ptr
+    } else {
+        format!("{ptr} + {}", addr.join(" + "))
+    };
     if let Some(c) = compare {
         args = format!("{args}, {}", e.expr(c));
     }
     let v = e.expr(value);
-    let name = e.p.var(*out).name.clone();
-    let zero = constant(e, &Expr::Int(0, dtype), dtype);
-    e.line(format!(
-        "const {} {name} = ({}) ? {f}({args}, {v}) : {zero};",
-        c_type(dtype),
-        inside.join(" && ")
-    ));
+    let t = c_type(dtype);
+    if inside.is_empty() {
+        e.line(format!("const {t} {name} = {f}({args}, {v});"));
+    } else {
+        let inside = inside.join(" && ");
+        e.line(format!(
+            "const {t} {name} = ({inside}) ? {f}({args}, {v}) : {zero};"
+        ));
+    }
 }
