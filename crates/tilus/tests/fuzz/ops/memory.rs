@@ -329,6 +329,13 @@ pub fn snippet_load_store() -> BoxedStrategy<Vec<Op>> {
                     ops.push(Memory::GlobalView(1, view[..rank].to_vec()).into());
                     ops.push(Memory::StoreGlobal(0, plain(0), offsets[..rank].to_vec()).into());
                 }
+                3 => {
+                    // a counter bumped by one thread (pointer 7 is `PtrMut<i32>`)
+                    ops.push(Memory::GlobalView(7, vec![Sc::Lit(4)]).into());
+                    let i = vec![Sc::Lit(1)];
+                    let bump = Memory::AtomicScalar(AtomicOp::Add, 0, i, Sc::Lit(1), Sc::Lit(0));
+                    ops.push(Control::Group(Group::SingleThread, vec![bump.into()]).into());
+                }
                 _ => {
                     ops.push(Memory::GlobalView(5, view[..rank].to_vec()).into());
                     ops.push(
