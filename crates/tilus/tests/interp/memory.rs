@@ -156,7 +156,7 @@ fn with_the_fence_the_interpreter_computes_the_product() {
 // ------------------------------------------------------------------------------------------
 
 use crate::common::scripts::global::{
-    small_ints, ColumnStats, MaskedLoad, SplitSum, StridedCopy, SwapTiles, Tickets,
+    small_ints, ColumnStats, MaskedLoad, SplitSum, StridedCopy, StridedTma, SwapTiles, Tickets,
 };
 use half::f16;
 
@@ -421,38 +421,15 @@ fn a_strided_view_needs_its_largest_offset_and_nonnegative_strides() {
 /// dimension), and a runtime stride TMA cannot take is an argument error.
 #[test]
 fn tma_copies_through_a_strided_view() {
-    type A = (i32, i32, Ptr<f32>, PtrMut<f32>);
-    let body: fn(&mut Kernel, Handles<A>) = |k, (m, ld, src, dst)| {
-        k.blocks([1]);
-        k.warps(1);
-        let g = k.global_view_strided(src, [m, Val::constant(16)], (ld, 1));
-        let s = k.shared_tensor::<f32>([8, 16]);
-        let bar = k.mbarrier().alloc([1]);
-        k.single_thread(|k| {
-            k.mbarrier().arrive_and_expect_tx(bar[0], s.nbytes());
-            k.tma().global_to_shared(&g, &s, [0, 0], bar[0]);
-        });
-        k.mbarrier().wait(bar[0], 0u32);
-        let r = k.load_shared(&s);
-        let d = k.global_view(dst, [8, 16]);
-        k.store_global(&d, &r, [0, 0]);
-    };
     let src: Vec<f32> = (0..8 * 24).map(|i| i as f32).collect();
     let mut dst = vec![f32::NAN; 8 * 16];
-    interpret::<A>(body, (6, 24, &src[..], &mut dst[..])).unwrap();
-    for r in 0..8 {
-        for c in 0..16 {
-            let want = if r < 6 { (r * 24 + c) as f32 } else { 0.0 };
-            assert_eq!(dst[r * 16 + c], want, "({r}, {c})");
-        }
-    }
-    match interpret::<A>(body, (6, 22, &src[..], &mut dst[..])) {
-        Err(Error::Argument { message, .. }) => {
-            assert!(
-                message.contains("a row stride of 88 bytes is not a multiple of 16"),
-                "{message}"
-            )
-        }
+    run(&StridedTma, (6, 24, &src[..], &mut dst[..])).unwrap();
+    assert_eq!(dst, StridedTma::expected(6, 24));
+    match run(&StridedTma, (6, 22, &src[..], &mut dst[..])) {
+        Err(Error::Argument { message, .. }) => assert!(
+            message.contains("a row stride of 88 bytes is not a multiple of 16"),
+            "{message}"
+        ),
         other => panic!("expected Error::Argument, got {other:?}"),
     }
 }

@@ -298,3 +298,47 @@ impl Script for SwapTiles {
         k.store_global(&gzo, &old, at);
     }
 }
+
+/// A TMA copy of the `[8, 16]` box at the origin of an `[m, 16]` f32 view with leading
+/// dimension `ld` (a sub-matrix of a wider matrix) through shared memory into an `[8, 16]`
+/// output: the tensor map takes the view's strides.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct StridedTma;
+
+impl StridedTma {
+    /// The output for `m` rows of a source whose element `i` is `i`.
+    pub fn expected(m: usize, ld: usize) -> Vec<f32> {
+        (0..8 * 16)
+            .map(|i| {
+                let (r, c) = (i / 16, i % 16);
+                if r < m {
+                    (r * ld + c) as f32
+                } else {
+                    0.0
+                }
+            })
+            .collect()
+    }
+}
+
+impl Script for StridedTma {
+    type Args = (i32, i32, Ptr<f32>, PtrMut<f32>);
+    fn arg_names() -> &'static [&'static str] {
+        &["m", "ld", "src", "dst"]
+    }
+    fn body(&self, k: &mut Kernel, (m, ld, src, dst): Handles<Self::Args>) {
+        k.blocks([1]);
+        k.warps(1);
+        let g = k.global_view_strided(src, [m, Val::constant(16)], (ld, 1));
+        let s = k.shared_tensor::<f32>([8, 16]);
+        let bar = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            k.mbarrier().arrive_and_expect_tx(bar[0], s.nbytes());
+            k.tma().global_to_shared(&g, &s, [0, 0], bar[0]);
+        });
+        k.mbarrier().wait(bar[0], 0u32);
+        let r = k.load_shared(&s);
+        let d = k.global_view(dst, [8, 16]);
+        k.store_global(&d, &r, [0, 0]);
+    }
+}
