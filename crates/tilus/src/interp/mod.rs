@@ -30,6 +30,15 @@
 //!
 //! - **Blocks** run independently (in parallel with rayon by default); their global writes are
 //!   applied in block order when a batch of blocks is done.
+//! - **Global memory**: a block reads the buffers as they were when its batch started, plus its
+//!   own earlier writes and atomics in program order (a load after a store of the same
+//!   element sees the store). Atomics combine with what the buffer holds when the block's
+//!   writes are applied, so sums, minima and maxima across blocks are exact whatever the order.
+//!   Within a block, atomics on one element apply in program order (within one instruction,
+//!   in thread order), each element once, by the thread holding its first copy. A program
+//!   whose atomics return old values (exchange, compare-and-swap, the scalar forms) runs its
+//!   blocks one at a time in block order, so the old values are those of that sequential run
+//!   (on the GPU, blocks may take them in any order).
 //! - **Threads**: the threads of a block run as cooperatively scheduled *tasks*. Code that a
 //!   group of threads runs together runs tile by tile for all of them: a register tile holds a
 //!   value per (thread, local index), placed by its layout's thread and local terms (replicated
@@ -46,8 +55,9 @@
 //! - **`dot`** runs mma.sync m16n8k16 per warp from the lanes' registers, accumulating in f32;
 //!   **`wgmma.mma`** is asynchronous per warp group: the product runs when a `wait_group`
 //!   completes its committed group, reading shared operands through the tiles' layouts;
-//!   **`cast`** rounds to nearest even; **`store_global`** writes the vectors the generated code
-//!   writes, with its bounds check.
+//!   **`cast`** rounds to nearest even; **`load_global`** and **`store_global`** access the
+//!   elements the generated code's vectors and masks access, through the view's strides
+//!   (elements outside the view read the fill value, or are skipped).
 //!
 //! # What it reports
 //!
