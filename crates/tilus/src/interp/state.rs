@@ -734,3 +734,62 @@ pub(crate) fn threads_text(threads: &[u32]) -> String {
         format!("threads {}", parts.join(", "))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// f32 min and max through integer orders agree with the numbers' order (and put -0.0
+    /// below +0.0).
+    #[test]
+    fn f32_min_and_max_order_the_numbers() {
+        let xs = [
+            -f32::INFINITY,
+            -1e30,
+            -2.5,
+            -1.0,
+            -0.0,
+            0.0,
+            1e-40,
+            1.0,
+            3.5,
+            f32::INFINITY,
+        ];
+        let b = |x: f32| x.to_bits() as u64;
+        for &x in &xs {
+            for &y in &xs {
+                let hi = f32::from_bits(combine(AtomicOp::Max, DType::F32, b(x), b(y), 0) as u32);
+                let lo = f32::from_bits(combine(AtomicOp::Min, DType::F32, b(x), b(y), 0) as u32);
+                let zero_order = |p: f32, q: f32| {
+                    if p == 0.0 && q == 0.0 {
+                        p.is_sign_negative()
+                    } else {
+                        p < q
+                    }
+                };
+                let (want_hi, want_lo) = if zero_order(x, y) { (y, x) } else { (x, y) };
+                assert_eq!(hi.to_bits(), want_hi.to_bits(), "max({x}, {y})");
+                assert_eq!(lo.to_bits(), want_lo.to_bits(), "min({x}, {y})");
+            }
+        }
+    }
+
+    #[test]
+    fn integer_atomics_wrap_and_compare_in_their_type() {
+        let i = |x: i32| x as u32 as u64;
+        assert_eq!(
+            combine(AtomicOp::Add, DType::I32, i(i32::MAX), 1, 0),
+            i(i32::MIN)
+        );
+        assert_eq!(combine(AtomicOp::Max, DType::I32, i(-5), i(3), 0), 3);
+        assert_eq!(combine(AtomicOp::Max, DType::U32, i(-5), 3, 0), i(-5));
+        assert_eq!(combine(AtomicOp::Cas, DType::U32, 7, 9, 7), 9);
+        assert_eq!(combine(AtomicOp::Cas, DType::U32, 7, 9, 8), 7);
+        assert_eq!(combine(AtomicOp::Exchange, DType::I32, 7, 9, 0), 9);
+        let h = |x: f32| half::f16::from_f32(x).to_bits() as u64;
+        assert_eq!(
+            combine(AtomicOp::Add, DType::F16, h(1.5), h(2.25), 0),
+            h(3.75)
+        );
+    }
+}

@@ -117,7 +117,7 @@ fn the_tma_store_epilogue_compiles_with_nvrtc() {
 // ------------------------------------------------------------------------------------------
 
 use crate::common::scripts::global::{
-    ColumnStats, MaskedLoad, SplitSum, StridedCopy, SwapTiles, Tickets,
+    ColumnStats, MaskedLoad, SplitKMatmul, SplitSum, StridedCopy, SwapTiles, Tickets,
 };
 use crate::common::Body;
 use tilus::prelude::*;
@@ -302,4 +302,23 @@ fn a_tma_map_of_a_strided_view_has_its_strides() {
         e.contains("a row stride of 136 bytes is not a multiple of 16"),
         "{e}"
     );
+}
+
+/// Operands loaded for mma.sync keep the fragments' layouts (element loads: the runtime `k`
+/// leaves the rows' alignment unknown), and the accumulator is added element by element.
+#[test]
+fn a_split_k_matmul_loads_fragments_and_adds_its_accumulator() {
+    let c = built(&SplitKMatmul, &[]);
+    for needle in [
+        "load_global(g0, offsets=[v0, v2], shape=[64, 32]) layout(",
+        "(u32)(tilus_c1) < (u32)(k)",
+        "mma.sync.aligned.m16n8k16",
+        "tilus_red_add_f32(c + (i64)tilus_c0 * (i64)n + tilus_c1,",
+    ] {
+        assert!(
+            c.source.contains(needle),
+            "missing `{needle}` in\n{}",
+            c.source
+        );
+    }
 }

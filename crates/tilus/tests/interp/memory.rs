@@ -156,7 +156,8 @@ fn with_the_fence_the_interpreter_computes_the_product() {
 // ------------------------------------------------------------------------------------------
 
 use crate::common::scripts::global::{
-    small_ints, ColumnStats, MaskedLoad, SplitSum, StridedCopy, StridedTma, SwapTiles, Tickets,
+    small_ints, ColumnStats, MaskedLoad, SplitKMatmul, SplitSum, StridedCopy, StridedTma,
+    SwapTiles, Tickets,
 };
 use half::f16;
 
@@ -431,5 +432,20 @@ fn tma_copies_through_a_strided_view() {
             "{message}"
         ),
         other => panic!("expected Error::Argument, got {other:?}"),
+    }
+}
+
+/// The split-K matmul: operands loaded straight into the mma fragments' layouts, partial
+/// products added into the output by every split, exact against the CPU reference.
+#[test]
+fn a_split_k_matmul_adds_its_partial_products_atomically() {
+    for (m, n, kk) in [(64usize, 128usize, 96usize), (100, 130, 64), (64, 128, 40)] {
+        let (a, b) = crate::common::inputs::matmul_inputs(m, n, kk);
+        let init = small_ints(m * n, 2);
+        let mut c = init.clone();
+        let args = (m as i32, n as i32, kk as i32, &a[..], &b[..], &mut c[..]);
+        run(&SplitKMatmul, args).unwrap();
+        let want = SplitKMatmul::expected(m, n, kk, &a, &b, &init);
+        assert_eq!(c, want, "{m}x{n}x{kk}");
     }
 }

@@ -180,7 +180,8 @@ fn the_tma_store_epilogue_is_exact_on_the_gpu() {
 // ------------------------------------------------------------------------------------------
 
 use crate::common::scripts::global::{
-    small_ints, ColumnStats, MaskedLoad, SplitSum, StridedCopy, StridedTma, SwapTiles, Tickets,
+    small_ints, ColumnStats, MaskedLoad, SplitKMatmul, SplitSum, StridedCopy, StridedTma,
+    SwapTiles, Tickets,
 };
 
 #[test]
@@ -390,4 +391,26 @@ fn tma_copies_through_a_strided_view_on_the_gpu() {
             .contains("a row stride of 88 bytes is not a multiple of 16"),
         "{err}"
     );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_split_k_matmul_adds_its_partial_products_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let jit = tilus::Jit::new(SplitKMatmul, &device);
+    for (m, n, kk) in [(64usize, 128usize, 96usize), (100, 130, 64), (64, 128, 40)] {
+        let (a, b) = crate::common::inputs::matmul_inputs(m, n, kk);
+        let init = small_ints(m * n, 2);
+        let (da, db) = (
+            stream.clone_htod(&a).unwrap(),
+            stream.clone_htod(&b).unwrap(),
+        );
+        let mut dc = stream.clone_htod(&init).unwrap();
+        jit.launch(stream, (m as i32, n as i32, kk as i32, &da, &db, &mut dc))
+            .unwrap();
+        let want = SplitKMatmul::expected(m, n, kk, &a, &b, &init);
+        assert_eq!(stream.clone_dtoh(&dc).unwrap(), want, "{m}x{n}x{kk}");
+    }
 }

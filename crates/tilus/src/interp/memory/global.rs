@@ -146,7 +146,9 @@ fn written<'d>(b: &'d Block<'_, '_>, r: &RegView, name: &str, loc: Loc) -> R<&'d
 /// Whether the vector of `width` elements starting at local `l` lies whole inside the view
 /// (what the generated code checks before a vector access).
 fn whole_vector(view: &View, c: &[i64], width: usize) -> bool {
-    let last = c.len() - 1;
+    let Some(last) = c.len().checked_sub(1) else {
+        return false;
+    };
     let mut end = c.to_vec();
     end[last] += width as i64 - 1;
     view.flat(c).is_some() && view.flat(&end).is_some()

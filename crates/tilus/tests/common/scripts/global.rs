@@ -342,3 +342,48 @@ impl Script for StridedTma {
         k.store_global(&d, &r, [0, 0]);
     }
 }
+
+/// Split-K matmul without shared memory: `c += a bᵀ` for `[m, k]` and `[n, k]` f16 operands,
+/// one block per 64x128 tile of `c` and 32-wide slice of `k`: the operands come from
+/// `load_global` in the mma fragments' layouts, the product from `dot`,
+/// and the accumulator goes into `c` with `atomic_add` (the mma accumulator's layout).
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct SplitKMatmul;
+
+impl SplitKMatmul {
+    /// `c + a bᵀ` in f64 (exact for the inputs of `inputs::matmul_inputs`).
+    pub fn expected(m: usize, n: usize, k: usize, a: &[f16], b: &[f16], c: &[f32]) -> Vec<f32> {
+        let mut out = c.to_vec();
+        for i in 0..m {
+            for j in 0..n {
+                let s: f64 = (0..k)
+                    .map(|x| a[i * k + x].to_f64() * b[j * k + x].to_f64())
+                    .sum();
+                out[i * n + j] += s as f32;
+            }
+        }
+        out
+    }
+}
+
+impl Script for SplitKMatmul {
+    type Args = (i32, i32, i32, Ptr<f16>, Ptr<f16>, PtrMut<f32>);
+    fn arg_names() -> &'static [&'static str] {
+        &["m", "n", "k", "a", "b", "c"]
+    }
+    fn body(&self, k: &mut Kernel, (m, n, kk, a, b, c): Handles<Self::Args>) {
+        k.blocks([cdiv(m, 64), cdiv(n, 128), cdiv(kk, 32)]);
+        k.warps(4);
+        let om = k.let_i32(64 * k.block_idx().x);
+        let on = k.let_i32(128 * k.block_idx().y);
+        let ok = k.let_i32(32 * k.block_idx().z);
+        let ga = k.global_view(a, [m, kk]);
+        let gb = k.global_view(b, [n, kk]);
+        let ta = k.load_global(&ga, [om, ok], [64, 32]);
+        let tb = k.load_global(&gb, [on, ok], [128, 32]);
+        let acc = k.register_tensor::<f32>([64, 128], 0.0);
+        k.dot(&ta, &tb.transpose(), &acc, &acc);
+        let gc = k.global_view(c, [m, n]);
+        k.atomic_add(&gc, &acc, [om, on]);
+    }
+}
