@@ -6,7 +6,7 @@
 
 use super::super::{c_type, Core, Emitter, Helper};
 use super::{declare, layout, read, storage, word, MemoryHelper, Storage};
-use crate::ir::{AtomicOp, DType, Expr, GlobalId, MemoryInst, RegId, RegView};
+use crate::ir::{AtomicOp, DType, Expr, GlobalId, MemoryInst, RegId};
 use crate::layout::RegisterLayout;
 
 /// The C text of a stride in 64-bit arithmetic (`1` for a unit stride, so that the address
@@ -42,7 +42,8 @@ struct Walk {
 }
 
 impl Walk {
-    /// The check that elements `j0..j1` of the vector (innermost offsets) are inside.
+    /// The check that the current coordinates, moved by `plus` along the innermost dimension,
+    /// are inside the view (`plus = width - 1`: the whole vector).
     fn inside(&self, plus: i64) -> String {
         let (c, n) = &self.last;
         let c = if plus > 0 {
@@ -53,6 +54,15 @@ impl Walk {
         let mut all = self.outer.clone();
         all.push(format!("(u32)({c}) < (u32)({n})"));
         all.join(" && ")
+    }
+
+    /// The checks of the outer dimensions (`true` for a 1-D view).
+    fn outer_or_true(&self) -> String {
+        if self.outer.is_empty() {
+            "true".into()
+        } else {
+            self.outer.join(" && ")
+        }
     }
 }
 
@@ -302,17 +312,6 @@ pub(super) fn load_global(e: &mut Emitter, i: &MemoryInst) {
     close_walk(e);
 }
 
-impl Walk {
-    /// The checks of the outer dimensions (`true` for a 1-D view).
-    fn outer_or_true(&self) -> String {
-        if self.outer.is_empty() {
-            "true".into()
-        } else {
-            self.outer.join(" && ")
-        }
-    }
-}
-
 /// The PTX type of an atomic's operation on `dtype` (`.s32`, `.f32`, `.noftz.f16`, ...) and
 /// the inline-assembly constraint of its operands.
 fn ptx_type(op: AtomicOp, dtype: DType) -> (&'static str, &'static str) {
@@ -412,12 +411,6 @@ pub(super) fn atomic_text(op: AtomicOp, dtype: DType, returns: bool) -> String {
     }
 }
 
-/// The value of local `l` of a tile as the atomic helpers take it (16-bit floats as their
-/// bits).
-fn element(e: &Emitter, v: &RegView, l: &str) -> String {
-    read(e, v.tensor, l)
-}
-
 pub(super) fn atomic_global(e: &mut Emitter, i: &MemoryInst) {
     let MemoryInst::AtomicGlobal {
         op,
@@ -456,9 +449,9 @@ pub(super) fn atomic_global(e: &mut Emitter, i: &MemoryInst) {
     }
     let w = open_walk(e, *dst, &l, offsets, 1);
     let place = w.place.clone();
-    let v = element(e, src, "l");
+    let v = read(e, src.tensor, "l");
     let args = match compare {
-        Some(c) => format!("{place}, {}, {v}", element(e, c, "l")),
+        Some(c) => format!("{place}, {}, {v}", read(e, c.tensor, "l")),
         None => format!("{place}, {v}"),
     };
     match out {
