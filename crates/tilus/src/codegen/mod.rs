@@ -15,8 +15,7 @@ mod wgmma;
 pub(crate) use prelude::{Core, Helper};
 
 use crate::ir::{
-    describe_stmt, BinOp, DType, Expr, Inst, KernelParam, LaunchPlan, ParamKind, Program, RegId,
-    Stmt,
+    describe_stmt, DType, Expr, Inst, KernelParam, LaunchPlan, ParamKind, Program, RegId, Stmt,
 };
 use crate::layout::Term;
 use std::collections::BTreeSet;
@@ -301,20 +300,4 @@ fn float_literal(v: f64) -> String {
     } else {
         "__int_as_float(0xff800000)".into()
     }
-}
-
-/// Row-major strides of a view with `shape`, as C expressions in 64-bit arithmetic.
-pub(crate) fn row_major_strides(e: &Emitter, shape: &[Expr]) -> Vec<String> {
-    let mut strides = vec![String::from("1"); shape.len()];
-    let mut acc: Option<Expr> = None;
-    for d in (0..shape.len()).rev() {
-        if let Some(a) = &acc {
-            strides[d] = format!("(i64){}", e.expr(a));
-        }
-        acc = Some(match acc {
-            None => shape[d].clone(),
-            Some(a) => Expr::binary(BinOp::Mul, a, shape[d].clone()),
-        });
-    }
-    strides
 }

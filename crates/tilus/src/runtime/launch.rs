@@ -12,7 +12,8 @@ use cudarc::nvrtc::Ptx;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-/// The last tensor map encoded for one parameter, reused while the buffer and sizes repeat
+/// The last tensor map encoded for one parameter (buffer, extents then strides), reused while
+/// the buffer and sizes repeat
 /// (encoding costs about a microsecond of host time; the common case is the same buffers).
 type MapCache = Vec<Option<(u64, Vec<i64>, cudarc::driver::sys::CUtensorMap)>>;
 
@@ -182,6 +183,12 @@ impl LoadedKernel {
                     rule.align, rule.why
                 )));
             }
+            for (stride, what) in &rule.nonnegative {
+                let v = eval(stride, &|| self.name(rule.arg))?;
+                if v < 0 {
+                    return Err(bad(format!("{what} is {v}; strides must not be negative")));
+                }
+            }
             let need = eval(&rule.min_elems, &|| self.name(rule.arg))?;
             let elem = rule.elem_bytes as i64;
             if elem > 0 && (bytes as i64) < need.saturating_mul(elem) {
@@ -234,23 +241,29 @@ impl LoadedKernel {
                     ns += 1;
                 }
                 KernelParam::TensorMap(spec) => {
-                    let mut dims = [0i64; 5];
-                    let rank = spec.global_shape.len();
-                    for (d, e) in spec.global_shape.iter().enumerate() {
-                        dims[d] = eval(e, &|| spec.name.clone())?;
+                    // extents, then strides
+                    let mut sizes = [0i64; 10];
+                    let rank = spec.global_shape.len().min(5);
+                    for (d, e) in spec.global_shape.iter().take(rank).enumerate() {
+                        sizes[d] = eval(e, &|| spec.name.clone())?;
                     }
+                    for (d, e) in spec.global_strides.iter().take(rank).enumerate() {
+                        sizes[rank + d] = eval(e, &|| spec.name.clone())?;
+                    }
+                    let sizes = &sizes[..2 * rank];
                     let (ptr, _) = ptr_of(spec.ptr_arg)?;
                     let slot = &mut cache[nm];
                     maps[nm] = match slot {
-                        Some((p, d, m)) if *p == ptr && d[..] == dims[..rank] => *m,
+                        Some((p, d, m)) if *p == ptr && d[..] == sizes[..] => *m,
                         _ => {
                             let m = tensor_map::encode(
                                 spec,
                                 &self.name(spec.ptr_arg),
                                 ptr,
-                                &dims[..rank],
+                                &sizes[..rank],
+                                &sizes[rank..],
                             )?;
-                            *slot = Some((ptr, dims[..rank].to_vec(), m));
+                            *slot = Some((ptr, sizes.to_vec(), m));
                             m
                         }
                     };
