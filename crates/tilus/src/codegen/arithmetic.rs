@@ -240,8 +240,9 @@ fn emit_reduce(
             (ReduceOp::Min, true) => format!("fminf({a}, {b})"),
             (ReduceOp::Max, false) => format!("max({a}, {b})"),
             (ReduceOp::Min, false) => format!("min({a}, {b})"),
-            (ReduceOp::Any, _) => format!("{a} || {b}"),
-            (ReduceOp::All, _) => format!("{a} && {b}"),
+            // not `||` and `&&`: every lane must run the shuffle on the right
+            (ReduceOp::Any, _) => format!("{a} | {b}"),
+            (ReduceOp::All, _) => format!("{a} & {b}"),
         }
     };
     e.open("");

@@ -204,6 +204,12 @@ fn a_reduction_across_warps_meets_in_shared_memory_and_one_in_a_warp_shuffles() 
         "{in_lanes}"
     );
     assert!(!in_lanes.contains("_scratch = tilus_smem +"), "{in_lanes}");
+    // a shuffle on the right of `||` would run only in the lanes whose left side is false
+    let logical = tilus::emit(&rows(ArithCase::Logical), &[]).unwrap();
+    assert!(logical.contains("__shfl_xor_sync"), "{logical}");
+    for line in logical.lines().filter(|l| l.contains("__shfl_xor_sync")) {
+        assert!(!line.contains("||") && !line.contains("&&"), "{line}");
+    }
     let across = tilus::emit(&rows(ArithCase::ColumnExtremes), &[]).unwrap();
     assert!(across.contains("_scratch = tilus_smem +"), "{across}");
     assert!(across.contains("__syncthreads();"), "{across}");

@@ -212,6 +212,7 @@ fn arithmetic_gives_the_interpreters_bits_and_meets_the_reference() {
                 case,
             };
             let what = format!("{case:?} on {rows}x{cols}, {warps} warps");
+            eprintln!("{what}");
             let mut on_cpu = vec![f32::NAN; m * n];
             tilus::interpret(&script, (m as i32, n as i32, &x[..], &mut on_cpu[..]))
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
