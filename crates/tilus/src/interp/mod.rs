@@ -188,7 +188,12 @@ fn check_args(p: &Program, args: &[InterpValue<'_>]) -> Result<Vec<i64>> {
     let mut ints = vec![0i64; args.len()];
     for (i, (prm, v)) in p.params.iter().zip(args).enumerate() {
         match (&prm.kind, v) {
-            (ParamKind::Scalar(_), InterpValue::Int(x)) => ints[i] = *x,
+            (ParamKind::Scalar(t), InterpValue::Int(x)) if !t.is_float() => ints[i] = *x,
+            // float scalars live in the environment as the bits of their f64 value, rounded
+            // to their type as the kernel's parameter is
+            (ParamKind::Scalar(t), InterpValue::Float(x)) if t.is_float() => {
+                ints[i] = crate::interp::state::round_float(*x, *t).to_bits() as i64
+            }
             (ParamKind::Const(_, c), InterpValue::Int(x)) => {
                 if c != x {
                     return Err(arg_error(
@@ -203,7 +208,7 @@ fn check_args(p: &Program, args: &[InterpValue<'_>]) -> Result<Vec<i64>> {
                 let (have, is_mut) = match v {
                     InterpValue::Buffer(b) => (b.dtype(), false),
                     InterpValue::BufferMut(b) => (b.dtype(), true),
-                    InterpValue::Int(_) => {
+                    InterpValue::Int(_) | InterpValue::Float(_) => {
                         return Err(arg_error(p, i, "expected a host buffer".into()))
                     }
                 };
@@ -221,6 +226,9 @@ fn check_args(p: &Program, args: &[InterpValue<'_>]) -> Result<Vec<i64>> {
                         "the kernel may write this buffer: pass a mutable slice".into(),
                     ));
                 }
+            }
+            (ParamKind::Scalar(t), _) if t.is_float() => {
+                return Err(arg_error(p, i, format!("expected a {t} scalar")))
             }
             (_, _) => return Err(arg_error(p, i, "expected an integer".into())),
         }
@@ -245,7 +253,7 @@ fn check_rules(
         let len = match &args[rule.arg] {
             InterpValue::Buffer(b) => b.len(),
             InterpValue::BufferMut(b) => b.len(),
-            InterpValue::Int(_) => 0,
+            InterpValue::Int(_) | InterpValue::Float(_) => 0,
         };
         for (stride, what) in &rule.nonnegative {
             let v = eval(stride, rule.arg)?;
@@ -350,7 +358,7 @@ pub fn run_program(
                 .map(|v| match v {
                     InterpValue::Buffer(b) => Some(GlobalBuf { bytes: b.bytes() }),
                     InterpValue::BufferMut(b) => Some(GlobalBuf { bytes: b.bytes() }),
-                    InterpValue::Int(_) => None,
+                    InterpValue::Int(_) | InterpValue::Float(_) => None,
                 })
                 .collect();
             let one = |id: u64| {

@@ -715,20 +715,97 @@ pub(crate) fn bits_to_int(bits: u64, dtype: DType) -> i64 {
     }
 }
 
-/// Evaluates a scalar expression as the generated code would, with the block index known.
-/// `None`: division by zero, a shift out of range, a float, or a variable without a value.
+/// Evaluates an integer (or boolean) scalar expression as the generated code would, with the
+/// block index known. `None`: division by zero, a shift out of range, a float result, or a
+/// variable without a value.
 pub(crate) fn eval(e: &Expr, env: &[Option<i64>], bidx: [i64; 3]) -> Option<i64> {
     match e {
         Expr::Int(v, _) => Some(*v),
         Expr::Float(..) => None,
+        Expr::Var(_, t) if t.is_float() => None,
         Expr::Var(id, t) => env
             .get(id.0 as usize)
             .copied()
             .flatten()
             .map(|v| crate::ir::wrap_to(v, *t)),
         Expr::BlockIdx(a) => bidx.get(*a as usize).copied(),
+        // comparisons of floats
+        Expr::Binary(op, a, b) if a.dtype().is_float() => {
+            let (x, y) = (eval_float(a, env, bidx)?, eval_float(b, env, bidx)?);
+            use crate::ir::BinOp as B;
+            Some(match op {
+                B::Lt => (x < y) as i64,
+                B::Le => (x <= y) as i64,
+                B::Eq => (x == y) as i64,
+                B::Ne => (x != y) as i64,
+                _ => return None,
+            })
+        }
         Expr::Binary(op, a, b) => op.apply(eval(a, env, bidx)?, eval(b, env, bidx)?, a.dtype()),
+        // C truncates toward zero (Rust's `as` saturates where C leaves it undefined)
+        Expr::Cast(t, x) if x.dtype().is_float() && !t.is_float() => {
+            let v = eval_float(x, env, bidx)?;
+            Some(if *t == DType::Bool {
+                (v != 0.0) as i64
+            } else {
+                crate::ir::wrap_to(v as i64, *t)
+            })
+        }
+        Expr::Cast(t, _) if t.is_float() => None,
         Expr::Cast(t, x) => eval(x, env, bidx).map(|v| crate::ir::wrap_to(v, *t)),
+    }
+}
+
+/// `v` rounded to float type `t` (to nearest even), as an exact `f64`.
+pub(crate) fn round_float(v: f64, t: DType) -> f64 {
+    match t {
+        DType::F16 => half::f16::from_f64(v).to_f64(),
+        DType::BF16 => half::bf16::from_f64(v).to_f64(),
+        _ => v as f32 as f64,
+    }
+}
+
+/// Evaluates a float scalar expression as the generated code does: every float type computes
+/// in f32 (constants are f32 literals, each operation rounds to f32), a conversion to a 16-bit
+/// float rounds to it, integers convert to the nearest f32. Float variables hold the bits of
+/// their `f64` value in the environment. `None` as for [`eval`].
+pub(crate) fn eval_float(e: &Expr, env: &[Option<i64>], bidx: [i64; 3]) -> Option<f64> {
+    let f32_ = |v: f64| v as f32 as f64;
+    match e {
+        Expr::Float(bits, _) => Some(f32_(f64::from_bits(*bits))),
+        Expr::Var(id, t) if t.is_float() => env
+            .get(id.0 as usize)
+            .copied()
+            .flatten()
+            .map(|v| f64::from_bits(v as u64)),
+        Expr::Binary(op, a, b) if a.dtype().is_float() && !op.is_comparison() => {
+            let (x, y) = (
+                eval_float(a, env, bidx)? as f32,
+                eval_float(b, env, bidx)? as f32,
+            );
+            use crate::ir::BinOp as B;
+            Some(match op {
+                B::Add => x + y,
+                B::Sub => x - y,
+                B::Mul => x * y,
+                B::Div => x / y,
+                _ => return None,
+            } as f64)
+        }
+        Expr::Cast(t, x) if t.is_float() => {
+            let v = if x.dtype().is_float() {
+                eval_float(x, env, bidx)?
+            } else if x.dtype() == DType::U64 {
+                eval(x, env, bidx)? as u64 as f32 as f64
+            } else {
+                eval(x, env, bidx)? as f32 as f64
+            };
+            Some(match t {
+                DType::F16 | DType::BF16 => round_float(v, *t),
+                _ => f32_(v),
+            })
+        }
+        _ => None,
     }
 }
 

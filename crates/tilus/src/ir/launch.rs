@@ -10,10 +10,12 @@ use crate::layout::Swizzle;
 pub struct TensorMapId(pub u32);
 
 /// A host-side argument value, after extraction from the typed tuple.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum HostValue {
-    /// A scalar (runtime or constant).
+    /// An integer scalar (runtime or constant).
     Int(i64),
+    /// A floating-point scalar (`f32`, `f16`, `bf16` arguments; exact in an `f64`).
+    Float(f64),
     /// A device buffer: address and size in bytes.
     Ptr {
         /// Device address.
@@ -28,7 +30,7 @@ impl HostValue {
     pub fn as_int(&self) -> Option<i64> {
         match self {
             HostValue::Int(v) => Some(*v),
-            HostValue::Ptr { .. } => None,
+            HostValue::Float(_) | HostValue::Ptr { .. } => None,
         }
     }
 }

@@ -232,8 +232,13 @@ impl LoadedKernel {
         let mut cache = self.maps.lock().unwrap_or_else(|e| e.into_inner());
         for p in &plan.params {
             match p {
-                KernelParam::Scalar { arg, .. } => {
-                    scalars[ns] = int(*arg).unwrap_or(0) as u64;
+                KernelParam::Scalar { arg, dtype } => {
+                    scalars[ns] = scalar_bits(values.get(*arg), *dtype).map_err(|message| {
+                        Error::Argument {
+                            arg: self.name(*arg),
+                            message,
+                        }
+                    })?;
                     ns += 1;
                 }
                 KernelParam::Pointer { arg } => {
@@ -297,3 +302,16 @@ const MAX_PARAMS: usize = 32;
 const MAX_MAPS: usize = 8;
 const EMPTY_MAP: cudarc::driver::sys::CUtensorMap =
     cudarc::driver::sys::CUtensorMap { opaque: [0; 16] };
+
+/// The bits a scalar parameter of type `dtype` passes in its 8-byte slot (the kernel reads the
+/// low bytes, little-endian): integers as themselves, floats rounded to their type.
+fn scalar_bits(v: Option<&HostValue>, dtype: crate::ir::DType) -> std::result::Result<u64, String> {
+    use crate::ir::DType;
+    Ok(match (v, dtype) {
+        (Some(HostValue::Float(x)), DType::F32) => (*x as f32).to_bits() as u64,
+        (Some(HostValue::Float(x)), DType::F16) => half::f16::from_f64(*x).to_bits() as u64,
+        (Some(HostValue::Float(x)), DType::BF16) => half::bf16::from_f64(*x).to_bits() as u64,
+        (Some(HostValue::Int(v)), t) if !t.is_float() => *v as u64,
+        (v, t) => return Err(format!("expected a {t} scalar, got {v:?}")),
+    })
+}

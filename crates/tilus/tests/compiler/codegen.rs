@@ -426,3 +426,16 @@ fn a_split_k_matmul_loads_fragments_and_adds_its_accumulator() {
         );
     }
 }
+
+#[test]
+fn float_scalar_arguments_compile_and_widen_16_bit_ones() {
+    let c = build(&crate::common::arith::FloatAffine, &[]);
+    assert!(c.source.contains("float alpha"), "{}", c.source);
+    assert!(c.source.contains("u16 beta_bits"), "{}", c.source);
+    assert!(
+        c.source
+            .contains("const float gamma = tilus_bf16_to_f32(gamma_bits);"),
+        "{}",
+        c.source
+    );
+}

@@ -491,3 +491,31 @@ fn a_split_k_matmul_adds_its_partial_products_on_the_gpu() {
         assert_eq!(stream.clone_dtoh(&dc).unwrap(), want, "{m}x{n}x{kk}");
     }
 }
+
+// ------------------------------------------------------------------------------------------
+// Float scalar arguments of every width: the parameter bits the runtime passes.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn float_scalar_arguments_reach_the_kernel_exactly() {
+    use crate::common::arith::{input, FloatAffine};
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let n = 1000;
+    let x = input(n, 1, 78);
+    let (alpha, beta, gamma) = FloatAffine::ARGS;
+    let src = upload(&device, &x);
+    let mut dst = upload(&device, &vec![f32::NAN; n]);
+    tilus::Jit::new(FloatAffine, &device)
+        .launch(
+            device.stream(),
+            (n as i32, alpha, beta, gamma, &src, &mut dst),
+        )
+        .unwrap();
+    let got = device.stream().clone_dtoh(&dst).unwrap();
+    let want = FloatAffine::reference(&x);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g.to_bits(), w.to_bits(), "element {i}: {g} vs {w}");
+    }
+}
