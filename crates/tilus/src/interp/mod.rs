@@ -85,6 +85,11 @@ mod tma;
 mod wgmma;
 
 pub use crate::error::Fault;
+/// Runs a script on the interpreter with its typed arguments (host slices for pointers):
+/// [`crate::interpret`] under the name this module's readers look for.
+pub use crate::jit::interpret as run;
+/// [`run`] with [`Options`]: [`crate::interpret_with`].
+pub use crate::jit::interpret_with as run_with;
 pub use args::{HostBuffer, HostBufferMut, InterpValue, Pod};
 
 use crate::ir::{KernelParam, LaunchPlan, ParamKind, Program};
