@@ -55,7 +55,7 @@ fn open_first_thread(e: &mut Emitter) -> bool {
 }
 
 /// A scalar as the `printf` argument its conversion expects.
-fn scalar_arg(e: &Emitter, a: &Expr) -> String {
+fn scalar_arg(e: &mut Emitter, a: &Expr) -> String {
     let c = e.expr(a);
     match a.dtype() {
         DType::Bool => format!("(({c}) ? \"true\" : \"false\")"),
@@ -63,7 +63,11 @@ fn scalar_arg(e: &Emitter, a: &Expr) -> String {
         DType::U32 => format!("(unsigned)({c})"),
         DType::I64 => format!("(long long)({c})"),
         DType::U64 => format!("(unsigned long long)({c})"),
-        DType::F16 | DType::BF16 | DType::F32 => format!("(double)({c})"),
+        // float scalars are held in `float` (16-bit ones widened exactly)
+        DType::F16 | DType::BF16 | DType::F32 => {
+            e.use_helper(Helper::Debug(DebugHelper::Float));
+            format!("tilus_print_float((float)({c}))")
+        }
     }
 }
 

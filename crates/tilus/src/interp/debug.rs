@@ -57,11 +57,8 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &DebugInst, lo
 fn scalar_arg(b: &Block<'_, '_>, task: &Task<'_>, a: &Expr, loc: Loc) -> R<Arg> {
     let t = a.dtype();
     if t.is_float() {
-        return Err(Fail::new(
-            Fault::Unsupported,
-            loc,
-            "printf prints integers and conditions, not floats",
-        ));
+        let x = super::task::float_value(b, task, a, loc)?;
+        return Ok(Arg::Float(x));
     }
     let v = value(b, task, a, loc)?;
     Ok(match t {

@@ -7,7 +7,7 @@
 
 use super::barrier::{complete_tx, resolve};
 use super::hazards;
-use super::state::{read_bits, strides, write_bits, Block, Fail, GlobalWrite, Retire, Work, R};
+use super::state::{read_bits, write_bits, Block, Fail, GlobalWrite, Retire, Work, WriteOp, R};
 use super::task::{values, Step, Task};
 use crate::error::Fault;
 use crate::ir::facts::AsyncGroup;
@@ -21,6 +21,8 @@ struct CopyIn {
     coords: Vec<i64>,
     /// The view's extents when the copy was issued.
     shape: Vec<i64>,
+    /// The view's strides when the copy was issued.
+    strides: Vec<i64>,
     bar: (BarrierArrayId, usize),
     loc: Loc,
     /// The barrier's completed phases when the copy was issued.
@@ -51,6 +53,7 @@ pub(crate) fn exec(
             let (a, idx) = resolve(b, task, bar, i.name(), loc)?;
             let coords = values(b, task, offsets, loc)?;
             let shape = values(b, task, &b.program().global(*src).shape, loc)?;
+            let strides = values(b, task, &b.program().global(*src).strides, loc)?;
             let issue_phase = b.bar_phases(a, idx);
             // every thread of the group issues its own copy (the verifier allows one thread)
             for _ in &task.threads {
@@ -59,6 +62,7 @@ pub(crate) fn exec(
                     dst: *dst,
                     coords: coords.clone(),
                     shape: shape.clone(),
+                    strides: strides.clone(),
                     bar: (a, idx),
                     loc,
                     issue_phase,
@@ -86,12 +90,14 @@ pub(crate) fn exec(
         } => {
             let coords = values(b, task, offsets, loc)?;
             let shape = values(b, task, &b.program().global(*dst).shape, loc)?;
+            let strides = values(b, task, &b.program().global(*dst).strides, loc)?;
             for (owner, threads) in hazards::owners(task, AsyncGroup::Bulk) {
                 let work = CopyOut {
                     src: *src,
                     dst: *dst,
                     coords: coords.clone(),
                     shape: shape.clone(),
+                    strides: strides.clone(),
                     loc,
                 };
                 let retire = Retire::Group {
@@ -133,6 +139,8 @@ struct CopyOut {
     coords: Vec<i64>,
     /// The view's extents when the store was issued.
     shape: Vec<i64>,
+    /// The view's strides when the store was issued.
+    strides: Vec<i64>,
     loc: Loc,
 }
 
@@ -172,7 +180,7 @@ fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
     let (arg, buf) = b.view_buffer(c.dst, loc)?;
     let (off, _) = b.tile_range(c.src);
     let eb = g.dtype.nbytes() as usize;
-    walk_box(&d.shape, &c.coords, &c.shape, |lin, inside| {
+    walk_box(&d.shape, &c.coords, &c.shape, &c.strides, |lin, inside| {
         let Some((gc, flat)) = inside else {
             return Ok(());
         };
@@ -205,11 +213,12 @@ fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
             ));
         }
         let bits = read_bits(&b.smem, at, g.dtype);
-        b.writes.push(GlobalWrite {
+        b.write_global(GlobalWrite {
             arg: arg as u32,
             byte,
             bits,
             nbytes: eb as u8,
+            op: WriteOp::Store,
         });
         Ok(())
     })?;
@@ -259,7 +268,7 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
     }
     let (_, buf) = b.view_buffer(c.src, loc)?;
     let eb = g.dtype.nbytes() as usize;
-    walk_box(&d.shape, &c.coords, &c.shape, |lin, inside| {
+    walk_box(&d.shape, &c.coords, &c.shape, &c.strides, |lin, inside| {
         let bits = match inside {
             Some((gc, flat)) => {
                 let byte = flat as usize * eb;
@@ -305,15 +314,16 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
 
 /// Walks the elements of a TMA box: the tile's elements in row-major order, each with its
 /// linear index in the tile and, when it lies inside the view, its coordinates in the view
-/// (the box placed at `origin`) and its row-major index there.
+/// (the box placed at `origin`) and its element offset there (the view's strides times its
+/// coordinates).
 fn walk_box(
     tile: &[i64],
     origin: &[i64],
     view: &[i64],
+    st: &[i64],
     mut f: impl FnMut(i64, Option<(&[i64], i64)>) -> R<()>,
 ) -> R<()> {
     let rank = tile.len();
-    let st = strides(view);
     let total: i64 = tile.iter().product();
     let mut idx = vec![0i64; rank];
     let mut gc = vec![0i64; rank];
@@ -323,7 +333,7 @@ fn walk_box(
             gc[d] = origin[d] + idx[d];
             inside &= gc[d] >= 0 && gc[d] < view[d];
         }
-        let flat: i64 = gc.iter().zip(&st).map(|(x, s)| x * s).sum();
+        let flat: i64 = gc.iter().zip(st).map(|(x, s)| x * s).sum();
         f(lin, inside.then_some((&gc[..], flat)))?;
         // next element, innermost dimension fastest
         for d in (0..rank).rev() {

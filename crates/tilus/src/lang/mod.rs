@@ -5,6 +5,7 @@
 
 mod args;
 mod arith;
+mod atomics;
 mod debug;
 mod element;
 mod kernel;

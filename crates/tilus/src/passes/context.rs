@@ -109,6 +109,11 @@ pub(crate) struct LayoutCx<'p> {
     pub diags: Vec<Diagnostic>,
     /// Whether the last round changed a layout.
     pub changed: bool,
+    /// Whether a preferred layout was granted in this round of preferences.
+    pub preferred: bool,
+    /// The tile whose preferences this round grants (the first tile, in declaration order,
+    /// that is still open); `None` grants the first wish for any tile.
+    pub prefer_target: Option<RegId>,
 }
 
 impl LayoutCx<'_> {
@@ -141,6 +146,19 @@ impl LayoutCx<'_> {
                 }
             }
         }
+    }
+
+    /// Grants `t` layout `l` if nothing gave it one and no other wish was granted in this
+    /// round (see `Rules::prefer_layouts`).
+    pub fn prefer(&mut self, t: RegId, l: RegisterLayout, loc: Loc, why: &'static str) {
+        if self.preferred
+            || self.layouts[t.0 as usize].is_some()
+            || self.prefer_target.is_some_and(|target| target != t)
+        {
+            return;
+        }
+        self.preferred = true;
+        self.require(t, l, loc, why);
     }
 
     /// The layout required of `t` so far.
@@ -199,6 +217,7 @@ impl LowerCx<'_> {
             ptr_arg,
             dtype: g.dtype,
             global_shape: g.shape.clone(),
+            global_strides: g.strides.clone(),
             box_shape,
             swizzle,
         });

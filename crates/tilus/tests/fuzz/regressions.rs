@@ -227,4 +227,3 @@ fn values_used_outside_their_scope_are_diagnosed() {
         assert_eq!(stage(ops), Stage::CompileFailed, "{shown}");
     }
 }
-

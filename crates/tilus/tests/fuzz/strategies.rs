@@ -17,7 +17,7 @@ use crate::ops::control::{
     cond, group, snippet_branch, snippet_count, warps, Control, LetKind, To,
 };
 use crate::ops::mbarrier::Mbarrier;
-use crate::ops::memory::{snippet_store, Memory};
+use crate::ops::memory::{snippet_load_store, snippet_store, Memory};
 use crate::ops::mma::snippet_dot;
 use crate::ops::tma::{snippet_tma, snippet_tma_store};
 use crate::ops::wgmma::snippet_wgmma;
@@ -220,6 +220,7 @@ fn chunk() -> BoxedStrategy<Vec<Op>> {
         3 => snippet_dot(),
         3 => snippet_wgmma(),
         2 => snippet_store(),
+        2 => snippet_load_store(),
         2 => snippet_tma_store(),
         3 => snippet_arith(),
     ];

@@ -74,6 +74,31 @@ fn printf_prints_one_line_per_group_with_its_values() {
     );
 }
 
+/// Float scalars print with `%.6g`, the arguments (f32, f16, bf16) as they were passed and
+/// expressions over them as the kernel computes them.
+#[test]
+fn printf_prints_float_scalars() {
+    let text = printed::<(f32, f16, bf16, PtrMut<f32>)>(
+        |k, (a, h, b, _)| {
+            k.warps(1);
+            let third = k.let_f32(a / 3.0);
+            k.printf("a = {}, h = {}, b = {}, a/3 = {}", (a, h, b, third));
+            k.printf("big {} tiny {} neg {}", (a * 1e30, a * 1e-30, -a));
+        },
+        (
+            2.5f32,
+            f16::from_f32(0.1),
+            bf16::from_f32(-7.25),
+            &mut [0.0f32][..],
+        ),
+    );
+    assert_eq!(
+        text,
+        "a = 2.5, h = 0.0999756, b = -7.25, a/3 = 0.833333\n\
+         big 2.5e+30 tiny 2.5e-30 neg -2.5\n"
+    );
+}
+
 /// The values of the `[3, 4]` f32 tile the tile tests print: signs, fractions, magnitudes
 /// that `%.6g` writes with an exponent, NaN, an infinity and a negative zero.
 const VALUES: [f32; 12] = [

@@ -24,6 +24,7 @@ mod debug;
 mod mbarrier;
 mod memory;
 mod mma;
+mod scalars;
 mod seed;
 mod tma;
 mod wgmma;

@@ -17,7 +17,7 @@ pub use arithmetic::{ArithInst, BinaryOp, ReduceOp, TileExpr, UnaryOp};
 pub use debug::DebugInst;
 pub use facts::Facts;
 pub use mbarrier::MbarrierInst;
-pub use memory::MemoryInst;
+pub use memory::{AtomicOp, MemoryInst};
 pub use mma::MmaInst;
 pub use tma::TmaInst;
 pub use wgmma::{WgmmaA, WgmmaInst};

@@ -20,13 +20,6 @@ impl Rules for DebugInst {
                     );
                     c.err(loc, msg);
                 }
-                for a in args {
-                    if a.dtype().is_float() {
-                        let msg =
-                            format!("printf prints integers and conditions, not {}", a.dtype());
-                        c.err(loc, msg);
-                    }
-                }
             }
             DebugInst::PrintRegister { src, scratch } => {
                 c.check_view(src, "print_tensor", loc);

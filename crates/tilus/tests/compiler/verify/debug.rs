@@ -48,23 +48,6 @@ fn printf_with_a_placeholder_it_does_not_support() {
     .fails_once("printf: an unmatched `}`");
 }
 
-/// Scripts have integer scalars only; an edited program may give `printf` a float.
-#[test]
-fn printf_of_a_float() {
-    check::<OutF32>(|k, _| {
-        k.warps(1);
-        at(line!(), k.printf("x = {}", (1,)));
-    })
-    .edit(|p| {
-        for s in &mut p.body {
-            if let StmtKind::Inst(Inst::Debug(DebugInst::Printf { args, .. })) = &mut s.kind {
-                args[0] = Expr::Float(1.5f64.to_bits(), DType::F32);
-            }
-        }
-    })
-    .fails_once("printf prints integers and conditions, not f32");
-}
-
 #[test]
 fn print_tensor_of_a_register_tile_inside_a_thread_group() {
     check::<OutF32>(|k, _| {

@@ -30,6 +30,7 @@ mod mbarrier;
 mod memory;
 mod mma;
 mod resources;
+mod scalars;
 mod tma;
 mod wgmma;
 

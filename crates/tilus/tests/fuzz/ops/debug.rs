@@ -51,10 +51,7 @@ impl Print {
                     .boxed(),
             ),
             (1, t(m).prop_map(|t| Print::Register(t).into()).boxed()),
-            (
-                1,
-                (0usize..3).prop_map(|i| Print::Mask(i).into()).boxed(),
-            ),
+            (1, (0usize..3).prop_map(|i| Print::Mask(i).into()).boxed()),
             (1, t(m).prop_map(|t| Print::Shared(t).into()).boxed()),
         ]
     }
