@@ -83,11 +83,11 @@ fn a_float_comparison_picks_the_branch() {
 }
 
 /// Unary minus on scalars: floats flip their sign (negative zero included), integers
-/// subtract from zero. `out[0..4] = [-a, -(a - a), -n, -(n * 2)]` as f32.
+/// subtract from zero. `out[0..4] = [-a, -(a * 0.0), -n, -(n * 2)]` as f32.
 fn negations(k: &mut Kernel, (a, n, dst): Handles<(f32, i32, PtrMut<f32>)>) {
     k.warps(1);
     let out = k.global_view::<f32>(dst, [4]);
-    let values = [-a, -(a - a), (-n).cast::<f32>(), (-(n * 2)).cast::<f32>()];
+    let values = [-a, -(a * 0.0), (-n).cast::<f32>(), (-(n * 2)).cast::<f32>()];
     for (i, v) in values.into_iter().enumerate() {
         let x = k.let_f32(v);
         let t = k.register_tensor::<f32>([1], 0.0);
