@@ -578,6 +578,8 @@ impl Script for Printing {
                 "printing {{n = {}}} in block {}: n > 3 is {}, 100%",
                 (n, b, n.gt(3)),
             );
+            let third = k.let_f32(n.cast::<f32>() / 3.0);
+            k.printf("n / 3 = {}, -n / 3 = {}", (third, -third));
             k.print_tensor(&s);
             k.print_tensor(&s.transpose());
             k.print_tensor(&x);

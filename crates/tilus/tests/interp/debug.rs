@@ -297,6 +297,7 @@ fn the_printing_script_prints_block_1s_tiles_in_order() {
         heads,
         [
             "printing {n = 5} in block 1: n > 3 is true, 100%",
+            "n / 3 = 1.66667, -n / 3 = -1.66667",
             "s: f32[4, 20], block (1, 0, 0)",
             "s.T: f32[20, 4], block (1, 0, 0)",
             "x: f32[4, 20], block (1, 0, 0)",

@@ -3,7 +3,6 @@
 
 use super::OutF32;
 use crate::common::{at, check, note};
-use tilus::ir::{DType, DebugInst, Expr, Inst, StmtKind};
 use tilus::prelude::*;
 
 #[test]
