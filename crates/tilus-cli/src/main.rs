@@ -9,7 +9,9 @@
 //!   checked against a reference: on the GPU against cuBLAS, on the CPU interpreter with
 //!   `--interpret` or without a GPU
 //! - `tilus bench matmul --versions v0 --sizes 4096x4096x4096,8192x8192x8192`: verify against
-//!   cuBLAS and time beside it; `tilus bench tune`, `tilus bench launch`: host-side costs
+//!   cuBLAS and time beside it; `tilus bench memory --kernels vector_add,softmax,layer_norm`:
+//!   verify the memory-bound kernels and time them beside a device-to-device copy;
+//!   `tilus bench tune`, `tilus bench launch`: host-side costs
 //! - `tilus soak`: many launches over random shapes, each checked against cuBLAS
 //! - `tilus cache ls`, `tilus cache show NAME`, `tilus cache clean`: the compiled programs and
 //!   dispatch tables on disk
@@ -20,6 +22,7 @@
 //! `TILUS_LOG=debug` (any `tracing` filter) prints the autotuner's decisions and timings.
 
 mod bench;
+mod bench_memory;
 mod bench_tune;
 mod cache;
 mod check;
@@ -60,7 +63,8 @@ enum Command {
         #[arg(long)]
         size: Option<String>,
     },
-    /// Verify kernels against cuBLAS and time them beside it; host-side costs (needs a GPU).
+    /// Verify kernels against references and time them beside cuBLAS or a copy; host-side
+    /// costs (needs a GPU).
     Bench {
         #[command(subcommand)]
         what: BenchCommand,
@@ -138,6 +142,29 @@ enum BenchCommand {
         #[arg(long = "set", value_name = "NAME=VALUE")]
         sets: Vec<String>,
         /// Use each version's default configuration instead of autotuning.
+        #[arg(long)]
+        fixed: bool,
+    },
+    /// The memory-bound kernels: verified against their host references, then timed
+    /// interleaved with a device-to-device copy of the bytes they read and write.
+    Memory {
+        /// Kernels, comma-separated (vector_add, vector_add_f32, softmax, layer_norm).
+        #[arg(long, default_value = "vector_add,softmax,layer_norm")]
+        kernels: String,
+        /// Sizes ROWSxCOLS, comma-separated: the matrix of a row-wise kernel, a vector of
+        /// ROWS·COLS elements for vector_add.
+        #[arg(long, default_value = "16384x8192,32768x4096")]
+        sizes: String,
+        /// Warm-up rounds.
+        #[arg(long, default_value_t = 5)]
+        warmup: usize,
+        /// Timed rounds (the median is reported; at least 1).
+        #[arg(long, default_value_t = 50)]
+        rounds: usize,
+        /// Hyperparameters of every kernel, e.g. `--set warps=8` (without: autotuned).
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        sets: Vec<String>,
+        /// Use each kernel's default configuration instead of autotuning.
         #[arg(long)]
         fixed: bool,
     },
@@ -231,6 +258,21 @@ fn run(cli: Cli) -> CliResult<bool> {
                 fixed,
             } => bench::matmul(&bench::MatmulArgs {
                 versions,
+                sizes,
+                warmup,
+                rounds,
+                sets,
+                fixed,
+            }),
+            BenchCommand::Memory {
+                kernels,
+                sizes,
+                warmup,
+                rounds,
+                sets,
+                fixed,
+            } => bench_memory::memory(&bench_memory::MemoryArgs {
+                kernels,
                 sizes,
                 warmup,
                 rounds,
