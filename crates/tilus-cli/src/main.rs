@@ -58,8 +58,9 @@ enum Command {
     Check {
         /// Kernel name (see `tilus list`).
         kernel: String,
-        /// Problem size (MxNxK for a matmul) that fixes the compile-time constants
-        /// [default: the kernel's, 4096x4096x4096 for a matmul].
+        /// Problem size (MxNxK for a matmul, ROWSxCOLS for a row-wise kernel, N for a vector)
+        /// that fixes the compile-time constants [default: the kernel's, 4096x4096x4096 for a
+        /// matmul].
         #[arg(long)]
         size: Option<String>,
     },
@@ -71,7 +72,8 @@ enum Command {
     },
     /// Run a kernel once on random inputs and check it against a reference.
     ///
-    /// On the GPU the reference is cuBLAS; with `--interpret` (or `TILUS_BACKEND=interp`),
+    /// On the GPU the reference is cuBLAS for a matmul, the host's for the memory-bound
+    /// kernels; with `--interpret` (or `TILUS_BACKEND=interp`),
     /// or when there is no GPU (said on stderr), the kernel runs on the CPU interpreter and is
     /// checked against a CPU reference.
     Run {
@@ -80,8 +82,9 @@ enum Command {
         /// Hyperparameters, e.g. `--set block_m=128 --set block_k=32`.
         #[arg(long = "set", value_name = "NAME=VALUE")]
         sets: Vec<String>,
-        /// Problem size (MxNxK for a matmul; n and k are compile-time constants)
-        /// [default: the kernel's small size, 256x256x256 for a matmul].
+        /// Problem size (MxNxK for a matmul, n and k compile-time constants; ROWSxCOLS for a
+        /// row-wise kernel, cols a constant; N for a vector) [default: the kernel's small
+        /// size, 256x256x256 for a matmul].
         #[arg(long)]
         size: Option<String>,
         /// Run on the CPU interpreter.
@@ -216,8 +219,9 @@ struct KernelArgs {
     /// Hyperparameters, e.g. `--set block_m=128 --set block_k=32`.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     sets: Vec<String>,
-    /// Problem size (MxNxK for a matmul) that fixes the compile-time constants
-    /// [default: the kernel's, 4096x4096x4096 for a matmul].
+    /// Problem size (MxNxK for a matmul, ROWSxCOLS for a row-wise kernel, N for a vector)
+    /// that fixes the compile-time constants [default: the kernel's, 4096x4096x4096 for a
+    /// matmul].
     #[arg(long)]
     size: Option<String>,
 }
