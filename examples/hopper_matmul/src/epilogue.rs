@@ -178,40 +178,31 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
         let offset_n = k.let_i32(t.block_n * k.block_idx().y);
 
         // the main loop: v1's
-        let ga = k.global_view::<f16>(a_ptr, [m_size, k_size]);
-        let gb = k.global_view::<f16>(b_ptr, [n_size, k_size]);
-        let sa = k.shared_tensor::<f16>([t.block_m, t.block_k]);
-        let sb = k.shared_tensor::<f16>([t.block_n, t.block_k]);
-        let acc = k.register_tensor::<f32>([t.block_m, t.block_n], 0.0);
-        let tma_barrier = k.mbarrier().alloc([1]);
-        let phase = k.var_u32(0u32);
-        k.for_range(0, k_size, t.block_k, |k, offset_k| {
-            k.single_thread(|k| {
-                k.mbarrier()
-                    .arrive_and_expect_tx(tma_barrier[0], sa.nbytes() + sb.nbytes());
-                k.tma()
-                    .global_to_shared(&ga, &sa, [offset_m, offset_k], tma_barrier[0]);
-                k.tma()
-                    .global_to_shared(&gb, &sb, [offset_n, offset_k], tma_barrier[0]);
-            });
-            k.mbarrier().wait(tma_barrier[0], phase);
-            k.wgmma().fence();
-            k.wgmma().mma(&sa, &sb.transpose(), &acc);
-            k.wgmma().commit_group();
-            k.wgmma().wait_group(0);
-            k.sync();
-            k.assign(phase, phase ^ 1);
-        });
+        let acc = t.main_loop(
+            k,
+            (m_size, n_size, k_size),
+            (a_ptr, b_ptr),
+            (offset_m, offset_n),
+        );
 
+        // (a generic impl: `#[tilus::script]` does not apply, so the names are given by hand)
         // the epilogue: D and the bias are loaded straight into the accumulator's layout
         // (masked at the edges), and one fused expression gives C
-        let gd = k.global_view::<f16>(d_ptr, [m_size, n_size]);
-        let gbias = k.global_view::<f16>(bias_ptr, [n_size]);
-        let d = k.load_global(&gd, [offset_m, offset_n], [t.block_m, t.block_n]);
-        let bias = k.load_global(&gbias, [offset_n], [t.block_n]);
+        let gd = k
+            .name_next("gd")
+            .global_view::<f16>(d_ptr, [m_size, n_size]);
+        let gbias = k.name_next("gbias").global_view::<f16>(bias_ptr, [n_size]);
+        let d = k
+            .name_next("d")
+            .load_global(&gd, [offset_m, offset_n], [t.block_m, t.block_n]);
+        let bias = k
+            .name_next("bias")
+            .load_global(&gbias, [offset_n], [t.block_n]);
         let pre = acc * alpha + d.cast::<f32>() * beta + bias.cast::<f32>();
-        let out = k.compute(A::apply(pre).cast::<f16>());
-        let gc = k.global_view::<f16>(c_ptr, [m_size, n_size]);
+        let out = k.name_next("out").compute(A::apply(pre).cast::<f16>());
+        let gc = k
+            .name_next("gc")
+            .global_view::<f16>(c_ptr, [m_size, n_size]);
         k.store_global(&gc, &out, [offset_m, offset_n]);
     }
 }

@@ -4,15 +4,15 @@
 //! on), v1 autotuned, and the epilogue kernel autotuned. Every output is checked first against
 //! cuBLAS's f32 product with the epilogue applied on the host.
 
+use crate::buffers::{download, poisoned, upload};
 use crate::epilogue::{Activation, MatmulEpilogue};
 use crate::epilogue_pass::EpiloguePass;
 use crate::epilogue_workload::Extra;
 use crate::harness::{self, Check, Cublas, Problem, Row};
 use crate::v1::MatmulWgmma;
-use crate::{alloc, Result};
+use crate::Result;
 use half::f16;
 use std::io::Write;
-use tilus::cudarc::driver::CudaSlice;
 use tilus::runtime::Device;
 use tilus::tune::Tunable;
 
@@ -28,22 +28,6 @@ pub struct EpilogueReport {
     pub config: String,
 }
 
-fn drv(call: &'static str) -> impl Fn(tilus::cudarc::driver::DriverError) -> tilus::Error {
-    move |e| tilus::Error::Driver {
-        call,
-        message: format!("{e:?}"),
-    }
-}
-
-fn download(
-    stream: &std::sync::Arc<tilus::cudarc::driver::CudaStream>,
-    s: &CudaSlice<f16>,
-) -> Result<Vec<f16>> {
-    let mut v = alloc::try_vec("the epilogue check", s.len(), f16::ZERO)?;
-    stream.memcpy_dtoh(s, &mut v).map_err(drv("cuMemcpyDtoH"))?;
-    Ok(v)
-}
-
 /// Verifies and times the fused epilogue with activation `A` at `m × n × k`.
 pub fn bench_epilogue<A: Activation>(
     out: &mut dyn Write,
@@ -57,15 +41,12 @@ pub fn bench_epilogue<A: Activation>(
     let mut p = Problem::new(&stream, m, n, k, seed)?;
     let extra = Extra::draw("the epilogue benchmark", m, n, seed)?;
     let blas = Cublas::new(&stream)?;
-    let up = |v: &[f16]| stream.clone_htod(v).map_err(drv("cuMemcpyHtoD"));
-    let d = up(&extra.d)?;
-    let bias = up(&extra.bias)?;
-    let nan = alloc::try_vec("the epilogue benchmark", m * n, f16::NAN)?;
-    let mut unfused = up(&nan)?;
-    let mut plain = up(&nan)?;
-    let mut product = stream
-        .clone_htod(&alloc::try_vec("the epilogue benchmark", m * n, 0.0f32)?)
-        .map_err(drv("cuMemcpyHtoD"))?;
+    let what = "the epilogue benchmark";
+    let d = upload(&stream, &extra.d)?;
+    let bias = upload(&stream, &extra.bias)?;
+    let mut unfused = poisoned::<f16>(&stream, what, m * n)?;
+    let mut plain = poisoned::<f16>(&stream, what, m * n)?;
+    let mut product = poisoned::<f32>(&stream, what, m * n)?;
     let (mi, ni, ki) = (m as i32, n as i32, k as i32);
     let (alpha, beta) = (extra.alpha, extra.beta);
 
@@ -95,14 +76,13 @@ pub fn bench_epilogue<A: Activation>(
         &stream,
         (mi, ni, alpha, beta, &p.c_ref, &d, &bias, &mut unfused),
     )?;
-    stream.synchronize().map_err(drv("cuStreamSynchronize"))?;
-    let mut prod = alloc::try_vec("the epilogue check", m * n, 0.0f32)?;
     stream
-        .memcpy_dtoh(&product, &mut prod)
-        .map_err(drv("cuMemcpyDtoH"))?;
+        .synchronize()
+        .map_err(crate::buffers::drv("cuStreamSynchronize"))?;
+    let prod = download(&stream, what, &product)?;
     let expect = extra.expect::<A>(|i| prod[i] as f64, n);
-    let fused_check = harness::compare(&download(&stream, &p.c)?, &expect);
-    let unfused_check = harness::compare(&download(&stream, &unfused)?, &expect);
+    let fused_check = harness::compare(&download(&stream, what, &p.c)?, &expect);
+    let unfused_check = harness::compare(&download(&stream, what, &unfused)?, &expect);
 
     let names = [
         "cublas".to_string(),
@@ -120,9 +100,9 @@ pub fn bench_epilogue<A: Activation>(
         )?)
     };
     let mut t_plain = || Ok(same_tile.launch(&stream, (mi, ni, ki, &p.a, &p.b, &mut plain))?);
-    let mut v1_out = up(&nan)?;
+    let mut v1_out = poisoned::<f16>(&stream, what, m * n)?;
     let mut t_v1 = || Ok(v1.launch(&stream, (mi, ni, ki, &p.a, &p.b, &mut v1_out))?);
-    let mut fused_out = up(&nan)?;
+    let mut fused_out = poisoned::<f16>(&stream, what, m * n)?;
     let mut t_fused = || {
         Ok(fused.launch(
             &stream,

@@ -5,6 +5,7 @@
 //! in f64. Both round once to f16 and are compared as the matmul is (`harness::compare`).
 
 use crate::alloc;
+use crate::buffers::{download, poisoned, ptr, upload};
 use crate::epilogue::Activation;
 use crate::harness::{self, Check, Cublas, Problem, Rng};
 use crate::size::Size;
@@ -13,7 +14,7 @@ use crate::Result;
 use half::f16;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use tilus::cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use tilus::cudarc::driver::{CudaSlice, CudaStream};
 use tilus::interp::InterpValue;
 use tilus::lang::HostValue;
 
@@ -133,21 +134,6 @@ struct OnDevice<A> {
     act: PhantomData<fn() -> A>,
 }
 
-fn ptr<T>(s: &CudaSlice<T>, stream: &Arc<CudaStream>) -> HostValue {
-    let (ptr, _sync) = s.device_ptr(stream);
-    HostValue::Ptr {
-        ptr,
-        bytes: s.num_bytes(),
-    }
-}
-
-fn drv(call: &'static str) -> impl Fn(tilus::cudarc::driver::DriverError) -> tilus::Error {
-    move |e| tilus::Error::Driver {
-        call,
-        message: format!("{e:?}"),
-    }
-}
-
 impl<A: Activation> DeviceCase for OnDevice<A> {
     fn args(&mut self, stream: &Arc<CudaStream>) -> Vec<HostValue> {
         let p = &self.p;
@@ -171,14 +157,8 @@ impl<A: Activation> DeviceCase for OnDevice<A> {
 
     fn check(&self, stream: &Arc<CudaStream>) -> Result<Check> {
         let what = "the epilogue check";
-        let mut actual = alloc::try_vec(what, self.p.c.len(), f16::ZERO)?;
-        let mut product = alloc::try_vec(what, self.product.len(), 0.0f32)?;
-        stream
-            .memcpy_dtoh(&self.p.c, &mut actual)
-            .map_err(drv("cuMemcpyDtoH"))?;
-        stream
-            .memcpy_dtoh(&self.product, &mut product)
-            .map_err(drv("cuMemcpyDtoH"))?;
+        let actual = download(stream, what, &self.p.c)?;
+        let product = download(stream, what, &self.product)?;
         let expect = self.extra.expect::<A>(|i| product[i] as f64, self.p.n);
         Ok(harness::compare(&actual, &expect))
     }
@@ -231,13 +211,9 @@ impl<A: Activation> Workload for EpilogueWorkload<A> {
         let blas = Cublas::new(stream)?;
         let p = Problem::new(stream, m, n, k, seed)?;
         let extra = Extra::draw(&what, m, n, seed)?;
-        let d = stream.clone_htod(&extra.d).map_err(drv("cuMemcpyHtoD"))?;
-        let bias = stream
-            .clone_htod(&extra.bias)
-            .map_err(drv("cuMemcpyHtoD"))?;
-        let product = stream
-            .clone_htod(&alloc::try_vec(&what, mn, f32::NAN)?)
-            .map_err(drv("cuMemcpyHtoD"))?;
+        let d = upload(stream, &extra.d)?;
+        let bias = upload(stream, &extra.bias)?;
+        let product = poisoned(stream, &what, mn)?;
         Ok(Box::new(OnDevice::<A> {
             p,
             blas,

@@ -48,31 +48,39 @@ impl MatmulWgmma {
     }
 }
 
-#[tilus::script]
-impl Script for MatmulWgmma {
-    // m_size: runtime; n_size, k_size: compile-time constants (a new value specializes).
-    type Args = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f16>);
-
-    fn body(
+impl MatmulWgmma {
+    /// The main loop of the block at `(offset_m, offset_n)`: TMA brings a `[block_m, block_k]`
+    /// tile of A and a `[block_n, block_k]` tile of B into shared memory, every thread waits
+    /// for their bytes, one WGMMA accumulates their product; returns the f32 accumulator.
+    /// Kernels built on v1 (the fused epilogue) call it and add what follows.
+    pub fn main_loop(
         &self,
         k: &mut Kernel,
-        (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): Handles<Self::Args>,
-    ) {
-        k.blocks([cdiv(m_size, self.block_m), cdiv(n_size, self.block_n)]);
-        k.warps(4); // one warp group
+        (m_size, n_size, k_size): (Val, Val, Val),
+        (a_ptr, b_ptr): (PtrVal<f16>, PtrVal<f16>),
+        (offset_m, offset_n): (Val, Val),
+    ) -> RegisterTensor<f32> {
+        // outside the `#[tilus::script]` impl: the names are given by hand
+        let ga = k
+            .name_next("ga")
+            .global_view::<f16>(a_ptr, [m_size, k_size]);
+        let gb = k
+            .name_next("gb")
+            .global_view::<f16>(b_ptr, [n_size, k_size]);
+        let sa = k
+            .name_next("sa")
+            .shared_tensor::<f16>([self.block_m, self.block_k]);
+        let sb = k
+            .name_next("sb")
+            .shared_tensor::<f16>([self.block_n, self.block_k]);
+        let acc = k
+            .name_next("acc")
+            .register_tensor::<f32>([self.block_m, self.block_n], 0.0);
 
-        let offset_m = k.let_i32(self.block_m * k.block_idx().x);
-        let offset_n = k.let_i32(self.block_n * k.block_idx().y);
+        let tma_barrier = k.name_next("tma_barrier").mbarrier().alloc([1]);
+        let phase = k.name_next("phase").var_u32(0u32);
 
-        let ga = k.global_view::<f16>(a_ptr, [m_size, k_size]);
-        let gb = k.global_view::<f16>(b_ptr, [n_size, k_size]);
-        let sa = k.shared_tensor::<f16>([self.block_m, self.block_k]);
-        let sb = k.shared_tensor::<f16>([self.block_n, self.block_k]);
-        let acc = k.register_tensor::<f32>([self.block_m, self.block_n], 0.0);
-
-        let tma_barrier = k.mbarrier().alloc([1]);
-        let phase = k.var_u32(0u32);
-
+        k.name_next("offset_k");
         k.for_range(0, k_size, self.block_k, |k, offset_k| {
             k.single_thread(|k| {
                 k.mbarrier()
@@ -93,6 +101,32 @@ impl Script for MatmulWgmma {
             k.sync();
             k.assign(phase, phase ^ 1);
         });
+        acc
+    }
+}
+
+#[tilus::script]
+impl Script for MatmulWgmma {
+    // m_size: runtime; n_size, k_size: compile-time constants (a new value specializes).
+    type Args = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f16>);
+
+    fn body(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): Handles<Self::Args>,
+    ) {
+        k.blocks([cdiv(m_size, self.block_m), cdiv(n_size, self.block_n)]);
+        k.warps(4); // one warp group
+
+        let offset_m = k.let_i32(self.block_m * k.block_idx().x);
+        let offset_n = k.let_i32(self.block_n * k.block_idx().y);
+
+        let acc = self.main_loop(
+            k,
+            (m_size, n_size, k_size),
+            (a_ptr, b_ptr),
+            (offset_m, offset_n),
+        );
 
         let casted_acc = k.cast::<f16>(&acc);
         let gc = k.global_view::<f16>(c_ptr, [m_size, n_size]);
