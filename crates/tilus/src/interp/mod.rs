@@ -72,6 +72,7 @@ mod sched;
 mod state;
 mod task;
 mod tma;
+mod views;
 mod wgmma;
 
 pub use crate::error::Fault;

@@ -323,7 +323,7 @@ fn exec_inst<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>, i: &'p Inst, s: &'p
         Inst::Wgmma(w) => wgmma::exec(b, task, w, facts, loc)?,
     };
     if let Step::Next = step {
-        hazards::after(b, task, facts, i.name(), loc);
+        hazards::after(b, task, facts, i.name(), loc)?;
     }
     Ok(step)
 }

@@ -9,14 +9,16 @@ use super::barrier::{complete_tx, resolve};
 use super::hazards;
 use super::state::{read_bits, strides, write_bits, Block, Fail, GlobalWrite, Retire, Work, R};
 use super::task::{values, Step, Task};
+use super::views::{self, Placed};
 use crate::error::Fault;
 use crate::ir::facts::AsyncGroup;
-use crate::ir::{BarrierArrayId, Facts, GlobalId, Loc, SharedId, TmaInst};
+use crate::ir::{BarrierArrayId, Facts, GlobalId, Loc, TmaInst};
 
 /// A TMA load in flight: the box to copy and the barrier its bytes complete on.
 struct CopyIn {
     src: GlobalId,
-    dst: SharedId,
+    /// The tile, or the stage of it the copy was issued for.
+    dst: Placed,
     /// Coordinates of the box's first element in the view.
     coords: Vec<i64>,
     /// The view's extents when the copy was issued.
@@ -51,12 +53,14 @@ pub(crate) fn exec(
             let (a, idx) = resolve(b, task, bar, i.name(), loc)?;
             let coords = values(b, task, offsets, loc)?;
             let shape = values(b, task, &b.program().global(*src).shape, loc)?;
+            let dst = views::place(b, task, dst, i.name(), loc)?;
+            let touches = hazards::touches(b, task, facts, i.name(), loc)?;
             let issue_phase = b.bar_phases(a, idx);
             // every thread of the group issues its own copy (the verifier allows one thread)
             for _ in &task.threads {
                 let work = CopyIn {
                     src: *src,
-                    dst: *dst,
+                    dst: dst.clone(),
                     coords: coords.clone(),
                     shape: shape.clone(),
                     bar: (a, idx),
@@ -72,7 +76,7 @@ pub(crate) fn exec(
                     i.name(),
                     "a TMA copy",
                     loc,
-                    hazards::touches(facts),
+                    touches.clone(),
                     vec![],
                     retire,
                     Box::new(work),
@@ -86,9 +90,11 @@ pub(crate) fn exec(
         } => {
             let coords = values(b, task, offsets, loc)?;
             let shape = values(b, task, &b.program().global(*dst).shape, loc)?;
+            let src = views::place(b, task, src, i.name(), loc)?;
+            let touches = hazards::touches(b, task, facts, i.name(), loc)?;
             for (owner, threads) in hazards::owners(task, AsyncGroup::Bulk) {
                 let work = CopyOut {
-                    src: *src,
+                    src: src.clone(),
                     dst: *dst,
                     coords: coords.clone(),
                     shape: shape.clone(),
@@ -99,13 +105,12 @@ pub(crate) fn exec(
                     owner,
                     group: None,
                 };
-                let touches = hazards::touches(facts);
                 hazards::issue(
                     b,
                     i.name(),
                     "a TMA store",
                     loc,
-                    touches,
+                    touches.clone(),
                     threads,
                     retire,
                     Box::new(work),
@@ -125,9 +130,9 @@ pub(crate) fn exec(
     }
 }
 
-/// A TMA store in flight: the tile and the box of the view it goes to.
+/// A TMA store in flight: the tile (or stage) and the box of the view it goes to.
 struct CopyOut {
-    src: SharedId,
+    src: Placed,
     dst: GlobalId,
     /// Coordinates of the box's first element in the view.
     coords: Vec<i64>,
@@ -145,24 +150,18 @@ impl Work for CopyOut {
 /// The store completes: the tile's elements inside the view go to the block's global writes.
 fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
     let p = b.program();
-    let (g, d) = (p.global(c.dst), p.shared(c.src));
+    let g = p.global(c.dst);
+    let tile = views::label(b, c.src.tensor, c.src.stage);
     let loc = c.loc;
-    let Some(layout) = d.layout.as_ref() else {
-        return Err(Fail::new(
-            Fault::Invalid,
-            loc,
-            format!("shared tensor `{}` has no layout", d.name),
-        ));
-    };
-    let rank = d.shape.len();
+    let layout = &c.src.layout;
+    let rank = c.src.shape.len();
     if c.coords.len() != rank || c.shape.len() != rank {
         return Err(Fail::new(
             Fault::Invalid,
             loc,
             format!(
-                "tma.shared_to_global: tile `{}` has {rank} dimensions, view `{}` {} and the \
+                "tma.shared_to_global: tile `{tile}` has {rank} dimensions, view `{}` {} and the \
                  offsets {}",
-                d.name,
                 g.name,
                 c.shape.len(),
                 c.coords.len()
@@ -170,9 +169,9 @@ fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
         ));
     }
     let (arg, buf) = b.view_buffer(c.dst, loc)?;
-    let (off, _) = b.tile_range(c.src);
+    let (off, _) = c.src.range;
     let eb = g.dtype.nbytes() as usize;
-    walk_box(&d.shape, &c.coords, &c.shape, |lin, inside| {
+    walk_box(&c.src.shape, &c.coords, &c.shape, |lin, inside| {
         let Some((gc, flat)) = inside else {
             return Ok(());
         };
@@ -197,9 +196,8 @@ fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
                 Fault::SharedOutOfBounds,
                 loc,
                 format!(
-                    "tma.shared_to_global: element {lin} of tile `{}` is at byte {at}, beyond \
+                    "tma.shared_to_global: element {lin} of tile `{tile}` is at byte {at}, beyond \
                      the block's {} bytes of shared memory",
-                    d.name,
                     b.smem.len()
                 ),
             ));
@@ -220,46 +218,38 @@ fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
 fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
     let p = b.program();
     let g = p.global(c.src);
-    let d = p.shared(c.dst);
+    let tile = views::label(b, c.dst.tensor, c.dst.stage);
     let loc = c.loc;
-    let Some(layout) = d.layout.as_ref() else {
-        return Err(Fail::new(
-            Fault::Invalid,
-            loc,
-            format!("shared tensor `{}` has no layout", d.name),
-        ));
-    };
-    let (off, end) = b.tile_range(c.dst);
+    let layout = &c.dst.layout;
+    let (off, end) = c.dst.range;
     if end > b.smem.len() as u64 {
         return Err(Fail::new(
             Fault::SharedOutOfBounds,
             loc,
             format!(
-                "tma.global_to_shared writes `{}` at bytes {off}..{end}, beyond the block's {} \
+                "tma.global_to_shared writes `{tile}` at bytes {off}..{end}, beyond the block's {} \
                  bytes of shared memory",
-                d.name,
                 b.smem.len()
             ),
         ));
     }
-    let rank = d.shape.len();
+    let rank = c.dst.shape.len();
     if c.coords.len() != rank || c.shape.len() != rank {
         return Err(Fail::new(
             Fault::Invalid,
             loc,
             format!(
-                "tma.global_to_shared: view `{}` has {} dimensions, tile `{}` {rank} and the \
+                "tma.global_to_shared: view `{}` has {} dimensions, tile `{tile}` {rank} and the \
                  offsets {}",
                 g.name,
                 c.shape.len(),
-                d.name,
                 c.coords.len()
             ),
         ));
     }
     let (_, buf) = b.view_buffer(c.src, loc)?;
     let eb = g.dtype.nbytes() as usize;
-    walk_box(&d.shape, &c.coords, &c.shape, |lin, inside| {
+    walk_box(&c.dst.shape, &c.coords, &c.shape, |lin, inside| {
         let bits = match inside {
             Some((gc, flat)) => {
                 let byte = flat as usize * eb;
@@ -287,9 +277,8 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
                 Fault::SharedOutOfBounds,
                 loc,
                 format!(
-                    "tma.global_to_shared: element {lin} of tile `{}` lands at byte {at}, beyond \
+                    "tma.global_to_shared: element {lin} of tile `{tile}` lands at byte {at}, beyond \
                      the block's {} bytes of shared memory",
-                    d.name,
                     b.smem.len()
                 ),
             ));
@@ -297,7 +286,7 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
         write_bits(&mut b.smem, at, bits, eb);
         Ok(())
     })?;
-    let bytes = d.nbytes() as i64;
+    let bytes = c.dst.shape.iter().product::<i64>() * eb as i64;
     let (a, i) = c.bar;
     complete_tx(b, a, i, bytes, c.issue_phase, loc)?;
     Ok(())

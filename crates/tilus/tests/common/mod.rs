@@ -28,6 +28,7 @@ pub mod inputs;
 pub mod interp;
 mod marks;
 pub mod scripts;
+pub mod staged;
 mod verify;
 
 pub use body::Body;

@@ -4,6 +4,7 @@
 
 use crate::common::build;
 use crate::common::scripts::{Branches, Epilogue, EpilogueBug, Groups, OneTile, TileCopy, FILE};
+use crate::common::staged::{StagedMatmul, StagedSum};
 use half::f16;
 
 // ------------------------------------------------------------------------------------------
@@ -34,6 +35,57 @@ fn tile_copy_compiles_with_the_generic_load_and_each_swizzle() {
         let c = build(&TileCopy { rows, cols }, &[]);
         assert_eq!(c.report.spill_stores, 0);
     }
+}
+
+// ------------------------------------------------------------------------------------------
+// staged tiles (`sa.at(s)`): TMA, loads and wgmma descriptors at the stage's address.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn stages_are_addressed_from_the_tiles_base_at_the_stage_stride() {
+    let src = tilus::emit(&StagedSum::new(32, 32), &[]).unwrap();
+    // [3, 32, 32] f32: 4096-byte stages; the copy and the load of stage `stage`
+    assert!(
+        src.contains("tilus_tma_load_2d((s0 + (u32)(stage) * 4096u), &g0_tmap,"),
+        "{src}"
+    );
+    assert!(
+        src.contains("(s0 + (u32)(stage) * 4096u) + tilus_swizzle("),
+        "{src}"
+    );
+    // one tensor map for the stage's box, 128B swizzle
+    assert_eq!(
+        src.matches("__grid_constant__ CUtensorMap").count(),
+        1,
+        "{src}"
+    );
+    // padded stages: [4, 32] f32 stages of 512 bytes are 1024 bytes apart
+    let padded = tilus::emit(&StagedSum::new(4, 32), &[]).unwrap();
+    assert!(padded.contains("(s0 + (u32)(stage) * 1024u)"), "{padded}");
+    for (rows, cols) in StagedSum::SHAPES {
+        let c = build(&StagedSum::new(rows, cols), &[]);
+        assert_eq!(c.report.spill_stores, 0, "[{rows}, {cols}]");
+    }
+}
+
+#[test]
+fn wgmma_descriptors_of_a_stage_start_at_the_stage() {
+    let script = StagedMatmul {
+        k_tiles: 4,
+        refill_busy_stage: false,
+    };
+    let src = tilus::emit(&script, &[]).unwrap();
+    // [2, 64, 64] f16 operands: 8192-byte stages
+    assert!(
+        src.contains("tilus_wgmma_desc((s0 + (u32)(stage) * 8192u), "),
+        "{src}"
+    );
+    assert!(
+        src.contains("tilus_wgmma_desc((s1 + (u32)(stage) * 8192u), "),
+        "{src}"
+    );
+    let c = build(&script, &[]);
+    assert_eq!(c.report.spill_stores, 0);
 }
 
 // ------------------------------------------------------------------------------------------

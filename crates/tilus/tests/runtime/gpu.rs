@@ -2,11 +2,12 @@
 //! interpreter (`interp/`). Ignored without a GPU.
 
 use crate::common::cache_dir;
-use crate::common::inputs::random_f16;
+use crate::common::inputs::{fresh_seed, random_f16, random_f32};
 use crate::common::scripts::{
     epilogue_inputs, Branches, Epilogue, EpilogueBug, Groups, OneTile, OnesTimesB, TileCopy,
     EPILOGUE_COLS,
 };
+use crate::common::staged::{StagedMatmul, StagedSum};
 use half::f16;
 use tilus::cudarc::driver::CudaSlice;
 use tilus::runtime::Device;
@@ -248,4 +249,67 @@ fn arithmetic_gives_the_interpreters_bits_and_meets_the_reference() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+// ------------------------------------------------------------------------------------------
+// Staged tiles (`sa.at(s)`): a TMA pipeline through the stages of one tile (with padded
+// stages too) and a double-buffered wgmma pipeline, against CPU references on fresh inputs.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_staged_tma_pipeline_sums_its_tiles_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let seed = fresh_seed();
+    for (i, (rows, cols)) in StagedSum::SHAPES.into_iter().enumerate() {
+        let jit = tilus::Jit::new(StagedSum::new(rows, cols), &device);
+        for tiles in [1usize, 3, 8] {
+            let (r, c) = (rows as usize, cols as usize);
+            let input = random_f32(tiles * r * c, seed + 16 * i as u64 + tiles as u64);
+            let src = upload(&device, &input);
+            let mut dst = upload(&device, &vec![f32::NAN; r * c]);
+            jit.launch(device.stream(), (tiles as i32, &src, &mut dst))
+                .unwrap();
+            let got = device.stream().clone_dtoh(&dst).unwrap();
+            let want = StagedSum::expected(&input, tiles, r, c);
+            // the same f32 additions in the same order: the same bits
+            let same = got
+                .iter()
+                .zip(&want)
+                .all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(same, "[{rows}, {cols}] x {tiles}: {got:?} != {want:?}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_double_buffered_wgmma_pipeline_computes_the_product_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let seed = fresh_seed();
+    for k_tiles in [1, 2, 7] {
+        let (a, b) = StagedMatmul::inputs(k_tiles, seed + k_tiles as u64);
+        let (da, db) = (
+            stream.clone_htod(&a).unwrap(),
+            stream.clone_htod(&b).unwrap(),
+        );
+        let mut dc = upload(&device, &vec![f32::NAN; 64 * 64]);
+        let script = StagedMatmul {
+            k_tiles,
+            refill_busy_stage: false,
+        };
+        tilus::Jit::new(script, &device)
+            .launch(stream, (&da, &db, &mut dc))
+            .unwrap();
+        let c = stream.clone_dtoh(&dc).unwrap();
+        // multiples of 1/256 with small sums: exact in f32 in any order
+        assert_eq!(
+            c,
+            StagedMatmul::expected(&a, &b, k_tiles),
+            "{k_tiles} K steps"
+        );
+    }
 }

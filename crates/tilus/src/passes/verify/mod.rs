@@ -13,6 +13,7 @@ mod hazards;
 mod placement;
 mod planned;
 mod scoping;
+mod stages;
 mod transactions;
 
 pub use planned::check_planned;
