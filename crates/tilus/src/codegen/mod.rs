@@ -9,6 +9,7 @@ mod mbarrier;
 mod memory;
 mod mma;
 mod prelude;
+mod shape;
 mod tma;
 mod wgmma;
 
@@ -213,6 +214,7 @@ impl<'p> Emitter<'p> {
                 Inst::Mma(m) => mma::emit(self, m),
                 Inst::Arith(a) => arithmetic::emit(self, a),
                 Inst::Wgmma(w) => wgmma::emit(self, w),
+                Inst::Shape(v) => shape::emit(self, v),
             },
             crate::ir::StmtKind::Let { .. }
             | crate::ir::StmtKind::Assign { .. }

@@ -69,6 +69,7 @@ mod mbarrier;
 mod memory;
 mod mma;
 mod sched;
+mod shape;
 mod state;
 mod task;
 mod tma;

@@ -5,6 +5,7 @@
 use crate::common::build;
 use crate::common::scripts::{Branches, Epilogue, EpilogueBug, Groups, OneTile, TileCopy, FILE};
 use crate::common::staged::{StagedMatmul, StagedSum};
+use crate::common::views::{DotViews, ShapeViews};
 use half::f16;
 
 // ------------------------------------------------------------------------------------------
@@ -85,6 +86,55 @@ fn wgmma_descriptors_of_a_stage_start_at_the_stage() {
         "{src}"
     );
     let c = build(&script, &[]);
+    assert_eq!(c.report.spill_stores, 0);
+}
+
+// ------------------------------------------------------------------------------------------
+// shape: tiles seen with other shapes are copies of the same thread's registers.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn shape_views_copy_registers_and_compile() {
+    let src = tilus::emit(&ShapeViews::<f32>::new(), &[]).unwrap();
+    // a reshape copies every register in order; rows 2..6 are locals 2..6
+    assert!(
+        src.contains("for (int l = 0; l < 8; ++l) r1[l] = r0[l];"),
+        "{src}"
+    );
+    assert!(
+        src.contains("r2[0] = r0[2];") && src.contains("r2[3] = r0[5];"),
+        "{src}"
+    );
+    let half = tilus::emit(&ShapeViews::<f16>::new(), &[]).unwrap();
+    // 16-bit tiles: whole words where the pairs line up, halves otherwise
+    assert!(
+        half.contains("for (int w = 0; w < 4; ++w) r1[w] = r0[(2 * w) >> 1];"),
+        "{half}"
+    );
+    assert!(half.contains("r2[0] = r0[(2) >> 1];"), "{half}");
+    let c = build(&ShapeViews::<f32>::new(), &[]);
+    assert_eq!(c.report.spill_stores, 0);
+    let c = build(&ShapeViews::<f16>::new(), &[]);
+    assert_eq!(c.report.spill_stores, 0);
+}
+
+#[test]
+fn views_of_an_mma_accumulator_pick_its_registers_and_compile() {
+    let src = tilus::emit(&DotViews, &[]).unwrap();
+    // locals: [column tile 2, row half 2, column pair 2]; columns 8..16 are locals 4..8, rows
+    // 8..16 locals 2, 3, 6, 7; the reshape keeps every register
+    let lines = |a: &str, want: &[usize]| {
+        want.iter()
+            .enumerate()
+            .all(|(l, s)| src.contains(&format!("{a}[{l}] = r3[{s}];")))
+    };
+    assert!(lines("r4", &[4, 5, 6, 7]), "{src}");
+    assert!(lines("r5", &[2, 3, 6, 7]), "{src}");
+    assert!(
+        src.contains("for (int l = 0; l < 8; ++l) r6[l] = r3[l];"),
+        "{src}"
+    );
+    let c = build(&DotViews, &[]);
     assert_eq!(c.report.spill_stores, 0);
 }
 

@@ -24,5 +24,6 @@ mod mbarrier;
 mod memory;
 mod mma;
 mod seed;
+mod shape;
 mod tma;
 mod wgmma;

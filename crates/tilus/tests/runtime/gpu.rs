@@ -8,8 +8,10 @@ use crate::common::scripts::{
     EPILOGUE_COLS,
 };
 use crate::common::staged::{StagedMatmul, StagedSum};
+use crate::common::views::{self, DotViews, ShapeViews};
 use half::f16;
 use tilus::cudarc::driver::CudaSlice;
+use tilus::lang::PtrMut;
 use tilus::runtime::Device;
 
 fn upload(device: &Device, v: &[f32]) -> CudaSlice<f32> {
@@ -311,5 +313,122 @@ fn a_double_buffered_wgmma_pipeline_computes_the_product_on_the_gpu() {
             StagedMatmul::expected(&a, &b, k_tiles),
             "{k_tiles} K steps"
         );
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// shape: tiles seen with other shapes, f32 and packed f16, against the CPU reference.
+// ------------------------------------------------------------------------------------------
+
+fn shape_views_on_the_gpu<T>(x: Vec<T>, nan: T)
+where
+    T: tilus::lang::Element
+        + tilus::interp::Pod
+        + tilus::cudarc::driver::DeviceRepr
+        + tilus::cudarc::driver::ValidAsZeroBits
+        + Copy
+        + std::fmt::Debug
+        + Unpin
+        + 'static,
+    ShapeViews<T>: tilus::Script<
+        Args = (
+            tilus::lang::Ptr<T>,
+            PtrMut<T>,
+            PtrMut<T>,
+            PtrMut<T>,
+            PtrMut<T>,
+        ),
+    >,
+{
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let want = views::expected(&x);
+    // the interpreter's results, which its own tests hold to the CPU reference
+    let mut interp: Vec<Vec<T>> = want.iter().map(|w| vec![nan; w.len()]).collect();
+    let [i0, i1, i2, i3] = &mut interp[..] else {
+        unreachable!()
+    };
+    tilus::interpret(
+        &ShapeViews::<T>::new(),
+        (&x[..], &mut i0[..], &mut i1[..], &mut i2[..], &mut i3[..]),
+    )
+    .unwrap();
+    let src = stream.clone_htod(&x).unwrap();
+    let mut outs: Vec<CudaSlice<T>> = want
+        .iter()
+        .map(|w| stream.clone_htod(&vec![nan; w.len()]).unwrap())
+        .collect();
+    let [o0, o1, o2, o3] = &mut outs[..] else {
+        unreachable!()
+    };
+    tilus::Jit::new(ShapeViews::<T>::new(), &device)
+        .launch(stream, (&src, o0, o1, o2, o3))
+        .unwrap();
+    for (i, ((o, w), it)) in outs.iter().zip(&want).zip(&interp).enumerate() {
+        let got = stream.clone_dtoh(o).unwrap();
+        let bits = |v: &T| format!("{v:?}");
+        assert!(
+            got.iter().map(bits).eq(it.iter().map(bits)),
+            "output {i}: the GPU's {got:?} != the interpreter's {it:?}"
+        );
+        assert!(
+            got.iter().map(bits).eq(w.iter().map(bits)),
+            "output {i}: {got:?} != {w:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn shape_views_hold_the_referenced_elements_on_the_gpu() {
+    let seed = fresh_seed();
+    shape_views_on_the_gpu(random_f32(views::ROWS * views::COLS, seed), f32::NAN);
+    shape_views_on_the_gpu(random_f16(views::ROWS * views::COLS, seed + 1), f16::NAN);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn views_of_an_mma_accumulator_hold_the_referenced_elements_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let (a, b) = views::dot_inputs(fresh_seed());
+    let want = views::dot_expected(&a, &b);
+    let mut interp: Vec<Vec<f32>> = want.iter().map(|w| vec![f32::NAN; w.len()]).collect();
+    let [i0, i1, i2, i3] = &mut interp[..] else {
+        unreachable!()
+    };
+    tilus::interpret(
+        &DotViews,
+        (
+            &a[..],
+            &b[..],
+            &mut i0[..],
+            &mut i1[..],
+            &mut i2[..],
+            &mut i3[..],
+        ),
+    )
+    .unwrap();
+    let (da, db) = (
+        stream.clone_htod(&a).unwrap(),
+        stream.clone_htod(&b).unwrap(),
+    );
+    let mut outs: Vec<CudaSlice<f32>> = want
+        .iter()
+        .map(|w| upload(&device, &vec![f32::NAN; w.len()]))
+        .collect();
+    let [o0, o1, o2, o3] = &mut outs[..] else {
+        unreachable!()
+    };
+    tilus::Jit::new(DotViews, &device)
+        .launch(stream, (&da, &db, o0, o1, o2, o3))
+        .unwrap();
+    for (i, ((o, w), it)) in outs.iter().zip(&want).zip(&interp).enumerate() {
+        let got = stream.clone_dtoh(o).unwrap();
+        // integer products and sums: exact in any order, so the bits agree
+        assert_eq!(&got, it, "output {i}: the GPU against the interpreter");
+        assert_eq!(&got, w, "output {i}: the GPU against the CPU reference");
     }
 }

@@ -8,6 +8,7 @@ pub mod facts;
 mod mbarrier;
 mod memory;
 mod mma;
+mod shape;
 mod tma;
 mod wgmma;
 
@@ -17,6 +18,7 @@ pub use facts::Facts;
 pub use mbarrier::MbarrierInst;
 pub use memory::MemoryInst;
 pub use mma::MmaInst;
+pub use shape::{ReshapeOp, ShapeInst};
 pub use tma::TmaInst;
 pub use wgmma::{WgmmaA, WgmmaInst};
 
@@ -38,6 +40,8 @@ pub enum Inst {
     Arith(ArithInst),
     /// Warp-group tensor-core products.
     Wgmma(WgmmaInst),
+    /// Register tiles seen with another shape, or in part.
+    Shape(ShapeInst),
 }
 
 impl Inst {
@@ -50,6 +54,7 @@ impl Inst {
             Inst::Mma(i) => i.name(),
             Inst::Arith(i) => i.name(),
             Inst::Wgmma(i) => i.name(),
+            Inst::Shape(i) => i.name(),
         }
     }
 
@@ -62,6 +67,7 @@ impl Inst {
             Inst::Mma(i) => i.facts(p),
             Inst::Arith(i) => i.facts(p),
             Inst::Wgmma(i) => i.facts(p),
+            Inst::Shape(i) => i.facts(p),
         }
     }
 
@@ -74,6 +80,7 @@ impl Inst {
             Inst::Mma(i) => i.describe(n),
             Inst::Arith(i) => i.describe(n),
             Inst::Wgmma(i) => i.describe(n),
+            Inst::Shape(i) => i.describe(n),
         }
     }
 }

@@ -11,6 +11,7 @@ mod arithmetic;
 mod mbarrier;
 mod memory;
 mod mma;
+mod shape;
 mod tma;
 mod wgmma;
 
@@ -48,6 +49,7 @@ impl Rules for Inst {
             Inst::Mma(i) => i.check(c, loc, scope),
             Inst::Arith(i) => i.check(c, loc, scope),
             Inst::Wgmma(i) => i.check(c, loc, scope),
+            Inst::Shape(i) => i.check(c, loc, scope),
         }
     }
 
@@ -59,6 +61,7 @@ impl Rules for Inst {
             Inst::Mma(i) => i.check_planned(c, loc),
             Inst::Arith(i) => i.check_planned(c, loc),
             Inst::Wgmma(i) => i.check_planned(c, loc),
+            Inst::Shape(i) => i.check_planned(c, loc),
         }
     }
 
@@ -70,6 +73,7 @@ impl Rules for Inst {
             Inst::Mma(i) => i.anchor_layouts(cx, loc),
             Inst::Arith(i) => i.anchor_layouts(cx, loc),
             Inst::Wgmma(i) => i.anchor_layouts(cx, loc),
+            Inst::Shape(i) => i.anchor_layouts(cx, loc),
         }
     }
 
@@ -81,6 +85,7 @@ impl Rules for Inst {
             Inst::Mma(i) => i.propagate_layouts(cx, loc),
             Inst::Arith(i) => i.propagate_layouts(cx, loc),
             Inst::Wgmma(i) => i.propagate_layouts(cx, loc),
+            Inst::Shape(i) => i.propagate_layouts(cx, loc),
         }
     }
 
@@ -92,6 +97,7 @@ impl Rules for Inst {
             Inst::Mma(i) => i.internal_shared(p),
             Inst::Arith(i) => i.internal_shared(p),
             Inst::Wgmma(i) => i.internal_shared(p),
+            Inst::Shape(i) => i.internal_shared(p),
         }
     }
 
@@ -103,6 +109,7 @@ impl Rules for Inst {
             Inst::Mma(i) => i.lower(cx, loc),
             Inst::Arith(i) => i.lower(cx, loc),
             Inst::Wgmma(i) => i.lower(cx, loc),
+            Inst::Shape(i) => i.lower(cx, loc),
         }
     }
 }

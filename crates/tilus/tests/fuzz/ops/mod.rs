@@ -22,6 +22,7 @@ pub mod control;
 pub mod mbarrier;
 pub mod memory;
 pub mod mma;
+pub mod shape;
 pub mod tma;
 pub mod wgmma;
 
@@ -75,6 +76,7 @@ families! {
     Memory: memory,
     Arith: arith,
     Mma: mma,
+    Shape: shape,
     Mbarrier: mbarrier,
     Tma: tma,
     Wgmma: wgmma,
