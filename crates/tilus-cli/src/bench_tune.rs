@@ -150,6 +150,7 @@ pub fn launch(size_text: &str, launches: usize) -> CliResult<bool> {
                 "raw",
                 ptr,
                 &[rows as i64, k as i64],
+                &[k as i64, 1],
             )?);
         }
     }

@@ -240,8 +240,9 @@ fn emit_reduce(
             (ReduceOp::Min, true) => format!("fminf({a}, {b})"),
             (ReduceOp::Max, false) => format!("max({a}, {b})"),
             (ReduceOp::Min, false) => format!("min({a}, {b})"),
-            (ReduceOp::Any, _) => format!("{a} || {b}"),
-            (ReduceOp::All, _) => format!("{a} && {b}"),
+            // not `||` and `&&`: every lane must run the shuffle on the right
+            (ReduceOp::Any, _) => format!("{a} | {b}"),
+            (ReduceOp::All, _) => format!("{a} & {b}"),
         }
     };
     e.open("");
@@ -407,6 +408,60 @@ fn emit_cast(e: &mut Emitter, src: &RegView, out: &RegId) {
             e.line(format!("#error \"cast {s} -> {o} is not supported yet\""));
         }
     }
+}
+
+/// The conversion helpers that scalar code needs: 16-bit float parameters widen in the
+/// prologue, and scalar conversions to 16-bit floats round through them.
+pub(super) fn scalar_helpers(p: &crate::ir::Program) -> Vec<ArithHelper> {
+    fn visit(e: &crate::ir::Expr, f16: &mut bool, bf16: &mut bool) {
+        use crate::ir::Expr;
+        match e.dtype() {
+            DType::F16 => *f16 = true,
+            DType::BF16 => *bf16 = true,
+            _ => {}
+        }
+        match e {
+            Expr::Binary(_, a, b) => {
+                visit(a, f16, bf16);
+                visit(b, f16, bf16);
+            }
+            Expr::Cast(_, x) => visit(x, f16, bf16),
+            Expr::Int(..) | Expr::Float(..) | Expr::Var(..) | Expr::BlockIdx(_) => {}
+        }
+    }
+    let (mut f16, mut bf16) = (false, false);
+    for v in &p.vars {
+        match v.dtype {
+            DType::F16 => f16 = true,
+            DType::BF16 => bf16 = true,
+            _ => {}
+        }
+    }
+    p.walk(&mut |s| {
+        use crate::ir::StmtKind;
+        let mut one = |e: &crate::ir::Expr| visit(e, &mut f16, &mut bf16);
+        match &s.kind {
+            StmtKind::Let { value, .. } | StmtKind::Assign { value, .. } => one(value),
+            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => one(cond),
+            StmtKind::For {
+                start, end, step, ..
+            } => {
+                one(start);
+                one(end);
+                one(step);
+            }
+            StmtKind::Inst(i) => i.facts(p).scalars.iter().for_each(|e| one(e)),
+            StmtKind::ThreadGroup { .. } | StmtKind::Sync => {}
+        }
+    });
+    let mut out = vec![];
+    if f16 {
+        out.push(ArithHelper::CvtF16);
+    }
+    if bf16 {
+        out.push(ArithHelper::CvtBf16);
+    }
+    out
 }
 
 /// Helper functions of this family's generated code.

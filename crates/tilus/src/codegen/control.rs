@@ -1,6 +1,6 @@
 //! Emitters for scalar variables, loops, conditionals, thread groups and `sync`.
 
-use super::{c_type, Core, Emitter, Helper, Tid};
+use super::{scalar_c_type, Core, Emitter, Helper, Tid};
 use crate::ir::{GroupKind, Stmt, StmtKind, VarKind};
 
 pub(super) fn emit(e: &mut Emitter, s: &Stmt) {
@@ -12,11 +12,13 @@ pub(super) fn emit(e: &mut Emitter, s: &Stmt) {
             } else {
                 "const "
             };
-            let t = format!("{cst}{} {} = {};", c_type(d.dtype), d.name, e.expr(value));
+            let v = rounded(e, d.dtype, value);
+            let t = format!("{cst}{} {} = {v};", scalar_c_type(d.dtype), d.name);
             e.line(t);
         }
         StmtKind::Assign { var, value } => {
-            let t = format!("{} = {};", e.p.var(*var).name, e.expr(value));
+            let v = rounded(e, e.p.var(*var).dtype, value);
+            let t = format!("{} = {v};", e.p.var(*var).name);
             e.line(t);
         }
         StmtKind::For {
@@ -97,5 +99,16 @@ pub(super) fn emit(e: &mut Emitter, s: &Stmt) {
         }
         StmtKind::Sync => e.line("__syncthreads();"),
         StmtKind::Inst(_) => unreachable!("instructions are emitted by their family"),
+    }
+}
+
+/// The C value a scalar variable of type `t` takes from `value`: a 16-bit float variable
+/// holds its value rounded to its type (in a `float`).
+fn rounded(e: &Emitter, t: crate::ir::DType, value: &crate::ir::Expr) -> String {
+    let already = matches!(value, crate::ir::Expr::Var(_, vt) if *vt == t);
+    if t.is_float() && t.bits() == 16 && !already {
+        e.expr(&crate::ir::Expr::Cast(t, Box::new(value.clone())))
+    } else {
+        e.expr(value)
     }
 }

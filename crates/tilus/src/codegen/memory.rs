@@ -1,10 +1,12 @@
 //! Emitters for the memory family: shared tiles are addresses in the planned region, register
 //! tiles are per-thread arrays (16-bit elements packed two to a 32-bit word), `load_shared`
-//! uses ldmatrix when the layout is made of 8x8 matrices, `store_global` writes vectors with
-//! bounds checks.
+//! uses ldmatrix when the layout is made of 8x8 matrices; global memory (`load_global`,
+//! `store_global`, atomics) is in `memory/global.rs`.
 
-use super::{c_type, row_major_strides, Emitter, Helper};
-use crate::ir::{DType, MemoryInst, RegId, RegisterDecl, SharedView};
+mod global;
+
+use super::{c_type, Emitter, Helper};
+use crate::ir::{AtomicOp, DType, MemoryInst, RegId, RegisterDecl, SharedView};
 use crate::layout::{AddressArith, RegisterLayout, SharedLayout, Swizzle};
 
 /// How a register tile is stored in C.
@@ -190,7 +192,10 @@ pub(super) fn emit(e: &mut Emitter, i: &MemoryInst) {
             ));
         }
         MemoryInst::LoadShared { src, out } => load_shared(e, src, *out),
-        MemoryInst::StoreGlobal { .. } => store_global(e, i),
+        MemoryInst::StoreGlobal { .. } => global::store_global(e, i),
+        MemoryInst::LoadGlobal { .. } => global::load_global(e, i),
+        MemoryInst::AtomicGlobal { .. } => global::atomic_global(e, i),
+        MemoryInst::AtomicScalar { .. } => global::atomic_scalar(e, i),
         MemoryInst::StoreShared { dst, src } => store_shared(e, dst, src),
         MemoryInst::FenceProxyAsync => {
             e.use_helper(Helper::Memory(MemoryHelper::FenceProxyAsync));
@@ -353,116 +358,6 @@ impl Pick for (i64, i64) {
     }
 }
 
-fn store_global(e: &mut Emitter, i: &MemoryInst) {
-    let MemoryInst::StoreGlobal {
-        dst,
-        src,
-        offsets,
-        vector,
-    } = i
-    else {
-        return;
-    };
-    let width = vector.expect("vector widths are chosen by lowering") as i64;
-    let g = e.p.global(*dst);
-    let ptr = e.p.var(g.ptr).name.clone();
-    let dtype = g.dtype;
-    let shape = g.shape.clone();
-    let l = layout(e, src.tensor).permute(&src.perm(shape.len()));
-    let (tt, lt, ls) = (l.thread_terms(), l.local_terms(), l.local_size());
-    let threads = e.tid().threads as i64;
-    let tid = e.tid().name.clone();
-    let rank = shape.len();
-    let strides = row_major_strides(e, &shape);
-    e.open("");
-    for d in 0..rank {
-        let t = format!(
-            "{} + {}",
-            e.expr(&offsets[d]),
-            e.terms(&tt[d], &tid, threads)
-        );
-        e.line(format!("const i32 tilus_t{d} = {t};"));
-    }
-    e.line("#pragma unroll");
-    e.open(format!("for (int l = 0; l < {ls}; l += {width})"));
-    let mut conds = vec![];
-    let mut addr = vec![];
-    for d in 0..rank {
-        e.line(format!(
-            "const i32 tilus_c{d} = tilus_t{d} + {};",
-            e.terms(&lt[d], "l", ls)
-        ));
-        // the whole vector must be inside the view (it starts at a multiple of its width, and
-        // rows are multiples of it, so only a runtime length of the last dimension can cut it)
-        let last = if d + 1 == rank && width > 1 {
-            format!(" + {}", width - 1)
-        } else {
-            String::new()
-        };
-        // one unsigned comparison also rejects negative coordinates
-        conds.push(format!(
-            "(u32)(tilus_c{d}{last}) < (u32)({})",
-            e.expr(&shape[d])
-        ));
-        addr.push(if strides[d] == "1" {
-            format!("tilus_c{d}")
-        } else {
-            format!("(i64)tilus_c{d} * {}", strides[d])
-        });
-    }
-    let place = format!("{ptr} + {}", addr.join(" + "));
-    e.open(format!("if ({})", conds.join(" && ")));
-    let elem_bytes = dtype.nbytes() as i64;
-    let bytes = width * elem_bytes;
-    let value = |e: &mut Emitter, lidx: &str| -> String {
-        // value of one 32-bit word starting at local `lidx`
-        if dtype.bits() == 16 {
-            word(e, src.tensor, lidx)
-        } else {
-            e.use_helper(Helper::Core(super::Core::FloatBits));
-            let v = read(e, src.tensor, lidx);
-            if dtype == DType::F32 {
-                format!("tilus_f32_bits({v})")
-            } else {
-                format!("(u32){v}")
-            }
-        }
-    };
-    match bytes {
-        2 => {
-            let v = read(e, src.tensor, "l");
-            e.line(format!("*({place}) = {v};"));
-        }
-        4 if dtype.bits() == 32 => {
-            let v = read(e, src.tensor, "l");
-            e.line(format!("*({place}) = {v};"));
-        }
-        4 => {
-            let v = value(e, "l");
-            e.line(format!("*reinterpret_cast<u32*>({place}) = {v};"));
-        }
-        8 | 16 => {
-            let per_word = 4 / elem_bytes;
-            let vs: Vec<String> = (0..bytes / 4)
-                .map(|w| value(e, &format!("l + {}", w * per_word)))
-                .collect();
-            for (i, pair) in vs.chunks(2).enumerate() {
-                e.line(format!(
-                    "reinterpret_cast<u64*>({place})[{i}] = (u64){} | ((u64){} << 32);",
-                    pair[0], pair[1]
-                ));
-            }
-        }
-        _ => {
-            let v = read(e, src.tensor, "l");
-            e.line(format!("*({place}) = {v};"));
-        }
-    }
-    e.close();
-    e.close();
-    e.close();
-}
-
 /// One shared-memory store per element, at the tile's (swizzled) layout.
 fn store_shared(e: &mut Emitter, dst: &SharedView, src: &crate::ir::RegView) {
     let rank = e.p.sview_stored_shape(dst).len();
@@ -519,6 +414,24 @@ pub(crate) enum MemoryHelper {
     StShared,
     /// `fence.proxy.async.shared::cta`.
     FenceProxyAsync,
+    /// The vector type of global loads and stores.
+    Vec,
+    /// A global atomic of PTX (`returns`: `atom`, else `red`).
+    Atomic {
+        /// The operation.
+        op: AtomicOp,
+        /// The element type.
+        dtype: DType,
+        /// Whether it returns the old value.
+        returns: bool,
+    },
+    /// f32 min or max, built from the integer atomics (so defined after them).
+    FloatMinMax {
+        /// Max, else min.
+        max: bool,
+        /// Whether it returns the old value.
+        returns: bool,
+    },
 }
 
 /// The C++ text of a helper.
@@ -561,6 +474,12 @@ static __device__ __forceinline__ void tilus_st_shared_u32(u32 addr, u32 v) {
 }
 "#
         .into(),
+        MemoryHelper::Vec => r#"// N elements of T at an address aligned to their size: one vector load or store.
+template <typename T, int N> struct alignas(sizeof(T) * N) tilus_vec { T v[N]; };
+"#
+        .into(),
+        MemoryHelper::Atomic { op, dtype, returns } => global::atomic_text(op, dtype, returns),
+        MemoryHelper::FloatMinMax { max, returns } => global::float_min_max_text(max, returns),
         MemoryHelper::FenceProxyAsync => r#"// Publishes this thread's ordinary shared-memory writes to the async proxy (TMA, wgmma).
 static __device__ __forceinline__ void tilus_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");

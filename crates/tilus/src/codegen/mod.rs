@@ -16,8 +16,7 @@ mod wgmma;
 pub(crate) use prelude::{Core, Helper};
 
 use crate::ir::{
-    describe_stmt, BinOp, DType, Expr, Inst, KernelParam, LaunchPlan, ParamKind, Program, RegId,
-    Stmt,
+    describe_stmt, DType, Expr, Inst, KernelParam, LaunchPlan, ParamKind, Program, RegId, Stmt,
 };
 use crate::layout::Term;
 use std::collections::BTreeSet;
@@ -87,6 +86,15 @@ pub(crate) struct Emitter<'p> {
     pub declared: Vec<Vec<RegId>>,
 }
 
+/// The C type a scalar variable of type `t` is held in: floats of every width in `float`.
+pub(crate) fn scalar_c_type(t: DType) -> &'static str {
+    if t.is_float() {
+        "float"
+    } else {
+        c_type(t)
+    }
+}
+
 /// The C type of an element.
 pub(crate) fn c_type(t: DType) -> &'static str {
     match t {
@@ -152,10 +160,26 @@ impl<'p> Emitter<'p> {
             Expr::Float(bits, _) => float_literal(f64::from_bits(*bits)),
             Expr::Var(id, _) => self.p.var(*id).name.clone(),
             Expr::BlockIdx(a) => format!("(i32)blockIdx.{}", ["x", "y", "z"][*a as usize]),
+            // float arithmetic rounds as written (no contraction into an fma), as the
+            // interpreter computes it
+            Expr::Binary(op, a, b) if a.dtype().is_float() && !op.is_comparison() => {
+                let f = match op {
+                    crate::ir::BinOp::Add => "__fadd_rn",
+                    crate::ir::BinOp::Sub => "__fsub_rn",
+                    crate::ir::BinOp::Mul => "__fmul_rn",
+                    _ => "__fdiv_rn",
+                };
+                format!("{f}({}, {})", self.expr(a), self.expr(b))
+            }
             Expr::Binary(op, a, b) => {
                 format!("({} {} {})", self.expr(a), op.symbol(), self.expr(b))
             }
-            Expr::Cast(t, x) => format!("(({})({}))", c_type(*t), self.expr(x)),
+            // every float type computes in f32; a conversion to a 16-bit float rounds
+            Expr::Cast(t @ (DType::F16 | DType::BF16), x) => {
+                let n = if *t == DType::F16 { "f16" } else { "bf16" };
+                format!("tilus_{n}_to_f32(tilus_cvt_{n}((float)({})))", self.expr(x))
+            }
+            Expr::Cast(t, x) => format!("(({})({}))", scalar_c_type(*t), self.expr(x)),
         }
     }
 
@@ -237,6 +261,10 @@ impl<'p> Emitter<'p> {
         let mut params = vec![];
         for kp in &self.plan.params {
             match kp {
+                // 16-bit floats arrive as their bits; the prologue widens them
+                KernelParam::Scalar { arg, dtype } if dtype.is_float() && dtype.bits() == 16 => {
+                    params.push(format!("u16 {}_bits", p.params[*arg].name));
+                }
                 KernelParam::Scalar { arg, dtype } => {
                     params.push(format!("{} {}", c_type(*dtype), p.params[*arg].name));
                 }
@@ -265,6 +293,19 @@ impl<'p> Emitter<'p> {
 
     fn prologue(&mut self) {
         self.line("const i32 tilus_tid = (i32)threadIdx.x;");
+        for h in arithmetic::scalar_helpers(self.p) {
+            self.use_helper(Helper::Arith(h));
+        }
+        for kp in &self.plan.params {
+            if let KernelParam::Scalar { arg, dtype } = kp {
+                if dtype.is_float() && dtype.bits() == 16 {
+                    let n = &self.p.params[*arg].name;
+                    let t = if *dtype == DType::F16 { "f16" } else { "bf16" };
+                    let line = format!("const float {n} = tilus_{t}_to_f32({n}_bits);  // {dtype}, computed in f32");
+                    self.line(line);
+                }
+            }
+        }
         if self.p.smem_bytes > 0 {
             self.use_helper(Helper::Core(Core::SmemAddr));
             let align = self.p.smem_align.max(16);
@@ -303,20 +344,4 @@ fn float_literal(v: f64) -> String {
     } else {
         "__int_as_float(0xff800000)".into()
     }
-}
-
-/// Row-major strides of a view with `shape`, as C expressions in 64-bit arithmetic.
-pub(crate) fn row_major_strides(e: &Emitter, shape: &[Expr]) -> Vec<String> {
-    let mut strides = vec![String::from("1"); shape.len()];
-    let mut acc: Option<Expr> = None;
-    for d in (0..shape.len()).rev() {
-        if let Some(a) = &acc {
-            strides[d] = format!("(i64){}", e.expr(a));
-        }
-        acc = Some(match acc {
-            None => shape[d].clone(),
-            Some(a) => Expr::binary(BinOp::Mul, a, shape[d].clone()),
-        });
-    }
-    strides
 }

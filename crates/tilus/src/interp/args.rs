@@ -126,8 +126,10 @@ impl<'a> HostBufferMut<'a> {
 /// One argument value for the interpreter (the parallel of [`crate::ir::HostValue`]).
 #[derive(Debug)]
 pub enum InterpValue<'a> {
-    /// A scalar (runtime or constant).
+    /// An integer scalar (runtime or constant).
     Int(i64),
+    /// A floating-point scalar (`f32`, `f16`, `bf16` arguments).
+    Float(f64),
     /// A buffer the kernel reads.
     Buffer(HostBuffer<'a>),
     /// A buffer the kernel may write.

@@ -11,7 +11,7 @@ use super::state::{Block, Fail, RegData, R};
 use super::task::{self, State, Step, Task};
 use crate::error::Fault;
 use crate::ir::{
-    ArithInst, BinaryOp, DType, Expr, Loc, Program, ReduceOp, RegId, RegView, TileExpr, UnaryOp,
+    ArithInst, BinaryOp, DType, Loc, Program, ReduceOp, RegId, RegView, TileExpr, UnaryOp,
 };
 
 pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &ArithInst, loc: Loc) -> R<Step> {
@@ -85,28 +85,6 @@ fn convert(v: V, from: DType, to: DType) -> V {
     }
 }
 
-/// Evaluates a float scalar as the generated code does (constants and arithmetic on them in
-/// double precision, integer operands converted), then rounds it to f32.
-fn float_scalar(e: &Expr, int: &dyn Fn(&Expr) -> Option<i64>) -> Option<f64> {
-    match e {
-        Expr::Float(bits, _) => Some(f64::from_bits(*bits)),
-        Expr::Cast(t, x) if t.is_float() && !x.dtype().is_float() => int(x).map(|v| v as f64),
-        Expr::Cast(_, x) => float_scalar(x, int),
-        Expr::Binary(op, a, b) => {
-            let (a, b) = (float_scalar(a, int)?, float_scalar(b, int)?);
-            use crate::ir::BinOp as B;
-            Some(match op {
-                B::Add => a + b,
-                B::Sub => a - b,
-                B::Mul => a * b,
-                B::Div => a / b,
-                _ => return None,
-            })
-        }
-        _ => None,
-    }
-}
-
 /// The expression's scalars, evaluated once for the task (they are the same in every thread).
 fn scalars(b: &Block<'_, '_>, task: &Task<'_>, x: &TileExpr, loc: Loc) -> R<Vec<V>> {
     let mut list = vec![];
@@ -114,16 +92,7 @@ fn scalars(b: &Block<'_, '_>, task: &Task<'_>, x: &TileExpr, loc: Loc) -> R<Vec<
     list.into_iter()
         .map(|e| {
             if e.dtype().is_float() {
-                let int = |x: &Expr| task::value(b, task, x, loc).ok();
-                float_scalar(e, &int)
-                    .map(|v| V::F(v as f32))
-                    .ok_or_else(|| {
-                        Fail::new(
-                            Fault::Unsupported,
-                            loc,
-                            "compute: a float scalar the interpreter cannot evaluate",
-                        )
-                    })
+                task::float_value(b, task, e, loc).map(|v| V::F(v as f32))
             } else {
                 task::value(b, task, e, loc).map(V::I)
             }

@@ -30,9 +30,15 @@ pub(crate) fn param_values(b: &Block<'_, '_>) -> Vec<(VarId, i64)> {
 pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, s: &Stmt) -> R<Step> {
     match &s.kind {
         StmtKind::Let { var, value: e } | StmtKind::Assign { var, value: e } => {
-            let v = value(b, task, e, s.loc)?;
             let t = b.program().var(*var).dtype;
-            task.env[var.0 as usize] = Some(crate::ir::wrap_to(v, t));
+            let v = if t.is_float() {
+                // a float variable holds its value rounded to its type, as f64 bits
+                let v = super::task::float_value(b, task, e, s.loc)?;
+                super::state::round_float(v, t).to_bits() as i64
+            } else {
+                crate::ir::wrap_to(value(b, task, e, s.loc)?, t)
+            };
+            task.env[var.0 as usize] = Some(v);
             Ok(Step::Next)
         }
         StmtKind::Sync => Ok(Step::Wait(State::Sync { loc: s.loc })),

@@ -1,13 +1,14 @@
 //! The memory family as `codegen/memory.rs` emits it: shared tiles are byte ranges of the
 //! planned region (checked against every live buffer when allocated), register tiles hold one
 //! value per (thread, local index) as their layout says, `load_shared` reads through the
-//! tile's swizzle, `store_global` writes vectors with the bounds check of the generated code.
+//! tile's swizzle; global memory (`load_global`, `store_global`, atomics) is in
+//! `memory/global.rs`.
+
+mod global;
 
 use super::hazards;
-use super::state::{
-    bits_to_f32, bits_to_int, f32_to_bits, read_bits, strides, Block, Fail, GlobalWrite, RegData, R,
-};
-use super::task::{values, Step, Task};
+use super::state::{bits_to_f32, bits_to_int, f32_to_bits, read_bits, Block, Fail, RegData, R};
+use super::task::{Step, Task};
 use super::views;
 use crate::error::Fault;
 use crate::ir::facts::Memory;
@@ -25,7 +26,10 @@ pub(crate) fn exec(
         MemoryInst::FreeShared(s) => b.live[s.0 as usize] = false,
         MemoryInst::AllocRegister { out, init } => alloc_register(b, task, *out, init.as_ref()),
         MemoryInst::LoadShared { src, out } => load_shared(b, task, src, *out, loc)?,
-        MemoryInst::StoreGlobal { .. } => store_global(b, task, i, loc)?,
+        MemoryInst::StoreGlobal { .. } => global::store_global(b, task, i, loc)?,
+        MemoryInst::LoadGlobal { .. } => global::load_global(b, task, i, loc)?,
+        MemoryInst::AtomicGlobal { .. } => global::atomic_global(b, task, i, loc)?,
+        MemoryInst::AtomicScalar { .. } => global::atomic_scalar(b, task, i, loc)?,
         MemoryInst::StoreShared { dst, src } => store_shared(b, task, dst, src, loc)?,
         // the fence's effect on the proxy-fence record is applied by `hazards::after`
         MemoryInst::FenceProxyAsync => {}
@@ -245,123 +249,6 @@ fn load_shared(
                 views::label(b, src.tensor, placed.stage)
             ),
         ));
-    }
-    Ok(())
-}
-
-fn store_global(b: &mut Block<'_, '_>, task: &Task<'_>, i: &MemoryInst, loc: Loc) -> R<()> {
-    let MemoryInst::StoreGlobal {
-        dst,
-        src,
-        offsets,
-        vector,
-    } = i
-    else {
-        return Ok(());
-    };
-    let p = b.program();
-    let g = p.global(*dst);
-    let shape = values(b, task, &g.shape, loc)?;
-    let offs = values(b, task, offsets, loc)?;
-    let (arg, buf) = b.view_buffer(*dst, loc)?;
-    // the vector width codegen writes with: one bounds check per vector
-    let Some(width) = vector.map(|w| w.max(1) as usize) else {
-        return Err(Fail::new(
-            Fault::Invalid,
-            loc,
-            "store_global has no vector width: the interpreter runs planned programs (the output \
-             of passes::compile_program)",
-        ));
-    };
-    let info = b.prep.reg(src.tensor);
-    let rank = info.rank;
-    if rank != shape.len() || offs.len() != rank {
-        return Err(Fail::new(
-            Fault::Invalid,
-            loc,
-            format!(
-                "store_global: view `{}` has {} dimensions, the tile {rank} and the offsets {}",
-                g.name,
-                shape.len(),
-                offs.len()
-            ),
-        ));
-    }
-    let perm = src.perm(rank);
-    let st = strides(&shape);
-    let eb = g.dtype.nbytes() as usize;
-    let base = task.base();
-    let Some(data) = b.regs[src.tensor.0 as usize].as_ref() else {
-        return Err(Fail::new(
-            Fault::Invalid,
-            loc,
-            format!(
-                "store_global: register tensor `{}` was never written",
-                p.register(src.tensor).name
-            ),
-        ));
-    };
-    let mut c = vec![0i64; rank];
-    for &t in &task.threads {
-        let ti = (t.saturating_sub(base) as usize) % info.nthreads;
-        let mut l = 0;
-        while l < info.ls {
-            // the generated code checks the vector's first element only
-            let coords = |l: usize, c: &mut [i64]| {
-                for (dd, cd) in c.iter_mut().enumerate() {
-                    let td = perm[dd];
-                    *cd = offs[dd] + info.tc[ti * rank + td] + info.lc[l * rank + td];
-                }
-            };
-            coords(l, &mut c);
-            if c.iter().zip(&shape).all(|(x, n)| x < n) {
-                for j in 0..width.min(info.ls - l) {
-                    coords(l + j, &mut c);
-                    let outside = c.iter().zip(&shape).any(|(x, n)| *x < 0 || x >= n);
-                    let flat: i64 = c.iter().zip(&st).map(|(x, s)| x * s).sum();
-                    let byte = flat.checked_mul(eb as i64);
-                    let fits = byte.is_some_and(|x| x >= 0 && (x as usize + eb) <= buf.bytes.len());
-                    if outside || !fits {
-                        let why = if c.iter().any(|x| *x < 0) {
-                            "the generated code skips coordinates past the end of the view but not \
-                             negative ones, so this write lands outside the view"
-                                .to_string()
-                        } else if j > 0 {
-                            format!(
-                                "the generated code writes {width}-element vectors and checks only \
-                                 the first element, so the vector runs past the end of the view"
-                            )
-                        } else {
-                            "the element is inside the view but the view is larger than the buffer"
-                                .to_string()
-                        };
-                        return Err(Fail::new(
-                            Fault::GlobalOutOfBounds,
-                            loc,
-                            format!(
-                                "out-of-bounds global write: store_global writes element {c:?} of \
-                                 view `{}` {shape:?} (thread {t}), which is element {flat} of a \
-                                 buffer of {} elements; {why}",
-                                g.name,
-                                buf.bytes.len() / eb
-                            ),
-                        ));
-                    }
-                    let idx = t as usize * info.ls + l + j;
-                    let bits = match data {
-                        RegData::Float(v) => f32_to_bits(v[idx], g.dtype),
-                        RegData::Int(v) => v[idx] as u64,
-                    };
-                    b.writes.push(GlobalWrite {
-                        arg: arg as u32,
-                        byte: flat as usize * eb,
-                        bits,
-                        nbytes: eb as u8,
-                    });
-                }
-            }
-            l += width;
-        }
     }
     Ok(())
 }

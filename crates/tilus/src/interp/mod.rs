@@ -30,6 +30,15 @@
 //!
 //! - **Blocks** run independently (in parallel with rayon by default); their global writes are
 //!   applied in block order when a batch of blocks is done.
+//! - **Global memory**: a block reads the buffers as they were when its batch started, plus its
+//!   own earlier writes and atomics in program order (a load after a store of the same
+//!   element sees the store). Atomics combine with what the buffer holds when the block's
+//!   writes are applied, so sums, minima and maxima across blocks are exact whatever the order.
+//!   Within a block, atomics on one element apply in program order (within one instruction,
+//!   in thread order), each element once, by the thread holding its first copy. A program
+//!   whose atomics return old values (exchange, compare-and-swap, the scalar forms) runs its
+//!   blocks one at a time in block order, so the old values are those of that sequential run
+//!   (on the GPU, blocks may take them in any order).
 //! - **Threads**: the threads of a block run as cooperatively scheduled *tasks*. Code that a
 //!   group of threads runs together runs tile by tile for all of them: a register tile holds a
 //!   value per (thread, local index), placed by its layout's thread and local terms (replicated
@@ -48,8 +57,9 @@
 //! - **`dot`** runs mma.sync m16n8k16 per warp from the lanes' registers, accumulating in f32;
 //!   **`wgmma.mma`** is asynchronous per warp group: the product runs when a `wait_group`
 //!   completes its committed group, reading shared operands through the tiles' layouts;
-//!   **`cast`** rounds to nearest even; **`store_global`** writes the vectors the generated code
-//!   writes, with its bounds check.
+//!   **`cast`** rounds to nearest even; **`load_global`** and **`store_global`** access the
+//!   elements the generated code's vectors and masks access, through the view's strides
+//!   (elements outside the view read the fill value, or are skipped).
 //!
 //! # What it reports
 //!
@@ -77,6 +87,11 @@ mod views;
 mod wgmma;
 
 pub use crate::error::Fault;
+/// Runs a script on the interpreter with its typed arguments (host slices for pointers):
+/// [`crate::interpret`] under the name this module's readers look for.
+pub use crate::jit::interpret as run;
+/// [`run`] with [`Options`]: [`crate::interpret_with`].
+pub use crate::jit::interpret_with as run_with;
 pub use args::{HostBuffer, HostBufferMut, InterpValue, Pod};
 
 use crate::ir::{KernelParam, LaunchPlan, ParamKind, Program};
@@ -180,7 +195,12 @@ fn check_args(p: &Program, args: &[InterpValue<'_>]) -> Result<Vec<i64>> {
     let mut ints = vec![0i64; args.len()];
     for (i, (prm, v)) in p.params.iter().zip(args).enumerate() {
         match (&prm.kind, v) {
-            (ParamKind::Scalar(_), InterpValue::Int(x)) => ints[i] = *x,
+            (ParamKind::Scalar(t), InterpValue::Int(x)) if !t.is_float() => ints[i] = *x,
+            // float scalars live in the environment as the bits of their f64 value, rounded
+            // to their type as the kernel's parameter is
+            (ParamKind::Scalar(t), InterpValue::Float(x)) if t.is_float() => {
+                ints[i] = crate::interp::state::round_float(*x, *t).to_bits() as i64
+            }
             (ParamKind::Const(_, c), InterpValue::Int(x)) => {
                 if c != x {
                     return Err(arg_error(
@@ -195,7 +215,7 @@ fn check_args(p: &Program, args: &[InterpValue<'_>]) -> Result<Vec<i64>> {
                 let (have, is_mut) = match v {
                     InterpValue::Buffer(b) => (b.dtype(), false),
                     InterpValue::BufferMut(b) => (b.dtype(), true),
-                    InterpValue::Int(_) => {
+                    InterpValue::Int(_) | InterpValue::Float(_) => {
                         return Err(arg_error(p, i, "expected a host buffer".into()))
                     }
                 };
@@ -213,6 +233,9 @@ fn check_args(p: &Program, args: &[InterpValue<'_>]) -> Result<Vec<i64>> {
                         "the kernel may write this buffer: pass a mutable slice".into(),
                     ));
                 }
+            }
+            (ParamKind::Scalar(t), _) if t.is_float() => {
+                return Err(arg_error(p, i, format!("expected a {t} scalar")))
             }
             (_, _) => return Err(arg_error(p, i, "expected an integer".into())),
         }
@@ -237,8 +260,18 @@ fn check_rules(
         let len = match &args[rule.arg] {
             InterpValue::Buffer(b) => b.len(),
             InterpValue::BufferMut(b) => b.len(),
-            InterpValue::Int(_) => 0,
+            InterpValue::Int(_) | InterpValue::Float(_) => 0,
         };
+        for (stride, what) in &rule.nonnegative {
+            let v = eval(stride, rule.arg)?;
+            if v < 0 {
+                return Err(arg_error(
+                    p,
+                    rule.arg,
+                    format!("{what} is {v}; strides must not be negative"),
+                ));
+            }
+        }
         let need = eval(&rule.min_elems, rule.arg)?;
         if rule.elem_bytes > 0 && (len as i64) < need {
             return Err(arg_error(
@@ -257,29 +290,13 @@ fn check_rules(
             .iter()
             .map(|e| eval(e, spec.ptr_arg))
             .collect::<Result<_>>()?;
-        if let Some(d) = dims.iter().find(|d| **d <= 0 || **d > (1i64 << 32)) {
-            return Err(arg_error(
-                p,
-                spec.ptr_arg,
-                format!("a TMA view extent of {d} is outside 1..=2^32"),
-            ));
-        }
-        let elem = spec.dtype.nbytes() as i64;
-        let mut s = elem;
-        for d in dims.iter().rev().take(dims.len().saturating_sub(1)) {
-            s *= d;
-            if s % 16 != 0 {
-                return Err(arg_error(
-                    p,
-                    spec.ptr_arg,
-                    format!(
-                        "a row stride of {s} bytes is not a multiple of 16, which TMA requires; \
-                         pad the rows to a multiple of {} elements",
-                        16 / elem
-                    ),
-                ));
-            }
-        }
+        let strides: Vec<i64> = spec
+            .global_strides
+            .iter()
+            .map(|e| eval(e, spec.ptr_arg))
+            .collect::<Result<_>>()?;
+        spec.check_view(&dims, &strides)
+            .map_err(|m| arg_error(p, spec.ptr_arg, m))?;
     }
     Ok(())
 }
@@ -333,7 +350,12 @@ pub fn run_program(
             message: format!("the grid {grid:?} has too many blocks"),
         })? as u64;
     let mut report = Report::default();
-    let batch = opts.batch.max(1) as u64;
+    // old values of atomics depend on the order of blocks: one at a time, in block order
+    let batch = if prep.sequential {
+        1
+    } else {
+        opts.batch.max(1) as u64
+    };
     let mut start = 0u64;
     while start < total {
         let end = (start + batch).min(total);
@@ -343,7 +365,7 @@ pub fn run_program(
                 .map(|v| match v {
                     InterpValue::Buffer(b) => Some(GlobalBuf { bytes: b.bytes() }),
                     InterpValue::BufferMut(b) => Some(GlobalBuf { bytes: b.bytes() }),
-                    InterpValue::Int(_) => None,
+                    InterpValue::Int(_) | InterpValue::Float(_) => None,
                 })
                 .collect();
             let one = |id: u64| {
@@ -372,7 +394,14 @@ pub fn run_program(
             let (writes, stats) = r?;
             for w in writes {
                 if let Some(InterpValue::BufferMut(buf)) = args.get_mut(w.arg as usize) {
-                    state::write_bits(buf.bytes_mut(), w.byte, w.bits, w.nbytes as usize);
+                    let n = w.nbytes as usize;
+                    let bits = match w.op {
+                        state::WriteOp::Store => w.bits,
+                        state::WriteOp::Atomic { .. } => {
+                            w.apply(state::read_n(buf.bytes_mut(), w.byte, n))
+                        }
+                    };
+                    state::write_bits(buf.bytes_mut(), w.byte, bits, n);
                 }
             }
             report.blocks += 1;

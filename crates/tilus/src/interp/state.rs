@@ -6,8 +6,8 @@
 use crate::error::Fault;
 use crate::ir::facts::{Access, AsyncGroup, Memory, Proxy};
 use crate::ir::{
-    BarrierArrayId, DType, Expr, Facts, GlobalId, Loc, Program, RegId, SharedId, Stmt, StmtId,
-    StmtKind, VarId,
+    AtomicOp, BarrierArrayId, DType, Expr, Facts, GlobalId, Loc, Program, RegId, SharedId, Stmt,
+    StmtId, StmtKind, VarId,
 };
 use crate::layout::mma::{mma_a_fragment, mma_b_fragment, mma_c_fragment};
 use crate::Diagnostic;
@@ -86,28 +86,35 @@ pub(crate) struct Prepared<'p> {
     /// Iterations a `while` loop may run before the interpreter stops it
     /// ([`crate::interp::Options::max_loop_iterations`]).
     pub max_loop_iterations: u64,
+    /// Per argument: whether the program reads the buffer through ordinary loads or atomics,
+    /// so that a block's own writes to it must be visible to its later reads.
+    pub reads_own_writes: Vec<bool>,
+    /// Whether instructions return old values of atomics (which then depend on the order of
+    /// blocks): blocks run one after another.
+    pub sequential: bool,
 }
 
-fn declared_in(stmts: &[Stmt], out: &mut Vec<VarId>) {
+fn declared_in(p: &Program, stmts: &[Stmt], out: &mut Vec<VarId>) {
     for s in stmts {
         match &s.kind {
             StmtKind::Let { var, .. } => out.push(*var),
             StmtKind::For { var, body, .. } => {
                 out.push(*var);
-                declared_in(body, out);
+                declared_in(p, body, out);
             }
             StmtKind::ThreadGroup { body, .. } | StmtKind::While { body, .. } => {
-                declared_in(body, out)
+                declared_in(p, body, out)
             }
             StmtKind::If {
                 then_body,
                 else_body,
                 ..
             } => {
-                declared_in(then_body, out);
-                declared_in(else_body, out);
+                declared_in(p, then_body, out);
+                declared_in(p, else_body, out);
             }
-            StmtKind::Assign { .. } | StmtKind::Sync | StmtKind::Inst(_) => {}
+            StmtKind::Inst(i) => out.extend(i.facts(p).defines),
+            StmtKind::Assign { .. } | StmtKind::Sync => {}
         }
     }
 }
@@ -210,15 +217,15 @@ impl<'p> Prepared<'p> {
                 StmtKind::For { body, .. }
                 | StmtKind::While { body, .. }
                 | StmtKind::ThreadGroup { body, .. } => {
-                    declared_in(body, &mut declared[slot]);
+                    declared_in(p, body, &mut declared[slot]);
                 }
                 StmtKind::If {
                     then_body,
                     else_body,
                     ..
                 } => {
-                    declared_in(then_body, &mut declared[slot]);
-                    declared_in(else_body, &mut declared[slot]);
+                    declared_in(p, then_body, &mut declared[slot]);
+                    declared_in(p, else_body, &mut declared[slot]);
                 }
                 StmtKind::Inst(i) => facts[slot] = Some(i.facts(p)),
                 StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {}
@@ -232,11 +239,34 @@ impl<'p> Prepared<'p> {
                     .into(),
             ));
         }
-        let global_arg = p
+        let global_arg: Vec<Option<usize>> = p
             .globals
             .iter()
             .map(|g| p.param_of(g.ptr).map(|(i, _)| i))
             .collect();
+        let mut reads_own_writes = vec![false; p.params.len()];
+        let mut sequential = false;
+        for f in facts.iter().flatten() {
+            for e in &f.effects {
+                if let (Memory::Global(g), Proxy::Generic, true) =
+                    (e.memory, e.proxy, e.access.reads())
+                {
+                    if let Some(a) = global_arg[g.0 as usize] {
+                        reads_own_writes[a] = true;
+                    }
+                }
+            }
+            sequential |= !f.defines.is_empty();
+        }
+        p.walk(&mut |s| {
+            if let StmtKind::Inst(crate::ir::Inst::Memory(crate::ir::MemoryInst::AtomicGlobal {
+                out: Some(_),
+                ..
+            })) = &s.kind
+            {
+                sequential = true;
+            }
+        });
         Ok(Prepared {
             p,
             regs,
@@ -248,6 +278,8 @@ impl<'p> Prepared<'p> {
             global_arg,
             block_threads: p.threads(),
             max_loop_iterations: crate::interp::Options::default().max_loop_iterations,
+            reads_own_writes,
+            sequential,
         })
     }
 
@@ -276,6 +308,87 @@ pub(crate) struct GlobalWrite {
     pub byte: usize,
     pub bits: u64,
     pub nbytes: u8,
+    /// How the element is written: replaced, or combined with what the buffer holds when the
+    /// write is applied (atomics).
+    pub op: WriteOp,
+}
+
+/// How a [`GlobalWrite`] changes its element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteOp {
+    /// The element becomes `bits`.
+    Store,
+    /// The element becomes `combine(op, dtype, element, bits, compare)`.
+    Atomic {
+        op: AtomicOp,
+        dtype: DType,
+        compare: u64,
+    },
+}
+
+impl GlobalWrite {
+    /// The element's new bits, given its current ones.
+    pub fn apply(&self, current: u64) -> u64 {
+        match self.op {
+            WriteOp::Store => self.bits,
+            WriteOp::Atomic { op, dtype, compare } => {
+                combine(op, dtype, current, self.bits, compare)
+            }
+        }
+    }
+}
+
+/// The result of an atomic on an element holding `old` with operand `v` (and `compare`), as
+/// bits of `dtype`: what `atom.global`/`red.global` compute (f32 min and max as the generated
+/// code computes them, through integer atomics on the bits).
+pub(crate) fn combine(op: AtomicOp, dtype: DType, old: u64, v: u64, compare: u64) -> u64 {
+    let mask = if dtype.bits() >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << dtype.bits()) - 1
+    };
+    let (old, v, compare) = (old & mask, v & mask, compare & mask);
+    let s32 = |x: u64| x as u32 as i32;
+    match (op, dtype) {
+        (AtomicOp::Exchange, _) => v,
+        (AtomicOp::Cas, _) => {
+            if old == compare {
+                v
+            } else {
+                old
+            }
+        }
+        (AtomicOp::Add, DType::F32 | DType::F16 | DType::BF16) => {
+            let x = bits_to_f32(old, dtype) as f64 + bits_to_f32(v, dtype) as f64;
+            match dtype {
+                DType::F16 => half::f16::from_f64(x).to_bits() as u64,
+                DType::BF16 => half::bf16::from_f64(x).to_bits() as u64,
+                _ => (x as f32).to_bits() as u64,
+            }
+        }
+        (AtomicOp::Add, _) => old.wrapping_add(v) & mask,
+        (AtomicOp::Min | AtomicOp::Max, DType::F32) => {
+            let max = op == AtomicOp::Max;
+            if v & 0x8000_0000 == 0 {
+                let (a, b) = (s32(old), s32(v));
+                (if max { a.max(b) } else { a.min(b) }) as u32 as u64
+            } else if max {
+                old.min(v)
+            } else {
+                old.max(v)
+            }
+        }
+        (AtomicOp::Min | AtomicOp::Max, DType::I32) => {
+            let (a, b) = (s32(old), s32(v));
+            (if op == AtomicOp::Max {
+                a.max(b)
+            } else {
+                a.min(b)
+            }) as u32 as u64
+        }
+        (AtomicOp::Min, _) => old.min(v),
+        (AtomicOp::Max, _) => old.max(v),
+    }
 }
 
 /// Values of one register tile for every thread of the block (`thread * ls + local`).
@@ -414,6 +527,9 @@ pub(crate) struct Block<'a, 'p> {
     pub smem: Vec<u8>,
     pub regs: Vec<Option<RegData>>,
     pub writes: Vec<GlobalWrite>,
+    /// The current bits of the elements this block wrote, by (argument, byte), for buffers it
+    /// also reads (`Prepared::reads_own_writes`).
+    pub own: HashMap<(u32, usize), u64>,
     /// Shared tiles allocated and not freed.
     pub live: Vec<bool>,
     /// Barrier arrays: `Some` once allocated.
@@ -449,6 +565,7 @@ impl<'a, 'p> Block<'a, 'p> {
             smem: vec![POISON; p.smem_bytes as usize],
             regs: (0..p.registers.len()).map(|_| None).collect(),
             writes: vec![],
+            own: HashMap::new(),
             live: vec![false; p.shareds.len()],
             bars: vec![None; p.barriers.len()],
             inflight: vec![],
@@ -480,6 +597,29 @@ impl<'a, 'p> Block<'a, 'p> {
             ));
         };
         Ok((arg, buf))
+    }
+
+    /// Logs a write to global memory (applied after the block, in block order); a later read
+    /// of the element by this block sees it.
+    pub fn write_global(&mut self, w: GlobalWrite) {
+        if self.prep.reads_own_writes.get(w.arg as usize) == Some(&true) {
+            let cur = self.read_global(w.arg as usize, w.byte, w.nbytes as usize);
+            self.own.insert((w.arg, w.byte), w.apply(cur));
+        }
+        self.writes.push(w);
+    }
+
+    /// The bits of the element at `byte` of buffer `arg` (`nbytes` wide) as this block sees
+    /// it: its own latest write, else the buffer as it was when the block's batch started. The
+    /// caller has checked that the element is inside the buffer.
+    pub fn read_global(&self, arg: usize, byte: usize, nbytes: usize) -> u64 {
+        if let Some(&bits) = self.own.get(&(arg as u32, byte)) {
+            return bits;
+        }
+        match self.bufs.get(arg).copied().flatten() {
+            Some(buf) if byte + nbytes <= buf.bytes.len() => read_n(buf.bytes, byte, nbytes),
+            _ => 0,
+        }
     }
 
     /// Byte range of a shared tile in the region (padding between its stages included).
@@ -528,7 +668,11 @@ impl<'a, 'p> Block<'a, 'p> {
 
 /// Bits of an element stored in `bytes` at `off` (native byte order).
 pub(crate) fn read_bits(bytes: &[u8], off: usize, dtype: DType) -> u64 {
-    let n = dtype.nbytes() as usize;
+    read_n(bytes, off, dtype.nbytes() as usize)
+}
+
+/// The `n` bytes at `off` as bits (native byte order).
+pub(crate) fn read_n(bytes: &[u8], off: usize, n: usize) -> u64 {
     let mut b = [0u8; 8];
     b[..n].copy_from_slice(&bytes[off..off + n]);
     if cfg!(target_endian = "big") {
@@ -577,30 +721,98 @@ pub(crate) fn bits_to_int(bits: u64, dtype: DType) -> i64 {
     }
 }
 
-/// Evaluates a scalar expression as the generated code would, with the block index known.
-/// `None`: division by zero, a shift out of range, a float, or a variable without a value.
+/// Evaluates an integer (or boolean) scalar expression as the generated code would, with the
+/// block index known. `None`: division by zero, a shift out of range, a float result, or a
+/// variable without a value.
 pub(crate) fn eval(e: &Expr, env: &[Option<i64>], bidx: [i64; 3]) -> Option<i64> {
     match e {
         Expr::Int(v, _) => Some(*v),
         Expr::Float(..) => None,
+        Expr::Var(_, t) if t.is_float() => None,
         Expr::Var(id, t) => env
             .get(id.0 as usize)
             .copied()
             .flatten()
             .map(|v| crate::ir::wrap_to(v, *t)),
         Expr::BlockIdx(a) => bidx.get(*a as usize).copied(),
+        // comparisons of floats
+        Expr::Binary(op, a, b) if a.dtype().is_float() => {
+            let (x, y) = (eval_float(a, env, bidx)?, eval_float(b, env, bidx)?);
+            use crate::ir::BinOp as B;
+            Some(match op {
+                B::Lt => (x < y) as i64,
+                B::Le => (x <= y) as i64,
+                B::Eq => (x == y) as i64,
+                B::Ne => (x != y) as i64,
+                _ => return None,
+            })
+        }
         Expr::Binary(op, a, b) => op.apply(eval(a, env, bidx)?, eval(b, env, bidx)?, a.dtype()),
+        // C truncates toward zero (Rust's `as` saturates where C leaves it undefined)
+        Expr::Cast(t, x) if x.dtype().is_float() && !t.is_float() => {
+            let v = eval_float(x, env, bidx)?;
+            Some(if *t == DType::Bool {
+                (v != 0.0) as i64
+            } else {
+                crate::ir::wrap_to(v as i64, *t)
+            })
+        }
+        Expr::Cast(t, _) if t.is_float() => None,
         Expr::Cast(t, x) => eval(x, env, bidx).map(|v| crate::ir::wrap_to(v, *t)),
     }
 }
 
-/// Row-major strides (elements) of a view's extents.
-pub(crate) fn strides(shape: &[i64]) -> Vec<i64> {
-    let mut s = vec![1i64; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        s[d] = s[d + 1].saturating_mul(shape[d + 1]);
+/// `v` rounded to float type `t` (to nearest even), as an exact `f64`.
+pub(crate) fn round_float(v: f64, t: DType) -> f64 {
+    match t {
+        DType::F16 => half::f16::from_f64(v).to_f64(),
+        DType::BF16 => half::bf16::from_f64(v).to_f64(),
+        _ => v as f32 as f64,
     }
-    s
+}
+
+/// Evaluates a float scalar expression as the generated code does: every float type computes
+/// in f32 (constants are f32 literals, each operation rounds to f32), a conversion to a 16-bit
+/// float rounds to it, integers convert to the nearest f32. Float variables hold the bits of
+/// their `f64` value in the environment. `None` as for [`eval`].
+pub(crate) fn eval_float(e: &Expr, env: &[Option<i64>], bidx: [i64; 3]) -> Option<f64> {
+    let f32_ = |v: f64| v as f32 as f64;
+    match e {
+        Expr::Float(bits, _) => Some(f32_(f64::from_bits(*bits))),
+        Expr::Var(id, t) if t.is_float() => env
+            .get(id.0 as usize)
+            .copied()
+            .flatten()
+            .map(|v| f64::from_bits(v as u64)),
+        Expr::Binary(op, a, b) if a.dtype().is_float() && !op.is_comparison() => {
+            let (x, y) = (
+                eval_float(a, env, bidx)? as f32,
+                eval_float(b, env, bidx)? as f32,
+            );
+            use crate::ir::BinOp as B;
+            Some(match op {
+                B::Add => x + y,
+                B::Sub => x - y,
+                B::Mul => x * y,
+                B::Div => x / y,
+                _ => return None,
+            } as f64)
+        }
+        Expr::Cast(t, x) if t.is_float() => {
+            let v = if x.dtype().is_float() {
+                eval_float(x, env, bidx)?
+            } else if x.dtype() == DType::U64 {
+                eval(x, env, bidx)? as u64 as f32 as f64
+            } else {
+                eval(x, env, bidx)? as f32 as f64
+            };
+            Some(match t {
+                DType::F16 | DType::BF16 => round_float(v, *t),
+                _ => f32_(v),
+            })
+        }
+        _ => None,
+    }
 }
 
 /// Formats a sorted list of thread indices compactly: `thread 0`, `threads 1-127`, or a list
@@ -627,5 +839,64 @@ pub(crate) fn threads_text(threads: &[u32]) -> String {
         format!("thread {}", parts.join(", "))
     } else {
         format!("threads {}", parts.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// f32 min and max through integer orders agree with the numbers' order (and put -0.0
+    /// below +0.0).
+    #[test]
+    fn f32_min_and_max_order_the_numbers() {
+        let xs = [
+            -f32::INFINITY,
+            -1e30,
+            -2.5,
+            -1.0,
+            -0.0,
+            0.0,
+            1e-40,
+            1.0,
+            3.5,
+            f32::INFINITY,
+        ];
+        let b = |x: f32| x.to_bits() as u64;
+        for &x in &xs {
+            for &y in &xs {
+                let hi = f32::from_bits(combine(AtomicOp::Max, DType::F32, b(x), b(y), 0) as u32);
+                let lo = f32::from_bits(combine(AtomicOp::Min, DType::F32, b(x), b(y), 0) as u32);
+                let zero_order = |p: f32, q: f32| {
+                    if p == 0.0 && q == 0.0 {
+                        p.is_sign_negative()
+                    } else {
+                        p < q
+                    }
+                };
+                let (want_hi, want_lo) = if zero_order(x, y) { (y, x) } else { (x, y) };
+                assert_eq!(hi.to_bits(), want_hi.to_bits(), "max({x}, {y})");
+                assert_eq!(lo.to_bits(), want_lo.to_bits(), "min({x}, {y})");
+            }
+        }
+    }
+
+    #[test]
+    fn integer_atomics_wrap_and_compare_in_their_type() {
+        let i = |x: i32| x as u32 as u64;
+        assert_eq!(
+            combine(AtomicOp::Add, DType::I32, i(i32::MAX), 1, 0),
+            i(i32::MIN)
+        );
+        assert_eq!(combine(AtomicOp::Max, DType::I32, i(-5), i(3), 0), 3);
+        assert_eq!(combine(AtomicOp::Max, DType::U32, i(-5), 3, 0), i(-5));
+        assert_eq!(combine(AtomicOp::Cas, DType::U32, 7, 9, 7), 9);
+        assert_eq!(combine(AtomicOp::Cas, DType::U32, 7, 9, 8), 7);
+        assert_eq!(combine(AtomicOp::Exchange, DType::I32, 7, 9, 0), 9);
+        let h = |x: f32| half::f16::from_f32(x).to_bits() as u64;
+        assert_eq!(
+            combine(AtomicOp::Add, DType::F16, h(1.5), h(2.25), 0),
+            h(3.75)
+        );
     }
 }

@@ -159,6 +159,25 @@ pub(crate) fn value(b: &Block<'_, '_>, task: &Task<'_>, e: &Expr, loc: Loc) -> R
     })
 }
 
+/// Evaluates a float scalar expression in a task, or fails at `loc`.
+pub(crate) fn float_value(b: &Block<'_, '_>, task: &Task<'_>, e: &Expr, loc: Loc) -> R<f64> {
+    super::state::eval_float(e, &task.env, b.bidx).ok_or_else(|| {
+        let p = b.program();
+        let names = |v: VarId| p.var(v).name.clone();
+        Fail::new(
+            Fault::Invalid,
+            loc,
+            format!(
+                "cannot evaluate `{}` as a float: a variable without a value",
+                crate::ir::ExprPrinter {
+                    expr: e,
+                    names: &names
+                }
+            ),
+        )
+    })
+}
+
 /// The values of a list of expressions in a task.
 pub(crate) fn values(b: &Block<'_, '_>, task: &Task<'_>, es: &[Expr], loc: Loc) -> R<Vec<i64>> {
     es.iter().map(|e| value(b, task, e, loc)).collect()

@@ -7,7 +7,7 @@
 
 use super::barrier::{complete_tx, resolve};
 use super::hazards;
-use super::state::{read_bits, strides, write_bits, Block, Fail, GlobalWrite, Retire, Work, R};
+use super::state::{read_bits, write_bits, Block, Fail, GlobalWrite, Retire, Work, WriteOp, R};
 use super::task::{values, Step, Task};
 use super::views::{self, Placed};
 use crate::error::Fault;
@@ -23,6 +23,8 @@ struct CopyIn {
     coords: Vec<i64>,
     /// The view's extents when the copy was issued.
     shape: Vec<i64>,
+    /// The view's strides when the copy was issued.
+    strides: Vec<i64>,
     bar: (BarrierArrayId, usize),
     loc: Loc,
     /// The barrier's completed phases when the copy was issued.
@@ -55,6 +57,7 @@ pub(crate) fn exec(
             let shape = values(b, task, &b.program().global(*src).shape, loc)?;
             let dst = views::place(b, task, dst, i.name(), loc)?;
             let touches = hazards::touches(b, task, facts, i.name(), loc)?;
+            let strides = values(b, task, &b.program().global(*src).strides, loc)?;
             let issue_phase = b.bar_phases(a, idx);
             // every thread of the group issues its own copy (the verifier allows one thread)
             for _ in &task.threads {
@@ -63,6 +66,7 @@ pub(crate) fn exec(
                     dst: dst.clone(),
                     coords: coords.clone(),
                     shape: shape.clone(),
+                    strides: strides.clone(),
                     bar: (a, idx),
                     loc,
                     issue_phase,
@@ -92,12 +96,14 @@ pub(crate) fn exec(
             let shape = values(b, task, &b.program().global(*dst).shape, loc)?;
             let src = views::place(b, task, src, i.name(), loc)?;
             let touches = hazards::touches(b, task, facts, i.name(), loc)?;
+            let strides = values(b, task, &b.program().global(*dst).strides, loc)?;
             for (owner, threads) in hazards::owners(task, AsyncGroup::Bulk) {
                 let work = CopyOut {
                     src: src.clone(),
                     dst: *dst,
                     coords: coords.clone(),
                     shape: shape.clone(),
+                    strides: strides.clone(),
                     loc,
                 };
                 let retire = Retire::Group {
@@ -138,6 +144,8 @@ struct CopyOut {
     coords: Vec<i64>,
     /// The view's extents when the store was issued.
     shape: Vec<i64>,
+    /// The view's strides when the store was issued.
+    strides: Vec<i64>,
     loc: Loc,
 }
 
@@ -171,16 +179,21 @@ fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
     let (arg, buf) = b.view_buffer(c.dst, loc)?;
     let (off, _) = c.src.range;
     let eb = g.dtype.nbytes() as usize;
-    walk_box(&c.src.shape, &c.coords, &c.shape, |lin, inside| {
-        let Some((gc, flat)) = inside else {
-            return Ok(());
-        };
-        let byte = flat as usize * eb;
-        if byte + eb > buf.bytes.len() {
-            return Err(Fail::new(
-                Fault::GlobalOutOfBounds,
-                loc,
-                format!(
+    walk_box(
+        &c.src.shape,
+        &c.coords,
+        &c.shape,
+        &c.strides,
+        |lin, inside| {
+            let Some((gc, flat)) = inside else {
+                return Ok(());
+            };
+            let byte = flat as usize * eb;
+            if byte + eb > buf.bytes.len() {
+                return Err(Fail::new(
+                    Fault::GlobalOutOfBounds,
+                    loc,
+                    format!(
                     "out-of-bounds global write: tma.shared_to_global writes element {gc:?} of \
                      view `{}` {:?}, which is element {flat} of a buffer of {} elements (the \
                      view is larger than the buffer)",
@@ -188,29 +201,31 @@ fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
                     c.shape,
                     buf.bytes.len() / eb
                 ),
-            ));
-        }
-        let at = off as usize + layout.linear_byte_offset(lin) as usize;
-        if at + eb > b.smem.len() {
-            return Err(Fail::new(
-                Fault::SharedOutOfBounds,
-                loc,
-                format!(
+                ));
+            }
+            let at = off as usize + layout.linear_byte_offset(lin) as usize;
+            if at + eb > b.smem.len() {
+                return Err(Fail::new(
+                    Fault::SharedOutOfBounds,
+                    loc,
+                    format!(
                     "tma.shared_to_global: element {lin} of tile `{tile}` is at byte {at}, beyond \
                      the block's {} bytes of shared memory",
                     b.smem.len()
                 ),
-            ));
-        }
-        let bits = read_bits(&b.smem, at, g.dtype);
-        b.writes.push(GlobalWrite {
-            arg: arg as u32,
-            byte,
-            bits,
-            nbytes: eb as u8,
-        });
-        Ok(())
-    })?;
+                ));
+            }
+            let bits = read_bits(&b.smem, at, g.dtype);
+            b.write_global(GlobalWrite {
+                arg: arg as u32,
+                byte,
+                bits,
+                nbytes: eb as u8,
+                op: WriteOp::Store,
+            });
+            Ok(())
+        },
+    )?;
     Ok(())
 }
 
@@ -249,12 +264,17 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
     }
     let (_, buf) = b.view_buffer(c.src, loc)?;
     let eb = g.dtype.nbytes() as usize;
-    walk_box(&c.dst.shape, &c.coords, &c.shape, |lin, inside| {
-        let bits = match inside {
-            Some((gc, flat)) => {
-                let byte = flat as usize * eb;
-                if byte + eb > buf.bytes.len() {
-                    return Err(Fail::new(
+    walk_box(
+        &c.dst.shape,
+        &c.coords,
+        &c.shape,
+        &c.strides,
+        |lin, inside| {
+            let bits = match inside {
+                Some((gc, flat)) => {
+                    let byte = flat as usize * eb;
+                    if byte + eb > buf.bytes.len() {
+                        return Err(Fail::new(
                         Fault::GlobalOutOfBounds,
                         loc,
                         format!(
@@ -266,14 +286,14 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
                             buf.bytes.len() / eb
                         ),
                     ));
+                    }
+                    read_bits(buf.bytes, byte, g.dtype)
                 }
-                read_bits(buf.bytes, byte, g.dtype)
-            }
-            None => 0,
-        };
-        let at = off as usize + layout.linear_byte_offset(lin) as usize;
-        if at + eb > b.smem.len() {
-            return Err(Fail::new(
+                None => 0,
+            };
+            let at = off as usize + layout.linear_byte_offset(lin) as usize;
+            if at + eb > b.smem.len() {
+                return Err(Fail::new(
                 Fault::SharedOutOfBounds,
                 loc,
                 format!(
@@ -282,10 +302,11 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
                     b.smem.len()
                 ),
             ));
-        }
-        write_bits(&mut b.smem, at, bits, eb);
-        Ok(())
-    })?;
+            }
+            write_bits(&mut b.smem, at, bits, eb);
+            Ok(())
+        },
+    )?;
     let bytes = c.dst.shape.iter().product::<i64>() * eb as i64;
     let (a, i) = c.bar;
     complete_tx(b, a, i, bytes, c.issue_phase, loc)?;
@@ -294,15 +315,16 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
 
 /// Walks the elements of a TMA box: the tile's elements in row-major order, each with its
 /// linear index in the tile and, when it lies inside the view, its coordinates in the view
-/// (the box placed at `origin`) and its row-major index there.
+/// (the box placed at `origin`) and its element offset there (the view's strides times its
+/// coordinates).
 fn walk_box(
     tile: &[i64],
     origin: &[i64],
     view: &[i64],
+    st: &[i64],
     mut f: impl FnMut(i64, Option<(&[i64], i64)>) -> R<()>,
 ) -> R<()> {
     let rank = tile.len();
-    let st = strides(view);
     let total: i64 = tile.iter().product();
     let mut idx = vec![0i64; rank];
     let mut gc = vec![0i64; rank];
@@ -312,7 +334,7 @@ fn walk_box(
             gc[d] = origin[d] + idx[d];
             inside &= gc[d] >= 0 && gc[d] < view[d];
         }
-        let flat: i64 = gc.iter().zip(&st).map(|(x, s)| x * s).sum();
+        let flat: i64 = gc.iter().zip(st).map(|(x, s)| x * s).sum();
         f(lin, inside.then_some((&gc[..], flat)))?;
         // next element, innermost dimension fastest
         for d in (0..rank).rev() {

@@ -296,6 +296,11 @@ impl Expr {
                 Some(s) if (0..31).contains(&s) => (a.divisibility(var) << s).min(CAP),
                 _ => 1,
             },
+            // integer conversions keep the low 32 bits or more, which hold every power of two
+            // up to the cap
+            Expr::Cast(t, x) if t.is_int() && t.bits() >= 32 && x.dtype().is_int() => {
+                x.divisibility(var)
+            }
             _ => 1,
         }
     }

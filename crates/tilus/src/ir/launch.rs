@@ -10,10 +10,12 @@ use crate::layout::Swizzle;
 pub struct TensorMapId(pub u32);
 
 /// A host-side argument value, after extraction from the typed tuple.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum HostValue {
-    /// A scalar (runtime or constant).
+    /// An integer scalar (runtime or constant).
     Int(i64),
+    /// A floating-point scalar (`f32`, `f16`, `bf16` arguments; exact in an `f64`).
+    Float(f64),
     /// A device buffer: address and size in bytes.
     Ptr {
         /// Device address.
@@ -28,7 +30,7 @@ impl HostValue {
     pub fn as_int(&self) -> Option<i64> {
         match self {
             HostValue::Int(v) => Some(*v),
-            HostValue::Ptr { .. } => None,
+            HostValue::Float(_) | HostValue::Ptr { .. } => None,
         }
     }
 }
@@ -44,12 +46,57 @@ pub struct TensorMapSpec {
     pub ptr_arg: usize,
     /// Element type.
     pub dtype: DType,
-    /// The global view's extents, outermost first (row-major, contiguous innermost).
+    /// The global view's extents, outermost first.
     pub global_shape: Vec<Expr>,
+    /// The global view's strides in elements, outermost first (the innermost must be 1, the
+    /// others multiples of 16 bytes: checked when encoding).
+    pub global_strides: Vec<Expr>,
     /// The box (the shared tile's shape), outermost first.
     pub box_shape: Vec<u32>,
     /// The shared tile's swizzle.
     pub swizzle: Swizzle,
+}
+
+impl TensorMapSpec {
+    /// The rules TMA imposes on a view, for its extents and strides (in elements, outermost
+    /// first): extents in 1..=2^32, the innermost stride 1, the others multiples of 16 bytes below
+    /// 2^40. Returns the byte strides of the outer dimensions (outermost first), or a message. The
+    /// runtime checks them before encoding, the interpreter before running.
+    pub fn check_view(&self, dims: &[i64], strides: &[i64]) -> Result<Vec<u64>, String> {
+        let elem = self.dtype.nbytes() as i64;
+        if let Some(d) = dims.iter().find(|d| **d <= 0 || **d > (1i64 << 32)) {
+            return Err(format!("a TMA view extent of {d} is outside 1..=2^32"));
+        }
+        let rank = dims.len();
+        if strides.len() != rank {
+            return Err(format!("{} strides for {rank} extents", strides.len()));
+        }
+        if rank > 0 && strides[rank - 1] != 1 {
+            return Err(format!(
+                "the view's innermost stride is {}; TMA needs the innermost dimension contiguous \
+                 (stride 1)",
+                strides[rank - 1]
+            ));
+        }
+        let mut out = vec![];
+        for &s in &strides[..rank.saturating_sub(1)] {
+            let bytes = s.checked_mul(elem).filter(|b| (1..1i64 << 40).contains(b));
+            let Some(bytes) = bytes else {
+                return Err(format!(
+                    "a stride of {s} elements is outside what TMA allows (1 byte to 2^40 bytes)"
+                ));
+            };
+            if bytes % 16 != 0 {
+                return Err(format!(
+                    "a row stride of {bytes} bytes is not a multiple of 16, which TMA requires; \
+                     pad the rows to a multiple of {} elements",
+                    16 / elem
+                ));
+            }
+            out.push(bytes as u64);
+        }
+        Ok(out)
+    }
 }
 
 /// One kernel parameter, in order.
@@ -78,8 +125,12 @@ pub struct PointerRule {
     pub arg: usize,
     /// Required alignment of the address in bytes.
     pub align: u32,
-    /// Elements the buffer must hold at least (the product of the largest view's extents).
+    /// Elements the buffer must hold at least (for the largest view over it: the product of
+    /// a row-major view's extents, the largest offset plus one of a strided view's).
     pub min_elems: Expr,
+    /// Runtime strides of views over the buffer, which must not be negative, each with what it
+    /// is (for messages).
+    pub nonnegative: Vec<(Expr, String)>,
     /// Bytes per element of the views over this buffer.
     pub elem_bytes: u32,
     /// Why the alignment is needed (for error messages).

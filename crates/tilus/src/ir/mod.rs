@@ -18,8 +18,8 @@ pub use expr::{wrap_to, BinOp, Expr, ExprPrinter, VarDecl, VarId, VarKind};
 pub use inst::facts;
 pub(crate) use inst::{reduce_crosses_warps, reduce_locals, subsets};
 pub use inst::{
-    ArithInst, BinaryOp, Facts, Inst, MbarrierInst, MemoryInst, MmaInst, ReduceOp, ReshapeOp,
-    ShapeInst, TileExpr, TmaInst, UnaryOp, WgmmaA, WgmmaInst,
+    ArithInst, AtomicOp, BinaryOp, Facts, Inst, MbarrierInst, MemoryInst, MmaInst, ReduceOp,
+    ReshapeOp, ShapeInst, TileExpr, TmaInst, UnaryOp, WgmmaA, WgmmaInst,
 };
 pub use launch::{
     Bound, HostValue, IndexGuard, KernelParam, LaunchPlan, PointerRule, TensorMapId, TensorMapSpec,

@@ -16,7 +16,10 @@ pub struct RegId(pub u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BarrierArrayId(pub u32);
 
-/// A row-major view of global memory through a pointer argument.
+/// A view of global memory through a pointer argument: extents and strides (in elements),
+/// outermost first. `global_view` derives row-major strides from the extents;
+/// `global_view_strided` takes them from the script (leading dimensions, column-major views,
+/// sub-matrices).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct GlobalDecl {
     /// Name in printed IR and generated CUDA.
@@ -27,8 +30,61 @@ pub struct GlobalDecl {
     pub ptr: VarId,
     /// Extents, outermost first; may depend on runtime arguments.
     pub shape: Vec<Expr>,
+    /// Distance in elements between neighbours along each dimension, outermost first; may
+    /// depend on runtime arguments. Generated code multiplies them in 64 bits.
+    pub strides: Vec<Expr>,
+    /// Whether the strides are the row-major ones derived from the extents.
+    pub row_major: bool,
     /// Where it was declared.
     pub loc: Loc,
+}
+
+impl GlobalDecl {
+    /// The row-major strides of `shape`, in 64 bits: the innermost is 1, each other one the
+    /// product of the extents inside it (`(i64)n` for `[m, n]`).
+    pub fn row_major_strides(shape: &[Expr]) -> Vec<Expr> {
+        let mut strides = vec![Expr::Int(1, DType::I64); shape.len()];
+        let mut acc: Option<Expr> = None;
+        for d in (0..shape.len()).rev() {
+            if let Some(a) = &acc {
+                strides[d] = a.clone();
+            }
+            let wide = Expr::Cast(DType::I64, Box::new(shape[d].clone()));
+            acc = Some(match acc {
+                None => wide,
+                Some(a) => Expr::binary(super::BinOp::Mul, a, shape[d].clone()),
+            });
+        }
+        strides
+    }
+
+    /// The value of stride `d` when it is a compile-time constant.
+    pub fn const_stride(&self, d: usize) -> Option<i64> {
+        self.strides.get(d).and_then(|e| e.eval(&|_| None))
+    }
+
+    /// The number of elements the buffer must hold for every element of the view to exist,
+    /// in 64 bits: the product of the extents for a row-major view, the largest offset plus
+    /// one (`1 + sum((n_d - 1) * s_d)`) for a strided one.
+    pub fn min_elements(&self) -> Expr {
+        let wide = |e: &Expr| Expr::Cast(DType::I64, Box::new(e.clone()));
+        if self.row_major {
+            return self
+                .shape
+                .iter()
+                .cloned()
+                .reduce(|a, b| Expr::binary(super::BinOp::Mul, wide(&a), b))
+                .map(|e| wide(&e))
+                .unwrap_or(Expr::Int(0, DType::I64));
+        }
+        let mut total = Expr::Int(1, DType::I64);
+        for (n, s) in self.shape.iter().zip(&self.strides) {
+            let last = Expr::binary(super::BinOp::Sub, wide(n), Expr::Int(1, DType::I64));
+            let term = Expr::binary(super::BinOp::Mul, last, wide(s));
+            total = Expr::binary(super::BinOp::Add, total, term);
+        }
+        total
+    }
 }
 
 /// A tile in shared memory.

@@ -34,6 +34,21 @@ macro_rules! scalar_interp {
 scalar_interp!(i32);
 scalar_interp!(u32);
 
+macro_rules! float_interp {
+    ($t:ty, $to_f64:expr) => {
+        impl InterpArg for $t {
+            type Value<'a> = $t;
+            fn value<'s>(v: &'s mut $t) -> InterpValue<'s> {
+                InterpValue::Float($to_f64(*v))
+            }
+        }
+    };
+}
+
+float_interp!(f32, f64::from);
+float_interp!(half::f16, half::f16::to_f64);
+float_interp!(half::bf16, half::bf16::to_f64);
+
 impl<T: Pod + Element> InterpArg for Ptr<T> {
     type Value<'a> = &'a [T];
     fn value<'s>(v: &'s mut &[T]) -> InterpValue<'s> {

@@ -4,6 +4,8 @@
 //! - `i32` / `u32`: a runtime scalar; new values never recompile. The body sees a [`Val`].
 //! - [`Const<i32>`]: a compile-time constant; a new value is a new specialization. The body
 //!   sees a constant [`Val`].
+//! - `f32` / `f16` / `bf16`: a runtime floating-point scalar (a scale, an epsilon); the body
+//!   sees a [`Val`] of that type, usable in tile expressions and scalar float arithmetic.
 //! - [`Ptr<T>`] / [`PtrMut<T>`]: a device buffer the kernel reads / may write. The body sees a
 //!   [`PtrVal<T>`]; the host passes `&CudaSlice<T>` / `&mut CudaSlice<T>`.
 
@@ -87,6 +89,29 @@ macro_rules! scalar_arg {
 
 scalar_arg!(i32, DType::I32);
 scalar_arg!(u32, DType::U32);
+
+macro_rules! float_arg {
+    ($t:ty, $d:expr, $to_f64:expr) => {
+        impl Arg for $t {
+            type Handle = Val;
+            type Host<'a> = $t;
+            // not a size: the autotuner does not bucket it
+            fn kind(_: Option<i64>) -> ParamKind {
+                ParamKind::Scalar($d)
+            }
+            fn declare(k: &mut Kernel, name: &str, index: usize, _: Option<i64>) -> Val {
+                k.declare_param(name, index, Self::kind(None))
+            }
+            fn host_value(h: &$t, _: &CudaStream) -> HostValue {
+                HostValue::Float($to_f64(*h))
+            }
+        }
+    };
+}
+
+float_arg!(f32, DType::F32, f64::from);
+float_arg!(half::f16, DType::F16, half::f16::to_f64);
+float_arg!(half::bf16, DType::BF16, half::bf16::to_f64);
 
 fn slice_value<T>(s: &CudaSlice<T>, stream: &CudaStream) -> HostValue {
     let (ptr, _sync) = s.device_ptr(stream);

@@ -481,7 +481,7 @@ impl Kernel {
             scratch: Some(scratch),
         };
         self.push(StmtKind::Inst(Inst::Arith(inst)), loc);
-        RegisterTensor::of(out)
+        RegisterTensor::plain(out)
     }
 
     fn materialize<T: Element>(&mut self, e: TileExpr, loc: Loc) -> RegisterTensor<T> {
@@ -506,7 +506,7 @@ impl Kernel {
             StmtKind::Inst(Inst::Arith(ArithInst::Map { expr: e, out })),
             loc,
         );
-        RegisterTensor::of(out)
+        RegisterTensor::plain(out)
     }
 
     /// The sum along dimension `dim` (kept with extent 1 when `keepdim`). 16-bit floats are

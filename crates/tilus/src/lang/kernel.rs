@@ -355,6 +355,16 @@ impl Kernel {
     }
 
     fn let_typed(&mut self, value: Scalar, dtype: DType, kind: VarKind, loc: Loc) -> Val {
+        if value.0.dtype().is_float() && !dtype.is_float() {
+            self.error(
+                loc,
+                format!(
+                    "a {} value into a {dtype} variable: convert it explicitly with \
+                     `.cast::<{dtype}>()` (which truncates toward zero)",
+                    value.0.dtype()
+                ),
+            );
+        }
         let name = self.fresh_name("v");
         let value = cast_to(value.0, dtype);
         let id = self.new_var(name, dtype, kind);
@@ -372,6 +382,18 @@ impl Kernel {
     #[track_caller]
     pub fn let_u32(&mut self, value: impl Into<Scalar>) -> Val {
         self.let_typed(value.into(), DType::U32, VarKind::Let, Loc::caller())
+    }
+
+    /// Declares an immutable `f32` (computed in f32; integers convert to the nearest f32).
+    #[track_caller]
+    pub fn let_f32(&mut self, value: impl Into<Scalar>) -> Val {
+        self.let_typed(value.into(), DType::F32, VarKind::Let, Loc::caller())
+    }
+
+    /// Declares a mutable `f32` variable.
+    #[track_caller]
+    pub fn var_f32(&mut self, init: impl Into<Scalar>) -> Val {
+        self.let_typed(init.into(), DType::F32, VarKind::Mutable, Loc::caller())
     }
 
     /// Declares a mutable `i32` variable; change it with [`Kernel::assign`].
@@ -406,7 +428,18 @@ impl Kernel {
             );
             return;
         }
-        let value = cast_to(value.into().0, decl.dtype);
+        let (value, dtype) = (value.into().0, decl.dtype);
+        if value.dtype().is_float() && !dtype.is_float() {
+            let msg = format!(
+                "a {} value into the {dtype} variable `{}`: convert it explicitly with \
+                 `.cast::<{dtype}>()`",
+                value.dtype(),
+                decl.name
+            );
+            self.error(loc, msg);
+            return;
+        }
+        let value = cast_to(value, dtype);
         self.push(StmtKind::Assign { var: id, value }, loc);
     }
 
@@ -622,6 +655,8 @@ impl Kernel {
 
 fn cast_to(e: Expr, dtype: DType) -> Expr {
     match e {
+        Expr::Int(v, _) if dtype.is_float() => Expr::Float((v as f64).to_bits(), dtype),
+        Expr::Float(bits, _) if dtype.is_float() => Expr::Float(bits, dtype),
         Expr::Int(v, _) => Expr::Int(crate::ir::wrap_to(v, dtype), dtype),
         e if e.dtype() == dtype => e,
         e => Expr::Cast(dtype, Box::new(e)),

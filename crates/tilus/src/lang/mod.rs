@@ -5,6 +5,7 @@
 
 mod args;
 mod arith;
+mod atomics;
 mod element;
 mod kernel;
 mod mbarrier;

@@ -1,4 +1,5 @@
-//! Scalar handles: compile-time and runtime integers in a script, with Rust operators.
+//! Scalar handles: compile-time and runtime integers, and runtime floats, in a script, with
+//! Rust operators.
 //!
 //! [`Val`] is a leaf (a variable or a constant) and is `Copy`, so it can be used freely inside
 //! closures; [`Scalar`] is any expression. Operators on either build [`Scalar`]s and fold
@@ -93,18 +94,56 @@ impl From<u32> for Scalar {
     }
 }
 
-/// Builds `a op b`; a Rust integer literal on one side takes the other side's type.
+impl From<f32> for Scalar {
+    fn from(v: f32) -> Scalar {
+        Scalar(Expr::Float((v as f64).to_bits(), DType::F32))
+    }
+}
+
+impl From<f64> for Scalar {
+    /// An `f32` constant (Rust's float literals are `f64`; kernels compute in f32).
+    fn from(v: f64) -> Scalar {
+        Scalar(Expr::Float(v.to_bits(), DType::F32))
+    }
+}
+
+impl Scalar {
+    /// The value converted to `T`: integers to the nearest float, floats toward zero to
+    /// integers, to 16-bit floats rounded to nearest even.
+    pub fn cast<T: super::Element>(self) -> Scalar {
+        if self.0.dtype() == T::DTYPE {
+            return self;
+        }
+        Scalar(Expr::Cast(T::DTYPE, Box::new(self.0)))
+    }
+}
+
+impl Val {
+    /// The value converted to `T` (see [`Scalar::cast`]).
+    pub fn cast<T: super::Element>(self) -> Scalar {
+        Scalar::from(self).cast::<T>()
+    }
+}
+
+/// A literal retyped to `t`, the type of the other operand: an integer literal beside a
+/// float becomes that float, a float literal takes the other float's width.
+fn retype(e: Expr, t: DType) -> Expr {
+    match e {
+        Expr::Int(v, _) if t.is_float() => Expr::Float((v as f64).to_bits(), t),
+        Expr::Int(v, _) => Expr::Int(v, t),
+        Expr::Float(bits, _) if t.is_float() => Expr::Float(bits, t),
+        e => e,
+    }
+}
+
+/// Builds `a op b`; a Rust literal on one side takes the other side's type.
 fn bin(op: BinOp, a: Scalar, b: Scalar) -> Scalar {
     let (mut a, mut b) = (a.0, b.0);
-    let literal = |e: &Expr| matches!(e, Expr::Int(..));
+    let literal = |e: &Expr| matches!(e, Expr::Int(..) | Expr::Float(..));
     if literal(&b) && !literal(&a) {
-        if let Expr::Int(v, _) = b {
-            b = Expr::Int(v, a.dtype());
-        }
+        b = retype(b, a.dtype());
     } else if literal(&a) && !literal(&b) {
-        if let Expr::Int(v, _) = a {
-            a = Expr::Int(v, b.dtype());
-        }
+        a = retype(a, b.dtype());
     }
     Scalar(Expr::binary(op, a, b))
 }
@@ -134,6 +173,14 @@ macro_rules! binops {
         impl ops::$tr<Val> for u32 {
             type Output = Scalar;
             fn $method(self, rhs: Val) -> Scalar { bin(BinOp::$op, self.into(), rhs.into()) }
+        }
+        impl ops::$tr<Val> for f64 {
+            type Output = Scalar;
+            fn $method(self, rhs: Val) -> Scalar { bin(BinOp::$op, self.into(), rhs.into()) }
+        }
+        impl ops::$tr<Scalar> for f64 {
+            type Output = Scalar;
+            fn $method(self, rhs: Scalar) -> Scalar { bin(BinOp::$op, self.into(), rhs) }
         }
     )*};
 }

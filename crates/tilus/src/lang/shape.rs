@@ -42,7 +42,7 @@ impl Kernel {
     ) -> RegisterTensor<T> {
         let out = self.new_register::<T>(shape, loc);
         self.push(StmtKind::Inst(Inst::Shape(inst(out))), loc);
-        RegisterTensor::of(out)
+        RegisterTensor::plain(out)
     }
 
     /// The tile's elements, in row-major order, with another shape of as many elements. Every

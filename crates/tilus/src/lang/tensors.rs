@@ -129,10 +129,10 @@ impl Kernel {
 }
 
 impl<T> RegisterTensor<T> {
-    /// The handle of register tile `id`.
-    pub(crate) fn of(id: RegId) -> RegisterTensor<T> {
+    /// The handle of a tile the builder just declared.
+    pub(crate) fn plain(tensor: RegId) -> RegisterTensor<T> {
         RegisterTensor {
-            view: RegView::plain(id),
+            view: RegView::plain(tensor),
             _t: PhantomData,
         }
     }
@@ -149,7 +149,16 @@ impl<T> RegisterTensor<T> {
     }
 }
 
-fn dims(k: &mut Kernel, loc: Loc, what: &str, shape: &[i32]) -> Vec<i64> {
+/// A constant of element type `T` (integers truncate toward zero, as `as` does).
+pub(crate) fn constant<T: Element>(v: f64) -> crate::ir::Expr {
+    if T::DTYPE.is_float() {
+        crate::ir::Expr::Float(v.to_bits(), T::DTYPE)
+    } else {
+        crate::ir::Expr::Int(v as i64, T::DTYPE)
+    }
+}
+
+pub(crate) fn dims(k: &mut Kernel, loc: Loc, what: &str, shape: &[i32]) -> Vec<i64> {
     if shape.is_empty() {
         k.error(loc, format!("{what}: a tile needs at least one dimension"));
         return vec![1];
@@ -175,11 +184,63 @@ impl Kernel {
         let name = self.fresh_name("g");
         let id = GlobalId(self.prog.globals.len() as u32);
         let shape = shape.into_exprs();
+        let strides = GlobalDecl::row_major_strides(&shape);
         self.prog.globals.push(GlobalDecl {
             name,
             dtype: T::DTYPE,
             ptr: ptr.var,
             shape,
+            strides,
+            row_major: true,
+            loc,
+        });
+        self.push(
+            StmtKind::Inst(Inst::Memory(MemoryInst::GlobalView(id))),
+            loc,
+        );
+        GlobalTensor {
+            id,
+            _t: PhantomData,
+        }
+    }
+
+    /// Interprets a pointer argument as a tensor of the given shape whose neighbours along
+    /// dimension `d` are `strides[d]` elements apart (outermost first; constants or runtime
+    /// arguments). Row `i` of an `[m, n]` matrix with leading dimension `ld` is at `i * ld`:
+    /// `global_view_strided(ptr, [m, n], (ld, 1))`; its column-major transpose is
+    /// `global_view_strided(ptr, [n, m], (1, ld))`; a sub-matrix is a view of an offset pointer
+    /// with the parent's strides. Strides must not be negative; at launch the buffer must
+    /// hold the largest element the view addresses, `1 + sum((shape[d] - 1) * strides[d])`.
+    #[track_caller]
+    pub fn global_view_strided<T: Element>(
+        &mut self,
+        ptr: PtrVal<T>,
+        shape: impl Scalars,
+        strides: impl Scalars,
+    ) -> GlobalTensor<T> {
+        let loc = Loc::caller();
+        let shape = shape.into_exprs();
+        let mut strides = strides.into_exprs();
+        if strides.len() != shape.len() {
+            self.error(
+                loc,
+                format!(
+                    "global_view_strided: {} extents but {} strides; give one stride per dimension",
+                    shape.len(),
+                    strides.len()
+                ),
+            );
+            strides.resize(shape.len(), crate::ir::Expr::i32(1));
+        }
+        let name = self.fresh_name("g");
+        let id = GlobalId(self.prog.globals.len() as u32);
+        self.prog.globals.push(GlobalDecl {
+            name,
+            dtype: T::DTYPE,
+            ptr: ptr.var,
+            shape,
+            strides,
+            row_major: false,
             loc,
         });
         self.push(
@@ -271,13 +332,7 @@ impl Kernel {
         let loc = Loc::caller();
         let shape = dims(self, loc, "register_tensor", &shape.into_dims());
         let out = self.new_register::<T>(shape, loc);
-        let init = init.into().map(|v| {
-            if T::DTYPE.is_float() {
-                crate::ir::Expr::Float(v.to_bits(), T::DTYPE)
-            } else {
-                crate::ir::Expr::Int(v as i64, T::DTYPE)
-            }
-        });
+        let init = init.into().map(constant::<T>);
         self.push(
             StmtKind::Inst(Inst::Memory(MemoryInst::AllocRegister { out, init })),
             loc,
@@ -328,6 +383,59 @@ impl Kernel {
             vector: None,
         };
         self.push(StmtKind::Inst(Inst::Memory(inst)), loc);
+    }
+
+    /// Reads the box of `src` at `offsets` (outermost first) into a new register tile of
+    /// `shape`; elements outside the view read 0. Unless another instruction fixes the tile's
+    /// layout, each thread gets up to 16 bytes of consecutive elements along the innermost
+    /// dimension, and the loads are vectorized where the view's strides, the offsets and the
+    /// base address allow (see [`Kernel::load_global_or`] for another fill value).
+    #[track_caller]
+    pub fn load_global<T: Element>(
+        &mut self,
+        src: &GlobalTensor<T>,
+        offsets: impl Scalars,
+        shape: impl Dims,
+    ) -> RegisterTensor<T> {
+        self.load_global_at(src, offsets, shape, 0.0, Loc::caller())
+    }
+
+    /// [`Kernel::load_global`] where elements outside the view read `fill` (converted to `T`
+    /// as [`Kernel::register_tensor`] converts its initial value): `f64::NEG_INFINITY` before
+    /// a maximum, 1 before a product.
+    #[track_caller]
+    pub fn load_global_or<T: Element>(
+        &mut self,
+        src: &GlobalTensor<T>,
+        offsets: impl Scalars,
+        shape: impl Dims,
+        fill: f64,
+    ) -> RegisterTensor<T> {
+        self.load_global_at(src, offsets, shape, fill, Loc::caller())
+    }
+
+    fn load_global_at<T: Element>(
+        &mut self,
+        src: &GlobalTensor<T>,
+        offsets: impl Scalars,
+        shape: impl Dims,
+        fill: f64,
+        loc: Loc,
+    ) -> RegisterTensor<T> {
+        let shape = dims(self, loc, "load_global", &shape.into_dims());
+        let out = self.new_register::<T>(shape, loc);
+        let inst = MemoryInst::LoadGlobal {
+            src: src.id,
+            out,
+            offsets: offsets.into_exprs(),
+            fill: constant::<T>(fill),
+            vector: None,
+        };
+        self.push(StmtKind::Inst(Inst::Memory(inst)), loc);
+        RegisterTensor {
+            view: RegView::plain(out),
+            _t: PhantomData,
+        }
     }
 
     /// Converts every element to `U` (round to nearest even), keeping the layout.

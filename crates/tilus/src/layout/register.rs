@@ -246,6 +246,34 @@ impl RegisterLayout {
         out
     }
 
+    /// The terms of the thread index that select a replicated copy: a thread holds the first
+    /// copy of its elements when every term is 0 (and its index is below
+    /// [`RegisterLayout::num_threads`]; the indices of a larger group wrap around, as the
+    /// thread terms do). Instructions that must act once per element (atomics) run on those
+    /// threads only.
+    pub fn replica_terms(&self) -> Vec<Term> {
+        let mut out = vec![];
+        let mut div = 1;
+        for a in self.spatial.iter().rev() {
+            let size = self.axis_size(a);
+            if let ThreadAxis::Replicate(n) = a {
+                out.push(Term {
+                    div,
+                    modulus: *n,
+                    stride: 1,
+                });
+            }
+            div *= size;
+        }
+        out
+    }
+
+    /// Whether thread `thread` of the group holds the first copy of its elements (see
+    /// [`RegisterLayout::replica_terms`]).
+    pub fn is_first_copy(&self, thread: i64) -> bool {
+        thread < self.num_threads() && self.replica_terms().iter().all(|t| t.eval(thread) == 0)
+    }
+
     /// The terms that make up each dimension's coordinate as a function of the local index.
     pub fn local_terms(&self) -> Vec<Vec<Term>> {
         let mut out = vec![vec![]; self.rank()];

@@ -103,8 +103,9 @@ impl<'p> Checker<'p> {
 
 impl Checker<'_> {
     /// Reports a shared view that names no elements: a stage of a tile without a further
-    /// dimension, a stage index that is not an integer or a constant outside the stages, a
-    /// transpose of fewer than two dimensions.
+    /// dimension, a boolean stage index (a float one is the scalar rule's, in
+    /// `verify/scalars.rs`), a constant outside the stages, a transpose of fewer than two
+    /// dimensions.
     pub fn check_sview(&mut self, v: &SharedView, what: &str, loc: Loc) {
         let d = self.p.shared(v.tensor);
         if let Some(stage) = &v.stage {
@@ -118,7 +119,8 @@ impl Checker<'_> {
                 self.err(loc, msg);
                 return;
             }
-            if !stage.dtype().is_int() {
+            // a float index is the scalar rule's (`verify/scalars.rs`), as for every index
+            if !stage.dtype().is_int() && !stage.dtype().is_float() {
                 let msg = format!(
                     "{what}: the stage index of `{}` is {}, not an integer",
                     d.name,
@@ -188,6 +190,11 @@ pub(crate) struct LayoutCx<'p> {
     pub diags: Vec<Diagnostic>,
     /// Whether the last round changed a layout.
     pub changed: bool,
+    /// Whether a preferred layout was granted in this round of preferences.
+    pub preferred: bool,
+    /// The tile whose preferences this round grants (the first tile, in declaration order,
+    /// that is still open); `None` grants the first wish for any tile.
+    pub prefer_target: Option<RegId>,
 }
 
 impl LayoutCx<'_> {
@@ -220,6 +227,19 @@ impl LayoutCx<'_> {
                 }
             }
         }
+    }
+
+    /// Grants `t` layout `l` if nothing gave it one and no other wish was granted in this
+    /// round (see `Rules::prefer_layouts`).
+    pub fn prefer(&mut self, t: RegId, l: RegisterLayout, loc: Loc, why: &'static str) {
+        if self.preferred
+            || self.layouts[t.0 as usize].is_some()
+            || self.prefer_target.is_some_and(|target| target != t)
+        {
+            return;
+        }
+        self.preferred = true;
+        self.require(t, l, loc, why);
     }
 
     /// The layout required of `t` so far.
@@ -283,6 +303,7 @@ impl LowerCx<'_> {
             ptr_arg,
             dtype: g.dtype,
             global_shape: g.shape.clone(),
+            global_strides: g.strides.clone(),
             box_shape,
             swizzle,
         });

@@ -2,16 +2,19 @@
 //!
 //! Tensor-core instructions fix the layouts of their operands and accumulators (through
 //! transposed views); elementwise instructions pass layouts through in both directions (each
-//! family's rules in `passes/rules/`); tiles nobody constrains get a default layout that
-//! spreads the innermost dimension over consecutive threads. Shared tiles the async proxy
-//! touches get the widest swizzle their rows fill; a tile some instruction sees one stage at a
-//! time (`at`) is laid out stage by stage, each stage starting at its swizzle's alignment. A
-//! user-pinned layout is kept, and a conflict is a diagnostic naming both instructions.
+//! family's rules in `passes/rules/`); a tile nobody constrains that an instruction reads from
+//! or writes to global memory gets the layout that instruction prefers (16-byte vectors along
+//! the innermost dimension: [`vectorized_layout`]), one at a time and propagated again; the
+//! rest get a default layout that spreads the innermost dimension over consecutive threads.
+//! Shared tiles the async proxy touches get the widest swizzle their rows fill; a tile some
+//! instruction sees one stage at a time (`at`) is laid out stage by stage, each stage starting
+//! at its swizzle's alignment. A user-pinned layout is kept, and a conflict is a diagnostic
+//! naming both instructions.
 
 use super::context::LayoutCx;
 use super::rules::Rules;
 use crate::ir::facts::Memory;
-use crate::ir::{Inst, Loc, Program, Stmt, StmtKind};
+use crate::ir::{Inst, Loc, Program, RegId, Stmt, StmtKind};
 use crate::layout::{RegisterLayout, SharedLayout};
 use crate::{Error, Result};
 
@@ -63,6 +66,28 @@ pub fn default_layout(shape: &[i64], threads: i64) -> RegisterLayout {
     }
 }
 
+/// A layout for tiles read from or written to global memory: each thread holds `v`
+/// consecutive elements along the innermost dimension (`v` the most that fit 16 bytes and
+/// divide the innermost extent without leaving threads idle), and the vectors are spread over
+/// the threads as [`default_layout`] spreads elements, so that consecutive threads touch
+/// consecutive vectors. With `v = 1` it is the default layout.
+pub fn vectorized_layout(shape: &[i64], threads: i64, elem_bytes: u32) -> RegisterLayout {
+    let rank = shape.len();
+    let total = shape.iter().fold(1i64, |a, &d| a.saturating_mul(d));
+    let mut v = (16 / elem_bytes.max(1)) as i64;
+    while v > 1 && (rank == 0 || shape[rank - 1] % v != 0 || total / v < threads) {
+        v /= 2;
+    }
+    if v <= 1 {
+        return default_layout(shape, threads);
+    }
+    let mut outer = shape.to_vec();
+    outer[rank - 1] /= v;
+    let mut vector = vec![1i64; rank];
+    vector[rank - 1] = v;
+    default_layout(&outer, threads).compose(&RegisterLayout::local(&vector))
+}
+
 /// Infers every layout the program leaves open.
 pub fn run(mut p: Program) -> Result<Program> {
     // Shared tiles the async proxy reads or writes (TMA boxes, wgmma operands read through
@@ -112,13 +137,15 @@ pub fn run(mut p: Program) -> Result<Program> {
             .collect(),
         diags: vec![],
         changed: false,
+        preferred: false,
+        prefer_target: None,
     };
     for_each_inst_mut(&mut body, &mut |inst, loc| {
         inst.anchor_layouts(&mut cx, loc)
     });
-    // Until every tile has a layout: propagate to a fixpoint, then give the first tile (in
-    // declaration order) that nothing constrains its default, and propagate that too, so that
-    // the tiles computed from it agree with it.
+    // Until every tile has a layout: propagate to a fixpoint, then settle the first open tile
+    // (its preference, else its default), and propagate that too, so that the tiles computed
+    // from it agree with it.
     loop {
         loop {
             cx.changed = false;
@@ -129,9 +156,23 @@ pub fn run(mut p: Program) -> Result<Program> {
                 break;
             }
         }
+        if !cx.diags.is_empty() {
+            break;
+        }
+        // the first tile left open, in declaration order (so that sources settle before the
+        // tiles computed from them): a wish for it (a vectorized global access), else its
+        // default; then propagate that
         let Some(i) = cx.layouts.iter().position(Option::is_none) else {
             break;
         };
+        cx.preferred = false;
+        cx.prefer_target = Some(RegId(i as u32));
+        for_each_inst_mut(&mut body, &mut |inst, loc| {
+            inst.prefer_layouts(&mut cx, loc)
+        });
+        if cx.preferred {
+            continue;
+        }
         let r = &cx.p.registers[i];
         let l = default_layout(&r.shape, r.group_threads.max(1) as i64);
         cx.layouts[i] = Some((l, r.loc, "its default"));

@@ -62,14 +62,14 @@ fn divisibility_in(p: &Program, body: &[Stmt]) -> Vec<i64> {
     divs
 }
 
-/// The number of elements of a view: the product of its extents, in 64 bits.
-fn elements(shape: &[Expr]) -> Expr {
-    shape
-        .iter()
-        .cloned()
-        .reduce(|a, b| Expr::binary(BinOp::Mul, Expr::Cast(DType::I64, Box::new(a)), b))
-        .map(|e| Expr::Cast(DType::I64, Box::new(e)))
-        .unwrap_or(Expr::Int(0, DType::I64))
+/// `max(a, b)` as an expression the host evaluates: `a + (b - a) * (a < b)`, in 64 bits.
+fn larger(a: Expr, b: Expr) -> Expr {
+    let less = Expr::Cast(
+        DType::I64,
+        Box::new(Expr::binary(BinOp::Lt, a.clone(), b.clone())),
+    );
+    let diff = Expr::binary(BinOp::Sub, b, a.clone());
+    Expr::binary(BinOp::Add, a, Expr::binary(BinOp::Mul, diff, less))
 }
 
 /// Records every lowering decision in the program and builds its launch plan.
@@ -115,7 +115,12 @@ fn launch_plan(p: &Program, alignments: &[(crate::ir::GlobalId, u32, String)]) -
     }
 
     let mut rules: Vec<PointerRule> = vec![];
-    let mut add = |arg: usize, align: u32, min: Option<Expr>, elem_bytes: u32, why: String| {
+    let mut add = |arg: usize,
+                   align: u32,
+                   min: Option<Expr>,
+                   elem_bytes: u32,
+                   why: String,
+                   nonneg: Vec<(Expr, String)>| {
         let r = match rules.iter_mut().position(|r| r.arg == arg) {
             Some(i) => &mut rules[i],
             None => {
@@ -123,6 +128,7 @@ fn launch_plan(p: &Program, alignments: &[(crate::ir::GlobalId, u32, String)]) -
                     arg,
                     align: 0,
                     min_elems: Expr::Int(0, DType::I64),
+                    nonnegative: vec![],
                     elem_bytes,
                     why: String::new(),
                 });
@@ -135,10 +141,18 @@ fn launch_plan(p: &Program, alignments: &[(crate::ir::GlobalId, u32, String)]) -
         }
         r.elem_bytes = elem_bytes;
         if let Some(min) = min {
-            // keep the larger requirement when both are known constants; otherwise the newest
+            // the larger requirement: now when both are known constants, at launch otherwise
             match (r.min_elems.as_int(), min.as_int()) {
                 (Some(a), Some(b)) if a >= b => {}
-                _ => r.min_elems = min,
+                (Some(a), _) if a <= 0 => r.min_elems = min,
+                _ if r.min_elems == min => {}
+                (Some(_), Some(_)) => r.min_elems = min,
+                _ => r.min_elems = larger(r.min_elems.clone(), min),
+            }
+        }
+        for n in nonneg {
+            if !r.nonnegative.contains(&n) {
+                r.nonnegative.push(n);
             }
         }
     };
@@ -150,12 +164,21 @@ fn launch_plan(p: &Program, alignments: &[(crate::ir::GlobalId, u32, String)]) -
                 let d = p.global(g);
                 if let Some((arg, _)) = p.param_of(d.ptr) {
                     let eb = d.dtype.nbytes();
+                    // runtime strides: checked at launch (constant ones by the verifier)
+                    let nonneg = d
+                        .strides
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, s)| !d.row_major && s.eval(&|_| None).is_none())
+                        .map(|(i, s)| (s.clone(), format!("stride {i} of view `{}`", d.name)))
+                        .collect();
                     add(
                         arg,
                         eb,
-                        Some(elements(&d.shape)),
+                        Some(d.min_elements()),
                         eb,
                         "element alignment".into(),
+                        nonneg,
                     );
                 }
             }
@@ -164,7 +187,7 @@ fn launch_plan(p: &Program, alignments: &[(crate::ir::GlobalId, u32, String)]) -
     for (g, bytes, why) in alignments {
         let d = p.global(*g);
         if let Some((arg, _)) = p.param_of(d.ptr) {
-            add(arg, *bytes, None, d.dtype.nbytes(), why.clone());
+            add(arg, *bytes, None, d.dtype.nbytes(), why.clone(), vec![]);
         }
     }
 

@@ -12,7 +12,8 @@ use cudarc::nvrtc::Ptx;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-/// The last tensor map encoded for one parameter, reused while the buffer and sizes repeat
+/// The last tensor map encoded for one parameter (buffer, extents then strides), reused while
+/// the buffer and sizes repeat
 /// (encoding costs about a microsecond of host time; the common case is the same buffers).
 type MapCache = Vec<Option<(u64, Vec<i64>, cudarc::driver::sys::CUtensorMap)>>;
 
@@ -182,6 +183,12 @@ impl LoadedKernel {
                     rule.align, rule.why
                 )));
             }
+            for (stride, what) in &rule.nonnegative {
+                let v = eval(stride, &|| self.name(rule.arg))?;
+                if v < 0 {
+                    return Err(bad(format!("{what} is {v}; strides must not be negative")));
+                }
+            }
             let need = eval(&rule.min_elems, &|| self.name(rule.arg))?;
             let elem = rule.elem_bytes as i64;
             if elem > 0 && (bytes as i64) < need.saturating_mul(elem) {
@@ -225,8 +232,13 @@ impl LoadedKernel {
         let mut cache = self.maps.lock().unwrap_or_else(|e| e.into_inner());
         for p in &plan.params {
             match p {
-                KernelParam::Scalar { arg, .. } => {
-                    scalars[ns] = int(*arg).unwrap_or(0) as u64;
+                KernelParam::Scalar { arg, dtype } => {
+                    scalars[ns] = scalar_bits(values.get(*arg), *dtype).map_err(|message| {
+                        Error::Argument {
+                            arg: self.name(*arg),
+                            message,
+                        }
+                    })?;
                     ns += 1;
                 }
                 KernelParam::Pointer { arg } => {
@@ -234,23 +246,29 @@ impl LoadedKernel {
                     ns += 1;
                 }
                 KernelParam::TensorMap(spec) => {
-                    let mut dims = [0i64; 5];
-                    let rank = spec.global_shape.len();
-                    for (d, e) in spec.global_shape.iter().enumerate() {
-                        dims[d] = eval(e, &|| spec.name.clone())?;
+                    // extents, then strides
+                    let mut sizes = [0i64; 10];
+                    let rank = spec.global_shape.len().min(5);
+                    for (d, e) in spec.global_shape.iter().take(rank).enumerate() {
+                        sizes[d] = eval(e, &|| spec.name.clone())?;
                     }
+                    for (d, e) in spec.global_strides.iter().take(rank).enumerate() {
+                        sizes[rank + d] = eval(e, &|| spec.name.clone())?;
+                    }
+                    let sizes = &sizes[..2 * rank];
                     let (ptr, _) = ptr_of(spec.ptr_arg)?;
                     let slot = &mut cache[nm];
                     maps[nm] = match slot {
-                        Some((p, d, m)) if *p == ptr && d[..] == dims[..rank] => *m,
+                        Some((p, d, m)) if *p == ptr && d[..] == sizes[..] => *m,
                         _ => {
                             let m = tensor_map::encode(
                                 spec,
                                 &self.name(spec.ptr_arg),
                                 ptr,
-                                &dims[..rank],
+                                &sizes[..rank],
+                                &sizes[rank..],
                             )?;
-                            *slot = Some((ptr, dims[..rank].to_vec(), m));
+                            *slot = Some((ptr, sizes.to_vec(), m));
                             m
                         }
                     };
@@ -284,3 +302,16 @@ const MAX_PARAMS: usize = 32;
 const MAX_MAPS: usize = 8;
 const EMPTY_MAP: cudarc::driver::sys::CUtensorMap =
     cudarc::driver::sys::CUtensorMap { opaque: [0; 16] };
+
+/// The bits a scalar parameter of type `dtype` passes in its 8-byte slot (the kernel reads the
+/// low bytes, little-endian): integers as themselves, floats rounded to their type.
+fn scalar_bits(v: Option<&HostValue>, dtype: crate::ir::DType) -> std::result::Result<u64, String> {
+    use crate::ir::DType;
+    Ok(match (v, dtype) {
+        (Some(HostValue::Float(x)), DType::F32) => (*x as f32).to_bits() as u64,
+        (Some(HostValue::Float(x)), DType::F16) => half::f16::from_f64(*x).to_bits() as u64,
+        (Some(HostValue::Float(x)), DType::BF16) => half::bf16::from_f64(*x).to_bits() as u64,
+        (Some(HostValue::Int(v)), t) if !t.is_float() => *v as u64,
+        (v, t) => return Err(format!("expected a {t} scalar, got {v:?}")),
+    })
+}

@@ -5,17 +5,17 @@ use crate::layout::Swizzle;
 use crate::{Error, Result};
 use cudarc::driver::sys;
 
-/// Encodes a tiled tensor map. `dims` are the view's extents (outermost first), `ptr` the
-/// buffer's device address. Rules the hardware imposes are checked first, with errors that name
-/// the argument.
+/// Encodes a tiled tensor map. `dims` are the view's extents and `strides` its strides in
+/// elements (outermost first), `ptr` the buffer's device address. Rules the hardware imposes
+/// are checked first ([`TensorMapSpec::check_view`]), with errors that name the argument.
 pub fn encode(
     spec: &TensorMapSpec,
     arg_name: &str,
     ptr: u64,
     dims: &[i64],
+    strides: &[i64],
 ) -> Result<sys::CUtensorMap> {
     let rank = dims.len();
-    let elem = spec.dtype.nbytes() as u64;
     let bad = |message: String| Error::Argument {
         arg: arg_name.to_string(),
         message,
@@ -25,28 +25,10 @@ pub fn encode(
             "address 0x{ptr:x} is not 16-byte aligned, which TMA requires"
         )));
     }
-    if let Some(d) = dims.iter().find(|d| **d <= 0 || **d > (1i64 << 32)) {
-        return Err(bad(format!("a TMA view extent of {d} is outside 1..=2^32")));
-    }
-    // innermost first
+    let byte_strides = spec.check_view(dims, strides).map_err(bad)?;
+    // innermost first; the innermost stride is implicit (the element size)
     let global_dim: Vec<u64> = dims.iter().rev().map(|&d| d as u64).collect();
-    let mut strides = vec![];
-    let mut s = elem;
-    for d in global_dim.iter().take(rank - 1) {
-        s = s.checked_mul(*d).ok_or_else(|| {
-            bad(format!(
-                "the view's extents {dims:?} overflow 64-bit byte strides"
-            ))
-        })?;
-        if !s.is_multiple_of(16) {
-            return Err(bad(format!(
-                "a row stride of {s} bytes is not a multiple of 16, which TMA requires; \
-                 pad the rows to a multiple of {} elements",
-                16 / elem
-            )));
-        }
-        strides.push(s);
-    }
+    let strides: Vec<u64> = byte_strides.iter().rev().copied().collect();
     let box_dim: Vec<u32> = spec.box_shape.iter().rev().copied().collect();
     let element_strides = vec![1u32; rank];
     let dtype = match spec.dtype {

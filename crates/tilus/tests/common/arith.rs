@@ -271,3 +271,44 @@ pub fn max_rel_diff(got: &[f32], want: &[f32]) -> f32 {
         })
         .fold(0.0, f32::max)
 }
+
+/// `out = x * (alpha * 2 - 1) + beta + gamma` over an `[n]` f32 vector, with float scalar
+/// arguments of every width (`alpha: f32`, `beta: f16`, `gamma: bf16`) and a `let_f32`.
+#[derive(Clone, Debug, Hash)]
+pub struct FloatAffine;
+
+impl FloatAffine {
+    /// The scalars the tests pass.
+    pub const ARGS: (f32, f16, bf16) = (
+        0.37,
+        f16::from_f32_const(-1.25),
+        bf16::from_f32_const(0.015625),
+    );
+
+    /// The CPU reference, in f32 as the kernel computes.
+    pub fn reference(x: &[f32]) -> Vec<f32> {
+        let (alpha, beta, gamma) = Self::ARGS;
+        let scale = alpha * 2.0 - 1.0;
+        x.iter()
+            .map(|&v| v * scale + beta.to_f32() + gamma.to_f32())
+            .collect()
+    }
+}
+
+impl Script for FloatAffine {
+    type Args = (i32, f32, f16, bf16, Ptr<f32>, PtrMut<f32>);
+    fn arg_names() -> &'static [&'static str] {
+        &["n", "alpha", "beta", "gamma", "src", "dst"]
+    }
+    fn body(&self, k: &mut Kernel, (n, alpha, beta, gamma, src, dst): Handles<Self::Args>) {
+        k.blocks([cdiv(n, 256)]);
+        k.warps(2);
+        let o = k.let_i32(256 * k.block_idx().x);
+        let g = k.global_view::<f32>(src, [n]);
+        let x = k.load_global(&g, [o], [256]);
+        let scale = k.let_f32(alpha * 2.0 - 1);
+        let y = k.compute(x * scale + beta + gamma);
+        let out = k.global_view::<f32>(dst, [n]);
+        k.store_global(&out, &y, [o]);
+    }
+}

@@ -7,6 +7,8 @@ use tilus::prelude::*;
 
 use super::mark;
 
+pub mod global;
+
 /// This file, as diagnostics name it.
 pub const FILE: &str = file!();
 

@@ -306,7 +306,238 @@ fn a_reduction_across_warps_meets_in_shared_memory_and_one_in_a_warp_shuffles() 
         "{in_lanes}"
     );
     assert!(!in_lanes.contains("_scratch = tilus_smem +"), "{in_lanes}");
+    // a shuffle on the right of `||` would run only in the lanes whose left side is false
+    let logical = tilus::emit(&rows(ArithCase::Logical), &[]).unwrap();
+    assert!(logical.contains("__shfl_xor_sync"), "{logical}");
+    for line in logical.lines().filter(|l| l.contains("__shfl_xor_sync")) {
+        assert!(!line.contains("||") && !line.contains("&&"), "{line}");
+    }
     let across = tilus::emit(&rows(ArithCase::ColumnExtremes), &[]).unwrap();
     assert!(across.contains("_scratch = tilus_smem +"), "{across}");
     assert!(across.contains("__syncthreads();"), "{across}");
+}
+
+// ------------------------------------------------------------------------------------------
+// Global memory through registers: vector loads and stores with their bounds checks, strided
+// views, atomics.
+// ------------------------------------------------------------------------------------------
+
+use crate::common::scripts::global::{
+    ColumnStats, MaskedLoad, SplitKMatmul, SplitSum, StridedCopy, SwapTiles, Tickets,
+};
+use crate::common::Body;
+use tilus::prelude::*;
+
+fn built(s: &impl tilus::Script, consts: &[i64]) -> tilus::compile::CompiledProgram {
+    let c = build(s, consts);
+    assert_eq!(c.report.spill_stores, 0, "{s:?} spills");
+    c
+}
+
+#[test]
+fn load_global_vectorizes_where_the_strides_offsets_and_layout_allow() {
+    // row-major with a leading dimension that keeps rows aligned: 16-byte loads, 8-byte stores
+    // of the f16 copy, and the element fallback where the row's end cuts a vector
+    let rows = StridedCopy {
+        rows: 16,
+        cols: 32,
+        column_major: false,
+    };
+    let c = built(&rows, &[104]);
+    for needle in [
+        "load_global(g0, offsets=[v0, v1], shape=[16, 32]) vector=4",
+        "if ((u32)(tilus_c0) < (u32)(m) && (u32)(tilus_c1 + 3) < (u32)(n)) {",
+        "const tilus_vec<float, 4> v = *reinterpret_cast<const tilus_vec<float, 4>*>(src + (i64)tilus_c0 * (i64)104 + tilus_c1);",
+        "for (int j = 0; j < 4; ++j) {",
+        "store_global(g1, r1, offsets=[v0, v1]) vector=4",
+        "reinterpret_cast<u64*>(dst + (i64)tilus_c0 * (i64)104 + tilus_c1)[0]",
+        "else if ((u32)(tilus_c0) < (u32)(m) && (u32)(tilus_c1) < (u32)(n)) {",
+    ] {
+        assert!(c.source.contains(needle), "missing `{needle}` in\n{}", c.source);
+    }
+    // a leading dimension that is not a multiple of the vector: element loads and stores
+    let odd = tilus::emit(&rows, &[101]).unwrap();
+    assert!(!odd.contains("tilus_vec<"), "{odd}");
+    assert!(
+        odd.contains("src + (i64)tilus_c0 * (i64)101 + tilus_c1"),
+        "{odd}"
+    );
+    // column-major: the innermost stride is not 1, so the loads are elements (the stores to
+    // the row-major destination stay vectors)
+    let cols = StridedCopy {
+        rows: 16,
+        cols: 32,
+        column_major: true,
+    };
+    let c = built(&cols, &[104]);
+    assert!(!c.source.contains("const tilus_vec<float"), "{}", c.source);
+    assert!(
+        c.source
+            .contains("src + tilus_c0 + (i64)tilus_c1 * (i64)104"),
+        "{}",
+        c.source
+    );
+    assert!(
+        c.source.contains("reinterpret_cast<u64*>(dst"),
+        "{}",
+        c.source
+    );
+}
+
+#[test]
+fn masked_loads_take_the_fill_value_in_the_generated_code() {
+    let c = built(&MaskedLoad { fill: -7 }, &[64]);
+    assert!(c.source.contains("fill=-7.0) vector=4"), "{}", c.source);
+    assert!(c.source.contains(": -7.0f);"), "{}", c.source);
+}
+
+/// 16-bit tiles load and store 16 bytes at a time (eight elements, four packed words), and
+/// the fill of a 16-bit tile is its bits.
+#[test]
+fn sixteen_bit_tiles_move_sixteen_bytes_at_a_time() {
+    let s = Body::<(i32, Ptr<half::bf16>, PtrMut<half::bf16>)>(|k, (m, src, dst)| {
+        k.warps(4);
+        let g = k.global_view(src, [m, Val::constant(128)]);
+        let t = k.load_global_or(&g, [0, 0], [32, 128], 1.0);
+        let d = k.global_view(dst, [m, Val::constant(128)]);
+        k.store_global(&d, &t, [0, 0]);
+    });
+    let c = built(&s, &[]);
+    for needle in [
+        "const tilus_vec<u32, 4> v = *reinterpret_cast<const tilus_vec<u32, 4>*>(",
+        "r0[(l >> 1) + 3] = v.v[3];",
+        "(u16)0x3f80",
+        "*reinterpret_cast<tilus_vec<u32, 4>*>(",
+    ] {
+        assert!(
+            c.source.contains(needle),
+            "missing `{needle}` in\n{}",
+            c.source
+        );
+    }
+}
+
+#[test]
+fn atomics_compile_to_red_and_atom() {
+    let c = built(&SplitSum { rows: 16, cols: 32 }, &[]);
+    assert!(
+        c.source.contains("red.global.add.f32 [%0], %1;"),
+        "{}",
+        c.source
+    );
+    let c = built(&ColumnStats { rows: 16, cols: 32 }, &[]);
+    for needle in [
+        "red.global.max.s32",
+        "red.global.min.u32",
+        "tilus_red_max_f32(maxs + tilus_c1, r0[l]);",
+    ] {
+        assert!(
+            c.source.contains(needle),
+            "missing `{needle}` in\n{}",
+            c.source
+        );
+    }
+    let c = built(&Tickets, &[]);
+    for needle in [
+        "const i32 old0 = tilus_atom_add_i32(counter, 1);",
+        "atom.global.cas.b32 %0, [%1], %2, %3;",
+        "const u32 old4 = tilus_atom_cas_u32(flag, 0u, ((u32)((v0 + 1))));",
+        "atom.global.exch.b32",
+    ] {
+        assert!(
+            c.source.contains(needle),
+            "missing `{needle}` in\n{}",
+            c.source
+        );
+    }
+    let c = built(&SwapTiles, &[]);
+    assert!(c.source.contains("tilus_atom_cas_f32("), "{}", c.source);
+    // 16-bit floats add (one element at a time), and a replicated tile adds once per element
+    let s = Body::<(PtrMut<f16>, PtrMut<half::bf16>)>(|k, (a, b)| {
+        k.warps(4);
+        let ga = k.global_view(a, [64, 64]);
+        let gb = k.global_view(b, [8]);
+        let ta = k.register_tensor::<f16>([64, 64], 1.0);
+        let tb = k.register_tensor::<half::bf16>([8], 1.0);
+        k.atomic_add(&ga, &ta, [0, 0]);
+        k.atomic_add(&gb, &tb, [0]);
+    });
+    let c = built(&s, &[]);
+    for needle in [
+        "red.global.add.noftz.f16 [%0], %1;",
+        "red.global.add.noftz.bf16 [%0], %1;",
+        "if ((tilus_tid / 8) == 0) {",
+    ] {
+        assert!(
+            c.source.contains(needle),
+            "missing `{needle}` in\n{}",
+            c.source
+        );
+    }
+}
+
+/// TMA maps of a strided view carry its strides; the launch plan evaluates them.
+#[test]
+fn a_tma_map_of_a_strided_view_has_its_strides() {
+    let s = Body::<(i32, i32, Ptr<f16>)>(|k, (m, ld, a)| {
+        k.warps(1);
+        let g = k.global_view_strided(a, [m, Val::constant(64)], (ld, 1));
+        let t = k.shared_tensor::<f16>([64, 64]);
+        let bar = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            k.mbarrier().arrive_and_expect_tx(bar[0], t.nbytes());
+            k.tma().global_to_shared(&g, &t, [0, 0], bar[0]);
+            k.mbarrier().wait(bar[0], 0u32);
+        });
+    });
+    let c = built(&s, &[]);
+    let spec = c
+        .plan
+        .params
+        .iter()
+        .find_map(|p| match p {
+            tilus::ir::KernelParam::TensorMap(m) => Some(m),
+            _ => None,
+        })
+        .expect("a tensor map");
+    assert_eq!(c.plan.eval(&spec.global_strides[0], &[0, 72, 0]), Some(72));
+    assert_eq!(c.plan.eval(&spec.global_strides[1], &[0, 72, 0]), Some(1));
+    assert!(spec.check_view(&[10, 64], &[72, 1]).is_ok());
+    let e = spec.check_view(&[10, 64], &[68, 1]).unwrap_err();
+    assert!(
+        e.contains("a row stride of 136 bytes is not a multiple of 16"),
+        "{e}"
+    );
+}
+
+/// Operands loaded for mma.sync keep the fragments' layouts (element loads: the runtime `k`
+/// leaves the rows' alignment unknown), and the accumulator is added element by element.
+#[test]
+fn a_split_k_matmul_loads_fragments_and_adds_its_accumulator() {
+    let c = built(&SplitKMatmul, &[]);
+    for needle in [
+        "load_global(g0, offsets=[v0, v2], shape=[64, 32]) layout(",
+        "(u32)(tilus_c1) < (u32)(k)",
+        "mma.sync.aligned.m16n8k16",
+        "tilus_red_add_f32(c + (i64)tilus_c0 * (i64)n + tilus_c1,",
+    ] {
+        assert!(
+            c.source.contains(needle),
+            "missing `{needle}` in\n{}",
+            c.source
+        );
+    }
+}
+
+#[test]
+fn float_scalar_arguments_compile_and_widen_16_bit_ones() {
+    let c = build(&crate::common::arith::FloatAffine, &[]);
+    assert!(c.source.contains("float alpha"), "{}", c.source);
+    assert!(c.source.contains("u16 beta_bits"), "{}", c.source);
+    assert!(
+        c.source
+            .contains("const float gamma = tilus_bf16_to_f32(gamma_bits);"),
+        "{}",
+        c.source
+    );
 }

@@ -558,3 +558,67 @@ proptest! {
         prop_assert_eq!(s.apply(offset + s.alignment()), y + s.alignment());
     }
 }
+
+// ------------------------------------------------------------------------------------------
+// Replicated copies and the layouts of tiles that move to and from global memory.
+// ------------------------------------------------------------------------------------------
+
+/// Exactly one thread holds the first copy of each element, whatever the replication and the
+/// group size.
+#[test]
+fn every_element_has_one_first_copy() {
+    let cases = [
+        RegisterLayout::replicate(1, 4).compose(&RegisterLayout::spatial(&[32])),
+        RegisterLayout::spatial(&[4]).compose(&RegisterLayout::replicate(1, 8)),
+        RegisterLayout::spatial(&[2, 1])
+            .compose(&RegisterLayout::replicate(2, 2))
+            .compose(&RegisterLayout::spatial(&[8, 4]))
+            .compose(&RegisterLayout::local(&[2, 2])),
+        RegisterLayout::spatial(&[8, 16]),
+    ];
+    for l in cases {
+        for group in [l.num_threads(), 2 * l.num_threads()] {
+            let mut seen = HashSet::new();
+            for t in 0..group {
+                if !l.is_first_copy(t) {
+                    continue;
+                }
+                for i in 0..l.local_size() {
+                    assert!(
+                        seen.insert(l.coords(t, i)),
+                        "{l}: {:?} twice",
+                        l.coords(t, i)
+                    );
+                }
+            }
+            assert_eq!(seen.len() as i64, l.shape().iter().product::<i64>(), "{l}");
+        }
+    }
+}
+
+/// The layouts of global tiles cover every element once, use every thread where the tile has
+/// enough vectors, and give each thread up to 16 contiguous bytes along the innermost
+/// dimension, consecutive threads on consecutive vectors.
+#[test]
+fn vectorized_layouts_are_valid_and_coalesced() {
+    use tilus::passes::infer_layout::vectorized_layout;
+    for (shape, threads, eb, v) in [
+        (vec![16, 32], 128, 4, 4),
+        (vec![64, 128], 128, 2, 8),
+        (vec![16, 16], 128, 2, 2),
+        (vec![32], 128, 4, 1),
+        (vec![8, 6], 32, 4, 1),
+        (vec![4, 8, 64], 128, 4, 4),
+    ] {
+        let l = vectorized_layout(&shape, threads, eb);
+        assert!(l.is_valid(), "{l}");
+        assert_eq!(l.num_threads(), threads, "{l}");
+        let last = shape.len() - 1;
+        for i in 0..v {
+            assert_eq!(l.coords(0, i)[last], i, "{l}");
+        }
+        if shape.iter().product::<i64>() >= threads * v && v > 1 {
+            assert_eq!(l.coords(1, 0)[last] - l.coords(0, 0)[last], v, "{l}");
+        }
+    }
+}

@@ -16,7 +16,7 @@ use crate::ops::control::{
     cond, group, snippet_branch, snippet_count, warps, Control, LetKind, To,
 };
 use crate::ops::mbarrier::Mbarrier;
-use crate::ops::memory::{snippet_stage, snippet_store, Memory};
+use crate::ops::memory::{snippet_load_store, snippet_stage, snippet_store, Memory};
 use crate::ops::mma::snippet_dot;
 use crate::ops::shape::snippet_views;
 use crate::ops::tma::{snippet_tma, snippet_tma_store};
@@ -220,6 +220,7 @@ fn chunk() -> BoxedStrategy<Vec<Op>> {
         3 => snippet_dot(),
         3 => snippet_wgmma(),
         2 => snippet_store(),
+        2 => snippet_load_store(),
         2 => snippet_tma_store(),
         1 => snippet_views(),
         1 => snippet_stage(),

@@ -23,6 +23,7 @@ mod control;
 mod mbarrier;
 mod memory;
 mod mma;
+mod scalars;
 mod seed;
 mod shape;
 mod tma;

@@ -215,6 +215,7 @@ fn arithmetic_gives_the_interpreters_bits_and_meets_the_reference() {
                 case,
             };
             let what = format!("{case:?} on {rows}x{cols}, {warps} warps");
+            eprintln!("{what}");
             let mut on_cpu = vec![f32::NAN; m * n];
             tilus::interpret(&script, (m as i32, n as i32, &x[..], &mut on_cpu[..]))
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -251,6 +252,275 @@ fn arithmetic_gives_the_interpreters_bits_and_meets_the_reference() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+// ------------------------------------------------------------------------------------------
+// Global memory through registers: the scripts of `interp/memory.rs` against the same CPU
+// references (strided views, vector loads with their masks, atomics across blocks).
+// ------------------------------------------------------------------------------------------
+
+use crate::common::scripts::global::{
+    small_ints, ColumnStats, MaskedLoad, SplitKMatmul, SplitSum, StridedCopy, StridedTma,
+    SwapTiles, Tickets,
+};
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_strided_copy_through_registers_is_exact_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    for column_major in [false, true] {
+        for (m, n, ld, rows, cols) in StridedCopy::SHAPES {
+            let s = StridedCopy {
+                rows,
+                cols,
+                column_major,
+            };
+            let src = s.input(m, n, ld);
+            let nan = f16::from_f32(f32::NAN);
+            let d_src = stream.clone_htod(&src).unwrap();
+            let mut d_dst = stream.clone_htod(&vec![nan; ld * m]).unwrap();
+            tilus::Jit::new(s, &device)
+                .launch(stream, (m as i32, n as i32, ld as i32, &d_src, &mut d_dst))
+                .unwrap();
+            let got = stream.clone_dtoh(&d_dst).unwrap();
+            let want = s.expected(m, n, ld, &src, nan);
+            for (i, (x, y)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(
+                    x.to_bits(),
+                    y.to_bits(),
+                    "{s:?} {m}x{n} ld {ld}: element {i}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_masked_load_fills_outside_the_view_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let src = small_ints(40 * 64, 3);
+    let d_src = stream.clone_htod(&src).unwrap();
+    let s = MaskedLoad { fill: -7 };
+    let jit = tilus::Jit::new(s, &device);
+    for (m, n, om, q) in [
+        (40, 61, 30, 13),
+        (40, 61, -3, -1),
+        (10, 7, 0, 0),
+        (40, 64, 5, 9),
+    ] {
+        let mut d_dst = stream.clone_htod(&vec![f32::NAN; 16 * 32]).unwrap();
+        jit.launch(stream, (m, n, 64, om, q, &d_src, &mut d_dst))
+            .unwrap();
+        let got = stream.clone_dtoh(&d_dst).unwrap();
+        assert_eq!(
+            got,
+            s.expected(m, n, 64, om, q, &src),
+            "{m}x{n} at ({om}, 4*{q})"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn atomic_adds_of_many_blocks_sum_split_k_style_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    for (splits, m, n, rows, cols) in [(3, 50, 70, 16, 32), (5, 64, 64, 32, 64), (1, 9, 5, 8, 8)] {
+        let src = small_ints(splits * m * n, 7);
+        let init = small_ints(m * n, 8);
+        let d_src = stream.clone_htod(&src).unwrap();
+        let mut d_dst = stream.clone_htod(&init).unwrap();
+        let s = SplitSum { rows, cols };
+        tilus::Jit::new(s, &device)
+            .launch(
+                stream,
+                (splits as i32, m as i32, n as i32, &d_src, &mut d_dst),
+            )
+            .unwrap();
+        let got = stream.clone_dtoh(&d_dst).unwrap();
+        assert_eq!(got, SplitSum::expected(splits, m, n, &src, &init), "{s:?}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn atomic_add_max_and_min_combine_columns_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    for (m, n, rows, cols) in [(70, 45, 16, 32), (128, 64, 64, 64)] {
+        let src = small_ints(m * n, 11);
+        let d_src = stream.clone_htod(&src).unwrap();
+        let mut sums = stream.clone_htod(&vec![0.0f32; n]).unwrap();
+        let mut maxs = stream.clone_htod(&vec![f32::NEG_INFINITY; n]).unwrap();
+        let mut mins = stream.clone_htod(&vec![f32::INFINITY; n]).unwrap();
+        let s = ColumnStats { rows, cols };
+        tilus::Jit::new(s, &device)
+            .launch(
+                stream,
+                (m as i32, n as i32, &d_src, &mut sums, &mut maxs, &mut mins),
+            )
+            .unwrap();
+        let got = (
+            stream.clone_dtoh(&sums).unwrap(),
+            stream.clone_dtoh(&maxs).unwrap(),
+            stream.clone_dtoh(&mins).unwrap(),
+        );
+        assert_eq!(got, ColumnStats::expected(m, n, &src), "{s:?}");
+    }
+}
+
+/// On the GPU the blocks take the tickets in any order: the order is a permutation, and
+/// exactly one block wins the compare-and-swap.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn scalar_atomics_hand_out_tickets_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let nb = 333usize;
+    let mut counter = stream.clone_htod(&[0i32, -1000, 1000]).unwrap();
+    let mut order = stream.clone_htod(&vec![-1i32; nb]).unwrap();
+    let mut flag = stream.clone_htod(&[0u32]).unwrap();
+    let mut cas_old = stream.clone_htod(&vec![u32::MAX; nb]).unwrap();
+    tilus::Jit::new(Tickets, &device)
+        .launch(
+            stream,
+            (nb as i32, &mut counter, &mut order, &mut flag, &mut cas_old),
+        )
+        .unwrap();
+    let counter = stream.clone_dtoh(&counter).unwrap();
+    assert_eq!(counter, vec![nb as i32, nb as i32 - 1, 0]);
+    let mut order = stream.clone_dtoh(&order).unwrap();
+    order.sort();
+    assert_eq!(order, (0..nb as i32).collect::<Vec<_>>());
+    let flag = stream.clone_dtoh(&flag).unwrap()[0];
+    let cas_old = stream.clone_dtoh(&cas_old).unwrap();
+    let winner = flag as usize - 1;
+    assert_eq!(cas_old[winner], 0);
+    for (b, &x) in cas_old.iter().enumerate() {
+        assert!(b == winner || x == flag, "block {b}: {x}, flag {flag}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tile_exchange_and_compare_and_swap_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let (m, n) = (40usize, 70usize);
+    let x0: Vec<i32> = (0..m * n).map(|i| i as i32).collect();
+    let y: Vec<i32> = (0..m * n).map(|i| -(i as i32) - 1).collect();
+    let z0 = small_ints(m * n, 5);
+    let expect: Vec<f32> = z0
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| if i % 2 == 0 { v } else { v + 0.5 })
+        .collect();
+    let val = small_ints(m * n, 6);
+    let mut dx = stream.clone_htod(&x0).unwrap();
+    let dy = stream.clone_htod(&y).unwrap();
+    let mut dxo = stream.clone_htod(&vec![0i32; m * n]).unwrap();
+    let mut dz = stream.clone_htod(&z0).unwrap();
+    let de = stream.clone_htod(&expect).unwrap();
+    let dv = stream.clone_htod(&val).unwrap();
+    let mut dzo = stream.clone_htod(&vec![f32::NAN; m * n]).unwrap();
+    tilus::Jit::new(SwapTiles, &device)
+        .launch(
+            stream,
+            (
+                m as i32, n as i32, &mut dx, &dy, &mut dxo, &mut dz, &de, &dv, &mut dzo,
+            ),
+        )
+        .unwrap();
+    assert_eq!(stream.clone_dtoh(&dx).unwrap(), y);
+    assert_eq!(stream.clone_dtoh(&dxo).unwrap(), x0);
+    assert_eq!(stream.clone_dtoh(&dzo).unwrap(), z0);
+    let z = stream.clone_dtoh(&dz).unwrap();
+    for i in 0..m * n {
+        let want = if i % 2 == 0 { val[i] } else { z0[i] };
+        assert_eq!(z[i], want, "element {i}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tma_copies_through_a_strided_view_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let src: Vec<f32> = (0..8 * 24).map(|i| i as f32).collect();
+    let d_src = stream.clone_htod(&src).unwrap();
+    let mut d_dst = stream.clone_htod(&vec![f32::NAN; 8 * 16]).unwrap();
+    let jit = tilus::Jit::new(StridedTma, &device);
+    jit.launch(stream, (6, 24, &d_src, &mut d_dst)).unwrap();
+    assert_eq!(
+        stream.clone_dtoh(&d_dst).unwrap(),
+        StridedTma::expected(6, 24)
+    );
+    let err = jit.launch(stream, (6, 22, &d_src, &mut d_dst)).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("a row stride of 88 bytes is not a multiple of 16"),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_split_k_matmul_adds_its_partial_products_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let jit = tilus::Jit::new(SplitKMatmul, &device);
+    for (m, n, kk) in [(64usize, 128usize, 96usize), (100, 130, 64), (64, 128, 40)] {
+        let (a, b) = crate::common::inputs::matmul_inputs(m, n, kk);
+        let init = small_ints(m * n, 2);
+        let (da, db) = (
+            stream.clone_htod(&a).unwrap(),
+            stream.clone_htod(&b).unwrap(),
+        );
+        let mut dc = stream.clone_htod(&init).unwrap();
+        jit.launch(stream, (m as i32, n as i32, kk as i32, &da, &db, &mut dc))
+            .unwrap();
+        let want = SplitKMatmul::expected(m, n, kk, &a, &b, &init);
+        assert_eq!(stream.clone_dtoh(&dc).unwrap(), want, "{m}x{n}x{kk}");
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Float scalar arguments of every width: the parameter bits the runtime passes.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn float_scalar_arguments_reach_the_kernel_exactly() {
+    use crate::common::arith::{input, FloatAffine};
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let n = 1000;
+    let x = input(n, 1, 78);
+    let (alpha, beta, gamma) = FloatAffine::ARGS;
+    let src = upload(&device, &x);
+    let mut dst = upload(&device, &vec![f32::NAN; n]);
+    tilus::Jit::new(FloatAffine, &device)
+        .launch(
+            device.stream(),
+            (n as i32, alpha, beta, gamma, &src, &mut dst),
+        )
+        .unwrap();
+    let got = device.stream().clone_dtoh(&dst).unwrap();
+    let want = FloatAffine::reference(&x);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g.to_bits(), w.to_bits(), "element {i}: {g} vs {w}");
+    }
 }
 
 // ------------------------------------------------------------------------------------------

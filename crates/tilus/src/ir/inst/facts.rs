@@ -8,7 +8,7 @@
 //! and the interpreter are written once over these facts, so an instruction that states them
 //! needs no edit anywhere else to be scoped, planned and checked.
 
-use crate::ir::{BarrierArrayId, BarrierRef, Expr, GlobalId, RegId, SharedId, SharedView};
+use crate::ir::{BarrierArrayId, BarrierRef, Expr, GlobalId, RegId, SharedId, SharedView, VarId};
 
 /// The memory an effect touches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -284,6 +284,9 @@ pub struct Facts<'a> {
     pub ordering: Option<Ordering>,
     /// Scalar expressions it reads (offsets, byte counts, phases, barrier indices, fill values).
     pub scalars: Vec<&'a Expr>,
+    /// Scalar variables it defines (the old value of a scalar atomic): immutable, alive from
+    /// the instruction to the end of the enclosing loop or thread group, as a `let`'s.
+    pub defines: Vec<VarId>,
     /// The threads it must run on.
     pub scope: ThreadScope,
 }
@@ -318,6 +321,12 @@ impl<'a> Facts<'a> {
     /// Adds scalars the instruction reads.
     pub fn reads(mut self, scalars: impl IntoIterator<Item = &'a Expr>) -> Facts<'a> {
         self.scalars.extend(scalars);
+        self
+    }
+
+    /// Adds a scalar variable the instruction defines.
+    pub fn defines(mut self, v: VarId) -> Facts<'a> {
+        self.defines.push(v);
         self
     }
 

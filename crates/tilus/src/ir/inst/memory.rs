@@ -1,9 +1,44 @@
-//! The memory family: global views, shared and register tiles, loads and stores.
+//! The memory family: global views, shared and register tiles, loads, stores and global
+//! atomics.
 
 use super::facts::{Access, Effect, Facts, Memory, Ordering, Region, ThreadScope};
 use crate::ir::printer::Names;
-use crate::ir::{Expr, GlobalId, Program, RegId, RegView, SharedId, SharedView};
+use crate::ir::{Expr, GlobalId, Program, RegId, RegView, SharedId, SharedView, VarId};
 use std::fmt::Write;
+
+/// The read-modify-write an atomic performs on each element it touches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AtomicOp {
+    /// `old + value`.
+    Add,
+    /// The smaller of `old` and `value`.
+    Min,
+    /// The larger of `old` and `value`.
+    Max,
+    /// `value` (the old value is returned).
+    Exchange,
+    /// `value` where `old == compare` (bitwise for floats), else `old` (the old value is
+    /// returned).
+    Cas,
+}
+
+impl AtomicOp {
+    /// The operation's name in instruction names (`atomic_add`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOp::Add => "add",
+            AtomicOp::Min => "min",
+            AtomicOp::Max => "max",
+            AtomicOp::Exchange => "exchange",
+            AtomicOp::Cas => "cas",
+        }
+    }
+
+    /// Whether the tile form returns the old values.
+    pub fn returns_old(self) -> bool {
+        matches!(self, AtomicOp::Exchange | AtomicOp::Cas)
+    }
+}
 
 /// Tensor declarations and data movement through registers.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -51,6 +86,54 @@ pub enum MemoryInst {
         /// assumes).
         vector: Option<u32>,
     },
+    /// Reads the box of a view at `offsets` into a new register tile; elements outside the
+    /// view read `fill`.
+    LoadGlobal {
+        /// Source view.
+        src: GlobalId,
+        /// The new tile (its shape is the box's).
+        out: RegId,
+        /// Position of the box's first element in the view.
+        offsets: Vec<Expr>,
+        /// Value of the elements outside the view (a constant of the tile's type).
+        fill: Expr,
+        /// Elements per vector load; chosen by lowering (the launch checks the alignment it
+        /// assumes).
+        vector: Option<u32>,
+    },
+    /// An atomic read-modify-write of every element of the box of a view at `offsets` with
+    /// the tile's elements; elements outside the view are skipped. Each element is updated
+    /// once, by one thread holding it (replicated copies do not repeat it).
+    AtomicGlobal {
+        /// The operation.
+        op: AtomicOp,
+        /// Destination view.
+        dst: GlobalId,
+        /// The values.
+        src: RegView,
+        /// For `Cas`: the values to compare with.
+        compare: Option<RegView>,
+        /// For `Exchange` and `Cas`: a new tile of the old values (0 outside the view).
+        out: Option<RegId>,
+        /// Position of the tile's first element in the view.
+        offsets: Vec<Expr>,
+    },
+    /// An atomic read-modify-write of one element of a view by one thread; the old value
+    /// becomes the scalar variable `out`.
+    AtomicScalar {
+        /// The operation.
+        op: AtomicOp,
+        /// Destination view.
+        dst: GlobalId,
+        /// The element's coordinates in the view.
+        index: Vec<Expr>,
+        /// The operand.
+        value: Expr,
+        /// For `Cas`: the value to compare with.
+        compare: Option<Expr>,
+        /// The variable that receives the old value.
+        out: VarId,
+    },
 }
 
 impl MemoryInst {
@@ -65,6 +148,21 @@ impl MemoryInst {
             MemoryInst::StoreGlobal { .. } => "store_global",
             MemoryInst::StoreShared { .. } => "store_shared",
             MemoryInst::FenceProxyAsync => "fence_proxy_async",
+            MemoryInst::LoadGlobal { .. } => "load_global",
+            MemoryInst::AtomicGlobal { op, .. } => match op {
+                AtomicOp::Add => "atomic_add",
+                AtomicOp::Min => "atomic_min",
+                AtomicOp::Max => "atomic_max",
+                AtomicOp::Exchange => "atomic_exchange",
+                AtomicOp::Cas => "atomic_cas",
+            },
+            MemoryInst::AtomicScalar { op, .. } => match op {
+                AtomicOp::Add => "atomic_add_scalar",
+                AtomicOp::Min => "atomic_min_scalar",
+                AtomicOp::Max => "atomic_max_scalar",
+                AtomicOp::Exchange => "atomic_exchange_scalar",
+                AtomicOp::Cas => "atomic_cas_scalar",
+            },
         }
     }
 
@@ -75,7 +173,11 @@ impl MemoryInst {
         let shared = |s: SharedId, a| Effect::now(Memory::Shared(s), a);
         match self {
             MemoryInst::GlobalView(g) => {
-                Facts::default().effect(Effect::now(Memory::Global(*g), Declare))
+                let d = p.global(*g);
+                let strides: &[Expr] = if d.row_major { &[] } else { &d.strides };
+                Facts::default()
+                    .effect(Effect::now(Memory::Global(*g), Declare))
+                    .reads(strides)
             }
             MemoryInst::AllocShared(s) => {
                 Facts::scoped(ThreadScope::Block).effect(shared(*s, Declare))
@@ -105,6 +207,64 @@ impl MemoryInst {
                     .effect(Effect::now(Memory::Global(*dst), Write).on(region))
                     .reads(offsets)
             }
+            MemoryInst::LoadGlobal {
+                src,
+                out,
+                offsets,
+                fill,
+                ..
+            } => {
+                let region = Region {
+                    offsets,
+                    extent: p.register(*out).shape.clone(),
+                };
+                Facts::default()
+                    .effect(Effect::now(Memory::Global(*src), Read).on(region))
+                    .effect(reg(*out, Declare))
+                    .reads(offsets)
+                    .reads([fill])
+            }
+            MemoryInst::AtomicGlobal {
+                dst,
+                src,
+                compare,
+                out,
+                offsets,
+                ..
+            } => {
+                let region = Region {
+                    offsets,
+                    extent: p.view_shape(src),
+                };
+                let mut f = Facts::default().effect(reg(src.tensor, Read));
+                if let Some(c) = compare {
+                    f = f.effect(reg(c.tensor, Read).role("compare"));
+                }
+                f = f.effect(Effect::now(Memory::Global(*dst), Update).on(region));
+                if let Some(o) = out {
+                    f = f.effect(reg(*o, Declare));
+                }
+                f.reads(offsets)
+            }
+            MemoryInst::AtomicScalar {
+                dst,
+                index,
+                value,
+                compare,
+                out,
+                ..
+            } => {
+                let region = Region {
+                    offsets: index,
+                    extent: vec![1; index.len()],
+                };
+                Facts::scoped(ThreadScope::OneThread)
+                    .effect(Effect::now(Memory::Global(*dst), Update).on(region))
+                    .reads(index)
+                    .reads([value])
+                    .reads(compare.iter())
+                    .defines(*out)
+            }
         }
     }
 
@@ -114,13 +274,18 @@ impl MemoryInst {
         match self {
             MemoryInst::GlobalView(g) => {
                 let d = p.global(*g);
-                format!(
-                    "{} = global_view<{}>({}, [{}])",
+                let mut t = format!(
+                    "{} = global_view<{}>({}, [{}]",
                     d.name,
                     d.dtype,
                     n.name(d.ptr),
                     n.list(&d.shape)
-                )
+                );
+                if !d.row_major {
+                    let _ = write!(t, ", strides=[{}]", n.list(&d.strides));
+                }
+                t.push(')');
+                t
             }
             MemoryInst::AllocShared(id) => {
                 let d = p.shared(*id);
@@ -172,6 +337,73 @@ impl MemoryInst {
                 if let Some(w) = vector.filter(|&w| w > 1) {
                     let _ = write!(t, " vector={w}");
                 }
+                t
+            }
+            MemoryInst::LoadGlobal {
+                src,
+                out,
+                offsets,
+                fill,
+                vector,
+            } => {
+                let d = p.register(*out);
+                let mut t = format!(
+                    "{} = load_global({}, offsets=[{}], shape={:?}",
+                    d.name,
+                    p.global(*src).name,
+                    n.list(offsets),
+                    d.shape
+                );
+                if fill.eval(&|_| None) != Some(0) && !matches!(fill, Expr::Float(0, _)) {
+                    let _ = write!(t, ", fill={}", n.e(fill));
+                }
+                t.push(')');
+                if let Some(w) = vector.filter(|&w| w > 1) {
+                    let _ = write!(t, " vector={w}");
+                }
+                if let Some(l) = &d.layout {
+                    let _ = write!(t, " {l}");
+                }
+                t
+            }
+            MemoryInst::AtomicGlobal {
+                dst,
+                src,
+                compare,
+                out,
+                offsets,
+                ..
+            } => {
+                let mut t = String::new();
+                if let Some(o) = out {
+                    let _ = write!(t, "{} = ", p.register(*o).name);
+                }
+                let _ = write!(t, "{}({}, ", self.name(), p.global(*dst).name);
+                if let Some(c) = compare {
+                    let _ = write!(t, "compare={}, ", n.view(c));
+                }
+                let _ = write!(t, "{}, offsets=[{}])", n.view(src), n.list(offsets));
+                t
+            }
+            MemoryInst::AtomicScalar {
+                dst,
+                index,
+                value,
+                compare,
+                out,
+                ..
+            } => {
+                let mut t = format!(
+                    "{} = {}({}, [{}], ",
+                    n.name(*out),
+                    self.name(),
+                    p.global(*dst).name,
+                    n.list(index)
+                );
+                if let Some(c) = compare {
+                    let _ = write!(t, "compare={}, ", n.e(c));
+                }
+                let _ = write!(t, "{})", n.e(value));
                 t
             }
         }

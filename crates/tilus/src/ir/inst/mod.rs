@@ -16,7 +16,7 @@ pub(crate) use arithmetic::{reduce_crosses_warps, reduce_locals, subsets};
 pub use arithmetic::{ArithInst, BinaryOp, ReduceOp, TileExpr, UnaryOp};
 pub use facts::Facts;
 pub use mbarrier::MbarrierInst;
-pub use memory::MemoryInst;
+pub use memory::{AtomicOp, MemoryInst};
 pub use mma::MmaInst;
 pub use shape::{ReshapeOp, ShapeInst};
 pub use tma::TmaInst;

@@ -7,6 +7,7 @@
 
 use super::Rules;
 use crate::ir::{ArithInst, DType, Loc, Program, ReduceOp, RegView, SharedId, TileExpr, UnaryOp};
+use crate::layout::RegisterLayout;
 use crate::passes::context::{Checker, LayoutCx, Scope};
 
 /// Checks the types of an expression; returns its type.
@@ -64,6 +65,35 @@ fn check_types(c: &mut Checker, e: &TileExpr, loc: Loc) -> DType {
             *t
         }
     }
+}
+
+/// For an output whose operands all broadcast (none has its shape): a layout that the
+/// operands laid out so far fit, among those a tile of its shape gets by default or for a
+/// vectorized access (the layouts the operands' own sources most likely had, before a
+/// reduction collapsed them). `None` when no operand has a layout yet, or none fits.
+fn fitting_layout(
+    cx: &LayoutCx,
+    tiles: &[RegView],
+    out: crate::ir::RegId,
+) -> Option<RegisterLayout> {
+    use crate::passes::infer_layout::{default_layout, vectorized_layout};
+    let p = cx.p;
+    let d = p.register(out);
+    let known: Vec<(Vec<i64>, RegisterLayout)> = tiles
+        .iter()
+        .filter_map(|v| cx.get(v.tensor).map(|l| (p.view_shape(v), v.layout_of(&l))))
+        .collect();
+    if known.is_empty() || d.shape.iter().any(|&n| n <= 0) {
+        return None;
+    }
+    let threads = d.group_threads.max(1) as i64;
+    let candidates = std::iter::once(default_layout(&d.shape, threads))
+        .chain([2, 4, 8].map(|eb| vectorized_layout(&d.shape, threads, eb)));
+    candidates.into_iter().find(|c| {
+        known
+            .iter()
+            .all(|(shape, l)| c.broadcast_operand(shape).same_mapping(l))
+    })
 }
 
 /// The shapes of the tiles an expression reads.
@@ -245,6 +275,8 @@ impl Rules for ArithInst {
                             .flatten()
                     });
                     if let Some(l) = full {
+                        cx.require(*out, l, loc, "compute");
+                    } else if let Some(l) = fitting_layout(cx, &tiles, *out) {
                         cx.require(*out, l, loc, "compute");
                     }
                 }

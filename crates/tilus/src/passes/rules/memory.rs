@@ -1,9 +1,71 @@
-//! Rules for global views, shared and register tiles, loads and stores; lowering chooses the
-//! vector width of `store_global`.
+//! Rules for global views, shared and register tiles, loads, stores and global atomics;
+//! atomics pass layouts between their tiles; lowering chooses the vector widths of
+//! `load_global` and `store_global`.
 
 use super::Rules;
-use crate::ir::{Loc, MemoryInst, ParamKind, Program, RegView};
-use crate::passes::context::{Checker, LowerCx, Scope};
+use crate::ir::{AtomicOp, DType, Expr, GlobalId, Loc, MemoryInst, ParamKind, Program, RegView};
+use crate::layout::RegisterLayout;
+use crate::passes::context::{Checker, LayoutCx, LowerCx, Scope};
+
+/// Reports a write (`what`) through a view of a read-only pointer.
+fn writable(c: &mut Checker, g: GlobalId, what: &str, loc: Loc) {
+    let p = c.p;
+    if let Some((_, prm)) = p.param_of(p.global(g).ptr) {
+        if let ParamKind::Pointer { mutable: false, .. } = prm.kind {
+            c.err(
+                loc,
+                format!(
+                    "{what} writes through `{}`, a read-only Ptr; declare it PtrMut",
+                    prm.name
+                ),
+            );
+        }
+    }
+}
+
+/// Reports offsets or a tile whose rank is not the view's.
+fn ranks(c: &mut Checker, g: GlobalId, what: &str, tile: usize, offsets: usize, loc: Loc) {
+    let d = c.p.global(g);
+    if offsets != d.shape.len() || tile != d.shape.len() {
+        let msg = format!(
+            "{what}: view `{}` has {} dimensions, the tile {tile} and the offsets {offsets}",
+            d.name,
+            d.shape.len()
+        );
+        c.err(loc, msg);
+    }
+}
+
+/// The element types an atomic supports (PTX `atom`/`red`: 16-bit floats only add; f32
+/// `min`/`max` go through integer atomics on the bits).
+fn atomic_dtypes(op: AtomicOp, scalar: bool) -> &'static [DType] {
+    match (scalar, op) {
+        (true, _) => &[DType::I32, DType::U32],
+        (false, AtomicOp::Add) => &[DType::F32, DType::I32, DType::U32, DType::F16, DType::BF16],
+        (false, _) => &[DType::F32, DType::I32, DType::U32],
+    }
+}
+
+fn check_atomic_dtype(c: &mut Checker, name: &str, op: AtomicOp, scalar: bool, t: DType, loc: Loc) {
+    let ok = atomic_dtypes(op, scalar);
+    if !ok.contains(&t) {
+        let list: Vec<&str> = ok.iter().map(|t| t.name()).collect();
+        let hint = if scalar {
+            "; use the tile form for other types".to_string()
+        } else if t.bits() == 16 {
+            "; atomics on 16-bit floats only add (cast to f32 for the others)".to_string()
+        } else {
+            String::new()
+        };
+        c.err(
+            loc,
+            format!(
+                "{name} on a {t} view is not supported: it takes {}{hint}",
+                list.join(", ")
+            ),
+        );
+    }
+}
 
 impl Rules for MemoryInst {
     fn check(&self, c: &mut Checker, loc: Loc, scope: &Scope) {
@@ -37,6 +99,21 @@ impl Rules for MemoryInst {
                                 format!("global_view: dimension {i} is {v}; it must be positive"),
                             );
                         }
+                    }
+                }
+                for (i, e) in d.strides.iter().enumerate() {
+                    if !e.dtype().is_int() {
+                        c.err(
+                            loc,
+                            format!("global_view_strided: stride {i} is not an integer"),
+                        );
+                    } else if let Some(v) = e.eval(&|_| None).filter(|v| *v < 0) {
+                        c.err(
+                            loc,
+                            format!(
+                                "global_view_strided: stride {i} is {v}; strides must not be negative"
+                            ),
+                        );
                     }
                 }
             }
@@ -116,17 +193,7 @@ impl Rules for MemoryInst {
                 let g = p.global(*dst);
                 let r = p.register(src.tensor);
                 c.check_view(src, "store_global", loc);
-                if let Some((_, prm)) = p.param_of(g.ptr) {
-                    if let ParamKind::Pointer { mutable: false, .. } = prm.kind {
-                        c.err(
-                            loc,
-                            format!(
-                                "store_global writes through `{}`, a read-only Ptr; declare it PtrMut",
-                                prm.name
-                            ),
-                        );
-                    }
-                }
+                writable(c, *dst, "store_global", loc);
                 if g.dtype != r.dtype {
                     c.err(
                         loc,
@@ -136,19 +203,147 @@ impl Rules for MemoryInst {
                         ),
                     );
                 }
-                if offsets.len() != g.shape.len() || r.shape.len() != g.shape.len() {
+                ranks(c, *dst, "store_global", r.shape.len(), offsets.len(), loc);
+            }
+            MemoryInst::LoadGlobal {
+                src, out, offsets, ..
+            } => {
+                let (g, r) = (p.global(*src), p.register(*out));
+                if g.dtype != r.dtype {
                     c.err(
                         loc,
                         format!(
-                            "store_global: view `{}` has {} dimensions, the tile {} and the offsets {}",
-                            g.name,
-                            g.shape.len(),
-                            r.shape.len(),
-                            offsets.len()
+                            "load_global: a {} view into a {} register tensor",
+                            g.dtype, r.dtype
                         ),
                     );
                 }
+                ranks(c, *src, "load_global", r.shape.len(), offsets.len(), loc);
             }
+            MemoryInst::AtomicGlobal {
+                op,
+                dst,
+                src,
+                compare,
+                offsets,
+                ..
+            } => {
+                let name = self.name();
+                let (g, r) = (p.global(*dst), p.register(src.tensor));
+                c.check_view(src, name, loc);
+                writable(c, *dst, name, loc);
+                if g.dtype != r.dtype {
+                    c.err(
+                        loc,
+                        format!(
+                            "{name}: a {} tile into a {} view; cast it first",
+                            r.dtype, g.dtype
+                        ),
+                    );
+                } else {
+                    check_atomic_dtype(c, name, *op, false, g.dtype, loc);
+                }
+                if let Some(cmp) = compare {
+                    c.check_view(cmp, name, loc);
+                    let (a, b) = (c.view_shape(cmp), c.view_shape(src));
+                    let t = p.register(cmp.tensor).dtype;
+                    if a != b || t != r.dtype {
+                        c.err(
+                            loc,
+                            format!(
+                                "{name}: the compared tile is {t} {a:?}, the values {} {b:?}",
+                                r.dtype
+                            ),
+                        );
+                    }
+                }
+                ranks(c, *dst, name, r.shape.len(), offsets.len(), loc);
+            }
+            MemoryInst::AtomicScalar { op, dst, index, .. } => {
+                let name = self.name();
+                let g = p.global(*dst);
+                writable(c, *dst, name, loc);
+                check_atomic_dtype(c, name, *op, true, g.dtype, loc);
+                if index.len() != g.shape.len() {
+                    let msg = format!(
+                        "{name}: view `{}` has {} dimensions, the index {}",
+                        g.name,
+                        g.shape.len(),
+                        index.len()
+                    );
+                    c.err(loc, msg);
+                }
+            }
+        }
+    }
+
+    fn check_planned(&self, c: &mut Checker, loc: Loc) {
+        // old values go to the thread that updated the element: none may hold a copy of it
+        let MemoryInst::AtomicGlobal {
+            src, out: Some(_), ..
+        } = self
+        else {
+            return;
+        };
+        let r = c.p.register(src.tensor);
+        let Some(l) = &r.layout else { return };
+        let threads = i64::from(r.group_threads);
+        if (0..threads).any(|t| !l.is_first_copy(t)) {
+            let msg = format!(
+                "{}: the layout of `{}` ({l}) gives some elements to several of the group's {threads} \
+                 threads, but only one of them receives the old value; use a tile with at least as \
+                 many elements as the group has threads",
+                self.name(),
+                r.name
+            );
+            c.err(loc, msg);
+        }
+    }
+
+    fn prefer_layouts(&self, cx: &mut LayoutCx, loc: Loc) {
+        // tiles that only move between registers and global memory: 16-byte vectors along the
+        // view's innermost dimension, consecutive threads on consecutive vectors
+        let (tile, view) = match self {
+            MemoryInst::LoadGlobal { out, .. } => (*out, RegView::plain(*out)),
+            MemoryInst::StoreGlobal { src, .. } => (src.tensor, *src),
+            _ => return,
+        };
+        let d = cx.p.register(tile);
+        let shape = cx.p.view_shape(&view);
+        if shape.is_empty() || shape.iter().any(|&n| n <= 0) {
+            return;
+        }
+        let threads = d.group_threads.max(1) as i64;
+        let l = crate::passes::infer_layout::vectorized_layout(&shape, threads, d.dtype.nbytes());
+        cx.prefer(tile, view.layout_of(&l), loc, "coalesced global access");
+    }
+
+    fn propagate_layouts(&self, cx: &mut LayoutCx, loc: Loc) {
+        // an atomic's tiles (values, compared values, old values) share one layout
+        let MemoryInst::AtomicGlobal {
+            src, compare, out, ..
+        } = self
+        else {
+            return;
+        };
+        let shape = cx.p.view_shape(src);
+        let known = cx
+            .get(src.tensor)
+            .map(|l| src.layout_of(&l))
+            .or_else(|| compare.and_then(|c| cx.get(c.tensor).map(|l| c.layout_of(&l))))
+            .or_else(|| out.and_then(|o| cx.get(o)));
+        let Some(view) = known.filter(|l| l.shape() == &shape[..]) else {
+            return;
+        };
+        let why = "its atomic's other tiles";
+        cx.require(src.tensor, src.layout_of(&view), loc, why);
+        if let Some(c) = compare {
+            if cx.p.view_shape(c) == shape {
+                cx.require(c.tensor, c.layout_of(&view), loc, why);
+            }
+        }
+        if let Some(o) = out {
+            cx.require(*o, view, loc, why);
         }
     }
 
@@ -160,7 +355,9 @@ impl Rules for MemoryInst {
                 offsets,
                 vector,
             } => {
-                let width = store_vector_width(cx, *dst, src, offsets);
+                let width = cx.p.register(src.tensor).layout.as_ref().map_or(1, |l| {
+                    global_vector_width(cx, *dst, &src.layout_of(l), offsets)
+                });
                 *vector = Some(width);
                 let bytes = width * cx.p.global(*dst).dtype.nbytes();
                 cx.require_alignment(
@@ -169,33 +366,56 @@ impl Rules for MemoryInst {
                     format!("store_global writes {bytes}-byte vectors"),
                 );
             }
+            MemoryInst::LoadGlobal {
+                src,
+                out,
+                offsets,
+                vector,
+                ..
+            } => {
+                let width =
+                    cx.p.register(*out)
+                        .layout
+                        .as_ref()
+                        .map_or(1, |l| global_vector_width(cx, *src, l, offsets));
+                *vector = Some(width);
+                let bytes = width * cx.p.global(*src).dtype.nbytes();
+                cx.require_alignment(
+                    *src,
+                    bytes,
+                    format!("load_global reads {bytes}-byte vectors"),
+                );
+            }
             MemoryInst::GlobalView(_)
             | MemoryInst::AllocShared(_)
             | MemoryInst::FreeShared(_)
             | MemoryInst::AllocRegister { .. }
             | MemoryInst::LoadShared { .. }
             | MemoryInst::StoreShared { .. }
-            | MemoryInst::FenceProxyAsync => {}
+            | MemoryInst::FenceProxyAsync
+            | MemoryInst::AtomicGlobal { .. }
+            | MemoryInst::AtomicScalar { .. } => {}
         }
     }
 }
 
-/// Elements per vector store that `store_global` may use for tile `src` into view `dst`: the
-/// widest power of two (up to 16 bytes) for which each thread's consecutive locals are
-/// adjacent along the last dimension, the thread terms keep vectors whole, and the row pitch
-/// and the offset keep them aligned.
-fn store_vector_width(
+/// Elements per vector access that `load_global` and `store_global` may use between view `g`
+/// and a tile laid out as `layout` (in the view's dimension order): the widest power of two (up
+/// to 16 bytes) for which each thread's consecutive locals are adjacent along the innermost
+/// dimension, the thread terms keep vectors whole, the innermost stride is 1, and the other
+/// strides and the innermost offset keep vectors aligned (their divisibility).
+fn global_vector_width(
     cx: &LowerCx,
-    dst: crate::ir::GlobalId,
-    src: &RegView,
-    offsets: &[crate::ir::Expr],
+    g: GlobalId,
+    layout: &RegisterLayout,
+    offsets: &[Expr],
 ) -> u32 {
     let p: &Program = cx.p;
-    let g = p.global(dst);
-    let r = p.register(src.tensor);
-    let Some(layout) = &r.layout else { return 1 };
-    let layout = layout.permute(&src.perm(layout.rank()));
+    let g = p.global(g);
     let rank = layout.rank();
+    if rank == 0 || rank != g.shape.len() || g.const_stride(rank - 1) != Some(1) {
+        return 1;
+    }
     let last = rank - 1;
     let max_bytes = 16u32;
     let elem = g.dtype.nbytes();
@@ -213,13 +433,11 @@ fn store_vector_width(
         let ok_threads = layout.thread_terms()[last]
             .iter()
             .all(|t| t.stride % cand as i64 == 0);
-        // the row pitch and the offset of the last dimension must keep vectors aligned
-        let pitch_ok = g
-            .shape
-            .last()
-            .and_then(|e| e.as_int())
-            .is_some_and(|n| n % cand as i64 == 0)
-            || rank == 1;
+        // the other strides (the row pitch) and the offset of the innermost dimension must keep
+        // vectors aligned
+        let pitch_ok = g.strides[..last]
+            .iter()
+            .all(|s| cx.divisibility(s) % cand as i64 == 0);
         let off_ok = offsets
             .get(last)
             .is_some_and(|o| cx.divisibility(o) % cand as i64 == 0);

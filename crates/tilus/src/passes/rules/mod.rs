@@ -30,6 +30,11 @@ pub(crate) trait Rules {
     fn anchor_layouts(&mut self, _cx: &mut LayoutCx, _loc: Loc) {}
     /// Layouts the instruction passes between its operands; runs until nothing changes.
     fn propagate_layouts(&self, _cx: &mut LayoutCx, _loc: Loc) {}
+    /// Layouts the instruction would like for tiles nothing else constrains (coalesced,
+    /// vectorized global accesses), through [`LayoutCx::prefer`]: once propagation is done,
+    /// the first such wish in program order is granted and propagated, until none is left;
+    /// the rest get the default layout.
+    fn prefer_layouts(&self, _cx: &mut LayoutCx, _loc: Loc) {}
     /// Decisions lowering makes for the instruction (recorded in it) and what it needs of the
     /// host (tensor maps, alignments).
     fn lower(&mut self, _cx: &mut LowerCx, _loc: Loc) {}
@@ -98,6 +103,18 @@ impl Rules for Inst {
             Inst::Arith(i) => i.internal_shared(p),
             Inst::Wgmma(i) => i.internal_shared(p),
             Inst::Shape(i) => i.internal_shared(p),
+        }
+    }
+
+    fn prefer_layouts(&self, cx: &mut LayoutCx, loc: Loc) {
+        match self {
+            Inst::Memory(i) => i.prefer_layouts(cx, loc),
+            Inst::Mbarrier(i) => i.prefer_layouts(cx, loc),
+            Inst::Tma(i) => i.prefer_layouts(cx, loc),
+            Inst::Mma(i) => i.prefer_layouts(cx, loc),
+            Inst::Arith(i) => i.prefer_layouts(cx, loc),
+            Inst::Wgmma(i) => i.prefer_layouts(cx, loc),
+            Inst::Shape(i) => i.prefer_layouts(cx, loc),
         }
     }
 

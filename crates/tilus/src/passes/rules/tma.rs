@@ -58,26 +58,46 @@ fn check_box(
             format!("{name}: the tile's rows are {inner_bytes} bytes; TMA needs a multiple of 16"),
         );
     }
-    // Row strides of the view (every dimension but the innermost) must be multiples of 16
-    // bytes; strides that depend on runtime sizes are checked at launch, and so are strides
-    // past i64 (no buffer is that large).
+    // The view's innermost stride must be 1 and the others multiples of 16 bytes; strides
+    // that depend on runtime arguments are checked at launch, and so are strides past i64 (no
+    // buffer is that large).
     let elem = g.dtype.nbytes() as i64;
-    for d in 0..g.shape.len().saturating_sub(1) {
-        let inner: Option<i64> = g.shape[d + 1..]
-            .iter()
-            .try_fold(1i64, |n, e| n.checked_mul(e.as_int()?));
-        if let Some(stride) = inner.and_then(|n| n.checked_mul(elem)) {
-            if stride % 16 != 0 {
-                c.err(
-                    loc,
-                    format!(
-                        "{name}: view `{}` has a stride of {stride} bytes in dimension {d}; TMA needs \
-                         strides that are multiples of 16 bytes (pad rows to a multiple of {} elements)",
-                        g.name,
-                        16 / elem.max(1)
-                    ),
-                );
-            }
+    let rank = g.shape.len();
+    if rank == 0 {
+        return;
+    }
+    if let Some(s) = g.const_stride(rank - 1).filter(|&s| s != 1) {
+        c.err(
+            loc,
+            format!(
+                "{name}: view `{}` has an innermost stride of {s}; TMA needs the innermost \
+                 dimension contiguous (stride 1)",
+                g.name
+            ),
+        );
+    }
+    for d in 0..rank - 1 {
+        let Some(stride) = g.const_stride(d).and_then(|s| s.checked_mul(elem)) else {
+            continue;
+        };
+        if stride == 0 {
+            c.err(
+                loc,
+                format!(
+                    "{name}: view `{}` has a stride of 0 in dimension {d}; TMA needs positive strides",
+                    g.name
+                ),
+            );
+        } else if stride % 16 != 0 {
+            c.err(
+                loc,
+                format!(
+                    "{name}: view `{}` has a stride of {stride} bytes in dimension {d}; TMA needs \
+                     strides that are multiples of 16 bytes (pad rows to a multiple of {} elements)",
+                    g.name,
+                    16 / elem.max(1)
+                ),
+            );
         }
     }
 }

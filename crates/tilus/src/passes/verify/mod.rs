@@ -12,6 +12,7 @@ mod fences;
 mod hazards;
 mod placement;
 mod planned;
+mod scalars;
 mod scoping;
 mod stages;
 mod transactions;
@@ -43,6 +44,7 @@ pub fn check(p: &Program) -> Result<()> {
     hazards::check(&mut c);
     fences::check(&mut c);
     scoping::check(&mut c);
+    scalars::check(&mut c);
     finish(c.diags)
 }
 

@@ -84,7 +84,7 @@ fn use_expr(c: &mut Checker, sc: &Scopes, e: &Expr, loc: Loc) {
 fn use_global(c: &mut Checker, sc: &Scopes, g: GlobalId, loc: Loc) {
     let d = c.p.global(g);
     use_var(c, sc, d.ptr, loc);
-    for e in &d.shape {
+    for e in d.shape.iter().chain(&d.strides) {
         use_expr(c, sc, e, loc);
     }
 }
@@ -93,6 +93,12 @@ fn inst(c: &mut Checker, sc: &mut Scopes, i: &crate::ir::Inst, loc: Loc) {
     let facts = i.facts(c.p);
     for e in &facts.scalars {
         use_expr(c, sc, e, loc);
+    }
+    for &v in &facts.defines {
+        sc.var_at[v.0 as usize] = sc.here(loc);
+        if let Some(o) = sc.open.last_mut() {
+            o.vars.insert(v);
+        }
     }
     for e in &facts.effects {
         match (e.memory, e.access) {

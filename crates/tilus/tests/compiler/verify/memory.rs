@@ -404,7 +404,7 @@ fn a_stage_index_that_is_not_an_integer() {
             }
         }
     })
-    .fails_once("load_shared: the stage index of `s0` is f32, not an integer");
+    .fails_once("a f32 scalar where an integer is needed (an offset, index or count)");
 }
 
 #[test]
@@ -422,4 +422,227 @@ fn stages_read_and_written_by_a_runtime_index_compile() {
         });
     })
     .compiles("a loop over the stages of a tile");
+}
+
+// ------------------------------------------------------------------------------------------
+// Global memory through registers: strided views, `load_global`, atomics.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn global_view_strided_needs_a_stride_per_dimension() {
+    check::<OutF32>(|k, (o,)| {
+        k.warps(1);
+        at(line!(), k.global_view_strided(o, [16, 16], [16]));
+    })
+    .fails_once("global_view_strided: 2 extents but 1 strides; give one stride per dimension");
+}
+
+#[test]
+fn global_view_strided_with_a_negative_stride() {
+    check::<OutF32>(|k, (o,)| {
+        k.warps(1);
+        at(line!(), k.global_view_strided(o, [16, 16], (-16, 1)));
+    })
+    .fails_once("global_view_strided: stride 0 is -16; strides must not be negative");
+}
+
+#[test]
+fn load_global_rank_mismatch() {
+    check::<InF16>(|k, (a,)| {
+        k.warps(1);
+        let g = k.global_view(a, [64, 64]);
+        let _: RegisterTensor<f16> = at(line!(), k.load_global(&g, [0, 0], [64]));
+    })
+    .fails_once("load_global: view `g0` has 2 dimensions, the tile 1 and the offsets 2");
+}
+
+/// `load_global<T>` returns a tile of the view's `T`; edit the IR.
+#[test]
+fn load_global_into_another_element_type() {
+    check::<InF16>(|k, (a,)| {
+        k.warps(1);
+        let g = k.global_view(a, [64, 64]);
+        let _: RegisterTensor<f16> = at(line!(), k.load_global(&g, [0, 0], [16, 16]));
+    })
+    .edit(|p| p.registers[0].dtype = DType::F32)
+    .fails_once("load_global: a f16 view into a f32 register tensor");
+}
+
+#[test]
+fn load_global_tile_dimensions_that_are_not_positive() {
+    check::<InF16>(|k, (a,)| {
+        k.warps(1);
+        let g = k.global_view(a, [64, 64]);
+        let _: RegisterTensor<f16> = at(line!(), k.load_global(&g, [0, 0], [16, 0]));
+    })
+    .fails_once("load_global: every dimension must be positive, got [16, 0]");
+}
+
+/// The box's last index is 32-bit arithmetic of the generated code, checked like a store's.
+#[test]
+fn load_global_offsets_past_32_bits() {
+    check::<InF16>(|k, (a,)| {
+        k.warps(1);
+        let g = k.global_view(a, [64, 64]);
+        let _: RegisterTensor<f16> = at(line!(), k.load_global(&g, [0, i32::MAX - 8], [16, 16]));
+    })
+    .fails("the last index `2147483639` + 15 in dimension 1 of `g0` reaches 2147483654");
+}
+
+#[test]
+fn atomics_through_a_read_only_pointer() {
+    check::<(Ptr<f32>,)>(|k, (o,)| {
+        k.warps(1);
+        let r: RegisterTensor<f32> = k.register_tensor([32], 1.0);
+        let g = k.global_view(o, [32]);
+        at(line!(), k.atomic_add(&g, &r, [0]));
+    })
+    .fails_once("atomic_add writes through `arg0`, a read-only Ptr; declare it PtrMut");
+
+    check::<(Ptr<i32>,)>(|k, (o,)| {
+        k.warps(1);
+        let g = k.global_view(o, [32]);
+        k.single_thread(|k| {
+            at(line!(), k.atomic_cas_scalar(&g, [0], 0, 1));
+        });
+    })
+    .fails_once("atomic_cas_scalar writes through `arg0`, a read-only Ptr; declare it PtrMut");
+}
+
+#[test]
+fn atomics_on_unsupported_element_types() {
+    check::<(PtrMut<f16>,)>(|k, (o,)| {
+        k.warps(1);
+        let r: RegisterTensor<f16> = k.register_tensor([32], 1.0);
+        let g = k.global_view(o, [32]);
+        at(line!(), k.atomic_max(&g, &r, [0]));
+    })
+    .fails_once(
+        "atomic_max on a f16 view is not supported: it takes f32, i32, u32; atomics on 16-bit \
+         floats only add (cast to f32 for the others)",
+    );
+
+    check::<OutF32>(|k, (o,)| {
+        k.warps(1);
+        let g = k.global_view(o, [32]);
+        k.single_thread(|k| {
+            at(line!(), k.atomic_add_scalar(&g, [0], 1));
+        });
+    })
+    .fails_once(
+        "atomic_add_scalar on a f32 view is not supported: it takes i32, u32; use the tile form \
+         for other types",
+    );
+}
+
+#[test]
+fn atomic_rank_and_shape_mismatches() {
+    check::<OutF32>(|k, (o,)| {
+        k.warps(1);
+        let r: RegisterTensor<f32> = k.register_tensor([32], 1.0);
+        let g = k.global_view(o, [32, 32]);
+        at(line!(), k.atomic_add(&g, &r, [0, 0]));
+    })
+    .fails_once("atomic_add: view `g0` has 2 dimensions, the tile 1 and the offsets 2");
+
+    check::<OutF32>(|k, (o,)| {
+        k.warps(4);
+        let v: RegisterTensor<f32> = k.register_tensor([16, 32], 1.0);
+        let c: RegisterTensor<f32> = k.register_tensor([32, 16], 1.0);
+        let g = k.global_view(o, [32, 32]);
+        let _ = at(line!(), k.atomic_cas(&g, &c, &v, [0, 0]));
+    })
+    .fails("atomic_cas: the compared tile is f32 [32, 16], the values f32 [16, 32]");
+
+    check::<(PtrMut<i32>,)>(|k, (o,)| {
+        k.warps(1);
+        let g = k.global_view(o, [32, 32]);
+        k.single_thread(|k| {
+            at(line!(), k.atomic_exchange_scalar(&g, [0], 1));
+        });
+    })
+    .fails_once("atomic_exchange_scalar: view `g0` has 2 dimensions, the index 1");
+}
+
+/// Old values reach the thread that updated the element; a tile whose layout gives an element
+/// to several threads would leave the other copies without them.
+#[test]
+fn atomic_exchange_of_a_replicated_tile() {
+    check::<OutF32>(|k, (o,)| {
+        k.warps(4);
+        let r: RegisterTensor<f32> = k.register_tensor([32], 1.0);
+        let g = k.global_view(o, [32]);
+        let _ = at(line!(), k.atomic_exchange(&g, &r, [0]));
+    })
+    .fails_once(
+        "atomic_exchange: the layout of `r0` (layout([32], threads=[rep:4, d0:32], locals=[])) \
+         gives some elements to several of the group's 128 threads",
+    );
+}
+
+#[test]
+fn scalar_atomics_run_on_one_thread() {
+    check::<(PtrMut<u32>,)>(|k, (o,)| {
+        k.warps(1);
+        let g = k.global_view(o, [4]);
+        at(line!(), k.atomic_add_scalar(&g, [0], 1u32));
+    })
+    .fails_once(
+        "atomic_add_scalar runs in a group of 32 threads: each of them would issue its own; wrap \
+         it in single_thread()",
+    );
+}
+
+/// The old value of a scalar atomic is a variable of the thread group that ran it.
+#[test]
+fn the_old_value_of_a_scalar_atomic_outside_its_group() {
+    check::<(PtrMut<i32>,)>(|k, (o,)| {
+        k.warps(1);
+        let g = k.global_view(o, [4]);
+        let mut old = None;
+        k.single_thread(|k| old = Some(note(line!(), k.atomic_add_scalar(&g, [0], 1))));
+        at(line!(), k.let_i32(old.unwrap() + 1));
+    })
+    .fails_once_noting("`old0` is used outside the loop or thread group that declares it");
+}
+
+#[test]
+fn tma_through_a_view_that_is_not_contiguous_innermost() {
+    check::<InF16>(|k, (a,)| {
+        k.warps(1);
+        let g = k.global_view_strided(a, [64, 64], (1, 64));
+        let s: SharedTensor<f16> = k.shared_tensor([64, 64]);
+        let b = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            at(line!(), k.tma().global_to_shared(&g, &s, [0, 0], b[0]));
+        });
+    })
+    .fails(
+        "tma.global_to_shared: view `g0` has an innermost stride of 64; TMA needs the innermost \
+         dimension contiguous (stride 1)",
+    );
+
+    check::<InF16>(|k, (a,)| {
+        k.warps(1);
+        let g = k.global_view_strided(a, [64, 64], (68, 1));
+        let s: SharedTensor<f16> = k.shared_tensor([64, 64]);
+        let b = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            at(line!(), k.tma().global_to_shared(&g, &s, [0, 0], b[0]));
+        });
+    })
+    .fails_once("tma.global_to_shared: view `g0` has a stride of 136 bytes in dimension 0");
+}
+
+#[test]
+fn load_global_and_atomics_compile() {
+    check::<(i32, Ptr<f32>, PtrMut<f32>)>(|k, (m, a, o)| {
+        k.warps(4);
+        let g = k.global_view_strided(a, [m, Val::constant(64)], (m, 1));
+        let t = k.load_global(&g, [0, 0], [32, 64]);
+        let out = k.global_view(o, [m, Val::constant(64)]);
+        k.atomic_add(&out, &t, [0, 0]);
+        let _ = k.atomic_exchange(&out, &t, [0, 0]);
+    })
+    .compiles("a strided load and two atomics");
 }

@@ -29,6 +29,7 @@ mod mbarrier;
 mod memory;
 mod mma;
 mod resources;
+mod scalars;
 mod shape;
 mod tma;
 mod wgmma;

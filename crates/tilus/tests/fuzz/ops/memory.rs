@@ -2,12 +2,14 @@
 //! proxy fence.
 
 use proptest::prelude::*;
+use tilus::ir::AtomicOp;
 use tilus::prelude::*;
 
 use super::arith::Arith;
+use super::control::{Control, Group};
 use crate::model::{plain, Dt, Op, Sc, T};
 use crate::replay::{by_dt, on, pick, El, Replay, G, P, S};
-use crate::strategies::{dims, dt, sc, scs, t, tame_dim, Mode, Tame, Wild};
+use crate::strategies::{dims, dt, int, sc, scs, t, tame_dim, Mode, Tame, Wild};
 
 /// The initial value of a register tile.
 #[derive(Clone, Copy, Debug, Hash)]
@@ -50,6 +52,14 @@ pub enum Memory {
     StoreGlobal(usize, T, Vec<Sc>),
     /// `tile.at(stage)`: one stage of a shared tile, a new shared handle.
     At(T, Stage),
+    /// `global_view_strided(pointer, shape, strides)`.
+    GlobalViewStrided(usize, Vec<Sc>, Vec<Sc>),
+    /// `load_global(global, offsets, shape)`, or `load_global_or` with a fill value.
+    LoadGlobal(usize, Vec<Sc>, Vec<i32>, Option<i32>),
+    /// A tile atomic: `(op, global, values, compared values for cas, offsets)`.
+    Atomic(AtomicOp, usize, T, T, Vec<Sc>),
+    /// A scalar atomic: `(op, global, index, value, compared value for cas)`.
+    AtomicScalar(AtomicOp, usize, Vec<Sc>, Sc, Sc),
 }
 
 /// The stage `at` takes.
@@ -71,6 +81,17 @@ fn stage(m: Mode) -> BoxedStrategy<Stage> {
         ]
         .boxed(),
     }
+}
+
+fn atomic_op() -> impl Strategy<Value = AtomicOp> {
+    prop::sample::select(vec![
+        AtomicOp::Add,
+        AtomicOp::Add,
+        AtomicOp::Min,
+        AtomicOp::Max,
+        AtomicOp::Exchange,
+        AtomicOp::Cas,
+    ])
 }
 
 impl Memory {
@@ -124,6 +145,32 @@ impl Memory {
                     .boxed(),
             ),
         ];
+        arms.extend([
+            (
+                2,
+                (0usize..8, scs(m), scs(m))
+                    .prop_map(|(p, s, st)| Memory::GlobalViewStrided(p, s, st).into())
+                    .boxed(),
+            ),
+            (
+                3,
+                (0usize..8, scs(m), dims(m), prop::option::of(int(m)))
+                    .prop_map(|(g, o, s, f)| Memory::LoadGlobal(g, o, s, f).into())
+                    .boxed(),
+            ),
+            (
+                2,
+                (atomic_op(), 0usize..8, t(m), t(m), scs(m))
+                    .prop_map(|(op, g, v, c, o)| Memory::Atomic(op, g, v, c, o).into())
+                    .boxed(),
+            ),
+            (
+                1,
+                (atomic_op(), 0usize..8, scs(m), sc(m), sc(m))
+                    .prop_map(|(op, g, i, v, c)| Memory::AtomicScalar(op, g, i, v, c).into())
+                    .boxed(),
+            ),
+        ]);
         if m == Wild || top {
             arms.push((
                 4,
@@ -173,6 +220,66 @@ impl Memory {
                 }
             }
             Memory::FenceProxyAsync => k.fence_proxy_async(),
+            Memory::GlobalViewStrided(ptr, shape, strides) => {
+                let (shape, strides) = (r.scalars(shape), r.scalars(strides));
+                let g = on!(r.ptrs[ptr % 8], P, |p: E| E::g(
+                    k.global_view_strided(p, shape, strides)
+                ));
+                r.globals.push(g);
+            }
+            Memory::LoadGlobal(g, offsets, shape, fill) => {
+                let Some(g) = pick(&r.globals, *g) else {
+                    return;
+                };
+                let offsets = r.scalars(offsets);
+                let t = on!(g, G, |g: E| E::r(match fill {
+                    Some(f) => k.load_global_or(&g, offsets, shape.clone(), *f as f64),
+                    None => k.load_global(&g, offsets, shape.clone()),
+                }));
+                r.regs.push(t);
+            }
+            Memory::Atomic(op, g, v, c, offsets) => {
+                let Some(g) = pick(&r.globals, *g) else {
+                    return;
+                };
+                let offsets = r.scalars(offsets);
+                let out = on!(g, G, |g: E| {
+                    let (Some(v), Some(c)) = (r.reg_of::<E>(*v), r.reg_of::<E>(*c)) else {
+                        return;
+                    };
+                    match op {
+                        AtomicOp::Add => {
+                            k.atomic_add(&g, &v, offsets);
+                            None
+                        }
+                        AtomicOp::Min => {
+                            k.atomic_min(&g, &v, offsets);
+                            None
+                        }
+                        AtomicOp::Max => {
+                            k.atomic_max(&g, &v, offsets);
+                            None
+                        }
+                        AtomicOp::Exchange => Some(E::r(k.atomic_exchange(&g, &v, offsets))),
+                        AtomicOp::Cas => Some(E::r(k.atomic_cas(&g, &c, &v, offsets))),
+                    }
+                });
+                r.regs.extend(out);
+            }
+            Memory::AtomicScalar(op, g, index, v, c) => {
+                let Some(g) = pick(&r.globals, *g) else {
+                    return;
+                };
+                let (index, v, c) = (r.scalars(index), r.scalar(v), r.scalar(c));
+                let old = on!(g, G, |g: E| match op {
+                    AtomicOp::Add => k.atomic_add_scalar(&g, index, v),
+                    AtomicOp::Min => k.atomic_min_scalar(&g, index, v),
+                    AtomicOp::Max => k.atomic_max_scalar(&g, index, v),
+                    AtomicOp::Exchange => k.atomic_exchange_scalar(&g, index, v),
+                    AtomicOp::Cas => k.atomic_cas_scalar(&g, index, c, v),
+                });
+                r.vals.push(old);
+            }
             Memory::StoreGlobal(g, t, offsets) => {
                 let Some(g) = pick(&r.globals, *g) else {
                     return;
@@ -245,6 +352,66 @@ pub fn snippet_stage() -> BoxedStrategy<Vec<Op>> {
                 Memory::StoreShared(plain(0), plain(0)),
                 Memory::LoadShared(plain(0)),
             ]
+        })
+        .boxed()
+}
+
+/// A tile loaded from a view (possibly with a leading dimension, possibly cast), then stored
+/// into another, or added into it atomically.
+pub fn snippet_load_store() -> BoxedStrategy<Vec<Op>> {
+    (
+        prop::collection::vec(tame_dim(&[16, 32, 64, 128]), 1..=2),
+        prop::bool::ANY,
+        prop::collection::vec(sc(Tame), 2),
+        prop::sample::select(vec![0u8, 1, 2, 3]),
+        prop::option::of(prop::sample::select(vec![-1, 0, 7])),
+    )
+        .prop_map(|(shape, strided, offsets, end, fill)| {
+            let rank = shape.len();
+            let view: Vec<Sc> = shape.iter().map(|&d| Sc::Lit(d)).collect();
+            // pointer 4 is `Ptr<f32>`, 5 `PtrMut<f32>`, 1 `PtrMut<f16>`
+            let mut ops: Vec<Op> = vec![if strided {
+                let mut st = vec![Sc::Lit(1); rank];
+                if rank == 2 {
+                    st[0] = Sc::Const(0);
+                }
+                Memory::GlobalViewStrided(4, view[..rank].to_vec(), st).into()
+            } else {
+                Memory::GlobalView(4, view[..rank].to_vec()).into()
+            }];
+            ops.push(Memory::LoadGlobal(0, offsets[..rank].to_vec(), shape.clone(), fill).into());
+            match end {
+                0 => {
+                    ops.push(Memory::GlobalView(5, view[..rank].to_vec()).into());
+                    ops.push(Memory::StoreGlobal(0, plain(0), offsets[..rank].to_vec()).into());
+                }
+                1 => {
+                    ops.push(Arith::Cast(plain(0), Dt::F16).into());
+                    ops.push(Memory::GlobalView(1, view[..rank].to_vec()).into());
+                    ops.push(Memory::StoreGlobal(0, plain(0), offsets[..rank].to_vec()).into());
+                }
+                3 => {
+                    // a counter bumped by one thread (pointer 7 is `PtrMut<i32>`)
+                    ops.push(Memory::GlobalView(7, vec![Sc::Lit(4)]).into());
+                    let i = vec![Sc::Lit(1)];
+                    let bump = Memory::AtomicScalar(AtomicOp::Add, 0, i, Sc::Lit(1), Sc::Lit(0));
+                    ops.push(Control::Group(Group::SingleThread, vec![bump.into()]).into());
+                }
+                _ => {
+                    ops.push(Memory::GlobalView(5, view[..rank].to_vec()).into());
+                    ops.push(
+                        Memory::Atomic(
+                            AtomicOp::Add,
+                            0,
+                            plain(0),
+                            plain(0),
+                            offsets[..rank].to_vec(),
+                        )
+                        .into(),
+                    );
+                }
+            }
+            ops
         })
         .boxed()
 }

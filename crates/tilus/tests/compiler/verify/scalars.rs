@@ -1,0 +1,68 @@
+//! Scalar types: float scalars compute with floats and never stand where an integer is
+//! needed; integers and floats meet through an explicit cast.
+
+use crate::common::{at, check};
+use tilus::prelude::*;
+
+type FloatOut = (f32, PtrMut<f32>);
+
+#[test]
+fn a_float_scalar_as_an_offset() {
+    check::<FloatOut>(|k, (alpha, out)| {
+        k.warps(1);
+        let g = k.global_view::<f32>(out, [64]);
+        let t = k.register_tensor::<f32>([32], 1.0);
+        let o = Scalar::from(alpha) * 2.0;
+        at(line!(), k.store_global(&g, &t, [o]));
+    })
+    .fails_once("a f32 scalar where an integer is needed (an offset, index or count)");
+}
+
+#[test]
+fn a_float_scalar_as_a_loop_bound() {
+    check::<FloatOut>(|k, (alpha, _)| {
+        k.warps(1);
+        at(line!(), k.for_range(0, Scalar::from(alpha), 1, |_, _| {}));
+    })
+    .fails_once("a f32 scalar where an integer is needed (a loop bound)");
+}
+
+#[test]
+fn integers_and_floats_mixed_in_one_expression() {
+    check::<(i32, f32, PtrMut<f32>)>(|k, (n, alpha, _)| {
+        k.warps(1);
+        let _ = at(line!(), k.let_f32(Scalar::from(alpha) + n));
+    })
+    .fails_once("a scalar expression mixes types: `+` of f32 and i32");
+
+    check::<(i32, f32, PtrMut<f32>)>(|k, (n, alpha, _)| {
+        k.warps(1);
+        let _ = k.let_f32(Scalar::from(alpha) + n.cast::<f32>());
+    })
+    .compiles("an explicit cast makes the types agree");
+}
+
+#[test]
+fn bit_operations_on_floats() {
+    check::<FloatOut>(|k, (alpha, _)| {
+        k.warps(1);
+        let _ = at(line!(), k.let_f32(Scalar::from(alpha) % 2.0));
+    })
+    .fails_once("`%` of f32 values");
+}
+
+#[test]
+fn a_float_value_into_an_integer_variable() {
+    check::<FloatOut>(|k, (alpha, _)| {
+        k.warps(1);
+        let _ = at(line!(), k.let_i32(alpha));
+    })
+    .fails_once("a f32 value into a i32 variable: convert it explicitly with `.cast::<i32>()`");
+
+    check::<FloatOut>(|k, (alpha, _)| {
+        k.warps(1);
+        let v = k.var_i32(0);
+        at(line!(), k.assign(v, alpha));
+    })
+    .fails_once("a f32 value into the i32 variable");
+}

@@ -1,0 +1,83 @@
+//! Float scalars: `f32`, `f16` and `bf16` arguments and `let_f32` values in tile expressions,
+//! computed as the generated code computes them (f32 arithmetic, 16-bit values rounded where
+//! they are stored), against a CPU reference on random data.
+
+use crate::common::arith::{input, FloatAffine};
+use crate::common::interp::{interpret, run};
+use half::f16;
+use tilus::prelude::*;
+
+#[test]
+fn float_arguments_and_lets_scale_a_tile_exactly() {
+    let n = 1000;
+    let x = input(n, 1, 77);
+    let (alpha, beta, gamma) = FloatAffine::ARGS;
+    let mut out = vec![f32::NAN; n];
+    run(
+        &FloatAffine,
+        (n as i32, alpha, beta, gamma, &x[..], &mut out[..]),
+    )
+    .unwrap();
+    let want = FloatAffine::reference(&x);
+    for (i, (&got, &want)) in out.iter().zip(&want).enumerate() {
+        assert_eq!(
+            got.to_bits(),
+            want.to_bits(),
+            "element {i}: {got} vs {want}"
+        );
+    }
+}
+
+/// A scalar conversion to f16 rounds: `h = f32(f16(alpha / 3))`, `out = x + h`.
+fn rounded_scalar(k: &mut Kernel, (alpha, dst): Handles<(f32, PtrMut<f32>)>) {
+    k.warps(1);
+    let h = k.let_f32((alpha / 3.0).cast::<f16>());
+    let x = k.register_tensor::<f32>([32], 1.0);
+    let y = k.compute(x + h);
+    let out = k.global_view::<f32>(dst, [32]);
+    k.store_global(&out, &y, [0]);
+}
+
+#[test]
+fn a_scalar_conversion_to_f16_rounds_it() {
+    let alpha = 0.7f32;
+    let mut out = [f32::NAN; 32];
+    interpret::<(f32, PtrMut<f32>)>(rounded_scalar, (alpha, &mut out[..])).unwrap();
+    let want = 1.0 + f16::from_f32(alpha / 3.0).to_f32();
+    assert_ne!(want, 1.0 + alpha / 3.0, "the rounding shows");
+    assert!(
+        out.iter().all(|&v| v.to_bits() == want.to_bits()),
+        "{:?}",
+        &out[..4]
+    );
+}
+
+/// Float comparisons steer integer control flow: `if alpha > 0.5 { out = 1 } else { 2 }`.
+fn branch_on_a_float(k: &mut Kernel, (alpha, dst): Handles<(f32, PtrMut<f32>)>) {
+    k.warps(1);
+    let out = k.global_view::<f32>(dst, [32]);
+    k.if_else(
+        Scalar::from(alpha).gt(0.5),
+        |k| {
+            let t = k.register_tensor::<f32>([32], 1.0);
+            k.store_global(&out, &t, [0]);
+        },
+        |k| {
+            let t = k.register_tensor::<f32>([32], 2.0);
+            k.store_global(&out, &t, [0]);
+        },
+    );
+}
+
+#[test]
+fn a_float_comparison_picks_the_branch() {
+    for (alpha, want) in [(0.75f32, 1.0f32), (0.25, 2.0)] {
+        let mut out = [f32::NAN; 32];
+        interpret::<(f32, PtrMut<f32>)>(branch_on_a_float, (alpha, &mut out[..])).unwrap();
+        assert!(
+            out.iter().all(|&v| v == want),
+            "alpha {alpha}: {:?}",
+            &out[..4]
+        );
+    }
+}
