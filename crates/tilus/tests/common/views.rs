@@ -196,3 +196,45 @@ impl Script for DotViews {
         k.store_global(&out, &back, [0, 0]);
     }
 }
+
+/// The shape family with global loads and arithmetic: a `[16, 64]` f32 tile loaded with
+/// `load_global` (a vectorized layout: 4 consecutive columns per thread, rows 8 apart in each
+/// thread's registers), 4 warps; `slice(x, 0, 8, 8) * 2` stored to `twice`, and the row sums of
+/// `reshape(x, [2, 512])` (a reduction across the 4 warps) stored to `sums`.
+#[derive(Clone, Debug, Hash)]
+pub struct LoadedViews;
+
+/// Rows and columns of [`LoadedViews`]'s input.
+pub const LOADED: (usize, usize) = (16, 64);
+
+/// The CPU reference of [`LoadedViews`]: `(twice, sums)`. Inputs of small integers keep every
+/// sum exact in any order.
+pub fn loaded_expected(x: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let (rows, cols) = LOADED;
+    let twice = x[8 * cols..].iter().map(|v| v * 2.0).collect();
+    let half = rows / 2 * cols;
+    let sums = vec![x[..half].iter().sum(), x[half..].iter().sum()];
+    (twice, sums)
+}
+
+impl Script for LoadedViews {
+    type Args = (Ptr<f32>, PtrMut<f32>, PtrMut<f32>);
+    fn arg_names() -> &'static [&'static str] {
+        &["src", "twice", "sums"]
+    }
+    fn body(&self, k: &mut Kernel, (src, twice, sums): Handles<Self::Args>) {
+        let (rows, cols) = (LOADED.0 as i32, LOADED.1 as i32);
+        k.blocks([1]);
+        k.warps(4);
+        let g = k.global_view::<f32>(src, [rows, cols]);
+        let x = k.load_global(&g, [0, 0], [rows, cols]);
+        let part = k.slice(&x, 0, 8, 8);
+        let doubled = k.compute(part * 2.0);
+        let out = k.global_view::<f32>(twice, [8, cols]);
+        k.store_global(&out, &doubled, [0, 0]);
+        let halves = k.reshape(&x, [2, rows / 2 * cols]);
+        let s = k.sum(halves, 1, false);
+        let out = k.global_view::<f32>(sums, [2]);
+        k.store_global(&out, &s, [0]);
+    }
+}

@@ -5,7 +5,7 @@
 use crate::common::build;
 use crate::common::scripts::{Branches, Epilogue, EpilogueBug, Groups, OneTile, TileCopy, FILE};
 use crate::common::staged::{StagedMatmul, StagedSum};
-use crate::common::views::{DotViews, ShapeViews};
+use crate::common::views::{DotViews, LoadedViews, ShapeViews};
 use half::f16;
 
 // ------------------------------------------------------------------------------------------
@@ -115,6 +115,22 @@ fn shape_views_copy_registers_and_compile() {
     let c = build(&ShapeViews::<f32>::new(), &[]);
     assert_eq!(c.report.spill_stores, 0);
     let c = build(&ShapeViews::<f16>::new(), &[]);
+    assert_eq!(c.report.spill_stores, 0);
+}
+
+#[test]
+fn views_of_a_vectorized_tile_compile_without_spills() {
+    let src = tilus::emit(&LoadedViews, &[]).unwrap();
+    // the load's vectors of 4 stay whole: rows 8..16 are locals 4..8 of every thread
+    assert!(
+        src.contains("r1[0] = r0[4];") && src.contains("r1[3] = r0[7];"),
+        "{src}"
+    );
+    assert!(
+        src.contains("for (int l = 0; l < 8; ++l) r3[l] = r0[l];"),
+        "{src}"
+    );
+    let c = build(&LoadedViews, &[]);
     assert_eq!(c.report.spill_stores, 0);
 }
 

@@ -4,7 +4,11 @@
 
 use crate::common::inputs::{fresh_seed, random_f16, random_f32};
 use crate::common::interp::{interpret, run};
-use crate::common::views::{dot_expected, dot_inputs, expected, DotViews, ShapeViews, COLS, ROWS};
+use crate::common::scripts::global::small_ints;
+use crate::common::views::{
+    dot_expected, dot_inputs, expected, loaded_expected, DotViews, LoadedViews, ShapeViews, COLS,
+    LOADED, ROWS,
+};
 use half::f16;
 use tilus::prelude::*;
 
@@ -102,4 +106,47 @@ fn views_of_a_product_hold_the_referenced_elements() {
     for (i, (got, want)) in outs.iter().zip(&want).enumerate() {
         assert_eq!(got, want, "output {i}");
     }
+}
+
+/// A slice of a tile from `load_global` in an expression, and a reshape of it reduced across
+/// warps, on random small integers (exact in any order).
+#[test]
+fn views_of_a_loaded_tile_feed_arithmetic_and_reductions() {
+    let (rows, cols) = LOADED;
+    let x = small_ints(rows * cols, fresh_seed());
+    let (want_twice, want_sums) = loaded_expected(&x);
+    let mut twice = vec![f32::NAN; want_twice.len()];
+    let mut sums = vec![f32::NAN; 2];
+    run(&LoadedViews, (&x[..], &mut twice[..], &mut sums[..])).unwrap();
+    assert_eq!(twice, want_twice);
+    assert_eq!(sums, want_sums);
+}
+
+/// What the diagnostic of a slice the layout refuses suggests: columns 8..24 of a tile whose
+/// threads run along the columns, through a scratch buffer (`store_global`, `sync`,
+/// `load_global` of the part, which gets a layout of its own).
+#[test]
+fn a_slice_the_layout_refuses_goes_through_memory() {
+    let x = random_f32(4 * 32, fresh_seed());
+    let (mut scratch, mut out) = (vec![f32::NAN; 4 * 32], vec![f32::NAN; 4 * 16]);
+    interpret::<(Ptr<f32>, PtrMut<f32>, PtrMut<f32>)>(
+        |k, (src, tmp, dst)| {
+            k.blocks([1]);
+            k.warps(1);
+            let g = k.global_view::<f32>(src, [4, 32]);
+            let x = k.load_global(&g, [0, 0], [4, 32]);
+            let s = k.global_view::<f32>(tmp, [4, 32]);
+            k.store_global(&s, &x, [0, 0]);
+            k.sync();
+            let part = k.load_global(&s, [0, 8], [4, 16]);
+            let o = k.global_view::<f32>(dst, [4, 16]);
+            k.store_global(&o, &part, [0, 0]);
+        },
+        (&x[..], &mut scratch[..], &mut out[..]),
+    )
+    .unwrap();
+    let want: Vec<f32> = (0..4)
+        .flat_map(|r| x[r * 32 + 8..r * 32 + 24].to_vec())
+        .collect();
+    assert_eq!(out, want);
 }

@@ -8,7 +8,7 @@ use crate::common::scripts::{
     EPILOGUE_COLS,
 };
 use crate::common::staged::{StagedMatmul, StagedSum};
-use crate::common::views::{self, DotViews, ShapeViews};
+use crate::common::views::{self, DotViews, LoadedViews, ShapeViews};
 use half::f16;
 use tilus::cudarc::driver::CudaSlice;
 use tilus::lang::PtrMut;
@@ -701,4 +701,38 @@ fn views_of_an_mma_accumulator_hold_the_referenced_elements_on_the_gpu() {
         assert_eq!(&got, it, "output {i}: the GPU against the interpreter");
         assert_eq!(&got, w, "output {i}: the GPU against the CPU reference");
     }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn views_of_a_loaded_tile_feed_arithmetic_and_reductions_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let (rows, cols) = views::LOADED;
+    let x = crate::common::scripts::global::small_ints(rows * cols, fresh_seed());
+    let (want_twice, want_sums) = views::loaded_expected(&x);
+    let (mut it, mut is) = (vec![f32::NAN; want_twice.len()], vec![f32::NAN; 2]);
+    tilus::interpret(&LoadedViews, (&x[..], &mut it[..], &mut is[..])).unwrap();
+    let src = upload(&device, &x);
+    let mut twice = upload(&device, &vec![f32::NAN; want_twice.len()]);
+    let mut sums = upload(&device, &[f32::NAN; 2]);
+    tilus::Jit::new(LoadedViews, &device)
+        .launch(stream, (&src, &mut twice, &mut sums))
+        .unwrap();
+    let (twice, sums) = (
+        stream.clone_dtoh(&twice).unwrap(),
+        stream.clone_dtoh(&sums).unwrap(),
+    );
+    // small integers: exact in any order, so the GPU, the interpreter and the CPU agree
+    assert_eq!(
+        (&twice, &sums),
+        (&it, &is),
+        "the GPU against the interpreter"
+    );
+    assert_eq!(
+        (twice, sums),
+        (want_twice, want_sums),
+        "against the CPU reference"
+    );
 }

@@ -31,13 +31,16 @@ fn advice(inst: &ShapeInst, out_shape: &[i64]) -> String {
             "a reshape keeps every thread's registers, so it needs a layout whose factors (the \
              threads and the local elements along each dimension) each fall inside one \
              dimension of {out_shape:?} or split at its boundaries; reshape to such a shape, \
-             or keep the data as separate tiles of the shapes you need (two tensors)"
+             keep the data as separate tiles of the shapes you need (two tensors), or go \
+             through memory (`store_global` into a scratch buffer, `sync()`, `load_global` \
+             through a view of the new shape)"
         ),
         ShapeInst::Slice { dim, start, .. } => format!(
             "a slice keeps, in every thread, some of its own registers, so it needs every \
              thread to hold elements of {start}..{}: dimension {dim} in each thread's local \
              elements, in factors the range does not cut; keep the parts as separate tiles \
-             (two tensors), or slice a range the layout keeps whole",
+             (two tensors), or go through memory (`store_global` into a scratch buffer, \
+             `sync()`, `load_global` of the part)",
             start + out_shape.get(*dim).copied().unwrap_or(0)
         ),
     }
