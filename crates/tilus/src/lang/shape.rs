@@ -33,6 +33,11 @@
 use super::{Dims, Element, Kernel, RegisterTensor};
 use crate::ir::{Inst, Loc, ReshapeOp, ShapeInst, StmtKind};
 
+/// The number of elements of a shape, `None` past `i64`.
+fn count(shape: &[i64]) -> Option<i64> {
+    shape.iter().try_fold(1i64, |a, &n| a.checked_mul(n))
+}
+
 impl Kernel {
     fn shape_view<T: Element>(
         &mut self,
@@ -65,13 +70,14 @@ impl Kernel {
                 format!("reshape: every dimension must be positive, got {want:?}"),
             );
             out = from.clone();
-        } else if to.iter().product::<i64>() != from.iter().product::<i64>() {
+        } else if count(&to) != count(&from) || count(&to).is_none() {
+            let text = |c: Option<i64>| c.map_or("too many".to_string(), |n| n.to_string());
             self.error(
                 loc,
                 format!(
                     "reshape: a {from:?} tile has {} elements, {to:?} has {}",
-                    from.iter().product::<i64>(),
-                    to.iter().product::<i64>()
+                    text(count(&from)),
+                    text(count(&to))
                 ),
             );
             out = from.clone();
@@ -164,7 +170,9 @@ impl Kernel {
     /// Elements `start .. start + len` of the tile along `dim` (compile-time numbers): a
     /// smaller tile made of the local elements of that range, which every thread must hold
     /// whole (a range that only some threads hold, or that cuts apart the elements a thread
-    /// keeps together, is a diagnostic once layouts are known).
+    /// keeps together, is a diagnostic once layouts are known). A source whose layout nothing
+    /// else fixes gets one the slice can keep (the dimension in blocks of `gcd(start, len)`
+    /// in each thread's registers).
     #[track_caller]
     pub fn slice<T: Element>(
         &mut self,

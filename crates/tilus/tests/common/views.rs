@@ -238,3 +238,41 @@ impl Script for LoadedViews {
         k.store_global(&out, &s, [0]);
     }
 }
+
+/// A column slice of a tile nothing else constrains: `slice(x, 1, 8, 16)` of an `[8, 32]` f32
+/// tile (one warp, loaded through TMA and shared memory), which the default layout (the
+/// threads along the 32 columns) cannot keep, so the slice asks for a layout with the columns
+/// in blocks of 8 in each thread's registers.
+#[derive(Clone, Debug, Hash)]
+pub struct ColumnSlice;
+
+/// The CPU reference of [`ColumnSlice`] (`x` row-major `[8, 32]`): columns 8..24.
+pub fn column_slice_expected(x: &[f32]) -> Vec<f32> {
+    (0..ROWS)
+        .flat_map(|r| x[r * COLS + 8..r * COLS + 24].to_vec())
+        .collect()
+}
+
+impl Script for ColumnSlice {
+    type Args = (Ptr<f32>, PtrMut<f32>);
+    fn arg_names() -> &'static [&'static str] {
+        &["src", "dst"]
+    }
+    fn body(&self, k: &mut Kernel, (src, dst): Handles<Self::Args>) {
+        let (r, c) = (ROWS as i32, COLS as i32);
+        k.blocks([1]);
+        k.warps(1);
+        let g = k.global_view::<f32>(src, [r, c]);
+        let s = k.shared_tensor::<f32>([r, c]);
+        let bar = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            k.mbarrier().arrive_and_expect_tx(bar[0], s.nbytes());
+            k.tma().global_to_shared(&g, &s, [0, 0], bar[0]);
+        });
+        k.mbarrier().wait(bar[0], 0u32);
+        let x = k.load_shared(&s);
+        let part = k.slice(&x, 1, 8, 16);
+        let out = k.global_view::<f32>(dst, [r, 16]);
+        k.store_global(&out, &part, [0, 0]);
+    }
+}

@@ -5,7 +5,7 @@
 use crate::common::build;
 use crate::common::scripts::{Branches, Epilogue, EpilogueBug, Groups, OneTile, TileCopy, FILE};
 use crate::common::staged::{StagedMatmul, StagedSum};
-use crate::common::views::{DotViews, LoadedViews, ShapeViews};
+use crate::common::views::{ColumnSlice, DotViews, LoadedViews, ShapeViews};
 use half::f16;
 
 // ------------------------------------------------------------------------------------------
@@ -131,6 +131,19 @@ fn views_of_a_vectorized_tile_compile_without_spills() {
         "{src}"
     );
     let c = build(&LoadedViews, &[]);
+    assert_eq!(c.report.spill_stores, 0);
+}
+
+#[test]
+fn a_column_slice_picks_the_blocks_it_asked_for_and_compiles() {
+    let src = tilus::emit(&ColumnSlice, &[]).unwrap();
+    // locals: [column block 4, row half 2]: columns 8..24 are blocks 1 and 2, locals 2..6
+    assert!(
+        src.contains("locals=[d1:4, d0:2])") && src.contains("r1[0] = r0[2];"),
+        "{src}"
+    );
+    assert!(src.contains("r1[3] = r0[5];"), "{src}");
+    let c = build(&ColumnSlice, &[]);
     assert_eq!(c.report.spill_stores, 0);
 }
 

@@ -6,8 +6,8 @@ use crate::common::inputs::{fresh_seed, random_f16, random_f32};
 use crate::common::interp::{interpret, run};
 use crate::common::scripts::global::small_ints;
 use crate::common::views::{
-    dot_expected, dot_inputs, expected, loaded_expected, DotViews, LoadedViews, ShapeViews, COLS,
-    LOADED, ROWS,
+    column_slice_expected, dot_expected, dot_inputs, expected, loaded_expected, ColumnSlice,
+    DotViews, LoadedViews, ShapeViews, COLS, LOADED, ROWS,
 };
 use half::f16;
 use tilus::prelude::*;
@@ -149,4 +149,14 @@ fn a_slice_the_layout_refuses_goes_through_memory() {
         .flat_map(|r| x[r * 32 + 8..r * 32 + 24].to_vec())
         .collect();
     assert_eq!(out, want);
+}
+
+/// A column slice that the default layout could not keep: the slice gives its unconstrained
+/// source a layout it can (columns in blocks of 8 in each thread's registers).
+#[test]
+fn a_slice_gives_an_unconstrained_source_a_layout_it_can_keep() {
+    let x = random_f32(ROWS * COLS, fresh_seed());
+    let mut out = vec![f32::NAN; ROWS * 16];
+    run(&ColumnSlice, (&x[..], &mut out[..])).unwrap();
+    assert_eq!(out, column_slice_expected(&x));
 }

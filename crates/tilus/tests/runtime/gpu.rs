@@ -8,7 +8,7 @@ use crate::common::scripts::{
     EPILOGUE_COLS,
 };
 use crate::common::staged::{StagedMatmul, StagedSum};
-use crate::common::views::{self, DotViews, LoadedViews, ShapeViews};
+use crate::common::views::{self, ColumnSlice, DotViews, LoadedViews, ShapeViews};
 use half::f16;
 use tilus::cudarc::driver::CudaSlice;
 use tilus::lang::PtrMut;
@@ -735,4 +735,24 @@ fn views_of_a_loaded_tile_feed_arithmetic_and_reductions_on_the_gpu() {
         (want_twice, want_sums),
         "against the CPU reference"
     );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_column_slice_holds_the_referenced_elements_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let x = random_f32(views::ROWS * views::COLS, fresh_seed());
+    let want = views::column_slice_expected(&x);
+    let mut interp = vec![f32::NAN; want.len()];
+    tilus::interpret(&ColumnSlice, (&x[..], &mut interp[..])).unwrap();
+    let src = upload(&device, &x);
+    let mut dst = upload(&device, &vec![f32::NAN; want.len()]);
+    tilus::Jit::new(ColumnSlice, &device)
+        .launch(stream, (&src, &mut dst))
+        .unwrap();
+    let got = stream.clone_dtoh(&dst).unwrap();
+    assert_eq!(got, interp, "the GPU against the interpreter");
+    assert_eq!(got, want, "the GPU against the CPU reference");
 }

@@ -91,7 +91,7 @@ impl ShapeInst {
             }
             ShapeInst::Slice { dim, start, .. } => {
                 let len = *p.register(out).shape.get(*dim)?;
-                l.slice(*dim, *start, len).ok()?
+                l.slice_locals(*dim, *start, len).ok()?
             }
         };
         want.same_mapping(have).then_some(table)

@@ -26,12 +26,17 @@ impl RegisterLayout {
     /// one dimension of the new shape, or split at the new dimensions' boundaries into whole
     /// factors; `Err` says which mode does not.
     pub fn reshape(&self, shape: &[i64]) -> Result<RegisterLayout, String> {
-        let total: i64 = self.shape.iter().product();
-        if shape.iter().product::<i64>() != total || shape.iter().any(|&n| n <= 0) {
+        let count = |s: &[i64]| s.iter().try_fold(1i64, |a, &n| a.checked_mul(n));
+        let (Some(total), Some(to)) = (count(&self.shape), count(shape)) else {
             return Err(format!(
-                "{:?} has {total} elements, {shape:?} has {}",
-                self.shape,
-                shape.iter().product::<i64>()
+                "{:?} or {shape:?} has too many elements",
+                self.shape
+            ));
+        };
+        if to != total || shape.iter().any(|&n| n <= 0) {
+            return Err(format!(
+                "{:?} has {total} elements, {shape:?} has {to}",
+                self.shape
             ));
         }
         let old_strides = row_major(&self.shape);
@@ -137,20 +142,53 @@ impl RegisterLayout {
 
     /// The elements `start .. start + len` along `dim`, when every thread keeps whole local
     /// elements of them (the slice picks the same local elements in every thread): the layout
-    /// of the slice, and for each of its local elements the local element of `self` it is. `Err`
-    /// when the range splits the threads along `dim` (some threads would hold none of it) or
-    /// does not fall on whole factors of the layout.
-    pub fn slice(
+    /// of the slice. `Err` when the range splits the threads along `dim` (some threads would
+    /// hold none of it) or does not fall on whole factors of the layout.
+    pub fn slice(&self, dim: usize, start: i64, len: i64) -> Result<RegisterLayout, String> {
+        self.slice_modes(dim, start, len)
+            .map(|(l, _)| l.normalized())
+    }
+
+    /// [`RegisterLayout::slice`] and, for each local element of the slice, the local element
+    /// of `self` it is (one entry per register of a thread: for layouts that fit in registers).
+    pub fn slice_locals(
         &self,
         dim: usize,
         start: i64,
         len: i64,
     ) -> Result<(RegisterLayout, Vec<usize>), String> {
+        let (sliced, offsets) = self.slice_modes(dim, start, len)?;
+        // each local element of the slice, as digits over the local modes (the kept sizes),
+        // is the element of `self` with the digits moved by the offsets
+        let kept = |m: usize| sliced.modes[m].size;
+        let count: i64 = self.local.iter().map(|&m| kept(m)).product();
+        let mut table = Vec::with_capacity(count.max(0) as usize);
+        for l in 0..count {
+            let (mut rest, mut src, mut scale) = (l, 0i64, 1i64);
+            for &m in self.local.iter().rev() {
+                let digit = rest % kept(m);
+                rest /= kept(m);
+                src += (digit + offsets[m]) * scale;
+                scale *= self.modes[m].size;
+            }
+            table.push(src as usize);
+        }
+        Ok((sliced.normalized(), table))
+    }
+
+    /// The slice's layout before normalization (its modes are `self`'s, some smaller) and the
+    /// first kept index of each mode.
+    fn slice_modes(
+        &self,
+        dim: usize,
+        start: i64,
+        len: i64,
+    ) -> Result<(RegisterLayout, Vec<i64>), String> {
         let extent = *self.shape.get(dim).ok_or("no such dimension")?;
-        if start < 0 || len <= 0 || start + len > extent {
+        if start < 0 || len <= 0 || start.checked_add(len).is_none_or(|end| end > extent) {
             return Err(format!(
                 "{start}..{} is not inside 0..{extent}",
-                start + len
+                start.saturating_add(len)
             ));
         }
         let mut sizes: Vec<i64> = self.modes.iter().map(|m| m.size).collect();
@@ -201,21 +239,7 @@ impl RegisterLayout {
             spatial: self.spatial.clone(),
             local: self.local.clone(),
         };
-        // each local element of the slice, as digits over the local modes, is the element of
-        // `self` with the digits moved by the offsets
-        let count: i64 = self.local.iter().map(|&m| sizes[m]).product();
-        let mut table = Vec::with_capacity(count as usize);
-        for l in 0..count {
-            let (mut rest, mut src, mut scale) = (l, 0i64, 1i64);
-            for &m in self.local.iter().rev() {
-                let digit = rest % sizes[m];
-                rest /= sizes[m];
-                src += (digit + offsets[m]) * scale;
-                scale *= self.modes[m].size;
-            }
-            table.push(src as usize);
-        }
-        Ok((sliced.normalized(), table))
+        Ok((sliced, offsets))
     }
 }
 
@@ -307,7 +331,7 @@ mod tests {
                 let n = l.shape()[dim];
                 for start in 0..n {
                     for len in 1..=n - start {
-                        let Ok((s, table)) = l.slice(dim, start, len) else {
+                        let Ok((s, table)) = l.slice_locals(dim, start, len) else {
                             continue;
                         };
                         accepted += 1;
@@ -336,7 +360,7 @@ mod tests {
     fn slices_that_split_threads_are_refused() {
         // 32 threads along [256], 8 locals outer: rows of 32 are whole locals
         let l = RegisterLayout::local(&[8]).compose(&RegisterLayout::spatial(&[32]));
-        let (s, table) = l.slice(0, 64, 96).unwrap();
+        let (s, table) = l.slice_locals(0, 64, 96).unwrap();
         assert_eq!(s.local_size(), 3);
         assert_eq!(table, vec![2, 3, 4]);
         let why = l.slice(0, 0, 16).unwrap_err();

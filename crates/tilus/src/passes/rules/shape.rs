@@ -2,12 +2,14 @@
 //! reshape, a range inside the dimension for a slice); the layout passes between the source
 //! and the result as the layout algebra says (both ways for a reshape, forward for a slice),
 //! and a layout that cannot be seen that way (a factor the new shape would cut apart, a range
-//! that only some threads hold) is a diagnostic at the user's line.
+//! that only some threads hold) is a diagnostic at the user's line. A slice whose source
+//! nothing constrains wishes for a layout it can keep, as global accesses wish for vectors.
 
 use super::Rules;
 use crate::ir::{Loc, RegId, ReshapeOp, ShapeInst};
 use crate::layout::RegisterLayout;
 use crate::passes::context::{Checker, LayoutCx, Scope};
+use crate::passes::infer_layout::default_layout;
 
 /// The result's layout from the source's (seen through its view), or why there is none.
 fn derived(
@@ -19,7 +21,7 @@ fn derived(
         ShapeInst::Reshape { .. } => l.reshape(out_shape),
         ShapeInst::Slice { dim, start, .. } => {
             let len = *out_shape.get(*dim).ok_or("no such dimension")?;
-            l.slice(*dim, *start, len).map(|(s, _)| s)
+            l.slice(*dim, *start, len)
         }
     }
 }
@@ -44,6 +46,45 @@ fn advice(inst: &ShapeInst, out_shape: &[i64]) -> String {
             start + out_shape.get(*dim).copied().unwrap_or(0)
         ),
     }
+}
+
+/// A layout of a `shape` tile (over `threads`) that `slice(dim, start, len)` can keep, for a
+/// source nothing constrains, when the default layout cannot: the dimension cut into blocks
+/// of `gcd(start, len)` elements, the blocks in each thread's registers (outermost) and each
+/// block spread as the default spreads it. `None` where the default already allows the slice
+/// or where that layout would leave threads idle (replicated).
+fn slice_friendly(
+    shape: &[i64],
+    threads: i64,
+    dim: usize,
+    start: i64,
+    len: i64,
+) -> Option<RegisterLayout> {
+    let n = *shape.get(dim)?;
+    if start < 0 || len <= 0 || start + len > n || len == n || threads <= 0 {
+        return None;
+    }
+    let default = default_layout(shape, threads);
+    if default.slice(dim, start, len).is_ok() {
+        return None;
+    }
+    let gcd = |mut a: i64, mut b: i64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let block = gcd(gcd(start, len), n);
+    let mut inner = shape.to_vec();
+    inner[dim] = block;
+    let spread = default_layout(&inner, threads);
+    if spread.replica_terms().iter().any(|t| t.modulus > 1) {
+        return None;
+    }
+    let mut outer = vec![1; shape.len()];
+    outer[dim] = n / block;
+    let l = RegisterLayout::local(&outer).compose(&spread);
+    l.slice(dim, start, len).is_ok().then_some(l)
 }
 
 /// Where the layout of `t` came from, for messages.
@@ -79,7 +120,8 @@ impl Rules for ShapeInst {
                         }
                     }
                 };
-                by_op && from.iter().product::<i64>() == to.iter().product::<i64>()
+                let count = |s: &[i64]| s.iter().try_fold(1i64, |a, &n| a.checked_mul(n));
+                by_op && count(&from).is_some() && count(&from) == count(&to)
             }
             ShapeInst::Slice { dim, start, .. } => {
                 *dim < from.len()
@@ -147,6 +189,28 @@ impl Rules for ShapeInst {
         }
     }
 
+    fn prefer_layouts(&self, cx: &mut LayoutCx, loc: Loc) {
+        // a source nothing else constrains gets a layout its slice can keep
+        let ShapeInst::Slice {
+            src,
+            dim,
+            start,
+            out,
+        } = self
+        else {
+            return;
+        };
+        let p = cx.p;
+        let shape = p.view_shape(src);
+        let Some(&len) = p.register(*out).shape.get(*dim) else {
+            return;
+        };
+        let threads = p.register(src.tensor).group_threads.max(1) as i64;
+        if let Some(l) = slice_friendly(&shape, threads, *dim, *start, len) {
+            cx.prefer(src.tensor, src.layout_of(&l), loc, "the slice");
+        }
+    }
+
     fn check_planned(&self, c: &mut Checker, loc: Loc) {
         let (src, out) = self.operands();
         let p = c.p;
@@ -154,6 +218,15 @@ impl Rules for ShapeInst {
         else {
             return;
         };
+        // a tile larger than a thread's registers is the register rule's; comparing its
+        // layouts would take as long as it is large
+        let fits = |t: crate::ir::RegId, l: &RegisterLayout| {
+            (l.local_size().max(0) as u64).saturating_mul(u64::from(p.register(t).dtype.bits()))
+                <= u64::from(crate::passes::MAX_REGISTERS) * 32
+        };
+        if !fits(src.tensor, l) || !fits(out, have) {
+            return;
+        }
         if self.source_locals(p).is_some() {
             return;
         }

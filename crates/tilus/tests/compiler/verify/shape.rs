@@ -49,19 +49,39 @@ fn a_slice_outside_the_dimension() {
 
 #[test]
 fn a_slice_that_only_some_threads_hold() {
-    // one warp along the 32 columns: a range of columns is held by some of the threads; the
-    // message names the line that gave the source its layout (here its default)
-    check::<OutF32>(|k, _| {
+    // x is stored first, which gives it 4 consecutive columns per thread over 8 threads; the
+    // range 0..16 is held by 4 of those threads; the message names the store that gave the
+    // layout
+    check::<OutF32>(|k, (o,)| {
         k.warps(1);
-        let x = note(line!(), k.register_tensor::<f32>([4, 32], 1.0));
+        let x = k.register_tensor::<f32>([4, 32], 1.0);
+        let g = k.global_view(o, [4, 32]);
+        note(line!(), k.store_global(&g, &x, [0, 0]));
         let _ = at(line!(), k.slice(&x, 1, 0, 16));
     })
     .fails_once_noting(
         "which cannot be seen as [4, 16] without moving data between threads: dimension 1 is \
-         spread over threads in a factor of 32; the range 0..16 would keep only some of those \
+         spread over threads in a factor of 8; the range 0..16 would keep only some of those \
          threads; a slice keeps, in every thread, some of its own registers, so it needs every \
          thread to hold elements of 0..16: dimension 1 in each thread's local elements",
     );
+}
+
+#[test]
+fn a_slice_gives_an_unconstrained_source_a_layout_it_can_keep() {
+    // the default layout (threads along the 32 columns) cannot keep columns 8..24; nothing
+    // else constrains x, so the slice gives it the columns in 4 blocks of 8 per thread
+    let p = check::<OutF32>(|k, (o,)| {
+        k.blocks([1]);
+        k.warps(1);
+        let x = k.register_tensor::<f32>([4, 32], 1.0);
+        let part = k.slice(&x, 1, 8, 16);
+        let g = k.global_view(o, [4, 16]);
+        k.store_global(&g, &part, [0, 0]);
+    })
+    .compiles("the slice chooses its source's layout");
+    let l = p.registers[0].layout.as_ref().unwrap().to_string();
+    assert_eq!(l, "layout([4, 32], threads=[d0:4, d1:8], locals=[d1:4])");
 }
 
 #[test]
