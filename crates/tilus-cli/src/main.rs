@@ -20,6 +20,7 @@
 //! `TILUS_LOG=debug` (any `tracing` filter) prints the autotuner's decisions and timings.
 
 mod bench;
+mod bench_epilogue;
 mod bench_tune;
 mod cache;
 mod check;
@@ -141,6 +142,22 @@ enum BenchCommand {
         #[arg(long)]
         fixed: bool,
     },
+    /// The fused matmul epilogue against cuBLAS, cuBLAS + a separate elementwise pass and
+    /// the plain v1 kernel: verified, then timed interleaved.
+    Epilogue {
+        /// Sizes MxNxK, comma-separated.
+        #[arg(long, default_value = "4096x4096x4096")]
+        sizes: String,
+        /// The activation: identity, relu or gelu.
+        #[arg(long, default_value = "gelu")]
+        act: String,
+        /// Warm-up rounds.
+        #[arg(long, default_value_t = 5)]
+        warmup: usize,
+        /// Timed rounds (the median is reported; at least 1).
+        #[arg(long, default_value_t = 20)]
+        rounds: usize,
+    },
     /// Cold and warm first calls of the autotuned v0 (a fresh cache, then new processes).
     Tune {
         /// Problem size MxNxK.
@@ -237,6 +254,12 @@ fn run(cli: Cli) -> CliResult<bool> {
                 sets,
                 fixed,
             }),
+            BenchCommand::Epilogue {
+                sizes,
+                act,
+                warmup,
+                rounds,
+            } => bench_epilogue::epilogue(&sizes, &act, warmup, rounds),
             BenchCommand::Tune { size } => bench_tune::tune(&size),
             BenchCommand::Launch { size, launches } => bench_tune::launch(&size, launches),
             BenchCommand::FirstCall { size, label } => {

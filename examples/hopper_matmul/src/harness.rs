@@ -168,16 +168,51 @@ impl Cublas {
         p: &Problem,
         reference: bool,
     ) -> tilus::Result<()> {
+        let out = if reference { &p.c_ref } else { &p.c };
+        let (c, _gc) = out.device_ptr(stream);
+        self.gemm(stream, p, c, blas_sys::cudaDataType::CUDA_R_16F)
+    }
+
+    /// `out = a · bᵀ` with the f32 accumulator kept (no rounding to f16): the reference of a
+    /// fused epilogue, which rounds only its final result.
+    pub fn matmul_f32(
+        &self,
+        stream: &Arc<CudaStream>,
+        p: &Problem,
+        out: &mut CudaSlice<f32>,
+    ) -> tilus::Result<()> {
+        if out.len() < p.m * p.n {
+            return Err(Error::Cublas {
+                call: "cublasGemmEx",
+                message: format!(
+                    "an f32 output of {} elements for {}x{}",
+                    out.len(),
+                    p.m,
+                    p.n
+                ),
+            });
+        }
+        let (c, _gc) = out.device_ptr_mut(stream);
+        self.gemm(stream, p, c, blas_sys::cudaDataType::CUDA_R_32F)
+    }
+
+    /// `C = A · Bᵀ` of the problem into `c` (of `c_type`, `[m, n]`).
+    fn gemm(
+        &self,
+        stream: &Arc<CudaStream>,
+        p: &Problem,
+        c: u64,
+        c_type: blas_sys::cudaDataType,
+    ) -> tilus::Result<()> {
         let (alpha, beta) = (1.0f32, 0.0f32);
         let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
         let (a, _ga) = p.a.device_ptr(stream);
         let (b, _gb) = p.b.device_ptr(stream);
         // Column-major view: Cᵀ [n, m] = B [n, k] · Aᵀ [k, m], i.e. op(B) = T on B's
         // column-major [k, n] storage and op(A) = N on A's column-major [k, m] storage.
-        let out = if reference { &p.c_ref } else { &p.c };
-        let (c, _gc) = out.device_ptr(stream);
         // SAFETY: the pointers are live device buffers of the sizes the dimensions imply
-        // (checked when the problem was built); alpha/beta are f32 as CUBLAS_COMPUTE_32F needs.
+        // (checked when the problem was built, and by the callers for `c`); alpha/beta are
+        // f32 as CUBLAS_COMPUTE_32F needs.
         unsafe {
             blas_result::gemm_ex(
                 *self.blas.handle(),
@@ -195,7 +230,7 @@ impl Cublas {
                 k,
                 &beta as *const f32 as *const _,
                 c as *mut _,
-                blas_sys::cudaDataType::CUDA_R_16F,
+                c_type,
                 n,
                 blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
                 blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT_TENSOR_OP,

@@ -4,6 +4,10 @@
 //! own.
 
 pub mod alloc;
+pub mod epilogue;
+pub mod epilogue_bench;
+pub mod epilogue_pass;
+pub mod epilogue_workload;
 mod error;
 pub mod harness;
 pub mod matmul;

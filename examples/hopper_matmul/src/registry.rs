@@ -8,6 +8,8 @@
 //!   check) and a small default size; [`Entry::interpret`] and [`Entry::run_on_gpu`] run it;
 //! - `bench matmul` and `soak`: [`MatmulVersion`], when it is a version of the matmul series.
 
+use crate::epilogue::{Activation, GeluTanh, Identity, MatmulEpilogue, Relu};
+use crate::epilogue_workload::EpilogueWorkload;
 use crate::run::{Matmul, MatmulArgs, Version};
 use crate::size::{quote, Size};
 use crate::workload::Workload;
@@ -166,6 +168,29 @@ fn matmul_entry<S: SeriesMatmul>(name: &'static str, about: &'static str) -> Ent
     }
 }
 
+static EPILOGUE_IDENTITY: EpilogueWorkload<Identity> = EpilogueWorkload::new();
+static EPILOGUE_RELU: EpilogueWorkload<Relu> = EpilogueWorkload::new();
+static EPILOGUE_GELU: EpilogueWorkload<GeluTanh> = EpilogueWorkload::new();
+
+/// The matmul with a fused epilogue and activation `A` as an entry.
+fn epilogue_entry<A: Activation>(
+    name: &'static str,
+    about: &'static str,
+    workload: &'static EpilogueWorkload<A>,
+) -> Entry {
+    Entry {
+        name,
+        about,
+        workload,
+        configure: configure::<MatmulEpilogue<A>>,
+        space: space::<MatmulEpilogue<A>>,
+        consts: crate::matmul::consts,
+        compile_size: &[4096, 4096, 4096],
+        run_size: &[192, 320, 128],
+        matmul: None,
+    }
+}
+
 /// Every kernel of the series.
 pub fn entries() -> Vec<Entry> {
     use crate::v0::MatmulTma;
@@ -175,6 +200,21 @@ pub fn entries() -> Vec<Entry> {
         matmul_entry::<MatmulWgmma>(
             "hopper_matmul_v1",
             "v1: TMA + mbarrier + WGMMA from shared memory",
+        ),
+        epilogue_entry::<Identity>(
+            "matmul_epilogue_identity",
+            "v1 + fused epilogue: C = alpha·A·Bᵀ + beta·D + bias",
+            &EPILOGUE_IDENTITY,
+        ),
+        epilogue_entry::<Relu>(
+            "matmul_epilogue_relu",
+            "v1 + fused epilogue: C = relu(alpha·A·Bᵀ + beta·D + bias)",
+            &EPILOGUE_RELU,
+        ),
+        epilogue_entry::<GeluTanh>(
+            "matmul_epilogue_gelu",
+            "v1 + fused epilogue: C = gelu_tanh(alpha·A·Bᵀ + beta·D + bias)",
+            &EPILOGUE_GELU,
         ),
         Entry {
             name: "tile_copy",

@@ -153,6 +153,19 @@ fn run_without_a_gpu_says_so_and_interprets_at_the_entrys_small_size() {
         .assert_stderr("v0.rs:");
 }
 
+/// The fused-epilogue kernels run on the interpreter at their default size (ragged in M and
+/// N) and pass against the f64 reference.
+#[test]
+fn the_epilogue_kernels_interpret_and_pass() {
+    for act in ["identity", "relu", "gelu"] {
+        tilus(&["run", &format!("matmul_epilogue_{act}"), "--interpret"])
+            .go()
+            .assert_code(0)
+            .assert_stdout("at 192x320x128, interpreted on the CPU")
+            .assert_stdout("check against the CPU reference: PASS");
+    }
+}
+
 /// A cache with two programs of one kernel and one of another.
 fn cache_with_programs() -> TempDir {
     let dir = TempDir::new("cache");

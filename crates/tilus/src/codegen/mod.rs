@@ -5,6 +5,7 @@
 
 mod arithmetic;
 mod control;
+mod debug;
 mod mbarrier;
 mod memory;
 mod mma;
@@ -239,6 +240,7 @@ impl<'p> Emitter<'p> {
                 Inst::Arith(a) => arithmetic::emit(self, a),
                 Inst::Wgmma(w) => wgmma::emit(self, w),
                 Inst::Shape(v) => shape::emit(self, v),
+                Inst::Debug(d) => debug::emit(self, d),
             },
             crate::ir::StmtKind::Let { .. }
             | crate::ir::StmtKind::Assign { .. }

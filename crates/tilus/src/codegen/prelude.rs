@@ -4,7 +4,7 @@
 //! of an instruction family are defined in its emitter's file; this one holds the few every
 //! family shares.
 
-use super::{arithmetic, mbarrier, memory, mma, tma, wgmma};
+use super::{arithmetic, debug, mbarrier, memory, mma, tma, wgmma};
 
 /// A helper function or type the kernel body uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -23,6 +23,8 @@ pub(crate) enum Helper {
     Arith(arithmetic::ArithHelper),
     /// wgmma.
     Wgmma(wgmma::WgmmaHelper),
+    /// Printing.
+    Debug(debug::DebugHelper),
 }
 
 /// Helpers every family may use.
@@ -67,6 +69,7 @@ fn helper(h: Helper) -> String {
         Helper::Mma(h) => mma::helper_text(h),
         Helper::Arith(h) => arithmetic::helper_text(h),
         Helper::Wgmma(h) => wgmma::helper_text(h),
+        Helper::Debug(h) => debug::helper_text(h),
     }
 }
 

@@ -255,7 +255,7 @@ fn load_shared(
 
 /// Ordinary stores of a register tile into a shared tile, through the tile's swizzle; the tile
 /// stays unpublished to the async proxy until the writing threads fence.
-fn store_shared(
+pub(super) fn store_shared(
     b: &mut Block<'_, '_>,
     task: &Task<'_>,
     dst: &SharedView,

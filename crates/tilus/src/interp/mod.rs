@@ -74,10 +74,12 @@ mod args;
 mod arithmetic;
 mod barrier;
 mod control;
+mod debug;
 mod hazards;
 mod mbarrier;
 mod memory;
 mod mma;
+mod printf;
 mod sched;
 mod shape;
 mod state;
@@ -112,6 +114,8 @@ pub struct Options {
     /// stops it with [`Fault::RunawayLoop`], so that a loop whose condition never becomes false
     /// ends a test instead of hanging it. 2^31 by default.
     pub max_loop_iterations: u64,
+    /// Where the text of `printf` and `print_tensor` goes.
+    pub output: Output,
 }
 
 impl Default for Options {
@@ -120,8 +124,24 @@ impl Default for Options {
             parallel: true,
             batch: 256,
             max_loop_iterations: 1 << 31,
+            output: Output::Stdout,
         }
     }
+}
+
+/// Where the interpreter puts what a kernel prints (`printf`, `print_tensor`). Each block's
+/// text comes out whole, block after block in block order (x fastest), whether or not blocks
+/// run in parallel; the text of a block that faults comes out before the error is returned.
+/// The GPU prints the same text for each block, but in the order its blocks happen to run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Output {
+    /// The process's standard output, as device `printf` on the GPU.
+    #[default]
+    Stdout,
+    /// [`Report::printed`], for tests to compare.
+    Capture,
+    /// Nowhere.
+    Discard,
 }
 
 /// What a run did.
@@ -138,6 +158,8 @@ pub struct Report {
     pub mma_instructions: u64,
     /// The most tasks a block had at once (1 when no thread group split a block).
     pub max_tasks: usize,
+    /// What the kernel printed, with [`Output::Capture`] (empty otherwise).
+    pub printed: String,
 }
 
 /// Which backend runs a launch: the GPU or this interpreter.
@@ -359,7 +381,11 @@ pub fn run_program(
     let mut start = 0u64;
     while start < total {
         let end = (start + batch).min(total);
-        let results: Vec<std::result::Result<(Vec<state::GlobalWrite>, state::Stats), Error>> = {
+        type BlockResult = (
+            String,
+            std::result::Result<(Vec<state::GlobalWrite>, state::Stats), Error>,
+        );
+        let results: Vec<BlockResult> = {
             let views: Vec<Option<GlobalBuf<'_>>> = args
                 .iter()
                 .map(|v| match v {
@@ -374,7 +400,9 @@ pub fn run_program(
                 let z = id / (grid[0] * grid[1]) as u64;
                 let bidx = [x as i64, y as i64, z as i64];
                 let mut b = Block::new(&prep, &views, &ints, bidx);
-                match sched::run_block(&mut b) {
+                let r = sched::run_block(&mut b);
+                let printed = std::mem::take(&mut b.printed);
+                let r = match r {
                     Ok(()) => Ok((b.writes, b.stats)),
                     Err(f) => Err(Error::Interp {
                         kernel: p.name.clone(),
@@ -382,7 +410,8 @@ pub fn run_program(
                         fault: f.fault,
                         diagnostics: f.diags,
                     }),
-                }
+                };
+                (printed, r)
             };
             if opts.parallel && end - start > 1 {
                 (start..end).into_par_iter().map(one).collect()
@@ -390,7 +419,8 @@ pub fn run_program(
                 (start..end).map(one).collect()
             }
         };
-        for r in results {
+        for (printed, r) in results {
+            emit(&printed, opts.output, &mut report);
             let (writes, stats) = r?;
             for w in writes {
                 if let Some(InterpValue::BufferMut(buf)) = args.get_mut(w.arg as usize) {
@@ -413,4 +443,22 @@ pub fn run_program(
         start = end;
     }
     Ok(report)
+}
+
+/// Hands a block's printed text to the output.
+fn emit(text: &str, output: Output, report: &mut Report) {
+    if text.is_empty() {
+        return;
+    }
+    match output {
+        Output::Stdout => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            // printing is for debugging: a closed standard output does not fail the run
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+        }
+        Output::Capture => report.printed.push_str(text),
+        Output::Discard => {}
+    }
 }

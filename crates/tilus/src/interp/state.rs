@@ -543,6 +543,8 @@ pub(crate) struct Block<'a, 'p> {
     /// `fence_proxy_async` since; the async proxy must not read them yet.
     pub proxy_dirty: Vec<Vec<Dirty>>,
     pub stats: Stats,
+    /// What `printf` and `print_tensor` printed, in order.
+    pub printed: String,
 }
 
 /// Byte used for shared memory nobody wrote: all-ones is NaN in f16, bf16 and f32, so reading
@@ -572,6 +574,7 @@ impl<'a, 'p> Block<'a, 'p> {
             commits: HashMap::new(),
             proxy_dirty: vec![vec![]; p.shareds.len()],
             stats: Stats::default(),
+            printed: String::new(),
         }
     }
 

@@ -6,6 +6,7 @@
 mod args;
 mod arith;
 mod atomics;
+mod debug;
 mod element;
 mod kernel;
 mod mbarrier;
@@ -21,6 +22,7 @@ mod wgmma;
 pub use crate::ir::HostValue;
 pub use args::{Arg, ArgList, Const, Handles, HostArgs, Ptr, PtrMut, PtrVal};
 pub use arith::{where_, IntoTile, Tile, TileMath};
+pub use debug::Printable;
 pub use element::Element;
 pub use kernel::{BlockIdx, Kernel};
 pub use mbarrier::{Barrier, Barriers, Mbarrier};

@@ -190,6 +190,37 @@ binops!(
     BitAnd bitand BitAnd, BitOr bitor BitOr, BitXor bitxor BitXor, Shl shl Shl, Shr shr Shr
 );
 
+/// `-x`: `x * -1` for floats (an exact sign flip, `-0.0` included), `0 - x` for integers.
+fn neg(x: Scalar) -> Scalar {
+    let t = x.0.dtype();
+    if t.is_float() {
+        bin(BinOp::Mul, x, Scalar(Expr::Float((-1.0f64).to_bits(), t)))
+    } else {
+        bin(BinOp::Sub, Scalar(Expr::Int(0, t)), x)
+    }
+}
+
+impl ops::Neg for Scalar {
+    type Output = Scalar;
+    fn neg(self) -> Scalar {
+        neg(self)
+    }
+}
+
+impl ops::Neg for &Scalar {
+    type Output = Scalar;
+    fn neg(self) -> Scalar {
+        neg(self.clone())
+    }
+}
+
+impl ops::Neg for Val {
+    type Output = Scalar;
+    fn neg(self) -> Scalar {
+        neg(self.into())
+    }
+}
+
 /// A list of scalars: shapes of global views, offsets, grid sizes. An array of one kind
 /// (`[om, on]`, `[64, 64]`), or a tuple that mixes variables and integer literals
 /// (`(om, 0)`, `(m, 64, k)`), as Rust arrays cannot.
@@ -206,6 +237,13 @@ macro_rules! tuple_scalars {
             }
         }
     };
+}
+
+impl Scalars for () {
+    /// No scalars (`k.printf("done", ())`).
+    fn into_exprs(self) -> Vec<Expr> {
+        vec![]
+    }
 }
 
 tuple_scalars!(A 0);

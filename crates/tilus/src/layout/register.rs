@@ -494,13 +494,17 @@ impl RegisterLayout {
             }
         };
         let mut table = Vec::with_capacity(self.local_size().max(0) as usize);
-        let theirs: Vec<Vec<i64>> = (0..other.local_size())
-            .map(|l| other.local_coords(l))
-            .collect();
+        // coordinates -> the first local index holding them (a map: tiles can hold many
+        // thousands of locals per thread, and a search per local would be quadratic)
+        let mut theirs: std::collections::HashMap<Vec<i64>, usize> =
+            std::collections::HashMap::with_capacity(other.local_size().max(0) as usize);
+        for l in (0..other.local_size()).rev() {
+            theirs.insert(other.local_coords(l), l as usize);
+        }
         for l in 0..self.local_size() {
             let mut c = self.local_coords(l);
             pin(&mut c);
-            table.push(theirs.iter().position(|x| *x == c)?);
+            table.push(*theirs.get(&c)?);
         }
         // the thread parts must agree too
         for t in 0..self.num_threads() {

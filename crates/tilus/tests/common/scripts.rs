@@ -527,3 +527,77 @@ impl Script for Branches {
         });
     }
 }
+
+/// Printing from a kernel: every block copies a `[4, 20]` f32 tile into shared memory (TMA)
+/// and registers; block 1 alone prints a line with values, the shared tile and its transpose,
+/// the register tile, a transposed f16 copy, a bf16, an i32 and a boolean tile computed from
+/// it, its row sums, a 3-D tile, and a line from warp 3 (between block barriers, so that the
+/// lines keep their order on the GPU too). The interpreter and the GPU print the same text.
+#[derive(Clone, Debug, Hash)]
+pub struct Printing;
+
+impl Printing {
+    /// The `[4, 20]` input: fractions of both signs, NaN, infinities, a negative zero, tiny
+    /// and large magnitudes.
+    pub fn input() -> Vec<f32> {
+        let mut v: Vec<f32> = (0..80)
+            .map(|i| ((i * 37) % 101 - 50) as f32 / 8.0)
+            .collect();
+        v[3] = f32::NAN;
+        v[10] = f32::INFINITY;
+        v[17] = -0.0;
+        v[25] = 1e-7;
+        v[42] = 3e9;
+        v[61] = -123_456.79;
+        v[70] = f32::NEG_INFINITY;
+        v
+    }
+}
+
+impl Script for Printing {
+    type Args = (i32, Ptr<f32>);
+    fn arg_names() -> &'static [&'static str] {
+        &["n", "src"]
+    }
+    fn body(&self, k: &mut Kernel, (n, src): Handles<Self::Args>) {
+        k.blocks([2]);
+        k.warps(4);
+        let bidx = k.block_idx().x;
+        let b = k.name_next("b").let_i32(bidx);
+        let g = k.global_view::<f32>(src, [4, 20]);
+        let s = k.name_next("s").shared_tensor::<f32>([4, 20]);
+        let bar = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            k.mbarrier().arrive_and_expect_tx(bar[0], s.nbytes());
+            k.tma().global_to_shared(&g, &s, [0, 0], bar[0]);
+        });
+        k.mbarrier().wait(bar[0], 0u32);
+        let x = k.name_next("x").load_shared(&s);
+        k.if_(b.eq_(1), |k| {
+            k.printf(
+                "printing {{n = {}}} in block {}: n > 3 is {}, 100%",
+                (n, b, n.gt(3)),
+            );
+            let third = k.let_f32(n.cast::<f32>() / 3.0);
+            k.printf("n / 3 = {}, -n / 3 = {}", (third, -third));
+            k.print_tensor(&s);
+            k.print_tensor(&s.transpose());
+            k.print_tensor(&x);
+            k.single_warp(3, |k| k.printf("warp 3 after x", ()));
+            let h: RegisterTensor<f16> = k.name_next("h").cast(&x);
+            k.print_tensor(&h.transpose());
+            let bf: RegisterTensor<bf16> = k.name_next("bf").compute((&x * 2.0).cast::<bf16>());
+            k.print_tensor(&bf);
+            let i: RegisterTensor<i32> = k
+                .name_next("i")
+                .compute((&x * 4.0).clip(-1000.0, 1000.0).cast::<i32>());
+            k.print_tensor(&i);
+            let positive = k.name_next("positive").compute(x.gt(0.0));
+            k.print_tensor(&positive);
+            let sums = k.name_next("sums").sum(x, 1, true);
+            k.print_tensor(&sums);
+            let cube = k.name_next("cube").register_tensor::<i32>([2, 2, 3], 5.0);
+            k.print_tensor(&cube);
+        });
+    }
+}

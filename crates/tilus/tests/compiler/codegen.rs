@@ -3,10 +3,13 @@
 //! in `runtime/gpu.rs`.
 
 use crate::common::build;
-use crate::common::scripts::{Branches, Epilogue, EpilogueBug, Groups, OneTile, TileCopy, FILE};
+use crate::common::scripts::{
+    Branches, Epilogue, EpilogueBug, Groups, OneTile, Printing, TileCopy, FILE,
+};
 use crate::common::staged::{StagedMatmul, StagedSum};
 use crate::common::views::{ColumnSlice, DotViews, LoadedViews, ShapeViews};
 use half::f16;
+use tilus::prelude::PtrMut;
 
 // ------------------------------------------------------------------------------------------
 // memory and tma: TMA of f32 tiles with and without a swizzle, the generic shared load.
@@ -569,4 +572,54 @@ fn float_scalar_arguments_compile_and_widen_16_bit_ones() {
         "{}",
         c.source
     );
+}
+
+// ------------------------------------------------------------------------------------------
+// debug: printf and print_tensor become device printf calls with the interpreter's formats.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn printing_compiles_to_device_printf() {
+    let src = tilus::emit(&Printing, &[]).unwrap();
+    for want in [
+        // the line's text, `%` escaped, a conversion per value, from the block's thread 0
+        "if (tilus_tid == 0) {\n      printf(\"printing {n = %d} in block %d: n > 3 is %s, 100%%\\n\", \
+         (int)(n), (int)(b), (((3 < n)) ? \"true\" : \"false\"));",
+        // headers carry the name, type and shape; the block index is printed
+        "printf(\"s.T: f32[20, 4], block (%d, %d, %d)\\n\", (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z);",
+        "printf(\"h.T: f16[20, 4], block (%d, %d, %d)\\n\"",
+        "printf(\"cube: i32[2, 2, 3], block (%d, %d, %d)\\n\"",
+        // sixteen elements a line, then the rest of the row
+        "for (int tilus_col = 0; tilus_col < 16; tilus_col += 16)",
+        // register tiles meet in a scratch tile of their own
+        "tilus_print_st16(",
+        "tilus_print_st8(",
+        "tilus_print_float(",
+    ] {
+        assert!(src.contains(want), "no {want:?} in:\n{src}");
+    }
+    // the line from warp 3: its group's first thread
+    let warp = src.find("printf(\"warp 3 after x\\n\");").unwrap();
+    assert!(
+        src[..warp].ends_with("if (tilus_tid2 == 0) {\n        "),
+        "{src}"
+    );
+    // three block barriers around each of the seven register tiles printed (and the one
+    // after the barrier's initialization)
+    assert_eq!(src.matches("__syncthreads();").count(), 1 + 3 * 7, "{src}");
+    build(&Printing, &[]);
+}
+
+/// Text that C string literals must escape (quotes, backslashes, `?` of trigraphs, newlines,
+/// bytes outside ASCII) and `%` reaches `printf` as written.
+#[test]
+fn printf_text_is_escaped_for_c() {
+    let script = crate::common::Body::<(PtrMut<f32>,)>(|k, _| {
+        k.warps(1);
+        k.printf("é \"q\" \\ ??= 50% \n{}", (7,));
+    });
+    let src = tilus::emit(&script, &[]).unwrap();
+    let want = r#"printf("\303\251 \"q\" \\ \?\?= 50%% \n%d\n", (int)(7));"#;
+    assert!(src.contains(want), "no {want} in:\n{src}");
+    build(&script, &[]);
 }

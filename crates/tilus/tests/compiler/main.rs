@@ -15,11 +15,11 @@
 //!   launch checks, the autotuner, the GPU runs of the shared scripts.
 //!
 //! The instruction families are those of `src/ir/inst/`: control (launch configuration,
-//! loops, conditionals, thread groups, scalars), memory, arithmetic, mbarrier, tma, mma, wgmma. A new
-//! instruction's tests go into its family's file in each binary: its verifier rules in
-//! `compiler/verify/<family>.rs`, its interpreter runs and faults in `interp/<family>.rs`, its
-//! fuzzer op in `fuzz/ops/<family>.rs`, its generated CUDA in `compiler/codegen.rs`, its GPU
-//! run in `runtime/gpu.rs`. A new family gets a new file in each of `verify/`, `interp/` and
+//! loops, conditionals, thread groups, scalars), memory, arithmetic, mbarrier, tma, mma, wgmma,
+//! debug (printing). A new instruction's tests go into its family's file in each binary: its
+//! verifier rules in `compiler/verify/<family>.rs`, its interpreter runs and faults in
+//! `interp/<family>.rs`, its fuzzer op in `fuzz/ops/<family>.rs`, its generated CUDA in
+//! `compiler/codegen.rs`, its GPU run in `runtime/gpu.rs`. A new family gets a new file in each of `verify/`, `interp/` and
 //! `fuzz/ops/`, and one `mod` line in each binary (`../README.md` has the details and a
 //! verifier case to copy). The shared harness is `common/` (scripts written inline, line
 //! markers, diagnostic and fault finders, inputs, scripts several binaries run); it also gives

@@ -21,7 +21,12 @@
 //! For each program: `tilus::trace` (with random values for the script's `Const` arguments,
 //! sometimes too few or too many), then `compile_program`, then `emit_cuda` (`run`). Nothing
 //! may panic; a panic fails the property with its message and location and the program,
-//! shrunk by proptest and then by `shrink::minimize`. NVRTC and the GPU are never used.
+//! shrunk by proptest and then by `shrink::minimize`. The GPU is never used.
+//!
+//! Programs that are valid by construction check the other direction: the arithmetic
+//! snippets of `ops::arith`, built on a model of the types and shapes of the tiles they
+//! create, must trace, pass the verifier and the planner and emit CUDA, and the first few
+//! compile with NVRTC when it is there (`typed_arithmetic_passes_the_verifier`).
 //!
 //! `TILUS_FUZZ_CASES=100000` runs more cases (the default, and CI's, is 4000);
 //! `TILUS_FUZZ_BACKTRACE=1` adds the panic's backtrace to the report; the ignored
@@ -110,6 +115,45 @@ fn random_scripts_never_panic() {
         compile_failed + emitted >= total / 10 && emitted >= total / 50,
         "too few generated programs get past tracing or compile: the generator needs retuning"
     );
+}
+
+/// Arithmetic built on the typed model of `ops::arith::snippet_arith` is valid by
+/// construction: every such script traces, passes the verifier and the planner and emits CUDA
+/// (a failure shows the diagnostics and the case), and the first few compile with NVRTC when
+/// it is available. `TILUS_FUZZ_CASES / 8` cases.
+#[test]
+fn typed_arithmetic_passes_the_verifier() {
+    let mut runner = TestRunner::new(Config {
+        cases: (cases() / 8).max(1),
+        failure_persistence: None,
+        max_shrink_iters: 512,
+        ..Config::default()
+    });
+    let compiled = RefCell::new(0u32);
+    let result = runner.run(&ops::arith::valid_arith_case(), |ops| {
+        let case = model::Case {
+            ops,
+            consts: vec![64, 128],
+            edits: vec![],
+        };
+        let fail = |e: tilus::Error| TestCaseError::fail(format!("{e}\n{}", shrink::show(&case)));
+        let script = Fuzz(case.ops.clone());
+        let program = tilus::trace(&script, &case.consts).map_err(fail)?;
+        let (program, plan) = tilus::passes::compile_program(program).map_err(fail)?;
+        std::hint::black_box(tilus::codegen::emit_cuda(&program, &plan));
+        if *compiled.borrow() < 3 {
+            match tilus::build(&script, &case.consts) {
+                Ok(_) => *compiled.borrow_mut() += 1,
+                // no NVRTC here: the emitted source is as far as this test goes
+                Err(tilus::Error::NvrtcUnavailable(_)) => *compiled.borrow_mut() = u32::MAX,
+                Err(e) => return Err(fail(e)),
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
 }
 
 /// The name (`Family::Variant`) of every operation in `ops`, nested ones included.

@@ -57,6 +57,7 @@ impl Script for Fuzz {
             globals: vec![],
             shareds: vec![],
             regs: vec![],
+            masks: vec![],
             bars: vec![],
         };
         r.run(k, &self.0);
@@ -193,6 +194,8 @@ pub struct Replay {
     pub globals: Vec<G>,
     pub shareds: Vec<S>,
     pub regs: Vec<R>,
+    /// Boolean register tiles (comparisons, `any`, `all`), for conditions.
+    pub masks: Vec<RegisterTensor<bool>>,
     pub bars: Vec<Barriers>,
 }
 

@@ -12,6 +12,7 @@
 use proptest::prelude::*;
 
 use crate::model::{BarIx, BarRef, Bin, Case, Dt, Edit, Op, Sc, T};
+use crate::ops::arith::snippet_arith;
 use crate::ops::control::{
     cond, group, snippet_branch, snippet_count, warps, Control, LetKind, To,
 };
@@ -222,6 +223,7 @@ fn chunk() -> BoxedStrategy<Vec<Op>> {
         2 => snippet_store(),
         2 => snippet_load_store(),
         2 => snippet_tma_store(),
+        3 => snippet_arith(),
         1 => snippet_views(),
         1 => snippet_stage(),
     ];

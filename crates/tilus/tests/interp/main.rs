@@ -9,7 +9,7 @@
 //! test knows the call a diagnostic must name; `common::interp::expect_fault` checks it.
 //!
 //! A new instruction's interpreter tests go into its family's file here (`control`,
-//! `memory`, `mbarrier`, `tma`, `mma`, `wgmma`); a new family gets a new file and a `mod`
+//! `memory`, `arithmetic`, `mbarrier`, `tma`, `mma`, `wgmma`, `debug`); a new family gets a new file and a `mod`
 //! line below. The other test binaries and the shared harness: see `compiler/main.rs`.
 
 // `mark(.., k.sync())` passes the unit result of the marked call on purpose.
@@ -20,6 +20,7 @@ mod common;
 
 mod arithmetic;
 mod control;
+mod debug;
 mod mbarrier;
 mod memory;
 mod mma;

@@ -81,3 +81,25 @@ fn a_float_comparison_picks_the_branch() {
         );
     }
 }
+
+/// Unary minus on scalars: floats flip their sign (negative zero included), integers
+/// subtract from zero. `out[0..4] = [-a, -(a * 0.0), -n, -(n * 2)]` as f32.
+fn negations(k: &mut Kernel, (a, n, dst): Handles<(f32, i32, PtrMut<f32>)>) {
+    k.warps(1);
+    let out = k.global_view::<f32>(dst, [4]);
+    let values = [-a, -(a * 0.0), (-n).cast::<f32>(), (-(n * 2)).cast::<f32>()];
+    for (i, v) in values.into_iter().enumerate() {
+        let x = k.let_f32(v);
+        let t = k.register_tensor::<f32>([1], 0.0);
+        let y = k.compute(t + x);
+        k.store_global(&out, &y, [i as i32]);
+    }
+}
+
+#[test]
+fn unary_minus_negates_float_and_integer_scalars() {
+    let mut out = [f32::NAN; 4];
+    interpret::<(f32, i32, PtrMut<f32>)>(negations, (1.75, 9, &mut out[..])).unwrap();
+    // 0 + -0.0 is +0.0 in the tile sum, so the negative zero shows as a plain zero there
+    assert_eq!(out, [-1.75, 0.0, -9.0, -18.0]);
+}

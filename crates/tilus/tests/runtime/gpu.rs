@@ -1,14 +1,14 @@
 //! The scripts of `common::scripts` on the GPU, against the same expectations as on the
 //! interpreter (`interp/`). Ignored without a GPU.
 
-use crate::common::cache_dir;
 use crate::common::inputs::{fresh_seed, random_f16, random_f32};
 use crate::common::scripts::{
-    epilogue_inputs, Branches, Epilogue, EpilogueBug, Groups, OneTile, OnesTimesB, TileCopy,
-    EPILOGUE_COLS,
+    epilogue_inputs, Branches, Epilogue, EpilogueBug, Groups, OneTile, OnesTimesB, Printing,
+    TileCopy, EPILOGUE_COLS,
 };
 use crate::common::staged::{StagedMatmul, StagedSum};
 use crate::common::views::{self, ColumnSlice, DotViews, LoadedViews, ShapeViews};
+use crate::common::{cache_dir, child};
 use half::f16;
 use tilus::cudarc::driver::CudaSlice;
 use tilus::lang::PtrMut;
@@ -521,6 +521,88 @@ fn float_scalar_arguments_reach_the_kernel_exactly() {
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(g.to_bits(), w.to_bits(), "element {i}: {g} vs {w}");
     }
+}
+
+// ------------------------------------------------------------------------------------------
+// debug: device printf prints the interpreter's text.
+// ------------------------------------------------------------------------------------------
+
+/// Set for the child process of the tests below: `gpu` or `interp`, the backend it runs
+/// `Printing` on.
+const PRINTING_CHILD: &str = "TILUS_TEST_PRINTING_CHILD";
+
+/// Child of the tests below: runs `Printing` on the backend `TILUS_TEST_PRINTING_CHILD`
+/// names, printing to standard output. On the GPU, device `printf` output reaches it when the
+/// stream is synchronized, through the C library's buffer, which is flushed before libtest
+/// reports the test, so that the kernel's text stays in one piece.
+#[test]
+fn child_printing() {
+    let Some(backend) = std::env::var_os(PRINTING_CHILD) else {
+        return;
+    };
+    extern "C" {
+        fn fflush(stream: *mut std::ffi::c_void) -> std::ffi::c_int;
+    }
+    cache_dir();
+    let input = Printing::input();
+    if backend == "interp" {
+        tilus::interpret(&Printing, (5, &input[..])).unwrap();
+        return;
+    }
+    let device = Device::open(0).expect("a Hopper GPU");
+    let src = upload(&device, &input);
+    tilus::Jit::new(Printing, &device)
+        .launch(device.stream(), (5, &src))
+        .unwrap();
+    device.stream().synchronize().unwrap();
+    // SAFETY: `fflush(NULL)` flushes every output stream of the C library; it touches no
+    // memory of this program.
+    unsafe { fflush(std::ptr::null_mut()) };
+}
+
+/// What `Printing` prints on `backend` (in a child process), and what the interpreter
+/// captures in this one.
+fn printed_by_child(backend: &str) -> (String, String) {
+    let input = Printing::input();
+    let opts = tilus::interp::Options {
+        output: tilus::interp::Output::Capture,
+        ..Default::default()
+    };
+    let want = tilus::interpret_with(&Printing, (5, &input[..]), &opts)
+        .unwrap()
+        .printed;
+    assert!(want.lines().count() > 50, "{want}");
+    let out = child::command(&child::test_name(module_path!(), "child_printing"), None)
+        .env(PRINTING_CHILD, backend)
+        .output()
+        .unwrap();
+    let got = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{got}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (got, want)
+}
+
+/// The interpreter's standard output carries the text it captures, in one piece.
+#[test]
+fn the_interpreter_prints_to_standard_output_what_it_captures() {
+    let (got, want) = printed_by_child("interp");
+    assert!(
+        got.contains(&want),
+        "the child printed:\n{got}\nthe interpreter captured:\n{want}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn device_printf_prints_the_interpreters_text() {
+    let (got, want) = printed_by_child("gpu");
+    assert!(
+        got.contains(&want),
+        "the GPU printed:\n{got}\nthe interpreter printed:\n{want}"
+    );
 }
 
 // ------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 //! runs. A new version's tests are new modules here (`interp_v2`, `nvrtc_space_v2`, `gpu_v2`).
 
 mod codegen_v0;
+mod epilogue_pass;
 mod gpu_v0;
 mod gpu_v1;
 mod interp_v0;

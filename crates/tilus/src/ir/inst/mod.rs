@@ -4,6 +4,7 @@
 //! and `interp/`, so adding an instruction touches its family and nothing else.
 
 mod arithmetic;
+pub(crate) mod debug;
 pub mod facts;
 mod mbarrier;
 mod memory;
@@ -14,6 +15,7 @@ mod wgmma;
 
 pub(crate) use arithmetic::{reduce_crosses_warps, reduce_locals, subsets};
 pub use arithmetic::{ArithInst, BinaryOp, ReduceOp, TileExpr, UnaryOp};
+pub use debug::DebugInst;
 pub use facts::Facts;
 pub use mbarrier::MbarrierInst;
 pub use memory::{AtomicOp, MemoryInst};
@@ -42,6 +44,8 @@ pub enum Inst {
     Wgmma(WgmmaInst),
     /// Register tiles seen with another shape, or in part.
     Shape(ShapeInst),
+    /// Printing from the kernel.
+    Debug(DebugInst),
 }
 
 impl Inst {
@@ -55,6 +59,7 @@ impl Inst {
             Inst::Arith(i) => i.name(),
             Inst::Wgmma(i) => i.name(),
             Inst::Shape(i) => i.name(),
+            Inst::Debug(i) => i.name(),
         }
     }
 
@@ -68,6 +73,7 @@ impl Inst {
             Inst::Arith(i) => i.facts(p),
             Inst::Wgmma(i) => i.facts(p),
             Inst::Shape(i) => i.facts(p),
+            Inst::Debug(i) => i.facts(p),
         }
     }
 
@@ -81,6 +87,7 @@ impl Inst {
             Inst::Arith(i) => i.describe(n),
             Inst::Wgmma(i) => i.describe(n),
             Inst::Shape(i) => i.describe(n),
+            Inst::Debug(i) => i.describe(n),
         }
     }
 }

@@ -8,6 +8,7 @@
 //! until it says what it does at every stage.
 
 mod arithmetic;
+mod debug;
 mod mbarrier;
 mod memory;
 mod mma;
@@ -55,6 +56,7 @@ impl Rules for Inst {
             Inst::Arith(i) => i.check(c, loc, scope),
             Inst::Wgmma(i) => i.check(c, loc, scope),
             Inst::Shape(i) => i.check(c, loc, scope),
+            Inst::Debug(i) => i.check(c, loc, scope),
         }
     }
 
@@ -67,6 +69,7 @@ impl Rules for Inst {
             Inst::Arith(i) => i.check_planned(c, loc),
             Inst::Wgmma(i) => i.check_planned(c, loc),
             Inst::Shape(i) => i.check_planned(c, loc),
+            Inst::Debug(i) => i.check_planned(c, loc),
         }
     }
 
@@ -79,6 +82,7 @@ impl Rules for Inst {
             Inst::Arith(i) => i.anchor_layouts(cx, loc),
             Inst::Wgmma(i) => i.anchor_layouts(cx, loc),
             Inst::Shape(i) => i.anchor_layouts(cx, loc),
+            Inst::Debug(i) => i.anchor_layouts(cx, loc),
         }
     }
 
@@ -91,6 +95,7 @@ impl Rules for Inst {
             Inst::Arith(i) => i.propagate_layouts(cx, loc),
             Inst::Wgmma(i) => i.propagate_layouts(cx, loc),
             Inst::Shape(i) => i.propagate_layouts(cx, loc),
+            Inst::Debug(i) => i.propagate_layouts(cx, loc),
         }
     }
 
@@ -103,6 +108,7 @@ impl Rules for Inst {
             Inst::Arith(i) => i.internal_shared(p),
             Inst::Wgmma(i) => i.internal_shared(p),
             Inst::Shape(i) => i.internal_shared(p),
+            Inst::Debug(i) => i.internal_shared(p),
         }
     }
 
@@ -115,6 +121,7 @@ impl Rules for Inst {
             Inst::Arith(i) => i.prefer_layouts(cx, loc),
             Inst::Wgmma(i) => i.prefer_layouts(cx, loc),
             Inst::Shape(i) => i.prefer_layouts(cx, loc),
+            Inst::Debug(i) => i.prefer_layouts(cx, loc),
         }
     }
 
@@ -127,6 +134,7 @@ impl Rules for Inst {
             Inst::Arith(i) => i.lower(cx, loc),
             Inst::Wgmma(i) => i.lower(cx, loc),
             Inst::Shape(i) => i.lower(cx, loc),
+            Inst::Debug(i) => i.lower(cx, loc),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! with floats only, and never stand where an integer is needed (a grid size, a loop bound,
 //! an offset, a shape, an index). Integers and floats meet only through an explicit `cast`.
 
-use crate::ir::{ArithInst, BinOp, Expr, Inst, Loc, MemoryInst, Program, StmtKind};
+use crate::ir::{ArithInst, BinOp, DebugInst, Expr, Inst, Loc, MemoryInst, Program, StmtKind};
 use crate::passes::context::Checker;
 
 /// What an expression mixes that it must not: `None` when its types are consistent.
@@ -97,6 +97,12 @@ pub(super) fn check(c: &mut Checker) {
                         check_expr(c, e, index_role, s.loc);
                     }
                     check_expr(c, fill, None, s.loc);
+                }
+                // printf prints values of any type
+                Inst::Debug(DebugInst::Printf { args, .. }) => {
+                    for e in args {
+                        check_expr(c, e, None, s.loc);
+                    }
                 }
                 Inst::Memory(MemoryInst::AtomicScalar {
                     index,

@@ -136,3 +136,16 @@ fn a_reduction_within_warps_needs_warp_aligned_groups() {
     })
     .fails_once("sum runs on whole warps; the current group has 32 threads starting at thread 16");
 }
+
+/// A tile far past the register budget is rejected for that, and the rejection does not first
+/// match each thread's hundred thousand elements one by one against the operands' (an
+/// expression over a `[4096, 4096]` tile took minutes when it did).
+#[test]
+fn a_huge_expression_is_rejected_for_its_registers() {
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        let r: RegisterTensor<f32> = k.register_tensor([4096, 4096], 1.0);
+        let _ = at(line!(), k.compute(&r * 2.0 + 1.0));
+    })
+    .fails_once("registers per thread");
+}

@@ -25,6 +25,7 @@
 
 mod arithmetic;
 mod control;
+mod debug;
 mod mbarrier;
 mod memory;
 mod mma;

@@ -19,6 +19,7 @@
 
 pub mod arith;
 pub mod control;
+pub mod debug;
 pub mod mbarrier;
 pub mod memory;
 pub mod mma;
@@ -80,6 +81,7 @@ families! {
     Mbarrier: mbarrier,
     Tma: tma,
     Wgmma: wgmma,
+    Print: debug,
 }
 
 impl Op {

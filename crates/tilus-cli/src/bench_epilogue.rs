@@ -1,0 +1,76 @@
+//! `tilus bench epilogue`: the fused matmul epilogue against what it replaces (see
+//! `hopper_matmul::epilogue_bench`).
+
+use crate::out::{outln, CliError, CliResult};
+use hopper_matmul::epilogue::{Activation, GeluTanh, Identity, Relu};
+use hopper_matmul::epilogue_bench::bench_epilogue;
+use hopper_matmul::size::Size;
+
+fn one<A: Activation>(
+    device: &tilus::runtime::Device,
+    shape: (usize, usize, usize),
+    warmup: usize,
+    rounds: usize,
+) -> CliResult<bool> {
+    let mut stdout = std::io::stdout();
+    let r = bench_epilogue::<A>(&mut stdout, device, shape, warmup, rounds)?;
+    let show = |what: &str, c: &hopper_matmul::harness::Check| -> CliResult<()> {
+        outln!(
+            "check   {what}: {} (non-finite {}, mismatches {} of {}, max |diff| {:.3e}, relative error {:.3e})",
+            if c.passed() { "PASS" } else { "FAIL" },
+            c.non_finite,
+            c.mismatches,
+            c.total,
+            c.max_abs,
+            c.rel_err
+        );
+        Ok(())
+    };
+    show(
+        &format!("matmul_epilogue_{} ({})", A::NAME, r.config),
+        &r.fused,
+    )?;
+    show("cublas + pass (product rounded to f16 first)", &r.unfused)?;
+    hopper_matmul::harness::write_table(&mut stdout, &r.rows)?;
+    let (plain, fused, unfused) = (
+        r.rows[2].latency_ms,
+        r.rows[4].latency_ms,
+        r.rows[1].latency_ms,
+    );
+    outln!(
+        "fused vs the plain kernel with its tile: {:+.1}% time; vs cublas + pass: {:.3}x faster",
+        (fused / plain - 1.0) * 100.0,
+        unfused / fused
+    );
+    Ok(r.fused.passed())
+}
+
+/// Runs the benchmark; `Ok(false)` when the fused kernel's check failed.
+pub(crate) fn epilogue(sizes: &str, act: &str, warmup: usize, rounds: usize) -> CliResult<bool> {
+    let shapes: Vec<(usize, usize, usize)> = Size::parse_list(hopper_matmul::matmul::DIMS, sizes)?
+        .iter()
+        .map(|s| s.dims().map(|[m, n, k]| (m, n, k)))
+        .collect::<Result<_, _>>()?;
+    if rounds == 0 {
+        return Err(CliError::Usage("--rounds must be at least 1".into()));
+    }
+    if !["identity", "relu", "gelu"].contains(&act) {
+        return Err(CliError::Usage(format!(
+            "unknown activation `{act}` (identity, relu, gelu)"
+        )));
+    }
+    for &(m, n, k) in &shapes {
+        hopper_matmul::harness::Problem::ensure_host(m, n, k)?;
+    }
+    let device = tilus::runtime::Device::open(0)?;
+    outln!("GPU: {}", device.name());
+    let mut ok = true;
+    for &shape in &shapes {
+        ok &= match act {
+            "identity" => one::<Identity>(&device, shape, warmup, rounds)?,
+            "relu" => one::<Relu>(&device, shape, warmup, rounds)?,
+            _ => one::<GeluTanh>(&device, shape, warmup, rounds)?,
+        };
+    }
+    Ok(ok)
+}

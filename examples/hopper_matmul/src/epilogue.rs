@@ -1,0 +1,217 @@
+//! `matmul_epilogue`: v1's WGMMA main loop with a fused epilogue,
+//! `C = act(alpha · A·Bᵀ + beta · D + bias)`, so that the scaled product, the residual `D`
+//! and the bias never make a round trip through global memory between two kernels.
+//!
+//! A `[M, K]`, B `[N, K]` (both K-major), D and C `[M, N]`, bias `[N]` (one value per
+//! column, broadcast over the rows), all f16; `alpha` and `beta` are f32 arguments. The
+//! accumulator stays in f32 and the whole epilogue is computed in f32 (D and the bias are
+//! widened exactly), then rounded once to f16.
+//!
+//! The activation is a type ([`Identity`], [`Relu`], [`GeluTanh`], or any [`Activation`] of
+//! your own): each is its own kernel, and the tile expression it builds is fused into the
+//! same instruction as the scale and the adds.
+
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::marker::PhantomData;
+use tilus::prelude::*;
+use tilus::tune::{Binding, Space};
+
+use crate::v1::MatmulWgmma;
+
+/// An elementwise activation, applied to the f32 pre-activation tile on the GPU and to f64
+/// values by the host reference.
+pub trait Activation: Clone + Debug + Hash + Default + Send + Sync + 'static {
+    /// Its name in kernel names and tables (`gelu`).
+    const NAME: &'static str;
+    /// The activation of a tile expression.
+    fn apply(x: Tile<f32>) -> Tile<f32>;
+    /// The same function in f64, for references.
+    fn reference(x: f64) -> f64;
+}
+
+/// `act(x) = x`.
+#[derive(Clone, Debug, Default, Hash, PartialEq, Eq)]
+pub struct Identity;
+
+impl Activation for Identity {
+    const NAME: &'static str = "identity";
+    fn apply(x: Tile<f32>) -> Tile<f32> {
+        x
+    }
+    fn reference(x: f64) -> f64 {
+        x
+    }
+}
+
+/// `act(x) = max(x, 0)`.
+#[derive(Clone, Debug, Default, Hash, PartialEq, Eq)]
+pub struct Relu;
+
+impl Activation for Relu {
+    const NAME: &'static str = "relu";
+    fn apply(x: Tile<f32>) -> Tile<f32> {
+        x.maximum(0.0)
+    }
+    fn reference(x: f64) -> f64 {
+        x.max(0.0)
+    }
+}
+
+/// GELU in its tanh form: `0.5 · x · (1 + tanh(√(2/π) · (x + 0.044715 · x³)))`.
+#[derive(Clone, Debug, Default, Hash, PartialEq, Eq)]
+pub struct GeluTanh;
+
+/// √(2/π).
+const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
+
+impl Activation for GeluTanh {
+    const NAME: &'static str = "gelu";
+    fn apply(x: Tile<f32>) -> Tile<f32> {
+        let cube = x.clone() * x.clone() * x.clone();
+        let inner = (x.clone() + cube * 0.044715) * SQRT_2_OVER_PI;
+        x * 0.5 * (inner.tanh() + 1.0)
+    }
+    fn reference(x: f64) -> f64 {
+        0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)).tanh())
+    }
+}
+
+/// The kernel: v1's block tile (its hyperparameters and search space) and the activation.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct MatmulEpilogue<A: Activation> {
+    /// The block tile of the main loop.
+    pub tile: MatmulWgmma,
+    act: PhantomData<A>,
+}
+
+impl<A: Activation> Debug for MatmulEpilogue<A> {
+    /// The block tile's hyperparameters and the activation's name.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = &self.tile;
+        f.debug_struct("MatmulEpilogue")
+            .field("block_m", &t.block_m)
+            .field("block_n", &t.block_n)
+            .field("block_k", &t.block_k)
+            .field("act", &format_args!("{}", A::NAME))
+            .finish()
+    }
+}
+
+impl<A: Activation> Default for MatmulEpilogue<A> {
+    /// A configuration that compiles: 64 × 128 tiles. v1's default 128 × 128 does not, as
+    /// the accumulator (128 registers a thread), D (64), the bias (16) and C (64) are alive
+    /// together at the epilogue, past the 255 a thread can have.
+    fn default() -> Self {
+        MatmulEpilogue::new(MatmulWgmma {
+            block_m: 64,
+            block_n: 128,
+            block_k: 64,
+        })
+    }
+}
+
+impl<A: Activation> MatmulEpilogue<A> {
+    /// The kernel with this block tile.
+    pub fn new(tile: MatmulWgmma) -> Self {
+        MatmulEpilogue {
+            tile,
+            act: PhantomData,
+        }
+    }
+}
+
+/// The search space is v1's: the epilogue adds no hyperparameter.
+impl<A: Activation> Tunable for MatmulEpilogue<A> {
+    fn space() -> Space {
+        <MatmulWgmma as Tunable>::space()
+    }
+    fn from_binding(binding: &Binding) -> Result<Self, String> {
+        <MatmulWgmma as Tunable>::from_binding(binding).map(MatmulEpilogue::new)
+    }
+    fn to_binding(&self) -> Option<Binding> {
+        self.tile.to_binding()
+    }
+}
+
+/// The arguments: `(m, n, k, alpha, beta, a, b, d, bias, c)`; `n` and `k` are compile-time
+/// constants, as in the series.
+pub type EpilogueArgs = (
+    i32,
+    Const<i32>,
+    Const<i32>,
+    f32,
+    f32,
+    Ptr<f16>,
+    Ptr<f16>,
+    Ptr<f16>,
+    Ptr<f16>,
+    PtrMut<f16>,
+);
+
+impl<A: Activation> Script for MatmulEpilogue<A> {
+    type Args = EpilogueArgs;
+
+    fn name(&self) -> String {
+        format!("matmul_epilogue_{}", A::NAME)
+    }
+
+    fn arg_names() -> &'static [&'static str] {
+        &[
+            "m_size", "n_size", "k_size", "alpha", "beta", "a_ptr", "b_ptr", "d_ptr", "bias_ptr",
+            "c_ptr",
+        ]
+    }
+
+    fn body(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, k_size, alpha, beta, a_ptr, b_ptr, d_ptr, bias_ptr, c_ptr): Handles<
+            Self::Args,
+        >,
+    ) {
+        let t = &self.tile;
+        k.blocks([cdiv(m_size, t.block_m), cdiv(n_size, t.block_n)]);
+        k.warps(4); // one warp group
+
+        let offset_m = k.let_i32(t.block_m * k.block_idx().x);
+        let offset_n = k.let_i32(t.block_n * k.block_idx().y);
+
+        // the main loop: v1's
+        let ga = k.global_view::<f16>(a_ptr, [m_size, k_size]);
+        let gb = k.global_view::<f16>(b_ptr, [n_size, k_size]);
+        let sa = k.shared_tensor::<f16>([t.block_m, t.block_k]);
+        let sb = k.shared_tensor::<f16>([t.block_n, t.block_k]);
+        let acc = k.register_tensor::<f32>([t.block_m, t.block_n], 0.0);
+        let tma_barrier = k.mbarrier().alloc([1]);
+        let phase = k.var_u32(0u32);
+        k.for_range(0, k_size, t.block_k, |k, offset_k| {
+            k.single_thread(|k| {
+                k.mbarrier()
+                    .arrive_and_expect_tx(tma_barrier[0], sa.nbytes() + sb.nbytes());
+                k.tma()
+                    .global_to_shared(&ga, &sa, [offset_m, offset_k], tma_barrier[0]);
+                k.tma()
+                    .global_to_shared(&gb, &sb, [offset_n, offset_k], tma_barrier[0]);
+            });
+            k.mbarrier().wait(tma_barrier[0], phase);
+            k.wgmma().fence();
+            k.wgmma().mma(&sa, &sb.transpose(), &acc);
+            k.wgmma().commit_group();
+            k.wgmma().wait_group(0);
+            k.sync();
+            k.assign(phase, phase ^ 1);
+        });
+
+        // the epilogue: D and the bias are loaded straight into the accumulator's layout
+        // (masked at the edges), and one fused expression gives C
+        let gd = k.global_view::<f16>(d_ptr, [m_size, n_size]);
+        let gbias = k.global_view::<f16>(bias_ptr, [n_size]);
+        let d = k.load_global(&gd, [offset_m, offset_n], [t.block_m, t.block_n]);
+        let bias = k.load_global(&gbias, [offset_n], [t.block_n]);
+        let pre = acc * alpha + d.cast::<f32>() * beta + bias.cast::<f32>();
+        let out = k.compute(A::apply(pre).cast::<f16>());
+        let gc = k.global_view::<f16>(c_ptr, [m_size, n_size]);
+        k.store_global(&gc, &out, [offset_m, offset_n]);
+    }
+}
