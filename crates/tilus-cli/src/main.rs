@@ -9,7 +9,9 @@
 //!   checked against a reference: on the GPU against cuBLAS, on the CPU interpreter with
 //!   `--interpret` or without a GPU
 //! - `tilus bench matmul --versions v0 --sizes 4096x4096x4096,8192x8192x8192`: verify against
-//!   cuBLAS and time beside it; `tilus bench tune`, `tilus bench launch`: host-side costs
+//!   cuBLAS and time beside it; `tilus bench memory --kernels vector_add,softmax,layer_norm`:
+//!   verify the memory-bound kernels and time them beside a device-to-device copy;
+//!   `tilus bench tune`, `tilus bench launch`: host-side costs
 //! - `tilus soak`: many launches over random shapes, each checked against cuBLAS
 //! - `tilus cache ls`, `tilus cache show NAME`, `tilus cache clean`: the compiled programs and
 //!   dispatch tables on disk
@@ -21,6 +23,7 @@
 
 mod bench;
 mod bench_epilogue;
+mod bench_memory;
 mod bench_tune;
 mod cache;
 mod check;
@@ -56,19 +59,22 @@ enum Command {
     Check {
         /// Kernel name (see `tilus list`).
         kernel: String,
-        /// Problem size (MxNxK for a matmul) that fixes the compile-time constants
-        /// [default: the kernel's, 4096x4096x4096 for a matmul].
+        /// Problem size (MxNxK for a matmul, ROWSxCOLS for a row-wise kernel, N for a vector)
+        /// that fixes the compile-time constants [default: the kernel's, 4096x4096x4096 for a
+        /// matmul].
         #[arg(long)]
         size: Option<String>,
     },
-    /// Verify kernels against cuBLAS and time them beside it; host-side costs (needs a GPU).
+    /// Verify kernels against references and time them beside cuBLAS or a copy; host-side
+    /// costs (needs a GPU).
     Bench {
         #[command(subcommand)]
         what: BenchCommand,
     },
     /// Run a kernel once on random inputs and check it against a reference.
     ///
-    /// On the GPU the reference is cuBLAS; with `--interpret` (or `TILUS_BACKEND=interp`),
+    /// On the GPU the reference is cuBLAS for a matmul, the host's for the memory-bound
+    /// kernels; with `--interpret` (or `TILUS_BACKEND=interp`),
     /// or when there is no GPU (said on stderr), the kernel runs on the CPU interpreter and is
     /// checked against a CPU reference.
     Run {
@@ -77,8 +83,9 @@ enum Command {
         /// Hyperparameters, e.g. `--set block_m=128 --set block_k=32`.
         #[arg(long = "set", value_name = "NAME=VALUE")]
         sets: Vec<String>,
-        /// Problem size (MxNxK for a matmul; n and k are compile-time constants)
-        /// [default: the kernel's small size, 256x256x256 for a matmul].
+        /// Problem size (MxNxK for a matmul, n and k compile-time constants; ROWSxCOLS for a
+        /// row-wise kernel, cols a constant; N for a vector) [default: the kernel's small
+        /// size, 256x256x256 for a matmul].
         #[arg(long)]
         size: Option<String>,
         /// Run on the CPU interpreter.
@@ -158,6 +165,29 @@ enum BenchCommand {
         #[arg(long, default_value_t = 20)]
         rounds: usize,
     },
+    /// The memory-bound kernels: verified against their host references, then timed
+    /// interleaved with a device-to-device copy of the bytes they read and write.
+    Memory {
+        /// Kernels, comma-separated (vector_add, vector_add_f32, softmax, layer_norm).
+        #[arg(long, default_value = "vector_add,softmax,layer_norm")]
+        kernels: String,
+        /// Sizes ROWSxCOLS, comma-separated: the matrix of a row-wise kernel, a vector of
+        /// ROWS·COLS elements for vector_add.
+        #[arg(long, default_value = "16384x8192,32768x4096")]
+        sizes: String,
+        /// Warm-up rounds.
+        #[arg(long, default_value_t = 5)]
+        warmup: usize,
+        /// Timed rounds (the median is reported; at least 1).
+        #[arg(long, default_value_t = 50)]
+        rounds: usize,
+        /// Hyperparameters of every kernel, e.g. `--set warps=8` (without: autotuned).
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        sets: Vec<String>,
+        /// Use each kernel's default configuration instead of autotuning.
+        #[arg(long)]
+        fixed: bool,
+    },
     /// Cold and warm first calls of the autotuned v0 (a fresh cache, then new processes).
     Tune {
         /// Problem size MxNxK.
@@ -206,8 +236,9 @@ struct KernelArgs {
     /// Hyperparameters, e.g. `--set block_m=128 --set block_k=32`.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     sets: Vec<String>,
-    /// Problem size (MxNxK for a matmul) that fixes the compile-time constants
-    /// [default: the kernel's, 4096x4096x4096 for a matmul].
+    /// Problem size (MxNxK for a matmul, ROWSxCOLS for a row-wise kernel, N for a vector)
+    /// that fixes the compile-time constants [default: the kernel's, 4096x4096x4096 for a
+    /// matmul].
     #[arg(long)]
     size: Option<String>,
 }
@@ -260,6 +291,21 @@ fn run(cli: Cli) -> CliResult<bool> {
                 warmup,
                 rounds,
             } => bench_epilogue::epilogue(&sizes, &act, warmup, rounds),
+            BenchCommand::Memory {
+                kernels,
+                sizes,
+                warmup,
+                rounds,
+                sets,
+                fixed,
+            } => bench_memory::memory(&bench_memory::MemoryArgs {
+                kernels,
+                sizes,
+                warmup,
+                rounds,
+                sets,
+                fixed,
+            }),
             BenchCommand::Tune { size } => bench_tune::tune(&size),
             BenchCommand::Launch { size, launches } => bench_tune::launch(&size, launches),
             BenchCommand::FirstCall { size, label } => {

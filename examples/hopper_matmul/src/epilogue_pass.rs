@@ -29,10 +29,12 @@ impl<A: Activation> Default for EpiloguePass<A> {
 }
 
 impl<A: Activation> Script for EpiloguePass<A> {
-    /// `(m, n, alpha, beta, t, d, bias, c)`.
+    /// `(m, n, alpha, beta, t, d, bias, c)`; `n` is a compile-time constant, as in the
+    /// matmul, so that the row pitch is known to keep rows 16-byte aligned and the loads and
+    /// stores of T, D and C are vectors.
     type Args = (
         i32,
-        i32,
+        Const<i32>,
         f32,
         f32,
         Ptr<f16>,

@@ -250,8 +250,8 @@ pub struct Check {
     pub total: usize,
     /// NaN or infinite outputs (always failures).
     pub non_finite: usize,
-    /// Finite elements outside `atol + rtol · |ref|` (rtol 1e-3, atol 1e-5, as for f16 in
-    /// `torch.testing.assert_close`).
+    /// Finite elements outside `atol + rtol · |ref|` ([`Tolerance`]; for a matmul rtol 1e-3
+    /// and atol 1e-5, as for f16 in `torch.testing.assert_close`).
     pub mismatches: usize,
     /// Largest absolute difference among finite elements.
     pub max_abs: f64,
@@ -266,22 +266,54 @@ impl Check {
     }
 }
 
-/// Compares two host outputs.
+/// Compares two host outputs (rtol 1e-3, atol 1e-5: one f16 rounding step apart).
 pub fn compare(actual: &[f16], expect: &[f16]) -> Check {
-    let (rtol, atol) = (1e-3, 1e-5);
-    let mut c = Check {
-        total: actual.len(),
-        ..Check::default()
+    compare_within(
+        actual.iter().map(|x| x.to_f64()),
+        expect.iter().map(|y| y.to_f64()),
+        Tolerance::F16,
+    )
+}
+
+/// How far an output may be from its reference: `atol + rtol · |ref|`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tolerance {
+    /// Relative part.
+    pub rtol: f64,
+    /// Absolute part.
+    pub atol: f64,
+}
+
+impl Tolerance {
+    /// f16 outputs against a reference rounded to f16 (`torch.testing.assert_close`'s).
+    pub const F16: Tolerance = Tolerance {
+        rtol: 1e-3,
+        atol: 1e-5,
     };
+    /// Bit for bit (up to the sign of zero).
+    pub const EXACT: Tolerance = Tolerance {
+        rtol: 0.0,
+        atol: 0.0,
+    };
+}
+
+/// Compares outputs with their reference, element for element: a non-finite output is always a
+/// failure, so is a non-finite reference.
+pub fn compare_within(
+    actual: impl Iterator<Item = f64>,
+    expect: impl Iterator<Item = f64>,
+    tol: Tolerance,
+) -> Check {
+    let mut c = Check::default();
     let (mut num, mut den) = (0.0f64, 0.0f64);
-    for (x, y) in actual.iter().zip(expect) {
-        let (x, y) = (x.to_f64(), y.to_f64());
+    for (x, y) in actual.zip(expect) {
+        c.total += 1;
         if !x.is_finite() {
             c.non_finite += 1;
             continue;
         }
         let d = (x - y).abs();
-        if d > atol + rtol * y.abs() || !y.is_finite() {
+        if d > tol.atol + tol.rtol * y.abs() || !y.is_finite() {
             c.mismatches += 1;
         }
         c.max_abs = c.max_abs.max(d);
@@ -290,6 +322,8 @@ pub fn compare(actual: &[f16], expect: &[f16]) -> Check {
     }
     c.rel_err = if den > 0.0 {
         (num / den).sqrt()
+    } else if num == 0.0 && c.total > 0 {
+        0.0
     } else {
         f64::NAN
     };

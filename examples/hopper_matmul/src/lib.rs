@@ -1,23 +1,30 @@
 //! The Hopper matmul tutorial series in Tilus for Rust: one module per step, plus the harness
 //! that verifies each step against cuBLAS and times them side by side, and the registry through
 //! which the `tilus` command knows them. `tile_copy` is the series' TMA-store epilogue on its
-//! own.
+//! own. The memory-bound kernels (`vector_add`, `softmax`, `layer_norm`) sit beside the series,
+//! with `bandwidth`, which checks them and times them against a device-to-device copy.
 
 pub mod alloc;
+pub mod bandwidth;
+pub mod buffers;
 pub mod epilogue;
 pub mod epilogue_bench;
 pub mod epilogue_pass;
 pub mod epilogue_workload;
 mod error;
 pub mod harness;
+pub mod layer_norm;
 pub mod matmul;
 pub mod registry;
+pub mod rows;
 pub mod run;
 pub mod size;
+pub mod softmax;
 pub mod testing;
 pub mod tile_copy;
 pub mod v0;
 pub mod v1;
+pub mod vector_add;
 pub mod workload;
 
 pub use error::{Error, Result};

@@ -6,7 +6,9 @@
 //!   constants for a size and the size used when none is given;
 //! - `run`: its [`Workload`] (the dimensions of a size, random inputs, a reference and a
 //!   check) and a small default size; [`Entry::interpret`] and [`Entry::run_on_gpu`] run it;
-//! - `bench matmul` and `soak`: [`MatmulVersion`], when it is a version of the matmul series.
+//! - `bench matmul` and `soak`: [`MatmulVersion`], when it is a version of the matmul series;
+//! - `bench memory`: [`MemoryBound`], when it is one of the memory-bound kernels, timed beside
+//!   a device-to-device copy of the bytes it moves.
 
 use crate::epilogue::{Activation, GeluTanh, Identity, MatmulEpilogue, Relu};
 use crate::epilogue_workload::EpilogueWorkload;
@@ -14,8 +16,10 @@ use crate::run::{Matmul, MatmulArgs, Version};
 use crate::size::{quote, Size};
 use crate::workload::Workload;
 use crate::{Error, Result};
-use tilus::lang::DynScript;
-use tilus::runtime::Device;
+use std::sync::Arc;
+use tilus::cudarc::driver::CudaStream;
+use tilus::lang::{DynScript, HostValue};
+use tilus::runtime::{Device, LoadedKernel};
 use tilus::tune::Tunable;
 
 /// Hyperparameter settings from the command line: `(name, value)` pairs, each name once.
@@ -42,6 +46,23 @@ pub struct MatmulVersion {
     pub soak: bool,
 }
 
+/// Chooses the autotuned configuration of a kernel for these launch arguments (tuning on
+/// first use) and returns its kernel and the configuration as `name=value` pairs.
+pub type TunedKernelFn =
+    fn(&Device, &Arc<CudaStream>, &[HostValue]) -> Result<(Arc<LoadedKernel>, String)>;
+
+/// How a kernel takes part in `tilus bench memory`: its size for a benchmark's `ROWSxCOLS`,
+/// the bytes it reads and writes, and its autotuned kernel.
+pub struct MemoryBound {
+    /// The kernel's size for a `[rows, cols]` benchmark size (a vector of `rows · cols`
+    /// elements for an element-wise kernel, the matrix itself for a row-wise one).
+    pub size: fn(usize, usize) -> Vec<i64>,
+    /// Bytes one launch reads and writes at a size of the kernel.
+    pub traffic: fn(&Size) -> Result<u128>,
+    /// The autotuned kernel.
+    pub tuned: TunedKernelFn,
+}
+
 /// A kernel the command line knows.
 pub struct Entry {
     /// Its name on the command line (`hopper_matmul_v0`).
@@ -62,6 +83,8 @@ pub struct Entry {
     pub run_size: &'static [i64],
     /// Its part in `bench matmul` and `soak`, if any.
     pub matmul: Option<MatmulVersion>,
+    /// Its part in `bench memory`, if any.
+    pub memory: Option<MemoryBound>,
 }
 
 impl std::fmt::Debug for Entry {
@@ -165,6 +188,73 @@ fn matmul_entry<S: SeriesMatmul>(name: &'static str, about: &'static str) -> Ent
             },
             soak: true,
         }),
+        memory: None,
+    }
+}
+
+/// The sizes of a memory-bound kernel.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// A vector of `n` elements (`vector_add`).
+    Vector,
+    /// A `[rows, cols]` matrix of independent rows, `cols` a compile-time constant.
+    Rows,
+}
+
+impl Shape {
+    fn consts(self) -> fn(&Size) -> Vec<i64> {
+        match self {
+            Shape::Vector => crate::vector_add::consts,
+            Shape::Rows => crate::rows::consts,
+        }
+    }
+
+    fn bench_size(self) -> fn(usize, usize) -> Vec<i64> {
+        match self {
+            Shape::Vector => |rows, cols| vec![(rows * cols) as i64],
+            Shape::Rows => |rows, cols| vec![rows as i64, cols as i64],
+        }
+    }
+}
+
+/// The autotuned kernel of `S` for these launch arguments (see [`TunedKernelFn`]).
+fn tuned_kernel<S: Tunable>(
+    device: &Device,
+    stream: &Arc<CudaStream>,
+    values: &[HostValue],
+) -> Result<(Arc<LoadedKernel>, String)> {
+    let chosen = S::autotuned(device)?.choose(stream, values)?;
+    let shown = tilus::lang::config_string(&format!("{:?}", chosen.config));
+    Ok((chosen.kernel.clone(), shown))
+}
+
+/// A memory-bound kernel as an entry: compiled at the benchmark's size, run at a small one.
+fn memory_entry<S: Tunable + Default>(
+    name: &'static str,
+    about: &'static str,
+    workload: &'static dyn Workload,
+    shape: Shape,
+    traffic: fn(&Size) -> Result<u128>,
+) -> Entry {
+    let (compile_size, run_size): (&'static [i64], &'static [i64]) = match shape {
+        Shape::Vector => (&[16384 * 8192], &[10000]),
+        Shape::Rows => (&[16384, 8192], &[37, 1000]),
+    };
+    Entry {
+        name,
+        about,
+        workload,
+        configure: configure::<S>,
+        space: space::<S>,
+        consts: shape.consts(),
+        compile_size,
+        run_size,
+        matmul: None,
+        memory: Some(MemoryBound {
+            size: shape.bench_size(),
+            traffic,
+            tuned: tuned_kernel::<S>,
+        }),
     }
 }
 
@@ -188,6 +278,7 @@ fn epilogue_entry<A: Activation>(
         compile_size: &[4096, 4096, 4096],
         run_size: &[192, 320, 128],
         matmul: None,
+        memory: None,
     }
 }
 
@@ -226,7 +317,36 @@ pub fn entries() -> Vec<Entry> {
             compile_size: &[4096, 4096],
             run_size: &[200, 136],
             matmul: None,
+            memory: None,
         },
+        memory_entry::<crate::vector_add::VectorAdd>(
+            "vector_add",
+            "c = a + b over f16 vectors (f32 sums, 16-byte accesses)",
+            &crate::vector_add::ADD_F16,
+            Shape::Vector,
+            crate::vector_add::traffic_of::<half::f16>,
+        ),
+        memory_entry::<crate::vector_add::VectorAddF32>(
+            "vector_add_f32",
+            "c = a + b over f32 vectors",
+            &crate::vector_add::ADD_F32,
+            Shape::Vector,
+            crate::vector_add::traffic_of::<f32>,
+        ),
+        memory_entry::<crate::softmax::Softmax>(
+            "softmax",
+            "the softmax of each f16 row (max subtracted, f32 inside), one pass over memory",
+            &crate::softmax::SOFTMAX,
+            Shape::Rows,
+            crate::rows::traffic_of,
+        ),
+        memory_entry::<crate::layer_norm::LayerNorm>(
+            "layer_norm",
+            "the layer norm of each f16 row (weight, bias, eps), one pass over memory",
+            &crate::layer_norm::LAYER_NORM,
+            Shape::Rows,
+            crate::layer_norm::traffic_of,
+        ),
     ]
 }
 

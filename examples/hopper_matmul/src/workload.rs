@@ -109,6 +109,22 @@ impl Entry {
         })
     }
 
+    /// Traces, checks and compiles `script` (a configuration of this entry) for `size` and loads
+    /// it on `device`; also says whether the compiled program came from the cache.
+    pub fn load(
+        &self,
+        script: &dyn DynScript,
+        size: &Size,
+        device: &Device,
+    ) -> Result<(LoadedKernel, bool)> {
+        let program = script.trace(&(self.consts)(size))?;
+        let (program, plan) = tilus::passes::compile_program(program)?;
+        let compiled = tilus::compile::compile(&program, &plan)?;
+        let names = program.params.iter().map(|p| p.name.clone()).collect();
+        let kernel = LoadedKernel::load(device, &compiled, names)?;
+        Ok((kernel, compiled.from_cache))
+    }
+
     /// Compiles `script` (a configuration of this entry) for `size`, runs it once on the GPU on
     /// random inputs and checks it against the device reference.
     pub fn run_on_gpu(
@@ -120,11 +136,7 @@ impl Entry {
     ) -> Result<RunReport> {
         let stream = device.stream().clone();
         let t0 = Instant::now();
-        let program = script.trace(&(self.consts)(size))?;
-        let (program, plan) = tilus::passes::compile_program(program)?;
-        let compiled = tilus::compile::compile(&program, &plan)?;
-        let names = program.params.iter().map(|p| p.name.clone()).collect();
-        let kernel = LoadedKernel::load(device, &compiled, names)?;
+        let (kernel, from_cache) = self.load(script, size, device)?;
         let prepare = t0.elapsed();
         let mut case = self.workload.device_case(&stream, size, seed)?;
         let t1 = Instant::now();
@@ -141,7 +153,7 @@ impl Entry {
             kernel: kernel_time,
             reference,
             interp: None,
-            from_cache: compiled.from_cache,
+            from_cache,
             check,
         })
     }

@@ -180,6 +180,22 @@ fn cache_with_programs() -> TempDir {
 }
 
 #[test]
+fn the_memory_bound_kernels_pass_on_the_interpreter_at_their_small_sizes() {
+    for (kernel, size) in [
+        ("vector_add", "at 10000, interpreted on the CPU"),
+        ("vector_add_f32", "at 10000, interpreted on the CPU"),
+        ("softmax", "at 37x1000, interpreted on the CPU"),
+        ("layer_norm", "at 37x1000, interpreted on the CPU"),
+    ] {
+        tilus(&["run", kernel, "--interpret"])
+            .go()
+            .assert_code(0)
+            .assert_stdout(size)
+            .assert_stdout("check against the CPU reference: PASS");
+    }
+}
+
+#[test]
 fn cache_show_refuses_ambiguous_and_empty_names() {
     let dir = cache_with_programs();
     tilus(&["cache", "show", "matmul_tma"])
@@ -278,6 +294,7 @@ fn a_hyperparameter_given_twice_or_unknown_is_an_error() {
 fn gpu_commands_without_a_gpu_fail_with_one_clear_message() {
     for args in [
         vec!["bench", "matmul"],
+        vec!["bench", "memory"],
         vec!["bench", "tune"],
         vec!["bench", "launch"],
         vec!["soak", "--launches", "10"],
@@ -338,6 +355,38 @@ fn run_on_a_gpu_checks_against_cublas() {
             .assert_code(0)
             .assert_stdout("check against cuBLAS: PASS");
     }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_memory_bound_kernels_run_on_a_gpu_and_their_benchmark_compares_them_with_a_copy() {
+    for kernel in ["vector_add", "vector_add_f32", "softmax", "layer_norm"] {
+        tilus(&["run", kernel])
+            .with_gpu()
+            .go()
+            .assert_code(0)
+            .assert_stdout(", on ")
+            .assert_stdout(": PASS");
+    }
+    tilus(&[
+        "bench",
+        "memory",
+        "--kernels",
+        "vector_add,softmax,layer_norm",
+        "--sizes",
+        "1000x4096",
+        "--fixed",
+        "--warmup",
+        "1",
+        "--rounds",
+        "3",
+    ])
+    .with_gpu()
+    .go()
+    .assert_code(0)
+    .assert_stdout("check softmax [block_rows=1 warps=8] 1000x4096: PASS")
+    .assert_stdout("check vector_add [block=4096 warps=4] 4096000: PASS")
+    .assert_stdout("copy GB/s");
 }
 
 #[test]

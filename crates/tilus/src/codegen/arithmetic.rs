@@ -179,6 +179,15 @@ fn view_layout(e: &Emitter, v: &RegView) -> RegisterLayout {
 /// tiles that the same thread holds (a broadcast tile's element repeats across the output's).
 fn emit_map(e: &mut Emitter, x: &TileExpr, out: RegId) {
     super::memory::declare(e, out);
+    let out_t = e.p.register(out).dtype;
+    // a conversion to the output's own 16-bit type at the top is the rounding the store does
+    // anyway: rounding twice gives the same bits, but costs three conversions per element
+    let x = match x {
+        TileExpr::Cast(t, inner) if *t == out_t && out_t.is_float() && out_t.bits() == 16 => {
+            inner.as_ref()
+        }
+        _ => x,
+    };
     let ol = super::memory::layout(e, out);
     let n = ol.local_size() as usize;
     let tables = x
@@ -191,7 +200,6 @@ fn emit_map(e: &mut Emitter, x: &TileExpr, out: RegId) {
     }
     // a fresh scope, so that values are named per element only where they must be
     e.open("");
-    let out_t = e.p.register(out).dtype;
     let named: Vec<String> = vals
         .iter()
         .enumerate()

@@ -436,8 +436,8 @@ impl Kernel {
         let src = match x.into_tile().e {
             TileExpr::Tile(v) => v,
             e => {
-                // an expression is computed first
-                let t: RegisterTensor<T> = self.materialize(e, loc);
+                // an expression is computed first; the script's name is the result's
+                let t: RegisterTensor<T> = self.without_pending_name(|k| k.materialize(e, loc));
                 t.view
             }
         };

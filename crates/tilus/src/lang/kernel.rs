@@ -205,6 +205,16 @@ impl Kernel {
         self
     }
 
+    /// Runs `f` (which declares helpers of the instruction being built) with the name given
+    /// by [`Kernel::name_next`] set aside, so that the name goes to what the instruction
+    /// itself declares afterwards, not to its first helper.
+    pub(crate) fn without_pending_name<R>(&mut self, f: impl FnOnce(&mut Kernel) -> R) -> R {
+        let pending = self.next_name.take();
+        let r = f(self);
+        self.next_name = pending;
+        r
+    }
+
     /// A unique C identifier for a new declaration: the name given by [`Kernel::name_next`]
     /// (made a valid identifier, and unique by a numeric suffix), else `prefix` and a counter.
     pub(crate) fn fresh_name(&mut self, prefix: &'static str) -> String {

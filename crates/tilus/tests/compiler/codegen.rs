@@ -349,6 +349,27 @@ fn a_reduction_across_warps_meets_in_shared_memory_and_one_in_a_warp_shuffles() 
     assert!(across.contains("__syncthreads();"), "{across}");
 }
 
+#[test]
+fn a_cast_to_the_outputs_16_bit_type_rounds_once() {
+    // `compute::<f16>((x * 0.5).cast::<f16>())`: the cast is the store's own rounding, so each
+    // pair of elements is one packed conversion, not a round trip through f16 per element
+    let s = Body::<(Ptr<f32>, PtrMut<f16>)>(|k, (src, dst)| {
+        k.warps(1);
+        let g = k.global_view::<f32>(src, [64]);
+        let x = k.load_global(&g, [0], [64]);
+        let y = k.compute((x * 0.5).cast::<f16>());
+        let out = k.global_view::<f16>(dst, [64]);
+        k.store_global(&out, &y, [0]);
+    });
+    let c = built(&s, &[]);
+    assert!(c.source.contains("tilus_cvt_f16x2("), "{}", c.source);
+    assert!(
+        !c.source.contains("tilus_f16_to_f32(tilus_cvt_f16("),
+        "{}",
+        c.source
+    );
+}
+
 // ------------------------------------------------------------------------------------------
 // Global memory through registers: vector loads and stores with their bounds checks, strided
 // views, atomics.

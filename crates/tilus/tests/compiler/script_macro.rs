@@ -21,6 +21,9 @@ impl Script for Named {
         let ga = k.global_view::<f16>(a_ptr, [m_size, n_size]);
         let sa = k.shared_tensor::<f16>([self.block, 16]);
         let acc = k.register_tensor::<f32>([self.block, 16], 0.0);
+        // a reduction of an expression: the name is the reduction's, not its operand's
+        let row_sums = k.sum(acc * 2.0, 1, true);
+        let _ = row_sums;
         // a chain over several lines (kept so by rustfmt::skip)
         #[rustfmt::skip]
         let tma_bar = k
@@ -142,6 +145,7 @@ fn declarations_take_the_users_names() {
         "ga = global_view<f16>(a_ptr, [m_size, n_size])",
         "sa = shared_tensor<f16>[64, 16]",
         "acc = register_tensor<f32>[64, 16]",
+        "row_sums = sum(",
         "tma_bar = mbarrier.alloc(counts=[1])",
         "for offset_k in range(0, m_size, 16) {",
         "tma.global_to_shared(ga -> sa, offsets=[offset_m, offset_k], tma_bar[0])",

@@ -62,6 +62,12 @@ pub enum Sc {
     Cdiv(Box<Sc>, Box<Sc>),
     /// Logical not.
     Not(Box<Sc>),
+    /// An `f32` literal (its bits, so that the model stays `Hash`).
+    LitF(u32),
+    /// Unary minus.
+    Neg(Box<Sc>),
+    /// `.cast::<f32>()` (`true`) or `.cast::<i32>()` (`false`).
+    Cast(bool, Box<Sc>),
 }
 
 /// A tile handle (counting back from the most recent one), possibly seen through

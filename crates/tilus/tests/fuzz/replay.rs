@@ -239,6 +239,10 @@ impl Replay {
             }
             Sc::Cdiv(a, b) => cdiv(self.scalar(a), self.scalar(b)),
             Sc::Not(a) => self.scalar(a).not_(),
+            Sc::LitF(bits) => Scalar::from(f32::from_bits(*bits) as f64),
+            Sc::Neg(a) => -self.scalar(a),
+            Sc::Cast(true, a) => self.scalar(a).cast::<f32>(),
+            Sc::Cast(false, a) => self.scalar(a).cast::<i32>(),
         }
     }
 

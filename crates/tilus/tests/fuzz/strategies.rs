@@ -131,13 +131,17 @@ pub fn sc(m: Mode) -> BoxedStrategy<Sc> {
         2 => (0u8..2).prop_map(Sc::Const),
         3 => (0usize..16).prop_map(Sc::Val),
         1 => (0u8..3).prop_map(Sc::BlockIdx),
+        1 => prop::sample::select(vec![0.0f32, -0.0, 0.5, -3.25, 1e30, f32::NAN, f32::INFINITY])
+            .prop_map(|v| Sc::LitF(v.to_bits())),
     ];
     leaf.prop_recursive(2, 6, 2, |inner| {
         prop_oneof![
             3 => (bin(), inner.clone(), inner.clone())
                 .prop_map(|(o, a, b)| Sc::Bin(o, Box::new(a), Box::new(b))),
             1 => (inner.clone(), inner.clone()).prop_map(|(a, b)| Sc::Cdiv(Box::new(a), Box::new(b))),
-            1 => inner.prop_map(|a| Sc::Not(Box::new(a))),
+            1 => inner.clone().prop_map(|a| Sc::Not(Box::new(a))),
+            1 => inner.clone().prop_map(|a| Sc::Neg(Box::new(a))),
+            1 => (any::<bool>(), inner).prop_map(|(f, a)| Sc::Cast(f, Box::new(a))),
         ]
     })
     .boxed()

@@ -54,3 +54,19 @@ fn the_separate_pass_applies_the_epilogue_at_ragged_sizes() {
         check::<Relu>(m, n);
     }
 }
+
+/// With `n` a multiple of 8 the pass moves T, D and C in 16-byte vectors, as a hand-written
+/// baseline would.
+#[test]
+fn the_separate_pass_uses_16_byte_accesses() {
+    let src = tilus::emit(&EpiloguePass::<GeluTanh>::default(), &[4096]).unwrap();
+    for (what, at) in [
+        ("t", "load_global(g0"),
+        ("d", "load_global(g1"),
+        ("c", "store_global(g3"),
+    ] {
+        let i = src.find(at).unwrap_or_else(|| panic!("no {at} in\n{src}"));
+        let line = &src[i..src[i..].find('\n').map_or(src.len(), |j| i + j)];
+        assert!(line.contains("vector=8"), "{what}: {line}");
+    }
+}

@@ -1,9 +1,10 @@
 //! The tutorial series' tests, one module per concern and version: the generated CUDA
-//! (`codegen_v0`), the CPU interpreter against a CPU reference (`interp_v0`, `interp_v1`),
-//! every configuration of the autotuning spaces through NVRTC (`nvrtc_space`,
-//! `nvrtc_space_v1`), the registry's entries (`registry`), the v0 main job's command line
-//! (`main_v0_args`), and the GPU (`gpu_v0`, `gpu_v1`; `#[ignore = "needs a CUDA GPU"]`, run
-//! them on a GPU host with `--include-ignored`).
+//! (`codegen_v0`), the CPU interpreter against a CPU reference (`interp_v0`, `interp_v1`,
+//! `interp_memory`), every configuration of the autotuning spaces through NVRTC
+//! (`nvrtc_space`, `nvrtc_space_v1`, `nvrtc_memory`), the registry's entries (`registry`), the
+//! v0 main job's command line (`main_v0_args`), and the GPU (`gpu_v0`, `gpu_v1`, `gpu_memory`;
+//! `#[ignore = "needs a CUDA GPU"]`, run them on a GPU host with `--include-ignored`). The
+//! `memory` modules are the memory-bound kernels (`vector_add`, `softmax`, `layer_norm`).
 //!
 //! Every test that compiles calls `hopper_matmul::test_cache!()` first, so that it compiles
 //! into a cache under cargo's temporary directory and never into the user's; on Linux the
@@ -12,11 +13,14 @@
 
 mod codegen_v0;
 mod epilogue_pass;
+mod gpu_memory;
 mod gpu_v0;
 mod gpu_v1;
+mod interp_memory;
 mod interp_v0;
 mod interp_v1;
 mod main_v0_args;
+mod nvrtc_memory;
 mod nvrtc_space;
 mod nvrtc_space_v1;
 mod registry;

@@ -32,10 +32,24 @@ fn every_entry_runs_on_the_interpreter_and_passes_its_check() {
 #[test]
 fn a_size_too_large_for_the_host_is_an_error_not_an_abort() {
     hopper_matmul::test_cache!();
-    for e in entries() {
+    // a vector's largest size (2^31 - 1 elements) fits a large host: only sizes of several
+    // dimensions are sure to be beyond any
+    for e in entries()
+        .into_iter()
+        .filter(|e| e.workload.dims().len() > 1)
+    {
         let script = (e.configure)(&[]).unwrap();
-        // within the 32-bit index rules (those are checked when tracing), beyond any host
-        let values: Vec<i64> = e.workload.dims().iter().map(|_| 1 << 30).collect();
+        // within the 32-bit index rules (those are checked when tracing), beyond any host; a
+        // row-wise kernel holds a row in registers, so its row length is the verifier's to
+        // limit (a diagnostic, see `nvrtc_memory`): its rows are many and short instead
+        let row_wise = e.memory.is_some();
+        let values: Vec<i64> = e
+            .workload
+            .dims()
+            .iter()
+            .enumerate()
+            .map(|(d, _)| if row_wise && d == 1 { 1000 } else { 1 << 30 })
+            .collect();
         let size = Size::new(e.workload.dims(), &values).unwrap();
         match e.interpret(
             script.as_ref(),

@@ -34,12 +34,17 @@ pub fn check_planned(p: &Program) -> Result<()> {
             ),
         );
     }
-    p.walk(&mut |s| {
-        if let StmtKind::Inst(i) = &s.kind {
-            i.check_planned(&mut c, s.loc);
-        }
-    });
+    // Registers first: the instructions' own rules build tables over each thread's elements,
+    // which for tiles far beyond any register file would exhaust the host's memory.
+    let before = c.diags.len();
     check_registers(&mut c);
+    if c.diags.len() == before {
+        p.walk(&mut |s| {
+            if let StmtKind::Inst(i) = &s.kind {
+                i.check_planned(&mut c, s.loc);
+            }
+        });
+    }
     check_divergent_block_scope(&mut c);
     finish(c.diags)
 }

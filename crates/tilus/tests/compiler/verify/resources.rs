@@ -148,3 +148,18 @@ fn register_tile_whose_size_overflows_u32() {
     })
     .fails_once("registers per thread");
 }
+
+/// A computed tile of 2^31 - 1 elements (odd: every thread of the block holds all of them) is
+/// rejected for its registers before the arithmetic rules build their per-element tables, which
+/// would need tens of GiB of host memory.
+#[test]
+fn a_computed_tile_far_beyond_the_registers_is_rejected_without_exhausting_the_host() {
+    check::<OutF32>(|k, (o,)| {
+        k.warps(4);
+        let g = k.global_view(o, [i32::MAX]);
+        let x: RegisterTensor<f32> = k.load_global(&g, [0], [i32::MAX]);
+        let y: RegisterTensor<f32> = at(line!(), k.compute(x + 1.0));
+        k.store_global(&g, &y, [0]);
+    })
+    .fails("registers per thread");
+}

@@ -15,6 +15,8 @@ pub enum LetKind {
     LetU32,
     VarI32,
     VarU32,
+    LetF32,
+    VarF32,
 }
 
 /// The target of `assign`.
@@ -169,6 +171,8 @@ impl Control {
             LetKind::LetU32,
             LetKind::VarI32,
             LetKind::VarU32,
+            LetKind::LetF32,
+            LetKind::VarF32,
         ]);
         let to = match m {
             Tame => (0usize..4).prop_map(To::Mutable).boxed(),
@@ -232,9 +236,11 @@ impl Control {
                     LetKind::LetU32 => k.let_u32(v),
                     LetKind::VarI32 => k.var_i32(v),
                     LetKind::VarU32 => k.var_u32(v),
+                    LetKind::LetF32 => k.let_f32(v),
+                    LetKind::VarF32 => k.var_f32(v),
                 };
                 r.vals.push(val);
-                if matches!(kind, LetKind::VarI32 | LetKind::VarU32) {
+                if matches!(kind, LetKind::VarI32 | LetKind::VarU32 | LetKind::VarF32) {
                     r.muts.push(val);
                 }
             }
