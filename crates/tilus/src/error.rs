@@ -144,7 +144,8 @@ pub enum Fault {
     OverwriteBeforeWait,
     /// Two live shared buffers (tiles, barriers, copies in flight) share bytes.
     SharedOverlap,
-    /// A planned shared buffer lies beyond the block's shared memory.
+    /// A planned shared buffer lies beyond the block's shared memory, or a stage index lies
+    /// outside a staged tile's stages (`at`).
     SharedOutOfBounds,
     /// A global access outside its buffer (or outside its view where the generated code does
     /// not check).

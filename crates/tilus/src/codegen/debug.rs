@@ -118,9 +118,9 @@ fn element_arg(e: &mut Emitter, dtype: DType, addr: &str) -> String {
 /// (the brackets around it computed as `ir::debug::row_marks` does), [`LINE_ELEMS`] elements
 /// per `printf`.
 fn print_tile(e: &mut Emitter, src: &SharedView, name: &str) {
-    let d = e.p.shared(src.tensor);
-    let dtype = d.dtype;
-    let mut shape = d.shape.clone();
+    let dtype = e.p.shared(src.tensor).dtype;
+    // the tile, or one stage of it
+    let mut shape = e.p.sview_stored_shape(src);
     if src.transposed && shape.len() == 2 {
         shape.swap(0, 1);
     }
@@ -199,7 +199,7 @@ fn print_line(
         if src.transposed && rank == 2 {
             coords.swap(0, 1);
         }
-        let addr = smem_address(e, src.tensor, &coords);
+        let addr = smem_address(e, src, &coords);
         args.push(element_arg(e, dtype, &addr));
     }
     args.push(format!(
@@ -250,7 +250,7 @@ fn emit_print_register(e: &mut Emitter, src: &RegView, scratch: SharedId) {
     let coords: Vec<String> = (0..rank)
         .map(|k| format!("tilus_t{k} + {}", e.terms(&lt[k], "l", ls)))
         .collect();
-    let addr = smem_address(e, scratch, &coords);
+    let addr = smem_address(e, &SharedView::plain(scratch), &coords);
     let v = read(e, src.tensor, "l");
     e.line(match dtype {
         DType::F16 | DType::BF16 => format!("tilus_print_st16({addr}, {v});"),
@@ -263,11 +263,7 @@ fn emit_print_register(e: &mut Emitter, src: &RegView, scratch: SharedId) {
     e.close();
     e.line("__syncthreads();");
     let opened = open_first_thread(e);
-    let view = SharedView {
-        tensor: scratch,
-        transposed: false,
-    };
-    print_tile(e, &view, &name);
+    print_tile(e, &SharedView::plain(scratch), &name);
     if opened {
         e.close();
     }

@@ -6,7 +6,7 @@
 mod global;
 
 use super::{c_type, Emitter, Helper};
-use crate::ir::{AtomicOp, DType, MemoryInst, RegId, RegisterDecl, SharedId};
+use crate::ir::{AtomicOp, DType, MemoryInst, RegId, RegisterDecl, SharedView};
 use crate::layout::{AddressArith, RegisterLayout, SharedLayout, Swizzle};
 
 /// How a register tile is stored in C.
@@ -109,19 +109,45 @@ impl AddressArith for CExpr {
     }
 }
 
-/// The shared-space address expression of the element of a tile at `coords` (C expressions),
-/// through the tile's layout (swizzle included).
-pub(super) fn smem_address(e: &mut Emitter, s: SharedId, coords: &[String]) -> String {
-    let d = e.p.shared(s);
-    let l: &SharedLayout = d
-        .layout
-        .as_ref()
-        .expect("shared layouts are inferred before codegen");
+/// The shared-space address of a view's first byte: the tile's, or its stage's (stages are
+/// `stage_bytes` apart, each aligned for the swizzle).
+pub(super) fn view_base(e: &Emitter, v: &SharedView) -> String {
+    let d = e.p.shared(v.tensor);
+    match &v.stage {
+        None => d.name.clone(),
+        Some(stage) => {
+            let l = d
+                .layout
+                .as_ref()
+                .expect("shared layouts are inferred before codegen");
+            match stage.as_int() {
+                Some(i) => format!("({} + {}u)", d.name, i * l.stage_bytes() as i64),
+                None => format!(
+                    "({} + (u32)({}) * {}u)",
+                    d.name,
+                    e.expr(stage),
+                    l.stage_bytes()
+                ),
+            }
+        }
+    }
+}
+
+/// The layout of the elements a view covers, from its first byte.
+pub(super) fn view_layout(e: &Emitter, v: &SharedView) -> SharedLayout {
+    e.p.sview_layout(v)
+        .expect("shared layouts are inferred before codegen")
+}
+
+/// The shared-space address expression of the element of a view at `coords` (C expressions,
+/// as stored), through the view's layout (swizzle included).
+pub(super) fn smem_address(e: &mut Emitter, v: &SharedView, coords: &[String]) -> String {
+    let l = view_layout(e, v);
     if l.swizzle.mask() != 0 {
         e.use_helper(Helper::Core(super::Core::Swizzle));
     }
     let at = l.address(coords.iter().map(|c| CExpr(c.clone())).collect());
-    format!("{} + {}", d.name, at.0)
+    format!("{} + {}", view_base(e, v), at.0)
 }
 
 pub(super) fn emit(e: &mut Emitter, i: &MemoryInst) {
@@ -134,7 +160,7 @@ pub(super) fn emit(e: &mut Emitter, i: &MemoryInst) {
                 "const u32 {} = tilus_smem + {}u;  // {} bytes",
                 d.name,
                 off,
-                d.nbytes()
+                d.footprint()
             );
             e.line(t);
         }
@@ -165,12 +191,12 @@ pub(super) fn emit(e: &mut Emitter, i: &MemoryInst) {
                 "for (int l = 0; l < {count}; ++l) {name}[l] = {value};"
             ));
         }
-        MemoryInst::LoadShared { src, out } => load_shared(e, *src, *out),
+        MemoryInst::LoadShared { src, out } => load_shared(e, src, *out),
         MemoryInst::StoreGlobal { .. } => global::store_global(e, i),
         MemoryInst::LoadGlobal { .. } => global::load_global(e, i),
         MemoryInst::AtomicGlobal { .. } => global::atomic_global(e, i),
         MemoryInst::AtomicScalar { .. } => global::atomic_scalar(e, i),
-        MemoryInst::StoreShared { dst, src } => store_shared(e, *dst, src),
+        MemoryInst::StoreShared { dst, src } => store_shared(e, dst, src),
         MemoryInst::FenceProxyAsync => {
             e.use_helper(Helper::Memory(MemoryHelper::FenceProxyAsync));
             e.line("tilus_fence_proxy_async();");
@@ -233,7 +259,7 @@ fn ldmatrix_plan(l: &RegisterLayout, dtype: DType, threads: i64) -> Option<Ldmat
     Some(LdmatrixPlan { per_group, groups })
 }
 
-fn load_shared(e: &mut Emitter, src: SharedId, out: RegId) {
+fn load_shared(e: &mut Emitter, src: &SharedView, out: RegId) {
     declare(e, out);
     let l = layout(e, out);
     let d = e.p.register(out);
@@ -333,8 +359,8 @@ impl Pick for (i64, i64) {
 }
 
 /// One shared-memory store per element, at the tile's (swizzled) layout.
-fn store_shared(e: &mut Emitter, dst: SharedId, src: &crate::ir::RegView) {
-    let rank = e.p.shared(dst).shape.len();
+fn store_shared(e: &mut Emitter, dst: &SharedView, src: &crate::ir::RegView) {
+    let rank = e.p.sview_stored_shape(dst).len();
     let l = layout(e, src.tensor).permute(&src.perm(rank));
     let dtype = e.p.register(src.tensor).dtype;
     e.use_helper(Helper::Memory(MemoryHelper::StShared));
@@ -353,7 +379,7 @@ fn store_shared(e: &mut Emitter, dst: SharedId, src: &crate::ir::RegView) {
 /// Opens a block with the thread's coordinate terms and an unrolled loop over its local
 /// elements, and returns the shared address of element `l` of `tile` (swizzle applied); the
 /// caller emits the access and closes both with [`close_element_loop`].
-fn open_element_loop(e: &mut Emitter, tile: SharedId, l: &RegisterLayout) -> String {
+fn open_element_loop(e: &mut Emitter, tile: &SharedView, l: &RegisterLayout) -> String {
     let (tt, lt, ls) = (l.thread_terms(), l.local_terms(), l.local_size());
     let threads = e.tid().threads as i64;
     let tid = e.tid().name.clone();

@@ -10,6 +10,7 @@ mod mbarrier;
 mod memory;
 mod mma;
 mod prelude;
+mod shape;
 mod tma;
 mod wgmma;
 
@@ -238,6 +239,7 @@ impl<'p> Emitter<'p> {
                 Inst::Mma(m) => mma::emit(self, m),
                 Inst::Arith(a) => arithmetic::emit(self, a),
                 Inst::Wgmma(w) => wgmma::emit(self, w),
+                Inst::Shape(v) => shape::emit(self, v),
                 Inst::Debug(d) => debug::emit(self, d),
             },
             crate::ir::StmtKind::Let { .. }

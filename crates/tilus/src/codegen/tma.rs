@@ -21,7 +21,7 @@ pub(super) fn emit(e: &mut Emitter, i: &TmaInst) {
             let map = e.p.tensor_map(map).name.clone();
             let coords: Vec<String> = offsets.iter().rev().map(|o| e.expr(o)).collect();
             let b = mbarrier::address(e, bar);
-            let dst_name = e.p.shared(*dst).name.clone();
+            let dst_name = super::memory::view_base(e, dst);
             e.line(format!(
                 "tilus_tma_load_{rank}d({dst_name}, &{map}, {b}, {});",
                 coords.join(", ")
@@ -35,7 +35,7 @@ pub(super) fn emit(e: &mut Emitter, i: &TmaInst) {
             let map = map.expect("tensor maps are chosen by lowering");
             let map = e.p.tensor_map(map).name.clone();
             let coords: Vec<String> = offsets.iter().rev().map(|o| e.expr(o)).collect();
-            let src_name = e.p.shared(*src).name.clone();
+            let src_name = super::memory::view_base(e, src);
             e.line(format!(
                 "tilus_tma_store_{rank}d(&{map}, {src_name}, {});",
                 coords.join(", ")

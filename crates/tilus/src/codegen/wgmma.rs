@@ -2,10 +2,10 @@
 //! 64-row block, N chunk and 16-deep K step, and operand fences that keep the compiler from
 //! moving accumulator accesses across the asynchronous work.
 
-use super::memory::CExpr;
+use super::memory::{view_base, view_layout, CExpr};
 use super::{Emitter, Helper};
 use crate::ir::facts::{AsyncGroup, Completion, Memory};
-use crate::ir::{DType, RegId, SharedId, StmtKind, WgmmaA, WgmmaInst};
+use crate::ir::{DType, RegId, SharedView, StmtKind, WgmmaA, WgmmaInst};
 use crate::layout::wgmma::{DESC_ADDR_MASK, DESC_ADDR_SHIFT};
 
 /// The register tiles asynchronous wgmma work writes (the accumulators), from the facts.
@@ -48,28 +48,20 @@ fn fence_accumulators(e: &mut Emitter) {
     }
 }
 
-/// The descriptor base expression of a shared operand: the layout module encodes every field
-/// but the address.
-fn descriptor(e: &mut Emitter, s: SharedId) -> String {
+/// The descriptor base expression of a shared operand (a tile, or one stage of it, whose
+/// first byte is aligned for its swizzle): the layout module encodes every field but the
+/// address.
+fn descriptor(e: &mut Emitter, v: &SharedView) -> String {
     e.use_helper(Helper::Wgmma(WgmmaHelper::Desc));
-    let d = e.p.shared(s);
-    let l = d
-        .layout
-        .as_ref()
-        .expect("shared layouts are inferred before codegen");
-    let fields = crate::layout::wgmma::descriptor_fields(l);
-    format!("tilus_wgmma_desc({}, 0x{fields:016x}ull)", d.name)
+    let fields = crate::layout::wgmma::descriptor_fields(&view_layout(e, v));
+    format!("tilus_wgmma_desc({}, 0x{fields:016x}ull)", view_base(e, v))
 }
 
 /// The descriptor's start-address increment (16-byte units) of the sub-tile of a K-major
 /// operand whose first row is `row` (a C expression) at K step `ki`: the layout's address of
 /// that element before the swizzle.
-fn start(e: &Emitter, s: SharedId, row: String) -> String {
-    let l =
-        e.p.shared(s)
-            .layout
-            .as_ref()
-            .expect("shared layouts are inferred before codegen");
+fn start(e: &Emitter, v: &SharedView, row: String) -> String {
+    let l = view_layout(e, v);
     let at = l.unswizzled_address(vec![CExpr(row), CExpr("ki * 16".into())]);
     format!("(u64)(({}) >> 4)", at.0)
 }
@@ -101,16 +93,16 @@ pub(super) fn emit(e: &mut Emitter, i: &WgmmaInst) {
             let f = wgmma_name(p.n as u16, bf16, rs, f16acc);
             let dn = e.reg_name(*d);
             e.open("");
-            let db = descriptor(e, b.tensor);
+            let db = descriptor(e, b);
             e.line(format!("const u64 tilus_db = {db};"));
             // Address fields advance in 16-byte units: 32 bytes per K step (16 halves), a row
             // block of 64 rows or an N chunk of `n` rows apart in the tile.
-            let b_off = start(e, b.tensor, format!("chunk * {}", p.n));
+            let b_off = start(e, b, format!("chunk * {}", p.n));
             let a_arg = match a {
                 WgmmaA::Shared(v) => {
-                    let da = descriptor(e, v.tensor);
+                    let da = descriptor(e, v);
                     e.line(format!("const u64 tilus_da = {da};"));
-                    let a_off = start(e, v.tensor, "mi * 64".into());
+                    let a_off = start(e, v, "mi * 64".into());
                     format!("tilus_da + {a_off}")
                 }
                 WgmmaA::Register(v) => {

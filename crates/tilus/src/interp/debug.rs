@@ -29,7 +29,7 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &DebugInst, lo
         DebugInst::PrintShared { src } => {
             if first {
                 let name = view_name(&b.program().shared(src.tensor).name, src.transposed);
-                print_tile(b, src, &name, loc)?;
+                print_tile(b, task, src, &name, loc)?;
             }
         }
         DebugInst::PrintRegister { src, scratch } => {
@@ -40,14 +40,11 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &DebugInst, lo
                     loc,
                 }));
             }
-            super::memory::store_shared(b, task, *scratch, src, loc)?;
+            let view = SharedView::plain(*scratch);
+            super::memory::store_shared(b, task, &view, src, loc)?;
             let d = b.program().register(src.tensor);
             let name = view_name(&d.name, src.transposed);
-            let view = SharedView {
-                tensor: *scratch,
-                transposed: false,
-            };
-            print_tile(b, &view, &name, loc)?;
+            print_tile(b, task, &view, &name, loc)?;
         }
     }
     Ok(Step::Next)
@@ -88,19 +85,20 @@ fn element_arg(bits: u64, t: DType) -> Arg {
 
 /// Prints the shared tile seen through `src` as it is in shared memory now: its header, then
 /// its rows, [`LINE_ELEMS`] elements per line.
-fn print_tile(b: &mut Block<'_, '_>, src: &SharedView, name: &str, loc: Loc) -> R<()> {
+fn print_tile(
+    b: &mut Block<'_, '_>,
+    task: &Task<'_>,
+    src: &SharedView,
+    name: &str,
+    loc: Loc,
+) -> R<()> {
     let p = b.program();
     let d = p.shared(src.tensor);
-    let Some(layout) = d.layout.as_ref() else {
-        return Err(Fail::new(
-            Fault::Invalid,
-            loc,
-            format!("shared tensor `{}` has no layout", d.name),
-        ));
-    };
-    let (off, _) = b.tile_range(src.tensor);
+    // the tile, or the stage the task's index names (checked against the stages)
+    let placed = super::views::place(b, task, src, "print_tensor", loc)?;
+    let (off, layout) = (placed.range.0, &placed.layout);
     let (dtype, eb) = (d.dtype, d.dtype.nbytes() as usize);
-    let mut shape = d.shape.clone();
+    let mut shape = placed.shape.clone();
     let swap = src.transposed && shape.len() == 2;
     if swap {
         shape.swap(0, 1);

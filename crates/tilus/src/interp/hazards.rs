@@ -2,7 +2,9 @@
 //! instructions' facts: a family issues an operation (a TMA copy, a wgmma product, a TMA store)
 //! with what it touches and how it completes; before every instruction, what that instruction
 //! touches is checked against what is in flight, and after it, the generic-proxy writes it made
-//! are remembered until the writing threads fence.
+//! are remembered until the writing threads fence. Shared memory is compared by bytes: one
+//! stage of a staged tile (`at`) is the bytes of that stage only, at the index the task
+//! computed.
 //!
 //! - reading (or writing with ordinary stores) a tile an operation in flight writes is a read
 //!   before the wait that covers it;
@@ -15,13 +17,19 @@
 
 use super::state::{Block, Dirty, Fail, InFlight, Retire, Status, Touch, Work, R};
 use super::task::Task;
+use super::views::{self, Span};
 use crate::error::Fault;
-use crate::ir::facts::{Access, AsyncGroup, Completion, Facts, Memory, Ordering, Proxy};
-use crate::ir::{Loc, SharedId};
+use crate::ir::facts::{Access, AsyncGroup, Completion, Effect, Facts, Memory, Ordering, Proxy};
+use crate::ir::Loc;
 
-fn overlaps(b: &Block<'_, '_>, x: SharedId, y: SharedId) -> bool {
-    let (a, c) = (b.tile_range(x), b.tile_range(y));
+/// Whether two byte ranges share a byte.
+fn overlaps(a: (u64, u64), c: (u64, u64)) -> bool {
     a.0 < c.1 && c.0 < a.1 && a.0 < a.1 && c.0 < c.1
+}
+
+/// The bytes a touch of shared memory covers (none for registers).
+fn touched(x: &Touch) -> (u64, u64) {
+    x.bytes.map_or((0, 0), |s| s.range)
 }
 
 /// Whether an operation still counts: issued, or landed in a phase no wait has observed.
@@ -45,33 +53,66 @@ fn prune(b: &mut Block<'_, '_>) {
     });
 }
 
-/// What an operation issued by an instruction with these facts touches until it completes:
-/// its effects that complete later (global memory is not tracked).
-pub(crate) fn touches(facts: &Facts<'_>) -> Vec<Touch> {
+/// The bytes (and stage) a shared effect touches in a task: the tile's, or its stage's.
+fn effect_bytes(
+    b: &Block<'_, '_>,
+    task: &Task<'_>,
+    e: &Effect<'_>,
+    inst: &str,
+    loc: Loc,
+) -> R<Option<Span>> {
+    match e.memory {
+        Memory::Shared(t) => views::bytes(b, task, t, e.stage, inst, loc).map(Some),
+        Memory::Register(_) | Memory::Global(_) => Ok(None),
+    }
+}
+
+/// What an operation issued by a task with these facts touches until it completes: its
+/// effects that complete later (global memory is not tracked), shared ones at the stage the
+/// task indexes.
+pub(crate) fn touches(
+    b: &Block<'_, '_>,
+    task: &Task<'_>,
+    facts: &Facts<'_>,
+    inst: &str,
+    loc: Loc,
+) -> R<Vec<Touch>> {
     facts
         .effects
         .iter()
         .filter(|e| e.completes != Completion::Now && !matches!(e.memory, Memory::Global(_)))
-        .map(|e| Touch {
-            memory: e.memory,
-            access: e.access,
-            proxy: e.proxy,
-            role: e.role,
+        .map(|e| {
+            Ok(Touch {
+                memory: e.memory,
+                bytes: effect_bytes(b, task, e, inst, loc)?,
+                access: e.access,
+                proxy: e.proxy,
+                role: e.role,
+            })
         })
         .collect()
 }
 
-/// An operation in flight that writes bytes of tile `t` through the async proxy (a TMA copy
-/// into it, or into a tile sharing its bytes).
-pub(crate) fn writing<'b>(b: &'b Block<'_, '_>, t: SharedId) -> Option<&'b InFlight> {
-    b.inflight.iter().find(|op| {
-        active(b, op)
-            && op.touches.iter().any(|x| {
-                matches!(x.memory, Memory::Shared(u) if overlaps(b, u, t))
-                    && x.access.writes()
-                    && x.proxy == Proxy::Async
-            })
+/// An operation in flight that writes some of the bytes `range` through the async proxy (a
+/// TMA copy into them), with the touch that writes them.
+pub(crate) fn writing_into<'b>(
+    b: &'b Block<'_, '_>,
+    range: (u64, u64),
+) -> Option<(&'b InFlight, &'b Touch)> {
+    b.inflight.iter().filter(|op| active(b, op)).find_map(|op| {
+        let x = op.touches.iter().find(|x| {
+            matches!(x.memory, Memory::Shared(_))
+                && overlaps(touched(x), range)
+                && x.access.writes()
+                && x.proxy == Proxy::Async
+        })?;
+        Some((op, x))
     })
+}
+
+/// An operation in flight that writes some of the bytes `range` through the async proxy.
+pub(crate) fn writing<'b>(b: &'b Block<'_, '_>, range: (u64, u64)) -> Option<&'b InFlight> {
+    writing_into(b, range).map(|(op, _)| op)
 }
 
 /// Issues an operation.
@@ -119,7 +160,9 @@ fn complete(b: &mut Block<'_, '_>, at: usize) -> R<InFlight> {
     let mut op = b.inflight.remove(at);
     for x in &op.touches {
         if let (Memory::Shared(t), true, Proxy::Async) = (x.memory, x.access.writes(), x.proxy) {
-            b.proxy_dirty[t.0 as usize] = None;
+            // the async proxy's write replaces what ordinary stores left in those bytes
+            let (lo, hi) = touched(x);
+            b.proxy_dirty[t.0 as usize].retain(|d| !(lo <= d.bytes.0 && d.bytes.1 <= hi));
         }
     }
     if let Some(w) = op.work.take() {
@@ -212,10 +255,6 @@ pub(crate) fn wait(
     Ok(())
 }
 
-fn tile_name(b: &Block<'_, '_>, t: SharedId) -> String {
-    b.program().shared(t).name.clone()
-}
-
 /// How to wait for an operation, for messages.
 fn how_to_wait(b: &Block<'_, '_>, op: &InFlight) -> String {
     match op.retire {
@@ -245,7 +284,7 @@ pub(crate) fn check(
     loc: Loc,
 ) -> R<()> {
     prune(b);
-    if b.inflight.is_empty() && b.proxy_dirty.iter().all(Option::is_none) {
+    if b.inflight.is_empty() && b.proxy_dirty.iter().all(Vec::is_empty) {
         return Ok(());
     }
     let p = b.program();
@@ -255,18 +294,26 @@ pub(crate) fn check(
         }
         match e.memory {
             Memory::Shared(t) => {
+                let Some(Span { range, stage }) = effect_bytes(b, task, e, inst, loc)? else {
+                    continue;
+                };
+                let me = views::label(b, t, stage);
                 let own_async_write = e.proxy == Proxy::Async && e.access == Access::Write;
                 if !own_async_write {
-                    if let Some(op) = writing(b, t) {
-                        let dst = op.touches.iter().find_map(|x| match x.memory {
-                            Memory::Shared(u) if x.access.writes() && overlaps(b, u, t) => Some(u),
-                            _ => None,
-                        });
-                        let dst = dst.unwrap_or(t);
-                        let into = if dst == t {
-                            String::new()
+                    if let Some((op, x)) = writing_into(b, range) {
+                        let dst = match (x.memory, x.bytes) {
+                            (Memory::Shared(u), Some(span)) => (u, span.stage),
+                            _ => (t, stage),
+                        };
+                        let dst_label = views::label(b, dst.0, dst.1);
+                        let into = if dst.0 == t {
+                            if dst.1 == stage {
+                                String::new()
+                            } else {
+                                format!(" (into `{dst_label}`)")
+                            }
                         } else {
-                            format!(" (into `{}`, which shares its bytes)", tile_name(b, dst))
+                            format!(" (into `{dst_label}`, which shares its bytes)")
                         };
                         let state = match op.status {
                             Status::Issued => "is still in flight",
@@ -279,20 +326,20 @@ pub(crate) fn check(
                             Fault::ReadBeforeWait,
                             loc,
                             format!(
-                                "{inst} {verb} shared tensor `{}` while {} into it{into} {state}: {} before reading it",
-                                tile_name(b, t),
+                                "{inst} {verb} shared tensor `{me}` while {} into it{into} {state}: {} before reading it",
                                 op.label,
                                 how_to_wait(b, op)
                             ),
                         )
-                        .note(op.loc, format!("the copy into `{}` was issued here", tile_name(b, dst))));
+                        .note(op.loc, format!("the copy into `{dst_label}` was issued here")));
                     }
                 }
                 if e.access.writes() {
                     let reader = b.inflight.iter().find(|op| {
                         active(b, op)
                             && op.touches.iter().any(|x| {
-                                matches!(x.memory, Memory::Shared(u) if overlaps(b, u, t))
+                                matches!(x.memory, Memory::Shared(_))
+                                    && overlaps(touched(x), range)
                                     && x.access.reads()
                             })
                     });
@@ -301,9 +348,8 @@ pub(crate) fn check(
                             Fault::OverwriteBeforeWait,
                             loc,
                             format!(
-                                "{inst} overwrites shared tensor `{}` while {} that reads it is unfinished: {} \
+                                "{inst} overwrites shared tensor `{me}` while {} that reads it is unfinished: {} \
                                  (and let the producer know) before reusing the tile",
-                                tile_name(b, t),
                                 op.label,
                                 how_to_wait(b, op)
                             ),
@@ -312,19 +358,21 @@ pub(crate) fn check(
                     }
                 }
                 if e.proxy == Proxy::Async && e.access.reads() {
-                    if let Some(d) = &b.proxy_dirty[t.0 as usize] {
-                        let name = tile_name(b, t);
+                    let dirty = b.proxy_dirty[t.0 as usize]
+                        .iter()
+                        .find(|d| overlaps(d.bytes, range));
+                    if let Some(d) = dirty {
                         return Err(Fail::new(
                             Fault::MissingProxyFence,
                             loc,
                             format!(
-                                "{inst} reads `{name}`, which {} thread(s) wrote with {} and have not \
+                                "{inst} reads `{me}`, which {} thread(s) wrote with {} and have not \
                                  published with fence_proxy_async: the async proxy may read stale bytes",
                                 d.threads.len(),
                                 d.writer
                             ),
                         )
-                        .note(d.loc, format!("`{name}` was written here")));
+                        .note(d.loc, format!("`{me}` was written here")));
                     }
                 }
             }
@@ -396,17 +444,15 @@ pub(crate) fn after(
     facts: &Facts<'_>,
     inst: &'static str,
     loc: Loc,
-) {
+) -> R<()> {
     if facts.ordering == Some(Ordering::ProxyFence) {
         for slot in b.proxy_dirty.iter_mut() {
-            if let Some(d) = slot {
+            for d in slot.iter_mut() {
                 for t in &task.threads {
                     d.threads.remove(t);
                 }
-                if d.threads.is_empty() {
-                    *slot = None;
-                }
             }
+            slot.retain(|d| !d.threads.is_empty());
         }
     }
     for e in &facts.effects {
@@ -414,17 +460,27 @@ pub(crate) fn after(
             if e.access == Access::Declare {
                 continue;
             }
+            let bytes = views::bytes(b, task, t, e.stage, inst, loc)?.range;
             let slot = &mut b.proxy_dirty[t.0 as usize];
-            let d = slot.get_or_insert_with(|| Dirty {
-                loc,
-                writer: inst,
-                threads: Default::default(),
-            });
+            let at = match slot.iter().position(|d| d.bytes == bytes) {
+                Some(at) => at,
+                None => {
+                    slot.push(Dirty {
+                        bytes,
+                        loc,
+                        writer: inst,
+                        threads: Default::default(),
+                    });
+                    slot.len() - 1
+                }
+            };
+            let d = &mut slot[at];
             d.loc = loc;
             d.writer = inst;
             d.threads.extend(task.threads.iter().copied());
         }
     }
+    Ok(())
 }
 
 /// At the end of a block: an operation that may still read shared memory was never waited
@@ -432,18 +488,18 @@ pub(crate) fn after(
 pub(crate) fn unfinished(b: &mut Block<'_, '_>) -> R<()> {
     prune(b);
     for op in &b.inflight {
-        let read = op.touches.iter().find_map(|x| match x.memory {
-            Memory::Shared(t) if x.access.reads() => Some(t),
+        let read = op.touches.iter().find_map(|x| match (x.memory, x.bytes) {
+            (Memory::Shared(t), Some(span)) if x.access.reads() => Some((t, span.stage)),
             _ => None,
         });
-        if let (Some(t), Retire::Group { kind, .. }) = (read, op.retire) {
+        if let (Some((t, stage)), Retire::Group { kind, .. }) = (read, op.retire) {
             return Err(Fail::new(
                 Fault::NotWaited,
                 op.loc,
                 format!(
                     "the block finished while this {} may still read shared tensor `{}`: {} (and {}) before the end",
                     short(op.inst),
-                    tile_name(b, t),
+                    views::label(b, t, stage),
                     kind.wait_name(),
                     kind.commit_name()
                 ),

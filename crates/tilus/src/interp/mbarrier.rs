@@ -76,7 +76,7 @@ fn alloc(b: &mut Block<'_, '_>, id: BarrierArrayId, loc: Loc) -> R<()> {
     }
     for (j, s) in p.shareds.iter().enumerate() {
         let r = b.tile_range(crate::ir::SharedId(j as u32));
-        let in_flight = hazards::writing(b, crate::ir::SharedId(j as u32)).is_some();
+        let in_flight = hazards::writing(b, r).is_some();
         if (b.live[j] || in_flight) && me.0 < r.1 && r.0 < me.1 {
             return Err(Fail::new(
                 Fault::SharedOverlap,

@@ -9,8 +9,10 @@ mod global;
 use super::hazards;
 use super::state::{bits_to_f32, bits_to_int, f32_to_bits, read_bits, Block, Fail, RegData, R};
 use super::task::{Step, Task};
+use super::views;
 use crate::error::Fault;
-use crate::ir::{DType, Expr, Loc, MemoryInst, SharedId};
+use crate::ir::facts::Memory;
+use crate::ir::{DType, Expr, Loc, MemoryInst, SharedId, SharedView};
 
 pub(crate) fn exec(
     b: &mut Block<'_, '_>,
@@ -23,12 +25,12 @@ pub(crate) fn exec(
         MemoryInst::AllocShared(s) => alloc_shared(b, *s, loc)?,
         MemoryInst::FreeShared(s) => b.live[s.0 as usize] = false,
         MemoryInst::AllocRegister { out, init } => alloc_register(b, task, *out, init.as_ref()),
-        MemoryInst::LoadShared { src, out } => load_shared(b, task, *src, *out, loc)?,
+        MemoryInst::LoadShared { src, out } => load_shared(b, task, src, *out, loc)?,
         MemoryInst::StoreGlobal { .. } => global::store_global(b, task, i, loc)?,
         MemoryInst::LoadGlobal { .. } => global::load_global(b, task, i, loc)?,
         MemoryInst::AtomicGlobal { .. } => global::atomic_global(b, task, i, loc)?,
         MemoryInst::AtomicScalar { .. } => global::atomic_scalar(b, task, i, loc)?,
-        MemoryInst::StoreShared { dst, src } => store_shared(b, task, *dst, src, loc)?,
+        MemoryInst::StoreShared { dst, src } => store_shared(b, task, dst, src, loc)?,
         // the fence's effect on the proxy-fence record is applied by `hazards::after`
         MemoryInst::FenceProxyAsync => {}
     }
@@ -100,17 +102,11 @@ fn alloc_shared(b: &mut Block<'_, '_>, s: SharedId, loc: Loc) -> R<()> {
             .note(bar.loc, format!("`{}` was allocated here", bar.name)));
         }
     }
-    let in_flight = p.shareds.iter().enumerate().find_map(|(j, _)| {
-        let other = SharedId(j as u32);
-        let op = hazards::writing(b, other)?;
-        let into = op.touches.iter().find_map(|x| match x.memory {
-            crate::ir::facts::Memory::Shared(t) if t == other => Some(t),
-            _ => None,
-        })?;
-        (into != s && overlaps(me, b.tile_range(into))).then_some((into, op.loc))
+    let in_flight = hazards::writing_into(b, me).and_then(|(op, x)| match (x.memory, x.bytes) {
+        (Memory::Shared(into), Some(span)) if into != s => Some((into, span.range, op.loc)),
+        _ => None,
     });
-    if let Some((dst, at)) = in_flight {
-        let r = b.tile_range(dst);
+    if let Some((dst, r, at)) = in_flight {
         return Err(Fail::new(
             Fault::SharedOverlap,
             loc,
@@ -175,20 +171,15 @@ fn alloc_register(
 fn load_shared(
     b: &mut Block<'_, '_>,
     task: &Task<'_>,
-    src: SharedId,
+    src: &SharedView,
     out: crate::ir::RegId,
     loc: Loc,
 ) -> R<()> {
     let p = b.program();
-    let d = p.shared(src);
-    let Some(layout) = d.layout.as_ref() else {
-        return Err(Fail::new(
-            Fault::Invalid,
-            loc,
-            format!("shared tensor `{}` has no layout", d.name),
-        ));
-    };
-    let (off, end) = b.tile_range(src);
+    let d = p.shared(src.tensor);
+    let placed = views::place(b, task, src, "load_shared", loc)?;
+    let layout = &placed.layout;
+    let (off, end) = placed.range;
     if end > b.smem.len() as u64 {
         return Err(Fail::new(
             Fault::SharedOutOfBounds,
@@ -196,7 +187,7 @@ fn load_shared(
             format!(
                 "load_shared reads `{}` at bytes {off}..{end}, beyond the block's {} bytes of \
                  shared memory",
-                d.name,
+                views::label(b, src.tensor, placed.stage),
                 b.smem.len()
             ),
         ));
@@ -205,7 +196,7 @@ fn load_shared(
     let info = prep.reg(out);
     let base = task.base();
     let eb = d.dtype.nbytes();
-    let tile_bytes = (end - off) as u32;
+    let elems: i64 = placed.shape.iter().product();
     let mut data = b.regs[out.0 as usize].take();
     if data.is_none() {
         b.reg_mut(out);
@@ -214,8 +205,7 @@ fn load_shared(
     let smem = &b.smem;
     let mut bad = None;
     let read = |flat: i64| -> Option<u64> {
-        let lin = u32::try_from(flat).ok()?.checked_mul(eb)?;
-        if lin >= tile_bytes {
+        if flat < 0 || flat >= elems {
             return None;
         }
         let at = off as usize + layout.linear_byte_offset(flat) as usize;
@@ -256,7 +246,7 @@ fn load_shared(
             format!(
                 "load_shared: element {l} of thread {t} falls outside shared tensor `{}` (the \
                  register layout does not fit the tile)",
-                d.name
+                views::label(b, src.tensor, placed.stage)
             ),
         ));
     }
@@ -268,27 +258,22 @@ fn load_shared(
 pub(super) fn store_shared(
     b: &mut Block<'_, '_>,
     task: &Task<'_>,
-    dst: SharedId,
+    dst: &SharedView,
     src: &crate::ir::RegView,
     loc: Loc,
 ) -> R<()> {
     let p = b.program();
-    let d = p.shared(dst);
-    let Some(layout) = d.layout.as_ref() else {
-        return Err(Fail::new(
-            Fault::Invalid,
-            loc,
-            format!("shared tensor `{}` has no layout", d.name),
-        ));
-    };
-    let (off, end) = b.tile_range(dst);
+    let d = p.shared(dst.tensor);
+    let placed = views::place(b, task, dst, "store_shared", loc)?;
+    let layout = &placed.layout;
+    let (off, end) = placed.range;
     if end > b.smem.len() as u64 {
         return Err(Fail::new(
             Fault::SharedOutOfBounds,
             loc,
             format!(
                 "store_shared writes `{}` at bytes {off}..{end}, beyond the block's shared memory",
-                d.name
+                views::label(b, dst.tensor, placed.stage)
             ),
         ));
     }

@@ -81,9 +81,11 @@ mod memory;
 mod mma;
 mod printf;
 mod sched;
+mod shape;
 mod state;
 mod task;
 mod tma;
+mod views;
 mod wgmma;
 
 pub use crate::error::Fault;

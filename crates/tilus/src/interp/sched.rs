@@ -16,7 +16,9 @@
 
 use super::state::{eval, threads_text, Block, Fail, R};
 use super::task::{Frame, FrameKind, State, Step, Task};
-use super::{arithmetic, barrier, control, debug, hazards, mbarrier, memory, mma, tma, wgmma};
+use super::{
+    arithmetic, barrier, control, debug, hazards, mbarrier, memory, mma, shape, tma, wgmma,
+};
 use crate::error::Fault;
 use crate::ir::facts::ThreadScope;
 use crate::ir::{Inst, Loc, Stmt, StmtKind};
@@ -321,10 +323,11 @@ fn exec_inst<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>, i: &'p Inst, s: &'p
         Inst::Mma(m) => mma::exec(b, task, m, loc)?,
         Inst::Arith(a) => arithmetic::exec(b, task, a, loc)?,
         Inst::Wgmma(w) => wgmma::exec(b, task, w, facts, loc)?,
+        Inst::Shape(v) => shape::exec(b, task, v, loc)?,
         Inst::Debug(d) => debug::exec(b, task, d, loc)?,
     };
     if let Step::Next = step {
-        hazards::after(b, task, facts, i.name(), loc);
+        hazards::after(b, task, facts, i.name(), loc)?;
     }
     Ok(step)
 }

@@ -420,6 +420,9 @@ pub(crate) struct BarMeta {
 pub(crate) struct Touch {
     /// The memory (shared tiles and registers; global memory is not tracked).
     pub memory: Memory,
+    /// For a shared tile: the bytes touched in the region (the tile's, or one stage's) and
+    /// the stage, for messages.
+    pub bytes: Option<super::views::Span>,
     /// How.
     pub access: Access,
     /// Through which proxy.
@@ -491,10 +494,13 @@ pub(crate) struct InFlight {
     pub work: Option<Box<dyn Work>>,
 }
 
-/// A shared tile written by ordinary stores that the async proxy must not read yet: where,
-/// by which instruction, and which threads have not fenced since.
+/// Bytes of a shared tile (the tile's, or one stage's) written by ordinary stores that the
+/// async proxy must not read yet: where, by which instruction, and which threads have not
+/// fenced since.
 #[derive(Clone, Debug)]
 pub(crate) struct Dirty {
+    /// The bytes written, in the region.
+    pub bytes: (u64, u64),
     pub loc: Loc,
     pub writer: &'static str,
     pub threads: BTreeSet<u32>,
@@ -533,9 +539,9 @@ pub(crate) struct Block<'a, 'p> {
     pub inflight: Vec<InFlight>,
     /// Groups committed so far, per (kind, owner).
     pub commits: HashMap<(AsyncGroup, u32), u64>,
-    /// Per shared tile: written by ordinary stores whose threads have not run
-    /// `fence_proxy_async` since; the async proxy must not read it yet.
-    pub proxy_dirty: Vec<Option<Dirty>>,
+    /// Per shared tile: the bytes written by ordinary stores whose threads have not run
+    /// `fence_proxy_async` since; the async proxy must not read them yet.
+    pub proxy_dirty: Vec<Vec<Dirty>>,
     pub stats: Stats,
     /// What `printf` and `print_tensor` printed, in order.
     pub printed: String,
@@ -566,7 +572,7 @@ impl<'a, 'p> Block<'a, 'p> {
             bars: vec![None; p.barriers.len()],
             inflight: vec![],
             commits: HashMap::new(),
-            proxy_dirty: vec![None; p.shareds.len()],
+            proxy_dirty: vec![vec![]; p.shareds.len()],
             stats: Stats::default(),
             printed: String::new(),
         }
@@ -619,11 +625,11 @@ impl<'a, 'p> Block<'a, 'p> {
         }
     }
 
-    /// Byte range of a shared tile in the region.
+    /// Byte range of a shared tile in the region (padding between its stages included).
     pub fn tile_range(&self, s: SharedId) -> (u64, u64) {
         let d = self.program().shared(s);
         let off = d.offset.unwrap_or(0) as u64;
-        (off, off.saturating_add(d.nbytes()))
+        (off, off.saturating_add(d.footprint()))
     }
 
     /// Byte offset of a barrier in the region.

@@ -9,14 +9,16 @@ use super::barrier::{complete_tx, resolve};
 use super::hazards;
 use super::state::{read_bits, write_bits, Block, Fail, GlobalWrite, Retire, Work, WriteOp, R};
 use super::task::{values, Step, Task};
+use super::views::{self, Placed};
 use crate::error::Fault;
 use crate::ir::facts::AsyncGroup;
-use crate::ir::{BarrierArrayId, Facts, GlobalId, Loc, SharedId, TmaInst};
+use crate::ir::{BarrierArrayId, Facts, GlobalId, Loc, TmaInst};
 
 /// A TMA load in flight: the box to copy and the barrier its bytes complete on.
 struct CopyIn {
     src: GlobalId,
-    dst: SharedId,
+    /// The tile, or the stage of it the copy was issued for.
+    dst: Placed,
     /// Coordinates of the box's first element in the view.
     coords: Vec<i64>,
     /// The view's extents when the copy was issued.
@@ -53,13 +55,15 @@ pub(crate) fn exec(
             let (a, idx) = resolve(b, task, bar, i.name(), loc)?;
             let coords = values(b, task, offsets, loc)?;
             let shape = values(b, task, &b.program().global(*src).shape, loc)?;
+            let dst = views::place(b, task, dst, i.name(), loc)?;
+            let touches = hazards::touches(b, task, facts, i.name(), loc)?;
             let strides = values(b, task, &b.program().global(*src).strides, loc)?;
             let issue_phase = b.bar_phases(a, idx);
             // every thread of the group issues its own copy (the verifier allows one thread)
             for _ in &task.threads {
                 let work = CopyIn {
                     src: *src,
-                    dst: *dst,
+                    dst: dst.clone(),
                     coords: coords.clone(),
                     shape: shape.clone(),
                     strides: strides.clone(),
@@ -76,7 +80,7 @@ pub(crate) fn exec(
                     i.name(),
                     "a TMA copy",
                     loc,
-                    hazards::touches(facts),
+                    touches.clone(),
                     vec![],
                     retire,
                     Box::new(work),
@@ -90,10 +94,12 @@ pub(crate) fn exec(
         } => {
             let coords = values(b, task, offsets, loc)?;
             let shape = values(b, task, &b.program().global(*dst).shape, loc)?;
+            let src = views::place(b, task, src, i.name(), loc)?;
+            let touches = hazards::touches(b, task, facts, i.name(), loc)?;
             let strides = values(b, task, &b.program().global(*dst).strides, loc)?;
             for (owner, threads) in hazards::owners(task, AsyncGroup::Bulk) {
                 let work = CopyOut {
-                    src: *src,
+                    src: src.clone(),
                     dst: *dst,
                     coords: coords.clone(),
                     shape: shape.clone(),
@@ -105,13 +111,12 @@ pub(crate) fn exec(
                     owner,
                     group: None,
                 };
-                let touches = hazards::touches(facts);
                 hazards::issue(
                     b,
                     i.name(),
                     "a TMA store",
                     loc,
-                    touches,
+                    touches.clone(),
                     threads,
                     retire,
                     Box::new(work),
@@ -131,9 +136,9 @@ pub(crate) fn exec(
     }
 }
 
-/// A TMA store in flight: the tile and the box of the view it goes to.
+/// A TMA store in flight: the tile (or stage) and the box of the view it goes to.
 struct CopyOut {
-    src: SharedId,
+    src: Placed,
     dst: GlobalId,
     /// Coordinates of the box's first element in the view.
     coords: Vec<i64>,
@@ -153,24 +158,18 @@ impl Work for CopyOut {
 /// The store completes: the tile's elements inside the view go to the block's global writes.
 fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
     let p = b.program();
-    let (g, d) = (p.global(c.dst), p.shared(c.src));
+    let g = p.global(c.dst);
+    let tile = views::label(b, c.src.tensor, c.src.stage);
     let loc = c.loc;
-    let Some(layout) = d.layout.as_ref() else {
-        return Err(Fail::new(
-            Fault::Invalid,
-            loc,
-            format!("shared tensor `{}` has no layout", d.name),
-        ));
-    };
-    let rank = d.shape.len();
+    let layout = &c.src.layout;
+    let rank = c.src.shape.len();
     if c.coords.len() != rank || c.shape.len() != rank {
         return Err(Fail::new(
             Fault::Invalid,
             loc,
             format!(
-                "tma.shared_to_global: tile `{}` has {rank} dimensions, view `{}` {} and the \
+                "tma.shared_to_global: tile `{tile}` has {rank} dimensions, view `{}` {} and the \
                  offsets {}",
-                d.name,
                 g.name,
                 c.shape.len(),
                 c.coords.len()
@@ -178,18 +177,23 @@ fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
         ));
     }
     let (arg, buf) = b.view_buffer(c.dst, loc)?;
-    let (off, _) = b.tile_range(c.src);
+    let (off, _) = c.src.range;
     let eb = g.dtype.nbytes() as usize;
-    walk_box(&d.shape, &c.coords, &c.shape, &c.strides, |lin, inside| {
-        let Some((gc, flat)) = inside else {
-            return Ok(());
-        };
-        let byte = flat as usize * eb;
-        if byte + eb > buf.bytes.len() {
-            return Err(Fail::new(
-                Fault::GlobalOutOfBounds,
-                loc,
-                format!(
+    walk_box(
+        &c.src.shape,
+        &c.coords,
+        &c.shape,
+        &c.strides,
+        |lin, inside| {
+            let Some((gc, flat)) = inside else {
+                return Ok(());
+            };
+            let byte = flat as usize * eb;
+            if byte + eb > buf.bytes.len() {
+                return Err(Fail::new(
+                    Fault::GlobalOutOfBounds,
+                    loc,
+                    format!(
                     "out-of-bounds global write: tma.shared_to_global writes element {gc:?} of \
                      view `{}` {:?}, which is element {flat} of a buffer of {} elements (the \
                      view is larger than the buffer)",
@@ -197,31 +201,31 @@ fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
                     c.shape,
                     buf.bytes.len() / eb
                 ),
-            ));
-        }
-        let at = off as usize + layout.linear_byte_offset(lin) as usize;
-        if at + eb > b.smem.len() {
-            return Err(Fail::new(
-                Fault::SharedOutOfBounds,
-                loc,
-                format!(
-                    "tma.shared_to_global: element {lin} of tile `{}` is at byte {at}, beyond \
+                ));
+            }
+            let at = off as usize + layout.linear_byte_offset(lin) as usize;
+            if at + eb > b.smem.len() {
+                return Err(Fail::new(
+                    Fault::SharedOutOfBounds,
+                    loc,
+                    format!(
+                    "tma.shared_to_global: element {lin} of tile `{tile}` is at byte {at}, beyond \
                      the block's {} bytes of shared memory",
-                    d.name,
                     b.smem.len()
                 ),
-            ));
-        }
-        let bits = read_bits(&b.smem, at, g.dtype);
-        b.write_global(GlobalWrite {
-            arg: arg as u32,
-            byte,
-            bits,
-            nbytes: eb as u8,
-            op: WriteOp::Store,
-        });
-        Ok(())
-    })?;
+                ));
+            }
+            let bits = read_bits(&b.smem, at, g.dtype);
+            b.write_global(GlobalWrite {
+                arg: arg as u32,
+                byte,
+                bits,
+                nbytes: eb as u8,
+                op: WriteOp::Store,
+            });
+            Ok(())
+        },
+    )?;
     Ok(())
 }
 
@@ -229,51 +233,48 @@ fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
 fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
     let p = b.program();
     let g = p.global(c.src);
-    let d = p.shared(c.dst);
+    let tile = views::label(b, c.dst.tensor, c.dst.stage);
     let loc = c.loc;
-    let Some(layout) = d.layout.as_ref() else {
-        return Err(Fail::new(
-            Fault::Invalid,
-            loc,
-            format!("shared tensor `{}` has no layout", d.name),
-        ));
-    };
-    let (off, end) = b.tile_range(c.dst);
+    let layout = &c.dst.layout;
+    let (off, end) = c.dst.range;
     if end > b.smem.len() as u64 {
         return Err(Fail::new(
             Fault::SharedOutOfBounds,
             loc,
             format!(
-                "tma.global_to_shared writes `{}` at bytes {off}..{end}, beyond the block's {} \
+                "tma.global_to_shared writes `{tile}` at bytes {off}..{end}, beyond the block's {} \
                  bytes of shared memory",
-                d.name,
                 b.smem.len()
             ),
         ));
     }
-    let rank = d.shape.len();
+    let rank = c.dst.shape.len();
     if c.coords.len() != rank || c.shape.len() != rank {
         return Err(Fail::new(
             Fault::Invalid,
             loc,
             format!(
-                "tma.global_to_shared: view `{}` has {} dimensions, tile `{}` {rank} and the \
+                "tma.global_to_shared: view `{}` has {} dimensions, tile `{tile}` {rank} and the \
                  offsets {}",
                 g.name,
                 c.shape.len(),
-                d.name,
                 c.coords.len()
             ),
         ));
     }
     let (_, buf) = b.view_buffer(c.src, loc)?;
     let eb = g.dtype.nbytes() as usize;
-    walk_box(&d.shape, &c.coords, &c.shape, &c.strides, |lin, inside| {
-        let bits = match inside {
-            Some((gc, flat)) => {
-                let byte = flat as usize * eb;
-                if byte + eb > buf.bytes.len() {
-                    return Err(Fail::new(
+    walk_box(
+        &c.dst.shape,
+        &c.coords,
+        &c.shape,
+        &c.strides,
+        |lin, inside| {
+            let bits = match inside {
+                Some((gc, flat)) => {
+                    let byte = flat as usize * eb;
+                    if byte + eb > buf.bytes.len() {
+                        return Err(Fail::new(
                         Fault::GlobalOutOfBounds,
                         loc,
                         format!(
@@ -285,28 +286,28 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
                             buf.bytes.len() / eb
                         ),
                     ));
+                    }
+                    read_bits(buf.bytes, byte, g.dtype)
                 }
-                read_bits(buf.bytes, byte, g.dtype)
-            }
-            None => 0,
-        };
-        let at = off as usize + layout.linear_byte_offset(lin) as usize;
-        if at + eb > b.smem.len() {
-            return Err(Fail::new(
+                None => 0,
+            };
+            let at = off as usize + layout.linear_byte_offset(lin) as usize;
+            if at + eb > b.smem.len() {
+                return Err(Fail::new(
                 Fault::SharedOutOfBounds,
                 loc,
                 format!(
-                    "tma.global_to_shared: element {lin} of tile `{}` lands at byte {at}, beyond \
+                    "tma.global_to_shared: element {lin} of tile `{tile}` lands at byte {at}, beyond \
                      the block's {} bytes of shared memory",
-                    d.name,
                     b.smem.len()
                 ),
             ));
-        }
-        write_bits(&mut b.smem, at, bits, eb);
-        Ok(())
-    })?;
-    let bytes = d.nbytes() as i64;
+            }
+            write_bits(&mut b.smem, at, bits, eb);
+            Ok(())
+        },
+    )?;
+    let bytes = c.dst.shape.iter().product::<i64>() * eb as i64;
     let (a, i) = c.bar;
     complete_tx(b, a, i, bytes, c.issue_phase, loc)?;
     Ok(())

@@ -13,16 +13,32 @@
 use super::hazards;
 use super::state::{bits_to_f32, read_bits, Block, Fail, RegData, Retire, Work, R};
 use super::task::{Step, Task};
+use super::views::{self, Placed};
 use crate::error::Fault;
 use crate::ir::facts::AsyncGroup;
-use crate::ir::{Facts, Loc, RegId, SharedView, WgmmaA, WgmmaInst};
+use crate::ir::{Facts, Loc, RegId, RegView, WgmmaA, WgmmaInst};
 use crate::layout::WgmmaPlan;
+
+/// A shared operand as it was issued: its elements (a tile, or the stage the task indexed) and
+/// whether it is seen transposed.
+#[derive(Clone, Debug)]
+struct SharedOperand {
+    placed: Placed,
+    transposed: bool,
+}
+
+/// The `[M, K]` operand as it was issued.
+#[derive(Clone, Debug)]
+enum OperandA {
+    Shared(SharedOperand),
+    Register(RegView),
+}
 
 /// One issued `wgmma.mma` of one warp group.
 #[derive(Clone, Debug)]
 struct WgOp {
-    a: WgmmaA,
-    b: SharedView,
+    a: OperandA,
+    b: SharedOperand,
     d: RegId,
     plan: WgmmaPlan,
     /// First block thread of the group the instruction ran in (layouts are relative to it).
@@ -58,10 +74,22 @@ pub(crate) fn exec(
                      passes::compile_program)",
                 ));
             };
+            let shared = |v: &crate::ir::SharedView| -> R<SharedOperand> {
+                Ok(SharedOperand {
+                    placed: views::place(b, task, v, i.name(), loc)?,
+                    transposed: v.transposed,
+                })
+            };
+            let a = match a {
+                WgmmaA::Shared(v) => OperandA::Shared(shared(v)?),
+                WgmmaA::Register(v) => OperandA::Register(*v),
+            };
+            let bv = shared(bv)?;
+            let touches = hazards::touches(b, task, facts, i.name(), loc)?;
             for (wg, threads) in hazards::owners(task, kind) {
                 let op = WgOp {
                     a: a.clone(),
-                    b: *bv,
+                    b: bv.clone(),
                     d: *d,
                     plan: *plan,
                     base: task.base(),
@@ -73,13 +101,12 @@ pub(crate) fn exec(
                     owner: wg,
                     group: None,
                 };
-                let touches = hazards::touches(facts);
                 hazards::issue(
                     b,
                     i.name(),
                     "a wgmma",
                     loc,
-                    touches,
+                    touches.clone(),
                     threads,
                     retire,
                     Box::new(op),
@@ -93,14 +120,19 @@ pub(crate) fn exec(
 }
 
 /// Reads element `(row, col)` of a `[rows, cols]` operand from a shared view.
-fn shared_elem(b: &Block<'_, '_>, v: &SharedView, row: i64, col: i64) -> Option<f32> {
-    let d = b.program().shared(v.tensor);
-    let l = d.layout.as_ref()?;
+fn shared_elem(b: &Block<'_, '_>, v: &SharedOperand, row: i64, col: i64) -> Option<f32> {
+    let d = b.program().shared(v.placed.tensor);
+    let (l, shape) = (&v.placed.layout, &v.placed.shape);
     let coords = if v.transposed { [col, row] } else { [row, col] };
-    if coords[0] < 0 || coords[0] >= d.shape[0] || coords[1] < 0 || coords[1] >= d.shape[1] {
+    if shape.len() != 2
+        || coords[0] < 0
+        || coords[0] >= shape[0]
+        || coords[1] < 0
+        || coords[1] >= shape[1]
+    {
         return None;
     }
-    let at = d.offset? as usize + l.byte_offset(&coords) as usize;
+    let at = v.placed.range.0 as usize + l.byte_offset(&coords) as usize;
     let eb = d.dtype.nbytes() as usize;
     (at + eb <= b.smem.len()).then(|| bits_to_f32(read_bits(&b.smem, at, d.dtype), d.dtype))
 }
@@ -120,7 +152,7 @@ fn run(b: &mut Block<'_, '_>, op: &WgOp) -> R<()> {
     // operands as dense matrices
     let mut am = vec![0f32; (m * k) as usize];
     match &op.a {
-        WgmmaA::Shared(v) => {
+        OperandA::Shared(v) => {
             for r in 0..m {
                 for c in 0..k {
                     am[(r * k + c) as usize] =
@@ -128,7 +160,7 @@ fn run(b: &mut Block<'_, '_>, op: &WgOp) -> R<()> {
                 }
             }
         }
-        WgmmaA::Register(v) => {
+        OperandA::Register(v) => {
             let info = b.prep.reg(v.tensor);
             let perm = v.perm(info.rank);
             let Some(RegData::Float(vals)) = b.regs[v.tensor.0 as usize].as_ref() else {

@@ -19,7 +19,7 @@ pub use inst::facts;
 pub(crate) use inst::{debug, reduce_crosses_warps, reduce_locals, subsets};
 pub use inst::{
     ArithInst, AtomicOp, BinaryOp, DebugInst, Facts, Inst, MbarrierInst, MemoryInst, MmaInst,
-    ReduceOp, TileExpr, TmaInst, UnaryOp, WgmmaA, WgmmaInst,
+    ReduceOp, ReshapeOp, ShapeInst, TileExpr, TmaInst, UnaryOp, WgmmaA, WgmmaInst,
 };
 pub use launch::{
     Bound, HostValue, IndexGuard, KernelParam, LaunchPlan, PointerRule, TensorMapId, TensorMapSpec,

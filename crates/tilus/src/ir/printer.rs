@@ -85,14 +85,16 @@ impl Names<'_> {
         format!("{}[{}]", self.p.barrier(b.array).name, self.e(&b.index))
     }
 
-    /// A shared view (`.T` when transposed).
+    /// A shared view (`[stage]` for one stage, `.T` when transposed).
     pub fn sview(&self, v: &super::SharedView) -> String {
-        let n = &self.p.shared(v.tensor).name;
-        if v.transposed {
-            format!("{n}.T")
-        } else {
-            n.clone()
+        let mut n = self.p.shared(v.tensor).name.clone();
+        if let Some(stage) = &v.stage {
+            n = format!("{n}[{}]", self.e(stage));
         }
+        if v.transposed {
+            n.push_str(".T");
+        }
+        n
     }
 
     /// A register view (`.T` when transposed).

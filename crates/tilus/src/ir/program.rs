@@ -114,6 +114,42 @@ impl Program {
         v.perm(s.len()).iter().map(|&d| s[d]).collect()
     }
 
+    /// The shape of a shared view as its instruction sees it (a stage drops the leading
+    /// dimension, a transpose swaps the last two).
+    pub fn sview_shape(&self, v: &super::SharedView) -> Vec<i64> {
+        v.shape(&self.shared(v.tensor).shape)
+    }
+
+    /// A shared view as the printer and diagnostics write it (`sa`, `sa[s]`, `sb.T`).
+    pub fn sview_name(&self, v: &super::SharedView) -> String {
+        super::printer::Names { p: self }.sview(v)
+    }
+
+    /// The extents of the elements a shared view covers, as stored (no transpose).
+    pub fn sview_stored_shape(&self, v: &super::SharedView) -> Vec<i64> {
+        v.stored_shape(&self.shared(v.tensor).shape)
+    }
+
+    /// Bytes of the elements a shared view covers (what a TMA copy of it delivers).
+    pub fn sview_nbytes(&self, v: &super::SharedView) -> u64 {
+        let d = self.shared(v.tensor);
+        self.sview_stored_shape(v)
+            .iter()
+            .try_fold(1u64, |a, &n| a.checked_mul(n.max(0) as u64))
+            .and_then(|e| e.checked_mul(d.dtype.nbytes() as u64))
+            .unwrap_or(u64::MAX)
+    }
+
+    /// The layout of the elements a shared view covers, relative to the view's first byte (a
+    /// stage's layout for `at`); `None` before layouts are inferred.
+    pub fn sview_layout(&self, v: &super::SharedView) -> Option<crate::layout::SharedLayout> {
+        let l = self.shared(v.tensor).layout.as_ref()?;
+        Some(match v.stage {
+            Some(_) => l.stage_layout(),
+            None => l.clone(),
+        })
+    }
+
     /// A fresh statement identity.
     pub fn next_stmt_id(&mut self) -> StmtId {
         self.stmt_count += 1;

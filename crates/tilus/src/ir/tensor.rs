@@ -105,7 +105,7 @@ pub struct SharedDecl {
 }
 
 impl SharedDecl {
-    /// Size in bytes (saturating: absurd shapes do not wrap to small sizes).
+    /// Bytes of its elements (saturating: absurd shapes do not wrap to small sizes).
     pub fn nbytes(&self) -> u64 {
         let elems = self
             .shape
@@ -114,6 +114,15 @@ impl SharedDecl {
         elems
             .and_then(|e| e.checked_mul(self.dtype.nbytes() as u64))
             .unwrap_or(u64::MAX)
+    }
+
+    /// Bytes the tile occupies in shared memory: its layout's, with the padding between
+    /// stages; its elements' before layouts are inferred.
+    pub fn footprint(&self) -> u64 {
+        match &self.layout {
+            Some(l) if l.stage_stride.is_some() => l.nbytes() as u64,
+            _ => self.nbytes(),
+        }
     }
 }
 
@@ -156,13 +165,48 @@ pub struct BarrierRef {
     pub index: Expr,
 }
 
-/// A shared tile, possibly seen through a transpose (views move no data).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A shared tile as an instruction sees it: the tile itself or one stage of it (its leading
+/// dimension indexed by a scalar, `at`), possibly through a transpose. Views move no data.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SharedView {
     /// The tile.
     pub tensor: SharedId,
-    /// Whether the two dimensions are swapped.
+    /// The stage: an index into the tile's leading dimension, which the view drops; `None`:
+    /// the whole tile.
+    pub stage: Option<Expr>,
+    /// Whether the (last) two dimensions are swapped.
     pub transposed: bool,
+}
+
+impl SharedView {
+    /// The tile itself.
+    pub fn plain(tensor: SharedId) -> SharedView {
+        SharedView {
+            tensor,
+            stage: None,
+            transposed: false,
+        }
+    }
+
+    /// The extents of the elements the view covers, as stored (a stage's, for `at`), given the
+    /// tile's shape.
+    pub fn stored_shape(&self, tile: &[i64]) -> Vec<i64> {
+        match self.stage {
+            Some(_) => tile.get(1..).unwrap_or_default().to_vec(),
+            None => tile.to_vec(),
+        }
+    }
+
+    /// The shape the instruction sees: [`SharedView::stored_shape`] with the last two
+    /// dimensions swapped when transposed.
+    pub fn shape(&self, tile: &[i64]) -> Vec<i64> {
+        let mut s = self.stored_shape(tile);
+        let n = s.len();
+        if self.transposed && n >= 2 {
+            s.swap(n - 2, n - 1);
+        }
+        s
+    }
 }
 
 /// A register tensor, possibly seen through a transpose (views move no data).

@@ -107,8 +107,11 @@ impl<T> Printable for RegisterTensor<T> {
 }
 
 impl<T> Printable for SharedTensor<T> {
-    fn print_inst(&self, _k: &mut Kernel, _loc: Loc) -> DebugInst {
-        DebugInst::PrintShared { src: self.view() }
+    fn print_inst(&self, k: &mut Kernel, loc: Loc) -> DebugInst {
+        // the tile, a transposed view or one stage (`at`), checked as every shared operand
+        DebugInst::PrintShared {
+            src: k.shared_operand(self, "print_tensor", true, loc),
+        }
     }
 }
 

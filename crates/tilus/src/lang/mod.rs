@@ -13,6 +13,7 @@ mod mbarrier;
 mod mma;
 mod scalar;
 mod script;
+mod shape;
 mod shared_writes;
 mod tensors;
 mod tma;

@@ -10,15 +10,13 @@ use super::{Element, Kernel, RegisterTensor, SharedTensor};
 use crate::ir::{Inst, Loc, MemoryInst, StmtKind};
 
 impl Kernel {
-    /// Writes a register tile into a shared tile of the same shape, with ordinary stores.
+    /// Writes a register tile into a shared tile (or one stage of it) of the same shape, with
+    /// ordinary stores.
     #[track_caller]
     pub fn store_shared<T: Element>(&mut self, dst: &SharedTensor<T>, src: &RegisterTensor<T>) {
         let loc = Loc::caller();
-        self.plain_shared(dst, "store_shared", loc);
-        let inst = MemoryInst::StoreShared {
-            dst: dst.id,
-            src: src.view,
-        };
+        let dst = self.shared_operand(dst, "store_shared", false, loc);
+        let inst = MemoryInst::StoreShared { dst, src: src.view };
         self.push(StmtKind::Inst(Inst::Memory(inst)), loc);
     }
 

@@ -1,10 +1,10 @@
 //! Tensor handles and the memory and arithmetic instructions: global views, shared and
 //! register tiles, loads, stores and casts.
 
-use super::{Dims, Element, Kernel, PtrVal, Scalars};
+use super::{Dims, Element, Kernel, PtrVal, Scalar, Scalars, Val};
 use crate::ir::{
     ArithInst, GlobalDecl, GlobalId, Inst, Loc, MemoryInst, RegId, RegView, RegisterDecl,
-    SharedDecl, SharedId, StmtKind,
+    SharedDecl, SharedId, SharedView, StmtKind,
 };
 use std::marker::PhantomData;
 
@@ -14,10 +14,19 @@ pub struct GlobalTensor<T> {
     _t: PhantomData<T>,
 }
 
-/// A tile in shared memory with element type `T`.
+/// A tile in shared memory with element type `T`, or a view of it: one stage (`at`), a
+/// transpose. `Copy`, like the other handles: a stage index is a [`Val`] (a variable or a
+/// constant), as for `bar.at(v)`.
 pub struct SharedTensor<T> {
     pub(crate) id: SharedId,
     pub(crate) transposed: bool,
+    /// The index into the leading dimension, for a view of one stage.
+    stage: Option<Val>,
+    /// The extent of the leading dimension (the stages of `at`).
+    leading: i32,
+    /// A misuse of the view functions, reported by the instruction that takes the view (the
+    /// handle has no kernel to report to).
+    misuse: Option<&'static str>,
     nbytes: i32,
     _t: PhantomData<T>,
 }
@@ -48,7 +57,7 @@ impl<T> SharedTensor<T> {
     /// of shared memory a block can have, small enough that 127 of them add up within `i32`.
     pub const NBYTES_CAP: i32 = 1 << 24;
 
-    /// The transposed view: swaps the two dimensions without moving data. Tensor-core
+    /// The transposed view: swaps the last two dimensions without moving data. Tensor-core
     /// instructions take K-major `[N, K]` tiles this way as their `[K, N]` operand.
     pub fn transpose(&self) -> SharedTensor<T> {
         SharedTensor {
@@ -57,24 +66,65 @@ impl<T> SharedTensor<T> {
         }
     }
 
+    /// One stage of a tile whose leading dimension holds stages: `sa.at(s)` of a
+    /// `[stages, 128, 64]` tile is a `[128, 64]` tile, which every instruction that takes a
+    /// shared tile accepts (TMA copies, wgmma operands, loads and stores). The index is a
+    /// runtime value (compute it with `k.let_i32(..)`, as for `bar.at(v)`) or a constant; the
+    /// interpreter reports an index outside the stages, the verifier a constant one. Each stage
+    /// starts at the alignment its swizzle needs (the layout pads stages that would not).
+    pub fn at(&self, stage: impl Into<Val>) -> SharedTensor<T> {
+        let misuse = match (self.stage, self.transposed) {
+            (Some(_), _) => Some("at() of a stage: a view indexes the leading dimension once"),
+            (None, true) => {
+                Some("at() of a transposed view: take the stage first, then transpose()")
+            }
+            (None, false) => self.misuse,
+        };
+        let leading = self.leading.max(1);
+        SharedTensor {
+            stage: Some(stage.into()),
+            misuse,
+            nbytes: self.nbytes / leading,
+            leading: 1,
+            ..*self
+        }
+    }
+
     /// The IR view.
-    pub(crate) fn view(&self) -> crate::ir::SharedView {
-        crate::ir::SharedView {
+    pub(crate) fn view(&self) -> SharedView {
+        SharedView {
             tensor: self.id,
+            stage: self.stage.map(|v| Scalar::from(v).0),
             transposed: self.transposed,
         }
+    }
+
+    /// Why this handle cannot be used, if it cannot (see [`SharedTensor::at`]).
+    pub(crate) fn misuse(&self) -> Option<&'static str> {
+        self.misuse
     }
 }
 
 impl Kernel {
-    /// Reports a transposed shared view passed where only the tile itself makes sense.
-    pub(crate) fn plain_shared<T>(&mut self, t: &SharedTensor<T>, what: &str, loc: Loc) {
-        if t.transposed {
+    /// The IR view of a shared operand, reporting at `loc` a misuse of the view functions and,
+    /// for instructions that take the tile as stored (`transposable` false), a transposed view.
+    pub(crate) fn shared_operand<T>(
+        &mut self,
+        t: &SharedTensor<T>,
+        what: &str,
+        transposable: bool,
+        loc: Loc,
+    ) -> SharedView {
+        if let Some(why) = t.misuse() {
+            self.error(loc, format!("{what}: {why}"));
+        }
+        if t.transposed && !transposable {
             self.error(
                 loc,
-                format!("{what} takes the shared tile itself, not a transposed view"),
+                format!("{what} takes the shared tile as stored, not a transposed view"),
             );
         }
+        t.view()
     }
 }
 
@@ -221,6 +271,7 @@ impl Kernel {
         };
         let cap = SharedTensor::<T>::NBYTES_CAP;
         let nbytes = i32::try_from(decl.nbytes()).unwrap_or(cap).min(cap);
+        let leading = i32::try_from(decl.shape[0]).unwrap_or(i32::MAX);
         self.prog.shareds.push(decl);
         self.push(
             StmtKind::Inst(Inst::Memory(MemoryInst::AllocShared(id))),
@@ -229,6 +280,9 @@ impl Kernel {
         SharedTensor {
             id,
             transposed: false,
+            stage: None,
+            leading,
+            misuse: None,
             nbytes,
             _t: PhantomData,
         }
@@ -239,7 +293,13 @@ impl Kernel {
     #[track_caller]
     pub fn free_shared<T>(&mut self, t: &SharedTensor<T>) {
         let loc = Loc::caller();
-        self.plain_shared(t, "free_shared", loc);
+        self.shared_operand(t, "free_shared", false, loc);
+        if t.stage.is_some() {
+            self.error(
+                loc,
+                "free_shared takes the shared tile itself, not one stage of it",
+            );
+        }
         self.push(
             StmtKind::Inst(Inst::Memory(MemoryInst::FreeShared(t.id))),
             loc,
@@ -283,16 +343,20 @@ impl Kernel {
         }
     }
 
-    /// Copies a shared tile into a new register tile laid out for its consumer (for the
-    /// operands of `dot`, this lowers to `ldmatrix`).
+    /// Copies a shared tile (or one stage of it) into a new register tile laid out for its
+    /// consumer (for the operands of `dot`, this lowers to `ldmatrix`).
     #[track_caller]
     pub fn load_shared<T: Element>(&mut self, src: &SharedTensor<T>) -> RegisterTensor<T> {
         let loc = Loc::caller();
-        self.plain_shared(src, "load_shared", loc);
-        let shape = self.prog.shared(src.id).shape.clone();
+        let src = self.shared_operand(src, "load_shared", false, loc);
+        let mut shape = self.prog.sview_stored_shape(&src);
+        if shape.is_empty() {
+            // a stage of a 1-D tile (the verifier says so); keep the register tile valid
+            shape = vec![1];
+        }
         let out = self.new_register::<T>(shape, loc);
         self.push(
-            StmtKind::Inst(Inst::Memory(MemoryInst::LoadShared { src: src.id, out })),
+            StmtKind::Inst(Inst::Memory(MemoryInst::LoadShared { src, out })),
             loc,
         );
         RegisterTensor {

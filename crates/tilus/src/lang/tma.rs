@@ -18,7 +18,8 @@ impl Kernel {
 impl Tma<'_> {
     /// Copies the box of `src` starting at `offsets` (the box is `dst`'s shape) into `dst`,
     /// asynchronously; the bytes complete on `bar`. The tensor map is built for you, with the
-    /// swizzle of `dst`'s layout. Elements outside `src` arrive as zeros.
+    /// swizzle of `dst`'s layout. Elements outside `src` arrive as zeros. `dst` may be one stage
+    /// of a staged tile (`sa.at(s)`): the box is the stage's shape.
     #[track_caller]
     pub fn global_to_shared<T: Element>(
         self,
@@ -28,12 +29,14 @@ impl Tma<'_> {
         bar: Barrier,
     ) {
         let loc = Loc::caller();
-        self.k.plain_shared(dst, "tma.global_to_shared", loc);
+        let dst = self
+            .k
+            .shared_operand(dst, "tma.global_to_shared", false, loc);
         let offsets = offsets.into_exprs();
         let bar: BarrierRef = bar.to_ir();
         let inst = TmaInst::GlobalToShared {
             src: src.id,
-            dst: dst.id,
+            dst,
             offsets,
             bar,
             map: None,
@@ -54,9 +57,11 @@ impl Tma<'_> {
         offsets: impl Scalars,
     ) {
         let loc = Loc::caller();
-        self.k.plain_shared(src, "tma.shared_to_global", loc);
+        let src = self
+            .k
+            .shared_operand(src, "tma.shared_to_global", false, loc);
         let inst = TmaInst::SharedToGlobal {
-            src: src.id,
+            src,
             dst: dst.id,
             offsets: offsets.into_exprs(),
             map: None,

@@ -4,15 +4,23 @@
 use super::{Element, Kernel, RegisterTensor, SharedTensor};
 use crate::ir::{Inst, Loc, StmtKind, WgmmaA, WgmmaInst};
 
-/// What can be the `[M, K]` operand of [`Wgmma::mma`]: a shared tile or a register tile.
+/// What can be the `[M, K]` operand of [`Wgmma::mma`]: a shared tile (or one stage of one) or
+/// a register tile.
 pub trait WgmmaOperand<T> {
     /// The IR operand.
     fn operand(&self) -> WgmmaA;
+    /// Why the handle cannot be used, if it cannot (a misused shared view).
+    fn misuse(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 impl<T> WgmmaOperand<T> for SharedTensor<T> {
     fn operand(&self) -> WgmmaA {
         WgmmaA::Shared(self.view())
+    }
+    fn misuse(&self) -> Option<&'static str> {
+        SharedTensor::misuse(self)
     }
 }
 
@@ -65,9 +73,13 @@ impl Wgmma<'_> {
                 "wgmma.mma: the accumulator must not be a transposed view",
             );
         }
+        if let Some(why) = a.misuse() {
+            self.k.error(loc, format!("wgmma.mma operand a: {why}"));
+        }
+        let b = self.k.shared_operand(b, "wgmma.mma operand b", true, loc);
         let i = WgmmaInst::Mma {
             a: a.operand(),
-            b: b.view(),
+            b,
             d: d.view.tensor,
             plan: None,
         };

@@ -10,6 +10,8 @@
 
 use std::fmt;
 
+mod views;
+
 /// One mode: a factor of one tensor dimension.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Mode {

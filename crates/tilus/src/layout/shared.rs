@@ -77,15 +77,21 @@ impl Swizzle {
     }
 }
 
-/// A row-major shared-memory layout of a 2-D tile with an optional swizzle.
+/// A row-major shared-memory layout with an optional swizzle. A *staged* tile (one whose
+/// leading dimension is indexed at runtime, `at`) may pad its stages: each stage is then laid
+/// out as a tile of its own, `stage_stride` bytes after the previous one, so that every stage
+/// starts at the alignment its swizzle needs (the hardware swizzles by address bits).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SharedLayout {
-    /// `[rows, cols]`; cols are contiguous.
+    /// Extents, outermost first; the last dimension is contiguous.
     pub shape: Vec<i64>,
     /// Bytes per element.
     pub elem_bytes: u32,
     /// The swizzle.
     pub swizzle: Swizzle,
+    /// Bytes from one entry of the leading dimension (a stage) to the next when the stages
+    /// are padded; `None`: row-major throughout, stages contiguous.
+    pub stage_stride: Option<u32>,
 }
 
 impl SharedLayout {
@@ -95,6 +101,7 @@ impl SharedLayout {
             shape: shape.to_vec(),
             elem_bytes,
             swizzle: Swizzle::None,
+            stage_stride: None,
         }
     }
 
@@ -105,12 +112,59 @@ impl SharedLayout {
             shape: shape.to_vec(),
             elem_bytes,
             swizzle: Swizzle::widest_for_row(row_bytes),
+            stage_stride: None,
         }
     }
 
-    /// Bytes the tile occupies.
+    /// A staged tile: stages along the leading dimension, each laid out row-major with
+    /// `swizzle` and starting at a multiple of `align` bytes (padded only when a stage's bytes
+    /// are not a multiple of it).
+    pub fn staged(shape: &[i64], elem_bytes: u32, swizzle: Swizzle, align: u32) -> SharedLayout {
+        let mut l = SharedLayout {
+            shape: shape.to_vec(),
+            elem_bytes,
+            swizzle,
+            stage_stride: None,
+        };
+        let natural = l.stage_bytes();
+        let padded = natural.div_ceil(align.max(1)).saturating_mul(align.max(1));
+        if padded != natural {
+            l.stage_stride = Some(padded);
+        }
+        l
+    }
+
+    /// The layout of one stage (one entry of the leading dimension), relative to the stage's
+    /// first byte: the remaining dimensions with the same swizzle.
+    pub fn stage_layout(&self) -> SharedLayout {
+        SharedLayout {
+            shape: self.shape.get(1..).unwrap_or_default().to_vec(),
+            elem_bytes: self.elem_bytes,
+            swizzle: self.swizzle,
+            stage_stride: None,
+        }
+    }
+
+    /// Bytes from one stage to the next: the padded stride, or the bytes of one stage
+    /// (saturating: absurd shapes do not wrap to small sizes).
+    pub fn stage_bytes(&self) -> u32 {
+        self.stage_stride.unwrap_or_else(|| {
+            let elems = self
+                .shape
+                .get(1..)
+                .unwrap_or_default()
+                .iter()
+                .fold(1u64, |a, &d| a.saturating_mul(d.max(0) as u64));
+            u32::try_from(elems.saturating_mul(self.elem_bytes as u64)).unwrap_or(u32::MAX)
+        })
+    }
+
+    /// Bytes the tile occupies (its stages' padding included).
     pub fn nbytes(&self) -> u32 {
-        self.shape.iter().product::<i64>() as u32 * self.elem_bytes
+        match self.stage_stride {
+            Some(stride) => (self.shape[0] as u32).saturating_mul(stride),
+            None => self.shape.iter().product::<i64>() as u32 * self.elem_bytes,
+        }
     }
 
     /// The address of the element at `coords`, from the (aligned) base of the buffer: the one
@@ -133,13 +187,19 @@ impl SharedLayout {
         let terms = coords
             .into_iter()
             .enumerate()
-            .map(|(d, c)| c.scaled(self.shape[d + 1..rank].iter().product()))
+            .map(|(d, c)| match self.stage_stride {
+                // a padded stage stride is a multiple of the 16-byte alignment, hence of the
+                // element size; stages start at their swizzle's alignment, so swizzling the
+                // whole offset swizzles the offset within the stage
+                Some(stride) if d == 0 => c.scaled((stride / self.elem_bytes) as i64),
+                _ => c.scaled(self.shape[d + 1..rank].iter().product()),
+            })
             .collect();
         A::sum(terms).to_bytes(self.elem_bytes).swizzled(swizzle)
     }
 
     /// The address of the element with row-major index `linear` (the second half of
-    /// [`SharedLayout::address`]).
+    /// [`SharedLayout::address`]) in a layout without padded stages.
     pub fn element_address<A: AddressArith>(&self, linear: A) -> A {
         linear.to_bytes(self.elem_bytes).swizzled(self.swizzle)
     }
@@ -151,7 +211,14 @@ impl SharedLayout {
 
     /// Byte offset of the element with row-major index `linear`.
     pub fn linear_byte_offset(&self, linear: i64) -> u32 {
-        self.element_address(linear) as u32
+        match self.stage_stride {
+            Some(stride) => {
+                let per_stage: i64 = self.shape[1..].iter().product();
+                let (stage, within) = (linear / per_stage.max(1), linear % per_stage.max(1));
+                stage as u32 * stride + self.stage_layout().linear_byte_offset(within)
+            }
+            None => self.element_address(linear) as u32,
+        }
     }
 }
 
@@ -187,10 +254,14 @@ impl fmt::Display for SharedLayout {
         let dims: Vec<String> = self.shape.iter().map(|x| x.to_string()).collect();
         write!(
             f,
-            "row_major([{}], swizzle={})",
+            "row_major([{}], swizzle={}",
             dims.join(", "),
             self.swizzle.name()
-        )
+        )?;
+        if let Some(stride) = self.stage_stride {
+            write!(f, ", stage_stride={stride}")?;
+        }
+        f.write_str(")")
     }
 }
 
@@ -218,6 +289,38 @@ mod tests {
         // 64-byte rows: bits 7..8 of the offset are (row / 2) % 4.
         assert_eq!(l.byte_offset(&[2, 0]), 128 + 16);
         assert_eq!(l.byte_offset(&[3, 8]), 192);
+    }
+
+    #[test]
+    fn staged_layouts_repeat_the_stage_layout_at_the_stage_stride() {
+        // [3, 4, 64] f16 with 128-byte rows: a stage is 512 bytes, padded to 1024
+        let l = SharedLayout::staged(&[3, 4, 64], 2, Swizzle::B128, 1024);
+        assert_eq!(l.stage_stride, Some(1024));
+        assert_eq!(l.stage_bytes(), 1024);
+        assert_eq!(l.nbytes(), 3 * 1024);
+        let stage = l.stage_layout();
+        assert_eq!(stage.shape, vec![4, 64]);
+        let mut seen = std::collections::HashSet::new();
+        for s in 0..3 {
+            for r in 0..4 {
+                for c in 0..64 {
+                    let off = l.byte_offset(&[s, r, c]);
+                    assert_eq!(off, s as u32 * 1024 + stage.byte_offset(&[r, c]));
+                    let lin = (s * 4 + r) * 64 + c;
+                    assert_eq!(l.linear_byte_offset(lin), off);
+                    assert!(seen.insert(off));
+                }
+            }
+        }
+        // stages that fill their alignment are not padded: the plain row-major layout
+        let l = SharedLayout::staged(&[2, 8, 64], 2, Swizzle::B128, 1024);
+        assert_eq!(l, SharedLayout::swizzled_for_tma(&[2, 8, 64], 2));
+        assert_eq!(l.stage_bytes(), 1024);
+        assert!(format!(
+            "{}",
+            SharedLayout::staged(&[2, 4, 64], 2, Swizzle::B128, 1024)
+        )
+        .contains("stage_stride=1024"));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! `lower`) own the walk; the rules in `rules/` only read and fill these.
 
 use crate::ir::{
-    Expr, GlobalId, Loc, Program, RegId, RegView, SharedId, TensorMapId, TensorMapSpec, VarId,
+    Expr, GlobalId, Loc, Program, RegId, RegView, SharedId, SharedView, TensorMapId, TensorMapSpec,
+    VarId,
 };
 use crate::layout::{RegisterLayout, Swizzle};
 use crate::Diagnostic;
@@ -100,6 +101,86 @@ impl<'p> Checker<'p> {
     }
 }
 
+impl Checker<'_> {
+    /// Reports a shared view that names no elements: a stage of a tile without a further
+    /// dimension, a boolean stage index (a float one is the scalar rule's, in
+    /// `verify/scalars.rs`), a constant outside the stages, a transpose of fewer than two
+    /// dimensions.
+    pub fn check_sview(&mut self, v: &SharedView, what: &str, loc: Loc) {
+        let d = self.p.shared(v.tensor);
+        if let Some(stage) = &v.stage {
+            if d.shape.len() < 2 {
+                let msg = format!(
+                    "{what}: `{}` has {} dimension(s); at() takes one stage of the leading \
+                     dimension and needs at least one more",
+                    d.name,
+                    d.shape.len()
+                );
+                self.err(loc, msg);
+                return;
+            }
+            // a float index is the scalar rule's (`verify/scalars.rs`), as for every index
+            if !stage.dtype().is_int() && !stage.dtype().is_float() {
+                let msg = format!(
+                    "{what}: the stage index of `{}` is {}, not an integer",
+                    d.name,
+                    stage.dtype()
+                );
+                self.err(loc, msg);
+            }
+            if let Some(i) = stage.as_int() {
+                if i < 0 || i >= d.shape[0] {
+                    let msg = format!(
+                        "{what}: stage {i} of `{}`, which has {} stages (its leading dimension)",
+                        d.name, d.shape[0]
+                    );
+                    self.err(loc, msg);
+                }
+            }
+        }
+        if v.transposed && self.p.sview_stored_shape(v).len() < 2 {
+            let msg = format!(
+                "{what}: `{}` has fewer than 2 dimensions; transpose() needs at least 2",
+                self.p.sview_name(v)
+            );
+            self.err(loc, msg);
+        }
+    }
+
+    /// Once layouts are known, for a view the async proxy reads or writes: a stage must start
+    /// at the alignment of its swizzle (the hardware swizzles by address bits), and a whole
+    /// tile whose stages are padded is not one box or one matrix.
+    pub fn check_async_sview(&mut self, v: &SharedView, what: &str, loc: Loc) {
+        let d = self.p.shared(v.tensor);
+        let Some(l) = &d.layout else { return };
+        match &v.stage {
+            Some(_) => {
+                let align = l.swizzle.alignment();
+                if l.stage_bytes() % align != 0 {
+                    let msg = format!(
+                        "{what}: the stages of `{}` are {} bytes apart, not a multiple of the {align} \
+                         bytes its {} swizzle needs (the layout was pinned)",
+                        d.name,
+                        l.stage_bytes(),
+                        l.swizzle.name()
+                    );
+                    self.err(loc, msg);
+                }
+            }
+            None if l.stage_stride.is_some() => {
+                let msg = format!(
+                    "{what}: `{}` pads its stages to {} bytes (each aligned for its swizzle), so \
+                     the whole tile is not contiguous; use one stage at a time (`at`)",
+                    d.name,
+                    l.stage_bytes()
+                );
+                self.err(loc, msg);
+            }
+            None => {}
+        }
+    }
+}
+
 /// What layout inference knows so far: the layout each register tile must have, who asked
 /// for it and why.
 pub(crate) struct LayoutCx<'p> {
@@ -190,13 +271,18 @@ pub(crate) struct LowerCx<'p> {
 }
 
 impl LowerCx<'_> {
-    /// The tensor map for copies between view `view` and tiles like `tile` (one per distinct
-    /// view, box shape and swizzle; named after the view).
-    pub fn tensor_map(&mut self, view: GlobalId, tile: SharedId) -> TensorMapId {
+    /// The tensor map for copies between view `view` and tiles like `tile` (a tile or one
+    /// stage of one: the box is the elements it covers; one map per distinct view, box shape
+    /// and swizzle; named after the view).
+    pub fn tensor_map(&mut self, view: GlobalId, tile: &SharedView) -> TensorMapId {
         let p = self.p;
-        let (g, s) = (p.global(view), p.shared(tile));
-        let swizzle = s.layout.as_ref().map_or(Swizzle::None, |l| l.swizzle);
-        let box_shape: Vec<u32> = s.shape.iter().map(|&d| d as u32).collect();
+        let g = p.global(view);
+        let swizzle = p.sview_layout(tile).map_or(Swizzle::None, |l| l.swizzle);
+        let box_shape: Vec<u32> = p
+            .sview_stored_shape(tile)
+            .iter()
+            .map(|&d| d as u32)
+            .collect();
         let ptr_arg = p.param_of(g.ptr).map(|(i, _)| i).unwrap_or(0);
         if let Some(i) = self
             .tensor_maps

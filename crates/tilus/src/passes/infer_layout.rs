@@ -6,12 +6,14 @@
 //! or writes to global memory gets the layout that instruction prefers (16-byte vectors along
 //! the innermost dimension: [`vectorized_layout`]), one at a time and propagated again; the
 //! rest get a default layout that spreads the innermost dimension over consecutive threads.
-//! Shared tiles the async proxy
-//! touches get the widest swizzle their rows fill. A user-pinned layout is kept, and a
-//! conflict is a diagnostic naming both instructions.
+//! Shared tiles the async proxy touches get the widest swizzle their rows fill; a tile some
+//! instruction sees one stage at a time (`at`) is laid out stage by stage, each stage starting
+//! at its swizzle's alignment. A user-pinned layout is kept, and a conflict is a diagnostic
+//! naming both instructions.
 
 use super::context::LayoutCx;
 use super::rules::Rules;
+use crate::ir::facts::Memory;
 use crate::ir::{Inst, Loc, Program, RegId, Stmt, StmtKind};
 use crate::layout::{RegisterLayout, SharedLayout};
 use crate::{Error, Result};
@@ -89,22 +91,36 @@ pub fn vectorized_layout(shape: &[i64], threads: i64, elem_bytes: u32) -> Regist
 /// Infers every layout the program leaves open.
 pub fn run(mut p: Program) -> Result<Program> {
     // Shared tiles the async proxy reads or writes (TMA boxes, wgmma operands read through
-    // descriptors) get the swizzle their rows fill; the rest are row-major.
+    // descriptors) get the swizzle their rows fill; the rest are row-major. Staged tiles (seen
+    // one stage at a time somewhere) keep each stage at the alignment the hardware swizzles
+    // from, padding stages that would not be.
     let mut asynchronous = vec![false; p.shareds.len()];
+    let mut staged = vec![false; p.shareds.len()];
     p.walk(&mut |s| {
         if let StmtKind::Inst(i) = &s.kind {
-            for t in i.facts(&p).async_shared() {
+            let facts = i.facts(&p);
+            for t in facts.async_shared() {
                 asynchronous[t.0 as usize] = true;
+            }
+            for e in &facts.effects {
+                if let (Memory::Shared(t), Some(_)) = (e.memory, e.stage) {
+                    staged[t.0 as usize] = true;
+                }
             }
         }
     });
     for (i, s) in p.shareds.iter_mut().enumerate() {
         if s.layout.is_none() {
             let eb = s.dtype.nbytes();
-            s.layout = Some(if asynchronous[i] {
+            let plain = if asynchronous[i] {
                 SharedLayout::swizzled_for_tma(&s.shape, eb)
             } else {
                 SharedLayout::row_major(&s.shape, eb)
+            };
+            s.layout = Some(if staged[i] && s.shape.len() >= 2 && asynchronous[i] {
+                SharedLayout::staged(&s.shape, eb, plain.swizzle, plain.swizzle.alignment())
+            } else {
+                plain
             });
         }
     }

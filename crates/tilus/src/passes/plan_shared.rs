@@ -226,7 +226,7 @@ pub fn run(mut p: Program) -> Result<Program> {
             item: Item::Shared(i),
             start: start[i],
             end: end[i],
-            bytes: s.nbytes(),
+            bytes: s.footprint(),
             align,
         });
     }

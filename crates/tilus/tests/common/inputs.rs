@@ -46,3 +46,18 @@ pub fn random_f32(len: usize, seed: u64) -> Vec<f32> {
         })
         .collect()
 }
+
+/// A seed for inputs that differ from run to run: `TILUS_TEST_SEED` when set (to replay a
+/// failure), else the clock. Printed, so that a failing run says how to replay it.
+pub fn fresh_seed() -> u64 {
+    let seed = std::env::var("TILUS_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        });
+    eprintln!("inputs from seed {seed} (replay with TILUS_TEST_SEED={seed})");
+    seed
+}

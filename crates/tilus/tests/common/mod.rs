@@ -28,7 +28,9 @@ pub mod inputs;
 pub mod interp;
 mod marks;
 pub mod scripts;
+pub mod staged;
 mod verify;
+pub mod views;
 
 pub use body::Body;
 pub use marks::{at, clear_marks, line_of, mark, marked, note, Mark};

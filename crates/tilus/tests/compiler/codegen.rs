@@ -6,6 +6,8 @@ use crate::common::build;
 use crate::common::scripts::{
     Branches, Epilogue, EpilogueBug, Groups, OneTile, Printing, TileCopy, FILE,
 };
+use crate::common::staged::{StagedMatmul, StagedSum};
+use crate::common::views::{ColumnSlice, DotViews, LoadedViews, ShapeViews};
 use half::f16;
 use tilus::prelude::PtrMut;
 
@@ -37,6 +39,135 @@ fn tile_copy_compiles_with_the_generic_load_and_each_swizzle() {
         let c = build(&TileCopy { rows, cols }, &[]);
         assert_eq!(c.report.spill_stores, 0);
     }
+}
+
+// ------------------------------------------------------------------------------------------
+// staged tiles (`sa.at(s)`): TMA, loads and wgmma descriptors at the stage's address.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn stages_are_addressed_from_the_tiles_base_at_the_stage_stride() {
+    let src = tilus::emit(&StagedSum::new(32, 32), &[]).unwrap();
+    // [3, 32, 32] f32: 4096-byte stages; the copy and the load of stage `stage`
+    assert!(
+        src.contains("tilus_tma_load_2d((s0 + (u32)(stage) * 4096u), &g0_tmap,"),
+        "{src}"
+    );
+    assert!(
+        src.contains("(s0 + (u32)(stage) * 4096u) + tilus_swizzle("),
+        "{src}"
+    );
+    // one tensor map for the stage's box, 128B swizzle
+    assert_eq!(
+        src.matches("__grid_constant__ CUtensorMap").count(),
+        1,
+        "{src}"
+    );
+    // padded stages: [4, 32] f32 stages of 512 bytes are 1024 bytes apart
+    let padded = tilus::emit(&StagedSum::new(4, 32), &[]).unwrap();
+    assert!(padded.contains("(s0 + (u32)(stage) * 1024u)"), "{padded}");
+    for (rows, cols) in StagedSum::SHAPES {
+        let c = build(&StagedSum::new(rows, cols), &[]);
+        assert_eq!(c.report.spill_stores, 0, "[{rows}, {cols}]");
+    }
+}
+
+#[test]
+fn wgmma_descriptors_of_a_stage_start_at_the_stage() {
+    let script = StagedMatmul {
+        k_tiles: 4,
+        refill_busy_stage: false,
+    };
+    let src = tilus::emit(&script, &[]).unwrap();
+    // [2, 64, 64] f16 operands: 8192-byte stages
+    assert!(
+        src.contains("tilus_wgmma_desc((s0 + (u32)(stage) * 8192u), "),
+        "{src}"
+    );
+    assert!(
+        src.contains("tilus_wgmma_desc((s1 + (u32)(stage) * 8192u), "),
+        "{src}"
+    );
+    let c = build(&script, &[]);
+    assert_eq!(c.report.spill_stores, 0);
+}
+
+// ------------------------------------------------------------------------------------------
+// shape: tiles seen with other shapes are copies of the same thread's registers.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn shape_views_copy_registers_and_compile() {
+    let src = tilus::emit(&ShapeViews::<f32>::new(), &[]).unwrap();
+    // a reshape copies every register in order; rows 2..6 are locals 2..6
+    assert!(
+        src.contains("for (int l = 0; l < 8; ++l) r1[l] = r0[l];"),
+        "{src}"
+    );
+    assert!(
+        src.contains("r2[0] = r0[2];") && src.contains("r2[3] = r0[5];"),
+        "{src}"
+    );
+    let half = tilus::emit(&ShapeViews::<f16>::new(), &[]).unwrap();
+    // 16-bit tiles: whole words where the pairs line up, halves otherwise
+    assert!(
+        half.contains("for (int w = 0; w < 4; ++w) r1[w] = r0[(2 * w) >> 1];"),
+        "{half}"
+    );
+    assert!(half.contains("r2[0] = r0[(2) >> 1];"), "{half}");
+    let c = build(&ShapeViews::<f32>::new(), &[]);
+    assert_eq!(c.report.spill_stores, 0);
+    let c = build(&ShapeViews::<f16>::new(), &[]);
+    assert_eq!(c.report.spill_stores, 0);
+}
+
+#[test]
+fn views_of_a_vectorized_tile_compile_without_spills() {
+    let src = tilus::emit(&LoadedViews, &[]).unwrap();
+    // the load's vectors of 4 stay whole: rows 8..16 are locals 4..8 of every thread
+    assert!(
+        src.contains("r1[0] = r0[4];") && src.contains("r1[3] = r0[7];"),
+        "{src}"
+    );
+    assert!(
+        src.contains("for (int l = 0; l < 8; ++l) r3[l] = r0[l];"),
+        "{src}"
+    );
+    let c = build(&LoadedViews, &[]);
+    assert_eq!(c.report.spill_stores, 0);
+}
+
+#[test]
+fn a_column_slice_picks_the_blocks_it_asked_for_and_compiles() {
+    let src = tilus::emit(&ColumnSlice, &[]).unwrap();
+    // locals: [column block 4, row half 2]: columns 8..24 are blocks 1 and 2, locals 2..6
+    assert!(
+        src.contains("locals=[d1:4, d0:2])") && src.contains("r1[0] = r0[2];"),
+        "{src}"
+    );
+    assert!(src.contains("r1[3] = r0[5];"), "{src}");
+    let c = build(&ColumnSlice, &[]);
+    assert_eq!(c.report.spill_stores, 0);
+}
+
+#[test]
+fn views_of_an_mma_accumulator_pick_its_registers_and_compile() {
+    let src = tilus::emit(&DotViews, &[]).unwrap();
+    // locals: [column tile 2, row half 2, column pair 2]; columns 8..16 are locals 4..8, rows
+    // 8..16 locals 2, 3, 6, 7; the reshape keeps every register
+    let lines = |a: &str, want: &[usize]| {
+        want.iter()
+            .enumerate()
+            .all(|(l, s)| src.contains(&format!("{a}[{l}] = r3[{s}];")))
+    };
+    assert!(lines("r4", &[4, 5, 6, 7]), "{src}");
+    assert!(lines("r5", &[2, 3, 6, 7]), "{src}");
+    assert!(
+        src.contains("for (int l = 0; l < 8; ++l) r6[l] = r3[l];"),
+        "{src}"
+    );
+    let c = build(&DotViews, &[]);
+    assert_eq!(c.report.spill_stores, 0);
 }
 
 // ------------------------------------------------------------------------------------------

@@ -227,3 +227,32 @@ fn values_used_outside_their_scope_are_diagnosed() {
         assert_eq!(stage(ops), Stage::CompileFailed, "{shown}");
     }
 }
+
+/// Reshapes and slices of tiles of more than 2^63 elements: the element counts of a reshape
+/// overflowed when the script was traced; huge slices and reshapes that do fit must not build
+/// a table of every register before the register check rejects them.
+#[test]
+fn shape_views_of_tiles_of_more_than_2_pow_63_elements() {
+    use crate::ops::shape::Shape;
+    let h = i32::MAX;
+    let ops = ops![
+        Control::Warps(1),
+        Memory::Register(Dt::F16, vec![], Init::None),
+        Shape::Reshape(plain(0), vec![h, h, 4096]),
+    ];
+    assert_eq!(stage(ops), Stage::TraceFailed);
+    let ops = ops![
+        Control::Warps(1),
+        Memory::Register(Dt::F32, vec![h, h, h], Init::Zero),
+        Shape::Reshape(plain(0), vec![h, h, h]),
+        Shape::Reshape(plain(0), vec![h, h, 4096]),
+    ];
+    assert_eq!(stage(ops), Stage::TraceFailed);
+    let ops = ops![
+        Control::Warps(1),
+        Memory::Register(Dt::F32, vec![1 << 20, 1 << 20, 64], Init::Zero),
+        Shape::Slice(plain(0), 0, 0, 1 << 19),
+        Shape::Reshape(plain(0), vec![1 << 19, 1 << 26]),
+    ];
+    assert_eq!(stage(ops), Stage::CompileFailed);
+}

@@ -17,8 +17,9 @@ use crate::ops::control::{
     cond, group, snippet_branch, snippet_count, warps, Control, LetKind, To,
 };
 use crate::ops::mbarrier::Mbarrier;
-use crate::ops::memory::{snippet_load_store, snippet_store, Memory};
+use crate::ops::memory::{snippet_load_store, snippet_stage, snippet_store, Memory};
 use crate::ops::mma::snippet_dot;
+use crate::ops::shape::snippet_views;
 use crate::ops::tma::{snippet_tma, snippet_tma_store};
 use crate::ops::wgmma::snippet_wgmma;
 
@@ -227,6 +228,8 @@ fn chunk() -> BoxedStrategy<Vec<Op>> {
         2 => snippet_load_store(),
         2 => snippet_tma_store(),
         3 => snippet_arith(),
+        1 => snippet_views(),
+        1 => snippet_stage(),
     ];
     leaf.prop_recursive(2, 24, 3, |inner| {
         let nested = prop::collection::vec(inner.clone(), 1..3)

@@ -311,3 +311,33 @@ fn the_printing_script_prints_block_1s_tiles_in_order() {
         ]
     );
 }
+
+/// One stage of a staged tile (`at`) prints as that stage: stage 1 of a `[3, 2, 4]` tile
+/// whose stage `i` holds `i + 1`, beside the register tile loaded from the same stage.
+#[test]
+fn print_tensor_of_a_stage_shows_that_stage() {
+    let text = printed::<(i32,)>(
+        |k, (stage,)| {
+            k.warps(1);
+            k.name_next("s");
+            let s = k.shared_tensor::<f32>([3, 2, 4]);
+            k.for_range(0, 3, 1, |k, i| {
+                let v = k.register_tensor::<f32>([2, 4], 0.0);
+                let filled = k.compute(v + (i + 1));
+                k.store_shared(&s.at(i), &filled);
+            });
+            k.sync();
+            let i = k.let_i32(stage);
+            k.print_tensor(&s.at(i));
+            k.name_next("x");
+            let x = k.load_shared(&s.at(i));
+            k.print_tensor(&x);
+        },
+        (1,),
+    );
+    let row = "        2         2         2         2";
+    let rows = format!("[[{row}]\n [{row}]]\n");
+    let want =
+        format!("s: f32[2, 4], block (0, 0, 0)\n{rows}x: f32[2, 4], block (0, 0, 0)\n{rows}");
+    assert_eq!(text, want);
+}

@@ -26,5 +26,6 @@ mod memory;
 mod mma;
 mod scalars;
 mod seed;
+mod shape;
 mod tma;
 mod wgmma;

@@ -449,3 +449,57 @@ fn a_split_k_matmul_adds_its_partial_products_atomically() {
         assert_eq!(c, want, "{m}x{n}x{kk}");
     }
 }
+
+// ------------------------------------------------------------------------------------------
+// Stages of a staged tile (`sa.at(s)`): loads and stores reach exactly their stage; an index
+// outside the stages is a fault (the generated code does not check it).
+// ------------------------------------------------------------------------------------------
+
+/// `(stage, dst)`: fills the 3 stages of a `[3, 8, 32]` f32 tile with 1, 2, 3 through
+/// `store_shared(sa.at(s))` in a loop, then loads stage `stage` (a runtime argument) and
+/// stores it. Marked call: `load`.
+fn one_stage(k: &mut Kernel, (stage, dst): Handles<(i32, PtrMut<f32>)>) {
+    k.blocks([1]);
+    k.warps(2);
+    let sa = k.shared_tensor::<f32>([3, 8, 32]);
+    k.for_range(0, 3, 1, |k, s| {
+        let v = k.register_tensor::<f32>([8, 32], 0.0);
+        let filled = k.compute(v + (s + 1));
+        k.store_shared(&sa.at(s), &filled);
+    });
+    k.sync();
+    let s = k.let_i32(stage);
+    #[rustfmt::skip]
+    let r = mark("load", line!(), k.load_shared(&sa.at(s)));
+    let g = k.global_view::<f32>(dst, [8, 32]);
+    k.store_global(&g, &r, [0, 0]);
+}
+
+#[test]
+fn loads_and_stores_of_a_stage_reach_that_stage() {
+    for stage in 0..3 {
+        let mut out = vec![f32::NAN; 8 * 32];
+        interpret::<(i32, PtrMut<f32>)>(one_stage, (stage, &mut out[..])).unwrap();
+        assert!(
+            out.iter().all(|&x| x == (stage + 1) as f32),
+            "stage {stage}: {out:?}"
+        );
+    }
+}
+
+#[test]
+fn a_stage_index_outside_the_stages_is_out_of_bounds() {
+    for stage in [3, -1] {
+        let mut out = vec![f32::NAN; 8 * 32];
+        let r = interpret::<(i32, PtrMut<f32>)>(one_stage, (stage, &mut out[..]));
+        expect_fault(
+            r,
+            Fault::SharedOutOfBounds,
+            "load",
+            &[
+                &format!("load_shared uses stage {stage} of shared tensor `s0`"),
+                "which has 3 stages",
+            ],
+        );
+    }
+}

@@ -3,7 +3,7 @@
 //! source written before the wait and a store never waited for are faults.
 
 use super::seed::run_matmul;
-use crate::common::inputs::f16s;
+use crate::common::inputs::{f16s, fresh_seed, random_f32};
 use crate::common::interp::{
     assert_noted, expect_fault, interpret, plan_unverified, run, run_planned,
 };
@@ -11,6 +11,7 @@ use crate::common::mark;
 use crate::common::scripts::{
     epilogue_inputs, Epilogue, EpilogueBug, SeedMatmul, TileCopy, EPILOGUE_COLS,
 };
+use crate::common::staged::StagedSum;
 use tilus::interp::{Fault, InterpValue};
 use tilus::prelude::*;
 
@@ -187,4 +188,128 @@ fn a_tma_store_never_waited_for_is_a_fault_and_writes_nothing() {
         dst.iter().all(|x| x.is_nan()),
         "the store wrote without a wait"
     );
+}
+
+// ------------------------------------------------------------------------------------------
+// Staged tiles (`sa.at(s)`): a pipeline that fills one stage while the threads read another,
+// exact against a CPU reference at each swizzle (and with padded stages); a read of a stage
+// whose copy is in flight; TMA stores of one stage while another is written.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn a_staged_tma_pipeline_sums_its_tiles_exactly() {
+    let seed = fresh_seed();
+    for (i, (rows, cols)) in StagedSum::SHAPES.into_iter().enumerate() {
+        for tiles in [1usize, 2, 3, 7] {
+            let (r, c) = (rows as usize, cols as usize);
+            let input = random_f32(tiles * r * c, seed + i as u64 * 16 + tiles as u64);
+            let mut out = vec![f32::NAN; r * c];
+            let rep = run(
+                &StagedSum::new(rows, cols),
+                (tiles as i32, &input[..], &mut out[..]),
+            )
+            .unwrap_or_else(|e| panic!("[{rows}, {cols}] x {tiles}: {e}"));
+            let want = StagedSum::expected(&input, tiles, r, c);
+            let same = out
+                .iter()
+                .zip(&want)
+                .all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(same, "[{rows}, {cols}] x {tiles}: {out:?} != {want:?}");
+            assert_eq!(rep.tma_copies as usize, tiles);
+        }
+    }
+}
+
+#[test]
+fn stages_are_padded_to_their_swizzle_alignment() {
+    // [4, 32] f32 stages are 512 bytes; their 128-byte rows take the 128B swizzle, whose
+    // pattern repeats every 1024 bytes
+    let (p, _) = plan_unverified(&StagedSum::new(4, 32));
+    let sa = &p.shareds[0];
+    let l = sa.layout.as_ref().unwrap();
+    assert_eq!(l.stage_stride, Some(1024), "{l}");
+    assert_eq!(sa.footprint(), 3 * 1024);
+    assert_eq!(sa.offset.unwrap() % 1024, 0);
+    // [32, 32] f32 stages fill 4096 bytes: no padding
+    let (p, _) = plan_unverified(&StagedSum::new(32, 32));
+    assert_eq!(p.shareds[0].layout.as_ref().unwrap().stage_stride, None);
+}
+
+#[test]
+fn reading_a_stage_before_its_wait_is_a_read_before_wait_of_that_stage() {
+    let script = StagedSum {
+        no_wait: true,
+        ..StagedSum::new(8, 16)
+    };
+    let input = random_f32(3 * 8 * 16, 5);
+    let mut out = vec![f32::NAN; 8 * 16];
+    let r = run(&script, (3, &input[..], &mut out[..]));
+    expect_fault(
+        r,
+        Fault::ReadBeforeWait,
+        "read",
+        &["load_shared reads shared tensor `s0[0]`", "still in flight"],
+    );
+}
+
+/// `(src index, dst)`: two `[32, 32]` f32 stages stored with TMA into the rows of a `[64, 32]`
+/// output, stage 0 (ones) then stage 1 (twos), the second written while the store of the first
+/// is in flight; `bug`: the second value goes into stage 0 instead. Marked calls: `store0`,
+/// `rewrite`.
+fn staged_epilogue(k: &mut Kernel, dst: PtrVal<f32>, bug: bool) {
+    k.blocks([1]);
+    k.warps(4);
+    let sc = k.shared_tensor::<f32>([2, 32, 32]);
+    let g = k.global_view::<f32>(dst, [64, 32]);
+    let ones = k.register_tensor::<f32>([32, 32], 1.0);
+    let twos = k.register_tensor::<f32>([32, 32], 2.0);
+    k.store_shared(&sc.at(0), &ones);
+    k.fence_proxy_async();
+    k.sync();
+    k.single_thread(|k| {
+        #[rustfmt::skip]
+        mark("store0", line!(), k.tma().shared_to_global(&sc.at(0), &g, [0, 0]));
+        k.tma().commit_group();
+    });
+    let second = if bug { 0 } else { 1 };
+    #[rustfmt::skip]
+    mark("rewrite", line!(), k.store_shared(&sc.at(second), &twos));
+    k.fence_proxy_async();
+    k.sync();
+    k.single_thread(|k| {
+        k.tma().shared_to_global(&sc.at(1), &g, [32, 0]);
+        k.tma().commit_group();
+        k.tma().wait_group(0);
+    });
+}
+
+#[test]
+fn one_stage_is_written_while_a_tma_store_reads_another() {
+    let mut out = vec![f32::NAN; 64 * 32];
+    interpret::<(PtrMut<f32>,)>(|k, (dst,)| staged_epilogue(k, dst, false), (&mut out[..],))
+        .unwrap();
+    assert!(out[..1024].iter().all(|&x| x == 1.0));
+    assert!(out[1024..].iter().all(|&x| x == 2.0));
+}
+
+#[test]
+fn writing_the_stage_a_tma_store_reads_is_an_overwrite_before_wait() {
+    #[derive(Clone, Debug, Hash)]
+    struct Bug;
+    impl Script for Bug {
+        type Args = (PtrMut<f32>,);
+        fn body(&self, k: &mut Kernel, (dst,): Handles<Self::Args>) {
+            staged_epilogue(k, dst, true)
+        }
+    }
+    let (program, plan) = plan_unverified(&Bug);
+    let mut out = vec![f32::NAN; 64 * 32];
+    let mut args = vec![InterpValue::buffer_mut(&mut out)];
+    let d = expect_fault(
+        run_planned(&program, &plan, &mut args),
+        Fault::OverwriteBeforeWait,
+        "rewrite",
+        &["overwrites shared tensor `s0[0]` while a TMA store that reads it is unfinished"],
+    );
+    assert_noted(&d, "store0");
 }

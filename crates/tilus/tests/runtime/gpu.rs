@@ -1,14 +1,17 @@
 //! The scripts of `common::scripts` on the GPU, against the same expectations as on the
 //! interpreter (`interp/`). Ignored without a GPU.
 
-use crate::common::inputs::random_f16;
+use crate::common::inputs::{fresh_seed, random_f16, random_f32};
 use crate::common::scripts::{
     epilogue_inputs, Branches, Epilogue, EpilogueBug, Groups, OneTile, OnesTimesB, Printing,
     TileCopy, EPILOGUE_COLS,
 };
+use crate::common::staged::{StagedMatmul, StagedSum};
+use crate::common::views::{self, ColumnSlice, DotViews, LoadedViews, ShapeViews};
 use crate::common::{cache_dir, child};
 use half::f16;
 use tilus::cudarc::driver::CudaSlice;
+use tilus::lang::PtrMut;
 use tilus::runtime::Device;
 
 fn upload(device: &Device, v: &[f32]) -> CudaSlice<f32> {
@@ -600,4 +603,238 @@ fn device_printf_prints_the_interpreters_text() {
         got.contains(&want),
         "the GPU printed:\n{got}\nthe interpreter printed:\n{want}"
     );
+}
+
+// ------------------------------------------------------------------------------------------
+// Staged tiles (`sa.at(s)`): a TMA pipeline through the stages of one tile (with padded
+// stages too) and a double-buffered wgmma pipeline, against CPU references on fresh inputs.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_staged_tma_pipeline_sums_its_tiles_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let seed = fresh_seed();
+    for (i, (rows, cols)) in StagedSum::SHAPES.into_iter().enumerate() {
+        let jit = tilus::Jit::new(StagedSum::new(rows, cols), &device);
+        for tiles in [1usize, 3, 8] {
+            let (r, c) = (rows as usize, cols as usize);
+            let input = random_f32(tiles * r * c, seed + 16 * i as u64 + tiles as u64);
+            let src = upload(&device, &input);
+            let mut dst = upload(&device, &vec![f32::NAN; r * c]);
+            jit.launch(device.stream(), (tiles as i32, &src, &mut dst))
+                .unwrap();
+            let got = device.stream().clone_dtoh(&dst).unwrap();
+            let want = StagedSum::expected(&input, tiles, r, c);
+            // the same f32 additions in the same order: the same bits
+            let same = got
+                .iter()
+                .zip(&want)
+                .all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(same, "[{rows}, {cols}] x {tiles}: {got:?} != {want:?}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_double_buffered_wgmma_pipeline_computes_the_product_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let seed = fresh_seed();
+    for k_tiles in [1, 2, 7] {
+        let (a, b) = StagedMatmul::inputs(k_tiles, seed + k_tiles as u64);
+        let (da, db) = (
+            stream.clone_htod(&a).unwrap(),
+            stream.clone_htod(&b).unwrap(),
+        );
+        let mut dc = upload(&device, &vec![f32::NAN; 64 * 64]);
+        let script = StagedMatmul {
+            k_tiles,
+            refill_busy_stage: false,
+        };
+        tilus::Jit::new(script, &device)
+            .launch(stream, (&da, &db, &mut dc))
+            .unwrap();
+        let c = stream.clone_dtoh(&dc).unwrap();
+        // multiples of 1/256 with small sums: exact in f32 in any order
+        assert_eq!(
+            c,
+            StagedMatmul::expected(&a, &b, k_tiles),
+            "{k_tiles} K steps"
+        );
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// shape: tiles seen with other shapes, f32 and packed f16, against the CPU reference.
+// ------------------------------------------------------------------------------------------
+
+fn shape_views_on_the_gpu<T>(x: Vec<T>, nan: T)
+where
+    T: tilus::lang::Element
+        + tilus::interp::Pod
+        + tilus::cudarc::driver::DeviceRepr
+        + tilus::cudarc::driver::ValidAsZeroBits
+        + Copy
+        + std::fmt::Debug
+        + Unpin
+        + 'static,
+    ShapeViews<T>: tilus::Script<
+        Args = (
+            tilus::lang::Ptr<T>,
+            PtrMut<T>,
+            PtrMut<T>,
+            PtrMut<T>,
+            PtrMut<T>,
+        ),
+    >,
+{
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let want = views::expected(&x);
+    // the interpreter's results, which its own tests hold to the CPU reference
+    let mut interp: Vec<Vec<T>> = want.iter().map(|w| vec![nan; w.len()]).collect();
+    let [i0, i1, i2, i3] = &mut interp[..] else {
+        unreachable!()
+    };
+    tilus::interpret(
+        &ShapeViews::<T>::new(),
+        (&x[..], &mut i0[..], &mut i1[..], &mut i2[..], &mut i3[..]),
+    )
+    .unwrap();
+    let src = stream.clone_htod(&x).unwrap();
+    let mut outs: Vec<CudaSlice<T>> = want
+        .iter()
+        .map(|w| stream.clone_htod(&vec![nan; w.len()]).unwrap())
+        .collect();
+    let [o0, o1, o2, o3] = &mut outs[..] else {
+        unreachable!()
+    };
+    tilus::Jit::new(ShapeViews::<T>::new(), &device)
+        .launch(stream, (&src, o0, o1, o2, o3))
+        .unwrap();
+    for (i, ((o, w), it)) in outs.iter().zip(&want).zip(&interp).enumerate() {
+        let got = stream.clone_dtoh(o).unwrap();
+        let bits = |v: &T| format!("{v:?}");
+        assert!(
+            got.iter().map(bits).eq(it.iter().map(bits)),
+            "output {i}: the GPU's {got:?} != the interpreter's {it:?}"
+        );
+        assert!(
+            got.iter().map(bits).eq(w.iter().map(bits)),
+            "output {i}: {got:?} != {w:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn shape_views_hold_the_referenced_elements_on_the_gpu() {
+    let seed = fresh_seed();
+    shape_views_on_the_gpu(random_f32(views::ROWS * views::COLS, seed), f32::NAN);
+    shape_views_on_the_gpu(random_f16(views::ROWS * views::COLS, seed + 1), f16::NAN);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn views_of_an_mma_accumulator_hold_the_referenced_elements_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let (a, b) = views::dot_inputs(fresh_seed());
+    let want = views::dot_expected(&a, &b);
+    let mut interp: Vec<Vec<f32>> = want.iter().map(|w| vec![f32::NAN; w.len()]).collect();
+    let [i0, i1, i2, i3] = &mut interp[..] else {
+        unreachable!()
+    };
+    tilus::interpret(
+        &DotViews,
+        (
+            &a[..],
+            &b[..],
+            &mut i0[..],
+            &mut i1[..],
+            &mut i2[..],
+            &mut i3[..],
+        ),
+    )
+    .unwrap();
+    let (da, db) = (
+        stream.clone_htod(&a).unwrap(),
+        stream.clone_htod(&b).unwrap(),
+    );
+    let mut outs: Vec<CudaSlice<f32>> = want
+        .iter()
+        .map(|w| upload(&device, &vec![f32::NAN; w.len()]))
+        .collect();
+    let [o0, o1, o2, o3] = &mut outs[..] else {
+        unreachable!()
+    };
+    tilus::Jit::new(DotViews, &device)
+        .launch(stream, (&da, &db, o0, o1, o2, o3))
+        .unwrap();
+    for (i, ((o, w), it)) in outs.iter().zip(&want).zip(&interp).enumerate() {
+        let got = stream.clone_dtoh(o).unwrap();
+        // integer products and sums: exact in any order, so the bits agree
+        assert_eq!(&got, it, "output {i}: the GPU against the interpreter");
+        assert_eq!(&got, w, "output {i}: the GPU against the CPU reference");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn views_of_a_loaded_tile_feed_arithmetic_and_reductions_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let (rows, cols) = views::LOADED;
+    let x = crate::common::scripts::global::small_ints(rows * cols, fresh_seed());
+    let (want_twice, want_sums) = views::loaded_expected(&x);
+    let (mut it, mut is) = (vec![f32::NAN; want_twice.len()], vec![f32::NAN; 2]);
+    tilus::interpret(&LoadedViews, (&x[..], &mut it[..], &mut is[..])).unwrap();
+    let src = upload(&device, &x);
+    let mut twice = upload(&device, &vec![f32::NAN; want_twice.len()]);
+    let mut sums = upload(&device, &[f32::NAN; 2]);
+    tilus::Jit::new(LoadedViews, &device)
+        .launch(stream, (&src, &mut twice, &mut sums))
+        .unwrap();
+    let (twice, sums) = (
+        stream.clone_dtoh(&twice).unwrap(),
+        stream.clone_dtoh(&sums).unwrap(),
+    );
+    // small integers: exact in any order, so the GPU, the interpreter and the CPU agree
+    assert_eq!(
+        (&twice, &sums),
+        (&it, &is),
+        "the GPU against the interpreter"
+    );
+    assert_eq!(
+        (twice, sums),
+        (want_twice, want_sums),
+        "against the CPU reference"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_column_slice_holds_the_referenced_elements_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let x = random_f32(views::ROWS * views::COLS, fresh_seed());
+    let want = views::column_slice_expected(&x);
+    let mut interp = vec![f32::NAN; want.len()];
+    tilus::interpret(&ColumnSlice, (&x[..], &mut interp[..])).unwrap();
+    let src = upload(&device, &x);
+    let mut dst = upload(&device, &vec![f32::NAN; want.len()]);
+    tilus::Jit::new(ColumnSlice, &device)
+        .launch(stream, (&src, &mut dst))
+        .unwrap();
+    let got = stream.clone_dtoh(&dst).unwrap();
+    assert_eq!(got, interp, "the GPU against the interpreter");
+    assert_eq!(got, want, "the GPU against the CPU reference");
 }

@@ -73,7 +73,7 @@ impl DebugInst {
                 f
             }
             DebugInst::PrintShared { src } => {
-                Facts::default().effect(Effect::now(Memory::Shared(src.tensor), Access::Read))
+                Facts::default().effect(Effect::shared(src, Access::Read))
             }
         }
     }
@@ -97,10 +97,7 @@ impl DebugInst {
                 n.view(src),
                 n.p.shared(*scratch).name
             ),
-            DebugInst::PrintShared { src } => {
-                let t = if src.transposed { ".T" } else { "" };
-                format!("print_tensor({}{t})", n.p.shared(src.tensor).name)
-            }
+            DebugInst::PrintShared { src } => format!("print_tensor({})", n.sview(src)),
         }
     }
 }

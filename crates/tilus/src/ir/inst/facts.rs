@@ -8,7 +8,7 @@
 //! and the interpreter are written once over these facts, so an instruction that states them
 //! needs no edit anywhere else to be scoped, planned and checked.
 
-use crate::ir::{BarrierArrayId, BarrierRef, Expr, GlobalId, RegId, SharedId, VarId};
+use crate::ir::{BarrierArrayId, BarrierRef, Expr, GlobalId, RegId, SharedId, SharedView, VarId};
 
 /// The memory an effect touches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -122,6 +122,9 @@ pub struct Effect<'a> {
     pub completes: Completion<'a>,
     /// For global memory: the box touched.
     pub region: Option<Region<'a>>,
+    /// For a shared tile seen at one stage (`at`): the index of the stage along its leading
+    /// dimension, the only part touched; `None`: the whole tile.
+    pub stage: Option<&'a Expr>,
     /// The operand's role, for messages (`operand a`, `accumulator`); empty when the
     /// instruction's name says enough.
     pub role: &'static str,
@@ -136,6 +139,7 @@ impl<'a> Effect<'a> {
             proxy: Proxy::Generic,
             completes: Completion::Now,
             region: None,
+            stage: None,
             role: "",
         }
     }
@@ -148,7 +152,28 @@ impl<'a> Effect<'a> {
             proxy: Proxy::Async,
             completes,
             region: None,
+            stage: None,
             role: "",
+        }
+    }
+
+    /// An ordinary effect on a shared view (its tile, at its stage), complete now.
+    pub fn shared(view: &'a SharedView, access: Access) -> Effect<'a> {
+        Effect {
+            stage: view.stage.as_ref(),
+            ..Effect::now(Memory::Shared(view.tensor), access)
+        }
+    }
+
+    /// An effect of the async proxy on a shared view, complete at `completes`.
+    pub fn shared_async(
+        view: &'a SharedView,
+        access: Access,
+        completes: Completion<'a>,
+    ) -> Effect<'a> {
+        Effect {
+            stage: view.stage.as_ref(),
+            ..Effect::asynchronous(Memory::Shared(view.tensor), access, completes)
         }
     }
 
@@ -275,8 +300,11 @@ impl<'a> Facts<'a> {
         }
     }
 
-    /// Adds an effect.
+    /// Adds an effect; the index of its stage, if any, is a scalar the instruction reads.
     pub fn effect(mut self, e: Effect<'a>) -> Facts<'a> {
+        if let Some(stage) = e.stage {
+            self.scalars.push(stage);
+        }
         self.effects.push(e);
         self
     }

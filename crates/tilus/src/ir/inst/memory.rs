@@ -3,7 +3,7 @@
 
 use super::facts::{Access, Effect, Facts, Memory, Ordering, Region, ThreadScope};
 use crate::ir::printer::Names;
-use crate::ir::{Expr, GlobalId, Program, RegId, RegView, SharedId, VarId};
+use crate::ir::{Expr, GlobalId, Program, RegId, RegView, SharedId, SharedView, VarId};
 use std::fmt::Write;
 
 /// The read-modify-write an atomic performs on each element it touches.
@@ -56,18 +56,18 @@ pub enum MemoryInst {
         /// Fill value.
         init: Option<Expr>,
     },
-    /// Copies a shared tile into a register tile of the same shape.
+    /// Copies a shared tile (or one stage of it) into a register tile of the same shape.
     LoadShared {
         /// Source.
-        src: SharedId,
+        src: SharedView,
         /// Destination.
         out: RegId,
     },
-    /// Writes a register tile into a shared tile of the same shape (ordinary stores: the
-    /// generic proxy; `FenceProxyAsync` publishes them to TMA and wgmma).
+    /// Writes a register tile into a shared tile (or one stage of it) of the same shape
+    /// (ordinary stores: the generic proxy; `FenceProxyAsync` publishes them to TMA and wgmma).
     StoreShared {
         /// Destination tile.
-        dst: SharedId,
+        dst: SharedView,
         /// The register tile.
         src: RegView,
     },
@@ -189,11 +189,11 @@ impl MemoryInst {
                 .effect(reg(*out, Declare))
                 .reads(init.iter()),
             MemoryInst::LoadShared { src, out } => Facts::default()
-                .effect(shared(*src, Read))
+                .effect(Effect::shared(src, Read))
                 .effect(reg(*out, Declare)),
             MemoryInst::StoreShared { dst, src } => Facts::default()
                 .effect(reg(src.tensor, Read))
-                .effect(shared(*dst, Write)),
+                .effect(Effect::shared(dst, Write)),
             MemoryInst::FenceProxyAsync => Facts::default().orders(Ordering::ProxyFence),
             MemoryInst::StoreGlobal {
                 dst, src, offsets, ..
@@ -312,14 +312,14 @@ impl MemoryInst {
             }
             MemoryInst::LoadShared { src, out } => {
                 let d = p.register(*out);
-                let mut t = format!("{} = load_shared({})", d.name, p.shared(*src).name);
+                let mut t = format!("{} = load_shared({})", d.name, n.sview(src));
                 if let Some(l) = &d.layout {
                     let _ = write!(t, " {l}");
                 }
                 t
             }
             MemoryInst::StoreShared { dst, src } => {
-                format!("store_shared({}, {})", p.shared(*dst).name, n.view(src))
+                format!("store_shared({}, {})", n.sview(dst), n.view(src))
             }
             MemoryInst::FenceProxyAsync => "fence_proxy_async()".into(),
             MemoryInst::StoreGlobal {

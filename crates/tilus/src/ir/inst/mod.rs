@@ -9,6 +9,7 @@ pub mod facts;
 mod mbarrier;
 mod memory;
 mod mma;
+mod shape;
 mod tma;
 mod wgmma;
 
@@ -19,6 +20,7 @@ pub use facts::Facts;
 pub use mbarrier::MbarrierInst;
 pub use memory::{AtomicOp, MemoryInst};
 pub use mma::MmaInst;
+pub use shape::{ReshapeOp, ShapeInst};
 pub use tma::TmaInst;
 pub use wgmma::{WgmmaA, WgmmaInst};
 
@@ -40,6 +42,8 @@ pub enum Inst {
     Arith(ArithInst),
     /// Warp-group tensor-core products.
     Wgmma(WgmmaInst),
+    /// Register tiles seen with another shape, or in part.
+    Shape(ShapeInst),
     /// Printing from the kernel.
     Debug(DebugInst),
 }
@@ -54,6 +58,7 @@ impl Inst {
             Inst::Mma(i) => i.name(),
             Inst::Arith(i) => i.name(),
             Inst::Wgmma(i) => i.name(),
+            Inst::Shape(i) => i.name(),
             Inst::Debug(i) => i.name(),
         }
     }
@@ -67,6 +72,7 @@ impl Inst {
             Inst::Mma(i) => i.facts(p),
             Inst::Arith(i) => i.facts(p),
             Inst::Wgmma(i) => i.facts(p),
+            Inst::Shape(i) => i.facts(p),
             Inst::Debug(i) => i.facts(p),
         }
     }
@@ -80,6 +86,7 @@ impl Inst {
             Inst::Mma(i) => i.describe(n),
             Inst::Arith(i) => i.describe(n),
             Inst::Wgmma(i) => i.describe(n),
+            Inst::Shape(i) => i.describe(n),
             Inst::Debug(i) => i.describe(n),
         }
     }

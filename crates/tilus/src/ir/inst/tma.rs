@@ -5,7 +5,7 @@ use super::facts::{
     ThreadScope,
 };
 use crate::ir::printer::Names;
-use crate::ir::{BarrierRef, Expr, GlobalId, Program, SharedId, TensorMapId};
+use crate::ir::{BarrierRef, Expr, GlobalId, Program, SharedView, TensorMapId};
 
 /// Bulk tensor copies.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -16,8 +16,8 @@ pub enum TmaInst {
     GlobalToShared {
         /// Source view.
         src: GlobalId,
-        /// Destination tile.
-        dst: SharedId,
+        /// Destination tile (or one stage of it).
+        dst: SharedView,
         /// Position of the box in the view, outermost dimension first.
         offsets: Vec<Expr>,
         /// Barrier that counts the bytes.
@@ -30,9 +30,9 @@ pub enum TmaInst {
     /// after a `WaitGroup` covers the store's reads, and its bytes reach global memory by the
     /// wait that covers the whole store. Elements outside `dst` are not written.
     SharedToGlobal {
-        /// Source tile (published to the async proxy: `fence_proxy_async` after ordinary
-        /// stores).
-        src: SharedId,
+        /// Source tile or one stage of it (published to the async proxy: `fence_proxy_async`
+        /// after ordinary stores).
+        src: SharedView,
         /// Destination view.
         dst: GlobalId,
         /// Position of the box in the view, outermost dimension first.
@@ -75,22 +75,17 @@ impl TmaInst {
                 bar,
                 ..
             } => {
-                let tile = p.shared(*dst);
                 let at = Completion::Barrier(bar);
                 let region = Region {
                     offsets,
-                    extent: tile.shape.clone(),
+                    extent: p.sview_stored_shape(dst),
                 };
                 Facts::scoped(ThreadScope::OneThread)
                     .effect(Effect::asynchronous(Memory::Global(*src), Access::Read, at).on(region))
-                    .effect(Effect::asynchronous(
-                        Memory::Shared(*dst),
-                        Access::Write,
-                        at,
-                    ))
+                    .effect(Effect::shared_async(dst, Access::Write, at))
                     .barrier(BarrierEffect::CompleteTx {
                         bar,
-                        bytes: tile.nbytes(),
+                        bytes: p.sview_nbytes(dst),
                     })
                     .reads(offsets)
             }
@@ -100,10 +95,10 @@ impl TmaInst {
                 let at = Completion::Group(AsyncGroup::Bulk);
                 let region = Region {
                     offsets,
-                    extent: p.shared(*src).shape.clone(),
+                    extent: p.sview_stored_shape(src),
                 };
                 Facts::scoped(ThreadScope::OneThread)
-                    .effect(Effect::asynchronous(Memory::Shared(*src), Access::Read, at))
+                    .effect(Effect::shared_async(src, Access::Read, at))
                     .effect(
                         Effect::asynchronous(Memory::Global(*dst), Access::Write, at).on(region),
                     )
@@ -134,7 +129,7 @@ impl TmaInst {
             } => format!(
                 "tma.global_to_shared({} -> {}, offsets=[{}], {})",
                 n.p.global(*src).name,
-                n.p.shared(*dst).name,
+                n.sview(dst),
                 n.list(offsets),
                 n.bar(bar)
             ),
@@ -142,7 +137,7 @@ impl TmaInst {
                 src, dst, offsets, ..
             } => format!(
                 "tma.shared_to_global({} -> {}, offsets=[{}])",
-                n.p.shared(*src).name,
+                n.sview(src),
                 n.p.global(*dst).name,
                 n.list(offsets)
             ),

@@ -58,14 +58,16 @@ impl WgmmaInst {
             WgmmaInst::Mma { a, b, d, .. } => {
                 let at = Completion::Group(group);
                 let a = match a {
-                    WgmmaA::Shared(v) => Memory::Shared(v.tensor),
-                    WgmmaA::Register(v) => Memory::Register(v.tensor),
+                    WgmmaA::Shared(v) => Effect::shared_async(v, Access::Read, at),
+                    WgmmaA::Register(v) => {
+                        Effect::asynchronous(Memory::Register(v.tensor), Access::Read, at)
+                    }
                 };
-                let b = Memory::Shared(b.tensor);
+                let b = Effect::shared_async(b, Access::Read, at);
                 let d = Memory::Register(*d);
                 facts
-                    .effect(Effect::asynchronous(a, Access::Read, at).role("operand a"))
-                    .effect(Effect::asynchronous(b, Access::Read, at).role("operand b"))
+                    .effect(a.role("operand a"))
+                    .effect(b.role("operand b"))
                     .effect(Effect::asynchronous(d, Access::Update, at).role("accumulator"))
             }
             WgmmaInst::Commit => facts.orders(Ordering::Commit(group)),

@@ -41,8 +41,21 @@ impl Rules for DebugInst {
             }
             DebugInst::PrintShared { src } => {
                 let d = p.shared(src.tensor);
+                // the elements the view covers: the tile's, or one stage's (`at`)
+                let shape = p.sview_stored_shape(src);
                 if d.shape.is_empty() {
                     c.err(loc, "print_tensor: a tile needs at least one dimension");
+                } else if src.stage.is_some() {
+                    c.check_sview(src, "print_tensor", loc);
+                    if src.transposed && shape.len() != 2 {
+                        let msg = format!(
+                            "print_tensor: a stage of `{}` has {} dimension(s); transpose() \
+                             needs 2",
+                            d.name,
+                            shape.len()
+                        );
+                        c.err(loc, msg);
+                    }
                 } else if src.transposed && d.shape.len() != 2 {
                     let msg = format!(
                         "print_tensor: `{}` has {} dimension(s); transpose() needs 2",

@@ -150,7 +150,8 @@ impl Rules for MemoryInst {
                 }
             }
             MemoryInst::LoadShared { src, out } => {
-                let (s, r) = (p.shared(*src), p.register(*out));
+                c.check_sview(src, "load_shared", loc);
+                let (s, r) = (p.shared(src.tensor), p.register(*out));
                 if s.dtype != r.dtype {
                     c.err(
                         loc,
@@ -163,7 +164,8 @@ impl Rules for MemoryInst {
             }
             MemoryInst::StoreShared { dst, src } => {
                 c.check_view(src, "store_shared", loc);
-                let (sd, r) = (p.shared(*dst), p.register(src.tensor));
+                c.check_sview(dst, "store_shared", loc);
+                let (sd, r) = (p.shared(dst.tensor), p.register(src.tensor));
                 if sd.dtype != r.dtype {
                     c.err(
                         loc,
@@ -174,12 +176,12 @@ impl Rules for MemoryInst {
                     );
                 }
                 let shape = c.view_shape(src);
-                if shape != sd.shape {
+                let tile = p.sview_stored_shape(dst);
+                if shape != tile {
                     c.err(
                         loc,
                         format!(
-                            "store_shared: the register tile is {shape:?}, the shared tile {:?}",
-                            sd.shape
+                            "store_shared: the register tile is {shape:?}, the shared tile {tile:?}"
                         ),
                     );
                 }

@@ -12,6 +12,7 @@ mod debug;
 mod mbarrier;
 mod memory;
 mod mma;
+mod shape;
 mod tma;
 mod wgmma;
 
@@ -54,6 +55,7 @@ impl Rules for Inst {
             Inst::Mma(i) => i.check(c, loc, scope),
             Inst::Arith(i) => i.check(c, loc, scope),
             Inst::Wgmma(i) => i.check(c, loc, scope),
+            Inst::Shape(i) => i.check(c, loc, scope),
             Inst::Debug(i) => i.check(c, loc, scope),
         }
     }
@@ -66,6 +68,7 @@ impl Rules for Inst {
             Inst::Mma(i) => i.check_planned(c, loc),
             Inst::Arith(i) => i.check_planned(c, loc),
             Inst::Wgmma(i) => i.check_planned(c, loc),
+            Inst::Shape(i) => i.check_planned(c, loc),
             Inst::Debug(i) => i.check_planned(c, loc),
         }
     }
@@ -78,6 +81,7 @@ impl Rules for Inst {
             Inst::Mma(i) => i.anchor_layouts(cx, loc),
             Inst::Arith(i) => i.anchor_layouts(cx, loc),
             Inst::Wgmma(i) => i.anchor_layouts(cx, loc),
+            Inst::Shape(i) => i.anchor_layouts(cx, loc),
             Inst::Debug(i) => i.anchor_layouts(cx, loc),
         }
     }
@@ -90,6 +94,7 @@ impl Rules for Inst {
             Inst::Mma(i) => i.propagate_layouts(cx, loc),
             Inst::Arith(i) => i.propagate_layouts(cx, loc),
             Inst::Wgmma(i) => i.propagate_layouts(cx, loc),
+            Inst::Shape(i) => i.propagate_layouts(cx, loc),
             Inst::Debug(i) => i.propagate_layouts(cx, loc),
         }
     }
@@ -102,6 +107,7 @@ impl Rules for Inst {
             Inst::Mma(i) => i.internal_shared(p),
             Inst::Arith(i) => i.internal_shared(p),
             Inst::Wgmma(i) => i.internal_shared(p),
+            Inst::Shape(i) => i.internal_shared(p),
             Inst::Debug(i) => i.internal_shared(p),
         }
     }
@@ -114,6 +120,7 @@ impl Rules for Inst {
             Inst::Mma(i) => i.prefer_layouts(cx, loc),
             Inst::Arith(i) => i.prefer_layouts(cx, loc),
             Inst::Wgmma(i) => i.prefer_layouts(cx, loc),
+            Inst::Shape(i) => i.prefer_layouts(cx, loc),
             Inst::Debug(i) => i.prefer_layouts(cx, loc),
         }
     }
@@ -126,6 +133,7 @@ impl Rules for Inst {
             Inst::Mma(i) => i.lower(cx, loc),
             Inst::Arith(i) => i.lower(cx, loc),
             Inst::Wgmma(i) => i.lower(cx, loc),
+            Inst::Shape(i) => i.lower(cx, loc),
             Inst::Debug(i) => i.lower(cx, loc),
         }
     }

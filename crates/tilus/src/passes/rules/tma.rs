@@ -5,7 +5,7 @@
 //! follows from the facts (`verify/fences.rs`, `verify/hazards.rs`).
 
 use super::Rules;
-use crate::ir::{Expr, GlobalId, Loc, ParamKind, SharedId, TmaInst};
+use crate::ir::{Expr, GlobalId, Loc, ParamKind, SharedView, TmaInst};
 use crate::passes::context::{Checker, LowerCx, Scope};
 
 /// Largest extent of a TMA box along any dimension.
@@ -16,12 +16,16 @@ fn check_box(
     c: &mut Checker,
     name: &str,
     view: GlobalId,
-    tile: SharedId,
+    tile: &SharedView,
     offsets: &[Expr],
     loc: Loc,
 ) {
     let p = c.p;
-    let (g, s) = (p.global(view), p.shared(tile));
+    c.check_sview(tile, name, loc);
+    let (g, s) = (p.global(view), p.shared(tile.tensor));
+    // the box: the tile's elements, or one stage's
+    let shape = p.sview_stored_shape(tile);
+    let tile_name = p.sview_name(tile);
     if g.dtype != s.dtype {
         let msg = match name {
             "tma.global_to_shared" => format!("{name}: {} view into a {} tile", g.dtype, s.dtype),
@@ -29,26 +33,25 @@ fn check_box(
         };
         c.err(loc, msg);
     }
-    if g.shape.len() != s.shape.len() || offsets.len() != g.shape.len() {
+    if g.shape.len() != shape.len() || offsets.len() != g.shape.len() {
         c.err(
             loc,
             format!(
-                "{name}: view `{}` has {} dimensions, tile `{}` {} and the offsets {}",
+                "{name}: view `{}` has {} dimensions, tile `{tile_name}` {} and the offsets {}",
                 g.name,
                 g.shape.len(),
-                s.name,
-                s.shape.len(),
+                shape.len(),
                 offsets.len()
             ),
         );
         return;
     }
-    for (d, &b) in s.shape.iter().enumerate() {
+    for (d, &b) in shape.iter().enumerate() {
         if b > MAX_BOX_DIM {
-            c.err(loc, format!("{name}: tile `{}` is {b} long in dimension {d}; a TMA box allows at most {MAX_BOX_DIM}", s.name));
+            c.err(loc, format!("{name}: tile `{tile_name}` is {b} long in dimension {d}; a TMA box allows at most {MAX_BOX_DIM}"));
         }
     }
-    let inner_bytes = s.shape.last().copied().unwrap_or(1) * s.dtype.nbytes() as i64;
+    let inner_bytes = shape.last().copied().unwrap_or(1) * s.dtype.nbytes() as i64;
     if inner_bytes % 16 != 0 {
         c.err(
             loc,
@@ -99,9 +102,10 @@ fn check_box(
     }
 }
 
-/// Once layouts are known: the tile's rows must fit its swizzle's span.
-fn check_swizzle_span(c: &mut Checker, name: &str, tile: SharedId, loc: Loc) {
-    let d = c.p.shared(tile);
+/// Once layouts are known: the tile's rows must fit its swizzle's span, and a stage must start
+/// where its swizzle can.
+fn check_swizzle_span(c: &mut Checker, name: &str, tile: &SharedView, loc: Loc) {
+    let d = c.p.shared(tile.tensor);
     if let Some(l) = &d.layout {
         let inner = (*d.shape.last().unwrap_or(&1) as u32) * d.dtype.nbytes();
         if inner > l.swizzle.span_bytes() {
@@ -113,6 +117,7 @@ fn check_swizzle_span(c: &mut Checker, name: &str, tile: SharedId, loc: Loc) {
             c.err(loc, msg);
         }
     }
+    c.check_async_sview(tile, name, loc);
 }
 
 impl Rules for TmaInst {
@@ -121,11 +126,11 @@ impl Rules for TmaInst {
         match self {
             TmaInst::GlobalToShared {
                 src, dst, offsets, ..
-            } => check_box(c, name, *src, *dst, offsets, loc),
+            } => check_box(c, name, *src, dst, offsets, loc),
             TmaInst::SharedToGlobal {
                 src, dst, offsets, ..
             } => {
-                check_box(c, name, *dst, *src, offsets, loc);
+                check_box(c, name, *dst, src, offsets, loc);
                 let g = c.p.global(*dst);
                 if let Some((_, prm)) = c.p.param_of(g.ptr) {
                     if let ParamKind::Pointer { mutable: false, .. } = prm.kind {
@@ -145,15 +150,15 @@ impl Rules for TmaInst {
         let name = self.name();
         match self {
             TmaInst::GlobalToShared { dst: tile, .. }
-            | TmaInst::SharedToGlobal { src: tile, .. } => check_swizzle_span(c, name, *tile, loc),
+            | TmaInst::SharedToGlobal { src: tile, .. } => check_swizzle_span(c, name, tile, loc),
             TmaInst::CommitGroup | TmaInst::WaitGroup { .. } => {}
         }
     }
 
     fn lower(&mut self, cx: &mut LowerCx, _loc: Loc) {
         let (view, tile, map) = match self {
-            TmaInst::GlobalToShared { src, dst, map, .. } => (*src, *dst, map),
-            TmaInst::SharedToGlobal { src, dst, map, .. } => (*dst, *src, map),
+            TmaInst::GlobalToShared { src, dst, map, .. } => (*src, &*dst, map),
+            TmaInst::SharedToGlobal { src, dst, map, .. } => (*dst, &*src, map),
             TmaInst::CommitGroup | TmaInst::WaitGroup { .. } => return,
         };
         *map = Some(cx.tensor_map(view, tile));

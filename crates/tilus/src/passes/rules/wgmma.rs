@@ -9,12 +9,7 @@ use crate::layout::WgmmaPlan;
 use crate::passes::context::{Checker, LayoutCx, Scope};
 
 fn shared_shape(c: &Checker, v: &SharedView) -> Vec<i64> {
-    let s = &c.p.shared(v.tensor).shape;
-    if v.transposed && s.len() == 2 {
-        vec![s[1], s[0]]
-    } else {
-        s.clone()
-    }
+    c.p.sview_shape(v)
 }
 
 impl Rules for WgmmaInst {
@@ -25,6 +20,7 @@ impl Rules for WgmmaInst {
         let p = c.p;
         let (sa, ta) = match a {
             WgmmaA::Shared(v) => {
+                c.check_sview(v, "wgmma.mma operand a", loc);
                 if v.transposed {
                     c.err(
                         loc,
@@ -38,8 +34,9 @@ impl Rules for WgmmaInst {
                 (c.view_shape(v), p.register(v.tensor).dtype)
             }
         };
+        c.check_sview(b, "wgmma.mma operand b", loc);
         if !b.transposed {
-            let name = p.shared(b.tensor).name.clone();
+            let name = p.sview_name(b);
             c.err(
                 loc,
                 format!("wgmma.mma: operand b must be K-major: store B as an [N, K] tile and pass `{name}.transpose()`"),
@@ -76,18 +73,18 @@ impl Rules for WgmmaInst {
         let WgmmaInst::Mma { a, b, .. } = self else {
             return;
         };
-        let mut tiles = vec![b.tensor];
+        let mut tiles = vec![b];
         if let WgmmaA::Shared(v) = a {
-            tiles.push(v.tensor);
+            tiles.push(v);
         }
         for t in tiles {
-            let d = c.p.shared(t);
-            if let Some(l) = &d.layout {
-                if let Err(why) = crate::layout::wgmma::check_operand_layout(l) {
-                    let msg = format!("wgmma.mma: tile `{}`: {why}", d.name);
+            if let Some(l) = c.p.sview_layout(t) {
+                if let Err(why) = crate::layout::wgmma::check_operand_layout(&l) {
+                    let msg = format!("wgmma.mma: tile `{}`: {why}", c.p.sview_name(t));
                     c.err(loc, msg);
                 }
             }
+            c.check_async_sview(t, "wgmma.mma", loc);
         }
     }
 
@@ -96,12 +93,12 @@ impl Rules for WgmmaInst {
             return;
         };
         let dshape = &cx.p.register(*d).shape;
-        let bshape = &cx.p.shared(b.tensor).shape;
+        let bshape = cx.p.sview_shape(b);
         if dshape.len() != 2 || bshape.len() != 2 {
             return;
         }
         // b is an [N, K] tile seen as [K, N]
-        let k = if b.transposed { bshape[1] } else { bshape[0] };
+        let k = bshape[0];
         match WgmmaPlan::choose(dshape[0], dshape[1], k) {
             Ok(pl) => {
                 *plan = Some(pl);

@@ -2,10 +2,12 @@
 //! the `wait_group` that covers them: an instruction that uses what such an operation may
 //! still be writing, or writes what it may still be reading, is a diagnostic naming both
 //! lines; so is a kernel that ends while one may still read shared memory. Written once over
-//! the facts (effects completing at a group wait, commits and waits).
+//! the facts (effects completing at a group wait, commits and waits). Stages of a staged tile
+//! conflict when they are the same for certain (`stages.rs`).
 
+use super::stages::{Clock, Stage};
 use crate::ir::facts::{Access, AsyncGroup, Completion, Memory, Ordering};
-use crate::ir::{Loc, Stmt, StmtKind};
+use crate::ir::{Expr, Loc, SharedView, Stmt, StmtKind};
 use crate::passes::async_groups::AsyncGroups;
 use crate::passes::context::Checker;
 
@@ -13,6 +15,8 @@ use crate::passes::context::Checker;
 #[derive(Clone, Debug, PartialEq)]
 struct Pending {
     memory: Memory,
+    /// The stage of a staged tile it touches, when it was issued.
+    stage: Stage,
     reads: bool,
     writes: bool,
     kind: AsyncGroup,
@@ -20,21 +24,32 @@ struct Pending {
     loc: Loc,
 }
 
-fn name(c: &Checker, m: Memory) -> String {
+fn name(c: &Checker, m: Memory, stage: Option<&Expr>) -> String {
     match m {
         Memory::Register(r) => c.p.register(r).name.clone(),
-        Memory::Shared(s) => c.p.shared(s).name.clone(),
+        Memory::Shared(s) => c.p.sview_name(&SharedView {
+            tensor: s,
+            stage: stage.cloned(),
+            transposed: false,
+        }),
         Memory::Global(g) => c.p.global(g).name.clone(),
     }
 }
 
-fn walk(c: &mut Checker, stmts: &[Stmt], st: &mut AsyncGroups<Pending>) {
+fn walk(c: &mut Checker, stmts: &[Stmt], st: &mut AsyncGroups<Pending>, clock: &mut Clock) {
     for s in stmts {
+        clock.tick();
         match &s.kind {
-            StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
+            StmtKind::For { var, body, .. } => {
                 // Twice: what the end of one iteration leaves in flight meets the next one's start.
-                walk(c, body, st);
-                walk(c, body, st);
+                for _ in 0..2 {
+                    clock.write(*var);
+                    walk(c, body, st, clock);
+                }
+            }
+            StmtKind::While { body, .. } => {
+                walk(c, body, st, clock);
+                walk(c, body, st, clock);
             }
             StmtKind::If {
                 then_body,
@@ -44,11 +59,11 @@ fn walk(c: &mut Checker, stmts: &[Stmt], st: &mut AsyncGroups<Pending>) {
                 // Either branch may run: what may be in flight after the `if` is what either
                 // leaves in flight.
                 let mut other = st.clone();
-                walk(c, then_body, st);
-                walk(c, else_body, &mut other);
+                walk(c, then_body, st, clock);
+                walk(c, else_body, &mut other, clock);
                 st.join(other);
             }
-            StmtKind::ThreadGroup { body, .. } => walk(c, body, st),
+            StmtKind::ThreadGroup { body, .. } => walk(c, body, st, clock),
             StmtKind::Inst(i) => {
                 let facts = i.facts(c.p);
                 for e in &facts.effects {
@@ -61,13 +76,15 @@ fn walk(c: &mut Checker, stmts: &[Stmt], st: &mut AsyncGroups<Pending>) {
                         e.access == Access::Update
                             && matches!(e.completes, Completion::Group(k) if k == p.kind)
                     };
+                    let here = clock.stamp(e.stage);
                     let conflict = st.in_flight().find(|p| {
                         p.memory == e.memory
+                            && clock.same(&p.stage, &here)
                             && !chained(p)
                             && (p.writes || (p.reads && e.access.writes()))
                     });
                     if let Some(p) = conflict.cloned() {
-                        let what = name(c, e.memory);
+                        let what = name(c, e.memory, e.stage);
                         let uncommitted =
                             st.is_uncommitted(|q| q.loc == p.loc && q.memory == p.memory);
                         let how = if uncommitted {
@@ -102,6 +119,7 @@ fn walk(c: &mut Checker, stmts: &[Stmt], st: &mut AsyncGroups<Pending>) {
                             kind,
                             Pending {
                                 memory: e.memory,
+                                stage: clock.stamp(e.stage),
                                 reads: e.access.reads(),
                                 writes: e.access.writes(),
                                 kind,
@@ -123,7 +141,8 @@ fn walk(c: &mut Checker, stmts: &[Stmt], st: &mut AsyncGroups<Pending>) {
                     Some(Ordering::ProxyFence | Ordering::RegisterFence(_)) | None => {}
                 }
             }
-            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {}
+            StmtKind::Let { var, .. } | StmtKind::Assign { var, .. } => clock.write(*var),
+            StmtKind::Sync => {}
         }
     }
 }
@@ -140,14 +159,14 @@ fn short(inst: &str) -> &str {
 pub(super) fn check(c: &mut Checker) {
     let mut st = AsyncGroups::default();
     let body = &c.p.body;
-    walk(c, body, &mut st);
+    walk(c, body, &mut st, &mut Clock::default());
     let left: Vec<Pending> = st
         .in_flight()
         .filter(|p| p.reads && matches!(p.memory, Memory::Shared(_)))
         .cloned()
         .collect();
     for p in left {
-        let what = name(c, p.memory);
+        let what = name(c, p.memory, p.stage.index());
         c.err_once(
             p.loc,
             format!(

@@ -14,6 +14,7 @@ mod placement;
 mod planned;
 mod scalars;
 mod scoping;
+mod stages;
 mod transactions;
 
 pub use planned::check_planned;

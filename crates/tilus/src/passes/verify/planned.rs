@@ -16,13 +16,13 @@ pub fn check_planned(p: &Program) -> Result<()> {
         let loc = p
             .shareds
             .iter()
-            .max_by_key(|s| s.nbytes())
+            .max_by_key(|s| s.footprint())
             .map(|s| s.loc)
             .unwrap_or(first_loc(p));
         let tiles: Vec<String> = p
             .shareds
             .iter()
-            .map(|s| format!("`{}` {} B", s.name, s.nbytes()))
+            .map(|s| format!("`{}` {} B", s.name, s.footprint()))
             .collect();
         c.err(
             loc,

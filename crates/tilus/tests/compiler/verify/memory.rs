@@ -332,6 +332,99 @@ fn allocating_a_tile_is_not_an_ordinary_store() {
 }
 
 // ------------------------------------------------------------------------------------------
+// Stages of staged tiles (`sa.at(s)`).
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn a_constant_stage_outside_the_stages() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let sa = k.shared_tensor::<f32>([2, 8, 32]);
+        let _ = at(line!(), k.load_shared(&sa.at(2)));
+    })
+    .fails_once("load_shared: stage 2 of `s0`, which has 2 stages (its leading dimension)");
+}
+
+#[test]
+fn a_stage_of_a_tile_without_another_dimension() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let s = k.shared_tensor::<f32>([4]);
+        let _ = at(line!(), k.load_shared(&s.at(0)));
+    })
+    .fails_once("load_shared: `s0` has 1 dimension(s); at() takes one stage of the leading");
+}
+
+#[test]
+fn a_stage_of_a_stage() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let s = k.shared_tensor::<f32>([2, 2, 8, 32]);
+        let _ = at(line!(), k.load_shared(&s.at(0).at(1)));
+    })
+    .fails_once("load_shared: at() of a stage: a view indexes the leading dimension once");
+}
+
+#[test]
+fn freeing_one_stage() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let s = k.shared_tensor::<f32>([2, 8, 32]);
+        at(line!(), k.free_shared(&s.at(1)));
+    })
+    .fails_once("free_shared takes the shared tile itself, not one stage of it");
+}
+
+#[test]
+fn storing_a_tile_into_a_stage_of_another_shape() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let s = k.shared_tensor::<f32>([2, 16, 32]);
+        let r = k.register_tensor::<f32>([8, 32], 1.0);
+        let i = k.let_i32(1);
+        at(line!(), k.store_shared(&s.at(i), &r));
+    })
+    .fails_once("store_shared: the register tile is [8, 32], the shared tile [16, 32]");
+}
+
+#[test]
+fn a_stage_index_that_is_not_an_integer() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let s = k.shared_tensor::<f32>([2, 8, 32]);
+        let _ = at(line!(), k.load_shared(&s.at(0)));
+    })
+    .edit(|p| {
+        for st in &mut p.body {
+            if let tilus::ir::StmtKind::Inst(tilus::ir::Inst::Memory(
+                tilus::ir::MemoryInst::LoadShared { src, .. },
+            )) = &mut st.kind
+            {
+                src.stage = Some(tilus::ir::Expr::Float(1f64.to_bits(), DType::F32));
+            }
+        }
+    })
+    .fails_once("a f32 scalar where an integer is needed (an offset, index or count)");
+}
+
+#[test]
+fn stages_read_and_written_by_a_runtime_index_compile() {
+    check::<OutF32>(|k, (o,)| {
+        k.blocks([1]);
+        k.warps(1);
+        let s = k.shared_tensor::<f32>([3, 8, 32]);
+        let g = k.global_view(o, [8, 32]);
+        k.for_range(0, 3, 1, |k, i| {
+            let r = k.register_tensor::<f32>([8, 32], 1.0);
+            k.store_shared(&s.at(i), &r);
+            let back = k.load_shared(&s.at(i));
+            k.store_global(&g, &back, [0, 0]);
+        });
+    })
+    .compiles("a loop over the stages of a tile");
+}
+
+// ------------------------------------------------------------------------------------------
 // Global memory through registers: strided views, `load_global`, atomics.
 // ------------------------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ mod memory;
 mod mma;
 mod resources;
 mod scalars;
+mod shape;
 mod tma;
 mod wgmma;
 

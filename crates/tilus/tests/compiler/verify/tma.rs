@@ -149,6 +149,7 @@ fn tma_rows_wider_than_the_swizzle_span() {
             shape: vec![64, 64],
             elem_bytes: 2,
             swizzle: Swizzle::B64,
+            stage_stride: None,
         })
     })
     .fails_once(
@@ -303,4 +304,122 @@ fn tma_store_correct_variants_compile() {
     ] {
         check_script(Epilogue { bug }).compiles("the epilogue is correct");
     }
+}
+
+// ------------------------------------------------------------------------------------------
+// TMA copies of one stage (`sa.at(s)`): the box is the stage; bytes, padded stages, and the
+// static rules that meet stages only when they are the same for certain.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn tma_of_a_stage_takes_the_stages_rank() {
+    check::<InF16>(|k, (a,)| {
+        k.warps(1);
+        let g = k.global_view(a, [2, 64, 64]);
+        let s = k.shared_tensor::<f16>([2, 64, 64]);
+        let b = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            let t = k.tma();
+            at(line!(), t.global_to_shared(&g, &s.at(0), [0, 0, 0], b[0]));
+        });
+    })
+    .fails_once(
+        "tma.global_to_shared: view `g0` has 3 dimensions, tile `s0[0]` 2 and the offsets 3",
+    );
+}
+
+#[test]
+fn tma_of_a_stage_delivers_the_stages_bytes() {
+    check::<InF16>(|k, (a,)| {
+        k.warps(1);
+        let g = k.global_view(a, [4096, 4096]);
+        let s = k.shared_tensor::<f16>([2, 64, 64]);
+        let b = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            at(line!(), k.mbarrier().arrive_and_expect_tx(b[0], s.nbytes()));
+            k.tma().global_to_shared(&g, &s.at(1), [0, 0], b[0]);
+            k.mbarrier().wait(b[0], 0u32);
+        });
+    })
+    .fails_once(
+        "arrive_and_expect_tx declares 16384 bytes on `bar0[0]`, but the TMA copies issued on it \
+         before the wait deliver 8192 bytes",
+    );
+}
+
+#[test]
+fn tma_of_a_whole_tile_whose_stages_are_padded() {
+    check::<InF16>(|k, (a,)| {
+        k.warps(1);
+        let g = k.global_view(a, [4, 64]);
+        let whole = k.global_view(a, [2, 4, 64]);
+        // 512-byte stages of 128-byte rows: padded to the 1024 bytes of the 128B swizzle
+        let s = k.shared_tensor::<f16>([2, 4, 64]);
+        let b = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            k.mbarrier()
+                .arrive_and_expect_tx(b[0], 3 * s.at(0).nbytes());
+            k.tma().global_to_shared(&g, &s.at(0), [0, 0], b[0]);
+            let t = k.tma();
+            at(line!(), t.global_to_shared(&whole, &s, [0, 0, 0], b[0]));
+            k.mbarrier().wait(b[0], 0u32);
+        });
+    })
+    .fails_once("tma.global_to_shared: `s0` pads its stages to 1024 bytes");
+}
+
+/// Stages 0 and 1 of a `[2, 32, 64]` f16 tile, stored to global memory with TMA; the second
+/// ordinary store writes stage `second` while the TMA store of stage 0 may still read it.
+fn staged_stores(k: &mut Kernel, o: PtrVal<f16>, second: i32) {
+    k.blocks([1]);
+    k.warps(4);
+    let sc = k.shared_tensor::<f16>([2, 32, 64]);
+    let g = k.global_view(o, [64, 64]);
+    let r = k.register_tensor::<f16>([32, 64], 1.0);
+    k.store_shared(&sc.at(0), &r);
+    k.fence_proxy_async();
+    k.sync();
+    k.single_thread(|k| {
+        k.tma().shared_to_global(&sc.at(0), &g, [0, 0]);
+        k.tma().commit_group();
+    });
+    at(line!(), k.store_shared(&sc.at(second), &r));
+    k.fence_proxy_async();
+    k.sync();
+    k.single_thread(|k| {
+        k.tma().shared_to_global(&sc.at(1), &g, [32, 0]);
+        k.tma().commit_group();
+        k.tma().wait_group(0);
+    });
+}
+
+#[test]
+fn writing_the_stage_a_tma_store_reads() {
+    check::<(PtrMut<f16>,)>(|k, (o,)| staged_stores(k, o, 0))
+        .fails_once("`s0[0]` is written while the tma.shared_to_global at");
+    check::<(PtrMut<f16>,)>(|k, (o,)| staged_stores(k, o, 1))
+        .compiles("another stage may be written while a TMA store reads stage 0");
+}
+
+#[test]
+fn tma_store_of_a_stage_written_without_a_proxy_fence() {
+    check::<(PtrMut<f16>,)>(|k, (o,)| {
+        k.blocks([1]);
+        k.warps(4);
+        let sc = k.shared_tensor::<f16>([2, 32, 64]);
+        let g = k.global_view(o, [64, 64]);
+        let r = k.register_tensor::<f16>([32, 64], 1.0);
+        k.store_shared(&sc.at(0), &r);
+        k.fence_proxy_async();
+        k.store_shared(&sc.at(1), &r);
+        k.sync();
+        k.single_thread(|k| {
+            // stage 0 was published; stage 1 was not
+            k.tma().shared_to_global(&sc.at(0), &g, [0, 0]);
+            at(line!(), k.tma().shared_to_global(&sc.at(1), &g, [32, 0]));
+            k.tma().commit_group();
+            k.tma().wait_group(0);
+        });
+    })
+    .fails_once("tma.shared_to_global reads `s0`, written by store_shared at");
 }

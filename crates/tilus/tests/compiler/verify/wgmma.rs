@@ -3,7 +3,9 @@
 //! diagnostics point at `common/scripts.rs`.
 
 use crate::common::diagnostics_of;
+use crate::common::line_of;
 use crate::common::scripts::{OneTile, FILE};
+use crate::common::staged::{StagedMatmul, FILE as STAGED_FILE};
 use half::f16;
 
 fn has(d: &[tilus::Diagnostic], phrase: &str) -> bool {
@@ -78,5 +80,64 @@ fn shapes_the_instruction_cannot_cover_are_errors() {
         d.iter()
             .any(|d| d.message.contains("K-major rows of 32, 64 or 128 bytes")),
         "{d:#?}"
+    );
+}
+
+// ------------------------------------------------------------------------------------------
+// Staged operands (`sa.at(s)`): the double-buffered pipeline checks clean; refilling the
+// stage the wgmma in flight reads (the same stage variable) is an error; stages pinned off
+// their swizzle's alignment are rejected.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn a_double_buffered_wgmma_pipeline_checks_clean() {
+    let script = StagedMatmul {
+        k_tiles: 4,
+        refill_busy_stage: false,
+    };
+    assert!(diagnostics_of(&script, &[]).is_empty());
+}
+
+#[test]
+fn refilling_the_stage_the_wgmma_in_flight_reads_is_an_error() {
+    let script = StagedMatmul {
+        k_tiles: 4,
+        refill_busy_stage: true,
+    };
+    let d = diagnostics_of(&script, &[]);
+    let refill = line_of("refill");
+    let hit = d
+        .iter()
+        .find(|d| {
+            d.message
+                .contains("`s0[stage]` is written while the wgmma at")
+        })
+        .unwrap_or_else(|| panic!("{d:#?}"));
+    assert_eq!((hit.loc.file, hit.loc.line), (STAGED_FILE, refill), "{hit}");
+    assert!(
+        hit.message.contains(&format!(":{}:", line_of("mma"))),
+        "{hit}"
+    );
+}
+
+#[test]
+fn stages_pinned_off_their_swizzle_alignment() {
+    let script = StagedMatmul {
+        k_tiles: 1,
+        refill_busy_stage: false,
+    };
+    let d = crate::common::check_script(script)
+        .edit(|p| {
+            let mut l = tilus::layout::SharedLayout::swizzled_for_tma(&[2, 64, 64], 2);
+            l.stage_stride = Some(8192 + 512);
+            p.shareds[0].layout = Some(l);
+        })
+        .run()
+        .err()
+        .map(|e| format!("{e}"))
+        .unwrap_or_default();
+    assert!(
+        d.contains("the stages of `s0` are 8704 bytes apart, not a multiple of the 1024 bytes"),
+        "{d}"
     );
 }

@@ -50,6 +50,8 @@ pub enum Memory {
     FenceProxyAsync,
     /// `store_global(global, register of the view's type, offsets)`.
     StoreGlobal(usize, T, Vec<Sc>),
+    /// `tile.at(stage)`: one stage of a shared tile, a new shared handle.
+    At(T, Stage),
     /// `global_view_strided(pointer, shape, strides)`.
     GlobalViewStrided(usize, Vec<Sc>, Vec<Sc>),
     /// `load_global(global, offsets, shape)`, or `load_global_or` with a fill value.
@@ -58,6 +60,27 @@ pub enum Memory {
     Atomic(AtomicOp, usize, T, T, Vec<Sc>),
     /// A scalar atomic: `(op, global, index, value, compared value for cas)`.
     AtomicScalar(AtomicOp, usize, Vec<Sc>, Sc, Sc),
+}
+
+/// The stage `at` takes.
+#[derive(Clone, Copy, Debug, Hash)]
+pub enum Stage {
+    /// A scalar handle (counting back from the most recent one).
+    Val(usize),
+    /// A constant (negative, or past the stages, in wild cases).
+    Lit(i32),
+}
+
+fn stage(m: Mode) -> BoxedStrategy<Stage> {
+    match m {
+        Tame => (0i32..2).prop_map(Stage::Lit).boxed(),
+        Wild => prop_oneof![
+            3 => (0i32..3).prop_map(Stage::Lit),
+            2 => (0usize..8).prop_map(Stage::Val),
+            1 => prop::sample::select(vec![-1, 64, i32::MAX]).prop_map(Stage::Lit),
+        ]
+        .boxed(),
+    }
 }
 
 fn atomic_op() -> impl Strategy<Value = AtomicOp> {
@@ -109,6 +132,12 @@ impl Memory {
                     .boxed(),
             ),
             (1, Just(Memory::FenceProxyAsync.into()).boxed()),
+            (
+                2,
+                (t(m), stage(m))
+                    .prop_map(|(t, s)| Memory::At(t, s).into())
+                    .boxed(),
+            ),
             (
                 3,
                 (0usize..8, t(m), scs(m))
@@ -262,6 +291,16 @@ impl Memory {
                     }
                 });
             }
+            Memory::At(t, stage) => {
+                if let Some(s) = r.shared(*t) {
+                    let v = match *stage {
+                        Stage::Val(i) => pick(&r.vals, i).unwrap_or(Val::constant(0)),
+                        Stage::Lit(i) => Val::constant(i),
+                    };
+                    let s = on!(s, S, |x: E| E::s(x.at(v)));
+                    r.shareds.push(s);
+                }
+            }
         }
     }
 }
@@ -291,6 +330,28 @@ pub fn snippet_store() -> BoxedStrategy<Vec<Op>> {
             ops.push(Memory::GlobalView(ptr, view[..rank].to_vec()).into());
             ops.push(Memory::StoreGlobal(0, plain(0), offsets[..rank].to_vec()).into());
             ops
+        })
+        .boxed()
+}
+
+/// One stage of a staged shared tile written from registers and read back.
+pub fn snippet_stage() -> BoxedStrategy<Vec<Op>> {
+    (
+        dt(Tame),
+        tame_dim(&[2, 3]),
+        prop::collection::vec(tame_dim(&[16, 32, 64]), 2),
+        stage(Tame),
+    )
+        .prop_map(|(dt, stages, shape, s)| {
+            let mut tile = vec![stages];
+            tile.extend(&shape);
+            crate::model::ops![
+                Memory::Shared(dt, tile),
+                Memory::At(plain(0), s),
+                Memory::Register(dt, shape, Init::One),
+                Memory::StoreShared(plain(0), plain(0)),
+                Memory::LoadShared(plain(0)),
+            ]
         })
         .boxed()
 }

@@ -23,6 +23,7 @@ pub mod debug;
 pub mod mbarrier;
 pub mod memory;
 pub mod mma;
+pub mod shape;
 pub mod tma;
 pub mod wgmma;
 
@@ -76,6 +77,7 @@ families! {
     Memory: memory,
     Arith: arith,
     Mma: mma,
+    Shape: shape,
     Mbarrier: mbarrier,
     Tma: tma,
     Wgmma: wgmma,

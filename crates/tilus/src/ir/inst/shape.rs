@@ -1,0 +1,128 @@
+//! The shape family: a register tile seen with another shape (reshape, squeeze, unsqueeze) or
+//! in part (a slice along one dimension). Handles are `Copy` values without a kernel, so these
+//! are instructions that define a new tile; each thread keeps exactly the registers it had (a
+//! reshape relabels them, a slice keeps some), so the generated code copies registers that the
+//! CUDA compiler's register allocation then removes, and no data moves between threads. Where
+//! the layout does not allow that, layout inference says so at the user's line.
+
+use super::facts::{Access, Effect, Facts, Memory};
+use crate::ir::printer::Names;
+use crate::ir::{Program, RegId, RegView};
+use std::fmt::Write;
+
+/// How a reshape was asked for (for names and the printer; all three relabel the same way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReshapeOp {
+    /// Any shape with the same elements.
+    Reshape,
+    /// Dimension `d`, of extent 1, removed.
+    Squeeze(usize),
+    /// A dimension of extent 1 inserted at `d`.
+    Unsqueeze(usize),
+}
+
+/// Register tiles seen with another shape.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ShapeInst {
+    /// `out` holds the elements of `src` in row-major order, with `out`'s shape; every thread
+    /// keeps its registers.
+    Reshape {
+        /// The tile (or a transposed view of it).
+        src: RegView,
+        /// The tile with the new shape.
+        out: RegId,
+        /// How it was asked for.
+        op: ReshapeOp,
+    },
+    /// `out` is the elements `start .. start + n` of `src` along `dim` (`n`: `out`'s extent
+    /// there); every thread keeps its local elements of the range.
+    Slice {
+        /// The tile (or a transposed view of it).
+        src: RegView,
+        /// The dimension sliced.
+        dim: usize,
+        /// The first element kept along `dim`.
+        start: i64,
+        /// The slice.
+        out: RegId,
+    },
+}
+
+impl ShapeInst {
+    /// The instruction's name as users write it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ShapeInst::Reshape { op, .. } => match op {
+                ReshapeOp::Reshape => "reshape",
+                ReshapeOp::Squeeze(_) => "squeeze",
+                ReshapeOp::Unsqueeze(_) => "unsqueeze",
+            },
+            ShapeInst::Slice { .. } => "slice",
+        }
+    }
+
+    /// The source view and the result.
+    pub fn operands(&self) -> (&RegView, RegId) {
+        match self {
+            ShapeInst::Reshape { src, out, .. } | ShapeInst::Slice { src, out, .. } => (src, *out),
+        }
+    }
+
+    /// What the instruction reads, writes and needs (see [`Facts`]).
+    pub fn facts<'a>(&'a self, _p: &'a Program) -> Facts<'a> {
+        let (src, out) = self.operands();
+        Facts::default()
+            .effect(Effect::now(Memory::Register(src.tensor), Access::Read))
+            .effect(Effect::now(Memory::Register(out), Access::Declare))
+    }
+
+    /// For each local element of the result, the local element of the source (seen through its
+    /// view) that holds it in the same thread, from the planned layouts; `None` before layouts
+    /// are inferred or when the result's layout is not the one its source gives it.
+    pub(crate) fn source_locals(&self, p: &Program) -> Option<Vec<usize>> {
+        let (src, out) = self.operands();
+        let l = src.layout_of(p.register(src.tensor).layout.as_ref()?);
+        let have = p.register(out).layout.as_ref()?;
+        let (want, table) = match self {
+            ShapeInst::Reshape { .. } => {
+                let want = l.reshape(&p.register(out).shape).ok()?;
+                let n = want.local_size().max(0) as usize;
+                (want, (0..n).collect())
+            }
+            ShapeInst::Slice { dim, start, .. } => {
+                let len = *p.register(out).shape.get(*dim)?;
+                l.slice_locals(*dim, *start, len).ok()?
+            }
+        };
+        want.same_mapping(have).then_some(table)
+    }
+
+    /// The instruction as the IR printer shows it.
+    pub(crate) fn describe(&self, n: &Names) -> String {
+        let (src, out) = self.operands();
+        let d = n.p.register(out);
+        let mut t = match self {
+            ShapeInst::Reshape { op, .. } => match op {
+                ReshapeOp::Reshape => {
+                    format!("{} = reshape({}, {:?})", d.name, n.view(src), d.shape)
+                }
+                ReshapeOp::Squeeze(dim) => {
+                    format!("{} = squeeze({}, dim={dim})", d.name, n.view(src))
+                }
+                ReshapeOp::Unsqueeze(dim) => {
+                    format!("{} = unsqueeze({}, dim={dim})", d.name, n.view(src))
+                }
+            },
+            ShapeInst::Slice { dim, start, .. } => format!(
+                "{} = slice({}, dim={dim}, {start}..{})",
+                d.name,
+                n.view(src),
+                start + d.shape.get(*dim).copied().unwrap_or(0)
+            ),
+        };
+        if let Some(l) = &d.layout {
+            let _ = write!(t, " {l}");
+        }
+        t
+    }
+}

@@ -1,0 +1,220 @@
+//! Register tiles seen with another shape: `k.reshape`, `k.squeeze`, `k.unsqueeze` and
+//! `k.slice`. Each defines a new tile from the registers the threads already hold (no data
+//! moves between threads; the generated code's copies are register renamings), so each is
+//! possible only where the source's layout allows it: layout inference reports, at the line of
+//! the call, a layout the new shape would cut apart or a slice that only some threads hold.
+//! (`t.transpose()` is a view of the handle itself; these need the kernel, which a handle does
+//! not carry.)
+//!
+//! ```
+//! use tilus::prelude::*;
+//!
+//! #[derive(Clone, Debug, Hash)]
+//! struct Halves;
+//!
+//! impl Script for Halves {
+//!     type Args = (PtrMut<f32>,);
+//!     fn body(&self, k: &mut Kernel, (out,): Handles<Self::Args>) {
+//!         k.blocks([1]);
+//!         k.warps(1);
+//!         let x = k.register_tensor::<f32>([4, 32], 1.0);
+//!         let rows = k.slice(&x, 0, 2, 2);     // rows 2 and 3: [2, 32]
+//!         let flat = k.reshape(&rows, [64]);   // [64]
+//!         let g = k.global_view::<f32>(out, [64]);
+//!         k.store_global(&g, &flat, [0]);
+//!     }
+//! }
+//!
+//! let mut out = vec![0.0f32; 64];
+//! tilus::interpret(&Halves, (&mut out[..],)).unwrap();
+//! assert!(out.iter().all(|&v| v == 1.0));
+//! ```
+
+use super::{Dims, Element, Kernel, RegisterTensor};
+use crate::ir::{Inst, Loc, ReshapeOp, ShapeInst, StmtKind};
+
+/// The number of elements of a shape, `None` past `i64`.
+fn count(shape: &[i64]) -> Option<i64> {
+    shape.iter().try_fold(1i64, |a, &n| a.checked_mul(n))
+}
+
+impl Kernel {
+    fn shape_view<T: Element>(
+        &mut self,
+        inst: impl FnOnce(crate::ir::RegId) -> ShapeInst,
+        shape: Vec<i64>,
+        loc: Loc,
+    ) -> RegisterTensor<T> {
+        let out = self.new_register::<T>(shape, loc);
+        self.push(StmtKind::Inst(Inst::Shape(inst(out))), loc);
+        RegisterTensor::plain(out)
+    }
+
+    /// The tile's elements, in row-major order, with another shape of as many elements. Every
+    /// thread keeps its registers; the layout must let the new dimensions keep its factors
+    /// (over threads and over each thread's elements) whole.
+    #[track_caller]
+    pub fn reshape<T: Element>(
+        &mut self,
+        src: &RegisterTensor<T>,
+        shape: impl Dims,
+    ) -> RegisterTensor<T> {
+        let loc = Loc::caller();
+        let from = self.prog.view_shape(&src.view);
+        let want = shape.into_dims();
+        let to: Vec<i64> = want.iter().map(|&d| d as i64).collect();
+        let mut out = to.clone();
+        if to.is_empty() || to.iter().any(|&d| d <= 0) {
+            self.error(
+                loc,
+                format!("reshape: every dimension must be positive, got {want:?}"),
+            );
+            out = from.clone();
+        } else if count(&to) != count(&from) || count(&to).is_none() {
+            let text = |c: Option<i64>| c.map_or("too many".to_string(), |n| n.to_string());
+            self.error(
+                loc,
+                format!(
+                    "reshape: a {from:?} tile has {} elements, {to:?} has {}",
+                    text(count(&from)),
+                    text(count(&to))
+                ),
+            );
+            out = from.clone();
+        }
+        let view = src.view;
+        self.shape_view(
+            |out| ShapeInst::Reshape {
+                src: view,
+                out,
+                op: ReshapeOp::Reshape,
+            },
+            out,
+            loc,
+        )
+    }
+
+    /// The tile without dimension `dim`, which must have extent 1 (a view of the same
+    /// registers).
+    #[track_caller]
+    pub fn squeeze<T: Element>(
+        &mut self,
+        src: &RegisterTensor<T>,
+        dim: usize,
+    ) -> RegisterTensor<T> {
+        let loc = Loc::caller();
+        let from = self.prog.view_shape(&src.view);
+        let mut out = from.clone();
+        if dim >= from.len() || from[dim] != 1 {
+            let what = if dim >= from.len() {
+                format!(
+                    "a tile of {} dimension(s) has no dimension {dim}",
+                    from.len()
+                )
+            } else {
+                format!("dimension {dim} of a {from:?} tile is {}, not 1", from[dim])
+            };
+            self.error(loc, format!("squeeze: {what}"));
+        } else if from.len() == 1 {
+            self.error(loc, "squeeze: a tile keeps at least one dimension");
+        } else {
+            out.remove(dim);
+        }
+        let view = src.view;
+        self.shape_view(
+            |out| ShapeInst::Reshape {
+                src: view,
+                out,
+                op: ReshapeOp::Squeeze(dim),
+            },
+            out,
+            loc,
+        )
+    }
+
+    /// The tile with a dimension of extent 1 inserted before dimension `dim` (`dim` = rank:
+    /// after the last), a view of the same registers.
+    #[track_caller]
+    pub fn unsqueeze<T: Element>(
+        &mut self,
+        src: &RegisterTensor<T>,
+        dim: usize,
+    ) -> RegisterTensor<T> {
+        let loc = Loc::caller();
+        let from = self.prog.view_shape(&src.view);
+        let mut out = from.clone();
+        if dim > from.len() {
+            self.error(
+                loc,
+                format!(
+                    "unsqueeze: a tile of {} dimension(s) takes a new dimension at 0..={}, not {dim}",
+                    from.len(),
+                    from.len()
+                ),
+            );
+        } else {
+            out.insert(dim, 1);
+        }
+        let view = src.view;
+        self.shape_view(
+            |out| ShapeInst::Reshape {
+                src: view,
+                out,
+                op: ReshapeOp::Unsqueeze(dim),
+            },
+            out,
+            loc,
+        )
+    }
+
+    /// Elements `start .. start + len` of the tile along `dim` (compile-time numbers): a
+    /// smaller tile made of the local elements of that range, which every thread must hold
+    /// whole (a range that only some threads hold, or that cuts apart the elements a thread
+    /// keeps together, is a diagnostic once layouts are known). A source whose layout nothing
+    /// else fixes gets one the slice can keep (the dimension in blocks of `gcd(start, len)`
+    /// in each thread's registers).
+    #[track_caller]
+    pub fn slice<T: Element>(
+        &mut self,
+        src: &RegisterTensor<T>,
+        dim: usize,
+        start: i32,
+        len: i32,
+    ) -> RegisterTensor<T> {
+        let loc = Loc::caller();
+        let from = self.prog.view_shape(&src.view);
+        let mut out = from.clone();
+        let mut first = start as i64;
+        match from.get(dim) {
+            None => self.error(
+                loc,
+                format!(
+                    "slice: a tile of {} dimension(s) has no dimension {dim}",
+                    from.len()
+                ),
+            ),
+            Some(&n) if start < 0 || len <= 0 || start as i64 + len as i64 > n => {
+                self.error(
+                    loc,
+                    format!(
+                        "slice: {start}..{} is not a non-empty range inside 0..{n} (dimension {dim} of a {from:?} tile)",
+                        start as i64 + len as i64
+                    ),
+                );
+                first = 0;
+            }
+            Some(_) => out[dim] = len as i64,
+        }
+        let view = src.view;
+        self.shape_view(
+            |out| ShapeInst::Slice {
+                src: view,
+                dim,
+                start: first,
+                out,
+            },
+            out,
+            loc,
+        )
+    }
+}

@@ -1,0 +1,176 @@
+//! Tiles seen with other shapes (`reshape`, `squeeze`, `unsqueeze`, `slice`): shapes that do
+//! not agree (when the script is traced), layouts that cannot be seen with the new shape
+//! without moving data between threads (once layouts are inferred), and results whose layout
+//! was fixed otherwise.
+
+use super::OutF32;
+use crate::common::{at, check, note};
+use half::f16;
+
+#[test]
+fn a_reshape_to_another_number_of_elements() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let x = k.register_tensor::<f32>([4, 32], 1.0);
+        let _ = at(line!(), k.reshape(&x, [3, 32]));
+    })
+    .fails_once("reshape: a [4, 32] tile has 128 elements, [3, 32] has 96");
+}
+
+#[test]
+fn squeezing_a_dimension_that_is_not_1() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let x = k.register_tensor::<f32>([4, 32], 1.0);
+        let _ = at(line!(), k.squeeze(&x, 0));
+    })
+    .fails_once("squeeze: dimension 0 of a [4, 32] tile is 4, not 1");
+}
+
+#[test]
+fn unsqueezing_past_the_last_dimension() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let x = k.register_tensor::<f32>([4, 32], 1.0);
+        let _ = at(line!(), k.unsqueeze(&x, 3));
+    })
+    .fails_once("unsqueeze: a tile of 2 dimension(s) takes a new dimension at 0..=2, not 3");
+}
+
+#[test]
+fn a_slice_outside_the_dimension() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let x = k.register_tensor::<f32>([4, 32], 1.0);
+        let _ = at(line!(), k.slice(&x, 0, 3, 2));
+    })
+    .fails_once("slice: 3..5 is not a non-empty range inside 0..4 (dimension 0 of a [4, 32] tile)");
+}
+
+#[test]
+fn a_slice_that_only_some_threads_hold() {
+    // x is stored first, which gives it 4 consecutive columns per thread over 8 threads; the
+    // range 0..16 is held by 4 of those threads; the message names the store that gave the
+    // layout
+    check::<OutF32>(|k, (o,)| {
+        k.warps(1);
+        let x = k.register_tensor::<f32>([4, 32], 1.0);
+        let g = k.global_view(o, [4, 32]);
+        note(line!(), k.store_global(&g, &x, [0, 0]));
+        let _ = at(line!(), k.slice(&x, 1, 0, 16));
+    })
+    .fails_once_noting(
+        "which cannot be seen as [4, 16] without moving data between threads: dimension 1 is \
+         spread over threads in a factor of 8; the range 0..16 would keep only some of those \
+         threads; a slice keeps, in every thread, some of its own registers, so it needs every \
+         thread to hold elements of 0..16: dimension 1 in each thread's local elements",
+    );
+}
+
+#[test]
+fn a_slice_gives_an_unconstrained_source_a_layout_it_can_keep() {
+    // the default layout (threads along the 32 columns) cannot keep columns 8..24; nothing
+    // else constrains x, so the slice gives it the columns in 4 blocks of 8 per thread
+    let p = check::<OutF32>(|k, (o,)| {
+        k.blocks([1]);
+        k.warps(1);
+        let x = k.register_tensor::<f32>([4, 32], 1.0);
+        let part = k.slice(&x, 1, 8, 16);
+        let g = k.global_view(o, [4, 16]);
+        k.store_global(&g, &part, [0, 0]);
+    })
+    .compiles("the slice chooses its source's layout");
+    let l = p.registers[0].layout.as_ref().unwrap().to_string();
+    assert_eq!(l, "layout([4, 32], threads=[d0:4, d1:8], locals=[d1:4])");
+}
+
+#[test]
+fn a_slice_that_cuts_a_threads_elements_apart() {
+    // 4 warps over [8, 32]: rows are 2 locals (4 rows apart) over 4 threads
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        let x = k.register_tensor::<f32>([8, 32], 1.0);
+        let _ = at(line!(), k.slice(&x, 0, 2, 4));
+    })
+    .fails_once("the range 2..6 of dimension 0 cuts a factor of 2 of its elements apart");
+}
+
+#[test]
+fn a_reshape_that_cuts_a_factor_apart() {
+    // 6 rows of locals over 32 threads: rows of 48 would cut the locals' stride of 32
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let x = k.register_tensor::<f32>([6, 32], 1.0);
+        let _ = at(line!(), k.reshape(&x, [4, 48]));
+    })
+    .fails_once("each thread's local elements run along dimension 0 of [6, 32] in a factor of 6");
+}
+
+#[test]
+fn a_result_whose_layout_was_pinned_otherwise() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let x = k.register_tensor::<f32>([4, 32], 1.0);
+        let _ = at(line!(), k.slice(&x, 0, 0, 2));
+    })
+    .edit(|p| {
+        p.registers[1].layout = Some(tilus::layout::RegisterLayout::spatial(&[2, 16]).compose(
+            &tilus::layout::RegisterLayout::local(&[1, 2]),
+        ))
+    })
+    .fails_once("register tensor `r1` needs layout layout([2, 32], threads=[d1:32], locals=[d0:2]) for slice here");
+}
+
+#[test]
+fn an_edited_slice_whose_shapes_disagree() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let x = k.register_tensor::<f32>([4, 32], 1.0);
+        let _ = at(line!(), k.slice(&x, 0, 0, 2));
+    })
+    .edit(|p| p.registers[1].shape = vec![2, 16])
+    .fails("slice: a [4, 32] tile does not give the [2, 16] tile it defines");
+}
+
+#[test]
+fn views_that_fit_their_layouts_compile() {
+    check::<OutF32>(|k, (o,)| {
+        k.blocks([1]);
+        k.warps(4);
+        let x = k.register_tensor::<f32>([8, 32], 1.0);
+        let rows = k.slice(&x, 0, 4, 4);
+        let flat = k.reshape(&rows, [128]);
+        let g = k.global_view(o, [128]);
+        k.store_global(&g, &flat, [0]);
+    })
+    .compiles("rows 4..8 are the second local of every thread");
+}
+
+#[test]
+fn squeezing_the_only_dimension() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let x = k.register_tensor::<f32>([1], 1.0);
+        let _ = at(line!(), k.squeeze(&x, 0));
+    })
+    .fails_once("squeeze: a tile keeps at least one dimension");
+}
+
+#[test]
+fn a_reshape_whose_result_a_dot_fixes_that_its_source_cannot_give() {
+    // the mma accumulator of [16, 24] holds its three 8-column tiles in each thread's locals:
+    // rows of 16 would cut that factor of 3; the message names the dot that fixed the layout
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let a = k.register_tensor::<f16>([16, 16], 1.0);
+        let b = k.register_tensor::<f16>([16, 24], 1.0);
+        let x = k.register_tensor::<f32>([24, 16], 0.0);
+        let c = at(line!(), k.reshape(&x, [16, 24]));
+        let d = k.register_tensor::<f32>([16, 24], None::<f64>);
+        note(line!(), k.dot(&a, &b, &c, &d));
+    })
+    .fails_once_noting(
+        "reshape: `r3` needs layout layout([16, 24], threads=[d0:8, d1:4], locals=[d1:3, d0:2, \
+         d1:2]) (from dot accumulator c at ",
+    );
+}

@@ -1,0 +1,122 @@
+//! Shape: register tiles seen with another shape (`reshape`, `squeeze`, `unsqueeze`) or in
+//! part (`slice`), whose layouts may or may not allow it.
+
+use proptest::prelude::*;
+use tilus::prelude::*;
+
+use super::memory::{Init, Memory};
+use crate::model::{plain, Dt, Op, Sc, T};
+use crate::replay::{on, El, Replay, R};
+use crate::strategies::{dims, int, t, tame_dim, Mode, Tame, Wild};
+
+#[derive(Clone, Debug, Hash)]
+pub enum Shape {
+    Reshape(T, Vec<i32>),
+    Squeeze(T, usize),
+    Unsqueeze(T, usize),
+    /// `slice(tile, dim, start, len)`.
+    Slice(T, usize, i32, i32),
+}
+
+/// A dimension index: mostly a real one, in wild mode also past the end.
+fn dim(m: Mode) -> BoxedStrategy<usize> {
+    match m {
+        Tame => (0usize..2).boxed(),
+        Wild => prop_oneof![6 => 0usize..3, 1 => Just(7usize)].boxed(),
+    }
+}
+
+/// A slice's start or length: small numbers and the usual extents.
+fn part(m: Mode) -> BoxedStrategy<i32> {
+    match m {
+        Tame => prop::sample::select(vec![0, 1, 2, 4, 8, 16, 32]).boxed(),
+        Wild => prop_oneof![3 => part(Tame), 1 => int(Wild)].boxed(),
+    }
+}
+
+impl Shape {
+    pub fn arms(m: Mode, _top: bool) -> Vec<(u32, BoxedStrategy<Op>)> {
+        vec![
+            (
+                2,
+                (t(m), dims(m))
+                    .prop_map(|(r, s)| Shape::Reshape(r, s).into())
+                    .boxed(),
+            ),
+            (
+                1,
+                (t(m), dim(m))
+                    .prop_map(|(r, d)| Shape::Squeeze(r, d).into())
+                    .boxed(),
+            ),
+            (
+                1,
+                (t(m), dim(m))
+                    .prop_map(|(r, d)| Shape::Unsqueeze(r, d).into())
+                    .boxed(),
+            ),
+            (
+                2,
+                (t(m), dim(m), part(m), part(m))
+                    .prop_map(|(r, d, s, n)| Shape::Slice(r, d, s, n).into())
+                    .boxed(),
+            ),
+        ]
+    }
+
+    pub fn replay(&self, r: &mut Replay, k: &mut Kernel) {
+        let Some(src) = r.reg(self.tile()) else {
+            return;
+        };
+        let out = on!(src, R, |x: E| E::r(match self {
+            Shape::Reshape(_, shape) => k.reshape(&x, shape.clone()),
+            Shape::Squeeze(_, d) => k.squeeze(&x, *d),
+            Shape::Unsqueeze(_, d) => k.unsqueeze(&x, *d),
+            Shape::Slice(_, d, start, len) => k.slice(&x, *d, *start, *len),
+        }));
+        r.regs.push(out);
+    }
+
+    fn tile(&self) -> T {
+        match self {
+            Shape::Reshape(t, _)
+            | Shape::Squeeze(t, _)
+            | Shape::Unsqueeze(t, _)
+            | Shape::Slice(t, ..) => *t,
+        }
+    }
+}
+
+/// A tile sliced along its rows, reshaped (flat, or with a unit dimension around it) and
+/// stored, which the default layout allows for most shapes and warp counts.
+pub fn snippet_views() -> BoxedStrategy<Vec<Op>> {
+    (
+        tame_dim(&[4, 8, 16, 64]),
+        tame_dim(&[32, 64, 128]),
+        prop::sample::select(vec![1, 2, 4]),
+        prop::bool::ANY,
+        prop::sample::select(vec![Dt::F32, Dt::F16]),
+    )
+        .prop_map(|(rows, cols, take, flat, dt)| {
+            let part = (rows / take).max(1);
+            // pointer 5 is `PtrMut<f32>`, 1 is `PtrMut<f16>`
+            let ptr = if dt == Dt::F32 { 5 } else { 1 };
+            let mut ops: Vec<Op> = crate::model::ops![
+                Memory::Register(dt, vec![rows, cols], Init::One),
+                Shape::Slice(plain(0), 0, rows.saturating_sub(part), part),
+            ];
+            let view = if flat {
+                let n = part.saturating_mul(cols);
+                ops.push(Shape::Reshape(plain(0), vec![n]).into());
+                vec![Sc::Lit(n)]
+            } else {
+                ops.push(Shape::Unsqueeze(plain(0), 1).into());
+                vec![Sc::Lit(part), Sc::Lit(1), Sc::Lit(cols)]
+            };
+            let zeros = vec![Sc::Lit(0); view.len()];
+            ops.push(Memory::GlobalView(ptr, view).into());
+            ops.push(Memory::StoreGlobal(0, plain(0), zeros).into());
+            ops
+        })
+        .boxed()
+}
