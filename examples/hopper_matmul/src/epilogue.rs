@@ -62,6 +62,9 @@ impl Activation for Relu {
 #[derive(Clone, Debug, Default, Hash, PartialEq, Eq)]
 pub struct GeluTanh;
 
+/// Columns of C the epilogue computes at a time.
+const EPILOGUE_COLS: i32 = 32;
+
 /// √(2/π).
 const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 
@@ -99,15 +102,9 @@ impl<A: Activation> Debug for MatmulEpilogue<A> {
 }
 
 impl<A: Activation> Default for MatmulEpilogue<A> {
-    /// A configuration that compiles: 64 × 128 tiles. v1's default 128 × 128 does not, as
-    /// the accumulator (128 registers a thread), D (64), the bias (16) and C (64) are alive
-    /// together at the epilogue, past the 255 a thread can have.
+    /// v1's default tile, 128 × 128 × 64 (the autotuner chooses per problem).
     fn default() -> Self {
-        MatmulEpilogue::new(MatmulWgmma {
-            block_m: 64,
-            block_n: 128,
-            block_k: 64,
-        })
+        MatmulEpilogue::new(MatmulWgmma::default())
     }
 }
 
@@ -192,17 +189,22 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
             .name_next("gd")
             .global_view::<f16>(d_ptr, [m_size, n_size]);
         let gbias = k.name_next("gbias").global_view::<f16>(bias_ptr, [n_size]);
-        let d = k
-            .name_next("d")
-            .load_global(&gd, [offset_m, offset_n], [t.block_m, t.block_n]);
-        let bias = k
-            .name_next("bias")
-            .load_global(&gbias, [offset_n], [t.block_n]);
-        let pre = acc * alpha + d.cast::<f32>() * beta + bias.cast::<f32>();
-        let out = k.name_next("out").compute(A::apply(pre).cast::<f16>());
         let gc = k
             .name_next("gc")
             .global_view::<f16>(c_ptr, [m_size, n_size]);
-        k.store_global(&gc, &out, [offset_m, offset_n]);
+        // column chunks of EPILOGUE_COLS: a chunk's D, bias and result are alive beside the
+        // accumulator, not the whole tile's, so 128-row tiles fit the register file
+        let chunk = EPILOGUE_COLS.min(t.block_n);
+        for c in 0..t.block_n / chunk {
+            let on = k.let_i32(offset_n + c * chunk);
+            let part = k.name_next("acc_part").slice(&acc, 1, c * chunk, chunk);
+            let d = k
+                .name_next("d")
+                .load_global(&gd, [offset_m, on], [t.block_m, chunk]);
+            let bias = k.name_next("bias").load_global(&gbias, [on], [chunk]);
+            let pre = part * alpha + d.cast::<f32>() * beta + bias.cast::<f32>();
+            let out = k.name_next("out").compute(A::apply(pre).cast::<f16>());
+            k.store_global(&gc, &out, [offset_m, on]);
+        }
     }
 }
