@@ -24,6 +24,7 @@ pub mod testing;
 pub mod tile_copy;
 pub mod v0;
 pub mod v1;
+pub mod v2;
 pub mod vector_add;
 pub mod workload;
 

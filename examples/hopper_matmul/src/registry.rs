@@ -141,6 +141,11 @@ impl SeriesMatmul for crate::v1::MatmulWgmma {
     const TUNED_IN_BENCH: bool = true;
 }
 
+impl SeriesMatmul for crate::v2::MatmulStaged {
+    const VERSION: &'static str = "v2";
+    const TUNED_IN_BENCH: bool = true;
+}
+
 fn fixed_version<S: SeriesMatmul>(
     settings: &Settings,
     device: &Device,
@@ -291,6 +296,10 @@ pub fn entries() -> Vec<Entry> {
         matmul_entry::<MatmulWgmma>(
             "hopper_matmul_v1",
             "v1: TMA + mbarrier + WGMMA from shared memory",
+        ),
+        matmul_entry::<crate::v2::MatmulStaged>(
+            "hopper_matmul_v2",
+            "v2: a ring of TMA stages ahead of the WGMMA",
         ),
         epilogue_entry::<Identity>(
             "matmul_epilogue_identity",

@@ -76,6 +76,14 @@ impl Mbarrier<'_> {
     /// phase, and initializes them (block scope).
     #[track_caller]
     pub fn alloc<const N: usize>(self, counts: [u32; N]) -> Barriers {
+        self.alloc_counts(&counts)
+    }
+
+    /// [`Mbarrier::alloc`] with as many barriers as a hyperparameter says (one per stage of
+    /// a ring): `alloc_counts(&vec![1; stages])`.
+    #[track_caller]
+    pub fn alloc_counts(self, counts: &[u32]) -> Barriers {
+        let n = counts.len();
         let loc = Loc::caller();
         let name = self.k.fresh_name("bar");
         let id = BarrierArrayId(self.k.prog.barriers.len() as u32);
@@ -87,7 +95,7 @@ impl Mbarrier<'_> {
         });
         self.k
             .push(StmtKind::Inst(Inst::Mbarrier(MbarrierInst::Alloc(id))), loc);
-        let items = (0..N)
+        let items = (0..n)
             .map(|i| Barrier {
                 array: id,
                 index: Val::constant(i as i32),
@@ -95,7 +103,7 @@ impl Mbarrier<'_> {
             .collect();
         let past_end = Barrier {
             array: id,
-            index: Val::constant(i32::try_from(N).unwrap_or(i32::MAX)),
+            index: Val::constant(i32::try_from(n).unwrap_or(i32::MAX)),
         };
         Barriers {
             id,
