@@ -1,4 +1,4 @@
-//! `tilus bench epilogue`: the fused matmul epilogue against what it replaces (see
+//! `tilus bench epilogue`: the fused matmul epilogue (on v2) against what it replaces (see
 //! `hopper_matmul::epilogue_bench`).
 
 use crate::out::{outln, CliError, CliResult};
@@ -38,7 +38,7 @@ fn one<A: Activation>(
         r.rows[1].latency_ms,
     );
     outln!(
-        "fused vs the plain kernel with its tile: {:+.1}% time; vs cublas + pass: {:.3}x faster",
+        "fused vs the plain kernel with its configuration: {:+.1}% time; vs cublas + pass: {:.3}x faster",
         (fused / plain - 1.0) * 100.0,
         unfused / fused
     );

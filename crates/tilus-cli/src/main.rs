@@ -150,7 +150,7 @@ enum BenchCommand {
         fixed: bool,
     },
     /// The fused matmul epilogue against cuBLAS, cuBLAS + a separate elementwise pass and
-    /// the plain v1 kernel: verified, then timed interleaved.
+    /// the plain v2 kernel: verified, then timed interleaved.
     Epilogue {
         /// Sizes MxNxK, comma-separated.
         #[arg(long, default_value = "4096x4096x4096")]

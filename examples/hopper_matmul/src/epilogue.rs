@@ -1,4 +1,5 @@
-//! `matmul_epilogue`: v1's WGMMA main loop with a fused epilogue,
+//! `matmul_epilogue`: v2's main loop (a ring of TMA stages ahead of the WGMMA) with a fused
+//! epilogue,
 //! `C = act(alpha · A·Bᵀ + beta · D + bias)`, so that the scaled product, the residual `D`
 //! and the bias never make a round trip through global memory between two kernels.
 //!
@@ -17,7 +18,7 @@ use std::marker::PhantomData;
 use tilus::prelude::*;
 use tilus::tune::{Binding, Space};
 
-use crate::v1::MatmulWgmma;
+use crate::v2::MatmulStaged;
 
 /// An elementwise activation, applied to the f32 pre-activation tile on the GPU and to f64
 /// values by the host reference.
@@ -80,11 +81,11 @@ impl Activation for GeluTanh {
     }
 }
 
-/// The kernel: v1's block tile (its hyperparameters and search space) and the activation.
+/// The kernel: v2's configuration (its hyperparameters and search space) and the activation.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct MatmulEpilogue<A: Activation> {
     /// The block tile of the main loop.
-    pub tile: MatmulWgmma,
+    pub tile: MatmulStaged,
     act: PhantomData<A>,
 }
 
@@ -96,21 +97,22 @@ impl<A: Activation> Debug for MatmulEpilogue<A> {
             .field("block_m", &t.block_m)
             .field("block_n", &t.block_n)
             .field("block_k", &t.block_k)
+            .field("stages", &t.stages)
             .field("act", &format_args!("{}", A::NAME))
             .finish()
     }
 }
 
 impl<A: Activation> Default for MatmulEpilogue<A> {
-    /// v1's default tile, 128 × 128 × 64 (the autotuner chooses per problem).
+    /// v2's default configuration (the autotuner chooses per problem).
     fn default() -> Self {
-        MatmulEpilogue::new(MatmulWgmma::default())
+        MatmulEpilogue::new(MatmulStaged::default())
     }
 }
 
 impl<A: Activation> MatmulEpilogue<A> {
     /// The kernel with this block tile.
-    pub fn new(tile: MatmulWgmma) -> Self {
+    pub fn new(tile: MatmulStaged) -> Self {
         MatmulEpilogue {
             tile,
             act: PhantomData,
@@ -118,13 +120,13 @@ impl<A: Activation> MatmulEpilogue<A> {
     }
 }
 
-/// The search space is v1's: the epilogue adds no hyperparameter.
+/// The search space is v2's: the epilogue adds no hyperparameter.
 impl<A: Activation> Tunable for MatmulEpilogue<A> {
     fn space() -> Space {
-        <MatmulWgmma as Tunable>::space()
+        <MatmulStaged as Tunable>::space()
     }
     fn from_binding(binding: &Binding) -> Result<Self, String> {
-        <MatmulWgmma as Tunable>::from_binding(binding).map(MatmulEpilogue::new)
+        <MatmulStaged as Tunable>::from_binding(binding).map(MatmulEpilogue::new)
     }
     fn to_binding(&self) -> Option<Binding> {
         self.tile.to_binding()
@@ -174,7 +176,7 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
         let offset_m = k.let_i32(t.block_m * k.block_idx().x);
         let offset_n = k.let_i32(t.block_n * k.block_idx().y);
 
-        // the main loop: v1's
+        // the main loop: v2's
         let acc = t.main_loop(
             k,
             (m_size, n_size, k_size),

@@ -1,7 +1,7 @@
 //! `tilus bench epilogue`: the fused epilogue against what it replaces, in one process and
 //! interleaved round by round: cuBLAS alone, cuBLAS followed by the separate elementwise pass
-//! ([`EpiloguePass`]), v1 with the epilogue kernel's own tile (the plain kernel it is built
-//! on), v1 autotuned, and the epilogue kernel autotuned. Every output is checked first against
+//! ([`EpiloguePass`]), v2 with the epilogue kernel's own configuration (the plain kernel it is
+//! built on), v2 autotuned, and the epilogue kernel autotuned. Every output is checked first against
 //! cuBLAS's f32 product with the epilogue applied on the host.
 
 use crate::buffers::{download, poisoned, upload};
@@ -9,7 +9,7 @@ use crate::epilogue::{Activation, MatmulEpilogue};
 use crate::epilogue_pass::EpiloguePass;
 use crate::epilogue_workload::Extra;
 use crate::harness::{self, Check, Cublas, Problem, Row};
-use crate::v1::MatmulWgmma;
+use crate::v2::MatmulStaged;
 use crate::Result;
 use half::f16;
 use std::io::Write;
@@ -62,7 +62,7 @@ pub fn bench_epilogue<A: Activation>(
     let config = tilus::lang::config_string(&format!("{:?}", chosen.config));
     writeln!(out, "matmul_epilogue_{} {m}x{n}x{k}: {config}", A::NAME)?;
     let same_tile = tilus::Jit::new(chosen.config.tile.clone(), device);
-    let v1 = MatmulWgmma::autotuned(device)?;
+    let v2 = MatmulStaged::autotuned(device)?;
     let pass = tilus::Jit::new(EpiloguePass::<A>::default(), device);
 
     // correctness first: the fused kernel and cuBLAS + pass against the f32 product
@@ -87,8 +87,8 @@ pub fn bench_epilogue<A: Activation>(
     let names = [
         "cublas".to_string(),
         format!("cublas + pass ({})", A::NAME),
-        "v1, same tile".to_string(),
-        "v1 autotuned".to_string(),
+        "v2, same config".to_string(),
+        "v2 autotuned".to_string(),
         format!("matmul_epilogue_{}", A::NAME),
     ];
     let mut t_cublas = || Ok(blas.matmul(&stream, &p, true)?);
@@ -100,8 +100,8 @@ pub fn bench_epilogue<A: Activation>(
         )?)
     };
     let mut t_plain = || Ok(same_tile.launch(&stream, (mi, ni, ki, &p.a, &p.b, &mut plain))?);
-    let mut v1_out = poisoned::<f16>(&stream, what, m * n)?;
-    let mut t_v1 = || Ok(v1.launch(&stream, (mi, ni, ki, &p.a, &p.b, &mut v1_out))?);
+    let mut v2_out = poisoned::<f16>(&stream, what, m * n)?;
+    let mut t_v2 = || Ok(v2.launch(&stream, (mi, ni, ki, &p.a, &p.b, &mut v2_out))?);
     let mut fused_out = poisoned::<f16>(&stream, what, m * n)?;
     let mut t_fused = || {
         Ok(fused.launch(
@@ -126,7 +126,7 @@ pub fn bench_epilogue<A: Activation>(
             &mut t_cublas,
             &mut t_unfused,
             &mut t_plain,
-            &mut t_v1,
+            &mut t_v2,
             &mut t_fused,
         ],
         warmup,

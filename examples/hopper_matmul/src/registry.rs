@@ -303,17 +303,17 @@ pub fn entries() -> Vec<Entry> {
         ),
         epilogue_entry::<Identity>(
             "matmul_epilogue_identity",
-            "v1 + fused epilogue: C = alpha·A·Bᵀ + beta·D + bias",
+            "v2 + fused epilogue: C = alpha·A·Bᵀ + beta·D + bias",
             &EPILOGUE_IDENTITY,
         ),
         epilogue_entry::<Relu>(
             "matmul_epilogue_relu",
-            "v1 + fused epilogue: C = relu(alpha·A·Bᵀ + beta·D + bias)",
+            "v2 + fused epilogue: C = relu(alpha·A·Bᵀ + beta·D + bias)",
             &EPILOGUE_RELU,
         ),
         epilogue_entry::<GeluTanh>(
             "matmul_epilogue_gelu",
-            "v1 + fused epilogue: C = gelu_tanh(alpha·A·Bᵀ + beta·D + bias)",
+            "v2 + fused epilogue: C = gelu_tanh(alpha·A·Bᵀ + beta·D + bias)",
             &EPILOGUE_GELU,
         ),
         Entry {

@@ -37,28 +37,35 @@ impl Default for MatmulStaged {
     }
 }
 
-#[tilus::script]
-impl Script for MatmulStaged {
-    // m_size: runtime; n_size, k_size: compile-time constants (a new value specializes).
-    type Args = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f16>);
-
-    fn body(
+impl MatmulStaged {
+    /// The main loop of the block at `(offset_m, offset_n)`: the ring is filled, then each K
+    /// step waits for its stage, runs the WGMMA on it and refills it `stages` steps ahead;
+    /// returns the f32 accumulator. Kernels built on v2 (the fused epilogue) call it and add
+    /// what follows. (Outside the `#[tilus::script]` impl, so the names are given by hand.)
+    pub fn main_loop(
         &self,
         k: &mut Kernel,
-        (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): Handles<Self::Args>,
-    ) {
-        k.blocks([cdiv(m_size, self.block_m), cdiv(n_size, self.block_n)]);
-        k.warps(4); // one warp group
+        (m_size, n_size, k_size): (Val, Val, Val),
+        (a_ptr, b_ptr): (PtrVal<f16>, PtrVal<f16>),
+        (offset_m, offset_n): (Val, Val),
+    ) -> RegisterTensor<f32> {
+        let k_tiles = k.name_next("k_tiles").let_i32(cdiv(k_size, self.block_k));
 
-        let offset_m = k.let_i32(self.block_m * k.block_idx().x);
-        let offset_n = k.let_i32(self.block_n * k.block_idx().y);
-        let k_tiles = k.let_i32(cdiv(k_size, self.block_k));
-
-        let ga = k.global_view::<f16>(a_ptr, [m_size, k_size]);
-        let gb = k.global_view::<f16>(b_ptr, [n_size, k_size]);
-        let sa = k.shared_tensor::<f16>([self.stages, self.block_m, self.block_k]);
-        let sb = k.shared_tensor::<f16>([self.stages, self.block_n, self.block_k]);
-        let acc = k.register_tensor::<f32>([self.block_m, self.block_n], 0.0);
+        let ga = k
+            .name_next("ga")
+            .global_view::<f16>(a_ptr, [m_size, k_size]);
+        let gb = k
+            .name_next("gb")
+            .global_view::<f16>(b_ptr, [n_size, k_size]);
+        let sa = k
+            .name_next("sa")
+            .shared_tensor::<f16>([self.stages, self.block_m, self.block_k]);
+        let sb = k
+            .name_next("sb")
+            .shared_tensor::<f16>([self.stages, self.block_n, self.block_k]);
+        let acc = k
+            .name_next("acc")
+            .register_tensor::<f32>([self.block_m, self.block_n], 0.0);
         let full = k
             .mbarrier()
             .alloc_counts(&vec![1; self.stages.max(0) as usize]);
@@ -83,9 +90,10 @@ impl Script for MatmulStaged {
             }
         });
 
+        k.name_next("i");
         k.for_range(0, k_tiles, 1, |k, i| {
-            let stage = k.let_i32(i % self.stages);
-            let phase = k.let_i32(i / self.stages % 2);
+            let stage = k.name_next("stage").let_i32(i % self.stages);
+            let phase = k.name_next("phase").let_i32(i / self.stages % 2);
             k.mbarrier().wait(full.at(stage), phase);
 
             k.wgmma().fence();
@@ -101,6 +109,31 @@ impl Script for MatmulStaged {
                 });
             });
         });
+        acc
+    }
+}
+
+#[tilus::script]
+impl Script for MatmulStaged {
+    // m_size: runtime; n_size, k_size: compile-time constants (a new value specializes).
+    type Args = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f16>);
+
+    fn body(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): Handles<Self::Args>,
+    ) {
+        k.blocks([cdiv(m_size, self.block_m), cdiv(n_size, self.block_n)]);
+        k.warps(4); // one warp group
+
+        let offset_m = k.let_i32(self.block_m * k.block_idx().x);
+        let offset_n = k.let_i32(self.block_n * k.block_idx().y);
+        let acc = self.main_loop(
+            k,
+            (m_size, n_size, k_size),
+            (a_ptr, b_ptr),
+            (offset_m, offset_n),
+        );
 
         let casted_acc = k.cast::<f16>(&acc);
         let gc = k.global_view::<f16>(c_ptr, [m_size, n_size]);
