@@ -87,7 +87,8 @@
 //! - The language, instruction by instruction, with what each needs: `docs/reference.md` in the
 //!   repository; the module [`lang`] (the [`lang::Kernel`] methods) here.
 //! - Tutorials (`docs/tutorials/`): the Hopper matmul series, from TMA + `mma.sync`
-//!   (`hopper-matmul/v0.md`) to WGMMA (`hopper-matmul/v1.md`).
+//!   (`hopper-matmul/v0.md`) to WGMMA (`hopper-matmul/v1.md`) and a ring of TMA stages
+//!   (`hopper-matmul/v2.md`); the memory-bound kernels (`elementwise-and-reductions.md`).
 //! - Autotuning over a hyperparameter space: [`tune`] and `docs/autotuning.md`.
 //! - How the compiler is put together (passes, layouts, planning, codegen, interpreter):
 //!   `docs/architecture.md`.
