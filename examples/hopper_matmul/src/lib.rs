@@ -25,6 +25,7 @@ pub mod tile_copy;
 pub mod v0;
 pub mod v1;
 pub mod v2;
+pub mod v3;
 pub mod vector_add;
 pub mod workload;
 

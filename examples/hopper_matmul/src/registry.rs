@@ -146,6 +146,11 @@ impl SeriesMatmul for crate::v2::MatmulStaged {
     const TUNED_IN_BENCH: bool = true;
 }
 
+impl SeriesMatmul for crate::v3::MatmulSpecialized {
+    const VERSION: &'static str = "v3";
+    const TUNED_IN_BENCH: bool = true;
+}
+
 fn fixed_version<S: SeriesMatmul>(
     settings: &Settings,
     device: &Device,
@@ -300,6 +305,10 @@ pub fn entries() -> Vec<Entry> {
         matmul_entry::<crate::v2::MatmulStaged>(
             "hopper_matmul_v2",
             "v2: a ring of TMA stages ahead of the WGMMA",
+        ),
+        matmul_entry::<crate::v3::MatmulSpecialized>(
+            "hopper_matmul_v3",
+            "v3: a producer warp fills the ring, a consumer warp group multiplies",
         ),
         epilogue_entry::<Identity>(
             "matmul_epilogue_identity",

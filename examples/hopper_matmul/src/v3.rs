@@ -1,0 +1,104 @@
+//! v3: warp specialization. One producer warp only issues the TMA copies into the ring; the
+//! consumer warp group (threads 0-127) only runs the WGMMA. They meet on two barriers per
+//! stage: *full* (one arrival plus the copies' bytes: the stage has landed) and *empty* (128
+//! arrivals, once the WGMMA that read the stage is complete: it may be refilled). Nobody waits
+//! at a block barrier inside the loop, so copies and products overlap without a `sync()`.
+//!
+//! `C = A · Bᵀ` with A `[M, K]`, B `[N, K]` (both K-major), C `[M, N]`; f16 in, f32
+//! accumulation, f16 out. Step `i` uses stage `i % stages`; the consumers wait on `full` for
+//! phase `(i / stages) % 2`, the producer on `empty` for the phase before it,
+//! `(i / stages + 1) % 2`, which a fresh barrier counts as complete: the first trip round the
+//! ring does not wait.
+
+use tilus::prelude::*;
+
+/// The v3 kernel. Fields are compile-time hyperparameters: the block tile and the ring's depth.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
+#[tune(block_m, block_n = [(64, 128), (64, 256), (128, 128), (128, 256)])]
+#[tune(block_k = [32, 64])]
+#[tune(stages = [2, 3, 4])]
+pub struct MatmulSpecialized {
+    /// Rows of C per block (a multiple of 64: one WGMMA covers 64 rows).
+    pub block_m: i32,
+    /// Columns of C per block (one WGMMA covers up to 256).
+    pub block_n: i32,
+    /// Depth of one K step (32 or 64 halves: rows of 64 or 128 bytes, one swizzle).
+    pub block_k: i32,
+    /// Tiles in the ring.
+    pub stages: i32,
+}
+
+impl Default for MatmulSpecialized {
+    /// A configuration that compiles (the autotuner chooses per problem).
+    fn default() -> Self {
+        MatmulSpecialized {
+            block_m: 128,
+            block_n: 128,
+            block_k: 64,
+            stages: 3,
+        }
+    }
+}
+
+#[tilus::script]
+impl Script for MatmulSpecialized {
+    // m_size: runtime; n_size, k_size: compile-time constants (a new value specializes).
+    type Args = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f16>);
+
+    fn body(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): Handles<Self::Args>,
+    ) {
+        k.blocks([cdiv(m_size, self.block_m), cdiv(n_size, self.block_n)]);
+        k.warps(5); // the consumer warp group, then the producer warp
+
+        let offset_m = k.let_i32(self.block_m * k.block_idx().x);
+        let offset_n = k.let_i32(self.block_n * k.block_idx().y);
+        let k_tiles = k.let_i32(cdiv(k_size, self.block_k));
+
+        let ga = k.global_view::<f16>(a_ptr, [m_size, k_size]);
+        let gb = k.global_view::<f16>(b_ptr, [n_size, k_size]);
+        let sa = k.shared_tensor::<f16>([self.stages, self.block_m, self.block_k]);
+        let sb = k.shared_tensor::<f16>([self.stages, self.block_n, self.block_k]);
+        let stages = self.stages.max(0) as usize;
+        let full = k.mbarrier().alloc_counts(&vec![1; stages]);
+        let empty = k.mbarrier().alloc_counts(&vec![128; stages]);
+
+        // the producer: one thread of warp 4 issues every copy, as soon as its stage is empty
+        k.thread_group(128, 32, |k| {
+            k.single_thread(|k| {
+                k.for_range(0, k_tiles, 1, |k, i| {
+                    let stage = k.let_i32(i % self.stages);
+                    let free = k.let_i32((i / self.stages + 1) % 2);
+                    k.mbarrier().wait(empty.at(stage), free);
+                    let (a, b, bar) = (sa.at(stage), sb.at(stage), full.at(stage));
+                    k.mbarrier()
+                        .arrive_and_expect_tx(bar, a.nbytes() + b.nbytes());
+                    let offset_k = k.let_i32(i * self.block_k);
+                    k.tma().global_to_shared(&ga, &a, [offset_m, offset_k], bar);
+                    k.tma().global_to_shared(&gb, &b, [offset_n, offset_k], bar);
+                });
+            });
+        });
+
+        // the consumers: the warp group multiplies each stage once it is full, then frees it
+        k.thread_group(0, 128, |k| {
+            let acc = k.register_tensor::<f32>([self.block_m, self.block_n], 0.0);
+            k.for_range(0, k_tiles, 1, |k, i| {
+                let stage = k.let_i32(i % self.stages);
+                let phase = k.let_i32(i / self.stages % 2);
+                k.mbarrier().wait(full.at(stage), phase);
+                k.wgmma().fence();
+                k.wgmma()
+                    .mma(&sa.at(stage), &sb.at(stage).transpose(), &acc);
+                k.wgmma().commit_group();
+                k.wgmma().wait_group(0);
+                k.mbarrier().arrive(empty.at(stage));
+            });
+            let casted_acc = k.cast::<f16>(&acc);
+            let gc = k.global_view::<f16>(c_ptr, [m_size, n_size]);
+            k.store_global(&gc, &casted_acc, [offset_m, offset_n]);
+        });
+    }
+}
