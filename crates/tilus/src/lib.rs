@@ -88,7 +88,7 @@
 //!   repository; the module [`lang`] (the [`lang::Kernel`] methods) here.
 //! - Tutorials (`docs/tutorials/`): the Hopper matmul series, from TMA + `mma.sync`
 //!   (`hopper-matmul/v0.md`) to WGMMA (`hopper-matmul/v1.md`) and a ring of TMA stages
-//!   (`hopper-matmul/v2.md`); the memory-bound kernels (`elementwise-and-reductions.md`).
+//!   (`hopper-matmul/v2.md`), then warp specialization (`hopper-matmul/v3.md`); the memory-bound kernels (`elementwise-and-reductions.md`).
 //! - Autotuning over a hyperparameter space: [`tune`] and `docs/autotuning.md`.
 //! - How the compiler is put together (passes, layouts, planning, codegen, interpreter):
 //!   `docs/architecture.md`.
