@@ -2,10 +2,11 @@
 //!
 //! The rules that follow from what instructions state about themselves ([`crate::ir::Facts`])
 //! are written once, here and in the files beside this one: where an instruction may run
-//! ([`placement`]), that values are used where they exist ([`scoping`]), asynchronous
-//! operands ([`hazards`]), proxy fences ([`fences`]) and transaction counts
-//! ([`transactions`]). Each family's own rules (shapes, dtypes, limits) live in
-//! `passes/rules/`.
+//! (`placement.rs`), that values are used where they exist (`scoping.rs`), asynchronous
+//! operands (`hazards.rs`), proxy fences (`fences.rs`), transaction counts
+//! (`transactions.rs`), `sync()` under conditions (`control.rs`), scalar types
+//! (`scalars.rs`) and the budgets once planned (`planned.rs`). Each family's own rules
+//! (shapes, dtypes, limits) live in `passes/rules/`.
 
 mod control;
 mod fences;
