@@ -172,19 +172,10 @@ impl<A: Activation> Workload for EpilogueWorkload<A> {
     fn host_case(&self, size: &Size, seed: u64) -> Result<Box<dyn HostCase>> {
         let [m, n, k] = size.dims()?;
         let what = format!("a {size} matmul with an epilogue on the host");
-        let (mk, nk, mn) = (
-            alloc::elements(&what, &[m, k])?,
-            alloc::elements(&what, &[n, k])?,
-            alloc::elements(&what, &[m, n])?,
-        );
-        // A, B, D, C and the reference's C, then B in f64
-        let needed = 2 * (mk as u128 + nk as u128 + 3 * mn as u128) + 8 * nk as u128;
-        alloc::ensure(&what, needed)?;
-        let mut rng = Rng::new(seed);
-        let a = harness::try_seed_inputs(&what, mk, k, &mut rng)?;
-        let b = harness::try_seed_inputs(&what, nk, k, &mut rng)?;
+        // D, C and the reference's C
+        let (a, b) = crate::matmul::host_operands(&what, [m, n, k], seed, 3)?;
         let extra = Extra::draw(&what, m, n, seed)?;
-        let c = alloc::try_vec(&what, mn, f16::NAN)?;
+        let c = alloc::try_vec(&what, m * n, f16::NAN)?;
         Ok(Box::new(OnHost::<A> {
             m,
             n,

@@ -27,6 +27,28 @@ pub fn consts(size: &Size) -> Vec<i64> {
     size.values().iter().skip(1).map(|&v| v as i64).collect()
 }
 
+/// A and B of an `[m, n, k]` matmul on the host, drawn from `seed` as the seed draws them,
+/// once the host is known to hold them, B in f64 (for the reference) and `outputs` `[m, n]`
+/// f16 buffers beside them; a size it cannot hold is an error naming `what`.
+pub(crate) fn host_operands(
+    what: &str,
+    [m, n, k]: [usize; 3],
+    seed: u64,
+    outputs: u128,
+) -> Result<(Vec<f16>, Vec<f16>)> {
+    let (mk, nk, mn) = (
+        alloc::elements(what, &[m, k])?,
+        alloc::elements(what, &[n, k])?,
+        alloc::elements(what, &[m, n])?,
+    );
+    let needed = 2 * (mk as u128 + nk as u128 + outputs * mn as u128) + 8 * nk as u128;
+    alloc::ensure(what, needed)?;
+    let mut rng = Rng::new(seed);
+    let a = harness::try_seed_inputs(what, mk, k, &mut rng)?;
+    let b = harness::try_seed_inputs(what, nk, k, &mut rng)?;
+    Ok((a, b))
+}
+
 struct OnHost {
     m: usize,
     n: usize,
@@ -97,18 +119,9 @@ impl Workload for Matmul {
     fn host_case(&self, size: &Size, seed: u64) -> Result<Box<dyn HostCase>> {
         let [m, n, k] = size.dims()?;
         let what = format!("a {size} matmul on the host");
-        // A, B, C, then the reference: B in f64 and its own C
-        let (mk, nk, mn) = (
-            alloc::elements(&what, &[m, k])?,
-            alloc::elements(&what, &[n, k])?,
-            alloc::elements(&what, &[m, n])?,
-        );
-        let needed = 2 * (mk as u128 + nk as u128 + 2 * mn as u128) + 8 * nk as u128;
-        alloc::ensure(&what, needed)?;
-        let mut rng = Rng::new(seed);
-        let a = harness::try_seed_inputs(&what, mk, k, &mut rng)?;
-        let b = harness::try_seed_inputs(&what, nk, k, &mut rng)?;
-        let c = alloc::try_vec(&what, mn, f16::NAN)?;
+        // C and the reference's own C
+        let (a, b) = host_operands(&what, [m, n, k], seed, 2)?;
+        let c = alloc::try_vec(&what, m * n, f16::NAN)?;
         Ok(Box::new(OnHost { m, n, k, a, b, c }))
     }
 
