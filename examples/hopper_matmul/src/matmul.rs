@@ -3,13 +3,14 @@
 //! draws them, the f64 CPU reference on the host and cuBLAS on the device.
 
 use crate::alloc;
+use crate::buffers::ptr;
 use crate::harness::{self, Check, Cublas, Problem, Rng};
 use crate::size::Size;
 use crate::workload::{DeviceCase, HostCase, Workload};
 use crate::Result;
 use half::f16;
 use std::sync::Arc;
-use tilus::cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use tilus::cudarc::driver::CudaStream;
 use tilus::interp::InterpValue;
 use tilus::lang::HostValue;
 
@@ -79,14 +80,6 @@ impl HostCase for OnHost {
 struct OnDevice {
     p: Problem,
     blas: Cublas,
-}
-
-fn ptr(s: &CudaSlice<f16>, stream: &Arc<CudaStream>) -> HostValue {
-    let (ptr, _sync) = s.device_ptr(stream);
-    HostValue::Ptr {
-        ptr,
-        bytes: s.num_bytes(),
-    }
 }
 
 impl DeviceCase for OnDevice {

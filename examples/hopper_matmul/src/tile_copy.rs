@@ -9,13 +9,14 @@
 //! exact: every element of the destination must be the source's, bit for bit.
 
 use crate::alloc;
-use crate::harness::{Check, Rng};
+use crate::buffers::{self, ptr};
+use crate::harness::Check;
 use crate::size::Size;
 use crate::workload::{DeviceCase, HostCase, Workload};
 use crate::Result;
 use half::f16;
 use std::sync::Arc;
-use tilus::cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use tilus::cudarc::driver::{CudaSlice, CudaStream};
 use tilus::interp::InterpValue;
 use tilus::lang::HostValue;
 use tilus::prelude::*;
@@ -81,16 +82,6 @@ pub fn consts(size: &Size) -> Vec<i64> {
     vec![size.values()[1] as i64]
 }
 
-/// Random f16 values (no NaN, so a NaN in the output always means an unwritten element).
-fn random(what: &str, len: usize, seed: u64) -> Result<Vec<f16>> {
-    let mut v = alloc::try_vec(what, len, f16::ZERO)?;
-    let mut rng = Rng::new(seed);
-    for x in v.iter_mut() {
-        *x = f16::from_f64(rng.next_f64() * 8.0 - 4.0);
-    }
-    Ok(v)
-}
-
 /// The destination against the source, bit for bit.
 fn compare_exact(actual: &[f16], expect: &[f16]) -> Check {
     let mut c = Check {
@@ -142,21 +133,6 @@ struct OnDevice {
     dst: CudaSlice<f16>,
 }
 
-fn drv(call: &'static str) -> impl Fn(tilus::cudarc::driver::DriverError) -> tilus::Error {
-    move |e| tilus::Error::Driver {
-        call,
-        message: format!("{e:?}"),
-    }
-}
-
-fn ptr(s: &CudaSlice<f16>, stream: &Arc<CudaStream>) -> HostValue {
-    let (ptr, _sync) = s.device_ptr(stream);
-    HostValue::Ptr {
-        ptr,
-        bytes: s.num_bytes(),
-    }
-}
-
 impl DeviceCase for OnDevice {
     fn args(&mut self, stream: &Arc<CudaStream>) -> Vec<HostValue> {
         vec![
@@ -178,10 +154,10 @@ impl DeviceCase for OnDevice {
         let mut expect = alloc::try_vec(what, self.src.len(), f16::ZERO)?;
         stream
             .memcpy_dtoh(&self.dst, &mut actual)
-            .map_err(drv("cuMemcpyDtoH"))?;
+            .map_err(buffers::drv("cuMemcpyDtoH"))?;
         stream
             .memcpy_dtoh(&self.src, &mut expect)
-            .map_err(drv("cuMemcpyDtoH"))?;
+            .map_err(buffers::drv("cuMemcpyDtoH"))?;
         Ok(compare_exact(&actual, &expect))
     }
 }
@@ -196,7 +172,7 @@ impl Workload for Copy {
         let what = format!("a {size} copy on the host");
         let n = alloc::elements(&what, &[rows, cols])?;
         alloc::ensure(&what, 4 * n as u128)?;
-        let src = random(&what, n, seed)?;
+        let src = buffers::random(&what, n, seed, -4.0, 4.0)?;
         let dst = alloc::try_vec(&what, n, f16::NAN)?;
         Ok(Box::new(OnHost {
             rows,
@@ -217,11 +193,11 @@ impl Workload for Copy {
         let n = alloc::elements(&what, &[rows, cols])?;
         alloc::ensure(&what, 2 * n as u128)?;
         let src = stream
-            .clone_htod(&random(&what, n, seed)?)
-            .map_err(drv("cuMemcpyHtoD"))?;
+            .clone_htod(&buffers::random(&what, n, seed, -4.0, 4.0)?)
+            .map_err(buffers::drv("cuMemcpyHtoD"))?;
         let dst = stream
             .clone_htod(&alloc::try_vec(&what, n, f16::NAN)?)
-            .map_err(drv("cuMemcpyHtoD"))?;
+            .map_err(buffers::drv("cuMemcpyHtoD"))?;
         Ok(Box::new(OnDevice {
             rows,
             cols,
