@@ -26,9 +26,13 @@ pub(super) fn emit(e: &mut Emitter, s: &Stmt) {
             start,
             end,
             step,
+            unroll,
             body,
         } => {
             let n = e.p.var(*var).name.clone();
+            if let Some(u) = unroll {
+                e.line(format!("#pragma unroll {u}"));
+            }
             let head = format!(
                 "for (i32 {n} = {}; {n} < {}; {n} += {})",
                 e.expr(start),

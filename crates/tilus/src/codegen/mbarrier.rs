@@ -34,10 +34,15 @@ pub(super) fn emit(e: &mut Emitter, i: &MbarrierInst) {
             e.close();
             e.line("__syncthreads();");
         }
-        MbarrierInst::Arrive(b) => {
+        MbarrierInst::Arrive { bar, count: 1 } => {
             e.use_helper(Helper::Mbarrier(MbarrierHelper::Arrive));
-            let a = address(e, b);
+            let a = address(e, bar);
             e.line(format!("tilus_mbarrier_arrive({a});"));
+        }
+        MbarrierInst::Arrive { bar, count } => {
+            e.use_helper(Helper::Mbarrier(MbarrierHelper::ArriveCount));
+            let a = address(e, bar);
+            e.line(format!("tilus_mbarrier_arrive_count({a}, {count}u);"));
         }
         MbarrierInst::ArriveExpectTx { bar, bytes } => {
             e.use_helper(Helper::Mbarrier(MbarrierHelper::ArriveExpectTx));
@@ -64,6 +69,8 @@ pub(crate) enum MbarrierHelper {
     Init,
     /// Arrival.
     Arrive,
+    /// Several arrivals in one instruction.
+    ArriveCount,
     /// Arrival with expected transaction bytes.
     ArriveExpectTx,
     /// Wait on a phase parity.
@@ -83,6 +90,11 @@ static __device__ __forceinline__ void tilus_fence_mbarrier_init() {
         .into(),
         MbarrierHelper::Arrive => r#"static __device__ __forceinline__ void tilus_mbarrier_arrive(u32 bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+"#
+        .into(),
+        MbarrierHelper::ArriveCount => r#"static __device__ __forceinline__ void tilus_mbarrier_arrive_count(u32 bar, u32 count) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(count) : "memory");
 }
 "#
         .into(),

@@ -10,6 +10,7 @@ mod mbarrier;
 mod memory;
 mod mma;
 mod prelude;
+mod registers;
 mod shape;
 mod tma;
 mod wgmma;
@@ -241,6 +242,7 @@ impl<'p> Emitter<'p> {
                 Inst::Wgmma(w) => wgmma::emit(self, w),
                 Inst::Shape(v) => shape::emit(self, v),
                 Inst::Debug(d) => debug::emit(self, d),
+                Inst::Registers(r) => registers::emit(self, r),
             },
             crate::ir::StmtKind::Let { .. }
             | crate::ir::StmtKind::Assign { .. }

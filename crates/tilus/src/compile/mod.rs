@@ -108,13 +108,16 @@ fn attempt(name: &str, source: String, min_blocks: u32) -> Result<Attempt> {
 
 /// Emits, compiles (or finds in the cache) a planned program.
 ///
-/// Unless the script fixed it (`min_blocks_per_sm`), the occupancy is chosen here: after the
+/// Unless the script fixed it (`min_blocks_per_sm`) or moves registers between warp groups,
+/// the occupancy is chosen here: after the
 /// first compilation, as long as shared memory would allow more blocks per multiprocessor than
 /// the registers do, the program is compiled again asking for one more block, and the result
 /// is kept if it neither spills nor uses a stack frame. More resident blocks hide the latency
 /// of the copies and barriers of the others.
 pub fn compile(program: &Program, plan: &LaunchPlan) -> Result<CompiledProgram> {
-    let auto = program.min_blocks.is_none();
+    // moving registers between warp groups starts from the launch count, which the occupancy
+    // fixes: such programs keep the occupancy they were written (and verified) with
+    let auto = program.min_blocks.is_none() && !crate::ir::sets_max_registers(program);
     let emit_with = |min_blocks: u32| {
         let mut p = program.clone();
         p.min_blocks = Some(min_blocks);

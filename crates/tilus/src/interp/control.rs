@@ -59,6 +59,7 @@ pub(crate) fn for_loop<'p>(b: &Block<'_, 'p>, task: &mut Task<'p>, s: &'p Stmt) 
         start,
         end,
         step,
+        unroll: _,
         body,
     } = &s.kind
     else {

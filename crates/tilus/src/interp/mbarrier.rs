@@ -2,7 +2,7 @@
 //! thread 0 initializes an array (after checking that no live buffer shares its bytes), then
 //! the block meets; arrivals count down; a wait blocks the task until its phase completes.
 
-use super::barrier::{arrive, phase_completed, resolve, store, BarState};
+use super::barrier::{arrive, phase_completed, resolve, state, store, BarState};
 use super::hazards;
 use super::state::{Block, Fail, R};
 use super::task::{value, State, Step, Task};
@@ -23,10 +23,10 @@ pub(crate) fn exec(
             }
             Ok(Step::Wait(State::Sync { loc }))
         }
-        MbarrierInst::Arrive(r) => {
-            let (a, idx) = resolve(b, task, r, i.name(), loc)?;
+        MbarrierInst::Arrive { bar, count } => {
+            let (a, idx) = resolve(b, task, bar, i.name(), loc)?;
             for _ in &task.threads {
-                arrive(b, a, idx, 0, loc)?;
+                arrive_times(b, a, idx, *count, loc)?;
             }
             Ok(Step::Next)
         }
@@ -53,6 +53,33 @@ pub(crate) fn exec(
             }
         }
     }
+}
+
+/// One thread's `count` arrivals in one instruction: they may not run past the phase's
+/// pending arrivals (the hardware leaves that undefined).
+fn arrive_times(
+    b: &mut Block<'_, '_>,
+    a: BarrierArrayId,
+    idx: usize,
+    count: u32,
+    loc: Loc,
+) -> R<()> {
+    let pending = state(b, a, idx).pending;
+    if count > 1 && count > pending {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            format!(
+                "mbarrier.arrive_count: {count} arrivals on barrier `{}`, whose current phase \
+                 has only {pending} pending: the count may not run past the phase",
+                b.bar_name(a, idx)
+            ),
+        ));
+    }
+    for _ in 0..count {
+        arrive(b, a, idx, 0, loc)?;
+    }
+    Ok(())
 }
 
 fn alloc(b: &mut Block<'_, '_>, id: BarrierArrayId, loc: Loc) -> R<()> {

@@ -283,7 +283,7 @@ fn end_of_frame(b: &Block<'_, '_>, task: &mut Task<'_>) -> R<()> {
 fn holds_whole(task: &Task<'_>, scope: ThreadScope) -> bool {
     let unit = match scope {
         ThreadScope::Warps => 32,
-        ThreadScope::WarpGroup => 128,
+        ThreadScope::WarpGroup | ThreadScope::WarpGroups => 128,
         ThreadScope::Any | ThreadScope::OneThread | ThreadScope::Block | ThreadScope::BlockOnce => {
             return true
         }
@@ -325,6 +325,8 @@ fn exec_inst<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>, i: &'p Inst, s: &'p
         Inst::Wgmma(w) => wgmma::exec(b, task, w, facts, loc)?,
         Inst::Shape(v) => shape::exec(b, task, v, loc)?,
         Inst::Debug(d) => debug::exec(b, task, d, loc)?,
+        // registers hold values in the interpreter whatever their number: nothing to run
+        Inst::Registers(_) => Step::Next,
     };
     if let Step::Next = step {
         hazards::after(b, task, facts, i.name(), loc)?;

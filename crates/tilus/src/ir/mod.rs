@@ -16,10 +16,11 @@ mod tensor;
 pub use dtype::DType;
 pub use expr::{wrap_to, BinOp, Expr, ExprPrinter, VarDecl, VarId, VarKind};
 pub use inst::facts;
-pub(crate) use inst::{debug, reduce_crosses_warps, reduce_locals, subsets};
+pub(crate) use inst::{debug, reduce_crosses_warps, reduce_locals, registers, subsets};
 pub use inst::{
-    ArithInst, AtomicOp, BinaryOp, DebugInst, Facts, Inst, MbarrierInst, MemoryInst, MmaInst,
-    ReduceOp, ReshapeOp, ShapeInst, TileExpr, TmaInst, UnaryOp, WgmmaA, WgmmaInst,
+    launch_registers, sets_max_registers, ArithInst, AtomicOp, BinaryOp, DebugInst, Facts, Inst,
+    MbarrierInst, MemoryInst, MmaInst, ReduceOp, RegistersInst, ReshapeOp, ShapeInst, TileExpr,
+    TmaInst, UnaryOp, WgmmaA, WgmmaInst,
 };
 pub use launch::{
     Bound, HostValue, IndexGuard, KernelParam, LaunchPlan, PointerRule, TensorMapId, TensorMapSpec,

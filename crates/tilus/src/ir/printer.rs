@@ -30,14 +30,16 @@ pub fn describe_stmt(p: &Program, s: &Stmt) -> String {
             start,
             end,
             step,
+            unroll,
             ..
         } => {
             format!(
-                "for {} in range({}, {}, {})",
+                "for {} in range({}, {}, {}){}",
                 pr.name(*var),
                 pr.e(start),
                 pr.e(end),
-                pr.e(step)
+                pr.e(step),
+                unroll.map_or(String::new(), |u| format!(" unroll={u}"))
             )
         }
         StmtKind::If { cond, .. } => format!("if {}", pr.e(cond)),
@@ -194,14 +196,16 @@ impl Printer<'_> {
                 start,
                 end,
                 step,
+                unroll,
                 body,
             } => {
                 let t = format!(
-                    "for {} in range({}, {}, {}) {{",
+                    "for {} in range({}, {}, {}){} {{",
                     self.name(*var),
                     self.e(start),
                     self.e(end),
-                    self.e(step)
+                    self.e(step),
+                    unroll.map_or(String::new(), |u| format!(" unroll={u}"))
                 );
                 self.line(depth, t, s);
                 self.block(body, depth + 1);

@@ -71,6 +71,9 @@ pub enum StmtKind {
         end: Expr,
         /// Increment (positive).
         step: Expr,
+        /// How many iterations the generated code unrolls (`#pragma unroll n`; 1: not at all);
+        /// `None`: the compiler decides. A hint: the loop computes the same either way.
+        unroll: Option<u32>,
         /// Loop body.
         body: Vec<Stmt>,
     },

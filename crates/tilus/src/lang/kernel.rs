@@ -463,8 +463,43 @@ impl Kernel {
         step: impl Into<Scalar>,
         body: impl FnOnce(&mut Kernel, Val),
     ) {
+        let bounds = (start.into(), end.into(), step.into());
+        self.for_range_at(bounds, None, body, Loc::caller());
+    }
+
+    /// [`Kernel::for_range`] whose generated code unrolls `unroll` iterations at a time
+    /// (`#pragma unroll unroll`; 1 keeps the loop rolled). A hint to the CUDA compiler: what
+    /// the loop computes does not change, and the interpreter runs it as any loop. Unrolling
+    /// a ring's loop by its number of stages lets the compiler see each iteration's stage and
+    /// phase as constants.
+    #[track_caller]
+    pub fn for_range_unrolled(
+        &mut self,
+        start: impl Into<Scalar>,
+        end: impl Into<Scalar>,
+        step: impl Into<Scalar>,
+        unroll: u32,
+        body: impl FnOnce(&mut Kernel, Val),
+    ) {
         let loc = Loc::caller();
-        let (start, end, step) = (start.into().0, end.into().0, step.into().0);
+        if unroll == 0 {
+            self.error(
+                loc,
+                "for_range_unrolled: unroll by at least 1 (1 keeps the loop rolled)",
+            );
+        }
+        let bounds = (start.into(), end.into(), step.into());
+        self.for_range_at(bounds, Some(unroll.max(1)), body, loc);
+    }
+
+    fn for_range_at(
+        &mut self,
+        (start, end, step): (Scalar, Scalar, Scalar),
+        unroll: Option<u32>,
+        body: impl FnOnce(&mut Kernel, Val),
+        loc: Loc,
+    ) {
+        let (start, end, step) = (start.0, end.0, step.0);
         if let Some(s) = step.as_int() {
             if s <= 0 {
                 self.error(loc, format!("for_range needs a positive step, got {s}"));
@@ -481,6 +516,7 @@ impl Kernel {
                 start,
                 end,
                 step,
+                unroll,
                 body: stmts,
             },
             loc,

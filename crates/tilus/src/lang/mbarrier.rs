@@ -115,10 +115,24 @@ impl Mbarrier<'_> {
     /// Each thread of the current group arrives once.
     #[track_caller]
     pub fn arrive(self, bar: Barrier) {
-        self.k.push(
-            StmtKind::Inst(Inst::Mbarrier(MbarrierInst::Arrive(bar.to_ir()))),
-            Loc::caller(),
-        );
+        self.arrive_n(bar, 1, Loc::caller());
+    }
+
+    /// Each thread of the current group arrives `count` times in one instruction: one thread
+    /// can stand for a whole warp (`single_thread` arriving 32 times), so a barrier may count
+    /// threads while fewer of them signal it. The verifier checks that the group's arrivals
+    /// fit in the barrier's count.
+    #[track_caller]
+    pub fn arrive_count(self, bar: Barrier, count: u32) {
+        self.arrive_n(bar, count, Loc::caller());
+    }
+
+    fn arrive_n(self, bar: Barrier, count: u32, loc: Loc) {
+        let inst = MbarrierInst::Arrive {
+            bar: bar.to_ir(),
+            count,
+        };
+        self.k.push(StmtKind::Inst(Inst::Mbarrier(inst)), loc);
     }
 
     /// Each thread of the current group arrives once and raises the transaction count by

@@ -11,6 +11,7 @@ mod element;
 mod kernel;
 mod mbarrier;
 mod mma;
+mod registers;
 mod scalar;
 mod script;
 mod shape;

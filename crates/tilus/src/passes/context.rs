@@ -49,6 +49,21 @@ pub(crate) struct Checker<'p> {
     pub branches: usize,
     /// Shared tiles freed, with where.
     pub freed_shared: HashMap<SharedId, Loc>,
+    /// Every `set_max_registers`, for the block's register budget.
+    pub register_requests: Vec<RegisterRequest>,
+}
+
+/// A `set_max_registers` as the verifier's walk found it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RegisterRequest {
+    /// The first thread of its warp groups in the block.
+    pub first_thread: u32,
+    /// How many threads run it.
+    pub threads: u32,
+    /// Registers per thread it asks for.
+    pub registers: u32,
+    /// Where it was written.
+    pub loc: Loc,
 }
 
 impl<'p> Checker<'p> {
@@ -60,6 +75,7 @@ impl<'p> Checker<'p> {
             loops: 0,
             branches: 0,
             freed_shared: HashMap::new(),
+            register_requests: vec![],
         }
     }
 

@@ -275,6 +275,7 @@ impl Ranges<'_> {
                     start,
                     end,
                     step,
+                    unroll: _,
                     body,
                 } => {
                     let (rs, re, rt) = (

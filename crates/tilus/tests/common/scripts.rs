@@ -147,6 +147,55 @@ impl Script for Groups {
     }
 }
 
+/// Lane 0 of each of 4 warps arrives 32 times in one instruction on a barrier of 128; the
+/// block waits for the phase, then stores 3.0 to a `[128]` f32 output.
+#[derive(Clone, Debug, Hash)]
+pub struct WarpArrivals;
+
+impl Script for WarpArrivals {
+    type Args = (PtrMut<f32>,);
+    fn body(&self, k: &mut Kernel, (out,): Handles<Self::Args>) {
+        k.blocks([1]);
+        k.warps(4);
+        let bar = k.mbarrier().alloc([128]);
+        for w in 0..4 {
+            k.single_warp(w, |k| {
+                k.single_thread(|k| k.mbarrier().arrive_count(bar[0], 32));
+            });
+        }
+        k.mbarrier().wait(bar[0], 0u32);
+        let g = k.global_view::<f32>(out, [128]);
+        let t = k.register_tensor::<f32>([128], 3.0);
+        k.store_global(&g, &t, [0]);
+    }
+}
+
+/// Registers moved between warp groups as a warp-specialized kernel does: of 12 warps,
+/// warp group 2 gives registers back (40 each) and stores 3.0 to elements 256-383 of a
+/// `[384]` f32 output; warp groups 0-1 take them (232 each: the whole pool) and store 2.0 to
+/// elements 0-255.
+#[derive(Clone, Debug, Hash)]
+pub struct RegisterSplit;
+
+impl Script for RegisterSplit {
+    type Args = (PtrMut<f32>,);
+    fn body(&self, k: &mut Kernel, (out,): Handles<Self::Args>) {
+        k.blocks([1]);
+        k.warps(12);
+        let g = k.global_view::<f32>(out, [384]);
+        k.warp_group(8, |k| {
+            k.set_max_registers(40);
+            let t = k.register_tensor::<f32>([128], 3.0);
+            k.store_global(&g, &t, [256]);
+        });
+        k.thread_group(0, 256, |k| {
+            k.set_max_registers(232);
+            let t = k.register_tensor::<f32>([256], 2.0);
+            k.store_global(&g, &t, [0]);
+        });
+    }
+}
+
 /// `C[64, 64] = ones[64, 64] · Bᵀ` with wgmma: A is written by threads (`store_shared`), B
 /// arrives by TMA. Ordinary shared-memory stores must be published to the async proxy
 /// (`fence_proxy_async`) before the wgmma reads them.

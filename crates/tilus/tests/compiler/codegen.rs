@@ -644,3 +644,76 @@ fn printf_text_is_escaped_for_c() {
     assert!(src.contains(want), "no {want} in:\n{src}");
     build(&script, &[]);
 }
+
+// ------------------------------------------------------------------------------------------
+// mbarrier: arrivals with a count.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn an_arrival_with_a_count_is_one_instruction_and_compiles() {
+    let src = tilus::emit(&crate::common::scripts::WarpArrivals, &[]).unwrap();
+    assert!(
+        src.contains("tilus_mbarrier_arrive_count(bar0, 32u);"),
+        "{src}"
+    );
+    assert!(src.contains("mbarrier.arrive.shared::cta.b64 _, [%0], %1;"));
+    build(&crate::common::scripts::WarpArrivals, &[]);
+}
+
+// ------------------------------------------------------------------------------------------
+// registers: setmaxnreg from the launch count, which the compiler must use exactly.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn registers_move_from_the_launch_count_the_kernel_is_compiled_to() {
+    let script = crate::common::scripts::RegisterSplit;
+    let src = tilus::emit(&script, &[]).unwrap();
+    assert!(src.contains("__launch_bounds__(384, 1)"), "{src}");
+    assert!(src.contains("setmaxnreg.dec.sync.aligned.u32 40;"), "{src}");
+    assert!(
+        src.contains("setmaxnreg.inc.sync.aligned.u32 232;"),
+        "{src}"
+    );
+    // 65536 registers over 384 threads, in units of 8: the count every warp starts from
+    let c = build(&script, &[]);
+    assert_eq!(c.report.registers, 168, "{:?}", c.report);
+    assert_eq!(c.report.spill_stores, 0);
+}
+
+// ------------------------------------------------------------------------------------------
+// control: the unroll hint.
+// ------------------------------------------------------------------------------------------
+
+/// `for_range_unrolled` asks the CUDA compiler to unroll (the printed IR says so too), and a
+/// factor of 0 is a diagnostic at the call.
+#[test]
+fn an_unrolled_loop_carries_its_pragma() {
+    let script = crate::common::Body::<(i32, PtrMut<f32>)>(|k, (n, out)| {
+        k.warps(1);
+        let g = k.global_view::<f32>(out, [32]);
+        k.for_range_unrolled(0, n, 1, 3, |k, i| {
+            let x = k.register_tensor::<f32>([32], 1.0);
+            let y = k.compute(&x * 2.0);
+            k.if_(i.eq_(0), |k| k.store_global(&g, &y, [0]));
+        });
+    });
+    let src = tilus::emit(&script, &[]).unwrap();
+    let at = src.find("#pragma unroll 3").expect("the hint");
+    assert!(
+        src[at..].lines().nth(1).unwrap().contains("for (i32 i"),
+        "{src}"
+    );
+    let p = tilus::trace(&script, &[]).unwrap();
+    assert!(tilus::ir::print_program(&p).contains("unroll=3 {"));
+    build(&script, &[]);
+
+    let zero = crate::common::Body::<(i32,)>(|k, (n,)| {
+        k.warps(1);
+        k.for_range_unrolled(0, n, 1, 0, |_, _| {});
+    });
+    let e = tilus::trace(&zero, &[]).unwrap_err().to_string();
+    assert!(
+        e.contains("for_range_unrolled: unroll by at least 1"),
+        "{e}"
+    );
+}

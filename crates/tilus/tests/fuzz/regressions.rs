@@ -187,7 +187,7 @@ fn values_used_outside_their_scope_are_diagnosed() {
     let after_loop = |body: Vec<Op>, then: Vec<Op>| {
         let mut ops = ops![
             Control::Warps(4),
-            Control::For(Sc::Lit(0), Sc::Lit(4), Sc::Lit(1), body),
+            Control::For(Sc::Lit(0), Sc::Lit(4), Sc::Lit(1), None, body),
         ];
         ops.extend(then);
         ops

@@ -197,14 +197,24 @@ fn leaf_op(m: Mode, top: bool) -> BoxedStrategy<Op> {
     prop::strategy::Union::new_weighted(Op::arms(m, top)).boxed()
 }
 
+/// A loop's unroll hint: none (`for_range`) or `for_range_unrolled`'s factor, 0 in wild mode
+/// (a diagnostic).
+fn unroll(m: Mode) -> BoxedStrategy<Option<u32>> {
+    let factors = match m {
+        Tame => vec![1, 2, 4],
+        Wild => vec![0, 1, 2, 3, 4, u32::MAX],
+    };
+    prop_oneof![3 => Just(None), 1 => prop::sample::select(factors).prop_map(Some)].boxed()
+}
+
 /// Wild operations, with loops, conditionals and thread groups nested at most two deep.
 pub fn wild_op() -> BoxedStrategy<Op> {
     leaf_op(Wild, true)
         .prop_recursive(2, 16, 4, |inner| {
             let body = prop::collection::vec(inner, 0..4);
             prop_oneof![
-                3 => (sc(Wild), sc(Wild), sc(Wild), body.clone())
-                    .prop_map(|(a, b, c, body)| Control::For(a, b, c, body).into()),
+                3 => (sc(Wild), sc(Wild), sc(Wild), unroll(Wild), body.clone())
+                    .prop_map(|(a, b, c, u, body)| Control::For(a, b, c, u, body).into()),
                 3 => (group(Wild), body.clone()).prop_map(|(g, body)| Control::Group(g, body).into()),
                 1 => (cond(Wild), body.clone()).prop_map(|(c, body)| Control::If(c, body).into()),
                 1 => (cond(Wild), body.clone(), body.clone())
@@ -237,9 +247,9 @@ fn chunk() -> BoxedStrategy<Vec<Op>> {
             .boxed();
         let step = prop::sample::select(vec![16, 32, 64]).prop_map(Sc::Lit);
         prop_oneof![
-            2 => (sc(Tame), step.clone(), prop::collection::vec(inner, 1..3)).prop_map(
-                |(end, step, body)| {
-                    vec![Control::For(Sc::Lit(0), end, step, body.concat()).into()]
+            2 => (sc(Tame), step.clone(), unroll(Tame), prop::collection::vec(inner, 1..3)).prop_map(
+                |(end, step, u, body)| {
+                    vec![Control::For(Sc::Lit(0), end, step, u, body.concat()).into()]
                 }
             ),
             1 => (group(Tame), prop::collection::vec(leaf_op(Tame, false), 1..4))
@@ -257,7 +267,7 @@ fn chunk() -> BoxedStrategy<Vec<Op>> {
                 );
                 crate::model::ops![
                     Control::Let(LetKind::VarU32, Sc::LitU(0)),
-                    Control::For(Sc::Lit(0), Sc::Const(0), step, body),
+                    Control::For(Sc::Lit(0), Sc::Const(0), step, None, body),
                 ]
             }),
         ]

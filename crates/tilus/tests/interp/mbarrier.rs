@@ -211,3 +211,66 @@ fn a_copy_landing_after_its_phase_completed_exceeds_the_transaction_count() {
     );
     assert_noted(&d, "expect");
 }
+
+// ------------------------------------------------------------------------------------------
+// Arrivals with a count.
+// ------------------------------------------------------------------------------------------
+
+/// Lane 0 of each warp arrives for its 32 threads: four arrivals of 32 complete a barrier of
+/// 128, and the value written before them is seen after the wait.
+#[test]
+fn one_thread_arriving_for_its_warp_completes_a_barrier_counting_threads() {
+    let mut out = vec![0.0f32; 128];
+    interpret::<(PtrMut<f32>,)>(
+        |k, (out,)| {
+            k.warps(4);
+            let bar = k.mbarrier().alloc([128]);
+            for w in 0..4 {
+                k.single_warp(w, |k| {
+                    k.single_thread(|k| k.mbarrier().arrive_count(bar[0], 32));
+                });
+            }
+            k.mbarrier().wait(bar[0], 0u32);
+            let g = k.global_view(out, [128]);
+            let t = k.register_tensor::<f32>([128], 2.0);
+            k.store_global(&g, &t, [0]);
+        },
+        (&mut out[..],),
+    )
+    .unwrap();
+    assert!(out.iter().all(|&x| x == 2.0));
+}
+
+#[test]
+fn a_count_past_the_phase_is_reported_with_its_line() {
+    let r = interpret::<(PtrMut<f32>,)>(
+        |k, _| {
+            k.warps(1);
+            let bar = k.mbarrier().alloc([4, 40]);
+            k.single_thread(|k| {
+                k.mbarrier().arrive_count(bar[0], 3);
+                // the verifier cannot see this one: the index is a runtime value
+                let i = k.let_i32(0);
+                #[rustfmt::skip]
+                mark("count", line!(), k.mbarrier().arrive_count(bar.at(i), 2));
+            });
+        },
+        (&mut [0.0f32; 1][..],),
+    );
+    expect_fault(
+        r,
+        Fault::Invalid,
+        "count",
+        &["2 arrivals on barrier `bar0[0]`", "has only 1 pending"],
+    );
+}
+
+/// `set_max_registers` changes nothing the interpreter computes: the split script writes
+/// what it writes on the GPU.
+#[test]
+fn registers_moved_between_warp_groups_leave_the_results_alone() {
+    let mut out = vec![f32::NAN; 384];
+    run(&crate::common::scripts::RegisterSplit, (&mut out[..],)).unwrap();
+    assert!(out[..256].iter().all(|&x| x == 2.0));
+    assert!(out[256..].iter().all(|&x| x == 3.0));
+}

@@ -4,7 +4,7 @@
 use crate::common::inputs::{fresh_seed, random_f16, random_f32};
 use crate::common::scripts::{
     epilogue_inputs, Branches, Epilogue, EpilogueBug, Groups, OneTile, OnesTimesB, Printing,
-    TileCopy, EPILOGUE_COLS,
+    RegisterSplit, TileCopy, WarpArrivals, EPILOGUE_COLS,
 };
 use crate::common::staged::{StagedMatmul, StagedSum};
 use crate::common::views::{self, ColumnSlice, DotViews, LoadedViews, ShapeViews};
@@ -57,6 +57,37 @@ fn nested_groups_store_their_own_rows_and_arrive() {
     let got = device.stream().clone_dtoh(&out).unwrap();
     assert!(got[..256].iter().all(|&x| x == 1.0), "{:?}", &got[..8]);
     assert!(got[256..].iter().all(|&x| x == 2.0), "{:?}", &got[256..264]);
+}
+
+/// Four arrivals of 32 complete a barrier of 128 (a count the hardware ignored would hang
+/// the wait, and the runner's timeout fails the test).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn arrivals_with_a_count_complete_the_phase() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let mut out = upload(&device, &[f32::NAN; 128]);
+    tilus::Jit::new(WarpArrivals, &device)
+        .launch(device.stream(), (&mut out,))
+        .unwrap();
+    let got = device.stream().clone_dtoh(&out).unwrap();
+    assert!(got.iter().all(|&x| x == 3.0), "{:?}", &got[..8]);
+}
+
+/// A producer warp group gives registers back and two consumer warp groups take the whole
+/// pool (an `inc` beyond the pool would hang, and the runner's timeout fails the test).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn registers_move_between_warp_groups() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let mut out = upload(&device, &[f32::NAN; 384]);
+    tilus::Jit::new(RegisterSplit, &device)
+        .launch(device.stream(), (&mut out,))
+        .unwrap();
+    let got = device.stream().clone_dtoh(&out).unwrap();
+    assert!(got[..256].iter().all(|&x| x == 2.0), "{:?}", &got[..8]);
+    assert!(got[256..].iter().all(|&x| x == 3.0), "{:?}", &got[256..264]);
 }
 
 /// The interpreter's `branches_and_while_loops_compute_each_blocks_row` on the GPU.

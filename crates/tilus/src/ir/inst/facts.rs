@@ -195,11 +195,13 @@ impl<'a> Effect<'a> {
 pub enum BarrierEffect<'a> {
     /// Allocates and initializes an array of barriers.
     Init(BarrierArrayId),
-    /// Each executing thread arrives once; with `expect_tx`, it also raises the phase's expected
-    /// transaction bytes.
+    /// Each executing thread arrives `count` times; with `expect_tx`, it also raises the phase's
+    /// expected transaction bytes.
     Arrive {
         /// The barrier.
         bar: &'a BarrierRef,
+        /// Arrivals per executing thread.
+        count: u32,
         /// Bytes the phase expects from asynchronous copies.
         expect_tx: Option<&'a Expr>,
     },
@@ -267,6 +269,8 @@ pub enum ThreadScope {
     Warps,
     /// A warp group: 4 consecutive warps starting at a warp index divisible by 4.
     WarpGroup,
+    /// One or more whole warp groups.
+    WarpGroups,
     /// The whole block, outside thread groups.
     Block,
     /// The whole block, once: outside thread groups and loops.

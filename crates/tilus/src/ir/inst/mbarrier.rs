@@ -10,8 +10,14 @@ use std::fmt::Write;
 pub enum MbarrierInst {
     /// Allocates and initializes an array of mbarriers (block scope).
     Alloc(BarrierArrayId),
-    /// Each executing thread arrives once.
-    Arrive(BarrierRef),
+    /// Each executing thread arrives `count` times (one instruction; `count` is 1 for a
+    /// plain arrival).
+    Arrive {
+        /// The barrier.
+        bar: BarrierRef,
+        /// Arrivals per executing thread.
+        count: u32,
+    },
     /// Each executing thread arrives once and adds `bytes` to the expected transaction count.
     ArriveExpectTx {
         /// The barrier.
@@ -33,7 +39,8 @@ impl MbarrierInst {
     pub fn name(&self) -> &'static str {
         match self {
             MbarrierInst::Alloc(_) => "mbarrier.alloc",
-            MbarrierInst::Arrive(_) => "mbarrier.arrive",
+            MbarrierInst::Arrive { count: 1, .. } => "mbarrier.arrive",
+            MbarrierInst::Arrive { .. } => "mbarrier.arrive_count",
             MbarrierInst::ArriveExpectTx { .. } => "mbarrier.arrive_and_expect_tx",
             MbarrierInst::Wait { .. } => "mbarrier.wait",
         }
@@ -45,13 +52,17 @@ impl MbarrierInst {
             MbarrierInst::Alloc(a) => {
                 Facts::scoped(ThreadScope::BlockOnce).barrier(BarrierEffect::Init(*a))
             }
-            MbarrierInst::Arrive(bar) => Facts::default().barrier(BarrierEffect::Arrive {
-                bar,
-                expect_tx: None,
-            }),
+            MbarrierInst::Arrive { bar, count } => {
+                Facts::default().barrier(BarrierEffect::Arrive {
+                    bar,
+                    count: *count,
+                    expect_tx: None,
+                })
+            }
             MbarrierInst::ArriveExpectTx { bar, bytes } => Facts::default()
                 .barrier(BarrierEffect::Arrive {
                     bar,
+                    count: 1,
                     expect_tx: Some(bytes),
                 })
                 .reads([bytes]),
@@ -72,7 +83,10 @@ impl MbarrierInst {
                 }
                 t
             }
-            MbarrierInst::Arrive(b) => format!("mbarrier.arrive({})", n.bar(b)),
+            MbarrierInst::Arrive { bar, count: 1 } => format!("mbarrier.arrive({})", n.bar(bar)),
+            MbarrierInst::Arrive { bar, count } => {
+                format!("mbarrier.arrive_count({}, {count})", n.bar(bar))
+            }
             MbarrierInst::ArriveExpectTx { bar, bytes } => {
                 format!(
                     "mbarrier.arrive_and_expect_tx({}, {})",

@@ -9,6 +9,7 @@ pub mod facts;
 mod mbarrier;
 mod memory;
 mod mma;
+pub(crate) mod registers;
 mod shape;
 mod tma;
 mod wgmma;
@@ -20,6 +21,7 @@ pub use facts::Facts;
 pub use mbarrier::MbarrierInst;
 pub use memory::{AtomicOp, MemoryInst};
 pub use mma::MmaInst;
+pub use registers::{launch_registers, sets_max_registers, RegistersInst};
 pub use shape::{ReshapeOp, ShapeInst};
 pub use tma::TmaInst;
 pub use wgmma::{WgmmaA, WgmmaInst};
@@ -46,6 +48,8 @@ pub enum Inst {
     Shape(ShapeInst),
     /// Printing from the kernel.
     Debug(DebugInst),
+    /// Registers moved between warp groups.
+    Registers(RegistersInst),
 }
 
 impl Inst {
@@ -60,6 +64,7 @@ impl Inst {
             Inst::Wgmma(i) => i.name(),
             Inst::Shape(i) => i.name(),
             Inst::Debug(i) => i.name(),
+            Inst::Registers(i) => i.name(),
         }
     }
 
@@ -74,6 +79,7 @@ impl Inst {
             Inst::Wgmma(i) => i.facts(p),
             Inst::Shape(i) => i.facts(p),
             Inst::Debug(i) => i.facts(p),
+            Inst::Registers(i) => i.facts(p),
         }
     }
 
@@ -88,6 +94,7 @@ impl Inst {
             Inst::Wgmma(i) => i.describe(n),
             Inst::Shape(i) => i.describe(n),
             Inst::Debug(i) => i.describe(n),
+            Inst::Registers(i) => i.describe(n),
         }
     }
 }

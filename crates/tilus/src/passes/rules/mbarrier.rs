@@ -43,8 +43,20 @@ impl Rules for MbarrierInst {
                     c.err(loc, format!("mbarrier.alloc: every count must be between 1 and 2^20 - 1, got {counts:?}"));
                 }
             }
-            MbarrierInst::Arrive(b) | MbarrierInst::ArriveExpectTx { bar: b, .. } => {
+            MbarrierInst::Arrive { bar: b, .. } | MbarrierInst::ArriveExpectTx { bar: b, .. } => {
                 check_index(c, b, loc);
+                let per_thread = match self {
+                    MbarrierInst::Arrive { count, .. } => *count,
+                    _ => 1,
+                };
+                if per_thread == 0 || per_thread >= (1 << 20) {
+                    c.err(
+                        loc,
+                        format!(
+                            "mbarrier.arrive_count: a count of {per_thread} is outside 1 to 2^20 - 1"
+                        ),
+                    );
+                }
                 // At a variable index, even the barrier with the largest count is too small.
                 let counts = &c.p.barrier(b.array).counts;
                 let count = match b.index.as_int() {
@@ -55,12 +67,25 @@ impl Rules for MbarrierInst {
                         .unwrap_or(0),
                     None => counts.iter().copied().max().unwrap_or(0),
                 };
-                if count > 0 && scope.threads > count {
+                let arrivals = u64::from(scope.threads) * u64::from(per_thread);
+                if count > 0 && arrivals > u64::from(count) {
+                    let who = if per_thread == 1 {
+                        format!("{} threads arrive", scope.threads)
+                    } else {
+                        format!(
+                            "{} thread{} arriving {per_thread} times each make {arrivals} arrivals",
+                            scope.threads,
+                            if scope.threads == 1 { "" } else { "s" }
+                        )
+                    };
+                    let hint = if per_thread == 1 {
+                        "wrap it in single_thread() or raise the count"
+                    } else {
+                        "arrive from fewer threads, lower the count or raise the barrier's"
+                    };
                     let msg = format!(
-                        "{}: {} threads arrive on `{}`, which expects {} arrival{} per phase; \
-                         wrap it in single_thread() or raise the count",
+                        "{}: {who} on `{}`, which expects {} arrival{} per phase; {hint}",
                         self.name(),
-                        scope.threads,
                         bar_name(c, b),
                         count,
                         if count == 1 { "" } else { "s" }

@@ -12,6 +12,7 @@ mod debug;
 mod mbarrier;
 mod memory;
 mod mma;
+mod registers;
 mod shape;
 mod tma;
 mod wgmma;
@@ -57,6 +58,7 @@ impl Rules for Inst {
             Inst::Wgmma(i) => i.check(c, loc, scope),
             Inst::Shape(i) => i.check(c, loc, scope),
             Inst::Debug(i) => i.check(c, loc, scope),
+            Inst::Registers(i) => i.check(c, loc, scope),
         }
     }
 
@@ -70,6 +72,7 @@ impl Rules for Inst {
             Inst::Wgmma(i) => i.check_planned(c, loc),
             Inst::Shape(i) => i.check_planned(c, loc),
             Inst::Debug(i) => i.check_planned(c, loc),
+            Inst::Registers(i) => i.check_planned(c, loc),
         }
     }
 
@@ -83,6 +86,7 @@ impl Rules for Inst {
             Inst::Wgmma(i) => i.anchor_layouts(cx, loc),
             Inst::Shape(i) => i.anchor_layouts(cx, loc),
             Inst::Debug(i) => i.anchor_layouts(cx, loc),
+            Inst::Registers(i) => i.anchor_layouts(cx, loc),
         }
     }
 
@@ -96,6 +100,7 @@ impl Rules for Inst {
             Inst::Wgmma(i) => i.propagate_layouts(cx, loc),
             Inst::Shape(i) => i.propagate_layouts(cx, loc),
             Inst::Debug(i) => i.propagate_layouts(cx, loc),
+            Inst::Registers(i) => i.propagate_layouts(cx, loc),
         }
     }
 
@@ -109,6 +114,7 @@ impl Rules for Inst {
             Inst::Wgmma(i) => i.internal_shared(p),
             Inst::Shape(i) => i.internal_shared(p),
             Inst::Debug(i) => i.internal_shared(p),
+            Inst::Registers(i) => i.internal_shared(p),
         }
     }
 
@@ -122,6 +128,7 @@ impl Rules for Inst {
             Inst::Wgmma(i) => i.prefer_layouts(cx, loc),
             Inst::Shape(i) => i.prefer_layouts(cx, loc),
             Inst::Debug(i) => i.prefer_layouts(cx, loc),
+            Inst::Registers(i) => i.prefer_layouts(cx, loc),
         }
     }
 
@@ -135,6 +142,7 @@ impl Rules for Inst {
             Inst::Wgmma(i) => i.lower(cx, loc),
             Inst::Shape(i) => i.lower(cx, loc),
             Inst::Debug(i) => i.lower(cx, loc),
+            Inst::Registers(i) => i.lower(cx, loc),
         }
     }
 }

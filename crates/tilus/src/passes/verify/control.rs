@@ -37,6 +37,7 @@ pub(super) fn uniform_vars(p: &Program) -> Vec<bool> {
                     start,
                     end,
                     step,
+                    unroll: _,
                     body,
                 } => {
                     let ok = control

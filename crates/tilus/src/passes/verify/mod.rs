@@ -5,7 +5,8 @@
 //! (`placement.rs`), that values are used where they exist (`scoping.rs`), asynchronous
 //! operands (`hazards.rs`), proxy fences (`fences.rs`), transaction counts
 //! (`transactions.rs`), `sync()` under conditions (`control.rs`), scalar types
-//! (`scalars.rs`) and the budgets once planned (`planned.rs`). Each family's own rules
+//! (`scalars.rs`), the register pool of `set_max_registers` (`registers.rs`) and the budgets
+//! once planned (`planned.rs`). Each family's own rules
 //! (shapes, dtypes, limits) live in `passes/rules/`.
 
 mod control;
@@ -13,6 +14,7 @@ mod fences;
 mod hazards;
 mod placement;
 mod planned;
+mod registers;
 mod scalars;
 mod scoping;
 mod stages;
@@ -46,6 +48,7 @@ pub fn check(p: &Program) -> Result<()> {
     fences::check(&mut c);
     scoping::check(&mut c);
     scalars::check(&mut c);
+    registers::check(&mut c);
     finish(c.diags)
 }
 

@@ -48,6 +48,30 @@ pub(super) fn check(c: &mut Checker, inst: &Inst, loc: Loc, scope: &Scope) {
                 );
             }
         }
+        ThreadScope::WarpGroups => {
+            if threads == 0 || !threads.is_multiple_of(128) || !scope.base.is_multiple_of(128) {
+                c.err(
+                    loc,
+                    format!(
+                        "{name} runs on whole warp groups: a multiple of 128 threads starting at \
+                         a thread divisible by 128 (the block, or warp_group(..) / \
+                         thread_group(..) of whole warp groups); here the group has {threads} \
+                         threads starting at thread {}",
+                        scope.base
+                    ),
+                );
+            } else if let Some((at, what, v)) = scope.divergent {
+                c.err(
+                    loc,
+                    format!(
+                        "{name} must be executed by every warp of its warp groups at once, but \
+                         it is inside the {what} at {at}, whose condition reads `{}`, which may \
+                         differ between threads; move it out of the {what}",
+                        p.var(v).name
+                    ),
+                );
+            }
+        }
         ThreadScope::Block => {
             if !scope.is_block {
                 c.err(

@@ -150,6 +150,7 @@ fn walk(c: &mut Checker, sc: &mut Scopes, stmts: &[Stmt]) {
                 start,
                 end,
                 step,
+                unroll: _,
                 body,
             } => {
                 for e in [start, end, step] {

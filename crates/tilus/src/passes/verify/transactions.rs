@@ -19,6 +19,7 @@ pub(super) fn check(c: &mut Checker, stmts: &[Stmt]) {
             BarrierEffect::Arrive {
                 bar,
                 expect_tx: Some(bytes),
+                ..
             } => bytes.as_int().map(|v| (*bar, v)),
             _ => None,
         }) else {
@@ -39,6 +40,7 @@ pub(super) fn check(c: &mut Checker, stmts: &[Stmt]) {
                             BarrierEffect::Arrive {
                                 bar: b,
                                 expect_tx: Some(_),
+                                ..
                             } if b == bar => {
                                 known = false;
                                 break 'scan;

@@ -68,6 +68,40 @@ fn more_threads_arrive_than_the_barrier_counts() {
     );
 }
 
+#[test]
+fn arrivals_with_a_count_fit_the_barrier() {
+    // one thread standing for a warp
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let b = k.mbarrier().alloc([32]);
+        k.single_thread(|k| k.mbarrier().arrive_count(b[0], 32));
+        k.mbarrier().wait(b[0], 0u32);
+    })
+    .compiles("one thread arriving 32 times completes a barrier of 32");
+
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        let b = k.mbarrier().alloc([128]);
+        k.single_warp(1, |k| {
+            at(line!(), k.mbarrier().arrive_count(b[0], 8));
+        });
+    })
+    .fails_once(
+        "mbarrier.arrive_count: 32 threads arriving 8 times each make 256 arrivals on `bar0[0]`, \
+         which expects 128 arrivals per phase; arrive from fewer threads, lower the count or \
+         raise the barrier's",
+    );
+
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let b = k.mbarrier().alloc([4]);
+        k.single_thread(|k| {
+            at(line!(), k.mbarrier().arrive_count(b[0], 0));
+        });
+    })
+    .fails_once("mbarrier.arrive_count: a count of 0 is outside 1 to 2^20 - 1");
+}
+
 /// The arrival count is only checked for constant indices; with a variable index every
 /// barrier of the array expects one arrival, so 128 arrivals are wrong whichever it is.
 #[test]

@@ -163,3 +163,100 @@ fn a_computed_tile_far_beyond_the_registers_is_rejected_without_exhausting_the_h
     })
     .fails("registers per thread");
 }
+
+// ------------------------------------------------------------------------------------------
+// set_max_registers: counts, whole warp groups, the block's pool.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn register_counts_are_multiples_of_8_from_24_to_256() {
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        at(line!(), k.set_max_registers(16));
+    })
+    .fails_once("set_max_registers(16): the count must be a multiple of 8 from 24 to 256");
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        at(line!(), k.set_max_registers(44));
+    })
+    .fails_once("set_max_registers(44): the count must be a multiple of 8");
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        at(line!(), k.set_max_registers(264));
+    })
+    .fails_once("set_max_registers(264)");
+}
+
+#[test]
+fn registers_move_between_whole_warp_groups_only() {
+    check::<OutF32>(|k, _| {
+        k.warps(8);
+        k.single_warp(4, |k| {
+            at(line!(), k.set_max_registers(40));
+        });
+    })
+    .fails_once(
+        "set_max_registers runs on whole warp groups: a multiple of 128 threads starting at a \
+         thread divisible by 128",
+    );
+    check::<OutF32>(|k, _| {
+        k.warps(8);
+        k.thread_group(64, 128, |k| {
+            at(line!(), k.set_max_registers(40));
+        });
+    })
+    .fails_once("here the group has 128 threads starting at thread 64");
+    // v3's five warps: the producer warp is a warp group of one warp
+    check::<OutF32>(|k, _| {
+        k.warps(5);
+        at(line!(), k.set_max_registers(40));
+    })
+    .fails(
+        "set_max_registers moves registers between whole warp groups, but the block has 5 \
+         warps: its last warp group is incomplete",
+    );
+}
+
+#[test]
+fn register_requests_must_fit_the_blocks_pool() {
+    // 384 threads start with 168 registers each: 64512 in the pool
+    check::<OutF32>(|k, _| {
+        k.warps(12);
+        k.warp_group(8, |k| k.set_max_registers(40));
+        k.thread_group(0, 256, |k| {
+            at(line!(), k.set_max_registers(240));
+        });
+    })
+    .fails_once(
+        "set_max_registers: the warp groups ask for 66560 registers in all (warp group 0: 240 \
+         at ",
+    );
+    // 232 fits exactly: 2 x 128 x 232 + 128 x 40 = 64512
+    check::<OutF32>(|k, _| {
+        k.warps(12);
+        k.warp_group(8, |k| k.set_max_registers(40));
+        k.thread_group(0, 256, |k| k.set_max_registers(232));
+    })
+    .compiles("40 + 2 x 232 registers per thread of each warp group fill the pool exactly");
+    // a warp group that never asks keeps its launch count, and counts
+    check::<OutF32>(|k, _| {
+        k.warps(12);
+        k.thread_group(0, 256, |k| {
+            at(line!(), k.set_max_registers(232));
+        });
+    })
+    .fails_once("warp group 2: 168 (its launch count)");
+}
+
+#[test]
+fn register_moves_are_not_under_divergent_conditions() {
+    check::<OutF32>(|k, _| {
+        k.warps(8);
+        let flag = k.var_i32(0);
+        k.single_thread(|k| k.assign(flag, 1));
+        k.if_(flag.eq_(1), |k| {
+            at(line!(), k.set_max_registers(40));
+        });
+    })
+    .fails("set_max_registers must be executed by every warp of its warp groups at once");
+}

@@ -46,8 +46,8 @@ pub enum Control {
     NameNext(&'static str),
     Let(LetKind, Sc),
     Assign(To, Sc),
-    /// `for_range(start, end, step, body)`.
-    For(Sc, Sc, Sc, Vec<Op>),
+    /// `for_range(start, end, step, body)`, or `for_range_unrolled` with the factor.
+    For(Sc, Sc, Sc, Option<u32>, Vec<Op>),
     Group(Group, Vec<Op>),
     /// `if_(cond, then)`.
     If(Sc, Vec<Op>),
@@ -253,12 +253,16 @@ impl Control {
                     k.assign(var, r.scalar(v));
                 }
             }
-            Control::For(start, end, step, body) => {
+            Control::For(start, end, step, unroll, body) => {
                 let (start, end, step) = (r.scalar(start), r.scalar(end), r.scalar(step));
-                k.for_range(start, end, step, |k, i| {
+                let body = |k: &mut Kernel, i| {
                     r.vals.push(i);
                     r.run(k, body);
-                });
+                };
+                match unroll {
+                    None => k.for_range(start, end, step, body),
+                    Some(u) => k.for_range_unrolled(start, end, step, *u, body),
+                }
             }
             Control::Group(g, body) => {
                 let body = |k: &mut Kernel| r.run(k, body);
@@ -304,7 +308,7 @@ impl Control {
     /// The operation without the operations nested in it, for reports.
     pub fn head(&self) -> String {
         match self {
-            Control::For(a, b, c, _) => format!("For({a:?}, {b:?}, {c:?})"),
+            Control::For(a, b, c, u, _) => format!("For({a:?}, {b:?}, {c:?}, unroll {u:?})"),
             Control::Group(g, _) => format!("Group({g:?})"),
             Control::If(c, _) => format!("If({c:?})"),
             Control::IfElse(c, ..) => format!("IfElse({c:?})"),

@@ -20,6 +20,8 @@ pub enum Mbarrier {
     /// `mbarrier().alloc(counts)`.
     Alloc(Vec<u32>),
     Arrive(BarRef),
+    /// `arrive_count(barrier, count)`.
+    ArriveCount(BarRef, u32),
     /// `arrive_and_expect_tx(barrier, bytes)`.
     ExpectTx(BarRef, Bytes),
     /// `wait(barrier, phase)`.
@@ -37,12 +39,22 @@ impl Mbarrier {
             Tame => u32s(&[1, 1, 128]),
             Wild => u32s(&[1, 1, 32, 128, 0, 2, 1 << 20, u32::MAX]),
         };
+        let arrivals = match m {
+            Tame => u32s(&[1, 2, 32, 128]),
+            Wild => u32s(&[0, 1, 2, 32, 128, 1 << 20, u32::MAX]),
+        };
         let counts = match m {
             Tame => prop::collection::vec(count, 1..3),
             Wild => prop::collection::vec(count, 0..5),
         };
         let mut arms = vec![
             (2, bar(m).prop_map(|b| Mbarrier::Arrive(b).into()).boxed()),
+            (
+                1,
+                (bar(m), arrivals)
+                    .prop_map(|(b, n)| Mbarrier::ArriveCount(b, n).into())
+                    .boxed(),
+            ),
             (
                 2,
                 (bar(m), bytes)
@@ -78,6 +90,11 @@ impl Mbarrier {
             Mbarrier::Arrive(b) => {
                 if let Some(b) = r.barrier(b) {
                     k.mbarrier().arrive(b);
+                }
+            }
+            Mbarrier::ArriveCount(b, n) => {
+                if let Some(b) = r.barrier(b) {
+                    k.mbarrier().arrive_count(b, *n);
                 }
             }
             Mbarrier::ExpectTx(b, bytes) => {

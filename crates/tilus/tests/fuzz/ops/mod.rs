@@ -23,6 +23,7 @@ pub mod debug;
 pub mod mbarrier;
 pub mod memory;
 pub mod mma;
+pub mod registers;
 pub mod shape;
 pub mod tma;
 pub mod wgmma;
@@ -82,6 +83,7 @@ families! {
     Tma: tma,
     Wgmma: wgmma,
     Print: debug,
+    Registers: registers,
 }
 
 impl Op {

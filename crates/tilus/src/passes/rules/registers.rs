@@ -1,0 +1,36 @@
+//! Rules for moving registers between warp groups: the count `setmaxnreg` accepts, and a
+//! record of who asks for what, from which the verifier checks the block's budget once the
+//! whole program is seen (`verify/registers.rs`). Whole warp groups and uniform conditions
+//! follow from the facts.
+
+use super::Rules;
+use crate::ir::registers::MAX_REGISTERS_RANGE;
+use crate::ir::{Loc, RegistersInst};
+use crate::passes::context::{Checker, RegisterRequest, Scope};
+
+impl Rules for RegistersInst {
+    fn check(&self, c: &mut Checker, loc: Loc, scope: &Scope) {
+        match self {
+            RegistersInst::SetMax(n) => {
+                if !MAX_REGISTERS_RANGE.contains(n) || !n.is_multiple_of(8) {
+                    c.err(
+                        loc,
+                        format!(
+                            "set_max_registers({n}): the count must be a multiple of 8 from {} \
+                             to {}",
+                            MAX_REGISTERS_RANGE.start(),
+                            MAX_REGISTERS_RANGE.end()
+                        ),
+                    );
+                    return;
+                }
+                c.register_requests.push(RegisterRequest {
+                    first_thread: scope.base,
+                    threads: scope.threads,
+                    registers: *n,
+                    loc,
+                });
+            }
+        }
+    }
+}
