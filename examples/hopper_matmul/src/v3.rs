@@ -82,10 +82,13 @@ impl Script for MatmulSpecialized {
             });
         });
 
-        // the consumers: the warp group multiplies each stage once it is full, then frees it
+        // the consumers: the warp group multiplies each stage once it is full, keeping one
+        // product in flight; once the product before it is complete, that one's stage is
+        // freed. Unrolled by the ring's depth, each copy of the body sees its stage as a
+        // constant.
         k.thread_group(0, 128, |k| {
             let acc = k.register_tensor::<f32>([self.block_m, self.block_n], 0.0);
-            k.for_range(0, k_tiles, 1, |k, i| {
+            k.for_range_unrolled(0, k_tiles, 1, self.stages.max(1) as u32, |k, i| {
                 let stage = k.let_i32(i % self.stages);
                 let phase = k.let_i32(i / self.stages % 2);
                 k.mbarrier().wait(full.at(stage), phase);
@@ -93,9 +96,13 @@ impl Script for MatmulSpecialized {
                 k.wgmma()
                     .mma(&sa.at(stage), &sb.at(stage).transpose(), &acc);
                 k.wgmma().commit_group();
-                k.wgmma().wait_group(0);
-                k.mbarrier().arrive(empty.at(stage));
+                k.wgmma().wait_group(1);
+                k.if_(i.gt(0), |k| {
+                    let previous = k.let_i32((i + self.stages - 1) % self.stages);
+                    k.mbarrier().arrive(empty.at(previous));
+                });
             });
+            k.wgmma().wait_group(0);
             let casted_acc = k.cast::<f16>(&acc);
             let gc = k.global_view::<f16>(c_ptr, [m_size, n_size]);
             k.store_global(&gc, &casted_acc, [offset_m, offset_n]);
