@@ -1,10 +1,13 @@
 //! `tilus bench matmul`: the matmul versions of the registry, verified against cuBLAS and timed
-//! interleaved with it.
+//! interleaved with it; with `--record`, the measured rows appended to a results file
+//! ([`crate::record`]).
 
 use crate::out::{outln, CliError, CliResult};
+use crate::record::{self, Results, RunInfo};
 use hopper_matmul::registry::{self, Entry};
 use hopper_matmul::run::{verify_and_bench_to, BenchOptions, Version};
 use hopper_matmul::size::Size;
+use std::path::PathBuf;
 
 /// The options of `tilus bench matmul`.
 pub(crate) struct MatmulArgs {
@@ -14,23 +17,17 @@ pub(crate) struct MatmulArgs {
     pub rounds: usize,
     pub sets: Vec<String>,
     pub fixed: bool,
+    /// The results file to append the measured rows to, if any.
+    pub record: Option<PathBuf>,
 }
 
 /// The entries named by `--versions`, in order; unknown, repeated and empty names are errors.
 fn chosen(versions: &str) -> CliResult<Vec<Entry>> {
-    let mut all: Vec<Entry> = registry::entries()
-        .into_iter()
-        .filter(|e| e.matmul.is_some())
-        .collect();
-    let available: Vec<&'static str> = all
-        .iter()
-        .filter_map(|e| e.matmul.as_ref().map(|m| m.version))
-        .collect();
     let names: Vec<&str> = versions.split(',').map(str::trim).collect();
     if names.iter().all(|n| n.is_empty()) {
         return Err(CliError::Usage(format!(
             "--versions is empty (available: {})",
-            available.join(", ")
+            registry::matmul_versions().join(", ")
         )));
     }
     let mut out = vec![];
@@ -40,16 +37,7 @@ fn chosen(versions: &str) -> CliResult<Vec<Entry>> {
                 "version `{name}` is listed twice in --versions"
             )));
         }
-        let at = all
-            .iter()
-            .position(|e| e.matmul.as_ref().is_some_and(|m| m.version == *name))
-            .ok_or_else(|| {
-                CliError::Usage(format!(
-                    "unknown version `{name}` (available: {})",
-                    available.join(", ")
-                ))
-            })?;
-        out.push(all.remove(at));
+        out.push(registry::matmul_version(name)?);
     }
     Ok(out)
 }
@@ -73,26 +61,26 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
     for e in &entries {
         (e.configure)(&sets)?;
     }
+    // a results file that cannot take the rows is said before any GPU time is spent
+    let results = a.record.as_deref().map(Results::open).transpose()?;
     let device = tilus::runtime::Device::open(0)?;
+    let started = std::time::SystemTime::now();
     let mut owned: Vec<Box<dyn Version>> = vec![];
     for e in &entries {
         let Some(mv) = e.matmul.as_ref() else {
             continue;
         };
-        match mv.tuned {
-            Some(tuned) if sets.is_empty() && !a.fixed => {
-                outln!(
-                    "{}: autotuned over its {} configurations",
-                    mv.version,
-                    (e.space)().len()
-                );
-                owned.push(tuned(&device)?);
-            }
-            _ => {
-                let (v, shown) = (mv.fixed)(&sets, &device)?;
-                outln!("{} config: {shown}", mv.version);
-                owned.push(v);
-            }
+        if mv.tuned_in_bench && sets.is_empty() && !a.fixed {
+            outln!(
+                "{}: autotuned over its {} configurations",
+                mv.version,
+                (e.space)().len()
+            );
+            owned.push((mv.tuned)(&device)?);
+        } else {
+            let (v, shown) = (mv.fixed)(&sets, &device)?;
+            outln!("{} config: {shown}", mv.version);
+            owned.push(v);
         }
     }
     outln!("GPU: {}", device.name());
@@ -105,5 +93,23 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
     let mut stdout = std::io::stdout();
     let (rows, ok) = verify_and_bench_to(&mut stdout, &device, &refs, &shapes, &opts)?;
     hopper_matmul::harness::write_table(&mut stdout, &rows)?;
+    if let Some(results) = results {
+        // failed checks are recorded as FAIL, not left out: the file keeps what happened
+        let run = RunInfo {
+            date: crate::utc::iso8601(started),
+            gpu: device.name().to_string(),
+            commit: record::COMMIT.to_string(),
+            dtype: hopper_matmul::matmul::DTYPE.name().to_string(),
+        };
+        let kernel_of = |version: &str| {
+            entries
+                .iter()
+                .find(|e| e.matmul.as_ref().is_some_and(|m| m.version == version))
+                .map(|e| e.name.to_string())
+        };
+        let records = record::records(&rows, refs.len(), kernel_of);
+        let n = results.append(&run, &records)?;
+        outln!("recorded {n} rows in {}", results.path().display());
+    }
     Ok(ok)
 }

@@ -1,15 +1,22 @@
-//! `tilus bench tune` and `tilus bench launch`: the host-side costs of the autotuned v0.
+//! `tilus bench tune` and `tilus bench launch`: the host-side costs of the autotuned matmuls.
 //!
-//! - cold first call: compile every candidate of the space and benchmark the survivors, with
-//!   an empty cache directory;
+//! `tune --version vN` (v0 by default; any matmul version of the registry, each of which has
+//! an autotuned constructor, [`hopper_matmul::registry::MatmulVersion::tuned`]) times first
+//! calls, each in a new process running `bench first-call` against one fresh cache directory:
+//!
+//! - cold first call: compile every candidate of the version's space and benchmark the
+//!   survivors, with an empty cache directory;
 //! - warm first call in a new process: everything cached (no NVRTC run, no benchmarking);
-//! - CUDA context creation, reported separately (it is paid by any CUDA program);
-//! - steady-state host time per launch through the public API, tensor maps included, beside a
-//!   raw cudarc launch of the same cubin with arguments prepared once.
+//! - CUDA context creation, reported separately (it is paid by any CUDA program).
+//!
+//! `launch` (v0 only: it rebuilds v0's kernel parameters by hand) times the steady-state host
+//! time per launch through the public API, tensor maps included, beside a raw cudarc launch of
+//! the same cubin with arguments prepared once.
 
 use crate::out::{out, outln, CliError, CliResult};
 use hopper_matmul::harness::Problem;
 use hopper_matmul::matmul::DIMS;
+use hopper_matmul::registry::{self, Entry, TunedFn};
 use hopper_matmul::size::Size;
 use hopper_matmul::v0::MatmulTma;
 use std::time::Instant;
@@ -17,7 +24,7 @@ use tilus::cudarc::driver::{DevicePtr, LaunchConfig};
 use tilus::cudarc::nvrtc::Ptx;
 use tilus::ir::KernelParam;
 use tilus::runtime::Device;
-use tilus::tune::{Autotuned, Tunable, TuneOptions};
+use tilus::tune::{Autotuned, TuneOptions};
 
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
@@ -34,10 +41,29 @@ fn size(text: &str) -> CliResult<(usize, usize, usize)> {
     Ok((m, n, k))
 }
 
-/// Opens the device and runs the first (tuning or dispatching) call; prints the timings in a
-/// line the parent can read.
-pub fn first_call(size_text: &str, label: &str) -> CliResult<()> {
+/// The registry's entry of a matmul version, its name and its autotuned constructor; an
+/// unknown name is a usage error that lists the versions.
+fn version(name: &str) -> CliResult<(Entry, &'static str, TunedFn)> {
+    let e = registry::matmul_version(name)?;
+    match &e.matmul {
+        Some(mv) => {
+            let (v, tuned) = (mv.version, mv.tuned);
+            Ok((e, v, tuned))
+        }
+        None => Err(CliError::Failed(format!(
+            "{} is not a matmul version",
+            e.name
+        ))),
+    }
+}
+
+/// Opens the device and runs the first (tuning or dispatching) call of the autotuned version:
+/// building it, choosing its configuration for the problem (compiling and benchmarking the
+/// candidates when the cache has no decision), the launch and the synchronization. Prints the
+/// timings in a line the parent can read.
+pub fn first_call(size_text: &str, label: &str, version_name: &str) -> CliResult<()> {
     let (m, n, k) = size(size_text)?;
+    let (_, v, tuned) = version(version_name)?;
     let t = Instant::now();
     let device = Device::open(0)?;
     let context_ms = ms(t);
@@ -45,21 +71,21 @@ pub fn first_call(size_text: &str, label: &str) -> CliResult<()> {
     let mut p = Problem::new(&stream, m, n, k, 1)?;
     stream.synchronize().map_err(driver)?;
     let t = Instant::now();
-    let tuned: Autotuned<MatmulTma> = MatmulTma::autotuned(&device)?;
-    tuned.launch(
-        &stream,
-        (m as i32, n as i32, k as i32, &p.a, &p.b, &mut p.c),
-    )?;
+    let kernel = tuned(&device)?;
+    kernel.launch(&stream, &mut p)?;
     stream.synchronize().map_err(driver)?;
     let first_ms = ms(t);
-    outln!("RESULT {label} context_ms={context_ms:.1} first_call_ms={first_ms:.1}");
-    outln!("table: {}", tuned.table_path().display());
+    outln!("RESULT {label} context_ms={context_ms:.1} first_call_ms={first_ms:.1} version={v}");
+    if let Some(table) = kernel.table_path() {
+        outln!("table: {}", table.display());
+    }
     Ok(())
 }
 
-/// Cold (fresh cache) and warm (new process, same cache) first calls.
-pub fn tune(size_text: &str) -> CliResult<bool> {
+/// Cold (fresh cache) and warm (new process, same cache) first calls of one version.
+pub fn tune(size_text: &str, version_name: &str) -> CliResult<bool> {
     let (m, n, k) = size(size_text)?;
+    let (e, v, _) = version(version_name)?;
     // no GPU: say so here, not as the first child's failure
     Device::open(0)?;
     let dir = std::env::temp_dir().join(format!("tilus-bench-tune-{}", std::process::id()));
@@ -69,6 +95,7 @@ pub fn tune(size_text: &str) -> CliResult<bool> {
     let run = |label: &str| -> CliResult<String> {
         let out = std::process::Command::new(&exe)
             .args(["bench", "first-call", "--size", &arg, "--label", label])
+            .args(["--version", v])
             .env("TILUS_CACHE_DIR", &dir)
             .output()
             .map_err(CliError::failed)?;
@@ -84,6 +111,11 @@ pub fn tune(size_text: &str) -> CliResult<bool> {
         }
         Ok(text)
     };
+    outln!(
+        "{v} ({}) at {arg}: first calls over its {} configurations, in new processes",
+        e.name,
+        (e.space)().len()
+    );
     let runs = (|| -> CliResult<[String; 3]> { Ok([run("cold")?, run("warm")?, run("warm")?]) })();
     let _ = std::fs::remove_dir_all(&dir);
     let [cold, warm, warm2] = runs?;

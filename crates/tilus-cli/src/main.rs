@@ -8,10 +8,11 @@
 //! - `tilus run hopper_matmul_v0 [--size MxNxK] [--interpret]`: one run on random inputs,
 //!   checked against a reference: on the GPU against cuBLAS, on the CPU interpreter with
 //!   `--interpret` or without a GPU
-//! - `tilus bench matmul --versions v0 --sizes 4096x4096x4096,8192x8192x8192`: verify against
-//!   cuBLAS and time beside it; `tilus bench memory --kernels vector_add,softmax,layer_norm`:
+//! - `tilus bench matmul --versions v0 --sizes 4096x4096x4096,8192x8192x8192 [--record]`: verify
+//!   against cuBLAS and time beside it (`--record`: append the rows to `docs/perf/results.csv`);
+//!   `tilus bench memory --kernels vector_add,softmax,layer_norm`:
 //!   verify the memory-bound kernels and time them beside a device-to-device copy;
-//!   `tilus bench tune`, `tilus bench launch`: host-side costs
+//!   `tilus bench tune [--version v2]`, `tilus bench launch`: host-side costs
 //! - `tilus soak`: many launches over random shapes, each checked against cuBLAS
 //! - `tilus cache ls`, `tilus cache show NAME`, `tilus cache clean`: the compiled programs and
 //!   dispatch tables on disk
@@ -28,8 +29,10 @@ mod bench_tune;
 mod cache;
 mod check;
 mod out;
+mod record;
 mod run;
 mod soak;
+mod utc;
 
 use clap::{Parser, Subcommand};
 use hopper_matmul::registry::{self, Entry};
@@ -39,7 +42,8 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(
     name = "tilus",
-    version,
+    // the commit too, so that a binary copied to a GPU host says what it was built from
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("TILUS_COMMIT"), ")"),
     about = "Tilus for Rust: emit, check, run and benchmark tile-level Hopper kernels"
 )]
 struct Cli {
@@ -129,7 +133,7 @@ enum Command {
 enum BenchCommand {
     /// The matmul versions against cuBLAS: verified, then timed interleaved with it.
     Matmul {
-        /// Versions, comma-separated (v0, v1).
+        /// Versions, comma-separated (v0, v1, v2, v3).
         #[arg(long, default_value = "v0")]
         versions: String,
         /// Sizes MxNxK, comma-separated.
@@ -148,6 +152,14 @@ enum BenchCommand {
         /// Use each version's default configuration instead of autotuning.
         #[arg(long)]
         fixed: bool,
+        /// Append one CSV row per kernel and shape (date, GPU, commit, TFLOPS beside cuBLAS's,
+        /// check) to docs/perf/results.csv under the current directory; the file is checked
+        /// before the GPU is used and created with its header when missing.
+        #[arg(long)]
+        record: bool,
+        /// Append the rows to this file instead (implies --record).
+        #[arg(long, value_name = "PATH")]
+        record_to: Option<std::path::PathBuf>,
     },
     /// The fused matmul epilogue against cuBLAS, cuBLAS + a separate elementwise pass and
     /// the plain v2 kernel: verified, then timed interleaved.
@@ -188,11 +200,15 @@ enum BenchCommand {
         #[arg(long)]
         fixed: bool,
     },
-    /// Cold and warm first calls of the autotuned v0 (a fresh cache, then new processes).
+    /// Cold and warm first calls of an autotuned matmul version (a fresh cache, then new
+    /// processes).
     Tune {
         /// Problem size MxNxK.
         #[arg(long, default_value = "4096x4096x4096")]
         size: String,
+        /// The matmul version (v0, v1, v2, v3).
+        #[arg(long, default_value = "v0")]
+        version: String,
     },
     /// Host time per launch of the autotuned v0: the public API against a raw cudarc launch
     /// of the same cubin.
@@ -213,6 +229,9 @@ enum BenchCommand {
         /// Label of the result line.
         #[arg(long, default_value = "first")]
         label: String,
+        /// The matmul version.
+        #[arg(long, default_value = "v0")]
+        version: String,
     },
 }
 
@@ -277,6 +296,8 @@ fn run(cli: Cli) -> CliResult<bool> {
                 rounds,
                 sets,
                 fixed,
+                record,
+                record_to,
             } => bench::matmul(&bench::MatmulArgs {
                 versions,
                 sizes,
@@ -284,6 +305,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 rounds,
                 sets,
                 fixed,
+                record: record_to.or_else(|| record.then(|| crate::record::DEFAULT_PATH.into())),
             }),
             BenchCommand::Epilogue {
                 sizes,
@@ -306,11 +328,13 @@ fn run(cli: Cli) -> CliResult<bool> {
                 sets,
                 fixed,
             }),
-            BenchCommand::Tune { size } => bench_tune::tune(&size),
+            BenchCommand::Tune { size, version } => bench_tune::tune(&size, &version),
             BenchCommand::Launch { size, launches } => bench_tune::launch(&size, launches),
-            BenchCommand::FirstCall { size, label } => {
-                bench_tune::first_call(&size, &label).map(|_| true)
-            }
+            BenchCommand::FirstCall {
+                size,
+                label,
+                version,
+            } => bench_tune::first_call(&size, &label, &version).map(|_| true),
         },
         Command::Cache { action } => {
             match action {

@@ -133,10 +133,20 @@ pub fn bench_epilogue<A: Activation>(
         rounds,
     )?;
     let flops = 2.0 * m as f64 * n as f64 * k as f64;
+    // the rows checked above: cuBLAS + pass and the fused kernel (the plain v2 rows are timed
+    // for comparison only)
+    let passed = [
+        None,
+        Some(unfused_check.passed()),
+        None,
+        None,
+        Some(fused_check.passed()),
+    ];
     let rows = names
         .iter()
         .zip(&ms)
-        .map(|(name, &t)| Row {
+        .zip(passed)
+        .map(|((name, &t), passed)| Row {
             m,
             n,
             k,
@@ -144,6 +154,7 @@ pub fn bench_epilogue<A: Activation>(
             latency_ms: t,
             tflops: flops / (t * 1e-3) / 1e12,
             ratio: ms[0] / t,
+            passed,
         })
         .collect();
     Ok(EpilogueReport {

@@ -448,6 +448,10 @@ pub struct Row {
     pub tflops: f64,
     /// cuBLAS time / this time, from the same run.
     pub ratio: f64,
+    /// Whether this row's output matched the reference before it was timed; `None` for a row
+    /// that was not checked (cuBLAS itself, the reference). Kept so a recorded failure stays a
+    /// failure instead of a missing row.
+    pub passed: Option<bool>,
 }
 
 /// Prints the seed's table (`m n k name latency(ms) tflops`) plus the ratio to cuBLAS.

@@ -6,7 +6,8 @@
 //!   constants for a size and the size used when none is given;
 //! - `run`: its [`Workload`] (the dimensions of a size, random inputs, a reference and a
 //!   check) and a small default size; [`Entry::interpret`] and [`Entry::run_on_gpu`] run it;
-//! - `bench matmul` and `soak`: [`MatmulVersion`], when it is a version of the matmul series;
+//! - `bench matmul`, `bench tune` and `soak`: [`MatmulVersion`], when it is a version of the
+//!   matmul series (found by its short name, `v2`, through [`matmul_version`]);
 //! - `bench memory`: [`MemoryBound`], when it is one of the memory-bound kernels, timed beside
 //!   a device-to-device copy of the bytes it moves.
 
@@ -28,7 +29,8 @@ pub type Settings = [(String, i64)];
 /// Builds a matmul version with a fixed configuration: the kernel and its `name=value` pairs.
 pub type FixedFn = fn(&Settings, &Device) -> Result<(Box<dyn Version>, String)>;
 
-/// Builds an autotuned matmul version.
+/// Builds an autotuned matmul version: bound to the device, tuned on its first launch of each
+/// new problem (or dispatched from the on-disk table).
 pub type TunedFn = fn(&Device) -> Result<Box<dyn Version>>;
 
 /// How a kernel takes part in `tilus bench matmul` and `tilus soak`: as a version of the
@@ -39,9 +41,13 @@ pub struct MatmulVersion {
     /// The kernel with a fixed configuration (the default with the settings applied), and
     /// that configuration as `name=value` pairs.
     pub fixed: FixedFn,
-    /// The autotuned kernel, when `bench matmul` tunes this version (without `--set` and
-    /// `--fixed`); `None`: it runs the default configuration.
-    pub tuned: Option<TunedFn>,
+    /// The autotuned kernel: what `bench matmul` runs when [`MatmulVersion::tuned_in_bench`]
+    /// says so, and what `bench tune` times the first call of (every version of the series
+    /// has a search space).
+    pub tuned: TunedFn,
+    /// Whether `bench matmul` autotunes this version (without `--set` and `--fixed`); when
+    /// not, it runs the default configuration.
+    pub tuned_in_bench: bool,
     /// Whether `tilus soak` launches it (with its default configuration).
     pub soak: bool,
 }
@@ -191,11 +197,8 @@ fn matmul_entry<S: SeriesMatmul>(name: &'static str, about: &'static str) -> Ent
         matmul: Some(MatmulVersion {
             version: S::VERSION,
             fixed: fixed_version::<S>,
-            tuned: if S::TUNED_IN_BENCH {
-                Some(tuned_version::<S>)
-            } else {
-                None
-            },
+            tuned: tuned_version::<S>,
+            tuned_in_bench: S::TUNED_IN_BENCH,
             soak: true,
         }),
         memory: None,
@@ -391,6 +394,28 @@ pub fn lookup(name: &str) -> Result<Entry> {
     })
 }
 
+/// The names of the matmul versions (`v0`, ...), in the registry's order.
+pub fn matmul_versions() -> Vec<&'static str> {
+    entries()
+        .iter()
+        .filter_map(|e| e.matmul.as_ref().map(|m| m.version))
+        .collect()
+}
+
+/// The entry of the matmul version with this name (`v2`), or an error that lists the versions.
+pub fn matmul_version(name: &str) -> Result<Entry> {
+    entries()
+        .into_iter()
+        .find(|e| e.matmul.as_ref().is_some_and(|m| m.version == name))
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "unknown version {} (available: {})",
+                quote(name),
+                matmul_versions().join(", ")
+            ))
+        })
+}
+
 /// Parses `--set NAME=VALUE` arguments. A name given twice, an empty name and a value that is
 /// not an integer are errors; whether the name exists is the kernel's to say
 /// ([`Entry::configure`]).
@@ -456,6 +481,20 @@ mod tests {
             "block_m=99999999999999999999",
         ] {
             assert!(parse_settings(&sets(&[bad])).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn matmul_versions_are_found_by_their_short_names() {
+        assert_eq!(matmul_versions(), vec!["v0", "v1", "v2", "v3"]);
+        for v in matmul_versions() {
+            let e = matmul_version(v).unwrap();
+            assert_eq!(e.name, format!("hopper_matmul_{v}"));
+        }
+        for bad in ["v9", "", "hopper_matmul_v0"] {
+            let e = matmul_version(bad).err().unwrap();
+            assert!(matches!(e, Error::Usage(_)), "{e}");
+            assert!(e.to_string().contains("(available: v0, v1, v2, v3)"), "{e}");
         }
     }
 

@@ -25,6 +25,12 @@ pub trait Version {
     fn describe(&self, _stream: &Arc<CudaStream>, _p: &mut Problem) -> Option<String> {
         None
     }
+
+    /// Where its autotuning decisions are kept on disk, when it tunes (for reports that say
+    /// which table a first call wrote or read).
+    fn table_path(&self) -> Option<std::path::PathBuf> {
+        None
+    }
 }
 
 /// The argument list every matmul of the series takes: `(m, n, k, a, b, c)` with `m` at run
@@ -112,6 +118,13 @@ impl<S: Tunable<Args = MatmulArgs>> Version for Matmul<S> {
         let c = self.config_for(stream, p).ok()?;
         Some(tilus::lang::config_string(&format!("{c:?}")))
     }
+
+    fn table_path(&self) -> Option<std::path::PathBuf> {
+        match self {
+            Matmul::Fixed(..) => None,
+            Matmul::Tuned(_, t) => Some(t.table_path().clone()),
+        }
+    }
 }
 
 /// Options of a benchmark run.
@@ -137,7 +150,9 @@ impl Default for BenchOptions {
 
 /// Verifies each version on each shape against cuBLAS, then times them interleaved with
 /// cuBLAS. Prints a `check` line per version and shape on stdout; returns the table rows and
-/// whether every check passed.
+/// whether every check passed. The rows come shape by shape, in the order of `shapes`: cuBLAS
+/// first, then each version in the order of `versions`, each with its check
+/// ([`Row::passed`]); a version that failed its check is timed and reported all the same.
 pub fn verify_and_bench(
     device: &Device,
     versions: &[&dyn Version],
@@ -168,6 +183,8 @@ pub fn verify_and_bench_to(
     for (i, &(m, n, k)) in shapes.iter().enumerate() {
         let mut p = Problem::new(&stream, m, n, k, opts.seed.wrapping_add(i as u64))?;
         blas.matmul(&stream, &p, true)?;
+        // each version's check at this shape, carried into its row
+        let mut passed = Vec::with_capacity(versions.len());
         for v in versions {
             p.poison(&stream)?;
             v.launch(&stream, &mut p)?;
@@ -178,6 +195,7 @@ pub fn verify_and_bench_to(
             let c = harness::check(&stream, &p)?;
             let ok = c.passed();
             all_ok &= ok;
+            passed.push(ok);
             let config = v
                 .describe(&stream, &mut p)
                 .map(|c| format!(" [{c}]"))
@@ -206,10 +224,14 @@ pub fn verify_and_bench_to(
             fs.iter_mut().map(|f| f.as_mut() as _).collect();
         let times = harness::time_interleaved(&stream, &mut refs, opts.warmup, opts.rounds)?;
         let flops = p.borrow().flops();
-        let names: Vec<String> = std::iter::once("cublas".to_string())
-            .chain(versions.iter().map(|v| v.name()))
-            .collect();
-        for (name, t) in names.into_iter().zip(&times) {
+        // cuBLAS is the reference: it has no check of its own
+        let names = std::iter::once(("cublas".to_string(), None)).chain(
+            versions
+                .iter()
+                .zip(&passed)
+                .map(|(v, &ok)| (v.name(), Some(ok))),
+        );
+        for ((name, passed), t) in names.zip(&times) {
             rows.push(Row {
                 m,
                 n,
@@ -218,6 +240,7 @@ pub fn verify_and_bench_to(
                 latency_ms: *t,
                 tflops: flops / (t * 1e-3) / 1e12,
                 ratio: times[0] / t,
+                passed,
             });
         }
     }

@@ -1,6 +1,7 @@
 //! What a new user meets on a machine without a GPU, one behavior at a time: closed pipes,
 //! huge sizes, one size rule, repeated settings, checks that compile nothing, `run` without a
-//! GPU, ambiguous cache names, and the messages and docs around them.
+//! GPU, results files that cannot take a run's rows, ambiguous cache names, and the messages
+//! and docs around them.
 
 use crate::common::{tilus, Reader, TempDir, V0, V1};
 
@@ -296,6 +297,7 @@ fn gpu_commands_without_a_gpu_fail_with_one_clear_message() {
         vec!["bench", "matmul"],
         vec!["bench", "memory"],
         vec!["bench", "tune"],
+        vec!["bench", "tune", "--version", "v3"],
         vec!["bench", "launch"],
         vec!["soak", "--launches", "10"],
     ] {
@@ -308,6 +310,88 @@ fn gpu_commands_without_a_gpu_fail_with_one_clear_message() {
             o.stderr
         );
     }
+}
+
+/// The columns `bench matmul --record` writes, exactly.
+const RESULTS_HEADER: &str = "date,gpu,commit,kernel,dtype,m,n,k,tflops,cublas_tflops,ratio,check";
+
+#[test]
+fn recording_without_a_gpu_fails_with_the_gpu_message_and_writes_nothing() {
+    let work = TempDir::new("record");
+    let perf = work.0.join("docs/perf");
+    std::fs::create_dir_all(&perf).expect("docs/perf");
+    // the default file, under the current directory: not created
+    let o = tilus(&["bench", "matmul", "--record"]).in_dir(&work.0).go();
+    o.assert_code(1).assert_stderr("no CUDA GPU is usable");
+    assert_eq!(o.stderr.matches("error:").count(), 1, "{}", o.stderr);
+    let left: Vec<_> = std::fs::read_dir(&perf).expect("docs/perf").collect();
+    assert!(left.is_empty(), "{left:?}");
+    // a file of earlier runs: left as it was
+    let mine = work.0.join("mine.csv");
+    let earlier = format!("{RESULTS_HEADER}\n2026-12-01T15:30:00Z,H200,abc,hopper_matmul_v2,f16,1,1,1,1.00,1.00,1.0000,pass\n");
+    std::fs::write(&mine, &earlier).expect("a results file");
+    let o = tilus(&["bench", "matmul", "--versions", "v2", "--record-to"])
+        .in_dir(&work.0)
+        .go();
+    o.assert_code(2);
+    tilus(&[
+        "bench",
+        "matmul",
+        "--versions",
+        "v2",
+        "--record-to",
+        "mine.csv",
+    ])
+    .in_dir(&work.0)
+    .go()
+    .assert_code(1)
+    .assert_stderr("no CUDA GPU is usable");
+    assert_eq!(std::fs::read_to_string(&mine).expect("the file"), earlier);
+}
+
+#[test]
+fn a_results_file_that_cannot_take_rows_is_refused_before_the_gpu_is_looked_for() {
+    let work = TempDir::new("record-bad");
+    // no docs/perf here: the default path says where it looked and what to do
+    let o = tilus(&["bench", "matmul", "--record"]).in_dir(&work.0).go();
+    o.assert_code(1)
+        .assert_stderr("the directory docs/perf does not exist")
+        .assert_stderr("--record-to PATH");
+    assert!(!o.stderr.contains("no CUDA GPU"), "{}", o.stderr);
+    // another file's header: refused, the file untouched
+    let other = work.0.join("other.csv");
+    std::fs::write(&other, "name,value\nx,1\n").expect("a file");
+    let o = tilus(&["bench", "matmul", "--record-to", "other.csv"])
+        .in_dir(&work.0)
+        .go();
+    o.assert_code(1)
+        .assert_stderr("its first line is not the header")
+        .assert_stderr(RESULTS_HEADER);
+    assert!(!o.stderr.contains("no CUDA GPU"), "{}", o.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&other).expect("the file"),
+        "name,value\nx,1\n"
+    );
+    // a directory
+    tilus(&["bench", "matmul", "--record-to", "."])
+        .in_dir(&work.0)
+        .go()
+        .assert_code(1)
+        .assert_stderr("it is not a file");
+    assert!(!work.0.join("docs").exists());
+}
+
+#[test]
+fn bench_tune_takes_any_matmul_version_and_names_them_for_an_unknown_one() {
+    for bad in ["v9", "", "hopper_matmul_v0"] {
+        let o = tilus(&["bench", "tune", "--version", bad]).go();
+        o.assert_code(2)
+            .assert_stderr("unknown version")
+            .assert_stderr("(available: v0, v1, v2, v3)");
+        assert!(!o.stderr.contains("no CUDA GPU"), "{}", o.stderr);
+    }
+    let o = tilus(&["bench", "tune", "--help"]).go();
+    o.assert_code(0).assert_stdout("--version <VERSION>");
 }
 
 #[test]
@@ -392,6 +476,7 @@ fn the_memory_bound_kernels_run_on_a_gpu_and_their_benchmark_compares_them_with_
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn bench_and_soak_run_the_registrys_matmul_versions() {
+    let work = TempDir::new("record-gpu");
     tilus(&[
         "bench",
         "matmul",
@@ -404,14 +489,39 @@ fn bench_and_soak_run_the_registrys_matmul_versions() {
         "0",
         "--rounds",
         "1",
+        "--record-to",
+        "results.csv",
     ])
     .with_gpu()
+    .in_dir(&work.0)
     .go()
     .assert_code(0)
     .assert_stdout("v0 config: block_m=64 block_n=128 block_k=64")
     .assert_stdout("v1 config: block_m=128 block_n=128 block_k=64")
     .assert_stdout("check   v0 [block_m=64 block_n=128 block_k=64] 256x256x256: PASS")
-    .assert_stdout("latency (ms)");
+    .assert_stdout("latency (ms)")
+    .assert_stdout("recorded 4 rows in results.csv");
+    // one row per kernel and shape, cuBLAS beside each, no row of its own
+    let text = std::fs::read_to_string(work.0.join("results.csv")).expect("the results");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    assert_eq!(lines[0], RESULTS_HEADER);
+    for (line, (kernel, shape)) in lines[1..].iter().zip([
+        (V0, "256,256,256"),
+        (V1, "256,256,256"),
+        (V0, "200,136,72"),
+        (V1, "200,136,72"),
+    ]) {
+        assert!(line.contains(&format!(",{kernel},f16,{shape},")), "{line}");
+        assert!(line.ends_with(",pass"), "{line}");
+        assert!(!line.contains("cublas"), "{line}");
+    }
+    tilus(&["bench", "tune", "--version", "v1", "--size", "256x256x256"])
+        .with_gpu()
+        .go()
+        .assert_code(0)
+        .assert_stdout("RESULT cold context_ms=")
+        .assert_stdout("version=v1");
     tilus(&["soak", "--launches", "6", "--max", "512", "--pool", "2"])
         .with_gpu()
         .go()

@@ -140,6 +140,11 @@ fn cases() -> Vec<Vec<String>> {
         ],
         vec!["bench", "matmul", "--set", "nope=1"],
         vec!["bench", "matmul", "--versions", "v0", "--versions", "v1"],
+        // run from the crate's directory, which has no docs/perf: refused before the GPU
+        vec!["bench", "matmul", "--record"],
+        vec!["bench", "matmul", "--record-to", ""],
+        vec!["bench", "matmul", "--record-to", "/"],
+        vec!["bench", "matmul", "--record-to", "/no/such/dir/results.csv"],
         vec!["bench", "memory"],
         vec!["bench", "memory", "--kernels", ""],
         vec!["bench", "memory", "--kernels", "softmax,softmax"],
@@ -176,6 +181,10 @@ fn cases() -> Vec<Vec<String>> {
         vec!["bench", "launch", "--size", ""],
         vec!["bench", "first-call", "--size", "abc"],
         vec!["bench", "first-call"],
+        vec!["bench", "first-call", "--version", "v9"],
+        vec!["bench", "tune", "--version", ""],
+        vec!["bench", "tune", "--version", "v9"],
+        vec!["bench", "tune", "--version", V0],
         // soak
         vec!["soak"],
         vec!["soak", "--max", "0"],

@@ -144,6 +144,7 @@ pub struct Run {
     cache: Option<PathBuf>,
     prefix: Vec<String>,
     gpu: bool,
+    dir: Option<PathBuf>,
 }
 
 /// `tilus ARGS`, stdout read to the end.
@@ -155,6 +156,7 @@ pub fn tilus<S: AsRef<str>>(args: &[S]) -> Run {
         cache: None,
         prefix: vec![],
         gpu: false,
+        dir: None,
     }
 }
 
@@ -193,6 +195,13 @@ impl Run {
         self
     }
 
+    /// Runs in this directory (by default the test's own): for paths relative to where the
+    /// command runs.
+    pub fn in_dir(mut self, dir: &Path) -> Run {
+        self.dir = Some(dir.to_path_buf());
+        self
+    }
+
     /// Runs through `sh -c 'SCRIPT; exec "$0" "$@"'` (e.g. `ulimit -v 8000000`).
     pub fn through_shell(mut self, script: &str) -> Run {
         self.prefix = vec!["-c".into(), format!("{script} && exec \"$0\" \"$@\"")];
@@ -212,6 +221,9 @@ impl Run {
             c
         };
         cmd.args(&self.args).env("TILUS_CACHE_DIR", &cache);
+        if let Some(dir) = &self.dir {
+            cmd.current_dir(dir);
+        }
         if !self.gpu {
             // no GPU, also on a GPU host: commands that need one must say so
             cmd.env("CUDA_VISIBLE_DEVICES", "");
