@@ -9,6 +9,10 @@
 //! phase `(i / stages) % 2`, the producer on `empty` for the phase before it,
 //! `(i / stages + 1) % 2`, which a fresh barrier counts as complete: the first trip round the
 //! ring does not wait.
+//!
+//! The consumers keep one product in flight (`in_flight = 1`): after issuing step `i`'s
+//! WGMMA they wait until only it is still running, which means step `i - 1`'s is complete,
+//! and free that one's stage. The loop is unrolled by the ring's depth.
 
 use tilus::prelude::*;
 
@@ -17,6 +21,7 @@ use tilus::prelude::*;
 #[tune(block_m, block_n = [(64, 128), (64, 256), (128, 128), (128, 256)])]
 #[tune(block_k = [32, 64])]
 #[tune(stages = [2, 3, 4])]
+#[tune(in_flight = [1])]
 pub struct MatmulSpecialized {
     /// Rows of C per block (a multiple of 64: one WGMMA covers 64 rows).
     pub block_m: i32,
@@ -26,6 +31,11 @@ pub struct MatmulSpecialized {
     pub block_k: i32,
     /// Tiles in the ring.
     pub stages: i32,
+    /// WGMMA groups the consumers keep running while they wait for the next stage: 1 (a
+    /// stage is freed once the product after it is issued and the one reading it is
+    /// complete), or 0 (wait for each product before freeing its stage; `--set in_flight=0`
+    /// measures what overlapping them buys).
+    pub in_flight: i32,
 }
 
 impl Default for MatmulSpecialized {
@@ -36,6 +46,7 @@ impl Default for MatmulSpecialized {
             block_n: 128,
             block_k: 64,
             stages: 3,
+            in_flight: 1,
         }
     }
 }
@@ -96,11 +107,16 @@ impl Script for MatmulSpecialized {
                 k.wgmma()
                     .mma(&sa.at(stage), &sb.at(stage).transpose(), &acc);
                 k.wgmma().commit_group();
-                k.wgmma().wait_group(1);
-                k.if_(i.gt(0), |k| {
-                    let previous = k.let_i32((i + self.stages - 1) % self.stages);
-                    k.mbarrier().arrive(empty.at(previous));
-                });
+                if self.in_flight > 0 {
+                    k.wgmma().wait_group(1);
+                    k.if_(i.gt(0), |k| {
+                        let previous = k.let_i32((i + self.stages - 1) % self.stages);
+                        k.mbarrier().arrive(empty.at(previous));
+                    });
+                } else {
+                    k.wgmma().wait_group(0);
+                    k.mbarrier().arrive(empty.at(stage));
+                }
             });
             k.wgmma().wait_group(0);
             let casted_acc = k.cast::<f16>(&acc);
