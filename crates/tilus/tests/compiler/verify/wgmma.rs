@@ -6,7 +6,9 @@ use crate::common::diagnostics_of;
 use crate::common::line_of;
 use crate::common::scripts::{OneTile, FILE};
 use crate::common::staged::{StagedMatmul, FILE as STAGED_FILE};
+use crate::common::{at, check, note};
 use half::f16;
+use tilus::prelude::{Ptr, PtrMut};
 
 fn has(d: &[tilus::Diagnostic], phrase: &str) -> bool {
     d.iter()
@@ -140,4 +142,35 @@ fn stages_pinned_off_their_swizzle_alignment() {
         d.contains("the stages of `s0` are 8704 bytes apart, not a multiple of the 1024 bytes"),
         "{d}"
     );
+}
+
+/// `wait_group(1)` retires every group but the newest: the older product's accumulator may be
+/// read, the newer one's not yet.
+#[test]
+fn a_wait_leaving_groups_running_keeps_their_accumulators_off_limits() {
+    check::<(Ptr<f16>, PtrMut<f32>)>(|k, (src, out)| {
+        k.warps(4);
+        let g = k.global_view::<f16>(src, [64, 64]);
+        let a = k.shared_tensor::<f16>([64, 64]);
+        let bar = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            k.mbarrier().arrive_and_expect_tx(bar[0], a.nbytes());
+            k.tma().global_to_shared(&g, &a, [0, 0], bar[0]);
+        });
+        k.mbarrier().wait(bar[0], 0u32);
+        let older = k.register_tensor::<f32>([64, 64], 0.0);
+        let newer = k.register_tensor::<f32>([64, 64], 0.0);
+        k.wgmma().fence();
+        k.wgmma().mma(&a, &a.transpose(), &older);
+        k.wgmma().commit_group();
+        #[rustfmt::skip]
+        note(line!(), k.wgmma().mma(&a, &a.transpose(), &newer));
+        k.wgmma().commit_group();
+        k.wgmma().wait_group(1);
+        let o = k.global_view::<f32>(out, [64, 64]);
+        k.store_global(&o, &older, [0, 0]);
+        at(line!(), k.store_global(&o, &newer, [0, 0]));
+        k.wgmma().wait_group(0);
+    })
+    .fails_once_noting("is used while the wgmma at");
 }
