@@ -18,7 +18,11 @@ use tilus::prelude::*;
 
 /// The v3 kernel. Fields are compile-time hyperparameters: the block tile and the ring's depth.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
-#[tune(block_m, block_n = [(64, 128), (64, 256), (128, 128), (128, 256)])]
+// moving registers leaves every thread 128 at launch (two blocks per multiprocessor), which
+// the compiler needs for each instruction: a 256-column WGMMA's accumulator alone takes 128
+#[tune(block_m, block_n, register_split = [
+    (64, 128, 0), (64, 256, 0), (128, 128, 0), (128, 256, 0), (64, 128, 1), (128, 128, 1)
+])]
 #[tune(block_k = [32, 64])]
 #[tune(stages = [2, 3, 4])]
 #[tune(in_flight = [1])]
@@ -36,7 +40,18 @@ pub struct MatmulSpecialized {
     /// complete), or 0 (wait for each product before freeing its stage; `--set in_flight=0`
     /// measures what overlapping them buys).
     pub in_flight: i32,
+    /// 0: five warps (the consumer warp group and one producer warp), registers as the
+    /// compiler allots them. 1: a whole producer warp group (eight warps), room for two blocks
+    /// per multiprocessor, and registers moved with `set_max_registers`: the producers keep
+    /// [`PRODUCER_REGISTERS`], the consumers take the rest of the block's pool.
+    pub register_split: i32,
 }
+
+/// Registers per producer thread when v3 moves registers: enough to issue copies.
+pub const PRODUCER_REGISTERS: u32 = 40;
+
+/// Blocks per multiprocessor v3 leaves room for when it moves registers.
+const SPLIT_BLOCKS_PER_SM: u32 = 2;
 
 impl Default for MatmulSpecialized {
     /// A configuration that compiles (the autotuner chooses per problem).
@@ -47,6 +62,7 @@ impl Default for MatmulSpecialized {
             block_k: 64,
             stages: 3,
             in_flight: 1,
+            register_split: 0,
         }
     }
 }
@@ -62,7 +78,14 @@ impl Script for MatmulSpecialized {
         (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): Handles<Self::Args>,
     ) {
         k.blocks([cdiv(m_size, self.block_m), cdiv(n_size, self.block_n)]);
-        k.warps(5); // the consumer warp group, then the producer warp
+        let split = self.register_split != 0;
+        if split {
+            // the consumer warp group, then a producer warp group of which one thread works
+            k.warps(8);
+            k.min_blocks_per_sm(SPLIT_BLOCKS_PER_SM);
+        } else {
+            k.warps(5); // the consumer warp group, then the producer warp
+        }
 
         let offset_m = k.let_i32(self.block_m * k.block_idx().x);
         let offset_n = k.let_i32(self.block_n * k.block_idx().y);
@@ -77,7 +100,10 @@ impl Script for MatmulSpecialized {
         let empty = k.mbarrier().alloc_counts(&vec![128; stages]);
 
         // the producer: one thread of warp 4 issues every copy, as soon as its stage is empty
-        k.thread_group(128, 32, |k| {
+        k.thread_group(128, if split { 128 } else { 32 }, |k| {
+            if split {
+                k.set_max_registers(PRODUCER_REGISTERS);
+            }
             k.single_thread(|k| {
                 k.for_range(0, k_tiles, 1, |k, i| {
                     let stage = k.let_i32(i % self.stages);
@@ -98,6 +124,11 @@ impl Script for MatmulSpecialized {
         // freed. Unrolled by the ring's depth, each copy of the body sees its stage as a
         // constant.
         k.thread_group(0, 128, |k| {
+            if split {
+                // the block's pool (256 threads at the launch count) less the producers' part
+                let pool = 65536 / SPLIT_BLOCKS_PER_SM;
+                k.set_max_registers((pool / 128 - PRODUCER_REGISTERS) / 8 * 8);
+            }
             let acc = k.register_tensor::<f32>([self.block_m, self.block_n], 0.0);
             k.for_range_unrolled(0, k_tiles, 1, self.stages.max(1) as u32, |k, i| {
                 let stage = k.let_i32(i % self.stages);
