@@ -268,6 +268,11 @@ pub trait TileMath<T: Element>: IntoTile<T> + Sized {
     fn tanh(self) -> Tile<T> {
         unary(UnaryOp::Tanh, self.into_tile())
     }
+    /// The hyperbolic tangent through the hardware's approximation (`tanh.approx.f32`, one
+    /// instruction; relative error up to about 2^-11): fast math, asked for.
+    fn tanh_approx(self) -> Tile<T> {
+        unary(UnaryOp::TanhApprox, self.into_tile())
+    }
     /// Rounding to the nearest integer, ties to even.
     fn round(self) -> Tile<T> {
         unary(UnaryOp::Round, self.into_tile())

@@ -717,3 +717,22 @@ fn an_unrolled_loop_carries_its_pragma() {
         "{e}"
     );
 }
+
+/// The approximations a script asks for are the hardware's single instructions.
+#[test]
+fn fast_math_asked_for_is_the_hardwares_approximation() {
+    use crate::common::arith::{ArithCase, ArithTile};
+    let s = ArithTile {
+        rows: 16,
+        cols: 64,
+        warps: 4,
+        case: ArithCase::FastMath,
+    };
+    let src = tilus::emit(&s, &[]).unwrap();
+    assert!(src.contains("tanh.approx.f32 %0, %1;"), "{src}");
+    assert!(src.contains("tilus_tanh_approx(") && src.contains("__expf("));
+    assert!(
+        !src.contains("tanhf("),
+        "no accurate tanh where none was asked for"
+    );
+}

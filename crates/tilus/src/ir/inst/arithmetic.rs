@@ -35,6 +35,9 @@ pub enum UnaryOp {
     Square,
     /// `tanh(x)`.
     Tanh,
+    /// `tanh(x)` through the hardware's `tanh.approx.f32` (fast math, asked for: a relative
+    /// error up to about 2^-11, the precision of f16).
+    TanhApprox,
     /// Logical not of a boolean.
     Not,
 }
@@ -56,6 +59,7 @@ impl UnaryOp {
             UnaryOp::Round => "round",
             UnaryOp::Square => "square",
             UnaryOp::Tanh => "tanh",
+            UnaryOp::TanhApprox => "tanh_approx",
             UnaryOp::Not => "not",
         }
     }

@@ -56,6 +56,7 @@ pub enum Un {
     Sqrt,
     Log,
     Tanh,
+    TanhApprox,
     Round,
 }
 
@@ -170,6 +171,7 @@ fn un() -> impl Strategy<Value = Un> {
         Un::Sqrt,
         Un::Log,
         Un::Tanh,
+        Un::TanhApprox,
         Un::Round,
     ])
 }
@@ -338,6 +340,7 @@ fn tile<E: El>(r: &Replay, e: &Ex) -> Tile<E> {
                 Un::Sqrt => a.sqrt(),
                 Un::Log => a.log(),
                 Un::Tanh => a.tanh(),
+                Un::TanhApprox => a.tanh_approx(),
                 Un::Round => a.round(),
             }
         }
