@@ -1,6 +1,7 @@
 //! The tutorial series' tests, one module per concern and version: the generated CUDA
 //! (`codegen_v0`), the CPU interpreter against a CPU reference (`interp_v0`, `interp_v1`,
-//! `interp_memory`), every configuration of the autotuning spaces through NVRTC
+//! `interp_memory`), deliberately broken v3 pipelines and the faults the interpreter reports for
+//! them (`interp_v3_bugs`), every configuration of the autotuning spaces through NVRTC
 //! (`nvrtc_space`, `nvrtc_space_v1`, `nvrtc_memory`), the registry's entries (`registry`), the
 //! v0 main job's command line (`main_v0_args`), and the GPU (`gpu_v0`, `gpu_v1`, `gpu_memory`;
 //! `#[ignore = "needs a CUDA GPU"]`, run them on a GPU host with `--include-ignored`). The
@@ -19,6 +20,7 @@ mod gpu_v1;
 mod interp_memory;
 mod interp_v0;
 mod interp_v1;
+mod interp_v3_bugs;
 mod main_v0_args;
 mod nvrtc_memory;
 mod nvrtc_space;
