@@ -230,5 +230,6 @@ pub(crate) fn thread_group<'p>(task: &mut Task<'p>, s: &'p Stmt) -> Option<Task<
         env: task.env.clone(),
         state: State::Run,
         skip_converge: false,
+        yielded: false,
     })
 }

@@ -9,18 +9,21 @@
 //! - reading (or writing with ordinary stores) a tile an operation in flight writes is a read
 //!   before the wait that covers it;
 //! - writing a tile or register an operation in flight reads is an overwrite before its wait;
+//!   when other threads own the operation (a producer refilling a stage its consumers freed
+//!   before their wgmma on it completed), the fault says so and notes the arrivals those
+//!   threads made while it was unfinished (`arrived`), one of which freed the tile;
 //! - using a register an operation in flight writes (a wgmma accumulator) is a read before its
 //!   wait, except the next product accumulating into it;
 //! - the async proxy reading a tile written by ordinary stores that were not fenced is a
 //!   missing proxy fence;
 //! - a block that finishes while an operation may still read shared memory never waited.
 
-use super::state::{Block, Dirty, Fail, InFlight, Retire, Status, Touch, Work, R};
+use super::state::{threads_text, Block, Dirty, Fail, InFlight, Retire, Status, Touch, Work, R};
 use super::task::Task;
 use super::views::{self, Span};
 use crate::error::Fault;
 use crate::ir::facts::{Access, AsyncGroup, Completion, Effect, Facts, Memory, Ordering, Proxy};
-use crate::ir::Loc;
+use crate::ir::{BarrierArrayId, Loc};
 
 /// Whether two byte ranges share a byte.
 fn overlaps(a: (u64, u64), c: (u64, u64)) -> bool {
@@ -136,7 +139,39 @@ pub(crate) fn issue(
         retire,
         status: Status::Issued,
         work: Some(work),
+        arrivals: vec![],
     });
+}
+
+/// A task arrived on a barrier: remembered on the unfinished operations of its threads that
+/// read shared memory, for the hazard that follows if the arrival freed their operands early.
+pub(crate) fn arrived(
+    b: &mut Block<'_, '_>,
+    task: &Task<'_>,
+    (a, i): (BarrierArrayId, usize),
+    loc: Loc,
+) {
+    let name = b.bar_name(a, i);
+    for op in b.inflight.iter_mut() {
+        let reads_shared = op
+            .touches
+            .iter()
+            .any(|x| matches!(x.memory, Memory::Shared(_)) && x.access.reads());
+        if op.status == Status::Issued
+            && reads_shared
+            && owned_by(op, task)
+            && !op.arrivals.iter().any(|(l, _)| *l == loc)
+        {
+            op.arrivals.push((loc, name.clone()));
+        }
+    }
+}
+
+/// Whether some of an operation's threads are the task's.
+fn owned_by(op: &InFlight, task: &Task<'_>) -> bool {
+    op.threads
+        .iter()
+        .any(|t| task.threads.binary_search(t).is_ok())
 }
 
 /// The owners of a task's groups of a kind, each with its threads: warp groups for wgmma,
@@ -344,17 +379,7 @@ pub(crate) fn check(
                             })
                     });
                     if let Some(op) = reader {
-                        return Err(Fail::new(
-                            Fault::OverwriteBeforeWait,
-                            loc,
-                            format!(
-                                "{inst} overwrites shared tensor `{me}` while {} that reads it is unfinished: {} \
-                                 (and let the producer know) before reusing the tile",
-                                op.label,
-                                how_to_wait(b, op)
-                            ),
-                        )
-                        .note(op.loc, format!("the {} was issued here", short(op.inst))));
+                        return Err(overwrite(b, task, op, inst, &me, loc));
                     }
                 }
                 if e.proxy == Proxy::Async && e.access.reads() {
@@ -429,6 +454,46 @@ pub(crate) fn check(
         }
     }
     Ok(())
+}
+
+/// `inst`, run by `task`, overwrites tile `me` that the unfinished `op` reads. When other
+/// threads own `op` (consumers that freed the stage a producer refills), the fault says so and
+/// notes their arrivals since they issued it: one of them freed the tile too early.
+fn overwrite(
+    b: &Block<'_, '_>,
+    task: &Task<'_>,
+    op: &InFlight,
+    inst: &str,
+    me: &str,
+    loc: Loc,
+) -> Fail {
+    let head = format!(
+        "{inst} overwrites shared tensor `{me}` while {} that reads it is unfinished",
+        op.label
+    );
+    let issued = format!("the {} was issued here", short(op.inst));
+    if op.threads.is_empty() || owned_by(op, task) {
+        let message = format!(
+            "{head}: {} (and let the producer know) before reusing the tile",
+            how_to_wait(b, op)
+        );
+        return Fail::new(Fault::OverwriteBeforeWait, loc, message).note(op.loc, issued);
+    }
+    let owners = threads_text(&op.threads);
+    let message = format!(
+        "{head}: {owners} issued it and must {} before they let other threads reuse the tile \
+         (before arriving on the barrier that frees it)",
+        how_to_wait(b, op)
+    );
+    let mut f = Fail::new(Fault::OverwriteBeforeWait, loc, message).note(op.loc, issued);
+    for (at, bar) in &op.arrivals {
+        let what = format!(
+            "{owners} arrived on barrier `{bar}` here while the {} was unfinished",
+            short(op.inst)
+        );
+        f = f.note(*at, what);
+    }
+    f
 }
 
 /// `wgmma.mma` → `wgmma`: how notes name an operation.

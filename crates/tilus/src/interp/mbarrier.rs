@@ -25,18 +25,20 @@ pub(crate) fn exec(
         }
         MbarrierInst::Arrive { bar, count } => {
             let (a, idx) = resolve(b, task, bar, i.name(), loc)?;
+            let before = b.bar_phases(a, idx);
             for _ in &task.threads {
                 arrive_times(b, a, idx, *count, loc)?;
             }
-            Ok(Step::Next)
+            Ok(arrived(b, task, (a, idx), before, loc))
         }
         MbarrierInst::ArriveExpectTx { bar, bytes } => {
             let (a, idx) = resolve(b, task, bar, i.name(), loc)?;
             let n = value(b, task, bytes, loc)?;
+            let before = b.bar_phases(a, idx);
             for _ in &task.threads {
                 arrive(b, a, idx, n, loc)?;
             }
-            Ok(Step::Next)
+            Ok(arrived(b, task, (a, idx), before, loc))
         }
         MbarrierInst::Wait { bar, phase } => {
             let (a, idx) = resolve(b, task, bar, i.name(), loc)?;
@@ -52,6 +54,25 @@ pub(crate) fn exec(
                 }))
             }
         }
+    }
+}
+
+/// After a task's arrivals on a barrier that had completed `before` phases: the arrival is
+/// remembered on the task's unfinished operations (it may be what lets other threads reuse
+/// their operands), and the task yields when it completed a phase, so that the waiters it
+/// releases run before it goes on to, say, the `wait_group` it should have run first.
+fn arrived(
+    b: &mut Block<'_, '_>,
+    task: &Task<'_>,
+    (a, idx): (BarrierArrayId, usize),
+    before: u64,
+    loc: Loc,
+) -> Step {
+    hazards::arrived(b, task, (a, idx), loc);
+    if b.bar_phases(a, idx) != before {
+        Step::Yield
+    } else {
+        Step::Next
     }
 }
 

@@ -46,7 +46,9 @@
 //!   specialization); tasks switch at blocking points (`mbarrier.wait`, `sync`) and merge when
 //!   they meet again. A task's threads share their scalar variables, so the condition of an
 //!   `if` or a `while` has one value per task: the task runs one branch, or one more
-//!   iteration, as a whole.
+//!   iteration, as a whole. A task whose arrival completes a barrier phase lets the tasks it
+//!   wakes run before it goes on, so that a stage freed too early is refilled while what
+//!   still reads it is in flight.
 //! - **Shared memory** is one byte array of `program.smem_bytes` bytes: tiles live at their
 //!   planned offsets through [`crate::layout::SharedLayout`]'s swizzle, barriers keep their state
 //!   in their 8 planned bytes. Nothing written reads as NaN.
@@ -66,7 +68,9 @@
 //! [`crate::Error::Interp`] with a [`Fault`] and diagnostics at the user's file:line: deadlocks
 //! (who waits for which barrier and phase), transaction counts that can never be met or are
 //! exceeded, reads of a TMA destination before the wait that covers the copy, wgmma
-//! accumulators used and wgmma operands overwritten before their wait, live shared
+//! accumulators used and wgmma operands overwritten before their wait (by the threads that
+//! issued the product, or by a producer whose consumers freed the stage too early: the notes
+//! name the product and the consumers' arrivals since they issued it), live shared
 //! buffers that overlap, out-of-bounds global accesses, warps that reach a warp-collective
 //! instruction divided, and `while` loops that never end.
 

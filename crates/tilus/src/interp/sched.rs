@@ -9,10 +9,14 @@
 //! the same variables.
 //!
 //! The order is chosen to expose asynchronous bugs: a task that is only part of its group (a
-//! fragment, e.g. the threads that skipped a `single_thread`) runs last, and TMA copies land
-//! only when no task can make progress otherwise, oldest first. So a read that does not wait
-//! for its copy sees the copy still in flight, and a wait that cannot complete is a deadlock
-//! with nothing left to run.
+//! fragment, e.g. the threads that skipped a `single_thread`) runs last, TMA copies land only
+//! when no task can make progress otherwise, oldest first, and a task whose arrival completes
+//! a barrier phase that wakes other tasks lets them run before it goes on. So a read that does
+//! not wait for its copy sees the copy still in flight, a wait that cannot complete is a
+//! deadlock with nothing left to run, and threads that free a stage before their wgmma on it
+//! completes (an arrival on the *empty* barrier before the `wait_group`) see the producer
+//! refill it while the product is still in flight: whatever the consumers do next, the
+//! producer's copy is issued before their `wait_group` runs.
 
 use super::state::{eval, threads_text, Block, Fail, R};
 use super::task::{Frame, FrameKind, State, Step, Task};
@@ -42,13 +46,23 @@ pub(crate) fn run_block<'p>(b: &mut Block<'_, 'p>) -> R<()> {
         env,
         state: State::Run,
         skip_converge: false,
+        yielded: false,
     }];
     loop {
         wake(b, &mut tasks);
         merge(&mut tasks);
         b.stats.max_tasks = b.stats.max_tasks.max(tasks.len());
-        if let Some(i) = tasks.iter().position(|t| matches!(t.state, State::Run)) {
-            if let Some(child) = run_task(b, &mut tasks[i])? {
+        if let Some(i) = next_task(&tasks) {
+            tasks[i].yielded = false;
+            let child = loop {
+                let child = run_task(b, &mut tasks[i])?;
+                // an arrival that woke nobody hands nothing over: the task goes on
+                if !tasks[i].yielded || wake(b, &mut tasks) {
+                    break child;
+                }
+                tasks[i].yielded = false;
+            };
+            if let Some(child) = child {
                 // The group's threads run first: they usually issue the asynchronous work the
                 // others will wait for.
                 tasks.insert(i, child);
@@ -83,9 +97,19 @@ pub(crate) fn run_block<'p>(b: &mut Block<'_, 'p>) -> R<()> {
     }
 }
 
+/// The task to run next: the first that can, passing over one that yielded while another can.
+fn next_task(tasks: &[Task<'_>]) -> Option<usize> {
+    let can_run = |t: &Task<'_>| matches!(t.state, State::Run);
+    tasks
+        .iter()
+        .position(|t| can_run(t) && !t.yielded)
+        .or_else(|| tasks.iter().position(can_run))
+}
+
 /// Wakes waiters whose barrier phase completed and releases a block barrier that every thread
-/// reached.
-fn wake(b: &Block<'_, '_>, tasks: &mut [Task<'_>]) {
+/// reached; whether any task woke.
+fn wake(b: &Block<'_, '_>, tasks: &mut [Task<'_>]) -> bool {
+    let mut woke = false;
     for t in tasks.iter_mut() {
         if let State::Barrier {
             array,
@@ -97,6 +121,7 @@ fn wake(b: &Block<'_, '_>, tasks: &mut [Task<'_>]) {
             if barrier::phase_completed(b, array, index, parity) {
                 t.state = State::Run;
                 advance(t);
+                woke = true;
             }
         }
     }
@@ -110,9 +135,11 @@ fn wake(b: &Block<'_, '_>, tasks: &mut [Task<'_>]) {
             if let State::Sync { .. } = t.state {
                 t.state = State::Run;
                 advance(t);
+                woke = true;
             }
         }
     }
+    woke
 }
 
 fn advance(t: &mut Task<'_>) {
@@ -197,6 +224,11 @@ fn run_task<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>) -> R<Option<Task<'p>
             Step::Next => advance(task),
             Step::Wait(state) => {
                 task.state = state;
+                return Ok(None);
+            }
+            Step::Yield => {
+                advance(task);
+                task.yielded = true;
                 return Ok(None);
             }
         }
@@ -328,7 +360,7 @@ fn exec_inst<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>, i: &'p Inst, s: &'p
         // registers hold values in the interpreter whatever their number: nothing to run
         Inst::Registers(_) => Step::Next,
     };
-    if let Step::Next = step {
+    if let Step::Next | Step::Yield = step {
         hazards::after(b, task, facts, i.name(), loc)?;
     }
     Ok(step)

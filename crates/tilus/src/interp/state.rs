@@ -492,6 +492,9 @@ pub(crate) struct InFlight {
     pub status: Status,
     /// What completing it does (taken when it completes).
     pub work: Option<Box<dyn Work>>,
+    /// Arrivals its threads made while it was unfinished (where, on which barrier): one of them
+    /// may be what let other threads reuse its operands, so a hazard on them notes each.
+    pub arrivals: Vec<(Loc, String)>,
 }
 
 /// Bytes of a shared tile (the tile's, or one stage's) written by ordinary stores that the

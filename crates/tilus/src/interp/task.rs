@@ -90,6 +90,8 @@ pub(crate) struct Task<'p> {
     /// Run the next statement even if the task is only part of its group (it already waited
     /// for the rest there).
     pub skip_converge: bool,
+    /// It completed a barrier phase that woke other tasks and lets them run first (`sched.rs`).
+    pub yielded: bool,
 }
 
 impl<'p> Task<'p> {
@@ -137,6 +139,9 @@ pub(crate) enum Step {
     Next,
     /// Block (the statement is retried or completed by the scheduler).
     Wait(State),
+    /// Go on with the next statement, after the tasks this one woke (an arrival that completed
+    /// a barrier phase) have run.
+    Yield,
 }
 
 /// Evaluates a scalar expression in a task, or fails at `loc`.

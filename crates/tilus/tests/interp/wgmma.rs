@@ -308,3 +308,117 @@ fn refilling_the_stage_a_wgmma_reads_is_an_overwrite_before_wait() {
     );
     assert_noted(&d, "mma");
 }
+
+// ------------------------------------------------------------------------------------------
+// Warp specialization: a producer thread refills the stages the consumer warp group frees.
+// Freeing a stage before the wgmma that reads it completes is caught whatever the consumers
+// do next: the arrival that completes the phase lets the producer run before they go on, so
+// its copy meets the product still in flight, even when their very next call would retire it.
+// ------------------------------------------------------------------------------------------
+
+/// [`StagedMatmul`]'s product, warp-specialized: thread 128 (warp 4) copies step `t` into stage
+/// `t % 2` once the stage is empty; warp group 0 multiplies it once it is full, waits for the
+/// product, then frees the stage (128 arrivals). Marked calls: `refill`, `mma`, `release`.
+#[derive(Clone, Debug, Hash)]
+struct SpecializedMatmul {
+    k_tiles: i32,
+    /// Planted bug: free the stage between `commit_group` and `wait_group(0)`.
+    release_before_wait: bool,
+}
+
+impl Script for SpecializedMatmul {
+    type Args = (Ptr<f16>, Ptr<f16>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (a, b, c): Handles<Self::Args>) {
+        let (mn, bk, tiles) = (StagedMatmul::MN, StagedMatmul::BK, self.k_tiles);
+        k.blocks([1]);
+        k.warps(5);
+        let ga = k.global_view::<f16>(a, [mn, bk * tiles]);
+        let gb = k.global_view::<f16>(b, [mn, bk * tiles]);
+        let sa = k.shared_tensor::<f16>([2, mn, bk]);
+        let sb = k.shared_tensor::<f16>([2, mn, bk]);
+        let full = k.mbarrier().alloc([1, 1]);
+        let empty = k.mbarrier().alloc([128, 128]);
+        k.single_warp(4, |k| {
+            k.single_thread(|k| {
+                k.for_range(0, tiles, 1, |k, t| {
+                    let s = k.name_next("stage").let_i32(t % 2);
+                    k.mbarrier().wait(empty.at(s), (t / 2 + 1) % 2);
+                    let (sa, sb, bar) = (sa.at(s), sb.at(s), full.at(s));
+                    k.mbarrier()
+                        .arrive_and_expect_tx(bar, sa.nbytes() + sb.nbytes());
+                    let off = k.let_i32(t * bk);
+                    #[rustfmt::skip]
+                    mark("refill", line!(), k.tma().global_to_shared(&ga, &sa, [Val::constant(0), off], bar));
+                    k.tma()
+                        .global_to_shared(&gb, &sb, [Val::constant(0), off], bar);
+                });
+            });
+        });
+        k.warp_group(0, |k| {
+            let acc = k.register_tensor::<f32>([mn, mn], 0.0);
+            k.for_range(0, tiles, 1, |k, t| {
+                let s = k.name_next("stage").let_i32(t % 2);
+                k.mbarrier().wait(full.at(s), t / 2 % 2);
+                k.wgmma().fence();
+                #[rustfmt::skip]
+                mark("mma", line!(), k.wgmma().mma(&sa.at(s), &sb.at(s).transpose(), &acc));
+                k.wgmma().commit_group();
+                if self.release_before_wait {
+                    #[rustfmt::skip]
+                    mark("release", line!(), k.mbarrier().arrive(empty.at(s)));
+                    k.wgmma().wait_group(0);
+                } else {
+                    k.wgmma().wait_group(0);
+                    k.mbarrier().arrive(empty.at(s));
+                }
+            });
+            let gc = k.global_view::<f32>(c, [mn, mn]);
+            k.store_global(&gc, &acc, [0, 0]);
+        });
+    }
+}
+
+#[test]
+fn a_warp_specialized_wgmma_pipeline_is_exact() {
+    let seed = crate::common::inputs::fresh_seed();
+    for k_tiles in [1, 2, 5] {
+        let (a, b) = StagedMatmul::inputs(k_tiles, seed + k_tiles as u64);
+        let mut c = vec![f32::NAN; 64 * 64];
+        let script = SpecializedMatmul {
+            k_tiles,
+            release_before_wait: false,
+        };
+        run(&script, (&a[..], &b[..], &mut c[..]))
+            .unwrap_or_else(|e| panic!("{k_tiles} K steps: {e}"));
+        let want = StagedMatmul::expected(&a, &b, k_tiles);
+        assert_eq!(c, want, "{k_tiles} K steps");
+    }
+}
+
+#[test]
+fn freeing_a_stage_before_its_wgmma_completes_lets_the_producer_overwrite_it() {
+    let (a, b) = StagedMatmul::inputs(4, 12);
+    let mut c = vec![f32::NAN; 64 * 64];
+    let script = SpecializedMatmul {
+        k_tiles: 4,
+        release_before_wait: true,
+    };
+    let d = expect_fault(
+        run(&script, (&a[..], &b[..], &mut c[..])),
+        Fault::OverwriteBeforeWait,
+        "refill",
+        &[
+            "tma.global_to_shared overwrites shared tensor `s0[0]` while a wgmma that reads it \
+             is unfinished",
+            "threads 0-127 issued it and must wgmma.wait_group",
+        ],
+    );
+    assert_noted(&d, "mma");
+    assert_noted(&d, "release");
+    assert!(
+        d.iter().any(|x| x
+            .message
+            .contains("arrived on barrier `bar1[0]` here while the wgmma was unfinished")),
+        "{d:#?}"
+    );
+}
