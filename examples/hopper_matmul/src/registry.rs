@@ -157,6 +157,11 @@ impl SeriesMatmul for crate::v3::MatmulSpecialized {
     const TUNED_IN_BENCH: bool = true;
 }
 
+impl SeriesMatmul for crate::v5::MatmulCooperative {
+    const VERSION: &'static str = "v5";
+    const TUNED_IN_BENCH: bool = true;
+}
+
 fn fixed_version<S: SeriesMatmul>(
     settings: &Settings,
     device: &Device,
@@ -312,6 +317,10 @@ pub fn entries() -> Vec<Entry> {
         matmul_entry::<crate::v3::MatmulSpecialized>(
             "hopper_matmul_v3",
             "v3: a producer warp fills the ring, a consumer warp group multiplies",
+        ),
+        matmul_entry::<crate::v5::MatmulCooperative>(
+            "hopper_matmul_v5",
+            "v5: two consumer warp groups share each stage's B tile, registers moved to them",
         ),
         epilogue_entry::<Identity>(
             "matmul_epilogue_identity",

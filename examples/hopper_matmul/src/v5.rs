@@ -1,0 +1,144 @@
+//! v5: two consumer warp groups. The block tile is split by rows between warp group 0
+//! (threads 0-127) and warp group 1 (threads 128-255), each with its own
+//! `[block_m / 2, block_n]` accumulator, reading its own half of A and the whole B tile of a
+//! stage; a producer after them fills the ring with three TMA copies per stage (A's two halves
+//! and B). The empty barrier of a stage counts both warp groups' 256 arrivals. Twice the work
+//! per stage for the same copies of B, and two warp groups to keep the tensor cores busy.
+//!
+//! `C = A · Bᵀ` with A `[M, K]`, B `[N, K]` (both K-major), C `[M, N]`; f16 in, f32
+//! accumulation, f16 out. Phases as in v3: the consumers wait on `full` for phase
+//! `(i / stages) % 2`, the producer on `empty` for `(i / stages + 1) % 2`; each consumer warp
+//! group keeps one product in flight and frees the previous step's stage.
+//!
+//! With `register_split = 1` the producer is a whole warp group (twelve warps), which keeps
+//! [`PRODUCER_REGISTERS`] per thread and leaves the consumers [`CONSUMER_REGISTERS`]; with 0 it
+//! is one warp (nine warps) and the compiler allots registers evenly.
+
+use tilus::prelude::*;
+
+/// The v5 kernel. Fields are compile-time hyperparameters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
+#[tune(block_m, block_n = [(128, 128), (128, 256), (256, 128)])]
+#[tune(block_k = [64])]
+#[tune(stages = [3, 4])]
+#[tune(register_split = [0, 1])]
+pub struct MatmulCooperative {
+    /// Rows of C per block: two warp groups of `block_m / 2` rows each (a multiple of 128).
+    pub block_m: i32,
+    /// Columns of C per block (one WGMMA covers up to 256).
+    pub block_n: i32,
+    /// Depth of one K step (64 halves: 128-byte rows, the 128-byte swizzle).
+    pub block_k: i32,
+    /// Tiles in the ring.
+    pub stages: i32,
+    /// 1: move registers from a producer warp group to the consumers; 0: a producer warp.
+    pub register_split: i32,
+}
+
+/// Registers per producer thread when v5 moves registers.
+pub const PRODUCER_REGISTERS: u32 = 40;
+
+/// Registers per consumer thread when v5 moves registers: the rest of the pool of 384
+/// threads at 168 (65536 / 384 in units of 8), `(3 · 168 - 40) / 2`.
+pub const CONSUMER_REGISTERS: u32 = 232;
+
+impl Default for MatmulCooperative {
+    /// A configuration that compiles (the autotuner chooses per problem).
+    fn default() -> Self {
+        MatmulCooperative {
+            block_m: 128,
+            block_n: 256,
+            block_k: 64,
+            stages: 4,
+            register_split: 1,
+        }
+    }
+}
+
+#[tilus::script]
+impl Script for MatmulCooperative {
+    // m_size: runtime; n_size, k_size: compile-time constants (a new value specializes).
+    type Args = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f16>);
+
+    fn body(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): Handles<Self::Args>,
+    ) {
+        k.blocks([cdiv(m_size, self.block_m), cdiv(n_size, self.block_n)]);
+        let split = self.register_split != 0;
+        // two consumer warp groups, then the producer: a warp group or a warp
+        k.warps(if split { 12 } else { 9 });
+        let half_m = self.block_m / 2;
+
+        let offset_m = k.let_i32(self.block_m * k.block_idx().x);
+        let offset_n = k.let_i32(self.block_n * k.block_idx().y);
+        let k_tiles = k.let_i32(cdiv(k_size, self.block_k));
+
+        let ga = k.global_view::<f16>(a_ptr, [m_size, k_size]);
+        let gb = k.global_view::<f16>(b_ptr, [n_size, k_size]);
+        // A's two halves, one per consumer warp group, and the B tile they share
+        let sa = [
+            k.shared_tensor::<f16>([self.stages, half_m, self.block_k]),
+            k.shared_tensor::<f16>([self.stages, half_m, self.block_k]),
+        ];
+        let sb = k.shared_tensor::<f16>([self.stages, self.block_n, self.block_k]);
+        let stages = self.stages.max(0) as usize;
+        let full = k.mbarrier().alloc_counts(&vec![1; stages]);
+        let empty = k.mbarrier().alloc_counts(&vec![256; stages]);
+
+        // the producer: one thread issues the three copies of a stage once it is empty
+        k.thread_group(256, if split { 128 } else { 32 }, |k| {
+            if split {
+                k.set_max_registers(PRODUCER_REGISTERS);
+            }
+            k.single_thread(|k| {
+                k.for_range(0, k_tiles, 1, |k, i| {
+                    let stage = k.let_i32(i % self.stages);
+                    let free = k.let_i32((i / self.stages + 1) % 2);
+                    k.mbarrier().wait(empty.at(stage), free);
+                    let (a0, a1, b) = (sa[0].at(stage), sa[1].at(stage), sb.at(stage));
+                    let bar = full.at(stage);
+                    k.mbarrier()
+                        .arrive_and_expect_tx(bar, a0.nbytes() + a1.nbytes() + b.nbytes());
+                    let offset_k = k.let_i32(i * self.block_k);
+                    k.tma()
+                        .global_to_shared(&ga, &a0, [offset_m, offset_k], bar);
+                    let offset_m1 = k.let_i32(offset_m + half_m);
+                    k.tma()
+                        .global_to_shared(&ga, &a1, [offset_m1, offset_k], bar);
+                    k.tma().global_to_shared(&gb, &b, [offset_n, offset_k], bar);
+                });
+            });
+        });
+
+        // the consumers: warp group g multiplies its half of A by B, one product in flight
+        for (g, sa_g) in sa.iter().enumerate() {
+            k.thread_group(128 * g as u32, 128, |k| {
+                if split {
+                    k.set_max_registers(CONSUMER_REGISTERS);
+                }
+                let acc = k.register_tensor::<f32>([half_m, self.block_n], 0.0);
+                k.for_range_unrolled(0, k_tiles, 1, self.stages.max(1) as u32, |k, i| {
+                    let stage = k.let_i32(i % self.stages);
+                    let phase = k.let_i32(i / self.stages % 2);
+                    k.mbarrier().wait(full.at(stage), phase);
+                    k.wgmma().fence();
+                    k.wgmma()
+                        .mma(&sa_g.at(stage), &sb.at(stage).transpose(), &acc);
+                    k.wgmma().commit_group();
+                    k.wgmma().wait_group(1);
+                    k.if_(i.gt(0), |k| {
+                        let previous = k.let_i32((i + self.stages - 1) % self.stages);
+                        k.mbarrier().arrive(empty.at(previous));
+                    });
+                });
+                k.wgmma().wait_group(0);
+                let casted_acc = k.cast::<f16>(&acc);
+                let gc = k.global_view::<f16>(c_ptr, [m_size, n_size]);
+                let rows = k.let_i32(offset_m + half_m * g as i32);
+                k.store_global(&gc, &casted_acc, [rows, offset_n]);
+            });
+        }
+    }
+}
