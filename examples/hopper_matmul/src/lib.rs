@@ -26,6 +26,7 @@ pub mod v0;
 pub mod v1;
 pub mod v2;
 pub mod v3;
+pub mod v4;
 pub mod v5;
 pub mod vector_add;
 pub mod workload;

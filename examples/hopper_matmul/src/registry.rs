@@ -157,6 +157,11 @@ impl SeriesMatmul for crate::v3::MatmulSpecialized {
     const TUNED_IN_BENCH: bool = true;
 }
 
+impl SeriesMatmul for crate::v4::MatmulPipelined {
+    const VERSION: &'static str = "v4";
+    const TUNED_IN_BENCH: bool = true;
+}
+
 impl SeriesMatmul for crate::v5::MatmulCooperative {
     const VERSION: &'static str = "v5";
     const TUNED_IN_BENCH: bool = true;
@@ -317,6 +322,10 @@ pub fn entries() -> Vec<Entry> {
         matmul_entry::<crate::v3::MatmulSpecialized>(
             "hopper_matmul_v3",
             "v3: a producer warp fills the ring, a consumer warp group multiplies",
+        ),
+        matmul_entry::<crate::v4::MatmulPipelined>(
+            "hopper_matmul_v4",
+            "v4: v3 on the library's Pipeline, one WGMMA in flight, tiles in grouped order",
         ),
         matmul_entry::<crate::v5::MatmulCooperative>(
             "hopper_matmul_v5",

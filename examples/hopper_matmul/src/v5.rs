@@ -6,9 +6,8 @@
 //! per stage for the same copies of B, and two warp groups to keep the tensor cores busy.
 //!
 //! `C = A · Bᵀ` with A `[M, K]`, B `[N, K]` (both K-major), C `[M, N]`; f16 in, f32
-//! accumulation, f16 out. Phases as in v3: the consumers wait on `full` for phase
-//! `(i / stages) % 2`, the producer on `empty` for `(i / stages + 1) % 2`; each consumer warp
-//! group keeps one product in flight and frees the previous step's stage.
+//! accumulation, f16 out. The ring is v4's [`Pipeline`], the grid v4's grouped order; each
+//! consumer warp group keeps one product in flight and frees the previous step's stage.
 //!
 //! With `register_split = 1` the producer is a whole warp group (twelve warps), which keeps
 //! [`PRODUCER_REGISTERS`] per thread and leaves the consumers [`CONSUMER_REGISTERS`]; with 0 it
@@ -22,6 +21,7 @@ use tilus::prelude::*;
 #[tune(block_k = [64])]
 #[tune(stages = [3, 4])]
 #[tune(register_split = [0, 1])]
+#[tune(group_m = [1, 8])]
 pub struct MatmulCooperative {
     /// Rows of C per block: two warp groups of `block_m / 2` rows each (a multiple of 128).
     pub block_m: i32,
@@ -33,6 +33,9 @@ pub struct MatmulCooperative {
     pub stages: i32,
     /// 1: move registers from a producer warp group to the consumers; 0: a producer warp.
     pub register_split: i32,
+    /// Tile rows per group of the 1-D grid's order (1: row by row; see
+    /// [`Kernel::grouped_tile`]).
+    pub group_m: i32,
 }
 
 /// Registers per producer thread when v5 moves registers.
@@ -51,6 +54,7 @@ impl Default for MatmulCooperative {
             block_k: 64,
             stages: 4,
             register_split: 1,
+            group_m: 8,
         }
     }
 }
@@ -65,14 +69,17 @@ impl Script for MatmulCooperative {
         k: &mut Kernel,
         (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): Handles<Self::Args>,
     ) {
-        k.blocks([cdiv(m_size, self.block_m), cdiv(n_size, self.block_n)]);
+        k.blocks([cdiv(m_size, self.block_m) * cdiv(n_size, self.block_n)]);
         let split = self.register_split != 0;
         // two consumer warp groups, then the producer: a warp group or a warp
         k.warps(if split { 12 } else { 9 });
         let half_m = self.block_m / 2;
 
-        let offset_m = k.let_i32(self.block_m * k.block_idx().x);
-        let offset_n = k.let_i32(self.block_n * k.block_idx().y);
+        let tiles_m = k.let_i32(cdiv(m_size, self.block_m));
+        let tiles_n = cdiv(n_size, self.block_n);
+        let (tile_m, tile_n) = k.grouped_tile(k.block_idx().x, tiles_m, tiles_n, self.group_m);
+        let offset_m = k.let_i32(tile_m * self.block_m);
+        let offset_n = k.let_i32(tile_n * self.block_n);
         let k_tiles = k.let_i32(cdiv(k_size, self.block_k));
 
         let ga = k.global_view::<f16>(a_ptr, [m_size, k_size]);
@@ -83,9 +90,10 @@ impl Script for MatmulCooperative {
             k.shared_tensor::<f16>([self.stages, half_m, self.block_k]),
         ];
         let sb = k.shared_tensor::<f16>([self.stages, self.block_n, self.block_k]);
-        let stages = self.stages.max(0) as usize;
-        let full = k.mbarrier().alloc_counts(&vec![1; stages]);
-        let empty = k.mbarrier().alloc_counts(&vec![256; stages]);
+        // both consumer warp groups release each stage: 256 arrivals
+        let pipe = Pipeline::new(k, self.stages.max(1) as u32, 256);
+        let stage_bytes =
+            2 * sa[0].at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
 
         // the producer: one thread issues the three copies of a stage once it is empty
         k.thread_group(256, if split { 128 } else { 32 }, |k| {
@@ -94,13 +102,10 @@ impl Script for MatmulCooperative {
             }
             k.single_thread(|k| {
                 k.for_range(0, k_tiles, 1, |k, i| {
-                    let stage = k.let_i32(i % self.stages);
-                    let free = k.let_i32((i / self.stages + 1) % 2);
-                    k.mbarrier().wait(empty.at(stage), free);
+                    let slot = pipe.producer_acquire(k, i, stage_bytes);
+                    let stage = slot.stage();
                     let (a0, a1, b) = (sa[0].at(stage), sa[1].at(stage), sb.at(stage));
-                    let bar = full.at(stage);
-                    k.mbarrier()
-                        .arrive_and_expect_tx(bar, a0.nbytes() + a1.nbytes() + b.nbytes());
+                    let bar = slot.barrier();
                     let offset_k = k.let_i32(i * self.block_k);
                     k.tma()
                         .global_to_shared(&ga, &a0, [offset_m, offset_k], bar);
@@ -120,18 +125,16 @@ impl Script for MatmulCooperative {
                 }
                 let acc = k.register_tensor::<f32>([half_m, self.block_n], 0.0);
                 k.for_range_unrolled(0, k_tiles, 1, self.stages.max(1) as u32, |k, i| {
-                    let stage = k.let_i32(i % self.stages);
-                    let phase = k.let_i32(i / self.stages % 2);
-                    k.mbarrier().wait(full.at(stage), phase);
+                    let slot = pipe.consumer_acquire(k, i);
+                    let stage = slot.stage();
                     k.wgmma().fence();
                     k.wgmma()
                         .mma(&sa_g.at(stage), &sb.at(stage).transpose(), &acc);
                     k.wgmma().commit_group();
                     k.wgmma().wait_group(1);
-                    k.if_(i.gt(0), |k| {
-                        let previous = k.let_i32((i + self.stages - 1) % self.stages);
-                        k.mbarrier().arrive(empty.at(previous));
-                    });
+                    // this step's stage is freed by the next step, once its product is done
+                    drop(slot);
+                    pipe.consumer_release_step(k, i - 1);
                 });
                 k.wgmma().wait_group(0);
                 let casted_acc = k.cast::<f16>(&acc);

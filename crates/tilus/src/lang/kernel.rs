@@ -524,7 +524,7 @@ impl Kernel {
     }
 
     /// Runs the body in a block of its own, returning its statements.
-    fn nested(&mut self, body: impl FnOnce(&mut Kernel)) -> Vec<Stmt> {
+    pub(crate) fn nested(&mut self, body: impl FnOnce(&mut Kernel)) -> Vec<Stmt> {
         self.blocks.push(vec![]);
         body(self);
         self.blocks.pop().unwrap_or_default()

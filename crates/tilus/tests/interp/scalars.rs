@@ -103,3 +103,36 @@ fn unary_minus_negates_float_and_integer_scalars() {
     // 0 + -0.0 is +0.0 in the tile sum, so the negative zero shows as a plain zero there
     assert_eq!(out, [-1.75, 0.0, -9.0, -18.0]);
 }
+
+/// `grouped_tile` visits every tile once, `group` tile rows at a time column by column, the
+/// last group as high as the rows left (here 7 rows in groups of 3: 3, 3, 1).
+#[test]
+fn grouped_tiles_cover_the_grid_once_in_super_tile_order() {
+    let (tm, tn, group) = (7usize, 5usize, 3);
+    let mut out = vec![-1i32; tm * tn * 2];
+    interpret::<(i32, i32, PtrMut<i32>)>(
+        |k, (tm, tn, out)| {
+            k.blocks([tm * tn]);
+            k.warps(1);
+            let (row, col) = k.grouped_tile(k.block_idx().x, tm, tn, 3);
+            let g = k.global_view::<i32>(out, [tm * tn * 2]);
+            let b = k.let_i32(k.block_idx().x);
+            k.single_thread(|k| {
+                k.atomic_exchange_scalar(&g, [b * 2], row);
+                k.atomic_exchange_scalar(&g, [b * 2 + 1], col);
+            });
+        },
+        (tm as i32, tn as i32, &mut out[..]),
+    )
+    .unwrap();
+    let mut want = vec![];
+    for first in (0..tm).step_by(group) {
+        let h = group.min(tm - first);
+        for c in 0..tn {
+            for r in first..first + h {
+                want.extend([r as i32, c as i32]);
+            }
+        }
+    }
+    assert_eq!(out, want);
+}

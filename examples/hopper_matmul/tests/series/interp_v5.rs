@@ -1,5 +1,5 @@
 //! v5 (two consumer warp groups) on the CPU interpreter against the f64 CPU reference: with
-//! and without registers moved to the consumers, at shapes that are multiples of the tile and
+//! and without registers moved to the consumers, tiles in row order and in groups, at shapes that are multiples of the tile and
 //! shapes that are not, the ring wrapping several times.
 
 use half::f16;
@@ -21,16 +21,18 @@ fn check(config: &MatmulCooperative, (m, n, k): (usize, usize, usize), seed: u64
     assert!(check.rel_err < 1e-3, "{check:?}");
 }
 
-/// v5 with 128 × 128 tiles and three stages, both register splits.
+/// v5 with 128 × 128 tiles and three stages, both register splits, tiles row by row and in
+/// groups of two tile rows.
 pub fn forms() -> Vec<MatmulCooperative> {
-    [0, 1]
+    [(0, 2), (1, 1)]
         .into_iter()
-        .map(|register_split| MatmulCooperative {
+        .map(|(register_split, group_m)| MatmulCooperative {
             block_m: 128,
             block_n: 128,
             block_k: 64,
             stages: 3,
             register_split,
+            group_m,
         })
         .collect()
 }
@@ -41,5 +43,7 @@ fn both_forms_are_exact_at_multiples_and_ragged_shapes() {
     for (i, config) in forms().iter().enumerate() {
         check(config, (128, 128, 448), 30 + i as u64);
         check(config, (200, 72, 136), 40 + i as u64);
+        // three tile rows and two columns: a group of two rows, then one of one
+        check(config, (300, 200, 128), 50 + i as u64);
     }
 }

@@ -200,3 +200,28 @@ fn barrier_index_out_of_range_with_brackets() {
     })
     .fails_once("barrier index 2 or higher is out of range");
 }
+
+/// `Pipeline`'s misuse the types cannot rule out is reported at the call in the script, not
+/// inside the library: here the whole block of 256 threads releases stages counted for 128.
+#[test]
+fn pipeline_misuse_is_reported_at_the_scripts_call() {
+    check::<OutF32>(|k, _| {
+        k.warps(8);
+        let pipe = Pipeline::new(k, 2, 128);
+        k.for_range(0, 4, 1, |k, i| {
+            let slot = pipe.consumer_acquire(k, i);
+            at(line!(), pipe.consumer_release(k, slot));
+        });
+    })
+    .fails_once("256 threads arrive on `bar1`, which expects 128 arrivals per phase");
+
+    check::<OutF32>(|k, _| {
+        k.warps(8);
+        let pipe = Pipeline::new(k, 2, 128);
+        k.for_range(0, 4, 1, |k, i| {
+            let _slot = pipe.consumer_acquire(k, i);
+            at(line!(), pipe.consumer_release_step(k, i - 1));
+        });
+    })
+    .fails_once("256 threads arrive on `bar1`");
+}

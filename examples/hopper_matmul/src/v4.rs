@@ -1,0 +1,107 @@
+//! v4: v3's producer and consumers written with the library's [`Pipeline`] (which owns the
+//! ring's full and empty barriers and derives both sides' phases from the step), one WGMMA
+//! group kept in flight, and a 1-D grid whose blocks take their tiles in grouped order
+//! ([`Kernel::grouped_tile`]), so that the blocks running together share rows of A and
+//! columns of B in L2.
+//!
+//! `C = A · Bᵀ` with A `[M, K]`, B `[N, K]` (both K-major), C `[M, N]`; f16 in, f32
+//! accumulation, f16 out.
+
+use tilus::prelude::*;
+
+/// The v4 kernel. Fields are compile-time hyperparameters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
+#[tune(block_m, block_n = [(64, 128), (64, 256), (128, 128)])]
+#[tune(block_k = [64])]
+#[tune(stages = [3, 4])]
+#[tune(group_m = [1, 8])]
+pub struct MatmulPipelined {
+    /// Rows of C per block (a multiple of 64: one WGMMA covers 64 rows).
+    pub block_m: i32,
+    /// Columns of C per block (one WGMMA covers up to 256).
+    pub block_n: i32,
+    /// Depth of one K step (64 halves: the 128-byte swizzle).
+    pub block_k: i32,
+    /// Tiles in the ring.
+    pub stages: i32,
+    /// Tile rows per group of the grid's order (1: row by row).
+    pub group_m: i32,
+}
+
+impl Default for MatmulPipelined {
+    /// A configuration that compiles (the autotuner chooses per problem).
+    fn default() -> Self {
+        MatmulPipelined {
+            block_m: 128,
+            block_n: 128,
+            block_k: 64,
+            stages: 4,
+            group_m: 8,
+        }
+    }
+}
+
+#[tilus::script]
+impl Script for MatmulPipelined {
+    // m_size: runtime; n_size, k_size: compile-time constants (a new value specializes).
+    type Args = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f16>);
+
+    fn body(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): Handles<Self::Args>,
+    ) {
+        // the grid is computed from arguments and constants only
+        k.blocks([cdiv(m_size, self.block_m) * cdiv(n_size, self.block_n)]);
+        k.warps(5); // the consumer warp group, then the producer warp
+        let tiles_m = k.let_i32(cdiv(m_size, self.block_m));
+        let tiles_n = cdiv(n_size, self.block_n);
+        let (tile_m, tile_n) = k.grouped_tile(k.block_idx().x, tiles_m, tiles_n, self.group_m);
+        let offset_m = k.let_i32(tile_m * self.block_m);
+        let offset_n = k.let_i32(tile_n * self.block_n);
+        let k_tiles = k.let_i32(cdiv(k_size, self.block_k));
+
+        let ga = k.global_view::<f16>(a_ptr, [m_size, k_size]);
+        let gb = k.global_view::<f16>(b_ptr, [n_size, k_size]);
+        let sa = k.shared_tensor::<f16>([self.stages, self.block_m, self.block_k]);
+        let sb = k.shared_tensor::<f16>([self.stages, self.block_n, self.block_k]);
+        let pipe = Pipeline::new(k, self.stages.max(1) as u32, 128);
+        let stage_bytes = sa.at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
+
+        // the producer: one thread of warp 4 fills each stage once it is empty
+        k.single_warp(4, |k| {
+            k.single_thread(|k| {
+                k.for_range(0, k_tiles, 1, |k, i| {
+                    let slot = pipe.producer_acquire(k, i, stage_bytes);
+                    let (a, b) = (sa.at(slot.stage()), sb.at(slot.stage()));
+                    let offset_k = k.let_i32(i * self.block_k);
+                    k.tma()
+                        .global_to_shared(&ga, &a, [offset_m, offset_k], slot.barrier());
+                    k.tma()
+                        .global_to_shared(&gb, &b, [offset_n, offset_k], slot.barrier());
+                });
+            });
+        });
+
+        // the consumers: one product in flight; step i frees step i - 1's stage
+        k.warp_group(0, |k| {
+            let acc = k.register_tensor::<f32>([self.block_m, self.block_n], 0.0);
+            k.for_range_unrolled(0, k_tiles, 1, self.stages.max(1) as u32, |k, i| {
+                let slot = pipe.consumer_acquire(k, i);
+                k.wgmma().fence();
+                let (a, b) = (sa.at(slot.stage()), sb.at(slot.stage()));
+                k.wgmma().mma(&a, &b.transpose(), &acc);
+                k.wgmma().commit_group();
+                k.wgmma().wait_group(1);
+                // this step's stage is still read by the product in flight: it is freed by
+                // the next step, as `consumer_release_step(i)` there
+                drop(slot);
+                pipe.consumer_release_step(k, i - 1);
+            });
+            k.wgmma().wait_group(0);
+            let casted_acc = k.cast::<f16>(&acc);
+            let gc = k.global_view::<f16>(c_ptr, [m_size, n_size]);
+            k.store_global(&gc, &casted_acc, [offset_m, offset_n]);
+        });
+    }
+}
