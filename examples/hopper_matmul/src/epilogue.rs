@@ -1,5 +1,5 @@
-//! `matmul_epilogue`: v2's main loop (a ring of TMA stages ahead of the WGMMA) with a fused
-//! epilogue,
+//! `matmul_epilogue`: v5's main loop (two consumer warp groups on a warp-specialized ring)
+//! with a fused epilogue, run by each consumer warp group on its half of the tile,
 //! `C = act(alpha · A·Bᵀ + beta · D + bias)`, so that the scaled product, the residual `D`
 //! and the bias never make a round trip through global memory between two kernels.
 //!
@@ -18,7 +18,7 @@ use std::marker::PhantomData;
 use tilus::prelude::*;
 use tilus::tune::{Binding, Space};
 
-use crate::v2::MatmulStaged;
+use crate::v5::MatmulCooperative;
 
 /// An elementwise activation, applied to the f32 pre-activation tile on the GPU and to f64
 /// values by the host reference.
@@ -86,11 +86,11 @@ impl Activation for GeluTanh {
     }
 }
 
-/// The kernel: v2's configuration (its hyperparameters and search space) and the activation.
+/// The kernel: v5's configuration (its hyperparameters and search space) and the activation.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct MatmulEpilogue<A: Activation> {
     /// The block tile of the main loop.
-    pub tile: MatmulStaged,
+    pub tile: MatmulCooperative,
     act: PhantomData<A>,
 }
 
@@ -103,21 +103,23 @@ impl<A: Activation> Debug for MatmulEpilogue<A> {
             .field("block_n", &t.block_n)
             .field("block_k", &t.block_k)
             .field("stages", &t.stages)
+            .field("register_split", &t.register_split)
+            .field("group_m", &t.group_m)
             .field("act", &format_args!("{}", A::NAME))
             .finish()
     }
 }
 
 impl<A: Activation> Default for MatmulEpilogue<A> {
-    /// v2's default configuration (the autotuner chooses per problem).
+    /// v5's default configuration (the autotuner chooses per problem).
     fn default() -> Self {
-        MatmulEpilogue::new(MatmulStaged::default())
+        MatmulEpilogue::new(MatmulCooperative::default())
     }
 }
 
 impl<A: Activation> MatmulEpilogue<A> {
     /// The kernel with this block tile.
-    pub fn new(tile: MatmulStaged) -> Self {
+    pub fn new(tile: MatmulCooperative) -> Self {
         MatmulEpilogue {
             tile,
             act: PhantomData,
@@ -125,13 +127,13 @@ impl<A: Activation> MatmulEpilogue<A> {
     }
 }
 
-/// The search space is v2's: the epilogue adds no hyperparameter.
+/// The search space is v5's: the epilogue adds no hyperparameter.
 impl<A: Activation> Tunable for MatmulEpilogue<A> {
     fn space() -> Space {
-        <MatmulStaged as Tunable>::space()
+        <MatmulCooperative as Tunable>::space()
     }
     fn from_binding(binding: &Binding) -> Result<Self, String> {
-        <MatmulStaged as Tunable>::from_binding(binding).map(MatmulEpilogue::new)
+        <MatmulCooperative as Tunable>::from_binding(binding).map(MatmulEpilogue::new)
     }
     fn to_binding(&self) -> Option<Binding> {
         self.tile.to_binding()
@@ -175,43 +177,38 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
         >,
     ) {
         let t = &self.tile;
-        k.blocks([cdiv(m_size, t.block_m), cdiv(n_size, t.block_n)]);
-        k.warps(4); // one warp group
-
-        let offset_m = k.let_i32(t.block_m * k.block_idx().x);
-        let offset_n = k.let_i32(t.block_n * k.block_idx().y);
-
-        // the main loop: v2's
-        let acc = t.main_loop(
+        let rows_per_group = t.block_m / 2;
+        // the main loop: v5's; each consumer warp group then runs the epilogue on its half
+        // (a generic impl: `#[tilus::script]` does not apply, so the names are given by hand)
+        t.tiles(
             k,
             (m_size, n_size, k_size),
             (a_ptr, b_ptr),
-            (offset_m, offset_n),
+            |k, acc, offset_m, offset_n| {
+                // D and the bias are loaded straight into the accumulator's layout (masked at
+                // the edges), and one fused expression gives C
+                let gd = k
+                    .name_next("gd")
+                    .global_view::<f16>(d_ptr, [m_size, n_size]);
+                let gbias = k.name_next("gbias").global_view::<f16>(bias_ptr, [n_size]);
+                let gc = k
+                    .name_next("gc")
+                    .global_view::<f16>(c_ptr, [m_size, n_size]);
+                // column chunks of EPILOGUE_COLS: a chunk's D, bias and result are alive
+                // beside the accumulator, not the whole tile's
+                let chunk = EPILOGUE_COLS.min(t.block_n);
+                for c in 0..t.block_n / chunk {
+                    let on = k.let_i32(offset_n + c * chunk);
+                    let part = k.name_next("acc_part").slice(acc, 1, c * chunk, chunk);
+                    let d =
+                        k.name_next("d")
+                            .load_global(&gd, [offset_m, on], [rows_per_group, chunk]);
+                    let bias = k.name_next("bias").load_global(&gbias, [on], [chunk]);
+                    let pre = part * alpha + d.cast::<f32>() * beta + bias.cast::<f32>();
+                    let out = k.name_next("out").compute(A::apply(pre).cast::<f16>());
+                    k.store_global(&gc, &out, [offset_m, on]);
+                }
+            },
         );
-
-        // (a generic impl: `#[tilus::script]` does not apply, so the names are given by hand)
-        // the epilogue: D and the bias are loaded straight into the accumulator's layout
-        // (masked at the edges), and one fused expression gives C
-        let gd = k
-            .name_next("gd")
-            .global_view::<f16>(d_ptr, [m_size, n_size]);
-        let gbias = k.name_next("gbias").global_view::<f16>(bias_ptr, [n_size]);
-        let gc = k
-            .name_next("gc")
-            .global_view::<f16>(c_ptr, [m_size, n_size]);
-        // column chunks of EPILOGUE_COLS: a chunk's D, bias and result are alive beside the
-        // accumulator, not the whole tile's, so 128-row tiles fit the register file
-        let chunk = EPILOGUE_COLS.min(t.block_n);
-        for c in 0..t.block_n / chunk {
-            let on = k.let_i32(offset_n + c * chunk);
-            let part = k.name_next("acc_part").slice(&acc, 1, c * chunk, chunk);
-            let d = k
-                .name_next("d")
-                .load_global(&gd, [offset_m, on], [t.block_m, chunk]);
-            let bias = k.name_next("bias").load_global(&gbias, [on], [chunk]);
-            let pre = part * alpha + d.cast::<f32>() * beta + bias.cast::<f32>();
-            let out = k.name_next("out").compute(A::apply(pre).cast::<f16>());
-            k.store_global(&gc, &out, [offset_m, on]);
-        }
     }
 }

@@ -333,17 +333,17 @@ pub fn entries() -> Vec<Entry> {
         ),
         epilogue_entry::<Identity>(
             "matmul_epilogue_identity",
-            "v2 + fused epilogue: C = alpha·A·Bᵀ + beta·D + bias",
+            "v5 + fused epilogue: C = alpha·A·Bᵀ + beta·D + bias",
             &EPILOGUE_IDENTITY,
         ),
         epilogue_entry::<Relu>(
             "matmul_epilogue_relu",
-            "v2 + fused epilogue: C = relu(alpha·A·Bᵀ + beta·D + bias)",
+            "v5 + fused epilogue: C = relu(alpha·A·Bᵀ + beta·D + bias)",
             &EPILOGUE_RELU,
         ),
         epilogue_entry::<GeluTanh>(
             "matmul_epilogue_gelu",
-            "v2 + fused epilogue: C = gelu_tanh(alpha·A·Bᵀ + beta·D + bias)",
+            "v5 + fused epilogue: C = gelu_tanh(alpha·A·Bᵀ + beta·D + bias)",
             &EPILOGUE_GELU,
         ),
         Entry {
@@ -504,7 +504,7 @@ mod tests {
 
     #[test]
     fn matmul_versions_are_found_by_their_short_names() {
-        assert_eq!(matmul_versions(), vec!["v0", "v1", "v2", "v3"]);
+        assert_eq!(matmul_versions(), vec!["v0", "v1", "v2", "v3", "v4", "v5"]);
         for v in matmul_versions() {
             let e = matmul_version(v).unwrap();
             assert_eq!(e.name, format!("hopper_matmul_{v}"));
@@ -512,7 +512,11 @@ mod tests {
         for bad in ["v9", "", "hopper_matmul_v0"] {
             let e = matmul_version(bad).err().unwrap();
             assert!(matches!(e, Error::Usage(_)), "{e}");
-            assert!(e.to_string().contains("(available: v0, v1, v2, v3)"), "{e}");
+            assert!(
+                e.to_string()
+                    .contains("(available: v0, v1, v2, v3, v4, v5)"),
+                "{e}"
+            );
         }
     }
 

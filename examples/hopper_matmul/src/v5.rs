@@ -69,27 +69,61 @@ impl Script for MatmulCooperative {
         k: &mut Kernel,
         (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): Handles<Self::Args>,
     ) {
+        self.tiles(
+            k,
+            (m_size, n_size, k_size),
+            (a_ptr, b_ptr),
+            |k, acc, rows, cols| {
+                let casted_acc = k.cast::<f16>(acc);
+                let gc = k.global_view::<f16>(c_ptr, [m_size, n_size]);
+                k.store_global(&gc, &casted_acc, [rows, cols]);
+            },
+        );
+    }
+}
+
+impl MatmulCooperative {
+    /// Everything but the epilogue: the grid in grouped order, the warps, the ring and its
+    /// producer, and both consumer warp groups' main loops. Each consumer warp group then
+    /// runs `epilogue(k, acc, rows, cols)` on its `[block_m / 2, block_n]` accumulator,
+    /// whose first element is C's `(rows, cols)`. Shared with the fused epilogue kernel
+    /// (`crate::epilogue`), which runs its own epilogue here.
+    pub fn tiles(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, k_size): (Val, Val, Val),
+        (a_ptr, b_ptr): (PtrVal<f16>, PtrVal<f16>),
+        epilogue: impl Fn(&mut Kernel, &RegisterTensor<f32>, Val, Val),
+    ) {
         k.blocks([cdiv(m_size, self.block_m) * cdiv(n_size, self.block_n)]);
         let split = self.register_split != 0;
         // two consumer warp groups, then the producer: a warp group or a warp
         k.warps(if split { 12 } else { 9 });
         let half_m = self.block_m / 2;
 
-        let tiles_m = k.let_i32(cdiv(m_size, self.block_m));
+        let tiles_m = k.name_next("tiles_m").let_i32(cdiv(m_size, self.block_m));
         let tiles_n = cdiv(n_size, self.block_n);
         let (tile_m, tile_n) = k.grouped_tile(k.block_idx().x, tiles_m, tiles_n, self.group_m);
-        let offset_m = k.let_i32(tile_m * self.block_m);
-        let offset_n = k.let_i32(tile_n * self.block_n);
-        let k_tiles = k.let_i32(cdiv(k_size, self.block_k));
+        let offset_m = k.name_next("offset_m").let_i32(tile_m * self.block_m);
+        let offset_n = k.name_next("offset_n").let_i32(tile_n * self.block_n);
+        let k_tiles = k.name_next("k_tiles").let_i32(cdiv(k_size, self.block_k));
 
-        let ga = k.global_view::<f16>(a_ptr, [m_size, k_size]);
-        let gb = k.global_view::<f16>(b_ptr, [n_size, k_size]);
+        let ga = k
+            .name_next("ga")
+            .global_view::<f16>(a_ptr, [m_size, k_size]);
+        let gb = k
+            .name_next("gb")
+            .global_view::<f16>(b_ptr, [n_size, k_size]);
         // A's two halves, one per consumer warp group, and the B tile they share
         let sa = [
-            k.shared_tensor::<f16>([self.stages, half_m, self.block_k]),
-            k.shared_tensor::<f16>([self.stages, half_m, self.block_k]),
+            k.name_next("sa0")
+                .shared_tensor::<f16>([self.stages, half_m, self.block_k]),
+            k.name_next("sa1")
+                .shared_tensor::<f16>([self.stages, half_m, self.block_k]),
         ];
-        let sb = k.shared_tensor::<f16>([self.stages, self.block_n, self.block_k]);
+        let sb = k
+            .name_next("sb")
+            .shared_tensor::<f16>([self.stages, self.block_n, self.block_k]);
         // both consumer warp groups release each stage: 256 arrivals
         let pipe = Pipeline::new(k, self.stages.max(1) as u32, 256);
         let stage_bytes =
@@ -101,15 +135,16 @@ impl Script for MatmulCooperative {
                 k.set_max_registers(PRODUCER_REGISTERS);
             }
             k.single_thread(|k| {
+                k.name_next("i");
                 k.for_range(0, k_tiles, 1, |k, i| {
                     let slot = pipe.producer_acquire(k, i, stage_bytes);
                     let stage = slot.stage();
                     let (a0, a1, b) = (sa[0].at(stage), sa[1].at(stage), sb.at(stage));
                     let bar = slot.barrier();
-                    let offset_k = k.let_i32(i * self.block_k);
+                    let offset_k = k.name_next("offset_k").let_i32(i * self.block_k);
                     k.tma()
                         .global_to_shared(&ga, &a0, [offset_m, offset_k], bar);
-                    let offset_m1 = k.let_i32(offset_m + half_m);
+                    let offset_m1 = k.name_next("offset_m1").let_i32(offset_m + half_m);
                     k.tma()
                         .global_to_shared(&ga, &a1, [offset_m1, offset_k], bar);
                     k.tma().global_to_shared(&gb, &b, [offset_n, offset_k], bar);
@@ -123,7 +158,10 @@ impl Script for MatmulCooperative {
                 if split {
                     k.set_max_registers(CONSUMER_REGISTERS);
                 }
-                let acc = k.register_tensor::<f32>([half_m, self.block_n], 0.0);
+                let acc = k
+                    .name_next("acc")
+                    .register_tensor::<f32>([half_m, self.block_n], 0.0);
+                k.name_next("i");
                 k.for_range_unrolled(0, k_tiles, 1, self.stages.max(1) as u32, |k, i| {
                     let slot = pipe.consumer_acquire(k, i);
                     let stage = slot.stage();
@@ -137,10 +175,8 @@ impl Script for MatmulCooperative {
                     pipe.consumer_release_step(k, i - 1);
                 });
                 k.wgmma().wait_group(0);
-                let casted_acc = k.cast::<f16>(&acc);
-                let gc = k.global_view::<f16>(c_ptr, [m_size, n_size]);
-                let rows = k.let_i32(offset_m + half_m * g as i32);
-                k.store_global(&gc, &casted_acc, [rows, offset_n]);
+                let rows = k.name_next("rows").let_i32(offset_m + half_m * g as i32);
+                epilogue(k, &acc, rows, offset_n);
             });
         }
     }
