@@ -77,6 +77,10 @@ fn expr_c(e: &mut Emitter, x: &TileExpr, idx: &mut std::slice::Iter<'_, String>)
                 UnaryOp::Square if float => format!("__fmul_rn({a}, {a})"),
                 UnaryOp::Square => format!("({a} * {a})"),
                 UnaryOp::Tanh => format!("tanhf({a})"),
+                UnaryOp::RecipApprox => {
+                    e.use_helper(Helper::Arith(ArithHelper::RecipApprox));
+                    format!("tilus_recip_approx({a})")
+                }
                 UnaryOp::TanhApprox => {
                     e.use_helper(Helper::Arith(ArithHelper::TanhApprox));
                     format!("tilus_tanh_approx({a})")
@@ -485,11 +489,17 @@ pub(crate) enum ArithHelper {
     CvtBf16,
     /// The hardware's one-instruction tanh.
     TanhApprox,
+    /// The hardware's one-instruction reciprocal.
+    RecipApprox,
 }
 
 /// The C++ text of a helper.
 pub(crate) fn helper_text(h: ArithHelper) -> String {
     match h {
+        ArithHelper::RecipApprox => "// 1 / x in one instruction (about one ulp; subnormals flush to zero).\n\
+             static __device__ __forceinline__ float tilus_recip_approx(float x) {\n  \
+             float r;\n  asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x));\n  return r;\n}\n"
+            .into(),
         ArithHelper::TanhApprox => {
             "// tanh in one instruction (relative error up to about 2^-11).\n\
              static __device__ __forceinline__ float tilus_tanh_approx(float x) {\n  \

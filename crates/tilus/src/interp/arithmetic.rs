@@ -171,6 +171,7 @@ fn unary(op: UnaryOp, v: V, t: DType) -> V {
             // the hardware's approximation is not modelled: the accurate value, which the
             // GPU's differs from by its approximation error
             UnaryOp::Tanh | UnaryOp::TanhApprox => x.tanh(),
+            UnaryOp::RecipApprox => 1.0 / x,
             UnaryOp::Not => (x == 0.0) as i64 as f32,
         });
     }

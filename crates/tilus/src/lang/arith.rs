@@ -273,6 +273,11 @@ pub trait TileMath<T: Element>: IntoTile<T> + Sized {
     fn tanh_approx(self) -> Tile<T> {
         unary(UnaryOp::TanhApprox, self.into_tile())
     }
+    /// `1 / x` through the hardware's approximation (`rcp.approx.ftz.f32`, one instruction,
+    /// about one ulp, subnormals flushed to zero): fast math, asked for.
+    fn recip_approx(self) -> Tile<T> {
+        unary(UnaryOp::RecipApprox, self.into_tile())
+    }
     /// Rounding to the nearest integer, ties to even.
     fn round(self) -> Tile<T> {
         unary(UnaryOp::Round, self.into_tile())

@@ -731,6 +731,7 @@ fn fast_math_asked_for_is_the_hardwares_approximation() {
     let src = tilus::emit(&s, &[]).unwrap();
     assert!(src.contains("tanh.approx.f32 %0, %1;"), "{src}");
     assert!(src.contains("tilus_tanh_approx(") && src.contains("__expf("));
+    assert!(src.contains("rcp.approx.ftz.f32 %0, %1;"), "{src}");
     assert!(
         !src.contains("tanhf("),
         "no accurate tanh where none was asked for"

@@ -38,6 +38,9 @@ pub enum UnaryOp {
     /// `tanh(x)` through the hardware's `tanh.approx.f32` (fast math, asked for: a relative
     /// error up to about 2^-11, the precision of f16).
     TanhApprox,
+    /// `1 / x` through the hardware's `rcp.approx.ftz.f32` (fast math, asked for: about one
+    /// ulp; subnormals flush to zero).
+    RecipApprox,
     /// Logical not of a boolean.
     Not,
 }
@@ -60,6 +63,7 @@ impl UnaryOp {
             UnaryOp::Square => "square",
             UnaryOp::Tanh => "tanh",
             UnaryOp::TanhApprox => "tanh_approx",
+            UnaryOp::RecipApprox => "recip_approx",
             UnaryOp::Not => "not",
         }
     }

@@ -57,6 +57,7 @@ pub enum Un {
     Log,
     Tanh,
     TanhApprox,
+    RecipApprox,
     Round,
 }
 
@@ -172,6 +173,7 @@ fn un() -> impl Strategy<Value = Un> {
         Un::Log,
         Un::Tanh,
         Un::TanhApprox,
+        Un::RecipApprox,
         Un::Round,
     ])
 }
@@ -341,6 +343,7 @@ fn tile<E: El>(r: &Replay, e: &Ex) -> Tile<E> {
                 Un::Log => a.log(),
                 Un::Tanh => a.tanh(),
                 Un::TanhApprox => a.tanh_approx(),
+                Un::RecipApprox => a.recip_approx(),
                 Un::Round => a.round(),
             }
         }
