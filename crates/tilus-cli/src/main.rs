@@ -133,7 +133,7 @@ enum Command {
 enum BenchCommand {
     /// The matmul versions against cuBLAS: verified, then timed interleaved with it.
     Matmul {
-        /// Versions, comma-separated (v0, v1, v2, v3).
+        /// Versions, comma-separated (v0 to v5).
         #[arg(long, default_value = "v0")]
         versions: String,
         /// Sizes MxNxK, comma-separated.
@@ -206,7 +206,7 @@ enum BenchCommand {
         /// Problem size MxNxK.
         #[arg(long, default_value = "4096x4096x4096")]
         size: String,
-        /// The matmul version (v0, v1, v2, v3).
+        /// The matmul version (v0 to v5).
         #[arg(long, default_value = "v0")]
         version: String,
     },
