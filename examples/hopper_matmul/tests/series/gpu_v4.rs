@@ -2,22 +2,10 @@
 //! the tile and shapes that are not (relative error under 1e-3, no NaN), and the autotuned
 //! kernel at 4096³.
 
-use hopper_matmul::harness::{self, Cublas, Problem};
-use hopper_matmul::run::{Matmul, Version};
+use super::checks::on_gpu as check;
+use hopper_matmul::run::Matmul;
 use hopper_matmul::v4::MatmulPipelined;
 use tilus::runtime::Device;
-
-fn check(v: &dyn Version, device: &Device, (m, n, k): (usize, usize, usize), seed: u64) {
-    let stream = device.stream().clone();
-    let blas = Cublas::new(&stream).unwrap();
-    let mut p = Problem::new(&stream, m, n, k, seed).unwrap();
-    blas.matmul(&stream, &p, true).unwrap();
-    v.launch(&stream, &mut p).unwrap();
-    stream.synchronize().unwrap();
-    let c = harness::check(&stream, &p).unwrap();
-    assert!(c.passed(), "{m}x{n}x{k}: {c:?}");
-    assert!(c.rel_err < 1e-3, "{m}x{n}x{k}: {c:?}");
-}
 
 #[test]
 #[ignore = "needs a CUDA GPU"]

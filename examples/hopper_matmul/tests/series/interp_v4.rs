@@ -2,24 +2,8 @@
 //! against the f64 CPU reference, at shapes that are multiples of the tile and shapes that
 //! are not, with grids of several tile rows and columns.
 
-use half::f16;
-use hopper_matmul::harness::{self, Rng};
+use super::checks::on_interpreter as check;
 use hopper_matmul::v4::MatmulPipelined;
-
-fn check(config: &MatmulPipelined, (m, n, k): (usize, usize, usize), seed: u64) {
-    let mut rng = Rng::new(seed);
-    let a = harness::seed_inputs(m * k, k, &mut rng);
-    let b = harness::seed_inputs(n * k, k, &mut rng);
-    let mut c = vec![f16::NAN; m * n];
-    tilus::interpret(
-        config,
-        (m as i32, n as i32, k as i32, &a[..], &b[..], &mut c[..]),
-    )
-    .unwrap_or_else(|e| panic!("{config:?} at {m}x{n}x{k}: {e}"));
-    let check = harness::compare(&c, &harness::cpu_reference(&a, &b, m, n, k));
-    assert!(check.passed(), "{config:?} at {m}x{n}x{k}: {check:?}");
-    assert!(check.rel_err < 1e-3, "{check:?}");
-}
 
 /// Two-stage rings of 64 × 128 tiles, row order and groups of two tile rows.
 pub fn forms() -> Vec<MatmulPipelined> {

@@ -2,24 +2,8 @@
 //! and without registers moved to the consumers, tiles in row order and in groups, at shapes that are multiples of the tile and
 //! shapes that are not, the ring wrapping several times.
 
-use half::f16;
-use hopper_matmul::harness::{self, Rng};
+use super::checks::on_interpreter as check;
 use hopper_matmul::v5::MatmulCooperative;
-
-fn check(config: &MatmulCooperative, (m, n, k): (usize, usize, usize), seed: u64) {
-    let mut rng = Rng::new(seed);
-    let a = harness::seed_inputs(m * k, k, &mut rng);
-    let b = harness::seed_inputs(n * k, k, &mut rng);
-    let mut c = vec![f16::NAN; m * n];
-    tilus::interpret(
-        config,
-        (m as i32, n as i32, k as i32, &a[..], &b[..], &mut c[..]),
-    )
-    .unwrap_or_else(|e| panic!("{config:?} at {m}x{n}x{k}: {e}"));
-    let check = harness::compare(&c, &harness::cpu_reference(&a, &b, m, n, k));
-    assert!(check.passed(), "{config:?} at {m}x{n}x{k}: {check:?}");
-    assert!(check.rel_err < 1e-3, "{check:?}");
-}
 
 /// v5 with 128 × 128 tiles and three stages, both register splits, tiles row by row and in
 /// groups of two tile rows.

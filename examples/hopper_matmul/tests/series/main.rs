@@ -12,6 +12,7 @@
 //! process also does so before `main`, so that the variable is set before any test thread
 //! runs. A new version's tests are new modules here (`interp_v2`, `nvrtc_space_v2`, `gpu_v2`).
 
+mod checks;
 mod codegen_v0;
 mod epilogue_pass;
 mod gpu_memory;

@@ -1,0 +1,43 @@
+//! The two checks every version's tests make: a configuration on the CPU interpreter against
+//! the f64 CPU reference, and a kernel on the GPU against cuBLAS (no NaN, every element within
+//! f16 tolerance, relative error under 1e-3).
+
+use half::f16;
+use hopper_matmul::harness::{self, Cublas, Problem, Rng};
+use hopper_matmul::run::{MatmulArgs, Version};
+use tilus::runtime::Device;
+use tilus::Script;
+
+/// `config` on the interpreter at `(m, n, k)`, on inputs drawn from `seed`.
+pub fn on_interpreter<S: Script<Args = MatmulArgs>>(
+    config: &S,
+    (m, n, k): (usize, usize, usize),
+    seed: u64,
+) {
+    let mut rng = Rng::new(seed);
+    let a = harness::seed_inputs(m * k, k, &mut rng);
+    let b = harness::seed_inputs(n * k, k, &mut rng);
+    let mut c = vec![f16::NAN; m * n];
+    tilus::interpret(
+        config,
+        (m as i32, n as i32, k as i32, &a[..], &b[..], &mut c[..]),
+    )
+    .unwrap_or_else(|e| panic!("{config:?} at {m}x{n}x{k}: {e}"));
+    let check = harness::compare(&c, &harness::cpu_reference(&a, &b, m, n, k));
+    assert!(check.passed(), "{config:?} at {m}x{n}x{k}: {check:?}");
+    assert!(check.rel_err < 1e-3, "{check:?}");
+}
+
+/// A version on the GPU at `(m, n, k)` against cuBLAS, on inputs drawn from `seed`.
+pub fn on_gpu(v: &dyn Version, device: &Device, (m, n, k): (usize, usize, usize), seed: u64) {
+    let stream = device.stream().clone();
+    let blas = Cublas::new(&stream).unwrap();
+    let mut p = Problem::new(&stream, m, n, k, seed).unwrap();
+    blas.matmul(&stream, &p, true).unwrap();
+    v.launch(&stream, &mut p).unwrap();
+    stream.synchronize().unwrap();
+    let c = harness::check(&stream, &p).unwrap();
+    let config = v.describe(&stream, &mut p).unwrap_or_default();
+    assert!(c.passed(), "{m}x{n}x{k} [{config}]: {c:?}");
+    assert!(c.rel_err < 1e-3, "{m}x{n}x{k} [{config}]: {c:?}");
+}
