@@ -4,8 +4,9 @@
 
 use half::f16;
 use hopper_matmul::harness::{self, Cublas, Problem, Rng};
-use hopper_matmul::run::{MatmulArgs, Version};
+use hopper_matmul::run::{Matmul, MatmulArgs, Version};
 use tilus::runtime::Device;
+use tilus::tune::Tunable;
 use tilus::Script;
 
 /// `config` on the interpreter at `(m, n, k)`, on inputs drawn from `seed`.
@@ -40,4 +41,25 @@ pub fn on_gpu(v: &dyn Version, device: &Device, (m, n, k): (usize, usize, usize)
     let config = v.describe(&stream, &mut p).unwrap_or_default();
     assert!(c.passed(), "{m}x{n}x{k} [{config}]: {c:?}");
     assert!(c.rel_err < 1e-3, "{m}x{n}x{k} [{config}]: {c:?}");
+}
+
+/// Each configuration, fixed, on the GPU at a square shape and a ragged one.
+pub fn forms_on_gpu<S: Tunable<Args = MatmulArgs>>(version: &'static str, forms: Vec<S>) {
+    let device = Device::open(0).expect("a Hopper GPU");
+    for (i, config) in forms.into_iter().enumerate() {
+        let v = Matmul::fixed(version, config, &device);
+        for (j, shape) in [(1024, 1024, 1024), (1000, 1500, 704)]
+            .into_iter()
+            .enumerate()
+        {
+            on_gpu(&v, &device, shape, (10 * i + j) as u64);
+        }
+    }
+}
+
+/// The autotuned kernel on the GPU at 4096³.
+pub fn autotuned_on_gpu<S: Tunable<Args = MatmulArgs>>(version: &'static str) {
+    let device = Device::open(0).expect("a Hopper GPU");
+    let v = Matmul::<S>::tuned(version, &device).unwrap();
+    on_gpu(&v, &device, (4096, 4096, 4096), 7);
 }

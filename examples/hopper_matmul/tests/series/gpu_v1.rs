@@ -3,23 +3,10 @@
 //! the seed's sizes and at shapes that are not multiples of the tile, with a relative error
 //! under 1e-3 and no NaN.
 
-use hopper_matmul::harness::{self, Cublas, Problem};
-use hopper_matmul::run::{Version, V1};
+use super::checks::on_gpu as check;
+use hopper_matmul::run::V1;
 use hopper_matmul::v1::MatmulWgmma;
 use tilus::runtime::Device;
-
-fn check(v: &V1, device: &Device, (m, n, k): (usize, usize, usize), seed: u64) {
-    let stream = device.stream().clone();
-    let blas = Cublas::new(&stream).unwrap();
-    let mut p = Problem::new(&stream, m, n, k, seed).unwrap();
-    blas.matmul(&stream, &p, true).unwrap();
-    v.launch(&stream, &mut p).unwrap();
-    stream.synchronize().unwrap();
-    let c = harness::check(&stream, &p).unwrap();
-    let config = v.describe(&stream, &mut p).unwrap_or_default();
-    assert!(c.passed(), "{m}x{n}x{k} [{config}]: {c:?}");
-    assert!(c.rel_err < 1e-3, "{m}x{n}x{k} [{config}]: {c:?}");
-}
 
 #[test]
 #[ignore = "needs a CUDA GPU"]

@@ -2,34 +2,21 @@
 //! the tile and shapes that are not (relative error under 1e-3: f32 accumulation, nothing
 //! lost to the split between warp groups; no NaN), and the autotuned kernel at 4096³.
 
-use super::checks::on_gpu as check;
-use hopper_matmul::run::Matmul;
+use super::checks::{autotuned_on_gpu, forms_on_gpu};
 use hopper_matmul::v5::MatmulCooperative;
-use tilus::runtime::Device;
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_form_matches_cublas() {
     hopper_matmul::test_cache!();
-    let device = Device::open(0).expect("a Hopper GPU");
     let mut forms = super::interp_v5::forms();
     forms.push(MatmulCooperative::default());
-    for (i, config) in forms.into_iter().enumerate() {
-        let v = Matmul::fixed("v5", config, &device);
-        for (j, shape) in [(1024, 1024, 1024), (1000, 1500, 704)]
-            .into_iter()
-            .enumerate()
-        {
-            check(&v, &device, shape, (10 * i + j) as u64);
-        }
-    }
+    forms_on_gpu("v5", forms);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn autotuned_v5_is_correct_at_4096() {
     hopper_matmul::test_cache!();
-    let device = Device::open(0).expect("a Hopper GPU");
-    let v = Matmul::<MatmulCooperative>::tuned("v5", &device).unwrap();
-    check(&v, &device, (4096, 4096, 4096), 7);
+    autotuned_on_gpu::<MatmulCooperative>("v5");
 }
