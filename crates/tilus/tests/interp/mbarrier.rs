@@ -217,28 +217,12 @@ fn a_copy_landing_after_its_phase_completed_exceeds_the_transaction_count() {
 // ------------------------------------------------------------------------------------------
 
 /// Lane 0 of each warp arrives for its 32 threads: four arrivals of 32 complete a barrier of
-/// 128, and the value written before them is seen after the wait.
+/// 128 (`WarpArrivals`, the script the GPU test runs too).
 #[test]
 fn one_thread_arriving_for_its_warp_completes_a_barrier_counting_threads() {
     let mut out = vec![0.0f32; 128];
-    interpret::<(PtrMut<f32>,)>(
-        |k, (out,)| {
-            k.warps(4);
-            let bar = k.mbarrier().alloc([128]);
-            for w in 0..4 {
-                k.single_warp(w, |k| {
-                    k.single_thread(|k| k.mbarrier().arrive_count(bar[0], 32));
-                });
-            }
-            k.mbarrier().wait(bar[0], 0u32);
-            let g = k.global_view(out, [128]);
-            let t = k.register_tensor::<f32>([128], 2.0);
-            k.store_global(&g, &t, [0]);
-        },
-        (&mut out[..],),
-    )
-    .unwrap();
-    assert!(out.iter().all(|&x| x == 2.0));
+    run(&crate::common::scripts::WarpArrivals, (&mut out[..],)).unwrap();
+    assert!(out.iter().all(|&x| x == 3.0));
 }
 
 #[test]
