@@ -12,8 +12,9 @@ impl Kernel {
     /// rows column by column (`(0, 0), (1, 0), .., (group - 1, 0), (0, 1), ..`), the next
     /// ones the following `group` rows, the last group as many rows as are left. `group = 1`
     /// is row-major order. Launch with `k.blocks([tiles_m * tiles_n])` and pass
-    /// `k.block_idx().x`. A division by the last group's height happens once per block (by a
-    /// constant elsewhere when the grid's width is one).
+    /// `k.block_idx().x`. Divisions are by compile-time constants (the group's width when
+    /// `tiles_n` is one, the group's height) except in a last, shorter group, which divides
+    /// by its height once per block.
     #[track_caller]
     pub fn grouped_tile(
         &mut self,
@@ -24,15 +25,27 @@ impl Kernel {
     ) -> (Val, Val) {
         let group = group.max(1);
         let (linear, tiles_m, tiles_n) = (linear.into(), tiles_m.into(), tiles_n.into());
-        let per_group = self.let_i32(tiles_n * group);
-        let first_row = self.let_i32(linear.clone() / per_group * group);
-        let left = self.let_i32(tiles_m - first_row);
-        // the last group may be shorter: min(group, rows left)
-        let height = self.var_i32(group);
-        self.if_(left.lt(group), |k| k.assign(height, left));
-        let within = self.let_i32(linear % per_group);
-        let row = self.let_i32(first_row + within % height);
-        let col = self.let_i32(within / height);
+        let per_group = self.name_next("per_group").let_i32(tiles_n * group);
+        let first_row = self
+            .name_next("first_row")
+            .let_i32(linear.clone() / per_group * group);
+        let left = self.name_next("rows_left").let_i32(tiles_m - first_row);
+        let within = self.name_next("within").let_i32(linear % per_group);
+        let row = self.name_next("tile_row").var_i32(first_row);
+        let col = self.name_next("tile_col").var_i32(0);
+        // a whole group divides by the constant `group` (a multiply and a shift); only the
+        // last group, when shorter, divides by the rows it has left
+        self.if_else(
+            left.ge(group),
+            |k| {
+                k.assign(row, first_row + within % group);
+                k.assign(col, within / group);
+            },
+            |k| {
+                k.assign(row, first_row + within % left);
+                k.assign(col, within / left);
+            },
+        );
         (row, col)
     }
 }
