@@ -25,7 +25,7 @@ use tilus::prelude::*;
 ])]
 #[tune(block_k = [32, 64])]
 #[tune(stages = [2, 3, 4])]
-#[tune(in_flight = [1])]
+#[tune(in_flight = [0, 1])]
 pub struct MatmulSpecialized {
     /// Rows of C per block (a multiple of 64: one WGMMA covers 64 rows).
     pub block_m: i32,
@@ -37,8 +37,9 @@ pub struct MatmulSpecialized {
     pub stages: i32,
     /// WGMMA groups the consumers keep running while they wait for the next stage: 1 (a
     /// stage is freed once the product after it is issued and the one reading it is
-    /// complete), or 0 (wait for each product before freeing its stage; `--set in_flight=0`
-    /// measures what overlapping them buys).
+    /// complete), or 0 (wait for each product before freeing its stage). Both are in the
+    /// space: with a shallow ring of wide tiles (64 × 256, two stages) waiting is faster,
+    /// with a deeper one overlapping is.
     pub in_flight: i32,
     /// 0: five warps (the consumer warp group and one producer warp), registers as the
     /// compiler allots them. 1: a whole producer warp group (eight warps), room for two blocks
