@@ -52,7 +52,14 @@ pub struct MatmulSpecialized {
 pub const PRODUCER_REGISTERS: u32 = 40;
 
 /// Blocks per multiprocessor v3 leaves room for when it moves registers.
-const SPLIT_BLOCKS_PER_SM: u32 = 2;
+pub const SPLIT_BLOCKS_PER_SM: u32 = 2;
+
+/// Registers per consumer thread when v3 moves registers: the block's pool (256 threads at
+/// the launch count of two blocks per multiprocessor) less the producers' part.
+pub fn consumer_registers() -> u32 {
+    let pool = 65536 / SPLIT_BLOCKS_PER_SM;
+    (pool / 128 - PRODUCER_REGISTERS) / 8 * 8
+}
 
 impl Default for MatmulSpecialized {
     /// A configuration that compiles (the autotuner chooses per problem).
@@ -126,9 +133,7 @@ impl Script for MatmulSpecialized {
         // constant.
         k.thread_group(0, 128, |k| {
             if split {
-                // the block's pool (256 threads at the launch count) less the producers' part
-                let pool = 65536 / SPLIT_BLOCKS_PER_SM;
-                k.set_max_registers((pool / 128 - PRODUCER_REGISTERS) / 8 * 8);
+                k.set_max_registers(consumer_registers());
             }
             let acc = k.register_tensor::<f32>([self.block_m, self.block_n], 0.0);
             k.for_range_unrolled(0, k_tiles, 1, self.stages.max(1) as u32, |k, i| {

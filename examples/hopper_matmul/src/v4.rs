@@ -2,16 +2,20 @@
 //! ring's full and empty barriers and derives both sides' phases from the step), one WGMMA
 //! group kept in flight, and a 1-D grid whose blocks take their tiles in grouped order
 //! ([`Kernel::grouped_tile`]), so that the blocks running together share rows of A and
-//! columns of B in L2.
+//! columns of B in L2. Registers move from the producer to the consumers as in v3
+//! (`register_split`).
 //!
 //! `C = A · Bᵀ` with A `[M, K]`, B `[N, K]` (both K-major), C `[M, N]`; f16 in, f32
 //! accumulation, f16 out.
 
+use crate::v3::{consumer_registers, PRODUCER_REGISTERS, SPLIT_BLOCKS_PER_SM};
 use tilus::prelude::*;
 
 /// The v4 kernel. Fields are compile-time hyperparameters.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
-#[tune(block_m, block_n = [(64, 128), (64, 256), (128, 128)])]
+// moving registers (as v3 does) only with 128-column WGMMAs, which fit the 128 registers
+// every thread starts with at two blocks per multiprocessor
+#[tune(block_m, block_n, register_split = [(64, 128, 0), (64, 256, 0), (128, 128, 0), (128, 128, 1)])]
 #[tune(block_k = [64])]
 #[tune(stages = [3, 4])]
 #[tune(group_m = [1, 8])]
@@ -26,6 +30,9 @@ pub struct MatmulPipelined {
     pub stages: i32,
     /// Tile rows per group of the grid's order (1: row by row).
     pub group_m: i32,
+    /// 1: a producer warp group keeping [`crate::v3::PRODUCER_REGISTERS`], the consumers the
+    /// rest of the pool, two blocks per multiprocessor (v3's `register_split`); 0: five warps.
+    pub register_split: i32,
 }
 
 impl Default for MatmulPipelined {
@@ -37,6 +44,7 @@ impl Default for MatmulPipelined {
             block_k: 64,
             stages: 4,
             group_m: 8,
+            register_split: 0,
         }
     }
 }
@@ -53,7 +61,14 @@ impl Script for MatmulPipelined {
     ) {
         // the grid is computed from arguments and constants only
         k.blocks([cdiv(m_size, self.block_m) * cdiv(n_size, self.block_n)]);
-        k.warps(5); // the consumer warp group, then the producer warp
+        let split = self.register_split != 0;
+        if split {
+            // the consumer warp group, then a producer warp group of which one thread works
+            k.warps(8);
+            k.min_blocks_per_sm(SPLIT_BLOCKS_PER_SM);
+        } else {
+            k.warps(5); // the consumer warp group, then the producer warp
+        }
         let tiles_m = k.let_i32(cdiv(m_size, self.block_m));
         let tiles_n = cdiv(n_size, self.block_n);
         let (tile_m, tile_n) = k.grouped_tile(k.block_idx().x, tiles_m, tiles_n, self.group_m);
@@ -69,7 +84,10 @@ impl Script for MatmulPipelined {
         let stage_bytes = sa.at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
 
         // the producer: one thread of warp 4 fills each stage once it is empty
-        k.single_warp(4, |k| {
+        k.thread_group(128, if split { 128 } else { 32 }, |k| {
+            if split {
+                k.set_max_registers(PRODUCER_REGISTERS);
+            }
             k.single_thread(|k| {
                 k.for_range(0, k_tiles, 1, |k, i| {
                     let slot = pipe.producer_acquire(k, i, stage_bytes);
@@ -85,6 +103,9 @@ impl Script for MatmulPipelined {
 
         // the consumers: one product in flight; step i frees step i - 1's stage
         k.warp_group(0, |k| {
+            if split {
+                k.set_max_registers(consumer_registers());
+            }
             let acc = k.register_tensor::<f32>([self.block_m, self.block_n], 0.0);
             k.for_range_unrolled(0, k_tiles, 1, self.stages.max(1) as u32, |k, i| {
                 let slot = pipe.consumer_acquire(k, i);

@@ -5,16 +5,18 @@
 use super::checks::on_interpreter as check;
 use hopper_matmul::v4::MatmulPipelined;
 
-/// Two-stage rings of 64 × 128 tiles, row order and groups of two tile rows.
+/// Three-stage rings of 64 × 128 tiles, row order and groups of two tile rows, registers
+/// moved or not.
 pub fn forms() -> Vec<MatmulPipelined> {
-    [1, 2]
+    [(1, 0), (2, 1)]
         .into_iter()
-        .map(|group_m| MatmulPipelined {
+        .map(|(group_m, register_split)| MatmulPipelined {
             block_m: 64,
             block_n: 128,
             block_k: 64,
             stages: 3,
             group_m,
+            register_split,
         })
         .collect()
 }
