@@ -53,10 +53,19 @@ pub(super) fn emit(e: &mut Emitter, i: &MbarrierInst) {
             );
             e.line(t);
         }
-        MbarrierInst::Wait { bar, phase } => {
-            e.use_helper(Helper::Mbarrier(MbarrierHelper::Wait));
+        MbarrierInst::Wait {
+            bar,
+            phase,
+            relaxed,
+        } => {
+            let (helper, f) = if *relaxed {
+                (MbarrierHelper::WaitRelaxed, "tilus_mbarrier_wait_relaxed")
+            } else {
+                (MbarrierHelper::Wait, "tilus_mbarrier_wait")
+            };
+            e.use_helper(Helper::Mbarrier(helper));
             let a = address(e, bar);
-            let t = format!("tilus_mbarrier_wait({a}, (u32)({}));", e.expr(phase));
+            let t = format!("{f}({a}, (u32)({}));", e.expr(phase));
             e.line(t);
         }
     }
@@ -75,6 +84,8 @@ pub(crate) enum MbarrierHelper {
     ArriveExpectTx,
     /// Wait on a phase parity.
     Wait,
+    /// Wait on a phase parity without acquire ordering.
+    WaitRelaxed,
 }
 
 /// The C++ text of a helper.
@@ -100,6 +111,18 @@ static __device__ __forceinline__ void tilus_fence_mbarrier_init() {
         .into(),
         MbarrierHelper::ArriveExpectTx => r#"static __device__ __forceinline__ void tilus_mbarrier_arrive_expect_tx(u32 bar, u32 bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+"#
+        .into(),
+        MbarrierHelper::WaitRelaxed => r#"// Spins until the phase with parity `phase` has completed; relaxed: no acquire ordering.
+static __device__ __forceinline__ void tilus_mbarrier_wait_relaxed(u32 bar, u32 phase) {
+  asm volatile(
+    "{\n"
+    ".reg .pred P;\n"
+    "TILUS_WAIT_RELAXED:\n"
+    "mbarrier.try_wait.parity.relaxed.cta.shared::cta.b64 P, [%0], %1;\n"
+    "@!P bra TILUS_WAIT_RELAXED;\n"
+    "}\n" :: "r"(bar), "r"(phase) : "memory");
 }
 "#
         .into(),

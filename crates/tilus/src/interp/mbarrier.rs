@@ -40,7 +40,8 @@ pub(crate) fn exec(
             }
             Ok(arrived(b, task, (a, idx), before, loc))
         }
-        MbarrierInst::Wait { bar, phase } => {
+        // the interpreter's memory is sequentially consistent: a relaxed wait is a wait
+        MbarrierInst::Wait { bar, phase, .. } => {
             let (a, idx) = resolve(b, task, bar, i.name(), loc)?;
             let parity = (value(b, task, phase, loc)? & 1) as u32;
             if phase_completed(b, a, idx, parity) {

@@ -156,11 +156,25 @@ impl Mbarrier<'_> {
     /// transaction bytes are all in).
     #[track_caller]
     pub fn wait(self, bar: Barrier, phase: impl Into<Scalar>) {
+        self.wait_with(bar, phase.into(), false, Loc::caller());
+    }
+
+    /// [`Mbarrier::wait`] with relaxed semantics (`try_wait.relaxed`): the wait returns at
+    /// the same moment, but the thread's later ordinary reads are not ordered after what the
+    /// arriving threads wrote before arriving. For waits followed only by asynchronous work —
+    /// a producer waiting for an empty stage before issuing its copies — where the acquire
+    /// ordering of a plain wait buys nothing.
+    #[track_caller]
+    pub fn wait_relaxed(self, bar: Barrier, phase: impl Into<Scalar>) {
+        self.wait_with(bar, phase.into(), true, Loc::caller());
+    }
+
+    fn wait_with(self, bar: Barrier, phase: Scalar, relaxed: bool, loc: Loc) {
         let inst = MbarrierInst::Wait {
             bar: bar.to_ir(),
-            phase: phase.into().0,
+            phase: phase.0,
+            relaxed,
         };
-        self.k
-            .push(StmtKind::Inst(Inst::Mbarrier(inst)), Loc::caller());
+        self.k.push(StmtKind::Inst(Inst::Mbarrier(inst)), loc);
     }
 }

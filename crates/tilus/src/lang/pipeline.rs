@@ -125,8 +125,9 @@ impl Pipeline {
         self.stages
     }
 
-    /// The producer's step `i` (one thread): waits until stage `i % stages` is empty, then
-    /// declares the `bytes` its copies will deliver on the stage's full barrier.
+    /// The producer's step `i` (one thread): waits until stage `i % stages` is empty (a
+    /// relaxed wait: only asynchronous copies follow it), then declares the `bytes` its
+    /// copies will deliver on the stage's full barrier.
     #[track_caller]
     pub fn producer_acquire(
         &self,
@@ -135,10 +136,12 @@ impl Pipeline {
         bytes: impl Into<Scalar>,
     ) -> ProducerSlot {
         let i = i.into();
-        let stage = k.let_i32(i.clone() % self.stages);
-        let free = k.let_i32((i / self.stages + 1) % 2);
+        let stage = k.name_next("stage").let_i32(i.clone() % self.stages);
+        let free = k
+            .name_next("empty_phase")
+            .let_i32((i / self.stages + 1) % 2);
         let (full, empty) = (self.full.at(stage), self.empty.at(stage));
-        k.mbarrier().wait(empty, free);
+        k.mbarrier().wait_relaxed(empty, free);
         k.mbarrier().arrive_and_expect_tx(full, bytes);
         ProducerSlot { stage, full }
     }
@@ -147,8 +150,8 @@ impl Pipeline {
     #[track_caller]
     pub fn consumer_acquire(&self, k: &mut Kernel, i: impl Into<Scalar>) -> ConsumerSlot {
         let i = i.into();
-        let stage = k.let_i32(i.clone() % self.stages);
-        let phase = k.let_i32(i / self.stages % 2);
+        let stage = k.name_next("stage").let_i32(i.clone() % self.stages);
+        let phase = k.name_next("full_phase").let_i32(i / self.stages % 2);
         k.mbarrier().wait(self.full.at(stage), phase);
         ConsumerSlot {
             stage,

@@ -31,6 +31,10 @@ pub enum MbarrierInst {
         bar: BarrierRef,
         /// Parity of the phase to wait for.
         phase: Expr,
+        /// Relaxed semantics: no acquire ordering (the waiting thread's later ordinary reads
+        /// are not ordered after the arrivals' earlier writes), for waits followed only by
+        /// asynchronous work such as a producer's copies.
+        relaxed: bool,
     },
 }
 
@@ -42,7 +46,8 @@ impl MbarrierInst {
             MbarrierInst::Arrive { count: 1, .. } => "mbarrier.arrive",
             MbarrierInst::Arrive { .. } => "mbarrier.arrive_count",
             MbarrierInst::ArriveExpectTx { .. } => "mbarrier.arrive_and_expect_tx",
-            MbarrierInst::Wait { .. } => "mbarrier.wait",
+            MbarrierInst::Wait { relaxed: false, .. } => "mbarrier.wait",
+            MbarrierInst::Wait { relaxed: true, .. } => "mbarrier.wait_relaxed",
         }
     }
 
@@ -66,7 +71,7 @@ impl MbarrierInst {
                     expect_tx: Some(bytes),
                 })
                 .reads([bytes]),
-            MbarrierInst::Wait { bar, phase } => Facts::default()
+            MbarrierInst::Wait { bar, phase, .. } => Facts::default()
                 .barrier(BarrierEffect::Wait { bar, phase })
                 .reads([phase]),
         }
@@ -94,8 +99,13 @@ impl MbarrierInst {
                     n.e(bytes)
                 )
             }
-            MbarrierInst::Wait { bar, phase } => {
-                format!("mbarrier.wait({}, phase={})", n.bar(bar), n.e(phase))
+            MbarrierInst::Wait {
+                bar,
+                phase,
+                relaxed,
+            } => {
+                let kind = if *relaxed { "wait_relaxed" } else { "wait" };
+                format!("mbarrier.{kind}({}, phase={})", n.bar(bar), n.e(phase))
             }
         }
     }

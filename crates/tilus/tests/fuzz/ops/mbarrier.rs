@@ -26,6 +26,8 @@ pub enum Mbarrier {
     ExpectTx(BarRef, Bytes),
     /// `wait(barrier, phase)`.
     Wait(BarRef, Sc),
+    /// `wait_relaxed(barrier, phase)`.
+    WaitRelaxed(BarRef, Sc),
 }
 
 impl Mbarrier {
@@ -65,6 +67,12 @@ impl Mbarrier {
                 2,
                 (bar(m), sc(m))
                     .prop_map(|(b, p)| Mbarrier::Wait(b, p).into())
+                    .boxed(),
+            ),
+            (
+                1,
+                (bar(m), sc(m))
+                    .prop_map(|(b, p)| Mbarrier::WaitRelaxed(b, p).into())
                     .boxed(),
             ),
         ];
@@ -116,6 +124,11 @@ impl Mbarrier {
             Mbarrier::Wait(b, phase) => {
                 if let Some(b) = r.barrier(b) {
                     k.mbarrier().wait(b, r.scalar(phase));
+                }
+            }
+            Mbarrier::WaitRelaxed(b, phase) => {
+                if let Some(b) = r.barrier(b) {
+                    k.mbarrier().wait_relaxed(b, r.scalar(phase));
                 }
             }
         }
