@@ -55,6 +55,10 @@ pub fn compile_candidates<S: Tunable>(
         .collect()
 }
 
+/// A candidate that ran: its median time in milliseconds, the script, the loaded kernel and
+/// its binding.
+type Timed<S> = (f64, S, Arc<LoadedKernel>, Binding);
+
 /// Candidates of the first pass timed again before one is chosen.
 const FINALISTS: usize = 3;
 
@@ -301,7 +305,7 @@ impl<S: Tunable> Autotuned<S> {
         let mut scratch =
             BenchScratch::new(stream, values, &<S::Args as ArgList>::mutable_positions())?;
         let mut records = vec![];
-        let mut timed_ok: Vec<(f64, S, Arc<LoadedKernel>, Binding)> = vec![];
+        let mut timed_ok: Vec<Timed<S>> = vec![];
         for (b, r) in compiled {
             let rec = match r {
                 Err((status, reason)) => CandidateRecord {
@@ -379,8 +383,8 @@ impl<S: Tunable> Autotuned<S> {
         &self,
         stream: &Arc<CudaStream>,
         scratch: &mut BenchScratch,
-        mut timed: Vec<(f64, S, Arc<LoadedKernel>, Binding)>,
-    ) -> Result<Option<(f64, S, Arc<LoadedKernel>, Binding)>> {
+        mut timed: Vec<Timed<S>>,
+    ) -> Result<Option<Timed<S>>> {
         timed.sort_by(|a, b| a.0.total_cmp(&b.0));
         timed.truncate(FINALISTS);
         if timed.len() > 1 {
