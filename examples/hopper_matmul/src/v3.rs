@@ -61,6 +61,51 @@ pub fn consumer_registers() -> u32 {
     (pool / 128 - PRODUCER_REGISTERS) / 8 * 8
 }
 
+/// How a block of one consumer warp group and a producer is laid out (v3 and v4): with
+/// `split`, a producer warp group that gives registers back, consumers that take them and
+/// room for two blocks per multiprocessor; without, a producer warp (five warps).
+#[derive(Clone, Copy, Debug)]
+pub struct Roles {
+    /// Whether registers move from the producer to the consumers.
+    pub split: bool,
+}
+
+impl Roles {
+    /// The block's warps (and occupancy, when registers move).
+    pub fn block(self, k: &mut Kernel) {
+        if self.split {
+            // the consumer warp group, then a producer warp group of which one thread works
+            k.warps(8);
+            k.min_blocks_per_sm(SPLIT_BLOCKS_PER_SM);
+        } else {
+            k.warps(5); // the consumer warp group, then the producer warp
+        }
+    }
+
+    /// The producer's threads, from thread 128.
+    pub fn producer_threads(self) -> u32 {
+        if self.split {
+            128
+        } else {
+            32
+        }
+    }
+
+    /// First thing in the producer's group: give registers back.
+    pub fn enter_producer(self, k: &mut Kernel) {
+        if self.split {
+            k.set_max_registers(PRODUCER_REGISTERS);
+        }
+    }
+
+    /// First thing in the consumers' group: take them.
+    pub fn enter_consumers(self, k: &mut Kernel) {
+        if self.split {
+            k.set_max_registers(consumer_registers());
+        }
+    }
+}
+
 impl Default for MatmulSpecialized {
     /// A configuration that compiles (the autotuner chooses per problem).
     fn default() -> Self {
@@ -86,14 +131,10 @@ impl Script for MatmulSpecialized {
         (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): Handles<Self::Args>,
     ) {
         k.blocks([cdiv(m_size, self.block_m), cdiv(n_size, self.block_n)]);
-        let split = self.register_split != 0;
-        if split {
-            // the consumer warp group, then a producer warp group of which one thread works
-            k.warps(8);
-            k.min_blocks_per_sm(SPLIT_BLOCKS_PER_SM);
-        } else {
-            k.warps(5); // the consumer warp group, then the producer warp
-        }
+        let roles = Roles {
+            split: self.register_split != 0,
+        };
+        roles.block(k);
 
         let offset_m = k.let_i32(self.block_m * k.block_idx().x);
         let offset_n = k.let_i32(self.block_n * k.block_idx().y);
@@ -108,10 +149,8 @@ impl Script for MatmulSpecialized {
         let empty = k.mbarrier().alloc_counts(&vec![128; stages]);
 
         // the producer: one thread of warp 4 issues every copy, as soon as its stage is empty
-        k.thread_group(128, if split { 128 } else { 32 }, |k| {
-            if split {
-                k.set_max_registers(PRODUCER_REGISTERS);
-            }
+        k.thread_group(128, roles.producer_threads(), |k| {
+            roles.enter_producer(k);
             k.single_thread(|k| {
                 k.for_range(0, k_tiles, 1, |k, i| {
                     let stage = k.let_i32(i % self.stages);
@@ -132,9 +171,7 @@ impl Script for MatmulSpecialized {
         // freed. Unrolled by the ring's depth, each copy of the body sees its stage as a
         // constant.
         k.thread_group(0, 128, |k| {
-            if split {
-                k.set_max_registers(consumer_registers());
-            }
+            roles.enter_consumers(k);
             let acc = k.register_tensor::<f32>([self.block_m, self.block_n], 0.0);
             k.for_range_unrolled(0, k_tiles, 1, self.stages.max(1) as u32, |k, i| {
                 let stage = k.let_i32(i % self.stages);

@@ -8,7 +8,7 @@
 //! `C = A · Bᵀ` with A `[M, K]`, B `[N, K]` (both K-major), C `[M, N]`; f16 in, f32
 //! accumulation, f16 out.
 
-use crate::v3::{consumer_registers, PRODUCER_REGISTERS, SPLIT_BLOCKS_PER_SM};
+use crate::v3::Roles;
 use tilus::prelude::*;
 
 /// The v4 kernel. Fields are compile-time hyperparameters.
@@ -61,14 +61,10 @@ impl Script for MatmulPipelined {
     ) {
         // the grid is computed from arguments and constants only
         k.blocks([cdiv(m_size, self.block_m) * cdiv(n_size, self.block_n)]);
-        let split = self.register_split != 0;
-        if split {
-            // the consumer warp group, then a producer warp group of which one thread works
-            k.warps(8);
-            k.min_blocks_per_sm(SPLIT_BLOCKS_PER_SM);
-        } else {
-            k.warps(5); // the consumer warp group, then the producer warp
-        }
+        let roles = Roles {
+            split: self.register_split != 0,
+        };
+        roles.block(k);
         let tiles_m = k.let_i32(cdiv(m_size, self.block_m));
         let tiles_n = cdiv(n_size, self.block_n);
         let (tile_m, tile_n) = k.grouped_tile(k.block_idx().x, tiles_m, tiles_n, self.group_m);
@@ -84,10 +80,8 @@ impl Script for MatmulPipelined {
         let stage_bytes = sa.at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
 
         // the producer: one thread of warp 4 fills each stage once it is empty
-        k.thread_group(128, if split { 128 } else { 32 }, |k| {
-            if split {
-                k.set_max_registers(PRODUCER_REGISTERS);
-            }
+        k.thread_group(128, roles.producer_threads(), |k| {
+            roles.enter_producer(k);
             k.single_thread(|k| {
                 k.for_range(0, k_tiles, 1, |k, i| {
                     let slot = pipe.producer_acquire(k, i, stage_bytes);
@@ -103,9 +97,7 @@ impl Script for MatmulPipelined {
 
         // the consumers: one product in flight; step i frees step i - 1's stage
         k.warp_group(0, |k| {
-            if split {
-                k.set_max_registers(consumer_registers());
-            }
+            roles.enter_consumers(k);
             let acc = k.register_tensor::<f32>([self.block_m, self.block_n], 0.0);
             k.for_range_unrolled(0, k_tiles, 1, self.stages.max(1) as u32, |k, i| {
                 let slot = pipe.consumer_acquire(k, i);

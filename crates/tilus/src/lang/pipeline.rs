@@ -175,11 +175,13 @@ impl Pipeline {
         let loc = Loc::caller();
         let step = step.into();
         let cond = step.clone().ge(0).0;
-        let stage = (step + self.stages) % self.stages;
-        let empty = self.empty.clone();
+        let stage = k
+            .name_next("released_stage")
+            .let_i32((step + self.stages) % self.stages);
+        let empty = self.empty.at(stage);
         let body = k.nested(|k| {
             let inst = MbarrierInst::Arrive {
-                bar: empty.at_scalar(stage),
+                bar: empty.to_ir(),
                 count: 1,
             };
             k.push(StmtKind::Inst(Inst::Mbarrier(inst)), loc);
@@ -192,14 +194,5 @@ impl Pipeline {
             },
             loc,
         );
-    }
-}
-
-impl Barriers {
-    /// The barrier reference at a scalar index expression.
-    fn at_scalar(&self, index: Scalar) -> crate::ir::BarrierRef {
-        let mut r = self.at(Val::constant(0)).to_ir();
-        r.index = index.0;
-        r
     }
 }
