@@ -125,9 +125,9 @@ pub use tilus_macros::Tunable;
 /// Everything a script author needs.
 pub mod prelude {
     pub use crate::lang::{
-        cdiv, where_, Barrier, Barriers, Const, ConsumerSlot, GlobalTensor, Handles, IntoTile,
-        Kernel, Pipeline, ProducerSlot, Ptr, PtrMut, PtrVal, RegisterTensor, Scalar, Script,
-        SharedTensor, Tile, TileMath, Val,
+        cdiv, where_, Barrier, Barriers, Const, ConsumerSlot, FastDivisor, GlobalTensor, Handles,
+        IntoTile, Kernel, Pipeline, ProducerSlot, Ptr, PtrMut, PtrVal, RegisterTensor, Scalar,
+        Script, SharedTensor, Tile, TileMath, Val,
     };
     pub use crate::script;
     /// The [`crate::tune::Tunable`] trait (for `T::space()`, `T::from_binding(..)`), so that

@@ -284,6 +284,9 @@ impl<'p> Emitter<'p> {
                     self.use_helper(Helper::Core(Core::TensorMap));
                     params.push(format!("const __grid_constant__ CUtensorMap {}", spec.name));
                 }
+                KernelParam::FastDivisor { var, .. } => {
+                    params.push(format!("const u64 {}", p.var(*var).name));
+                }
             }
         }
         format!(
@@ -297,6 +300,16 @@ impl<'p> Emitter<'p> {
 
     fn prologue(&mut self) {
         self.line("const i32 tilus_tid = (i32)threadIdx.x;");
+        for kp in &self.plan.params {
+            if let KernelParam::FastDivisor { var, divisor } = kp {
+                let line = format!(
+                    "// {}: multiplier (low 32 bits) and shift (high 32) dividing by {}",
+                    self.p.var(*var).name,
+                    self.expr(divisor)
+                );
+                self.line(line);
+            }
+        }
         for h in arithmetic::scalar_helpers(self.p) {
             self.use_helper(Helper::Arith(h));
         }

@@ -6,22 +6,29 @@ use super::task::{value, Frame, FrameKind, State, Step, Task};
 use crate::error::Fault;
 use crate::ir::{Stmt, StmtKind, VarId, VarKind};
 
-/// The values of the runtime-scalar parameters (pointers get 0: no expression reads them).
+/// The values of the runtime-scalar parameters (pointers get 0: no expression reads them) and
+/// of the parameters the host derives from them (fast divisors; `run_program` checked that
+/// they evaluate to valid divisors).
 pub(crate) fn param_values(b: &Block<'_, '_>) -> Vec<(VarId, i64)> {
     let p = b.program();
+    let arg = |v: &crate::ir::VarDecl| match v.kind {
+        VarKind::Param(arg) if v.pointee.is_none() => b.args.get(arg).copied(),
+        _ => None,
+    };
+    let by_var = |id: VarId| arg(p.var(id));
     p.vars
         .iter()
         .enumerate()
-        .filter_map(|(i, v)| match v.kind {
-            VarKind::Param(arg) => Some((
-                VarId(i as u32),
-                if v.pointee.is_some() {
-                    0
-                } else {
-                    b.args.get(arg).copied().unwrap_or(0)
-                },
-            )),
-            _ => None,
+        .filter_map(|(i, v)| {
+            let value = match &v.kind {
+                VarKind::Param(_) => arg(v).unwrap_or(0),
+                VarKind::FastDivisor(d) => d
+                    .eval(&by_var)
+                    .and_then(|d| crate::ir::fast_divisor_bits(d).ok())
+                    .unwrap_or(0) as i64,
+                _ => return None,
+            };
+            Some((VarId(i as u32), value))
         })
         .collect()
 }

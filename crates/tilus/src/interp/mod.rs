@@ -308,6 +308,12 @@ fn check_rules(
         }
     }
     for kp in &plan.params {
+        if let KernelParam::FastDivisor { divisor, .. } = kp {
+            let arg = plan.args_of(divisor).next().unwrap_or(0);
+            let d = eval(divisor, arg)?;
+            crate::ir::fast_divisor_bits(d)
+                .map_err(|m| arg_error(p, arg, format!("the divisor {divisor} {m}")))?;
+        }
         let KernelParam::TensorMap(spec) = kp else {
             continue;
         };

@@ -18,6 +18,17 @@ pub enum VarKind {
     Mutable,
     /// The induction variable of a `for_range`.
     LoopIndex,
+    /// A kernel parameter the host derives at launch from the runtime arguments: the packed
+    /// multiplier and shift for dividing by this expression (see [`crate::ir::fast_divisor_bits`]).
+    FastDivisor(Box<Expr>),
+}
+
+impl VarKind {
+    /// Whether the host passes the variable's value at launch (an argument or a value derived
+    /// from the arguments): defined before the body, the same in every thread.
+    pub fn is_parameter(&self) -> bool {
+        matches!(self, VarKind::Param(_) | VarKind::FastDivisor(_))
+    }
 }
 
 /// A scalar variable.
@@ -103,6 +114,22 @@ impl BinOp {
 
     /// Applies the operator to integers the way 32/64-bit C arithmetic would, given the type.
     pub fn apply(self, a: i64, b: i64, dtype: DType) -> Option<i64> {
+        // 64-bit unsigned values are held as their bit patterns: divide, shift and compare
+        // them as unsigned
+        if dtype == DType::U64 {
+            let (x, y) = (a as u64, b as u64);
+            let unsigned = match self {
+                BinOp::Div => Some(x.checked_div(y)? as i64),
+                BinOp::Rem => Some(x.checked_rem(y)? as i64),
+                BinOp::Shr => Some(x.checked_shr(u32::try_from(y).ok()?)? as i64),
+                BinOp::Lt => Some((x < y) as i64),
+                BinOp::Le => Some((x <= y) as i64),
+                _ => None,
+            };
+            if unsigned.is_some() {
+                return unsigned;
+            }
+        }
         let v = match self {
             BinOp::Add => a.wrapping_add(b),
             BinOp::Sub => a.wrapping_sub(b),
@@ -356,6 +383,16 @@ mod tests {
         let x = Expr::binary(BinOp::BitXor, v.clone(), Expr::Int(1, DType::U32));
         assert_eq!(x.dtype(), DType::U32);
         assert_eq!(x.eval(&|_| Some(3)), Some(2));
+    }
+
+    #[test]
+    fn unsigned_64_bit_values_divide_shift_and_compare_as_unsigned() {
+        let big = (0xf000_0000_0000_0010u64) as i64;
+        let t = DType::U64;
+        assert_eq!(BinOp::Shr.apply(big, 60, t), Some(0xf));
+        assert_eq!(BinOp::Div.apply(big, 16, t), Some(0x0f00_0000_0000_0001));
+        assert_eq!(BinOp::Lt.apply(1, big, t), Some(1));
+        assert_eq!(BinOp::Shr.apply(big, 60, DType::I64), Some(-1));
     }
 
     #[test]

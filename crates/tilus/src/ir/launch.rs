@@ -116,6 +116,14 @@ pub enum KernelParam {
     },
     /// A tensor map built from a pointer argument and runtime sizes.
     TensorMap(TensorMapSpec),
+    /// The packed multiplier and shift of a divisor over runtime arguments (a `u64`), for the
+    /// variable that stands for it.
+    FastDivisor {
+        /// The variable (of kind [`crate::ir::VarKind::FastDivisor`]).
+        var: VarId,
+        /// The divisor, over runtime arguments and constants.
+        divisor: Expr,
+    },
 }
 
 /// What the kernel requires of a pointer argument.
@@ -302,6 +310,23 @@ impl LaunchPlan {
                 .find(|(id, _)| *id == v)
                 .map(|(_, i)| args[*i])
         })
+    }
+
+    /// The script arguments an expression reads, in order of appearance.
+    pub fn args_of<'a>(&'a self, e: &Expr) -> impl Iterator<Item = usize> + 'a {
+        let mut vars = vec![];
+        e.vars(&mut vars);
+        let mut args: Vec<usize> = vars
+            .into_iter()
+            .filter_map(|v| {
+                self.arg_vars
+                    .iter()
+                    .find(|(id, _)| *id == v)
+                    .map(|(_, a)| *a)
+            })
+            .collect();
+        args.dedup();
+        args.into_iter()
     }
 
     /// Like [`LaunchPlan::eval`], reading argument values through a function.

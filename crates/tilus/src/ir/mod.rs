@@ -3,6 +3,7 @@
 //! `lang` builds it, `passes` transform it, `codegen` (and later `interp`) read it. Besides the
 //! layout value types, it depends on nothing else in the crate.
 
+mod divisor;
 mod dtype;
 mod expr;
 mod inst;
@@ -13,6 +14,7 @@ mod program;
 mod stmt;
 mod tensor;
 
+pub use divisor::{fast_divide, fast_divisor_bits, MAX_FAST_DIVISOR};
 pub use dtype::DType;
 pub use expr::{wrap_to, BinOp, Expr, ExprPrinter, VarDecl, VarId, VarKind};
 pub use inst::facts;

@@ -34,6 +34,9 @@ pub struct Kernel {
     counters: HashMap<&'static str, u32>,
     used_names: HashSet<String>,
     warps_loc: Option<Loc>,
+    /// The definitions of immutable `let`s, so that host-side expressions (fast divisors) can
+    /// see through them to the arguments.
+    pub(crate) let_values: HashMap<VarId, Expr>,
 }
 
 /// Words a name in generated CUDA may not be: C++ keywords and the names generated code
@@ -161,6 +164,7 @@ impl Kernel {
             next_name: None,
             counters: HashMap::new(),
             used_names: HashSet::new(),
+            let_values: HashMap::new(),
             warps_loc: None,
         }
     }
@@ -377,7 +381,11 @@ impl Kernel {
         }
         let name = self.fresh_name("v");
         let value = cast_to(value.0, dtype);
+        let is_let = kind == VarKind::Let;
         let id = self.new_var(name, dtype, kind);
+        if is_let {
+            self.let_values.insert(id, value.clone());
+        }
         self.push(StmtKind::Let { var: id, value }, loc);
         Val::var(id, dtype)
     }

@@ -12,9 +12,13 @@ impl Kernel {
     /// rows column by column (`(0, 0), (1, 0), .., (group - 1, 0), (0, 1), ..`), the next
     /// ones the following `group` rows, the last group as many rows as are left. `group = 1`
     /// is row-major order. Launch with `k.blocks([tiles_m * tiles_n])` and pass
-    /// `k.block_idx().x`. Divisions are by compile-time constants (the group's width when
-    /// `tiles_n` is one, the group's height) except in a last, shorter group, which divides
-    /// by its height once per block.
+    /// `k.block_idx().x` (or a persistent loop's tile index: `linear` may be any index
+    /// `0 <= linear < tiles_m · tiles_n`).
+    ///
+    /// When the host can compute `tiles_m` and `tiles_n` (from runtime arguments and
+    /// constants), the two runtime divisions (by the tiles of a group, and by the rows of a
+    /// shorter last group) go through [`Kernel::fast_divisor`]; the divisions by `group` are
+    /// by a constant.
     #[track_caller]
     pub fn grouped_tile(
         &mut self,
@@ -25,16 +29,15 @@ impl Kernel {
     ) -> (Val, Val) {
         let group = group.max(1);
         let (linear, tiles_m, tiles_n) = (linear.into(), tiles_m.into(), tiles_n.into());
-        let per_group = self.name_next("per_group").let_i32(tiles_n * group);
-        let first_row = self
-            .name_next("first_row")
-            .let_i32(linear.clone() / per_group * group);
+        let per_group = self.divisor_if_host(tiles_n * group);
+        // the rows of the last group (`group` when the groups come out even: that group is
+        // then a whole one, which the branch below sends the constant way)
+        let last_rows = self.divisor_if_host((tiles_m.clone() - 1) % group + 1);
+        let (group_idx, within) = per_group.divmod(self, linear);
+        let first_row = self.name_next("first_row").let_i32(group_idx * group);
         let left = self.name_next("rows_left").let_i32(tiles_m - first_row);
-        let within = self.name_next("within").let_i32(linear % per_group);
         let row = self.name_next("tile_row").var_i32(first_row);
         let col = self.name_next("tile_col").var_i32(0);
-        // a whole group divides by the constant `group` (a multiply and a shift); only the
-        // last group, when shorter, divides by the rows it has left
         self.if_else(
             left.ge(group),
             |k| {
@@ -42,8 +45,9 @@ impl Kernel {
                 k.assign(col, within / group);
             },
             |k| {
-                k.assign(row, first_row + within % left);
-                k.assign(col, within / left);
+                let (q, r) = last_rows.divmod(k, within);
+                k.assign(row, first_row + r);
+                k.assign(col, q);
             },
         );
         (row, col)

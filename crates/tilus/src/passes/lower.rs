@@ -113,6 +113,14 @@ fn launch_plan(p: &Program, alignments: &[(crate::ir::GlobalId, u32, String)]) -
     for spec in &p.tensor_maps {
         params.push(KernelParam::TensorMap(spec.clone()));
     }
+    for (i, v) in p.vars.iter().enumerate() {
+        if let crate::ir::VarKind::FastDivisor(divisor) = &v.kind {
+            params.push(KernelParam::FastDivisor {
+                var: crate::ir::VarId(i as u32),
+                divisor: (**divisor).clone(),
+            });
+        }
+    }
 
     let mut rules: Vec<PointerRule> = vec![];
     let mut add = |arg: usize,

@@ -4,7 +4,7 @@
 use super::device::driver_err;
 use super::{tensor_map, Device};
 use crate::compile::CompiledProgram;
-use crate::ir::{HostValue, KernelParam, LaunchPlan};
+use crate::ir::{fast_divisor_bits, HostValue, KernelParam, LaunchPlan};
 use crate::{Error, Result};
 use cudarc::driver::sys::CUfunction_attribute_enum as Attr;
 use cudarc::driver::{CudaFunction, CudaModule, CudaStream};
@@ -274,6 +274,19 @@ impl LoadedKernel {
                     };
                     nm += 1;
                 }
+                KernelParam::FastDivisor { divisor, .. } => {
+                    let names = || {
+                        let names: Vec<String> =
+                            plan.args_of(divisor).map(|a| self.name(a)).collect();
+                        names.join(", ")
+                    };
+                    let d = eval(divisor, &names)?;
+                    scalars[ns] = fast_divisor_bits(d).map_err(|m| Error::Argument {
+                        arg: names(),
+                        message: format!("the divisor {divisor} {m}"),
+                    })?;
+                    ns += 1;
+                }
             }
         }
         drop(cache);
@@ -281,7 +294,9 @@ impl LoadedKernel {
         let (mut si, mut mi) = (0, 0);
         for (slot, p) in args.iter_mut().zip(&plan.params) {
             match p {
-                KernelParam::Scalar { .. } | KernelParam::Pointer { .. } => {
+                KernelParam::Scalar { .. }
+                | KernelParam::Pointer { .. }
+                | KernelParam::FastDivisor { .. } => {
                     // Little-endian: a pointer to the u64 is also a pointer to its low 32 bits.
                     *slot = &mut scalars[si] as *mut u64 as *mut c_void;
                     si += 1;

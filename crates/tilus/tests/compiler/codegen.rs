@@ -791,3 +791,33 @@ fn the_pipelines_producer_waits_relaxed_and_compiles() {
     );
     build(&script, &[]);
 }
+
+// ------------------------------------------------------------------------------------------
+// fast divisors: the host's multiplier and shift arrive as one parameter; the division is a
+// multiply, an add and a shift.
+// ------------------------------------------------------------------------------------------
+
+fn grouped_order(k: &mut Kernel, (tm, tn, out): Handles<(i32, i32, PtrMut<i32>)>) {
+    k.warps(1);
+    let (row, col) = k.grouped_tile(k.block_idx().x, tm, tn, 8);
+    let g = k.global_view::<i32>(out, [tm * tn * 2]);
+    let b = k.let_i32(k.block_idx().x);
+    k.single_thread(|k| {
+        k.atomic_exchange_scalar(&g, [b * 2], row);
+        k.atomic_exchange_scalar(&g, [b * 2 + 1], col);
+    });
+}
+
+#[test]
+fn grouped_order_divides_through_the_hosts_multipliers_and_compiles() {
+    let c = build(&Body::<(i32, i32, PtrMut<i32>)>(grouped_order), &[]);
+    let params = c.source.matches("const u64 divisor").count();
+    assert_eq!(params, 2, "one parameter per divisor:\n{}", c.source);
+    assert!(
+        c.source
+            .contains("multiplier (low 32 bits) and shift (high 32) dividing by"),
+        "{}",
+        c.source
+    );
+    assert!(c.source.contains(">> 32"), "{}", c.source);
+}

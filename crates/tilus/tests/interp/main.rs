@@ -21,6 +21,7 @@ mod common;
 mod arithmetic;
 mod control;
 mod debug;
+mod divmod;
 mod mbarrier;
 mod memory;
 mod mma;

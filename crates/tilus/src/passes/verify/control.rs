@@ -9,7 +9,7 @@
 //! is itself not uniform) may send some threads past the body while others wait in its
 //! `sync()` forever, so a `sync()` under it is a diagnostic.
 
-use crate::ir::{Expr, Program, Stmt, StmtKind, VarId, VarKind};
+use crate::ir::{Expr, Program, Stmt, StmtKind, VarId};
 use crate::passes::context::{Checker, Scope};
 
 /// For every variable, whether it has the same value in every thread of the block wherever
@@ -66,7 +66,7 @@ pub(super) fn uniform_vars(p: &Program) -> Vec<bool> {
         }
     }
     for (i, v) in p.vars.iter().enumerate() {
-        if matches!(v.kind, VarKind::Param(_)) {
+        if v.kind.is_parameter() {
             u[i] = true;
         }
     }

@@ -5,7 +5,7 @@
 //! What an instruction uses and declares comes from its facts.
 
 use crate::ir::facts::{Access, Memory};
-use crate::ir::{Expr, GlobalId, Loc, RegId, SharedId, Stmt, StmtKind, VarId, VarKind};
+use crate::ir::{Expr, GlobalId, Loc, RegId, SharedId, Stmt, StmtKind, VarId};
 use crate::passes::context::Checker;
 use std::collections::HashSet;
 
@@ -203,7 +203,7 @@ pub(super) fn check(c: &mut Checker) {
         shared_at: vec![None; p.shareds.len()],
     };
     for (i, v) in p.vars.iter().enumerate() {
-        if let VarKind::Param(_) = v.kind {
+        if v.kind.is_parameter() {
             sc.open[0].vars.insert(VarId(i as u32));
         }
     }

@@ -66,3 +66,15 @@ fn a_float_value_into_an_integer_variable() {
     })
     .fails_once("a f32 value into the i32 variable");
 }
+
+/// A fast divisor's multiplier is computed by the host before the launch: a divisor that
+/// reads the block index (or anything else the kernel computes) cannot have one.
+#[test]
+fn a_fast_divisor_the_host_cannot_compute() {
+    check::<(i32, PtrMut<f32>)>(|k, (n, _)| {
+        k.warps(1);
+        let per_block = k.let_i32(k.block_idx().x + n);
+        at(line!(), k.fast_divisor(per_block));
+    })
+    .fails_once("fast_divisor needs a divisor the host can compute before the launch");
+}
