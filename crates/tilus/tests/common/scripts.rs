@@ -170,6 +170,55 @@ impl Script for WarpArrivals {
     }
 }
 
+/// Block `b` of `BLOCKS` divides `base + b · stride` by `cdiv(d, 3)` (a `let` of an
+/// argument: the host sees through it) with `fast_divisor` and writes quotient and remainder
+/// to `out[2b]`, `out[2b + 1]`. Arguments `(d, base, stride, out)`.
+#[derive(Clone, Debug, Hash)]
+pub struct FastDivide;
+
+impl FastDivide {
+    /// Blocks (dividends) per launch.
+    pub const BLOCKS: i32 = 64;
+    /// `(d, base, stride)` cases from small divisors to ones near 2³¹, dividends to 2³¹ − 1.
+    pub const CASES: [(i32, i32, i32); 7] = [
+        (1, 0, 1),
+        (3, 5, 1),
+        (20, 1000, 977),
+        (384, 0, 12_345_679),
+        (196_611, 7, 33_554_393),
+        (i32::MAX - 2, i32::MAX - 64 * 30_000_000, 30_000_000),
+        (1_000_000, i32::MAX - 63, 1),
+    ];
+
+    /// What the kernel must write for a case.
+    pub fn reference((d, base, stride): (i32, i32, i32)) -> Vec<i32> {
+        let divisor = (d as i64 + 2) / 3;
+        (0..Self::BLOCKS as i64)
+            .flat_map(|b| {
+                let n = base as i64 + b * stride as i64;
+                [(n / divisor) as i32, (n % divisor) as i32]
+            })
+            .collect()
+    }
+}
+
+impl Script for FastDivide {
+    type Args = (i32, i32, i32, PtrMut<i32>);
+    fn body(&self, k: &mut Kernel, (d, base, stride, out): Handles<Self::Args>) {
+        k.blocks([Self::BLOCKS]);
+        k.warps(1);
+        let divisor = k.let_i32(cdiv(d, 3));
+        let fd = k.fast_divisor(divisor);
+        let g = k.global_view::<i32>(out, [Self::BLOCKS * 2]);
+        let b = k.let_i32(k.block_idx().x);
+        let (q, r) = fd.divmod(k, base + b * stride);
+        k.single_thread(|k| {
+            k.atomic_exchange_scalar(&g, [b * 2], q);
+            k.atomic_exchange_scalar(&g, [b * 2 + 1], r);
+        });
+    }
+}
+
 /// Registers moved between warp groups as a warp-specialized kernel does: of 12 warps,
 /// warp group 2 gives registers back (40 each) and stores 3.0 to elements 256-383 of a
 /// `[384]` f32 output; warp groups 0-1 take them (232 each: the whole pool) and store 2.0 to

@@ -3,7 +3,7 @@
 
 use crate::common::inputs::{fresh_seed, random_f16, random_f32};
 use crate::common::scripts::{
-    epilogue_inputs, Branches, Epilogue, EpilogueBug, Groups, OneTile, OnesTimesB, Printing,
+    epilogue_inputs, Branches, Epilogue, EpilogueBug, FastDivide, Groups, OneTile, OnesTimesB, Printing,
     RegisterSplit, TileCopy, WarpArrivals, EPILOGUE_COLS,
 };
 use crate::common::staged::{StagedMatmul, StagedSum};
@@ -57,6 +57,31 @@ fn nested_groups_store_their_own_rows_and_arrive() {
     let got = device.stream().clone_dtoh(&out).unwrap();
     assert!(got[..256].iter().all(|&x| x == 1.0), "{:?}", &got[..8]);
     assert!(got[256..].iter().all(|&x| x == 2.0), "{:?}", &got[256..264]);
+}
+
+/// Fast division on the GPU: the launch packs the host's multiplier and shift, the kernel
+/// divides with them, exactly; a divisor below one is refused before anything runs.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fast_divmod_divides_exactly_and_bad_divisors_launch_nothing() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let jit = tilus::Jit::new(FastDivide, &device);
+    for case in FastDivide::CASES {
+        let mut out = device
+            .stream()
+            .clone_htod(&vec![-1i32; FastDivide::BLOCKS as usize * 2])
+            .unwrap();
+        jit.launch(device.stream(), (case.0, case.1, case.2, &mut out))
+            .unwrap();
+        let got = device.stream().clone_dtoh(&out).unwrap();
+        assert_eq!(got, FastDivide::reference(case), "{case:?}");
+    }
+    let mut out = device.stream().clone_htod(&[-1i32; 128]).unwrap();
+    let err = jit.launch(device.stream(), (0, 0, 1, &mut out)).unwrap_err();
+    assert!(err.to_string().contains("a fast divisor must be between 1 and"), "{err}");
+    let got = device.stream().clone_dtoh(&out).unwrap();
+    assert!(got.iter().all(|&v| v == -1), "nothing ran");
 }
 
 /// Four arrivals of 32 complete a barrier of 128 (a count the hardware ignored would hang
