@@ -79,10 +79,11 @@ impl Script for MatmulPipelined {
         let pipe = Pipeline::new(k, self.stages.max(1) as u32, 128);
         let stage_bytes = sa.at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
 
-        // the producer: one thread of warp 4 fills each stage once it is empty
+        // the producer: the first warp of the producer's group fills each stage once it is
+        // empty (one elected lane issues the copies)
         k.thread_group(128, roles.producer_threads(), |k| {
             roles.enter_producer(k);
-            k.single_thread(|k| {
+            k.single_warp(0, |k| {
                 k.for_range(0, k_tiles, 1, |k, i| {
                     let slot = pipe.producer_acquire(k, i, stage_bytes);
                     let (a, b) = (sa.at(slot.stage()), sb.at(slot.stage()));

@@ -129,12 +129,13 @@ impl MatmulCooperative {
         let stage_bytes =
             2 * sa[0].at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
 
-        // the producer: one thread issues the three copies of a stage once it is empty
+        // the producer: the first warp of the producer's group issues the three copies of a
+        // stage once it is empty (one elected lane each)
         k.thread_group(256, if split { 128 } else { 32 }, |k| {
             if split {
                 k.set_max_registers(PRODUCER_REGISTERS);
             }
-            k.single_thread(|k| {
+            k.single_warp(0, |k| {
                 k.name_next("i");
                 k.for_range(0, k_tiles, 1, |k, i| {
                     let slot = pipe.producer_acquire(k, i, stage_bytes);

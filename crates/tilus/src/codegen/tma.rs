@@ -3,7 +3,7 @@
 //! complete on an mbarrier, stores in the issuing thread's bulk group (`commit_group`,
 //! `wait_group[.read]`).
 
-use super::{mbarrier, Emitter, Helper};
+use super::{mbarrier, Core, Emitter, Helper};
 use crate::ir::TmaInst;
 
 pub(super) fn emit(e: &mut Emitter, i: &TmaInst) {
@@ -22,10 +22,17 @@ pub(super) fn emit(e: &mut Emitter, i: &TmaInst) {
             let coords: Vec<String> = offsets.iter().rev().map(|o| e.expr(o)).collect();
             let b = mbarrier::address(e, bar);
             let dst_name = super::memory::view_base(e, dst);
-            e.line(format!(
+            let copy = format!(
                 "tilus_tma_load_{rank}d({dst_name}, &{map}, {b}, {});",
                 coords.join(", ")
-            ));
+            );
+            if e.tid().threads == 1 {
+                e.line(copy);
+            } else {
+                // a warp issues the copy once, from the lane it elects
+                e.use_helper(Helper::Core(Core::ElectOne));
+                e.line(format!("if (tilus_elect_one()) {copy}"));
+            }
         }
         TmaInst::SharedToGlobal {
             src, offsets, map, ..

@@ -314,7 +314,9 @@ fn end_of_frame(b: &Block<'_, '_>, task: &mut Task<'_>) -> R<()> {
 /// to its group) or whole warp groups.
 fn holds_whole(task: &Task<'_>, scope: ThreadScope) -> bool {
     let unit = match scope {
-        ThreadScope::Warps => 32,
+        // one thread issues alone; a warp elects a lane once it has converged
+        ThreadScope::OneOrWarp if task.group().1 == 1 => return true,
+        ThreadScope::Warps | ThreadScope::OneOrWarp => 32,
         ThreadScope::WarpGroup | ThreadScope::WarpGroups => 128,
         ThreadScope::Any | ThreadScope::OneThread | ThreadScope::Block | ThreadScope::BlockOnce => {
             return true

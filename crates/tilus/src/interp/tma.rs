@@ -11,7 +11,7 @@ use super::state::{read_bits, write_bits, Block, Fail, GlobalWrite, Retire, Work
 use super::task::{values, Step, Task};
 use super::views::{self, Placed};
 use crate::error::Fault;
-use crate::ir::facts::AsyncGroup;
+use crate::ir::facts::{AsyncGroup, ThreadScope};
 use crate::ir::{BarrierArrayId, Facts, GlobalId, Loc, TmaInst};
 
 /// A TMA load in flight: the box to copy and the barrier its bytes complete on.
@@ -59,8 +59,13 @@ pub(crate) fn exec(
             let touches = hazards::touches(b, task, facts, i.name(), loc)?;
             let strides = values(b, task, &b.program().global(*src).strides, loc)?;
             let issue_phase = b.bar_phases(a, idx);
-            // every thread of the group issues its own copy (the verifier allows one thread)
-            for _ in &task.threads {
+            // one copy per thread, or per warp where a warp elects its issuing lane (the
+            // verifier allows one thread or one warp)
+            let issuers = match facts.scope {
+                ThreadScope::OneOrWarp => task.threads.len().div_ceil(32),
+                _ => task.threads.len(),
+            };
+            for _ in 0..issuers {
                 let work = CopyIn {
                     src: *src,
                     dst: dst.clone(),

@@ -616,7 +616,7 @@ impl Kernel {
         self.push(StmtKind::While { cond, body }, loc);
     }
 
-    fn group(
+    pub(crate) fn group(
         &mut self,
         begin: u32,
         count: u32,

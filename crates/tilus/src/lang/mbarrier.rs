@@ -139,6 +139,17 @@ impl Mbarrier<'_> {
     /// `transaction_bytes`: the bytes the asynchronous copies of this phase will deliver.
     #[track_caller]
     pub fn arrive_and_expect_tx(self, bar: Barrier, transaction_bytes: impl Into<Scalar>) {
+        self.arrive_and_expect_tx_at(bar, transaction_bytes, Loc::caller());
+    }
+
+    /// [`Mbarrier::arrive_and_expect_tx`] reported at `loc` (for library helpers that issue
+    /// it from a closure).
+    pub(crate) fn arrive_and_expect_tx_at(
+        self,
+        bar: Barrier,
+        transaction_bytes: impl Into<Scalar>,
+        loc: Loc,
+    ) {
         let bytes = transaction_bytes.into().0;
         let bytes = match bytes {
             Expr::Int(v, _) => Expr::Int(v, crate::ir::DType::U32),
@@ -148,8 +159,7 @@ impl Mbarrier<'_> {
             bar: bar.to_ir(),
             bytes,
         };
-        self.k
-            .push(StmtKind::Inst(Inst::Mbarrier(inst)), Loc::caller());
+        self.k.push(StmtKind::Inst(Inst::Mbarrier(inst)), loc);
     }
 
     /// Blocks until the barrier's phase with parity `phase` has completed (its arrivals and

@@ -28,13 +28,12 @@
 //!         let s = k.shared_tensor::<f16>([2, 16, 64]);
 //!         let pipe = Pipeline::new(k, 2, 128);
 //!         let steps = k.let_i32(cdiv(rows, 16));
+//!         // the whole producer warp: an elected lane issues the copies
 //!         k.single_warp(4, |k| {
-//!             k.single_thread(|k| {
-//!                 k.for_range(0, steps, 1, |k, i| {
-//!                     let slot = pipe.producer_acquire(k, i, s.at(Val::constant(0)).nbytes());
-//!                     let tile = s.at(slot.stage());
-//!                     k.tma().global_to_shared(&g, &tile, [i * 16, Scalar::from(0)], slot.barrier());
-//!                 });
+//!             k.for_range(0, steps, 1, |k, i| {
+//!                 let slot = pipe.producer_acquire(k, i, s.at(Val::constant(0)).nbytes());
+//!                 let tile = s.at(slot.stage());
+//!                 k.tma().global_to_shared(&g, &tile, [i * 16, Scalar::from(0)], slot.barrier());
 //!             });
 //!         });
 //!         k.warp_group(0, |k| {
@@ -55,7 +54,7 @@
 //! ```
 
 use super::{Barrier, Barriers, Kernel, Scalar, Val};
-use crate::ir::{Inst, Loc, MbarrierInst, StmtKind};
+use crate::ir::{GroupKind, Inst, Loc, MbarrierInst, StmtKind};
 
 /// A ring of `stages` stages: per stage a *full* barrier (one producer arrival plus the
 /// copies' bytes) and an *empty* barrier (the consumers' arrivals). Step `i` uses stage
@@ -125,9 +124,10 @@ impl Pipeline {
         self.stages
     }
 
-    /// The producer's step `i` (one thread): waits until stage `i % stages` is empty (a
-    /// relaxed wait: only asynchronous copies follow it), then declares the `bytes` its
-    /// copies will deliver on the stage's full barrier.
+    /// The producer's step `i` (one thread, or one warp whose copies an elected lane issues):
+    /// waits until stage `i % stages` is empty (a relaxed wait: only asynchronous copies
+    /// follow it), then declares the `bytes` its copies will deliver on the stage's full
+    /// barrier (from one thread of a warp).
     #[track_caller]
     pub fn producer_acquire(
         &self,
@@ -135,6 +135,7 @@ impl Pipeline {
         i: impl Into<Scalar>,
         bytes: impl Into<Scalar>,
     ) -> ProducerSlot {
+        let loc = Loc::caller();
         let i = i.into();
         let stage = k.name_next("stage").let_i32(i.clone() % self.stages);
         let free = k
@@ -142,7 +143,15 @@ impl Pipeline {
             .let_i32((i / self.stages + 1) % 2);
         let (full, empty) = (self.full.at(stage), self.empty.at(stage));
         k.mbarrier().wait_relaxed(empty, free);
-        k.mbarrier().arrive_and_expect_tx(full, bytes);
+        let bytes = bytes.into();
+        if k.group_threads() == 1 {
+            k.mbarrier().arrive_and_expect_tx(full, bytes);
+        } else {
+            // a warp declares the bytes from one thread (its copies are issued once too)
+            k.group(0, 1, GroupKind::SingleThread, loc, |k| {
+                k.mbarrier().arrive_and_expect_tx_at(full, bytes, loc)
+            });
+        }
         ProducerSlot { stage, full }
     }
 

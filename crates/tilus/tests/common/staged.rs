@@ -237,3 +237,49 @@ impl Operands<'_> {
         k.tma().global_to_shared(&self.gb, &sb, (0, off), bar);
     }
 }
+
+/// A `Pipeline` of two `[16, 64]` f16 stages streaming `rows` rows from `src` to `dst`: a
+/// producer warp (warp 4) fills the stages, warp group 0 copies each one out and releases it.
+/// `whole_warp`: the producer's copies are issued by the whole warp (one elected lane);
+/// otherwise by one thread of it.
+#[derive(Clone, Debug, Hash)]
+pub struct PipelineStream {
+    pub whole_warp: bool,
+}
+
+impl Script for PipelineStream {
+    type Args = (i32, Ptr<half::f16>, PtrMut<half::f16>);
+    fn body(&self, k: &mut Kernel, (rows, src, dst): Handles<Self::Args>) {
+        use half::f16;
+        k.blocks([1]);
+        k.warps(5);
+        let g = k.global_view::<f16>(src, [rows, Val::constant(64)]);
+        let o = k.global_view::<f16>(dst, [rows, Val::constant(64)]);
+        let s = k.shared_tensor::<f16>([2, 16, 64]);
+        let pipe = Pipeline::new(k, 2, 128);
+        let steps = k.let_i32(cdiv(rows, 16));
+        let produce = |k: &mut Kernel| {
+            k.for_range(0, steps, 1, |k, i| {
+                let slot = pipe.producer_acquire(k, i, s.at(Val::constant(0)).nbytes());
+                let tile = s.at(slot.stage());
+                k.tma()
+                    .global_to_shared(&g, &tile, [i * 16, Scalar::from(0)], slot.barrier());
+            });
+        };
+        k.single_warp(4, |k| {
+            if self.whole_warp {
+                produce(k)
+            } else {
+                k.single_thread(produce)
+            }
+        });
+        k.warp_group(0, |k| {
+            k.for_range(0, steps, 1, |k, i| {
+                let slot = pipe.consumer_acquire(k, i);
+                let r = k.load_shared(&s.at(slot.stage()));
+                k.store_global(&o, &r, [i * 16, Scalar::from(0)]);
+                pipe.consumer_release(k, slot);
+            });
+        });
+    }
+}

@@ -738,58 +738,35 @@ fn fast_math_asked_for_is_the_hardwares_approximation() {
     );
 }
 
-/// `Pipeline`'s producer waits with relaxed semantics; the consumers' waits acquire.
+/// `Pipeline`'s producer waits with relaxed semantics; the consumers' waits acquire. A whole
+/// producer warp issues its copies from one elected lane and declares its bytes from one
+/// thread.
 #[test]
 fn the_pipelines_producer_waits_relaxed_and_compiles() {
-    let script = crate::common::Body::<(i32, tilus::prelude::Ptr<f16>, PtrMut<f16>)>(
-        |k, (rows, src, dst)| {
-            use tilus::prelude::*;
-            k.blocks([1]);
-            k.warps(5);
-            let g = k.global_view::<f16>(src, [rows, Val::constant(64)]);
-            let o = k.global_view::<f16>(dst, [rows, Val::constant(64)]);
-            let s = k.shared_tensor::<f16>([2, 16, 64]);
-            let pipe = Pipeline::new(k, 2, 128);
-            let steps = k.let_i32(cdiv(rows, 16));
-            k.single_warp(4, |k| {
-                k.single_thread(|k| {
-                    k.for_range(0, steps, 1, |k, i| {
-                        let slot = pipe.producer_acquire(k, i, s.at(Val::constant(0)).nbytes());
-                        let tile = s.at(slot.stage());
-                        k.tma().global_to_shared(
-                            &g,
-                            &tile,
-                            [i * 16, Scalar::from(0)],
-                            slot.barrier(),
-                        );
-                    });
-                });
-            });
-            k.warp_group(0, |k| {
-                k.for_range(0, steps, 1, |k, i| {
-                    let slot = pipe.consumer_acquire(k, i);
-                    let r = k.load_shared(&s.at(slot.stage()));
-                    k.store_global(&o, &r, [i * 16, Scalar::from(0)]);
-                    pipe.consumer_release(k, slot);
-                });
-            });
-        },
-    );
-    let src = tilus::emit(&script, &[]).unwrap();
-    assert!(
-        src.contains("mbarrier.try_wait.parity.relaxed.cta.shared::cta.b64 P, [%0], %1;"),
-        "{src}"
-    );
-    assert_eq!(
-        src.matches("tilus_mbarrier_wait_relaxed(").count(),
-        2,
-        "one call and its definition"
-    );
-    assert!(
-        src.contains("      tilus_mbarrier_wait(bar0 + 8u * (u32)(stage"),
-        "{src}"
-    );
-    build(&script, &[]);
+    use crate::common::staged::PipelineStream;
+    for whole_warp in [false, true] {
+        let script = PipelineStream { whole_warp };
+        let src = tilus::emit(&script, &[]).unwrap();
+        assert!(
+            src.contains("mbarrier.try_wait.parity.relaxed.cta.shared::cta.b64 P, [%0], %1;"),
+            "{src}"
+        );
+        assert_eq!(
+            src.matches("tilus_mbarrier_wait_relaxed(").count(),
+            2,
+            "one call and its definition"
+        );
+        assert!(
+            src.contains("      tilus_mbarrier_wait(bar0 + 8u * (u32)(stage"),
+            "{src}"
+        );
+        assert_eq!(
+            src.contains("if (tilus_elect_one()) tilus_tma_load_2d("),
+            whole_warp,
+            "{src}"
+        );
+        build(&script, &[]);
+    }
 }
 
 // ------------------------------------------------------------------------------------------

@@ -20,7 +20,10 @@ fn a_launch_with_a_divisor_below_one_is_refused() {
     let err = run(&FastDivide, (-5, 0, 1, &mut out[..])).unwrap_err();
     match err {
         Error::Argument { message, .. } => {
-            assert!(message.contains("a fast divisor must be between 1 and"), "{message}")
+            assert!(
+                message.contains("a fast divisor must be between 1 and"),
+                "{message}"
+            )
         }
         e => panic!("expected an argument error, got {e}"),
     }

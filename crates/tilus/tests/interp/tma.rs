@@ -11,7 +11,7 @@ use crate::common::mark;
 use crate::common::scripts::{
     epilogue_inputs, Epilogue, EpilogueBug, SeedMatmul, TileCopy, EPILOGUE_COLS,
 };
-use crate::common::staged::StagedSum;
+use crate::common::staged::{PipelineStream, StagedSum};
 use tilus::interp::{Fault, InterpValue};
 use tilus::prelude::*;
 
@@ -312,4 +312,25 @@ fn writing_the_stage_a_tma_store_reads_is_an_overwrite_before_wait() {
         &["overwrites shared tensor `s0[0]` while a TMA store that reads it is unfinished"],
     );
     assert_noted(&d, "store0");
+}
+
+/// A producer warp's copies, issued by the whole warp (one elected lane, once each) or by one
+/// thread of it, stream every row exactly through the pipeline (ragged last stage included).
+#[test]
+fn a_whole_producer_warp_issues_each_copy_once() {
+    for whole_warp in [true, false] {
+        let rows = 88usize;
+        let src = crate::common::inputs::random_f16(rows * 64, fresh_seed());
+        let mut dst = vec![f16::from_f32(f32::NAN); rows * 64];
+        run(
+            &PipelineStream { whole_warp },
+            (rows as i32, &src[..], &mut dst[..]),
+        )
+        .unwrap();
+        let same = dst
+            .iter()
+            .zip(&src)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "whole_warp = {whole_warp}");
+    }
 }

@@ -3,10 +3,10 @@
 
 use crate::common::inputs::{fresh_seed, random_f16, random_f32};
 use crate::common::scripts::{
-    epilogue_inputs, Branches, Epilogue, EpilogueBug, FastDivide, Groups, OneTile, OnesTimesB, Printing,
-    RegisterSplit, TileCopy, WarpArrivals, EPILOGUE_COLS,
+    epilogue_inputs, Branches, Epilogue, EpilogueBug, FastDivide, Groups, OneTile, OnesTimesB,
+    Printing, RegisterSplit, TileCopy, WarpArrivals, EPILOGUE_COLS,
 };
-use crate::common::staged::{StagedMatmul, StagedSum};
+use crate::common::staged::{PipelineStream, StagedMatmul, StagedSum};
 use crate::common::views::{self, ColumnSlice, DotViews, LoadedViews, ShapeViews};
 use crate::common::{cache_dir, child};
 use half::f16;
@@ -78,8 +78,14 @@ fn fast_divmod_divides_exactly_and_bad_divisors_launch_nothing() {
         assert_eq!(got, FastDivide::reference(case), "{case:?}");
     }
     let mut out = device.stream().clone_htod(&[-1i32; 128]).unwrap();
-    let err = jit.launch(device.stream(), (0, 0, 1, &mut out)).unwrap_err();
-    assert!(err.to_string().contains("a fast divisor must be between 1 and"), "{err}");
+    let err = jit
+        .launch(device.stream(), (0, 0, 1, &mut out))
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("a fast divisor must be between 1 and"),
+        "{err}"
+    );
     let got = device.stream().clone_dtoh(&out).unwrap();
     assert!(got.iter().all(|&v| v == -1), "nothing ran");
 }
@@ -899,4 +905,27 @@ fn a_column_slice_holds_the_referenced_elements_on_the_gpu() {
     let got = stream.clone_dtoh(&dst).unwrap();
     assert_eq!(got, interp, "the GPU against the interpreter");
     assert_eq!(got, want, "the GPU against the CPU reference");
+}
+
+/// The pipeline with its copies issued by the whole producer warp (an elected lane) and by
+/// one thread: every row arrives exactly.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_whole_producer_warp_streams_every_row() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    for whole_warp in [true, false] {
+        let rows = 600usize;
+        let data = crate::common::inputs::random_f16(rows * 64, fresh_seed());
+        let src = device.stream().clone_htod(&data).unwrap();
+        let mut dst = device
+            .stream()
+            .clone_htod(&vec![f16::from_f32(f32::NAN); rows * 64])
+            .unwrap();
+        tilus::Jit::new(PipelineStream { whole_warp }, &device)
+            .launch(device.stream(), (rows as i32, &src, &mut dst))
+            .unwrap();
+        let got = device.stream().clone_dtoh(&dst).unwrap();
+        assert_eq!(got, data, "whole_warp = {whole_warp}");
+    }
 }

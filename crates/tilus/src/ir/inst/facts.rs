@@ -265,6 +265,10 @@ pub enum ThreadScope {
     Any,
     /// Exactly one thread (`single_thread`): every thread would issue its own operation.
     OneThread,
+    /// One thread, or one whole converged warp of which one elected lane (`elect.sync`)
+    /// issues the operation, once: a producer warp issues its copies without narrowing to a
+    /// thread.
+    OneOrWarp,
     /// Whole warps.
     Warps,
     /// A warp group: 4 consecutive warps starting at a warp index divisible by 4.

@@ -80,7 +80,7 @@ impl TmaInst {
                     offsets,
                     extent: p.sview_stored_shape(dst),
                 };
-                Facts::scoped(ThreadScope::OneThread)
+                Facts::scoped(ThreadScope::OneOrWarp)
                     .effect(Effect::asynchronous(Memory::Global(*src), Access::Read, at).on(region))
                     .effect(Effect::shared_async(dst, Access::Write, at))
                     .barrier(BarrierEffect::CompleteTx {

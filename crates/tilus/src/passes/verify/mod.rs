@@ -44,6 +44,7 @@ pub fn check(p: &Program) -> Result<()> {
     };
     let uniform = control::uniform_vars(p);
     walk(&mut c, &p.body, &scope, &uniform);
+    transactions::check_program(&mut c, &p.body);
     hazards::check(&mut c);
     fences::check(&mut c);
     scoping::check(&mut c);
@@ -63,7 +64,6 @@ pub(crate) fn finish(diags: Vec<Diagnostic>) -> Result<()> {
 /// The verifier's walk: `uniform` says which variables have the same value in every thread
 /// of the block (see [`control::uniform_vars`]).
 fn walk(c: &mut Checker, stmts: &[Stmt], scope: &Scope, uniform: &[bool]) {
-    transactions::check(c, stmts);
     for s in stmts {
         // the innermost `if`/`while` whose condition may differ between threads
         let divergent = |cond: &crate::ir::Expr, what: &'static str| {

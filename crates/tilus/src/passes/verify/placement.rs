@@ -23,6 +23,30 @@ pub(super) fn check(c: &mut Checker, inst: &Inst, loc: Loc, scope: &Scope) {
                 );
             }
         }
+        ThreadScope::OneOrWarp => {
+            if !scope.single_thread && (threads != 32 || !scope.base.is_multiple_of(32)) {
+                c.err(
+                    loc,
+                    format!(
+                        "{name} is issued once, by one thread or by one warp (an elected lane); \
+                         the current group has {threads} threads starting at thread {}: wrap it \
+                         in single_thread() or single_warp(..)",
+                        scope.base
+                    ),
+                );
+            } else if let (false, Some((at, what, v))) = (scope.single_thread, scope.divergent) {
+                c.err(
+                    loc,
+                    format!(
+                        "{name} issued by a warp elects one of its lanes, which needs the whole \
+                         warp at once, but it is inside the {what} at {at}, whose condition reads \
+                         `{}`, which may differ between threads; move it out of the {what} or \
+                         into single_thread()",
+                        p.var(v).name
+                    ),
+                );
+            }
+        }
         ThreadScope::Warps => {
             if !threads.is_multiple_of(32) || !scope.base.is_multiple_of(32) {
                 c.err(

@@ -10,25 +10,65 @@ use tilus::layout::{SharedLayout, Swizzle};
 use tilus::prelude::*;
 
 #[test]
-fn tma_outside_single_thread() {
+fn tma_outside_one_thread_or_one_warp() {
     check::<InF16>(|k, (a,)| {
         k.warps(4);
         let (g, s, b) = tma_setup(k, a);
         at(line!(), k.tma().global_to_shared(&g, &s, [0, 0], b[0]));
     })
     .fails_once(
-        "tma.global_to_shared runs in a group of 128 threads: each of them would issue its own; \
-         wrap it in single_thread()",
+        "tma.global_to_shared is issued once, by one thread or by one warp (an elected lane); \
+         the current group has 128 threads starting at thread 0: wrap it in single_thread() or \
+         single_warp(..)",
     );
 
     check::<InF16>(|k, (a,)| {
         k.warps(4);
         let (g, s, b) = tma_setup(k, a);
-        k.single_warp(0, |k| {
+        k.thread_group(16, 32, |k| {
             at(line!(), k.tma().global_to_shared(&g, &s, [0, 0], b[0]));
         });
     })
-    .fails_once("tma.global_to_shared runs in a group of 32 threads");
+    .fails_once("the current group has 32 threads starting at thread 16");
+
+    // a store is a bulk group's: one thread only
+    check::<InF16>(|k, (a,)| {
+        k.warps(1);
+        let (g, s, _) = tma_setup(k, a);
+        at(line!(), k.tma().shared_to_global(&s, &g, [0, 0]));
+    })
+    .fails("tma.shared_to_global runs in a group of 32 threads: each of them would issue its own");
+}
+
+/// A warp elects its issuing lane with `elect.sync`, which needs the whole warp: not under
+/// a condition that may split it.
+#[test]
+fn a_warps_tma_under_a_divergent_condition() {
+    check::<InF16>(|k, (a,)| {
+        k.warps(1);
+        let (g, s, b) = tma_setup(k, a);
+        let flag = k.var_i32(0);
+        k.single_thread(|k| k.assign(flag, 1));
+        k.if_(flag.gt(0), |k| {
+            at(line!(), k.tma().global_to_shared(&g, &s, [0, 0], b[0]));
+        });
+    })
+    .fails_once("tma.global_to_shared issued by a warp elects one of its lanes, which needs the whole warp at once");
+}
+
+/// The whole warp may issue: one elected lane copies, once.
+#[test]
+fn a_warp_issues_a_tma_copy_once() {
+    check::<InF16>(|k, (a,)| {
+        k.warps(2);
+        let (g, s, b) = tma_setup(k, a);
+        k.single_warp(1, |k| {
+            k.single_thread(|k| k.mbarrier().arrive_and_expect_tx(b[0], s.nbytes()));
+            k.tma().global_to_shared(&g, &s, [0, 0], b[0]);
+            k.mbarrier().wait(b[0], 0u32);
+        });
+    })
+    .compiles("a warp's copy is issued by one lane, and its bytes match the declaration");
 }
 
 #[test]
