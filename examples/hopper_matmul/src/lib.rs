@@ -28,6 +28,7 @@ pub mod v2;
 pub mod v3;
 pub mod v4;
 pub mod v5;
+pub mod v6;
 pub mod vector_add;
 pub mod workload;
 

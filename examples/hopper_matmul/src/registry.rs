@@ -167,6 +167,11 @@ impl SeriesMatmul for crate::v5::MatmulCooperative {
     const TUNED_IN_BENCH: bool = true;
 }
 
+impl SeriesMatmul for crate::v6::MatmulPersistent {
+    const VERSION: &'static str = "v6";
+    const TUNED_IN_BENCH: bool = true;
+}
+
 fn fixed_version<S: SeriesMatmul>(
     settings: &Settings,
     device: &Device,
@@ -330,6 +335,10 @@ pub fn entries() -> Vec<Entry> {
         matmul_entry::<crate::v5::MatmulCooperative>(
             "hopper_matmul_v5",
             "v5: two consumer warp groups share each stage's B tile, registers moved to them",
+        ),
+        matmul_entry::<crate::v6::MatmulPersistent>(
+            "hopper_matmul_v6",
+            "v6: v5 on a persistent grid, the ring running on from tile to tile",
         ),
         epilogue_entry::<Identity>(
             "matmul_epilogue_identity",
@@ -504,7 +513,10 @@ mod tests {
 
     #[test]
     fn matmul_versions_are_found_by_their_short_names() {
-        assert_eq!(matmul_versions(), vec!["v0", "v1", "v2", "v3", "v4", "v5"]);
+        assert_eq!(
+            matmul_versions(),
+            vec!["v0", "v1", "v2", "v3", "v4", "v5", "v6"]
+        );
         for v in matmul_versions() {
             let e = matmul_version(v).unwrap();
             assert_eq!(e.name, format!("hopper_matmul_{v}"));
@@ -514,7 +526,7 @@ mod tests {
             assert!(matches!(e, Error::Usage(_)), "{e}");
             assert!(
                 e.to_string()
-                    .contains("(available: v0, v1, v2, v3, v4, v5)"),
+                    .contains("(available: v0, v1, v2, v3, v4, v5, v6)"),
                 "{e}"
             );
         }

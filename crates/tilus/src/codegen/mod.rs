@@ -300,6 +300,15 @@ impl<'p> Emitter<'p> {
 
     fn prologue(&mut self) {
         self.line("const i32 tilus_tid = (i32)threadIdx.x;");
+        for v in &self.p.vars {
+            if v.kind == crate::ir::VarKind::LaunchedBlocks {
+                let line = format!(
+                    "const i32 {} = (i32)gridDim.x;  // the blocks launched (a persistent grid: at most one per multiprocessor)",
+                    v.name
+                );
+                self.line(line);
+            }
+        }
         for kp in &self.plan.params {
             if let KernelParam::FastDivisor { var, divisor } = kp {
                 let line = format!(

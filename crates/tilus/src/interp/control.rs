@@ -26,6 +26,7 @@ pub(crate) fn param_values(b: &Block<'_, '_>) -> Vec<(VarId, i64)> {
                     .eval(&by_var)
                     .and_then(|d| crate::ir::fast_divisor_bits(d).ok())
                     .unwrap_or(0) as i64,
+                VarKind::LaunchedBlocks => b.grid[0],
                 _ => return None,
             };
             Some((VarId(i as u32), value))

@@ -120,6 +120,9 @@ pub struct Options {
     pub max_loop_iterations: u64,
     /// Where the text of `printf` and `print_tensor` goes.
     pub output: Output,
+    /// The multiprocessors of the modelled device: the most blocks a persistent grid runs
+    /// (4 by default, so that a small problem gives each block several items).
+    pub multiprocessors: u32,
 }
 
 impl Default for Options {
@@ -129,6 +132,7 @@ impl Default for Options {
             batch: 256,
             max_loop_iterations: 1 << 31,
             output: Output::Stdout,
+            multiprocessors: 4,
         }
     }
 }
@@ -371,6 +375,9 @@ pub fn run_program(
         }
         grid[i] = v;
     }
+    if plan.persistent {
+        grid[0] = grid[0].min(i64::from(opts.multiprocessors.max(1)));
+    }
     check_rules(p, plan, args, &ints)?;
     let mut prep = Prepared::new(p).map_err(|(loc, m)| Error::script(loc, m))?;
     prep.max_loop_iterations = opts.max_loop_iterations;
@@ -409,7 +416,7 @@ pub fn run_program(
                 let y = (id / grid[0] as u64) % grid[1] as u64;
                 let z = id / (grid[0] * grid[1]) as u64;
                 let bidx = [x as i64, y as i64, z as i64];
-                let mut b = Block::new(&prep, &views, &ints, bidx);
+                let mut b = Block::new(&prep, &views, &ints, bidx, grid);
                 let r = sched::run_block(&mut b);
                 let printed = std::mem::take(&mut b.printed);
                 let r = match r {

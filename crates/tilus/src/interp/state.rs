@@ -526,6 +526,8 @@ pub(crate) struct Block<'a, 'p> {
     /// Integer values by argument position (0 for buffers).
     pub args: &'a [i64],
     pub bidx: [i64; 3],
+    /// The grid: blocks along x, y, z.
+    pub grid: [i64; 3],
     /// The planned shared-memory region: one byte array, as on the chip.
     pub smem: Vec<u8>,
     pub regs: Vec<Option<RegData>>,
@@ -560,6 +562,7 @@ impl<'a, 'p> Block<'a, 'p> {
         bufs: &'a [Option<GlobalBuf<'a>>],
         args: &'a [i64],
         bidx: [i64; 3],
+        grid: [i64; 3],
     ) -> Self {
         let p = prep.p;
         Block {
@@ -567,6 +570,7 @@ impl<'a, 'p> Block<'a, 'p> {
             bufs,
             args,
             bidx,
+            grid,
             smem: vec![POISON; p.smem_bytes as usize],
             regs: (0..p.registers.len()).map(|_| None).collect(),
             writes: vec![],

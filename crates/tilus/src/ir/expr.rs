@@ -21,13 +21,19 @@ pub enum VarKind {
     /// A kernel parameter the host derives at launch from the runtime arguments: the packed
     /// multiplier and shift for dividing by this expression (see [`crate::ir::fast_divisor_bits`]).
     FastDivisor(Box<Expr>),
+    /// The number of blocks the launch runs along x (`gridDim.x`): for a persistent grid, the
+    /// work capped at the device's multiprocessors.
+    LaunchedBlocks,
 }
 
 impl VarKind {
     /// Whether the host passes the variable's value at launch (an argument or a value derived
     /// from the arguments): defined before the body, the same in every thread.
     pub fn is_parameter(&self) -> bool {
-        matches!(self, VarKind::Param(_) | VarKind::FastDivisor(_))
+        matches!(
+            self,
+            VarKind::Param(_) | VarKind::FastDivisor(_) | VarKind::LaunchedBlocks
+        )
     }
 }
 

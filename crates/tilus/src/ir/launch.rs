@@ -260,6 +260,8 @@ pub struct LaunchPlan {
     pub pointers: Vec<(usize, bool)>,
     /// The kernel's 32-bit integers that depend on runtime arguments, checked at launch.
     pub index_guards: Vec<IndexGuard>,
+    /// A persistent grid: the launch caps the grid along x at the device's multiprocessors.
+    pub persistent: bool,
 }
 
 impl LaunchPlan {

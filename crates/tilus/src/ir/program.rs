@@ -70,6 +70,9 @@ pub struct Program {
     pub tensor_maps: Vec<TensorMapSpec>,
     /// Statements traced so far (the next [`StmtId`]).
     pub stmt_count: u32,
+    /// A persistent grid: the launch runs at most one block per multiprocessor along x
+    /// (`persistent_blocks`).
+    pub persistent: bool,
 }
 
 impl Program {

@@ -68,6 +68,15 @@ impl Kernel {
                 return plain(divisor);
             }
         };
+        // one parameter per distinct divisor (a helper called by several roles asks again)
+        let same =
+            |v: &crate::ir::VarDecl| matches!(&v.kind, VarKind::FastDivisor(e) if **e == host);
+        if let Some(i) = self.prog.vars.iter().position(same) {
+            return FastDivisor {
+                divisor,
+                packed: Some(Val::var(VarId(i as u32), DType::U64)),
+            };
+        }
         let name = self.fresh_name("divisor");
         let id = self.new_var(name, DType::U64, VarKind::FastDivisor(Box::new(host)));
         FastDivisor {
@@ -79,7 +88,7 @@ impl Kernel {
     /// `e` with every immutable `let` replaced by its definition, when what is left reads
     /// only runtime arguments; otherwise what it reads that the host does not know (a
     /// variable, or `None` for the block index).
-    fn host_expr(&self, e: &Expr) -> Result<Expr, Option<VarId>> {
+    pub(crate) fn host_expr(&self, e: &Expr) -> Result<Expr, Option<VarId>> {
         Ok(match e {
             Expr::Int(..) | Expr::Float(..) => e.clone(),
             Expr::Var(id, _) => {

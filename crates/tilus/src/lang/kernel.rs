@@ -157,6 +157,7 @@ impl Kernel {
                 min_blocks: None,
                 tensor_maps: vec![],
                 stmt_count: 0,
+                persistent: false,
             },
             blocks: vec![vec![]],
             groups: vec![0],
@@ -298,8 +299,17 @@ impl Kernel {
     /// Sets the grid: the number of blocks along x (and y, z).
     #[track_caller]
     pub fn blocks(&mut self, dims: impl super::Scalars) {
-        let loc = Loc::caller();
-        let dims = dims.into_exprs();
+        self.blocks_at(dims.into_exprs(), Loc::caller());
+    }
+
+    /// [`Kernel::blocks`] at `loc`. The host computes the grid: `let`s of arguments are
+    /// replaced by their definitions (what is left that it cannot compute, the verifier
+    /// reports).
+    pub(crate) fn blocks_at(&mut self, dims: Vec<Expr>, loc: Loc) {
+        let dims: Vec<Expr> = dims
+            .into_iter()
+            .map(|d| self.host_expr(&d).unwrap_or(d))
+            .collect();
         if dims.is_empty() || dims.len() > 3 {
             self.error(
                 loc,

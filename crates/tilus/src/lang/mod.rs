@@ -12,6 +12,7 @@ mod element;
 mod kernel;
 mod mbarrier;
 mod mma;
+mod persistent;
 mod pipeline;
 mod raster;
 mod registers;

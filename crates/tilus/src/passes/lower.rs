@@ -218,5 +218,6 @@ fn launch_plan(p: &Program, alignments: &[(crate::ir::GlobalId, u32, String)]) -
         pointer_rules: rules,
         arg_vars,
         index_guards: vec![],
+        persistent: p.persistent,
     }
 }

@@ -25,6 +25,8 @@ pub struct LoadedKernel {
     plan: LaunchPlan,
     arg_names: Vec<String>,
     maps: std::sync::Mutex<MapCache>,
+    /// The device's multiprocessors: the most blocks a persistent grid launches.
+    multiprocessors: u32,
 }
 
 impl LoadedKernel {
@@ -71,12 +73,19 @@ impl LoadedKernel {
                 ),
             });
         }
+        let multiprocessors = device
+            .context()
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )
+            .map_err(driver_err("cuDeviceGetAttribute"))?;
         Ok(LoadedKernel {
             _module: module,
             func,
             plan: compiled.plan.clone(),
             arg_names,
             maps: std::sync::Mutex::new(vec![None; n_maps]),
+            multiprocessors: multiprocessors.max(1) as u32,
         })
     }
 
@@ -166,6 +175,9 @@ impl LoadedKernel {
                 });
             }
             grid[i] = v as u32;
+        }
+        if plan.persistent {
+            grid[0] = grid[0].min(self.multiprocessors);
         }
         // Buffers: non-null, large enough and aligned as the code assumes.
         for rule in &plan.pointer_rules {

@@ -219,6 +219,38 @@ impl Script for FastDivide {
     }
 }
 
+/// A persistent grid over `items` work items: block `b` of the `blocks` launched takes items
+/// `b, b + blocks, ..` and writes `out[item] = b · 1000 + blocks` (so a test sees who ran
+/// each item and how many blocks there were). Arguments `(items, out)`.
+#[derive(Clone, Debug, Hash)]
+pub struct PersistentItems;
+
+impl PersistentItems {
+    /// What the kernel must write on a device of `multiprocessors`.
+    pub fn reference(items: usize, multiprocessors: usize) -> Vec<i32> {
+        let blocks = items.min(multiprocessors);
+        (0..items)
+            .map(|i| ((i % blocks) * 1000 + blocks) as i32)
+            .collect()
+    }
+}
+
+impl Script for PersistentItems {
+    type Args = (i32, PtrMut<i32>);
+    fn body(&self, k: &mut Kernel, (items, out): Handles<Self::Args>) {
+        let work = k.let_i32(items);
+        let blocks = k.persistent_blocks(work);
+        k.warps(1);
+        let g = k.global_view::<i32>(out, [items]);
+        let b = k.let_i32(k.block_idx().x);
+        k.for_range(b, work, blocks, |k, item| {
+            k.single_thread(|k| {
+                k.atomic_exchange_scalar(&g, [item], b * 1000 + blocks);
+            });
+        });
+    }
+}
+
 /// Registers moved between warp groups as a warp-specialized kernel does: of 12 warps,
 /// warp group 2 gives registers back (40 each) and stores 3.0 to elements 256-383 of a
 /// `[384]` f32 output; warp groups 0-1 take them (232 each: the whole pool) and store 2.0 to

@@ -798,3 +798,21 @@ fn grouped_order_divides_through_the_hosts_multipliers_and_compiles() {
     );
     assert!(c.source.contains(">> 32"), "{}", c.source);
 }
+
+/// A persistent grid's block count is the launch's `gridDim.x`, read once.
+#[test]
+fn a_persistent_grid_reads_the_blocks_launched_and_compiles() {
+    let c = build(&crate::common::scripts::PersistentItems, &[]);
+    assert!(
+        c.source.contains("const i32 blocks0 = (i32)gridDim.x;"),
+        "{}",
+        c.source
+    );
+    let (p, plan) = {
+        let p = tilus::trace(&crate::common::scripts::PersistentItems, &[]).unwrap();
+        let p = tilus::passes::infer_layout::run(p).unwrap();
+        let p = tilus::passes::plan_shared::run(p).unwrap();
+        tilus::passes::lower::run(p)
+    };
+    assert!(p.persistent && plan.persistent);
+}

@@ -3,7 +3,7 @@
 //! loops (and the loop that never ends).
 
 use crate::common::interp::{expect_fault, interpret, run};
-use crate::common::scripts::{Branches, Groups};
+use crate::common::scripts::{Branches, Groups, PersistentItems};
 use crate::common::{clear_marks, mark, Body};
 use tilus::interp::Fault;
 use tilus::prelude::*;
@@ -228,4 +228,22 @@ fn tiles_of_the_two_branches_share_bytes() {
     interpret::<(PtrMut<f32>,)>(body, (&mut out,)).unwrap();
     assert!(out[..32].iter().all(|&x| x == 1.0), "{out:?}");
     assert!(out[32..].iter().all(|&x| x == 2.0), "{out:?}");
+}
+
+/// A persistent grid runs `min(items, multiprocessors)` blocks (four on the interpreter's
+/// default device, or as many as its options say), each taking every `blocks`-th item.
+#[test]
+fn a_persistent_grid_runs_one_block_per_multiprocessor_at_most() {
+    for items in [3usize, 4, 11] {
+        let mut out = vec![-1i32; items];
+        run(&PersistentItems, (items as i32, &mut out[..])).unwrap();
+        assert_eq!(out, PersistentItems::reference(items, 4), "{items} items");
+    }
+    let mut out = vec![-1i32; 20];
+    let opts = tilus::interp::Options {
+        multiprocessors: 7,
+        ..Default::default()
+    };
+    tilus::interpret_with(&PersistentItems, (20, &mut out[..]), &opts).unwrap();
+    assert_eq!(out, PersistentItems::reference(20, 7));
 }

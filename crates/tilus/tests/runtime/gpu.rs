@@ -4,7 +4,7 @@
 use crate::common::inputs::{fresh_seed, random_f16, random_f32};
 use crate::common::scripts::{
     epilogue_inputs, Branches, Epilogue, EpilogueBug, FastDivide, Groups, OneTile, OnesTimesB,
-    Printing, RegisterSplit, TileCopy, WarpArrivals, EPILOGUE_COLS,
+    PersistentItems, Printing, RegisterSplit, TileCopy, WarpArrivals, EPILOGUE_COLS,
 };
 use crate::common::staged::{PipelineStream, StagedMatmul, StagedSum};
 use crate::common::views::{self, ColumnSlice, DotViews, LoadedViews, ShapeViews};
@@ -927,5 +927,28 @@ fn a_whole_producer_warp_streams_every_row() {
             .unwrap();
         let got = device.stream().clone_dtoh(&dst).unwrap();
         assert_eq!(got, data, "whole_warp = {whole_warp}");
+    }
+}
+
+/// A persistent grid launches one block per multiprocessor at most: fewer items than
+/// multiprocessors run one block each, more are shared round-robin.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_persistent_grid_runs_one_block_per_multiprocessor_at_most() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let sms = device
+        .context()
+        .attribute(
+            tilus::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        )
+        .unwrap() as usize;
+    let jit = tilus::Jit::new(PersistentItems, &device);
+    for items in [5usize, sms, 3 * sms + 7] {
+        let mut out = device.stream().clone_htod(&vec![-1i32; items]).unwrap();
+        jit.launch(device.stream(), (items as i32, &mut out))
+            .unwrap();
+        let got = device.stream().clone_dtoh(&out).unwrap();
+        assert_eq!(got, PersistentItems::reference(items, sms), "{items} items");
     }
 }

@@ -1,0 +1,190 @@
+//! v6: v5 on a persistent grid. At most one block per multiprocessor is launched
+//! ([`Kernel::persistent_blocks`]); each block walks the tiles `blockIdx.x, blockIdx.x +
+//! blocks, ..` in grouped order, and its pipeline runs on across tiles: the producer warp
+//! starts filling the ring with the next tile's stages while the consumer warp groups are
+//! still storing the last one, so the epilogue no longer leaves the tensor cores waiting for a
+//! cold pipeline. The step number of the ring counts on from tile to tile (`done + i`).
+//!
+//! `C = A · Bᵀ` with A `[M, K]`, B `[N, K]` (both K-major), C `[M, N]`; f16 in, f32
+//! accumulation, f16 out. Two consumer warp groups of `block_m / 2` rows each (v5's
+//! cooperative split), a producer warp group that gives registers back
+//! ([`PRODUCER_REGISTERS`], [`CONSUMER_REGISTERS`]), one product in flight.
+//!
+//! `persistent = 0` launches one block per tile instead (each block runs its loop once): the
+//! ablation that shows what the persistent grid is worth.
+
+use crate::v5::{CONSUMER_REGISTERS, PRODUCER_REGISTERS};
+use tilus::prelude::*;
+
+/// The v6 kernel. Fields are compile-time hyperparameters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
+#[tune(block_m, block_n = [(128, 128), (128, 256), (256, 128)])]
+#[tune(block_k = [64])]
+#[tune(stages = [3, 4])]
+#[tune(group_m = [1, 8])]
+#[tune(persistent = [1])]
+pub struct MatmulPersistent {
+    /// Rows of C per tile: two warp groups of `block_m / 2` rows each (a multiple of 128).
+    pub block_m: i32,
+    /// Columns of C per tile (one WGMMA covers up to 256).
+    pub block_n: i32,
+    /// Depth of one K step (64 halves: 128-byte rows, the 128-byte swizzle).
+    pub block_k: i32,
+    /// Stages in the ring.
+    pub stages: i32,
+    /// Tile rows per group of the grouped order ([`Kernel::grouped_tile`]).
+    pub group_m: i32,
+    /// 1: a persistent grid (one block per multiprocessor at most); 0: one block per tile.
+    pub persistent: i32,
+}
+
+impl Default for MatmulPersistent {
+    /// A configuration that compiles (the autotuner chooses per problem).
+    fn default() -> Self {
+        MatmulPersistent {
+            block_m: 128,
+            block_n: 256,
+            block_k: 64,
+            stages: 4,
+            group_m: 8,
+            persistent: 1,
+        }
+    }
+}
+
+#[tilus::script]
+impl Script for MatmulPersistent {
+    // m_size: runtime; n_size, k_size: compile-time constants (a new value specializes).
+    type Args = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f16>);
+
+    fn body(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): Handles<Self::Args>,
+    ) {
+        self.tiles(
+            k,
+            (m_size, n_size, k_size),
+            (a_ptr, b_ptr),
+            |k, acc, rows, cols| {
+                let casted_acc = k.cast::<f16>(acc);
+                let gc = k.global_view::<f16>(c_ptr, [m_size, n_size]);
+                k.store_global(&gc, &casted_acc, [rows, cols]);
+            },
+        );
+    }
+}
+
+impl MatmulPersistent {
+    /// Everything but the epilogue: the grid, the warps, the ring and its producer, and both
+    /// consumer warp groups' loops over their tiles. For each tile, each consumer warp group
+    /// runs `epilogue(k, acc, rows, cols)` on its `[block_m / 2, block_n]` accumulator, whose
+    /// first element is C's `(rows, cols)`.
+    pub fn tiles(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, k_size): (Val, Val, Val),
+        (a_ptr, b_ptr): (PtrVal<f16>, PtrVal<f16>),
+        epilogue: impl Fn(&mut Kernel, &RegisterTensor<f32>, Val, Val),
+    ) {
+        let tiles_m = k.name_next("tiles_m").let_i32(cdiv(m_size, self.block_m));
+        let tiles_n = k.name_next("tiles_n").let_i32(cdiv(n_size, self.block_n));
+        let tiles = k.name_next("tiles").let_i32(tiles_m * tiles_n);
+        // the blocks launched: the loop over tiles strides by them
+        let blocks = if self.persistent != 0 {
+            k.persistent_blocks(tiles)
+        } else {
+            k.blocks([tiles]);
+            tiles
+        };
+        // two consumer warp groups, then the producer's warp group
+        k.warps(12);
+        let half_m = self.block_m / 2;
+        let k_tiles = k.name_next("k_tiles").let_i32(cdiv(k_size, self.block_k));
+        let stages = self.stages.max(1);
+
+        let ga = k
+            .name_next("ga")
+            .global_view::<f16>(a_ptr, [m_size, k_size]);
+        let gb = k
+            .name_next("gb")
+            .global_view::<f16>(b_ptr, [n_size, k_size]);
+        let sa = [
+            k.name_next("sa0")
+                .shared_tensor::<f16>([stages, half_m, self.block_k]),
+            k.name_next("sa1")
+                .shared_tensor::<f16>([stages, half_m, self.block_k]),
+        ];
+        let sb = k
+            .name_next("sb")
+            .shared_tensor::<f16>([stages, self.block_n, self.block_k]);
+        let pipe = Pipeline::new(k, stages as u32, 256);
+        let stage_bytes =
+            2 * sa[0].at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
+        // this block's tiles: blockIdx.x, then every `blocks`-th, in grouped order
+        let for_each_tile = |k: &mut Kernel, body: &dyn Fn(&mut Kernel, Val, Val, Val)| {
+            let done = k.name_next("done").var_i32(0);
+            k.name_next("tile");
+            k.for_range(k.block_idx().x, tiles, blocks, |k, t| {
+                let (tile_m, tile_n) = k.grouped_tile(t, tiles_m, tiles_n, self.group_m);
+                let offset_m = k.name_next("offset_m").let_i32(tile_m * self.block_m);
+                let offset_n = k.name_next("offset_n").let_i32(tile_n * self.block_n);
+                body(k, done, offset_m, offset_n);
+                k.assign(done, done + k_tiles);
+            });
+        };
+
+        // the producer: the first warp of the last warp group fills the ring, tile after tile
+        k.thread_group(256, 128, |k| {
+            k.set_max_registers(PRODUCER_REGISTERS);
+            k.single_warp(0, |k| {
+                for_each_tile(k, &|k, done, offset_m, offset_n| {
+                    k.name_next("i");
+                    k.for_range(0, k_tiles, 1, |k, i| {
+                        let slot = pipe.producer_acquire(k, done + i, stage_bytes);
+                        let stage = slot.stage();
+                        let (a0, a1, b) = (sa[0].at(stage), sa[1].at(stage), sb.at(stage));
+                        let bar = slot.barrier();
+                        let offset_k = k.name_next("offset_k").let_i32(i * self.block_k);
+                        k.tma()
+                            .global_to_shared(&ga, &a0, [offset_m, offset_k], bar);
+                        let offset_m1 = k.name_next("offset_m1").let_i32(offset_m + half_m);
+                        k.tma()
+                            .global_to_shared(&ga, &a1, [offset_m1, offset_k], bar);
+                        k.tma().global_to_shared(&gb, &b, [offset_n, offset_k], bar);
+                    });
+                });
+            });
+        });
+
+        // the consumers: warp group g multiplies its half of A by B, one product in flight;
+        // a tile's last stage is freed as soon as its product is done, before the epilogue
+        for (g, sa_g) in sa.iter().enumerate() {
+            k.thread_group(128 * g as u32, 128, |k| {
+                k.set_max_registers(CONSUMER_REGISTERS);
+                for_each_tile(k, &|k, done, offset_m, offset_n| {
+                    let acc = k
+                        .name_next("acc")
+                        .register_tensor::<f32>([half_m, self.block_n], 0.0);
+                    k.name_next("i");
+                    k.for_range_unrolled(0, k_tiles, 1, stages as u32, |k, i| {
+                        let slot = pipe.consumer_acquire(k, done + i);
+                        let stage = slot.stage();
+                        k.wgmma().fence();
+                        k.wgmma()
+                            .mma(&sa_g.at(stage), &sb.at(stage).transpose(), &acc);
+                        k.wgmma().commit_group();
+                        k.wgmma().wait_group(1);
+                        // this step's stage is freed by the next step (or after the tile)
+                        drop(slot);
+                        k.if_(i.gt(0), |k| pipe.consumer_release_step(k, done + i - 1));
+                    });
+                    k.wgmma().wait_group(0);
+                    pipe.consumer_release_step(k, done + k_tiles - 1);
+                    let rows = k.name_next("rows").let_i32(offset_m + half_m * g as i32);
+                    epilogue(k, &acc, rows, offset_n);
+                });
+            });
+        }
+    }
+}

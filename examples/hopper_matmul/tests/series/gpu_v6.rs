@@ -1,0 +1,22 @@
+//! v6 on the GPU: its forms and its default against cuBLAS at shapes that are multiples of
+//! the tile and shapes that are not (relative error under 1e-3, no NaN), and the autotuned
+//! kernel at 4096³.
+
+use super::checks::{autotuned_on_gpu, forms_on_gpu};
+use hopper_matmul::v6::MatmulPersistent;
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_form_matches_cublas() {
+    hopper_matmul::test_cache!();
+    let mut forms = super::interp_v6::forms();
+    forms.push(MatmulPersistent::default());
+    forms_on_gpu("v6", forms);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn autotuned_v6_is_correct_at_4096() {
+    hopper_matmul::test_cache!();
+    autotuned_on_gpu::<MatmulPersistent>("v6");
+}

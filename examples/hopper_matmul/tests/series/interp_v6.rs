@@ -1,0 +1,34 @@
+//! v6 (a persistent grid) on the CPU interpreter against the f64 CPU reference. The
+//! interpreter models a device of four multiprocessors, so each block walks several tiles and
+//! the ring runs on across them (wrapping mid-tile where the steps per tile are not a
+//! multiple of the stages); one block per tile as the ablation; ragged shapes.
+
+use super::checks::on_interpreter as check;
+use hopper_matmul::v6::MatmulPersistent;
+
+/// v6 with 128 × 128 tiles and three stages, persistent in groups of two tile rows and in row
+/// order, and one block per tile.
+pub fn forms() -> Vec<MatmulPersistent> {
+    [(1, 2), (1, 1), (0, 1)]
+        .into_iter()
+        .map(|(persistent, group_m)| MatmulPersistent {
+            block_m: 128,
+            block_n: 128,
+            block_k: 64,
+            stages: 3,
+            group_m,
+            persistent,
+        })
+        .collect()
+}
+
+#[test]
+fn every_form_is_exact_at_multiples_and_ragged_shapes() {
+    hopper_matmul::test_cache!();
+    for (i, config) in forms().iter().enumerate() {
+        // 3 × 3 tiles over 4 blocks: blocks 0 runs three tiles, the others two; 4 steps each
+        check(config, (384, 384, 256), 60 + i as u64);
+        // ragged in every dimension, 2 × 3 tiles, 3 steps per tile
+        check(config, (200, 300, 136), 70 + i as u64);
+    }
+}
