@@ -21,8 +21,19 @@ pub(crate) struct MatmulArgs {
     pub record: Option<PathBuf>,
 }
 
-/// The entries named by `--versions`, in order; unknown, repeated and empty names are errors.
-fn chosen(versions: &str) -> CliResult<Vec<Entry>> {
+/// One item of `--versions`: a version, and the settings written after it in brackets
+/// (`v6[persistent=0 group_m=1]`: that configuration, fixed; `v6[]`: its default), which run
+/// beside the others in the same process (an ablation).
+struct Chosen {
+    entry: Entry,
+    /// The label in tables and results (`v6[persistent=0]`), or `None` for a plain name.
+    label: Option<String>,
+    /// The bracketed settings (`None` without brackets).
+    sets: Option<Vec<(String, i64)>>,
+}
+
+/// The items of `--versions`, in order; unknown, repeated and empty names are errors.
+fn chosen(versions: &str) -> CliResult<Vec<Chosen>> {
     let names: Vec<&str> = versions.split(',').map(str::trim).collect();
     if names.iter().all(|n| n.is_empty()) {
         return Err(CliError::Usage(format!(
@@ -37,9 +48,55 @@ fn chosen(versions: &str) -> CliResult<Vec<Entry>> {
                 "version `{name}` is listed twice in --versions"
             )));
         }
-        out.push(registry::matmul_version(name)?);
+        let (version, sets) = match name.split_once('[') {
+            None => (*name, None),
+            Some((version, rest)) => {
+                let Some(inside) = rest.strip_suffix(']') else {
+                    return Err(CliError::Usage(format!(
+                        "`{name}` in --versions: settings go in brackets, `v6[persistent=0 group_m=1]`"
+                    )));
+                };
+                let words: Vec<String> = inside.split_whitespace().map(String::from).collect();
+                (version.trim(), Some(registry::parse_settings(&words)?))
+            }
+        };
+        let label = sets.as_ref().map(|s: &Vec<(String, i64)>| {
+            let shown: Vec<String> = s.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("{version}[{}]", shown.join(" "))
+        });
+        out.push(Chosen {
+            entry: registry::matmul_version(version)?,
+            label,
+            sets,
+        });
     }
     Ok(out)
+}
+
+/// A version shown under another name (a configuration of an ablation).
+struct Labeled {
+    label: String,
+    inner: Box<dyn Version>,
+}
+
+impl Version for Labeled {
+    fn name(&self) -> String {
+        self.label.clone()
+    }
+    fn launch(
+        &self,
+        stream: &std::sync::Arc<tilus::cudarc::driver::CudaStream>,
+        p: &mut hopper_matmul::harness::Problem,
+    ) -> tilus::Result<()> {
+        self.inner.launch(stream, p)
+    }
+    fn describe(
+        &self,
+        stream: &std::sync::Arc<tilus::cudarc::driver::CudaStream>,
+        p: &mut hopper_matmul::harness::Problem,
+    ) -> Option<String> {
+        self.inner.describe(stream, p)
+    }
 }
 
 /// Runs the benchmark; `Ok(false)` when a check failed.
@@ -57,24 +114,36 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
     for &(m, n, k) in &shapes {
         hopper_matmul::harness::Problem::ensure_host(m, n, k)?;
     }
-    let entries = chosen(&a.versions)?;
-    for e in &entries {
-        (e.configure)(&sets)?;
+    let chosen = chosen(&a.versions)?;
+    for c in &chosen {
+        // bracketed settings come on top of --set
+        let mut all = sets.clone();
+        all.extend(c.sets.iter().flatten().cloned());
+        (c.entry.configure)(&all)?;
     }
     // a results file that cannot take the rows is said before any GPU time is spent
     let results = a.record.as_deref().map(Results::open).transpose()?;
     let device = tilus::runtime::Device::open(0)?;
     let started = std::time::SystemTime::now();
     let mut owned: Vec<Box<dyn Version>> = vec![];
-    for e in &entries {
-        let Some(mv) = e.matmul.as_ref() else {
+    for c in &chosen {
+        let Some(mv) = c.entry.matmul.as_ref() else {
             continue;
         };
-        if mv.tuned_in_bench && sets.is_empty() && !a.fixed {
+        if let (Some(label), Some(own)) = (&c.label, &c.sets) {
+            let mut all = sets.clone();
+            all.extend(own.iter().cloned());
+            let (v, shown) = (mv.fixed)(&all, &device)?;
+            outln!("{label} config: {shown}");
+            owned.push(Box::new(Labeled {
+                label: label.clone(),
+                inner: v,
+            }));
+        } else if mv.tuned_in_bench && sets.is_empty() && !a.fixed {
             outln!(
                 "{}: autotuned over its {} configurations",
                 mv.version,
-                (e.space)().len()
+                (c.entry.space)().len()
             );
             owned.push((mv.tuned)(&device)?);
         } else {
@@ -101,11 +170,17 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
             commit: record::COMMIT.to_string(),
             dtype: hopper_matmul::matmul::DTYPE.name().to_string(),
         };
-        let kernel_of = |version: &str| {
-            entries
+        // a labeled configuration keeps its settings after the kernel's name
+        let kernel_of = |shown: &str| {
+            let (version, settings) = match shown.split_once('[') {
+                Some((v, rest)) => (v, format!("[{rest}")),
+                None => (shown, String::new()),
+            };
+            chosen
                 .iter()
+                .map(|c| &c.entry)
                 .find(|e| e.matmul.as_ref().is_some_and(|m| m.version == version))
-                .map(|e| e.name.to_string())
+                .map(|e| format!("{}{settings}", e.name))
         };
         let records = record::records(&rows, refs.len(), kernel_of);
         let n = results.append(&run, &records)?;
