@@ -467,7 +467,7 @@ pub(super) fn scalar_helpers(p: &crate::ir::Program) -> Vec<ArithHelper> {
                 one(step);
             }
             StmtKind::Inst(i) => i.facts(p).scalars.iter().for_each(|e| one(e)),
-            StmtKind::ThreadGroup { .. } | StmtKind::Sync => {}
+            StmtKind::ThreadGroup { .. } | StmtKind::Sync { .. } => {}
         }
     });
     let mut out = vec![];

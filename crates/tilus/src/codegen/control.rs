@@ -101,7 +101,14 @@ pub(super) fn emit(e: &mut Emitter, s: &Stmt) {
             e.tids.pop();
             e.close();
         }
-        StmtKind::Sync => e.line("__syncthreads();"),
+        StmtKind::Sync { group: None } => e.line("__syncthreads();"),
+        StmtKind::Sync { group: Some(g) } => e.line(format!(
+            "asm volatile(\"bar.sync {}, {};\" ::: \"memory\");  // threads {}..{}",
+            g.barrier,
+            g.threads,
+            g.first,
+            g.first + g.threads
+        )),
         StmtKind::Inst(_) => unreachable!("instructions are emitted by their family"),
     }
 }

@@ -250,7 +250,7 @@ impl<'p> Emitter<'p> {
             | crate::ir::StmtKind::If { .. }
             | crate::ir::StmtKind::While { .. }
             | crate::ir::StmtKind::ThreadGroup { .. }
-            | crate::ir::StmtKind::Sync => control::emit(self, s),
+            | crate::ir::StmtKind::Sync { .. } => control::emit(self, s),
         }
     }
 

@@ -49,7 +49,10 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, s: &Stmt) -> R<St
             task.env[var.0 as usize] = Some(v);
             Ok(Step::Next)
         }
-        StmtKind::Sync => Ok(Step::Wait(State::Sync { loc: s.loc })),
+        StmtKind::Sync { group } => Ok(Step::Wait(State::Sync {
+            loc: s.loc,
+            group: *group,
+        })),
         StmtKind::For { .. }
         | StmtKind::If { .. }
         | StmtKind::While { .. }

@@ -21,7 +21,7 @@ pub(crate) fn exec(
             if task.threads.first() == Some(&0) {
                 alloc(b, *id, loc)?;
             }
-            Ok(Step::Wait(State::Sync { loc }))
+            Ok(Step::Wait(State::Sync { loc, group: None }))
         }
         MbarrierInst::Arrive { bar, count } => {
             let (a, idx) = resolve(b, task, bar, i.name(), loc)?;

@@ -125,17 +125,28 @@ fn wake(b: &Block<'_, '_>, tasks: &mut [Task<'_>]) -> bool {
             }
         }
     }
-    let at_sync: usize = tasks
-        .iter()
-        .filter(|t| matches!(t.state, State::Sync { .. }))
-        .map(|t| t.threads.len())
-        .sum();
-    if at_sync > 0 && at_sync == b.prep.block_threads as usize {
-        for t in tasks.iter_mut() {
-            if let State::Sync { .. } = t.state {
-                t.state = State::Run;
-                advance(t);
-                woke = true;
+    // a hardware barrier completes when as many threads as it counts wait on it: the block's
+    // (0) all of them, a group's its threads
+    let barrier_of = |t: &Task<'_>| match t.state {
+        State::Sync { group, .. } => {
+            Some(group.map_or((0, b.prep.block_threads), |g| (g.barrier, g.threads)))
+        }
+        _ => None,
+    };
+    let waiting: Vec<(u32, u32)> = tasks.iter().filter_map(barrier_of).collect();
+    for (id, expected) in waiting {
+        let at: usize = tasks
+            .iter()
+            .filter(|t| barrier_of(t).is_some_and(|(i, _)| i == id))
+            .map(|t| t.threads.len())
+            .sum();
+        if at > 0 && at == expected as usize {
+            for t in tasks.iter_mut() {
+                if barrier_of(t).is_some_and(|(i, _)| i == id) {
+                    t.state = State::Run;
+                    advance(t);
+                    woke = true;
+                }
             }
         }
     }
@@ -216,7 +227,7 @@ fn run_task<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>) -> R<Option<Task<'p>
                 control::while_loop(b, task, s)?;
                 continue;
             }
-            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {
+            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync { .. } => {
                 control::exec(b, task, s)?
             }
         };
@@ -442,11 +453,18 @@ fn stuck(b: &Block<'_, '_>, tasks: &[Task<'_>]) -> Fail {
                     ));
                 }
             }
-            State::Sync { loc } => {
+            State::Sync { loc, group } => {
+                let (range, what) = match group {
+                    Some(g) => (g.first..g.first + g.threads, "sync_group()"),
+                    None => (0..u32::MAX, "sync()"),
+                };
+                let same =
+                    |o: &Task<'_>| matches!(o.state, State::Sync { group: og, .. } if og == group);
                 let mut missing: Vec<u32> = tasks
                     .iter()
-                    .filter(|o| !matches!(o.state, State::Sync { .. }))
+                    .filter(|o| !same(o))
                     .flat_map(|o| o.threads.iter().copied())
+                    .filter(|th| range.contains(th))
                     .collect();
                 missing.sort_unstable();
                 let why = if !finished.is_empty() && missing == finished {
@@ -458,7 +476,7 @@ fn stuck(b: &Block<'_, '_>, tasks: &[Task<'_>]) -> Fail {
                     2,
                     loc,
                     format!(
-                        "deadlock: {who} wait{} here in sync() for {}{why}",
+                        "deadlock: {who} wait{} here in {what} for {}{why}",
                         s_(t),
                         threads_text(&missing)
                     ),

@@ -114,7 +114,7 @@ fn declared_in(p: &Program, stmts: &[Stmt], out: &mut Vec<VarId>) {
                 declared_in(p, else_body, out);
             }
             StmtKind::Inst(i) => out.extend(i.facts(p).defines),
-            StmtKind::Assign { .. } | StmtKind::Sync => {}
+            StmtKind::Assign { .. } | StmtKind::Sync { .. } => {}
         }
     }
 }
@@ -228,7 +228,7 @@ impl<'p> Prepared<'p> {
                     declared_in(p, else_body, &mut declared[slot]);
                 }
                 StmtKind::Inst(i) => facts[slot] = Some(i.facts(p)),
-                StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {}
+                StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync { .. } => {}
             }
         });
         if let Some(loc) = bad_id {

@@ -70,8 +70,12 @@ pub(crate) enum State {
         parity: u32,
         loc: Loc,
     },
-    /// In `sync` (or the block barrier after `mbarrier.alloc`).
-    Sync { loc: Loc },
+    /// In `sync` (or the block barrier after `mbarrier.alloc`); with `group`, in a thread
+    /// group's barrier, which those threads alone complete.
+    Sync {
+        loc: Loc,
+        group: Option<crate::ir::GroupSync>,
+    },
     /// Waiting to meet the rest of its group before the statement at `loc`; `collective`: the
     /// statement needs whole warps and cannot run before they meet.
     Converge { collective: bool, loc: Loc },

@@ -47,7 +47,7 @@ pub fn describe_stmt(p: &Program, s: &Stmt) -> String {
         StmtKind::ThreadGroup {
             begin, count, kind, ..
         } => format!("{}(begin={begin}, threads={count})", kind.name()),
-        StmtKind::Sync => "sync()".into(),
+        StmtKind::Sync { group } => sync_text(group),
         StmtKind::Inst(i) => pr.inst(i),
     }
 }
@@ -243,7 +243,7 @@ impl Printer<'_> {
                 self.block(body, depth + 1);
                 let _ = writeln!(self.out, "{}}}", "  ".repeat(depth));
             }
-            StmtKind::Sync => self.line(depth, "sync()".into(), s),
+            StmtKind::Sync { group } => self.line(depth, sync_text(group), s),
             StmtKind::Inst(i) => {
                 let t = self.inst(i);
                 self.line(depth, t, s)
@@ -253,5 +253,18 @@ impl Printer<'_> {
 
     fn inst(&self, i: &Inst) -> String {
         i.describe(&self.names())
+    }
+}
+
+/// `sync()`, or a group barrier with its threads and hardware barrier.
+fn sync_text(group: &Option<super::GroupSync>) -> String {
+    match group {
+        None => "sync()".into(),
+        Some(g) => format!(
+            "sync_group(threads={}..{}, barrier={})",
+            g.first,
+            g.first + g.threads,
+            g.barrier
+        ),
     }
 }

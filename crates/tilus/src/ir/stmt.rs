@@ -106,8 +106,12 @@ pub enum StmtKind {
         /// What those threads run.
         body: Vec<Stmt>,
     },
-    /// Barrier for all threads of the block (`__syncthreads`).
-    Sync,
+    /// Barrier for all threads of the block (`__syncthreads`), or, with `group`, for the
+    /// threads of one thread group (a named barrier, `bar.sync id, threads`).
+    Sync {
+        /// The group's threads and its barrier; `None`: the whole block.
+        group: Option<GroupSync>,
+    },
     /// A tile-level instruction.
     Inst(Inst),
 }
@@ -125,9 +129,24 @@ impl StmtKind {
                 else_body,
                 ..
             } => vec![then_body, else_body],
-            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync | StmtKind::Inst(_) => {
+            StmtKind::Let { .. }
+            | StmtKind::Assign { .. }
+            | StmtKind::Sync { .. }
+            | StmtKind::Inst(_) => {
                 vec![]
             }
         }
     }
+}
+
+/// The threads a group barrier waits for: whole warps of one thread group, on a hardware
+/// barrier of their own (0 is `__syncthreads`'s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GroupSync {
+    /// The group's first thread in the block.
+    pub first: u32,
+    /// Its number of threads (a multiple of 32).
+    pub threads: u32,
+    /// The hardware barrier, 1 to 15.
+    pub barrier: u32,
 }

@@ -29,6 +29,11 @@ pub struct Kernel {
     blocks: Vec<Vec<Stmt>>,
     /// Thread counts of the open thread groups (the block first).
     pub(crate) groups: Vec<u32>,
+    /// The first thread in the block of each open thread group (the block's is 0).
+    group_firsts: Vec<u32>,
+    /// The hardware barrier of each thread group that synchronizes on its own, by (first
+    /// thread, threads): 1, 2, .. in order of first use.
+    group_barriers: Vec<(u32, u32)>,
     pub(crate) diags: Vec<Diagnostic>,
     next_name: Option<String>,
     counters: HashMap<&'static str, u32>,
@@ -161,6 +166,8 @@ impl Kernel {
             },
             blocks: vec![vec![]],
             groups: vec![0],
+            group_firsts: vec![0],
+            group_barriers: vec![],
             diags: vec![],
             next_name: None,
             counters: HashMap::new(),
@@ -652,8 +659,11 @@ impl Kernel {
         }
         self.blocks.push(vec![]);
         self.groups.push(count);
+        let first = self.group_firsts.last().copied().unwrap_or(0);
+        self.group_firsts.push(first.saturating_add(begin));
         body(self);
         self.groups.pop();
+        self.group_firsts.pop();
         let stmts = self.blocks.pop().unwrap_or_default();
         self.push(
             StmtKind::ThreadGroup {
@@ -713,7 +723,61 @@ impl Kernel {
     /// Barrier for every thread of the block (`__syncthreads`).
     #[track_caller]
     pub fn sync(&mut self) {
-        self.push(StmtKind::Sync, Loc::caller());
+        self.push(StmtKind::Sync { group: None }, Loc::caller());
+    }
+
+    /// Barrier for the threads of the innermost thread group only (a named barrier,
+    /// `bar.sync id, threads`): a warp group's threads meet while the block's other warps go
+    /// on (a warp-specialized kernel's consumers before a TMA store of what they wrote). The
+    /// group must be whole warps; each distinct group gets its own hardware barrier (15 at
+    /// most).
+    #[track_caller]
+    pub fn sync_group(&mut self) {
+        let loc = Loc::caller();
+        if self.groups.len() < 2 {
+            self.error(
+                loc,
+                "sync_group() outside thread groups: the whole block synchronizes with sync()",
+            );
+            return;
+        }
+        let threads = self.group_threads();
+        let first = self.group_firsts.last().copied().unwrap_or(0);
+        if !threads.is_multiple_of(32) || !first.is_multiple_of(32) {
+            self.error(
+                loc,
+                format!(
+                    "sync_group() needs a group of whole warps (a named barrier counts warps); \
+                     this group has {threads} threads starting at thread {first}"
+                ),
+            );
+            return;
+        }
+        let id = match self
+            .group_barriers
+            .iter()
+            .position(|&g| g == (first, threads))
+        {
+            Some(i) => i,
+            None => {
+                self.group_barriers.push((first, threads));
+                self.group_barriers.len() - 1
+            }
+        };
+        if id >= 15 {
+            self.error(
+                loc,
+                "sync_group(): more than 15 thread groups synchronize on their own; the \
+                 hardware has 15 barriers besides the block's",
+            );
+            return;
+        }
+        let group = crate::ir::GroupSync {
+            first,
+            threads,
+            barrier: id as u32 + 1,
+        };
+        self.push(StmtKind::Sync { group: Some(group) }, loc);
     }
 }
 

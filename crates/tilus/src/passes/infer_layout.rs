@@ -35,7 +35,7 @@ pub(crate) fn for_each_inst_mut(stmts: &mut [Stmt], f: &mut dyn FnMut(&mut Inst,
                 for_each_inst_mut(else_body, f);
             }
             StmtKind::Inst(i) => f(i, loc),
-            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {}
+            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync { .. } => {}
         }
     }
 }

@@ -53,7 +53,7 @@ fn divisibility_in(p: &Program, body: &[Stmt]) -> Vec<i64> {
                 }
                 StmtKind::Let { .. }
                 | StmtKind::Assign { .. }
-                | StmtKind::Sync
+                | StmtKind::Sync { .. }
                 | StmtKind::Inst(_) => {}
             }
         }

@@ -164,7 +164,7 @@ impl<'p> Walk<'p> {
                         Some(Ordering::ProxyFence | Ordering::RegisterFence(_)) | None => {}
                     }
                 }
-                StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {}
+                StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync { .. } => {}
             }
         }
     }

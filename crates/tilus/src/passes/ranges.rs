@@ -322,7 +322,7 @@ impl Ranges<'_> {
                     self.walk(body);
                 }
                 StmtKind::ThreadGroup { body, .. } => self.walk(body),
-                StmtKind::Sync => {}
+                StmtKind::Sync { .. } => {}
                 StmtKind::Inst(i) => {
                     let facts = i.facts(self.p);
                     for e in &facts.scalars {

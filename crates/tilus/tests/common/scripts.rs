@@ -219,6 +219,35 @@ impl Script for FastDivide {
     }
 }
 
+/// Two warp groups synchronizing on their own barriers: warp group 0 meets at `sync_group`
+/// and then arrives on an mbarrier that warp group 1 waits for before its own `sync_group`.
+/// A block-wide barrier in place of either would deadlock. Each group then stores its
+/// number (1.0, 2.0) to its 128 elements of a `[256]` f32 output.
+#[derive(Clone, Debug, Hash)]
+pub struct GroupSyncs;
+
+impl Script for GroupSyncs {
+    type Args = (PtrMut<f32>,);
+    fn body(&self, k: &mut Kernel, (out,): Handles<Self::Args>) {
+        k.blocks([1]);
+        k.warps(8);
+        let bar = k.mbarrier().alloc([128]);
+        let g = k.global_view::<f32>(out, [256]);
+        k.warp_group(0, |k| {
+            k.sync_group();
+            k.mbarrier().arrive(bar[0]);
+            let t = k.register_tensor::<f32>([128], 1.0);
+            k.store_global(&g, &t, [0]);
+        });
+        k.warp_group(4, |k| {
+            k.mbarrier().wait(bar[0], 0u32);
+            k.sync_group();
+            let t = k.register_tensor::<f32>([128], 2.0);
+            k.store_global(&g, &t, [128]);
+        });
+    }
+}
+
 /// A persistent grid over `items` work items: block `b` of the `blocks` launched takes items
 /// `b, b + blocks, ..` and writes `out[item] = b · 1000 + blocks` (so a test sees who ran
 /// each item and how many blocks there were). Arguments `(items, out)`.

@@ -816,3 +816,13 @@ fn a_persistent_grid_reads_the_blocks_launched_and_compiles() {
     };
     assert!(p.persistent && plan.persistent);
 }
+
+/// Each warp group's barrier is a named barrier of its own, counting its 128 threads.
+#[test]
+fn group_barriers_are_named_barriers_and_compile() {
+    let c = build(&crate::common::scripts::GroupSyncs, &[]);
+    for id in [1, 2] {
+        let line = format!("asm volatile(\"bar.sync {id}, 128;\" ::: \"memory\");");
+        assert!(c.source.contains(&line), "{}", c.source);
+    }
+}

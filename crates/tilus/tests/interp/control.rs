@@ -3,7 +3,7 @@
 //! loops (and the loop that never ends).
 
 use crate::common::interp::{expect_fault, interpret, run};
-use crate::common::scripts::{Branches, Groups, PersistentItems};
+use crate::common::scripts::{Branches, GroupSyncs, Groups, PersistentItems};
 use crate::common::{clear_marks, mark, Body};
 use tilus::interp::Fault;
 use tilus::prelude::*;
@@ -246,4 +246,14 @@ fn a_persistent_grid_runs_one_block_per_multiprocessor_at_most() {
     };
     tilus::interpret_with(&PersistentItems, (20, &mut out[..]), &opts).unwrap();
     assert_eq!(out, PersistentItems::reference(20, 7));
+}
+
+/// A group barrier waits for its own group only: warp group 1 is held on an mbarrier that
+/// warp group 0 arrives on after its `sync_group` (a block barrier there would deadlock).
+#[test]
+fn a_group_barrier_waits_for_its_group_only() {
+    let mut out = [f32::NAN; 256];
+    run(&GroupSyncs, (&mut out[..],)).unwrap();
+    assert!(out[..128].iter().all(|&x| x == 1.0), "{:?}", &out[..4]);
+    assert!(out[128..].iter().all(|&x| x == 2.0), "{:?}", &out[128..132]);
 }

@@ -3,8 +3,8 @@
 
 use crate::common::inputs::{fresh_seed, random_f16, random_f32};
 use crate::common::scripts::{
-    epilogue_inputs, Branches, Epilogue, EpilogueBug, FastDivide, Groups, OneTile, OnesTimesB,
-    PersistentItems, Printing, RegisterSplit, TileCopy, WarpArrivals, EPILOGUE_COLS,
+    epilogue_inputs, Branches, Epilogue, EpilogueBug, FastDivide, GroupSyncs, Groups, OneTile,
+    OnesTimesB, PersistentItems, Printing, RegisterSplit, TileCopy, WarpArrivals, EPILOGUE_COLS,
 };
 use crate::common::staged::{PipelineStream, StagedMatmul, StagedSum};
 use crate::common::views::{self, ColumnSlice, DotViews, LoadedViews, ShapeViews};
@@ -951,4 +951,20 @@ fn a_persistent_grid_runs_one_block_per_multiprocessor_at_most() {
         let got = device.stream().clone_dtoh(&out).unwrap();
         assert_eq!(got, PersistentItems::reference(items, sms), "{items} items");
     }
+}
+
+/// Group barriers on the GPU: each warp group meets on its own named barrier (a block-wide
+/// one would hang, and the runner's timeout fails the test).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn group_barriers_wait_for_their_group_only() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let mut out = upload(&device, &[f32::NAN; 256]);
+    tilus::Jit::new(GroupSyncs, &device)
+        .launch(device.stream(), (&mut out,))
+        .unwrap();
+    let got = device.stream().clone_dtoh(&out).unwrap();
+    assert!(got[..128].iter().all(|&x| x == 1.0), "{:?}", &got[..4]);
+    assert!(got[128..].iter().all(|&x| x == 2.0), "{:?}", &got[128..132]);
 }

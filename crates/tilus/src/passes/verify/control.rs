@@ -61,7 +61,7 @@ pub(super) fn uniform_vars(p: &Program) -> Vec<bool> {
                     visit(body, ok, u, changed);
                 }
                 StmtKind::ThreadGroup { body, .. } => visit(body, false, u, changed),
-                StmtKind::Sync | StmtKind::Inst(_) => {}
+                StmtKind::Sync { .. } | StmtKind::Inst(_) => {}
             }
         }
     }
@@ -122,7 +122,29 @@ pub(super) fn check_program(c: &mut Checker) {
 /// Statement rules.
 pub(super) fn check_stmt(c: &mut Checker, s: &Stmt, scope: &Scope) {
     match &s.kind {
-        StmtKind::Sync => {
+        StmtKind::Sync { group: Some(g) } => {
+            if scope.base != g.first || scope.threads != g.threads {
+                c.err(
+                    s.loc,
+                    format!(
+                        "sync_group() for threads {}..{} runs in a group of threads {}..{}",
+                        g.first,
+                        g.first + g.threads,
+                        scope.base,
+                        scope.base + scope.threads
+                    ),
+                );
+            } else if let Some((at, what, v)) = scope.divergent {
+                let msg = format!(
+                    "sync_group() inside the {what} at {at}, whose condition reads `{}`, which may \
+                     differ between the group's threads: threads that skip the body would never \
+                     arrive; call sync_group() outside",
+                    c.p.var(v).name
+                );
+                c.err(s.loc, msg);
+            }
+        }
+        StmtKind::Sync { group: None } => {
             if !scope.is_block {
                 c.err(
                     s.loc,

@@ -88,7 +88,7 @@ fn walk(c: &mut Checker, stmts: &[Stmt], dirty: &mut Dirty, clock: &mut Clock) {
                 }
             }
             StmtKind::Let { var, .. } | StmtKind::Assign { var, .. } => clock.write(*var),
-            StmtKind::Sync => {}
+            StmtKind::Sync { .. } => {}
         }
     }
 }

@@ -142,7 +142,7 @@ fn walk(c: &mut Checker, stmts: &[Stmt], st: &mut AsyncGroups<Pending>, clock: &
                 }
             }
             StmtKind::Let { var, .. } | StmtKind::Assign { var, .. } => clock.write(*var),
-            StmtKind::Sync => {}
+            StmtKind::Sync { .. } => {}
         }
     }
 }

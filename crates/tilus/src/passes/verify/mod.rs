@@ -127,7 +127,7 @@ fn walk(c: &mut Checker, stmts: &[Stmt], scope: &Scope, uniform: &[bool]) {
                 placement::check(c, inst, s.loc, scope);
                 inst.check(c, s.loc, scope);
             }
-            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {
+            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync { .. } => {
                 control::check_stmt(c, s, scope)
             }
         }

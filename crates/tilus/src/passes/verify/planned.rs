@@ -87,7 +87,7 @@ fn check_divergent_block_scope(c: &mut Checker) {
                         }
                     }
                 }
-                StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {}
+                StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync { .. } => {}
             }
         }
     }
@@ -152,7 +152,7 @@ fn check_registers(c: &mut Checker) {
                         last[t] = last[t].max(*pos);
                     }
                 }
-                StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {}
+                StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync { .. } => {}
             }
         }
     }

@@ -124,6 +124,6 @@ pub(super) fn check(c: &mut Checker) {
                 }
             }
         }
-        StmtKind::ThreadGroup { .. } | StmtKind::Sync => {}
+        StmtKind::ThreadGroup { .. } | StmtKind::Sync { .. } => {}
     });
 }

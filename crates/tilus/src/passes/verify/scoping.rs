@@ -187,7 +187,7 @@ fn walk(c: &mut Checker, sc: &mut Scopes, stmts: &[Stmt]) {
                 walk(c, sc, body);
                 sc.open.pop();
             }
-            StmtKind::Sync => {}
+            StmtKind::Sync { .. } => {}
             StmtKind::Inst(i) => inst(c, sc, i, s.loc),
         }
     }

@@ -82,7 +82,7 @@ fn check_arrival(c: &mut Checker, s: &Stmt, bar: &BarrierRef, expected: i64, nex
                 known = false;
                 break;
             }
-            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync => {}
+            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync { .. } => {}
         }
     }
     if known && delivered != expected {

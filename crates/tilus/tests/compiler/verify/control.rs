@@ -674,3 +674,32 @@ fn expected_bytes_with_copies_in_a_branch_are_not_guessed() {
     })
     .compiles("the copy may or may not be issued");
 }
+
+#[test]
+fn group_barriers_need_a_group_of_whole_warps_without_divergence() {
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        at(line!(), k.sync_group());
+    })
+    .fails_once("sync_group() outside thread groups: the whole block synchronizes with sync()");
+
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        k.thread_group(16, 64, |k| {
+            at(line!(), k.sync_group());
+        });
+    })
+    .fails_once("sync_group() needs a group of whole warps");
+
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        let flag = k.var_i32(0);
+        k.warp_group(0, |k| {
+            k.single_thread(|k| k.assign(flag, 1));
+            k.if_(flag.gt(0), |k| {
+                at(line!(), k.sync_group());
+            });
+        });
+    })
+    .fails_once("sync_group() inside the if at");
+}

@@ -60,6 +60,8 @@ pub enum Control {
     /// while_(c < end, { body; c += step })`; `c` is the most recent scalar in the body.
     Count(Sc, Sc, Vec<Op>),
     Sync,
+    /// `sync_group()` in whatever group the operation lands in.
+    SyncGroup,
 }
 
 const NAMES: &[&str] = &[
@@ -202,6 +204,7 @@ impl Control {
                     .boxed(),
             ),
             (2, Just(Control::Sync.into()).boxed()),
+            (1, Just(Control::SyncGroup.into()).boxed()),
         ];
         if m == Wild {
             arms.push((1, warps(m).prop_map(|w| Control::Warps(w).into()).boxed()));
@@ -302,6 +305,7 @@ impl Control {
                 });
             }
             Control::Sync => k.sync(),
+            Control::SyncGroup => k.sync_group(),
         }
     }
 
