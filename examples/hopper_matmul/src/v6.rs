@@ -23,6 +23,7 @@ use tilus::prelude::*;
 #[tune(stages = [3, 4])]
 #[tune(group_m = [1, 8])]
 #[tune(persistent = [1])]
+#[tune(tma_store = [0, 1])]
 pub struct MatmulPersistent {
     /// Rows of C per tile: two warp groups of `block_m / 2` rows each (a multiple of 128).
     pub block_m: i32,
@@ -36,7 +37,16 @@ pub struct MatmulPersistent {
     pub group_m: i32,
     /// 1: a persistent grid (one block per multiprocessor at most); 0: one block per tile.
     pub persistent: i32,
+    /// 1: the epilogue goes through shared memory (64-column chunks) and TMA stores (where C's
+    /// rows are a multiple of 8 elements, as TMA needs; otherwise as 0); 0: each thread
+    /// stores its accumulator registers to global memory.
+    pub tma_store: i32,
 }
+
+/// Columns of one chunk of the TMA-store epilogue: 128 bytes of f16, the widest row the
+/// 128-byte swizzle takes (which keeps the accumulator's stores to shared memory free of bank
+/// conflicts).
+const STORE_CHUNK: i32 = 64;
 
 impl Default for MatmulPersistent {
     /// A configuration that compiles (the autotuner chooses per problem).
@@ -48,6 +58,7 @@ impl Default for MatmulPersistent {
             stages: 4,
             group_m: 8,
             persistent: 1,
+            tma_store: 0,
         }
     }
 }
@@ -62,14 +73,53 @@ impl Script for MatmulPersistent {
         k: &mut Kernel,
         (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): Handles<Self::Args>,
     ) {
+        let gc = k
+            .name_next("gc")
+            .global_view::<f16>(c_ptr, [m_size, n_size]);
+        // per consumer warp group, a staging tile of its rows in 64-column chunks
+        let half_m = self.block_m / 2;
+        let chunks = (self.block_n / STORE_CHUNK).max(1);
+        // a TMA store needs C's rows to be multiples of 16 bytes; other widths store from
+        // registers (N is a compile-time constant: the choice is made per specialization)
+        let rows_aligned = n_size.as_const().is_some_and(|n| n % 8 == 0);
+        let staging = (self.tma_store != 0 && rows_aligned).then(|| {
+            [0, 1].map(|g| {
+                k.name_next(if g == 0 { "sc0" } else { "sc1" })
+                    .shared_tensor::<f16>([chunks, half_m, STORE_CHUNK])
+            })
+        });
         self.tiles(
             k,
             (m_size, n_size, k_size),
             (a_ptr, b_ptr),
-            |k, acc, rows, cols| {
+            |k, g, acc, rows, cols| {
                 let casted_acc = k.cast::<f16>(acc);
-                let gc = k.global_view::<f16>(c_ptr, [m_size, n_size]);
-                k.store_global(&gc, &casted_acc, [rows, cols]);
+                let Some(staging) = &staging else {
+                    k.store_global(&gc, &casted_acc, [rows, cols]);
+                    return;
+                };
+                let sc = &staging[g];
+                // the last tile's stores have read the staging tile
+                k.single_thread(|k| k.tma().wait_group_read(0));
+                k.sync_group();
+                for j in 0..chunks {
+                    let part = k.slice(&casted_acc, 1, j * STORE_CHUNK, STORE_CHUNK);
+                    k.store_shared(&sc.at(Val::constant(j)), &part);
+                }
+                k.fence_proxy_async();
+                k.sync_group();
+                k.single_thread(|k| {
+                    for j in 0..chunks {
+                        let at = [Scalar::from(rows), cols + j * STORE_CHUNK];
+                        k.tma().shared_to_global(&sc.at(Val::constant(j)), &gc, at);
+                    }
+                    k.tma().commit_group();
+                });
+            },
+            |k, _| {
+                if staging.is_some() {
+                    k.single_thread(|k| k.tma().wait_group(0));
+                }
             },
         );
     }
@@ -77,15 +127,16 @@ impl Script for MatmulPersistent {
 
 impl MatmulPersistent {
     /// Everything but the epilogue: the grid, the warps, the ring and its producer, and both
-    /// consumer warp groups' loops over their tiles. For each tile, each consumer warp group
-    /// runs `epilogue(k, acc, rows, cols)` on its `[block_m / 2, block_n]` accumulator, whose
-    /// first element is C's `(rows, cols)`.
+    /// consumer warp groups' loops over their tiles. For each tile, consumer warp group `g`
+    /// runs `epilogue(k, g, acc, rows, cols)` on its `[block_m / 2, block_n]` accumulator,
+    /// whose first element is C's `(rows, cols)`; after its last tile, `finish(k, g)`.
     pub fn tiles(
         &self,
         k: &mut Kernel,
         (m_size, n_size, k_size): (Val, Val, Val),
         (a_ptr, b_ptr): (PtrVal<f16>, PtrVal<f16>),
-        epilogue: impl Fn(&mut Kernel, &RegisterTensor<f32>, Val, Val),
+        epilogue: impl Fn(&mut Kernel, usize, &RegisterTensor<f32>, Val, Val),
+        finish: impl Fn(&mut Kernel, usize),
     ) {
         let tiles_m = k.name_next("tiles_m").let_i32(cdiv(m_size, self.block_m));
         let tiles_n = k.name_next("tiles_n").let_i32(cdiv(n_size, self.block_n));
@@ -182,8 +233,9 @@ impl MatmulPersistent {
                     k.wgmma().wait_group(0);
                     pipe.consumer_release_step(k, done + k_tiles - 1);
                     let rows = k.name_next("rows").let_i32(offset_m + half_m * g as i32);
-                    epilogue(k, &acc, rows, offset_n);
+                    epilogue(k, g, &acc, rows, offset_n);
                 });
+                finish(k, g);
             });
         }
     }

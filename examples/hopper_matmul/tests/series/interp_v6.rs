@@ -6,18 +6,20 @@
 use super::checks::on_interpreter as check;
 use hopper_matmul::v6::MatmulPersistent;
 
-/// v6 with 128 × 128 tiles and three stages, persistent in groups of two tile rows and in row
-/// order, and one block per tile.
+/// v6 with 128 × 128 tiles and three stages: persistent in groups of two tile rows with the
+/// TMA-store epilogue, persistent in row order storing from registers, and one block per
+/// tile with the TMA-store epilogue.
 pub fn forms() -> Vec<MatmulPersistent> {
-    [(1, 2), (1, 1), (0, 1)]
+    [(1, 2, 1), (1, 1, 0), (0, 1, 1)]
         .into_iter()
-        .map(|(persistent, group_m)| MatmulPersistent {
+        .map(|(persistent, group_m, tma_store)| MatmulPersistent {
             block_m: 128,
             block_n: 128,
             block_k: 64,
             stages: 3,
             group_m,
             persistent,
+            tma_store,
         })
         .collect()
 }
@@ -28,7 +30,10 @@ fn every_form_is_exact_at_multiples_and_ragged_shapes() {
     for (i, config) in forms().iter().enumerate() {
         // 3 × 3 tiles over 4 blocks: blocks 0 runs three tiles, the others two; 4 steps each
         check(config, (384, 384, 256), 60 + i as u64);
-        // ragged in every dimension, 2 × 3 tiles, 3 steps per tile
+        // ragged in every dimension (stored from registers: rows of 600 bytes), 2 × 3 tiles,
+        // 3 steps per tile
         check(config, (200, 300, 136), 70 + i as u64);
+        // ragged, with rows a TMA store can take: the last tile's chunks are clipped
+        check(config, (200, 296, 136), 80 + i as u64);
     }
 }
