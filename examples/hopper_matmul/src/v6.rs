@@ -37,9 +37,9 @@ pub struct MatmulPersistent {
     pub group_m: i32,
     /// 1: a persistent grid (one block per multiprocessor at most); 0: one block per tile.
     pub persistent: i32,
-    /// 1: the epilogue goes through shared memory (64-column chunks) and TMA stores (where C's
-    /// rows are a multiple of 8 elements, as TMA needs; otherwise as 0); 0: each thread
-    /// stores its accumulator registers to global memory.
+    /// 1: the epilogue goes through shared memory (64-column chunks, two buffers) and TMA
+    /// stores (where C's rows are a multiple of 8 elements, as TMA needs; otherwise as 0); 0:
+    /// each thread stores its accumulator registers to global memory.
     pub tma_store: i32,
 }
 
@@ -47,6 +47,11 @@ pub struct MatmulPersistent {
 /// 128-byte swizzle takes (which keeps the accumulator's stores to shared memory free of bank
 /// conflicts).
 const STORE_CHUNK: i32 = 64;
+
+/// Staging buffers per consumer warp group: a chunk is written to shared memory while the
+/// one before it is still being stored, and two buffers (16 KiB per warp group at 64 rows)
+/// leave room for a fourth stage of 128 × 256 tiles.
+const STORE_BUFFERS: i32 = 2;
 
 impl Default for MatmulPersistent {
     /// A configuration that compiles (the autotuner chooses per problem).
@@ -58,7 +63,7 @@ impl Default for MatmulPersistent {
             stages: 4,
             group_m: 8,
             persistent: 1,
-            tma_store: 0,
+            tma_store: 1,
         }
     }
 }
@@ -76,16 +81,17 @@ impl Script for MatmulPersistent {
         let gc = k
             .name_next("gc")
             .global_view::<f16>(c_ptr, [m_size, n_size]);
-        // per consumer warp group, a staging tile of its rows in 64-column chunks
+        // per consumer warp group, staging buffers of its rows, 64 columns each
         let half_m = self.block_m / 2;
         let chunks = (self.block_n / STORE_CHUNK).max(1);
+        let buffers = chunks.min(STORE_BUFFERS);
         // a TMA store needs C's rows to be multiples of 16 bytes; other widths store from
         // registers (N is a compile-time constant: the choice is made per specialization)
         let rows_aligned = n_size.as_const().is_some_and(|n| n % 8 == 0);
         let staging = (self.tma_store != 0 && rows_aligned).then(|| {
             [0, 1].map(|g| {
                 k.name_next(if g == 0 { "sc0" } else { "sc1" })
-                    .shared_tensor::<f16>([chunks, half_m, STORE_CHUNK])
+                    .shared_tensor::<f16>([buffers, half_m, STORE_CHUNK])
             })
         });
         self.tiles(
@@ -99,22 +105,22 @@ impl Script for MatmulPersistent {
                     return;
                 };
                 let sc = &staging[g];
-                // the last tile's stores have read the staging tile
-                k.single_thread(|k| k.tma().wait_group_read(0));
-                k.sync_group();
                 for j in 0..chunks {
+                    let buffer = sc.at(Val::constant(j % buffers));
+                    // the store that last used this buffer (`buffers` stores ago, perhaps
+                    // the last tile's) has read it; then every thread may overwrite it
+                    k.single_thread(|k| k.tma().wait_group_read(buffers as u32 - 1));
+                    k.sync_group();
                     let part = k.slice(&casted_acc, 1, j * STORE_CHUNK, STORE_CHUNK);
-                    k.store_shared(&sc.at(Val::constant(j)), &part);
-                }
-                k.fence_proxy_async();
-                k.sync_group();
-                k.single_thread(|k| {
-                    for j in 0..chunks {
+                    k.store_shared(&buffer, &part);
+                    k.fence_proxy_async();
+                    k.sync_group();
+                    k.single_thread(|k| {
                         let at = [Scalar::from(rows), cols + j * STORE_CHUNK];
-                        k.tma().shared_to_global(&sc.at(Val::constant(j)), &gc, at);
-                    }
-                    k.tma().commit_group();
-                });
+                        k.tma().shared_to_global(&buffer, &gc, at);
+                        k.tma().commit_group();
+                    });
+                }
             },
             |k, _| {
                 if staging.is_some() {
