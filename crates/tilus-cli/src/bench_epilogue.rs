@@ -1,4 +1,4 @@
-//! `tilus bench epilogue`: the fused matmul epilogue (on v5) against what it replaces (see
+//! `tilus bench epilogue`: the fused matmul epilogue (on v6) against what it replaces (see
 //! `hopper_matmul::epilogue_bench`).
 
 use crate::out::{outln, CliError, CliResult};

@@ -133,7 +133,8 @@ enum Command {
 enum BenchCommand {
     /// The matmul versions against cuBLAS: verified, then timed interleaved with it.
     Matmul {
-        /// Versions, comma-separated (v0 to v5).
+        /// Versions, comma-separated (v0 to v6); `v6[persistent=0 group_m=1]` runs that
+        /// configuration of v6, fixed, beside the others (an ablation).
         #[arg(long, default_value = "v0")]
         versions: String,
         /// Sizes MxNxK, comma-separated.
@@ -206,7 +207,7 @@ enum BenchCommand {
         /// Problem size MxNxK.
         #[arg(long, default_value = "4096x4096x4096")]
         size: String,
-        /// The matmul version (v0 to v5).
+        /// The matmul version (v0 to v6).
         #[arg(long, default_value = "v0")]
         version: String,
     },

@@ -1,5 +1,6 @@
-//! `matmul_epilogue`: v5's main loop (two consumer warp groups on a warp-specialized ring)
-//! with a fused epilogue, run by each consumer warp group on its half of the tile,
+//! `matmul_epilogue`: v6's main loop (two consumer warp groups on a warp-specialized ring, a
+//! persistent grid) with a fused epilogue, run by each consumer warp group on its half of the
+//! tile and stored as v6 stores C (TMA stores where C's rows allow),
 //! `C = act(alpha · A·Bᵀ + beta · D + bias)`, so that the scaled product, the residual `D`
 //! and the bias never make a round trip through global memory between two kernels.
 //!
@@ -18,7 +19,7 @@ use std::marker::PhantomData;
 use tilus::prelude::*;
 use tilus::tune::{Binding, Space};
 
-use crate::v5::MatmulCooperative;
+use crate::v6::MatmulPersistent;
 
 /// An elementwise activation, applied to the f32 pre-activation tile on the GPU and to f64
 /// values by the host reference.
@@ -69,9 +70,6 @@ impl Activation for Relu {
 #[derive(Clone, Debug, Default, Hash, PartialEq, Eq)]
 pub struct GeluTanh;
 
-/// Columns of C the epilogue computes at a time.
-const EPILOGUE_COLS: i32 = 32;
-
 /// √(2/π).
 const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 
@@ -89,11 +87,11 @@ impl Activation for GeluTanh {
     }
 }
 
-/// The kernel: v5's configuration (its hyperparameters and search space) and the activation.
+/// The kernel: v6's configuration (its hyperparameters and search space) and the activation.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct MatmulEpilogue<A: Activation> {
     /// The block tile of the main loop.
-    pub tile: MatmulCooperative,
+    pub tile: MatmulPersistent,
     act: PhantomData<A>,
 }
 
@@ -106,23 +104,24 @@ impl<A: Activation> Debug for MatmulEpilogue<A> {
             .field("block_n", &t.block_n)
             .field("block_k", &t.block_k)
             .field("stages", &t.stages)
-            .field("register_split", &t.register_split)
             .field("group_m", &t.group_m)
+            .field("persistent", &t.persistent)
+            .field("tma_store", &t.tma_store)
             .field("act", &format_args!("{}", A::NAME))
             .finish()
     }
 }
 
 impl<A: Activation> Default for MatmulEpilogue<A> {
-    /// v5's default configuration (the autotuner chooses per problem).
+    /// v6's default configuration (the autotuner chooses per problem).
     fn default() -> Self {
-        MatmulEpilogue::new(MatmulCooperative::default())
+        MatmulEpilogue::new(MatmulPersistent::default())
     }
 }
 
 impl<A: Activation> MatmulEpilogue<A> {
     /// The kernel with this block tile.
-    pub fn new(tile: MatmulCooperative) -> Self {
+    pub fn new(tile: MatmulPersistent) -> Self {
         MatmulEpilogue {
             tile,
             act: PhantomData,
@@ -130,13 +129,13 @@ impl<A: Activation> MatmulEpilogue<A> {
     }
 }
 
-/// The search space is v5's: the epilogue adds no hyperparameter.
+/// The search space is v6's: the epilogue adds no hyperparameter.
 impl<A: Activation> Tunable for MatmulEpilogue<A> {
     fn space() -> Space {
-        <MatmulCooperative as Tunable>::space()
+        <MatmulPersistent as Tunable>::space()
     }
     fn from_binding(binding: &Binding) -> Result<Self, String> {
-        <MatmulCooperative as Tunable>::from_binding(binding).map(MatmulEpilogue::new)
+        <MatmulPersistent as Tunable>::from_binding(binding).map(MatmulEpilogue::new)
     }
     fn to_binding(&self) -> Option<Binding> {
         self.tile.to_binding()
@@ -181,26 +180,28 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
     ) {
         let t = &self.tile;
         let rows_per_group = t.block_m / 2;
-        // the main loop: v5's; each consumer warp group then runs the epilogue on its half
-        // (a generic impl: `#[tilus::script]` does not apply, so the names are given by hand)
+        let gd = k
+            .name_next("gd")
+            .global_view::<f16>(d_ptr, [m_size, n_size]);
+        let gbias = k.name_next("gbias").global_view::<f16>(bias_ptr, [n_size]);
+        let gc = k
+            .name_next("gc")
+            .global_view::<f16>(c_ptr, [m_size, n_size]);
+        // chunks of 64 columns, 32 for warp groups of 128 rows: a chunk's D, bias and result
+        // (32 registers each at most) are alive beside the accumulator, not the whole tile's
+        let chunk = if rows_per_group > 64 { 32 } else { 64 };
+        let stores = t.c_stores(k, gc, n_size, chunk);
+        // the main loop: v6's; each consumer warp group then runs the epilogue on its half,
+        // chunk by chunk, and stores each chunk as v6 stores C (a generic impl:
+        // `#[tilus::script]` does not apply, so the names are given by hand)
         t.tiles(
             k,
             (m_size, n_size, k_size),
             (a_ptr, b_ptr),
-            |k, acc, offset_m, offset_n| {
-                // D and the bias are loaded straight into the accumulator's layout (masked at
-                // the edges), and one fused expression gives C
-                let gd = k
-                    .name_next("gd")
-                    .global_view::<f16>(d_ptr, [m_size, n_size]);
-                let gbias = k.name_next("gbias").global_view::<f16>(bias_ptr, [n_size]);
-                let gc = k
-                    .name_next("gc")
-                    .global_view::<f16>(c_ptr, [m_size, n_size]);
-                // column chunks of EPILOGUE_COLS: a chunk's D, bias and result are alive
-                // beside the accumulator, not the whole tile's
-                let chunk = EPILOGUE_COLS.min(t.block_n);
-                for c in 0..t.block_n / chunk {
+            |k, g, acc, offset_m, offset_n| {
+                stores.store(k, g, offset_m, offset_n, |k, c| {
+                    // D and the bias are loaded straight into the accumulator's layout
+                    // (masked at the edges), and one fused expression gives C
                     let on = k.let_i32(offset_n + c * chunk);
                     let part = k.name_next("acc_part").slice(acc, 1, c * chunk, chunk);
                     let d =
@@ -208,10 +209,10 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
                             .load_global(&gd, [offset_m, on], [rows_per_group, chunk]);
                     let bias = k.name_next("bias").load_global(&gbias, [on], [chunk]);
                     let pre = part * alpha + d.cast::<f32>() * beta + bias.cast::<f32>();
-                    let out = k.name_next("out").compute(A::apply(pre).cast::<f16>());
-                    k.store_global(&gc, &out, [offset_m, on]);
-                }
+                    k.name_next("out").compute(A::apply(pre).cast::<f16>())
+                });
             },
+            |k, g| stores.finish(k, g),
         );
     }
 }

@@ -1,7 +1,7 @@
 //! `tilus bench epilogue`: the fused epilogue against what it replaces, in one process and
 //! interleaved round by round: cuBLAS alone, cuBLAS followed by the separate elementwise pass
-//! ([`EpiloguePass`]), v5 with the epilogue kernel's own configuration (the plain kernel it is
-//! built on), v5 autotuned, and the epilogue kernel autotuned. Every output is checked first against
+//! ([`EpiloguePass`]), v6 with the epilogue kernel's own configuration (the plain kernel it is
+//! built on), v6 autotuned, and the epilogue kernel autotuned. Every output is checked first against
 //! cuBLAS's f32 product with the epilogue applied on the host.
 
 use crate::buffers::{download, poisoned, upload};
@@ -9,7 +9,7 @@ use crate::epilogue::{Activation, MatmulEpilogue};
 use crate::epilogue_pass::EpiloguePass;
 use crate::epilogue_workload::Extra;
 use crate::harness::{self, Check, Cublas, Problem, Row};
-use crate::v5::MatmulCooperative;
+use crate::v6::MatmulPersistent;
 use crate::Result;
 use half::f16;
 use std::io::Write;
@@ -62,7 +62,7 @@ pub fn bench_epilogue<A: Activation>(
     let config = tilus::lang::config_string(&format!("{:?}", chosen.config));
     writeln!(out, "matmul_epilogue_{} {m}x{n}x{k}: {config}", A::NAME)?;
     let same_tile = tilus::Jit::new(chosen.config.tile.clone(), device);
-    let v5 = MatmulCooperative::autotuned(device)?;
+    let v6 = MatmulPersistent::autotuned(device)?;
     let pass = tilus::Jit::new(EpiloguePass::<A>::default(), device);
 
     // correctness first: the fused kernel and cuBLAS + pass against the f32 product
@@ -87,8 +87,8 @@ pub fn bench_epilogue<A: Activation>(
     let names = [
         "cublas".to_string(),
         format!("cublas + pass ({})", A::NAME),
-        "v5, same config".to_string(),
-        "v5 autotuned".to_string(),
+        "v6, same config".to_string(),
+        "v6 autotuned".to_string(),
         format!("matmul_epilogue_{}", A::NAME),
     ];
     let mut t_cublas = || Ok(blas.matmul(&stream, &p, true)?);
@@ -100,8 +100,8 @@ pub fn bench_epilogue<A: Activation>(
         )?)
     };
     let mut t_plain = || Ok(same_tile.launch(&stream, (mi, ni, ki, &p.a, &p.b, &mut plain))?);
-    let mut v5_out = poisoned::<f16>(&stream, what, m * n)?;
-    let mut t_v5 = || Ok(v5.launch(&stream, (mi, ni, ki, &p.a, &p.b, &mut v5_out))?);
+    let mut v6_out = poisoned::<f16>(&stream, what, m * n)?;
+    let mut t_v6 = || Ok(v6.launch(&stream, (mi, ni, ki, &p.a, &p.b, &mut v6_out))?);
     let mut fused_out = poisoned::<f16>(&stream, what, m * n)?;
     let mut t_fused = || {
         Ok(fused.launch(
@@ -126,14 +126,14 @@ pub fn bench_epilogue<A: Activation>(
             &mut t_cublas,
             &mut t_unfused,
             &mut t_plain,
-            &mut t_v5,
+            &mut t_v6,
             &mut t_fused,
         ],
         warmup,
         rounds,
     )?;
     let flops = 2.0 * m as f64 * n as f64 * k as f64;
-    // the rows checked above: cuBLAS + pass and the fused kernel (the plain v5 rows are timed
+    // the rows checked above: cuBLAS + pass and the fused kernel (the plain v6 rows are timed
     // for comparison only)
     let passed = [
         None,

@@ -342,17 +342,17 @@ pub fn entries() -> Vec<Entry> {
         ),
         epilogue_entry::<Identity>(
             "matmul_epilogue_identity",
-            "v5 + fused epilogue: C = alpha·A·Bᵀ + beta·D + bias",
+            "v6 + fused epilogue: C = alpha·A·Bᵀ + beta·D + bias",
             &EPILOGUE_IDENTITY,
         ),
         epilogue_entry::<Relu>(
             "matmul_epilogue_relu",
-            "v5 + fused epilogue: C = relu(alpha·A·Bᵀ + beta·D + bias)",
+            "v6 + fused epilogue: C = relu(alpha·A·Bᵀ + beta·D + bias)",
             &EPILOGUE_RELU,
         ),
         epilogue_entry::<GeluTanh>(
             "matmul_epilogue_gelu",
-            "v5 + fused epilogue: C = gelu_tanh(alpha·A·Bᵀ + beta·D + bias)",
+            "v6 + fused epilogue: C = gelu_tanh(alpha·A·Bᵀ + beta·D + bias)",
             &EPILOGUE_GELU,
         ),
         Entry {

@@ -46,7 +46,7 @@ pub struct MatmulPersistent {
 /// Columns of one chunk of the TMA-store epilogue: 128 bytes of f16, the widest row the
 /// 128-byte swizzle takes (which keeps the accumulator's stores to shared memory free of bank
 /// conflicts).
-const STORE_CHUNK: i32 = 64;
+pub const STORE_CHUNK: i32 = 64;
 
 /// Staging buffers per consumer warp group: a chunk is written to shared memory while the
 /// one before it is still being stored, and two buffers (16 KiB per warp group at 64 rows)
@@ -81,53 +81,111 @@ impl Script for MatmulPersistent {
         let gc = k
             .name_next("gc")
             .global_view::<f16>(c_ptr, [m_size, n_size]);
-        // per consumer warp group, staging buffers of its rows, 64 columns each
-        let half_m = self.block_m / 2;
-        let chunks = (self.block_n / STORE_CHUNK).max(1);
-        let buffers = chunks.min(STORE_BUFFERS);
-        // a TMA store needs C's rows to be multiples of 16 bytes; other widths store from
-        // registers (N is a compile-time constant: the choice is made per specialization)
-        let rows_aligned = n_size.as_const().is_some_and(|n| n % 8 == 0);
-        let staging = (self.tma_store != 0 && rows_aligned).then(|| {
-            [0, 1].map(|g| {
-                k.name_next(if g == 0 { "sc0" } else { "sc1" })
-                    .shared_tensor::<f16>([buffers, half_m, STORE_CHUNK])
-            })
-        });
+        let stores = self.c_stores(k, gc, n_size, STORE_CHUNK);
         self.tiles(
             k,
             (m_size, n_size, k_size),
             (a_ptr, b_ptr),
             |k, g, acc, rows, cols| {
                 let casted_acc = k.cast::<f16>(acc);
-                let Some(staging) = &staging else {
-                    k.store_global(&gc, &casted_acc, [rows, cols]);
-                    return;
-                };
-                let sc = &staging[g];
-                for j in 0..chunks {
-                    let buffer = sc.at(Val::constant(j % buffers));
-                    // the store that last used this buffer (`buffers` stores ago, perhaps
-                    // the last tile's) has read it; then every thread may overwrite it
-                    k.single_thread(|k| k.tma().wait_group_read(buffers as u32 - 1));
-                    k.sync_group();
-                    let part = k.slice(&casted_acc, 1, j * STORE_CHUNK, STORE_CHUNK);
-                    k.store_shared(&buffer, &part);
-                    k.fence_proxy_async();
-                    k.sync_group();
-                    k.single_thread(|k| {
-                        let at = [Scalar::from(rows), cols + j * STORE_CHUNK];
-                        k.tma().shared_to_global(&buffer, &gc, at);
-                        k.tma().commit_group();
-                    });
-                }
+                stores.store(k, g, rows, cols, |k, j| {
+                    k.slice(&casted_acc, 1, j * STORE_CHUNK, STORE_CHUNK)
+                });
             },
-            |k, _| {
-                if staging.is_some() {
-                    k.single_thread(|k| k.tma().wait_group(0));
-                }
-            },
+            |k, g| stores.finish(k, g),
         );
+    }
+}
+
+/// How the consumer warp groups store their results to C: with TMA through staging buffers
+/// in shared memory, or from registers (see [`MatmulPersistent::tma_store`]). Shared with
+/// the fused epilogue kernel.
+pub struct CStores {
+    gc: GlobalTensor<f16>,
+    /// Per consumer warp group, its staging buffers; `None`: stores from registers.
+    staging: Option<[SharedTensor<f16>; 2]>,
+    /// Columns per chunk.
+    width: i32,
+    chunks: i32,
+    buffers: i32,
+}
+
+impl CStores {
+    /// Stores consumer warp group `g`'s `[block_m / 2, block_n]` result, whose first element
+    /// is C's `(rows, cols)`, chunk by chunk: `chunk(k, j)` computes columns `w j .. w j + w`
+    /// of it, `w` the width [`MatmulPersistent::c_stores`] was given (as an f16 tile in the
+    /// accumulator's layout).
+    pub fn store(
+        &self,
+        k: &mut Kernel,
+        g: usize,
+        rows: Val,
+        cols: Val,
+        chunk: impl Fn(&mut Kernel, i32) -> RegisterTensor<f16>,
+    ) {
+        for j in 0..self.chunks {
+            let at = [Scalar::from(rows), cols + j * self.width];
+            let Some(staging) = &self.staging else {
+                let part = chunk(k, j);
+                k.store_global(&self.gc, &part, at);
+                continue;
+            };
+            let buffer = staging[g].at(Val::constant(j % self.buffers));
+            let part = chunk(k, j);
+            // the store that last used this buffer (`buffers` stores ago, perhaps the last
+            // tile's) has read it; then every thread may overwrite it
+            k.single_thread(|k| k.tma().wait_group_read(self.buffers as u32 - 1));
+            k.sync_group();
+            k.store_shared(&buffer, &part);
+            k.fence_proxy_async();
+            k.sync_group();
+            k.single_thread(|k| {
+                k.tma().shared_to_global(&buffer, &self.gc, at);
+                k.tma().commit_group();
+            });
+        }
+    }
+
+    /// After consumer warp group `g`'s last tile: its stores are complete before the kernel
+    /// ends.
+    pub fn finish(&self, k: &mut Kernel, _g: usize) {
+        if self.staging.is_some() {
+            k.single_thread(|k| k.tma().wait_group(0));
+        }
+    }
+}
+
+impl MatmulPersistent {
+    /// The stores of C (a `[m, n]` view) in chunks of `width` columns (at most
+    /// [`STORE_CHUNK`], 128 bytes: the widest row of the 128-byte swizzle): staging buffers
+    /// when [`MatmulPersistent::tma_store`] asks for them and C's rows are a multiple of 16
+    /// bytes, as TMA needs (`n` is a compile-time constant: the choice is made per
+    /// specialization); stores from registers otherwise.
+    pub fn c_stores(
+        &self,
+        k: &mut Kernel,
+        gc: GlobalTensor<f16>,
+        n_size: Val,
+        width: i32,
+    ) -> CStores {
+        let half_m = self.block_m / 2;
+        let width = width.clamp(8, STORE_CHUNK).min(self.block_n);
+        let chunks = (self.block_n / width).max(1);
+        let buffers = chunks.min(STORE_BUFFERS);
+        let rows_aligned = n_size.as_const().is_some_and(|n| n % 8 == 0);
+        let staging = (self.tma_store != 0 && rows_aligned).then(|| {
+            [0, 1].map(|g| {
+                k.name_next(if g == 0 { "sc0" } else { "sc1" })
+                    .shared_tensor::<f16>([buffers, half_m, width])
+            })
+        });
+        CStores {
+            gc,
+            staging,
+            width,
+            chunks,
+            buffers,
+        }
     }
 }
 
