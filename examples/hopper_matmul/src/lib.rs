@@ -20,6 +20,8 @@ pub mod rows;
 pub mod run;
 pub mod size;
 pub mod softmax;
+pub mod split_k;
+pub mod split_k_workload;
 pub mod testing;
 pub mod tile_copy;
 pub mod v0;

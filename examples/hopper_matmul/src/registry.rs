@@ -198,6 +198,41 @@ fn space<S: Tunable>() -> Vec<Box<dyn DynScript>> {
         .collect()
 }
 
+fn split_k_fixed(settings: &Settings, device: &Device) -> Result<(Box<dyn Version>, String)> {
+    use crate::split_k::{MatmulSplitK, SplitK};
+    let config = configured::<MatmulSplitK>(settings)?;
+    let shown = tilus::lang::config_string(&format!("{config:?}"));
+    Ok((Box::new(SplitK::fixed(config, device)), shown))
+}
+
+fn split_k_tuned(device: &Device) -> Result<Box<dyn Version>> {
+    Ok(Box::new(crate::split_k::SplitK::tuned(device)?))
+}
+
+/// Split-K for small M: the partials' kernel as the entry (its workload checks the summed
+/// partials), the pair as the matmul version `split_k`.
+fn split_k_entry() -> Entry {
+    use crate::split_k::MatmulSplitK;
+    Entry {
+        name: "hopper_matmul_split_k",
+        about: "split-K for small M: K in ranges, f32 partials, then their sum",
+        workload: &crate::split_k_workload::SPLIT_K_PARTIALS,
+        configure: configure::<MatmulSplitK>,
+        space: space::<MatmulSplitK>,
+        consts: crate::matmul::consts,
+        compile_size: &[64, 8192, 8192],
+        run_size: &[16, 256, 512],
+        matmul: Some(MatmulVersion {
+            version: "split_k",
+            fixed: split_k_fixed,
+            tuned: split_k_tuned,
+            tuned_in_bench: true,
+            soak: true,
+        }),
+        memory: None,
+    }
+}
+
 /// A version of the matmul series as an entry.
 fn matmul_entry<S: SeriesMatmul>(name: &'static str, about: &'static str) -> Entry {
     Entry {
@@ -340,6 +375,7 @@ pub fn entries() -> Vec<Entry> {
             "hopper_matmul_v6",
             "v6: v5 on a persistent grid, the ring running on from tile to tile",
         ),
+        split_k_entry(),
         epilogue_entry::<Identity>(
             "matmul_epilogue_identity",
             "v6 + fused epilogue: C = alpha·A·Bᵀ + beta·D + bias",
@@ -515,7 +551,7 @@ mod tests {
     fn matmul_versions_are_found_by_their_short_names() {
         assert_eq!(
             matmul_versions(),
-            vec!["v0", "v1", "v2", "v3", "v4", "v5", "v6"]
+            vec!["v0", "v1", "v2", "v3", "v4", "v5", "v6", "split_k"]
         );
         for v in matmul_versions() {
             let e = matmul_version(v).unwrap();
@@ -526,7 +562,7 @@ mod tests {
             assert!(matches!(e, Error::Usage(_)), "{e}");
             assert!(
                 e.to_string()
-                    .contains("(available: v0, v1, v2, v3, v4, v5, v6)"),
+                    .contains("(available: v0, v1, v2, v3, v4, v5, v6, split_k)"),
                 "{e}"
             );
         }

@@ -387,7 +387,7 @@ fn bench_tune_takes_any_matmul_version_and_names_them_for_an_unknown_one() {
         let o = tilus(&["bench", "tune", "--version", bad]).go();
         o.assert_code(2)
             .assert_stderr("unknown version")
-            .assert_stderr("(available: v0, v1, v2, v3, v4, v5, v6)");
+            .assert_stderr("(available: v0, v1, v2, v3, v4, v5, v6, split_k)");
         assert!(!o.stderr.contains("no CUDA GPU"), "{}", o.stderr);
     }
     let o = tilus(&["bench", "tune", "--help"]).go();

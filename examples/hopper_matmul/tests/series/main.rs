@@ -1,9 +1,10 @@
 //! The tutorial series' tests, one module per concern and version: the generated CUDA
 //! (`codegen_v0`), the CPU interpreter against a CPU reference (`interp_v0`, `interp_v1`, `interp_v3`, `interp_v4`, `interp_v5`,
-//! `interp_memory`), deliberately broken v3 pipelines and the faults the interpreter reports for
+//! `interp_v6`, `interp_split_k`, `interp_memory`), deliberately broken v3 pipelines and the faults the interpreter reports for
 //! them (`interp_v3_bugs`), every configuration of the autotuning spaces through NVRTC
 //! (`nvrtc_space`, `nvrtc_space_v1`, `nvrtc_memory`), the registry's entries (`registry`), the
-//! v0 main job's command line (`main_v0_args`), and the GPU (`gpu_v0`, `gpu_v1`, `gpu_v3`, `gpu_v4`, `gpu_v5`, `gpu_memory`;
+//! v0 main job's command line (`main_v0_args`), and the GPU (`gpu_v0`, `gpu_v1`, `gpu_v3`, `gpu_v4`, `gpu_v5`, `gpu_v6`, `gpu_split_k`,
+//! `gpu_memory`;
 //! `#[ignore = "needs a CUDA GPU"]`, run them on a GPU host with `--include-ignored`). The
 //! `memory` modules are the memory-bound kernels (`vector_add`, `softmax`, `layer_norm`).
 //!
@@ -16,6 +17,7 @@ mod checks;
 mod codegen_v0;
 mod epilogue_pass;
 mod gpu_memory;
+mod gpu_split_k;
 mod gpu_v0;
 mod gpu_v1;
 mod gpu_v3;
@@ -23,6 +25,7 @@ mod gpu_v4;
 mod gpu_v5;
 mod gpu_v6;
 mod interp_memory;
+mod interp_split_k;
 mod interp_v0;
 mod interp_v1;
 mod interp_v3;

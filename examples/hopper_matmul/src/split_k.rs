@@ -1,0 +1,269 @@
+//! Split-K for small M: `C = A · Bᵀ` when M is too small to give every multiprocessor a tile
+//! (at M = 16 and N = 4096, 128-column tiles make 32 blocks for 132 multiprocessors). K is
+//! split into `splits` ranges; block `(tile, s)` multiplies its tile over range `s` and writes
+//! the f32 partial product to a workspace ([`MatmulSplitK`]); a second kernel sums the
+//! partials in split order and rounds once to f16 ([`SplitKReduce`]). Both read or write each
+//! byte once: at small M the cost is reading B, which every split shares out.
+//!
+//! The main loop is v4's, with one consumer warp group of 64 rows: a producer warp fills a
+//! [`Pipeline`] with the TMA copies of A and B, the consumers keep one WGMMA in flight.
+//!
+//! The workspace holds `splits` partials of `[tiles_m · 64, N]` f32 one above the other
+//! (rows padded to whole tiles, so that one split's tile never spills into the next one's
+//! rows): [`workspace_len`].
+
+use tilus::prelude::*;
+
+/// Rows of one tile: one WGMMA's 64.
+pub const SPLIT_K_BLOCK_M: i32 = 64;
+
+/// Elements of the f32 workspace for `m × n` with `splits` splits.
+pub fn workspace_len(m: usize, n: usize, splits: usize) -> usize {
+    m.div_ceil(SPLIT_K_BLOCK_M as usize) * SPLIT_K_BLOCK_M as usize * n * splits
+}
+
+/// The partial products. Fields are compile-time hyperparameters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
+// deeper rings for the narrower tiles: a 256-column tile takes 40 KiB a stage
+#[tune(block_n, stages = [(128, 4), (128, 8), (256, 4)])]
+#[tune(block_k = [64])]
+#[tune(splits = [2, 4, 8])]
+pub struct MatmulSplitK {
+    /// Columns of C per tile (one WGMMA covers up to 256).
+    pub block_n: i32,
+    /// Depth of one K step (64 halves: the 128-byte swizzle).
+    pub block_k: i32,
+    /// Stages in the ring.
+    pub stages: i32,
+    /// Ranges K is split into (blocks per tile).
+    pub splits: i32,
+}
+
+impl Default for MatmulSplitK {
+    /// A configuration that compiles (the autotuner chooses per problem).
+    fn default() -> Self {
+        MatmulSplitK {
+            block_n: 128,
+            block_k: 64,
+            stages: 4,
+            splits: 4,
+        }
+    }
+}
+
+#[tilus::script]
+impl Script for MatmulSplitK {
+    // m_size: runtime; n_size, k_size: compile-time constants; the workspace
+    // `[splits · tiles_m · 64, n]` f32.
+    type Args = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f32>);
+
+    fn body(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, k_size, a_ptr, b_ptr, w_ptr): Handles<Self::Args>,
+    ) {
+        let tiles_m = k.let_i32(cdiv(m_size, SPLIT_K_BLOCK_M));
+        let tiles_n = k.let_i32(cdiv(n_size, self.block_n));
+        k.blocks([tiles_m * tiles_n, Scalar::from(self.splits)]);
+        k.warps(5); // the consumer warp group, then the producer warp
+        let tile = k.let_i32(k.block_idx().x);
+        // tiles_n is a constant: these divide by a constant
+        let offset_m = k.let_i32(tile / tiles_n * SPLIT_K_BLOCK_M);
+        let offset_n = k.let_i32(tile % tiles_n * self.block_n);
+        let split = k.let_i32(k.block_idx().y);
+        // this split's K steps: `per` of them from `first`, fewer in the last split
+        let k_tiles = cdiv(k_size, self.block_k);
+        let per = k.let_i32(cdiv(k_tiles.clone(), self.splits));
+        let first = k.let_i32(split * per);
+        let steps = k.var_i32(per);
+        k.if_((first + per).gt(k_tiles.clone()), |k| {
+            k.assign(steps, k_tiles - first)
+        });
+
+        let ga = k.global_view::<f16>(a_ptr, [m_size, k_size]);
+        let gb = k.global_view::<f16>(b_ptr, [n_size, k_size]);
+        let sa = k.shared_tensor::<f16>([self.stages, SPLIT_K_BLOCK_M, self.block_k]);
+        let sb = k.shared_tensor::<f16>([self.stages, self.block_n, self.block_k]);
+        let pipe = Pipeline::new(k, self.stages.max(1) as u32, 128);
+        let stage_bytes = sa.at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
+
+        // the producer: warp 4 fills each stage once it is empty
+        k.single_warp(4, |k| {
+            k.for_range(0, steps, 1, |k, i| {
+                let slot = pipe.producer_acquire(k, i, stage_bytes);
+                let (a, b) = (sa.at(slot.stage()), sb.at(slot.stage()));
+                let offset_k = k.let_i32((first + i) * self.block_k);
+                k.tma()
+                    .global_to_shared(&ga, &a, [offset_m, offset_k], slot.barrier());
+                k.tma()
+                    .global_to_shared(&gb, &b, [offset_n, offset_k], slot.barrier());
+            });
+        });
+
+        // the consumers: one product in flight; step i frees step i - 1's stage
+        k.warp_group(0, |k| {
+            let acc = k.register_tensor::<f32>([SPLIT_K_BLOCK_M, self.block_n], 0.0);
+            k.for_range(0, steps, 1, |k, i| {
+                let slot = pipe.consumer_acquire(k, i);
+                k.wgmma().fence();
+                let (a, b) = (sa.at(slot.stage()), sb.at(slot.stage()));
+                k.wgmma().mma(&a, &b.transpose(), &acc);
+                k.wgmma().commit_group();
+                k.wgmma().wait_group(1);
+                drop(slot);
+                pipe.consumer_release_step(k, i - 1);
+            });
+            k.wgmma().wait_group(0);
+            // the partial, whole tiles of rows, in split `split`'s part of the workspace
+            let padded_m = cdiv(m_size, SPLIT_K_BLOCK_M) * SPLIT_K_BLOCK_M;
+            let rows = padded_m.clone() * self.splits;
+            let gw = k.global_view::<f32>(w_ptr, [rows, Scalar::from(n_size)]);
+            let at = [split * padded_m + offset_m, Scalar::from(offset_n)];
+            k.store_global(&gw, &acc, at);
+        });
+    }
+}
+
+/// The sum of the partials, rounded once to f16. `ROWS × COLS` elements per block, the
+/// splits added in order (so the result does not depend on timing).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SplitKReduce;
+
+impl SplitKReduce {
+    /// Rows per block.
+    pub const ROWS: i32 = 16;
+    /// Columns per block.
+    pub const COLS: i32 = 256;
+}
+
+#[tilus::script]
+impl Script for SplitKReduce {
+    // m_size: runtime; n_size and splits: compile-time constants; the workspace, C.
+    type Args = (i32, Const<i32>, Const<i32>, Ptr<f32>, PtrMut<f16>);
+
+    fn body(&self, k: &mut Kernel, (m_size, n_size, splits, w_ptr, c_ptr): Handles<Self::Args>) {
+        let (rows, cols) = (Self::ROWS, Self::COLS);
+        k.blocks([cdiv(m_size, rows), cdiv(n_size, cols)]);
+        k.warps(4);
+        let padded_m = k.let_i32(cdiv(m_size, SPLIT_K_BLOCK_M) * SPLIT_K_BLOCK_M);
+        let splits = splits.as_const().unwrap_or(1).max(1) as i32;
+        let rows_w = cdiv(m_size, SPLIT_K_BLOCK_M) * SPLIT_K_BLOCK_M * splits;
+        let gw = k.global_view::<f32>(w_ptr, [rows_w, Scalar::from(n_size)]);
+        let gc = k.global_view::<f16>(c_ptr, [m_size, n_size]);
+        let r0 = k.let_i32(k.block_idx().x * rows);
+        let c0 = k.let_i32(k.block_idx().y * cols);
+        let mut total = k.load_global(&gw, [r0, c0], [rows, cols]);
+        for s in 1..splits {
+            let part = k.load_global(&gw, [padded_m * s + r0, Scalar::from(c0)], [rows, cols]);
+            total = k.compute(total + part);
+        }
+        let out = k.compute(total.cast::<f16>());
+        k.store_global(&gc, &out, [r0, c0]);
+    }
+}
+
+/// The most splits the search space has: the workspace is sized for it.
+pub const MAX_SPLITS: usize = 8;
+
+/// The partial products' kernel: a fixed configuration or the autotuned one.
+enum Partials {
+    Fixed(tilus::Jit<MatmulSplitK>),
+    Tuned(tilus::tune::Autotuned<MatmulSplitK>),
+}
+
+/// Split-K as a matmul version: the partials into a workspace it owns (grown on demand),
+/// then their sum into C.
+pub struct SplitK {
+    partials: Partials,
+    reduce: tilus::Jit<SplitKReduce>,
+    workspace: std::sync::Mutex<Option<tilus::cudarc::driver::CudaSlice<f32>>>,
+}
+
+impl SplitK {
+    /// A fixed configuration of the partials.
+    pub fn fixed(config: MatmulSplitK, device: &tilus::runtime::Device) -> SplitK {
+        SplitK::with(Partials::Fixed(tilus::Jit::new(config, device)), device)
+    }
+
+    /// The partials autotuned per problem (the split count with them).
+    pub fn tuned(device: &tilus::runtime::Device) -> tilus::Result<SplitK> {
+        Ok(SplitK::with(
+            Partials::Tuned(MatmulSplitK::autotuned(device)?),
+            device,
+        ))
+    }
+
+    fn with(partials: Partials, device: &tilus::runtime::Device) -> SplitK {
+        SplitK {
+            partials,
+            reduce: tilus::Jit::new(SplitKReduce, device),
+            workspace: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The configuration of the partials for this problem (tuning first when needed).
+    fn config_for(
+        &self,
+        stream: &std::sync::Arc<tilus::cudarc::driver::CudaStream>,
+        p: &mut crate::harness::Problem,
+        w: &mut tilus::cudarc::driver::CudaSlice<f32>,
+    ) -> tilus::Result<MatmulSplitK> {
+        match &self.partials {
+            Partials::Fixed(j) => Ok(j.script().clone()),
+            Partials::Tuned(t) => {
+                let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
+                let args = (m, n, k, &p.a, &p.b, w);
+                let values = <<MatmulSplitK as Script>::Args as tilus::lang::ArgList>::host_values(
+                    &args, stream,
+                );
+                Ok(t.choose(stream, &values)?.config.clone())
+            }
+        }
+    }
+}
+
+impl crate::run::Version for SplitK {
+    fn name(&self) -> String {
+        "split_k".into()
+    }
+
+    fn launch(
+        &self,
+        stream: &std::sync::Arc<tilus::cudarc::driver::CudaStream>,
+        p: &mut crate::harness::Problem,
+    ) -> tilus::Result<()> {
+        let len = workspace_len(p.m, p.n, MAX_SPLITS);
+        let mut guard = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.as_ref().is_none_or(|w| w.len() < len) {
+            let w = stream
+                .alloc_zeros::<f32>(len.max(1))
+                .map_err(|e| tilus::Error::Driver {
+                    call: "cuMemAlloc",
+                    message: format!("the split-K workspace of {len} f32: {e}"),
+                })?;
+            *guard = Some(w);
+        }
+        let Some(w) = guard.as_mut() else {
+            unreachable!("the workspace was just allocated")
+        };
+        let config = self.config_for(stream, p, w)?;
+        let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
+        match &self.partials {
+            Partials::Fixed(j) => j.launch(stream, (m, n, k, &p.a, &p.b, &mut *w))?,
+            Partials::Tuned(t) => t.launch(stream, (m, n, k, &p.a, &p.b, &mut *w))?,
+        }
+        self.reduce
+            .launch(stream, (m, n, config.splits, &*w, &mut p.c))
+    }
+
+    fn describe(
+        &self,
+        stream: &std::sync::Arc<tilus::cudarc::driver::CudaStream>,
+        p: &mut crate::harness::Problem,
+    ) -> Option<String> {
+        let mut guard = self.workspace.lock().ok()?;
+        let w = guard.as_mut()?;
+        let c = self.config_for(stream, p, w).ok()?;
+        Some(tilus::lang::config_string(&format!("{c:?}")))
+    }
+}

@@ -1,0 +1,135 @@
+//! The split-K partials as a workload of their own (`tilus run hopper_matmul_split_k`): the
+//! partial kernel's arguments `(m, n, k, a, b, workspace)` with the workspace poisoned with
+//! NaN and sized for the most splits; the check adds up the partials the kernel wrote (slabs
+//! of `[tiles_m · 64, n]`) in f64, rounds once to f16, and compares with the matmul reference (the f64 CPU reference on the host, cuBLAS on
+//! the device).
+
+use crate::buffers::{download, poisoned, ptr};
+use crate::harness::{self, Check, Cublas, Problem};
+use crate::matmul::{host_operands, DIMS};
+use crate::size::Size;
+use crate::split_k::{workspace_len, MAX_SPLITS, SPLIT_K_BLOCK_M};
+use crate::workload::{DeviceCase, HostCase, Workload};
+use crate::{alloc, Result};
+use half::f16;
+use std::sync::Arc;
+use tilus::cudarc::driver::{CudaSlice, CudaStream};
+use tilus::interp::InterpValue;
+use tilus::lang::HostValue;
+
+/// The split-K partials' workload (see the module documentation).
+pub struct SplitKPartials;
+
+/// The one instance the registry points at.
+pub static SPLIT_K_PARTIALS: SplitKPartials = SplitKPartials;
+
+/// `C` as the sum of the partials the kernel wrote: every slab with a written element is
+/// added (a partly written one adds NaN, which the check counts as a failure); with none,
+/// `C` stays NaN.
+fn summed(w: &[f32], m: usize, n: usize) -> Result<Vec<f16>> {
+    let slab = m.div_ceil(SPLIT_K_BLOCK_M as usize) * SPLIT_K_BLOCK_M as usize * n;
+    let written: Vec<usize> = (0..MAX_SPLITS)
+        .filter(|&s| w[s * slab..(s + 1) * slab].iter().any(|x| !x.is_nan()))
+        .collect();
+    let mut c = alloc::try_vec("the summed partials", m * n, f16::NAN)?;
+    if written.is_empty() {
+        return Ok(c);
+    }
+    for (i, out) in c.iter_mut().enumerate() {
+        let s: f64 = written.iter().map(|&s| w[s * slab + i] as f64).sum();
+        *out = f16::from_f64(s);
+    }
+    Ok(c)
+}
+
+impl Workload for SplitKPartials {
+    fn dims(&self) -> &'static [&'static str] {
+        DIMS
+    }
+
+    fn host_case(&self, size: &Size, seed: u64) -> Result<Box<dyn HostCase>> {
+        let [m, n, k] = size.dims()?;
+        let what = format!("a {size} split-K matmul on the host");
+        let (a, b) = host_operands(&what, [m, n, k], seed, 1)?;
+        let w = alloc::try_vec(&what, workspace_len(m, n, MAX_SPLITS), f32::NAN)?;
+        Ok(Box::new(OnHost { m, n, k, a, b, w }))
+    }
+
+    fn device_case(
+        &self,
+        stream: &Arc<CudaStream>,
+        size: &Size,
+        seed: u64,
+    ) -> Result<Box<dyn DeviceCase>> {
+        let [m, n, k] = size.dims()?;
+        let blas = Cublas::new(stream)?;
+        let p = Problem::new(stream, m, n, k, seed)?;
+        let w = poisoned::<f32>(
+            stream,
+            "the split-K workspace",
+            workspace_len(m, n, MAX_SPLITS),
+        )?;
+        Ok(Box::new(OnDevice { p, w, blas }))
+    }
+
+    fn device_reference(&self) -> &'static str {
+        "cuBLAS"
+    }
+}
+
+struct OnHost {
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Vec<f16>,
+    b: Vec<f16>,
+    w: Vec<f32>,
+}
+
+impl HostCase for OnHost {
+    fn args(&mut self) -> Vec<InterpValue<'_>> {
+        vec![
+            InterpValue::Int(self.m as i64),
+            InterpValue::Int(self.n as i64),
+            InterpValue::Int(self.k as i64),
+            InterpValue::buffer(&self.a),
+            InterpValue::buffer(&self.b),
+            InterpValue::buffer_mut(&mut self.w),
+        ]
+    }
+
+    fn check(&self) -> Result<Check> {
+        let expect = harness::try_cpu_reference(&self.a, &self.b, self.m, self.n, self.k)?;
+        Ok(harness::compare(&summed(&self.w, self.m, self.n)?, &expect))
+    }
+}
+
+struct OnDevice {
+    p: Problem,
+    w: CudaSlice<f32>,
+    blas: Cublas,
+}
+
+impl DeviceCase for OnDevice {
+    fn args(&mut self, stream: &Arc<CudaStream>) -> Vec<HostValue> {
+        let p = &self.p;
+        vec![
+            HostValue::Int(p.m as i64),
+            HostValue::Int(p.n as i64),
+            HostValue::Int(p.k as i64),
+            ptr(&p.a, stream),
+            ptr(&p.b, stream),
+            ptr(&self.w, stream),
+        ]
+    }
+
+    fn reference(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
+        Ok(self.blas.matmul(stream, &self.p, true)?)
+    }
+
+    fn check(&self, stream: &Arc<CudaStream>) -> Result<Check> {
+        let w = download(stream, "the split-K workspace", &self.w)?;
+        let expect = download(stream, "the reference", &self.p.c_ref)?;
+        Ok(harness::compare(&summed(&w, self.p.m, self.p.n)?, &expect))
+    }
+}

@@ -1,0 +1,66 @@
+//! Split-K (the partials, then their sum) on the CPU interpreter against the f64 CPU
+//! reference: small M (one row, a few, a ragged tile), K split into ranges that divide it
+//! and ranges whose last one is shorter or empty.
+
+use half::f16;
+use hopper_matmul::harness::{self, Rng};
+use hopper_matmul::split_k::{workspace_len, MatmulSplitK, SplitKReduce};
+
+fn check(config: &MatmulSplitK, (m, n, k): (usize, usize, usize), seed: u64) {
+    let mut rng = Rng::new(seed);
+    let a = harness::seed_inputs(m * k, k, &mut rng);
+    let b = harness::seed_inputs(n * k, k, &mut rng);
+    let splits = config.splits as usize;
+    let mut w = vec![f32::NAN; workspace_len(m, n, splits)];
+    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+    tilus::interpret(config, (mi, ni, ki, &a[..], &b[..], &mut w[..]))
+        .unwrap_or_else(|e| panic!("{config:?} at {m}x{n}x{k}: {e}"));
+    let mut c = vec![f16::NAN; m * n];
+    tilus::interpret(&SplitKReduce, (mi, ni, config.splits, &w[..], &mut c[..]))
+        .unwrap_or_else(|e| panic!("the sum at {m}x{n}x{k}: {e}"));
+    let check = harness::compare(&c, &harness::cpu_reference(&a, &b, m, n, k));
+    assert!(check.passed(), "{config:?} at {m}x{n}x{k}: {check:?}");
+    assert!(check.rel_err < 1e-3, "{check:?}");
+}
+
+#[test]
+fn partials_and_their_sum_are_exact_at_small_m() {
+    hopper_matmul::test_cache!();
+    let config = |block_n, splits| MatmulSplitK {
+        block_n,
+        block_k: 64,
+        stages: 4,
+        splits,
+    };
+    // 8 K steps in 2 or 4 ranges
+    check(&config(128, 2), (1, 256, 512), 1);
+    check(&config(128, 4), (16, 200, 512), 2);
+    // 3 K steps (the last one partial) in 4 ranges: the last range is empty
+    check(&config(256, 4), (70, 256, 136), 3);
+    // 5 K steps in 2 ranges of 3 and 2
+    check(&config(128, 2), (64, 128, 320), 4);
+}
+
+/// Every configuration of the partials' space, and the sum for each split count, through
+/// NVRTC without spills (no GPU needed).
+#[test]
+fn every_split_k_config_compiles_without_spills() {
+    use tilus::tune::Tunable;
+    hopper_matmul::test_cache!();
+    let space = <MatmulSplitK as Tunable>::space();
+    let configs: Vec<MatmulSplitK> = space
+        .bindings()
+        .iter()
+        .filter_map(|b| MatmulSplitK::from_binding(b).ok())
+        .collect();
+    assert_eq!(configs.len(), 9);
+    for config in configs {
+        let c = tilus::build(&config, &[4096, 4096]).unwrap_or_else(|e| panic!("{config:?}: {e}"));
+        assert_eq!(c.report.spill_stores, 0, "{config:?}: {:?}", c.report);
+    }
+    for splits in [2, 4, 8] {
+        let c = tilus::build(&SplitKReduce, &[4096, splits])
+            .unwrap_or_else(|e| panic!("the sum of {splits}: {e}"));
+        assert_eq!(c.report.spill_stores, 0, "{:?}", c.report);
+    }
+}
