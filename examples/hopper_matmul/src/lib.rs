@@ -12,6 +12,7 @@ pub mod epilogue_bench;
 pub mod epilogue_pass;
 pub mod epilogue_workload;
 mod error;
+pub mod gemm;
 pub mod harness;
 pub mod layer_norm;
 pub mod matmul;

@@ -12,6 +12,8 @@
 //! (rows padded to whole tiles, so that one split's tile never spills into the next one's
 //! rows): [`workspace_len`].
 
+use std::sync::Arc;
+use tilus::cudarc::driver::{CudaSlice, CudaStream};
 use tilus::prelude::*;
 
 /// Rows of one tile: one WGMMA's 64.
@@ -176,7 +178,7 @@ enum Partials {
 pub struct SplitK {
     partials: Partials,
     reduce: tilus::Jit<SplitKReduce>,
-    workspace: std::sync::Mutex<Option<tilus::cudarc::driver::CudaSlice<f32>>>,
+    workspace: std::sync::Mutex<Option<CudaSlice<f32>>>,
 }
 
 impl SplitK {
@@ -204,15 +206,15 @@ impl SplitK {
     /// The configuration of the partials for this problem (tuning first when needed).
     fn config_for(
         &self,
-        stream: &std::sync::Arc<tilus::cudarc::driver::CudaStream>,
-        p: &mut crate::harness::Problem,
-        w: &mut tilus::cudarc::driver::CudaSlice<f32>,
+        stream: &Arc<CudaStream>,
+        (m, n, k): (i32, i32, i32),
+        (a, b): (&CudaSlice<f16>, &CudaSlice<f16>),
+        w: &mut CudaSlice<f32>,
     ) -> tilus::Result<MatmulSplitK> {
         match &self.partials {
             Partials::Fixed(j) => Ok(j.script().clone()),
             Partials::Tuned(t) => {
-                let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
-                let args = (m, n, k, &p.a, &p.b, w);
+                let args = (m, n, k, a, b, w);
                 let values = <<MatmulSplitK as Script>::Args as tilus::lang::ArgList>::host_values(
                     &args, stream,
                 );
@@ -220,19 +222,17 @@ impl SplitK {
             }
         }
     }
-}
 
-impl crate::run::Version for SplitK {
-    fn name(&self) -> String {
-        "split_k".into()
-    }
-
-    fn launch(
+    /// `c = a · bᵀ` for `m × n × k` on device buffers: the partials into the workspace
+    /// (allocated, or grown, on first use of a larger problem), then their sum.
+    pub fn launch_on(
         &self,
-        stream: &std::sync::Arc<tilus::cudarc::driver::CudaStream>,
-        p: &mut crate::harness::Problem,
+        stream: &Arc<CudaStream>,
+        (m, n, k): (usize, usize, usize),
+        (a, b): (&CudaSlice<f16>, &CudaSlice<f16>),
+        c: &mut CudaSlice<f16>,
     ) -> tilus::Result<()> {
-        let len = workspace_len(p.m, p.n, MAX_SPLITS);
+        let len = workspace_len(m, n, MAX_SPLITS);
         let mut guard = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
         if guard.as_ref().is_none_or(|w| w.len() < len) {
             let w = stream
@@ -246,24 +246,39 @@ impl crate::run::Version for SplitK {
         let Some(w) = guard.as_mut() else {
             unreachable!("the workspace was just allocated")
         };
-        let config = self.config_for(stream, p, w)?;
-        let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
+        let dims = (m as i32, n as i32, k as i32);
+        let config = self.config_for(stream, dims, (a, b), w)?;
+        let (m, n, k) = dims;
         match &self.partials {
-            Partials::Fixed(j) => j.launch(stream, (m, n, k, &p.a, &p.b, &mut *w))?,
-            Partials::Tuned(t) => t.launch(stream, (m, n, k, &p.a, &p.b, &mut *w))?,
+            Partials::Fixed(j) => j.launch(stream, (m, n, k, a, b, &mut *w))?,
+            Partials::Tuned(t) => t.launch(stream, (m, n, k, a, b, &mut *w))?,
         }
-        self.reduce
-            .launch(stream, (m, n, config.splits, &*w, &mut p.c))
+        self.reduce.launch(stream, (m, n, config.splits, &*w, c))
+    }
+}
+
+impl crate::run::Version for SplitK {
+    fn name(&self) -> String {
+        "split_k".into()
+    }
+
+    fn launch(
+        &self,
+        stream: &Arc<CudaStream>,
+        p: &mut crate::harness::Problem,
+    ) -> tilus::Result<()> {
+        self.launch_on(stream, (p.m, p.n, p.k), (&p.a, &p.b), &mut p.c)
     }
 
     fn describe(
         &self,
-        stream: &std::sync::Arc<tilus::cudarc::driver::CudaStream>,
+        stream: &Arc<CudaStream>,
         p: &mut crate::harness::Problem,
     ) -> Option<String> {
         let mut guard = self.workspace.lock().ok()?;
         let w = guard.as_mut()?;
-        let c = self.config_for(stream, p, w).ok()?;
+        let dims = (p.m as i32, p.n as i32, p.k as i32);
+        let c = self.config_for(stream, dims, (&p.a, &p.b), w).ok()?;
         Some(tilus::lang::config_string(&format!("{c:?}")))
     }
 }

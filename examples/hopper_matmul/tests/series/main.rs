@@ -3,7 +3,7 @@
 //! `interp_v6`, `interp_split_k`, `interp_memory`), deliberately broken v3 pipelines and the faults the interpreter reports for
 //! them (`interp_v3_bugs`), every configuration of the autotuning spaces through NVRTC
 //! (`nvrtc_space`, `nvrtc_space_v1`, `nvrtc_memory`), the registry's entries (`registry`), the
-//! v0 main job's command line (`main_v0_args`), and the GPU (`gpu_v0`, `gpu_v1`, `gpu_v3`, `gpu_v4`, `gpu_v5`, `gpu_v6`, `gpu_split_k`,
+//! v0 main job's command line (`main_v0_args`), and the GPU (`gpu_v0`, `gpu_v1`, `gpu_v3`, `gpu_v4`, `gpu_v5`, `gpu_v6`, `gpu_split_k`, `gpu_gemm`,
 //! `gpu_memory`;
 //! `#[ignore = "needs a CUDA GPU"]`, run them on a GPU host with `--include-ignored`). The
 //! `memory` modules are the memory-bound kernels (`vector_add`, `softmax`, `layer_norm`).
@@ -16,6 +16,7 @@
 mod checks;
 mod codegen_v0;
 mod epilogue_pass;
+mod gpu_gemm;
 mod gpu_memory;
 mod gpu_split_k;
 mod gpu_v0;

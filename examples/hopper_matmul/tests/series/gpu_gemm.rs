@@ -1,0 +1,43 @@
+//! The `Gemm` entry point on the GPU against cuBLAS: small M (where split-K competes with
+//! v6), large and ragged shapes (v6 alone), and a second call of a shape reusing its choice.
+
+use hopper_matmul::gemm::{candidates, Gemm};
+use hopper_matmul::harness::{self, Cublas, Problem};
+use tilus::runtime::Device;
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gemm_matches_cublas_at_every_kind_of_shape() {
+    hopper_matmul::test_cache!();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream().clone();
+    let blas = Cublas::new(&stream).unwrap();
+    let gemm = Gemm::new(&device).unwrap();
+    let shapes = [
+        (1, 4096, 4096),
+        (16, 4096, 4096),
+        (200, 1000, 1000),
+        (1000, 1500, 704),
+        (4096, 4096, 4096),
+    ];
+    for (i, &(m, n, k)) in shapes.iter().enumerate() {
+        let mut p = Problem::new(&stream, m, n, k, 500 + i as u64).unwrap();
+        blas.matmul(&stream, &p, true).unwrap();
+        for call in 0..2 {
+            gemm.matmul(&stream, (m, n, k), &p.a, &p.b, &mut p.c)
+                .unwrap();
+            stream.synchronize().unwrap();
+            let c = harness::check(&stream, &p).unwrap();
+            let kernel = gemm
+                .chosen_for((m, n, k))
+                .expect("a choice once it has run");
+            assert!(candidates(m).contains(&kernel));
+            assert!(
+                c.passed(),
+                "{m}x{n}x{k} call {call} on {}: {c:?}",
+                kernel.name()
+            );
+            assert!(c.rel_err < 1e-3, "{c:?}");
+        }
+    }
+}
