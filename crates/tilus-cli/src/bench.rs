@@ -19,6 +19,8 @@ pub(crate) struct MatmulArgs {
     pub fixed: bool,
     /// The results file to append the measured rows to, if any.
     pub record: Option<PathBuf>,
+    /// Where to draw the run's chart, if anywhere.
+    pub plot: Option<PathBuf>,
 }
 
 /// One item of `--versions`: a version, and the settings written after it in brackets
@@ -123,6 +125,9 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
     }
     // a results file that cannot take the rows is said before any GPU time is spent
     let results = a.record.as_deref().map(Results::open).transpose()?;
+    if let Some(path) = &a.plot {
+        crate::plot::check_writable(path)?;
+    }
     let device = tilus::runtime::Device::open(0)?;
     let started = std::time::SystemTime::now();
     let mut owned: Vec<Box<dyn Version>> = vec![];
@@ -185,6 +190,17 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
         let records = record::records(&rows, refs.len(), kernel_of);
         let n = results.append(&run, &records)?;
         outln!("recorded {n} rows in {}", results.path().display());
+    }
+    if let Some(path) = &a.plot {
+        let records = record::records(&rows, refs.len(), |v| Some(format!("hopper_matmul_{v}")));
+        let plotted: Vec<crate::plot::PlotRow> = records
+            .iter()
+            .filter(|r| r.passed)
+            .map(crate::plot::PlotRow::from)
+            .collect();
+        let title = format!("Hopper matmul on {} against cuBLAS", device.name());
+        crate::plot::write_svg(path, &crate::plot::series_svg(&plotted, &title))?;
+        outln!("drew {}", path.display());
     }
     Ok(ok)
 }

@@ -29,6 +29,7 @@ mod bench_tune;
 mod cache;
 mod check;
 mod out;
+mod plot;
 mod record;
 mod run;
 mod soak;
@@ -122,6 +123,17 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// Draw the matmul series from recorded rows (`docs/perf/results.csv`): per shape, cuBLAS
+    /// and each version's latest passed row, TFLOPS and the ratio to cuBLAS of its run, as
+    /// an SVG chart.
+    Plot {
+        /// The results file.
+        #[arg(default_value = "docs/perf/results.csv")]
+        results: std::path::PathBuf,
+        /// Where the chart goes.
+        #[arg(long, default_value = "docs/perf/series.svg")]
+        out: std::path::PathBuf,
+    },
     /// Inspect or clear the on-disk cache (`TILUS_CACHE_DIR`).
     Cache {
         #[command(subcommand)]
@@ -161,6 +173,9 @@ enum BenchCommand {
         /// Append the rows to this file instead (implies --record).
         #[arg(long, value_name = "PATH")]
         record_to: Option<std::path::PathBuf>,
+        /// Draw the run's TFLOPS and ratios per shape as an SVG chart in this file.
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<std::path::PathBuf>,
     },
     /// The fused matmul epilogue against cuBLAS, cuBLAS + a separate elementwise pass and
     /// the plain v2 kernel: verified, then timed interleaved.
@@ -299,6 +314,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 fixed,
                 record,
                 record_to,
+                plot,
             } => bench::matmul(&bench::MatmulArgs {
                 versions,
                 sizes,
@@ -307,6 +323,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 sets,
                 fixed,
                 record: record_to.or_else(|| record.then(|| crate::record::DEFAULT_PATH.into())),
+                plot,
             }),
             BenchCommand::Epilogue {
                 sizes,
@@ -337,6 +354,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 version,
             } => bench_tune::first_call(&size, &label, &version).map(|_| true),
         },
+        Command::Plot { results, out } => plot::plot_file(&results, &out),
         Command::Cache { action } => {
             match action {
                 CacheAction::Ls => cache::ls()?,
