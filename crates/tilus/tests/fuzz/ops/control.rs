@@ -62,6 +62,11 @@ pub enum Control {
     Sync,
     /// `sync_group()` in whatever group the operation lands in.
     SyncGroup,
+    /// `fast_divisor(d).divmod(n)`: quotient and remainder become scalars of the body (a
+    /// divisor the host cannot compute is a diagnostic).
+    FastDivmod(Sc, Sc),
+    /// `persistent_blocks(work)`: the blocks launched become a scalar of the body.
+    PersistentBlocks(Sc),
 }
 
 const NAMES: &[&str] = &[
@@ -205,6 +210,12 @@ impl Control {
             ),
             (2, Just(Control::Sync.into()).boxed()),
             (1, Just(Control::SyncGroup.into()).boxed()),
+            (
+                1,
+                (sc(m), sc(m))
+                    .prop_map(|(d, n)| Control::FastDivmod(d, n).into())
+                    .boxed(),
+            ),
         ];
         if m == Wild {
             arms.push((1, warps(m).prop_map(|w| Control::Warps(w).into()).boxed()));
@@ -219,6 +230,10 @@ impl Control {
                 u32s(&[0, 1, 2, 32, 33, u32::MAX])
                     .prop_map(|n| Control::MinBlocks(n).into())
                     .boxed(),
+            ));
+            arms.push((
+                1,
+                sc(m).prop_map(|w| Control::PersistentBlocks(w).into()).boxed(),
             ));
         }
         arms
@@ -306,6 +321,15 @@ impl Control {
             }
             Control::Sync => k.sync(),
             Control::SyncGroup => k.sync_group(),
+            Control::FastDivmod(d, n) => {
+                let fd = k.fast_divisor(r.scalar(d));
+                let (q, rem) = fd.divmod(k, r.scalar(n));
+                r.vals.extend([q, rem]);
+            }
+            Control::PersistentBlocks(w) => {
+                let blocks = k.persistent_blocks(r.scalar(w));
+                r.vals.push(blocks);
+            }
         }
     }
 
