@@ -12,6 +12,7 @@
 //! (rows padded to whole tiles, so that one split's tile never spills into the next one's
 //! rows): [`workspace_len`].
 
+use crate::v4::products_one_in_flight;
 use std::sync::Arc;
 use tilus::cudarc::driver::{CudaSlice, CudaStream};
 use tilus::prelude::*;
@@ -105,17 +106,8 @@ impl Script for MatmulSplitK {
         // the consumers: one product in flight; step i frees step i - 1's stage
         k.warp_group(0, |k| {
             let acc = k.register_tensor::<f32>([SPLIT_K_BLOCK_M, self.block_n], 0.0);
-            k.for_range(0, steps, 1, |k, i| {
-                let slot = pipe.consumer_acquire(k, i);
-                k.wgmma().fence();
-                let (a, b) = (sa.at(slot.stage()), sb.at(slot.stage()));
-                k.wgmma().mma(&a, &b.transpose(), &acc);
-                k.wgmma().commit_group();
-                k.wgmma().wait_group(1);
-                drop(slot);
-                pipe.consumer_release_step(k, i - 1);
-            });
-            k.wgmma().wait_group(0);
+            let unroll = self.stages.max(1) as u32;
+            products_one_in_flight(k, &pipe, (&sa, &sb), steps, unroll, &acc);
             // the partial, whole tiles of rows, in split `split`'s part of the workspace
             let padded_m = cdiv(m_size, SPLIT_K_BLOCK_M) * SPLIT_K_BLOCK_M;
             let rows = padded_m.clone() * self.splits;

@@ -100,22 +100,38 @@ impl Script for MatmulPipelined {
         k.warp_group(0, |k| {
             roles.enter_consumers(k);
             let acc = k.register_tensor::<f32>([self.block_m, self.block_n], 0.0);
-            k.for_range_unrolled(0, k_tiles, 1, self.stages.max(1) as u32, |k, i| {
-                let slot = pipe.consumer_acquire(k, i);
-                k.wgmma().fence();
-                let (a, b) = (sa.at(slot.stage()), sb.at(slot.stage()));
-                k.wgmma().mma(&a, &b.transpose(), &acc);
-                k.wgmma().commit_group();
-                k.wgmma().wait_group(1);
-                // this step's stage is still read by the product in flight: it is freed by
-                // the next step, as `consumer_release_step(i)` there
-                drop(slot);
-                pipe.consumer_release_step(k, i - 1);
-            });
-            k.wgmma().wait_group(0);
+            let unroll = self.stages.max(1) as u32;
+            products_one_in_flight(k, &pipe, (&sa, &sb), k_tiles, unroll, &acc);
             let casted_acc = k.cast::<f16>(&acc);
             let gc = k.global_view::<f16>(c_ptr, [m_size, n_size]);
             k.store_global(&gc, &casted_acc, [offset_m, offset_n]);
         });
     }
+}
+
+/// One consumer warp group's main loop over `steps` steps of `pipe` (unrolled by `unroll`),
+/// one product in flight: step `i` waits for its stage, multiplies the stage's `sa · sbᵀ`
+/// into `acc`, and frees step `i - 1`'s stage once its product is done; after the loop every
+/// product is complete. Shared with split-K.
+pub fn products_one_in_flight(
+    k: &mut Kernel,
+    pipe: &Pipeline,
+    (sa, sb): (&SharedTensor<f16>, &SharedTensor<f16>),
+    steps: impl Into<Scalar>,
+    unroll: u32,
+    acc: &RegisterTensor<f32>,
+) {
+    k.for_range_unrolled(0, steps, 1, unroll, |k, i| {
+        let slot = pipe.consumer_acquire(k, i);
+        k.wgmma().fence();
+        let (a, b) = (sa.at(slot.stage()), sb.at(slot.stage()));
+        k.wgmma().mma(&a, &b.transpose(), acc);
+        k.wgmma().commit_group();
+        k.wgmma().wait_group(1);
+        // this step's stage is still read by the product in flight: it is freed by the next
+        // step, as `consumer_release_step(i)` there
+        drop(slot);
+        pipe.consumer_release_step(k, i - 1);
+    });
+    k.wgmma().wait_group(0);
 }

@@ -108,26 +108,8 @@ impl MatmulCooperative {
         let offset_n = k.name_next("offset_n").let_i32(tile_n * self.block_n);
         let k_tiles = k.name_next("k_tiles").let_i32(cdiv(k_size, self.block_k));
 
-        let ga = k
-            .name_next("ga")
-            .global_view::<f16>(a_ptr, [m_size, k_size]);
-        let gb = k
-            .name_next("gb")
-            .global_view::<f16>(b_ptr, [n_size, k_size]);
-        // A's two halves, one per consumer warp group, and the B tile they share
-        let sa = [
-            k.name_next("sa0")
-                .shared_tensor::<f16>([self.stages, half_m, self.block_k]),
-            k.name_next("sa1")
-                .shared_tensor::<f16>([self.stages, half_m, self.block_k]),
-        ];
-        let sb = k
-            .name_next("sb")
-            .shared_tensor::<f16>([self.stages, self.block_n, self.block_k]);
-        // both consumer warp groups release each stage: 256 arrivals
-        let pipe = Pipeline::new(k, self.stages.max(1) as u32, 256);
-        let stage_bytes =
-            2 * sa[0].at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
+        let ring = Cooperative::new(k, self.shape(), (m_size, n_size, k_size), (a_ptr, b_ptr));
+        let pipe = &ring.pipe;
 
         // the producer: the first warp of the producer's group issues the three copies of a
         // stage once it is empty (one elected lane each)
@@ -137,24 +119,12 @@ impl MatmulCooperative {
             }
             k.single_warp(0, |k| {
                 k.name_next("i");
-                k.for_range(0, k_tiles, 1, |k, i| {
-                    let slot = pipe.producer_acquire(k, i, stage_bytes);
-                    let stage = slot.stage();
-                    let (a0, a1, b) = (sa[0].at(stage), sa[1].at(stage), sb.at(stage));
-                    let bar = slot.barrier();
-                    let offset_k = k.name_next("offset_k").let_i32(i * self.block_k);
-                    k.tma()
-                        .global_to_shared(&ga, &a0, [offset_m, offset_k], bar);
-                    let offset_m1 = k.name_next("offset_m1").let_i32(offset_m + half_m);
-                    k.tma()
-                        .global_to_shared(&ga, &a1, [offset_m1, offset_k], bar);
-                    k.tma().global_to_shared(&gb, &b, [offset_n, offset_k], bar);
-                });
+                k.for_range(0, k_tiles, 1, |k, i| ring.fill(k, i, i, offset_m, offset_n));
             });
         });
 
         // the consumers: warp group g multiplies its half of A by B, one product in flight
-        for (g, sa_g) in sa.iter().enumerate() {
+        for g in 0..2 {
             k.thread_group(128 * g as u32, 128, |k| {
                 if split {
                     k.set_max_registers(CONSUMER_REGISTERS);
@@ -164,15 +134,8 @@ impl MatmulCooperative {
                     .register_tensor::<f32>([half_m, self.block_n], 0.0);
                 k.name_next("i");
                 k.for_range_unrolled(0, k_tiles, 1, self.stages.max(1) as u32, |k, i| {
-                    let slot = pipe.consumer_acquire(k, i);
-                    let stage = slot.stage();
-                    k.wgmma().fence();
-                    k.wgmma()
-                        .mma(&sa_g.at(stage), &sb.at(stage).transpose(), &acc);
-                    k.wgmma().commit_group();
-                    k.wgmma().wait_group(1);
+                    ring.multiply(k, g, i, &acc);
                     // this step's stage is freed by the next step, once its product is done
-                    drop(slot);
                     pipe.consumer_release_step(k, i - 1);
                 });
                 k.wgmma().wait_group(0);
@@ -180,5 +143,131 @@ impl MatmulCooperative {
                 epilogue(k, &acc, rows, offset_n);
             });
         }
+    }
+
+    /// The block's shape for [`Cooperative::new`].
+    fn shape(&self) -> CooperativeShape {
+        CooperativeShape {
+            block_m: self.block_m,
+            block_n: self.block_n,
+            block_k: self.block_k,
+            stages: self.stages,
+        }
+    }
+}
+
+/// The tile shape of a cooperative block (two consumer warp groups of `block_m / 2` rows).
+#[derive(Clone, Copy, Debug)]
+pub struct CooperativeShape {
+    pub block_m: i32,
+    pub block_n: i32,
+    pub block_k: i32,
+    pub stages: i32,
+}
+
+/// The ring of a cooperative block, shared by v5 and v6: A's two halves (one per consumer
+/// warp group) and the B tile they share, per stage, filled by three TMA copies, and the
+/// [`Pipeline`] whose empty barriers count both warp groups' 256 arrivals.
+pub struct Cooperative {
+    ga: GlobalTensor<f16>,
+    gb: GlobalTensor<f16>,
+    sa: [SharedTensor<f16>; 2],
+    sb: SharedTensor<f16>,
+    /// The ring's barriers (the callers release its stages).
+    pub pipe: Pipeline,
+    stage_bytes: i32,
+    shape: CooperativeShape,
+}
+
+impl Cooperative {
+    /// Declares the views of A `[m, k]` and B `[n, k]`, the staged tiles and the pipeline.
+    pub fn new(
+        k: &mut Kernel,
+        shape: CooperativeShape,
+        (m_size, n_size, k_size): (Val, Val, Val),
+        (a_ptr, b_ptr): (PtrVal<f16>, PtrVal<f16>),
+    ) -> Cooperative {
+        let (stages, half_m) = (shape.stages.max(1), shape.block_m / 2);
+        let ga = k
+            .name_next("ga")
+            .global_view::<f16>(a_ptr, [m_size, k_size]);
+        let gb = k
+            .name_next("gb")
+            .global_view::<f16>(b_ptr, [n_size, k_size]);
+        let sa = [
+            k.name_next("sa0")
+                .shared_tensor::<f16>([stages, half_m, shape.block_k]),
+            k.name_next("sa1")
+                .shared_tensor::<f16>([stages, half_m, shape.block_k]),
+        ];
+        let sb = k
+            .name_next("sb")
+            .shared_tensor::<f16>([stages, shape.block_n, shape.block_k]);
+        // both consumer warp groups release each stage: 256 arrivals
+        let pipe = Pipeline::new(k, stages as u32, 256);
+        let stage_bytes =
+            2 * sa[0].at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
+        Cooperative {
+            ga,
+            gb,
+            sa,
+            sb,
+            pipe,
+            stage_bytes,
+            shape,
+        }
+    }
+
+    /// The producer's ring step `step`: waits for its stage, then copies K step `i` of the
+    /// tile at `(offset_m, offset_n)`: A's two halves and B.
+    #[track_caller]
+    pub fn fill(
+        &self,
+        k: &mut Kernel,
+        step: impl Into<Scalar>,
+        i: Val,
+        offset_m: Val,
+        offset_n: Val,
+    ) {
+        let slot = self.pipe.producer_acquire(k, step, self.stage_bytes);
+        let stage = slot.stage();
+        let (a0, a1, b) = (
+            self.sa[0].at(stage),
+            self.sa[1].at(stage),
+            self.sb.at(stage),
+        );
+        let bar = slot.barrier();
+        let offset_k = k.name_next("offset_k").let_i32(i * self.shape.block_k);
+        k.tma()
+            .global_to_shared(&self.ga, &a0, [offset_m, offset_k], bar);
+        let offset_m1 = k
+            .name_next("offset_m1")
+            .let_i32(offset_m + self.shape.block_m / 2);
+        k.tma()
+            .global_to_shared(&self.ga, &a1, [offset_m1, offset_k], bar);
+        k.tma()
+            .global_to_shared(&self.gb, &b, [offset_n, offset_k], bar);
+    }
+
+    /// Consumer warp group `g`'s ring step `step`: waits for its stage, multiplies its half of
+    /// A by B into `acc` and keeps that product in flight (`wait_group(1)`); the stage is the
+    /// caller's to release once the next step's wait has returned.
+    #[track_caller]
+    pub fn multiply(
+        &self,
+        k: &mut Kernel,
+        g: usize,
+        step: impl Into<Scalar>,
+        acc: &RegisterTensor<f32>,
+    ) {
+        let slot = self.pipe.consumer_acquire(k, step);
+        let stage = slot.stage();
+        k.wgmma().fence();
+        k.wgmma()
+            .mma(&self.sa[g].at(stage), &self.sb.at(stage).transpose(), acc);
+        k.wgmma().commit_group();
+        k.wgmma().wait_group(1);
+        // released later, by step (the slot's stage is named by its step number)
+        drop(slot);
     }
 }

@@ -13,7 +13,7 @@
 //! `persistent = 0` launches one block per tile instead (each block runs its loop once): the
 //! ablation that shows what the persistent grid is worth.
 
-use crate::v5::{CONSUMER_REGISTERS, PRODUCER_REGISTERS};
+use crate::v5::{Cooperative, CooperativeShape, CONSUMER_REGISTERS, PRODUCER_REGISTERS};
 use tilus::prelude::*;
 
 /// The v6 kernel. Fields are compile-time hyperparameters.
@@ -218,24 +218,14 @@ impl MatmulPersistent {
         let k_tiles = k.name_next("k_tiles").let_i32(cdiv(k_size, self.block_k));
         let stages = self.stages.max(1);
 
-        let ga = k
-            .name_next("ga")
-            .global_view::<f16>(a_ptr, [m_size, k_size]);
-        let gb = k
-            .name_next("gb")
-            .global_view::<f16>(b_ptr, [n_size, k_size]);
-        let sa = [
-            k.name_next("sa0")
-                .shared_tensor::<f16>([stages, half_m, self.block_k]),
-            k.name_next("sa1")
-                .shared_tensor::<f16>([stages, half_m, self.block_k]),
-        ];
-        let sb = k
-            .name_next("sb")
-            .shared_tensor::<f16>([stages, self.block_n, self.block_k]);
-        let pipe = Pipeline::new(k, stages as u32, 256);
-        let stage_bytes =
-            2 * sa[0].at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
+        let shape = CooperativeShape {
+            block_m: self.block_m,
+            block_n: self.block_n,
+            block_k: self.block_k,
+            stages,
+        };
+        let ring = Cooperative::new(k, shape, (m_size, n_size, k_size), (a_ptr, b_ptr));
+        let pipe = &ring.pipe;
         // this block's tiles: blockIdx.x, then every `blocks`-th, in grouped order
         let for_each_tile = |k: &mut Kernel, body: &dyn Fn(&mut Kernel, Val, Val, Val)| {
             let done = k.name_next("done").var_i32(0);
@@ -256,17 +246,7 @@ impl MatmulPersistent {
                 for_each_tile(k, &|k, done, offset_m, offset_n| {
                     k.name_next("i");
                     k.for_range(0, k_tiles, 1, |k, i| {
-                        let slot = pipe.producer_acquire(k, done + i, stage_bytes);
-                        let stage = slot.stage();
-                        let (a0, a1, b) = (sa[0].at(stage), sa[1].at(stage), sb.at(stage));
-                        let bar = slot.barrier();
-                        let offset_k = k.name_next("offset_k").let_i32(i * self.block_k);
-                        k.tma()
-                            .global_to_shared(&ga, &a0, [offset_m, offset_k], bar);
-                        let offset_m1 = k.name_next("offset_m1").let_i32(offset_m + half_m);
-                        k.tma()
-                            .global_to_shared(&ga, &a1, [offset_m1, offset_k], bar);
-                        k.tma().global_to_shared(&gb, &b, [offset_n, offset_k], bar);
+                        ring.fill(k, done + i, i, offset_m, offset_n)
                     });
                 });
             });
@@ -274,7 +254,7 @@ impl MatmulPersistent {
 
         // the consumers: warp group g multiplies its half of A by B, one product in flight;
         // a tile's last stage is freed as soon as its product is done, before the epilogue
-        for (g, sa_g) in sa.iter().enumerate() {
+        for g in 0..2 {
             k.thread_group(128 * g as u32, 128, |k| {
                 k.set_max_registers(CONSUMER_REGISTERS);
                 for_each_tile(k, &|k, done, offset_m, offset_n| {
@@ -283,15 +263,8 @@ impl MatmulPersistent {
                         .register_tensor::<f32>([half_m, self.block_n], 0.0);
                     k.name_next("i");
                     k.for_range_unrolled(0, k_tiles, 1, stages as u32, |k, i| {
-                        let slot = pipe.consumer_acquire(k, done + i);
-                        let stage = slot.stage();
-                        k.wgmma().fence();
-                        k.wgmma()
-                            .mma(&sa_g.at(stage), &sb.at(stage).transpose(), &acc);
-                        k.wgmma().commit_group();
-                        k.wgmma().wait_group(1);
+                        ring.multiply(k, g, done + i, &acc);
                         // this step's stage is freed by the next step (or after the tile)
-                        drop(slot);
                         k.if_(i.gt(0), |k| pipe.consumer_release_step(k, done + i - 1));
                     });
                     k.wgmma().wait_group(0);
