@@ -64,16 +64,38 @@ struct OnHost {
     c: Vec<f16>,
 }
 
+/// The interpreter's arguments `(m, n, k, a, b, out)` of a matmul-shaped kernel.
+pub(crate) fn host_args<'a>(
+    (m, n, k): (usize, usize, usize),
+    (a, b): (&'a [f16], &'a [f16]),
+    out: InterpValue<'a>,
+) -> Vec<InterpValue<'a>> {
+    vec![
+        InterpValue::Int(m as i64),
+        InterpValue::Int(n as i64),
+        InterpValue::Int(k as i64),
+        InterpValue::buffer(a),
+        InterpValue::buffer(b),
+        out,
+    ]
+}
+
+/// The launch arguments `(m, n, k, a, b, out)` of a matmul-shaped kernel on `p`'s operands.
+pub(crate) fn device_args(p: &Problem, out: HostValue, stream: &Arc<CudaStream>) -> Vec<HostValue> {
+    vec![
+        HostValue::Int(p.m as i64),
+        HostValue::Int(p.n as i64),
+        HostValue::Int(p.k as i64),
+        ptr(&p.a, stream),
+        ptr(&p.b, stream),
+        out,
+    ]
+}
+
 impl HostCase for OnHost {
     fn args(&mut self) -> Vec<InterpValue<'_>> {
-        vec![
-            InterpValue::Int(self.m as i64),
-            InterpValue::Int(self.n as i64),
-            InterpValue::Int(self.k as i64),
-            InterpValue::buffer(&self.a),
-            InterpValue::buffer(&self.b),
-            InterpValue::buffer_mut(&mut self.c),
-        ]
+        let out = InterpValue::buffer_mut(&mut self.c);
+        host_args((self.m, self.n, self.k), (&self.a, &self.b), out)
     }
 
     fn check(&self) -> Result<Check> {
@@ -89,15 +111,7 @@ struct OnDevice {
 
 impl DeviceCase for OnDevice {
     fn args(&mut self, stream: &Arc<CudaStream>) -> Vec<HostValue> {
-        let p = &self.p;
-        vec![
-            HostValue::Int(p.m as i64),
-            HostValue::Int(p.n as i64),
-            HostValue::Int(p.k as i64),
-            ptr(&p.a, stream),
-            ptr(&p.b, stream),
-            ptr(&p.c, stream),
-        ]
+        device_args(&self.p, ptr(&self.p.c, stream), stream)
     }
 
     fn reference(&mut self, stream: &Arc<CudaStream>) -> Result<()> {

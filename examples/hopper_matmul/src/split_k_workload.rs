@@ -6,7 +6,7 @@
 
 use crate::buffers::{download, poisoned, ptr};
 use crate::harness::{self, Check, Cublas, Problem};
-use crate::matmul::{host_operands, DIMS};
+use crate::matmul::{device_args, host_args, host_operands, DIMS};
 use crate::size::Size;
 use crate::split_k::{workspace_len, MAX_SPLITS, SPLIT_K_BLOCK_M};
 use crate::workload::{DeviceCase, HostCase, Workload};
@@ -88,14 +88,8 @@ struct OnHost {
 
 impl HostCase for OnHost {
     fn args(&mut self) -> Vec<InterpValue<'_>> {
-        vec![
-            InterpValue::Int(self.m as i64),
-            InterpValue::Int(self.n as i64),
-            InterpValue::Int(self.k as i64),
-            InterpValue::buffer(&self.a),
-            InterpValue::buffer(&self.b),
-            InterpValue::buffer_mut(&mut self.w),
-        ]
+        let out = InterpValue::buffer_mut(&mut self.w);
+        host_args((self.m, self.n, self.k), (&self.a, &self.b), out)
     }
 
     fn check(&self) -> Result<Check> {
@@ -112,15 +106,7 @@ struct OnDevice {
 
 impl DeviceCase for OnDevice {
     fn args(&mut self, stream: &Arc<CudaStream>) -> Vec<HostValue> {
-        let p = &self.p;
-        vec![
-            HostValue::Int(p.m as i64),
-            HostValue::Int(p.n as i64),
-            HostValue::Int(p.k as i64),
-            ptr(&p.a, stream),
-            ptr(&p.b, stream),
-            ptr(&self.w, stream),
-        ]
+        device_args(&self.p, ptr(&self.w, stream), stream)
     }
 
     fn reference(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
