@@ -1,6 +1,8 @@
-//! The Hopper matmul tutorial series in Tilus for Rust: one module per step, plus the harness
-//! that verifies each step against cuBLAS and times them side by side, and the registry through
-//! which the `tilus` command knows them. `tile_copy` is the series' TMA-store epilogue on its
+//! The Hopper matmul tutorial series in Tilus for Rust: one module per step (`v0` … `v6`), plus
+//! the harness that verifies each step against cuBLAS and times them side by side, and the
+//! registry through which the `tilus` command knows them. `split_k` is the small-M kernel
+//! (K in ranges, then the sum of the partials); `gemm` is the entry point for users who do not
+//! write kernels, which picks between v6 and split-K by shape. `tile_copy` is the series' TMA-store epilogue on its
 //! own. The memory-bound kernels (`vector_add`, `softmax`, `layer_norm`) sit beside the series,
 //! with `bandwidth`, which checks them and times them against a device-to-device copy.
 
