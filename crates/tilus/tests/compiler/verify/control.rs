@@ -192,10 +192,28 @@ fn blocks_depending_on_the_block_index() {
 fn blocks_using_a_kernel_variable() {
     check::<OutF32>(|k, _| {
         k.warps(1);
-        let v = k.let_i32(8);
+        let v = k.var_i32(8);
         at(line!(), k.blocks([Scalar::from(1), v.into()]));
     })
     .fails_once("blocks[1] may only use arguments and constants, not `v0`");
+}
+
+/// `let`s of arguments and constants are what the host computes: the grid sees through them.
+#[test]
+fn blocks_through_lets_of_arguments() {
+    let p = check::<(i32, PtrMut<f32>)>(|k, (n, _)| {
+        k.warps(1);
+        let tiles = k.let_i32(cdiv(n, 64) * 2);
+        k.blocks([tiles]);
+    })
+    .compiles("the grid is (cdiv(n, 64) * 2), which the host computes");
+    let mut vars = vec![];
+    p.grid[0].vars(&mut vars);
+    assert!(
+        vars.iter().all(|v| p.param_of(*v).is_some()),
+        "{:?}",
+        p.grid[0]
+    );
 }
 
 #[test]

@@ -233,7 +233,9 @@ impl Control {
             ));
             arms.push((
                 1,
-                sc(m).prop_map(|w| Control::PersistentBlocks(w).into()).boxed(),
+                sc(m)
+                    .prop_map(|w| Control::PersistentBlocks(w).into())
+                    .boxed(),
             ));
         }
         arms
