@@ -27,12 +27,17 @@ pub(crate) struct MatmulArgs {
 /// (`v6[persistent=0 group_m=1]`: that configuration, fixed; `v6[]`: its default), which run
 /// beside the others in the same process (an ablation).
 struct Chosen {
-    entry: Entry,
+    /// The registry's entry; `None` for `matmul`, the entry point that picks a kernel by shape
+    /// ([`hopper_matmul::gemm::Gemm`]).
+    entry: Option<Entry>,
     /// The label in tables and results (`v6[persistent=0]`), or `None` for a plain name.
     label: Option<String>,
     /// The bracketed settings (`None` without brackets).
     sets: Option<Vec<(String, i64)>>,
 }
+
+/// The name of the entry point that picks a kernel by shape, in `--versions` and in results.
+const GEMM: &str = "matmul";
 
 /// The items of `--versions`, in order; unknown, repeated and empty names are errors.
 fn chosen(versions: &str) -> CliResult<Vec<Chosen>> {
@@ -66,11 +71,17 @@ fn chosen(versions: &str) -> CliResult<Vec<Chosen>> {
             let shown: Vec<String> = s.iter().map(|(k, v)| format!("{k}={v}")).collect();
             format!("{version}[{}]", shown.join(" "))
         });
-        out.push(Chosen {
-            entry: registry::matmul_version(version)?,
-            label,
-            sets,
-        });
+        let entry = if version == GEMM {
+            if sets.is_some() {
+                return Err(CliError::Usage(format!(
+                    "`{name}` in --versions: `{GEMM}` picks its kernels itself and takes no settings"
+                )));
+            }
+            None
+        } else {
+            Some(registry::matmul_version(version)?)
+        };
+        out.push(Chosen { entry, label, sets });
     }
     Ok(out)
 }
@@ -121,7 +132,9 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
         // bracketed settings come on top of --set
         let mut all = sets.clone();
         all.extend(c.sets.iter().flatten().cloned());
-        (c.entry.configure)(&all)?;
+        if let Some(e) = &c.entry {
+            (e.configure)(&all)?;
+        }
     }
     // a results file that cannot take the rows is said before any GPU time is spent
     let results = a.record.as_deref().map(Results::open).transpose()?;
@@ -132,7 +145,12 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
     let started = std::time::SystemTime::now();
     let mut owned: Vec<Box<dyn Version>> = vec![];
     for c in &chosen {
-        let Some(mv) = c.entry.matmul.as_ref() else {
+        let Some(entry) = &c.entry else {
+            outln!("{GEMM}: v6 or split-K by shape, each autotuned");
+            owned.push(Box::new(hopper_matmul::gemm::Gemm::new(&device)?));
+            continue;
+        };
+        let Some(mv) = entry.matmul.as_ref() else {
             continue;
         };
         if let (Some(label), Some(own)) = (&c.label, &c.sets) {
@@ -148,7 +166,7 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
             outln!(
                 "{}: autotuned over its {} configurations",
                 mv.version,
-                (c.entry.space)().len()
+                (entry.space)().len()
             );
             owned.push((mv.tuned)(&device)?);
         } else {
@@ -181,9 +199,12 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
                 Some((v, rest)) => (v, format!("[{rest}")),
                 None => (shown, String::new()),
             };
+            if version == GEMM {
+                return Some(GEMM.to_string());
+            }
             chosen
                 .iter()
-                .map(|c| &c.entry)
+                .filter_map(|c| c.entry.as_ref())
                 .find(|e| e.matmul.as_ref().is_some_and(|m| m.version == version))
                 .map(|e| format!("{}{settings}", e.name))
         };

@@ -145,8 +145,9 @@ enum Command {
 enum BenchCommand {
     /// The matmul versions against cuBLAS: verified, then timed interleaved with it.
     Matmul {
-        /// Versions, comma-separated (v0 to v6); `v6[persistent=0 group_m=1]` runs that
-        /// configuration of v6, fixed, beside the others (an ablation).
+        /// Versions, comma-separated (v0 to v6, split_k); `v6[persistent=0 group_m=1]` runs
+        /// that configuration of v6, fixed, beside the others (an ablation); `matmul` is the
+        /// entry point that picks v6 or split-K by shape.
         #[arg(long, default_value = "v0")]
         versions: String,
         /// Sizes MxNxK, comma-separated.

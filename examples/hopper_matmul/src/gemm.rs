@@ -180,6 +180,26 @@ impl Gemm {
     }
 }
 
+/// The entry point as a version of `tilus bench matmul` (`--versions matmul`).
+impl crate::run::Version for Gemm {
+    fn name(&self) -> String {
+        "matmul".into()
+    }
+
+    fn launch(
+        &self,
+        stream: &Arc<CudaStream>,
+        p: &mut crate::harness::Problem,
+    ) -> tilus::Result<()> {
+        self.matmul(stream, (p.m, p.n, p.k), &p.a, &p.b, &mut p.c)
+    }
+
+    fn describe(&self, _: &Arc<CudaStream>, p: &mut crate::harness::Problem) -> Option<String> {
+        self.chosen_for((p.m, p.n, p.k))
+            .map(|k| k.name().to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -530,3 +530,58 @@ fn bench_and_soak_run_the_registrys_matmul_versions() {
         .assert_stdout("v0: 3 launches, 0 mismatches, 0 NaN/inf")
         .assert_stdout("v1: 3 launches, 0 mismatches, 0 NaN/inf");
 }
+
+/// `--versions` items with bracketed settings (an ablation) and the `matmul` entry point are
+/// checked before the GPU is looked for.
+#[test]
+fn bench_matmul_checks_bracketed_settings_and_the_entry_point_before_the_gpu() {
+    for (versions, says) in [
+        ("v6[persistent=0", "settings go in brackets"),
+        ("v6[block_q=1]", "block_q"),
+        (
+            "matmul[block_m=64]",
+            "`matmul` picks its kernels itself and takes no settings",
+        ),
+        ("v6[],v6[]", "listed twice"),
+    ] {
+        let o = tilus(&["bench", "matmul", "--versions", versions]).go();
+        o.assert_code(2).assert_stderr(says);
+        assert!(
+            !o.stderr.contains("no CUDA GPU"),
+            "{versions}: {}",
+            o.stderr
+        );
+    }
+    // well-formed: the run gets as far as looking for the GPU
+    let o = tilus(&[
+        "bench",
+        "matmul",
+        "--versions",
+        "v6[persistent=0 group_m=1],matmul,split_k",
+    ])
+    .go();
+    o.assert_code(1).assert_stderr("no CUDA GPU is usable");
+}
+
+/// `tilus plot` draws the recorded rows, and says what is wrong with a file it cannot read.
+#[test]
+fn plot_draws_recorded_rows_and_names_a_missing_file() {
+    let work = TempDir::new("plot");
+    let csv = work.0.join("results.csv");
+    std::fs::write(
+        &csv,
+        "date,gpu,commit,kernel,dtype,m,n,k,tflops,cublas_tflops,ratio,check\n\
+         2026-12-01T11:00:00Z,H200,b,hopper_matmul_v6,f16,4096,4096,4096,660,640,1.0313,pass\n",
+    )
+    .unwrap();
+    let svg = work.0.join("chart.svg");
+    let (csv_s, svg_s) = (csv.to_str().unwrap(), svg.to_str().unwrap());
+    tilus(&["plot", csv_s, "--out", svg_s]).go().assert_code(0);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("1.03x") && text.contains(">v6<"), "{text}");
+    let missing = work.0.join("none.csv");
+    tilus(&["plot", missing.to_str().unwrap(), "--out", svg_s])
+        .go()
+        .assert_code(2)
+        .assert_stderr("cannot read");
+}
