@@ -1,7 +1,7 @@
 //! Emitters for scalar variables, loops, conditionals, thread groups and `sync`.
 
 use super::{scalar_c_type, Core, Emitter, Helper, Tid};
-use crate::ir::{GroupKind, Stmt, StmtKind, VarKind};
+use crate::ir::{GroupKind, Stmt, StmtKind, SyncScope, VarKind};
 
 pub(super) fn emit(e: &mut Emitter, s: &Stmt) {
     match &s.kind {
@@ -101,8 +101,17 @@ pub(super) fn emit(e: &mut Emitter, s: &Stmt) {
             e.tids.pop();
             e.close();
         }
-        StmtKind::Sync { group: None } => e.line("__syncthreads();"),
-        StmtKind::Sync { group: Some(g) } => e.line(format!(
+        StmtKind::Sync {
+            scope: SyncScope::Block,
+        } => e.line("__syncthreads();"),
+        StmtKind::Sync {
+            scope: SyncScope::Cluster,
+        } => e.line(
+            "asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: \"memory\");  // every thread of the cluster",
+        ),
+        StmtKind::Sync {
+            scope: SyncScope::Group(g),
+        } => e.line(format!(
             "asm volatile(\"bar.sync {}, {};\" ::: \"memory\");  // threads {}..{}",
             g.barrier,
             g.threads,

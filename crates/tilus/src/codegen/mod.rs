@@ -289,8 +289,14 @@ impl<'p> Emitter<'p> {
                 }
             }
         }
+        let cluster = if p.clustered {
+            let [x, y, z] = p.cluster;
+            format!("__cluster_dims__({x}, {y}, {z}) ")
+        } else {
+            String::new()
+        };
         format!(
-            "extern \"C\" __global__ void __launch_bounds__({}, {}) {}(\n    {})\n",
+            "extern \"C\" __global__ void {cluster}__launch_bounds__({}, {}) {}(\n    {})\n",
             p.threads(),
             p.min_blocks.unwrap_or(1),
             p.name,

@@ -49,9 +49,9 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, s: &Stmt) -> R<St
             task.env[var.0 as usize] = Some(v);
             Ok(Step::Next)
         }
-        StmtKind::Sync { group } => Ok(Step::Wait(State::Sync {
+        StmtKind::Sync { scope } => Ok(Step::Wait(State::Sync {
             loc: s.loc,
-            group: *group,
+            scope: *scope,
         })),
         StmtKind::For { .. }
         | StmtKind::If { .. }

@@ -21,7 +21,10 @@ pub(crate) fn exec(
             if task.threads.first() == Some(&0) {
                 alloc(b, *id, loc)?;
             }
-            Ok(Step::Wait(State::Sync { loc, group: None }))
+            Ok(Step::Wait(State::Sync {
+                loc,
+                scope: crate::ir::SyncScope::Block,
+            }))
         }
         MbarrierInst::Arrive { bar, count } => {
             let (a, idx) = resolve(b, task, bar, i.name(), loc)?;

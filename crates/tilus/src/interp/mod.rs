@@ -375,9 +375,14 @@ pub fn run_program(
         }
         grid[i] = v;
     }
-    if plan.persistent {
-        grid[0] = grid[0].min(i64::from(opts.multiprocessors.max(1)));
-    }
+    let grid32 = grid.map(|g| g as u32);
+    let launched = plan
+        .launched_grid(grid32, opts.multiprocessors)
+        .map_err(|message| Error::Argument {
+            arg: "blocks".into(),
+            message,
+        })?;
+    let grid = launched.map(i64::from);
     check_rules(p, plan, args, &ints)?;
     let mut prep = Prepared::new(p).map_err(|(loc, m)| Error::script(loc, m))?;
     prep.max_loop_iterations = opts.max_loop_iterations;
@@ -395,9 +400,14 @@ pub fn run_program(
     } else {
         opts.batch.max(1) as u64
     };
+    // blocks run cluster by cluster (a cluster's blocks together), clusters in batches
+    let cluster = plan.cluster.map(u64::from);
+    let per_cluster = cluster.iter().product::<u64>().max(1);
+    let clusters = total / per_cluster;
+    let batch = batch.div_ceil(per_cluster).max(1);
     let mut start = 0u64;
-    while start < total {
-        let end = (start + batch).min(total);
+    while start < clusters {
+        let end = (start + batch).min(clusters);
         type BlockResult = (
             String,
             std::result::Result<(Vec<state::GlobalWrite>, state::Stats), Error>,
@@ -411,30 +421,61 @@ pub fn run_program(
                     InterpValue::Int(_) | InterpValue::Float(_) => None,
                 })
                 .collect();
-            let one = |id: u64| {
-                let x = id % grid[0] as u64;
-                let y = (id / grid[0] as u64) % grid[1] as u64;
-                let z = id / (grid[0] * grid[1]) as u64;
-                let bidx = [x as i64, y as i64, z as i64];
-                let mut b = Block::new(&prep, &views, &ints, bidx, grid);
-                let r = sched::run_block(&mut b);
-                let printed = std::mem::take(&mut b.printed);
-                let r = match r {
-                    Ok(()) => Ok((b.writes, b.stats)),
-                    Err(f) => Err(Error::Interp {
-                        kernel: p.name.clone(),
-                        block: [x as u32, y as u32, z as u32],
-                        fault: f.fault,
-                        diagnostics: f.diags,
-                    }),
+            let one = |id: u64| -> Vec<(u64, BlockResult)> {
+                // the cluster's position in the grid of clusters, then its blocks, x fastest
+                let per = [grid[0] as u64 / cluster[0], grid[1] as u64 / cluster[1]];
+                let origin = [
+                    id % per[0] * cluster[0],
+                    id / per[0] % per[1] * cluster[1],
+                    id / (per[0] * per[1]) * cluster[2],
+                ];
+                let mut members = vec![];
+                for dz in 0..cluster[2] {
+                    for dy in 0..cluster[1] {
+                        for dx in 0..cluster[0] {
+                            members.push([origin[0] + dx, origin[1] + dy, origin[2] + dz]);
+                        }
+                    }
+                }
+                let mut blocks: Vec<Block<'_, '_>> = members
+                    .iter()
+                    .map(|m| Block::new(&prep, &views, &ints, m.map(|x| x as i64), grid))
+                    .collect();
+                let fault = if blocks.len() == 1 {
+                    sched::run_block(&mut blocks[0]).err().map(|f| (0, f))
+                } else {
+                    sched::run_cluster(&mut blocks).err()
                 };
-                (printed, r)
+                let mut fault = fault;
+                members
+                    .iter()
+                    .zip(blocks)
+                    .enumerate()
+                    .map(|(i, (m, mut b))| {
+                        let linear =
+                            m[0] + m[1] * grid[0] as u64 + m[2] * (grid[0] * grid[1]) as u64;
+                        let printed = std::mem::take(&mut b.printed);
+                        let r = match fault.take_if(|(at, _)| *at == i) {
+                            None => Ok((b.writes, b.stats)),
+                            Some((_, f)) => Err(Error::Interp {
+                                kernel: p.name.clone(),
+                                block: m.map(|x| x as u32),
+                                fault: f.fault,
+                                diagnostics: f.diags,
+                            }),
+                        };
+                        (linear, (printed, r))
+                    })
+                    .collect()
             };
-            if opts.parallel && end - start > 1 {
-                (start..end).into_par_iter().map(one).collect()
+            let mut out: Vec<(u64, BlockResult)> = if opts.parallel && end - start > 1 {
+                (start..end).into_par_iter().flat_map(one).collect()
             } else {
-                (start..end).map(one).collect()
-            }
+                (start..end).flat_map(one).collect()
+            };
+            // global writes apply in block order
+            out.sort_by_key(|(linear, _)| *linear);
+            out.into_iter().map(|(_, r)| r).collect()
         };
         for (printed, r) in results {
             emit(&printed, opts.output, &mut report);

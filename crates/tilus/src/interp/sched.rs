@@ -25,17 +25,104 @@ use super::{
 };
 use crate::error::Fault;
 use crate::ir::facts::ThreadScope;
-use crate::ir::{Inst, Loc, Stmt, StmtKind};
+use crate::ir::{Inst, Loc, Stmt, StmtKind, SyncScope};
 
 /// Runs one block to completion.
 pub(crate) fn run_block<'p>(b: &mut Block<'_, 'p>) -> R<()> {
+    let mut tasks = first_tasks(b);
+    loop {
+        match advance(b, &mut tasks)? {
+            Progress::Moved => {}
+            Progress::Done => return hazards::unfinished(b),
+            Progress::Stuck => return Err(stuck(b, &tasks)),
+        }
+    }
+}
+
+/// Runs the blocks of one cluster together: each takes a step in turn, and a cluster barrier
+/// completes when every thread of every block waits at it. The error names the block (its
+/// position in `blocks`) it happened in.
+pub(crate) fn run_cluster<'p>(blocks: &mut [Block<'_, 'p>]) -> Result<(), (usize, Fail)> {
+    let mut tasks: Vec<Vec<Task<'p>>> = blocks.iter().map(|b| first_tasks(b)).collect();
+    let mut done = vec![false; blocks.len()];
+    loop {
+        let mut moved = false;
+        for (i, b) in blocks.iter_mut().enumerate() {
+            if done[i] {
+                continue;
+            }
+            match advance(b, &mut tasks[i]).map_err(|f| (i, f))? {
+                Progress::Moved => moved = true,
+                Progress::Done => {
+                    hazards::unfinished(b).map_err(|f| (i, f))?;
+                    done[i] = true;
+                    moved = true;
+                }
+                Progress::Stuck => {}
+            }
+        }
+        if done.iter().all(|&d| d) {
+            return Ok(());
+        }
+        if moved || release_cluster_sync(blocks, &mut tasks) {
+            continue;
+        }
+        let i = done.iter().position(|&d| !d).unwrap_or(0);
+        return Err((i, stuck(&blocks[i], &tasks[i])));
+    }
+}
+
+/// Completes a cluster barrier that every thread of every block of the cluster waits at;
+/// whether it did.
+fn release_cluster_sync(blocks: &[Block<'_, '_>], tasks: &mut [Vec<Task<'_>>]) -> bool {
+    let at_cluster_sync = |t: &Task<'_>| {
+        matches!(
+            t.state,
+            State::Sync {
+                scope: SyncScope::Cluster,
+                ..
+            }
+        )
+    };
+    let all_there = blocks.iter().zip(tasks.iter()).all(|(b, ts)| {
+        let waiting: usize = ts
+            .iter()
+            .filter(|t| at_cluster_sync(t))
+            .map(|t| t.threads.len())
+            .sum();
+        waiting == b.prep.block_threads as usize
+    });
+    if !all_there {
+        return false;
+    }
+    for t in tasks.iter_mut().flatten() {
+        if at_cluster_sync(t) {
+            t.state = State::Run;
+            advance_pc(t);
+        }
+    }
+    true
+}
+
+/// What one scheduling step of a block did.
+enum Progress {
+    /// Something ran, woke, converged or landed.
+    Moved,
+    /// Every thread finished.
+    Done,
+    /// Nothing can move within the block.
+    Stuck,
+}
+
+/// The block's first task: every thread at the top of the body, the parameters known.
+fn first_tasks<'p>(b: &Block<'_, 'p>) -> Vec<Task<'p>> {
     let p = b.program();
     let bt = b.prep.block_threads;
     let mut env = vec![None; p.vars.len()];
     for (v, arg) in control::param_values(b) {
         env[v.0 as usize] = Some(arg);
     }
-    let mut tasks = vec![Task {
+    vec![Task {
         threads: (0..bt).collect(),
         frames: vec![Frame {
             stmts: &p.body,
@@ -47,54 +134,57 @@ pub(crate) fn run_block<'p>(b: &mut Block<'_, 'p>) -> R<()> {
         state: State::Run,
         skip_converge: false,
         yielded: false,
-    }];
-    loop {
-        wake(b, &mut tasks);
-        merge(&mut tasks);
-        b.stats.max_tasks = b.stats.max_tasks.max(tasks.len());
-        if let Some(i) = next_task(&tasks) {
+    }]
+}
+
+/// One scheduling step: a task runs (its group's threads first), or fragments that waited
+/// for their group go on alone, or the copy engine lands the oldest copy.
+fn advance<'p>(b: &mut Block<'_, 'p>, tasks: &mut Vec<Task<'p>>) -> R<Progress> {
+    wake(b, tasks);
+    merge(tasks);
+    b.stats.max_tasks = b.stats.max_tasks.max(tasks.len());
+    if let Some(i) = next_task(tasks) {
+        tasks[i].yielded = false;
+        let child = loop {
+            let child = run_task(b, &mut tasks[i])?;
+            // an arrival that woke nobody hands nothing over: the task goes on
+            if !tasks[i].yielded || wake(b, tasks) {
+                break child;
+            }
             tasks[i].yielded = false;
-            let child = loop {
-                let child = run_task(b, &mut tasks[i])?;
-                // an arrival that woke nobody hands nothing over: the task goes on
-                if !tasks[i].yielded || wake(b, &mut tasks) {
-                    break child;
-                }
-                tasks[i].yielded = false;
-            };
-            if let Some(child) = child {
-                // The group's threads run first: they usually issue the asynchronous work the
-                // others will wait for.
-                tasks.insert(i, child);
-            }
-            continue;
+        };
+        if let Some(child) = child {
+            // The group's threads run first: they usually issue the asynchronous work the
+            // others will wait for.
+            tasks.insert(i, child);
         }
-        // Nobody can run: let fragments go on alone (they waited for the rest of their group
-        // as long as anything else could move).
-        let mut released = false;
-        for t in tasks.iter_mut() {
-            if let State::Converge {
-                collective: false, ..
-            } = t.state
-            {
-                t.state = State::Run;
-                t.skip_converge = true;
-                released = true;
-            }
-        }
-        if released {
-            continue;
-        }
-        // Then the copy engine: the oldest copy lands.
-        if let Some(landed) = hazards::land_next(b) {
-            landed?;
-            continue;
-        }
-        if tasks.iter().all(|t| matches!(t.state, State::Done)) {
-            return hazards::unfinished(b);
-        }
-        return Err(stuck(b, &tasks));
+        return Ok(Progress::Moved);
     }
+    // Nobody can run: let fragments go on alone (they waited for the rest of their group
+    // as long as anything else could move).
+    let mut released = false;
+    for t in tasks.iter_mut() {
+        if let State::Converge {
+            collective: false, ..
+        } = t.state
+        {
+            t.state = State::Run;
+            t.skip_converge = true;
+            released = true;
+        }
+    }
+    if released {
+        return Ok(Progress::Moved);
+    }
+    // Then the copy engine: the oldest copy lands.
+    if let Some(landed) = hazards::land_next(b) {
+        landed?;
+        return Ok(Progress::Moved);
+    }
+    if tasks.iter().all(|t| matches!(t.state, State::Done)) {
+        return Ok(Progress::Done);
+    }
+    Ok(Progress::Stuck)
 }
 
 /// The task to run next: the first that can, passing over one that yielded while another can.
@@ -120,17 +210,23 @@ fn wake(b: &Block<'_, '_>, tasks: &mut [Task<'_>]) -> bool {
         {
             if barrier::phase_completed(b, array, index, parity) {
                 t.state = State::Run;
-                advance(t);
+                advance_pc(t);
                 woke = true;
             }
         }
     }
     // a hardware barrier completes when as many threads as it counts wait on it: the block's
     // (0) all of them, a group's its threads
+    // (a cluster's barrier is the cluster scheduler's: `release_cluster_sync`)
     let barrier_of = |t: &Task<'_>| match t.state {
-        State::Sync { group, .. } => {
-            Some(group.map_or((0, b.prep.block_threads), |g| (g.barrier, g.threads)))
-        }
+        State::Sync {
+            scope: SyncScope::Block,
+            ..
+        } => Some((0, b.prep.block_threads)),
+        State::Sync {
+            scope: SyncScope::Group(g),
+            ..
+        } => Some((g.barrier, g.threads)),
         _ => None,
     };
     let waiting: Vec<(u32, u32)> = tasks.iter().filter_map(barrier_of).collect();
@@ -144,7 +240,7 @@ fn wake(b: &Block<'_, '_>, tasks: &mut [Task<'_>]) -> bool {
             for t in tasks.iter_mut() {
                 if barrier_of(t).is_some_and(|(i, _)| i == id) {
                     t.state = State::Run;
-                    advance(t);
+                    advance_pc(t);
                     woke = true;
                 }
             }
@@ -153,7 +249,7 @@ fn wake(b: &Block<'_, '_>, tasks: &mut [Task<'_>]) -> bool {
     woke
 }
 
-fn advance(t: &mut Task<'_>) {
+fn advance_pc(t: &mut Task<'_>) {
     if let Some(f) = t.frames.last_mut() {
         f.pc += 1;
     }
@@ -232,13 +328,13 @@ fn run_task<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>) -> R<Option<Task<'p>
             }
         };
         match step {
-            Step::Next => advance(task),
+            Step::Next => advance_pc(task),
             Step::Wait(state) => {
                 task.state = state;
                 return Ok(None);
             }
             Step::Yield => {
-                advance(task);
+                advance_pc(task);
                 task.yielded = true;
                 return Ok(None);
             }
@@ -453,13 +549,14 @@ fn stuck(b: &Block<'_, '_>, tasks: &[Task<'_>]) -> Fail {
                     ));
                 }
             }
-            State::Sync { loc, group } => {
-                let (range, what) = match group {
-                    Some(g) => (g.first..g.first + g.threads, "sync_group()"),
-                    None => (0..u32::MAX, "sync()"),
+            State::Sync { loc, scope } => {
+                let (range, what) = match scope {
+                    SyncScope::Group(g) => (g.first..g.first + g.threads, "sync_group()"),
+                    SyncScope::Block => (0..u32::MAX, "sync()"),
+                    SyncScope::Cluster => (0..u32::MAX, "cluster_sync()"),
                 };
                 let same =
-                    |o: &Task<'_>| matches!(o.state, State::Sync { group: og, .. } if og == group);
+                    |o: &Task<'_>| matches!(o.state, State::Sync { scope: os, .. } if os == scope);
                 let mut missing: Vec<u32> = tasks
                     .iter()
                     .filter(|o| !same(o))
@@ -472,13 +569,19 @@ fn stuck(b: &Block<'_, '_>, tasks: &[Task<'_>]) -> Fail {
                 } else {
                     ""
                 };
+                let waits_for = if missing.is_empty() && scope == SyncScope::Cluster {
+                    "the other blocks of the cluster, which never reach it (they finished the \
+                     kernel or wait elsewhere)"
+                        .to_string()
+                } else {
+                    format!("{}{why}", threads_text(&missing))
+                };
                 lines.push((
                     2,
                     loc,
                     format!(
-                        "deadlock: {who} wait{} here in {what} for {}{why}",
-                        s_(t),
-                        threads_text(&missing)
+                        "deadlock: {who} wait{} here in {what} for {waits_for}",
+                        s_(t)
                     ),
                 ));
             }

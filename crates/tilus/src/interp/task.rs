@@ -74,7 +74,7 @@ pub(crate) enum State {
     /// group's barrier, which those threads alone complete.
     Sync {
         loc: Loc,
-        group: Option<crate::ir::GroupSync>,
+        scope: crate::ir::SyncScope,
     },
     /// Waiting to meet the rest of its group before the statement at `loc`; `collective`: the
     /// statement needs whole warps and cannot run before they meet.

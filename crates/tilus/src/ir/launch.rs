@@ -262,6 +262,35 @@ pub struct LaunchPlan {
     pub index_guards: Vec<IndexGuard>,
     /// A persistent grid: the launch caps the grid along x at the device's multiprocessors.
     pub persistent: bool,
+    /// Blocks per cluster along x, y, z (`[1, 1, 1]`: no clusters): the grid must be a
+    /// multiple of it, a persistent grid is rounded down to one.
+    pub cluster: [u32; 3],
+}
+
+impl LaunchPlan {
+    /// The grid a launch runs for the grid its expressions give, `multiprocessors` the
+    /// device's (a persistent grid's cap), or why it cannot run: a persistent grid is capped
+    /// at the multiprocessors and rounded down to whole clusters (at least one); any other
+    /// grid must be whole clusters.
+    pub fn launched_grid(
+        &self,
+        mut grid: [u32; 3],
+        multiprocessors: u32,
+    ) -> Result<[u32; 3], String> {
+        let cx = self.cluster[0].max(1);
+        if self.persistent {
+            let capped = grid[0].min(multiprocessors.max(1));
+            grid[0] = (capped / cx * cx).max(cx);
+        }
+        for (axis, (&g, &c)) in grid.iter().zip(&self.cluster).enumerate() {
+            if c > 1 && g % c != 0 {
+                return Err(format!(
+                    "grid dimension {axis} would be {g} blocks, not a multiple of the cluster's {c}"
+                ));
+            }
+        }
+        Ok(grid)
+    }
 }
 
 impl LaunchPlan {
@@ -339,5 +368,51 @@ impl LaunchPlan {
                 .find(|(id, _)| *id == v)
                 .and_then(|(_, i)| arg(*i))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(persistent: bool, cluster: [u32; 3]) -> LaunchPlan {
+        LaunchPlan {
+            kernel_name: "k".into(),
+            grid: [Expr::i32(1), Expr::i32(1), Expr::i32(1)],
+            block_threads: 128,
+            smem_bytes: 0,
+            params: vec![],
+            pointer_rules: vec![],
+            arg_vars: vec![],
+            pointers: vec![],
+            index_guards: vec![],
+            persistent,
+            cluster,
+        }
+    }
+
+    #[test]
+    fn persistent_grids_are_capped_and_rounded_to_whole_clusters() {
+        let p = plan(true, [2, 1, 1]);
+        assert_eq!(p.launched_grid([1000, 1, 1], 132), Ok([132, 1, 1]));
+        assert_eq!(p.launched_grid([1000, 1, 1], 131), Ok([130, 1, 1]));
+        // fewer items than a cluster: one whole cluster (a block without an item idles)
+        assert_eq!(p.launched_grid([1, 1, 1], 132), Ok([2, 1, 1]));
+        assert_eq!(
+            plan(true, [1, 1, 1]).launched_grid([5, 1, 1], 132),
+            Ok([5, 1, 1])
+        );
+    }
+
+    #[test]
+    fn other_grids_must_be_whole_clusters() {
+        let p = plan(false, [2, 2, 1]);
+        assert_eq!(p.launched_grid([4, 6, 1], 132), Ok([4, 6, 1]));
+        let e = p.launched_grid([4, 5, 1], 132).unwrap_err();
+        assert!(e.contains("grid dimension 1 would be 5 blocks"), "{e}");
+        assert_eq!(
+            plan(false, [1, 1, 1]).launched_grid([7, 3, 1], 132),
+            Ok([7, 3, 1])
+        );
     }
 }

@@ -47,7 +47,7 @@ pub fn describe_stmt(p: &Program, s: &Stmt) -> String {
         StmtKind::ThreadGroup {
             begin, count, kind, ..
         } => format!("{}(begin={begin}, threads={count})", kind.name()),
-        StmtKind::Sync { group } => sync_text(group),
+        StmtKind::Sync { scope } => sync_text(scope),
         StmtKind::Inst(i) => pr.inst(i),
     }
 }
@@ -243,7 +243,7 @@ impl Printer<'_> {
                 self.block(body, depth + 1);
                 let _ = writeln!(self.out, "{}}}", "  ".repeat(depth));
             }
-            StmtKind::Sync { group } => self.line(depth, sync_text(group), s),
+            StmtKind::Sync { scope } => self.line(depth, sync_text(scope), s),
             StmtKind::Inst(i) => {
                 let t = self.inst(i);
                 self.line(depth, t, s)
@@ -257,10 +257,11 @@ impl Printer<'_> {
 }
 
 /// `sync()`, or a group barrier with its threads and hardware barrier.
-fn sync_text(group: &Option<super::GroupSync>) -> String {
-    match group {
-        None => "sync()".into(),
-        Some(g) => format!(
+fn sync_text(scope: &super::SyncScope) -> String {
+    match scope {
+        super::SyncScope::Block => "sync()".into(),
+        super::SyncScope::Cluster => "cluster_sync()".into(),
+        super::SyncScope::Group(g) => format!(
             "sync_group(threads={}..{}, barrier={})",
             g.first,
             g.first + g.threads,

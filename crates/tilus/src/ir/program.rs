@@ -73,12 +73,21 @@ pub struct Program {
     /// A persistent grid: the launch runs at most one block per multiprocessor along x
     /// (`persistent_blocks`).
     pub persistent: bool,
+    /// Blocks per thread-block cluster along x, y, z (`cluster_blocks`; `[1, 1, 1]`: none).
+    pub cluster: [u32; 3],
+    /// Whether the script declared clusters (even of one block).
+    pub clustered: bool,
 }
 
 impl Program {
     /// Threads per block.
     pub fn threads(&self) -> u32 {
         self.warps * 32
+    }
+
+    /// Blocks per cluster.
+    pub fn cluster_size(&self) -> u32 {
+        self.cluster.iter().product()
     }
 
     /// A variable's declaration.

@@ -106,11 +106,12 @@ pub enum StmtKind {
         /// What those threads run.
         body: Vec<Stmt>,
     },
-    /// Barrier for all threads of the block (`__syncthreads`), or, with `group`, for the
-    /// threads of one thread group (a named barrier, `bar.sync id, threads`).
+    /// A barrier: for all threads of the block (`__syncthreads`), the threads of one thread
+    /// group (a named barrier, `bar.sync id, threads`), or every thread of the block's
+    /// cluster (`barrier.cluster`).
     Sync {
-        /// The group's threads and its barrier; `None`: the whole block.
-        group: Option<GroupSync>,
+        /// Who meets.
+        scope: SyncScope,
     },
     /// A tile-level instruction.
     Inst(Inst),
@@ -149,4 +150,15 @@ pub struct GroupSync {
     pub threads: u32,
     /// The hardware barrier, 1 to 15.
     pub barrier: u32,
+}
+
+/// Who a barrier waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SyncScope {
+    /// Every thread of the block (`sync()`).
+    Block,
+    /// The threads of one thread group (`sync_group()`).
+    Group(GroupSync),
+    /// Every thread of every block of the cluster (`cluster_sync()`).
+    Cluster,
 }

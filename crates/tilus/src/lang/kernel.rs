@@ -4,7 +4,8 @@
 
 use super::{Scalar, Val};
 use crate::ir::{
-    DType, Expr, GroupKind, Loc, Param, ParamKind, Program, Stmt, StmtKind, VarDecl, VarId, VarKind,
+    DType, Expr, GroupKind, Loc, Param, ParamKind, Program, Stmt, StmtKind, SyncScope, VarDecl,
+    VarId, VarKind,
 };
 use crate::Diagnostic;
 use std::collections::{HashMap, HashSet};
@@ -163,6 +164,8 @@ impl Kernel {
                 tensor_maps: vec![],
                 stmt_count: 0,
                 persistent: false,
+                cluster: [1, 1, 1],
+                clustered: false,
             },
             blocks: vec![vec![]],
             groups: vec![0],
@@ -723,7 +726,12 @@ impl Kernel {
     /// Barrier for every thread of the block (`__syncthreads`).
     #[track_caller]
     pub fn sync(&mut self) {
-        self.push(StmtKind::Sync { group: None }, Loc::caller());
+        self.push(
+            StmtKind::Sync {
+                scope: SyncScope::Block,
+            },
+            Loc::caller(),
+        );
     }
 
     /// Barrier for the threads of the innermost thread group only (a named barrier,
@@ -777,7 +785,12 @@ impl Kernel {
             threads,
             barrier: id as u32 + 1,
         };
-        self.push(StmtKind::Sync { group: Some(group) }, loc);
+        self.push(
+            StmtKind::Sync {
+                scope: SyncScope::Group(group),
+            },
+            loc,
+        );
     }
 }
 

@@ -6,6 +6,7 @@
 mod args;
 mod arith;
 mod atomics;
+mod cluster;
 mod debug;
 mod divmod;
 mod element;
@@ -27,6 +28,7 @@ mod wgmma;
 pub use crate::ir::HostValue;
 pub use args::{Arg, ArgList, Const, Handles, HostArgs, Ptr, PtrMut, PtrVal};
 pub use arith::{where_, IntoTile, Tile, TileMath};
+pub use cluster::MAX_CLUSTER_BLOCKS;
 pub use debug::Printable;
 pub use divmod::FastDivisor;
 pub use element::Element;

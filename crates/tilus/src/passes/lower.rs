@@ -219,5 +219,6 @@ fn launch_plan(p: &Program, alignments: &[(crate::ir::GlobalId, u32, String)]) -
         arg_vars,
         index_guards: vec![],
         persistent: p.persistent,
+        cluster: p.cluster,
     }
 }

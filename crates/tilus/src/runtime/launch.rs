@@ -176,9 +176,12 @@ impl LoadedKernel {
             }
             grid[i] = v as u32;
         }
-        if plan.persistent {
-            grid[0] = grid[0].min(self.multiprocessors);
-        }
+        let grid = plan
+            .launched_grid(grid, self.multiprocessors)
+            .map_err(|message| Error::Argument {
+                arg: "blocks".into(),
+                message,
+            })?;
         // Buffers: non-null, large enough and aligned as the code assumes.
         for rule in &plan.pointer_rules {
             let (ptr, bytes) = ptr_of(rule.arg)?;

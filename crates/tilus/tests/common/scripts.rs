@@ -248,6 +248,48 @@ impl Script for GroupSyncs {
     }
 }
 
+/// Clusters of two blocks: each block meets its partner at `cluster_sync`, then writes
+/// `out[block] = rank · 1000 + block`. Arguments `(blocks, out)`. With `lone_sync`, only the
+/// cluster's rank 0 goes to the barrier (a bug: its partner finishes without it). Marked
+/// call: `lone_sync`.
+#[derive(Clone, Debug, Hash)]
+pub struct ClusterPairs {
+    pub lone_sync: bool,
+}
+
+impl ClusterPairs {
+    /// What the kernel must write for `blocks` blocks.
+    pub fn reference(blocks: usize) -> Vec<i32> {
+        (0..blocks).map(|b| ((b % 2) * 1000 + b) as i32).collect()
+    }
+}
+
+impl Script for ClusterPairs {
+    type Args = (i32, PtrMut<i32>);
+    fn body(&self, k: &mut Kernel, (blocks, out): Handles<Self::Args>) {
+        k.cluster_blocks([2]);
+        k.blocks([blocks]);
+        k.warps(2);
+        let rank = k.cluster_rank();
+        let rank = k.let_i32(rank);
+        if self.lone_sync {
+            k.if_(rank.eq_(0), |k| {
+                mark("lone_sync", line!(), k.cluster_sync())
+            });
+        } else {
+            k.cluster_sync();
+        }
+        let g = k.global_view::<i32>(out, [blocks]);
+        let b = k.let_i32(k.block_idx().x);
+        k.single_thread(|k| {
+            k.atomic_exchange_scalar(&g, [b], rank * 1000 + b);
+        });
+        if !self.lone_sync {
+            k.cluster_sync();
+        }
+    }
+}
+
 /// A persistent grid over `items` work items: block `b` of the `blocks` launched takes items
 /// `b, b + blocks, ..` and writes `out[item] = b · 1000 + blocks` (so a test sees who ran
 /// each item and how many blocks there were). Arguments `(items, out)`.

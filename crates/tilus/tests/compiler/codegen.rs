@@ -826,3 +826,24 @@ fn group_barriers_are_named_barriers_and_compile() {
         assert!(c.source.contains(&line), "{}", c.source);
     }
 }
+
+/// A cluster kernel carries its cluster's shape in its signature (so that a plain launch
+/// groups the blocks) and its barrier is `barrier.cluster`.
+#[test]
+fn a_cluster_kernel_declares_its_clusters_and_compiles() {
+    let c = build(
+        &crate::common::scripts::ClusterPairs { lone_sync: false },
+        &[],
+    );
+    assert!(
+        c.source
+            .contains("__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__"),
+        "{}",
+        c.source
+    );
+    assert!(
+        c.source.contains("barrier.cluster.arrive.release.aligned;"),
+        "{}",
+        c.source
+    );
+}

@@ -3,7 +3,7 @@
 //! loops (and the loop that never ends).
 
 use crate::common::interp::{expect_fault, interpret, run};
-use crate::common::scripts::{Branches, GroupSyncs, Groups, PersistentItems};
+use crate::common::scripts::{Branches, ClusterPairs, GroupSyncs, Groups, PersistentItems};
 use crate::common::{clear_marks, mark, Body};
 use tilus::interp::Fault;
 use tilus::prelude::*;
@@ -256,4 +256,49 @@ fn a_group_barrier_waits_for_its_group_only() {
     run(&GroupSyncs, (&mut out[..],)).unwrap();
     assert!(out[..128].iter().all(|&x| x == 1.0), "{:?}", &out[..4]);
     assert!(out[128..].iter().all(|&x| x == 2.0), "{:?}", &out[128..132]);
+}
+
+/// The blocks of a cluster run together: each knows its rank, and the pair meets at the
+/// cluster barrier (twice) before either goes on.
+#[test]
+fn clusters_of_two_meet_at_their_barrier_and_know_their_rank() {
+    for blocks in [2usize, 6] {
+        let mut out = vec![-1i32; blocks];
+        run(
+            &ClusterPairs { lone_sync: false },
+            (blocks as i32, &mut out[..]),
+        )
+        .unwrap();
+        assert_eq!(out, ClusterPairs::reference(blocks));
+    }
+}
+
+/// A grid that is not whole clusters is refused before anything runs.
+#[test]
+fn a_grid_of_part_of_a_cluster_is_refused() {
+    let mut out = [-1i32; 3];
+    let err = run(&ClusterPairs { lone_sync: false }, (3, &mut out[..])).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("not a multiple of the cluster's 2"),
+        "{err}"
+    );
+    assert!(out.iter().all(|&v| v == -1));
+}
+
+/// Only rank 0 goes to the cluster barrier: its partner finishes, and rank 0 waits forever;
+/// the interpreter reports the deadlock at the barrier's line.
+#[test]
+fn a_cluster_barrier_one_block_skips_is_a_deadlock_at_its_line() {
+    let mut out = [-1i32; 2];
+    expect_fault(
+        run(&ClusterPairs { lone_sync: true }, (2, &mut out[..])),
+        Fault::Deadlock,
+        "lone_sync",
+        &[
+            "deadlock",
+            "cluster_sync()",
+            "the other blocks of the cluster",
+        ],
+    );
 }

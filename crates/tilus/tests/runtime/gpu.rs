@@ -3,8 +3,9 @@
 
 use crate::common::inputs::{fresh_seed, random_f16, random_f32};
 use crate::common::scripts::{
-    epilogue_inputs, Branches, Epilogue, EpilogueBug, FastDivide, GroupSyncs, Groups, OneTile,
-    OnesTimesB, PersistentItems, Printing, RegisterSplit, TileCopy, WarpArrivals, EPILOGUE_COLS,
+    epilogue_inputs, Branches, ClusterPairs, Epilogue, EpilogueBug, FastDivide, GroupSyncs, Groups,
+    OneTile, OnesTimesB, PersistentItems, Printing, RegisterSplit, TileCopy, WarpArrivals,
+    EPILOGUE_COLS,
 };
 use crate::common::staged::{PipelineStream, StagedMatmul, StagedSum};
 use crate::common::views::{self, ColumnSlice, DotViews, LoadedViews, ShapeViews};
@@ -967,4 +968,28 @@ fn group_barriers_wait_for_their_group_only() {
     let got = device.stream().clone_dtoh(&out).unwrap();
     assert!(got[..128].iter().all(|&x| x == 1.0), "{:?}", &got[..4]);
     assert!(got[128..].iter().all(|&x| x == 2.0), "{:?}", &got[128..132]);
+}
+
+/// Clusters of two blocks on the GPU: the ranks the hardware gives match the block index, the
+/// pair meets at the cluster barrier, and a grid of part of a cluster is refused.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn clusters_of_two_meet_and_know_their_rank() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let jit = tilus::Jit::new(ClusterPairs { lone_sync: false }, &device);
+    for blocks in [2usize, 264] {
+        let mut out = device.stream().clone_htod(&vec![-1i32; blocks]).unwrap();
+        jit.launch(device.stream(), (blocks as i32, &mut out))
+            .unwrap();
+        let got = device.stream().clone_dtoh(&out).unwrap();
+        assert_eq!(got, ClusterPairs::reference(blocks));
+    }
+    let mut out = device.stream().clone_htod(&[-1i32; 3]).unwrap();
+    let err = jit.launch(device.stream(), (3, &mut out)).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("not a multiple of the cluster's 2"),
+        "{err}"
+    );
 }

@@ -9,7 +9,7 @@
 //! is itself not uniform) may send some threads past the body while others wait in its
 //! `sync()` forever, so a `sync()` under it is a diagnostic.
 
-use crate::ir::{Expr, Program, Stmt, StmtKind, VarId};
+use crate::ir::{Expr, Program, Stmt, StmtKind, SyncScope, VarId};
 use crate::passes::context::{Checker, Scope};
 
 /// For every variable, whether it has the same value in every thread of the block wherever
@@ -122,7 +122,9 @@ pub(super) fn check_program(c: &mut Checker) {
 /// Statement rules.
 pub(super) fn check_stmt(c: &mut Checker, s: &Stmt, scope: &Scope) {
     match &s.kind {
-        StmtKind::Sync { group: Some(g) } => {
+        StmtKind::Sync {
+            scope: SyncScope::Group(g),
+        } => {
             if scope.base != g.first || scope.threads != g.threads {
                 c.err(
                     s.loc,
@@ -144,7 +146,34 @@ pub(super) fn check_stmt(c: &mut Checker, s: &Stmt, scope: &Scope) {
                 c.err(s.loc, msg);
             }
         }
-        StmtKind::Sync { group: None } => {
+        StmtKind::Sync {
+            scope: SyncScope::Cluster,
+        } => {
+            if !c.p.clustered {
+                c.err(
+                    s.loc,
+                    "cluster_sync() in a kernel without clusters: declare them with \
+                     k.cluster_blocks([..]), or synchronize the block with sync()",
+                );
+            } else if !scope.is_block {
+                c.err(
+                    s.loc,
+                    "cluster_sync() inside a thread group would wait for threads that never \
+                     arrive; call it outside the group, where every thread of the block runs",
+                );
+            } else if let Some((at, what, v)) = scope.divergent {
+                let msg = format!(
+                    "cluster_sync() inside the {what} at {at}, whose condition reads `{}`, which \
+                     may differ between the threads of the block: threads that skip the body \
+                     would never arrive; call cluster_sync() outside",
+                    c.p.var(v).name
+                );
+                c.err(s.loc, msg);
+            }
+        }
+        StmtKind::Sync {
+            scope: SyncScope::Block,
+        } => {
             if !scope.is_block {
                 c.err(
                     s.loc,

@@ -721,3 +721,40 @@ fn group_barriers_need_a_group_of_whole_warps_without_divergence() {
     })
     .fails_once("sync_group() inside the if at");
 }
+
+#[test]
+fn cluster_barriers_and_sizes_are_checked() {
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        at(line!(), k.cluster_sync());
+    })
+    .fails_once("cluster_sync() in a kernel without clusters");
+
+    check::<OutF32>(|k, _| {
+        k.cluster_blocks([2]);
+        k.warps(4);
+        k.warp_group(0, |k| {
+            at(line!(), k.cluster_sync());
+        });
+    })
+    .fails_once("cluster_sync() inside a thread group would wait for threads that never arrive");
+
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        at(line!(), k.cluster_blocks([3, 3]));
+    })
+    .fails_once("a cluster has 1 to 8 blocks");
+
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        k.cluster_blocks([2]);
+        at(line!(), k.cluster_blocks([2]));
+    })
+    .fails_once("the cluster is already set; set it once");
+
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        at(line!(), k.cluster_rank());
+    })
+    .fails_once("cluster_rank() before cluster_blocks(..)");
+}

@@ -67,6 +67,12 @@ pub enum Control {
     FastDivmod(Sc, Sc),
     /// `persistent_blocks(work)`: the blocks launched become a scalar of the body.
     PersistentBlocks(Sc),
+    /// `cluster_blocks(dims)` (any numbers, so that the size checks are exercised).
+    ClusterBlocks(Vec<u32>),
+    /// `cluster_rank()`, which becomes a scalar of the body.
+    ClusterRank,
+    /// `cluster_sync()` wherever it lands.
+    ClusterSync,
 }
 
 const NAMES: &[&str] = &[
@@ -237,6 +243,14 @@ impl Control {
                     .prop_map(|w| Control::PersistentBlocks(w).into())
                     .boxed(),
             ));
+            arms.push((
+                1,
+                prop::collection::vec(u32s(&[0, 1, 2, 4, 9]), 1..3)
+                    .prop_map(|d| Control::ClusterBlocks(d).into())
+                    .boxed(),
+            ));
+            arms.push((1, Just(Control::ClusterRank.into()).boxed()));
+            arms.push((1, Just(Control::ClusterSync.into()).boxed()));
         }
         arms
     }
@@ -332,6 +346,17 @@ impl Control {
                 let blocks = k.persistent_blocks(r.scalar(w));
                 r.vals.push(blocks);
             }
+            Control::ClusterBlocks(d) => match d.as_slice() {
+                [x] => k.cluster_blocks([*x]),
+                [x, y] => k.cluster_blocks([*x, *y]),
+                _ => k.cluster_blocks([1, 1, 1]),
+            },
+            Control::ClusterRank => {
+                let rank = k.cluster_rank();
+                let rank = k.let_i32(rank);
+                r.vals.push(rank);
+            }
+            Control::ClusterSync => k.cluster_sync(),
         }
     }
 
