@@ -53,6 +53,15 @@ pub(super) fn emit(e: &mut Emitter, i: &MbarrierInst) {
             );
             e.line(t);
         }
+        MbarrierInst::ArriveRemote { bar, rank } => {
+            e.use_helper(Helper::Mbarrier(MbarrierHelper::ArriveRemote));
+            let a = address(e, bar);
+            let t = format!(
+                "tilus_mbarrier_arrive_remote({a}, (u32)({}));",
+                e.expr(rank)
+            );
+            e.line(t);
+        }
         MbarrierInst::Wait {
             bar,
             phase,
@@ -86,6 +95,8 @@ pub(crate) enum MbarrierHelper {
     Wait,
     /// Wait on a phase parity without acquire ordering.
     WaitRelaxed,
+    /// Arrival on the barrier at the same address in another block of the cluster.
+    ArriveRemote,
 }
 
 /// The C++ text of a helper.
@@ -111,6 +122,15 @@ static __device__ __forceinline__ void tilus_fence_mbarrier_init() {
         .into(),
         MbarrierHelper::ArriveExpectTx => r#"static __device__ __forceinline__ void tilus_mbarrier_arrive_expect_tx(u32 bar, u32 bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+"#
+        .into(),
+        MbarrierHelper::ArriveRemote => r#"// One arrival on the barrier at `bar` in block `rank` of this cluster (release at cluster
+// scope: what this thread wrote before is visible to the threads that wait there).
+static __device__ __forceinline__ void tilus_mbarrier_arrive_remote(u32 bar, u32 rank) {
+  u32 remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
 }
 "#
         .into(),

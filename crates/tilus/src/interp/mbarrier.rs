@@ -43,6 +43,37 @@ pub(crate) fn exec(
             }
             Ok(arrived(b, task, (a, idx), before, loc))
         }
+        MbarrierInst::ArriveRemote { bar, rank } => {
+            let (a, idx) = resolve(b, task, bar, i.name(), loc)?;
+            let to = value(b, task, rank, loc)?;
+            let (own, size) = b.cluster_rank();
+            if to < 0 || to as usize >= size {
+                return Err(Fail::new(
+                    Fault::Invalid,
+                    loc,
+                    format!(
+                        "mbarrier.arrive_remote to the block of rank {to}: the cluster has {size} \
+                         block(s), ranks 0 to {}",
+                        size - 1
+                    ),
+                ));
+            }
+            if to as usize == own {
+                let before = b.bar_phases(a, idx);
+                for _ in &task.threads {
+                    arrive(b, a, idx, 0, loc)?;
+                }
+                return Ok(arrived(b, task, (a, idx), before, loc));
+            }
+            for _ in &task.threads {
+                b.outbox.push(super::state::RemoteArrival {
+                    rank: to as usize,
+                    bar: (a, idx),
+                    loc,
+                });
+            }
+            Ok(Step::Next)
+        }
         // the interpreter's memory is sequentially consistent: a relaxed wait is a wait
         MbarrierInst::Wait { bar, phase, .. } => {
             let (a, idx) = resolve(b, task, bar, i.name(), loc)?;

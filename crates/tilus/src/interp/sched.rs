@@ -47,14 +47,16 @@ pub(crate) fn run_cluster<'p>(blocks: &mut [Block<'_, 'p>]) -> Result<(), (usize
     let mut done = vec![false; blocks.len()];
     loop {
         let mut moved = false;
-        for (i, b) in blocks.iter_mut().enumerate() {
+        for i in 0..blocks.len() {
             if done[i] {
                 continue;
             }
-            match advance(b, &mut tasks[i]).map_err(|f| (i, f))? {
+            let step = advance(&mut blocks[i], &mut tasks[i]).map_err(|f| (i, f))?;
+            moved |= deliver(blocks, i).map_err(|f| (i, f))?;
+            match step {
                 Progress::Moved => moved = true,
                 Progress::Done => {
-                    hazards::unfinished(b).map_err(|f| (i, f))?;
+                    hazards::unfinished(&mut blocks[i]).map_err(|f| (i, f))?;
                     done[i] = true;
                     moved = true;
                 }
@@ -70,6 +72,33 @@ pub(crate) fn run_cluster<'p>(blocks: &mut [Block<'_, 'p>]) -> Result<(), (usize
         let i = done.iter().position(|&d| !d).unwrap_or(0);
         return Err((i, stuck(&blocks[i], &tasks[i])));
     }
+}
+
+/// Delivers block `from`'s arrivals on other blocks' barriers; whether there were any. A
+/// barrier the receiving block has not allocated yet is the sender's fault (the blocks must
+/// meet at `cluster_sync()` between allocating barriers and arriving on each other's).
+fn deliver(blocks: &mut [Block<'_, '_>], from: usize) -> R<bool> {
+    let arrivals = std::mem::take(&mut blocks[from].outbox);
+    let any = !arrivals.is_empty();
+    for r in arrivals {
+        let to = &mut blocks[r.rank];
+        let (a, idx) = r.bar;
+        if to.bars[a.0 as usize].is_none() {
+            return Err(Fail::new(
+                Fault::Invalid,
+                r.loc,
+                format!(
+                    "mbarrier.arrive_remote on barrier `{}` of the block of rank {} before that \
+                     block allocated it: meet at cluster_sync() after allocating barriers that \
+                     other blocks arrive on",
+                    to.program().barrier(a).name,
+                    r.rank
+                ),
+            ));
+        }
+        super::barrier::arrive(to, a, idx, 0, r.loc)?;
+    }
+    Ok(any)
 }
 
 /// Completes a cluster barrier that every thread of every block of the cluster waits at;

@@ -550,6 +550,18 @@ pub(crate) struct Block<'a, 'p> {
     pub stats: Stats,
     /// What `printf` and `print_tensor` printed, in order.
     pub printed: String,
+    /// Arrivals this block made on other blocks' barriers, for the cluster scheduler to
+    /// deliver.
+    pub outbox: Vec<RemoteArrival>,
+}
+
+/// One thread's arrival on the barrier at the same place in another block of the cluster.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RemoteArrival {
+    /// The receiving block's rank in the cluster.
+    pub rank: usize,
+    pub bar: (crate::ir::BarrierArrayId, usize),
+    pub loc: crate::ir::Loc,
 }
 
 /// Byte used for shared memory nobody wrote: all-ones is NaN in f16, bf16 and f32, so reading
@@ -582,7 +594,16 @@ impl<'a, 'p> Block<'a, 'p> {
             proxy_dirty: vec![vec![]; p.shareds.len()],
             stats: Stats::default(),
             printed: String::new(),
+            outbox: vec![],
         }
+    }
+
+    /// The block's rank in its cluster (x fastest) and the cluster's number of blocks.
+    pub fn cluster_rank(&self) -> (usize, usize) {
+        let c = self.program().cluster.map(|d| d.max(1) as i64);
+        let [x, y, z] = [0, 1, 2].map(|a| (self.bidx[a] % c[a]) as usize);
+        let (cx, cy) = (c[0] as usize, c[1] as usize);
+        (x + y * cx + z * cx * cy, (c[0] * c[1] * c[2]) as usize)
     }
 
     pub fn program(&self) -> &'p Program {

@@ -135,6 +135,21 @@ impl Mbarrier<'_> {
         self.k.push(StmtKind::Inst(Inst::Mbarrier(inst)), loc);
     }
 
+    /// Each thread of the current group arrives once on the barrier at the same place in the
+    /// block of rank `rank` of this cluster (with release semantics at cluster scope): a
+    /// consumer freeing a stage that another block's producer fills. The receiving block must
+    /// have allocated the barrier: meet at `cluster_sync()` after allocating barriers that
+    /// other blocks arrive on.
+    #[track_caller]
+    pub fn arrive_remote(self, bar: Barrier, rank: impl Into<Scalar>) {
+        let inst = MbarrierInst::ArriveRemote {
+            bar: bar.to_ir(),
+            rank: rank.into().0,
+        };
+        self.k
+            .push(StmtKind::Inst(Inst::Mbarrier(inst)), Loc::caller());
+    }
+
     /// Each thread of the current group arrives once and raises the transaction count by
     /// `transaction_bytes`: the bytes the asynchronous copies of this phase will deliver.
     #[track_caller]

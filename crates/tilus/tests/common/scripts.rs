@@ -290,6 +290,40 @@ impl Script for ClusterPairs {
     }
 }
 
+/// Clusters of two blocks signalling each other: after `cluster_sync`, every thread arrives
+/// on its partner's barrier (counting the partner's 64 threads), then waits for its own to
+/// complete, and writes `out[block] = partner · 1000 + block`. Arguments `(blocks, out)`.
+/// `to`: the rank arrived on, as an offset from the partner (0: the partner; 2: out of the
+/// cluster, a fault).
+#[derive(Clone, Debug, Hash)]
+pub struct ClusterSignals {
+    pub to: i32,
+}
+
+impl Script for ClusterSignals {
+    type Args = (i32, PtrMut<i32>);
+    #[rustfmt::skip]
+    fn body(&self, k: &mut Kernel, (blocks, out): Handles<Self::Args>) {
+        k.cluster_blocks([2]);
+        k.blocks([blocks]);
+        k.warps(2);
+        let bar = k.mbarrier().alloc([64]);
+        k.cluster_sync();
+        let rank = k.cluster_rank();
+        let partner = k.let_i32(Scalar::from(1) - rank);
+        let to = partner + self.to;
+        mark("arrive_remote", line!(), k.mbarrier().arrive_remote(bar[0], to));
+        k.mbarrier().wait(bar[0], 0u32);
+        let g = k.global_view::<i32>(out, [blocks]);
+        let b = k.let_i32(k.block_idx().x);
+        k.single_thread(|k| {
+            k.atomic_exchange_scalar(&g, [b], partner * 1000 + b);
+        });
+        // no block leaves while its partner may still arrive on its barrier
+        k.cluster_sync();
+    }
+}
+
 /// A persistent grid over `items` work items: block `b` of the `blocks` launched takes items
 /// `b, b + blocks, ..` and writes `out[item] = b · 1000 + blocks` (so a test sees who ran
 /// each item and how many blocks there were). Arguments `(items, out)`.

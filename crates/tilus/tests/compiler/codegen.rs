@@ -847,3 +847,27 @@ fn a_cluster_kernel_declares_its_clusters_and_compiles() {
         c.source
     );
 }
+
+/// A remote arrival maps this block's barrier address into the partner's and arrives there
+/// with release at cluster scope.
+#[test]
+fn a_remote_arrival_maps_the_barrier_into_the_other_block_and_compiles() {
+    let c = build(&crate::common::scripts::ClusterSignals { to: 0 }, &[]);
+    assert!(
+        c.source.contains("mapa.shared::cluster.u32"),
+        "{}",
+        c.source
+    );
+    assert!(
+        c.source
+            .contains("mbarrier.arrive.release.cluster.shared::cluster.b64"),
+        "{}",
+        c.source
+    );
+    assert!(
+        c.source
+            .contains("tilus_mbarrier_arrive_remote(bar0, (u32)("),
+        "{}",
+        c.source
+    );
+}

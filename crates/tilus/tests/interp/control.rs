@@ -3,7 +3,9 @@
 //! loops (and the loop that never ends).
 
 use crate::common::interp::{expect_fault, interpret, run};
-use crate::common::scripts::{Branches, ClusterPairs, GroupSyncs, Groups, PersistentItems};
+use crate::common::scripts::{
+    Branches, ClusterPairs, ClusterSignals, GroupSyncs, Groups, PersistentItems,
+};
 use crate::common::{clear_marks, mark, Body};
 use tilus::interp::Fault;
 use tilus::prelude::*;
@@ -300,5 +302,25 @@ fn a_cluster_barrier_one_block_skips_is_a_deadlock_at_its_line() {
             "cluster_sync()",
             "the other blocks of the cluster",
         ],
+    );
+}
+
+/// Each block completes its partner's barrier with remote arrivals: both waits return.
+#[test]
+fn blocks_of_a_cluster_complete_each_others_barriers() {
+    let mut out = vec![-1i32; 4];
+    run(&ClusterSignals { to: 0 }, (4, &mut out[..])).unwrap();
+    assert_eq!(out, vec![1000, 1, 1002, 3]);
+}
+
+/// An arrival on a rank the cluster does not have is a fault at the call.
+#[test]
+fn a_remote_arrival_outside_the_cluster_is_a_fault_at_its_line() {
+    let mut out = [-1i32; 2];
+    expect_fault(
+        run(&ClusterSignals { to: 2 }, (2, &mut out[..])),
+        Fault::Invalid,
+        "arrive_remote",
+        &["the cluster has 2 block(s)"],
     );
 }

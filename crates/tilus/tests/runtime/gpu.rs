@@ -3,9 +3,9 @@
 
 use crate::common::inputs::{fresh_seed, random_f16, random_f32};
 use crate::common::scripts::{
-    epilogue_inputs, Branches, ClusterPairs, Epilogue, EpilogueBug, FastDivide, GroupSyncs, Groups,
-    OneTile, OnesTimesB, PersistentItems, Printing, RegisterSplit, TileCopy, WarpArrivals,
-    EPILOGUE_COLS,
+    epilogue_inputs, Branches, ClusterPairs, ClusterSignals, Epilogue, EpilogueBug, FastDivide,
+    GroupSyncs, Groups, OneTile, OnesTimesB, PersistentItems, Printing, RegisterSplit, TileCopy,
+    WarpArrivals, EPILOGUE_COLS,
 };
 use crate::common::staged::{PipelineStream, StagedMatmul, StagedSum};
 use crate::common::views::{self, ColumnSlice, DotViews, LoadedViews, ShapeViews};
@@ -992,4 +992,19 @@ fn clusters_of_two_meet_and_know_their_rank() {
             .contains("not a multiple of the cluster's 2"),
         "{err}"
     );
+}
+
+/// Blocks of a cluster complete each other's barriers with remote arrivals on the GPU (a
+/// lost arrival would hang the waits, and the runner's timeout fails the test).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn blocks_of_a_cluster_complete_each_others_barriers() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let mut out = device.stream().clone_htod(&[-1i32; 4]).unwrap();
+    tilus::Jit::new(ClusterSignals { to: 0 }, &device)
+        .launch(device.stream(), (4, &mut out))
+        .unwrap();
+    let got = device.stream().clone_dtoh(&out).unwrap();
+    assert_eq!(got, vec![1000, 1, 1002, 3]);
 }

@@ -25,6 +25,15 @@ pub enum MbarrierInst {
         /// Bytes the async copies tracked by this phase will deliver.
         bytes: Expr,
     },
+    /// Each executing thread arrives once on the barrier at the same place in block `rank` of
+    /// its cluster (`mapa` + `mbarrier.arrive.release.cluster`): a consumer freeing a stage
+    /// that a producer in another block fills.
+    ArriveRemote {
+        /// The barrier (as this block names it; the other block's is at the same address).
+        bar: BarrierRef,
+        /// The receiving block's rank in the cluster.
+        rank: Expr,
+    },
     /// Blocks until the barrier's phase with parity `phase` has completed.
     Wait {
         /// The barrier.
@@ -46,6 +55,7 @@ impl MbarrierInst {
             MbarrierInst::Arrive { count: 1, .. } => "mbarrier.arrive",
             MbarrierInst::Arrive { .. } => "mbarrier.arrive_count",
             MbarrierInst::ArriveExpectTx { .. } => "mbarrier.arrive_and_expect_tx",
+            MbarrierInst::ArriveRemote { .. } => "mbarrier.arrive_remote",
             MbarrierInst::Wait { relaxed: false, .. } => "mbarrier.wait",
             MbarrierInst::Wait { relaxed: true, .. } => "mbarrier.wait_relaxed",
         }
@@ -74,6 +84,8 @@ impl MbarrierInst {
             MbarrierInst::Wait { bar, phase, .. } => Facts::default()
                 .barrier(BarrierEffect::Wait { bar, phase })
                 .reads([phase]),
+            // another block's barrier: none of this block's barrier rules apply
+            MbarrierInst::ArriveRemote { rank, .. } => Facts::default().reads([rank]),
         }
     }
 
@@ -98,6 +110,9 @@ impl MbarrierInst {
                     n.bar(bar),
                     n.e(bytes)
                 )
+            }
+            MbarrierInst::ArriveRemote { bar, rank } => {
+                format!("mbarrier.arrive_remote({}, rank={})", n.bar(bar), n.e(rank))
             }
             MbarrierInst::Wait {
                 bar,

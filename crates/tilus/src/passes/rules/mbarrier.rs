@@ -100,6 +100,16 @@ impl Rules for MbarrierInst {
                     }
                 }
             }
+            MbarrierInst::ArriveRemote { bar, .. } => {
+                check_index(c, bar, loc);
+                if !c.p.clustered {
+                    c.err(
+                        loc,
+                        "mbarrier.arrive_remote in a kernel without clusters: declare them with \
+                         k.cluster_blocks([..]), or arrive on this block's barrier with arrive()",
+                    );
+                }
+            }
             MbarrierInst::Wait { bar, .. } => check_index(c, bar, loc),
         }
     }

@@ -225,3 +225,13 @@ fn pipeline_misuse_is_reported_at_the_scripts_call() {
     })
     .fails_once("256 threads arrive on `bar1`");
 }
+
+#[test]
+fn a_remote_arrival_needs_clusters() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let bar = k.mbarrier().alloc([1]);
+        at(line!(), k.mbarrier().arrive_remote(bar[0], 1));
+    })
+    .fails_once("mbarrier.arrive_remote in a kernel without clusters");
+}

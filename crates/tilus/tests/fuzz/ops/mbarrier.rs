@@ -28,6 +28,8 @@ pub enum Mbarrier {
     Wait(BarRef, Sc),
     /// `wait_relaxed(barrier, phase)`.
     WaitRelaxed(BarRef, Sc),
+    /// `arrive_remote(barrier, rank)`.
+    ArriveRemote(BarRef, Sc),
 }
 
 impl Mbarrier {
@@ -73,6 +75,12 @@ impl Mbarrier {
                 1,
                 (bar(m), sc(m))
                     .prop_map(|(b, p)| Mbarrier::WaitRelaxed(b, p).into())
+                    .boxed(),
+            ),
+            (
+                1,
+                (bar(m), sc(m))
+                    .prop_map(|(b, r)| Mbarrier::ArriveRemote(b, r).into())
                     .boxed(),
             ),
         ];
@@ -129,6 +137,11 @@ impl Mbarrier {
             Mbarrier::WaitRelaxed(b, phase) => {
                 if let Some(b) = r.barrier(b) {
                     k.mbarrier().wait_relaxed(b, r.scalar(phase));
+                }
+            }
+            Mbarrier::ArriveRemote(b, rank) => {
+                if let Some(b) = r.barrier(b) {
+                    k.mbarrier().arrive_remote(b, r.scalar(rank));
                 }
             }
         }
