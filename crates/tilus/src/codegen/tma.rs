@@ -13,19 +13,32 @@ pub(super) fn emit(e: &mut Emitter, i: &TmaInst) {
             offsets,
             bar,
             map,
+            multicast,
             ..
         } => {
             let rank = offsets.len();
-            e.use_helper(Helper::Tma(TmaHelper::Load(rank as u8)));
             let map = map.expect("tensor maps are chosen by lowering");
             let map = e.p.tensor_map(map).name.clone();
             let coords: Vec<String> = offsets.iter().rev().map(|o| e.expr(o)).collect();
             let b = mbarrier::address(e, bar);
             let dst_name = super::memory::view_base(e, dst);
-            let copy = format!(
-                "tilus_tma_load_{rank}d({dst_name}, &{map}, {b}, {});",
-                coords.join(", ")
-            );
+            let copy = match multicast {
+                None => {
+                    e.use_helper(Helper::Tma(TmaHelper::Load(rank as u8)));
+                    format!(
+                        "tilus_tma_load_{rank}d({dst_name}, &{map}, {b}, {});",
+                        coords.join(", ")
+                    )
+                }
+                Some(mask) => {
+                    e.use_helper(Helper::Tma(TmaHelper::LoadMulticast(rank as u8)));
+                    format!(
+                        "tilus_tma_load_{rank}d_multicast({dst_name}, &{map}, {b}, (u16)({}), {});",
+                        e.expr(mask),
+                        coords.join(", ")
+                    )
+                }
+            };
             if e.tid().threads == 1 {
                 e.line(copy);
             } else {
@@ -69,6 +82,8 @@ pub(super) fn emit(e: &mut Emitter, i: &TmaInst) {
 pub(crate) enum TmaHelper {
     /// A TMA tile load of the given rank.
     Load(u8),
+    /// A TMA tile load of the given rank into several blocks of the cluster.
+    LoadMulticast(u8),
     /// A TMA tile store of the given rank.
     Store(u8),
     /// Bulk-group commit and waits.
@@ -92,6 +107,23 @@ pub(crate) fn helper_text(h: TmaHelper) -> String {
                 params.join(", "),
                 coords.join(", "),
                 r + 2,
+                operands.join(", ")
+            )
+        }
+        TmaHelper::LoadMulticast(rank) => {
+            let r = rank as usize;
+            let params: Vec<String> = (0..r).map(|i| format!("i32 c{i}")).collect();
+            let coords: Vec<String> = (0..r).map(|i| format!("%{}", i + 3)).collect();
+            let operands: Vec<String> = (0..r).map(|i| format!("\"r\"(c{i})")).collect();
+            format!(
+                "// TMA multicast: the same box into every block of the cluster whose rank's bit is set in\n\
+                 // `mask`, at the same shared address, its bytes on each block's barrier at the same address.\n\
+                 static __device__ __forceinline__ void tilus_tma_load_{r}d_multicast(u32 dst, const CUtensorMap* map, u32 bar, u16 mask, {}) {{\n  \
+                 asm volatile(\"cp.async.bulk.tensor.{r}d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {{{}}}], [%2], %{};\"\n    \
+                 :: \"r\"(dst), \"l\"(map), \"r\"(bar), {}, \"h\"(mask) : \"memory\");\n}}\n",
+                params.join(", "),
+                coords.join(", "),
+                r + 3,
                 operands.join(", ")
             )
         }

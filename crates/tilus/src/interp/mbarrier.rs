@@ -66,7 +66,7 @@ pub(crate) fn exec(
                 return Ok(arrived(b, task, (a, idx), before, loc));
             }
             for _ in &task.threads {
-                b.outbox.push(super::state::RemoteArrival {
+                b.outbox.push(super::state::Remote::Arrival {
                     rank: to as usize,
                     bar: (a, idx),
                     loc,

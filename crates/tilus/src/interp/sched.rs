@@ -18,7 +18,7 @@
 //! refill it while the product is still in flight: whatever the consumers do next, the
 //! producer's copy is issued before their `wait_group` runs.
 
-use super::state::{eval, threads_text, Block, Fail, R};
+use super::state::{eval, threads_text, Block, Fail, Remote, R};
 use super::task::{Frame, FrameKind, State, Step, Task};
 use super::{
     arithmetic, barrier, control, debug, hazards, mbarrier, memory, mma, shape, tma, wgmma,
@@ -78,27 +78,51 @@ pub(crate) fn run_cluster<'p>(blocks: &mut [Block<'_, 'p>]) -> Result<(), (usize
 /// barrier the receiving block has not allocated yet is the sender's fault (the blocks must
 /// meet at `cluster_sync()` between allocating barriers and arriving on each other's).
 fn deliver(blocks: &mut [Block<'_, '_>], from: usize) -> R<bool> {
-    let arrivals = std::mem::take(&mut blocks[from].outbox);
-    let any = !arrivals.is_empty();
-    for r in arrivals {
-        let to = &mut blocks[r.rank];
-        let (a, idx) = r.bar;
-        if to.bars[a.0 as usize].is_none() {
-            return Err(Fail::new(
-                Fault::Invalid,
-                r.loc,
-                format!(
-                    "mbarrier.arrive_remote on barrier `{}` of the block of rank {} before that \
-                     block allocated it: meet at cluster_sync() after allocating barriers that \
-                     other blocks arrive on",
-                    to.program().barrier(a).name,
-                    r.rank
-                ),
-            ));
+    let sent = std::mem::take(&mut blocks[from].outbox);
+    let any = !sent.is_empty();
+    for r in sent {
+        match r {
+            Remote::Arrival { rank, bar, loc } => {
+                let to = &mut blocks[rank];
+                allocated_there(to, bar.0, rank, "mbarrier.arrive_remote", loc)?;
+                super::barrier::arrive(to, bar.0, bar.1, 0, loc)?;
+            }
+            Remote::Copy { rank, copy } => {
+                let to = &mut blocks[rank];
+                allocated_there(
+                    to,
+                    copy.bar.0,
+                    rank,
+                    "tma.global_to_shared_multicast",
+                    copy.loc,
+                )?;
+                super::tma::receive(to, *copy);
+            }
         }
-        super::barrier::arrive(to, a, idx, 0, r.loc)?;
     }
     Ok(any)
+}
+
+/// Whether the receiving block allocated the barrier an operation from another block uses.
+fn allocated_there(
+    to: &Block<'_, '_>,
+    a: crate::ir::BarrierArrayId,
+    rank: usize,
+    what: &str,
+    loc: Loc,
+) -> R<()> {
+    if to.bars[a.0 as usize].is_some() {
+        return Ok(());
+    }
+    Err(Fail::new(
+        Fault::Invalid,
+        loc,
+        format!(
+            "{what} on barrier `{}` of the block of rank {rank} before that block allocated it: \
+             meet at cluster_sync() after allocating barriers that other blocks use",
+            to.program().barrier(a).name
+        ),
+    ))
 }
 
 /// Completes a cluster barrier that every thread of every block of the cluster waits at;

@@ -550,18 +550,24 @@ pub(crate) struct Block<'a, 'p> {
     pub stats: Stats,
     /// What `printf` and `print_tensor` printed, in order.
     pub printed: String,
-    /// Arrivals this block made on other blocks' barriers, for the cluster scheduler to
+    /// What this block did to other blocks of its cluster, for the cluster scheduler to
     /// deliver.
-    pub outbox: Vec<RemoteArrival>,
+    pub outbox: Vec<Remote>,
 }
 
-/// One thread's arrival on the barrier at the same place in another block of the cluster.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct RemoteArrival {
-    /// The receiving block's rank in the cluster.
-    pub rank: usize,
-    pub bar: (crate::ir::BarrierArrayId, usize),
-    pub loc: crate::ir::Loc,
+/// An operation on another block of the cluster.
+pub(crate) enum Remote {
+    /// One thread's arrival on the barrier at the same place in the block of rank `rank`.
+    Arrival {
+        rank: usize,
+        bar: (crate::ir::BarrierArrayId, usize),
+        loc: crate::ir::Loc,
+    },
+    /// A multicast TMA copy's share for the block of rank `rank`.
+    Copy {
+        rank: usize,
+        copy: Box<super::tma::RemoteCopy>,
+    },
 }
 
 /// Byte used for shared memory nobody wrote: all-ones is NaN in f16, bf16 and f32, so reading

@@ -7,8 +7,10 @@
 
 use super::barrier::{complete_tx, resolve};
 use super::hazards;
-use super::state::{read_bits, write_bits, Block, Fail, GlobalWrite, Retire, Work, WriteOp, R};
-use super::task::{values, Step, Task};
+use super::state::{
+    read_bits, write_bits, Block, Fail, GlobalWrite, Remote, Retire, Work, WriteOp, R,
+};
+use super::task::{value, values, Step, Task};
 use super::views::{self, Placed};
 use crate::error::Fault;
 use crate::ir::facts::{AsyncGroup, ThreadScope};
@@ -37,6 +39,51 @@ impl Work for CopyIn {
     }
 }
 
+/// A multicast copy's share for another block of the cluster: the same box into the same
+/// place of its tile, its bytes on its barrier at the same place.
+pub(crate) struct RemoteCopy {
+    src: GlobalId,
+    dst: Placed,
+    coords: Vec<i64>,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+    pub(crate) bar: (BarrierArrayId, usize),
+    pub(crate) loc: Loc,
+    /// What the copy touches (the same bytes of the receiving block's region).
+    touches: Vec<super::state::Touch>,
+}
+
+/// The receiving block takes a multicast copy's share in flight, as if it had issued it: it
+/// lands when nothing else can run there, on that block's barrier.
+pub(crate) fn receive(b: &mut Block<'_, '_>, c: RemoteCopy) {
+    let issue_phase = b.bar_phases(c.bar.0, c.bar.1);
+    let work = CopyIn {
+        src: c.src,
+        dst: c.dst,
+        coords: c.coords,
+        shape: c.shape,
+        strides: c.strides,
+        bar: c.bar,
+        loc: c.loc,
+        issue_phase,
+    };
+    let retire = Retire::Barrier {
+        bar: c.bar,
+        issue_phase,
+    };
+    hazards::issue(
+        b,
+        "tma.global_to_shared_multicast",
+        "a multicast TMA copy",
+        c.loc,
+        c.touches,
+        vec![],
+        retire,
+        Box::new(work),
+    );
+    b.stats.tma_copies += 1;
+}
+
 pub(crate) fn exec(
     b: &mut Block<'_, '_>,
     task: &mut Task<'_>,
@@ -50,6 +97,7 @@ pub(crate) fn exec(
             dst,
             offsets,
             bar,
+            multicast,
             ..
         } => {
             let (a, idx) = resolve(b, task, bar, i.name(), loc)?;
@@ -65,7 +113,45 @@ pub(crate) fn exec(
                 ThreadScope::OneOrWarp => task.threads.len().div_ceil(32),
                 _ => task.threads.len(),
             };
-            for _ in 0..issuers {
+            // the blocks that receive the box: this one, or those of a multicast's mask
+            let (own, size) = b.cluster_rank();
+            let ranks: Vec<usize> = match multicast {
+                None => vec![own],
+                Some(m) => {
+                    let mask = value(b, task, m, loc)? as u64 & 0xffff;
+                    if let Some(r) = (size..16).find(|r| mask >> r & 1 == 1) {
+                        return Err(Fail::new(
+                            Fault::Invalid,
+                            loc,
+                            format!(
+                                "tma.global_to_shared_multicast to the block of rank {r} (mask \
+                                 0x{mask:x}): the cluster has {size} block(s)"
+                            ),
+                        ));
+                    }
+                    (0..size).filter(|r| mask >> r & 1 == 1).collect()
+                }
+            };
+            for &rank in ranks.iter().filter(|&&r| r != own) {
+                for _ in 0..issuers {
+                    let copy = RemoteCopy {
+                        src: *src,
+                        dst: dst.clone(),
+                        coords: coords.clone(),
+                        shape: shape.clone(),
+                        strides: strides.clone(),
+                        bar: (a, idx),
+                        loc,
+                        touches: touches.clone(),
+                    };
+                    b.outbox.push(Remote::Copy {
+                        rank,
+                        copy: Box::new(copy),
+                    });
+                }
+            }
+            let local = if ranks.contains(&own) { issuers } else { 0 };
+            for _ in 0..local {
                 let work = CopyIn {
                     src: *src,
                     dst: dst.clone(),

@@ -1,7 +1,7 @@
 //! The `k.tma()` namespace: the bulk tensor copy engine.
 
-use super::{Barrier, Element, GlobalTensor, Kernel, Scalars, SharedTensor};
-use crate::ir::{BarrierRef, Inst, Loc, StmtKind, TmaInst};
+use super::{Barrier, Element, GlobalTensor, Kernel, Scalar, Scalars, SharedTensor};
+use crate::ir::{Inst, Loc, StmtKind, TmaInst};
 
 /// Methods of `k.tma()`.
 pub struct Tma<'k> {
@@ -29,17 +29,54 @@ impl Tma<'_> {
         bar: Barrier,
     ) {
         let loc = Loc::caller();
+        self.load(src, dst, offsets.into_exprs(), bar, None, loc);
+    }
+
+    /// [`Tma::global_to_shared`] into every block of the cluster whose rank's bit is set in
+    /// `mask` (a 16-bit mask; this block's own bit included or not): each receives the box
+    /// in its tile at the same place and its bytes on its barrier at the same place, so
+    /// that each declares the bytes it receives (the blocks that share an operand each load
+    /// a part of it for all). A kernel with clusters; the receiving blocks must have
+    /// allocated the barrier (meet at `cluster_sync()` first).
+    #[track_caller]
+    pub fn global_to_shared_multicast<T: Element>(
+        self,
+        src: &GlobalTensor<T>,
+        dst: &SharedTensor<T>,
+        offsets: impl Scalars,
+        bar: Barrier,
+        mask: impl Into<Scalar>,
+    ) {
+        let mask = mask.into().0;
+        self.load(
+            src,
+            dst,
+            offsets.into_exprs(),
+            bar,
+            Some(mask),
+            Loc::caller(),
+        );
+    }
+
+    fn load<T: Element>(
+        self,
+        src: &GlobalTensor<T>,
+        dst: &SharedTensor<T>,
+        offsets: Vec<crate::ir::Expr>,
+        bar: Barrier,
+        multicast: Option<crate::ir::Expr>,
+        loc: Loc,
+    ) {
         let dst = self
             .k
             .shared_operand(dst, "tma.global_to_shared", false, loc);
-        let offsets = offsets.into_exprs();
-        let bar: BarrierRef = bar.to_ir();
         let inst = TmaInst::GlobalToShared {
             src: src.id,
             dst,
             offsets,
-            bar,
+            bar: bar.to_ir(),
             map: None,
+            multicast,
         };
         self.k.push(StmtKind::Inst(Inst::Tma(inst)), loc);
     }

@@ -324,6 +324,47 @@ impl Script for ClusterSignals {
     }
 }
 
+/// Multicast in clusters of two: a `[64, 32]` f32 tile is shared by both blocks, each loading
+/// one half (rows `32 · rank ..`) into both blocks' staged tile `[2, 32, 32]` with one
+/// multicast copy; each block declares the whole tile's bytes, waits, and writes the tile to
+/// its own 64 rows of `out`. Arguments `(blocks, src, out)`; `mask` is the copies' mask
+/// (0b11: both blocks; 0b100: a rank the cluster does not have). Marked call: `multicast`.
+#[derive(Clone, Debug, Hash)]
+pub struct ClusterMulticast {
+    pub mask: i32,
+}
+
+impl Script for ClusterMulticast {
+    type Args = (i32, Ptr<f32>, PtrMut<f32>);
+    #[rustfmt::skip]
+    fn body(&self, k: &mut Kernel, (blocks, src, out): Handles<Self::Args>) {
+        k.cluster_blocks([2]);
+        k.blocks([blocks]);
+        k.warps(4);
+        let g = k.global_view::<f32>(src, [64, 32]);
+        let o = k.global_view::<f32>(out, [blocks * 64, Scalar::from(32)]);
+        let s = k.shared_tensor::<f32>([2, 32, 32]);
+        let bar = k.mbarrier().alloc([1]);
+        // the partner's barrier is allocated before any copy completes on it
+        k.cluster_sync();
+        let rank = k.cluster_rank();
+        let rank = k.let_i32(rank);
+        let mask = self.mask;
+        k.single_thread(|k| {
+            k.mbarrier().arrive_and_expect_tx(bar[0], 2 * s.at(Val::constant(0)).nbytes());
+            mark("multicast", line!(), k.tma().global_to_shared_multicast(&g, &s.at(rank), [rank * 32, Scalar::from(0)], bar[0], mask));
+        });
+        k.mbarrier().wait(bar[0], 0u32);
+        let b = k.let_i32(k.block_idx().x);
+        for half in 0..2 {
+            let t = k.load_shared(&s.at(Val::constant(half)));
+            k.store_global(&o, &t, [b * 64 + half * 32, Scalar::from(0)]);
+        }
+        // no block leaves while its partner's copy may still write its tile
+        k.cluster_sync();
+    }
+}
+
 /// A persistent grid over `items` work items: block `b` of the `blocks` launched takes items
 /// `b, b + blocks, ..` and writes `out[item] = b · 1000 + blocks` (so a test sees who ran
 /// each item and how many blocks there were). Arguments `(items, out)`.

@@ -871,3 +871,24 @@ fn a_remote_arrival_maps_the_barrier_into_the_other_block_and_compiles() {
         c.source
     );
 }
+
+/// A multicast load is one `cp.async.bulk.tensor ... .multicast::cluster` with its mask.
+#[test]
+fn a_multicast_load_carries_its_mask_and_compiles() {
+    let c = build(
+        &crate::common::scripts::ClusterMulticast { mask: 0b11 },
+        &[],
+    );
+    assert!(
+        c.source
+            .contains(".mbarrier::complete_tx::bytes.multicast::cluster"),
+        "{}",
+        c.source
+    );
+    assert!(
+        c.source.contains("tilus_tma_load_2d_multicast("),
+        "{}",
+        c.source
+    );
+    assert!(c.source.contains("(u16)(3)"), "{}", c.source);
+}

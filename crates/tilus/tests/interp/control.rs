@@ -4,7 +4,7 @@
 
 use crate::common::interp::{expect_fault, interpret, run};
 use crate::common::scripts::{
-    Branches, ClusterPairs, ClusterSignals, GroupSyncs, Groups, PersistentItems,
+    Branches, ClusterMulticast, ClusterPairs, ClusterSignals, GroupSyncs, Groups, PersistentItems,
 };
 use crate::common::{clear_marks, mark, Body};
 use tilus::interp::Fault;
@@ -322,5 +322,38 @@ fn a_remote_arrival_outside_the_cluster_is_a_fault_at_its_line() {
         Fault::Invalid,
         "arrive_remote",
         &["the cluster has 2 block(s)"],
+    );
+}
+
+/// Each block of a cluster loads half of a shared tile for both (one multicast copy each):
+/// both blocks end with the whole tile, and the copies land on each block's own barrier.
+#[test]
+fn multicast_copies_land_in_every_block_of_the_mask() {
+    let src: Vec<f32> = (0..64 * 32).map(|i| i as f32 * 0.5 - 7.0).collect();
+    let blocks = 4usize;
+    let mut out = vec![f32::NAN; blocks * 64 * 32];
+    run(
+        &ClusterMulticast { mask: 0b11 },
+        (blocks as i32, &src[..], &mut out[..]),
+    )
+    .unwrap();
+    for b in 0..blocks {
+        assert_eq!(&out[b * 64 * 32..(b + 1) * 64 * 32], &src[..], "block {b}");
+    }
+}
+
+/// A multicast to a rank the cluster does not have is a fault at the copy.
+#[test]
+fn a_multicast_outside_the_cluster_is_a_fault_at_its_line() {
+    let src = vec![1.0f32; 64 * 32];
+    let mut out = vec![f32::NAN; 2 * 64 * 32];
+    expect_fault(
+        run(
+            &ClusterMulticast { mask: 0b101 },
+            (2, &src[..], &mut out[..]),
+        ),
+        Fault::Invalid,
+        "multicast",
+        &["to the block of rank 2", "the cluster has 2 block(s)"],
     );
 }

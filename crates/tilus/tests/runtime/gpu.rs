@@ -3,9 +3,9 @@
 
 use crate::common::inputs::{fresh_seed, random_f16, random_f32};
 use crate::common::scripts::{
-    epilogue_inputs, Branches, ClusterPairs, ClusterSignals, Epilogue, EpilogueBug, FastDivide,
-    GroupSyncs, Groups, OneTile, OnesTimesB, PersistentItems, Printing, RegisterSplit, TileCopy,
-    WarpArrivals, EPILOGUE_COLS,
+    epilogue_inputs, Branches, ClusterMulticast, ClusterPairs, ClusterSignals, Epilogue,
+    EpilogueBug, FastDivide, GroupSyncs, Groups, OneTile, OnesTimesB, PersistentItems, Printing,
+    RegisterSplit, TileCopy, WarpArrivals, EPILOGUE_COLS,
 };
 use crate::common::staged::{PipelineStream, StagedMatmul, StagedSum};
 use crate::common::views::{self, ColumnSlice, DotViews, LoadedViews, ShapeViews};
@@ -1007,4 +1007,24 @@ fn blocks_of_a_cluster_complete_each_others_barriers() {
         .unwrap();
     let got = device.stream().clone_dtoh(&out).unwrap();
     assert_eq!(got, vec![1000, 1, 1002, 3]);
+}
+
+/// Multicast on the GPU: each block of a pair loads half of a tile for both, and both end
+/// with the whole tile (a copy that did not reach the partner would hang its wait).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn multicast_copies_land_in_every_block_of_the_mask() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let host: Vec<f32> = (0..64 * 32).map(|i| i as f32 * 0.5 - 7.0).collect();
+    let src = upload(&device, &host);
+    let blocks = 8usize;
+    let mut out = upload(&device, &vec![f32::NAN; blocks * 64 * 32]);
+    tilus::Jit::new(ClusterMulticast { mask: 0b11 }, &device)
+        .launch(device.stream(), (blocks as i32, &src, &mut out))
+        .unwrap();
+    let got = device.stream().clone_dtoh(&out).unwrap();
+    for b in 0..blocks {
+        assert_eq!(&got[b * 64 * 32..(b + 1) * 64 * 32], &host[..], "block {b}");
+    }
 }

@@ -24,6 +24,10 @@ pub enum TmaInst {
         bar: BarrierRef,
         /// The tensor map the copy goes through; chosen by lowering.
         map: Option<TensorMapId>,
+        /// The blocks of the cluster that receive the box (a bit per rank), each into its
+        /// own tile at the same place and on its own barrier at the same place; `None`:
+        /// this block only.
+        multicast: Option<Expr>,
     },
     /// Copies `src` into the box of `dst` at `offsets` (the box is `src`'s shape)
     /// asynchronously, in the issuing thread's bulk group: the source may be overwritten only
@@ -73,6 +77,7 @@ impl TmaInst {
                 dst,
                 offsets,
                 bar,
+                multicast,
                 ..
             } => {
                 let at = Completion::Barrier(bar);
@@ -88,6 +93,7 @@ impl TmaInst {
                         bytes: p.sview_nbytes(dst),
                     })
                     .reads(offsets)
+                    .reads(multicast.iter())
             }
             TmaInst::SharedToGlobal {
                 src, dst, offsets, ..
@@ -125,14 +131,21 @@ impl TmaInst {
                 dst,
                 offsets,
                 bar,
+                multicast,
                 ..
-            } => format!(
-                "tma.global_to_shared({} -> {}, offsets=[{}], {})",
-                n.p.global(*src).name,
-                n.sview(dst),
-                n.list(offsets),
-                n.bar(bar)
-            ),
+            } => {
+                let to = multicast
+                    .as_ref()
+                    .map(|m| format!(", multicast={}", n.e(m)))
+                    .unwrap_or_default();
+                format!(
+                    "tma.global_to_shared({} -> {}, offsets=[{}], {}{to})",
+                    n.p.global(*src).name,
+                    n.sview(dst),
+                    n.list(offsets),
+                    n.bar(bar)
+                )
+            }
             TmaInst::SharedToGlobal {
                 src, dst, offsets, ..
             } => format!(

@@ -125,8 +125,21 @@ impl Rules for TmaInst {
         let name = self.name();
         match self {
             TmaInst::GlobalToShared {
-                src, dst, offsets, ..
-            } => check_box(c, name, *src, dst, offsets, loc),
+                src,
+                dst,
+                offsets,
+                multicast,
+                ..
+            } => {
+                check_box(c, name, *src, dst, offsets, loc);
+                if multicast.is_some() && !c.p.clustered {
+                    c.err(
+                        loc,
+                        "tma.global_to_shared_multicast in a kernel without clusters: declare \
+                         them with k.cluster_blocks([..]), or copy with global_to_shared",
+                    );
+                }
+            }
             TmaInst::SharedToGlobal {
                 src, dst, offsets, ..
             } => {

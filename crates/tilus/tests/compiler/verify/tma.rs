@@ -463,3 +463,17 @@ fn tma_store_of_a_stage_written_without_a_proxy_fence() {
     })
     .fails_once("tma.shared_to_global reads `s0`, written by store_shared at");
 }
+
+#[test]
+#[rustfmt::skip]
+fn a_multicast_needs_clusters() {
+    check::<InF16>(|k, (a,)| {
+        k.warps(1);
+        let (g, s, b) = tma_setup(k, a);
+        k.single_thread(|k| {
+            k.mbarrier().arrive_and_expect_tx(b[0], s.nbytes());
+            at(line!(), k.tma().global_to_shared_multicast(&g, &s, [0, 0], b[0], 1));
+        });
+    })
+    .fails("tma.global_to_shared_multicast in a kernel without clusters");
+}

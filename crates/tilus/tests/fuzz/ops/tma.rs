@@ -14,6 +14,8 @@ use crate::strategies::{bar, dt, sc, scs, t, tame_dim, Mode, Tame};
 pub enum Tma {
     /// `tma.global_to_shared(global, shared tile of its type, offsets, barrier)`.
     GlobalToShared(usize, T, Vec<Sc>, BarRef),
+    /// `tma.global_to_shared_multicast(global, shared tile, offsets, barrier, mask)`.
+    Multicast(usize, T, Vec<Sc>, BarRef, Sc),
     /// `tma.shared_to_global(shared tile, global of its type, offsets)`.
     SharedToGlobal(T, usize, Vec<Sc>),
     /// `tma.commit_group()`.
@@ -29,6 +31,12 @@ impl Tma {
                 3,
                 (0usize..8, t(m), scs(m), bar(m))
                     .prop_map(|(g, s, o, b)| Tma::GlobalToShared(g, s, o, b).into())
+                    .boxed(),
+            ),
+            (
+                1,
+                (0usize..8, t(m), scs(m), bar(m), sc(m))
+                    .prop_map(|(g, s, o, b, mask)| Tma::Multicast(g, s, o, b, mask).into())
                     .boxed(),
             ),
             (
@@ -57,6 +65,19 @@ impl Tma {
                 on!(g, G, |g: E| {
                     if let Some(s) = r.shared_of::<E>(*s) {
                         k.tma().global_to_shared(&g, &s, offsets, bar);
+                    }
+                });
+            }
+            Tma::Multicast(g, s, offsets, bar, mask) => {
+                let (Some(g), Some(bar)) = (pick(&r.globals, *g), r.barrier(bar)) else {
+                    return;
+                };
+                let offsets = r.scalars(offsets);
+                let mask = r.scalar(mask);
+                on!(g, G, |g: E| {
+                    if let Some(s) = r.shared_of::<E>(*s) {
+                        k.tma()
+                            .global_to_shared_multicast(&g, &s, offsets, bar, mask);
                     }
                 });
             }
