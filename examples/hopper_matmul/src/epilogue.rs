@@ -19,7 +19,7 @@ use std::marker::PhantomData;
 use tilus::prelude::*;
 use tilus::tune::{Binding, Space};
 
-use crate::v6::MatmulPersistent;
+use crate::v6::{columns, MatmulPersistent};
 
 /// An elementwise activation, applied to the f32 pre-activation tile on the GPU and to f64
 /// values by the host reference.
@@ -107,6 +107,7 @@ impl<A: Activation> Debug for MatmulEpilogue<A> {
             .field("group_m", &t.group_m)
             .field("persistent", &t.persistent)
             .field("tma_store", &t.tma_store)
+            .field("cluster_m", &t.cluster_m)
             .field("act", &format_args!("{}", A::NAME))
             .finish()
     }
@@ -203,7 +204,8 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
                     // D and the bias are loaded straight into the accumulator's layout
                     // (masked at the edges), and one fused expression gives C
                     let on = k.let_i32(offset_n + c * chunk);
-                    let part = k.name_next("acc_part").slice(acc, 1, c * chunk, chunk);
+                    k.name_next("acc_part");
+                    let part = columns(k, (acc, t.block_n), c * chunk, chunk);
                     let d =
                         k.name_next("d")
                             .load_global(&gd, [offset_m, on], [rows_per_group, chunk]);

@@ -13,6 +13,7 @@
 //! `persistent = 0` launches one block per tile instead (each block runs its loop once): the
 //! ablation that shows what the persistent grid is worth.
 
+use crate::pair::PairRing;
 use crate::v5::{Cooperative, CooperativeShape, CONSUMER_REGISTERS, PRODUCER_REGISTERS};
 use tilus::prelude::*;
 
@@ -24,6 +25,9 @@ use tilus::prelude::*;
 #[tune(group_m = [1, 8])]
 #[tune(persistent = [1])]
 #[tune(tma_store = [0, 1])]
+// pairs (`cluster_m = 2`) are checked on the interpreter and through NVRTC, not yet on the
+// GPU: out of the space until they are (`--set cluster_m=2` runs them)
+#[tune(cluster_m = [1])]
 pub struct MatmulPersistent {
     /// Rows of C per tile: two warp groups of `block_m / 2` rows each (a multiple of 128).
     pub block_m: i32,
@@ -41,6 +45,9 @@ pub struct MatmulPersistent {
     /// stores (where C's rows are a multiple of 8 elements, as TMA needs; otherwise as 0); 0:
     /// each thread stores its accumulator registers to global memory.
     pub tma_store: i32,
+    /// 2: clusters of two blocks on neighbouring tile rows that share their B tile, each
+    /// copying half of it into both (TMA multicast; [`crate::pair`]); 1: blocks alone.
+    pub cluster_m: i32,
 }
 
 /// Columns of one chunk of the TMA-store epilogue: 128 bytes of f16, the widest row the
@@ -64,6 +71,7 @@ impl Default for MatmulPersistent {
             group_m: 8,
             persistent: 1,
             tma_store: 1,
+            cluster_m: 1,
         }
     }
 }
@@ -87,9 +95,10 @@ impl Script for MatmulPersistent {
             (m_size, n_size, k_size),
             (a_ptr, b_ptr),
             |k, g, acc, rows, cols| {
-                let casted_acc = k.cast::<f16>(acc);
+                let casted: Vec<RegisterTensor<f16>> =
+                    acc.iter().map(|a| k.cast::<f16>(a)).collect();
                 stores.store(k, g, rows, cols, |k, j| {
-                    k.slice(&casted_acc, 1, j * STORE_CHUNK, STORE_CHUNK)
+                    columns(k, (&casted, self.block_n), j * STORE_CHUNK, STORE_CHUNK)
                 });
             },
             |k, g| stores.finish(k, g),
@@ -189,28 +198,69 @@ impl MatmulPersistent {
     }
 }
 
+/// Columns `start .. start + width` of an accumulator of `total` columns held in equal
+/// parts side by side (`parts[0]` the first columns): within one part.
+pub fn columns<T: tilus::lang::Element>(
+    k: &mut Kernel,
+    (parts, total): (&[RegisterTensor<T>], i32),
+    start: i32,
+    width: i32,
+) -> RegisterTensor<T> {
+    let part_width = total / parts.len().max(1) as i32;
+    let part = &parts[(start / part_width) as usize];
+    if parts.len() == 1 && width == part_width {
+        return *part;
+    }
+    k.slice(part, 1, start % part_width, width)
+}
+
+/// The two rings v6 runs on: a block's own ([`Cooperative`]), or a pair's sharing B
+/// ([`PairRing`]).
+enum Ring {
+    One(Cooperative),
+    Pair(PairRing),
+}
+
+impl Ring {
+    fn pipe(&self) -> &Pipeline {
+        match self {
+            Ring::One(r) => &r.pipe,
+            Ring::Pair(r) => &r.pipe,
+        }
+    }
+}
+
 impl MatmulPersistent {
     /// Everything but the epilogue: the grid, the warps, the ring and its producer, and both
     /// consumer warp groups' loops over their tiles. For each tile, consumer warp group `g`
-    /// runs `epilogue(k, g, acc, rows, cols)` on its `[block_m / 2, block_n]` accumulator,
-    /// whose first element is C's `(rows, cols)`; after its last tile, `finish(k, g)`.
+    /// runs `epilogue(k, g, acc, rows, cols)` on its `[block_m / 2, block_n]` accumulator
+    /// (in parts side by side: one, or two of `block_n / 2` columns in a pair; see
+    /// [`columns`]), whose first element is C's `(rows, cols)`; after its last tile,
+    /// `finish(k, g)`.
     pub fn tiles(
         &self,
         k: &mut Kernel,
         (m_size, n_size, k_size): (Val, Val, Val),
         (a_ptr, b_ptr): (PtrVal<f16>, PtrVal<f16>),
-        epilogue: impl Fn(&mut Kernel, usize, &RegisterTensor<f32>, Val, Val),
+        epilogue: impl Fn(&mut Kernel, usize, &[RegisterTensor<f32>], Val, Val),
         finish: impl Fn(&mut Kernel, usize),
     ) {
+        let pair = self.cluster_m == 2;
+        // a pair of blocks takes a unit of two tile rows and one tile column
+        let per_unit = if pair { 2 } else { 1 };
+        if pair {
+            k.cluster_blocks([2]);
+        }
         let tiles_m = k.name_next("tiles_m").let_i32(cdiv(m_size, self.block_m));
         let tiles_n = k.name_next("tiles_n").let_i32(cdiv(n_size, self.block_n));
-        let tiles = k.name_next("tiles").let_i32(tiles_m * tiles_n);
-        // the blocks launched: the loop over tiles strides by them
+        let units_m = k.name_next("units_m").let_i32(cdiv(tiles_m, per_unit));
+        let units = k.name_next("units").let_i32(units_m * tiles_n);
+        // the blocks launched: the loop over units strides by their units (pairs)
         let blocks = if self.persistent != 0 {
-            k.persistent_blocks(tiles)
+            k.persistent_blocks(units * per_unit)
         } else {
-            k.blocks([tiles]);
-            tiles
+            k.blocks([units * per_unit]);
+            k.name_next("blocks").let_i32(units * per_unit)
         };
         // two consumer warp groups, then the producer's warp group
         k.warps(12);
@@ -224,14 +274,27 @@ impl MatmulPersistent {
             block_k: self.block_k,
             stages,
         };
-        let ring = Cooperative::new(k, shape, (m_size, n_size, k_size), (a_ptr, b_ptr));
-        let pipe = &ring.pipe;
-        // this block's tiles: blockIdx.x, then every `blocks`-th, in grouped order
+        let dims = (m_size, n_size, k_size);
+        let ring = if pair {
+            Ring::Pair(PairRing::new(k, shape, dims, (a_ptr, b_ptr)))
+        } else {
+            Ring::One(Cooperative::new(k, shape, dims, (a_ptr, b_ptr)))
+        };
+        let pipe = ring.pipe();
+        let rank = match &ring {
+            Ring::Pair(r) => Scalar::from(r.rank),
+            Ring::One(_) => Scalar::from(0),
+        };
+        let bx = k.block_idx().x;
+        let first = k.name_next("first_unit").let_i32(bx / per_unit);
+        let stride = k.name_next("unit_stride").let_i32(blocks / per_unit);
+        // this block's tiles: its pair's units, then every `stride`-th, in grouped order
         let for_each_tile = |k: &mut Kernel, body: &dyn Fn(&mut Kernel, Val, Val, Val)| {
             let done = k.name_next("done").var_i32(0);
-            k.name_next("tile");
-            k.for_range(k.block_idx().x, tiles, blocks, |k, t| {
-                let (tile_m, tile_n) = k.grouped_tile(t, tiles_m, tiles_n, self.group_m);
+            k.name_next("unit");
+            k.for_range(first, units, stride, |k, u| {
+                let (unit_m, tile_n) = k.grouped_tile(u, units_m, tiles_n, self.group_m);
+                let tile_m = unit_m * per_unit + rank.clone();
                 let offset_m = k.name_next("offset_m").let_i32(tile_m * self.block_m);
                 let offset_n = k.name_next("offset_n").let_i32(tile_n * self.block_n);
                 body(k, done, offset_m, offset_n);
@@ -245,8 +308,9 @@ impl MatmulPersistent {
             k.single_warp(0, |k| {
                 for_each_tile(k, &|k, done, offset_m, offset_n| {
                     k.name_next("i");
-                    k.for_range(0, k_tiles, 1, |k, i| {
-                        ring.fill(k, done + i, i, offset_m, offset_n)
+                    k.for_range(0, k_tiles, 1, |k, i| match &ring {
+                        Ring::One(r) => r.fill(k, done + i, i, offset_m, offset_n),
+                        Ring::Pair(r) => r.fill(k, done + i, i, offset_m, offset_n),
                     });
                 });
             });
@@ -254,26 +318,43 @@ impl MatmulPersistent {
 
         // the consumers: warp group g multiplies its half of A by B, one product in flight;
         // a tile's last stage is freed as soon as its product is done, before the epilogue
+        // (in a pair, in both blocks: both producers fill it)
+        let release = |k: &mut Kernel, step: Scalar| match &ring {
+            Ring::One(_) => pipe.consumer_release_step(k, step),
+            Ring::Pair(r) => {
+                pipe.consumer_release_step_in_cluster(k, step, &[Scalar::from(r.partner)])
+            }
+        };
         for g in 0..2 {
             k.thread_group(128 * g as u32, 128, |k| {
                 k.set_max_registers(CONSUMER_REGISTERS);
                 for_each_tile(k, &|k, done, offset_m, offset_n| {
-                    let acc = k
-                        .name_next("acc")
-                        .register_tensor::<f32>([half_m, self.block_n], 0.0);
+                    let acc: Vec<RegisterTensor<f32>> = (0..per_unit)
+                        .map(|_| {
+                            k.name_next("acc")
+                                .register_tensor::<f32>([half_m, self.block_n / per_unit], 0.0)
+                        })
+                        .collect();
                     k.name_next("i");
                     k.for_range_unrolled(0, k_tiles, 1, stages as u32, |k, i| {
-                        ring.multiply(k, g, done + i, &acc);
+                        match &ring {
+                            Ring::One(r) => r.multiply(k, g, done + i, &acc[0]),
+                            Ring::Pair(r) => r.multiply(k, g, done + i, &[acc[0], acc[1]]),
+                        }
                         // this step's stage is freed by the next step (or after the tile)
-                        k.if_(i.gt(0), |k| pipe.consumer_release_step(k, done + i - 1));
+                        k.if_(i.gt(0), |k| release(k, done + i - 1));
                     });
                     k.wgmma().wait_group(0);
-                    pipe.consumer_release_step(k, done + k_tiles - 1);
+                    release(k, done + k_tiles - 1);
                     let rows = k.name_next("rows").let_i32(offset_m + half_m * g as i32);
                     epilogue(k, g, &acc, rows, offset_n);
                 });
                 finish(k, g);
             });
+        }
+        if pair {
+            // no block leaves while its partner may still copy into it or arrive on it
+            k.cluster_sync();
         }
     }
 }

@@ -181,19 +181,42 @@ impl Pipeline {
     /// `wait_group(1)` has returned.
     #[track_caller]
     pub fn consumer_release_step(&self, k: &mut Kernel, step: impl Into<Scalar>) {
-        let loc = Loc::caller();
-        let step = step.into();
+        self.release_step(k, step.into(), &[], Loc::caller());
+    }
+
+    /// [`Pipeline::consumer_release_step`] in this block and on the same stage's empty
+    /// barrier in the blocks of ranks `others` of the cluster: when other blocks' producers
+    /// fill this block's stages too (a multicast copy), every block's consumers free the
+    /// stage in every producer's block (count those arrivals in `consumer_arrivals`).
+    #[track_caller]
+    pub fn consumer_release_step_in_cluster(
+        &self,
+        k: &mut Kernel,
+        step: impl Into<Scalar>,
+        others: &[Scalar],
+    ) {
+        self.release_step(k, step.into(), others, Loc::caller());
+    }
+
+    fn release_step(&self, k: &mut Kernel, step: Scalar, others: &[Scalar], loc: Loc) {
         let cond = step.clone().ge(0).0;
         let stage = k
             .name_next("released_stage")
             .let_i32((step + self.stages) % self.stages);
         let empty = self.empty.at(stage);
         let body = k.nested(|k| {
-            let inst = MbarrierInst::Arrive {
+            let here = MbarrierInst::Arrive {
                 bar: empty.to_ir(),
                 count: 1,
             };
-            k.push(StmtKind::Inst(Inst::Mbarrier(inst)), loc);
+            k.push(StmtKind::Inst(Inst::Mbarrier(here)), loc);
+            for rank in others {
+                let there = MbarrierInst::ArriveRemote {
+                    bar: empty.to_ir(),
+                    rank: rank.0.clone(),
+                };
+                k.push(StmtKind::Inst(Inst::Mbarrier(there)), loc);
+            }
         });
         k.push(
             StmtKind::If {

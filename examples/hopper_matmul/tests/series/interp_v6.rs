@@ -7,12 +7,19 @@ use super::checks::on_interpreter as check;
 use hopper_matmul::v6::MatmulPersistent;
 
 /// v6 with 128 × 128 tiles and three stages: persistent in groups of two tile rows with the
-/// TMA-store epilogue, persistent in row order storing from registers, and one block per
-/// tile with the TMA-store epilogue.
+/// TMA-store epilogue, persistent in row order storing from registers, one block per tile
+/// with the TMA-store epilogue, and pairs sharing B (multicast), persistent and not.
 pub fn forms() -> Vec<MatmulPersistent> {
-    [(1, 2, 1), (1, 1, 0), (0, 1, 1)]
-        .into_iter()
-        .map(|(persistent, group_m, tma_store)| MatmulPersistent {
+    [
+        (1, 2, 1, 1),
+        (1, 1, 0, 1),
+        (0, 1, 1, 1),
+        (1, 2, 1, 2),
+        (0, 1, 0, 2),
+    ]
+    .into_iter()
+    .map(
+        |(persistent, group_m, tma_store, cluster_m)| MatmulPersistent {
             block_m: 128,
             block_n: 128,
             block_k: 64,
@@ -20,8 +27,10 @@ pub fn forms() -> Vec<MatmulPersistent> {
             group_m,
             persistent,
             tma_store,
-        })
-        .collect()
+            cluster_m,
+        },
+    )
+    .collect()
 }
 
 #[test]

@@ -1,0 +1,149 @@
+//! The ring of a pair of cooperative blocks (a cluster of two along M) that share their B
+//! tile: each block copies its own A halves, and half of the B tile, multicast into both
+//! blocks, so that B is read from L2 once per pair. B is staged as two half tiles
+//! (`[stages, block_n / 2, block_k]` each) and each consumer warp group multiplies its half
+//! of A by both, into two accumulators of `block_n / 2` columns. A stage is written by both
+//! producers (its B halves), so the consumers of both blocks free it in both blocks: each
+//! empty barrier counts 512 arrivals, 256 from each block.
+
+use crate::v5::CooperativeShape;
+use tilus::prelude::*;
+
+/// See the module documentation.
+pub struct PairRing {
+    ga: GlobalTensor<f16>,
+    gb: GlobalTensor<f16>,
+    sa: [SharedTensor<f16>; 2],
+    sb: [SharedTensor<f16>; 2],
+    /// The ring's barriers (the callers release its stages, here and in the partner).
+    pub pipe: Pipeline,
+    stage_bytes: i32,
+    shape: CooperativeShape,
+    /// This block's rank in the pair.
+    pub rank: Val,
+    /// The other block's rank.
+    pub partner: Val,
+}
+
+impl PairRing {
+    /// Declares the pair (`cluster_blocks([2])`), the views of A `[m, k]` and B `[n, k]`, the
+    /// staged tiles and the pipeline, and meets the partner (`cluster_sync`) so that neither
+    /// block's copies or arrivals reach barriers the other has not allocated.
+    pub fn new(
+        k: &mut Kernel,
+        shape: CooperativeShape,
+        (m_size, n_size, k_size): (Val, Val, Val),
+        (a_ptr, b_ptr): (PtrVal<f16>, PtrVal<f16>),
+    ) -> PairRing {
+        let (stages, half_m, half_n) = (shape.stages.max(1), shape.block_m / 2, shape.block_n / 2);
+        let ga = k
+            .name_next("ga")
+            .global_view::<f16>(a_ptr, [m_size, k_size]);
+        let gb = k
+            .name_next("gb")
+            .global_view::<f16>(b_ptr, [n_size, k_size]);
+        let sa = [
+            k.name_next("sa0")
+                .shared_tensor::<f16>([stages, half_m, shape.block_k]),
+            k.name_next("sa1")
+                .shared_tensor::<f16>([stages, half_m, shape.block_k]),
+        ];
+        let sb = [
+            k.name_next("sb0")
+                .shared_tensor::<f16>([stages, half_n, shape.block_k]),
+            k.name_next("sb1")
+                .shared_tensor::<f16>([stages, half_n, shape.block_k]),
+        ];
+        // both consumer warp groups of both blocks release each stage: 512 arrivals
+        let pipe = Pipeline::new(k, stages as u32, 512);
+        let stage_bytes =
+            2 * sa[0].at(Val::constant(0)).nbytes() + 2 * sb[0].at(Val::constant(0)).nbytes();
+        let rank = k.cluster_rank();
+        let rank = k.name_next("rank").let_i32(rank);
+        let partner = k.name_next("partner").let_i32(Scalar::from(1) - rank);
+        k.cluster_sync();
+        PairRing {
+            ga,
+            gb,
+            sa,
+            sb,
+            pipe,
+            stage_bytes,
+            shape,
+            rank,
+            partner,
+        }
+    }
+
+    /// The producer's ring step `step`: waits for its stage (freed by both blocks'
+    /// consumers), then copies K step `i` of its tile at `(offset_m, offset_n)`: A's two
+    /// halves into this block, and its half of B (`rank`) into both blocks.
+    #[track_caller]
+    pub fn fill(
+        &self,
+        k: &mut Kernel,
+        step: impl Into<Scalar>,
+        i: Val,
+        offset_m: Val,
+        offset_n: Val,
+    ) {
+        let slot = self.pipe.producer_acquire(k, step, self.stage_bytes);
+        let stage = slot.stage();
+        let bar = slot.barrier();
+        let offset_k = k.name_next("offset_k").let_i32(i * self.shape.block_k);
+        let (a0, a1) = (self.sa[0].at(stage), self.sa[1].at(stage));
+        k.tma()
+            .global_to_shared(&self.ga, &a0, [offset_m, offset_k], bar);
+        let offset_m1 = k
+            .name_next("offset_m1")
+            .let_i32(offset_m + self.shape.block_m / 2);
+        k.tma()
+            .global_to_shared(&self.ga, &a1, [offset_m1, offset_k], bar);
+        // this block's half of B, into both blocks' tile of that half
+        let half_n = self.shape.block_n / 2;
+        let offset_nb = k
+            .name_next("offset_nb")
+            .let_i32(offset_n + self.rank * half_n);
+        let rank = self.rank;
+        k.if_else(
+            rank.eq_(0),
+            |k| {
+                let b = self.sb[0].at(stage);
+                k.tma()
+                    .global_to_shared_multicast(&self.gb, &b, [offset_nb, offset_k], bar, 0b11);
+            },
+            |k| {
+                let b = self.sb[1].at(stage);
+                k.tma()
+                    .global_to_shared_multicast(&self.gb, &b, [offset_nb, offset_k], bar, 0b11);
+            },
+        );
+    }
+
+    /// Consumer warp group `g`'s ring step `step`: waits for its stage, multiplies its half of
+    /// A by both halves of B into `acc` (`block_n / 2` columns each) and keeps those
+    /// products in flight (`wait_group(1)`); the stage is the caller's to release, here and in
+    /// the partner.
+    #[track_caller]
+    pub fn multiply(
+        &self,
+        k: &mut Kernel,
+        g: usize,
+        step: impl Into<Scalar>,
+        acc: &[RegisterTensor<f32>; 2],
+    ) {
+        let slot = self.pipe.consumer_acquire(k, step);
+        let stage = slot.stage();
+        k.wgmma().fence();
+        for (half, acc) in acc.iter().enumerate() {
+            k.wgmma().mma(
+                &self.sa[g].at(stage),
+                &self.sb[half].at(stage).transpose(),
+                acc,
+            );
+        }
+        k.wgmma().commit_group();
+        k.wgmma().wait_group(1);
+        drop(slot);
+    }
+}
