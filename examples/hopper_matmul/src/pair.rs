@@ -6,7 +6,7 @@
 //! producers (its B halves), so the consumers of both blocks free it in both blocks: each
 //! empty barrier counts 512 arrivals, 256 from each block.
 
-use crate::v5::CooperativeShape;
+use crate::v5::{operands, CooperativeShape};
 use tilus::prelude::*;
 
 /// See the module documentation.
@@ -35,19 +35,8 @@ impl PairRing {
         (m_size, n_size, k_size): (Val, Val, Val),
         (a_ptr, b_ptr): (PtrVal<f16>, PtrVal<f16>),
     ) -> PairRing {
-        let (stages, half_m, half_n) = (shape.stages.max(1), shape.block_m / 2, shape.block_n / 2);
-        let ga = k
-            .name_next("ga")
-            .global_view::<f16>(a_ptr, [m_size, k_size]);
-        let gb = k
-            .name_next("gb")
-            .global_view::<f16>(b_ptr, [n_size, k_size]);
-        let sa = [
-            k.name_next("sa0")
-                .shared_tensor::<f16>([stages, half_m, shape.block_k]),
-            k.name_next("sa1")
-                .shared_tensor::<f16>([stages, half_m, shape.block_k]),
-        ];
+        let (stages, half_n) = (shape.stages.max(1), shape.block_n / 2);
+        let (ga, gb, sa) = operands(k, shape, (m_size, n_size, k_size), (a_ptr, b_ptr));
         let sb = [
             k.name_next("sb0")
                 .shared_tensor::<f16>([stages, half_n, shape.block_k]),

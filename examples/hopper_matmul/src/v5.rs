@@ -179,6 +179,30 @@ pub struct Cooperative {
     shape: CooperativeShape,
 }
 
+/// The views of A `[m, k]` and B `[n, k]`, and A's two staged halves (one per consumer warp
+/// group) of a cooperative block: what its rings have in common.
+pub fn operands(
+    k: &mut Kernel,
+    shape: CooperativeShape,
+    (m_size, n_size, k_size): (Val, Val, Val),
+    (a_ptr, b_ptr): (PtrVal<f16>, PtrVal<f16>),
+) -> (GlobalTensor<f16>, GlobalTensor<f16>, [SharedTensor<f16>; 2]) {
+    let (stages, half_m) = (shape.stages.max(1), shape.block_m / 2);
+    let ga = k
+        .name_next("ga")
+        .global_view::<f16>(a_ptr, [m_size, k_size]);
+    let gb = k
+        .name_next("gb")
+        .global_view::<f16>(b_ptr, [n_size, k_size]);
+    let sa = [
+        k.name_next("sa0")
+            .shared_tensor::<f16>([stages, half_m, shape.block_k]),
+        k.name_next("sa1")
+            .shared_tensor::<f16>([stages, half_m, shape.block_k]),
+    ];
+    (ga, gb, sa)
+}
+
 impl Cooperative {
     /// Declares the views of A `[m, k]` and B `[n, k]`, the staged tiles and the pipeline.
     pub fn new(
@@ -187,19 +211,8 @@ impl Cooperative {
         (m_size, n_size, k_size): (Val, Val, Val),
         (a_ptr, b_ptr): (PtrVal<f16>, PtrVal<f16>),
     ) -> Cooperative {
-        let (stages, half_m) = (shape.stages.max(1), shape.block_m / 2);
-        let ga = k
-            .name_next("ga")
-            .global_view::<f16>(a_ptr, [m_size, k_size]);
-        let gb = k
-            .name_next("gb")
-            .global_view::<f16>(b_ptr, [n_size, k_size]);
-        let sa = [
-            k.name_next("sa0")
-                .shared_tensor::<f16>([stages, half_m, shape.block_k]),
-            k.name_next("sa1")
-                .shared_tensor::<f16>([stages, half_m, shape.block_k]),
-        ];
+        let stages = shape.stages.max(1);
+        let (ga, gb, sa) = operands(k, shape, (m_size, n_size, k_size), (a_ptr, b_ptr));
         let sb = k
             .name_next("sb")
             .shared_tensor::<f16>([stages, shape.block_n, shape.block_k]);

@@ -89,13 +89,8 @@ fn deliver(blocks: &mut [Block<'_, '_>], from: usize) -> R<bool> {
             }
             Remote::Copy { rank, copy } => {
                 let to = &mut blocks[rank];
-                allocated_there(
-                    to,
-                    copy.bar.0,
-                    rank,
-                    "tma.global_to_shared_multicast",
-                    copy.loc,
-                )?;
+                let (bar, loc) = copy.bar_and_loc();
+                allocated_there(to, bar.0, rank, "tma.global_to_shared_multicast", loc)?;
                 super::tma::receive(to, *copy);
             }
         }

@@ -17,6 +17,7 @@ use crate::ir::facts::{AsyncGroup, ThreadScope};
 use crate::ir::{BarrierArrayId, Facts, GlobalId, Loc, TmaInst};
 
 /// A TMA load in flight: the box to copy and the barrier its bytes complete on.
+#[derive(Clone)]
 struct CopyIn {
     src: GlobalId,
     /// The tile, or the stage of it the copy was issued for.
@@ -42,46 +43,41 @@ impl Work for CopyIn {
 /// A multicast copy's share for another block of the cluster: the same box into the same
 /// place of its tile, its bytes on its barrier at the same place.
 pub(crate) struct RemoteCopy {
-    src: GlobalId,
-    dst: Placed,
-    coords: Vec<i64>,
-    shape: Vec<i64>,
-    strides: Vec<i64>,
-    pub(crate) bar: (BarrierArrayId, usize),
-    pub(crate) loc: Loc,
+    copy: CopyIn,
     /// What the copy touches (the same bytes of the receiving block's region).
     touches: Vec<super::state::Touch>,
+}
+
+impl RemoteCopy {
+    /// The barrier the share's bytes complete on, and where the copy was issued.
+    pub(crate) fn bar_and_loc(&self) -> ((BarrierArrayId, usize), Loc) {
+        (self.copy.bar, self.copy.loc)
+    }
+}
+
+/// Puts a copy in flight in block `b`, its bytes due on `b`'s barrier (`name`, `label`: how
+/// diagnostics call it).
+fn put_in_flight(
+    b: &mut Block<'_, '_>,
+    mut copy: CopyIn,
+    touches: Vec<super::state::Touch>,
+    (name, label): (&'static str, &'static str),
+) {
+    copy.issue_phase = b.bar_phases(copy.bar.0, copy.bar.1);
+    let retire = Retire::Barrier {
+        bar: copy.bar,
+        issue_phase: copy.issue_phase,
+    };
+    let loc = copy.loc;
+    hazards::issue(b, name, label, loc, touches, vec![], retire, Box::new(copy));
+    b.stats.tma_copies += 1;
 }
 
 /// The receiving block takes a multicast copy's share in flight, as if it had issued it: it
 /// lands when nothing else can run there, on that block's barrier.
 pub(crate) fn receive(b: &mut Block<'_, '_>, c: RemoteCopy) {
-    let issue_phase = b.bar_phases(c.bar.0, c.bar.1);
-    let work = CopyIn {
-        src: c.src,
-        dst: c.dst,
-        coords: c.coords,
-        shape: c.shape,
-        strides: c.strides,
-        bar: c.bar,
-        loc: c.loc,
-        issue_phase,
-    };
-    let retire = Retire::Barrier {
-        bar: c.bar,
-        issue_phase,
-    };
-    hazards::issue(
-        b,
-        "tma.global_to_shared_multicast",
-        "a multicast TMA copy",
-        c.loc,
-        c.touches,
-        vec![],
-        retire,
-        Box::new(work),
-    );
-    b.stats.tma_copies += 1;
+    let names = ("tma.global_to_shared_multicast", "a multicast TMA copy");
+    put_in_flight(b, c.copy, c.touches, names);
 }
 
 pub(crate) fn exec(
@@ -106,7 +102,6 @@ pub(crate) fn exec(
             let dst = views::place(b, task, dst, i.name(), loc)?;
             let touches = hazards::touches(b, task, facts, i.name(), loc)?;
             let strides = values(b, task, &b.program().global(*src).strides, loc)?;
-            let issue_phase = b.bar_phases(a, idx);
             // one copy per thread, or per warp where a warp elects its issuing lane (the
             // verifier allows one thread or one warp)
             let issuers = match facts.scope {
@@ -132,51 +127,31 @@ pub(crate) fn exec(
                     (0..size).filter(|r| mask >> r & 1 == 1).collect()
                 }
             };
+            let copy = CopyIn {
+                src: *src,
+                dst,
+                coords,
+                shape,
+                strides,
+                bar: (a, idx),
+                loc,
+                issue_phase: 0,
+            };
             for &rank in ranks.iter().filter(|&&r| r != own) {
                 for _ in 0..issuers {
-                    let copy = RemoteCopy {
-                        src: *src,
-                        dst: dst.clone(),
-                        coords: coords.clone(),
-                        shape: shape.clone(),
-                        strides: strides.clone(),
-                        bar: (a, idx),
-                        loc,
+                    let share = RemoteCopy {
+                        copy: copy.clone(),
                         touches: touches.clone(),
                     };
                     b.outbox.push(Remote::Copy {
                         rank,
-                        copy: Box::new(copy),
+                        copy: Box::new(share),
                     });
                 }
             }
             let local = if ranks.contains(&own) { issuers } else { 0 };
             for _ in 0..local {
-                let work = CopyIn {
-                    src: *src,
-                    dst: dst.clone(),
-                    coords: coords.clone(),
-                    shape: shape.clone(),
-                    strides: strides.clone(),
-                    bar: (a, idx),
-                    loc,
-                    issue_phase,
-                };
-                let retire = Retire::Barrier {
-                    bar: (a, idx),
-                    issue_phase,
-                };
-                hazards::issue(
-                    b,
-                    i.name(),
-                    "a TMA copy",
-                    loc,
-                    touches.clone(),
-                    vec![],
-                    retire,
-                    Box::new(work),
-                );
-                b.stats.tma_copies += 1;
+                put_in_flight(b, copy.clone(), touches.clone(), (i.name(), "a TMA copy"));
             }
             Ok(Step::Next)
         }
