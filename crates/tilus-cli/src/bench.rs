@@ -214,11 +214,7 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
     }
     if let Some(path) = &a.plot {
         let records = record::records(&rows, refs.len(), |v| Some(format!("hopper_matmul_{v}")));
-        let plotted: Vec<crate::plot::PlotRow> = records
-            .iter()
-            .filter(|r| r.passed)
-            .map(crate::plot::PlotRow::from)
-            .collect();
+        let plotted: Vec<record::Record> = records.into_iter().filter(|r| r.passed).collect();
         let title = format!("Hopper matmul on {} against cuBLAS", device.name());
         crate::plot::write_svg(path, &crate::plot::series_svg(&plotted, &title))?;
         outln!("drew {}", path.display());

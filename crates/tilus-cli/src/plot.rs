@@ -7,33 +7,6 @@ use crate::out::{outln, CliError, CliResult};
 use crate::record::Record;
 use std::fmt::Write;
 
-/// One bar group's data: a kernel at a shape, with cuBLAS of its run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PlotRow {
-    /// The kernel's name as recorded (`hopper_matmul_v6`).
-    pub kernel: String,
-    pub m: usize,
-    pub n: usize,
-    pub k: usize,
-    pub tflops: f64,
-    pub cublas_tflops: f64,
-    pub ratio: f64,
-}
-
-impl From<&Record> for PlotRow {
-    fn from(r: &Record) -> PlotRow {
-        PlotRow {
-            kernel: r.kernel.clone(),
-            m: r.m,
-            n: r.n,
-            k: r.k,
-            tflops: r.tflops,
-            cublas_tflops: r.cublas_tflops,
-            ratio: r.ratio,
-        }
-    }
-}
-
 /// Whether a recorded kernel is a version of the series (not an ablation's configuration,
 /// which carries its settings in brackets, nor another kernel).
 fn is_series(kernel: &str) -> bool {
@@ -42,7 +15,7 @@ fn is_series(kernel: &str) -> bool {
 
 /// The rows of a results file (`docs/perf/results.csv`), the most recent row of each series
 /// kernel at each shape (a later run replaces an earlier one), passed checks only.
-pub fn latest_rows(csv: &str) -> Result<Vec<PlotRow>, String> {
+pub fn latest_rows(csv: &str) -> Result<Vec<Record>, String> {
     let mut lines = csv.lines();
     let header = lines.next().ok_or("the results file is empty")?;
     let cols: Vec<&str> = header.split(',').collect();
@@ -62,7 +35,7 @@ pub fn latest_rows(csv: &str) -> Result<Vec<PlotRow>, String> {
         at("ratio")?,
         at("check")?,
     );
-    let mut latest: Vec<(String, PlotRow)> = vec![];
+    let mut latest: Vec<(String, Record)> = vec![];
     for (i, line) in lines.enumerate() {
         let f = fields(line);
         let get = |c: usize| {
@@ -78,7 +51,7 @@ pub fn latest_rows(csv: &str) -> Result<Vec<PlotRow>, String> {
         if !is_series(get(kernel)?) || get(check)? != "pass" {
             continue;
         }
-        let row = PlotRow {
+        let row = Record {
             kernel: get(kernel)?.to_string(),
             m: num(m)? as usize,
             n: num(n)? as usize,
@@ -86,9 +59,10 @@ pub fn latest_rows(csv: &str) -> Result<Vec<PlotRow>, String> {
             tflops: num(tflops)?,
             cublas_tflops: num(blas)?,
             ratio: num(ratio)?,
+            passed: true,
         };
         let when = get(date)?.to_string();
-        let same = |(_, r): &(String, PlotRow)| {
+        let same = |(_, r): &(String, Record)| {
             r.kernel == row.kernel && (r.m, r.n, r.k) == (row.m, row.n, row.k)
         };
         match latest.iter_mut().find(|x| same(x)) {
@@ -133,7 +107,7 @@ const COLOURS: &[&str] = &[
 
 /// The chart: one group per shape (in order of first appearance), cuBLAS's bar then each
 /// version's (in name order), the ratio above each version's bar; `title` on top.
-pub fn series_svg(rows: &[PlotRow], title: &str) -> String {
+pub fn series_svg(rows: &[Record], title: &str) -> String {
     let mut shapes: Vec<(usize, usize, usize)> = vec![];
     let mut versions: Vec<String> = vec![];
     for r in rows {
@@ -189,7 +163,7 @@ pub fn series_svg(rows: &[PlotRow], title: &str) -> String {
     );
     for (g, &(m, n, k)) in shapes.iter().enumerate() {
         let x0 = left + gap / 2.0 + g as f64 * group_w;
-        let at_shape: Vec<&PlotRow> = rows
+        let at_shape: Vec<&Record> = rows
             .iter()
             .filter(|r| (r.m, r.n, r.k) == (m, n, k))
             .collect();
@@ -323,7 +297,7 @@ mod tests {
     #[test]
     fn the_latest_passed_row_of_each_series_kernel_and_shape_is_drawn() {
         let rows = latest_rows(CSV).unwrap();
-        let v0: Vec<&PlotRow> = rows
+        let v0: Vec<&Record> = rows
             .iter()
             .filter(|r| r.kernel == "hopper_matmul_v0")
             .collect();

@@ -6,7 +6,7 @@
 //! producers (its B halves), so the consumers of both blocks free it in both blocks: each
 //! empty barrier counts 512 arrivals, 256 from each block.
 
-use crate::v5::{operands, CooperativeShape};
+use crate::v5::{copy_a_halves, operands, CooperativeShape};
 use tilus::prelude::*;
 
 /// See the module documentation.
@@ -80,14 +80,8 @@ impl PairRing {
         let stage = slot.stage();
         let bar = slot.barrier();
         let offset_k = k.name_next("offset_k").let_i32(i * self.shape.block_k);
-        let (a0, a1) = (self.sa[0].at(stage), self.sa[1].at(stage));
-        k.tma()
-            .global_to_shared(&self.ga, &a0, [offset_m, offset_k], bar);
-        let offset_m1 = k
-            .name_next("offset_m1")
-            .let_i32(offset_m + self.shape.block_m / 2);
-        k.tma()
-            .global_to_shared(&self.ga, &a1, [offset_m1, offset_k], bar);
+        let a = [self.sa[0].at(stage), self.sa[1].at(stage)];
+        copy_a_halves(k, (&self.ga, a), bar, (offset_m, offset_k), self.shape);
         // this block's half of B, into both blocks' tile of that half
         let half_n = self.shape.block_n / 2;
         let offset_nb = k

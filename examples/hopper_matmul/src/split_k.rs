@@ -238,14 +238,24 @@ impl SplitK {
         let Some(w) = guard.as_mut() else {
             unreachable!("the workspace was just allocated")
         };
-        let dims = (m as i32, n as i32, k as i32);
-        let config = self.config_for(stream, dims, (a, b), w)?;
-        let (m, n, k) = dims;
-        match &self.partials {
-            Partials::Fixed(j) => j.launch(stream, (m, n, k, a, b, &mut *w))?,
-            Partials::Tuned(t) => t.launch(stream, (m, n, k, a, b, &mut *w))?,
-        }
-        self.reduce.launch(stream, (m, n, config.splits, &*w, c))
+        let (m, n, k) = (m as i32, n as i32, k as i32);
+        // one decision per launch: the kernel it picks and the splits the sum needs
+        let splits = match &self.partials {
+            Partials::Fixed(j) => {
+                j.launch(stream, (m, n, k, a, b, &mut *w))?;
+                j.script().splits
+            }
+            Partials::Tuned(t) => {
+                let args = (m, n, k, a, b, &mut *w);
+                let values = <<MatmulSplitK as Script>::Args as tilus::lang::ArgList>::host_values(
+                    &args, stream,
+                );
+                let chosen = t.choose(stream, &values)?;
+                chosen.kernel.launch(stream, &values)?;
+                chosen.config.splits
+            }
+        };
+        self.reduce.launch(stream, (m, n, splits, &*w, c))
     }
 }
 

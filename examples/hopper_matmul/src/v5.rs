@@ -203,6 +203,25 @@ pub fn operands(
     (ga, gb, sa)
 }
 
+/// The copies of A's two halves of one stage (`a[0]` rows `offset_m ..`, `a[1]` the
+/// `block_m / 2` rows after them) for K offset `offset_k`, on the stage's barrier.
+#[track_caller]
+pub fn copy_a_halves(
+    k: &mut Kernel,
+    (ga, a): (&GlobalTensor<f16>, [SharedTensor<f16>; 2]),
+    bar: Barrier,
+    (offset_m, offset_k): (Val, Val),
+    shape: CooperativeShape,
+) {
+    k.tma()
+        .global_to_shared(ga, &a[0], [offset_m, offset_k], bar);
+    let offset_m1 = k
+        .name_next("offset_m1")
+        .let_i32(offset_m + shape.block_m / 2);
+    k.tma()
+        .global_to_shared(ga, &a[1], [offset_m1, offset_k], bar);
+}
+
 impl Cooperative {
     /// Declares the views of A `[m, k]` and B `[n, k]`, the staged tiles and the pipeline.
     pub fn new(
@@ -251,13 +270,13 @@ impl Cooperative {
         );
         let bar = slot.barrier();
         let offset_k = k.name_next("offset_k").let_i32(i * self.shape.block_k);
-        k.tma()
-            .global_to_shared(&self.ga, &a0, [offset_m, offset_k], bar);
-        let offset_m1 = k
-            .name_next("offset_m1")
-            .let_i32(offset_m + self.shape.block_m / 2);
-        k.tma()
-            .global_to_shared(&self.ga, &a1, [offset_m1, offset_k], bar);
+        copy_a_halves(
+            k,
+            (&self.ga, [a0, a1]),
+            bar,
+            (offset_m, offset_k),
+            self.shape,
+        );
         k.tma()
             .global_to_shared(&self.gb, &b, [offset_n, offset_k], bar);
     }
