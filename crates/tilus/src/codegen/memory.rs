@@ -1,6 +1,6 @@
 //! Emitters for the memory family: shared tiles are addresses in the planned region, register
 //! tiles are per-thread arrays (16-bit elements packed two to a 32-bit word), `load_shared`
-//! uses ldmatrix when the layout is made of 8x8 matrices; global memory (`load_global`,
+//! and `store_shared` use ldmatrix and stmatrix when the layout is made of 8x8 matrices; global memory (`load_global`,
 //! `store_global`, atomics) is in `memory/global.rs`.
 
 mod global;
@@ -259,63 +259,76 @@ fn ldmatrix_plan(l: &RegisterLayout, dtype: DType, threads: i64) -> Option<Ldmat
     Some(LdmatrixPlan { per_group, groups })
 }
 
+/// Emits, in a block of its own, a loop over the plan's groups of 8x8 matrices whose body is
+/// `access(addr)`: `addr` the shared address this lane supplies for group `g` (lane t gives
+/// row t % 8 of matrix t / 8 of the group), the same for `ldmatrix` and `stmatrix`.
+fn for_each_matrix_group(
+    e: &mut Emitter,
+    tile: &SharedView,
+    l: &RegisterLayout,
+    plan: &LdmatrixPlan,
+    access: impl Fn(&str) -> String,
+) {
+    let threads = e.tid().threads as i64;
+    let tid = e.tid().name.clone();
+    let (tt, lt, ls) = (l.thread_terms(), l.local_terms(), l.local_size());
+    e.open("");
+    let warp_base = format!("({tid} & ~31)");
+    let deltas: Vec<(i64, i64)> = (0..plan.per_group)
+        .map(|m| {
+            let a = l.local_coords(2 * m);
+            (a[0], a[1])
+        })
+        .collect();
+    let select = |k: usize| -> String {
+        let mut s = format!("{}", deltas[plan.per_group as usize - 1].pick(k));
+        for m in (0..plan.per_group as usize - 1).rev() {
+            s = format!(
+                "(tilus_lane / 8 % {} == {m} ? {} : {s})",
+                plan.per_group,
+                deltas[m].pick(k)
+            );
+        }
+        s
+    };
+    e.line(format!("const i32 tilus_lane = {tid} % 32;"));
+    let r0 = format!(
+        "{} + {} + tilus_lane % 8",
+        e.warp_terms(&tt[0], &warp_base, threads),
+        select(0)
+    );
+    let c0 = format!(
+        "{} + {}",
+        e.warp_terms(&tt[1], &warp_base, threads),
+        select(1)
+    );
+    e.line(format!("const i32 tilus_row = {r0};"));
+    e.line(format!("const i32 tilus_col = {c0};"));
+    e.line("#pragma unroll");
+    e.open(format!("for (int g = 0; g < {}; ++g)", plan.groups));
+    let lidx = format!("(g * {})", plan.per_group * 2);
+    let row = format!("tilus_row + {}", e.terms(&lt[0], &lidx, ls));
+    let col = format!("tilus_col + {}", e.terms(&lt[1], &lidx, ls));
+    let addr = smem_address(e, tile, &[row, col]);
+    e.line(access(&addr));
+    e.close();
+    e.close();
+}
+
 fn load_shared(e: &mut Emitter, src: &SharedView, out: RegId) {
     declare(e, out);
     let l = layout(e, out);
     let d = e.p.register(out);
     let (dtype, threads) = (d.dtype, e.tid().threads as i64);
-    let tid = e.tid().name.clone();
     let name = d.name.clone();
-    let tt = l.thread_terms();
-    let lt = l.local_terms();
-    let ls = l.local_size();
     if let Some(plan) = ldmatrix_plan(&l, dtype, threads) {
         e.use_helper(Helper::Memory(MemoryHelper::Ldmatrix));
-        e.open("");
-        // Lane t supplies the address of row t % 8 of matrix t / 8 of each group.
-        let warp_base = format!("({tid} & ~31)");
-        let deltas: Vec<(i64, i64)> = (0..plan.per_group)
-            .map(|m| {
-                let a = l.local_coords(2 * m);
-                (a[0], a[1])
-            })
-            .collect();
-        let select = |k: usize| -> String {
-            let mut s = format!("{}", deltas[plan.per_group as usize - 1].pick(k));
-            for m in (0..plan.per_group as usize - 1).rev() {
-                s = format!(
-                    "(tilus_lane / 8 % {} == {m} ? {} : {s})",
-                    plan.per_group,
-                    deltas[m].pick(k)
-                );
-            }
-            s
-        };
-        e.line(format!("const i32 tilus_lane = {tid} % 32;"));
-        let r0 = format!(
-            "{} + {} + tilus_lane % 8",
-            e.warp_terms(&tt[0], &warp_base, threads),
-            select(0)
-        );
-        let c0 = format!(
-            "{} + {}",
-            e.warp_terms(&tt[1], &warp_base, threads),
-            select(1)
-        );
-        e.line(format!("const i32 tilus_row = {r0};"));
-        e.line(format!("const i32 tilus_col = {c0};"));
-        e.line("#pragma unroll");
-        e.open(format!("for (int g = 0; g < {}; ++g)", plan.groups));
-        let lidx = format!("(g * {})", plan.per_group * 2);
-        let row = format!("tilus_row + {}", e.terms(&lt[0], &lidx, ls));
-        let col = format!("tilus_col + {}", e.terms(&lt[1], &lidx, ls));
-        let addr = smem_address(e, src, &[row, col]);
-        e.line(format!(
-            "tilus_ldmatrix_x{}(&{name}[g * {}], {addr});",
-            plan.per_group, plan.per_group
-        ));
-        e.close();
-        e.close();
+        for_each_matrix_group(e, src, &l, &plan, |addr| {
+            format!(
+                "tilus_ldmatrix_x{}(&{name}[g * {}], {addr});",
+                plan.per_group, plan.per_group
+            )
+        });
         return;
     }
     // Generic path: one shared-memory load per element.
@@ -358,11 +371,25 @@ impl Pick for (i64, i64) {
     }
 }
 
-/// One shared-memory store per element, at the tile's (swizzled) layout.
+/// `stmatrix` where the tile's layout is made of 8x8 matrices in the fragment order (a WGMMA
+/// or mma accumulator cast to 16 bits is: four matrices, 16 bytes per lane, per
+/// instruction), else one shared-memory store per element, at the tile's (swizzled) layout.
 fn store_shared(e: &mut Emitter, dst: &SharedView, src: &crate::ir::RegView) {
     let rank = e.p.sview_stored_shape(dst).len();
     let l = layout(e, src.tensor).permute(&src.perm(rank));
     let dtype = e.p.register(src.tensor).dtype;
+    let threads = e.tid().threads as i64;
+    if let Some(plan) = ldmatrix_plan(&l, dtype, threads) {
+        e.use_helper(Helper::Memory(MemoryHelper::Stmatrix));
+        let name = e.p.register(src.tensor).name.clone();
+        for_each_matrix_group(e, dst, &l, &plan, |addr| {
+            format!(
+                "tilus_stmatrix_x{}(&{name}[g * {}], {addr});",
+                plan.per_group, plan.per_group
+            )
+        });
+        return;
+    }
     e.use_helper(Helper::Memory(MemoryHelper::StShared));
     let addr = open_element_loop(e, dst, &l);
     let v = read(e, src.tensor, "l");
@@ -406,6 +433,8 @@ fn close_element_loop(e: &mut Emitter) {
 pub(crate) enum MemoryHelper {
     /// `ldmatrix` x1/x2/x4.
     Ldmatrix,
+    /// `stmatrix` x1/x2/x4.
+    Stmatrix,
     /// 16-bit shared load.
     LdShared16,
     /// 32-bit shared load.
@@ -446,6 +475,18 @@ static __device__ __forceinline__ void tilus_ldmatrix_x2(u32* r, u32 addr) {
 }
 static __device__ __forceinline__ void tilus_ldmatrix_x1(u32* r, u32 addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];" : "=r"(r[0]) : "r"(addr));
+}
+"#
+        .into(),
+        MemoryHelper::Stmatrix => r#"static __device__ __forceinline__ void tilus_stmatrix_x4(const u32* r, u32 addr) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+    :: "r"(addr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+}
+static __device__ __forceinline__ void tilus_stmatrix_x2(const u32* r, u32 addr) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1, %2};" :: "r"(addr), "r"(r[0]), "r"(r[1]) : "memory");
+}
+static __device__ __forceinline__ void tilus_stmatrix_x1(const u32* r, u32 addr) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x1.shared.b16 [%0], {%1};" :: "r"(addr), "r"(r[0]) : "memory");
 }
 "#
         .into(),

@@ -38,6 +38,7 @@ mod main_v0_args;
 mod nvrtc_memory;
 mod nvrtc_space;
 mod nvrtc_space_v1;
+mod nvrtc_v6;
 mod registry;
 
 extern "C" fn before_main() {

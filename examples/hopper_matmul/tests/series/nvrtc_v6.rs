@@ -1,0 +1,68 @@
+//! v6 through the whole compiler, NVRTC included (no GPU needed): every configuration of its
+//! search space, and the pair forms beside it, compiles without spills or is rejected for the
+//! shared memory it would need; the TMA-store epilogue writes the accumulator to shared memory
+//! with `stmatrix`, four 8x8 matrices per instruction, not one element at a time.
+
+use hopper_matmul::v6::MatmulPersistent;
+use tilus::tune::Tunable;
+use tilus::Error;
+
+#[test]
+fn every_config_of_the_v6_space_compiles_without_spills_or_is_rejected_for_shared_memory() {
+    hopper_matmul::test_cache!();
+    let pairs = [(128, 256, 3), (128, 128, 4)].map(|(block_m, block_n, stages)| MatmulPersistent {
+        block_m,
+        block_n,
+        stages,
+        cluster_m: 2,
+        ..MatmulPersistent::default()
+    });
+    let mut compiled = 0;
+    let space: Vec<MatmulPersistent> = <MatmulPersistent as Tunable>::space()
+        .bindings()
+        .iter()
+        .map(|b| MatmulPersistent::from_binding(b).unwrap())
+        .collect();
+    for config in space.into_iter().chain(pairs) {
+        match tilus::build(&config, &[4096, 4096]) {
+            Ok(c) => {
+                assert_eq!(c.report.spill_stores, 0, "{config:?}: {:?}", c.report);
+                assert_eq!(c.report.stack_frame, 0, "{config:?}: {:?}", c.report);
+                assert!(c.plan.smem_bytes <= 227 * 1024, "{config:?}");
+                compiled += 1;
+            }
+            Err(Error::Script(d)) => {
+                let msg = &d[0].message;
+                assert!(msg.contains("bytes of shared memory"), "{config:?}: {msg}");
+            }
+            Err(e) => panic!("{config:?}: {e}"),
+        }
+    }
+    assert!(compiled >= 20, "only {compiled} configurations compiled");
+}
+
+#[test]
+fn the_tma_store_epilogue_stores_the_accumulator_with_stmatrix() {
+    let staged = tilus::emit(&MatmulPersistent::default(), &[4096, 4096]).unwrap();
+    assert!(
+        staged.contains("stmatrix.sync.aligned.m8n8.x4.shared.b16"),
+        "the staging buffers are written with stmatrix"
+    );
+    assert!(
+        staged.contains("tilus_stmatrix_x4(&"),
+        "the helper is called from the epilogue"
+    );
+    assert!(
+        !staged.contains("tilus_st_shared_u16("),
+        "no element-by-element shared store is left"
+    );
+    let direct = MatmulPersistent {
+        tma_store: 0,
+        ..MatmulPersistent::default()
+    };
+    let src = tilus::emit(&direct, &[4096, 4096]).unwrap();
+    assert!(
+        !src.contains("tilus_stmatrix_x4(&"),
+        "stores from registers go straight to global memory"
+    );
+}
