@@ -4,7 +4,9 @@
 
 use crate::out::{outln, CliError, CliResult};
 use crate::record::{self, Results, RunInfo};
-use hopper_matmul::registry::{self, Entry};
+use half::{bf16, f16};
+use hopper_matmul::operand::{Matmuls, Operand};
+use hopper_matmul::registry::{self, Entry, MatmulVersion};
 use hopper_matmul::run::{verify_and_bench_to, BenchOptions, Version};
 use hopper_matmul::size::Size;
 use std::path::PathBuf;
@@ -21,6 +23,40 @@ pub(crate) struct MatmulArgs {
     pub record: Option<PathBuf>,
     /// Where to draw the run's chart, if anywhere.
     pub plot: Option<PathBuf>,
+    /// The operand type (`f16`, `bf16`).
+    pub dtype: String,
+}
+
+/// An operand type `bench matmul` runs: which of a version's kernels take it.
+trait BenchOperand: Operand + Matmuls {
+    /// The version's fixed-configuration kernel in this type, if it has one.
+    fn fixed(mv: &MatmulVersion) -> Option<FixedOf<Self>>;
+    /// The version's autotuned kernel in this type, if it has one.
+    fn tuned(mv: &MatmulVersion) -> Option<TunedOf<Self>>;
+}
+
+type FixedOf<T> = fn(
+    &registry::Settings,
+    &tilus::runtime::Device,
+) -> hopper_matmul::Result<(Box<dyn Version<T>>, String)>;
+type TunedOf<T> = fn(&tilus::runtime::Device) -> hopper_matmul::Result<Box<dyn Version<T>>>;
+
+impl BenchOperand for f16 {
+    fn fixed(mv: &MatmulVersion) -> Option<FixedOf<f16>> {
+        Some(mv.fixed)
+    }
+    fn tuned(mv: &MatmulVersion) -> Option<TunedOf<f16>> {
+        Some(mv.tuned)
+    }
+}
+
+impl BenchOperand for bf16 {
+    fn fixed(mv: &MatmulVersion) -> Option<FixedOf<bf16>> {
+        mv.bf16.map(|b| b.fixed)
+    }
+    fn tuned(mv: &MatmulVersion) -> Option<TunedOf<bf16>> {
+        mv.bf16.map(|b| b.tuned)
+    }
 }
 
 /// One item of `--versions`: a version, and the settings written after it in brackets
@@ -87,26 +123,26 @@ fn chosen(versions: &str) -> CliResult<Vec<Chosen>> {
 }
 
 /// A version shown under another name (a configuration of an ablation).
-struct Labeled {
+struct Labeled<T: Operand> {
     label: String,
-    inner: Box<dyn Version>,
+    inner: Box<dyn Version<T>>,
 }
 
-impl Version for Labeled {
+impl<T: Operand> Version<T> for Labeled<T> {
     fn name(&self) -> String {
         self.label.clone()
     }
     fn launch(
         &self,
         stream: &std::sync::Arc<tilus::cudarc::driver::CudaStream>,
-        p: &mut hopper_matmul::harness::Problem,
+        p: &mut hopper_matmul::harness::Problem<T>,
     ) -> tilus::Result<()> {
         self.inner.launch(stream, p)
     }
     fn describe(
         &self,
         stream: &std::sync::Arc<tilus::cudarc::driver::CudaStream>,
-        p: &mut hopper_matmul::harness::Problem,
+        p: &mut hopper_matmul::harness::Problem<T>,
     ) -> Option<String> {
         self.inner.describe(stream, p)
     }
@@ -141,22 +177,75 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
     if let Some(path) = &a.plot {
         crate::plot::check_writable(path)?;
     }
+    match a.dtype.as_str() {
+        "f16" => run::<f16>(a, &chosen, &sets, results),
+        "bf16" => {
+            // a version without a bf16 kernel is said before the GPU is touched
+            for c in &chosen {
+                let mv = c.entry.as_ref().and_then(|e| e.matmul.as_ref());
+                if let Some(mv) = mv.filter(|mv| mv.bf16.is_none()) {
+                    return Err(CliError::Usage(format!(
+                        "`{}` has no bf16 kernel (with --dtype bf16: {})",
+                        mv.version,
+                        bf16_versions().join(", ")
+                    )));
+                }
+            }
+            run::<bf16>(a, &chosen, &sets, results)
+        }
+        other => Err(CliError::Usage(format!(
+            "unknown --dtype `{other}` (f16, bf16)"
+        ))),
+    }
+}
+
+/// The versions `--dtype bf16` runs.
+fn bf16_versions() -> Vec<String> {
+    let mut names: Vec<String> = registry::entries()
+        .iter()
+        .filter_map(|e| e.matmul.as_ref())
+        .filter(|mv| mv.bf16.is_some())
+        .map(|mv| mv.version.to_string())
+        .collect();
+    names.push(GEMM.to_string());
+    names
+}
+
+/// The run itself, in operand type `T`, once the command line has been checked.
+fn run<T: BenchOperand>(
+    a: &MatmulArgs,
+    chosen: &[Chosen],
+    sets: &registry::Settings,
+    results: Option<Results>,
+) -> CliResult<bool>
+where
+    hopper_matmul::gemm::Gemm<T>: Version<T>,
+{
+    let shapes: Vec<(usize, usize, usize)> =
+        Size::parse_list(hopper_matmul::matmul::DIMS, &a.sizes)?
+            .iter()
+            .map(|s| s.dims().map(|[m, n, k]| (m, n, k)))
+            .collect::<Result<_, _>>()?;
     let device = tilus::runtime::Device::open(0)?;
     let started = std::time::SystemTime::now();
-    let mut owned: Vec<Box<dyn Version>> = vec![];
-    for c in &chosen {
+    let mut owned: Vec<Box<dyn Version<T>>> = vec![];
+    for c in chosen {
         let Some(entry) = &c.entry else {
             outln!("{GEMM}: v6 or split-K by shape, each autotuned");
-            owned.push(Box::new(hopper_matmul::gemm::Gemm::new(&device)?));
+            owned.push(Box::new(hopper_matmul::gemm::Gemm::<T>::new(&device)?));
             continue;
         };
         let Some(mv) = entry.matmul.as_ref() else {
             continue;
         };
+        let (Some(fixed), Some(tuned)) = (T::fixed(mv), T::tuned(mv)) else {
+            // checked with the command line
+            continue;
+        };
         if let (Some(label), Some(own)) = (&c.label, &c.sets) {
-            let mut all = sets.clone();
+            let mut all = sets.to_vec();
             all.extend(own.iter().cloned());
-            let (v, shown) = (mv.fixed)(&all, &device)?;
+            let (v, shown) = fixed(&all, &device)?;
             outln!("{label} config: {shown}");
             owned.push(Box::new(Labeled {
                 label: label.clone(),
@@ -168,15 +257,15 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
                 mv.version,
                 (entry.space)().len()
             );
-            owned.push((mv.tuned)(&device)?);
+            owned.push(tuned(&device)?);
         } else {
-            let (v, shown) = (mv.fixed)(&sets, &device)?;
+            let (v, shown) = fixed(sets, &device)?;
             outln!("{} config: {shown}", mv.version);
             owned.push(v);
         }
     }
-    outln!("GPU: {}", device.name());
-    let refs: Vec<&dyn Version> = owned.iter().map(|b| b.as_ref()).collect();
+    outln!("GPU: {}, {}", device.name(), T::NAME);
+    let refs: Vec<&dyn Version<T>> = owned.iter().map(|b| b.as_ref()).collect();
     let opts = BenchOptions {
         warmup: a.warmup,
         rounds: a.rounds,
@@ -191,7 +280,7 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
             date: crate::utc::iso8601(started),
             gpu: device.name().to_string(),
             commit: record::COMMIT.to_string(),
-            dtype: hopper_matmul::matmul::DTYPE.name().to_string(),
+            dtype: T::NAME.to_string(),
         };
         // a labeled configuration keeps its settings after the kernel's name
         let kernel_of = |shown: &str| {

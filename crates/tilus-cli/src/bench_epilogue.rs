@@ -32,10 +32,7 @@ fn one<A: Activation>(
     )?;
     show("cublas + pass (product rounded to f16 first)", &r.unfused)?;
     hopper_matmul::harness::write_table(&mut stdout, &r.rows)?;
-    let (fused, unfused) = (
-        r.rows[r.rows.len() - 1].latency_ms,
-        r.rows[1].latency_ms,
-    );
+    let (fused, unfused) = (r.rows[r.rows.len() - 1].latency_ms, r.rows[1].latency_ms);
     match (r.latency(ROW_PLAIN), &r.plain_missing) {
         (Some(plain), _) => outln!(
             "fused vs the plain kernel with its configuration: {:+.1}% time",

@@ -177,6 +177,10 @@ enum BenchCommand {
         /// Draw the run's TFLOPS and ratios per shape as an SVG chart in this file.
         #[arg(long, value_name = "FILE.svg")]
         plot: Option<std::path::PathBuf>,
+        /// The operand type of A, B and C: f16, or bf16 (v6, split_k and matmul; cuBLAS in
+        /// bf16 beside them).
+        #[arg(long, default_value = "f16")]
+        dtype: String,
     },
     /// The fused matmul epilogue against cuBLAS, cuBLAS + a separate elementwise pass and
     /// the plain v2 kernel: verified, then timed interleaved.
@@ -316,7 +320,9 @@ fn run(cli: Cli) -> CliResult<bool> {
                 record,
                 record_to,
                 plot,
+                dtype,
             } => bench::matmul(&bench::MatmulArgs {
+                dtype,
                 versions,
                 sizes,
                 warmup,

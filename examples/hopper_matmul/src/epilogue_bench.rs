@@ -170,7 +170,13 @@ pub fn bench_epilogue<A: Activation>(
         .filter(|(i, _)| kept(i))
         .map(|(_, name)| name)
         .zip(&ms)
-        .zip(passed.iter().enumerate().filter(|(i, _)| kept(i)).map(|(_, p)| *p))
+        .zip(
+            passed
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| kept(i))
+                .map(|(_, p)| *p),
+        )
         .map(|((name, &t), passed)| Row {
             m,
             n,

@@ -1,4 +1,4 @@
-//! [`Gemm`]: one entry point for `C = A · Bᵀ` on f16 device buffers of any shape, for users
+//! [`Gemm`]: one entry point for `C = A · Bᵀ` on f16 or bf16 device buffers of any shape, for users
 //! who do not write kernels. It holds the kernels that suit different shapes — v6 (a
 //! persistent, warp-specialized kernel: large problems) and split-K (small M: K in ranges, so
 //! that every multiprocessor has work) — each autotuned over its own space on first use of a
@@ -19,8 +19,8 @@
 //! ```
 
 use crate::harness;
+use crate::operand::Matmuls;
 use crate::split_k::SplitK;
-use crate::v6::MatmulPersistent;
 use half::f16;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -69,34 +69,35 @@ fn choice_key((m, n, k): (usize, usize, usize)) -> (usize, usize, usize) {
     (m.next_power_of_two(), n, k)
 }
 
-/// `C = A · Bᵀ` for any shape (see the module documentation).
-pub struct Gemm {
-    v6: Autotuned<MatmulPersistent>,
-    split_k: SplitK,
+/// `C = A · Bᵀ` for any shape (see the module documentation), on operands of type `T` (f16
+/// or bf16; `Gemm::<half::bf16>::new`).
+pub struct Gemm<T: Matmuls = f16> {
+    v6: Autotuned<T::V6>,
+    split_k: SplitK<T>,
     chosen: Mutex<HashMap<(usize, usize, usize), Kernel>>,
 }
 
-impl Gemm {
+impl<T: Matmuls> Gemm<T> {
     /// The kernels bound to `device` (nothing is compiled until a shape is first used).
-    pub fn new(device: &Device) -> tilus::Result<Gemm> {
+    pub fn new(device: &Device) -> tilus::Result<Gemm<T>> {
         Ok(Gemm {
-            v6: MatmulPersistent::autotuned(device)?,
+            v6: T::V6::autotuned(device)?,
             split_k: SplitK::tuned(device)?,
             chosen: Mutex::new(HashMap::new()),
         })
     }
 
     /// `c = a · bᵀ` with `a` `[m, k]`, `b` `[n, k]` (both row-major, K innermost) and `c`
-    /// `[m, n]`, f16 with f32 accumulation, on `stream`. The buffers are checked before
+    /// `[m, n]`, in `T` with f32 accumulation, on `stream`. The buffers are checked before
     /// anything is launched (sizes, the 16-byte alignment the copies need: K a multiple of 8);
     /// `m = 0` launches nothing.
     pub fn matmul(
         &self,
         stream: &Arc<CudaStream>,
         (m, n, k): (usize, usize, usize),
-        a: &CudaSlice<f16>,
-        b: &CudaSlice<f16>,
-        c: &mut CudaSlice<f16>,
+        a: &CudaSlice<T>,
+        b: &CudaSlice<T>,
+        c: &mut CudaSlice<T>,
     ) -> tilus::Result<()> {
         let dims = (m, n, k);
         let known = self.chosen_for(dims);
@@ -123,9 +124,9 @@ impl Gemm {
         kernel: Kernel,
         stream: &Arc<CudaStream>,
         (m, n, k): (usize, usize, usize),
-        a: &CudaSlice<f16>,
-        b: &CudaSlice<f16>,
-        c: &mut CudaSlice<f16>,
+        a: &CudaSlice<T>,
+        b: &CudaSlice<T>,
+        c: &mut CudaSlice<T>,
     ) -> tilus::Result<()> {
         match kernel {
             Kernel::V6 => self
@@ -141,9 +142,9 @@ impl Gemm {
         &self,
         stream: &Arc<CudaStream>,
         dims: (usize, usize, usize),
-        a: &CudaSlice<f16>,
-        b: &CudaSlice<f16>,
-        c: &mut CudaSlice<f16>,
+        a: &CudaSlice<T>,
+        b: &CudaSlice<T>,
+        c: &mut CudaSlice<T>,
     ) -> tilus::Result<Kernel> {
         let options = candidates(dims.0);
         if options.len() == 1 {
@@ -181,7 +182,7 @@ impl Gemm {
 }
 
 /// The entry point as a version of `tilus bench matmul` (`--versions matmul`).
-impl crate::run::Version for Gemm {
+impl<T: Matmuls> crate::run::Version<T> for Gemm<T> {
     fn name(&self) -> String {
         "matmul".into()
     }
@@ -189,12 +190,12 @@ impl crate::run::Version for Gemm {
     fn launch(
         &self,
         stream: &Arc<CudaStream>,
-        p: &mut crate::harness::Problem,
+        p: &mut crate::harness::Problem<T>,
     ) -> tilus::Result<()> {
         self.matmul(stream, (p.m, p.n, p.k), &p.a, &p.b, &mut p.c)
     }
 
-    fn describe(&self, _: &Arc<CudaStream>, p: &mut crate::harness::Problem) -> Option<String> {
+    fn describe(&self, _: &Arc<CudaStream>, p: &mut crate::harness::Problem<T>) -> Option<String> {
         self.chosen_for((p.m, p.n, p.k))
             .map(|k| k.name().to_string())
     }

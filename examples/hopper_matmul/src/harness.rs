@@ -3,6 +3,7 @@
 //! f16 out), a check that counts NaN as failure, and interleaved CUDA-event timing.
 
 use crate::alloc::{self, try_vec, AllocError};
+use crate::operand::Operand;
 use crate::Result;
 use half::f16;
 use std::sync::Arc;
@@ -30,26 +31,26 @@ impl Rng {
     }
 }
 
-/// `(rand - 0.5) / sqrt(k)` in f16, as the seed draws its inputs.
-pub fn seed_inputs(len: usize, k: usize, rng: &mut Rng) -> Vec<f16> {
+/// `(rand - 0.5) / sqrt(k)` in f16 or bf16, as the seed draws its inputs.
+pub fn seed_inputs<T: Operand>(len: usize, k: usize, rng: &mut Rng) -> Vec<T> {
     let scale = 1.0 / (k as f64).sqrt();
     (0..len)
-        .map(|_| f16::from_f64((rng.next_f64() - 0.5) * scale))
+        .map(|_| T::from_f64((rng.next_f64() - 0.5) * scale))
         .collect()
 }
 
-/// [`seed_inputs`] into a buffer allocated fallibly: a length this machine cannot hold is an
-/// error naming `what`.
-pub fn try_seed_inputs(
+/// [`seed_inputs`] into a buffer allocated fallibly, in any operand type: a length this
+/// machine cannot hold is an error naming `what`.
+pub fn try_seed_inputs<T: Operand>(
     what: &str,
     len: usize,
     k: usize,
     rng: &mut Rng,
-) -> std::result::Result<Vec<f16>, AllocError> {
-    let mut v = try_vec(what, len, f16::ZERO)?;
+) -> std::result::Result<Vec<T>, AllocError> {
+    let mut v = try_vec(what, len, T::default())?;
     let scale = 1.0 / (k as f64).sqrt();
     for x in &mut v {
-        *x = f16::from_f64((rng.next_f64() - 0.5) * scale);
+        *x = T::from_f64((rng.next_f64() - 0.5) * scale);
     }
     Ok(v)
 }
@@ -61,8 +62,8 @@ fn drv_err(call: &'static str) -> impl Fn(tilus::cudarc::driver::DriverError) ->
     }
 }
 
-/// One matmul problem on the device: `C = A · Bᵀ`.
-pub struct Problem {
+/// One matmul problem on the device: `C = A · Bᵀ`, in f16 or bf16.
+pub struct Problem<T: Operand = f16> {
     /// Rows of A and C.
     pub m: usize,
     /// Rows of B, columns of C.
@@ -70,16 +71,16 @@ pub struct Problem {
     /// The shared dimension.
     pub k: usize,
     /// `[m, k]`.
-    pub a: CudaSlice<f16>,
+    pub a: CudaSlice<T>,
     /// `[n, k]`.
-    pub b: CudaSlice<f16>,
+    pub b: CudaSlice<T>,
     /// `[m, n]`: the output under test.
-    pub c: CudaSlice<f16>,
+    pub c: CudaSlice<T>,
     /// `[m, n]`: cuBLAS's output.
-    pub c_ref: CudaSlice<f16>,
+    pub c_ref: CudaSlice<T>,
 }
 
-impl Problem {
+impl<T: Operand> Problem<T> {
     /// Fresh random inputs from `seed`; outputs poisoned with NaN so unwritten elements show.
     /// The host staging buffers are checked against the memory this machine has and allocated
     /// fallibly; device allocations that fail are driver errors.
@@ -89,17 +90,17 @@ impl Problem {
         n: usize,
         k: usize,
         seed: u64,
-    ) -> Result<Problem> {
+    ) -> Result<Problem<T>> {
         let what = format!("a {m}x{n}x{k} matmul");
         let [mk, nk, mn] = Problem::ensure_host(m, n, k)?;
         let mut rng = Rng::new(seed);
         let a = stream
-            .clone_htod(&try_seed_inputs(&what, mk, k, &mut rng)?)
+            .clone_htod(&try_seed_inputs::<T>(&what, mk, k, &mut rng)?)
             .map_err(drv_err("cuMemcpyHtoD"))?;
         let b = stream
-            .clone_htod(&try_seed_inputs(&what, nk, k, &mut rng)?)
+            .clone_htod(&try_seed_inputs::<T>(&what, nk, k, &mut rng)?)
             .map_err(drv_err("cuMemcpyHtoD"))?;
-        let nan = try_vec(&what, mn, f16::NAN)?;
+        let nan = try_vec(&what, mn, T::NAN)?;
         let c = stream.clone_htod(&nan).map_err(drv_err("cuMemcpyHtoD"))?;
         let c_ref = stream.clone_htod(&nan).map_err(drv_err("cuMemcpyHtoD"))?;
         Ok(Problem {
@@ -113,6 +114,23 @@ impl Problem {
         })
     }
 
+    /// Fills the output under test with NaN again.
+    pub fn poison(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
+        let nan = try_vec("the poisoned output", self.c.len(), T::NAN)?;
+        stream
+            .memcpy_htod(&nan, &mut self.c)
+            .map_err(drv_err("cuMemcpyHtoD"))?;
+        Ok(())
+    }
+
+    /// Floating-point operations of one product.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+}
+
+/// What does not depend on the operand type (both take two bytes).
+impl Problem {
     /// Checks that the host memory a problem of this size needs (one staging buffer at a time
     /// while it is built, both outputs in [`check`]) is there; returns the element counts of A,
     /// B and C. Tools call it before they look for the GPU.
@@ -130,23 +148,10 @@ impl Problem {
         alloc::ensure(&what, 2 * (mk as u128).max(nk as u128).max(2 * mn as u128))?;
         Ok([mk, nk, mn])
     }
-
-    /// Fills the output under test with NaN again.
-    pub fn poison(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
-        let nan = try_vec("the poisoned output", self.c.len(), f16::NAN)?;
-        stream
-            .memcpy_htod(&nan, &mut self.c)
-            .map_err(drv_err("cuMemcpyHtoD"))?;
-        Ok(())
-    }
-
-    /// Floating-point operations of one product.
-    pub fn flops(&self) -> f64 {
-        2.0 * self.m as f64 * self.n as f64 * self.k as f64
-    }
 }
 
-/// cuBLAS on a stream, computing the reference `C = A · Bᵀ` (f16 in/out, f32 accumulation).
+/// cuBLAS on a stream, computing the reference `C = A · Bᵀ` (f16 or bf16 in and out, f32
+/// accumulation).
 pub struct Cublas {
     blas: CudaBlas,
 }
@@ -162,23 +167,23 @@ impl Cublas {
     }
 
     /// `out = a · bᵀ` for row-major a `[m, k]`, b `[n, k]`, out `[m, n]`.
-    pub fn matmul(
+    pub fn matmul<T: Operand>(
         &self,
         stream: &Arc<CudaStream>,
-        p: &Problem,
+        p: &Problem<T>,
         reference: bool,
     ) -> tilus::Result<()> {
         let out = if reference { &p.c_ref } else { &p.c };
         let (c, _gc) = out.device_ptr(stream);
-        self.gemm(stream, p, c, blas_sys::cudaDataType::CUDA_R_16F)
+        self.gemm(stream, p, c, T::CUBLAS)
     }
 
     /// `out = a · bᵀ` with the f32 accumulator kept (no rounding to f16): the reference of a
     /// fused epilogue, which rounds only its final result.
-    pub fn matmul_f32(
+    pub fn matmul_f32<T: Operand>(
         &self,
         stream: &Arc<CudaStream>,
-        p: &Problem,
+        p: &Problem<T>,
         out: &mut CudaSlice<f32>,
     ) -> tilus::Result<()> {
         if out.len() < p.m * p.n {
@@ -197,10 +202,10 @@ impl Cublas {
     }
 
     /// `C = A · Bᵀ` of the problem into `c` (of `c_type`, `[m, n]`).
-    fn gemm(
+    fn gemm<T: Operand>(
         &self,
         stream: &Arc<CudaStream>,
-        p: &Problem,
+        p: &Problem<T>,
         c: u64,
         c_type: blas_sys::cudaDataType,
     ) -> tilus::Result<()> {
@@ -223,10 +228,10 @@ impl Cublas {
                 k,
                 &alpha as *const f32 as *const _,
                 b as *const _,
-                blas_sys::cudaDataType::CUDA_R_16F,
+                T::CUBLAS,
                 k,
                 a as *const _,
-                blas_sys::cudaDataType::CUDA_R_16F,
+                T::CUBLAS,
                 k,
                 &beta as *const f32 as *const _,
                 c as *mut _,
@@ -266,12 +271,13 @@ impl Check {
     }
 }
 
-/// Compares two host outputs (rtol 1e-3, atol 1e-5: one f16 rounding step apart).
-pub fn compare(actual: &[f16], expect: &[f16]) -> Check {
+/// Compares two host outputs within one rounding step of their type ([`Operand::TOLERANCE`]:
+/// for f16 rtol 1e-3, atol 1e-5).
+pub fn compare<T: Operand>(actual: &[T], expect: &[T]) -> Check {
     compare_within(
         actual.iter().map(|x| x.to_f64()),
         expect.iter().map(|y| y.to_f64()),
-        Tolerance::F16,
+        T::TOLERANCE,
     )
 }
 
@@ -288,6 +294,12 @@ impl Tolerance {
     /// f16 outputs against a reference rounded to f16 (`torch.testing.assert_close`'s).
     pub const F16: Tolerance = Tolerance {
         rtol: 1e-3,
+        atol: 1e-5,
+    };
+    /// bf16 outputs against a reference rounded to bf16: one step of bf16's 8-bit
+    /// significand (2⁻⁸ relative) apart, where the two accumulations round differently.
+    pub const BF16: Tolerance = Tolerance {
+        rtol: 8e-3,
         atol: 1e-5,
     };
     /// Bit for bit (up to the sign of zero).
@@ -330,22 +342,23 @@ pub fn compare_within(
     c
 }
 
-/// `C = A · Bᵀ` on the CPU in f64, rounded to f16: a reference that shares nothing with cuBLAS.
-pub fn cpu_reference(a: &[f16], b: &[f16], m: usize, n: usize, k: usize) -> Vec<f16> {
+/// `C = A · Bᵀ` on the CPU in f64, rounded to the operand type: a reference that shares
+/// nothing with cuBLAS.
+pub fn cpu_reference<T: Operand>(a: &[T], b: &[T], m: usize, n: usize, k: usize) -> Vec<T> {
     let bf: Vec<f64> = b.iter().map(|x| x.to_f64()).collect();
-    let mut c = vec![f16::ZERO; m * n];
+    let mut c = vec![T::default(); m * n];
     reference_rows(a, &bf, n, k, &mut c);
     c
 }
 
 /// [`cpu_reference`] with its buffers allocated fallibly: B in f64 and C (`[m, n]`).
-pub fn try_cpu_reference(
-    a: &[f16],
-    b: &[f16],
+pub fn try_cpu_reference<T: Operand>(
+    a: &[T],
+    b: &[T],
     m: usize,
     n: usize,
     k: usize,
-) -> std::result::Result<Vec<f16>, AllocError> {
+) -> std::result::Result<Vec<T>, AllocError> {
     let mut bf = try_vec("the CPU reference", b.len(), 0.0f64)?;
     for (y, x) in bf.iter_mut().zip(b) {
         *y = x.to_f64();
@@ -353,14 +366,14 @@ pub fn try_cpu_reference(
     let mut c = try_vec(
         "the CPU reference",
         alloc::elements("the CPU reference", &[m, n])?,
-        f16::ZERO,
+        T::default(),
     )?;
     reference_rows(a, &bf, n, k, &mut c);
     Ok(c)
 }
 
 /// The rows of `C = A · Bᵀ` (A converted to f64 one row at a time).
-fn reference_rows(a: &[f16], bf: &[f64], n: usize, k: usize, c: &mut [f16]) {
+fn reference_rows<T: Operand>(a: &[T], bf: &[f64], n: usize, k: usize, c: &mut [T]) {
     let mut ar = vec![0.0f64; k];
     for (i, row) in c.chunks_mut(n.max(1)).enumerate() {
         for (x, y) in ar.iter_mut().zip(&a[i * k..(i + 1) * k]) {
@@ -369,15 +382,15 @@ fn reference_rows(a: &[f16], bf: &[f64], n: usize, k: usize, c: &mut [f16]) {
         for (j, out) in row.iter_mut().enumerate() {
             let br = &bf[j * k..(j + 1) * k];
             let s: f64 = ar.iter().zip(br).map(|(x, y)| x * y).sum();
-            *out = f16::from_f64(s);
+            *out = T::from_f64(s);
         }
     }
 }
 
 /// Copies both outputs to the host (into buffers allocated fallibly) and compares them.
-pub fn check(stream: &Arc<CudaStream>, p: &Problem) -> Result<Check> {
-    let mut actual = try_vec("the output check", p.c.len(), f16::ZERO)?;
-    let mut expect = try_vec("the output check", p.c_ref.len(), f16::ZERO)?;
+pub fn check<T: Operand>(stream: &Arc<CudaStream>, p: &Problem<T>) -> Result<Check> {
+    let mut actual = try_vec("the output check", p.c.len(), T::default())?;
+    let mut expect = try_vec("the output check", p.c_ref.len(), T::default())?;
     stream
         .memcpy_dtoh(&p.c, &mut actual)
         .map_err(drv_err("cuMemcpyDtoH"))?;
@@ -502,7 +515,7 @@ mod tests {
         assert_eq!((c.non_finite, c.mismatches), (2, 1));
         assert!(!c.passed());
         assert!(
-            !compare(&[], &[]).passed(),
+            !compare::<f16>(&[], &[]).passed(),
             "an empty comparison proves nothing"
         );
     }
@@ -525,7 +538,7 @@ mod tests {
     #[test]
     fn seed_inputs_are_centered_and_scaled() {
         let mut rng = Rng::new(1);
-        let v = seed_inputs(10000, 64, &mut rng);
+        let v = seed_inputs::<f16>(10000, 64, &mut rng);
         let mean: f64 = v.iter().map(|x| x.to_f64()).sum::<f64>() / v.len() as f64;
         let max = v.iter().map(|x| x.to_f64().abs()).fold(0.0, f64::max);
         assert!(mean.abs() < 0.005, "{mean}");

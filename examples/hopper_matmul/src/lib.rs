@@ -18,6 +18,7 @@ pub mod gemm;
 pub mod harness;
 pub mod layer_norm;
 pub mod matmul;
+pub mod operand;
 pub mod pair;
 pub mod registry;
 pub mod rows;

@@ -7,14 +7,15 @@
 //! empty barrier counts 512 arrivals, 256 from each block.
 
 use crate::v5::{copy_a_halves, operands, CooperativeShape};
+use tilus::lang::Element;
 use tilus::prelude::*;
 
 /// See the module documentation.
-pub struct PairRing {
-    ga: GlobalTensor<f16>,
-    gb: GlobalTensor<f16>,
-    sa: [SharedTensor<f16>; 2],
-    sb: [SharedTensor<f16>; 2],
+pub struct PairRing<T: Element = f16> {
+    ga: GlobalTensor<T>,
+    gb: GlobalTensor<T>,
+    sa: [SharedTensor<T>; 2],
+    sb: [SharedTensor<T>; 2],
     /// The ring's barriers (the callers release its stages, here and in the partner).
     pub pipe: Pipeline,
     stage_bytes: i32,
@@ -25,7 +26,7 @@ pub struct PairRing {
     pub partner: Val,
 }
 
-impl PairRing {
+impl<T: Element> PairRing<T> {
     /// Declares the pair (`cluster_blocks([2])`), the views of A `[m, k]` and B `[n, k]`, the
     /// staged tiles and the pipeline, and meets the partner (`cluster_sync`) so that neither
     /// block's copies or arrivals reach barriers the other has not allocated.
@@ -33,15 +34,15 @@ impl PairRing {
         k: &mut Kernel,
         shape: CooperativeShape,
         (m_size, n_size, k_size): (Val, Val, Val),
-        (a_ptr, b_ptr): (PtrVal<f16>, PtrVal<f16>),
-    ) -> PairRing {
+        (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
+    ) -> PairRing<T> {
         let (stages, half_n) = (shape.stages.max(1), shape.block_n / 2);
         let (ga, gb, sa) = operands(k, shape, (m_size, n_size, k_size), (a_ptr, b_ptr));
         let sb = [
             k.name_next("sb0")
-                .shared_tensor::<f16>([stages, half_n, shape.block_k]),
+                .shared_tensor::<T>([stages, half_n, shape.block_k]),
             k.name_next("sb1")
-                .shared_tensor::<f16>([stages, half_n, shape.block_k]),
+                .shared_tensor::<T>([stages, half_n, shape.block_k]),
         ];
         // both consumer warp groups of both blocks release each stage: 512 arrivals
         let pipe = Pipeline::new(k, stages as u32, 512);

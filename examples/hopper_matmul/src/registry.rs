@@ -13,10 +13,12 @@
 
 use crate::epilogue::{Activation, GeluTanh, Identity, MatmulEpilogue, Relu};
 use crate::epilogue_workload::EpilogueWorkload;
+use crate::operand::Bf16;
 use crate::run::{Matmul, MatmulArgs, Version};
 use crate::size::{quote, Size};
 use crate::workload::Workload;
 use crate::{Error, Result};
+use half::bf16;
 use std::sync::Arc;
 use tilus::cudarc::driver::CudaStream;
 use tilus::lang::{DynScript, HostValue};
@@ -50,6 +52,19 @@ pub struct MatmulVersion {
     pub tuned_in_bench: bool,
     /// Whether `tilus soak` launches it (with its default configuration).
     pub soak: bool,
+    /// The same kernel on bf16 operands, for the versions that have it
+    /// (`tilus bench matmul --dtype bf16`).
+    pub bf16: Option<Bf16Version>,
+}
+
+/// A matmul version on bf16 operands: as [`MatmulVersion::fixed`] and
+/// [`MatmulVersion::tuned`].
+#[derive(Clone, Copy)]
+pub struct Bf16Version {
+    /// The kernel with a fixed configuration, and that configuration.
+    pub fixed: fn(&Settings, &Device) -> Result<(Box<dyn Version<bf16>>, String)>,
+    /// The autotuned kernel.
+    pub tuned: fn(&Device) -> Result<Box<dyn Version<bf16>>>,
 }
 
 /// Chooses the autotuned configuration of a kernel for these launch arguments (tuning on
@@ -134,6 +149,8 @@ pub trait SeriesMatmul: Tunable<Args = MatmulArgs> + Default {
     const VERSION: &'static str;
     /// Whether `bench matmul` autotunes it (without `--set` and `--fixed`).
     const TUNED_IN_BENCH: bool;
+    /// The version on bf16 operands, when it has one.
+    const BF16: Option<Bf16Version> = None;
 }
 
 impl SeriesMatmul for crate::v0::MatmulTma {
@@ -170,6 +187,18 @@ impl SeriesMatmul for crate::v5::MatmulCooperative {
 impl SeriesMatmul for crate::v6::MatmulPersistent {
     const VERSION: &'static str = "v6";
     const TUNED_IN_BENCH: bool = true;
+    const BF16: Option<Bf16Version> = Some(Bf16Version {
+        fixed: |settings, device| {
+            let config = configured::<crate::v6::MatmulPersistent>(settings)?;
+            let shown = tilus::lang::config_string(&format!("{config:?}"));
+            Ok((Box::new(Matmul::fixed("v6", Bf16(config), device)), shown))
+        },
+        tuned: |device| {
+            Ok(Box::new(
+                Matmul::<Bf16<crate::v6::MatmulPersistent>>::tuned("v6", device)?,
+            ))
+        },
+    });
 }
 
 fn fixed_version<S: SeriesMatmul>(
@@ -212,7 +241,7 @@ fn split_k_tuned(device: &Device) -> Result<Box<dyn Version>> {
 /// Split-K for small M: the partials' kernel as the entry (its workload checks the summed
 /// partials), the pair as the matmul version `split_k`.
 fn split_k_entry() -> Entry {
-    use crate::split_k::MatmulSplitK;
+    use crate::split_k::{MatmulSplitK, SplitK};
     Entry {
         name: "hopper_matmul_split_k",
         about: "split-K for small M: K in ranges, f32 partials, then their sum",
@@ -228,6 +257,14 @@ fn split_k_entry() -> Entry {
             tuned: split_k_tuned,
             tuned_in_bench: true,
             soak: true,
+            bf16: Some(Bf16Version {
+                fixed: |settings, device| {
+                    let config = configured::<MatmulSplitK>(settings)?;
+                    let shown = tilus::lang::config_string(&format!("{config:?}"));
+                    Ok((Box::new(SplitK::<bf16>::fixed(config, device)), shown))
+                },
+                tuned: |device| Ok(Box::new(SplitK::<bf16>::tuned(device)?)),
+            }),
         }),
         memory: None,
     }
@@ -250,6 +287,7 @@ fn matmul_entry<S: SeriesMatmul>(name: &'static str, about: &'static str) -> Ent
             tuned: tuned_version::<S>,
             tuned_in_bench: S::TUNED_IN_BENCH,
             soak: true,
+            bf16: S::BF16,
         }),
         memory: None,
     }

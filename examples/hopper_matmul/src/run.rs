@@ -2,12 +2,13 @@
 //! and cuBLAS interleaved in the same process; without a GPU, show what can be shown.
 
 use crate::harness::{self, Cublas, Problem, Row};
+use crate::operand::{MatmulArgsOf, Operand};
 use crate::v0::MatmulTma;
 use crate::v1::MatmulWgmma;
 use std::sync::Arc;
 use tilus::cudarc::driver::CudaStream;
 use tilus::lang::ArgList;
-use tilus::prelude::{f16, Const, Ptr, PtrMut};
+use tilus::prelude::f16;
 use tilus::runtime::Device;
 use tilus::tune::{Autotuned, Tunable};
 use tilus::{Jit, Result};
@@ -15,14 +16,14 @@ use tilus::{Jit, Result};
 /// The series' own result type, for what the harness adds (allocations, output).
 type HarnessResult<T> = crate::Result<T>;
 
-/// A matmul version that can be launched on a problem.
-pub trait Version {
+/// A matmul version that can be launched on a problem of operand type `T`.
+pub trait Version<T: Operand = f16> {
     /// Its name in tables (`v0`, ...).
     fn name(&self) -> String;
     /// Launches `C = A · Bᵀ` into `p.c`.
-    fn launch(&self, stream: &Arc<CudaStream>, p: &mut Problem) -> Result<()>;
+    fn launch(&self, stream: &Arc<CudaStream>, p: &mut Problem<T>) -> Result<()>;
     /// The configuration used for this problem, when there is one to report.
-    fn describe(&self, _stream: &Arc<CudaStream>, _p: &mut Problem) -> Option<String> {
+    fn describe(&self, _stream: &Arc<CudaStream>, _p: &mut Problem<T>) -> Option<String> {
         None
     }
 
@@ -35,10 +36,11 @@ pub trait Version {
 
 /// The argument list every matmul of the series takes: `(m, n, k, a, b, c)` with `m` at run
 /// time and `n`, `k` compile-time constants.
-pub type MatmulArgs = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f16>);
+pub type MatmulArgs = MatmulArgsOf<f16>;
 
-/// A matmul of the series, with a configuration chosen by hand or by the autotuner.
-pub enum Matmul<S: Tunable<Args = MatmulArgs>> {
+/// A matmul of the series, with a configuration chosen by hand or by the autotuner (its
+/// arguments are [`MatmulArgs`], or the same in bf16 for [`crate::operand::Bf16`] kernels).
+pub enum Matmul<S: Tunable> {
     /// A fixed configuration.
     Fixed(&'static str, Jit<S>),
     /// The script's search space, tuned on first use of each problem.
@@ -50,7 +52,7 @@ pub type V0 = Matmul<MatmulTma>;
 /// v1: TMA + mbarrier + WGMMA.
 pub type V1 = Matmul<MatmulWgmma>;
 
-impl<S: Tunable<Args = MatmulArgs>> Matmul<S> {
+impl<S: Tunable> Matmul<S> {
     /// Binds a fixed configuration to a device.
     pub fn fixed(name: &'static str, config: S, device: &Device) -> Matmul<S> {
         Matmul::Fixed(name, Jit::new(config, device))
@@ -62,13 +64,16 @@ impl<S: Tunable<Args = MatmulArgs>> Matmul<S> {
     }
 
     /// The configuration used for this problem (tuning first when needed).
-    pub fn config_for(&self, stream: &Arc<CudaStream>, p: &mut Problem) -> Result<S> {
+    pub fn config_for<T: Operand>(&self, stream: &Arc<CudaStream>, p: &mut Problem<T>) -> Result<S>
+    where
+        S: Tunable<Args = MatmulArgsOf<T>>,
+    {
         match self {
             Matmul::Fixed(_, j) => Ok(j.script().clone()),
             Matmul::Tuned(_, t) => {
                 let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
                 let args = (m, n, k, &p.a, &p.b, &mut p.c);
-                let values = <MatmulArgs as ArgList>::host_values(&args, stream);
+                let values = <MatmulArgsOf<T> as ArgList>::host_values(&args, stream);
                 Ok(t.choose(stream, &values)?.config.clone())
             }
         }
@@ -99,14 +104,14 @@ impl Matmul<MatmulWgmma> {
     }
 }
 
-impl<S: Tunable<Args = MatmulArgs>> Version for Matmul<S> {
+impl<T: Operand, S: Tunable<Args = MatmulArgsOf<T>>> Version<T> for Matmul<S> {
     fn name(&self) -> String {
         match self {
             Matmul::Fixed(n, _) | Matmul::Tuned(n, _) => n.to_string(),
         }
     }
 
-    fn launch(&self, stream: &Arc<CudaStream>, p: &mut Problem) -> Result<()> {
+    fn launch(&self, stream: &Arc<CudaStream>, p: &mut Problem<T>) -> Result<()> {
         let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
         match self {
             Matmul::Fixed(_, j) => j.launch(stream, (m, n, k, &p.a, &p.b, &mut p.c)),
@@ -114,7 +119,7 @@ impl<S: Tunable<Args = MatmulArgs>> Version for Matmul<S> {
         }
     }
 
-    fn describe(&self, stream: &Arc<CudaStream>, p: &mut Problem) -> Option<String> {
+    fn describe(&self, stream: &Arc<CudaStream>, p: &mut Problem<T>) -> Option<String> {
         let c = self.config_for(stream, p).ok()?;
         Some(tilus::lang::config_string(&format!("{c:?}")))
     }
@@ -153,9 +158,9 @@ impl Default for BenchOptions {
 /// whether every check passed. The rows come shape by shape, in the order of `shapes`: cuBLAS
 /// first, then each version in the order of `versions`, each with its check
 /// ([`Row::passed`]); a version that failed its check is timed and reported all the same.
-pub fn verify_and_bench(
+pub fn verify_and_bench<T: Operand>(
     device: &Device,
-    versions: &[&dyn Version],
+    versions: &[&dyn Version<T>],
     shapes: &[(usize, usize, usize)],
     opts: &BenchOptions,
 ) -> HarnessResult<(Vec<Row>, bool)> {
@@ -164,10 +169,10 @@ pub fn verify_and_bench(
 
 /// [`verify_and_bench`] with the `check` lines written to `out` (a write that fails, e.g. on
 /// a closed pipe, ends the run with [`crate::Error::Output`]).
-pub fn verify_and_bench_to(
+pub fn verify_and_bench_to<T: Operand>(
     out: &mut dyn std::io::Write,
     device: &Device,
-    versions: &[&dyn Version],
+    versions: &[&dyn Version<T>],
     shapes: &[(usize, usize, usize)],
     opts: &BenchOptions,
 ) -> HarnessResult<(Vec<Row>, bool)> {
@@ -181,7 +186,7 @@ pub fn verify_and_bench_to(
     let mut rows = vec![];
     let mut all_ok = true;
     for (i, &(m, n, k)) in shapes.iter().enumerate() {
-        let mut p = Problem::new(&stream, m, n, k, opts.seed.wrapping_add(i as u64))?;
+        let mut p = Problem::<T>::new(&stream, m, n, k, opts.seed.wrapping_add(i as u64))?;
         blas.matmul(&stream, &p, true)?;
         // each version's check at this shape, carried into its row
         let mut passed = Vec::with_capacity(versions.len());

@@ -12,9 +12,11 @@
 //! (rows padded to whole tiles, so that one split's tile never spills into the next one's
 //! rows): [`workspace_len`].
 
+use crate::operand::{Bf16, Matmuls, PartialsArgsOf};
 use crate::v4::products_one_in_flight;
 use std::sync::Arc;
 use tilus::cudarc::driver::{CudaSlice, CudaStream};
+use tilus::lang::Element;
 use tilus::prelude::*;
 
 /// Rows of one tile: one WGMMA's 64.
@@ -54,48 +56,106 @@ impl Default for MatmulSplitK {
     }
 }
 
-#[tilus::script]
 impl Script for MatmulSplitK {
     // m_size: runtime; n_size, k_size: compile-time constants; the workspace
     // `[splits · tiles_m · 64, n]` f32.
     type Args = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f32>);
 
-    fn body(
+    fn arg_names() -> &'static [&'static str] {
+        PARTIALS_ARG_NAMES
+    }
+
+    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
+        self.partials::<f16>(k, args);
+    }
+}
+
+/// Split-K's partial products on bf16 operands.
+impl Script for Bf16<MatmulSplitK> {
+    type Args = (
+        i32,
+        Const<i32>,
+        Const<i32>,
+        Ptr<bf16>,
+        Ptr<bf16>,
+        PtrMut<f32>,
+    );
+
+    fn name(&self) -> String {
+        "matmul_split_k_bf16".into()
+    }
+
+    fn arg_names() -> &'static [&'static str] {
+        PARTIALS_ARG_NAMES
+    }
+
+    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
+        self.0.partials::<bf16>(k, args);
+    }
+}
+
+/// The names of the partial products' arguments in the generated code.
+const PARTIALS_ARG_NAMES: &[&str] = &["m_size", "n_size", "k_size", "a_ptr", "b_ptr", "w_ptr"];
+
+impl MatmulSplitK {
+    /// The partial products' body for operand type `T`.
+    fn partials<T: Element>(
         &self,
         k: &mut Kernel,
-        (m_size, n_size, k_size, a_ptr, b_ptr, w_ptr): Handles<Self::Args>,
+        (m_size, n_size, k_size, a_ptr, b_ptr, w_ptr): (
+            Val,
+            Val,
+            Val,
+            PtrVal<T>,
+            PtrVal<T>,
+            PtrVal<f32>,
+        ),
     ) {
-        let tiles_m = k.let_i32(cdiv(m_size, SPLIT_K_BLOCK_M));
-        let tiles_n = k.let_i32(cdiv(n_size, self.block_n));
+        let tiles_m = k
+            .name_next("tiles_m")
+            .let_i32(cdiv(m_size, SPLIT_K_BLOCK_M));
+        let tiles_n = k.name_next("tiles_n").let_i32(cdiv(n_size, self.block_n));
         k.blocks([tiles_m * tiles_n, Scalar::from(self.splits)]);
         k.warps(5); // the consumer warp group, then the producer warp
-        let tile = k.let_i32(k.block_idx().x);
+        let bx = k.block_idx();
+        let tile = k.name_next("tile").let_i32(bx.x);
         // tiles_n is a constant: these divide by a constant
-        let offset_m = k.let_i32(tile / tiles_n * SPLIT_K_BLOCK_M);
-        let offset_n = k.let_i32(tile % tiles_n * self.block_n);
-        let split = k.let_i32(k.block_idx().y);
+        let offset_m = k
+            .name_next("offset_m")
+            .let_i32(tile / tiles_n * SPLIT_K_BLOCK_M);
+        let offset_n = k
+            .name_next("offset_n")
+            .let_i32(tile % tiles_n * self.block_n);
+        let split = k.name_next("split").let_i32(bx.y);
         // this split's K steps: `per` of them from `first`, fewer in the last split
         let k_tiles = cdiv(k_size, self.block_k);
-        let per = k.let_i32(cdiv(k_tiles.clone(), self.splits));
-        let first = k.let_i32(split * per);
-        let steps = k.var_i32(per);
+        let per = k
+            .name_next("per")
+            .let_i32(cdiv(k_tiles.clone(), self.splits));
+        let first = k.name_next("first").let_i32(split * per);
+        let steps = k.name_next("steps").var_i32(per);
         k.if_((first + per).gt(k_tiles.clone()), |k| {
             k.assign(steps, k_tiles - first)
         });
 
-        let ga = k.global_view::<f16>(a_ptr, [m_size, k_size]);
-        let gb = k.global_view::<f16>(b_ptr, [n_size, k_size]);
-        let sa = k.shared_tensor::<f16>([self.stages, SPLIT_K_BLOCK_M, self.block_k]);
-        let sb = k.shared_tensor::<f16>([self.stages, self.block_n, self.block_k]);
+        let ga = k.name_next("ga").global_view::<T>(a_ptr, [m_size, k_size]);
+        let gb = k.name_next("gb").global_view::<T>(b_ptr, [n_size, k_size]);
+        let sa = k
+            .name_next("sa")
+            .shared_tensor::<T>([self.stages, SPLIT_K_BLOCK_M, self.block_k]);
+        let sb = k
+            .name_next("sb")
+            .shared_tensor::<T>([self.stages, self.block_n, self.block_k]);
         let pipe = Pipeline::new(k, self.stages.max(1) as u32, 128);
         let stage_bytes = sa.at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
 
         // the producer: warp 4 fills each stage once it is empty
         k.single_warp(4, |k| {
+            k.name_next("i");
             k.for_range(0, steps, 1, |k, i| {
                 let slot = pipe.producer_acquire(k, i, stage_bytes);
                 let (a, b) = (sa.at(slot.stage()), sb.at(slot.stage()));
-                let offset_k = k.let_i32((first + i) * self.block_k);
+                let offset_k = k.name_next("offset_k").let_i32((first + i) * self.block_k);
                 k.tma()
                     .global_to_shared(&ga, &a, [offset_m, offset_k], slot.barrier());
                 k.tma()
@@ -105,13 +165,18 @@ impl Script for MatmulSplitK {
 
         // the consumers: one product in flight; step i frees step i - 1's stage
         k.warp_group(0, |k| {
-            let acc = k.register_tensor::<f32>([SPLIT_K_BLOCK_M, self.block_n], 0.0);
+            let acc = k
+                .name_next("acc")
+                .register_tensor::<f32>([SPLIT_K_BLOCK_M, self.block_n], 0.0);
             let unroll = self.stages.max(1) as u32;
+            k.name_next("i");
             products_one_in_flight(k, &pipe, (&sa, &sb), steps, unroll, &acc);
             // the partial, whole tiles of rows, in split `split`'s part of the workspace
             let padded_m = cdiv(m_size, SPLIT_K_BLOCK_M) * SPLIT_K_BLOCK_M;
             let rows = padded_m.clone() * self.splits;
-            let gw = k.global_view::<f32>(w_ptr, [rows, Scalar::from(n_size)]);
+            let gw = k
+                .name_next("gw")
+                .global_view::<f32>(w_ptr, [rows, Scalar::from(n_size)]);
             let at = [split * padded_m + offset_m, Scalar::from(offset_n)];
             k.store_global(&gw, &acc, at);
         });
@@ -130,28 +195,73 @@ impl SplitKReduce {
     pub const COLS: i32 = 256;
 }
 
-#[tilus::script]
 impl Script for SplitKReduce {
     // m_size: runtime; n_size and splits: compile-time constants; the workspace, C.
     type Args = (i32, Const<i32>, Const<i32>, Ptr<f32>, PtrMut<f16>);
 
-    fn body(&self, k: &mut Kernel, (m_size, n_size, splits, w_ptr, c_ptr): Handles<Self::Args>) {
+    fn arg_names() -> &'static [&'static str] {
+        REDUCE_ARG_NAMES
+    }
+
+    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
+        self.sum::<f16>(k, args);
+    }
+}
+
+/// The sum of the partials, rounded once to bf16.
+impl Script for Bf16<SplitKReduce> {
+    type Args = (i32, Const<i32>, Const<i32>, Ptr<f32>, PtrMut<bf16>);
+
+    fn name(&self) -> String {
+        "split_k_reduce_bf16".into()
+    }
+
+    fn arg_names() -> &'static [&'static str] {
+        REDUCE_ARG_NAMES
+    }
+
+    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
+        self.0.sum::<bf16>(k, args);
+    }
+}
+
+/// The names of the sum's arguments in the generated code.
+const REDUCE_ARG_NAMES: &[&str] = &["m_size", "n_size", "splits", "w_ptr", "c_ptr"];
+
+impl SplitKReduce {
+    /// The sum's body for operand type `T`.
+    fn sum<T: Element>(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, splits, w_ptr, c_ptr): (Val, Val, Val, PtrVal<f32>, PtrVal<T>),
+    ) {
         let (rows, cols) = (Self::ROWS, Self::COLS);
         k.blocks([cdiv(m_size, rows), cdiv(n_size, cols)]);
         k.warps(4);
-        let padded_m = k.let_i32(cdiv(m_size, SPLIT_K_BLOCK_M) * SPLIT_K_BLOCK_M);
+        let padded_m = k
+            .name_next("padded_m")
+            .let_i32(cdiv(m_size, SPLIT_K_BLOCK_M) * SPLIT_K_BLOCK_M);
         let splits = splits.as_const().unwrap_or(1).max(1) as i32;
         let rows_w = cdiv(m_size, SPLIT_K_BLOCK_M) * SPLIT_K_BLOCK_M * splits;
-        let gw = k.global_view::<f32>(w_ptr, [rows_w, Scalar::from(n_size)]);
-        let gc = k.global_view::<f16>(c_ptr, [m_size, n_size]);
-        let r0 = k.let_i32(k.block_idx().x * rows);
-        let c0 = k.let_i32(k.block_idx().y * cols);
-        let mut total = k.load_global(&gw, [r0, c0], [rows, cols]);
+        let gw = k
+            .name_next("gw")
+            .global_view::<f32>(w_ptr, [rows_w, Scalar::from(n_size)]);
+        let gc = k.name_next("gc").global_view::<T>(c_ptr, [m_size, n_size]);
+        let bx = k.block_idx();
+        let r0 = k.name_next("r0").let_i32(bx.x * rows);
+        let c0 = k.name_next("c0").let_i32(bx.y * cols);
+        let mut total = k
+            .name_next("total")
+            .load_global(&gw, [r0, c0], [rows, cols]);
         for s in 1..splits {
-            let part = k.load_global(&gw, [padded_m * s + r0, Scalar::from(c0)], [rows, cols]);
-            total = k.compute(total + part);
+            let part = k.name_next("part").load_global(
+                &gw,
+                [padded_m * s + r0, Scalar::from(c0)],
+                [rows, cols],
+            );
+            total = k.name_next("total").compute(total + part);
         }
-        let out = k.compute(total.cast::<f16>());
+        let out = k.name_next("out").compute(total.cast::<T>());
         k.store_global(&gc, &out, [r0, c0]);
     }
 }
@@ -160,37 +270,40 @@ impl Script for SplitKReduce {
 pub const MAX_SPLITS: usize = 8;
 
 /// The partial products' kernel: a fixed configuration or the autotuned one.
-enum Partials {
-    Fixed(tilus::Jit<MatmulSplitK>),
-    Tuned(tilus::tune::Autotuned<MatmulSplitK>),
+enum Partials<T: Matmuls> {
+    Fixed(tilus::Jit<T::Partials>),
+    Tuned(tilus::tune::Autotuned<T::Partials>),
 }
 
-/// Split-K as a matmul version: the partials into a workspace it owns (grown on demand),
-/// then their sum into C.
-pub struct SplitK {
-    partials: Partials,
-    reduce: tilus::Jit<SplitKReduce>,
+/// Split-K as a matmul version, in f16 or bf16: the partials into a workspace it owns (grown
+/// on demand), then their sum into C.
+pub struct SplitK<T: Matmuls = f16> {
+    partials: Partials<T>,
+    reduce: tilus::Jit<T::Reduce>,
     workspace: std::sync::Mutex<Option<CudaSlice<f32>>>,
 }
 
-impl SplitK {
+impl<T: Matmuls> SplitK<T> {
     /// A fixed configuration of the partials.
-    pub fn fixed(config: MatmulSplitK, device: &tilus::runtime::Device) -> SplitK {
-        SplitK::with(Partials::Fixed(tilus::Jit::new(config, device)), device)
+    pub fn fixed(config: MatmulSplitK, device: &tilus::runtime::Device) -> SplitK<T> {
+        SplitK::with(
+            Partials::Fixed(tilus::Jit::new(T::partials(config), device)),
+            device,
+        )
     }
 
     /// The partials autotuned per problem (the split count with them).
-    pub fn tuned(device: &tilus::runtime::Device) -> tilus::Result<SplitK> {
+    pub fn tuned(device: &tilus::runtime::Device) -> tilus::Result<SplitK<T>> {
         Ok(SplitK::with(
-            Partials::Tuned(MatmulSplitK::autotuned(device)?),
+            Partials::Tuned(T::Partials::autotuned(device)?),
             device,
         ))
     }
 
-    fn with(partials: Partials, device: &tilus::runtime::Device) -> SplitK {
+    fn with(partials: Partials<T>, device: &tilus::runtime::Device) -> SplitK<T> {
         SplitK {
             partials,
-            reduce: tilus::Jit::new(SplitKReduce, device),
+            reduce: tilus::Jit::new(T::reduce(), device),
             workspace: std::sync::Mutex::new(None),
         }
     }
@@ -200,17 +313,16 @@ impl SplitK {
         &self,
         stream: &Arc<CudaStream>,
         (m, n, k): (i32, i32, i32),
-        (a, b): (&CudaSlice<f16>, &CudaSlice<f16>),
+        (a, b): (&CudaSlice<T>, &CudaSlice<T>),
         w: &mut CudaSlice<f32>,
     ) -> tilus::Result<MatmulSplitK> {
         match &self.partials {
-            Partials::Fixed(j) => Ok(j.script().clone()),
+            Partials::Fixed(j) => Ok(j.script().as_ref().clone()),
             Partials::Tuned(t) => {
                 let args = (m, n, k, a, b, w);
-                let values = <<MatmulSplitK as Script>::Args as tilus::lang::ArgList>::host_values(
-                    &args, stream,
-                );
-                Ok(t.choose(stream, &values)?.config.clone())
+                let values =
+                    <PartialsArgsOf<T> as tilus::lang::ArgList>::host_values(&args, stream);
+                Ok(t.choose(stream, &values)?.config.as_ref().clone())
             }
         }
     }
@@ -221,8 +333,8 @@ impl SplitK {
         &self,
         stream: &Arc<CudaStream>,
         (m, n, k): (usize, usize, usize),
-        (a, b): (&CudaSlice<f16>, &CudaSlice<f16>),
-        c: &mut CudaSlice<f16>,
+        (a, b): (&CudaSlice<T>, &CudaSlice<T>),
+        c: &mut CudaSlice<T>,
     ) -> tilus::Result<()> {
         let len = workspace_len(m, n, MAX_SPLITS);
         let mut guard = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
@@ -243,23 +355,22 @@ impl SplitK {
         let splits = match &self.partials {
             Partials::Fixed(j) => {
                 j.launch(stream, (m, n, k, a, b, &mut *w))?;
-                j.script().splits
+                j.script().as_ref().splits
             }
             Partials::Tuned(t) => {
                 let args = (m, n, k, a, b, &mut *w);
-                let values = <<MatmulSplitK as Script>::Args as tilus::lang::ArgList>::host_values(
-                    &args, stream,
-                );
+                let values =
+                    <PartialsArgsOf<T> as tilus::lang::ArgList>::host_values(&args, stream);
                 let chosen = t.choose(stream, &values)?;
                 chosen.kernel.launch(stream, &values)?;
-                chosen.config.splits
+                chosen.config.as_ref().splits
             }
         };
         self.reduce.launch(stream, (m, n, splits, &*w, c))
     }
 }
 
-impl crate::run::Version for SplitK {
+impl<T: Matmuls> crate::run::Version<T> for SplitK<T> {
     fn name(&self) -> String {
         "split_k".into()
     }
@@ -267,7 +378,7 @@ impl crate::run::Version for SplitK {
     fn launch(
         &self,
         stream: &Arc<CudaStream>,
-        p: &mut crate::harness::Problem,
+        p: &mut crate::harness::Problem<T>,
     ) -> tilus::Result<()> {
         self.launch_on(stream, (p.m, p.n, p.k), (&p.a, &p.b), &mut p.c)
     }
@@ -275,7 +386,7 @@ impl crate::run::Version for SplitK {
     fn describe(
         &self,
         stream: &Arc<CudaStream>,
-        p: &mut crate::harness::Problem,
+        p: &mut crate::harness::Problem<T>,
     ) -> Option<String> {
         let mut guard = self.workspace.lock().ok()?;
         let w = guard.as_mut()?;

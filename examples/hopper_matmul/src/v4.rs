@@ -113,10 +113,10 @@ impl Script for MatmulPipelined {
 /// one product in flight: step `i` waits for its stage, multiplies the stage's `sa · sbᵀ`
 /// into `acc`, and frees step `i - 1`'s stage once its product is done; after the loop every
 /// product is complete. Shared with split-K.
-pub fn products_one_in_flight(
+pub fn products_one_in_flight<T: tilus::lang::Element>(
     k: &mut Kernel,
     pipe: &Pipeline,
-    (sa, sb): (&SharedTensor<f16>, &SharedTensor<f16>),
+    (sa, sb): (&SharedTensor<T>, &SharedTensor<T>),
     steps: impl Into<Scalar>,
     unroll: u32,
     acc: &RegisterTensor<f32>,

@@ -13,6 +13,7 @@
 //! [`PRODUCER_REGISTERS`] per thread and leaves the consumers [`CONSUMER_REGISTERS`]; with 0 it
 //! is one warp (nine warps) and the compiler allots registers evenly.
 
+use tilus::lang::Element;
 use tilus::prelude::*;
 
 /// The v5 kernel. Fields are compile-time hyperparameters.
@@ -168,11 +169,11 @@ pub struct CooperativeShape {
 /// The ring of a cooperative block, shared by v5 and v6: A's two halves (one per consumer
 /// warp group) and the B tile they share, per stage, filled by three TMA copies, and the
 /// [`Pipeline`] whose empty barriers count both warp groups' 256 arrivals.
-pub struct Cooperative {
-    ga: GlobalTensor<f16>,
-    gb: GlobalTensor<f16>,
-    sa: [SharedTensor<f16>; 2],
-    sb: SharedTensor<f16>,
+pub struct Cooperative<T: Element = f16> {
+    ga: GlobalTensor<T>,
+    gb: GlobalTensor<T>,
+    sa: [SharedTensor<T>; 2],
+    sb: SharedTensor<T>,
     /// The ring's barriers (the callers release its stages).
     pub pipe: Pipeline,
     stage_bytes: i32,
@@ -181,24 +182,21 @@ pub struct Cooperative {
 
 /// The views of A `[m, k]` and B `[n, k]`, and A's two staged halves (one per consumer warp
 /// group) of a cooperative block: what its rings have in common.
-pub fn operands(
+#[allow(clippy::type_complexity)]
+pub fn operands<T: Element>(
     k: &mut Kernel,
     shape: CooperativeShape,
     (m_size, n_size, k_size): (Val, Val, Val),
-    (a_ptr, b_ptr): (PtrVal<f16>, PtrVal<f16>),
-) -> (GlobalTensor<f16>, GlobalTensor<f16>, [SharedTensor<f16>; 2]) {
+    (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
+) -> (GlobalTensor<T>, GlobalTensor<T>, [SharedTensor<T>; 2]) {
     let (stages, half_m) = (shape.stages.max(1), shape.block_m / 2);
-    let ga = k
-        .name_next("ga")
-        .global_view::<f16>(a_ptr, [m_size, k_size]);
-    let gb = k
-        .name_next("gb")
-        .global_view::<f16>(b_ptr, [n_size, k_size]);
+    let ga = k.name_next("ga").global_view::<T>(a_ptr, [m_size, k_size]);
+    let gb = k.name_next("gb").global_view::<T>(b_ptr, [n_size, k_size]);
     let sa = [
         k.name_next("sa0")
-            .shared_tensor::<f16>([stages, half_m, shape.block_k]),
+            .shared_tensor::<T>([stages, half_m, shape.block_k]),
         k.name_next("sa1")
-            .shared_tensor::<f16>([stages, half_m, shape.block_k]),
+            .shared_tensor::<T>([stages, half_m, shape.block_k]),
     ];
     (ga, gb, sa)
 }
@@ -206,9 +204,9 @@ pub fn operands(
 /// The copies of A's two halves of one stage (`a[0]` rows `offset_m ..`, `a[1]` the
 /// `block_m / 2` rows after them) for K offset `offset_k`, on the stage's barrier.
 #[track_caller]
-pub fn copy_a_halves(
+pub fn copy_a_halves<T: Element>(
     k: &mut Kernel,
-    (ga, a): (&GlobalTensor<f16>, [SharedTensor<f16>; 2]),
+    (ga, a): (&GlobalTensor<T>, [SharedTensor<T>; 2]),
     bar: Barrier,
     (offset_m, offset_k): (Val, Val),
     shape: CooperativeShape,
@@ -222,19 +220,19 @@ pub fn copy_a_halves(
         .global_to_shared(ga, &a[1], [offset_m1, offset_k], bar);
 }
 
-impl Cooperative {
+impl<T: Element> Cooperative<T> {
     /// Declares the views of A `[m, k]` and B `[n, k]`, the staged tiles and the pipeline.
     pub fn new(
         k: &mut Kernel,
         shape: CooperativeShape,
         (m_size, n_size, k_size): (Val, Val, Val),
-        (a_ptr, b_ptr): (PtrVal<f16>, PtrVal<f16>),
-    ) -> Cooperative {
+        (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
+    ) -> Cooperative<T> {
         let stages = shape.stages.max(1);
         let (ga, gb, sa) = operands(k, shape, (m_size, n_size, k_size), (a_ptr, b_ptr));
         let sb = k
             .name_next("sb")
-            .shared_tensor::<f16>([stages, shape.block_n, shape.block_k]);
+            .shared_tensor::<T>([stages, shape.block_n, shape.block_k]);
         // both consumer warp groups release each stage: 256 arrivals
         let pipe = Pipeline::new(k, stages as u32, 256);
         let stage_bytes =

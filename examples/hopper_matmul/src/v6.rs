@@ -13,8 +13,10 @@
 //! `persistent = 0` launches one block per tile instead (each block runs its loop once): the
 //! ablation that shows what the persistent grid is worth.
 
+use crate::operand::Bf16;
 use crate::pair::PairRing;
 use crate::v5::{Cooperative, CooperativeShape, CONSUMER_REGISTERS, PRODUCER_REGISTERS};
+use tilus::lang::Element;
 use tilus::prelude::*;
 
 /// The v6 kernel. Fields are compile-time hyperparameters.
@@ -81,22 +83,63 @@ impl Script for MatmulPersistent {
     // m_size: runtime; n_size, k_size: compile-time constants (a new value specializes).
     type Args = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f16>);
 
-    fn body(
+    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
+        self.matmul::<f16>(k, args);
+    }
+
+    fn arg_names() -> &'static [&'static str] {
+        MATMUL_ARG_NAMES
+    }
+}
+
+/// v6 on bf16 operands: the same configurations and body, bf16 in and out.
+impl Script for Bf16<MatmulPersistent> {
+    type Args = (
+        i32,
+        Const<i32>,
+        Const<i32>,
+        Ptr<bf16>,
+        Ptr<bf16>,
+        PtrMut<bf16>,
+    );
+
+    fn name(&self) -> String {
+        "hopper_matmul_v6_bf16".into()
+    }
+
+    fn arg_names() -> &'static [&'static str] {
+        MATMUL_ARG_NAMES
+    }
+
+    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
+        self.0.matmul::<bf16>(k, args);
+    }
+}
+
+/// The names of a matmul's arguments in the generated code.
+pub const MATMUL_ARG_NAMES: &[&str] = &["m_size", "n_size", "k_size", "a_ptr", "b_ptr", "c_ptr"];
+
+/// The handles of a matmul's arguments `(m, n, k, a, b, c)` in operand type `T`.
+pub type MatmulHandles<T> = (Val, Val, Val, PtrVal<T>, PtrVal<T>, PtrVal<T>);
+
+impl MatmulPersistent {
+    /// The kernel's body for operand type `T`: the tiles, each cast to `T` and stored.
+    pub fn matmul<T: Element>(
         &self,
         k: &mut Kernel,
-        (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): Handles<Self::Args>,
+        (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): MatmulHandles<T>,
     ) {
-        let gc = k
-            .name_next("gc")
-            .global_view::<f16>(c_ptr, [m_size, n_size]);
+        let gc = k.name_next("gc").global_view::<T>(c_ptr, [m_size, n_size]);
         let stores = self.c_stores(k, gc, n_size, STORE_CHUNK);
         self.tiles(
             k,
             (m_size, n_size, k_size),
             (a_ptr, b_ptr),
             |k, g, acc, rows, cols| {
-                let casted: Vec<RegisterTensor<f16>> =
-                    acc.iter().map(|a| k.cast::<f16>(a)).collect();
+                let casted: Vec<RegisterTensor<T>> = acc
+                    .iter()
+                    .map(|a| k.name_next("casted").cast::<T>(a))
+                    .collect();
                 stores.store(k, g, rows, cols, |k, j| {
                     columns(k, (&casted, self.block_n), j * STORE_CHUNK, STORE_CHUNK)
                 });
@@ -109,17 +152,17 @@ impl Script for MatmulPersistent {
 /// How the consumer warp groups store their results to C: with TMA through staging buffers
 /// in shared memory, or from registers (see [`MatmulPersistent::tma_store`]). Shared with
 /// the fused epilogue kernel.
-pub struct CStores {
-    gc: GlobalTensor<f16>,
+pub struct CStores<T: Element = f16> {
+    gc: GlobalTensor<T>,
     /// Per consumer warp group, its staging buffers; `None`: stores from registers.
-    staging: Option<[SharedTensor<f16>; 2]>,
+    staging: Option<[SharedTensor<T>; 2]>,
     /// Columns per chunk.
     width: i32,
     chunks: i32,
     buffers: i32,
 }
 
-impl CStores {
+impl<T: Element> CStores<T> {
     /// Stores consumer warp group `g`'s `[block_m / 2, block_n]` result, whose first element
     /// is C's `(rows, cols)`, chunk by chunk: `chunk(k, j)` computes columns `w j .. w j + w`
     /// of it, `w` the width [`MatmulPersistent::c_stores`] was given (as an f16 tile in the
@@ -130,7 +173,7 @@ impl CStores {
         g: usize,
         rows: Val,
         cols: Val,
-        chunk: impl Fn(&mut Kernel, i32) -> RegisterTensor<f16>,
+        chunk: impl Fn(&mut Kernel, i32) -> RegisterTensor<T>,
     ) {
         for j in 0..self.chunks {
             let at = [Scalar::from(rows), cols + j * self.width];
@@ -170,13 +213,13 @@ impl MatmulPersistent {
     /// when [`MatmulPersistent::tma_store`] asks for them and C's rows are a multiple of 16
     /// bytes, as TMA needs (`n` is a compile-time constant: the choice is made per
     /// specialization); stores from registers otherwise.
-    pub fn c_stores(
+    pub fn c_stores<T: Element>(
         &self,
         k: &mut Kernel,
-        gc: GlobalTensor<f16>,
+        gc: GlobalTensor<T>,
         n_size: Val,
         width: i32,
-    ) -> CStores {
+    ) -> CStores<T> {
         let half_m = self.block_m / 2;
         let width = width.clamp(8, STORE_CHUNK).min(self.block_n);
         let chunks = (self.block_n / width).max(1);
@@ -185,7 +228,7 @@ impl MatmulPersistent {
         let staging = (self.tma_store != 0 && rows_aligned).then(|| {
             [0, 1].map(|g| {
                 k.name_next(if g == 0 { "sc0" } else { "sc1" })
-                    .shared_tensor::<f16>([buffers, half_m, width])
+                    .shared_tensor::<T>([buffers, half_m, width])
             })
         });
         CStores {
@@ -216,12 +259,12 @@ pub fn columns<T: tilus::lang::Element>(
 
 /// The two rings v6 runs on: a block's own ([`Cooperative`]), or a pair's sharing B
 /// ([`PairRing`]).
-enum Ring {
-    One(Cooperative),
-    Pair(PairRing),
+enum Ring<T: Element> {
+    One(Cooperative<T>),
+    Pair(PairRing<T>),
 }
 
-impl Ring {
+impl<T: Element> Ring<T> {
     fn pipe(&self) -> &Pipeline {
         match self {
             Ring::One(r) => &r.pipe,
@@ -237,11 +280,11 @@ impl MatmulPersistent {
     /// (in parts side by side: one, or two of `block_n / 2` columns in a pair; see
     /// [`columns`]), whose first element is C's `(rows, cols)`; after its last tile,
     /// `finish(k, g)`.
-    pub fn tiles(
+    pub fn tiles<T: Element>(
         &self,
         k: &mut Kernel,
         (m_size, n_size, k_size): (Val, Val, Val),
-        (a_ptr, b_ptr): (PtrVal<f16>, PtrVal<f16>),
+        (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
         epilogue: impl Fn(&mut Kernel, usize, &[RegisterTensor<f32>], Val, Val),
         finish: impl Fn(&mut Kernel, usize),
     ) {

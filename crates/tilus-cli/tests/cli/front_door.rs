@@ -563,6 +563,29 @@ fn bench_matmul_checks_bracketed_settings_and_the_entry_point_before_the_gpu() {
     o.assert_code(1).assert_stderr("no CUDA GPU is usable");
 }
 
+/// `--dtype` is checked before the GPU is looked for: bf16 runs the versions that have a bf16
+/// kernel (v6, split_k, matmul), and names them when asked for another.
+#[test]
+fn bench_matmul_checks_the_operand_type_before_the_gpu() {
+    let o = tilus(&["bench", "matmul", "--dtype", "bf16", "--versions", "v6,v5"]).go();
+    o.assert_code(2)
+        .assert_stderr("`v5` has no bf16 kernel")
+        .assert_stderr("v6, split_k, matmul");
+    let o = tilus(&["bench", "matmul", "--dtype", "f32"]).go();
+    o.assert_code(2)
+        .assert_stderr("unknown --dtype `f32` (f16, bf16)");
+    let o = tilus(&[
+        "bench",
+        "matmul",
+        "--dtype",
+        "bf16",
+        "--versions",
+        "v6,v6[cluster_m=2],split_k,matmul",
+    ])
+    .go();
+    o.assert_code(1).assert_stderr("no CUDA GPU is usable");
+}
+
 /// `tilus plot` draws the recorded rows, and says what is wrong with a file it cannot read.
 #[test]
 fn plot_draws_recorded_rows_and_names_a_missing_file() {

@@ -1,24 +1,25 @@
 //! The two checks every version's tests make: a configuration on the CPU interpreter against
 //! the f64 CPU reference, and a kernel on the GPU against cuBLAS (no NaN, every element within
-//! f16 tolerance, relative error under 1e-3).
+//! the operand type's tolerance, relative error under 1e-3); in f16, or bf16 for the kernels
+//! that take it.
 
-use half::f16;
 use hopper_matmul::harness::{self, Cublas, Problem, Rng};
-use hopper_matmul::run::{Matmul, MatmulArgs, Version};
+use hopper_matmul::operand::{MatmulArgsOf, Operand};
+use hopper_matmul::run::{Matmul, Version};
 use tilus::runtime::Device;
 use tilus::tune::Tunable;
 use tilus::Script;
 
 /// `config` on the interpreter at `(m, n, k)`, on inputs drawn from `seed`.
-pub fn on_interpreter<S: Script<Args = MatmulArgs>>(
+pub fn on_interpreter<T: Operand, S: Script<Args = MatmulArgsOf<T>>>(
     config: &S,
     (m, n, k): (usize, usize, usize),
     seed: u64,
 ) {
     let mut rng = Rng::new(seed);
-    let a = harness::seed_inputs(m * k, k, &mut rng);
-    let b = harness::seed_inputs(n * k, k, &mut rng);
-    let mut c = vec![f16::NAN; m * n];
+    let a = harness::seed_inputs::<T>(m * k, k, &mut rng);
+    let b = harness::seed_inputs::<T>(n * k, k, &mut rng);
+    let mut c = vec![T::NAN; m * n];
     tilus::interpret(
         config,
         (m as i32, n as i32, k as i32, &a[..], &b[..], &mut c[..]),
@@ -30,10 +31,15 @@ pub fn on_interpreter<S: Script<Args = MatmulArgs>>(
 }
 
 /// A version on the GPU at `(m, n, k)` against cuBLAS, on inputs drawn from `seed`.
-pub fn on_gpu(v: &dyn Version, device: &Device, (m, n, k): (usize, usize, usize), seed: u64) {
+pub fn on_gpu<T: Operand>(
+    v: &dyn Version<T>,
+    device: &Device,
+    (m, n, k): (usize, usize, usize),
+    seed: u64,
+) {
     let stream = device.stream().clone();
     let blas = Cublas::new(&stream).unwrap();
-    let mut p = Problem::new(&stream, m, n, k, seed).unwrap();
+    let mut p = Problem::<T>::new(&stream, m, n, k, seed).unwrap();
     blas.matmul(&stream, &p, true).unwrap();
     v.launch(&stream, &mut p).unwrap();
     stream.synchronize().unwrap();
@@ -44,7 +50,10 @@ pub fn on_gpu(v: &dyn Version, device: &Device, (m, n, k): (usize, usize, usize)
 }
 
 /// Each configuration, fixed, on the GPU at a square shape and a ragged one.
-pub fn forms_on_gpu<S: Tunable<Args = MatmulArgs>>(version: &'static str, forms: Vec<S>) {
+pub fn forms_on_gpu<T: Operand, S: Tunable<Args = MatmulArgsOf<T>>>(
+    version: &'static str,
+    forms: Vec<S>,
+) {
     let device = Device::open(0).expect("a Hopper GPU");
     for (i, config) in forms.into_iter().enumerate() {
         let v = Matmul::fixed(version, config, &device);
@@ -58,7 +67,7 @@ pub fn forms_on_gpu<S: Tunable<Args = MatmulArgs>>(version: &'static str, forms:
 }
 
 /// The autotuned kernel on the GPU at 4096³.
-pub fn autotuned_on_gpu<S: Tunable<Args = MatmulArgs>>(version: &'static str) {
+pub fn autotuned_on_gpu<T: Operand, S: Tunable<Args = MatmulArgsOf<T>>>(version: &'static str) {
     let device = Device::open(0).expect("a Hopper GPU");
     let v = Matmul::<S>::tuned(version, &device).unwrap();
     on_gpu(&v, &device, (4096, 4096, 4096), 7);

@@ -1,18 +1,32 @@
 //! The `Gemm` entry point on the GPU against cuBLAS: small M (where split-K competes with
 //! v6), large and ragged shapes (v6 alone), and a second call of a shape reusing its choice.
 
+use half::{bf16, f16};
 use hopper_matmul::gemm::{candidates, Gemm};
 use hopper_matmul::harness::{self, Cublas, Problem};
+use hopper_matmul::operand::Matmuls;
 use tilus::runtime::Device;
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gemm_matches_cublas_at_every_kind_of_shape() {
     hopper_matmul::test_cache!();
+    every_kind_of_shape::<f16>();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gemm_matches_cublas_at_every_kind_of_shape_in_bf16() {
+    hopper_matmul::test_cache!();
+    every_kind_of_shape::<bf16>();
+}
+
+/// The entry point in `T` at each kind of shape, called twice per shape.
+fn every_kind_of_shape<T: Matmuls>() {
     let device = Device::open(0).expect("a Hopper GPU");
     let stream = device.stream().clone();
     let blas = Cublas::new(&stream).unwrap();
-    let gemm = Gemm::new(&device).unwrap();
+    let gemm = Gemm::<T>::new(&device).unwrap();
     let shapes = [
         (1, 4096, 4096),
         (16, 4096, 4096),
@@ -21,7 +35,7 @@ fn gemm_matches_cublas_at_every_kind_of_shape() {
         (4096, 4096, 4096),
     ];
     for (i, &(m, n, k)) in shapes.iter().enumerate() {
-        let mut p = Problem::new(&stream, m, n, k, 500 + i as u64).unwrap();
+        let mut p = Problem::<T>::new(&stream, m, n, k, 500 + i as u64).unwrap();
         blas.matmul(&stream, &p, true).unwrap();
         for call in 0..2 {
             gemm.matmul(&stream, (m, n, k), &p.a, &p.b, &mut p.c)
@@ -34,7 +48,8 @@ fn gemm_matches_cublas_at_every_kind_of_shape() {
             assert!(candidates(m).contains(&kernel));
             assert!(
                 c.passed(),
-                "{m}x{n}x{k} call {call} on {}: {c:?}",
+                "{} {m}x{n}x{k} call {call} on {}: {c:?}",
+                T::NAME,
                 kernel.name()
             );
             assert!(c.rel_err < 1e-3, "{c:?}");

@@ -1,6 +1,8 @@
-//! Split-K on the GPU against cuBLAS at small M (and a ragged M), fixed and autotuned.
+//! Split-K on the GPU against cuBLAS at small M (and a ragged M), fixed and autotuned, f16 and
+//! bf16.
 
 use super::checks::on_gpu;
+use half::{bf16, f16};
 use hopper_matmul::split_k::{MatmulSplitK, SplitK};
 use tilus::runtime::Device;
 
@@ -16,7 +18,7 @@ fn split_k_matches_cublas_at_small_m() {
         (100, 1000, 1000),
     ];
     for (i, splits) in [2, 8].into_iter().enumerate() {
-        let v = SplitK::fixed(
+        let v = SplitK::<f16>::fixed(
             MatmulSplitK {
                 splits,
                 ..MatmulSplitK::default()
@@ -27,8 +29,13 @@ fn split_k_matches_cublas_at_small_m() {
             on_gpu(&v, &device, shape, (10 * i + j) as u64);
         }
     }
-    let tuned = SplitK::tuned(&device).unwrap();
+    let tuned = SplitK::<f16>::tuned(&device).unwrap();
     for (j, &shape) in shapes.iter().enumerate() {
         on_gpu(&tuned, &device, shape, 100 + j as u64);
+    }
+    // bf16: the same kernels on bf16 operands, autotuned
+    let tuned = SplitK::<bf16>::tuned(&device).unwrap();
+    for (j, &shape) in shapes.iter().enumerate() {
+        on_gpu(&tuned, &device, shape, 200 + j as u64);
     }
 }

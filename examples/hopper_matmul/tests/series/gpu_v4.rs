@@ -18,5 +18,5 @@ fn every_form_matches_cublas() {
 #[ignore = "needs a CUDA GPU"]
 fn autotuned_v4_is_correct_at_4096() {
     hopper_matmul::test_cache!();
-    autotuned_on_gpu::<MatmulPipelined>("v4");
+    autotuned_on_gpu::<_, MatmulPipelined>("v4");
 }

@@ -18,5 +18,5 @@ fn every_form_matches_cublas() {
 #[ignore = "needs a CUDA GPU"]
 fn autotuned_v5_is_correct_at_4096() {
     hopper_matmul::test_cache!();
-    autotuned_on_gpu::<MatmulCooperative>("v5");
+    autotuned_on_gpu::<_, MatmulCooperative>("v5");
 }

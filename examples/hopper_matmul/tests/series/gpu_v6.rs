@@ -3,6 +3,7 @@
 //! kernel at 4096³.
 
 use super::checks::{autotuned_on_gpu, forms_on_gpu};
+use hopper_matmul::operand::Bf16;
 use hopper_matmul::v6::MatmulPersistent;
 
 #[test]
@@ -18,5 +19,22 @@ fn every_form_matches_cublas() {
 #[ignore = "needs a CUDA GPU"]
 fn autotuned_v6_is_correct_at_4096() {
     hopper_matmul::test_cache!();
-    autotuned_on_gpu::<MatmulPersistent>("v6");
+    autotuned_on_gpu::<_, MatmulPersistent>("v6");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_form_matches_cublas_in_bf16() {
+    hopper_matmul::test_cache!();
+    let mut forms: Vec<Bf16<MatmulPersistent>> =
+        super::interp_v6::forms().into_iter().map(Bf16).collect();
+    forms.push(Bf16(MatmulPersistent::default()));
+    forms_on_gpu("v6", forms);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn autotuned_v6_is_correct_at_4096_in_bf16() {
+    hopper_matmul::test_cache!();
+    autotuned_on_gpu::<_, Bf16<MatmulPersistent>>("v6");
 }

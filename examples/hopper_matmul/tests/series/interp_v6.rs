@@ -4,6 +4,7 @@
 //! multiple of the stages); one block per tile as the ablation; ragged shapes.
 
 use super::checks::on_interpreter as check;
+use hopper_matmul::operand::Bf16;
 use hopper_matmul::v6::MatmulPersistent;
 
 /// v6 with 128 × 128 tiles and three stages: persistent in groups of two tile rows with the
@@ -44,5 +45,18 @@ fn every_form_is_exact_at_multiples_and_ragged_shapes() {
         check(config, (200, 300, 136), 70 + i as u64);
         // ragged, with rows a TMA store can take: the last tile's chunks are clipped
         check(config, (200, 296, 136), 80 + i as u64);
+    }
+}
+
+#[test]
+fn bf16_operands_are_exact_in_a_pair_and_alone() {
+    hopper_matmul::test_cache!();
+    // the same body on bf16: a persistent block alone with the TMA-store epilogue, and a
+    // pair sharing B, ragged in every dimension but K's alignment
+    for (i, config) in [forms()[0].clone(), forms()[3].clone()]
+        .into_iter()
+        .enumerate()
+    {
+        check(&Bf16(config), (200, 296, 136), 90 + i as u64);
     }
 }

@@ -66,3 +66,28 @@ fn the_tma_store_epilogue_stores_the_accumulator_with_stmatrix() {
         "stores from registers go straight to global memory"
     );
 }
+
+#[test]
+fn v6_on_bf16_compiles_to_bf16_products_without_spills() {
+    hopper_matmul::test_cache!();
+    use hopper_matmul::operand::Bf16;
+    let pair = MatmulPersistent {
+        cluster_m: 2,
+        ..MatmulPersistent::default()
+    };
+    for config in [MatmulPersistent::default(), pair] {
+        let script = Bf16(config);
+        let src = tilus::emit(&script, &[4096, 4096]).unwrap();
+        assert!(src.contains(".bf16.bf16"), "bf16 WGMMA: {script:?}");
+        assert!(
+            !src.contains(".f16.f16"),
+            "no f16 WGMMA is left: {script:?}"
+        );
+        assert!(
+            src.contains("hopper_matmul_v6_bf16"),
+            "named apart from f16"
+        );
+        let c = tilus::build(&script, &[4096, 4096]).unwrap();
+        assert_eq!(c.report.spill_stores, 0, "{script:?}: {:?}", c.report);
+    }
+}

@@ -1,0 +1,152 @@
+//! The operand types of the matmuls: f16 and bf16 (f32 accumulation for both). [`Operand`]
+//! says what the host side needs of one — drawing inputs, reading outputs, cuBLAS's name for
+//! it, how close an output must be to cuBLAS's — and [`Bf16`] runs a kernel of the series on
+//! bf16 operands: the same configuration, search space and body, with the element type
+//! swapped.
+
+use crate::harness::Tolerance;
+use crate::split_k::{MatmulSplitK, SplitKReduce};
+use crate::v6::MatmulPersistent;
+use half::{bf16, f16};
+use std::fmt::{self, Debug};
+use tilus::cudarc::cublas::sys::cudaDataType;
+use tilus::cudarc::driver::{DeviceRepr, ValidAsZeroBits};
+use tilus::lang::Element;
+use tilus::prelude::{Const, Ptr, PtrMut};
+use tilus::tune::{Binding, Space, Tunable};
+
+/// An element type of A, B and C.
+pub trait Operand:
+    Element + DeviceRepr + ValidAsZeroBits + tilus::interp::Pod + Debug + Default + Unpin
+{
+    /// Its name in tables and recorded results (`f16`, `bf16`).
+    const NAME: &'static str;
+    /// cuBLAS's name for it.
+    const CUBLAS: cudaDataType;
+    /// How far an output may be from cuBLAS's (one rounding step of the type apart).
+    const TOLERANCE: Tolerance;
+    /// Not a number (what unwritten outputs are poisoned with).
+    const NAN: Self;
+    /// The nearest value to `x`.
+    fn from_f64(x: f64) -> Self;
+    /// The value as f64 (exact).
+    fn to_f64(self) -> f64;
+}
+
+impl Operand for f16 {
+    const NAME: &'static str = "f16";
+    const CUBLAS: cudaDataType = cudaDataType::CUDA_R_16F;
+    const TOLERANCE: Tolerance = Tolerance::F16;
+    const NAN: f16 = f16::NAN;
+    fn from_f64(x: f64) -> f16 {
+        f16::from_f64(x)
+    }
+    fn to_f64(self) -> f64 {
+        f16::to_f64(self)
+    }
+}
+
+impl Operand for bf16 {
+    const NAME: &'static str = "bf16";
+    const CUBLAS: cudaDataType = cudaDataType::CUDA_R_16BF;
+    const TOLERANCE: Tolerance = Tolerance::BF16;
+    const NAN: bf16 = bf16::NAN;
+    fn from_f64(x: f64) -> bf16 {
+        bf16::from_f64(x)
+    }
+    fn to_f64(self) -> f64 {
+        bf16::to_f64(self)
+    }
+}
+
+/// Kernel `S` of the series on bf16 operands (see the module documentation). Its kernel name
+/// is `S`'s with `_bf16` after it; its configurations print as `S`'s.
+#[derive(Clone, PartialEq, Eq, Hash, Default)]
+pub struct Bf16<S>(pub S);
+
+impl<S: Debug> Debug for Bf16<S> {
+    /// As the f16 kernel's configuration (the element type is in the kernel's name).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The f16 kernel's space, point for point.
+impl<S: Tunable> Tunable for Bf16<S>
+where
+    Bf16<S>: tilus::Script,
+{
+    fn space() -> Space {
+        S::space()
+    }
+    fn from_binding(binding: &Binding) -> Result<Self, String> {
+        S::from_binding(binding).map(Bf16)
+    }
+    fn to_binding(&self) -> Option<Binding> {
+        self.0.to_binding()
+    }
+}
+
+/// The kernels of the series that take operand type `T`: what [`crate::split_k::SplitK`] and
+/// [`crate::gemm::Gemm`] launch for it.
+pub trait Matmuls: Operand {
+    /// v6.
+    type V6: Tunable<Args = MatmulArgsOf<Self>> + AsRef<MatmulPersistent>;
+    /// Split-K's partial products.
+    type Partials: Tunable<Args = PartialsArgsOf<Self>> + AsRef<MatmulSplitK>;
+    /// Split-K's sum.
+    type Reduce: tilus::Script<Args = ReduceArgsOf<Self>>;
+    /// The partials' kernel with this configuration.
+    fn partials(config: MatmulSplitK) -> Self::Partials;
+    /// The sum's kernel.
+    fn reduce() -> Self::Reduce;
+}
+
+/// A matmul's arguments `(m, n, k, a, b, c)` in `T`.
+pub type MatmulArgsOf<T> = (i32, Const<i32>, Const<i32>, Ptr<T>, Ptr<T>, PtrMut<T>);
+/// Split-K's partials' arguments `(m, n, k, a, b, workspace)`.
+pub type PartialsArgsOf<T> = (i32, Const<i32>, Const<i32>, Ptr<T>, Ptr<T>, PtrMut<f32>);
+/// Split-K's sum's arguments `(m, n, splits, workspace, c)`.
+pub type ReduceArgsOf<T> = (i32, Const<i32>, Const<i32>, Ptr<f32>, PtrMut<T>);
+
+impl Matmuls for f16 {
+    type V6 = MatmulPersistent;
+    type Partials = MatmulSplitK;
+    type Reduce = SplitKReduce;
+    fn partials(config: MatmulSplitK) -> MatmulSplitK {
+        config
+    }
+    fn reduce() -> SplitKReduce {
+        SplitKReduce
+    }
+}
+
+impl Matmuls for bf16 {
+    type V6 = Bf16<MatmulPersistent>;
+    type Partials = Bf16<MatmulSplitK>;
+    type Reduce = Bf16<SplitKReduce>;
+    fn partials(config: MatmulSplitK) -> Bf16<MatmulSplitK> {
+        Bf16(config)
+    }
+    fn reduce() -> Bf16<SplitKReduce> {
+        Bf16(SplitKReduce)
+    }
+}
+
+impl<S> AsRef<S> for Bf16<S> {
+    fn as_ref(&self) -> &S {
+        &self.0
+    }
+}
+
+impl AsRef<MatmulPersistent> for MatmulPersistent {
+    fn as_ref(&self) -> &MatmulPersistent {
+        self
+    }
+}
+
+impl AsRef<MatmulSplitK> for MatmulSplitK {
+    fn as_ref(&self) -> &MatmulSplitK {
+        self
+    }
+}
