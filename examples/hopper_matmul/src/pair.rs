@@ -4,7 +4,7 @@
 //! (`[stages, block_n / 2, block_k]` each) and each consumer warp group multiplies its half
 //! of A by both, into two accumulators of `block_n / 2` columns. A stage is written by both
 //! producers (its B halves), so the consumers of both blocks free it in both blocks: each
-//! empty barrier counts 512 arrivals, 256 from each block.
+//! empty barrier counts four arrivals, one from each consumer warp group of either block.
 
 use crate::v5::{copy_a_halves, operands, CooperativeShape};
 use tilus::lang::Element;
@@ -44,8 +44,8 @@ impl<T: Element> PairRing<T> {
             k.name_next("sb1")
                 .shared_tensor::<T>([stages, half_n, shape.block_k]),
         ];
-        // both consumer warp groups of both blocks release each stage: 512 arrivals
-        let pipe = Pipeline::new(k, stages as u32, 512);
+        // both consumer warp groups of both blocks release each stage, one arrival each
+        let pipe = Pipeline::new(k, stages as u32, 4);
         let stage_bytes =
             2 * sa[0].at(Val::constant(0)).nbytes() + 2 * sb[0].at(Val::constant(0)).nbytes();
         let rank = k.cluster_rank();
@@ -129,5 +129,17 @@ impl<T: Element> PairRing<T> {
         k.wgmma().commit_group();
         k.wgmma().wait_group(1);
         drop(slot);
+    }
+    /// Frees ring step `step`'s stage in both blocks on behalf of the calling consumer warp
+    /// group: one of its threads arrives here and in the partner (see
+    /// [`crate::v5::Cooperative::release`]).
+    #[track_caller]
+    pub fn release(&self, k: &mut Kernel, step: impl Into<Scalar>) {
+        let step = step.into();
+        let partner = Scalar::from(self.partner);
+        k.single_thread(|k| {
+            self.pipe
+                .consumer_release_step_in_cluster(k, step, &[partner])
+        });
     }
 }

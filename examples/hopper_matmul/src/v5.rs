@@ -2,7 +2,7 @@
 //! (threads 0-127) and warp group 1 (threads 128-255), each with its own
 //! `[block_m / 2, block_n]` accumulator, reading its own half of A and the whole B tile of a
 //! stage; a producer after them fills the ring with three TMA copies per stage (A's two halves
-//! and B). The empty barrier of a stage counts both warp groups' 256 arrivals. Twice the work
+//! and B). The empty barrier of a stage counts one arrival per warp group. Twice the work
 //! per stage for the same copies of B, and two warp groups to keep the tensor cores busy.
 //!
 //! `C = A · Bᵀ` with A `[M, K]`, B `[N, K]` (both K-major), C `[M, N]`; f16 in, f32
@@ -110,7 +110,6 @@ impl MatmulCooperative {
         let k_tiles = k.name_next("k_tiles").let_i32(cdiv(k_size, self.block_k));
 
         let ring = Cooperative::new(k, self.shape(), (m_size, n_size, k_size), (a_ptr, b_ptr));
-        let pipe = &ring.pipe;
 
         // the producer: the first warp of the producer's group issues the three copies of a
         // stage once it is empty (one elected lane each)
@@ -137,7 +136,7 @@ impl MatmulCooperative {
                 k.for_range_unrolled(0, k_tiles, 1, self.stages.max(1) as u32, |k, i| {
                     ring.multiply(k, g, i, &acc);
                     // this step's stage is freed by the next step, once its product is done
-                    pipe.consumer_release_step(k, i - 1);
+                    ring.release(k, i - 1);
                 });
                 k.wgmma().wait_group(0);
                 let rows = k.name_next("rows").let_i32(offset_m + half_m * g as i32);
@@ -233,8 +232,8 @@ impl<T: Element> Cooperative<T> {
         let sb = k
             .name_next("sb")
             .shared_tensor::<T>([stages, shape.block_n, shape.block_k]);
-        // both consumer warp groups release each stage: 256 arrivals
-        let pipe = Pipeline::new(k, stages as u32, 256);
+        // both consumer warp groups release each stage, one arrival each
+        let pipe = Pipeline::new(k, stages as u32, 2);
         let stage_bytes =
             2 * sa[0].at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
         Cooperative {
@@ -299,5 +298,15 @@ impl<T: Element> Cooperative<T> {
         k.wgmma().wait_group(1);
         // released later, by step (the slot's stage is named by its step number)
         drop(slot);
+    }
+    /// Frees ring step `step`'s stage (nothing for a negative step) on behalf of the calling
+    /// consumer warp group: one of its threads arrives, once the group's products that read
+    /// the stage are complete (a WGMMA is one operation of the whole warp group, so its
+    /// completion, seen by any of its threads, is the group's). One arrival per warp group
+    /// instead of one per thread: the barrier's atomics are off the consumers' path.
+    #[track_caller]
+    pub fn release(&self, k: &mut Kernel, step: impl Into<Scalar>) {
+        let step = step.into();
+        k.single_thread(|k| self.pipe.consumer_release_step(k, step));
     }
 }

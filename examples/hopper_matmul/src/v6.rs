@@ -265,10 +265,13 @@ enum Ring<T: Element> {
 }
 
 impl<T: Element> Ring<T> {
-    fn pipe(&self) -> &Pipeline {
+    /// Frees ring step `step`'s stage for the calling consumer warp group (in both blocks of
+    /// a pair).
+    #[track_caller]
+    fn release(&self, k: &mut Kernel, step: Scalar) {
         match self {
-            Ring::One(r) => &r.pipe,
-            Ring::Pair(r) => &r.pipe,
+            Ring::One(r) => r.release(k, step),
+            Ring::Pair(r) => r.release(k, step),
         }
     }
 }
@@ -323,7 +326,6 @@ impl MatmulPersistent {
         } else {
             Ring::One(Cooperative::new(k, shape, dims, (a_ptr, b_ptr)))
         };
-        let pipe = ring.pipe();
         let rank = match &ring {
             Ring::Pair(r) => Scalar::from(r.rank),
             Ring::One(_) => Scalar::from(0),
@@ -362,12 +364,7 @@ impl MatmulPersistent {
         // the consumers: warp group g multiplies its half of A by B, one product in flight;
         // a tile's last stage is freed as soon as its product is done, before the epilogue
         // (in a pair, in both blocks: both producers fill it)
-        let release = |k: &mut Kernel, step: Scalar| match &ring {
-            Ring::One(_) => pipe.consumer_release_step(k, step),
-            Ring::Pair(r) => {
-                pipe.consumer_release_step_in_cluster(k, step, &[Scalar::from(r.partner)])
-            }
-        };
+        let release = |k: &mut Kernel, step: Scalar| ring.release(k, step);
         for g in 0..2 {
             k.thread_group(128 * g as u32, 128, |k| {
                 k.set_max_registers(CONSUMER_REGISTERS);
