@@ -1,8 +1,9 @@
 //! The ring of a pair of cooperative blocks (a cluster of two along M) that share their B
 //! tile: each block copies its own A halves, and half of the B tile, multicast into both
-//! blocks, so that B is read from L2 once per pair. B is staged as two half tiles
-//! (`[stages, block_n / 2, block_k]` each) and each consumer warp group multiplies its half
-//! of A by both, into two accumulators of `block_n / 2` columns. A stage is written by both
+//! blocks, so that B is read from L2 once per pair. B is staged whole (`[stages, block_n,
+//! block_k]`); the producers' halves land in its two halves of rows (`rows`), so each consumer
+//! warp group multiplies its half of A by all of it in one WGMMA per K step, as in a block
+//! alone. A stage is written by both
 //! producers (its B halves), so the consumers of both blocks free it in both blocks: each
 //! empty barrier counts four arrivals, one from each consumer warp group of either block.
 
@@ -15,7 +16,7 @@ pub struct PairRing<T: Element = f16> {
     ga: GlobalTensor<T>,
     gb: GlobalTensor<T>,
     sa: [SharedTensor<T>; 2],
-    sb: [SharedTensor<T>; 2],
+    sb: SharedTensor<T>,
     /// The ring's barriers (the callers release its stages, here and in the partner).
     pub pipe: Pipeline,
     stage_bytes: i32,
@@ -36,18 +37,15 @@ impl<T: Element> PairRing<T> {
         (m_size, n_size, k_size): (Val, Val, Val),
         (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
     ) -> PairRing<T> {
-        let (stages, half_n) = (shape.stages.max(1), shape.block_n / 2);
+        let stages = shape.stages.max(1);
         let (ga, gb, sa) = operands(k, shape, (m_size, n_size, k_size), (a_ptr, b_ptr));
-        let sb = [
-            k.name_next("sb0")
-                .shared_tensor::<T>([stages, half_n, shape.block_k]),
-            k.name_next("sb1")
-                .shared_tensor::<T>([stages, half_n, shape.block_k]),
-        ];
+        let sb = k
+            .name_next("sb")
+            .shared_tensor::<T>([stages, shape.block_n, shape.block_k]);
         // both consumer warp groups of both blocks release each stage, one arrival each
         let pipe = Pipeline::new(k, stages as u32, 4);
         let stage_bytes =
-            2 * sa[0].at(Val::constant(0)).nbytes() + 2 * sb[0].at(Val::constant(0)).nbytes();
+            2 * sa[0].at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
         let rank = k.cluster_rank();
         let rank = k.name_next("rank").let_i32(rank);
         let partner = k.name_next("partner").let_i32(Scalar::from(1) - rank);
@@ -92,12 +90,12 @@ impl<T: Element> PairRing<T> {
         k.if_else(
             rank.eq_(0),
             |k| {
-                let b = self.sb[0].at(stage);
+                let b = self.sb.at(stage).rows(0, half_n);
                 k.tma()
                     .global_to_shared_multicast(&self.gb, &b, [offset_nb, offset_k], bar, 0b11);
             },
             |k| {
-                let b = self.sb[1].at(stage);
+                let b = self.sb.at(stage).rows(half_n, half_n);
                 k.tma()
                     .global_to_shared_multicast(&self.gb, &b, [offset_nb, offset_k], bar, 0b11);
             },
@@ -105,27 +103,21 @@ impl<T: Element> PairRing<T> {
     }
 
     /// Consumer warp group `g`'s ring step `step`: waits for its stage, multiplies its half of
-    /// A by both halves of B into `acc` (`block_n / 2` columns each) and keeps those
-    /// products in flight (`wait_group(1)`); the stage is the caller's to release, here and in
-    /// the partner.
+    /// A by the whole B tile (both producers' halves) into `acc` and keeps that product in
+    /// flight (`wait_group(1)`); the stage is the caller's to release, here and in the partner.
     #[track_caller]
     pub fn multiply(
         &self,
         k: &mut Kernel,
         g: usize,
         step: impl Into<Scalar>,
-        acc: &[RegisterTensor<f32>; 2],
+        acc: &RegisterTensor<f32>,
     ) {
         let slot = self.pipe.consumer_acquire(k, step);
         let stage = slot.stage();
         k.wgmma().fence();
-        for (half, acc) in acc.iter().enumerate() {
-            k.wgmma().mma(
-                &self.sa[g].at(stage),
-                &self.sb[half].at(stage).transpose(),
-                acc,
-            );
-        }
+        k.wgmma()
+            .mma(&self.sa[g].at(stage), &self.sb.at(stage).transpose(), acc);
         k.wgmma().commit_group();
         k.wgmma().wait_group(1);
         drop(slot);

@@ -136,10 +136,7 @@ impl MatmulPersistent {
             (m_size, n_size, k_size),
             (a_ptr, b_ptr),
             |k, g, acc, rows, cols| {
-                let casted: Vec<RegisterTensor<T>> = acc
-                    .iter()
-                    .map(|a| k.name_next("casted").cast::<T>(a))
-                    .collect();
+                let casted = k.name_next("casted").cast::<T>(acc);
                 stores.store(k, g, rows, cols, |k, j| {
                     columns(k, (&casted, self.block_n), j * STORE_CHUNK, STORE_CHUNK)
                 });
@@ -241,20 +238,18 @@ impl MatmulPersistent {
     }
 }
 
-/// Columns `start .. start + width` of an accumulator of `total` columns held in equal
-/// parts side by side (`parts[0]` the first columns): within one part.
+/// Columns `start .. start + width` of a tile of `total` columns (the whole tile when they
+/// are all of it).
 pub fn columns<T: tilus::lang::Element>(
     k: &mut Kernel,
-    (parts, total): (&[RegisterTensor<T>], i32),
+    (tile, total): (&RegisterTensor<T>, i32),
     start: i32,
     width: i32,
 ) -> RegisterTensor<T> {
-    let part_width = total / parts.len().max(1) as i32;
-    let part = &parts[(start / part_width) as usize];
-    if parts.len() == 1 && width == part_width {
-        return *part;
+    if start == 0 && width == total {
+        return *tile;
     }
-    k.slice(part, 1, start % part_width, width)
+    k.slice(tile, 1, start, width)
 }
 
 /// The two rings v6 runs on: a block's own ([`Cooperative`]), or a pair's sharing B
@@ -265,6 +260,15 @@ enum Ring<T: Element> {
 }
 
 impl<T: Element> Ring<T> {
+    /// Consumer warp group `g`'s ring step `step` into `acc` (one product in flight).
+    #[track_caller]
+    fn multiply(&self, k: &mut Kernel, g: usize, step: Scalar, acc: &RegisterTensor<f32>) {
+        match self {
+            Ring::One(r) => r.multiply(k, g, step, acc),
+            Ring::Pair(r) => r.multiply(k, g, step, acc),
+        }
+    }
+
     /// Frees ring step `step`'s stage for the calling consumer warp group (in both blocks of
     /// a pair).
     #[track_caller]
@@ -279,16 +283,14 @@ impl<T: Element> Ring<T> {
 impl MatmulPersistent {
     /// Everything but the epilogue: the grid, the warps, the ring and its producer, and both
     /// consumer warp groups' loops over their tiles. For each tile, consumer warp group `g`
-    /// runs `epilogue(k, g, acc, rows, cols)` on its `[block_m / 2, block_n]` accumulator
-    /// (in parts side by side: one, or two of `block_n / 2` columns in a pair; see
-    /// [`columns`]), whose first element is C's `(rows, cols)`; after its last tile,
-    /// `finish(k, g)`.
+    /// runs `epilogue(k, g, acc, rows, cols)` on its `[block_m / 2, block_n]` accumulator,
+    /// whose first element is C's `(rows, cols)`; after its last tile, `finish(k, g)`.
     pub fn tiles<T: Element>(
         &self,
         k: &mut Kernel,
         (m_size, n_size, k_size): (Val, Val, Val),
         (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
-        epilogue: impl Fn(&mut Kernel, usize, &[RegisterTensor<f32>], Val, Val),
+        epilogue: impl Fn(&mut Kernel, usize, &RegisterTensor<f32>, Val, Val),
         finish: impl Fn(&mut Kernel, usize),
     ) {
         let pair = self.cluster_m == 2;
@@ -369,18 +371,12 @@ impl MatmulPersistent {
             k.thread_group(128 * g as u32, 128, |k| {
                 k.set_max_registers(CONSUMER_REGISTERS);
                 for_each_tile(k, &|k, done, offset_m, offset_n| {
-                    let acc: Vec<RegisterTensor<f32>> = (0..per_unit)
-                        .map(|_| {
-                            k.name_next("acc")
-                                .register_tensor::<f32>([half_m, self.block_n / per_unit], 0.0)
-                        })
-                        .collect();
+                    let acc = k
+                        .name_next("acc")
+                        .register_tensor::<f32>([half_m, self.block_n], 0.0);
                     k.name_next("i");
                     k.for_range_unrolled(0, k_tiles, 1, stages as u32, |k, i| {
-                        match &ring {
-                            Ring::One(r) => r.multiply(k, g, done + i, &acc[0]),
-                            Ring::Pair(r) => r.multiply(k, g, done + i, &[acc[0], acc[1]]),
-                        }
+                        ring.multiply(k, g, done + i, &acc);
                         // this step's stage is freed by the next step (or after the tile)
                         k.if_(i.gt(0), |k| release(k, done + i - 1));
                     });

@@ -113,6 +113,18 @@ impl AddressArith for CExpr {
 /// `stage_bytes` apart, each aligned for the swizzle).
 pub(super) fn view_base(e: &Emitter, v: &SharedView) -> String {
     let d = e.p.shared(v.tensor);
+    let rows = v.row_offset_elems(&d.shape) * d.dtype.nbytes() as i64;
+    let base = stage_base(e, v);
+    if rows == 0 {
+        base
+    } else {
+        format!("({base} + {rows}u)")
+    }
+}
+
+/// The shared-space address of the first byte of a view's tile or stage.
+fn stage_base(e: &Emitter, v: &SharedView) -> String {
+    let d = e.p.shared(v.tensor);
     match &v.stage {
         None => d.name.clone(),
         Some(stage) => {

@@ -106,10 +106,14 @@ pub(crate) fn place(
 ) -> R<Placed> {
     let p = b.program();
     let Span { range, stage } = bytes(b, task, v.tensor, v.stage.as_ref(), what, loc)?;
-    let l = layout_of(b, v.tensor, loc)?;
-    let layout = match stage {
-        Some(_) => l.stage_layout(),
-        None => l.clone(),
+    layout_of(b, v.tensor, loc)?;
+    let layout = p.sview_layout(v).expect("the tile's layout was just found");
+    // rows of a tile or stage: from their first byte, as many bytes as they hold
+    let d = p.shared(v.tensor);
+    let start = range.0 + (v.row_offset_elems(&d.shape) * d.dtype.nbytes() as i64) as u64;
+    let range = match v.rows {
+        Some(_) => (start, start + layout.nbytes() as u64),
+        None => range,
     };
     Ok(Placed {
         tensor: v.tensor,

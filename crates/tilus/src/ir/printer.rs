@@ -93,6 +93,9 @@ impl Names<'_> {
         if let Some(stage) = &v.stage {
             n = format!("{n}[{}]", self.e(stage));
         }
+        if let Some((start, len)) = v.rows {
+            n = format!("{n}.rows({start}, {len})");
+        }
         if v.transposed {
             n.push_str(".T");
         }

@@ -156,10 +156,16 @@ impl Program {
     /// stage's layout for `at`); `None` before layouts are inferred.
     pub fn sview_layout(&self, v: &super::SharedView) -> Option<crate::layout::SharedLayout> {
         let l = self.shared(v.tensor).layout.as_ref()?;
-        Some(match v.stage {
+        let mut l = match v.stage {
             Some(_) => l.stage_layout(),
             None => l.clone(),
-        })
+        };
+        // rows start at the swizzle's alignment (the verifier's rule): the same layout, fewer
+        // rows
+        if let (Some((_, len)), 2) = (v.rows, l.shape.len()) {
+            l.shape[0] = len;
+        }
+        Some(l)
     }
 
     /// A fresh statement identity.

@@ -166,7 +166,8 @@ pub struct BarrierRef {
 }
 
 /// A shared tile as an instruction sees it: the tile itself or one stage of it (its leading
-/// dimension indexed by a scalar, `at`), possibly through a transpose. Views move no data.
+/// dimension indexed by a scalar, `at`), possibly some of its rows (`rows`), possibly through a
+/// transpose. Views move no data.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SharedView {
     /// The tile.
@@ -176,6 +177,9 @@ pub struct SharedView {
     pub stage: Option<Expr>,
     /// Whether the (last) two dimensions are swapped.
     pub transposed: bool,
+    /// `(start, len)`: rows `start .. start + len` of a two-dimensional tile (or stage), the
+    /// first of its two dimensions as stored; `None`: every row.
+    pub rows: Option<(i64, i64)>,
 }
 
 impl SharedView {
@@ -185,15 +189,33 @@ impl SharedView {
             tensor,
             stage: None,
             transposed: false,
+            rows: None,
         }
     }
 
-    /// The extents of the elements the view covers, as stored (a stage's, for `at`), given the
-    /// tile's shape.
+    /// The extents of the elements the view covers, as stored (a stage's, for `at`; `len` rows
+    /// for `rows`), given the tile's shape.
     pub fn stored_shape(&self, tile: &[i64]) -> Vec<i64> {
-        match self.stage {
+        let mut s = match self.stage {
             Some(_) => tile.get(1..).unwrap_or_default().to_vec(),
             None => tile.to_vec(),
+        };
+        if let (Some((_, len)), 2) = (self.rows, s.len()) {
+            s[0] = len;
+        }
+        s
+    }
+
+    /// Elements from the first element of the tile (or stage) to the view's first, as stored
+    /// row-major (rows `start ..` of a `[rows, cols]` tile start `start · cols` elements in).
+    pub fn row_offset_elems(&self, tile: &[i64]) -> i64 {
+        let s = match self.stage {
+            Some(_) => tile.get(1..).unwrap_or_default(),
+            None => tile,
+        };
+        match (self.rows, s) {
+            (Some((start, _)), [_, cols]) => start * cols,
+            _ => 0,
         }
     }
 

@@ -24,6 +24,10 @@ pub struct SharedTensor<T> {
     stage: Option<Val>,
     /// The extent of the leading dimension (the stages of `at`).
     leading: i32,
+    /// The extent of the second dimension (the rows of a stage, for `rows`).
+    second: i32,
+    /// Rows `(start, len)` of the tile or stage (`rows`).
+    rows: Option<(i32, i32)>,
     /// A misuse of the view functions, reported by the instruction that takes the view (the
     /// handle has no kernel to report to).
     misuse: Option<&'static str>,
@@ -74,6 +78,7 @@ impl<T> SharedTensor<T> {
     /// starts at the alignment its swizzle needs (the layout pads stages that would not).
     pub fn at(&self, stage: impl Into<Val>) -> SharedTensor<T> {
         let misuse = match (self.stage, self.transposed) {
+            _ if self.rows.is_some() => Some("at() of rows: take the stage first, then rows()"),
             (Some(_), _) => Some("at() of a stage: a view indexes the leading dimension once"),
             (None, true) => {
                 Some("at() of a transposed view: take the stage first, then transpose()")
@@ -90,12 +95,40 @@ impl<T> SharedTensor<T> {
         }
     }
 
+    /// Rows `start .. start + len` of a two-dimensional tile, or of one stage of a staged
+    /// tile (`sb.at(s).rows(128, 128)` of a `[stages, 256, 64]` tile is the stage's second
+    /// half, a `[128, 64]` tile): TMA copies, WGMMA operands, loads and stores accept it. The
+    /// rows must start a multiple of 1024 bytes into the tile (where a swizzle's pattern
+    /// starts again: 8 rows of 128 bytes), which the verifier checks.
+    pub fn rows(&self, start: i32, len: i32) -> SharedTensor<T> {
+        let misuse = match (self.rows, self.transposed) {
+            (Some(_), _) => Some("rows() of rows: a view takes rows once"),
+            (None, true) => {
+                Some("rows() of a transposed view: take the rows first, then transpose()")
+            }
+            (None, false) => self.misuse,
+        };
+        // the rows of a stage, or of the whole tile (whose first dimension is then the rows)
+        let total = if self.stage.is_some() {
+            self.second
+        } else {
+            self.leading
+        };
+        SharedTensor {
+            rows: Some((start, len)),
+            misuse,
+            nbytes: (self.nbytes as i64 * len.max(0) as i64 / total.max(1) as i64) as i32,
+            ..*self
+        }
+    }
+
     /// The IR view.
     pub(crate) fn view(&self) -> SharedView {
         SharedView {
             tensor: self.id,
             stage: self.stage.map(|v| Scalar::from(v).0),
             transposed: self.transposed,
+            rows: self.rows.map(|(s, l)| (s as i64, l as i64)),
         }
     }
 
@@ -272,16 +305,23 @@ impl Kernel {
         let cap = SharedTensor::<T>::NBYTES_CAP;
         let nbytes = i32::try_from(decl.nbytes()).unwrap_or(cap).min(cap);
         let leading = i32::try_from(decl.shape[0]).unwrap_or(i32::MAX);
+        let decl_second = decl
+            .shape
+            .get(1)
+            .map_or(1, |&d| i32::try_from(d).unwrap_or(i32::MAX));
         self.prog.shareds.push(decl);
         self.push(
             StmtKind::Inst(Inst::Memory(MemoryInst::AllocShared(id))),
             loc,
         );
+        let second = decl_second;
         SharedTensor {
             id,
             transposed: false,
             stage: None,
             leading,
+            second,
+            rows: None,
             misuse: None,
             nbytes,
             _t: PhantomData,

@@ -117,6 +117,11 @@ impl<'p> Checker<'p> {
     }
 }
 
+/// Where rows of a shared tile may start, in bytes from its first: the alignment of the
+/// widest swizzle (128-byte rows repeat their pattern every 1024 bytes), so that the rows are
+/// laid out as a tile of their own.
+pub const ROWS_ALIGN: i64 = 1024;
+
 impl Checker<'_> {
     /// Reports a shared view that names no elements: a stage of a tile without a further
     /// dimension, a boolean stage index (a float one is the scalar rule's, in
@@ -152,6 +157,39 @@ impl Checker<'_> {
                     );
                     self.err(loc, msg);
                 }
+            }
+        }
+        if let Some((start, len)) = v.rows {
+            let tile = match v.stage {
+                Some(_) => d.shape.get(1..).unwrap_or_default(),
+                None => &d.shape[..],
+            };
+            let bytes_per_row = tile.get(1).copied().unwrap_or(0) * d.dtype.nbytes() as i64;
+            let msg = if tile.len() != 2 {
+                Some(format!(
+                    "{what}: rows() takes rows of a two-dimensional tile or stage; `{}` has {}                      dimension(s) there",
+                    d.name,
+                    tile.len()
+                ))
+            } else if start < 0 || len < 1 || start + len > tile[0] {
+                Some(format!(
+                    "{what}: rows {start} .. {} of `{}`, which has {} rows",
+                    start + len,
+                    d.name,
+                    tile[0]
+                ))
+            } else if (start * bytes_per_row) % ROWS_ALIGN != 0 {
+                Some(format!(
+                    "{what}: rows of `{}` from row {start} start {} bytes into the tile, not a                      multiple of {ROWS_ALIGN} (a swizzle's pattern repeats every {ROWS_ALIGN} bytes:                      the rows must start where it does)",
+                    d.name,
+                    start * bytes_per_row
+                ))
+            } else {
+                None
+            };
+            if let Some(msg) = msg {
+                self.err(loc, msg);
+                return;
             }
         }
         if v.transposed && self.p.sview_stored_shape(v).len() < 2 {

@@ -31,6 +31,7 @@ fn name(c: &Checker, m: Memory, stage: Option<&Expr>) -> String {
             tensor: s,
             stage: stage.cloned(),
             transposed: false,
+            rows: None,
         }),
         Memory::Global(g) => c.p.global(g).name.clone(),
     }
