@@ -27,9 +27,7 @@ use tilus::prelude::*;
 #[tune(group_m = [1, 8])]
 #[tune(persistent = [1])]
 #[tune(tma_store = [0, 1])]
-// pairs (`cluster_m = 2`) are checked on the interpreter and through NVRTC, not yet on the
-// GPU: out of the space until they are (`--set cluster_m=2` runs them)
-#[tune(cluster_m = [1])]
+#[tune(cluster_m = [1, 2])]
 pub struct MatmulPersistent {
     /// Rows of C per tile: two warp groups of `block_m / 2` rows each (a multiple of 128).
     pub block_m: i32,

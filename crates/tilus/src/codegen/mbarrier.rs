@@ -53,13 +53,22 @@ pub(super) fn emit(e: &mut Emitter, i: &MbarrierInst) {
             );
             e.line(t);
         }
-        MbarrierInst::ArriveRemote { bar, rank } => {
-            e.use_helper(Helper::Mbarrier(MbarrierHelper::ArriveRemote));
+        MbarrierInst::ArriveRemote {
+            bar,
+            rank,
+            publishes,
+        } => {
+            let (helper, name) = if *publishes {
+                (MbarrierHelper::ArriveRemote, "tilus_mbarrier_arrive_remote")
+            } else {
+                (
+                    MbarrierHelper::ArriveRemoteAfterReads,
+                    "tilus_mbarrier_arrive_remote_after_reads",
+                )
+            };
+            e.use_helper(Helper::Mbarrier(helper));
             let a = address(e, bar);
-            let t = format!(
-                "tilus_mbarrier_arrive_remote({a}, (u32)({}));",
-                e.expr(rank)
-            );
+            let t = format!("{name}({a}, (u32)({}));", e.expr(rank));
             e.line(t);
         }
         MbarrierInst::Wait {
@@ -97,6 +106,8 @@ pub(crate) enum MbarrierHelper {
     WaitRelaxed,
     /// Arrival on the barrier at the same address in another block of the cluster.
     ArriveRemote,
+    /// The remote arrival without the cluster-scope release.
+    ArriveRemoteAfterReads,
 }
 
 /// The C++ text of a helper.
@@ -122,6 +133,16 @@ static __device__ __forceinline__ void tilus_fence_mbarrier_init() {
         .into(),
         MbarrierHelper::ArriveExpectTx => r#"static __device__ __forceinline__ void tilus_mbarrier_arrive_expect_tx(u32 bar, u32 bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+"#
+        .into(),
+        MbarrierHelper::ArriveRemoteAfterReads => r#"// One arrival on the barrier at `bar` in block `rank` of this cluster, saying that this
+// thread's reads of what the barrier guards are complete: nothing to publish, so no
+// cluster-scope release (whose fence would hold the warp until its memory operations are done).
+static __device__ __forceinline__ void tilus_mbarrier_arrive_remote_after_reads(u32 bar, u32 rank) {
+  u32 remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
 }
 "#
         .into(),

@@ -43,7 +43,7 @@ pub(crate) fn exec(
             }
             Ok(arrived(b, task, (a, idx), before, loc))
         }
-        MbarrierInst::ArriveRemote { bar, rank } => {
+        MbarrierInst::ArriveRemote { bar, rank, .. } => {
             let (a, idx) = resolve(b, task, bar, i.name(), loc)?;
             let to = value(b, task, rank, loc)?;
             let (own, size) = b.cluster_rank();

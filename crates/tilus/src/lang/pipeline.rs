@@ -211,9 +211,11 @@ impl Pipeline {
             };
             k.push(StmtKind::Inst(Inst::Mbarrier(here)), loc);
             for rank in others {
+                // the consumer's reads of the stage are complete: nothing to publish
                 let there = MbarrierInst::ArriveRemote {
                     bar: empty.to_ir(),
                     rank: rank.0.clone(),
+                    publishes: false,
                 };
                 k.push(StmtKind::Inst(Inst::Mbarrier(there)), loc);
             }

@@ -298,6 +298,8 @@ impl Script for ClusterPairs {
 #[derive(Clone, Debug, Hash)]
 pub struct ClusterSignals {
     pub to: i32,
+    /// Arrive with `arrive_remote_after_reads` (no cluster-scope release) instead.
+    pub after_reads: bool,
 }
 
 impl Script for ClusterSignals {
@@ -312,7 +314,11 @@ impl Script for ClusterSignals {
         let rank = k.cluster_rank();
         let partner = k.let_i32(Scalar::from(1) - rank);
         let to = partner + self.to;
-        mark("arrive_remote", line!(), k.mbarrier().arrive_remote(bar[0], to));
+        if self.after_reads {
+            mark("arrive_remote", line!(), k.mbarrier().arrive_remote_after_reads(bar[0], to));
+        } else {
+            mark("arrive_remote", line!(), k.mbarrier().arrive_remote(bar[0], to));
+        }
         k.mbarrier().wait(bar[0], 0u32);
         let g = k.global_view::<i32>(out, [blocks]);
         let b = k.let_i32(k.block_idx().x);

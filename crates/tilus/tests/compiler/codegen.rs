@@ -852,7 +852,13 @@ fn a_cluster_kernel_declares_its_clusters_and_compiles() {
 /// with release at cluster scope.
 #[test]
 fn a_remote_arrival_maps_the_barrier_into_the_other_block_and_compiles() {
-    let c = build(&crate::common::scripts::ClusterSignals { to: 0 }, &[]);
+    let c = build(
+        &crate::common::scripts::ClusterSignals {
+            to: 0,
+            after_reads: false,
+        },
+        &[],
+    );
     assert!(
         c.source.contains("mapa.shared::cluster.u32"),
         "{}",
@@ -868,6 +874,35 @@ fn a_remote_arrival_maps_the_barrier_into_the_other_block_and_compiles() {
         c.source
             .contains("tilus_mbarrier_arrive_remote(bar0, (u32)("),
         "{}",
+        c.source
+    );
+}
+
+/// A remote arrival after reads (what `Pipeline::consumer_release_step_in_cluster` issues)
+/// carries no cluster-scope release: nothing to publish, and that fence would hold the
+/// consumer's warp.
+#[test]
+fn a_remote_release_after_reads_carries_no_cluster_release() {
+    let script = crate::common::scripts::ClusterSignals {
+        to: 0,
+        after_reads: true,
+    };
+    let c = build(&script, &[]);
+    assert!(
+        c.source
+            .contains("tilus_mbarrier_arrive_remote_after_reads(bar"),
+        "{}",
+        c.source
+    );
+    assert!(
+        c.source
+            .contains("mbarrier.arrive.shared::cluster.b64 _, [%0];"),
+        "{}",
+        c.source
+    );
+    assert!(
+        !c.source.contains("mbarrier.arrive.release.cluster"),
+        "no publishing arrival is emitted: {}",
         c.source
     );
 }

@@ -308,9 +308,11 @@ fn a_cluster_barrier_one_block_skips_is_a_deadlock_at_its_line() {
 /// Each block completes its partner's barrier with remote arrivals: both waits return.
 #[test]
 fn blocks_of_a_cluster_complete_each_others_barriers() {
-    let mut out = vec![-1i32; 4];
-    run(&ClusterSignals { to: 0 }, (4, &mut out[..])).unwrap();
-    assert_eq!(out, vec![1000, 1, 1002, 3]);
+    for after_reads in [false, true] {
+        let mut out = vec![-1i32; 4];
+        run(&ClusterSignals { to: 0, after_reads }, (4, &mut out[..])).unwrap();
+        assert_eq!(out, vec![1000, 1, 1002, 3]);
+    }
 }
 
 /// An arrival on a rank the cluster does not have is a fault at the call.
@@ -318,7 +320,13 @@ fn blocks_of_a_cluster_complete_each_others_barriers() {
 fn a_remote_arrival_outside_the_cluster_is_a_fault_at_its_line() {
     let mut out = [-1i32; 2];
     expect_fault(
-        run(&ClusterSignals { to: 2 }, (2, &mut out[..])),
+        run(
+            &ClusterSignals {
+                to: 2,
+                after_reads: false,
+            },
+            (2, &mut out[..]),
+        ),
         Fault::Invalid,
         "arrive_remote",
         &["the cluster has 2 block(s)"],

@@ -1001,12 +1001,14 @@ fn clusters_of_two_meet_and_know_their_rank() {
 fn blocks_of_a_cluster_complete_each_others_barriers() {
     cache_dir();
     let device = Device::open(0).expect("a Hopper GPU");
-    let mut out = device.stream().clone_htod(&[-1i32; 4]).unwrap();
-    tilus::Jit::new(ClusterSignals { to: 0 }, &device)
-        .launch(device.stream(), (4, &mut out))
-        .unwrap();
-    let got = device.stream().clone_dtoh(&out).unwrap();
-    assert_eq!(got, vec![1000, 1, 1002, 3]);
+    for after_reads in [false, true] {
+        let mut out = device.stream().clone_htod(&[-1i32; 4]).unwrap();
+        tilus::Jit::new(ClusterSignals { to: 0, after_reads }, &device)
+            .launch(device.stream(), (4, &mut out))
+            .unwrap();
+        let got = device.stream().clone_dtoh(&out).unwrap();
+        assert_eq!(got, vec![1000, 1, 1002, 3], "after_reads {after_reads}");
+    }
 }
 
 /// Multicast on the GPU: each block of a pair loads half of a tile for both, and both end

@@ -87,6 +87,12 @@ fn v6_on_bf16_compiles_to_bf16_products_without_spills() {
             src.contains("hopper_matmul_v6_bf16"),
             "named apart from f16"
         );
+        if script.0.cluster_m == 2 {
+            assert!(
+                src.contains("tilus_mbarrier_arrive_remote_after_reads("),
+                "a pair frees its partner's stages without a cluster-scope release"
+            );
+        }
         let c = tilus::build(&script, &[4096, 4096]).unwrap();
         assert_eq!(c.report.spill_stores, 0, "{script:?}: {:?}", c.report);
     }

@@ -26,13 +26,18 @@ pub enum MbarrierInst {
         bytes: Expr,
     },
     /// Each executing thread arrives once on the barrier at the same place in block `rank` of
-    /// its cluster (`mapa` + `mbarrier.arrive.release.cluster`): a consumer freeing a stage
-    /// that a producer in another block fills.
+    /// its cluster (`mapa` + `mbarrier.arrive`): a consumer freeing a stage that a producer in
+    /// another block fills.
     ArriveRemote {
         /// The barrier (as this block names it; the other block's is at the same address).
         bar: BarrierRef,
         /// The receiving block's rank in the cluster.
         rank: Expr,
+        /// Whether the arrival publishes the thread's earlier writes to the threads that wait
+        /// there (release at cluster scope: a fence that waits for the thread's memory
+        /// operations); `false` for an arrival that only says reads are done
+        /// ([`crate::lang::Mbarrier::arrive_remote_after_reads`]).
+        publishes: bool,
     },
     /// Blocks until the barrier's phase with parity `phase` has completed.
     Wait {
@@ -111,8 +116,17 @@ impl MbarrierInst {
                     n.e(bytes)
                 )
             }
-            MbarrierInst::ArriveRemote { bar, rank } => {
-                format!("mbarrier.arrive_remote({}, rank={})", n.bar(bar), n.e(rank))
+            MbarrierInst::ArriveRemote {
+                bar,
+                rank,
+                publishes,
+            } => {
+                let what = if *publishes {
+                    "arrive_remote"
+                } else {
+                    "arrive_remote_after_reads"
+                };
+                format!("mbarrier.{what}({}, rank={})", n.bar(bar), n.e(rank))
             }
             MbarrierInst::Wait {
                 bar,

@@ -30,6 +30,8 @@ pub enum Mbarrier {
     WaitRelaxed(BarRef, Sc),
     /// `arrive_remote(barrier, rank)`.
     ArriveRemote(BarRef, Sc),
+    /// `arrive_remote_after_reads(barrier, rank)`.
+    ArriveRemoteAfterReads(BarRef, Sc),
 }
 
 impl Mbarrier {
@@ -81,6 +83,12 @@ impl Mbarrier {
                 1,
                 (bar(m), sc(m))
                     .prop_map(|(b, r)| Mbarrier::ArriveRemote(b, r).into())
+                    .boxed(),
+            ),
+            (
+                1,
+                (bar(m), sc(m))
+                    .prop_map(|(b, r)| Mbarrier::ArriveRemoteAfterReads(b, r).into())
                     .boxed(),
             ),
         ];
@@ -142,6 +150,11 @@ impl Mbarrier {
             Mbarrier::ArriveRemote(b, rank) => {
                 if let Some(b) = r.barrier(b) {
                     k.mbarrier().arrive_remote(b, r.scalar(rank));
+                }
+            }
+            Mbarrier::ArriveRemoteAfterReads(b, rank) => {
+                if let Some(b) = r.barrier(b) {
+                    k.mbarrier().arrive_remote_after_reads(b, r.scalar(rank));
                 }
             }
         }
