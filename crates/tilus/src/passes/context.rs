@@ -167,7 +167,7 @@ impl Checker<'_> {
             let bytes_per_row = tile.get(1).copied().unwrap_or(0) * d.dtype.nbytes() as i64;
             let msg = if tile.len() != 2 {
                 Some(format!(
-                    "{what}: rows() takes rows of a two-dimensional tile or stage; `{}` has {}                      dimension(s) there",
+                    "{what}: rows() takes rows of a two-dimensional tile or stage; `{}` has {} dimension(s) there",
                     d.name,
                     tile.len()
                 ))
@@ -180,7 +180,7 @@ impl Checker<'_> {
                 ))
             } else if (start * bytes_per_row) % ROWS_ALIGN != 0 {
                 Some(format!(
-                    "{what}: rows of `{}` from row {start} start {} bytes into the tile, not a                      multiple of {ROWS_ALIGN} (a swizzle's pattern repeats every {ROWS_ALIGN} bytes:                      the rows must start where it does)",
+                    "{what}: rows of `{}` from row {start} start {} bytes into the tile, not a multiple of {ROWS_ALIGN} (a swizzle's pattern repeats every {ROWS_ALIGN} bytes: the rows must start where it does)",
                     d.name,
                     start * bytes_per_row
                 ))

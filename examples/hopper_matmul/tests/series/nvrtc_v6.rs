@@ -92,6 +92,10 @@ fn v6_on_bf16_compiles_to_bf16_products_without_spills() {
                 src.contains("tilus_mbarrier_arrive_remote_after_reads("),
                 "a pair frees its partner's stages without a cluster-scope release"
             );
+            assert!(
+                src.contains("(u32)(stage) * 32768u) + 16384u)"),
+                "the second producer's half of B lands 128 rows (16 KiB) into the stage"
+            );
         }
         let c = tilus::build(&script, &[4096, 4096]).unwrap();
         assert_eq!(c.report.spill_stores, 0, "{script:?}: {:?}", c.report);

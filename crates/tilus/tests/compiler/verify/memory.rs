@@ -365,6 +365,67 @@ fn a_stage_of_a_stage() {
     .fails_once("load_shared: at() of a stage: a view indexes the leading dimension once");
 }
 
+// Rows of tiles and stages (`s.at(i).rows(start, len)`).
+
+#[test]
+fn rows_past_the_end_of_a_stage() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let s = k.shared_tensor::<f32>([2, 16, 32]);
+        let _ = at(line!(), k.load_shared(&s.at(0).rows(8, 16)));
+    })
+    .fails_once("load_shared: rows 8 .. 24 of `s0`, which has 16 rows");
+}
+
+#[test]
+fn rows_that_start_inside_a_swizzle_pattern() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        // rows of 128 bytes: row 4 starts 512 bytes in, in the middle of a 1024-byte pattern
+        let s = k.shared_tensor::<f32>([2, 16, 32]);
+        let _ = at(line!(), k.load_shared(&s.at(1).rows(4, 8)));
+    })
+    .fails_once("load_shared: rows of `s0` from row 4 start 512 bytes into the tile, not a multiple of 1024");
+}
+
+#[test]
+fn rows_of_a_tile_with_three_dimensions() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let s = k.shared_tensor::<f32>([2, 16, 32]);
+        let _ = at(line!(), k.load_shared(&s.rows(0, 1)));
+    })
+    .fails_once("load_shared: rows() takes rows of a two-dimensional tile or stage; `s0` has 3");
+}
+
+#[test]
+fn rows_of_rows_and_rows_of_a_transposed_view() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let s = k.shared_tensor::<f32>([2, 16, 32]);
+        let _ = at(line!(), k.load_shared(&s.at(0).rows(0, 16).rows(0, 8)));
+    })
+    .fails_once("load_shared: rows() of rows: a view takes rows once");
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let s = k.shared_tensor::<f32>([2, 16, 32]);
+        let r = k.register_tensor::<f32>([8, 16], 1.0);
+        at(line!(), k.store_shared(&s.at(0).transpose().rows(0, 8), &r));
+    })
+    .fails("rows() of a transposed view: take the rows first, then transpose()");
+}
+
+#[test]
+fn rows_that_start_with_the_swizzle_pattern_pass() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let s = k.shared_tensor::<f32>([2, 16, 32]);
+        let r = k.register_tensor::<f32>([8, 32], 1.0);
+        k.store_shared(&s.at(1).rows(8, 8), &r);
+    })
+    .compiles("rows 8 .. 16 of a stage of 128-byte rows start 1024 bytes in");
+}
+
 #[test]
 fn freeing_one_stage() {
     check::<OutF32>(|k, _| {
