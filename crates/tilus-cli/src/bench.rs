@@ -30,31 +30,25 @@ pub(crate) struct MatmulArgs {
 /// An operand type `bench matmul` runs: which of a version's kernels take it.
 trait BenchOperand: Operand + Matmuls {
     /// The version's fixed-configuration kernel in this type, if it has one.
-    fn fixed(mv: &MatmulVersion) -> Option<FixedOf<Self>>;
+    fn fixed(mv: &MatmulVersion) -> Option<registry::FixedFn<Self>>;
     /// The version's autotuned kernel in this type, if it has one.
-    fn tuned(mv: &MatmulVersion) -> Option<TunedOf<Self>>;
+    fn tuned(mv: &MatmulVersion) -> Option<registry::TunedFn<Self>>;
 }
 
-type FixedOf<T> = fn(
-    &registry::Settings,
-    &tilus::runtime::Device,
-) -> hopper_matmul::Result<(Box<dyn Version<T>>, String)>;
-type TunedOf<T> = fn(&tilus::runtime::Device) -> hopper_matmul::Result<Box<dyn Version<T>>>;
-
 impl BenchOperand for f16 {
-    fn fixed(mv: &MatmulVersion) -> Option<FixedOf<f16>> {
+    fn fixed(mv: &MatmulVersion) -> Option<registry::FixedFn<f16>> {
         Some(mv.fixed)
     }
-    fn tuned(mv: &MatmulVersion) -> Option<TunedOf<f16>> {
+    fn tuned(mv: &MatmulVersion) -> Option<registry::TunedFn<f16>> {
         Some(mv.tuned)
     }
 }
 
 impl BenchOperand for bf16 {
-    fn fixed(mv: &MatmulVersion) -> Option<FixedOf<bf16>> {
+    fn fixed(mv: &MatmulVersion) -> Option<registry::FixedFn<bf16>> {
         mv.bf16.map(|b| b.fixed)
     }
-    fn tuned(mv: &MatmulVersion) -> Option<TunedOf<bf16>> {
+    fn tuned(mv: &MatmulVersion) -> Option<registry::TunedFn<bf16>> {
         mv.bf16.map(|b| b.tuned)
     }
 }

@@ -29,11 +29,11 @@ use tilus::tune::Tunable;
 pub type Settings = [(String, i64)];
 
 /// Builds a matmul version with a fixed configuration: the kernel and its `name=value` pairs.
-pub type FixedFn = fn(&Settings, &Device) -> Result<(Box<dyn Version>, String)>;
+pub type FixedFn<T = half::f16> = fn(&Settings, &Device) -> Result<(Box<dyn Version<T>>, String)>;
 
 /// Builds an autotuned matmul version: bound to the device, tuned on its first launch of each
 /// new problem (or dispatched from the on-disk table).
-pub type TunedFn = fn(&Device) -> Result<Box<dyn Version>>;
+pub type TunedFn<T = half::f16> = fn(&Device) -> Result<Box<dyn Version<T>>>;
 
 /// How a kernel takes part in `tilus bench matmul` and `tilus soak`: as a version of the
 /// matmul series (the matmul [`Workload`]), checked and timed beside cuBLAS.
@@ -62,9 +62,9 @@ pub struct MatmulVersion {
 #[derive(Clone, Copy)]
 pub struct Bf16Version {
     /// The kernel with a fixed configuration, and that configuration.
-    pub fixed: fn(&Settings, &Device) -> Result<(Box<dyn Version<bf16>>, String)>,
+    pub fixed: FixedFn<bf16>,
     /// The autotuned kernel.
-    pub tuned: fn(&Device) -> Result<Box<dyn Version<bf16>>>,
+    pub tuned: TunedFn<bf16>,
 }
 
 /// Chooses the autotuned configuration of a kernel for these launch arguments (tuning on
