@@ -30,9 +30,9 @@ pub fn workspace_len(m: usize, n: usize, splits: usize) -> usize {
 /// The partial products. Fields are compile-time hyperparameters.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
 // deeper rings for the narrower tiles: a 256-column tile takes 40 KiB a stage
-#[tune(block_n, stages = [(128, 4), (128, 8), (256, 4)])]
+#[tune(block_n, stages = [(64, 8), (128, 4), (128, 8), (256, 4)])]
 #[tune(block_k = [64])]
-#[tune(splits = [2, 4, 8])]
+#[tune(splits = [2, 4, 8, 16])]
 pub struct MatmulSplitK {
     /// Columns of C per tile (one WGMMA covers up to 256).
     pub block_n: i32,
@@ -267,7 +267,7 @@ impl SplitKReduce {
 }
 
 /// The most splits the search space has: the workspace is sized for it.
-pub const MAX_SPLITS: usize = 8;
+pub const MAX_SPLITS: usize = 16;
 
 /// The partial products' kernel: a fixed configuration or the autotuned one.
 enum Partials<T: Matmuls> {
