@@ -1,10 +1,12 @@
-//! The matmul workload: `C = A · Bᵀ` with A `[m, k]`, B `[n, k]`, C `[m, n]` in f16, the
-//! arguments `(m, n, k, a, b, c)` every kernel of the series takes; inputs drawn as the seed
-//! draws them, the f64 CPU reference on the host and cuBLAS on the device.
+//! The matmul workload: `C = A · Bᵀ` with A `[m, k]`, B `[n, k]`, C `[m, n]` in f16 (or bf16,
+//! [`MATMUL_BF16`]), the arguments `(m, n, k, a, b, c)` every kernel of the series takes;
+//! inputs drawn as the seed draws them, the f64 CPU reference on the host and cuBLAS on the
+//! device.
 
 use crate::alloc;
 use crate::buffers::ptr;
 use crate::harness::{self, Check, Cublas, Problem, Rng};
+use crate::operand::Operand;
 use crate::size::Size;
 use crate::workload::{DeviceCase, HostCase, Workload};
 use crate::Result;
@@ -22,11 +24,14 @@ pub const DIMS: &[&str] = &["m", "n", "k"];
 /// type the kernels ran on.
 pub const DTYPE: tilus::ir::DType = <f16 as tilus::lang::Element>::DTYPE;
 
-/// The matmul workload (see the module documentation).
-pub struct Matmul;
+/// The matmul workload in operand type `T` (see the module documentation).
+pub struct Matmul<T: Operand = f16>(std::marker::PhantomData<T>);
 
-/// The one instance the registry points at.
-pub static MATMUL: Matmul = Matmul;
+/// The f16 workload the registry points at.
+pub static MATMUL: Matmul = Matmul(std::marker::PhantomData);
+
+/// The bf16 workload (v6 on bf16 operands).
+pub static MATMUL_BF16: Matmul<half::bf16> = Matmul(std::marker::PhantomData);
 
 /// The matmul's compile-time constants: `n` and `k` (`m` is a runtime argument).
 pub fn consts(size: &Size) -> Vec<i64> {
@@ -36,12 +41,12 @@ pub fn consts(size: &Size) -> Vec<i64> {
 /// A and B of an `[m, n, k]` matmul on the host, drawn from `seed` as the seed draws them,
 /// once the host is known to hold them, B in f64 (for the reference) and `outputs` `[m, n]`
 /// f16 buffers beside them; a size it cannot hold is an error naming `what`.
-pub(crate) fn host_operands(
+pub(crate) fn host_operands<T: Operand>(
     what: &str,
     [m, n, k]: [usize; 3],
     seed: u64,
     outputs: u128,
-) -> Result<(Vec<f16>, Vec<f16>)> {
+) -> Result<(Vec<T>, Vec<T>)> {
     let (mk, nk, mn) = (
         alloc::elements(what, &[m, k])?,
         alloc::elements(what, &[n, k])?,
@@ -55,19 +60,19 @@ pub(crate) fn host_operands(
     Ok((a, b))
 }
 
-struct OnHost {
+struct OnHost<T: Operand> {
     m: usize,
     n: usize,
     k: usize,
-    a: Vec<f16>,
-    b: Vec<f16>,
-    c: Vec<f16>,
+    a: Vec<T>,
+    b: Vec<T>,
+    c: Vec<T>,
 }
 
 /// The interpreter's arguments `(m, n, k, a, b, out)` of a matmul-shaped kernel.
-pub(crate) fn host_args<'a>(
+pub(crate) fn host_args<'a, T: Operand>(
     (m, n, k): (usize, usize, usize),
-    (a, b): (&'a [f16], &'a [f16]),
+    (a, b): (&'a [T], &'a [T]),
     out: InterpValue<'a>,
 ) -> Vec<InterpValue<'a>> {
     vec![
@@ -81,7 +86,11 @@ pub(crate) fn host_args<'a>(
 }
 
 /// The launch arguments `(m, n, k, a, b, out)` of a matmul-shaped kernel on `p`'s operands.
-pub(crate) fn device_args(p: &Problem, out: HostValue, stream: &Arc<CudaStream>) -> Vec<HostValue> {
+pub(crate) fn device_args<T: Operand>(
+    p: &Problem<T>,
+    out: HostValue,
+    stream: &Arc<CudaStream>,
+) -> Vec<HostValue> {
     vec![
         HostValue::Int(p.m as i64),
         HostValue::Int(p.n as i64),
@@ -92,7 +101,7 @@ pub(crate) fn device_args(p: &Problem, out: HostValue, stream: &Arc<CudaStream>)
     ]
 }
 
-impl HostCase for OnHost {
+impl<T: Operand> HostCase for OnHost<T> {
     fn args(&mut self) -> Vec<InterpValue<'_>> {
         let out = InterpValue::buffer_mut(&mut self.c);
         host_args((self.m, self.n, self.k), (&self.a, &self.b), out)
@@ -104,12 +113,12 @@ impl HostCase for OnHost {
     }
 }
 
-struct OnDevice {
-    p: Problem,
+struct OnDevice<T: Operand> {
+    p: Problem<T>,
     blas: Cublas,
 }
 
-impl DeviceCase for OnDevice {
+impl<T: Operand> DeviceCase for OnDevice<T> {
     fn args(&mut self, stream: &Arc<CudaStream>) -> Vec<HostValue> {
         device_args(&self.p, ptr(&self.p.c, stream), stream)
     }
@@ -123,7 +132,7 @@ impl DeviceCase for OnDevice {
     }
 }
 
-impl Workload for Matmul {
+impl<T: Operand> Workload for Matmul<T> {
     fn dims(&self) -> &'static [&'static str] {
         DIMS
     }
@@ -132,8 +141,8 @@ impl Workload for Matmul {
         let [m, n, k] = size.dims()?;
         let what = format!("a {size} matmul on the host");
         // C and the reference's own C
-        let (a, b) = host_operands(&what, [m, n, k], seed, 2)?;
-        let c = alloc::try_vec(&what, m * n, f16::NAN)?;
+        let (a, b) = host_operands::<T>(&what, [m, n, k], seed, 2)?;
+        let c = alloc::try_vec(&what, m * n, T::NAN)?;
         Ok(Box::new(OnHost { m, n, k, a, b, c }))
     }
 
@@ -145,7 +154,7 @@ impl Workload for Matmul {
     ) -> Result<Box<dyn DeviceCase>> {
         let [m, n, k] = size.dims()?;
         let blas = Cublas::new(stream)?;
-        let p = Problem::new(stream, m, n, k, seed)?;
+        let p = Problem::<T>::new(stream, m, n, k, seed)?;
         Ok(Box::new(OnDevice { p, blas }))
     }
 

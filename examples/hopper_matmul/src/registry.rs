@@ -238,6 +238,24 @@ fn split_k_tuned(device: &Device) -> Result<Box<dyn Version>> {
     Ok(Box::new(crate::split_k::SplitK::tuned(device)?))
 }
 
+/// v6 on bf16 operands: its own entry (`tilus run`, `check`, `emit`), checked against cuBLAS
+/// in bf16; `tilus bench matmul --dtype bf16 --versions v6` benchmarks it.
+fn v6_bf16_entry() -> Entry {
+    type S = Bf16<crate::v6::MatmulPersistent>;
+    Entry {
+        name: "hopper_matmul_v6_bf16",
+        about: "v6 on bf16 operands: the same configurations, bf16 in and out",
+        workload: &crate::matmul::MATMUL_BF16,
+        configure: configure::<S>,
+        space: space::<S>,
+        consts: crate::matmul::consts,
+        compile_size: &[4096, 4096, 4096],
+        run_size: &[256, 256, 256],
+        matmul: None,
+        memory: None,
+    }
+}
+
 /// Split-K for small M: the partials' kernel as the entry (its workload checks the summed
 /// partials), the pair as the matmul version `split_k`.
 fn split_k_entry() -> Entry {
@@ -413,6 +431,7 @@ pub fn entries() -> Vec<Entry> {
             "hopper_matmul_v6",
             "v6: v5 on a persistent grid, the ring running on from tile to tile",
         ),
+        v6_bf16_entry(),
         split_k_entry(),
         epilogue_entry::<Identity>(
             "matmul_epilogue_identity",
