@@ -71,6 +71,34 @@ impl<S: Debug> Debug for Bf16<S> {
     }
 }
 
+/// `impl Script for Bf16<S>`: the kernel named `name`, with arguments `args` named `names`,
+/// whose body is `S`'s generic body `body::<bf16>` (the f16 kernel's `Script` impl calls the
+/// same body with `f16`).
+macro_rules! bf16_script {
+    ($s:ty, $name:literal, $args:ty, $names:expr, $body:ident) => {
+        impl tilus::Script for $crate::operand::Bf16<$s> {
+            type Args = $args;
+
+            fn name(&self) -> String {
+                $name.into()
+            }
+
+            fn arg_names() -> &'static [&'static str] {
+                $names
+            }
+
+            fn body(
+                &self,
+                k: &mut tilus::prelude::Kernel,
+                args: tilus::prelude::Handles<Self::Args>,
+            ) {
+                self.0.$body::<half::bf16>(k, args);
+            }
+        }
+    };
+}
+pub(crate) use bf16_script;
+
 /// The f16 kernel's space, point for point.
 impl<S: Tunable> Tunable for Bf16<S>
 where

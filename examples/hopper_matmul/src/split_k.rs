@@ -12,7 +12,7 @@
 //! (rows padded to whole tiles, so that one split's tile never spills into the next one's
 //! rows): [`workspace_len`].
 
-use crate::operand::{Bf16, Matmuls, PartialsArgsOf};
+use crate::operand::{Matmuls, PartialsArgsOf};
 use crate::v4::products_one_in_flight;
 use std::sync::Arc;
 use tilus::cudarc::driver::{CudaSlice, CudaStream};
@@ -70,29 +70,14 @@ impl Script for MatmulSplitK {
     }
 }
 
-/// Split-K's partial products on bf16 operands.
-impl Script for Bf16<MatmulSplitK> {
-    type Args = (
-        i32,
-        Const<i32>,
-        Const<i32>,
-        Ptr<bf16>,
-        Ptr<bf16>,
-        PtrMut<f32>,
-    );
-
-    fn name(&self) -> String {
-        "matmul_split_k_bf16".into()
-    }
-
-    fn arg_names() -> &'static [&'static str] {
-        PARTIALS_ARG_NAMES
-    }
-
-    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
-        self.0.partials::<bf16>(k, args);
-    }
-}
+// split-K's partial products on bf16 operands
+crate::operand::bf16_script!(
+    MatmulSplitK,
+    "matmul_split_k_bf16",
+    crate::operand::PartialsArgsOf<bf16>,
+    PARTIALS_ARG_NAMES,
+    partials
+);
 
 /// The names of the partial products' arguments in the generated code.
 const PARTIALS_ARG_NAMES: &[&str] = &["m_size", "n_size", "k_size", "a_ptr", "b_ptr", "w_ptr"];
@@ -208,22 +193,14 @@ impl Script for SplitKReduce {
     }
 }
 
-/// The sum of the partials, rounded once to bf16.
-impl Script for Bf16<SplitKReduce> {
-    type Args = (i32, Const<i32>, Const<i32>, Ptr<f32>, PtrMut<bf16>);
-
-    fn name(&self) -> String {
-        "split_k_reduce_bf16".into()
-    }
-
-    fn arg_names() -> &'static [&'static str] {
-        REDUCE_ARG_NAMES
-    }
-
-    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
-        self.0.sum::<bf16>(k, args);
-    }
-}
+// the sum of the partials, rounded once to bf16
+crate::operand::bf16_script!(
+    SplitKReduce,
+    "split_k_reduce_bf16",
+    crate::operand::ReduceArgsOf<bf16>,
+    REDUCE_ARG_NAMES,
+    sum
+);
 
 /// The names of the sum's arguments in the generated code.
 const REDUCE_ARG_NAMES: &[&str] = &["m_size", "n_size", "splits", "w_ptr", "c_ptr"];

@@ -13,7 +13,6 @@
 //! `persistent = 0` launches one block per tile instead (each block runs its loop once): the
 //! ablation that shows what the persistent grid is worth.
 
-use crate::operand::Bf16;
 use crate::pair::PairRing;
 use crate::v5::{Cooperative, CooperativeShape, CONSUMER_REGISTERS, PRODUCER_REGISTERS};
 use tilus::lang::Element;
@@ -90,29 +89,14 @@ impl Script for MatmulPersistent {
     }
 }
 
-/// v6 on bf16 operands: the same configurations and body, bf16 in and out.
-impl Script for Bf16<MatmulPersistent> {
-    type Args = (
-        i32,
-        Const<i32>,
-        Const<i32>,
-        Ptr<bf16>,
-        Ptr<bf16>,
-        PtrMut<bf16>,
-    );
-
-    fn name(&self) -> String {
-        "hopper_matmul_v6_bf16".into()
-    }
-
-    fn arg_names() -> &'static [&'static str] {
-        MATMUL_ARG_NAMES
-    }
-
-    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
-        self.0.matmul::<bf16>(k, args);
-    }
-}
+// v6 on bf16 operands: the same configurations and body, bf16 in and out
+crate::operand::bf16_script!(
+    MatmulPersistent,
+    "matmul_persistent_bf16",
+    crate::operand::MatmulArgsOf<bf16>,
+    MATMUL_ARG_NAMES,
+    matmul
+);
 
 /// The names of a matmul's arguments in the generated code.
 pub const MATMUL_ARG_NAMES: &[&str] = &["m_size", "n_size", "k_size", "a_ptr", "b_ptr", "c_ptr"];

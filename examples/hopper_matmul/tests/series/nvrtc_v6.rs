@@ -84,7 +84,7 @@ fn v6_on_bf16_compiles_to_bf16_products_without_spills() {
             "no f16 WGMMA is left: {script:?}"
         );
         assert!(
-            src.contains("hopper_matmul_v6_bf16"),
+            src.contains("matmul_persistent_bf16"),
             "named apart from f16"
         );
         if script.0.cluster_m == 2 {
