@@ -136,3 +136,89 @@ fn grouped_tiles_cover_the_grid_once_in_super_tile_order() {
     }
     assert_eq!(out, want);
 }
+
+/// `hilbert_tile` visits every tile once: whole `side × side` squares along a Hilbert curve
+/// (each step to a neighbouring tile), band by band and square by square, and what is not a
+/// whole square column by column (here 19 × 13 tiles in squares of 4: three squares and a
+/// column per band, a last band of 3 rows).
+#[test]
+fn hilbert_tiles_cover_the_grid_once_along_the_curve() {
+    let (tm, tn, side) = (19usize, 13usize, 4usize);
+    let mut out = vec![-1i32; tm * tn * 2];
+    interpret::<(i32, i32, PtrMut<i32>)>(
+        |k, (tm, tn, out)| {
+            k.blocks([tm * tn]);
+            k.warps(1);
+            let (row, col) = k.hilbert_tile(k.block_idx().x, tm, tn, 4);
+            let g = k.global_view::<i32>(out, [tm * tn * 2]);
+            let b = k.let_i32(k.block_idx().x);
+            k.single_thread(|k| {
+                k.atomic_exchange_scalar(&g, [b * 2], row);
+                k.atomic_exchange_scalar(&g, [b * 2 + 1], col);
+            });
+        },
+        (tm as i32, tn as i32, &mut out[..]),
+    )
+    .unwrap();
+    let got: Vec<(usize, usize)> = out
+        .chunks(2)
+        .map(|p| (p[0] as usize, p[1] as usize))
+        .collect();
+    // every tile once
+    let mut seen = vec![false; tm * tn];
+    for &(r, c) in &got {
+        assert!(r < tm && c < tn, "({r}, {c}) is outside the grid");
+        assert!(!seen[r * tn + c], "({r}, {c}) twice");
+        seen[r * tn + c] = true;
+    }
+    // band by band, piece by piece: the host's reference of the order
+    let mut want = vec![];
+    for band in (0..tm).step_by(side) {
+        let rows = side.min(tm - band);
+        for piece in (0..tn).step_by(side) {
+            let cols = side.min(tn - piece);
+            if rows == side && cols == side {
+                let start = want.len();
+                for d in 0..side * side {
+                    let (r, c) = reference_hilbert(side, d);
+                    want.push((band + r, piece + c));
+                }
+                // along the curve: each step to a neighbouring tile
+                for w in want[start..].windows(2) {
+                    let dist = w[0].0.abs_diff(w[1].0) + w[0].1.abs_diff(w[1].1);
+                    assert_eq!(dist, 1, "{w:?}");
+                }
+            } else {
+                for c in 0..cols {
+                    for r in 0..rows {
+                        want.push((band + r, piece + c));
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(got, want);
+}
+
+/// The Hilbert curve's point `(row, column)` at distance `d` in a `side × side` square (the
+/// textbook conversion, on the host).
+fn reference_hilbert(side: usize, d: usize) -> (usize, usize) {
+    let (mut x, mut y, mut t) = (0usize, 0usize, d);
+    let mut s = 1;
+    while s < side {
+        let rx = 1 & (t / 2);
+        let ry = 1 & (t ^ rx);
+        if ry == 0 {
+            if rx == 1 {
+                x = s - 1 - x;
+                y = s - 1 - y;
+            }
+            std::mem::swap(&mut x, &mut y);
+        }
+        x += s * rx;
+        y += s * ry;
+        t /= 4;
+        s *= 2;
+    }
+    (y, x)
+}

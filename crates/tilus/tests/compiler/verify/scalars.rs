@@ -78,3 +78,12 @@ fn a_fast_divisor_the_host_cannot_compute() {
     })
     .fails_once("fast_divisor needs a divisor the host can compute before the launch");
 }
+
+#[test]
+fn a_hilbert_square_whose_side_is_not_a_power_of_two() {
+    check::<FloatOut>(|k, _| {
+        k.warps(1);
+        let _ = at(line!(), k.hilbert_tile(0, 8, 8, 6));
+    })
+    .fails_once("hilbert_tile: the side of a square is a power of two, not 6");
+}
