@@ -133,6 +133,9 @@ enum Command {
         /// Where the chart goes.
         #[arg(long, default_value = "docs/perf/series.svg")]
         out: std::path::PathBuf,
+        /// The operand type whose rows are drawn (f16, bf16).
+        #[arg(long, default_value = "f16")]
+        dtype: String,
     },
     /// Inspect or clear the on-disk cache (`TILUS_CACHE_DIR`).
     Cache {
@@ -361,7 +364,11 @@ fn run(cli: Cli) -> CliResult<bool> {
                 version,
             } => bench_tune::first_call(&size, &label, &version).map(|_| true),
         },
-        Command::Plot { results, out } => plot::plot_file(&results, &out),
+        Command::Plot {
+            results,
+            out,
+            dtype,
+        } => plot::plot_file(&results, &out, &dtype),
         Command::Cache { action } => {
             match action {
                 CacheAction::Ls => cache::ls()?,

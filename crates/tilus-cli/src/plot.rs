@@ -13,9 +13,10 @@ fn is_series(kernel: &str) -> bool {
     kernel.starts_with("hopper_matmul_") && !kernel.contains('[')
 }
 
-/// The rows of a results file (`docs/perf/results.csv`), the most recent row of each series
-/// kernel at each shape (a later run replaces an earlier one), passed checks only.
-pub fn latest_rows(csv: &str) -> Result<Vec<Record>, String> {
+/// The rows of a results file (`docs/perf/results.csv`) in operand type `dtype` (`f16`,
+/// `bf16`; a file without a `dtype` column is f16), the most recent row of each series kernel
+/// at each shape (a later run replaces an earlier one), passed checks only.
+pub fn latest_rows(csv: &str, dtype: &str) -> Result<Vec<Record>, String> {
     let mut lines = csv.lines();
     let header = lines.next().ok_or("the results file is empty")?;
     let cols: Vec<&str> = header.split(',').collect();
@@ -35,6 +36,7 @@ pub fn latest_rows(csv: &str) -> Result<Vec<Record>, String> {
         at("ratio")?,
         at("check")?,
     );
+    let type_col = cols.iter().position(|c| *c == "dtype");
     let mut latest: Vec<(String, Record)> = vec![];
     for (i, line) in lines.enumerate() {
         let f = fields(line);
@@ -48,7 +50,11 @@ pub fn latest_rows(csv: &str) -> Result<Vec<Record>, String> {
                 .parse::<f64>()
                 .map_err(|e| format!("line {}: {e}", i + 2))
         };
-        if !is_series(get(kernel)?) || get(check)? != "pass" {
+        let row_type = match type_col {
+            Some(c) => get(c)?,
+            None => "f16",
+        };
+        if !is_series(get(kernel)?) || get(check)? != "pass" || row_type != dtype {
             continue;
         }
         let row = Record {
@@ -224,15 +230,15 @@ pub fn series_svg(rows: &[Record], title: &str) -> String {
     s
 }
 
-/// `tilus plot`: the chart of a results file's latest rows.
-pub fn plot_file(results: &std::path::Path, out: &std::path::Path) -> CliResult<bool> {
+/// `tilus plot`: the chart of a results file's latest rows in operand type `dtype`.
+pub fn plot_file(results: &std::path::Path, out: &std::path::Path, dtype: &str) -> CliResult<bool> {
     let text = std::fs::read_to_string(results)
         .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", results.display())))?;
-    let rows =
-        latest_rows(&text).map_err(|e| CliError::Usage(format!("{}: {e}", results.display())))?;
+    let rows = latest_rows(&text, dtype)
+        .map_err(|e| CliError::Usage(format!("{}: {e}", results.display())))?;
     if rows.is_empty() {
         return Err(CliError::Usage(format!(
-            "{} has no passed rows of the matmul series to draw",
+            "{} has no passed {dtype} rows of the matmul series to draw",
             results.display()
         )));
     }
@@ -242,7 +248,7 @@ pub fn plot_file(results: &std::path::Path, out: &std::path::Path) -> CliResult<
         .filter_map(|l| l.split(',').nth(1))
         .collect();
     let gpu = gpus.last().copied().unwrap_or("the GPU");
-    let title = format!("Hopper matmul on {gpu} against cuBLAS (latest recorded rows)");
+    let title = format!("Hopper matmul on {gpu} against cuBLAS, {dtype} (latest recorded rows)");
     write_svg(out, &series_svg(&rows, &title))?;
     outln!(
         "drew {} rows of {} into {}",
@@ -292,11 +298,12 @@ mod tests {
 2026-12-01T11:00:00Z,H200,b,hopper_matmul_v6,f16,4096,4096,4096,660,640,1.0313,pass\n\
 2026-12-01T11:00:00Z,H200,b,hopper_matmul_v6[persistent=0],f16,4096,4096,4096,600,640,0.9375,pass\n\
 2026-12-01T11:00:00Z,H200,b,hopper_matmul_v6,f16,8192,8192,8192,650,630,1.0317,fail\n\
-2026-12-01T11:00:00Z,H200,b,\"hopper_matmul_v1\",f16,8192,8192,8192,520,630,0.8254,pass\n";
+2026-12-01T11:00:00Z,H200,b,\"hopper_matmul_v1\",f16,8192,8192,8192,520,630,0.8254,pass\n\
+2026-12-01T12:00:00Z,H200,c,hopper_matmul_v6,bf16,4096,4096,4096,700,680,1.0294,pass\n";
 
     #[test]
     fn the_latest_passed_row_of_each_series_kernel_and_shape_is_drawn() {
-        let rows = latest_rows(CSV).unwrap();
+        let rows = latest_rows(CSV, "f16").unwrap();
         let v0: Vec<&Record> = rows
             .iter()
             .filter(|r| r.kernel == "hopper_matmul_v0")
@@ -317,6 +324,17 @@ mod tests {
             rows.iter().any(|r| r.kernel == "hopper_matmul_v1"),
             "quoted fields parse"
         );
+        let v6 = rows
+            .iter()
+            .find(|r| r.kernel == "hopper_matmul_v6" && r.m == 4096)
+            .unwrap();
+        assert_eq!(
+            v6.tflops, 660.0,
+            "a later bf16 row does not replace the f16 one"
+        );
+        let bf16 = latest_rows(CSV, "bf16").unwrap();
+        assert_eq!(bf16.len(), 1);
+        assert_eq!(bf16[0].tflops, 700.0);
         let svg = series_svg(&rows, "series");
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
         for text in [
@@ -334,8 +352,8 @@ mod tests {
 
     #[test]
     fn a_file_without_the_columns_is_an_error() {
-        assert!(latest_rows("").is_err());
-        let e = latest_rows("date,kernel\n").unwrap_err();
+        assert!(latest_rows("", "f16").is_err());
+        let e = latest_rows("date,kernel\n", "f16").unwrap_err();
         assert!(e.contains("no `m` column"), "{e}");
     }
 }
