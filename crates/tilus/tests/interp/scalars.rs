@@ -104,27 +104,42 @@ fn unary_minus_negates_float_and_integer_scalars() {
     assert_eq!(out, [-1.75, 0.0, -9.0, -18.0]);
 }
 
+/// A tile order under test: `(linear, tiles_m, tiles_n)` to `(row, col)`.
+type Order = fn(&mut Kernel, Val, Val, Val) -> (Val, Val);
+
+/// A grid of `tiles_m × tiles_n` blocks, each writing the tile an order gives it.
+#[derive(Clone, Debug, Hash)]
+struct TileOrder(Order);
+
+impl Script for TileOrder {
+    type Args = (i32, i32, PtrMut<i32>);
+    fn body(&self, k: &mut Kernel, (tm, tn, out): Handles<Self::Args>) {
+        k.blocks([tm * tn]);
+        k.warps(1);
+        let b = k.let_i32(k.block_idx().x);
+        let (row, col) = (self.0)(k, b, tm, tn);
+        let g = k.global_view::<i32>(out, [tm * tn * 2]);
+        k.single_thread(|k| {
+            k.atomic_exchange_scalar(&g, [b * 2], row);
+            k.atomic_exchange_scalar(&g, [b * 2 + 1], col);
+        });
+    }
+}
+
+/// The tiles `order` gives the blocks of a `tm × tn` grid, as `[row, col]` pairs in block
+/// order.
+fn tile_order((tm, tn): (usize, usize), order: Order) -> Vec<i32> {
+    let mut out = vec![-1i32; tm * tn * 2];
+    run(&TileOrder(order), (tm as i32, tn as i32, &mut out[..])).unwrap();
+    out
+}
+
 /// `grouped_tile` visits every tile once, `group` tile rows at a time column by column, the
 /// last group as high as the rows left (here 7 rows in groups of 3: 3, 3, 1).
 #[test]
 fn grouped_tiles_cover_the_grid_once_in_super_tile_order() {
     let (tm, tn, group) = (7usize, 5usize, 3);
-    let mut out = vec![-1i32; tm * tn * 2];
-    interpret::<(i32, i32, PtrMut<i32>)>(
-        |k, (tm, tn, out)| {
-            k.blocks([tm * tn]);
-            k.warps(1);
-            let (row, col) = k.grouped_tile(k.block_idx().x, tm, tn, 3);
-            let g = k.global_view::<i32>(out, [tm * tn * 2]);
-            let b = k.let_i32(k.block_idx().x);
-            k.single_thread(|k| {
-                k.atomic_exchange_scalar(&g, [b * 2], row);
-                k.atomic_exchange_scalar(&g, [b * 2 + 1], col);
-            });
-        },
-        (tm as i32, tn as i32, &mut out[..]),
-    )
-    .unwrap();
+    let out = tile_order((tm, tn), |k, b, tm, tn| k.grouped_tile(b, tm, tn, 3));
     let mut want = vec![];
     for first in (0..tm).step_by(group) {
         let h = group.min(tm - first);
@@ -144,22 +159,7 @@ fn grouped_tiles_cover_the_grid_once_in_super_tile_order() {
 #[test]
 fn hilbert_tiles_cover_the_grid_once_along_the_curve() {
     let (tm, tn, side) = (19usize, 13usize, 4usize);
-    let mut out = vec![-1i32; tm * tn * 2];
-    interpret::<(i32, i32, PtrMut<i32>)>(
-        |k, (tm, tn, out)| {
-            k.blocks([tm * tn]);
-            k.warps(1);
-            let (row, col) = k.hilbert_tile(k.block_idx().x, tm, tn, 4);
-            let g = k.global_view::<i32>(out, [tm * tn * 2]);
-            let b = k.let_i32(k.block_idx().x);
-            k.single_thread(|k| {
-                k.atomic_exchange_scalar(&g, [b * 2], row);
-                k.atomic_exchange_scalar(&g, [b * 2 + 1], col);
-            });
-        },
-        (tm as i32, tn as i32, &mut out[..]),
-    )
-    .unwrap();
+    let out = tile_order((tm, tn), |k, b, tm, tn| k.hilbert_tile(b, tm, tn, 4));
     let got: Vec<(usize, usize)> = out
         .chunks(2)
         .map(|p| (p[0] as usize, p[1] as usize))
