@@ -166,15 +166,10 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
             (e.configure)(&all)?;
         }
     }
-    // a results file that cannot take the rows is said before any GPU time is spent
-    let results = a.record.as_deref().map(Results::open).transpose()?;
-    if let Some(path) = &a.plot {
-        crate::plot::check_writable(path)?;
-    }
+    // the operand type, and a version without a kernel in it, before any file is touched
     match a.dtype.as_str() {
-        "f16" => run::<f16>(a, &chosen, &sets, results),
+        "f16" => {}
         "bf16" => {
-            // a version without a bf16 kernel is said before the GPU is touched
             for c in &chosen {
                 let mv = c.entry.as_ref().and_then(|e| e.matmul.as_ref());
                 if let Some(mv) = mv.filter(|mv| mv.bf16.is_none()) {
@@ -185,12 +180,37 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
                     )));
                 }
             }
-            run::<bf16>(a, &chosen, &sets, results)
         }
-        other => Err(CliError::Usage(format!(
-            "unknown --dtype `{other}` (f16, bf16)"
-        ))),
+        other => {
+            return Err(CliError::Usage(format!(
+                "unknown --dtype `{other}` (f16, bf16)"
+            )))
+        }
     }
+    // a results file that cannot take the rows is said before any GPU time is spent
+    let results = a.record.as_deref().map(Results::open).transpose()?;
+    if let Some(path) = &a.plot {
+        crate::plot::check_writable(path)?;
+    }
+    let checked = Checked {
+        shapes,
+        chosen,
+        sets,
+        results,
+    };
+    if a.dtype == "bf16" {
+        run::<bf16>(a, checked)
+    } else {
+        run::<f16>(a, checked)
+    }
+}
+
+/// What the command line says, checked.
+struct Checked {
+    shapes: Vec<(usize, usize, usize)>,
+    chosen: Vec<Chosen>,
+    sets: Vec<(String, i64)>,
+    results: Option<Results>,
 }
 
 /// The versions `--dtype bf16` runs.
@@ -206,24 +226,17 @@ fn bf16_versions() -> Vec<String> {
 }
 
 /// The run itself, in operand type `T`, once the command line has been checked.
-fn run<T: BenchOperand>(
-    a: &MatmulArgs,
-    chosen: &[Chosen],
-    sets: &registry::Settings,
-    results: Option<Results>,
-) -> CliResult<bool>
-where
-    hopper_matmul::gemm::Gemm<T>: Version<T>,
-{
-    let shapes: Vec<(usize, usize, usize)> =
-        Size::parse_list(hopper_matmul::matmul::DIMS, &a.sizes)?
-            .iter()
-            .map(|s| s.dims().map(|[m, n, k]| (m, n, k)))
-            .collect::<Result<_, _>>()?;
+fn run<T: BenchOperand>(a: &MatmulArgs, checked: Checked) -> CliResult<bool> {
+    let Checked {
+        shapes,
+        chosen,
+        sets,
+        results,
+    } = checked;
     let device = tilus::runtime::Device::open(0)?;
     let started = std::time::SystemTime::now();
     let mut owned: Vec<Box<dyn Version<T>>> = vec![];
-    for c in chosen {
+    for c in &chosen {
         let Some(entry) = &c.entry else {
             outln!("{GEMM}: v6 or split-K by shape, each autotuned");
             owned.push(Box::new(hopper_matmul::gemm::Gemm::<T>::new(&device)?));
@@ -253,7 +266,7 @@ where
             );
             owned.push(tuned(&device)?);
         } else {
-            let (v, shown) = fixed(sets, &device)?;
+            let (v, shown) = fixed(&sets, &device)?;
             outln!("{} config: {shown}", mv.version);
             owned.push(v);
         }

@@ -496,8 +496,11 @@ mod tests {
     }
 
     #[test]
-    fn the_matmul_series_is_recorded_as_f16() {
-        assert_eq!(hopper_matmul::matmul::DTYPE.name(), "f16");
+    fn recorded_operand_types_are_named_as_the_ir_names_them() {
+        use hopper_matmul::operand::Operand;
+        use tilus::lang::Element;
+        assert_eq!(<half::f16 as Operand>::NAME, half::f16::DTYPE.name());
+        assert_eq!(<half::bf16 as Operand>::NAME, half::bf16::DTYPE.name());
         assert!(!COMMIT.is_empty());
     }
 }

@@ -19,11 +19,6 @@ use tilus::lang::HostValue;
 /// The dimensions of a matmul's size.
 pub const DIMS: &[&str] = &["m", "n", "k"];
 
-/// The element type of A, B and C in every kernel of the series (the `f16` of
-/// [`crate::run::MatmulArgs`] and of [`Problem`]'s buffers): what recorded results name as the
-/// type the kernels ran on.
-pub const DTYPE: tilus::ir::DType = <f16 as tilus::lang::Element>::DTYPE;
-
 /// The matmul workload in operand type `T` (see the module documentation).
 pub struct Matmul<T: Operand = f16>(std::marker::PhantomData<T>);
 

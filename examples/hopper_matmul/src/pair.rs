@@ -7,20 +7,15 @@
 //! producers (its B halves), so the consumers of both blocks free it in both blocks: each
 //! empty barrier counts four arrivals, one from each consumer warp group of either block.
 
-use crate::v5::{copy_a_halves, operands, CooperativeShape};
+use crate::v5::{copy_a_halves, Cooperative, CooperativeShape};
 use tilus::lang::Element;
 use tilus::prelude::*;
 
 /// See the module documentation.
 pub struct PairRing<T: Element = f16> {
-    ga: GlobalTensor<T>,
-    gb: GlobalTensor<T>,
-    sa: [SharedTensor<T>; 2],
-    sb: SharedTensor<T>,
-    /// The ring's barriers (the callers release its stages, here and in the partner).
-    pub pipe: Pipeline,
-    stage_bytes: i32,
-    shape: CooperativeShape,
+    /// The block's ring, as a block alone has it; only the copies of B and the releases
+    /// differ.
+    pub ring: Cooperative<T>,
     /// This block's rank in the pair.
     pub rank: Val,
     /// The other block's rank.
@@ -28,36 +23,23 @@ pub struct PairRing<T: Element = f16> {
 }
 
 impl<T: Element> PairRing<T> {
-    /// Declares the pair (`cluster_blocks([2])`), the views of A `[m, k]` and B `[n, k]`, the
-    /// staged tiles and the pipeline, and meets the partner (`cluster_sync`) so that neither
-    /// block's copies or arrivals reach barriers the other has not allocated.
+    /// Declares the views of A `[m, k]` and B `[n, k]`, the staged tiles and the pipeline (both
+    /// consumer warp groups of both blocks release each stage, one arrival each), and meets
+    /// the partner (`cluster_sync`) so that neither block's copies or arrivals reach barriers
+    /// the other has not allocated. The kernel declares the pair (`cluster_blocks([2])`).
     pub fn new(
         k: &mut Kernel,
         shape: CooperativeShape,
-        (m_size, n_size, k_size): (Val, Val, Val),
-        (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
+        dims: (Val, Val, Val),
+        ptrs: (PtrVal<T>, PtrVal<T>),
     ) -> PairRing<T> {
-        let stages = shape.stages.max(1);
-        let (ga, gb, sa) = operands(k, shape, (m_size, n_size, k_size), (a_ptr, b_ptr));
-        let sb = k
-            .name_next("sb")
-            .shared_tensor::<T>([stages, shape.block_n, shape.block_k]);
-        // both consumer warp groups of both blocks release each stage, one arrival each
-        let pipe = Pipeline::new(k, stages as u32, 4);
-        let stage_bytes =
-            2 * sa[0].at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
+        let ring = Cooperative::with_arrivals(k, shape, dims, ptrs, 4);
         let rank = k.cluster_rank();
         let rank = k.name_next("rank").let_i32(rank);
         let partner = k.name_next("partner").let_i32(Scalar::from(1) - rank);
         k.cluster_sync();
         PairRing {
-            ga,
-            gb,
-            sa,
-            sb,
-            pipe,
-            stage_bytes,
-            shape,
+            ring,
             rank,
             partner,
         }
@@ -75,14 +57,15 @@ impl<T: Element> PairRing<T> {
         offset_m: Val,
         offset_n: Val,
     ) {
-        let slot = self.pipe.producer_acquire(k, step, self.stage_bytes);
+        let r = &self.ring;
+        let slot = r.pipe.producer_acquire(k, step, r.stage_bytes);
         let stage = slot.stage();
         let bar = slot.barrier();
-        let offset_k = k.name_next("offset_k").let_i32(i * self.shape.block_k);
-        let a = [self.sa[0].at(stage), self.sa[1].at(stage)];
-        copy_a_halves(k, (&self.ga, a), bar, (offset_m, offset_k), self.shape);
+        let offset_k = k.name_next("offset_k").let_i32(i * r.shape.block_k);
+        let a = [r.sa[0].at(stage), r.sa[1].at(stage)];
+        copy_a_halves(k, (&r.ga, a), bar, (offset_m, offset_k), r.shape);
         // this block's half of B, into both blocks' tile of that half
-        let half_n = self.shape.block_n / 2;
+        let half_n = r.shape.block_n / 2;
         let offset_nb = k
             .name_next("offset_nb")
             .let_i32(offset_n + self.rank * half_n);
@@ -90,38 +73,18 @@ impl<T: Element> PairRing<T> {
         k.if_else(
             rank.eq_(0),
             |k| {
-                let b = self.sb.at(stage).rows(0, half_n);
+                let b = r.sb.at(stage).rows(0, half_n);
                 k.tma()
-                    .global_to_shared_multicast(&self.gb, &b, [offset_nb, offset_k], bar, 0b11);
+                    .global_to_shared_multicast(&r.gb, &b, [offset_nb, offset_k], bar, 0b11);
             },
             |k| {
-                let b = self.sb.at(stage).rows(half_n, half_n);
+                let b = r.sb.at(stage).rows(half_n, half_n);
                 k.tma()
-                    .global_to_shared_multicast(&self.gb, &b, [offset_nb, offset_k], bar, 0b11);
+                    .global_to_shared_multicast(&r.gb, &b, [offset_nb, offset_k], bar, 0b11);
             },
         );
     }
 
-    /// Consumer warp group `g`'s ring step `step`: waits for its stage, multiplies its half of
-    /// A by the whole B tile (both producers' halves) into `acc` and keeps that product in
-    /// flight (`wait_group(1)`); the stage is the caller's to release, here and in the partner.
-    #[track_caller]
-    pub fn multiply(
-        &self,
-        k: &mut Kernel,
-        g: usize,
-        step: impl Into<Scalar>,
-        acc: &RegisterTensor<f32>,
-    ) {
-        let slot = self.pipe.consumer_acquire(k, step);
-        let stage = slot.stage();
-        k.wgmma().fence();
-        k.wgmma()
-            .mma(&self.sa[g].at(stage), &self.sb.at(stage).transpose(), acc);
-        k.wgmma().commit_group();
-        k.wgmma().wait_group(1);
-        drop(slot);
-    }
     /// Frees ring step `step`'s stage in both blocks on behalf of the calling consumer warp
     /// group: one of its threads arrives here and in the partner (see
     /// [`crate::v5::Cooperative::release`]).
@@ -130,7 +93,8 @@ impl<T: Element> PairRing<T> {
         let step = step.into();
         let partner = Scalar::from(self.partner);
         k.single_thread(|k| {
-            self.pipe
+            self.ring
+                .pipe
                 .consumer_release_step_in_cluster(k, step, &[partner])
         });
     }

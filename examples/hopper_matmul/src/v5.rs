@@ -165,39 +165,19 @@ pub struct CooperativeShape {
     pub stages: i32,
 }
 
-/// The ring of a cooperative block, shared by v5 and v6: A's two halves (one per consumer
-/// warp group) and the B tile they share, per stage, filled by three TMA copies, and the
-/// [`Pipeline`] whose empty barriers count both warp groups' 256 arrivals.
+/// The ring of a cooperative block, shared by v5 and v6 (and, filled differently, by the
+/// pairs of [`crate::pair`]): A's two halves (one per consumer warp group) and the B tile they
+/// share, per stage, filled by three TMA copies, and the [`Pipeline`] whose empty barriers
+/// count one arrival per consumer warp group.
 pub struct Cooperative<T: Element = f16> {
-    ga: GlobalTensor<T>,
-    gb: GlobalTensor<T>,
-    sa: [SharedTensor<T>; 2],
-    sb: SharedTensor<T>,
+    pub(crate) ga: GlobalTensor<T>,
+    pub(crate) gb: GlobalTensor<T>,
+    pub(crate) sa: [SharedTensor<T>; 2],
+    pub(crate) sb: SharedTensor<T>,
     /// The ring's barriers (the callers release its stages).
     pub pipe: Pipeline,
-    stage_bytes: i32,
-    shape: CooperativeShape,
-}
-
-/// The views of A `[m, k]` and B `[n, k]`, and A's two staged halves (one per consumer warp
-/// group) of a cooperative block: what its rings have in common.
-#[allow(clippy::type_complexity)]
-pub fn operands<T: Element>(
-    k: &mut Kernel,
-    shape: CooperativeShape,
-    (m_size, n_size, k_size): (Val, Val, Val),
-    (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
-) -> (GlobalTensor<T>, GlobalTensor<T>, [SharedTensor<T>; 2]) {
-    let (stages, half_m) = (shape.stages.max(1), shape.block_m / 2);
-    let ga = k.name_next("ga").global_view::<T>(a_ptr, [m_size, k_size]);
-    let gb = k.name_next("gb").global_view::<T>(b_ptr, [n_size, k_size]);
-    let sa = [
-        k.name_next("sa0")
-            .shared_tensor::<T>([stages, half_m, shape.block_k]),
-        k.name_next("sa1")
-            .shared_tensor::<T>([stages, half_m, shape.block_k]),
-    ];
-    (ga, gb, sa)
+    pub(crate) stage_bytes: i32,
+    pub(crate) shape: CooperativeShape,
 }
 
 /// The copies of A's two halves of one stage (`a[0]` rows `offset_m ..`, `a[1]` the
@@ -220,20 +200,39 @@ pub fn copy_a_halves<T: Element>(
 }
 
 impl<T: Element> Cooperative<T> {
-    /// Declares the views of A `[m, k]` and B `[n, k]`, the staged tiles and the pipeline.
+    /// Declares the views of A `[m, k]` and B `[n, k]`, the staged tiles and the pipeline
+    /// (both consumer warp groups release each stage, one arrival each).
     pub fn new(
+        k: &mut Kernel,
+        shape: CooperativeShape,
+        dims: (Val, Val, Val),
+        ptrs: (PtrVal<T>, PtrVal<T>),
+    ) -> Cooperative<T> {
+        Cooperative::with_arrivals(k, shape, dims, ptrs, 2)
+    }
+
+    /// [`Cooperative::new`] with empty barriers of `arrivals` (a pair's count both blocks'
+    /// consumer warp groups).
+    pub fn with_arrivals(
         k: &mut Kernel,
         shape: CooperativeShape,
         (m_size, n_size, k_size): (Val, Val, Val),
         (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
+        arrivals: u32,
     ) -> Cooperative<T> {
-        let stages = shape.stages.max(1);
-        let (ga, gb, sa) = operands(k, shape, (m_size, n_size, k_size), (a_ptr, b_ptr));
+        let (stages, half_m) = (shape.stages.max(1), shape.block_m / 2);
+        let ga = k.name_next("ga").global_view::<T>(a_ptr, [m_size, k_size]);
+        let gb = k.name_next("gb").global_view::<T>(b_ptr, [n_size, k_size]);
+        let sa = [
+            k.name_next("sa0")
+                .shared_tensor::<T>([stages, half_m, shape.block_k]),
+            k.name_next("sa1")
+                .shared_tensor::<T>([stages, half_m, shape.block_k]),
+        ];
         let sb = k
             .name_next("sb")
             .shared_tensor::<T>([stages, shape.block_n, shape.block_k]);
-        // both consumer warp groups release each stage, one arrival each
-        let pipe = Pipeline::new(k, stages as u32, 2);
+        let pipe = Pipeline::new(k, stages as u32, arrivals);
         let stage_bytes =
             2 * sa[0].at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
         Cooperative {

@@ -242,13 +242,15 @@ enum Ring<T: Element> {
 }
 
 impl<T: Element> Ring<T> {
-    /// Consumer warp group `g`'s ring step `step` into `acc` (one product in flight).
+    /// Consumer warp group `g`'s ring step `step` into `acc` (one product in flight): the
+    /// same in a pair, whose B tile holds both producers' halves.
     #[track_caller]
     fn multiply(&self, k: &mut Kernel, g: usize, step: Scalar, acc: &RegisterTensor<f32>) {
-        match self {
-            Ring::One(r) => r.multiply(k, g, step, acc),
-            Ring::Pair(r) => r.multiply(k, g, step, acc),
-        }
+        let ring = match self {
+            Ring::One(r) => r,
+            Ring::Pair(p) => &p.ring,
+        };
+        ring.multiply(k, g, step, acc);
     }
 
     /// Frees ring step `step`'s stage for the calling consumer warp group (in both blocks of
