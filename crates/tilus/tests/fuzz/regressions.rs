@@ -7,6 +7,7 @@ use crate::ops::control::{Control, Group, LetKind, To};
 use crate::ops::mbarrier::{Bytes, Mbarrier};
 use crate::ops::memory::{Init, Memory};
 use crate::ops::mma::Mma;
+use crate::ops::registers::Registers;
 use crate::ops::tma::Tma;
 use crate::ops::wgmma::{WgA, Wgmma};
 use crate::run::Stage;
@@ -27,6 +28,20 @@ fn stage(ops: Vec<Op>) -> Stage {
 fn thread_group_past_u32_before_warps() {
     let ops = ops![
         Control::Group(Group::Threads(32, u32::MAX), vec![]),
+        Control::Warps(4),
+    ];
+    assert_eq!(stage(ops), Stage::CompileFailed);
+}
+
+/// `set_max_registers` in a thread group that reaches past u32 (before `warps`): the register
+/// rule added the group's first thread and count in u32 (overflow).
+#[test]
+fn register_request_in_a_group_past_u32() {
+    let ops = ops![
+        Control::Group(
+            Group::Threads(128, u32::MAX),
+            vec![Registers::SetMax(24).into()]
+        ),
         Control::Warps(4),
     ];
     assert_eq!(stage(ops), Stage::CompileFailed);

@@ -28,8 +28,15 @@ pub(super) fn check(c: &mut Checker) {
     let mut peak: Vec<(u32, Option<crate::ir::Loc>)> = vec![(start, None); groups];
     for r in &c.register_requests {
         let first_group = (r.first_thread / 128) as usize;
-        let last_group = ((r.first_thread + r.threads.max(1) - 1) / 128) as usize;
-        for g in peak.iter_mut().take(last_group + 1).skip(first_group) {
+        // in u64: a group that reaches past the block (the group rule's diagnostic) must not
+        // overflow here
+        let last_thread = u64::from(r.first_thread) + u64::from(r.threads.max(1)) - 1;
+        let last_group = usize::try_from(last_thread / 128).unwrap_or(usize::MAX);
+        for g in peak
+            .iter_mut()
+            .take(last_group.saturating_add(1))
+            .skip(first_group)
+        {
             if g.1.is_none() || r.registers > g.0 {
                 *g = (r.registers, Some(r.loc));
             }
