@@ -2,11 +2,12 @@
 //! interleaved with it; with `--record`, the measured rows appended to a results file
 //! ([`crate::record`]).
 
+use crate::operand::BenchOperand;
 use crate::out::{outln, CliError, CliResult};
 use crate::record::{self, Results, RunInfo};
 use half::{bf16, f16};
-use hopper_matmul::operand::{Matmuls, Operand};
-use hopper_matmul::registry::{self, Entry, MatmulVersion};
+use hopper_matmul::operand::Operand;
+use hopper_matmul::registry::{self, Entry};
 use hopper_matmul::run::{verify_and_bench_to, BenchOptions, Version};
 use hopper_matmul::size::Size;
 use std::path::PathBuf;
@@ -25,32 +26,6 @@ pub(crate) struct MatmulArgs {
     pub plot: Option<PathBuf>,
     /// The operand type (`f16`, `bf16`).
     pub dtype: String,
-}
-
-/// An operand type `bench matmul` runs: which of a version's kernels take it.
-trait BenchOperand: Operand + Matmuls {
-    /// The version's fixed-configuration kernel in this type, if it has one.
-    fn fixed(mv: &MatmulVersion) -> Option<registry::FixedFn<Self>>;
-    /// The version's autotuned kernel in this type, if it has one.
-    fn tuned(mv: &MatmulVersion) -> Option<registry::TunedFn<Self>>;
-}
-
-impl BenchOperand for f16 {
-    fn fixed(mv: &MatmulVersion) -> Option<registry::FixedFn<f16>> {
-        Some(mv.fixed)
-    }
-    fn tuned(mv: &MatmulVersion) -> Option<registry::TunedFn<f16>> {
-        Some(mv.tuned)
-    }
-}
-
-impl BenchOperand for bf16 {
-    fn fixed(mv: &MatmulVersion) -> Option<registry::FixedFn<bf16>> {
-        mv.bf16.map(|b| b.fixed)
-    }
-    fn tuned(mv: &MatmulVersion) -> Option<registry::TunedFn<bf16>> {
-        mv.bf16.map(|b| b.tuned)
-    }
 }
 
 /// One item of `--versions`: a version, and the settings written after it in brackets

@@ -28,6 +28,7 @@ mod bench_memory;
 mod bench_tune;
 mod cache;
 mod check;
+mod operand;
 mod out;
 mod plot;
 mod record;
@@ -122,6 +123,10 @@ enum Command {
         /// Seed of the shapes and inputs.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// The operand type (f16, bf16: the versions with a bf16 kernel, against cuBLAS in
+        /// bf16).
+        #[arg(long, default_value = "f16")]
+        dtype: String,
     },
     /// Draw the matmul series from recorded rows (`docs/perf/results.csv`): per shape, cuBLAS
     /// and each version's latest passed row, TFLOPS and the ratio to cuBLAS of its run, as
@@ -397,7 +402,14 @@ fn run(cli: Cli) -> CliResult<bool> {
             max,
             pool,
             seed,
-        } => soak::soak(launches, max, pool, seed),
+            dtype,
+        } => soak::soak(soak::SoakArgs {
+            launches,
+            max,
+            pool,
+            seed,
+            dtype,
+        }),
         Command::Doctor => {
             outln!("{}", tilus::doctor::report());
             Ok(true)

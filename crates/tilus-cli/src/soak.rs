@@ -2,9 +2,12 @@
 //! verified against cuBLAS, counting mismatches and NaN. Shapes: M, N, K uniform in 1..=max (K
 //! a multiple of 8, as TMA's 16-byte row strides require); N and K are compile-time constants
 //! of the series, so they are drawn from a pool of random pairs compiled up front, while M
-//! varies freely.
+//! varies freely. `--dtype bf16` soaks the versions that have a bf16 kernel, against cuBLAS
+//! in bf16.
 
+use crate::operand::BenchOperand;
 use crate::out::{outln, CliError, CliResult};
+use half::{bf16, f16};
 use hopper_matmul::harness::{compare, Cublas, Problem, Rng};
 use hopper_matmul::matmul::DIMS;
 use hopper_matmul::registry::{self, Entry};
@@ -23,9 +26,12 @@ fn and_list(names: &[&str]) -> String {
     }
 }
 
-/// Compiles `e`'s default configuration for one (N, K) pair.
-fn compile(e: &Entry, n: usize, k: usize) -> CliResult<()> {
-    let script = (e.configure)(&[])?;
+/// Compiles `e`'s default configuration in operand type `T` for one (N, K) pair.
+fn compile<T: BenchOperand>(e: &Entry, n: usize, k: usize) -> CliResult<()> {
+    let Some(configure) = T::configure(e) else {
+        return Ok(());
+    };
+    let script = configure(&[])?;
     let size = Size::new(DIMS, &[1, n as i64, k as i64])?;
     let program = script.trace(&(e.consts)(&size))?;
     let (program, plan) = tilus::passes::compile_program(program)?;
@@ -37,8 +43,36 @@ fn driver(e: impl std::fmt::Debug) -> CliError {
     CliError::Failed(format!("{e:?}"))
 }
 
+/// The options of `tilus soak`.
+pub(crate) struct SoakArgs {
+    pub launches: usize,
+    pub max: u64,
+    pub pool: usize,
+    pub seed: u64,
+    /// The operand type (`f16`, `bf16`).
+    pub dtype: String,
+}
+
 /// Runs the soak; prints a summary line per version and returns whether everything matched.
-pub fn soak(launches: usize, max: u64, pool: usize, seed: u64) -> CliResult<bool> {
+pub fn soak(a: SoakArgs) -> CliResult<bool> {
+    match a.dtype.as_str() {
+        "f16" => soak_in::<f16>(a),
+        "bf16" => soak_in::<bf16>(a),
+        other => Err(CliError::Usage(format!(
+            "unknown --dtype `{other}` (f16, bf16)"
+        ))),
+    }
+}
+
+/// The soak in operand type `T`.
+fn soak_in<T: BenchOperand>(a: SoakArgs) -> CliResult<bool> {
+    let SoakArgs {
+        launches,
+        max,
+        pool,
+        seed,
+        ..
+    } = a;
     // the options first, before the GPU is touched
     let max = parse_dim("--max", &max.to_string())? as usize;
     if max < 8 {
@@ -58,12 +92,17 @@ pub fn soak(launches: usize, max: u64, pool: usize, seed: u64) -> CliResult<bool
     )?;
     let entries: Vec<Entry> = registry::entries()
         .into_iter()
-        .filter(|e| e.matmul.as_ref().is_some_and(|m| m.soak))
+        .filter(|e| {
+            e.matmul
+                .as_ref()
+                .is_some_and(|m| m.soak && T::fixed(m).is_some())
+        })
         .collect();
     if entries.is_empty() {
-        return Err(CliError::Failed(
-            "no kernel of the registry takes part in the soak".into(),
-        ));
+        return Err(CliError::Failed(format!(
+            "no kernel of the registry takes part in the soak in {}",
+            T::NAME
+        )));
     }
     let device = tilus::runtime::Device::open(0)?;
     let stream = device.stream().clone();
@@ -80,34 +119,35 @@ pub fn soak(launches: usize, max: u64, pool: usize, seed: u64) -> CliResult<bool
     let t = Instant::now();
     pairs
         .par_iter()
-        .try_for_each(|&(n, k)| entries.iter().try_for_each(|e| compile(e, n, k)))?;
+        .try_for_each(|&(n, k)| entries.iter().try_for_each(|e| compile::<T>(e, n, k)))?;
     let names: Vec<&str> = entries
         .iter()
         .filter_map(|e| e.matmul.as_ref().map(|m| m.version))
         .collect();
     outln!(
-        "compiled {} specializations of {} in {:.1} s",
+        "compiled {} specializations of {} ({}) in {:.1} s",
         pool,
         and_list(&names),
+        T::NAME,
         t.elapsed().as_secs_f64()
     );
     // one allocation of the largest problem; each launch uses a prefix
-    let mut p = Problem::new(&stream, max, max, max, seed ^ 0x50a4)?;
+    let mut p = Problem::<T>::new(&stream, max, max, max, seed ^ 0x50a4)?;
     // page-locked host buffers: device-to-host copies at full speed
     let ctx = device.context();
     // SAFETY: the buffers are written by the copies below before they are read.
     let (mut host_got, mut host_want) = unsafe {
         (
-            ctx.alloc_pinned_with_flags::<half::f16>(square, 0)
+            ctx.alloc_pinned_with_flags::<T>(square, 0)
                 .map_err(driver)?,
-            ctx.alloc_pinned_with_flags::<half::f16>(square, 0)
+            ctx.alloc_pinned_with_flags::<T>(square, 0)
                 .map_err(driver)?,
         )
     };
-    let mut versions: Vec<Box<dyn Version>> = vec![];
+    let mut versions: Vec<Box<dyn Version<T>>> = vec![];
     for e in &entries {
-        if let Some(mv) = &e.matmul {
-            versions.push((mv.fixed)(&[], &device)?.0);
+        if let Some(fixed) = e.matmul.as_ref().and_then(T::fixed) {
+            versions.push(fixed(&[], &device)?.0);
         }
     }
     let t = Instant::now();
@@ -122,7 +162,8 @@ pub fn soak(launches: usize, max: u64, pool: usize, seed: u64) -> CliResult<bool
         {
             let (ptr, _g) = p.c.device_ptr_mut(&stream);
             // SAFETY: the buffer holds max*max >= m*n halves; ordered on the stream.
-            let r = unsafe { sys::cuMemsetD16Async(ptr, 0x7e00, m * n, stream.cu_stream()) };
+            let r =
+                unsafe { sys::cuMemsetD16Async(ptr, T::NAN.to_bits(), m * n, stream.cu_stream()) };
             if r != sys::CUresult::CUDA_SUCCESS {
                 return Err(CliError::Failed(format!("cuMemsetD16Async: {r:?}")));
             }

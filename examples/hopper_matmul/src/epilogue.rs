@@ -19,7 +19,8 @@ use std::marker::PhantomData;
 use tilus::prelude::*;
 use tilus::tune::{Binding, Space};
 
-use crate::v6::{columns, MatmulPersistent};
+use crate::epilogue_operands::StagedOperands;
+use crate::v6::{columns, CStores, MatmulPersistent, TileAt, TileEpilogue};
 
 /// An elementwise activation, applied to the f32 pre-activation tile on the GPU and to f64
 /// values by the host reference.
@@ -114,9 +115,14 @@ impl<A: Activation> Debug for MatmulEpilogue<A> {
 }
 
 impl<A: Activation> Default for MatmulEpilogue<A> {
-    /// v6's default configuration (the autotuner chooses per problem).
+    /// v6's default configuration with three stages: a whole tile's D and bias in shared
+    /// memory leave no room for a fourth of 128 × 256 tiles (the autotuner chooses per
+    /// problem).
     fn default() -> Self {
-        MatmulEpilogue::new(MatmulPersistent::default())
+        MatmulEpilogue::new(MatmulPersistent {
+            stages: 3,
+            ..MatmulPersistent::default()
+        })
     }
 }
 
@@ -180,7 +186,6 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
         >,
     ) {
         let t = &self.tile;
-        let rows_per_group = t.block_m / 2;
         let gd = k
             .name_next("gd")
             .global_view::<f16>(d_ptr, [m_size, n_size]);
@@ -190,31 +195,117 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
             .global_view::<f16>(c_ptr, [m_size, n_size]);
         // chunks of 64 columns, 32 for warp groups of 128 rows: a chunk's D, bias and result
         // (32 registers each at most) are alive beside the accumulator, not the whole tile's
-        let chunk = if rows_per_group > 64 { 32 } else { 64 };
-        let stores = t.c_stores(k, gc, n_size, chunk);
-        // the main loop: v6's; each consumer warp group then runs the epilogue on its half,
-        // chunk by chunk, and stores each chunk as v6 stores C (a generic impl:
-        // `#[tilus::script]` does not apply, so the names are given by hand)
-        t.tiles(
-            k,
-            (m_size, n_size, k_size),
-            (a_ptr, b_ptr),
-            |k, g, acc, offset_m, offset_n| {
-                stores.store(k, g, offset_m, offset_n, |k, c| {
+        let chunk = if t.block_m / 2 > 64 { 32 } else { 64 };
+        // TMA for D, the bias and C where C's rows are a multiple of 16 bytes, as TMA needs
+        // (`n` is a compile-time constant: the choice is made per specialization)
+        let rows_aligned = n_size.as_const().is_some_and(|n| n % 8 == 0);
+        let operands = if t.tma_store != 0 && rows_aligned {
+            Operands::Staged(Box::new(StagedOperands::new(k, (gd, gbias, gc), t, chunk)))
+        } else {
+            Operands::Loaded {
+                stores: t.c_stores(k, gc, n_size, chunk),
+                gd,
+                gbias,
+                chunk,
+            }
+        };
+        let epilogue = Fused::<A> {
+            operands,
+            alpha,
+            beta,
+            block_m: t.block_m,
+            block_n: t.block_n,
+            act: PhantomData,
+        };
+        // the main loop: v6's; each consumer warp group then runs the epilogue on its half
+        // (a generic impl: `#[tilus::script]` does not apply, so the names are given by hand)
+        t.tiles(k, (m_size, n_size, k_size), (a_ptr, b_ptr), &epilogue);
+    }
+}
+
+/// Where the epilogue's D and bias come from.
+enum Operands {
+    /// Copied with TMA during the main loop, C stored with TMA from the same buffers.
+    Staged(Box<StagedOperands>),
+    /// Loaded from global memory in the epilogue (C's rows not a multiple of 16 bytes), C
+    /// stored as v6 stores it.
+    Loaded {
+        stores: CStores<f16>,
+        gd: GlobalTensor<f16>,
+        gbias: GlobalTensor<f16>,
+        chunk: i32,
+    },
+}
+
+/// The fused epilogue of one kernel: its operands, the scales and the activation.
+struct Fused<A: Activation> {
+    operands: Operands,
+    alpha: Val,
+    beta: Val,
+    block_m: i32,
+    block_n: i32,
+    act: PhantomData<A>,
+}
+
+impl<A: Activation> Fused<A> {
+    /// C's chunk from the accumulator's columns, D and the bias: one fused expression.
+    fn chunk(
+        &self,
+        k: &mut Kernel,
+        part: RegisterTensor<f32>,
+        d: RegisterTensor<f16>,
+        bias: RegisterTensor<f16>,
+    ) -> RegisterTensor<f16> {
+        let pre = part * self.alpha + d.cast::<f32>() * self.beta + bias.cast::<f32>();
+        k.name_next("out").compute(A::apply(pre).cast::<f16>())
+    }
+}
+
+impl<A: Activation> TileEpilogue for Fused<A> {
+    fn tile(&self, k: &mut Kernel, g: usize, acc: &RegisterTensor<f32>, at: &TileAt) {
+        match &self.operands {
+            Operands::Staged(staged) => {
+                staged.tile(k, g, acc, at, &|k, part, d, bias| {
+                    self.chunk(k, part, d, bias)
+                });
+            }
+            Operands::Loaded {
+                stores,
+                gd,
+                gbias,
+                chunk,
+            } => {
+                let rows_per_group = self.block_m / 2;
+                stores.store(k, g, at.rows, at.cols, |k, c| {
                     // D and the bias are loaded straight into the accumulator's layout
-                    // (masked at the edges), and one fused expression gives C
-                    let on = k.let_i32(offset_n + c * chunk);
+                    // (masked at the edges)
+                    let on = k.let_i32(at.cols + c * chunk);
                     k.name_next("acc_part");
-                    let part = columns(k, (acc, t.block_n), c * chunk, chunk);
+                    let part = columns(k, (acc, self.block_n), c * chunk, *chunk);
                     let d =
                         k.name_next("d")
-                            .load_global(&gd, [offset_m, on], [rows_per_group, chunk]);
-                    let bias = k.name_next("bias").load_global(&gbias, [on], [chunk]);
-                    let pre = part * alpha + d.cast::<f32>() * beta + bias.cast::<f32>();
-                    k.name_next("out").compute(A::apply(pre).cast::<f16>())
+                            .load_global(gd, [at.rows, on], [rows_per_group, *chunk]);
+                    let bias = k.name_next("bias").load_global(gbias, [on], [*chunk]);
+                    self.chunk(k, part, d, bias)
                 });
-            },
-            |k, g| stores.finish(k, g),
-        );
+            }
+        }
+    }
+
+    fn finish(&self, k: &mut Kernel, g: usize) {
+        match &self.operands {
+            Operands::Staged(staged) => staged.finish(k, g),
+            Operands::Loaded { stores, .. } => stores.finish(k, g),
+        }
+    }
+
+    fn prefetches(&self) -> bool {
+        matches!(self.operands, Operands::Staged(_))
+    }
+
+    fn prefetch(&self, k: &mut Kernel, g: usize, at: &TileAt) {
+        if let Operands::Staged(staged) = &self.operands {
+            staged.prefetch(k, g, at);
+        }
     }
 }

@@ -31,6 +31,8 @@ pub trait Operand:
     fn from_f64(x: f64) -> Self;
     /// The value as f64 (exact).
     fn to_f64(self) -> f64;
+    /// Its 16 bits (for device memsets of the type's values).
+    fn to_bits(self) -> u16;
 }
 
 impl Operand for f16 {
@@ -44,6 +46,9 @@ impl Operand for f16 {
     fn to_f64(self) -> f64 {
         f16::to_f64(self)
     }
+    fn to_bits(self) -> u16 {
+        f16::to_bits(self)
+    }
 }
 
 impl Operand for bf16 {
@@ -56,6 +61,9 @@ impl Operand for bf16 {
     }
     fn to_f64(self) -> f64 {
         bf16::to_f64(self)
+    }
+    fn to_bits(self) -> u16 {
+        bf16::to_bits(self)
     }
 }
 

@@ -61,6 +61,9 @@ pub struct MatmulVersion {
 /// [`MatmulVersion::tuned`].
 #[derive(Clone, Copy)]
 pub struct Bf16Version {
+    /// Its script (the main kernel's, for a version of two) with a configuration from
+    /// settings, as [`Entry::configure`]: what `tilus soak` compiles up front.
+    pub configure: fn(&Settings) -> Result<Box<dyn DynScript>>,
     /// The kernel with a fixed configuration, and that configuration.
     pub fixed: FixedFn<bf16>,
     /// The autotuned kernel.
@@ -188,6 +191,7 @@ impl SeriesMatmul for crate::v6::MatmulPersistent {
     const VERSION: &'static str = "v6";
     const TUNED_IN_BENCH: bool = true;
     const BF16: Option<Bf16Version> = Some(Bf16Version {
+        configure: configure::<Bf16<crate::v6::MatmulPersistent>>,
         fixed: |settings, device| {
             let config = configured::<crate::v6::MatmulPersistent>(settings)?;
             let shown = tilus::lang::config_string(&format!("{config:?}"));
@@ -276,6 +280,7 @@ fn split_k_entry() -> Entry {
             tuned_in_bench: true,
             soak: true,
             bf16: Some(Bf16Version {
+                configure: configure::<Bf16<MatmulSplitK>>,
                 fixed: |settings, device| {
                     let config = configured::<MatmulSplitK>(settings)?;
                     let shown = tilus::lang::config_string(&format!("{config:?}"));

@@ -113,18 +113,60 @@ impl MatmulPersistent {
     ) {
         let gc = k.name_next("gc").global_view::<T>(c_ptr, [m_size, n_size]);
         let stores = self.c_stores(k, gc, n_size, STORE_CHUNK);
-        self.tiles(
-            k,
-            (m_size, n_size, k_size),
-            (a_ptr, b_ptr),
-            |k, g, acc, rows, cols| {
-                let casted = k.name_next("casted").cast::<T>(acc);
-                stores.store(k, g, rows, cols, |k, j| {
-                    columns(k, (&casted, self.block_n), j * STORE_CHUNK, STORE_CHUNK)
-                });
-            },
-            |k, g| stores.finish(k, g),
-        );
+        let epilogue = CastAndStore {
+            stores,
+            block_n: self.block_n,
+        };
+        self.tiles(k, (m_size, n_size, k_size), (a_ptr, b_ptr), &epilogue);
+    }
+}
+
+/// Where a consumer warp group's tile lies, as its epilogue sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct TileAt {
+    /// C's row of the group's first row.
+    pub rows: Val,
+    /// C's column of the tile's first column.
+    pub cols: Val,
+    /// The tile's place in the block's walk (0, 1, ..): the phase of a barrier that
+    /// completes once per tile is `index % 2`.
+    pub index: Val,
+}
+
+/// What the consumer warp groups of [`MatmulPersistent::tiles`] do with their products: v6
+/// casts and stores them ([`CastAndStore`]), the fused epilogue computes on them first
+/// (`crate::epilogue`).
+pub trait TileEpilogue {
+    /// Consumer warp group `g`'s `[block_m / 2, block_n]` accumulator of the tile at `at`.
+    fn tile(&self, k: &mut Kernel, g: usize, acc: &RegisterTensor<f32>, at: &TileAt);
+    /// After consumer warp group `g`'s last tile.
+    fn finish(&self, k: &mut Kernel, g: usize);
+    /// Whether [`TileEpilogue::prefetch`] is used (no branch is written into the main loop
+    /// otherwise).
+    fn prefetches(&self) -> bool {
+        false
+    }
+    /// Halfway through the main loop of the tile at `at`, with a product in flight:
+    /// consumer warp group `g` starts the copies of what its epilogue will read, so that
+    /// they land while the tensor cores work.
+    fn prefetch(&self, _k: &mut Kernel, _g: usize, _at: &TileAt) {}
+}
+
+/// v6's epilogue: each tile cast to `T` and stored with [`CStores`].
+pub struct CastAndStore<T: Element> {
+    stores: CStores<T>,
+    block_n: i32,
+}
+
+impl<T: Element> TileEpilogue for CastAndStore<T> {
+    fn tile(&self, k: &mut Kernel, g: usize, acc: &RegisterTensor<f32>, at: &TileAt) {
+        let casted = k.name_next("casted").cast::<T>(acc);
+        self.stores.store(k, g, at.rows, at.cols, |k, j| {
+            columns(k, (&casted, self.block_n), j * STORE_CHUNK, STORE_CHUNK)
+        });
+    }
+    fn finish(&self, k: &mut Kernel, g: usize) {
+        self.stores.finish(k, g);
     }
 }
 
@@ -267,15 +309,15 @@ impl<T: Element> Ring<T> {
 impl MatmulPersistent {
     /// Everything but the epilogue: the grid, the warps, the ring and its producer, and both
     /// consumer warp groups' loops over their tiles. For each tile, consumer warp group `g`
-    /// runs `epilogue(k, g, acc, rows, cols)` on its `[block_m / 2, block_n]` accumulator,
-    /// whose first element is C's `(rows, cols)`; after its last tile, `finish(k, g)`.
+    /// runs `epilogue.tile` on its `[block_m / 2, block_n]` accumulator (and
+    /// `epilogue.prefetch` halfway through the tile's main loop, if it prefetches); after its
+    /// last tile, `epilogue.finish`.
     pub fn tiles<T: Element>(
         &self,
         k: &mut Kernel,
         (m_size, n_size, k_size): (Val, Val, Val),
         (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
-        epilogue: impl Fn(&mut Kernel, usize, &RegisterTensor<f32>, Val, Val),
-        finish: impl Fn(&mut Kernel, usize),
+        epilogue: &dyn TileEpilogue,
     ) {
         let pair = self.cluster_m == 2;
         // a pair of blocks takes a unit of two tile rows and one tile column
@@ -319,17 +361,25 @@ impl MatmulPersistent {
         let bx = k.block_idx().x;
         let first = k.name_next("first_unit").let_i32(bx / per_unit);
         let stride = k.name_next("unit_stride").let_i32(blocks / per_unit);
-        // this block's tiles: its pair's units, then every `stride`-th, in grouped order
-        let for_each_tile = |k: &mut Kernel, body: &dyn Fn(&mut Kernel, Val, Val, Val)| {
+        // this block's tiles: its pair's units, then every `stride`-th, in grouped order;
+        // `body(k, done, at)` with `done` the ring steps of the tiles before
+        let for_each_tile = |k: &mut Kernel, body: &dyn Fn(&mut Kernel, Val, &TileAt)| {
             let done = k.name_next("done").var_i32(0);
+            let index = k.name_next("tile_index").var_i32(0);
             k.name_next("unit");
             k.for_range(first, units, stride, |k, u| {
                 let (unit_m, tile_n) = k.grouped_tile(u, units_m, tiles_n, self.group_m);
                 let tile_m = unit_m * per_unit + rank.clone();
                 let offset_m = k.name_next("offset_m").let_i32(tile_m * self.block_m);
                 let offset_n = k.name_next("offset_n").let_i32(tile_n * self.block_n);
-                body(k, done, offset_m, offset_n);
+                let at = TileAt {
+                    rows: offset_m,
+                    cols: offset_n,
+                    index,
+                };
+                body(k, done, &at);
                 k.assign(done, done + k_tiles);
+                k.assign(index, index + 1);
             });
         };
 
@@ -337,11 +387,11 @@ impl MatmulPersistent {
         k.thread_group(256, 128, |k| {
             k.set_max_registers(PRODUCER_REGISTERS);
             k.single_warp(0, |k| {
-                for_each_tile(k, &|k, done, offset_m, offset_n| {
+                for_each_tile(k, &|k, done, at| {
                     k.name_next("i");
                     k.for_range(0, k_tiles, 1, |k, i| match &ring {
-                        Ring::One(r) => r.fill(k, done + i, i, offset_m, offset_n),
-                        Ring::Pair(r) => r.fill(k, done + i, i, offset_m, offset_n),
+                        Ring::One(r) => r.fill(k, done + i, i, at.rows, at.cols),
+                        Ring::Pair(r) => r.fill(k, done + i, i, at.rows, at.cols),
                     });
                 });
             });
@@ -351,25 +401,42 @@ impl MatmulPersistent {
         // a tile's last stage is freed as soon as its product is done, before the epilogue
         // (in a pair, in both blocks: both producers fill it)
         let release = |k: &mut Kernel, step: Scalar| ring.release(k, step);
+        // the step halfway through a tile, where an epilogue's prefetch goes
+        let halfway = epilogue
+            .prefetches()
+            .then(|| k.name_next("halfway").let_i32(k_tiles / 2));
         for g in 0..2 {
             k.thread_group(128 * g as u32, 128, |k| {
                 k.set_max_registers(CONSUMER_REGISTERS);
-                for_each_tile(k, &|k, done, offset_m, offset_n| {
+                for_each_tile(k, &|k, done, tile| {
                     let acc = k
                         .name_next("acc")
                         .register_tensor::<f32>([half_m, self.block_n], 0.0);
-                    k.name_next("i");
-                    k.for_range_unrolled(0, k_tiles, 1, stages as u32, |k, i| {
-                        ring.multiply(k, g, done + i, &acc);
-                        // this step's stage is freed by the next step (or after the tile)
-                        k.if_(i.gt(0), |k| release(k, done + i - 1));
-                    });
+                    let rows = k.name_next("rows").let_i32(tile.rows + half_m * g as i32);
+                    let at = TileAt { rows, ..*tile };
+                    let steps = |k: &mut Kernel, from: Val, to: Val| {
+                        k.name_next("i");
+                        k.for_range_unrolled(from, to, 1, stages as u32, |k, i| {
+                            ring.multiply(k, g, done + i, &acc);
+                            // this step's stage is freed by the next step (or after the tile)
+                            k.if_(i.gt(0), |k| release(k, done + i - 1));
+                        });
+                    };
+                    match halfway {
+                        None => steps(k, Val::constant(0), k_tiles),
+                        // the loop in two halves, the prefetch between them (straight-line
+                        // code: the checks see it run once per tile)
+                        Some(halfway) => {
+                            steps(k, Val::constant(0), halfway);
+                            epilogue.prefetch(k, g, &at);
+                            steps(k, halfway, k_tiles);
+                        }
+                    }
                     k.wgmma().wait_group(0);
                     release(k, done + k_tiles - 1);
-                    let rows = k.name_next("rows").let_i32(offset_m + half_m * g as i32);
-                    epilogue(k, g, &acc, rows, offset_n);
+                    epilogue.tile(k, g, &acc, &at);
                 });
-                finish(k, g);
+                epilogue.finish(k, g);
             });
         }
         if pair {

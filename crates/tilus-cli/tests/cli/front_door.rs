@@ -264,6 +264,10 @@ fn every_subcommand_takes_sizes_by_one_rule() {
         .go()
         .assert_code(2)
         .assert_stderr("does not fit");
+    tilus(&["soak", "--dtype", "f32"])
+        .go()
+        .assert_code(2)
+        .assert_stderr("unknown --dtype `f32` (f16, bf16)");
     // the largest size the rule allows is traced (and rejected or accepted by the kernel)
     let max = format!("{0}x{0}x{0}", i32::MAX);
     tilus(&["ir", V0, "--size", &max]).go().assert_sane(false);
@@ -522,13 +526,33 @@ fn bench_and_soak_run_the_registrys_matmul_versions() {
         .assert_code(0)
         .assert_stdout("RESULT cold context_ms=")
         .assert_stdout("version=v1");
-    tilus(&["soak", "--launches", "6", "--max", "512", "--pool", "2"])
+    // every version of the series and split-K, two launches each
+    tilus(&["soak", "--launches", "16", "--max", "512", "--pool", "2"])
         .with_gpu()
         .go()
         .assert_code(0)
-        .assert_stdout("compiled 2 specializations of v0 and v1")
-        .assert_stdout("v0: 3 launches, 0 mismatches, 0 NaN/inf")
-        .assert_stdout("v1: 3 launches, 0 mismatches, 0 NaN/inf");
+        .assert_stdout("compiled 2 specializations of v0, v1, v2, v3, v4, v5, v6 and split_k (f16)")
+        .assert_stdout("v0: 2 launches, 0 mismatches, 0 NaN/inf")
+        .assert_stdout("v6: 2 launches, 0 mismatches, 0 NaN/inf")
+        .assert_stdout("split_k: 2 launches, 0 mismatches, 0 NaN/inf");
+    // in bf16: the versions with a bf16 kernel, against cuBLAS in bf16
+    tilus(&[
+        "soak",
+        "--dtype",
+        "bf16",
+        "--launches",
+        "6",
+        "--max",
+        "512",
+        "--pool",
+        "2",
+    ])
+    .with_gpu()
+    .go()
+    .assert_code(0)
+    .assert_stdout("compiled 2 specializations of v6 and split_k (bf16)")
+    .assert_stdout("v6: 3 launches, 0 mismatches, 0 NaN/inf")
+    .assert_stdout("split_k: 3 launches, 0 mismatches, 0 NaN/inf");
 }
 
 /// `--versions` items with bracketed settings (an ablation) and the `matmul` entry point are

@@ -212,7 +212,11 @@ impl Run {
     pub fn go(self) -> Outcome {
         let work = TempDir::new("run");
         let cache = self.cache.clone().unwrap_or_else(|| work.0.join("cache"));
-        let exe = env!("CARGO_BIN_EXE_tilus");
+        // the binary cargo built, or (where the tests run away from the build, as on a GPU
+        // host with a bundle of both) the one `TILUS_TEST_EXE` names
+        let exe = std::env::var_os("TILUS_TEST_EXE")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_tilus").into());
+        let exe = exe.as_os_str();
         let mut cmd = if self.prefix.is_empty() {
             Command::new(exe)
         } else {

@@ -1,0 +1,43 @@
+//! The operand types the matmul commands (`bench matmul`, `soak`) run in, and which of a
+//! version's kernels take each.
+
+use half::{bf16, f16};
+use hopper_matmul::operand::{Matmuls, Operand};
+use hopper_matmul::registry::{self, Entry, MatmulVersion, Settings};
+use tilus::lang::DynScript;
+
+/// An operand type of the matmul commands: which of a version's kernels take it.
+pub(crate) trait BenchOperand: Operand + Matmuls {
+    /// The version's fixed-configuration kernel in this type, if it has one.
+    fn fixed(mv: &MatmulVersion) -> Option<registry::FixedFn<Self>>;
+    /// The version's autotuned kernel in this type, if it has one.
+    fn tuned(mv: &MatmulVersion) -> Option<registry::TunedFn<Self>>;
+    /// The entry's script in this type with a configuration from settings (its main kernel's,
+    /// for a version of two), if it has one.
+    #[allow(clippy::type_complexity)]
+    fn configure(e: &Entry) -> Option<fn(&Settings) -> hopper_matmul::Result<Box<dyn DynScript>>>;
+}
+
+impl BenchOperand for f16 {
+    fn fixed(mv: &MatmulVersion) -> Option<registry::FixedFn<f16>> {
+        Some(mv.fixed)
+    }
+    fn tuned(mv: &MatmulVersion) -> Option<registry::TunedFn<f16>> {
+        Some(mv.tuned)
+    }
+    fn configure(e: &Entry) -> Option<fn(&Settings) -> hopper_matmul::Result<Box<dyn DynScript>>> {
+        Some(e.configure)
+    }
+}
+
+impl BenchOperand for bf16 {
+    fn fixed(mv: &MatmulVersion) -> Option<registry::FixedFn<bf16>> {
+        mv.bf16.map(|b| b.fixed)
+    }
+    fn tuned(mv: &MatmulVersion) -> Option<registry::TunedFn<bf16>> {
+        mv.bf16.map(|b| b.tuned)
+    }
+    fn configure(e: &Entry) -> Option<fn(&Settings) -> hopper_matmul::Result<Box<dyn DynScript>>> {
+        e.matmul.as_ref()?.bf16.map(|b| b.configure)
+    }
+}
