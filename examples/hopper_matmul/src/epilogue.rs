@@ -115,14 +115,9 @@ impl<A: Activation> Debug for MatmulEpilogue<A> {
 }
 
 impl<A: Activation> Default for MatmulEpilogue<A> {
-    /// v6's default configuration with three stages: a whole tile's D and bias in shared
-    /// memory leave no room for a fourth of 128 × 256 tiles (the autotuner chooses per
-    /// problem).
+    /// v6's default configuration (the autotuner chooses per problem).
     fn default() -> Self {
-        MatmulEpilogue::new(MatmulPersistent {
-            stages: 3,
-            ..MatmulPersistent::default()
-        })
+        MatmulEpilogue::new(MatmulPersistent::default())
     }
 }
 
@@ -200,6 +195,11 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
         // (`n` is a compile-time constant: the choice is made per specialization)
         let rows_aligned = n_size.as_const().is_some_and(|n| n % 8 == 0);
         let operands = if t.tma_store != 0 && rows_aligned {
+            // the bias in rows of 8 for its copies (n is a multiple of 8 here)
+            let rows_of_8 = n_size / 8;
+            let gbias = k
+                .name_next("gbias8")
+                .global_view::<f16>(bias_ptr, [rows_of_8, Scalar::from(8)]);
             Operands::Staged(Box::new(StagedOperands::new(k, (gd, gbias, gc), t, chunk)))
         } else {
             Operands::Loaded {

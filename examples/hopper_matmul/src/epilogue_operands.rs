@@ -1,30 +1,40 @@
 //! The fused epilogue's operands D and bias in shared memory: each consumer warp group copies
-//! its next tile's D and bias chunks with TMA halfway through the tile's main loop (the
-//! copies land while the tensor cores work), reads them from shared memory in the
-//! accumulator's layout, writes the result over the chunk's D and stores it with TMA. The
-//! epilogue then waits on no global load; the buffers double as the TMA stores' staging.
+//! the D and bias of its next tile's first chunks with TMA halfway through the tile's main
+//! loop (the copies land while the tensor cores work), reads them from shared memory in the
+//! accumulator's layout, writes the result over the chunk's D and stores it with TMA; a
+//! buffer whose store has read it takes a later chunk's D. The epilogue then waits on no
+//! global load for its first chunks, and the buffers double as the TMA stores' staging.
 //!
-//! Per consumer warp group, one buffer per chunk (`[chunks, block_m / 2, width]` halves, a
-//! whole tile's D: 32 KiB at 128 × 256 tiles) and its bias (`[chunks, width]`), and one
-//! barrier per chunk that the copies complete once per tile (phase `tile index % 2`).
+//! Per consumer warp group, [`BUFFERS`] buffers of a chunk (`[block_m / 2, width]` halves: the
+//! 16 KiB v6's staging takes, which leaves room for four stages of 128 × 256 tiles) and its
+//! bias (`[width / 8, 8]` halves: rows of 16 bytes need no swizzle, so a stage takes 128
+//! bytes), and one barrier per buffer that each copy into it completes.
 
 use crate::v6::{columns, MatmulPersistent, TileAt};
 use tilus::prelude::*;
+
+/// Chunk buffers per consumer warp group.
+pub const BUFFERS: i32 = 2;
+
+/// Halves per row of a bias stage.
+const BIAS_ROW: i32 = 8;
 
 /// D, the bias and C, with the shared buffers D and the bias land in.
 pub struct StagedOperands {
     gd: GlobalTensor<f16>,
     gbias: GlobalTensor<f16>,
     gc: GlobalTensor<f16>,
-    /// Per consumer warp group: D's chunks of its half of a tile, then C's.
+    /// Per consumer warp group: its buffers of D's chunks, then C's.
     d: [SharedTensor<f16>; 2],
-    /// Per consumer warp group: the bias of each chunk's columns.
+    /// Per consumer warp group: the bias of each buffer's chunk, `[width / 8, 8]`.
     bias: [SharedTensor<f16>; 2],
-    /// Per consumer warp group: one barrier per chunk, the copies' bytes on it.
+    /// Per consumer warp group: one barrier per buffer, each copy's bytes on it.
     landed: [Barriers; 2],
     /// Columns per chunk.
     width: i32,
     chunks: i32,
+    /// Buffers per warp group (`chunks` is a multiple).
+    buffers: i32,
     block_n: i32,
 }
 
@@ -40,7 +50,8 @@ pub type ChunkFn<'a> = dyn Fn(
 
 impl StagedOperands {
     /// The buffers and barriers for tiles of `t` in chunks of `width` columns (C's rows must
-    /// be a multiple of 16 bytes, as TMA needs: the caller checks).
+    /// be a multiple of 16 bytes, as TMA needs: the caller checks). `gbias` is the bias seen
+    /// as `[n / 8, 8]`.
     pub fn new(
         k: &mut Kernel,
         (gd, gbias, gc): (GlobalTensor<f16>, GlobalTensor<f16>, GlobalTensor<f16>),
@@ -50,15 +61,16 @@ impl StagedOperands {
         let rows = t.block_m / 2;
         let width = width.min(t.block_n);
         let chunks = (t.block_n / width).max(1);
+        let buffers = BUFFERS.min(chunks);
         let d = [0, 1].map(|g| {
             k.name_next(if g == 0 { "sd0" } else { "sd1" })
-                .shared_tensor::<f16>([chunks, rows, width])
+                .shared_tensor::<f16>([buffers, rows, width])
         });
         let bias = [0, 1].map(|g| {
             k.name_next(if g == 0 { "sbias0" } else { "sbias1" })
-                .shared_tensor::<f16>([chunks, width])
+                .shared_tensor::<f16>([buffers, width / BIAS_ROW, BIAS_ROW])
         });
-        let landed = [0, 1].map(|_| k.mbarrier().alloc_counts(&vec![1; chunks as usize]));
+        let landed = [0, 1].map(|_| k.mbarrier().alloc_counts(&vec![1; buffers as usize]));
         StagedOperands {
             gd,
             gbias,
@@ -68,31 +80,41 @@ impl StagedOperands {
             landed,
             width,
             chunks,
+            buffers,
             block_n: t.block_n,
         }
     }
 
+    /// One thread copies chunk `j`'s D and bias into its buffer.
+    fn copy_chunk(&self, k: &mut Kernel, g: usize, at: &TileAt, j: i32) {
+        let b = j % self.buffers;
+        let bar = self.landed[g].at(Val::constant(b));
+        let (d, bias) = (self.d[g].at(b), self.bias[g].at(b));
+        k.mbarrier()
+            .arrive_and_expect_tx(bar, d.nbytes() + bias.nbytes());
+        let cols = k.let_i32(at.cols + j * self.width);
+        k.tma().global_to_shared(&self.gd, &d, [at.rows, cols], bar);
+        let bias_row = k.let_i32(cols / BIAS_ROW);
+        k.tma()
+            .global_to_shared(&self.gbias, &bias, [bias_row, Val::constant(0)], bar);
+    }
+
     /// Consumer warp group `g`, halfway through the main loop of the tile at `at`: once the
-    /// stores of its last tile have read the buffers, one thread copies each chunk's D and
-    /// bias into them.
+    /// stores of its last tile have read the buffers, one thread copies the first chunks' D
+    /// and bias into them.
     pub fn prefetch(&self, k: &mut Kernel, g: usize, at: &TileAt) {
         k.single_thread(|k| {
             k.tma().wait_group_read(0);
-            for j in 0..self.chunks {
-                let bar = self.landed[g].at(Val::constant(j));
-                let (d, bias) = (self.d[g].at(j), self.bias[g].at(j));
-                k.mbarrier()
-                    .arrive_and_expect_tx(bar, d.nbytes() + bias.nbytes());
-                let cols = k.let_i32(at.cols + j * self.width);
-                k.tma().global_to_shared(&self.gd, &d, [at.rows, cols], bar);
-                k.tma().global_to_shared(&self.gbias, &bias, [cols], bar);
+            for j in 0..self.buffers {
+                self.copy_chunk(k, g, at, j);
             }
         });
     }
 
     /// Consumer warp group `g`'s tile at `at`: chunk by chunk, once its D and bias have
     /// landed, `f` computes C's chunk from them, which replaces D in the buffer and is stored
-    /// with TMA (clipped at C's edges).
+    /// with TMA (clipped at C's edges); once that store has read the buffer, the chunk
+    /// `buffers` later is copied into it.
     pub fn tile(
         &self,
         k: &mut Kernel,
@@ -101,15 +123,20 @@ impl StagedOperands {
         at: &TileAt,
         f: &ChunkFn<'_>,
     ) {
-        let phase = k.name_next("landed_phase").let_i32(at.index % 2);
+        // each buffer is filled `chunks / buffers` times a tile
+        let rounds = self.chunks / self.buffers;
+        let first = k.name_next("landed_round").let_i32(at.index * rounds);
         for j in 0..self.chunks {
-            let buffer = self.d[g].at(j);
+            let b = j % self.buffers;
+            let buffer = self.d[g].at(b);
+            let phase = k.let_i32((first + j / self.buffers) % 2);
             k.mbarrier()
-                .wait(self.landed[g].at(Val::constant(j)), phase);
+                .wait(self.landed[g].at(Val::constant(b)), phase);
             k.name_next("acc_part");
             let part = columns(k, (acc, self.block_n), j * self.width, self.width);
             let d = k.name_next("d").load_shared(&buffer);
-            let bias = k.name_next("bias").load_shared(&self.bias[g].at(j));
+            let bias_rows = k.name_next("bias_rows").load_shared(&self.bias[g].at(b));
+            let bias = k.name_next("bias").reshape(&bias_rows, [self.width]);
             let out = f(k, part, d, bias);
             // every thread has read the chunk's D before any overwrites it
             k.sync_group();
@@ -120,6 +147,11 @@ impl StagedOperands {
             k.single_thread(|k| {
                 k.tma().shared_to_global(&buffer, &self.gc, [at.rows, cols]);
                 k.tma().commit_group();
+                if j + self.buffers < self.chunks {
+                    // the store just issued has read the buffer: the later chunk's copies
+                    k.tma().wait_group_read(0);
+                    self.copy_chunk(k, g, at, j + self.buffers);
+                }
             });
         }
     }
