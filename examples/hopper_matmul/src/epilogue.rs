@@ -188,9 +188,10 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
         let gc = k
             .name_next("gc")
             .global_view::<f16>(c_ptr, [m_size, n_size]);
-        // chunks of 64 columns, 32 for warp groups of 128 rows: a chunk's D, bias and result
-        // (32 registers each at most) are alive beside the accumulator, not the whole tile's
-        let chunk = if t.block_m / 2 > 64 { 32 } else { 64 };
+        // chunks of 32 columns: a chunk's D, bias and result (16 registers each at most) are
+        // alive beside the accumulator, not the whole tile's, and the staged operands get
+        // several buffers in flight
+        let chunk = 32;
         // TMA for D, the bias and C where C's rows are a multiple of 16 bytes, as TMA needs
         // (`n` is a compile-time constant: the choice is made per specialization)
         let rows_aligned = n_size.as_const().is_some_and(|n| n % 8 == 0);

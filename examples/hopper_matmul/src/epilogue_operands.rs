@@ -5,16 +5,17 @@
 //! buffer whose store has read it takes a later chunk's D. The epilogue then waits on no
 //! global load for its first chunks, and the buffers double as the TMA stores' staging.
 //!
-//! Per consumer warp group, [`BUFFERS`] buffers of a chunk (`[block_m / 2, width]` halves: the
-//! 16 KiB v6's staging takes, which leaves room for four stages of 128 × 256 tiles) and its
-//! bias (`[width / 8, 8]` halves: rows of 16 bytes need no swizzle, so a stage takes 128
-//! bytes), and one barrier per buffer that each copy into it completes.
+//! Per consumer warp group, [`BUFFER_BYTES`] of chunk buffers (`[block_m / 2, width]` halves
+//! each: the 16 KiB v6's staging takes, which leaves room for four stages of 128 × 256 tiles;
+//! narrower chunks give more buffers, so a copy has more chunks' work to land behind) and
+//! their bias (`[width / 8, 8]` halves: rows of 16 bytes need no swizzle, so a stage takes
+//! 128 bytes), and one barrier per buffer that each copy into it completes.
 
 use crate::v6::{columns, MatmulPersistent, TileAt};
 use tilus::prelude::*;
 
-/// Chunk buffers per consumer warp group.
-pub const BUFFERS: i32 = 2;
+/// Bytes of chunk buffers per consumer warp group.
+pub const BUFFER_BYTES: i32 = 16 * 1024;
 
 /// Halves per row of a bias stage.
 const BIAS_ROW: i32 = 8;
@@ -61,7 +62,11 @@ impl StagedOperands {
         let rows = t.block_m / 2;
         let width = width.min(t.block_n);
         let chunks = (t.block_n / width).max(1);
-        let buffers = BUFFERS.min(chunks);
+        // as many as fit, dividing the chunks (each buffer is then filled as often a tile)
+        let mut buffers = (BUFFER_BYTES / (rows * width * 2)).clamp(1, chunks);
+        while chunks % buffers != 0 {
+            buffers -= 1;
+        }
         let d = [0, 1].map(|g| {
             k.name_next(if g == 0 { "sd0" } else { "sd1" })
                 .shared_tensor::<f16>([buffers, rows, width])

@@ -40,7 +40,8 @@ pub struct MatmulPersistent {
     pub group_m: i32,
     /// 1: a persistent grid (one block per multiprocessor at most); 0: one block per tile.
     pub persistent: i32,
-    /// 1: the epilogue goes through shared memory (64-column chunks, two buffers) and TMA
+    /// 1: the epilogue goes through shared memory (64-column chunks, 32 for 256-row tiles;
+    /// two buffers) and TMA
     /// stores (where C's rows are a multiple of 8 elements, as TMA needs; otherwise as 0); 0:
     /// each thread stores its accumulator registers to global memory.
     pub tma_store: i32,
@@ -112,7 +113,14 @@ impl MatmulPersistent {
         (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): MatmulHandles<T>,
     ) {
         let gc = k.name_next("gc").global_view::<T>(c_ptr, [m_size, n_size]);
-        let stores = self.c_stores(k, gc, n_size, STORE_CHUNK);
+        // 64-column chunks; 32 for warp groups of 128 rows, whose staging then leaves room
+        // for a fourth stage of 256 x 128 tiles
+        let width = if self.block_m / 2 > 64 {
+            STORE_CHUNK / 2
+        } else {
+            STORE_CHUNK
+        };
+        let stores = self.c_stores(k, gc, n_size, width);
         let epilogue = CastAndStore {
             stores,
             block_n: self.block_n,
@@ -161,8 +169,9 @@ pub struct CastAndStore<T: Element> {
 impl<T: Element> TileEpilogue for CastAndStore<T> {
     fn tile(&self, k: &mut Kernel, g: usize, acc: &RegisterTensor<f32>, at: &TileAt) {
         let casted = k.name_next("casted").cast::<T>(acc);
+        let width = self.stores.width;
         self.stores.store(k, g, at.rows, at.cols, |k, j| {
-            columns(k, (&casted, self.block_n), j * STORE_CHUNK, STORE_CHUNK)
+            columns(k, (&casted, self.block_n), j * width, width)
         });
     }
     fn finish(&self, k: &mut Kernel, g: usize) {

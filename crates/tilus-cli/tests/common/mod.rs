@@ -213,8 +213,9 @@ impl Run {
         let work = TempDir::new("run");
         let cache = self.cache.clone().unwrap_or_else(|| work.0.join("cache"));
         // the binary cargo built, or (where the tests run away from the build, as on a GPU
-        // host with a bundle of both) the one `TILUS_TEST_EXE` names
-        let exe = std::env::var_os("TILUS_TEST_EXE")
+        // host with a bundle of both) the one in the directory `TILUS_TEST_BIN_DIR` names
+        let exe = std::env::var_os("TILUS_TEST_BIN_DIR")
+            .map(|d| std::path::PathBuf::from(d).join("tilus"))
             .unwrap_or_else(|| env!("CARGO_BIN_EXE_tilus").into());
         let exe = exe.as_os_str();
         let mut cmd = if self.prefix.is_empty() {

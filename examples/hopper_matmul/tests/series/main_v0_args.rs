@@ -6,7 +6,11 @@ use std::process::Command;
 
 fn run(args: &[&str]) -> (Option<i32>, String, String) {
     let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("main-v0-args-cache");
-    let out = Command::new(env!("CARGO_BIN_EXE_hopper-matmul-v0"))
+    // the binary cargo built, or the one in `TILUS_TEST_BIN_DIR` (a bundle run elsewhere)
+    let exe = std::env::var_os("TILUS_TEST_BIN_DIR")
+        .map(|d| std::path::PathBuf::from(d).join("hopper-matmul-v0"))
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_hopper-matmul-v0").into());
+    let out = Command::new(exe)
         .args(args)
         .env("TILUS_CACHE_DIR", &cache)
         .env("CUDA_VISIBLE_DEVICES", "")
