@@ -118,7 +118,8 @@ impl StagedOperands {
 
     /// Consumer warp group `g`'s tile at `at`: chunk by chunk, once its D and bias have
     /// landed, `f` computes C's chunk from them, which replaces D in the buffer and is stored
-    /// with TMA (clipped at C's edges); once that store has read the buffer, the chunk
+    /// with TMA (clipped at C's edges); once that store has read the buffer (checked after
+    /// the next chunk's store is issued, so that it has a chunk's work to drain), the chunk
     /// `buffers` later is copied into it.
     pub fn tile(
         &self,
@@ -152,10 +153,14 @@ impl StagedOperands {
             k.single_thread(|k| {
                 k.tma().shared_to_global(&buffer, &self.gc, [at.rows, cols]);
                 k.tma().commit_group();
-                if j + self.buffers < self.chunks {
-                    // the store just issued has read the buffer: the later chunk's copies
-                    k.tma().wait_group_read(0);
-                    self.copy_chunk(k, g, at, j + self.buffers);
+                // the chunk before this one refills its buffer once its store (not this
+                // one's, which has only just started) has read it; with one buffer, this
+                // chunk's own
+                let lag = i32::from(self.buffers > 1);
+                let done = j - lag;
+                if done >= 0 && done + self.buffers < self.chunks {
+                    k.tma().wait_group_read(lag as u32);
+                    self.copy_chunk(k, g, at, done + self.buffers);
                 }
             });
         }

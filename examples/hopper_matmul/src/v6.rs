@@ -27,6 +27,7 @@ use tilus::prelude::*;
 #[tune(persistent = [1])]
 #[tune(tma_store = [0, 1])]
 #[tune(cluster_m = [1, 2])]
+#[tune(hilbert = [0])]
 pub struct MatmulPersistent {
     /// Rows of C per tile: two warp groups of `block_m / 2` rows each (a multiple of 128).
     pub block_m: i32,
@@ -48,6 +49,10 @@ pub struct MatmulPersistent {
     /// 2: clusters of two blocks on neighbouring tile rows that share their B tile, each
     /// copying half of it into both (TMA multicast; [`crate::pair`]); 1: blocks alone.
     pub cluster_m: i32,
+    /// 1: tiles in Hilbert order within squares of `group_m` tile rows and columns
+    /// ([`Kernel::hilbert_tile`]; `group_m` a power of two); 0: grouped order. Not in the
+    /// searched space (`--set hilbert=1` measures it).
+    pub hilbert: i32,
 }
 
 /// Columns of one chunk of the TMA-store epilogue: 128 bytes of f16, the widest row the
@@ -72,6 +77,7 @@ impl Default for MatmulPersistent {
             persistent: 1,
             tma_store: 1,
             cluster_m: 1,
+            hilbert: 0,
         }
     }
 }
@@ -377,7 +383,11 @@ impl MatmulPersistent {
             let index = k.name_next("tile_index").var_i32(0);
             k.name_next("unit");
             k.for_range(first, units, stride, |k, u| {
-                let (unit_m, tile_n) = k.grouped_tile(u, units_m, tiles_n, self.group_m);
+                let (unit_m, tile_n) = if self.hilbert != 0 {
+                    k.hilbert_tile(u, units_m, tiles_n, self.group_m)
+                } else {
+                    k.grouped_tile(u, units_m, tiles_n, self.group_m)
+                };
                 let tile_m = unit_m * per_unit + rank.clone();
                 let offset_m = k.name_next("offset_m").let_i32(tile_m * self.block_m);
                 let offset_n = k.name_next("offset_n").let_i32(tile_n * self.block_n);

@@ -9,18 +9,21 @@ use hopper_matmul::v6::MatmulPersistent;
 
 /// v6 with 128 × 128 tiles and three stages: persistent in groups of two tile rows with the
 /// TMA-store epilogue, persistent in row order storing from registers, one block per tile
-/// with the TMA-store epilogue, and pairs sharing B (multicast), persistent and not.
+/// with the TMA-store epilogue, pairs sharing B (multicast), persistent and not, and tiles in
+/// Hilbert order (squares of two tiles), alone and in pairs.
 pub fn forms() -> Vec<MatmulPersistent> {
     [
-        (1, 2, 1, 1),
-        (1, 1, 0, 1),
-        (0, 1, 1, 1),
-        (1, 2, 1, 2),
-        (0, 1, 0, 2),
+        (1, 2, 1, 1, 0),
+        (1, 1, 0, 1, 0),
+        (0, 1, 1, 1, 0),
+        (1, 2, 1, 2, 0),
+        (0, 1, 0, 2, 0),
+        (1, 2, 1, 1, 1),
+        (1, 2, 0, 2, 1),
     ]
     .into_iter()
     .map(
-        |(persistent, group_m, tma_store, cluster_m)| MatmulPersistent {
+        |(persistent, group_m, tma_store, cluster_m, hilbert)| MatmulPersistent {
             block_m: 128,
             block_n: 128,
             block_k: 64,
@@ -29,6 +32,7 @@ pub fn forms() -> Vec<MatmulPersistent> {
             persistent,
             tma_store,
             cluster_m,
+            hilbert,
         },
     )
     .collect()

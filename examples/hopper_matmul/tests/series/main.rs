@@ -25,6 +25,7 @@ mod gpu_v3;
 mod gpu_v4;
 mod gpu_v5;
 mod gpu_v6;
+mod interp_epilogue;
 mod interp_memory;
 mod interp_split_k;
 mod interp_v0;
