@@ -72,3 +72,23 @@ pub fn autotuned_on_gpu<T: Operand, S: Tunable<Args = MatmulArgsOf<T>>>(version:
     let v = Matmul::<S>::tuned(version, &device).unwrap();
     on_gpu(&v, &device, (4096, 4096, 4096), 7);
 }
+
+/// Interprets a registry entry's `script` at `size` on inputs of `seed` and asserts that its
+/// workload's check passes (naming the entry, the configuration and the size).
+pub fn entry_on_interpreter(
+    e: &hopper_matmul::registry::Entry,
+    script: &dyn tilus::lang::DynScript,
+    size: &hopper_matmul::size::Size,
+    seed: u64,
+) {
+    let r = e
+        .interpret(script, size, seed, &tilus::interp::Options::default())
+        .unwrap_or_else(|err| panic!("{} [{}] at {size}: {err}", e.name, script.config()));
+    assert!(
+        r.check.passed(),
+        "{} [{}] at {size}: {:?}",
+        e.name,
+        script.config(),
+        r.check
+    );
+}

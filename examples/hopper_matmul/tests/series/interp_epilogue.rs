@@ -5,6 +5,7 @@
 //! bytes), and in Hilbert order. The interpreter models four multiprocessors, so each block
 //! walks several tiles: the buffers' barriers run through several phases.
 
+use super::checks::entry_on_interpreter;
 use hopper_matmul::registry::{entries, Entry};
 use hopper_matmul::size::Size;
 
@@ -19,21 +20,7 @@ fn check(e: &Entry, settings: &[(&str, i64)], size: &[i64], seed: u64) {
     let settings: Vec<(String, i64)> = settings.iter().map(|&(n, v)| (n.into(), v)).collect();
     let script = (e.configure)(&settings).expect("a configuration");
     let size = Size::new(e.workload.dims(), size).expect("a size");
-    let r = e
-        .interpret(
-            script.as_ref(),
-            &size,
-            seed,
-            &tilus::interp::Options::default(),
-        )
-        .unwrap_or_else(|err| panic!("{} [{}] at {size}: {err}", e.name, script.config()));
-    assert!(
-        r.check.passed(),
-        "{} [{}] at {size}: {:?}",
-        e.name,
-        script.config(),
-        r.check
-    );
+    entry_on_interpreter(e, script.as_ref(), &size, seed);
 }
 
 /// Several tiles per block with edges in M and N (rows of 2000 bytes: the staged forms),

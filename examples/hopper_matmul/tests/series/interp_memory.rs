@@ -4,6 +4,7 @@
 //! whose length is not a multiple of a 16-byte vector, rows shorter than one vector per
 //! thread).
 
+use super::checks::entry_on_interpreter;
 use hopper_matmul::registry::{entries, Entry};
 use hopper_matmul::size::Size;
 
@@ -39,23 +40,7 @@ fn every_config_passes_its_check_at_ragged_sizes() {
     for e in memory_bound() {
         for script in (e.space)() {
             for (i, size) in ragged(&e).into_iter().enumerate() {
-                let r = e
-                    .interpret(
-                        script.as_ref(),
-                        &size,
-                        11 + i as u64,
-                        &tilus::interp::Options::default(),
-                    )
-                    .unwrap_or_else(|err| {
-                        panic!("{} [{}] at {size}: {err}", e.name, script.config())
-                    });
-                assert!(
-                    r.check.passed(),
-                    "{} [{}] at {size}: {:?}",
-                    e.name,
-                    script.config(),
-                    r.check
-                );
+                entry_on_interpreter(&e, script.as_ref(), &size, 11 + i as u64);
             }
         }
     }
