@@ -1,8 +1,11 @@
 //! `matmul_epilogue`: v6's main loop (two consumer warp groups on a warp-specialized ring, a
 //! persistent grid) with a fused epilogue, run by each consumer warp group on its half of the
-//! tile and stored as v6 stores C (TMA stores where C's rows allow),
-//! `C = act(alpha · A·Bᵀ + beta · D + bias)`, so that the scaled product, the residual `D`
-//! and the bias never make a round trip through global memory between two kernels.
+//! tile, `C = act(alpha · A·Bᵀ + beta · D + bias)`, so that the scaled product, the residual
+//! `D` and the bias never make a round trip through global memory between two kernels. Where
+//! C's rows allow TMA, D and the bias are copied into shared memory halfway through each
+//! tile's main loop and C is stored with TMA from the same buffers
+//! ([`crate::epilogue_operands`]); otherwise they are loaded from global memory in the
+//! epilogue and C is stored from registers.
 //!
 //! A `[M, K]`, B `[N, K]` (both K-major), D and C `[M, N]`, bias `[N]` (one value per
 //! column, broadcast over the rows), all f16; `alpha` and `beta` are f32 arguments. The

@@ -42,9 +42,9 @@ pub struct MatmulPersistent {
     /// 1: a persistent grid (one block per multiprocessor at most); 0: one block per tile.
     pub persistent: i32,
     /// 1: the epilogue goes through shared memory (64-column chunks, 32 for 256-row tiles;
-    /// two buffers) and TMA
-    /// stores (where C's rows are a multiple of 8 elements, as TMA needs; otherwise as 0); 0:
-    /// each thread stores its accumulator registers to global memory.
+    /// two buffers) and TMA stores (where C's rows are a multiple of 8 elements, as TMA
+    /// needs; otherwise as 0); 0: each thread stores its accumulator registers to global
+    /// memory.
     pub tma_store: i32,
     /// 2: clusters of two blocks on neighbouring tile rows that share their B tile, each
     /// copying half of it into both (TMA multicast; [`crate::pair`]); 1: blocks alone.
@@ -155,7 +155,7 @@ pub trait TileEpilogue {
     fn tile(&self, k: &mut Kernel, g: usize, acc: &RegisterTensor<f32>, at: &TileAt);
     /// After consumer warp group `g`'s last tile.
     fn finish(&self, k: &mut Kernel, g: usize);
-    /// Whether [`TileEpilogue::prefetch`] is used (no branch is written into the main loop
+    /// Whether [`TileEpilogue::prefetch`] is used (the main loop is traced in one piece
     /// otherwise).
     fn prefetches(&self) -> bool {
         false
