@@ -59,11 +59,15 @@ impl StagedOperands {
         t: &MatmulPersistent,
         width: i32,
     ) -> StagedOperands {
+        // sizes out of range are the verifier's to reject: the arithmetic here only must not
+        // overflow or divide by zero on the way there
         let rows = t.block_m / 2;
-        let width = width.min(t.block_n);
+        let width = width.min(t.block_n).max(1);
         let chunks = (t.block_n / width).max(1);
         // as many as fit, dividing the chunks (each buffer is then filled as often a tile)
-        let mut buffers = (BUFFER_BYTES / (rows * width * 2)).clamp(1, chunks);
+        let chunk_bytes = (i64::from(rows) * i64::from(width) * 2).max(1);
+        let mut buffers =
+            (i64::from(BUFFER_BYTES) / chunk_bytes).clamp(1, i64::from(chunks)) as i32;
         while chunks % buffers != 0 {
             buffers -= 1;
         }
@@ -73,7 +77,7 @@ impl StagedOperands {
         });
         let bias = [0, 1].map(|g| {
             k.name_next(if g == 0 { "sbias0" } else { "sbias1" })
-                .shared_tensor::<f16>([buffers, width / BIAS_ROW, BIAS_ROW])
+                .shared_tensor::<f16>([buffers, (width / BIAS_ROW).max(1), BIAS_ROW])
         });
         let landed = [0, 1].map(|_| k.mbarrier().alloc_counts(&vec![1; buffers as usize]));
         StagedOperands {
