@@ -3,8 +3,7 @@
 
 use half::{bf16, f16};
 use hopper_matmul::operand::{Matmuls, Operand};
-use hopper_matmul::registry::{self, Entry, MatmulVersion, Settings};
-use tilus::lang::DynScript;
+use hopper_matmul::registry::{self, ConfigureFn, Entry, MatmulVersion};
 
 /// An operand type of the matmul commands: which of a version's kernels take it.
 pub(crate) trait BenchOperand: Operand + Matmuls {
@@ -14,8 +13,7 @@ pub(crate) trait BenchOperand: Operand + Matmuls {
     fn tuned(mv: &MatmulVersion) -> Option<registry::TunedFn<Self>>;
     /// The entry's script in this type with a configuration from settings (its main kernel's,
     /// for a version of two), if it has one.
-    #[allow(clippy::type_complexity)]
-    fn configure(e: &Entry) -> Option<fn(&Settings) -> hopper_matmul::Result<Box<dyn DynScript>>>;
+    fn configure(e: &Entry) -> Option<ConfigureFn>;
 }
 
 impl BenchOperand for f16 {
@@ -25,7 +23,7 @@ impl BenchOperand for f16 {
     fn tuned(mv: &MatmulVersion) -> Option<registry::TunedFn<f16>> {
         Some(mv.tuned)
     }
-    fn configure(e: &Entry) -> Option<fn(&Settings) -> hopper_matmul::Result<Box<dyn DynScript>>> {
+    fn configure(e: &Entry) -> Option<ConfigureFn> {
         Some(e.configure)
     }
 }
@@ -37,7 +35,7 @@ impl BenchOperand for bf16 {
     fn tuned(mv: &MatmulVersion) -> Option<registry::TunedFn<bf16>> {
         mv.bf16.map(|b| b.tuned)
     }
-    fn configure(e: &Entry) -> Option<fn(&Settings) -> hopper_matmul::Result<Box<dyn DynScript>>> {
+    fn configure(e: &Entry) -> Option<ConfigureFn> {
         e.matmul.as_ref()?.bf16.map(|b| b.configure)
     }
 }

@@ -25,6 +25,11 @@ use tilus::tune::{Binding, Space};
 use crate::epilogue_operands::StagedOperands;
 use crate::v6::{columns, CStores, MatmulPersistent, TileAt, TileEpilogue};
 
+/// Columns of the epilogue's chunks: a chunk's D, bias and result (16 registers each at
+/// most) are alive beside the accumulator, not the whole tile's, and the staged operands get
+/// several buffers in flight.
+const CHUNK: i32 = 32;
+
 /// An elementwise activation, applied to the f32 pre-activation tile on the GPU and to f64
 /// values by the host reference.
 pub trait Activation: Clone + Debug + Hash + Default + Send + Sync + 'static {
@@ -191,10 +196,6 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
         let gc = k
             .name_next("gc")
             .global_view::<f16>(c_ptr, [m_size, n_size]);
-        // chunks of 32 columns: a chunk's D, bias and result (16 registers each at most) are
-        // alive beside the accumulator, not the whole tile's, and the staged operands get
-        // several buffers in flight
-        let chunk = 32;
         // TMA for D, the bias and C where C's rows are a multiple of 16 bytes, as TMA needs
         // (`n` is a compile-time constant: the choice is made per specialization)
         let rows_aligned = n_size.as_const().is_some_and(|n| n % 8 == 0);
@@ -204,13 +205,12 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
             let gbias = k
                 .name_next("gbias8")
                 .global_view::<f16>(bias_ptr, [rows_of_8, Scalar::from(8)]);
-            Operands::Staged(Box::new(StagedOperands::new(k, (gd, gbias, gc), t, chunk)))
+            Operands::Staged(Box::new(StagedOperands::new(k, (gd, gbias, gc), t, CHUNK)))
         } else {
             Operands::Loaded {
-                stores: t.c_stores(k, gc, n_size, chunk),
+                stores: t.c_stores(k, gc, n_size, CHUNK),
                 gd,
                 gbias,
-                chunk,
             }
         };
         let epilogue = Fused::<A> {
@@ -237,7 +237,6 @@ enum Operands {
         stores: CStores<f16>,
         gd: GlobalTensor<f16>,
         gbias: GlobalTensor<f16>,
-        chunk: i32,
     },
 }
 
@@ -273,23 +272,18 @@ impl<A: Activation> TileEpilogue for Fused<A> {
                     self.chunk(k, part, d, bias)
                 });
             }
-            Operands::Loaded {
-                stores,
-                gd,
-                gbias,
-                chunk,
-            } => {
+            Operands::Loaded { stores, gd, gbias } => {
                 let rows_per_group = self.block_m / 2;
                 stores.store(k, g, at.rows, at.cols, |k, c| {
                     // D and the bias are loaded straight into the accumulator's layout
                     // (masked at the edges)
-                    let on = k.let_i32(at.cols + c * chunk);
+                    let on = k.let_i32(at.cols + c * CHUNK);
                     k.name_next("acc_part");
-                    let part = columns(k, (acc, self.block_n), c * chunk, *chunk);
+                    let part = columns(k, (acc, self.block_n), c * CHUNK, CHUNK);
                     let d =
                         k.name_next("d")
-                            .load_global(gd, [at.rows, on], [rows_per_group, *chunk]);
-                    let bias = k.name_next("bias").load_global(gbias, [on], [*chunk]);
+                            .load_global(gd, [at.rows, on], [rows_per_group, CHUNK]);
+                    let bias = k.name_next("bias").load_global(gbias, [on], [CHUNK]);
                     self.chunk(k, part, d, bias)
                 });
             }

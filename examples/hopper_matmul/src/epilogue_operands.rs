@@ -11,7 +11,7 @@
 //! their bias (`[width / 8, 8]` halves: rows of 16 bytes need no swizzle, so a stage takes
 //! 128 bytes), and one barrier per buffer that each copy into it completes.
 
-use crate::v6::{columns, MatmulPersistent, TileAt};
+use crate::v6::{columns, stage_and_store, MatmulPersistent, TileAt};
 use tilus::prelude::*;
 
 /// Bytes of chunk buffers per consumer warp group.
@@ -150,13 +150,9 @@ impl StagedOperands {
             let out = f(k, part, d, bias);
             // every thread has read the chunk's D before any overwrites it
             k.sync_group();
-            k.store_shared(&buffer, &out);
-            k.fence_proxy_async();
-            k.sync_group();
             let cols = k.let_i32(at.cols + j * self.width);
-            k.single_thread(|k| {
-                k.tma().shared_to_global(&buffer, &self.gc, [at.rows, cols]);
-                k.tma().commit_group();
+            let place = [Scalar::from(at.rows), Scalar::from(cols)];
+            stage_and_store(k, (&buffer, &out), &self.gc, place, |k| {
                 // the chunk before this one refills its buffer once its store (not this
                 // one's, which has only just started) has read it; with one buffer, this
                 // chunk's own

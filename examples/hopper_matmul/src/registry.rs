@@ -28,6 +28,9 @@ use tilus::tune::Tunable;
 /// Hyperparameter settings from the command line: `(name, value)` pairs, each name once.
 pub type Settings = [(String, i64)];
 
+/// A kernel's script with a configuration from settings (its default with them applied).
+pub type ConfigureFn = fn(&Settings) -> Result<Box<dyn DynScript>>;
+
 /// Builds a matmul version with a fixed configuration: the kernel and its `name=value` pairs.
 pub type FixedFn<T = half::f16> = fn(&Settings, &Device) -> Result<(Box<dyn Version<T>>, String)>;
 
@@ -63,7 +66,7 @@ pub struct MatmulVersion {
 pub struct Bf16Version {
     /// Its script (the main kernel's, for a version of two) with a configuration from
     /// settings, as [`Entry::configure`]: what `tilus soak` compiles up front.
-    pub configure: fn(&Settings) -> Result<Box<dyn DynScript>>,
+    pub configure: ConfigureFn,
     /// The kernel with a fixed configuration, and that configuration.
     pub fixed: FixedFn<bf16>,
     /// The autotuned kernel.
@@ -96,7 +99,7 @@ pub struct Entry {
     /// What it computes: the dimensions of a size, inputs, reference.
     pub workload: &'static dyn Workload,
     /// The default configuration with some hyperparameters replaced.
-    pub configure: fn(&Settings) -> Result<Box<dyn DynScript>>,
+    pub configure: ConfigureFn,
     /// The autotuning search space.
     pub space: fn() -> Vec<Box<dyn DynScript>>,
     /// The compile-time constant values for a problem size.

@@ -224,13 +224,7 @@ impl<T: Element> CStores<T> {
             // tile's) has read it; then every thread may overwrite it
             k.single_thread(|k| k.tma().wait_group_read(self.buffers as u32 - 1));
             k.sync_group();
-            k.store_shared(&buffer, &part);
-            k.fence_proxy_async();
-            k.sync_group();
-            k.single_thread(|k| {
-                k.tma().shared_to_global(&buffer, &self.gc, at);
-                k.tma().commit_group();
-            });
+            stage_and_store(k, (&buffer, &part), &self.gc, at, |_| {});
         }
     }
 
@@ -241,6 +235,27 @@ impl<T: Element> CStores<T> {
             k.single_thread(|k| k.tma().wait_group(0));
         }
     }
+}
+
+/// A chunk of C through its staging buffer, once every thread of the group may overwrite
+/// the buffer (the caller has synchronized): `part` is written to `buffer`, made visible to
+/// the async proxy, and one thread stores it to `gc` at `at` with TMA and commits the store,
+/// then runs `then` (more asynchronous work of that thread, after the commit).
+pub fn stage_and_store<T: Element>(
+    k: &mut Kernel,
+    (buffer, part): (&SharedTensor<T>, &RegisterTensor<T>),
+    gc: &GlobalTensor<T>,
+    at: [Scalar; 2],
+    then: impl FnOnce(&mut Kernel),
+) {
+    k.store_shared(buffer, part);
+    k.fence_proxy_async();
+    k.sync_group();
+    k.single_thread(|k| {
+        k.tma().shared_to_global(buffer, gc, at);
+        k.tma().commit_group();
+        then(k);
+    });
 }
 
 impl MatmulPersistent {
