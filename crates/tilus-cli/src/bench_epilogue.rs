@@ -5,15 +5,16 @@ use crate::out::{outln, CliError, CliResult};
 use hopper_matmul::epilogue::{Activation, GeluTanh, Identity, Relu};
 use hopper_matmul::epilogue_bench::{bench_epilogue, ROW_PLAIN, ROW_V6};
 use hopper_matmul::size::Size;
+use hopper_matmul::v6::MatmulPersistent;
 
 fn one<A: Activation>(
     device: &tilus::runtime::Device,
     shape: (usize, usize, usize),
-    warmup: usize,
-    rounds: usize,
+    rounds: (usize, usize),
+    fixed: Option<&MatmulPersistent>,
 ) -> CliResult<bool> {
     let mut stdout = std::io::stdout();
-    let r = bench_epilogue::<A>(&mut stdout, device, shape, warmup, rounds)?;
+    let r = bench_epilogue::<A>(&mut stdout, device, shape, rounds, fixed)?;
     let show = |what: &str, c: &hopper_matmul::harness::Check| -> CliResult<()> {
         outln!(
             "check   {what}: {} (non-finite {}, mismatches {} of {}, max |diff| {:.3e}, relative error {:.3e})",
@@ -53,8 +54,14 @@ fn one<A: Activation>(
     Ok(r.fused.passed())
 }
 
-/// Runs the benchmark; `Ok(false)` when the fused kernel's check failed.
-pub(crate) fn epilogue(sizes: &str, act: &str, warmup: usize, rounds: usize) -> CliResult<bool> {
+/// Runs the benchmark (the fused kernel autotuned, or v6's default with `sets` applied when
+/// there are any); `Ok(false)` when the fused kernel's check failed.
+pub(crate) fn epilogue(
+    sizes: &str,
+    act: &str,
+    (warmup, rounds): (usize, usize),
+    sets: &[String],
+) -> CliResult<bool> {
     let shapes: Vec<(usize, usize, usize)> = Size::parse_list(hopper_matmul::matmul::DIMS, sizes)?
         .iter()
         .map(|s| s.dims().map(|[m, n, k]| (m, n, k)))
@@ -70,14 +77,24 @@ pub(crate) fn epilogue(sizes: &str, act: &str, warmup: usize, rounds: usize) -> 
     for &(m, n, k) in &shapes {
         hopper_matmul::harness::Problem::ensure_host(m, n, k)?;
     }
+    let fixed = if sets.is_empty() {
+        None
+    } else {
+        let settings = hopper_matmul::registry::parse_settings(sets)?;
+        Some(
+            tilus::tune::with_settings(&MatmulPersistent::default(), &settings)
+                .map_err(CliError::Usage)?,
+        )
+    };
+    let fixed = fixed.as_ref();
     let device = tilus::runtime::Device::open(0)?;
     outln!("GPU: {}", device.name());
     let mut ok = true;
     for &shape in &shapes {
         ok &= match act {
-            "identity" => one::<Identity>(&device, shape, warmup, rounds)?,
-            "relu" => one::<Relu>(&device, shape, warmup, rounds)?,
-            _ => one::<GeluTanh>(&device, shape, warmup, rounds)?,
+            "identity" => one::<Identity>(&device, shape, (warmup, rounds), fixed)?,
+            "relu" => one::<Relu>(&device, shape, (warmup, rounds), fixed)?,
+            _ => one::<GeluTanh>(&device, shape, (warmup, rounds), fixed)?,
         };
     }
     Ok(ok)

@@ -191,7 +191,8 @@ enum BenchCommand {
         dtype: String,
     },
     /// The fused matmul epilogue against cuBLAS, cuBLAS + a separate elementwise pass and
-    /// the plain v2 kernel: verified, then timed interleaved.
+    /// plain v6 (with the fused kernel's configuration, and autotuned): verified, then timed
+    /// interleaved.
     Epilogue {
         /// Sizes MxNxK, comma-separated.
         #[arg(long, default_value = "4096x4096x4096")]
@@ -205,6 +206,10 @@ enum BenchCommand {
         /// Timed rounds (the median is reported; at least 1).
         #[arg(long, default_value_t = 20)]
         rounds: usize,
+        /// The fused kernel's main loop with v6's hyperparameters, e.g. `--set ping_pong=1
+        /// --set block_n=128` (v6's default with them applied; without: autotuned).
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        sets: Vec<String>,
     },
     /// The memory-bound kernels: verified against their host references, then timed
     /// interleaved with a device-to-device copy of the bytes they read and write.
@@ -345,7 +350,8 @@ fn run(cli: Cli) -> CliResult<bool> {
                 act,
                 warmup,
                 rounds,
-            } => bench_epilogue::epilogue(&sizes, &act, warmup, rounds),
+                sets,
+            } => bench_epilogue::epilogue(&sizes, &act, (warmup, rounds), &sets),
             BenchCommand::Memory {
                 kernels,
                 sizes,

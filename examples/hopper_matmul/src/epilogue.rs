@@ -1,6 +1,6 @@
 //! `matmul_epilogue`: v6's main loop (two consumer warp groups on a warp-specialized ring, a
-//! persistent grid) with a fused epilogue, run by each consumer warp group on its half of the
-//! tile, `C = act(alpha · A·Bᵀ + beta · D + bias)`, so that the scaled product, the residual
+//! persistent grid) with a fused epilogue, run by each consumer warp group on its share of a
+//! tile (half of it, or all of it in ping-pong), `C = act(alpha · A·Bᵀ + beta · D + bias)`, so that the scaled product, the residual
 //! `D` and the bias never make a round trip through global memory between two kernels. Where
 //! C's rows allow TMA, D and the bias are copied into shared memory halfway through each
 //! tile's main loop and C is stored with TMA from the same buffers
@@ -117,6 +117,8 @@ impl<A: Activation> Debug for MatmulEpilogue<A> {
             .field("persistent", &t.persistent)
             .field("tma_store", &t.tma_store)
             .field("cluster_m", &t.cluster_m)
+            .field("hilbert", &t.hilbert)
+            .field("ping_pong", &t.ping_pong)
             .field("act", &format_args!("{}", A::NAME))
             .finish()
     }
@@ -217,7 +219,7 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
             operands,
             alpha,
             beta,
-            block_m: t.block_m,
+            group_rows: t.group_rows(),
             block_n: t.block_n,
             act: PhantomData,
         };
@@ -245,7 +247,8 @@ struct Fused<A: Activation> {
     operands: Operands,
     alpha: Val,
     beta: Val,
-    block_m: i32,
+    /// Rows of a consumer warp group's accumulator.
+    group_rows: i32,
     block_n: i32,
     act: PhantomData<A>,
 }
@@ -273,7 +276,6 @@ impl<A: Activation> TileEpilogue for Fused<A> {
                 });
             }
             Operands::Loaded { stores, gd, gbias } => {
-                let rows_per_group = self.block_m / 2;
                 stores.store(k, g, at.rows, at.cols, |k, c| {
                     // D and the bias are loaded straight into the accumulator's layout
                     // (masked at the edges)
@@ -282,7 +284,7 @@ impl<A: Activation> TileEpilogue for Fused<A> {
                     let part = columns(k, (acc, self.block_n), c * CHUNK, CHUNK);
                     let d =
                         k.name_next("d")
-                            .load_global(gd, [at.rows, on], [rows_per_group, CHUNK]);
+                            .load_global(gd, [at.rows, on], [self.group_rows, CHUNK]);
                     let bias = k.name_next("bias").load_global(gbias, [on], [CHUNK]);
                     self.chunk(k, part, d, bias)
                 });

@@ -1,8 +1,9 @@
 //! `tilus bench epilogue`: the fused epilogue against what it replaces, in one process and
 //! interleaved round by round: cuBLAS alone, cuBLAS followed by the separate elementwise pass
 //! ([`EpiloguePass`]), v6 with the epilogue kernel's own configuration (the plain kernel it is
-//! built on), v6 autotuned, and the epilogue kernel autotuned. Every output is checked first against
-//! cuBLAS's f32 product with the epilogue applied on the host.
+//! built on), v6 autotuned, and the epilogue kernel autotuned (or in a configuration given).
+//! Every output is checked first against cuBLAS's f32 product with the epilogue applied on the
+//! host.
 
 use crate::buffers::{download, poisoned, upload};
 use crate::epilogue::{Activation, MatmulEpilogue};
@@ -13,8 +14,12 @@ use crate::v6::MatmulPersistent;
 use crate::Result;
 use half::f16;
 use std::io::Write;
+use std::sync::Arc;
+use tilus::cudarc::driver::CudaStream;
+use tilus::lang::HostArgs;
 use tilus::runtime::Device;
-use tilus::tune::Tunable;
+use tilus::tune::{Autotuned, Tunable};
+use tilus::Jit;
 
 /// What one shape's run measured.
 pub struct EpilogueReport {
@@ -48,13 +53,34 @@ pub const ROW_PLAIN: &str = "v6, same config";
 /// v6 autotuned on its own.
 pub const ROW_V6: &str = "v6 autotuned";
 
-/// Verifies and times the fused epilogue with activation `A` at `m × n × k`.
+/// The fused kernel as timed: autotuned, or in a configuration given.
+enum Fused<A: Activation> {
+    Tuned(Autotuned<MatmulEpilogue<A>>),
+    Fixed(Jit<MatmulEpilogue<A>>),
+}
+
+impl<A: Activation> Fused<A> {
+    fn launch(
+        &self,
+        stream: &Arc<CudaStream>,
+        args: HostArgs<'_, <MatmulEpilogue<A> as tilus::Script>::Args>,
+    ) -> Result<()> {
+        match self {
+            Fused::Tuned(t) => t.launch(stream, args)?,
+            Fused::Fixed(j) => j.launch(stream, args)?,
+        }
+        Ok(())
+    }
+}
+
+/// Verifies and times the fused epilogue with activation `A` at `m × n × k`: autotuned, or
+/// with `fixed` as its main loop's configuration.
 pub fn bench_epilogue<A: Activation>(
     out: &mut dyn Write,
     device: &Device,
     (m, n, k): (usize, usize, usize),
-    warmup: usize,
-    rounds: usize,
+    (warmup, rounds): (usize, usize),
+    fixed: Option<&MatmulPersistent>,
 ) -> Result<EpilogueReport> {
     let stream = device.stream().clone();
     let seed = 2026;
@@ -70,18 +96,28 @@ pub fn bench_epilogue<A: Activation>(
     let (mi, ni, ki) = (m as i32, n as i32, k as i32);
     let (alpha, beta) = (extra.alpha, extra.beta);
 
-    let fused = MatmulEpilogue::<A>::autotuned(device)?;
-    let chosen = {
-        let args = (mi, ni, ki, alpha, beta, &p.a, &p.b, &d, &bias, &mut p.c);
-        let values =
-            <<MatmulEpilogue<A> as tilus::Script>::Args as tilus::lang::ArgList>::host_values(
-                &args, &stream,
-            );
-        fused.choose(&stream, &values)?
+    let (fused, tile) = match fixed {
+        Some(tile) => (
+            Fused::Fixed(Jit::new(MatmulEpilogue::<A>::new(tile.clone()), device)),
+            tile.clone(),
+        ),
+        None => {
+            let tuned = MatmulEpilogue::<A>::autotuned(device)?;
+            let chosen = {
+                let args = (mi, ni, ki, alpha, beta, &p.a, &p.b, &d, &bias, &mut p.c);
+                let values = <<MatmulEpilogue<A> as tilus::Script>::Args as tilus::lang::ArgList>::host_values(
+                    &args, &stream,
+                );
+                tuned.choose(&stream, &values)?
+            };
+            let tile = chosen.config.tile.clone();
+            (Fused::Tuned(tuned), tile)
+        }
     };
-    let config = tilus::lang::config_string(&format!("{:?}", chosen.config));
+    let config =
+        tilus::lang::config_string(&format!("{:?}", MatmulEpilogue::<A>::new(tile.clone())));
     writeln!(out, "matmul_epilogue_{} {m}x{n}x{k}: {config}", A::NAME)?;
-    let same_tile = tilus::Jit::new(chosen.config.tile.clone(), device);
+    let same_tile = Jit::new(tile, device);
     let v6 = MatmulPersistent::autotuned(device)?;
     let pass = tilus::Jit::new(EpiloguePass::<A>::default(), device);
 
@@ -130,21 +166,19 @@ pub fn bench_epilogue<A: Activation>(
     let mut t_v6 = || Ok(v6.launch(&stream, (mi, ni, ki, &p.a, &p.b, &mut v6_out))?);
     let mut fused_out = poisoned::<f16>(&stream, what, m * n)?;
     let mut t_fused = || {
-        Ok(fused.launch(
-            &stream,
-            (
-                mi,
-                ni,
-                ki,
-                alpha,
-                beta,
-                &p.a,
-                &p.b,
-                &d,
-                &bias,
-                &mut fused_out,
-            ),
-        )?)
+        let args = (
+            mi,
+            ni,
+            ki,
+            alpha,
+            beta,
+            &p.a,
+            &p.b,
+            &d,
+            &bias,
+            &mut fused_out,
+        );
+        fused.launch(&stream, args)
     };
     let mut timed: Vec<&mut dyn FnMut() -> Result<()>> = vec![&mut t_cublas, &mut t_unfused];
     if plain_missing.is_none() {

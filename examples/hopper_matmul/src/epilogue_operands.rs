@@ -5,8 +5,8 @@
 //! buffer whose store has read it takes a later chunk's D. The epilogue then waits on no
 //! global load for its first chunks, and the buffers double as the TMA stores' staging.
 //!
-//! Per consumer warp group, [`BUFFER_BYTES`] of chunk buffers (`[block_m / 2, width]` halves
-//! each: the 16 KiB v6's staging takes, which leaves room for four stages of 128 × 256 tiles;
+//! Per consumer warp group, [`BUFFER_BYTES`] of chunk buffers (`[rows, width]` halves each, a warp
+//! group's rows of a tile: the 16 KiB v6's staging takes, which leaves room for four stages of 128 × 256 tiles;
 //! narrower chunks give more buffers, so a copy has more chunks' work to land behind) and
 //! their bias (`[width / 8, 8]` halves: rows of 16 bytes need no swizzle, so a stage takes
 //! 128 bytes), and one barrier per buffer that each copy into it completes.
@@ -61,7 +61,7 @@ impl StagedOperands {
     ) -> StagedOperands {
         // sizes out of range are the verifier's to reject: the arithmetic here only must not
         // overflow or divide by zero on the way there
-        let rows = t.block_m / 2;
+        let rows = t.group_rows();
         let width = width.min(t.block_n).max(1);
         let chunks = (t.block_n / width).max(1);
         // as many as fit, dividing the chunks (each buffer is then filled as often a tile)

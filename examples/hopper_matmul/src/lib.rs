@@ -21,6 +21,7 @@ pub mod layer_norm;
 pub mod matmul;
 pub mod operand;
 pub mod pair;
+pub mod pingpong;
 pub mod registry;
 pub mod rows;
 pub mod run;

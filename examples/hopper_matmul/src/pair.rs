@@ -1,13 +1,14 @@
 //! The ring of a pair of cooperative blocks (a cluster of two along M) that share their B
-//! tile: each block copies its own A halves, and half of the B tile, multicast into both
+//! tile: each block copies its own A (in halves, or whole in ping-pong), and half of the B tile, multicast into both
 //! blocks, so that B is read from L2 once per pair. B is staged whole (`[stages, block_n,
 //! block_k]`); the producers' halves land in its two halves of rows (`rows`), so each consumer
 //! warp group multiplies its half of A by all of it in one WGMMA per K step, as in a block
 //! alone. A stage is written by both
 //! producers (its B halves), so the consumers of both blocks free it in both blocks: each
-//! empty barrier counts four arrivals, one from each consumer warp group of either block.
+//! empty barrier counts an arrival from each consumer warp group of either block that reads
+//! the stage (four; two in ping-pong, where one warp group of each block takes a tile).
 
-use crate::v5::{copy_a_halves, Cooperative, CooperativeShape};
+use crate::v5::{Cooperative, CooperativeShape};
 use tilus::lang::Element;
 use tilus::prelude::*;
 
@@ -23,8 +24,8 @@ pub struct PairRing<T: Element = f16> {
 }
 
 impl<T: Element> PairRing<T> {
-    /// Declares the views of A `[m, k]` and B `[n, k]`, the staged tiles and the pipeline (both
-    /// consumer warp groups of both blocks release each stage, one arrival each), and meets
+    /// Declares the views of A `[m, k]` and B `[n, k]`, the staged tiles and the pipeline (the
+    /// consumer warp groups of both blocks that read a stage release it, one arrival each), and meets
     /// the partner (`cluster_sync`) so that neither block's copies or arrivals reach barriers
     /// the other has not allocated. The kernel declares the pair (`cluster_blocks([2])`).
     pub fn new(
@@ -33,7 +34,7 @@ impl<T: Element> PairRing<T> {
         dims: (Val, Val, Val),
         ptrs: (PtrVal<T>, PtrVal<T>),
     ) -> PairRing<T> {
-        let ring = Cooperative::with_arrivals(k, shape, dims, ptrs, 4);
+        let ring = Cooperative::with_arrivals(k, shape, dims, ptrs, 2 * shape.releases());
         let rank = k.cluster_rank();
         let rank = k.name_next("rank").let_i32(rank);
         let partner = k.name_next("partner").let_i32(Scalar::from(1) - rank);
@@ -47,7 +48,7 @@ impl<T: Element> PairRing<T> {
 
     /// The producer's ring step `step`: waits for its stage (freed by both blocks'
     /// consumers), then copies K step `i` of its tile at `(offset_m, offset_n)`: A's two
-    /// halves into this block, and its half of B (`rank`) into both blocks.
+    /// parts into this block, and its half of B (`rank`) into both blocks.
     #[track_caller]
     pub fn fill(
         &self,
@@ -62,8 +63,7 @@ impl<T: Element> PairRing<T> {
         let stage = slot.stage();
         let bar = slot.barrier();
         let offset_k = k.name_next("offset_k").let_i32(i * r.shape.block_k);
-        let a = [r.sa[0].at(stage), r.sa[1].at(stage)];
-        copy_a_halves(k, (&r.ga, a), bar, (offset_m, offset_k), r.shape);
+        r.copy_a(k, stage, bar, (offset_m, offset_k));
         // this block's half of B, into both blocks' tile of that half
         let half_n = r.shape.block_n / 2;
         let offset_nb = k

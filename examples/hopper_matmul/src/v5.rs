@@ -152,27 +152,50 @@ impl MatmulCooperative {
             block_n: self.block_n,
             block_k: self.block_k,
             stages: self.stages,
+            ping_pong: false,
         }
     }
 }
 
-/// The tile shape of a cooperative block (two consumer warp groups of `block_m / 2` rows).
+/// The tile shape of a block with two consumer warp groups.
 #[derive(Clone, Copy, Debug)]
 pub struct CooperativeShape {
     pub block_m: i32,
     pub block_n: i32,
     pub block_k: i32,
     pub stages: i32,
+    /// false: the warp groups share each tile, `block_m / 2` rows each (cooperative);
+    /// true: they take whole tiles in turn (ping-pong), so A is staged whole and a stage is
+    /// freed by the one warp group that read it.
+    pub ping_pong: bool,
 }
 
-/// The ring of a cooperative block, shared by v5 and v6 (and, filled differently, by the
-/// pairs of [`crate::pair`]): A's two halves (one per consumer warp group) and the B tile they
-/// share, per stage, filled by three TMA copies, and the [`Pipeline`] whose empty barriers
-/// count one arrival per consumer warp group.
+impl CooperativeShape {
+    /// The parts A is staged in: one per warp group sharing a tile.
+    pub fn a_parts(&self) -> i32 {
+        if self.ping_pong {
+            1
+        } else {
+            2
+        }
+    }
+
+    /// Arrivals that free a stage in one block: one per warp group that reads it.
+    pub fn releases(&self) -> u32 {
+        self.a_parts() as u32
+    }
+}
+
+/// The ring of a block with two consumer warp groups, shared by v5 and v6 (and, filled
+/// differently, by the pairs of [`crate::pair`]): per stage, A's two halves (one per consumer
+/// warp group; A whole when they take tiles in turn, [`CooperativeShape::ping_pong`]) and the B
+/// tile, filled by TMA copies, and the [`Pipeline`] whose empty barriers count one arrival per
+/// consumer warp group that reads a stage.
 pub struct Cooperative<T: Element = f16> {
     pub(crate) ga: GlobalTensor<T>,
     pub(crate) gb: GlobalTensor<T>,
-    pub(crate) sa: [SharedTensor<T>; 2],
+    /// A's parts ([`CooperativeShape::a_parts`]), `[stages, block_m / parts, block_k]` each.
+    pub(crate) sa: Vec<SharedTensor<T>>,
     pub(crate) sb: SharedTensor<T>,
     /// The ring's barriers (the callers release its stages).
     pub pipe: Pipeline,
@@ -180,39 +203,20 @@ pub struct Cooperative<T: Element = f16> {
     pub(crate) shape: CooperativeShape,
 }
 
-/// The copies of A's two halves of one stage (`a[0]` rows `offset_m ..`, `a[1]` the
-/// `block_m / 2` rows after them) for K offset `offset_k`, on the stage's barrier.
-#[track_caller]
-pub fn copy_a_halves<T: Element>(
-    k: &mut Kernel,
-    (ga, a): (&GlobalTensor<T>, [SharedTensor<T>; 2]),
-    bar: Barrier,
-    (offset_m, offset_k): (Val, Val),
-    shape: CooperativeShape,
-) {
-    k.tma()
-        .global_to_shared(ga, &a[0], [offset_m, offset_k], bar);
-    let offset_m1 = k
-        .name_next("offset_m1")
-        .let_i32(offset_m + shape.block_m / 2);
-    k.tma()
-        .global_to_shared(ga, &a[1], [offset_m1, offset_k], bar);
-}
-
 impl<T: Element> Cooperative<T> {
     /// Declares the views of A `[m, k]` and B `[n, k]`, the staged tiles and the pipeline
-    /// (both consumer warp groups release each stage, one arrival each).
+    /// (each consumer warp group that reads a stage releases it, one arrival each).
     pub fn new(
         k: &mut Kernel,
         shape: CooperativeShape,
         dims: (Val, Val, Val),
         ptrs: (PtrVal<T>, PtrVal<T>),
     ) -> Cooperative<T> {
-        Cooperative::with_arrivals(k, shape, dims, ptrs, 2)
+        Cooperative::with_arrivals(k, shape, dims, ptrs, shape.releases())
     }
 
     /// [`Cooperative::new`] with empty barriers of `arrivals` (a pair's count both blocks'
-    /// consumer warp groups).
+    /// releases).
     pub fn with_arrivals(
         k: &mut Kernel,
         shape: CooperativeShape,
@@ -220,21 +224,28 @@ impl<T: Element> Cooperative<T> {
         (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
         arrivals: u32,
     ) -> Cooperative<T> {
-        let (stages, half_m) = (shape.stages.max(1), shape.block_m / 2);
+        let stages = shape.stages.max(1);
+        let parts = shape.a_parts();
+        let part_m = shape.block_m / parts;
         let ga = k.name_next("ga").global_view::<T>(a_ptr, [m_size, k_size]);
         let gb = k.name_next("gb").global_view::<T>(b_ptr, [n_size, k_size]);
-        let sa = [
-            k.name_next("sa0")
-                .shared_tensor::<T>([stages, half_m, shape.block_k]),
-            k.name_next("sa1")
-                .shared_tensor::<T>([stages, half_m, shape.block_k]),
-        ];
+        let names = if parts == 1 {
+            ["sa", ""]
+        } else {
+            ["sa0", "sa1"]
+        };
+        let sa: Vec<_> = (0..parts as usize)
+            .map(|p| {
+                k.name_next(names[p])
+                    .shared_tensor::<T>([stages, part_m, shape.block_k])
+            })
+            .collect();
         let sb = k
             .name_next("sb")
             .shared_tensor::<T>([stages, shape.block_n, shape.block_k]);
         let pipe = Pipeline::new(k, stages as u32, arrivals);
         let stage_bytes =
-            2 * sa[0].at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
+            parts * sa[0].at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
         Cooperative {
             ga,
             gb,
@@ -246,8 +257,31 @@ impl<T: Element> Cooperative<T> {
         }
     }
 
+    /// The copies of A's parts of `stage` (the first at rows `offset_m ..`, the next the
+    /// rows after it) for K offset `offset_k`, on the stage's barrier `bar`.
+    #[track_caller]
+    pub fn copy_a(
+        &self,
+        k: &mut Kernel,
+        stage: Val,
+        bar: Barrier,
+        (offset_m, offset_k): (Val, Val),
+    ) {
+        let part_m = self.shape.block_m / self.shape.a_parts();
+        for (p, sa) in self.sa.iter().enumerate() {
+            let rows = if p == 0 {
+                offset_m
+            } else {
+                k.name_next("offset_m1")
+                    .let_i32(offset_m + part_m * p as i32)
+            };
+            k.tma()
+                .global_to_shared(&self.ga, &sa.at(stage), [rows, offset_k], bar);
+        }
+    }
+
     /// The producer's ring step `step`: waits for its stage, then copies K step `i` of the
-    /// tile at `(offset_m, offset_n)`: A's two halves and B.
+    /// tile at `(offset_m, offset_n)`: A's parts and B.
     #[track_caller]
     pub fn fill(
         &self,
@@ -259,27 +293,17 @@ impl<T: Element> Cooperative<T> {
     ) {
         let slot = self.pipe.producer_acquire(k, step, self.stage_bytes);
         let stage = slot.stage();
-        let (a0, a1, b) = (
-            self.sa[0].at(stage),
-            self.sa[1].at(stage),
-            self.sb.at(stage),
-        );
         let bar = slot.barrier();
         let offset_k = k.name_next("offset_k").let_i32(i * self.shape.block_k);
-        copy_a_halves(
-            k,
-            (&self.ga, [a0, a1]),
-            bar,
-            (offset_m, offset_k),
-            self.shape,
-        );
+        self.copy_a(k, stage, bar, (offset_m, offset_k));
         k.tma()
-            .global_to_shared(&self.gb, &b, [offset_n, offset_k], bar);
+            .global_to_shared(&self.gb, &self.sb.at(stage), [offset_n, offset_k], bar);
     }
 
     /// Consumer warp group `g`'s ring step `step`: waits for its stage, multiplies its half of
-    /// A by B into `acc` and keeps that product in flight (`wait_group(1)`); the stage is the
-    /// caller's to release once the next step's wait has returned.
+    /// A (all of A in ping-pong) by B into `acc` and keeps that product in flight
+    /// (`wait_group(1)`); the stage is the caller's to release once the next step's wait has
+    /// returned.
     #[track_caller]
     pub fn multiply(
         &self,
@@ -291,8 +315,11 @@ impl<T: Element> Cooperative<T> {
         let slot = self.pipe.consumer_acquire(k, step);
         let stage = slot.stage();
         k.wgmma().fence();
-        k.wgmma()
-            .mma(&self.sa[g].at(stage), &self.sb.at(stage).transpose(), acc);
+        k.wgmma().mma(
+            &self.sa[g % self.sa.len()].at(stage),
+            &self.sb.at(stage).transpose(),
+            acc,
+        );
         k.wgmma().commit_group();
         k.wgmma().wait_group(1);
         // released later, by step (the slot's stage is named by its step number)

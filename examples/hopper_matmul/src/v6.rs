@@ -14,13 +14,14 @@
 //! ablation that shows what the persistent grid is worth.
 
 use crate::pair::PairRing;
+use crate::pingpong::PingPongOrder;
 use crate::v5::{Cooperative, CooperativeShape, CONSUMER_REGISTERS, PRODUCER_REGISTERS};
 use tilus::lang::Element;
 use tilus::prelude::*;
 
 /// The v6 kernel. Fields are compile-time hyperparameters.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
-#[tune(block_m, block_n = [(128, 128), (128, 256), (256, 128)])]
+#[tune(block_m, block_n, ping_pong = [(128, 128, 0), (128, 256, 0), (256, 128, 0), (128, 128, 1), (64, 256, 1)])]
 #[tune(block_k = [64])]
 #[tune(stages = [3, 4])]
 #[tune(group_m = [1, 8])]
@@ -29,7 +30,8 @@ use tilus::prelude::*;
 #[tune(cluster_m = [1, 2])]
 #[tune(hilbert = [0])]
 pub struct MatmulPersistent {
-    /// Rows of C per tile: two warp groups of `block_m / 2` rows each (a multiple of 128).
+    /// Rows of C per tile: two warp groups of `block_m / 2` rows each (a multiple of 128);
+    /// in ping-pong, one warp group's (a multiple of 64).
     pub block_m: i32,
     /// Columns of C per tile (one WGMMA covers up to 256).
     pub block_n: i32,
@@ -53,6 +55,11 @@ pub struct MatmulPersistent {
     /// ([`Kernel::hilbert_tile`]; `group_m` a power of two); 0: grouped order. Not in the
     /// searched space (`--set hilbert=1` measures it).
     pub hilbert: i32,
+    /// 1: ping-pong: the consumer warp groups take the block's tiles in turn, each a whole
+    /// tile, and their main loops alternate ([`PingPongOrder`]), so one's epilogue runs
+    /// while the other's products keep the tensor cores busy; 0: cooperative: both share
+    /// each tile, `block_m / 2` rows each.
+    pub ping_pong: i32,
 }
 
 /// Columns of one chunk of the TMA-store epilogue: 128 bytes of f16, the widest row the
@@ -78,6 +85,7 @@ impl Default for MatmulPersistent {
             tma_store: 1,
             cluster_m: 1,
             hilbert: 0,
+            ping_pong: 0,
         }
     }
 }
@@ -121,7 +129,7 @@ impl MatmulPersistent {
         let gc = k.name_next("gc").global_view::<T>(c_ptr, [m_size, n_size]);
         // 64-column chunks; 32 for warp groups of 128 rows, whose staging then leaves room
         // for a fourth stage of 256 x 128 tiles
-        let width = if self.block_m / 2 > 64 {
+        let width = if self.group_rows() > 64 {
             STORE_CHUNK / 2
         } else {
             STORE_CHUNK
@@ -271,7 +279,7 @@ impl MatmulPersistent {
         n_size: Val,
         width: i32,
     ) -> CStores<T> {
-        let half_m = self.block_m / 2;
+        let half_m = self.group_rows();
         let width = width.clamp(8, STORE_CHUNK).min(self.block_n);
         let chunks = (self.block_n / width).max(1);
         let buffers = chunks.min(STORE_BUFFERS);
@@ -337,9 +345,19 @@ impl<T: Element> Ring<T> {
 }
 
 impl MatmulPersistent {
+    /// Rows of a consumer warp group's share of a tile: half of it, or all of it in
+    /// ping-pong.
+    pub fn group_rows(&self) -> i32 {
+        if self.ping_pong != 0 {
+            self.block_m
+        } else {
+            self.block_m / 2
+        }
+    }
+
     /// Everything but the epilogue: the grid, the warps, the ring and its producer, and both
     /// consumer warp groups' loops over their tiles. For each tile, consumer warp group `g`
-    /// runs `epilogue.tile` on its `[block_m / 2, block_n]` accumulator (and
+    /// runs `epilogue.tile` on its `[group_rows, block_n]` accumulator (and
     /// `epilogue.prefetch` halfway through the tile's main loop, if it prefetches); after its
     /// last tile, `epilogue.finish`.
     pub fn tiles<T: Element>(
@@ -350,6 +368,7 @@ impl MatmulPersistent {
         epilogue: &dyn TileEpilogue,
     ) {
         let pair = self.cluster_m == 2;
+        let ping_pong = self.ping_pong != 0;
         // a pair of blocks takes a unit of two tile rows and one tile column
         let per_unit = if pair { 2 } else { 1 };
         if pair {
@@ -368,7 +387,7 @@ impl MatmulPersistent {
         };
         // two consumer warp groups, then the producer's warp group
         k.warps(12);
-        let half_m = self.block_m / 2;
+        let group_rows = self.group_rows();
         let k_tiles = k.name_next("k_tiles").let_i32(cdiv(k_size, self.block_k));
         let stages = self.stages.max(1);
 
@@ -377,6 +396,7 @@ impl MatmulPersistent {
             block_n: self.block_n,
             block_k: self.block_k,
             stages,
+            ping_pong,
         };
         let dims = (m_size, n_size, k_size);
         let ring = if pair {
@@ -388,16 +408,22 @@ impl MatmulPersistent {
             Ring::Pair(r) => Scalar::from(r.rank),
             Ring::One(_) => Scalar::from(0),
         };
+        let order = ping_pong.then(|| PingPongOrder::new(k));
         let bx = k.block_idx().x;
         let first = k.name_next("first_unit").let_i32(bx / per_unit);
         let stride = k.name_next("unit_stride").let_i32(blocks / per_unit);
         // this block's tiles: its pair's units, then every `stride`-th, in grouped order;
-        // `body(k, done, at)` with `done` the ring steps of the tiles before
-        let for_each_tile = |k: &mut Kernel, body: &dyn Fn(&mut Kernel, Val, &TileAt)| {
-            let done = k.name_next("done").var_i32(0);
+        // a walker takes every `turns`-th of them from its `turn`-th (ping-pong's warp
+        // groups take them in turn) and runs `body(k, done, at)` on each, `done` the ring
+        // steps of the tiles before it
+        let for_each_tile = |k: &mut Kernel,
+                             (turn, turns): (i32, i32),
+                             body: &dyn Fn(&mut Kernel, Val, &TileAt)| {
+            let done = k.name_next("done").var_i32(k_tiles * turn);
             let index = k.name_next("tile_index").var_i32(0);
+            let from = k.name_next("from_unit").let_i32(first + stride * turn);
             k.name_next("unit");
-            k.for_range(first, units, stride, |k, u| {
+            k.for_range(from, units, stride * turns, |k, u| {
                 let (unit_m, tile_n) = if self.hilbert != 0 {
                     k.hilbert_tile(u, units_m, tiles_n, self.group_m)
                 } else {
@@ -412,7 +438,7 @@ impl MatmulPersistent {
                     index,
                 };
                 body(k, done, &at);
-                k.assign(done, done + k_tiles);
+                k.assign(done, done + k_tiles * turns);
                 k.assign(index, index + 1);
             });
         };
@@ -421,7 +447,7 @@ impl MatmulPersistent {
         k.thread_group(256, 128, |k| {
             k.set_max_registers(PRODUCER_REGISTERS);
             k.single_warp(0, |k| {
-                for_each_tile(k, &|k, done, at| {
+                for_each_tile(k, (0, 1), &|k, done, at| {
                     k.name_next("i");
                     k.for_range(0, k_tiles, 1, |k, i| match &ring {
                         Ring::One(r) => r.fill(k, done + i, i, at.rows, at.cols),
@@ -431,7 +457,7 @@ impl MatmulPersistent {
             });
         });
 
-        // the consumers: warp group g multiplies its half of A by B, one product in flight;
+        // the consumers: warp group g multiplies its rows of A by B, one product in flight;
         // a tile's last stage is freed as soon as its product is done, before the epilogue
         // (in a pair, in both blocks: both producers fill it)
         let release = |k: &mut Kernel, step: Scalar| ring.release(k, step);
@@ -440,13 +466,19 @@ impl MatmulPersistent {
             .prefetches()
             .then(|| k.name_next("halfway").let_i32(k_tiles / 2));
         for g in 0..2 {
+            let walk = if ping_pong { (g as i32, 2) } else { (0, 1) };
             k.thread_group(128 * g as u32, 128, |k| {
                 k.set_max_registers(CONSUMER_REGISTERS);
-                for_each_tile(k, &|k, done, tile| {
+                for_each_tile(k, walk, &|k, done, tile| {
                     let acc = k
                         .name_next("acc")
-                        .register_tensor::<f32>([half_m, self.block_n], 0.0);
-                    let rows = k.name_next("rows").let_i32(tile.rows + half_m * g as i32);
+                        .register_tensor::<f32>([group_rows, self.block_n], 0.0);
+                    let rows = if ping_pong {
+                        tile.rows
+                    } else {
+                        k.name_next("rows")
+                            .let_i32(tile.rows + group_rows * g as i32)
+                    };
                     let at = TileAt { rows, ..*tile };
                     let steps = |k: &mut Kernel, from: Val, to: Val| {
                         k.name_next("i");
@@ -456,6 +488,9 @@ impl MatmulPersistent {
                             k.if_(i.gt(0), |k| release(k, done + i - 1));
                         });
                     };
+                    if let Some(order) = &order {
+                        order.wait_turn(k, g, at.index);
+                    }
                     match halfway {
                         None => steps(k, Val::constant(0), k_tiles),
                         // the loop in two halves, the prefetch between them (straight-line
@@ -465,6 +500,9 @@ impl MatmulPersistent {
                             epilogue.prefetch(k, g, &at);
                             steps(k, halfway, k_tiles);
                         }
+                    }
+                    if let Some(order) = &order {
+                        order.pass_turn(k, g);
                     }
                     k.wgmma().wait_group(0);
                     release(k, done + k_tiles - 1);

@@ -10,20 +10,26 @@ use hopper_matmul::v6::MatmulPersistent;
 /// v6 with 128 × 128 tiles and three stages: persistent in groups of two tile rows with the
 /// TMA-store epilogue, persistent in row order storing from registers, one block per tile
 /// with the TMA-store epilogue, pairs sharing B (multicast), persistent and not, and tiles in
-/// Hilbert order (squares of two tiles), alone and in pairs.
+/// Hilbert order (squares of two tiles), alone and in pairs; then ping-pong (the warp groups
+/// taking tiles in turn, 128-row tiles and 64-row ones): persistent with either epilogue,
+/// one block per tile, in pairs.
 pub fn forms() -> Vec<MatmulPersistent> {
     [
-        (1, 2, 1, 1, 0),
-        (1, 1, 0, 1, 0),
-        (0, 1, 1, 1, 0),
-        (1, 2, 1, 2, 0),
-        (0, 1, 0, 2, 0),
-        (1, 2, 1, 1, 1),
-        (1, 2, 0, 2, 1),
+        (1, 2, 1, 1, 0, 0),
+        (1, 1, 0, 1, 0, 0),
+        (0, 1, 1, 1, 0, 0),
+        (1, 2, 1, 2, 0, 0),
+        (0, 1, 0, 2, 0, 0),
+        (1, 2, 1, 1, 1, 0),
+        (1, 2, 0, 2, 1, 0),
+        (1, 2, 1, 1, 0, 1),
+        (1, 1, 0, 1, 0, 1),
+        (0, 1, 1, 1, 0, 1),
+        (1, 2, 1, 2, 0, 1),
     ]
     .into_iter()
     .map(
-        |(persistent, group_m, tma_store, cluster_m, hilbert)| MatmulPersistent {
+        |(persistent, group_m, tma_store, cluster_m, hilbert, ping_pong)| MatmulPersistent {
             block_m: 128,
             block_n: 128,
             block_k: 64,
@@ -33,8 +39,21 @@ pub fn forms() -> Vec<MatmulPersistent> {
             tma_store,
             cluster_m,
             hilbert,
+            ping_pong,
         },
     )
+    .chain([MatmulPersistent {
+        block_m: 64,
+        block_n: 128,
+        block_k: 64,
+        stages: 4,
+        group_m: 2,
+        persistent: 1,
+        tma_store: 1,
+        cluster_m: 1,
+        hilbert: 0,
+        ping_pong: 1,
+    }])
     .collect()
 }
 
