@@ -156,16 +156,35 @@ impl MatmulSplitK {
             let unroll = self.stages.max(1) as u32;
             k.name_next("i");
             products_one_in_flight(k, &pipe, (&sa, &sb), steps, unroll, &acc);
-            // the partial, whole tiles of rows, in split `split`'s part of the workspace
-            let padded_m = cdiv(m_size, SPLIT_K_BLOCK_M) * SPLIT_K_BLOCK_M;
-            let rows = padded_m.clone() * self.splits;
-            let gw = k
-                .name_next("gw")
-                .global_view::<f32>(w_ptr, [rows, Scalar::from(n_size)]);
-            let at = [split * padded_m + offset_m, Scalar::from(offset_n)];
-            k.store_global(&gw, &acc, at);
+            // the partial's rows of C (not the tile's padding: at M = 1 that is 63 rows
+            // of 64) in split `split`'s part of the workspace
+            let gw = workspace_view(k, w_ptr, (m_size, n_size), self.splits);
+            k.name_next("partial");
+            let partial = k.unsqueeze(&acc, 0);
+            k.store_global(
+                &gw,
+                &partial,
+                [Scalar::from(split), offset_m.into(), offset_n.into()],
+            );
         });
     }
+}
+
+/// The workspace as `[splits, m, n]`: split `s`'s partial of C's rows, whose rows are `n`
+/// apart and whose splits are [`workspace_len`]'s padded rows apart.
+fn workspace_view(
+    k: &mut Kernel,
+    w_ptr: PtrVal<f32>,
+    (m_size, n_size): (Val, Val),
+    splits: i32,
+) -> GlobalTensor<f32> {
+    // an expression of the arguments (the launch checks the view against the buffer)
+    let split_stride = cdiv(m_size, SPLIT_K_BLOCK_M) * SPLIT_K_BLOCK_M * n_size;
+    k.name_next("gw").global_view_strided::<f32>(
+        w_ptr,
+        [Scalar::from(splits.max(1)), m_size.into(), n_size.into()],
+        [split_stride, n_size.into(), Scalar::from(1)],
+    )
 }
 
 /// The sum of the partials, rounded once to f16. `ROWS × COLS` elements per block, the
@@ -215,29 +234,28 @@ impl SplitKReduce {
         let (rows, cols) = (Self::ROWS, Self::COLS);
         k.blocks([cdiv(m_size, rows), cdiv(n_size, cols)]);
         k.warps(4);
-        let padded_m = k
-            .name_next("padded_m")
-            .let_i32(cdiv(m_size, SPLIT_K_BLOCK_M) * SPLIT_K_BLOCK_M);
         let splits = splits.as_const().unwrap_or(1).max(1) as i32;
-        let rows_w = cdiv(m_size, SPLIT_K_BLOCK_M) * SPLIT_K_BLOCK_M * splits;
-        let gw = k
-            .name_next("gw")
-            .global_view::<f32>(w_ptr, [rows_w, Scalar::from(n_size)]);
+        let gw = workspace_view(k, w_ptr, (m_size, n_size), splits);
         let gc = k.name_next("gc").global_view::<T>(c_ptr, [m_size, n_size]);
         let bx = k.block_idx();
         let r0 = k.name_next("r0").let_i32(bx.x * rows);
         let c0 = k.name_next("c0").let_i32(bx.y * cols);
-        let mut total = k
-            .name_next("total")
-            .load_global(&gw, [r0, c0], [rows, cols]);
-        for s in 1..splits {
+        let mut total = None;
+        for s in 0..splits {
             let part = k.name_next("part").load_global(
                 &gw,
-                [padded_m * s + r0, Scalar::from(c0)],
-                [rows, cols],
+                [Scalar::from(s), r0.into(), c0.into()],
+                [1, rows, cols],
             );
-            total = k.name_next("total").compute(total + part);
+            let part = k.name_next("part").squeeze(&part, 0);
+            total = Some(match total {
+                None => part,
+                Some(t) => k.name_next("total").compute(t + part),
+            });
         }
+        let Some(total) = total else {
+            unreachable!("at least one split")
+        };
         let out = k.name_next("out").compute(total.cast::<T>());
         k.store_global(&gc, &out, [r0, c0]);
     }

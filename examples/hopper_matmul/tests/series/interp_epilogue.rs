@@ -2,7 +2,8 @@
 //! D and the bias staged by TMA in four buffers that are refilled within a tile (128 × 256
 //! tiles), in two (256 × 128), in as many as the tile has chunks (128 × 128, in pairs of
 //! blocks), loaded from global memory (`tma_store = 0`, and C's rows not a multiple of 16
-//! bytes), and in Hilbert order. The interpreter models four multiprocessors, so each block
+//! bytes), in Hilbert order, and on ping-pong warp groups (128 × 128 tiles, staged and
+//! loaded; 64 × 256 ones, staged). The interpreter models four multiprocessors, so each block
 //! walks several tiles: the buffers' barriers run through several phases.
 
 use super::checks::entry_on_interpreter;
@@ -31,12 +32,15 @@ const SIZES: [&[i64]; 2] = [&[520, 1000, 200], &[200, 300, 136]];
 fn every_form_of_the_gelu_epilogue_passes() {
     hopper_matmul::test_cache!();
     let e = entry("matmul_epilogue_gelu");
-    let forms: [&[(&str, i64)]; 5] = [
+    let forms: [&[(&str, i64)]; 8] = [
         &[],
         &[("block_m", 256), ("block_n", 128)],
         &[("block_n", 128), ("stages", 3), ("cluster_m", 2)],
         &[("tma_store", 0)],
         &[("hilbert", 1), ("group_m", 2)],
+        &[("ping_pong", 1), ("block_n", 128)],
+        &[("ping_pong", 1), ("block_n", 128), ("tma_store", 0)],
+        &[("ping_pong", 1), ("block_m", 64)],
     ];
     for (i, form) in forms.iter().enumerate() {
         for (j, size) in SIZES.iter().enumerate() {

@@ -105,9 +105,9 @@ fn first_loc(p: &Program) -> Loc {
 }
 
 /// A lower bound of the registers a thread needs: the largest sum, over program points, of the
-/// register tiles alive there (a tile lives from its definition to its last use; a use inside a
-/// loop keeps it alive for the whole loop; the branches of an `if` are laid out one after the
-/// other).
+/// register tiles alive there (a tile lives from its definition to its last use, where the
+/// instruction's results may take its registers; a use inside a loop keeps it alive for the
+/// whole loop; the branches of an `if` are laid out one after the other).
 fn check_registers(c: &mut Checker) {
     let p = c.p;
     let n = p.registers.len();
@@ -167,19 +167,41 @@ fn check_registers(c: &mut Checker) {
             })
         })
         .collect();
-    let mut worst = (0u32, 0usize);
+    // Around statement `at`: the tiles it reads (alive into it) and the tiles it leaves
+    // alive (defined there or earlier and read later, or defined there and never read). A
+    // tile read for the last time and one defined by the same instruction need not be
+    // alive together: the compiler writes the new one over the old one (a cast, a sum, a
+    // reshape), so the bound takes the larger side, not both.
+    let alive_into = |t: usize, at: usize| first[t] < at && at <= last[t];
+    let alive_out = |t: usize, at: usize| first[t] <= at && (at < last[t] || first[t] == last[t]);
+    let mut worst = (0u32, 0usize, true);
     for at in 0..=pos {
-        let sum: u32 = (0..n)
-            .filter(|&t| first[t] <= at && at <= last[t])
-            .fold(0u32, |a, t| a.saturating_add(regs[t]));
-        if sum > worst.0 {
-            worst = (sum, at);
+        for into in [true, false] {
+            let sum: u32 = (0..n)
+                .filter(|&t| {
+                    if into {
+                        alive_into(t, at)
+                    } else {
+                        alive_out(t, at)
+                    }
+                })
+                .fold(0u32, |a, t| a.saturating_add(regs[t]));
+            // the last of equal points: the newest of equal tiles is blamed
+            if sum >= worst.0 {
+                worst = (sum, at, into);
+            }
         }
     }
     if worst.0 > MAX_REGISTERS {
-        let at = worst.1;
+        let (at, into) = (worst.1, worst.2);
         let live: Vec<usize> = (0..n)
-            .filter(|&t| first[t] <= at && at <= last[t])
+            .filter(|&t| {
+                if into {
+                    alive_into(t, at)
+                } else {
+                    alive_out(t, at)
+                }
+            })
             .collect();
         // Blame the largest tile: it is the one worth shrinking.
         let loc = live

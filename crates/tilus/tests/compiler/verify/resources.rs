@@ -139,6 +139,32 @@ fn registers_over_255_points_at_the_large_tile() {
     .fails_once("the register tiles alive together need 257 registers per thread");
 }
 
+/// A tile read for the last time by the instruction that defines another of its size is not
+/// counted with it: the new one takes its registers (128 each here, 256 together), while two
+/// such tiles both read later are.
+#[test]
+fn a_result_takes_the_registers_of_a_tile_it_replaces() {
+    check::<OutF32>(|k, (o,)| {
+        k.warps(4);
+        let acc: RegisterTensor<f32> = k.register_tensor([64, 256], 1.0);
+        let g = k.global_view(o, [1, 64, 256]);
+        let wide = k.unsqueeze(&acc, 0);
+        k.store_global(&g, &wide, [0, 0, 0]);
+    })
+    .compiles("the unsqueezed tile replaces the accumulator");
+
+    check::<OutF32>(|k, (o,)| {
+        k.warps(4);
+        let acc: RegisterTensor<f32> = k.register_tensor([64, 256], 1.0);
+        let g = k.global_view(o, [1, 64, 256]);
+        let wide = at(line!(), k.unsqueeze(&acc, 0));
+        k.store_global(&g, &wide, [0, 0, 0]);
+        let g2 = k.global_view(o, [64, 256]);
+        k.store_global(&g2, &acc, [0, 0]);
+    })
+    .fails_once("the register tiles alive together need 256 registers per thread");
+}
+
 /// The register count of a huge tile overflows `u32` in the register check.
 #[test]
 fn register_tile_whose_size_overflows_u32() {
