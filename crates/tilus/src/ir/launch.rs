@@ -269,9 +269,13 @@ pub struct LaunchPlan {
 
 impl LaunchPlan {
     /// The grid a launch runs for the grid its expressions give, `multiprocessors` the
-    /// device's (a persistent grid's cap), or why it cannot run: a persistent grid is capped
-    /// at the multiprocessors and rounded down to whole clusters (at least one); any other
-    /// grid must be whole clusters.
+    /// device's (a persistent grid's cap), or why it cannot run: a persistent grid for `work`
+    /// items is the fewest blocks that take as many rounds as one block per multiprocessor
+    /// would (`ceil(work / rounds)`, rounds `ceil(work / cap)`, the cap rounded down to whole
+    /// clusters): 512 tiles on 132 multiprocessors take four rounds either way, and 128
+    /// blocks give every block four while 132 leave 16 of them a round idle (drawing power
+    /// a card at its power cap takes from the others' clocks). Whole clusters, at least one;
+    /// any other grid must be whole clusters.
     pub fn launched_grid(
         &self,
         mut grid: [u32; 3],
@@ -279,8 +283,11 @@ impl LaunchPlan {
     ) -> Result<[u32; 3], String> {
         let cx = self.cluster[0].max(1);
         if self.persistent {
-            let capped = grid[0].min(multiprocessors.max(1));
-            grid[0] = (capped / cx * cx).max(cx);
+            let cap = (multiprocessors.max(1) / cx * cx).max(cx);
+            let work = grid[0].max(1);
+            let rounds = work.div_ceil(cap);
+            let balanced = work.div_ceil(rounds).div_ceil(cx) * cx;
+            grid[0] = balanced.min(cap).max(cx);
         }
         for (axis, (&g, &c)) in grid.iter().zip(&self.cluster).enumerate() {
             if c > 1 && g % c != 0 {
@@ -394,14 +401,20 @@ mod tests {
     #[test]
     fn persistent_grids_are_capped_and_rounded_to_whole_clusters() {
         let p = plan(true, [2, 1, 1]);
-        assert_eq!(p.launched_grid([1000, 1, 1], 132), Ok([132, 1, 1]));
-        assert_eq!(p.launched_grid([1000, 1, 1], 131), Ok([130, 1, 1]));
+        // 1056 items: eight rounds of 132
+        assert_eq!(p.launched_grid([1056, 1, 1], 132), Ok([132, 1, 1]));
+        assert_eq!(p.launched_grid([1040, 1, 1], 131), Ok([130, 1, 1]));
+        // 1000 items take eight rounds on 132: 125 blocks do, rounded up to whole clusters
+        assert_eq!(p.launched_grid([1000, 1, 1], 132), Ok([126, 1, 1]));
+        // 512 tiles: four rounds, 128 blocks of four each (not 116 of four and 16 of three)
+        assert_eq!(p.launched_grid([512, 1, 1], 132), Ok([128, 1, 1]));
         // fewer items than a cluster: one whole cluster (a block without an item idles)
         assert_eq!(p.launched_grid([1, 1, 1], 132), Ok([2, 1, 1]));
-        assert_eq!(
-            plan(true, [1, 1, 1]).launched_grid([5, 1, 1], 132),
-            Ok([5, 1, 1])
-        );
+        let alone = plan(true, [1, 1, 1]);
+        assert_eq!(alone.launched_grid([5, 1, 1], 132), Ok([5, 1, 1]));
+        // nine items on the interpreter's four: three rounds, three blocks of three
+        assert_eq!(alone.launched_grid([9, 1, 1], 4), Ok([3, 1, 1]));
+        assert_eq!(alone.launched_grid([133, 1, 1], 132), Ok([67, 1, 1]));
     }
 
     #[test]

@@ -7,9 +7,11 @@ use super::{Kernel, Scalar, Val};
 use crate::ir::{DType, Loc, VarKind};
 
 impl Kernel {
-    /// Launches a persistent grid along x for `work` items (tiles): `min(work,
-    /// multiprocessors)` blocks, the device's multiprocessor count read at launch (the
-    /// interpreter's comes from its options). Returns the number of blocks launched, the
+    /// Launches a persistent grid along x for `work` items (tiles): at most one block per
+    /// multiprocessor (the device's count read at launch; the interpreter's comes from its
+    /// options), and the fewest blocks that take as many rounds over the items, so that
+    /// every block gets the same number of items or one fewer
+    /// ([`crate::ir::LaunchPlan::launched_grid`]). Returns the number of blocks launched, the
     /// stride of the loop over the items:
     ///
     /// `k.for_range(k.block_idx().x, work, blocks, |k, item| ..)`

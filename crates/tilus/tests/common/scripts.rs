@@ -380,7 +380,9 @@ pub struct PersistentItems;
 impl PersistentItems {
     /// What the kernel must write on a device of `multiprocessors`.
     pub fn reference(items: usize, multiprocessors: usize) -> Vec<i32> {
-        let blocks = items.min(multiprocessors);
+        // the fewest blocks that take as many rounds as one per multiprocessor
+        let rounds = items.div_ceil(multiprocessors).max(1);
+        let blocks = items.div_ceil(rounds).max(1);
         (0..items)
             .map(|i| ((i % blocks) * 1000 + blocks) as i32)
             .collect()

@@ -232,11 +232,12 @@ fn tiles_of_the_two_branches_share_bytes() {
     assert!(out[32..].iter().all(|&x| x == 2.0), "{out:?}");
 }
 
-/// A persistent grid runs `min(items, multiprocessors)` blocks (four on the interpreter's
-/// default device, or as many as its options say), each taking every `blocks`-th item.
+/// A persistent grid runs at most one block per multiprocessor (four on the interpreter's
+/// default device, or as many as its options say), the fewest that take as many rounds (9
+/// items on four: three rounds, three blocks), each taking every `blocks`-th item.
 #[test]
 fn a_persistent_grid_runs_one_block_per_multiprocessor_at_most() {
-    for items in [3usize, 4, 11] {
+    for items in [3usize, 4, 9, 11] {
         let mut out = vec![-1i32; items];
         run(&PersistentItems, (items as i32, &mut out[..])).unwrap();
         assert_eq!(out, PersistentItems::reference(items, 4), "{items} items");

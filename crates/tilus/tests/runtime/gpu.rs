@@ -932,7 +932,8 @@ fn a_whole_producer_warp_streams_every_row() {
 }
 
 /// A persistent grid launches one block per multiprocessor at most: fewer items than
-/// multiprocessors run one block each, more are shared round-robin.
+/// multiprocessors run one block each, more are shared round-robin by the fewest blocks that
+/// take as many rounds (`3 · sms + 7` items: four rounds, `ceil(items / 4)` blocks).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_persistent_grid_runs_one_block_per_multiprocessor_at_most() {

@@ -61,7 +61,9 @@ pub fn forms() -> Vec<MatmulPersistent> {
 fn every_form_is_exact_at_multiples_and_ragged_shapes() {
     hopper_matmul::test_cache!();
     for (i, config) in forms().iter().enumerate() {
-        // 3 × 3 tiles over 4 blocks: blocks 0 runs three tiles, the others two; 4 steps each
+        // 3 × 3 tiles on the interpreter's four multiprocessors: three blocks of three tiles
+        // alone (in ping-pong two for one warp group, one for the other), two pairs of three
+        // units in pairs; 4 steps each
         check(config, (384, 384, 256), 60 + i as u64);
         // ragged in every dimension (stored from registers: rows of 600 bytes), 2 × 3 tiles,
         // 3 steps per tile
