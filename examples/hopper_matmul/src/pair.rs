@@ -1,12 +1,12 @@
-//! The ring of a pair of cooperative blocks (a cluster of two along M) that share their B
-//! tile: each block copies its own A (in halves, or whole in ping-pong), and half of the B tile, multicast into both
-//! blocks, so that B is read from L2 once per pair. B is staged whole (`[stages, block_n,
-//! block_k]`); the producers' halves land in its two halves of rows (`rows`), so each consumer
-//! warp group multiplies its half of A by all of it in one WGMMA per K step, as in a block
-//! alone. A stage is written by both
-//! producers (its B halves), so the consumers of both blocks free it in both blocks: each
-//! empty barrier counts an arrival from each consumer warp group of either block that reads
-//! the stage (four; two in ping-pong, where one warp group of each block takes a tile).
+//! The ring of a pair of blocks (a cluster of two along M) that share their B tile: each
+//! block copies its own A (in halves, or whole in ping-pong), and half of the B tile,
+//! multicast into both blocks, so that B is read from L2 once per pair. B is staged whole
+//! (`[stages, block_n, block_k]`); the producers' halves land in its two halves of rows
+//! (`rows`), so each consumer warp group multiplies its rows of A by all of it in one WGMMA per
+//! K step, as in a block alone. A stage is written by both producers (its B halves), so the
+//! consumers of both blocks free it in both blocks: each empty barrier counts an arrival from
+//! each consumer warp group of either block that reads the stage (four; two in ping-pong,
+//! where one warp group of each block takes a tile).
 
 use crate::v5::{Cooperative, CooperativeShape};
 use tilus::lang::Element;
@@ -24,10 +24,11 @@ pub struct PairRing<T: Element = f16> {
 }
 
 impl<T: Element> PairRing<T> {
-    /// Declares the views of A `[m, k]` and B `[n, k]`, the staged tiles and the pipeline (the
-    /// consumer warp groups of both blocks that read a stage release it, one arrival each), and meets
-    /// the partner (`cluster_sync`) so that neither block's copies or arrivals reach barriers
-    /// the other has not allocated. The kernel declares the pair (`cluster_blocks([2])`).
+    /// Declares the views of A `[m, k]` and B `[n, k]`, the staged tiles and the pipeline
+    /// (the consumer warp groups of both blocks that read a stage release it, one arrival
+    /// each), and meets the partner (`cluster_sync`) so that neither block's copies or
+    /// arrivals reach barriers the other has not allocated. The kernel declares the pair
+    /// (`cluster_blocks([2])`).
     pub fn new(
         k: &mut Kernel,
         shape: CooperativeShape,
@@ -47,8 +48,8 @@ impl<T: Element> PairRing<T> {
     }
 
     /// The producer's ring step `step`: waits for its stage (freed by both blocks'
-    /// consumers), then copies K step `i` of its tile at `(offset_m, offset_n)`: A's two
-    /// parts into this block, and its half of B (`rank`) into both blocks.
+    /// consumers), then copies K step `i` of its tile at `(offset_m, offset_n)`: A's parts
+    /// into this block, and its half of B (`rank`) into both blocks.
     #[track_caller]
     pub fn fill(
         &self,

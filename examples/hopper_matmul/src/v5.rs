@@ -229,14 +229,11 @@ impl<T: Element> Cooperative<T> {
         let part_m = shape.block_m / parts;
         let ga = k.name_next("ga").global_view::<T>(a_ptr, [m_size, k_size]);
         let gb = k.name_next("gb").global_view::<T>(b_ptr, [n_size, k_size]);
-        let names = if parts == 1 {
-            ["sa", ""]
-        } else {
-            ["sa0", "sa1"]
-        };
-        let sa: Vec<_> = (0..parts as usize)
-            .map(|p| {
-                k.name_next(names[p])
+        let names: &[&str] = if parts == 1 { &["sa"] } else { &["sa0", "sa1"] };
+        let sa: Vec<_> = names
+            .iter()
+            .map(|name| {
+                k.name_next(name)
                     .shared_tensor::<T>([stages, part_m, shape.block_k])
             })
             .collect();

@@ -7,7 +7,8 @@
 //!
 //! `C = A · Bᵀ` with A `[M, K]`, B `[N, K]` (both K-major), C `[M, N]`; f16 in, f32
 //! accumulation, f16 out. Two consumer warp groups of `block_m / 2` rows each (v5's
-//! cooperative split), a producer warp group that gives registers back
+//! cooperative split; or, with `ping_pong = 1`, each taking whole tiles in turn,
+//! [`crate::pingpong`]), a producer warp group that gives registers back
 //! ([`PRODUCER_REGISTERS`], [`CONSUMER_REGISTERS`]), one product in flight.
 //!
 //! `persistent = 0` launches one block per tile instead (each block runs its loop once): the

@@ -54,6 +54,17 @@ fn a_closed_stderr_is_not_worth_a_panic() {
     assert_eq!(o.code(), Some(1));
 }
 
+/// `bench epilogue --set` names v6's hyperparameters: an unknown one is a usage error (exit
+/// 2, naming it) before any device is opened, so it reads the same with or without a GPU.
+#[test]
+fn a_bad_epilogue_setting_is_refused_before_the_device() {
+    let o = tilus(&["bench", "epilogue", "--set", "ping_pongg=1"]).go();
+    o.assert_sane(true);
+    o.assert_code(2);
+    assert!(o.stderr.contains("ping_pongg"), "{}", o.stderr);
+    assert!(!o.stderr.contains("GPU"), "{}", o.stderr);
+}
+
 #[test]
 fn sizes_too_large_for_this_machine_are_refused_before_allocating() {
     // past what the kernel's 32-bit indices can address: said when the script is traced
