@@ -23,7 +23,8 @@ use tilus::prelude::*;
 use tilus::tune::{Binding, Space};
 
 use crate::epilogue_operands::StagedOperands;
-use crate::v6::{columns, CStores, MatmulPersistent, TileAt, TileEpilogue};
+use crate::v6::MatmulPersistent;
+use crate::v6_epilogue::{columns, CStores, TileAt, TileEpilogue};
 
 /// Columns of the epilogue's chunks: a chunk's D, bias and result (16 registers each at
 /// most) are alive beside the accumulator, not the whole tile's, and the staged operands get

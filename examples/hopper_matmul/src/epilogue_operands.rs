@@ -11,7 +11,8 @@
 //! their bias (`[width / 8, 8]` halves: rows of 16 bytes need no swizzle, so a stage takes
 //! 128 bytes), and one barrier per buffer that each copy into it completes.
 
-use crate::v6::{columns, stage_and_store, MatmulPersistent, TileAt};
+use crate::v6::MatmulPersistent;
+use crate::v6_epilogue::{columns, stage_and_store, TileAt};
 use tilus::prelude::*;
 
 /// Bytes of chunk buffers per consumer warp group.

@@ -38,6 +38,7 @@ pub mod v3;
 pub mod v4;
 pub mod v5;
 pub mod v6;
+pub mod v6_epilogue;
 pub mod vector_add;
 pub mod workload;
 
