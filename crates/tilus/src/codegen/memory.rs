@@ -213,6 +213,7 @@ pub(super) fn emit(e: &mut Emitter, i: &MemoryInst) {
             e.use_helper(Helper::Memory(MemoryHelper::FenceProxyAsync));
             e.line("tilus_fence_proxy_async();");
         }
+        MemoryInst::FenceGpu => e.line("__threadfence();  // fence.acq_rel.gpu"),
     }
 }
 

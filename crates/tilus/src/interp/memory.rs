@@ -33,6 +33,9 @@ pub(crate) fn exec(
         MemoryInst::StoreShared { dst, src } => store_shared(b, task, dst, src, loc)?,
         // the fence's effect on the proxy-fence record is applied by `hazards::after`
         MemoryInst::FenceProxyAsync => {}
+        // the interpreter's global memory is sequentially consistent: every store is seen by
+        // every later access, fence or not
+        MemoryInst::FenceGpu => {}
     }
     Ok(Step::Next)
 }

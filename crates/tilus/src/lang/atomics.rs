@@ -15,6 +15,20 @@ use super::{Element, GlobalTensor, Kernel, RegisterTensor, Scalar, Scalars, Val}
 use crate::ir::{AtomicOp, DType, Expr, Inst, Loc, MemoryInst, StmtKind, VarKind};
 
 impl Kernel {
+    /// `fence.acq_rel.gpu` (CUDA's `__threadfence()`): this thread's global-memory accesses
+    /// before the fence are ordered before its accesses after it, as every thread of the GPU
+    /// sees them. The atomics here are relaxed, so a pattern such as "each block stores its
+    /// partial, then takes a ticket; the block with the last ticket sums the partials" needs
+    /// a fence between the stores and the ticket, and one between the last ticket and the
+    /// reads. Any thread, any scope.
+    #[track_caller]
+    pub fn fence_gpu(&mut self) {
+        self.push(
+            StmtKind::Inst(Inst::Memory(MemoryInst::FenceGpu)),
+            Loc::caller(),
+        );
+    }
+
     fn atomic_tile<T: Element>(
         &mut self,
         op: AtomicOp,

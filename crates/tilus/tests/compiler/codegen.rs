@@ -376,7 +376,7 @@ fn a_cast_to_the_outputs_16_bit_type_rounds_once() {
 // ------------------------------------------------------------------------------------------
 
 use crate::common::scripts::global::{
-    ColumnStats, MaskedLoad, SplitKMatmul, SplitSum, StridedCopy, SwapTiles, Tickets,
+    ColumnStats, LastBlockSums, MaskedLoad, SplitKMatmul, SplitSum, StridedCopy, SwapTiles, Tickets,
 };
 use crate::common::Body;
 use tilus::prelude::*;
@@ -505,6 +505,13 @@ fn atomics_compile_to_red_and_atom() {
     }
     let c = built(&SwapTiles, &[]);
     assert!(c.source.contains("tilus_atom_cas_f32("), "{}", c.source);
+    // the GPU-scope fence: once after the stores, once in the last block before its reads
+    let c = built(&LastBlockSums, &[]);
+    let fences = c
+        .source
+        .matches("__threadfence();  // fence.acq_rel.gpu")
+        .count();
+    assert_eq!(fences, 2, "{}", c.source);
     // 16-bit floats add (one element at a time), and a replicated tile adds once per element
     let s = Body::<(PtrMut<f16>, PtrMut<half::bf16>)>(|k, (a, b)| {
         k.warps(4);

@@ -156,8 +156,8 @@ fn with_the_fence_the_interpreter_computes_the_product() {
 // ------------------------------------------------------------------------------------------
 
 use crate::common::scripts::global::{
-    small_ints, ColumnStats, MaskedLoad, SplitKMatmul, SplitSum, StridedCopy, StridedTma,
-    SwapTiles, Tickets,
+    small_ints, ColumnStats, LastBlockSums, MaskedLoad, SplitKMatmul, SplitSum, StridedCopy,
+    StridedTma, SwapTiles, Tickets,
 };
 use half::f16;
 
@@ -241,6 +241,27 @@ fn atomic_add_max_and_min_combine_columns_through_zero_strides() {
         let (ws, wx, wn) = ColumnStats::expected(m, n, &src);
         assert_eq!((sums, maxs, mins), (ws, wx, wn), "{s:?}");
     }
+}
+
+/// The last block to take a ticket sums what every block stored before its ticket (the
+/// blocks fence between their stores and their tickets): the column sums, exactly.
+#[test]
+fn the_block_with_the_last_ticket_sums_every_block_s_row() {
+    let nb = 13;
+    let rows: Vec<i32> = (0..nb * 32)
+        .map(|i| (i * 7919 % 1000) as i32 - 500)
+        .collect();
+    let (mut work, mut ticket, mut out) = (vec![0; nb * 32], vec![0], vec![-1; 32]);
+    let args = (
+        nb as i32,
+        &rows[..],
+        &mut work[..],
+        &mut ticket[..],
+        &mut out[..],
+    );
+    run(&LastBlockSums, args).unwrap();
+    assert_eq!(out, LastBlockSums::reference(&rows));
+    assert_eq!(ticket, vec![nb as i32]);
 }
 
 /// Scalar atomics return the old value; the interpreter runs blocks one after another when

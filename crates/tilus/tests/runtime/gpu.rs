@@ -329,8 +329,8 @@ fn arithmetic_gives_the_interpreters_bits_and_meets_the_reference() {
 // ------------------------------------------------------------------------------------------
 
 use crate::common::scripts::global::{
-    small_ints, ColumnStats, MaskedLoad, SplitKMatmul, SplitSum, StridedCopy, StridedTma,
-    SwapTiles, Tickets,
+    small_ints, ColumnStats, LastBlockSums, MaskedLoad, SplitKMatmul, SplitSum, StridedCopy,
+    StridedTma, SwapTiles, Tickets,
 };
 
 #[test]
@@ -475,6 +475,40 @@ fn scalar_atomics_hand_out_tickets_on_the_gpu() {
     assert_eq!(cas_old[winner], 0);
     for (b, &x) in cas_old.iter().enumerate() {
         assert!(b == winner || x == flag, "block {b}: {x}, flag {flag}");
+    }
+}
+
+/// On the GPU, where the blocks run at once: the block that takes the last ticket sees every
+/// other block's row, which each fenced (`fence_gpu`) before its ticket, and sums them
+/// exactly; a second launch over the same workspace (ticket reset) gives the same sums.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_block_with_the_last_ticket_sums_every_block_s_row_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let nb = 1000usize;
+    let rows: Vec<i32> = (0..nb * 32)
+        .map(|i| (i * 7919 % 1000) as i32 - 500)
+        .collect();
+    let d_rows = stream.clone_htod(&rows).unwrap();
+    let mut work = stream.clone_htod(&vec![0i32; nb * 32]).unwrap();
+    let jit = tilus::Jit::new(LastBlockSums, &device);
+    for _ in 0..2 {
+        let mut ticket = stream.clone_htod(&[0i32]).unwrap();
+        let mut out = stream.clone_htod(&[-1i32; 32]).unwrap();
+        jit.launch(
+            stream,
+            (nb as i32, &d_rows, &mut work, &mut ticket, &mut out),
+        )
+        .unwrap();
+        assert_eq!(
+            stream.clone_dtoh(&out).unwrap(),
+            LastBlockSums::reference(&rows)
+        );
+        assert_eq!(stream.clone_dtoh(&ticket).unwrap(), vec![nb as i32]);
+        // poison the rows the next launch stores again
+        work = stream.clone_htod(&vec![i32::MIN; nb * 32]).unwrap();
     }
 }
 

@@ -74,6 +74,11 @@ pub enum MemoryInst {
     /// `fence.proxy.async.shared::cta`: makes this thread's earlier ordinary shared-memory
     /// writes visible to the async proxy (TMA, wgmma) once a barrier orders them.
     FenceProxyAsync,
+    /// `fence.acq_rel.gpu` (CUDA's `__threadfence()`): this thread's global-memory accesses
+    /// before it are ordered before those after it for every thread of the GPU. Atomics are
+    /// relaxed: a block that stores results and then takes a ticket with an atomic fences in
+    /// between, and the block that takes the last ticket fences before it reads the others'.
+    FenceGpu,
     /// Writes a register tile into global memory at `offsets`, skipping out-of-bounds elements.
     StoreGlobal {
         /// Destination view.
@@ -148,6 +153,7 @@ impl MemoryInst {
             MemoryInst::StoreGlobal { .. } => "store_global",
             MemoryInst::StoreShared { .. } => "store_shared",
             MemoryInst::FenceProxyAsync => "fence_proxy_async",
+            MemoryInst::FenceGpu => "fence_gpu",
             MemoryInst::LoadGlobal { .. } => "load_global",
             MemoryInst::AtomicGlobal { op, .. } => match op {
                 AtomicOp::Add => "atomic_add",
@@ -195,6 +201,8 @@ impl MemoryInst {
                 .effect(reg(src.tensor, Read))
                 .effect(Effect::shared(dst, Write)),
             MemoryInst::FenceProxyAsync => Facts::default().orders(Ordering::ProxyFence),
+            // global memory is not tracked by the hazard checks: no effect to state
+            MemoryInst::FenceGpu => Facts::default(),
             MemoryInst::StoreGlobal {
                 dst, src, offsets, ..
             } => {
@@ -322,6 +330,7 @@ impl MemoryInst {
                 format!("store_shared({}, {})", n.sview(dst), n.view(src))
             }
             MemoryInst::FenceProxyAsync => "fence_proxy_async()".into(),
+            MemoryInst::FenceGpu => "fence_gpu()".into(),
             MemoryInst::StoreGlobal {
                 dst,
                 src,

@@ -186,7 +186,7 @@ impl Rules for MemoryInst {
                     );
                 }
             }
-            MemoryInst::FenceProxyAsync => {}
+            MemoryInst::FenceProxyAsync | MemoryInst::FenceGpu => {}
             MemoryInst::StoreGlobal {
                 dst, src, offsets, ..
             } => {
@@ -393,6 +393,7 @@ impl Rules for MemoryInst {
             | MemoryInst::LoadShared { .. }
             | MemoryInst::StoreShared { .. }
             | MemoryInst::FenceProxyAsync
+            | MemoryInst::FenceGpu
             | MemoryInst::AtomicGlobal { .. }
             | MemoryInst::AtomicScalar { .. } => {}
         }

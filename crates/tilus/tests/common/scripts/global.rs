@@ -247,6 +247,57 @@ impl Script for Tickets {
     }
 }
 
+/// The last block sums: each of `blocks` blocks copies its row of `rows` (`[blocks, 32]`)
+/// into a workspace, fences, and takes a ticket; the one thread that takes the last ticket
+/// fences again and adds up the workspace's columns (read with atomics: one thread, scalars)
+/// into `out`. The split-K-in-one-launch pattern, on i32 so that the sums are exact.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct LastBlockSums;
+
+impl LastBlockSums {
+    /// `out` for these rows of 32.
+    pub fn reference(rows: &[i32]) -> Vec<i32> {
+        (0..32)
+            .map(|j| rows.chunks(32).map(|r| r[j]).sum())
+            .collect()
+    }
+}
+
+impl Script for LastBlockSums {
+    type Args = (i32, Ptr<i32>, PtrMut<i32>, PtrMut<i32>, PtrMut<i32>);
+    fn arg_names() -> &'static [&'static str] {
+        &["blocks", "rows", "work", "ticket", "out"]
+    }
+    fn body(&self, k: &mut Kernel, (nb, rows, work, ticket, out): Handles<Self::Args>) {
+        k.blocks([nb]);
+        k.warps(1);
+        let r = k.global_view(rows, [Scalar::from(nb), Scalar::from(32)]);
+        let w = k.global_view(work, [Scalar::from(nb), Scalar::from(32)]);
+        let t = k.global_view(ticket, [1]);
+        let o = k.global_view(out, [32]);
+        let bid = k.let_i32(k.block_idx().x);
+        let row = k.load_global(&r, [bid, Val::constant(0)], [1, 32]);
+        k.store_global(&w, &row, [bid, Val::constant(0)]);
+        // the row is stored before the ticket is taken, as any block sees it
+        k.fence_gpu();
+        k.single_thread(|k| {
+            let mine = k.atomic_add_scalar(&t, [0], 1);
+            k.if_(mine.eq_(nb - 1), |k| {
+                // every other block stored its row before its ticket; read them after ours
+                k.fence_gpu();
+                k.for_range(0, 32, 1, |k, j| {
+                    let sum = k.var_i32(0);
+                    k.for_range(0, nb, 1, |k, b| {
+                        let v = k.atomic_add_scalar(&w, [b, j], 0);
+                        k.assign(sum, sum + v);
+                    });
+                    k.atomic_exchange_scalar(&o, [j], sum);
+                });
+            });
+        });
+    }
+}
+
 /// Tile exchange and compare-and-swap: `x_old = x; x = y` over an `[m, n]` i32 matrix
 /// (`atomic_exchange`), and `z_old = z; z = (z == expect) ? val : z` over an f32 one
 /// (`atomic_cas`), one `[16, 32]` tile per block.

@@ -48,6 +48,8 @@ pub enum Memory {
     /// `store_shared(shared, register of the tile's type)`.
     StoreShared(T, T),
     FenceProxyAsync,
+    /// `fence_gpu()`.
+    FenceGpu,
     /// `store_global(global, register of the view's type, offsets)`.
     StoreGlobal(usize, T, Vec<Sc>),
     /// `tile.at(stage)`: one stage of a shared tile, a new shared handle.
@@ -132,6 +134,7 @@ impl Memory {
                     .boxed(),
             ),
             (1, Just(Memory::FenceProxyAsync.into()).boxed()),
+            (1, Just(Memory::FenceGpu.into()).boxed()),
             (
                 2,
                 (t(m), stage(m))
@@ -220,6 +223,7 @@ impl Memory {
                 }
             }
             Memory::FenceProxyAsync => k.fence_proxy_async(),
+            Memory::FenceGpu => k.fence_gpu(),
             Memory::GlobalViewStrided(ptr, shape, strides) => {
                 let (shape, strides) = (r.scalars(shape), r.scalars(strides));
                 let g = on!(r.ptrs[ptr % 8], P, |p: E| E::g(
