@@ -6,7 +6,7 @@
 //! host.
 
 use crate::buffers::{download, poisoned, upload};
-use crate::epilogue::{Activation, MatmulEpilogue};
+use crate::epilogue::{Activation, EpilogueArgs, MatmulEpilogue};
 use crate::epilogue_pass::EpiloguePass;
 use crate::epilogue_workload::Extra;
 use crate::harness::{self, Check, Cublas, Problem, Row};
@@ -14,11 +14,9 @@ use crate::v6::MatmulPersistent;
 use crate::Result;
 use half::f16;
 use std::io::Write;
-use std::sync::Arc;
-use tilus::cudarc::driver::CudaStream;
-use tilus::lang::HostArgs;
+use tilus::lang::ArgList;
 use tilus::runtime::Device;
-use tilus::tune::{Autotuned, Tunable};
+use tilus::tune::{FixedOrTuned, Tunable};
 use tilus::Jit;
 
 /// What one shape's run measured.
@@ -53,26 +51,6 @@ pub const ROW_PLAIN: &str = "v6, same config";
 /// v6 autotuned on its own.
 pub const ROW_V6: &str = "v6 autotuned";
 
-/// The fused kernel as timed: autotuned, or in a configuration given.
-enum Fused<A: Activation> {
-    Tuned(Autotuned<MatmulEpilogue<A>>),
-    Fixed(Jit<MatmulEpilogue<A>>),
-}
-
-impl<A: Activation> Fused<A> {
-    fn launch(
-        &self,
-        stream: &Arc<CudaStream>,
-        args: HostArgs<'_, <MatmulEpilogue<A> as tilus::Script>::Args>,
-    ) -> Result<()> {
-        match self {
-            Fused::Tuned(t) => t.launch(stream, args)?,
-            Fused::Fixed(j) => j.launch(stream, args)?,
-        }
-        Ok(())
-    }
-}
-
 /// Verifies and times the fused epilogue with activation `A` at `m × n × k`: autotuned, or
 /// with `fixed` as its main loop's configuration.
 pub fn bench_epilogue<A: Activation>(
@@ -96,23 +74,14 @@ pub fn bench_epilogue<A: Activation>(
     let (mi, ni, ki) = (m as i32, n as i32, k as i32);
     let (alpha, beta) = (extra.alpha, extra.beta);
 
-    let (fused, tile) = match fixed {
-        Some(tile) => (
-            Fused::Fixed(Jit::new(MatmulEpilogue::<A>::new(tile.clone()), device)),
-            tile.clone(),
-        ),
-        None => {
-            let tuned = MatmulEpilogue::<A>::autotuned(device)?;
-            let chosen = {
-                let args = (mi, ni, ki, alpha, beta, &p.a, &p.b, &d, &bias, &mut p.c);
-                let values = <<MatmulEpilogue<A> as tilus::Script>::Args as tilus::lang::ArgList>::host_values(
-                    &args, &stream,
-                );
-                tuned.choose(&stream, &values)?
-            };
-            let tile = chosen.config.tile.clone();
-            (Fused::Tuned(tuned), tile)
-        }
+    let fused = match fixed {
+        Some(tile) => FixedOrTuned::Fixed(Jit::new(MatmulEpilogue::<A>::new(tile.clone()), device)),
+        None => FixedOrTuned::Tuned(MatmulEpilogue::<A>::autotuned(device)?),
+    };
+    let tile = {
+        let args = (mi, ni, ki, alpha, beta, &p.a, &p.b, &d, &bias, &mut p.c);
+        let values = <EpilogueArgs as ArgList>::host_values(&args, &stream);
+        fused.config(&stream, &values)?.tile
     };
     let config =
         tilus::lang::config_string(&format!("{:?}", MatmulEpilogue::<A>::new(tile.clone())));
@@ -178,7 +147,7 @@ pub fn bench_epilogue<A: Activation>(
             &bias,
             &mut fused_out,
         );
-        fused.launch(&stream, args)
+        Ok(fused.launch(&stream, args)?)
     };
     let mut timed: Vec<&mut dyn FnMut() -> Result<()>> = vec![&mut t_cublas, &mut t_unfused];
     if plain_missing.is_none() {

@@ -10,7 +10,7 @@ use tilus::cudarc::driver::CudaStream;
 use tilus::lang::ArgList;
 use tilus::prelude::f16;
 use tilus::runtime::Device;
-use tilus::tune::{Autotuned, Tunable};
+use tilus::tune::{FixedOrTuned, Tunable};
 use tilus::{Jit, Result};
 
 /// The series' own result type, for what the harness adds (allocations, output).
@@ -40,11 +40,11 @@ pub type MatmulArgs = MatmulArgsOf<f16>;
 
 /// A matmul of the series, with a configuration chosen by hand or by the autotuner (its
 /// arguments are [`MatmulArgs`], or the same in bf16 for [`crate::operand::Bf16`] kernels).
-pub enum Matmul<S: Tunable> {
-    /// A fixed configuration.
-    Fixed(&'static str, Jit<S>),
-    /// The script's search space, tuned on first use of each problem.
-    Tuned(&'static str, Autotuned<S>),
+pub struct Matmul<S: Tunable> {
+    /// Its name in tables.
+    name: &'static str,
+    /// A fixed configuration, or the script's search space tuned on first use of each problem.
+    kernel: FixedOrTuned<S>,
 }
 
 /// v0: TMA + mbarrier + mma.sync.
@@ -55,12 +55,18 @@ pub type V1 = Matmul<MatmulWgmma>;
 impl<S: Tunable> Matmul<S> {
     /// Binds a fixed configuration to a device.
     pub fn fixed(name: &'static str, config: S, device: &Device) -> Matmul<S> {
-        Matmul::Fixed(name, Jit::new(config, device))
+        Matmul {
+            name,
+            kernel: FixedOrTuned::Fixed(Jit::new(config, device)),
+        }
     }
 
     /// The autotuned kernel.
     pub fn tuned(name: &'static str, device: &Device) -> Result<Matmul<S>> {
-        Ok(Matmul::Tuned(name, S::autotuned(device)?))
+        Ok(Matmul {
+            name,
+            kernel: FixedOrTuned::Tuned(S::autotuned(device)?),
+        })
     }
 
     /// The configuration used for this problem (tuning first when needed).
@@ -68,15 +74,10 @@ impl<S: Tunable> Matmul<S> {
     where
         S: Tunable<Args = MatmulArgsOf<T>>,
     {
-        match self {
-            Matmul::Fixed(_, j) => Ok(j.script().clone()),
-            Matmul::Tuned(_, t) => {
-                let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
-                let args = (m, n, k, &p.a, &p.b, &mut p.c);
-                let values = <MatmulArgsOf<T> as ArgList>::host_values(&args, stream);
-                Ok(t.choose(stream, &values)?.config.clone())
-            }
-        }
+        let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
+        let args = (m, n, k, &p.a, &p.b, &mut p.c);
+        let values = <MatmulArgsOf<T> as ArgList>::host_values(&args, stream);
+        self.kernel.config(stream, &values)
     }
 }
 
@@ -106,17 +107,12 @@ impl Matmul<MatmulWgmma> {
 
 impl<T: Operand, S: Tunable<Args = MatmulArgsOf<T>>> Version<T> for Matmul<S> {
     fn name(&self) -> String {
-        match self {
-            Matmul::Fixed(n, _) | Matmul::Tuned(n, _) => n.to_string(),
-        }
+        self.name.to_string()
     }
 
     fn launch(&self, stream: &Arc<CudaStream>, p: &mut Problem<T>) -> Result<()> {
         let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
-        match self {
-            Matmul::Fixed(_, j) => j.launch(stream, (m, n, k, &p.a, &p.b, &mut p.c)),
-            Matmul::Tuned(_, t) => t.launch(stream, (m, n, k, &p.a, &p.b, &mut p.c)),
-        }
+        self.kernel.launch(stream, (m, n, k, &p.a, &p.b, &mut p.c))
     }
 
     fn describe(&self, stream: &Arc<CudaStream>, p: &mut Problem<T>) -> Option<String> {
@@ -125,10 +121,7 @@ impl<T: Operand, S: Tunable<Args = MatmulArgsOf<T>>> Version<T> for Matmul<S> {
     }
 
     fn table_path(&self) -> Option<std::path::PathBuf> {
-        match self {
-            Matmul::Fixed(..) => None,
-            Matmul::Tuned(_, t) => Some(t.table_path().clone()),
-        }
+        self.kernel.table_path().cloned()
     }
 }
 

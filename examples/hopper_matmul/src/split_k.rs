@@ -18,6 +18,7 @@ use std::sync::Arc;
 use tilus::cudarc::driver::{CudaSlice, CudaStream};
 use tilus::lang::Element;
 use tilus::prelude::*;
+use tilus::tune::FixedOrTuned;
 
 /// Rows of one tile: one WGMMA's 64.
 pub const SPLIT_K_BLOCK_M: i32 = 64;
@@ -264,16 +265,11 @@ impl SplitKReduce {
 /// The most splits the search space has: the workspace is sized for it.
 pub const MAX_SPLITS: usize = 16;
 
-/// The partial products' kernel: a fixed configuration or the autotuned one.
-enum Partials<T: Matmuls> {
-    Fixed(tilus::Jit<T::Partials>),
-    Tuned(tilus::tune::Autotuned<T::Partials>),
-}
-
 /// Split-K as a matmul version, in f16 or bf16: the partials into a workspace it owns (grown
 /// on demand), then their sum into C.
 pub struct SplitK<T: Matmuls = f16> {
-    partials: Partials<T>,
+    /// The partial products' kernel: a fixed configuration or the autotuned one.
+    partials: FixedOrTuned<T::Partials>,
     reduce: tilus::Jit<T::Reduce>,
     workspace: std::sync::Mutex<Option<CudaSlice<f32>>>,
 }
@@ -282,7 +278,7 @@ impl<T: Matmuls> SplitK<T> {
     /// A fixed configuration of the partials.
     pub fn fixed(config: MatmulSplitK, device: &tilus::runtime::Device) -> SplitK<T> {
         SplitK::with(
-            Partials::Fixed(tilus::Jit::new(T::partials(config), device)),
+            FixedOrTuned::Fixed(tilus::Jit::new(T::partials(config), device)),
             device,
         )
     }
@@ -290,12 +286,12 @@ impl<T: Matmuls> SplitK<T> {
     /// The partials autotuned per problem (the split count with them).
     pub fn tuned(device: &tilus::runtime::Device) -> tilus::Result<SplitK<T>> {
         Ok(SplitK::with(
-            Partials::Tuned(T::Partials::autotuned(device)?),
+            FixedOrTuned::Tuned(T::Partials::autotuned(device)?),
             device,
         ))
     }
 
-    fn with(partials: Partials<T>, device: &tilus::runtime::Device) -> SplitK<T> {
+    fn with(partials: FixedOrTuned<T::Partials>, device: &tilus::runtime::Device) -> SplitK<T> {
         SplitK {
             partials,
             reduce: tilus::Jit::new(T::reduce(), device),
@@ -311,15 +307,9 @@ impl<T: Matmuls> SplitK<T> {
         (a, b): (&CudaSlice<T>, &CudaSlice<T>),
         w: &mut CudaSlice<f32>,
     ) -> tilus::Result<MatmulSplitK> {
-        match &self.partials {
-            Partials::Fixed(j) => Ok(j.script().as_ref().clone()),
-            Partials::Tuned(t) => {
-                let args = (m, n, k, a, b, w);
-                let values =
-                    <PartialsArgsOf<T> as tilus::lang::ArgList>::host_values(&args, stream);
-                Ok(t.choose(stream, &values)?.config.as_ref().clone())
-            }
-        }
+        let args = (m, n, k, a, b, w);
+        let values = <PartialsArgsOf<T> as tilus::lang::ArgList>::host_values(&args, stream);
+        Ok(self.partials.config(stream, &values)?.as_ref().clone())
     }
 
     /// `c = a · bᵀ` for `m × n × k` on device buffers: the partials into the workspace
@@ -347,20 +337,10 @@ impl<T: Matmuls> SplitK<T> {
         };
         let (m, n, k) = (m as i32, n as i32, k as i32);
         // one decision per launch: the kernel it picks and the splits the sum needs
-        let splits = match &self.partials {
-            Partials::Fixed(j) => {
-                j.launch(stream, (m, n, k, a, b, &mut *w))?;
-                j.script().as_ref().splits
-            }
-            Partials::Tuned(t) => {
-                let args = (m, n, k, a, b, &mut *w);
-                let values =
-                    <PartialsArgsOf<T> as tilus::lang::ArgList>::host_values(&args, stream);
-                let chosen = t.choose(stream, &values)?;
-                chosen.kernel.launch(stream, &values)?;
-                chosen.config.as_ref().splits
-            }
-        };
+        let config = self
+            .partials
+            .launch_config(stream, (m, n, k, a, b, &mut *w))?;
+        let splits = config.as_ref().splits;
         self.reduce.launch(stream, (m, n, splits, &*w, c))
     }
 }

@@ -297,6 +297,15 @@ impl<T: Element> Cooperative<T> {
             .global_to_shared(&self.gb, &self.sb.at(stage), [offset_n, offset_k], bar);
     }
 
+    /// The part of A consumer warp group `g` multiplies: its half, or all of A in ping-pong.
+    fn a_of(&self, g: usize) -> &SharedTensor<T> {
+        if self.shape.ping_pong {
+            &self.sa[0]
+        } else {
+            &self.sa[g]
+        }
+    }
+
     /// Consumer warp group `g`'s ring step `step`: waits for its stage, multiplies its half of
     /// A (all of A in ping-pong) by B into `acc` and keeps that product in flight
     /// (`wait_group(1)`); the stage is the caller's to release once the next step's wait has
@@ -312,11 +321,8 @@ impl<T: Element> Cooperative<T> {
         let slot = self.pipe.consumer_acquire(k, step);
         let stage = slot.stage();
         k.wgmma().fence();
-        k.wgmma().mma(
-            &self.sa[g % self.sa.len()].at(stage),
-            &self.sb.at(stage).transpose(),
-            acc,
-        );
+        k.wgmma()
+            .mma(&self.a_of(g).at(stage), &self.sb.at(stage).transpose(), acc);
         k.wgmma().commit_group();
         k.wgmma().wait_group(1);
         // released later, by step (the slot's stage is named by its step number)

@@ -173,10 +173,9 @@ fn autotuned_v0_is_correct_and_picks_a_survivor() {
         survivors.contains(&(chosen.block_m, chosen.block_n, chosen.block_k)),
         "{chosen:?}"
     );
-    let hopper_matmul::run::V0::Tuned(_, t) = &v0 else {
-        unreachable!()
-    };
-    let table = tilus::tune::table::read(t.table_path());
+    let path = hopper_matmul::run::Version::<half::f16>::table_path(&v0)
+        .expect("the autotuned v0 keeps a table");
+    let table = tilus::tune::table::read(&path);
     let entry = table
         .entries
         .iter()

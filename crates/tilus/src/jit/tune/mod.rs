@@ -10,10 +10,12 @@
 
 mod autotune;
 pub mod bench;
+mod fixed_or_tuned;
 mod space;
 pub mod table;
 
 pub use autotune::{compile_candidates, Autotuned, Candidate, Chosen, TuneOptions};
+pub use fixed_or_tuned::FixedOrTuned;
 pub use space::{Axis, Binding, Space, SpaceError};
 
 use crate::Script;
