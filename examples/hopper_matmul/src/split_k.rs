@@ -241,22 +241,20 @@ impl SplitKReduce {
         let bx = k.block_idx();
         let r0 = k.name_next("r0").let_i32(bx.x * rows);
         let c0 = k.name_next("c0").let_i32(bx.y * cols);
-        let mut total = None;
-        for s in 0..splits {
+        // split `s`'s rows of the block, as a `[rows, cols]` tile
+        let load = |k: &mut Kernel, s: i32| {
             let part = k.name_next("part").load_global(
                 &gw,
                 [Scalar::from(s), r0.into(), c0.into()],
                 [1, rows, cols],
             );
-            let part = k.name_next("part").squeeze(&part, 0);
-            total = Some(match total {
-                None => part,
-                Some(t) => k.name_next("total").compute(t + part),
-            });
-        }
-        let Some(total) = total else {
-            unreachable!("at least one split")
+            k.name_next("part").squeeze(&part, 0)
         };
+        let mut total = load(k, 0);
+        for s in 1..splits {
+            let part = load(k, s);
+            total = k.name_next("total").compute(total + part);
+        }
         let out = k.name_next("out").compute(total.cast::<T>());
         k.store_global(&gc, &out, [r0, c0]);
     }
