@@ -5,18 +5,34 @@
 //! buffer whose store has read it takes a later chunk's D. The epilogue then waits on no
 //! global load for its first chunks, and the buffers double as the TMA stores' staging.
 //!
-//! Per consumer warp group, [`BUFFER_BYTES`] of chunk buffers (`[rows, width]` halves each, a warp
-//! group's rows of a tile: the 16 KiB v6's staging takes, which leaves room for four stages of 128 × 256 tiles;
-//! narrower chunks give more buffers, so a copy has more chunks' work to land behind) and
+//! Per consumer warp group, at least [`BUFFER_BYTES`] of chunk buffers (`[rows, width]` halves
+//! each, a warp group's rows of a tile: the 16 KiB v6's staging takes, which leaves room for four
+//! stages of 128 × 256 tiles; narrower chunks give more buffers, so a copy has more chunks' work
+//! to land behind), or as many as the ring leaves room for (up to the whole tile), and
 //! their bias (`[width / 8, 8]` halves: rows of 16 bytes need no swizzle, so a stage takes
 //! 128 bytes), and one barrier per buffer that each copy into it completes.
 
 use crate::v6::MatmulPersistent;
 use crate::v6_epilogue::{columns, stage_and_store, TileAt};
+use tilus::passes::MAX_SHARED_BYTES;
 use tilus::prelude::*;
 
-/// Bytes of chunk buffers per consumer warp group.
+/// Bytes of chunk buffers per consumer warp group at least (more where the ring leaves room).
 pub const BUFFER_BYTES: i32 = 16 * 1024;
+
+/// Bytes of shared memory kept for the barriers and the alignment of the buffers beside the
+/// ring and the chunk buffers.
+const RESERVED_BYTES: i64 = 2048;
+
+/// Shared memory the ring of `t` leaves for both warp groups' chunk buffers: with fewer
+/// stages, a warp group's buffers can hold its whole tile, and then the epilogue waits on no
+/// copy of D issued within it (each chunk's D and bias were copied halfway through the main
+/// loop; with four buffers of eight chunks, chunk 4's copy is issued at chunk 1 and has three
+/// chunks' work to land behind, less than a load from DRAM takes).
+fn spare_bytes(t: &MatmulPersistent) -> i64 {
+    let stage = (i64::from(t.block_m) + i64::from(t.block_n)) * i64::from(t.block_k) * 2;
+    i64::from(MAX_SHARED_BYTES) - i64::from(t.stages.max(1)) * stage - RESERVED_BYTES
+}
 
 /// Halves per row of a bias stage.
 const BIAS_ROW: i32 = 8;
@@ -67,8 +83,11 @@ impl StagedOperands {
         let chunks = (t.block_n / width).max(1);
         // as many as fit, dividing the chunks (each buffer is then filled as often a tile)
         let chunk_bytes = (i64::from(rows) * i64::from(width) * 2).max(1);
-        let mut buffers =
-            (i64::from(BUFFER_BYTES) / chunk_bytes).clamp(1, i64::from(chunks)) as i32;
+        let bias_bytes = i64::from((width / BIAS_ROW).max(1) * BIAS_ROW * 2);
+        let room = (spare_bytes(t) / 2 / (chunk_bytes + bias_bytes)).max(0);
+        let mut buffers = (i64::from(BUFFER_BYTES) / chunk_bytes)
+            .max(room)
+            .clamp(1, i64::from(chunks)) as i32;
         while chunks % buffers != 0 {
             buffers -= 1;
         }

@@ -2,7 +2,7 @@
 //! (`codegen_v0`), the CPU interpreter against a CPU reference (`interp_v0`, `interp_v1`, `interp_v3`, `interp_v4`, `interp_v5`,
 //! `interp_v6`, `interp_split_k`, `interp_memory`), deliberately broken v3 pipelines and the faults the interpreter reports for
 //! them (`interp_v3_bugs`), every configuration of the autotuning spaces through NVRTC
-//! (`nvrtc_space`, `nvrtc_space_v1`, `nvrtc_memory`), the registry's entries (`registry`), the
+//! (`nvrtc_space`, `nvrtc_space_v1`, `nvrtc_memory`, `nvrtc_v6`, `nvrtc_epilogue`), the registry's entries (`registry`), the
 //! v0 main job's command line (`main_v0_args`), and the GPU (`gpu_v0`, `gpu_v1`, `gpu_v3`, `gpu_v4`, `gpu_v5`, `gpu_v6`, `gpu_split_k`, `gpu_gemm`,
 //! `gpu_memory`;
 //! `#[ignore = "needs a CUDA GPU"]`, run them on a GPU host with `--include-ignored`). The
@@ -36,6 +36,7 @@ mod interp_v4;
 mod interp_v5;
 mod interp_v6;
 mod main_v0_args;
+mod nvrtc_epilogue;
 mod nvrtc_memory;
 mod nvrtc_space;
 mod nvrtc_space_v1;
