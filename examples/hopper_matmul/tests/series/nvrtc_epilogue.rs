@@ -43,12 +43,21 @@ fn three_stages_leave_room_for_a_whole_tile_of_d() {
             stages,
             ..MatmulPersistent::default()
         });
-        tilus::build(&config, &[4096, 4096]).unwrap().plan.smem_bytes
+        tilus::build(&config, &[4096, 4096])
+            .unwrap()
+            .plan
+            .smem_bytes
     };
     // 128 x 256 tiles: a stage of A and B takes 48 KiB; a warp group's share of D 32 KiB
     let (stage, share) = (48 * 1024, 32 * 1024);
     let four = smem(4);
-    assert!(four >= 4 * stage + 2 * 16 * 1024, "four stages: {four} bytes");
+    assert!(
+        four >= 4 * stage + 2 * 16 * 1024,
+        "four stages: {four} bytes"
+    );
     let three = smem(3);
-    assert!(three >= 3 * stage + 2 * share, "three stages: {three} bytes");
+    assert!(
+        three >= 3 * stage + 2 * share,
+        "three stages: {three} bytes"
+    );
 }
