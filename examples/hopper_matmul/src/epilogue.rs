@@ -226,7 +226,7 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
         };
         // the main loop: v6's; each consumer warp group then runs the epilogue on its half
         // (a generic impl: `#[tilus::script]` does not apply, so the names are given by hand)
-        t.tiles(k, (m_size, n_size, k_size), (a_ptr, b_ptr), &epilogue);
+        t.tiles(k, (m_size, n_size, k_size), (a_ptr, b_ptr), &epilogue, None);
     }
 }
 

@@ -29,6 +29,7 @@ pub mod size;
 pub mod softmax;
 pub mod split_k;
 pub mod split_k_workload;
+pub mod stream_k;
 pub mod testing;
 pub mod tile_copy;
 pub mod v0;

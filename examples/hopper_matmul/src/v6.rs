@@ -16,6 +16,7 @@
 
 use crate::pair::PairRing;
 use crate::pingpong::PingPongOrder;
+use crate::stream_k::{Part, Shares, StreamK};
 use crate::v5::{Cooperative, CooperativeShape, CONSUMER_REGISTERS, PRODUCER_REGISTERS};
 use crate::v6_epilogue::{CastAndStore, TileAt, TileEpilogue, STORE_CHUNK};
 use tilus::lang::Element;
@@ -128,7 +129,7 @@ impl MatmulPersistent {
         };
         let stores = self.c_stores(k, gc, n_size, width);
         let epilogue = CastAndStore::new(stores, self.block_n);
-        self.tiles(k, (m_size, n_size, k_size), (a_ptr, b_ptr), &epilogue);
+        self.tiles(k, (m_size, n_size, k_size), (a_ptr, b_ptr), &epilogue, None);
     }
 }
 
@@ -177,13 +178,16 @@ impl MatmulPersistent {
     /// consumer warp groups' loops over their tiles. For each tile, consumer warp group `g`
     /// runs `epilogue.tile` on its `[group_rows, block_n]` accumulator (and
     /// `epilogue.prefetch` halfway through the tile's main loop, if it prefetches); after its
-    /// last tile, `epilogue.finish`.
+    /// last tile, `epilogue.finish`. With `stream_k`, the last rounds' tiles are shared out
+    /// by K steps instead ([`crate::stream_k`]; cooperative and persistent only, its
+    /// epilogue the one `stream_k` holds).
     pub fn tiles<T: Element>(
         &self,
         k: &mut Kernel,
         (m_size, n_size, k_size): (Val, Val, Val),
         (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
         epilogue: &dyn TileEpilogue,
+        stream_k: Option<&StreamK<T>>,
     ) {
         let pair = self.cluster_m == 2;
         let ping_pong = self.ping_pong != 0;
@@ -196,17 +200,21 @@ impl MatmulPersistent {
         let tiles_n = k.name_next("tiles_n").let_i32(cdiv(n_size, self.block_n));
         let units_m = k.name_next("units_m").let_i32(cdiv(tiles_m, per_unit));
         let units = k.name_next("units").let_i32(units_m * tiles_n);
-        // the blocks launched: the loop over units strides by their units (pairs)
-        let blocks = if self.persistent != 0 {
+        let k_tiles = k.name_next("k_tiles").let_i32(cdiv(k_size, self.block_k));
+        // the blocks launched: the loop over units strides by their units (pairs); stream-K
+        // shares K steps out, so as many blocks as take an even share of them
+        let blocks = if stream_k.is_some() {
+            k.persistent_blocks(units * per_unit * k_tiles)
+        } else if self.persistent != 0 {
             k.persistent_blocks(units * per_unit)
         } else {
             k.blocks([units * per_unit]);
             k.name_next("blocks").let_i32(units * per_unit)
         };
+        let stream_k = stream_k.map(|s| s.bind(k));
         // two consumer warp groups, then the producer's warp group
         k.warps(12);
         let group_rows = self.group_rows();
-        let k_tiles = k.name_next("k_tiles").let_i32(cdiv(k_size, self.block_k));
         let stages = self.stages.max(1);
 
         let shape = CooperativeShape {
@@ -228,48 +236,70 @@ impl MatmulPersistent {
         };
         let order = ping_pong.then(|| PingPongOrder::new(k));
         let bx = k.block_idx().x;
-        let first = k.name_next("first_unit").let_i32(bx / per_unit);
+        let first = k.name_next("first_unit").let_i32(bx.clone() / per_unit);
         let stride = k.name_next("unit_stride").let_i32(blocks / per_unit);
+        let shares = stream_k
+            .as_ref()
+            .map(|_| Shares::new(k, (units, stride, k_tiles), (first, blocks)));
+        // the units walked whole: all of them, or those before stream-K's
+        let whole = shares.as_ref().map_or(units, |s| s.whole_units);
+        // where unit `u`'s tile lies (`index`: its place in the block's walk)
+        let place = |k: &mut Kernel, u: Val, index: Val| {
+            let (unit_m, tile_n) = if self.hilbert != 0 {
+                k.hilbert_tile(u, units_m, tiles_n, self.group_m)
+            } else {
+                k.grouped_tile(u, units_m, tiles_n, self.group_m)
+            };
+            let tile_m = unit_m * per_unit + rank.clone();
+            let offset_m = k.name_next("offset_m").let_i32(tile_m * self.block_m);
+            let offset_n = k.name_next("offset_n").let_i32(tile_n * self.block_n);
+            TileAt {
+                rows: offset_m,
+                cols: offset_n,
+                index,
+            }
+        };
         // this block's tiles: its pair's units, then every `stride`-th, in grouped order;
         // a walker takes every `turns`-th of them from its `turn`-th (ping-pong's warp
-        // groups take them in turn) and runs `body(k, done, at)` on each, `done` the ring
-        // steps of the tiles before it
-        let for_each_tile = |k: &mut Kernel,
-                             (turn, turns): (i32, i32),
-                             body: &dyn Fn(&mut Kernel, Val, &TileAt)| {
-            let done = k.name_next("done").var_i32(k_tiles * turn);
-            let index = k.name_next("tile_index").var_i32(0);
-            let from = k.name_next("from_unit").let_i32(first + stride * turn);
-            k.name_next("unit");
-            k.for_range(from, units, stride * turns, |k, u| {
-                let (unit_m, tile_n) = if self.hilbert != 0 {
-                    k.hilbert_tile(u, units_m, tiles_n, self.group_m)
-                } else {
-                    k.grouped_tile(u, units_m, tiles_n, self.group_m)
-                };
-                let tile_m = unit_m * per_unit + rank.clone();
-                let offset_m = k.name_next("offset_m").let_i32(tile_m * self.block_m);
-                let offset_n = k.name_next("offset_n").let_i32(tile_n * self.block_n);
-                let at = TileAt {
-                    rows: offset_m,
-                    cols: offset_n,
-                    index,
-                };
-                body(k, done, &at);
-                k.assign(done, done + k_tiles * turns);
-                k.assign(index, index + 1);
-            });
-        };
+        // groups take them in turn) and runs `body(k, done, at, part)` on each, `done` the
+        // ring steps of the tiles before it, `part` the K steps it takes (all of them, or
+        // stream-K's share)
+        let for_each_tile =
+            |k: &mut Kernel,
+             (turn, turns): (i32, i32),
+             body: &dyn Fn(&mut Kernel, Val, &TileAt, &Part)| {
+                let done = k.name_next("done").var_i32(k_tiles * turn);
+                let index = k.name_next("tile_index").var_i32(0);
+                let from = k.name_next("from_unit").let_i32(first + stride * turn);
+                k.name_next("unit");
+                k.for_range(from, whole, stride * turns, |k, u| {
+                    let at = place(k, u, index);
+                    body(k, done, &at, &Part::whole(k_tiles));
+                    k.assign(done, done + k_tiles * turns);
+                    k.assign(index, index + 1);
+                });
+                if let Some(shares) = &shares {
+                    shares.walk(k, k_tiles, &|k, u, part| {
+                        let at = place(k, u, index);
+                        body(k, done, &at, part);
+                        k.assign(done, done + part.steps);
+                        k.assign(index, index + 1);
+                    });
+                }
+            };
 
         // the producer: the first warp of the last warp group fills the ring, tile after tile
         k.thread_group(256, 128, |k| {
             k.set_max_registers(PRODUCER_REGISTERS);
             k.single_warp(0, |k| {
-                for_each_tile(k, (0, 1), &|k, done, at| {
+                for_each_tile(k, (0, 1), &|k, done, at, part| {
                     k.name_next("i");
-                    k.for_range(0, k_tiles, 1, |k, i| match &ring {
-                        Ring::One(r) => r.fill(k, done + i, i, at.rows, at.cols),
-                        Ring::Pair(r) => r.fill(k, done + i, i, at.rows, at.cols),
+                    k.for_range(0, part.steps, 1, |k, i| {
+                        let ki = k.name_next("k_step").let_i32(part.first + i);
+                        match &ring {
+                            Ring::One(r) => r.fill(k, done + i, ki, at.rows, at.cols),
+                            Ring::Pair(r) => r.fill(k, done + i, ki, at.rows, at.cols),
+                        }
                     });
                 });
             });
@@ -287,7 +317,7 @@ impl MatmulPersistent {
             let walk = if ping_pong { (g as i32, 2) } else { (0, 1) };
             k.thread_group(128 * g as u32, 128, |k| {
                 k.set_max_registers(CONSUMER_REGISTERS);
-                for_each_tile(k, walk, &|k, done, tile| {
+                for_each_tile(k, walk, &|k, done, tile, part| {
                     let acc = k
                         .name_next("acc")
                         .register_tensor::<f32>([group_rows, self.block_n], 0.0);
@@ -309,22 +339,25 @@ impl MatmulPersistent {
                     if let Some(order) = &order {
                         order.wait_turn(k, g, at.index);
                     }
-                    match halfway {
-                        None => steps(k, Val::constant(0), k_tiles),
-                        // the loop in two halves, the prefetch between them (straight-line
-                        // code: the checks see it run once per tile)
-                        Some(halfway) => {
+                    match (halfway, part.share) {
+                        (Some(halfway), None) => {
+                            // the loop in two halves, the prefetch between them
+                            // (straight-line code: the checks see it run once per tile)
                             steps(k, Val::constant(0), halfway);
                             epilogue.prefetch(k, g, &at);
                             steps(k, halfway, k_tiles);
                         }
+                        _ => steps(k, Val::constant(0), part.steps),
                     }
                     if let Some(order) = &order {
                         order.pass_turn(k, g);
                     }
                     k.wgmma().wait_group(0);
-                    release(k, done + k_tiles - 1);
-                    epilogue.tile(k, g, &acc, &at);
+                    release(k, done + part.steps - 1);
+                    match (&stream_k, part.share) {
+                        (Some(sk), Some(share)) => sk.settle(k, g, &acc, &at, share, bx.clone()),
+                        _ => epilogue.tile(k, g, &acc, &at),
+                    }
                 });
                 epilogue.finish(k, g);
             });

@@ -61,6 +61,29 @@ impl<T: Element> CastAndStore<T> {
     }
 }
 
+impl<T: Element> CastAndStore<T> {
+    /// Consumer warp group `g`'s tile at `at` whose product is `acc` plus `more(k, start,
+    /// width)` (its columns `start .. start + width`, in the accumulator's layout), added
+    /// chunk by chunk before the cast: stream-K's finisher adding the partial another block
+    /// left ([`crate::stream_k`]).
+    pub fn tile_plus(
+        &self,
+        k: &mut Kernel,
+        g: usize,
+        acc: &RegisterTensor<f32>,
+        at: &TileAt,
+        more: &dyn Fn(&mut Kernel, i32, i32) -> RegisterTensor<f32>,
+    ) {
+        let width = self.stores.width;
+        self.stores.store(k, g, at.rows, at.cols, |k, j| {
+            k.name_next("acc_part");
+            let part = columns(k, (acc, self.block_n), j * width, width);
+            let extra = more(k, j * width, width);
+            k.name_next("summed").compute((part + extra).cast::<T>())
+        });
+    }
+}
+
 impl<T: Element> TileEpilogue for CastAndStore<T> {
     fn tile(&self, k: &mut Kernel, g: usize, acc: &RegisterTensor<f32>, at: &TileAt) {
         let casted = k.name_next("casted").cast::<T>(acc);

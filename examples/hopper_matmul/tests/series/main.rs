@@ -28,6 +28,7 @@ mod gpu_v6;
 mod interp_epilogue;
 mod interp_memory;
 mod interp_split_k;
+mod interp_stream_k;
 mod interp_v0;
 mod interp_v1;
 mod interp_v3;

@@ -4,19 +4,24 @@
 //! thread group that can never happen. Inside an `if` or a `while` it happens exactly when the
 //! condition has the same value in every thread of the block, which the verifier proves from
 //! where the condition's variables come from (see [`uniform_vars`]): arguments, constants, the
-//! block index, and variables the whole block computes alike from those. A condition that
-//! reads anything else (a variable assigned inside a thread group, or under a condition that
-//! is itself not uniform) may send some threads past the body while others wait in its
+//! block index, and variables the whole block computes alike from those (within a thread
+//! group, `sync_group()` asks the same of the group's threads, which also share the variables
+//! the group computes alike). A condition that reads anything else (a variable assigned inside
+//! a smaller thread group than the one it belongs to, or under a condition that is itself not
+//! uniform) may send some threads past the body while others wait in its
 //! `sync()` forever, so a `sync()` under it is a diagnostic.
 
 use crate::ir::{Expr, Program, Stmt, StmtKind, SyncScope, VarId};
 use crate::passes::context::{Checker, Scope};
 
-/// For every variable, whether it has the same value in every thread of the block wherever
-/// it is read: arguments always; a `let`, `var` or loop index when every definition and
-/// assignment of it runs in the whole block (outside thread groups, under conditions and loop
-/// bounds that are themselves uniform) and computes a uniform value. The greatest fixed
-/// point: assumed uniform until a definition shows otherwise.
+/// For every variable, whether it has the same value in every thread that can read it (the
+/// block, or the thread group it is defined in): arguments always; a `let`, `var` or loop
+/// index when every definition and assignment of it runs in all of those threads (in the
+/// group it is defined in, not in a smaller group inside it, under conditions and loop
+/// bounds that are themselves uniform) and computes a uniform value. A variable defined in a
+/// thread group is read only there, so within the group it is as uniform as a block's
+/// variable is within the block: `sync_group()` may run under a condition on it. The greatest
+/// fixed point: assumed uniform until a definition shows otherwise.
 pub(super) fn uniform_vars(p: &Program) -> Vec<bool> {
     let mut u: Vec<bool> = vec![true; p.vars.len()];
     fn define(v: VarId, uniform: bool, u: &mut [bool], changed: &mut bool) {
@@ -25,12 +30,28 @@ pub(super) fn uniform_vars(p: &Program) -> Vec<bool> {
             *changed = true;
         }
     }
-    fn visit(stmts: &[Stmt], control: bool, u: &mut [bool], changed: &mut bool) {
+    /// The walk's state: the thread group each variable was defined in (0: the block;
+    /// groups numbered in the order the walk enters them, the same in every pass).
+    struct Walk<'a> {
+        u: &'a mut [bool],
+        defined_in: Vec<Option<u32>>,
+        groups: u32,
+        changed: bool,
+    }
+    fn visit(stmts: &[Stmt], control: bool, group: u32, w: &mut Walk<'_>) {
         for s in stmts {
             match &s.kind {
-                StmtKind::Let { var, value } | StmtKind::Assign { var, value } => {
-                    let ok = control && nonuniform_var(value, u).is_none();
-                    define(*var, ok, u, changed);
+                StmtKind::Let { var, value } => {
+                    w.defined_in[var.0 as usize] = Some(group);
+                    let ok = control && nonuniform_var(value, w.u).is_none();
+                    define(*var, ok, w.u, &mut w.changed);
+                }
+                StmtKind::Assign { var, value } => {
+                    // an assignment by part of the threads that read the variable (a group
+                    // inside the one it belongs to) makes it differ between them
+                    let here = w.defined_in[var.0 as usize] == Some(group);
+                    let ok = control && here && nonuniform_var(value, w.u).is_none();
+                    define(*var, ok, w.u, &mut w.changed);
                 }
                 StmtKind::For {
                     var,
@@ -40,27 +61,32 @@ pub(super) fn uniform_vars(p: &Program) -> Vec<bool> {
                     unroll: _,
                     body,
                 } => {
+                    w.defined_in[var.0 as usize] = Some(group);
                     let ok = control
                         && [start, end, step]
                             .iter()
-                            .all(|e| nonuniform_var(e, u).is_none());
-                    define(*var, ok, u, changed);
-                    visit(body, ok, u, changed);
+                            .all(|e| nonuniform_var(e, w.u).is_none());
+                    define(*var, ok, w.u, &mut w.changed);
+                    visit(body, ok, group, w);
                 }
                 StmtKind::If {
                     cond,
                     then_body,
                     else_body,
                 } => {
-                    let ok = control && nonuniform_var(cond, u).is_none();
-                    visit(then_body, ok, u, changed);
-                    visit(else_body, ok, u, changed);
+                    let ok = control && nonuniform_var(cond, w.u).is_none();
+                    visit(then_body, ok, group, w);
+                    visit(else_body, ok, group, w);
                 }
                 StmtKind::While { cond, body } => {
-                    let ok = control && nonuniform_var(cond, u).is_none();
-                    visit(body, ok, u, changed);
+                    let ok = control && nonuniform_var(cond, w.u).is_none();
+                    visit(body, ok, group, w);
                 }
-                StmtKind::ThreadGroup { body, .. } => visit(body, false, u, changed),
+                StmtKind::ThreadGroup { body, .. } => {
+                    w.groups += 1;
+                    let inner = w.groups;
+                    visit(body, control, inner, w);
+                }
                 StmtKind::Sync { .. } | StmtKind::Inst(_) => {}
             }
         }
@@ -71,9 +97,14 @@ pub(super) fn uniform_vars(p: &Program) -> Vec<bool> {
         }
     }
     loop {
-        let mut changed = false;
-        visit(&p.body, true, &mut u, &mut changed);
-        if !changed {
+        let mut w = Walk {
+            u: &mut u,
+            defined_in: vec![None; p.vars.len()],
+            groups: 0,
+            changed: false,
+        };
+        visit(&p.body, true, 0, &mut w);
+        if !w.changed {
             return u;
         }
     }
