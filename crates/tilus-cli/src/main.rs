@@ -153,7 +153,7 @@ enum Command {
 enum BenchCommand {
     /// The matmul versions against cuBLAS: verified, then timed interleaved with it.
     Matmul {
-        /// Versions, comma-separated (v0 to v6, split_k); `v6[persistent=0 group_m=1]` runs
+        /// Versions, comma-separated (v0 to v6, split_k, stream_k); `v6[persistent=0 group_m=1]` runs
         /// that configuration of v6, fixed, beside the others (an ablation); `matmul` is the
         /// entry point that picks v6 or split-K by shape.
         #[arg(long, default_value = "v0")]
@@ -185,7 +185,7 @@ enum BenchCommand {
         /// Draw the run's TFLOPS and ratios per shape as an SVG chart in this file.
         #[arg(long, value_name = "FILE.svg")]
         plot: Option<std::path::PathBuf>,
-        /// The operand type of A, B and C: f16, or bf16 (v6, split_k and matmul; cuBLAS in
+        /// The operand type of A, B and C: f16, or bf16 (v6, split_k, stream_k and matmul; cuBLAS in
         /// bf16 beside them).
         #[arg(long, default_value = "f16")]
         dtype: String,

@@ -30,6 +30,7 @@ pub mod softmax;
 pub mod split_k;
 pub mod split_k_workload;
 pub mod stream_k;
+pub mod stream_k_run;
 pub mod testing;
 pub mod tile_copy;
 pub mod v0;

@@ -296,6 +296,55 @@ fn split_k_entry() -> Entry {
     }
 }
 
+/// Stream-K on v6's last rounds: its own entry (its workload passes the workspace and the
+/// flags), and the matmul version `stream_k`.
+fn stream_k_entry() -> Entry {
+    use crate::stream_k::MatmulStreamK;
+    use crate::stream_k_run::StreamK;
+    Entry {
+        name: "hopper_matmul_stream_k",
+        about: "v6 with stream-K: the last two rounds' tiles shared out by K steps",
+        workload: &crate::stream_k_run::STREAM_K_MATMUL,
+        configure: configure::<MatmulStreamK>,
+        space: space::<MatmulStreamK>,
+        consts: crate::matmul::consts,
+        compile_size: &[4096, 4096, 4096],
+        run_size: &[520, 700, 328],
+        matmul: Some(MatmulVersion {
+            version: "stream_k",
+            fixed: |settings, device| {
+                let config = configured::<MatmulStreamK>(settings)?;
+                let shown = tilus::lang::config_string(&format!("{config:?}"));
+                Ok((
+                    Box::new(StreamK::<half::f16, _>::fixed(config, device)),
+                    shown,
+                ))
+            },
+            tuned: |device| {
+                Ok(Box::new(StreamK::<half::f16, MatmulStreamK>::tuned(
+                    device,
+                )?))
+            },
+            tuned_in_bench: true,
+            soak: true,
+            bf16: Some(Bf16Version {
+                configure: configure::<Bf16<MatmulStreamK>>,
+                fixed: |settings, device| {
+                    let config = Bf16(configured::<MatmulStreamK>(settings)?);
+                    let shown = tilus::lang::config_string(&format!("{:?}", config.0));
+                    Ok((Box::new(StreamK::<bf16, _>::fixed(config, device)), shown))
+                },
+                tuned: |device| {
+                    Ok(Box::new(StreamK::<bf16, Bf16<MatmulStreamK>>::tuned(
+                        device,
+                    )?))
+                },
+            }),
+        }),
+        memory: None,
+    }
+}
+
 /// A version of the matmul series as an entry.
 fn matmul_entry<S: SeriesMatmul>(name: &'static str, about: &'static str) -> Entry {
     Entry {
@@ -441,6 +490,7 @@ pub fn entries() -> Vec<Entry> {
         ),
         v6_bf16_entry(),
         split_k_entry(),
+        stream_k_entry(),
         epilogue_entry::<Identity>(
             "matmul_epilogue_identity",
             "v6 + fused epilogue: C = alpha·A·Bᵀ + beta·D + bias",
@@ -616,7 +666,7 @@ mod tests {
     fn matmul_versions_are_found_by_their_short_names() {
         assert_eq!(
             matmul_versions(),
-            vec!["v0", "v1", "v2", "v3", "v4", "v5", "v6", "split_k"]
+            vec!["v0", "v1", "v2", "v3", "v4", "v5", "v6", "split_k", "stream_k"]
         );
         for v in matmul_versions() {
             let e = matmul_version(v).unwrap();
@@ -627,7 +677,7 @@ mod tests {
             assert!(matches!(e, Error::Usage(_)), "{e}");
             assert!(
                 e.to_string()
-                    .contains("(available: v0, v1, v2, v3, v4, v5, v6, split_k)"),
+                    .contains("(available: v0, v1, v2, v3, v4, v5, v6, split_k, stream_k)"),
                 "{e}"
             );
         }

@@ -22,10 +22,16 @@
 //! [`flags_len`]).
 
 use crate::v6::MatmulPersistent;
-use crate::v6_epilogue::{CastAndStore, TileAt, TileEpilogue, STORE_CHUNK};
+use crate::v6_epilogue::{columns, CastAndStore, TileAt, TileEpilogue, STORE_CHUNK};
 use tilus::lang::Element;
 use tilus::prelude::*;
 use tilus::tune::{Binding, Space};
+
+/// Registers per producer thread in stream-K: the fewest `setmaxnreg` allows.
+pub const STREAM_K_PRODUCER_REGISTERS: u32 = 24;
+
+/// Registers per consumer thread in stream-K: the rest of the pool, `(3 · 168 - 24) / 2`.
+pub const STREAM_K_CONSUMER_REGISTERS: u32 = 240;
 
 /// The K steps of one tile a walker takes: all of them, or its share of a shared tile.
 pub struct Part {
@@ -44,6 +50,8 @@ pub struct Share {
     first: Val,
     end: Val,
     k_tiles: Val,
+    /// The shared tile's place among the shared tiles: its partial's slot and flag.
+    tile: Val,
 }
 
 impl Part {
@@ -119,6 +127,7 @@ impl Shares {
                         first: from,
                         end,
                         k_tiles,
+                        tile: t,
                     }),
                 };
                 body(k, unit, &part);
@@ -129,17 +138,20 @@ impl Shares {
 
 /// The most blocks the workspace has slots for (Hopper parts have at most 132
 /// multiprocessors); a grid of more walks every tile whole, as v6 does.
-pub const WORKSPACE_BLOCKS: i32 = 160;
+pub const WORKSPACE_BLOCKS: i32 = 144;
 
-/// Elements of the f32 workspace: a slot of a `block_m × block_n` tile for each of
-/// [`WORKSPACE_BLOCKS`] blocks.
+/// Slots of the workspace: the shared tiles (fewer than two rounds' worth, so fewer than two
+/// per block) each have one.
+const SLOTS: i32 = 2 * WORKSPACE_BLOCKS;
+
+/// Elements of the f32 workspace: a slot of a `block_m × block_n` tile for each shared tile.
 pub fn workspace_len(block_m: usize, block_n: usize) -> usize {
-    WORKSPACE_BLOCKS as usize * block_m * block_n
+    SLOTS as usize * block_m * block_n
 }
 
-/// Flags: one per consumer warp group of each of [`WORKSPACE_BLOCKS`] blocks.
+/// Flags: one per consumer warp group of each slot.
 pub fn flags_len() -> usize {
-    2 * WORKSPACE_BLOCKS as usize
+    2 * SLOTS as usize
 }
 
 /// Stream-K's workspace and flags, and the epilogue that finishes tiles.
@@ -181,13 +193,13 @@ impl<T: Element> StreamK<T> {
 
     /// The views of the workspace and the flags.
     pub fn bind(&self, k: &mut Kernel) -> BoundStreamK<'_, T> {
-        let rows = WORKSPACE_BLOCKS * self.block_m;
+        let rows = SLOTS * self.block_m;
         let gw = k
             .name_next("gw")
             .global_view::<f32>(self.w_ptr, [rows, self.block_n]);
         let gflags = k
             .name_next("gflags")
-            .global_view::<i32>(self.flags_ptr, [WORKSPACE_BLOCKS * 2]);
+            .global_view::<i32>(self.flags_ptr, [SLOTS * 2]);
         BoundStreamK {
             sk: self,
             gw,
@@ -197,10 +209,10 @@ impl<T: Element> StreamK<T> {
 }
 
 impl<T: Element> BoundStreamK<'_, T> {
-    /// Consumer warp group `g` of block `bx`, its share of the tile at `at` multiplied into
-    /// `acc`: the finisher of the tile adds the partial of the block before it (when that
-    /// block took the tile's first steps) and stores C; any other block leaves its partial
-    /// and raises its flag.
+    /// Consumer warp group `g` of a block of rank `rank` in its pair (0 alone), its share of
+    /// the tile at `at` multiplied into `acc`: the finisher of the tile adds the partial the
+    /// block before it left (when that block took the tile's first steps) and stores C; any
+    /// other block leaves its partial in the tile's slot and raises its flag.
     pub fn settle(
         &self,
         k: &mut Kernel,
@@ -208,22 +220,24 @@ impl<T: Element> BoundStreamK<'_, T> {
         acc: &RegisterTensor<f32>,
         at: &TileAt,
         share: Share,
-        bx: Scalar,
+        rank: Scalar,
     ) {
         let sk = self.sk;
-        let slot_row = |k: &mut Kernel, block: Scalar| {
-            k.name_next("slot_row")
-                .let_i32(block * sk.block_m + sk.group_rows * g as i32)
-        };
+        // the shared tile's slot (a pair's blocks side by side) and this warp group's rows
+        // and flag in it: they change from tile to tile, so the compiler keeps no address
+        // of them alive across the main loop
+        let slot = k.name_next("slot").let_i32(share.tile * sk.per_unit + rank);
+        let row = k
+            .name_next("slot_row")
+            .let_i32(slot * sk.block_m + sk.group_rows * g as i32);
+        let flag = k.name_next("flag").let_i32(slot * 2 + g as i32);
         k.if_else(
             share.end.eq_(share.k_tiles),
             |k| {
                 k.if_else(
                     share.first.gt(0),
                     |k| {
-                        // the same block of the pair before
-                        let from = k.name_next("partner").let_i32(bx.clone() - sk.per_unit);
-                        let flag = k.name_next("flag").let_i32(from * 2 + g as i32);
+                        // the block before took the tile's first steps: its partial
                         k.single_thread(|k| {
                             let seen = k.name_next("seen").var_i32(0);
                             k.while_(seen.eq_(0), |k| {
@@ -233,7 +247,6 @@ impl<T: Element> BoundStreamK<'_, T> {
                         });
                         k.fence_gpu();
                         k.sync_group();
-                        let row = slot_row(k, from.into());
                         let rows = sk.group_rows;
                         sk.epilogue.tile_plus(k, g, acc, at, &|k, start, width| {
                             k.name_next("partial").load_global(
@@ -247,11 +260,15 @@ impl<T: Element> BoundStreamK<'_, T> {
                 );
             },
             |k| {
-                let row = slot_row(k, bx.clone());
-                k.store_global(&self.gw, acc, [row, Val::constant(0)]);
+                // column by column, as the epilogue reads the accumulator
+                let width = STORE_CHUNK.min(sk.block_n);
+                for j in 0..sk.block_n / width {
+                    k.name_next("acc_part");
+                    let part = columns(k, (acc, sk.block_n), j * width, width);
+                    k.store_global(&self.gw, &part, [row, Val::constant(j * width)]);
+                }
                 k.fence_gpu();
                 k.sync_group();
-                let flag = k.name_next("flag").let_i32(bx.clone() * 2 + g as i32);
                 k.single_thread(|k| {
                     k.atomic_exchange_scalar(&self.gflags, [flag], 1);
                 });

@@ -16,7 +16,9 @@
 
 use crate::pair::PairRing;
 use crate::pingpong::PingPongOrder;
-use crate::stream_k::{Part, Shares, StreamK};
+use crate::stream_k::{
+    Part, Shares, StreamK, STREAM_K_CONSUMER_REGISTERS, STREAM_K_PRODUCER_REGISTERS,
+};
 use crate::v5::{Cooperative, CooperativeShape, CONSUMER_REGISTERS, PRODUCER_REGISTERS};
 use crate::v6_epilogue::{CastAndStore, TileAt, TileEpilogue, STORE_CHUNK};
 use tilus::lang::Element;
@@ -288,9 +290,16 @@ impl MatmulPersistent {
                 }
             };
 
+        // stream-K's consumers keep its shares' bounds beside the accumulator: the producer
+        // gives back all it can
+        let (producer_registers, consumer_registers) = if stream_k.is_some() {
+            (STREAM_K_PRODUCER_REGISTERS, STREAM_K_CONSUMER_REGISTERS)
+        } else {
+            (PRODUCER_REGISTERS, CONSUMER_REGISTERS)
+        };
         // the producer: the first warp of the last warp group fills the ring, tile after tile
         k.thread_group(256, 128, |k| {
-            k.set_max_registers(PRODUCER_REGISTERS);
+            k.set_max_registers(producer_registers);
             k.single_warp(0, |k| {
                 for_each_tile(k, (0, 1), &|k, done, at, part| {
                     k.name_next("i");
@@ -316,7 +325,7 @@ impl MatmulPersistent {
         for g in 0..2 {
             let walk = if ping_pong { (g as i32, 2) } else { (0, 1) };
             k.thread_group(128 * g as u32, 128, |k| {
-                k.set_max_registers(CONSUMER_REGISTERS);
+                k.set_max_registers(consumer_registers);
                 for_each_tile(k, walk, &|k, done, tile, part| {
                     let acc = k
                         .name_next("acc")
@@ -355,7 +364,7 @@ impl MatmulPersistent {
                     k.wgmma().wait_group(0);
                     release(k, done + part.steps - 1);
                     match (&stream_k, part.share) {
-                        (Some(sk), Some(share)) => sk.settle(k, g, &acc, &at, share, bx.clone()),
+                        (Some(sk), Some(share)) => sk.settle(k, g, &acc, &at, share, rank.clone()),
                         _ => epilogue.tile(k, g, &acc, &at),
                     }
                 });

@@ -402,7 +402,7 @@ fn bench_tune_takes_any_matmul_version_and_names_them_for_an_unknown_one() {
         let o = tilus(&["bench", "tune", "--version", bad]).go();
         o.assert_code(2)
             .assert_stderr("unknown version")
-            .assert_stderr("(available: v0, v1, v2, v3, v4, v5, v6, split_k)");
+            .assert_stderr("(available: v0, v1, v2, v3, v4, v5, v6, split_k, stream_k)");
         assert!(!o.stderr.contains("no CUDA GPU"), "{}", o.stderr);
     }
     let o = tilus(&["bench", "tune", "--help"]).go();
@@ -599,13 +599,13 @@ fn bench_matmul_checks_bracketed_settings_and_the_entry_point_before_the_gpu() {
 }
 
 /// `--dtype` is checked before the GPU is looked for: bf16 runs the versions that have a bf16
-/// kernel (v6, split_k, matmul), and names them when asked for another.
+/// kernel (v6, split_k, stream_k, matmul), and names them when asked for another.
 #[test]
 fn bench_matmul_checks_the_operand_type_before_the_gpu() {
     let o = tilus(&["bench", "matmul", "--dtype", "bf16", "--versions", "v6,v5"]).go();
     o.assert_code(2)
         .assert_stderr("`v5` has no bf16 kernel")
-        .assert_stderr("v6, split_k, matmul");
+        .assert_stderr("v6, split_k, stream_k, matmul");
     let o = tilus(&["bench", "matmul", "--dtype", "f32"]).go();
     o.assert_code(2)
         .assert_stderr("unknown --dtype `f32` (f16, bf16)");

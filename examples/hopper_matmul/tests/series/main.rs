@@ -19,6 +19,7 @@ mod epilogue_pass;
 mod gpu_gemm;
 mod gpu_memory;
 mod gpu_split_k;
+mod gpu_stream_k;
 mod gpu_v0;
 mod gpu_v1;
 mod gpu_v3;
@@ -41,6 +42,7 @@ mod nvrtc_epilogue;
 mod nvrtc_memory;
 mod nvrtc_space;
 mod nvrtc_space_v1;
+mod nvrtc_stream_k;
 mod nvrtc_v6;
 mod registry;
 
