@@ -486,6 +486,51 @@ fn sync_under_a_condition_the_whole_block_shares_compiles() {
     .compiles("conditions over arguments, the block index and block-wide counters are uniform");
 }
 
+/// Within a thread group, `sync_group()` may run under a condition on what the group
+/// computes alike (its own `let`s, `var`s and loop counters); not on a variable a smaller
+/// group inside it assigns, nor on one of the block's that the group assigns.
+#[test]
+fn sync_group_under_a_condition_the_group_computes_alike() {
+    check::<(i32, PtrMut<f32>)>(|k, (n, _)| {
+        k.warps(8);
+        k.thread_group(0, 128, |k| {
+            let half = k.let_i32(n / 2);
+            let from = k.var_i32(0);
+            k.if_(half.gt(3), |k| k.assign(from, half - 3));
+            k.for_range(from, n, 1, |k, j| {
+                k.if_else(j.eq_(half), |k| k.sync_group(), |k| k.sync_group());
+            });
+        });
+    })
+    .compiles("a group's own variables are uniform within it");
+
+    check::<(i32, PtrMut<f32>)>(|k, (n, _)| {
+        k.warps(8);
+        k.thread_group(0, 128, |k| {
+            let seen = k.var_i32(0);
+            k.single_thread(|k| k.assign(seen, n));
+            #[rustfmt::skip]
+            note(line!(), k.if_(seen.gt(0), |k| {
+                at(line!(), k.sync_group());
+            }));
+        });
+    })
+    .fails_once_noting("sync_group() inside the if at");
+
+    check::<(i32, PtrMut<f32>)>(|k, (n, _)| {
+        k.warps(8);
+        let shared = k.var_i32(0);
+        k.thread_group(0, 128, |k| {
+            k.assign(shared, n);
+            #[rustfmt::skip]
+            note(line!(), k.if_(shared.gt(0), |k| {
+                at(line!(), k.sync_group());
+            }));
+        });
+    })
+    .fails_once_noting("sync_group() inside the if at");
+}
+
 #[test]
 fn free_shared_in_a_branch_of_a_tile_allocated_outside_it() {
     check::<OutF32>(|k, _| {
