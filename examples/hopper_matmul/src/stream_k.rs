@@ -279,10 +279,24 @@ impl<T: Element> BoundStreamK<'_, T> {
 
 /// The stream-K kernel: v6's cooperative, persistent main loop and epilogue on one of its
 /// configurations (`ping_pong`, `persistent` and `hilbert` are v6's defaults here).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct MatmulStreamK {
     /// The block tile and the ring.
     pub tile: MatmulPersistent,
+}
+
+impl std::fmt::Debug for MatmulStreamK {
+    /// The hyperparameters of its space, as they are set (`--set block_n=128`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = &self.tile;
+        f.debug_struct("MatmulStreamK")
+            .field("block_m", &t.block_m)
+            .field("block_n", &t.block_n)
+            .field("stages", &t.stages)
+            .field("group_m", &t.group_m)
+            .field("cluster_m", &t.cluster_m)
+            .finish()
+    }
 }
 
 impl Default for MatmulStreamK {
