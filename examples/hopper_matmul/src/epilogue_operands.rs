@@ -22,7 +22,7 @@ pub const BUFFER_BYTES: i32 = 16 * 1024;
 
 /// Bytes of shared memory kept for the barriers and the alignment of the buffers beside the
 /// ring and the chunk buffers.
-const RESERVED_BYTES: i64 = 2048;
+const RESERVED_BYTES: i64 = 4096;
 
 /// Shared memory the ring of `t` leaves for both warp groups' chunk buffers: with fewer
 /// stages, a warp group's buffers can hold its whole tile, and then the epilogue waits on no

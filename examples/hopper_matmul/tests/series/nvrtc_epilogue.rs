@@ -1,7 +1,7 @@
 //! The fused epilogue through the whole compiler, NVRTC included (no GPU needed): every
 //! configuration of its search space whose D is staged in shared memory (`tma_store = 1`; one
-//! tile order, which changes no buffer) compiles without spills or is rejected for the shared
-//! memory it would need, and where the ring leaves room (three stages of 128 × 256 tiles) each
+//! tile order, which changes no buffer) compiles without spills and within the shared memory a
+//! block has (its buffers take only the room the ring leaves), and where the ring leaves room (three stages of 128 × 256 tiles) each
 //! warp group's buffers hold its whole share of a tile's D.
 
 use hopper_matmul::epilogue::{GeluTanh, MatmulEpilogue};
@@ -25,10 +25,8 @@ fn every_staged_config_of_the_gelu_epilogue_space_compiles_without_spills() {
                 assert!(c.plan.smem_bytes <= 227 * 1024, "{config:?}");
                 compiled += 1;
             }
-            Err(Error::Script(d)) => {
-                let msg = &d[0].message;
-                assert!(msg.contains("bytes of shared memory"), "{config:?}: {msg}");
-            }
+            // the buffers take only the room the ring leaves: none is too large
+            Err(Error::Script(d)) => panic!("{config:?}: {}", d[0].message),
             Err(e) => panic!("{config:?}: {e}"),
         }
     }
