@@ -21,10 +21,15 @@ use tilus::runtime::Device;
 use tilus::tune::{FixedOrTuned, Tunable};
 use tilus::Jit;
 
-/// The workspace (sized for the largest tiles of the space, 128 × 256 and 256 × 128) and the
-/// flags, allocated once (the flags zero).
+/// Elements of a workspace for every configuration: sized for the largest tiles of the space
+/// (128 × 256 and 256 × 128).
+fn workspace_elements() -> usize {
+    workspace_len(128, 256)
+}
+
+/// The workspace and the flags, allocated once (the flags zero).
 fn scratch(stream: &Arc<CudaStream>) -> tilus::Result<(CudaSlice<f32>, CudaSlice<i32>)> {
-    let len = workspace_len(128, 256);
+    let len = workspace_elements();
     let w = stream
         .alloc_zeros::<f32>(len)
         .map_err(|e| tilus::Error::Driver {
@@ -128,7 +133,7 @@ impl Workload for StreamKMatmul {
         let what = format!("a {size} stream-K matmul on the host");
         let (a, b) = host_operands::<f16>(&what, [m, n, k], seed, 2)?;
         let c = alloc::try_vec(&what, m * n, f16::NAN)?;
-        let w = alloc::try_vec(&what, workspace_len(128, 256), f32::NAN)?;
+        let w = alloc::try_vec(&what, workspace_elements(), f32::NAN)?;
         let flags = alloc::try_vec(&what, flags_len(), 0i32)?;
         Ok(Box::new(OnHost {
             dims: (m, n, k),
@@ -149,7 +154,7 @@ impl Workload for StreamKMatmul {
         let [m, n, k] = size.dims()?;
         let blas = Cublas::new(stream)?;
         let p = Problem::new(stream, m, n, k, seed)?;
-        let w = poisoned::<f32>(stream, "the stream-K workspace", workspace_len(128, 256))?;
+        let w = poisoned::<f32>(stream, "the stream-K workspace", workspace_elements())?;
         let flags = stream
             .alloc_zeros::<i32>(flags_len())
             .map_err(drv("cuMemAlloc"))?;

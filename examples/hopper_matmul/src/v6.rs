@@ -193,6 +193,11 @@ impl MatmulPersistent {
     ) {
         let pair = self.cluster_m == 2;
         let ping_pong = self.ping_pong != 0;
+        // an invariant of the callers (`MatmulStreamK` sets both)
+        assert!(
+            stream_k.is_none() || !(ping_pong || epilogue.prefetches()),
+            "stream-K runs on cooperative warp groups whose epilogue prefetches nothing"
+        );
         // a pair of blocks takes a unit of two tile rows and one tile column
         let per_unit = if pair { 2 } else { 1 };
         if pair {
