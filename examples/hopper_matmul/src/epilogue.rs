@@ -263,8 +263,13 @@ impl<A: Activation> Fused<A> {
         d: RegisterTensor<f16>,
         bias: RegisterTensor<f16>,
     ) -> RegisterTensor<f16> {
-        let pre = part * self.alpha + d.cast::<f32>() * self.beta + bias.cast::<f32>();
-        k.name_next("out").compute(A::apply(pre).cast::<f16>())
+        // the pre-activation once: an activation that reads it several times (GELU) reads
+        // its registers, not copies of the expression
+        let pre = k
+            .name_next("pre")
+            .compute(part * self.alpha + d.cast::<f32>() * self.beta + bias.cast::<f32>());
+        k.name_next("out")
+            .compute(A::apply(pre.into_tile()).cast::<f16>())
     }
 }
 

@@ -193,7 +193,8 @@ impl<T: Element> StreamK<T> {
 
     /// The views of the workspace and the flags.
     pub fn bind(&self, k: &mut Kernel) -> BoundStreamK<'_, T> {
-        let rows = SLOTS * self.block_m;
+        // a tile too large for any block is the verifier's to reject: no overflow on the way
+        let rows = SLOTS.saturating_mul(self.block_m);
         let gw = k
             .name_next("gw")
             .global_view::<f32>(self.w_ptr, [rows, self.block_n]);
