@@ -4,15 +4,14 @@
 //! workspace poisoned with NaN and the flags zero, C checked against the matmul reference.
 
 use crate::buffers::{drv, poisoned, ptr};
-use crate::harness::{self, Check, Cublas, Problem};
-use crate::matmul::{device_args, host_args, host_operands, DIMS};
+use crate::harness::{Check, Problem};
+use crate::matmul::MATMUL;
 use crate::operand::Operand;
 use crate::run::Version;
 use crate::size::Size;
 use crate::stream_k::{flags_len, workspace_len, StreamKArgsOf};
 use crate::workload::{DeviceCase, HostCase, Workload};
 use crate::{alloc, Result};
-use half::f16;
 use std::sync::{Arc, Mutex};
 use tilus::cudarc::driver::{CudaSlice, CudaStream};
 use tilus::interp::InterpValue;
@@ -117,7 +116,8 @@ impl<T: Operand, S: Tunable<Args = StreamKArgsOf<T>> + Clone + std::fmt::Debug> 
     }
 }
 
-/// The stream-K kernel's workload (see the module documentation).
+/// The stream-K kernel's workload (see the module documentation): the matmul workload's cases
+/// with the workspace and the flags after C.
 pub struct StreamKMatmul;
 
 /// The one instance the registry points at.
@@ -125,24 +125,15 @@ pub static STREAM_K_MATMUL: StreamKMatmul = StreamKMatmul;
 
 impl Workload for StreamKMatmul {
     fn dims(&self) -> &'static [&'static str] {
-        DIMS
+        MATMUL.dims()
     }
 
     fn host_case(&self, size: &Size, seed: u64) -> Result<Box<dyn HostCase>> {
-        let [m, n, k] = size.dims()?;
         let what = format!("a {size} stream-K matmul on the host");
-        let (a, b) = host_operands::<f16>(&what, [m, n, k], seed, 2)?;
-        let c = alloc::try_vec(&what, m * n, f16::NAN)?;
+        let matmul = MATMUL.host_case(size, seed)?;
         let w = alloc::try_vec(&what, workspace_elements(), f32::NAN)?;
         let flags = alloc::try_vec(&what, flags_len(), 0i32)?;
-        Ok(Box::new(OnHost {
-            dims: (m, n, k),
-            a,
-            b,
-            c,
-            w,
-            flags,
-        }))
+        Ok(Box::new(OnHost { matmul, w, flags }))
     }
 
     fn device_case(
@@ -151,69 +142,57 @@ impl Workload for StreamKMatmul {
         size: &Size,
         seed: u64,
     ) -> Result<Box<dyn DeviceCase>> {
-        let [m, n, k] = size.dims()?;
-        let blas = Cublas::new(stream)?;
-        let p = Problem::new(stream, m, n, k, seed)?;
+        let matmul = MATMUL.device_case(stream, size, seed)?;
         let w = poisoned::<f32>(stream, "the stream-K workspace", workspace_elements())?;
         let flags = stream
             .alloc_zeros::<i32>(flags_len())
             .map_err(drv("cuMemAlloc"))?;
-        Ok(Box::new(OnDevice { p, w, flags, blas }))
+        Ok(Box::new(OnDevice { matmul, w, flags }))
     }
 
     fn device_reference(&self) -> &'static str {
-        "cuBLAS"
+        MATMUL.device_reference()
     }
 }
 
 struct OnHost {
-    dims: (usize, usize, usize),
-    a: Vec<f16>,
-    b: Vec<f16>,
-    c: Vec<f16>,
+    matmul: Box<dyn HostCase>,
     w: Vec<f32>,
     flags: Vec<i32>,
 }
 
 impl HostCase for OnHost {
     fn args(&mut self) -> Vec<InterpValue<'_>> {
-        let mut args = host_args(
-            self.dims,
-            (&self.a, &self.b),
-            InterpValue::buffer_mut(&mut self.c),
-        );
+        let mut args = self.matmul.args();
         args.push(InterpValue::buffer_mut(&mut self.w));
         args.push(InterpValue::buffer_mut(&mut self.flags));
         args
     }
 
     fn check(&self) -> Result<Check> {
-        let (m, n, k) = self.dims;
-        let expect = harness::try_cpu_reference(&self.a, &self.b, m, n, k)?;
-        Ok(harness::compare(&self.c, &expect))
+        self.matmul.check()
     }
 }
 
 struct OnDevice {
-    p: Problem,
+    matmul: Box<dyn DeviceCase>,
     w: CudaSlice<f32>,
     flags: CudaSlice<i32>,
-    blas: Cublas,
 }
 
 impl DeviceCase for OnDevice {
     fn args(&mut self, stream: &Arc<CudaStream>) -> Vec<HostValue> {
-        let mut args = device_args(&self.p, ptr(&self.p.c, stream), stream);
+        let mut args = self.matmul.args(stream);
         args.push(ptr(&self.w, stream));
         args.push(ptr(&self.flags, stream));
         args
     }
 
     fn reference(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
-        Ok(self.blas.matmul(stream, &self.p, true)?)
+        self.matmul.reference(stream)
     }
 
     fn check(&self, stream: &Arc<CudaStream>) -> Result<Check> {
-        harness::check(stream, &self.p)
+        self.matmul.check(stream)
     }
 }
