@@ -71,12 +71,15 @@ impl Activation for Relu {
 }
 
 /// GELU in its tanh form: `0.5 · x · (1 + tanh(u))` with `u = √(2/π) · (x + 0.044715 · x³)`,
-/// computed as the equal `x / (1 + e^(-2u))` (since `(1 + tanh(u)) / 2` is the logistic function
-/// of `2u`), with the hardware's approximations for the exponential and the reciprocal
-/// (`exp_approx`, `recip_approx`: fast math, asked for here; relative errors of a few f32
-/// ulps, far below the f16 output's rounding). An accurate `tanhf` or an IEEE division costs
-/// several times as many instructions, and `tanh.approx.f32`'s error of about 2^-11 of `tanh`
-/// is too large where `1 + tanh(u)` is small (negative `x`).
+/// computed as the equal `x / (1 + 2^(-2u · log2 e))` (since `(1 + tanh(u)) / 2` is the
+/// logistic function of `2u`), with the hardware's approximations for the power of two and the
+/// reciprocal (`exp2_approx`, `recip_approx`: fast math, asked for here; relative errors of a
+/// few f32 ulps, far below the f16 output's rounding). The exponent is
+/// `x · (c3 · x² + c1)` with log2(e) folded into the constants: one fused multiply-add and two
+/// products, then the two special-function instructions, an add and a product: six float
+/// instructions and two on the special-function unit per element. An accurate `tanhf` or an
+/// IEEE division costs several times as many instructions, and `tanh.approx.f32`'s error of
+/// about 2^-11 of `tanh` is too large where `1 + tanh(u)` is small (negative `x`).
 #[derive(Clone, Debug, Default, Hash, PartialEq, Eq)]
 pub struct GeluTanh;
 
@@ -86,11 +89,11 @@ const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 impl Activation for GeluTanh {
     const NAME: &'static str = "gelu";
     fn apply(x: Tile<f32>) -> Tile<f32> {
-        // -2u = x · (-2√(2/π) - 2√(2/π) · 0.044715 · x²): four operations
+        // -2u · log2(e) = x · (c3 · x² + c1), c1 = -2√(2/π) · log2(e), c3 = 0.044715 · c1
+        let c1 = -2.0 * SQRT_2_OVER_PI * std::f64::consts::LOG2_E;
         let square = x.clone() * x.clone();
-        let minus_2u =
-            x.clone() * (square * (-2.0 * SQRT_2_OVER_PI * 0.044715) + (-2.0 * SQRT_2_OVER_PI));
-        x * (minus_2u.exp_approx() + 1.0).recip_approx()
+        let exponent = x.clone() * square.mul_add(0.044715 * c1, c1);
+        x * (exponent.exp2_approx() + 1.0).recip_approx()
     }
     fn reference(x: f64) -> f64 {
         0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)).tanh())
@@ -264,10 +267,12 @@ impl<A: Activation> Fused<A> {
         bias: RegisterTensor<f16>,
     ) -> RegisterTensor<f16> {
         // the pre-activation once: an activation that reads it several times (GELU) reads
-        // its registers, not copies of the expression
+        // its registers, not copies of the expression; two fused multiply-adds
+        // (`alpha · acc + (beta · D + bias)`), each rounded once
+        let residual = d.cast::<f32>().mul_add(self.beta, bias.cast::<f32>());
         let pre = k
             .name_next("pre")
-            .compute(part * self.alpha + d.cast::<f32>() * self.beta + bias.cast::<f32>());
+            .compute(part.mul_add(self.alpha, residual));
         k.name_next("out")
             .compute(A::apply(pre.into_tile()).cast::<f16>())
     }

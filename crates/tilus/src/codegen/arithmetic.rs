@@ -68,6 +68,10 @@ fn expr_c(e: &mut Emitter, x: &TileExpr, idx: &mut std::slice::Iter<'_, String>)
                 UnaryOp::Exp => format!("expf({a})"),
                 UnaryOp::Exp2 => format!("exp2f({a})"),
                 UnaryOp::ExpApprox => format!("__expf({a})"),
+                UnaryOp::Exp2Approx => {
+                    e.use_helper(Helper::Arith(ArithHelper::Exp2Approx));
+                    format!("tilus_exp2_approx({a})")
+                }
                 UnaryOp::Log => format!("logf({a})"),
                 UnaryOp::Sqrt => format!("sqrtf({a})"),
                 UnaryOp::Rsqrt => format!("rsqrtf({a})"),
@@ -108,6 +112,16 @@ fn expr_c(e: &mut Emitter, x: &TileExpr, idx: &mut std::slice::Iter<'_, String>)
             let c = expr_c(e, c, idx);
             let (a, b) = (expr_c(e, a, idx), expr_c(e, b, idx));
             format!("({c} ? {a} : {b})")
+        }
+        TileExpr::MulAdd(a, b, c) => {
+            let float = a.dtype(p).is_float();
+            let a = expr_c(e, a, idx);
+            let (b, c) = (expr_c(e, b, idx), expr_c(e, c, idx));
+            if float {
+                format!("__fmaf_rn({a}, {b}, {c})")
+            } else {
+                format!("({a} * {b} + {c})")
+            }
         }
         TileExpr::Cast(t, a) => {
             let from = a.dtype(p);
@@ -491,6 +505,8 @@ pub(crate) enum ArithHelper {
     TanhApprox,
     /// The hardware's one-instruction reciprocal.
     RecipApprox,
+    /// The hardware's one-instruction power of two.
+    Exp2Approx,
 }
 
 /// The C++ text of a helper.
@@ -499,6 +515,10 @@ pub(crate) fn helper_text(h: ArithHelper) -> String {
         ArithHelper::RecipApprox => "// 1 / x in one instruction (about one ulp; subnormals flush to zero).\n\
              static __device__ __forceinline__ float tilus_recip_approx(float x) {\n  \
              float r;\n  asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x));\n  return r;\n}\n"
+            .into(),
+        ArithHelper::Exp2Approx => "// 2^x in one instruction (relative error about 2^-22; subnormals flush to zero).\n\
+             static __device__ __forceinline__ float tilus_exp2_approx(float x) {\n  \
+             float r;\n  asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x));\n  return r;\n}\n"
             .into(),
         ArithHelper::TanhApprox => {
             "// tanh in one instruction (relative error up to about 2^-11).\n\

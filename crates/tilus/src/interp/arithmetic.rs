@@ -146,6 +146,18 @@ impl Operands<'_> {
                     d
                 }
             }
+            TileExpr::MulAdd(a, m, c) => {
+                let t = a.dtype(self.p);
+                let a = self.eval(a, next, loc)?;
+                let (m, c) = (self.eval(m, next, loc)?, self.eval(c, next, loc)?);
+                if t.is_float() {
+                    // one rounding, as `fma.rn`
+                    V::F(a.f().mul_add(m.f(), c.f()))
+                } else {
+                    let r = a.i().wrapping_mul(m.i()).wrapping_add(c.i());
+                    V::I(crate::ir::wrap_to(r, t))
+                }
+            }
             TileExpr::Cast(to, a) => {
                 let from = a.dtype(self.p);
                 convert(self.eval(a, next, loc)?, from, *to)
@@ -160,7 +172,7 @@ fn unary(op: UnaryOp, v: V, t: DType) -> V {
             UnaryOp::Neg => -x,
             UnaryOp::Abs => x.abs(),
             UnaryOp::Exp | UnaryOp::ExpApprox => x.exp(),
-            UnaryOp::Exp2 => x.exp2(),
+            UnaryOp::Exp2 | UnaryOp::Exp2Approx => x.exp2(),
             UnaryOp::Log => x.ln(),
             UnaryOp::Sqrt => x.sqrt(),
             UnaryOp::Rsqrt => 1.0 / x.sqrt(),

@@ -244,6 +244,25 @@ pub trait TileMath<T: Element>: IntoTile<T> + Sized {
     fn exp2(self) -> Tile<T> {
         unary(UnaryOp::Exp2, self.into_tile())
     }
+    /// `2^x` through the hardware's approximation (`ex2.approx.ftz.f32`, one instruction,
+    /// relative error about 2^-22, subnormals flushed to zero): fast math, asked for.
+    /// [`TileMath::exp_approx`] multiplies by log2(e) first; a script whose exponent has a
+    /// constant factor folds log2(e) into it and saves that multiplication.
+    fn exp2_approx(self) -> Tile<T> {
+        unary(UnaryOp::Exp2Approx, self.into_tile())
+    }
+    /// `self * m + c` with one rounding for floats (a fused multiply-add, `fma.rn`; Rust's
+    /// `f32::mul_add`), wrapping for integers. Products and sums written with `*` and `+` are
+    /// rounded one by one and never contracted, so that the interpreter's bits are the GPU's;
+    /// `mul_add` is how a script asks for the FMA, which is one instruction instead of two and
+    /// more accurate.
+    fn mul_add(self, m: impl IntoTile<T>, c: impl IntoTile<T>) -> Tile<T> {
+        Tile::new(TileExpr::MulAdd(
+            Box::new(self.into_tile().e),
+            Box::new(m.into_tile().e),
+            Box::new(c.into_tile().e),
+        ))
+    }
     /// The natural logarithm.
     fn log(self) -> Tile<T> {
         unary(UnaryOp::Log, self.into_tile())
@@ -410,7 +429,7 @@ impl Kernel {
                 broadcast_shape(&sa, &sb)
                     .ok_or_else(|| format!("shapes {sa:?} and {sb:?} do not broadcast"))?
             }
-            TileExpr::Select(c, a, b) => {
+            TileExpr::Select(c, a, b) | TileExpr::MulAdd(c, a, b) => {
                 let (sc, sa, sb) = (
                     self.tile_shape(c)?,
                     self.tile_shape(a)?,

@@ -30,13 +30,16 @@ pub enum ArithCase {
     /// `where(any(x > 0.9, dim 1), 1, 0) + where(all(x > -0.9, dim 0), 2, 0)`.
     Logical,
     /// The hardware's approximations, asked for:
-    /// `tanh_approx(x) + exp_approx(x) / 4 + recip_approx(x * x + 1)`.
+    /// `tanh_approx(x) + exp_approx(x) / 4 + recip_approx(x * x + 1) + exp2_approx(x) / 8`.
     FastMath,
+    /// Fused multiply-adds, one rounding each: `mul_add(x, x, -0.3) + f32(mul_add(i, i, 7))`
+    /// with `i = i32(x * 100)` (exact: the interpreter's `f32::mul_add` is `fma.rn`).
+    MulAdd,
 }
 
 impl ArithCase {
     /// Every case.
-    pub const ALL: [ArithCase; 10] = [
+    pub const ALL: [ArithCase; 11] = [
         ArithCase::Elementwise,
         ArithCase::Transcendental,
         ArithCase::CenterRows,
@@ -47,6 +50,7 @@ impl ArithCase {
         ArithCase::HalfSum,
         ArithCase::Logical,
         ArithCase::FastMath,
+        ArithCase::MulAdd,
     ];
 
     /// Whether the GPU's bits must equal the interpreter's (no transcendental function:
@@ -62,7 +66,7 @@ impl ArithCase {
     pub fn tolerance(self) -> f32 {
         match self {
             ArithCase::Elementwise | ArithCase::Integers | ArithCase::Logical => 0.0,
-            ArithCase::HalfFloats => 0.0,
+            ArithCase::HalfFloats | ArithCase::MulAdd => 0.0,
             ArithCase::ColumnExtremes => 0.0,
             // a row sum rounded to f16: one f16 ulp where the orders differ
             ArithCase::HalfSum => 2e-3,
@@ -133,8 +137,16 @@ fn case_body(
             x.exp() + (x.abs() + 1.0).log() + x.abs().sqrt() * x.tanh() - (x * x + 1.0).rsqrt()
                 + x.sin(),
         ),
-        ArithCase::FastMath => {
-            k.compute(x.tanh_approx() + x.exp_approx() / 4.0 + (x * x + 1.0).recip_approx())
+        ArithCase::FastMath => k.compute(
+            x.tanh_approx()
+                + x.exp_approx() / 4.0
+                + (x * x + 1.0).recip_approx()
+                + x.exp2_approx() / 8.0,
+        ),
+        ArithCase::MulAdd => {
+            let i = k.compute::<i32>((x * 100.0).cast::<i32>());
+            let j = k.compute(i.mul_add(i, 7));
+            k.compute(x.mul_add(x, -0.3) + j.cast::<f32>())
         }
         ArithCase::CenterRows => {
             let s = k.sum(x, 1, true);
@@ -238,7 +250,13 @@ fn reference_tile(case: ArithCase, t: &[Vec<f32>], cols: usize) -> Vec<Vec<f32>>
             x.exp() + (x.abs() + 1.0).ln() + x.abs().sqrt() * x.tanh() - 1.0 / (x * x + 1.0).sqrt()
                 + x.sin()
         }),
-        ArithCase::FastMath => map(&|_, _, x| x.tanh() + x.exp() / 4.0 + 1.0 / (x * x + 1.0)),
+        ArithCase::FastMath => {
+            map(&|_, _, x| x.tanh() + x.exp() / 4.0 + 1.0 / (x * x + 1.0) + x.exp2() / 8.0)
+        }
+        ArithCase::MulAdd => map(&|_, _, x| {
+            let i = (x * 100.0) as i32;
+            x.mul_add(x, -0.3) + (i * i + 7) as f32
+        }),
         ArithCase::CenterRows => map(&|r, _, x| x - row_sum(r) / cols as f32),
         ArithCase::ColumnExtremes => map(&|_, c, x| {
             let hi = col(c).fold(f32::NEG_INFINITY, f32::max);

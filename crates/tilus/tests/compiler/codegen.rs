@@ -743,6 +743,32 @@ fn fast_math_asked_for_is_the_hardwares_approximation() {
         !src.contains("tanhf("),
         "no accurate tanh where none was asked for"
     );
+    assert!(src.contains("ex2.approx.ftz.f32 %0, %1;") && src.contains("tilus_exp2_approx("));
+    assert!(
+        !src.contains("exp2f("),
+        "no accurate exp2 where none was asked for"
+    );
+}
+
+/// `mul_add` is one fused multiply-add (one rounding) for floats and `a * b + c` for
+/// integers; `*` followed by `+` is never contracted.
+#[test]
+fn mul_add_is_a_fused_multiply_add_and_nothing_else_is() {
+    use crate::common::arith::{ArithCase, ArithTile};
+    let tile = |case| ArithTile {
+        rows: 16,
+        cols: 64,
+        warps: 4,
+        case,
+    };
+    let src = tilus::emit(&tile(ArithCase::MulAdd), &[]).unwrap();
+    assert!(src.contains("__fmaf_rn("), "{src}");
+    assert!(
+        src.contains(" * ") && src.contains(" + 7"),
+        "the integer form: {src}"
+    );
+    let plain = tilus::emit(&tile(ArithCase::Elementwise), &[]).unwrap();
+    assert!(!plain.contains("__fmaf_rn("), "{plain}");
 }
 
 /// `Pipeline`'s producer waits with relaxed semantics; the consumers' waits acquire. A whole

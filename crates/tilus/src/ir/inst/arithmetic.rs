@@ -19,6 +19,11 @@ pub enum UnaryOp {
     Exp2,
     /// `e^x` through the hardware's approximate `ex2.approx` (fast math, asked for).
     ExpApprox,
+    /// `2^x` through the hardware's `ex2.approx.ftz.f32` alone (fast math, asked for: a
+    /// relative error of about 2^-22; subnormals flush to zero). [`UnaryOp::ExpApprox`] is this
+    /// after a multiplication by log2(e), which a script that folds log2(e) into its own
+    /// constants saves.
+    Exp2Approx,
     /// Natural logarithm.
     Log,
     /// Square root (correctly rounded).
@@ -54,6 +59,7 @@ impl UnaryOp {
             UnaryOp::Exp => "exp",
             UnaryOp::Exp2 => "exp2",
             UnaryOp::ExpApprox => "exp_approx",
+            UnaryOp::Exp2Approx => "exp2_approx",
             UnaryOp::Log => "log",
             UnaryOp::Sqrt => "sqrt",
             UnaryOp::Rsqrt => "rsqrt",
@@ -149,8 +155,9 @@ impl BinaryOp {
 /// the shape of the instruction's output: a tile of lower rank is aligned with the output's
 /// last dimensions, and a dimension of extent 1 repeats along the output's. Arithmetic on 16-bit
 /// floats runs in f32; the result is rounded once, to the output's type. Every float operation
-/// rounds as written (the generated code never contracts a product and a sum into an FMA), so
-/// the interpreter gives the GPU's bits for everything but the transcendental functions.
+/// rounds as written (the generated code never contracts a product and a sum into an FMA by
+/// itself; a script asks for one with [`TileExpr::MulAdd`]), so the interpreter gives the GPU's
+/// bits for everything but the transcendental functions.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TileExpr {
     /// A register tile (or a transposed view of one).
@@ -163,6 +170,9 @@ pub enum TileExpr {
     Binary(BinaryOp, Box<TileExpr>, Box<TileExpr>),
     /// `cond ? a : b` for each element.
     Select(Box<TileExpr>, Box<TileExpr>, Box<TileExpr>),
+    /// `a * b + c` for each element, rounded once for floats (a fused multiply-add: `fma.rn`),
+    /// wrapping for integers.
+    MulAdd(Box<TileExpr>, Box<TileExpr>, Box<TileExpr>),
     /// A conversion of each element to another type.
     Cast(DType, Box<TileExpr>),
 }
@@ -181,7 +191,7 @@ impl TileExpr {
                     a.dtype(p)
                 }
             }
-            TileExpr::Select(_, a, _) => a.dtype(p),
+            TileExpr::Select(_, a, _) | TileExpr::MulAdd(a, _, _) => a.dtype(p),
             TileExpr::Cast(t, _) => *t,
         }
     }
@@ -196,7 +206,7 @@ impl TileExpr {
                 a.tiles(out);
                 b.tiles(out);
             }
-            TileExpr::Select(c, a, b) => {
+            TileExpr::Select(c, a, b) | TileExpr::MulAdd(c, a, b) => {
                 c.tiles(out);
                 a.tiles(out);
                 b.tiles(out);
@@ -214,7 +224,7 @@ impl TileExpr {
                 a.scalars(out);
                 b.scalars(out);
             }
-            TileExpr::Select(c, a, b) => {
+            TileExpr::Select(c, a, b) | TileExpr::MulAdd(c, a, b) => {
                 c.scalars(out);
                 a.scalars(out);
                 b.scalars(out);
@@ -258,6 +268,12 @@ impl TileExpr {
                 c.describe(n),
                 a.describe(n),
                 b.describe(n)
+            ),
+            TileExpr::MulAdd(a, b, c) => format!(
+                "mul_add({}, {}, {})",
+                a.describe(n),
+                b.describe(n),
+                c.describe(n)
             ),
             TileExpr::Cast(t, x) => format!("{t}({})", x.describe(n)),
         }

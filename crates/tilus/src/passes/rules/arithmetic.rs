@@ -60,6 +60,23 @@ fn check_types(c: &mut Checker, e: &TileExpr, loc: Loc) -> DType {
             }
             ta
         }
+        TileExpr::MulAdd(a, b, d) => {
+            let (ta, tb, td) = (
+                check_types(c, a, loc),
+                check_types(c, b, loc),
+                check_types(c, d, loc),
+            );
+            if ta != tb || ta != td {
+                c.err(
+                    loc,
+                    format!("mul_add of {ta}, {tb} and {td}; cast them to one type first"),
+                );
+            }
+            if ta == DType::Bool {
+                c.err(loc, "mul_add of bool values");
+            }
+            ta
+        }
         TileExpr::Cast(t, x) => {
             check_types(c, x, loc);
             *t

@@ -1,5 +1,5 @@
 //! Arithmetic: casts, elementwise expressions (`compute`: operators, `maximum`/`minimum`,
-//! unary functions, `where_`, comparisons, conversions, broadcasting of tiles and scalars) and
+//! unary functions, `where_`, `mul_add`, comparisons, conversions, broadcasting of tiles and scalars) and
 //! reductions (`sum`, `max`, `min`, `any`, `all`).
 //!
 //! An expression ([`Ex`]) is replayed as a `Tile<E>` for the element type `E` of the
@@ -58,6 +58,7 @@ pub enum Un {
     Tanh,
     TanhApprox,
     RecipApprox,
+    Exp2Approx,
     Round,
 }
 
@@ -106,6 +107,8 @@ pub enum Ex {
     Bin(Bn, Box<Ex>, Box<Ex>),
     /// `where_(cond, a, b)`.
     Where(Box<Cond>, Box<Ex>, Box<Ex>),
+    /// `a.mul_add(b, c)`.
+    MulAdd(Box<Ex>, Box<Ex>, Box<Ex>),
     /// The expression evaluated in another type, then cast to `E`.
     In(Dt, Box<Ex>),
 }
@@ -174,6 +177,7 @@ fn un() -> impl Strategy<Value = Un> {
         Un::Tanh,
         Un::TanhApprox,
         Un::RecipApprox,
+        Un::Exp2Approx,
         Un::Round,
     ])
 }
@@ -241,6 +245,8 @@ pub fn ex(m: Mode) -> BoxedStrategy<Ex> {
                 .prop_map(|(o, a, b)| Ex::Bin(o, Box::new(a), Box::new(b))),
             1 => (cond_of(m, simple), inner.clone(), inner.clone())
                 .prop_map(|(c, a, b)| Ex::Where(Box::new(c), Box::new(a), Box::new(b))),
+            1 => (inner.clone(), inner.clone(), inner.clone())
+                .prop_map(|(a, b, c)| Ex::MulAdd(Box::new(a), Box::new(b), Box::new(c))),
             1 => (dt(m), inner).prop_map(|(d, a)| Ex::In(d, Box::new(a))),
         ]
     })
@@ -344,6 +350,7 @@ fn tile<E: El>(r: &Replay, e: &Ex) -> Tile<E> {
                 Un::Tanh => a.tanh(),
                 Un::TanhApprox => a.tanh_approx(),
                 Un::RecipApprox => a.recip_approx(),
+                Un::Exp2Approx => a.exp2_approx(),
                 Un::Round => a.round(),
             }
         }
@@ -359,6 +366,7 @@ fn tile<E: El>(r: &Replay, e: &Ex) -> Tile<E> {
             }
         }
         Ex::Where(c, a, b) => where_(cond(r, c), tile::<E>(r, a), tile::<E>(r, b)),
+        Ex::MulAdd(a, b, c) => tile::<E>(r, a).mul_add(tile::<E>(r, b), tile::<E>(r, c)),
         Ex::In(dt, a) => by_dt!(dt, |U| tile::<U>(r, a).cast::<E>()),
     }
 }
@@ -495,6 +503,11 @@ impl Binder<'_> {
                 let c = self.cond(c);
                 let x = self.ex(x, dt);
                 Ex::Where(Box::new(c), Box::new(x), Box::new(self.ex(y, dt)))
+            }
+            Ex::MulAdd(x, y, z) => {
+                let x = self.ex(x, dt);
+                let y = self.ex(y, dt);
+                Ex::MulAdd(Box::new(x), Box::new(y), Box::new(self.ex(z, dt)))
             }
             Ex::In(d, a) => Ex::In(*d, Box::new(self.ex(a, *d))),
         }
