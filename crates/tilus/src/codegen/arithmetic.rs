@@ -509,23 +509,33 @@ pub(crate) enum ArithHelper {
     Exp2Approx,
 }
 
+/// `float tilus_{name}(float x)`: the f32 function of one PTX instruction, with a comment.
+fn one_instruction(name: &str, ptx: &str, comment: &str) -> String {
+    format!(
+        "// {comment}.\n\
+         static __device__ __forceinline__ float tilus_{name}(float x) {{\n  \
+         float r;\n  asm(\"{ptx} %0, %1;\" : \"=f\"(r) : \"f\"(x));\n  return r;\n}}\n"
+    )
+}
+
 /// The C++ text of a helper.
 pub(crate) fn helper_text(h: ArithHelper) -> String {
     match h {
-        ArithHelper::RecipApprox => "// 1 / x in one instruction (about one ulp; subnormals flush to zero).\n\
-             static __device__ __forceinline__ float tilus_recip_approx(float x) {\n  \
-             float r;\n  asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x));\n  return r;\n}\n"
-            .into(),
-        ArithHelper::Exp2Approx => "// 2^x in one instruction (relative error about 2^-22; subnormals flush to zero).\n\
-             static __device__ __forceinline__ float tilus_exp2_approx(float x) {\n  \
-             float r;\n  asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x));\n  return r;\n}\n"
-            .into(),
-        ArithHelper::TanhApprox => {
-            "// tanh in one instruction (relative error up to about 2^-11).\n\
-             static __device__ __forceinline__ float tilus_tanh_approx(float x) {\n  \
-             float r;\n  asm(\"tanh.approx.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x));\n  return r;\n}\n"
-                .into()
-        }
+        ArithHelper::RecipApprox => one_instruction(
+            "recip_approx",
+            "rcp.approx.ftz.f32",
+            "1 / x in one instruction (about one ulp; subnormals flush to zero)",
+        ),
+        ArithHelper::Exp2Approx => one_instruction(
+            "exp2_approx",
+            "ex2.approx.ftz.f32",
+            "2^x in one instruction (relative error about 2^-22; subnormals flush to zero)",
+        ),
+        ArithHelper::TanhApprox => one_instruction(
+            "tanh_approx",
+            "tanh.approx.f32",
+            "tanh in one instruction (relative error up to about 2^-11)",
+        ),
         ArithHelper::CvtF16 | ArithHelper::CvtBf16 => {
             let t = if h == ArithHelper::CvtF16 {
                 "f16"

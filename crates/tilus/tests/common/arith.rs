@@ -98,6 +98,18 @@ pub struct ArithTile {
     pub case: ArithCase,
 }
 
+impl ArithTile {
+    /// `case` on `[rows, cols]` tiles of `warps` warps (an entry of [`SHAPES`]).
+    pub fn new(case: ArithCase, (rows, cols, warps): (i32, i32, u32)) -> ArithTile {
+        ArithTile {
+            rows,
+            cols,
+            warps,
+            case,
+        }
+    }
+}
+
 impl Script for ArithTile {
     type Args = (i32, i32, Ptr<f32>, PtrMut<f32>);
     fn arg_names() -> &'static [&'static str] {

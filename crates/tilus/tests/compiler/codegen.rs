@@ -310,12 +310,7 @@ fn every_arithmetic_case_compiles_on_every_shape_without_spills() {
     use crate::common::arith::{ArithCase, ArithTile, SHAPES};
     for (rows, cols, warps) in SHAPES {
         for case in ArithCase::ALL {
-            let s = ArithTile {
-                rows,
-                cols,
-                warps,
-                case,
-            };
+            let s = ArithTile::new(case, (rows, cols, warps));
             let c = build(&s, &[]);
             assert_eq!(c.report.spill_stores, 0, "{s:?}");
         }
@@ -326,12 +321,7 @@ fn every_arithmetic_case_compiles_on_every_shape_without_spills() {
 fn a_reduction_across_warps_meets_in_shared_memory_and_one_in_a_warp_shuffles() {
     use crate::common::arith::{ArithCase, ArithTile};
     // [64, 32] over 4 warps: rows across warps, columns across lanes
-    let rows = |case| ArithTile {
-        rows: 64,
-        cols: 32,
-        warps: 4,
-        case,
-    };
+    let rows = |case| ArithTile::new(case, (64, 32, 4));
     let in_lanes = tilus::emit(&rows(ArithCase::CenterRows), &[]).unwrap();
     assert!(
         in_lanes.contains("__shfl_xor_sync(0xffffffffu"),
@@ -729,12 +719,7 @@ fn an_unrolled_loop_carries_its_pragma() {
 #[test]
 fn fast_math_asked_for_is_the_hardwares_approximation() {
     use crate::common::arith::{ArithCase, ArithTile};
-    let s = ArithTile {
-        rows: 16,
-        cols: 64,
-        warps: 4,
-        case: ArithCase::FastMath,
-    };
+    let s = ArithTile::new(ArithCase::FastMath, (16, 64, 4));
     let src = tilus::emit(&s, &[]).unwrap();
     assert!(src.contains("tanh.approx.f32 %0, %1;"), "{src}");
     assert!(src.contains("tilus_tanh_approx(") && src.contains("__expf("));
@@ -755,12 +740,7 @@ fn fast_math_asked_for_is_the_hardwares_approximation() {
 #[test]
 fn mul_add_is_a_fused_multiply_add_and_nothing_else_is() {
     use crate::common::arith::{ArithCase, ArithTile};
-    let tile = |case| ArithTile {
-        rows: 16,
-        cols: 64,
-        warps: 4,
-        case,
-    };
+    let tile = |case| ArithTile::new(case, (16, 64, 4));
     let src = tilus::emit(&tile(ArithCase::MulAdd), &[]).unwrap();
     assert!(src.contains("__fmaf_rn("), "{src}");
     assert!(

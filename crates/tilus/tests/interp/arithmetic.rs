@@ -14,12 +14,7 @@ fn every_case_matches_its_reference_on_every_shape() {
             let (m, n) = (3 * rows as usize - 1, 2 * cols as usize + 4);
             let x = input(m, n, (rows * 1000 + cols) as u64);
             let mut out = vec![f32::NAN; m * n];
-            let script = ArithTile {
-                rows,
-                cols,
-                warps,
-                case,
-            };
+            let script = ArithTile::new(case, (rows, cols, warps));
             run(&script, (m as i32, n as i32, &x[..], &mut out[..]))
                 .unwrap_or_else(|e| panic!("{case:?} on {rows}x{cols}, {warps} warps: {e}"));
             let want = reference(case, &x, m, n, rows as usize, cols as usize);

@@ -271,12 +271,7 @@ fn arithmetic_gives_the_interpreters_bits_and_meets_the_reference() {
         for case in ArithCase::ALL {
             let (m, n) = (3 * rows as usize - 1, 2 * cols as usize + 4);
             let x = input(m, n, (rows * 7 + cols) as u64 ^ 0x5eed);
-            let script = ArithTile {
-                rows,
-                cols,
-                warps,
-                case,
-            };
+            let script = ArithTile::new(case, (rows, cols, warps));
             let what = format!("{case:?} on {rows}x{cols}, {warps} warps");
             eprintln!("{what}");
             let mut on_cpu = vec![f32::NAN; m * n];

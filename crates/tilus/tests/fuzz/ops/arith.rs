@@ -1,6 +1,6 @@
 //! Arithmetic: casts, elementwise expressions (`compute`: operators, `maximum`/`minimum`,
-//! unary functions, `where_`, `mul_add`, comparisons, conversions, broadcasting of tiles and scalars) and
-//! reductions (`sum`, `max`, `min`, `any`, `all`).
+//! unary functions, `where_`, `mul_add`, comparisons, conversions, broadcasting of tiles and
+//! scalars) and reductions (`sum`, `max`, `min`, `any`, `all`).
 //!
 //! An expression ([`Ex`]) is replayed as a `Tile<E>` for the element type `E` of the
 //! `compute` (or comparison) around it: its tile leaves are register tiles of that type, or of
