@@ -10,7 +10,8 @@ use crate::layout::RegisterLayout;
 pub(super) fn emit(e: &mut Emitter, i: &ArithInst) {
     match i {
         ArithInst::Cast { src, out } => emit_cast(e, src, out),
-        ArithInst::Map { expr, out } => emit_map(e, expr, *out),
+        ArithInst::Map { expr, out } => emit_map(e, expr, *out, true),
+        ArithInst::Assign { expr, out } => emit_map(e, expr, *out, false),
         ArithInst::Reduce {
             src,
             op,
@@ -199,8 +200,12 @@ fn view_layout(e: &Emitter, v: &RegView) -> RegisterLayout {
 
 /// `out = expr`: one line per output element, each reading the elements of the expression's
 /// tiles that the same thread holds (a broadcast tile's element repeats across the output's).
-fn emit_map(e: &mut Emitter, x: &TileExpr, out: RegId) {
-    super::memory::declare(e, out);
+/// `out = x` element by element; `declare`: `out` is new (a `compute`), otherwise it exists
+/// and is overwritten (an `assign_tile`: every value is computed before any is stored).
+fn emit_map(e: &mut Emitter, x: &TileExpr, out: RegId, declare: bool) {
+    if declare {
+        super::memory::declare(e, out);
+    }
     let out_t = e.p.register(out).dtype;
     // a conversion to the output's own 16-bit type at the top is the rounding the store does
     // anyway: rounding twice gives the same bits, but costs three conversions per element

@@ -17,7 +17,9 @@ use crate::ir::{
 pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &ArithInst, loc: Loc) -> R<Step> {
     match i {
         ArithInst::Cast { src, out } => exec_cast(b, task, src, *out, loc),
-        ArithInst::Map { expr, out } => exec_map(b, task, expr, *out, loc),
+        ArithInst::Map { expr, out } | ArithInst::Assign { expr, out } => {
+            exec_map(b, task, expr, *out, loc)
+        }
         ArithInst::Reduce {
             src,
             op,

@@ -450,6 +450,48 @@ impl Kernel {
         self.materialize(x.into_tile().e, Loc::caller())
     }
 
+    /// Evaluates an elementwise expression into `dst`, a tile that already exists (defined
+    /// before, here or in an enclosing scope, by the current group): every value is computed
+    /// before any is written, so the expression may read `dst` itself. This is how a loop
+    /// carries a tile from one iteration to the next:
+    ///
+    /// ```
+    /// # use tilus::prelude::*;
+    /// # fn body(k: &mut Kernel, x: RegisterTensor<f32>, n: Val) {
+    /// let acc = k.register_tensor::<f32>([4, 32], 0.0);
+    /// k.for_range(0, n, 1, |k, _| {
+    ///     k.assign_tile(&acc, acc + x);
+    /// });
+    /// # }
+    /// ```
+    ///
+    /// The expression broadcasts to `dst`'s shape and is converted to its type, as in
+    /// [`Kernel::compute`]. `dst` must be a tile itself, not a transposed view, nor the result
+    /// of a `slice` or `reshape` (a tile of its own: writing it would leave its source as it
+    /// was); each is a diagnostic at the caller's line.
+    #[track_caller]
+    pub fn assign_tile<T: Element>(&mut self, dst: &RegisterTensor<T>, x: impl IntoTile<T>) {
+        let loc = Loc::caller();
+        if dst.view.transposed {
+            self.error(
+                loc,
+                "assign_tile: the destination is a transposed view; assign to the tile itself",
+            );
+            return;
+        }
+        let out = dst.view.tensor;
+        let e = x.into_tile().e;
+        let e = if self.tile_dtype(&e) == T::DTYPE {
+            e
+        } else {
+            TileExpr::Cast(T::DTYPE, Box::new(e))
+        };
+        self.push(
+            StmtKind::Inst(Inst::Arith(ArithInst::Assign { expr: e, out })),
+            loc,
+        );
+    }
+
     fn tile_dtype(&self, e: &TileExpr) -> DType {
         e.dtype(&self.prog)
     }

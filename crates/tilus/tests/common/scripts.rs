@@ -885,3 +885,70 @@ impl Script for Printing {
         });
     }
 }
+
+/// Running statistics over the column blocks of `x` (`[ROWS, COLS · blocks]` f32, `blocks` a
+/// runtime argument), each carried from one iteration of a runtime loop to the next with
+/// `assign_tile`: `out` (`[3 · ROWS, COLS]`) holds the sum of the blocks, their maximum, and
+/// the decayed sum `acc ← 0.5 · acc + x` (an assignment that reads its destination through
+/// an expression).
+#[derive(Clone, Copy, Debug, Default, Hash)]
+pub struct RunningStats;
+
+impl RunningStats {
+    /// Rows of a block.
+    pub const ROWS: usize = 4;
+    /// Columns of a block.
+    pub const COLS: usize = 32;
+
+    /// The output for `x` of `blocks` column blocks, computed on the host in the kernel's
+    /// order (f32, block after block), so that the sums are bit-exact.
+    pub fn expected(x: &[f32], blocks: usize) -> Vec<f32> {
+        let (rows, cols) = (Self::ROWS, Self::COLS);
+        let mut out = vec![0.0f32; 3 * rows * cols];
+        for r in 0..rows {
+            for c in 0..cols {
+                let (mut sum, mut max, mut decayed) = (0.0f32, f32::NEG_INFINITY, 0.0f32);
+                for b in 0..blocks {
+                    let v = x[r * cols * blocks + b * cols + c];
+                    sum += v;
+                    max = max.max(v);
+                    decayed = decayed * 0.5 + v;
+                }
+                out[r * cols + c] = sum;
+                out[(rows + r) * cols + c] = max;
+                out[(2 * rows + r) * cols + c] = decayed;
+            }
+        }
+        out
+    }
+}
+
+impl Script for RunningStats {
+    type Args = (i32, Ptr<f32>, PtrMut<f32>);
+    fn arg_names() -> &'static [&'static str] {
+        &["blocks", "x", "out"]
+    }
+    fn body(&self, k: &mut Kernel, (blocks, x, out): Handles<Self::Args>) {
+        let (rows, cols) = (Self::ROWS as i32, Self::COLS as i32);
+        k.blocks([1]);
+        k.warps(1);
+        let gx = k.global_view::<f32>(x, [Scalar::from(rows), blocks * cols]);
+        let sum = k.name_next("sum").register_tensor::<f32>([rows, cols], 0.0);
+        let max = k
+            .name_next("max")
+            .register_tensor::<f32>([rows, cols], f64::NEG_INFINITY);
+        let decayed = k
+            .name_next("decayed")
+            .register_tensor::<f32>([rows, cols], 0.0);
+        k.for_range(0, blocks, 1, |k, i| {
+            let t = k.load_global(&gx, [Scalar::from(0), i * cols], [rows, cols]);
+            k.assign_tile(&sum, sum + t);
+            k.assign_tile(&max, max.maximum(t));
+            k.assign_tile(&decayed, decayed * 0.5 + t);
+        });
+        let go = k.global_view::<f32>(out, [3 * rows, cols]);
+        for (j, t) in [sum, max, decayed].iter().enumerate() {
+            k.store_global(&go, t, [j as i32 * rows, 0]);
+        }
+    }
+}

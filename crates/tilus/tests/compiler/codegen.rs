@@ -940,3 +940,22 @@ fn a_multicast_load_carries_its_mask_and_compiles() {
     );
     assert!(c.source.contains("(u16)(3)"), "{}", c.source);
 }
+
+/// A tile assigned in a loop is declared once, before it, and written in the loop's body
+/// from values computed first (so the expression may read it).
+#[test]
+fn an_assigned_tile_is_declared_once_and_written_in_the_loop() {
+    use crate::common::scripts::RunningStats;
+    let src = tilus::emit(&RunningStats, &[]).unwrap();
+    for name in ["sum", "max", "decayed"] {
+        assert_eq!(
+            src.matches(&format!("float {name}[")).count(),
+            1,
+            "{name} declared once: {src}"
+        );
+    }
+    let lp = src.find("for (").expect("the runtime loop");
+    let body = &src[lp..];
+    assert!(body.contains("sum[0] = tilus_v0;"), "{src}");
+    assert!(body.contains("__fmul_rn(decayed[0]"), "{src}");
+}

@@ -26,3 +26,24 @@ fn every_case_matches_its_reference_on_every_shape() {
         }
     }
 }
+
+/// Tiles carried through a runtime loop with `assign_tile` (a sum, a maximum, a decayed sum
+/// that reads its destination), bit-exact against the host in the kernel's order, for several
+/// trip counts including none.
+#[test]
+fn assigned_tiles_carry_running_statistics_through_a_runtime_loop() {
+    use crate::common::inputs::random_f32;
+    use crate::common::scripts::RunningStats;
+    let (rows, cols) = (RunningStats::ROWS, RunningStats::COLS);
+    for blocks in [0usize, 1, 5] {
+        let x = random_f32(rows * cols * blocks.max(1), 77 + blocks as u64);
+        let mut out = vec![f32::NAN; 3 * rows * cols];
+        run(&RunningStats, (blocks as i32, &x[..], &mut out[..])).unwrap();
+        let want = RunningStats::expected(&x, blocks);
+        assert_eq!(
+            out.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "{blocks} blocks"
+        );
+    }
+}

@@ -5,7 +5,7 @@ use crate::common::inputs::{fresh_seed, random_f16, random_f32};
 use crate::common::scripts::{
     epilogue_inputs, Branches, ClusterMulticast, ClusterPairs, ClusterSignals, Epilogue,
     EpilogueBug, FastDivide, GroupSyncs, Groups, OneTile, OnesTimesB, PersistentItems, Printing,
-    RegisterSplit, TileCopy, WarpArrivals, EPILOGUE_COLS,
+    RegisterSplit, RunningStats, TileCopy, WarpArrivals, EPILOGUE_COLS,
 };
 use crate::common::staged::{PipelineStream, StagedMatmul, StagedSum};
 use crate::common::views::{self, ColumnSlice, DotViews, LoadedViews, ShapeViews};
@@ -134,6 +134,28 @@ fn branches_and_while_loops_compute_each_blocks_row() {
         .unwrap();
     let got = device.stream().clone_dtoh(&out).unwrap();
     assert_eq!(got, Branches::expected());
+}
+
+/// The interpreter's `assigned_tiles_carry_running_statistics_through_a_runtime_loop` on the
+/// GPU: tiles carried through a runtime loop with `assign_tile`, bit-exact against the host.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn assigned_tiles_carry_running_statistics_through_a_runtime_loop() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let (rows, cols) = (RunningStats::ROWS, RunningStats::COLS);
+    let jit = tilus::Jit::new(RunningStats, &device);
+    for blocks in [0usize, 1, 7] {
+        let x = random_f32(rows * cols * blocks.max(1), fresh_seed());
+        let dx = upload(&device, &x);
+        let mut out = upload(&device, &vec![f32::NAN; 3 * rows * cols]);
+        jit.launch(device.stream(), (blocks as i32, &dx, &mut out))
+            .unwrap();
+        let got = device.stream().clone_dtoh(&out).unwrap();
+        let want = RunningStats::expected(&x, blocks);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want), "{blocks} blocks");
+    }
 }
 
 // ------------------------------------------------------------------------------------------

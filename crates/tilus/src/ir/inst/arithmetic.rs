@@ -325,6 +325,16 @@ pub enum ArithInst {
         /// The result.
         out: RegId,
     },
+    /// `out = expr` into a tile that already exists (defined earlier, in this scope or an
+    /// enclosing one), element for element as [`ArithInst::Map`]: the values are all computed
+    /// before any is written, so `expr` may read `out`. How a loop carries a tile from one
+    /// iteration to the next (`acc = acc + x`).
+    Assign {
+        /// The expression.
+        expr: TileExpr,
+        /// The tile written.
+        out: RegId,
+    },
     /// `out = op(src)` along dimension `dim`: each thread reduces the elements it holds,
     /// then the threads that split the dimension combine theirs (warp shuffles within a warp,
     /// a shared scratch tile across warps). Every thread ends with the result of each
@@ -379,6 +389,7 @@ impl ArithInst {
         match self {
             ArithInst::Cast { .. } => "cast",
             ArithInst::Map { .. } => "compute",
+            ArithInst::Assign { .. } => "assign_tile",
             ArithInst::Reduce { op, .. } => match op {
                 ReduceOp::Sum => "sum",
                 ReduceOp::Max => "max",
@@ -397,7 +408,7 @@ impl ArithInst {
             ArithInst::Cast { src, out } => Facts::default()
                 .effect(read(src.tensor))
                 .effect(declare(*out)),
-            ArithInst::Map { expr, out } => {
+            ArithInst::Map { expr, out } | ArithInst::Assign { expr, out } => {
                 let mut tiles = vec![];
                 expr.tiles(&mut tiles);
                 let mut scalars = vec![];
@@ -406,7 +417,12 @@ impl ArithInst {
                 for v in tiles {
                     f = f.effect(read(v.tensor));
                 }
-                f.effect(declare(*out)).reads(scalars)
+                let written = if matches!(self, ArithInst::Map { .. }) {
+                    declare(*out)
+                } else {
+                    Effect::now(Memory::Register(*out), Access::Write)
+                };
+                f.effect(written).reads(scalars)
             }
             ArithInst::Reduce {
                 src, out, scratch, ..
@@ -444,11 +460,17 @@ impl ArithInst {
                 let d = n.p.register(*out);
                 format!("{} = cast<{}>({})", d.name, d.dtype, n.view(src))
             }
-            ArithInst::Map { expr, out } => {
+            ArithInst::Map { expr, out } | ArithInst::Assign { expr, out } => {
                 let d = n.p.register(*out);
                 let mut t = format!(
-                    "{} = compute<{}>{:?}({})",
+                    "{} {} {}<{}>{:?}({})",
                     d.name,
+                    if matches!(self, ArithInst::Map { .. }) {
+                        "="
+                    } else {
+                        "<-"
+                    },
+                    self.name(),
                     d.dtype,
                     d.shape,
                     expr.describe(n)

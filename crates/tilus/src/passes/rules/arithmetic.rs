@@ -6,7 +6,10 @@
 //! through a shared scratch tile when they are in different warps.
 
 use super::Rules;
-use crate::ir::{ArithInst, DType, Loc, Program, ReduceOp, RegView, SharedId, TileExpr, UnaryOp};
+use crate::ir::{
+    ArithInst, DType, Inst, Loc, Program, ReduceOp, RegId, RegView, SharedId, StmtKind, TileExpr,
+    UnaryOp,
+};
 use crate::layout::RegisterLayout;
 use crate::passes::context::{Checker, LayoutCx, Scope};
 
@@ -129,6 +132,32 @@ fn broadcasts(shape: &[i64], out: &[i64]) -> bool {
             .all(|(&a, &b)| a == b || a == 1)
 }
 
+/// Reports an `assign_tile` into a tile that a reshape or a slice defined: such a tile is a
+/// copy of its source's registers (which the CUDA compiler removes), so writing it would not
+/// change the source, which is what the script means.
+fn check_assigned(c: &mut Checker, out: RegId, loc: Loc) {
+    let mut from = None;
+    c.p.walk(&mut |s| {
+        if let StmtKind::Inst(Inst::Shape(i)) = &s.kind {
+            let (src, o) = i.operands();
+            if o == out {
+                from = Some((i.name(), src.tensor));
+            }
+        }
+    });
+    if let Some((how, src)) = from {
+        let msg = format!(
+            "assign_tile: `{}` is a {how} of `{}`, a tile of its own; writing it would leave \
+             `{}` as it was: assign to `{}` (whole), or compute the part and keep it",
+            c.p.register(out).name,
+            c.p.register(src).name,
+            c.p.register(src).name,
+            c.p.register(src).name,
+        );
+        c.err(loc, msg);
+    }
+}
+
 impl Rules for ArithInst {
     fn check(&self, c: &mut Checker, loc: Loc, _scope: &Scope) {
         match self {
@@ -151,11 +180,12 @@ impl Rules for ArithInst {
                     );
                 }
             }
-            ArithInst::Map { expr, out } => {
+            ArithInst::Map { expr, out } | ArithInst::Assign { expr, out } => {
+                let name = self.name();
                 let t = check_types(c, expr, loc);
                 let d = c.p.register(*out);
                 if t != d.dtype {
-                    let msg = format!("compute: a {t} expression into a {} tile", d.dtype);
+                    let msg = format!("{name}: a {t} expression into a {} tile", d.dtype);
                     c.err(loc, msg);
                 }
                 let oshape = d.shape.clone();
@@ -163,9 +193,12 @@ impl Rules for ArithInst {
                     if !broadcasts(&s, &oshape) {
                         c.err(
                             loc,
-                            format!("compute: a {s:?} tile does not broadcast to {oshape:?}"),
+                            format!("{name}: a {s:?} tile does not broadcast to {oshape:?}"),
                         );
                     }
+                }
+                if matches!(self, ArithInst::Assign { .. }) {
+                    check_assigned(c, *out, loc);
                 }
             }
             ArithInst::Reduce {
@@ -200,11 +233,12 @@ impl Rules for ArithInst {
         let p = c.p;
         let (src, op, dim, out) = match self {
             ArithInst::Cast { .. } => return,
-            ArithInst::Map { expr, out } => {
+            ArithInst::Map { expr, out } | ArithInst::Assign { expr, out } => {
                 if expr.operand_locals(p, *out).is_none() {
                     let msg = format!(
-                        "compute: the layouts of the operands do not give each thread the elements \
+                        "{}: the layouts of the operands do not give each thread the elements \
                          its part of `{}` needs; convert an operand to the result's layout first",
+                        self.name(),
                         p.register(*out).name
                     );
                     c.err(loc, msg);
@@ -279,7 +313,7 @@ impl Rules for ArithInst {
                     cx.require(src.tensor, src.layout_of(&l), loc, "cast");
                 }
             }
-            ArithInst::Map { expr, out } => {
+            ArithInst::Map { expr, out } | ArithInst::Assign { expr, out } => {
                 let p = cx.p;
                 let oshape = p.register(*out).shape.clone();
                 let mut tiles = vec![];

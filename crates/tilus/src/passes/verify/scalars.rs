@@ -86,7 +86,7 @@ pub(super) fn check(c: &mut Checker) {
             // scalar of an instruction is an offset, an index, a count or a phase
             let index_role = Some("an offset, index or count");
             match i {
-                Inst::Arith(ArithInst::Map { .. })
+                Inst::Arith(ArithInst::Map { .. } | ArithInst::Assign { .. })
                 | Inst::Memory(MemoryInst::AllocRegister { .. }) => {
                     for e in i.facts(p).scalars {
                         check_expr(c, e, None, s.loc);

@@ -149,3 +149,52 @@ fn a_huge_expression_is_rejected_for_its_registers() {
     })
     .fails_once("registers per thread");
 }
+
+/// `assign_tile` into a slice: the slice is a tile of its own, so the assignment would leave
+/// its source as it was.
+#[test]
+fn assign_tile_into_a_slice() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let acc: RegisterTensor<f32> = k.register_tensor([32, 32], 0.0);
+        let part = k.slice(&acc, 1, 0, 16);
+        at(line!(), k.assign_tile(&part, part + 1.0));
+    })
+    .fails_once("assign_tile: `r1` is a slice of `r0`, a tile of its own");
+}
+
+/// `assign_tile` into a transposed view.
+#[test]
+fn assign_tile_into_a_transposed_view() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let acc: RegisterTensor<f32> = k.register_tensor([32, 32], 0.0);
+        at(line!(), k.assign_tile(&acc.transpose(), acc + 1.0));
+    })
+    .fails_once("assign_tile: the destination is a transposed view");
+}
+
+/// An expression of another shape than the destination's does not broadcast to it.
+#[test]
+fn assign_tile_of_a_wider_tile() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let acc: RegisterTensor<f32> = k.register_tensor([32, 16], 0.0);
+        let wide: RegisterTensor<f32> = k.register_tensor([32, 32], 1.0);
+        at(line!(), k.assign_tile(&acc, wide + 1.0));
+    })
+    .fails("assign_tile: a [32, 32] tile does not broadcast to [32, 16]");
+}
+
+/// A tile of the whole block assigned inside a thread group.
+#[test]
+fn assign_tile_from_another_thread_group() {
+    check::<OutF32>(|k, _| {
+        k.warps(2);
+        let acc: RegisterTensor<f32> = k.register_tensor([64], 0.0);
+        k.thread_group(0, 32, |k| {
+            at(line!(), k.assign_tile(&acc, acc + 1.0));
+        });
+    })
+    .fails("assign_tile: register tensor `r0` belongs to a group of 64 threads");
+}

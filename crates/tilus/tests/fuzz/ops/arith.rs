@@ -1,4 +1,5 @@
-//! Arithmetic: casts, elementwise expressions (`compute`: operators, `maximum`/`minimum`,
+//! Arithmetic: casts, elementwise expressions (`compute`, and `assign_tile` into an existing
+//! tile: operators, `maximum`/`minimum`,
 //! unary functions, `where_`, `mul_add`, comparisons, conversions, broadcasting of tiles and
 //! scalars) and reductions (`sum`, `max`, `min`, `any`, `all`).
 //!
@@ -146,6 +147,8 @@ pub enum Arith {
     Cast(T, Dt),
     /// `compute::<dt>(expr)`: a new register tile.
     Compute(Dt, Ex),
+    /// `assign_tile(tile, expr)`: the expression written into an existing tile (of its type).
+    Assign(T, Ex),
     /// `compute(cond)`: a new boolean tile.
     Mask(Cond),
     /// `sum`/`max`/`min(tile, dim, keepdim)` of a tile of any type.
@@ -269,6 +272,12 @@ impl Arith {
                     .boxed(),
             ),
             (
+                2,
+                (t(m), ex(m))
+                    .prop_map(|(t, e)| Arith::Assign(t, e).into())
+                    .boxed(),
+            ),
+            (
                 1,
                 cond_of(m, ex(m))
                     .prop_map(|c| Arith::Mask(c).into())
@@ -300,6 +309,11 @@ impl Arith {
             Arith::Compute(dt, e) => {
                 let out = by_dt!(dt, |E| E::r(k.compute(tile::<E>(r, e))));
                 r.regs.push(out);
+            }
+            Arith::Assign(t, e) => {
+                if let Some(t) = r.reg(*t) {
+                    on!(t, R, |x: E| k.assign_tile(&x, tile::<E>(r, e)));
+                }
             }
             Arith::Mask(c) => {
                 let out = k.compute(cond(r, c));
@@ -700,6 +714,13 @@ fn arith_ops(p: &Plan) -> Vec<Op> {
     let zshape = bd.shape.clone().unwrap_or_else(|| vec![rows, cols]);
     ops.push(Arith::Compute(p.out, expr).into());
     let mut last = m.push(p.out, zshape.clone());
+    // the result updated in place: `last <- last + 1`
+    let bumped = Ex::Bin(
+        Bn::Add,
+        Box::new(Ex::Tile(plain(0))),
+        Box::new(Ex::Lit(Num::One)),
+    );
+    ops.push(Arith::Assign(plain(0), bumped).into());
     if let Some((op, d, keep)) = p.then_reduce {
         let d = d % zshape.len();
         ops.push(Arith::Reduce(op, m.any(last), d, keep).into());
