@@ -389,7 +389,11 @@ impl MatmulStreamK {
             STORE_CHUNK
         };
         let stores = t.c_stores(k, gc, n_size, width);
-        let sk = StreamK::new(&t, CastAndStore::new(stores, t.block_n), (w_ptr, flags_ptr));
+        let sk = StreamK::new(
+            &t,
+            CastAndStore::new(stores, t.block_n, false),
+            (w_ptr, flags_ptr),
+        );
         t.tiles(
             k,
             (m_size, n_size, k_size),

@@ -34,6 +34,7 @@ use tilus::prelude::*;
 #[tune(tma_store = [0, 1])]
 #[tune(cluster_m = [1, 2])]
 #[tune(hilbert = [0])]
+#[tune(defer_stores = [0])]
 pub struct MatmulPersistent {
     /// Rows of C per tile: two warp groups of `block_m / 2` rows each (a multiple of 128);
     /// in ping-pong, one warp group's (a multiple of 64).
@@ -65,6 +66,13 @@ pub struct MatmulPersistent {
     /// while the other's products keep the tensor cores busy; 0: cooperative: both share
     /// each tile, `block_m / 2` rows each.
     pub ping_pong: i32,
+    /// 1: cooperative warp groups hold each tile's result in registers (cast to the output
+    /// type) and store it under the next tile's first K steps, one chunk after each, so that
+    /// the stores run under the tensor cores' work ([`TileEpilogue::deferred_chunks`]); 0:
+    /// each tile is stored in its own epilogue. Ping-pong warp groups store their own (the
+    /// other's products run meanwhile). Not in the searched space (`--set defer_stores=1`
+    /// measures it).
+    pub defer_stores: i32,
 }
 
 impl Default for MatmulPersistent {
@@ -81,6 +89,7 @@ impl Default for MatmulPersistent {
             cluster_m: 1,
             hilbert: 0,
             ping_pong: 0,
+            defer_stores: 0,
         }
     }
 }
@@ -130,7 +139,8 @@ impl MatmulPersistent {
             STORE_CHUNK
         };
         let stores = self.c_stores(k, gc, n_size, width);
-        let epilogue = CastAndStore::new(stores, self.block_n);
+        let defer = self.defer_stores != 0 && self.ping_pong == 0;
+        let epilogue = CastAndStore::new(stores, self.block_n, defer);
         self.tiles(k, (m_size, n_size, k_size), (a_ptr, b_ptr), &epilogue, None);
     }
 }
@@ -197,6 +207,13 @@ impl MatmulPersistent {
         assert!(
             stream_k.is_none() || !(ping_pong || epilogue.prefetches()),
             "stream-K runs on cooperative warp groups whose epilogue prefetches nothing"
+        );
+        // chunks stored under the next tile's first K steps: cooperative warp groups whose
+        // epilogue neither prefetches nor settles stream-K's shares
+        let deferred = epilogue.deferred_chunks();
+        assert!(
+            deferred == 0 || !(ping_pong || stream_k.is_some() || epilogue.prefetches()),
+            "deferred stores run on cooperative warp groups outside stream-K"
         );
         // a pair of blocks takes a unit of two tile rows and one tile column
         let per_unit = if pair { 2 } else { 1 };
@@ -331,6 +348,7 @@ impl MatmulPersistent {
             let walk = if ping_pong { (g as i32, 2) } else { (0, 1) };
             k.thread_group(128 * g as u32, 128, |k| {
                 k.set_max_registers(consumer_registers);
+                epilogue.begin(k, g);
                 for_each_tile(k, walk, &|k, done, tile, part| {
                     let acc = k
                         .name_next("acc")
@@ -342,13 +360,14 @@ impl MatmulPersistent {
                             .let_i32(tile.rows + group_rows * g as i32)
                     };
                     let at = TileAt { rows, ..*tile };
+                    let step = |k: &mut Kernel, i: Val| {
+                        ring.multiply(k, g, done + i, &acc);
+                        // this step's stage is freed by the next step (or after the tile)
+                        k.if_(i.gt(0), |k| release(k, done + i - 1));
+                    };
                     let steps = |k: &mut Kernel, from: Val, to: Val| {
                         k.name_next("i");
-                        k.for_range_unrolled(from, to, 1, stages as u32, |k, i| {
-                            ring.multiply(k, g, done + i, &acc);
-                            // this step's stage is freed by the next step (or after the tile)
-                            k.if_(i.gt(0), |k| release(k, done + i - 1));
-                        });
+                        k.for_range_unrolled(from, to, 1, stages as u32, |k, i| step(k, i));
                     };
                     if let Some(order) = &order {
                         order.wait_turn(k, g, at.index);
@@ -360,6 +379,15 @@ impl MatmulPersistent {
                             steps(k, Val::constant(0), halfway);
                             epilogue.prefetch(k, g, &at);
                             steps(k, halfway, k_tiles);
+                        }
+                        _ if deferred > 0 => {
+                            // the held result of the tile before, a chunk after each of the
+                            // first steps (those there are), the rest of the loop after
+                            for j in 0..deferred {
+                                k.if_(part.steps.gt(j), |k| step(k, Val::constant(j)));
+                                epilogue.store_held(k, g, j);
+                            }
+                            steps(k, Val::constant(deferred), part.steps);
                         }
                         _ => steps(k, Val::constant(0), part.steps),
                     }

@@ -4,6 +4,7 @@
 //! stores through staging buffers in shared memory, or stores from registers).
 
 use crate::v6::MatmulPersistent;
+use std::cell::RefCell;
 use tilus::lang::Element;
 use tilus::prelude::*;
 
@@ -46,18 +47,59 @@ pub trait TileEpilogue {
     /// consumer warp group `g` starts the copies of what its epilogue will read, so that
     /// they land while the tensor cores work.
     fn prefetch(&self, _k: &mut Kernel, _g: usize, _at: &TileAt) {}
+    /// How many chunks of a tile's result [`TileEpilogue::tile`] holds back for the next
+    /// tile's main loop to store, one after each of its first K steps (with a product in
+    /// flight, so that the stores run under the tensor cores' work); 0: `tile` stores them.
+    fn deferred_chunks(&self) -> i32 {
+        0
+    }
+    /// Before consumer warp group `g`'s first tile: what carries a held result from one
+    /// tile to the next (with deferred chunks).
+    fn begin(&self, _k: &mut Kernel, _g: usize) {}
+    /// Consumer warp group `g` stores chunk `j` of the result it holds from its previous
+    /// tile, if it holds one (with deferred chunks).
+    fn store_held(&self, _k: &mut Kernel, _g: usize, _j: i32) {}
 }
 
-/// v6's epilogue: each tile cast to `T` and stored with [`CStores`].
+/// v6's epilogue: each tile cast to `T` and stored with [`CStores`], in its own epilogue or
+/// (deferred) under the next tile's first K steps.
 pub struct CastAndStore<T: Element> {
     stores: CStores<T>,
     block_n: i32,
+    defer: bool,
+    /// Per consumer warp group, with `defer`: the result it holds (see [`Held`]).
+    held: RefCell<[Option<Held<T>>; 2]>,
+}
+
+/// A tile's result a consumer warp group holds for the next tile's main loop to store: cast
+/// to `T` in the accumulator's layout (half the accumulator's registers), where it goes, and
+/// whether there is one (0 before the first tile), all carried from one tile of the loop to
+/// the next.
+#[derive(Clone, Copy)]
+struct Held<T> {
+    tile: RegisterTensor<T>,
+    rows: Val,
+    cols: Val,
+    some: Val,
 }
 
 impl<T: Element> CastAndStore<T> {
-    /// The epilogue of tiles `block_n` columns wide, through `stores`.
-    pub fn new(stores: CStores<T>, block_n: i32) -> CastAndStore<T> {
-        CastAndStore { stores, block_n }
+    /// The epilogue of tiles `block_n` columns wide, through `stores`; with `defer`, each
+    /// tile's result is stored under the next tile's first K steps
+    /// ([`TileEpilogue::deferred_chunks`]; the caller's main loop must support it: v6's
+    /// cooperative warp groups do).
+    pub fn new(stores: CStores<T>, block_n: i32, defer: bool) -> CastAndStore<T> {
+        CastAndStore {
+            stores,
+            block_n,
+            defer,
+            held: RefCell::new([None, None]),
+        }
+    }
+
+    /// Consumer warp group `g`'s held result (after [`TileEpilogue::begin`]).
+    fn held(&self, g: usize) -> Held<T> {
+        self.held.borrow()[g].expect("begin() allocates the held result first")
     }
 }
 
@@ -86,6 +128,15 @@ impl<T: Element> CastAndStore<T> {
 
 impl<T: Element> TileEpilogue for CastAndStore<T> {
     fn tile(&self, k: &mut Kernel, g: usize, acc: &RegisterTensor<f32>, at: &TileAt) {
+        if self.defer {
+            // the next tile's main loop (or `finish`) stores it
+            let h = self.held(g);
+            k.assign_tile(&h.tile, acc.cast::<T>());
+            k.assign(h.rows, at.rows);
+            k.assign(h.cols, at.cols);
+            k.assign(h.some, 1);
+            return;
+        }
         let casted = k.name_next("casted").cast::<T>(acc);
         let width = self.stores.width;
         self.stores.store(k, g, at.rows, at.cols, |k, j| {
@@ -93,7 +144,44 @@ impl<T: Element> TileEpilogue for CastAndStore<T> {
         });
     }
     fn finish(&self, k: &mut Kernel, g: usize) {
+        if self.defer {
+            for j in 0..self.stores.chunks {
+                self.store_held(k, g, j);
+            }
+        }
         self.stores.finish(k, g);
+    }
+    fn deferred_chunks(&self) -> i32 {
+        if self.defer {
+            self.stores.chunks
+        } else {
+            0
+        }
+    }
+    fn begin(&self, k: &mut Kernel, g: usize) {
+        if !self.defer {
+            return;
+        }
+        let rows = self.stores.rows;
+        let held = Held {
+            tile: k
+                .name_next("held")
+                .register_tensor::<T>([rows, self.block_n], None),
+            rows: k.name_next("held_rows").var_i32(0),
+            cols: k.name_next("held_cols").var_i32(0),
+            some: k.name_next("held_some").var_i32(0),
+        };
+        self.held.borrow_mut()[g] = Some(held);
+    }
+    fn store_held(&self, k: &mut Kernel, g: usize, j: i32) {
+        let h = self.held(g);
+        let width = self.stores.width;
+        k.if_(h.some.gt(0), |k| {
+            self.stores
+                .store_chunk(k, g, (h.rows, h.cols), j, true, |k| {
+                    columns(k, (&h.tile, self.block_n), j * width, width)
+                });
+        });
     }
 }
 
@@ -108,6 +196,8 @@ pub struct CStores<T: Element = f16> {
     width: i32,
     chunks: i32,
     buffers: i32,
+    /// Rows of a consumer warp group's result.
+    rows: i32,
 }
 
 impl<T: Element> CStores<T> {
@@ -124,20 +214,37 @@ impl<T: Element> CStores<T> {
         chunk: impl Fn(&mut Kernel, i32) -> RegisterTensor<T>,
     ) {
         for j in 0..self.chunks {
-            let at = [Scalar::from(rows), cols + j * self.width];
-            let Some(staging) = &self.staging else {
-                let part = chunk(k, j);
-                k.store_global(&self.gc, &part, at);
-                continue;
-            };
-            let buffer = staging[g].at(Val::constant(j % self.buffers));
-            let part = chunk(k, j);
-            // the store that last used this buffer (`buffers` stores ago, perhaps the last
-            // tile's) has read it; then every thread may overwrite it
-            k.single_thread(|k| k.tma().wait_group_read(self.buffers as u32 - 1));
-            k.sync_group();
-            stage_and_store(k, (&buffer, &part), &self.gc, at, |_| {});
+            self.store_chunk(k, g, (rows, cols), j, false, |k| chunk(k, j));
         }
+    }
+
+    /// Chunk `j` of [`CStores::store`]: `part(k)` computes it. `alone`: the chunk is stored
+    /// apart from the others (a held result's, each under its own condition, K steps apart),
+    /// so it waits until every earlier store has read its buffer, not only the one before
+    /// the last (which has had a K step's time to finish anyway).
+    pub fn store_chunk(
+        &self,
+        k: &mut Kernel,
+        g: usize,
+        (rows, cols): (Val, Val),
+        j: i32,
+        alone: bool,
+        part: impl FnOnce(&mut Kernel) -> RegisterTensor<T>,
+    ) {
+        let at = [Scalar::from(rows), cols + j * self.width];
+        let Some(staging) = &self.staging else {
+            let part = part(k);
+            k.store_global(&self.gc, &part, at);
+            return;
+        };
+        let buffer = staging[g].at(Val::constant(j % self.buffers));
+        let part = part(k);
+        // the store that last used this buffer (`buffers` stores ago, perhaps the last
+        // tile's) has read it; then every thread may overwrite it
+        let pending = if alone { 0 } else { self.buffers as u32 - 1 };
+        k.single_thread(|k| k.tma().wait_group_read(pending));
+        k.sync_group();
+        stage_and_store(k, (&buffer, &part), &self.gc, at, |_| {});
     }
 
     /// After consumer warp group `g`'s last tile: its stores are complete before the kernel
@@ -200,6 +307,7 @@ impl MatmulPersistent {
             width,
             chunks,
             buffers,
+            rows: half_m,
         }
     }
 }

@@ -12,34 +12,43 @@ use hopper_matmul::v6::MatmulPersistent;
 /// with the TMA-store epilogue, pairs sharing B (multicast), persistent and not, and tiles in
 /// Hilbert order (squares of two tiles), alone and in pairs; then ping-pong (the warp groups
 /// taking tiles in turn, 128-row tiles and 64-row ones): persistent with either epilogue,
-/// one block per tile, in pairs.
+/// one block per tile, in pairs; last, stores deferred to the next tile's main loop:
+/// persistent with either epilogue, one block per tile (the only tile's result stored after
+/// the loop), in pairs.
 pub fn forms() -> Vec<MatmulPersistent> {
     [
-        (1, 2, 1, 1, 0, 0),
-        (1, 1, 0, 1, 0, 0),
-        (0, 1, 1, 1, 0, 0),
-        (1, 2, 1, 2, 0, 0),
-        (0, 1, 0, 2, 0, 0),
-        (1, 2, 1, 1, 1, 0),
-        (1, 2, 0, 2, 1, 0),
-        (1, 2, 1, 1, 0, 1),
-        (1, 1, 0, 1, 0, 1),
-        (0, 1, 1, 1, 0, 1),
-        (1, 2, 1, 2, 0, 1),
+        (1, 2, 1, 1, 0, 0, 0),
+        (1, 1, 0, 1, 0, 0, 0),
+        (0, 1, 1, 1, 0, 0, 0),
+        (1, 2, 1, 2, 0, 0, 0),
+        (0, 1, 0, 2, 0, 0, 0),
+        (1, 2, 1, 1, 1, 0, 0),
+        (1, 2, 0, 2, 1, 0, 0),
+        (1, 2, 1, 1, 0, 1, 0),
+        (1, 1, 0, 1, 0, 1, 0),
+        (0, 1, 1, 1, 0, 1, 0),
+        (1, 2, 1, 2, 0, 1, 0),
+        (1, 2, 1, 1, 0, 0, 1),
+        (1, 1, 0, 1, 0, 0, 1),
+        (0, 1, 1, 1, 0, 0, 1),
+        (1, 2, 1, 2, 0, 0, 1),
     ]
     .into_iter()
     .map(
-        |(persistent, group_m, tma_store, cluster_m, hilbert, ping_pong)| MatmulPersistent {
-            block_m: 128,
-            block_n: 128,
-            block_k: 64,
-            stages: 3,
-            group_m,
-            persistent,
-            tma_store,
-            cluster_m,
-            hilbert,
-            ping_pong,
+        |(persistent, group_m, tma_store, cluster_m, hilbert, ping_pong, defer_stores)| {
+            MatmulPersistent {
+                block_m: 128,
+                block_n: 128,
+                block_k: 64,
+                stages: 3,
+                group_m,
+                persistent,
+                tma_store,
+                cluster_m,
+                hilbert,
+                ping_pong,
+                defer_stores,
+            }
         },
     )
     .chain([MatmulPersistent {
@@ -53,6 +62,7 @@ pub fn forms() -> Vec<MatmulPersistent> {
         cluster_m: 1,
         hilbert: 0,
         ping_pong: 1,
+        defer_stores: 0,
     }])
     .collect()
 }

@@ -101,3 +101,54 @@ fn v6_on_bf16_compiles_to_bf16_products_without_spills() {
         assert_eq!(c.report.spill_stores, 0, "{script:?}: {:?}", c.report);
     }
 }
+
+/// Every cooperative configuration of the space, and the pair forms, with the stores
+/// deferred to the next tile's main loop: the held result (half the accumulator's registers
+/// beside it) compiles without spills, and the held tile is written once a tile and stored
+/// in the loop's first steps.
+#[test]
+fn deferred_stores_compile_without_spills() {
+    hopper_matmul::test_cache!();
+    let mut compiled = 0;
+    let space: Vec<MatmulPersistent> = <MatmulPersistent as Tunable>::space()
+        .bindings()
+        .iter()
+        .map(|b| MatmulPersistent::from_binding(b).unwrap())
+        .filter(|c| c.ping_pong == 0)
+        .collect();
+    let pairs = [(128, 256, 3), (128, 128, 4)].map(|(block_m, block_n, stages)| MatmulPersistent {
+        block_m,
+        block_n,
+        stages,
+        cluster_m: 2,
+        ..MatmulPersistent::default()
+    });
+    for config in space.into_iter().chain(pairs) {
+        let config = MatmulPersistent {
+            defer_stores: 1,
+            ..config
+        };
+        match tilus::build(&config, &[4096, 4096]) {
+            Ok(c) => {
+                assert_eq!(c.report.spill_stores, 0, "{config:?}: {:?}", c.report);
+                assert_eq!(c.report.stack_frame, 0, "{config:?}: {:?}", c.report);
+                compiled += 1;
+            }
+            Err(Error::Script(d)) => {
+                let msg = &d[0].message;
+                assert!(msg.contains("bytes of shared memory"), "{config:?}: {msg}");
+            }
+            Err(e) => panic!("{config:?}: {e}"),
+        }
+    }
+    assert!(compiled >= 10, "only {compiled} configurations compiled");
+    let src = tilus::emit(
+        &MatmulPersistent {
+            defer_stores: 1,
+            ..MatmulPersistent::default()
+        },
+        &[4096, 4096],
+    )
+    .unwrap();
+    assert!(src.contains("held <- assign_tile"), "the tile's result is held");
+}
