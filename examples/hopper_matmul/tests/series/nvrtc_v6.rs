@@ -102,12 +102,12 @@ fn v6_on_bf16_compiles_to_bf16_products_without_spills() {
     }
 }
 
-/// Every cooperative configuration of the space, and the pair forms, with the stores
-/// deferred to the next tile's main loop: the held result (half the accumulator's registers
-/// beside it) compiles without spills, and the held tile is written once a tile and stored
-/// in the loop's first steps.
+/// The searched space holds the stores deferred to the next tile's main loop (the held
+/// result beside the accumulator compiles without spills: the test above); every cooperative
+/// configuration and the pair forms also compile without spills storing each tile in its own
+/// epilogue (`defer_stores = 0`, the ablation), and only the deferred form holds its result.
 #[test]
-fn deferred_stores_compile_without_spills() {
+fn stores_in_each_tiles_own_epilogue_compile_without_spills_too() {
     hopper_matmul::test_cache!();
     let mut compiled = 0;
     let space: Vec<MatmulPersistent> = <MatmulPersistent as Tunable>::space()
@@ -116,6 +116,7 @@ fn deferred_stores_compile_without_spills() {
         .map(|b| MatmulPersistent::from_binding(b).unwrap())
         .filter(|c| c.ping_pong == 0)
         .collect();
+    assert!(space.iter().all(|c| c.defer_stores == 1));
     let pairs = [(128, 256, 3), (128, 128, 4)].map(|(block_m, block_n, stages)| MatmulPersistent {
         block_m,
         block_n,
@@ -125,7 +126,7 @@ fn deferred_stores_compile_without_spills() {
     });
     for config in space.into_iter().chain(pairs) {
         let config = MatmulPersistent {
-            defer_stores: 1,
+            defer_stores: 0,
             ..config
         };
         match tilus::build(&config, &[4096, 4096]) {
@@ -142,13 +143,16 @@ fn deferred_stores_compile_without_spills() {
         }
     }
     assert!(compiled >= 10, "only {compiled} configurations compiled");
-    let src = tilus::emit(
-        &MatmulPersistent {
-            defer_stores: 1,
+    let emit = |defer_stores| {
+        let config = MatmulPersistent {
+            defer_stores,
             ..MatmulPersistent::default()
-        },
-        &[4096, 4096],
-    )
-    .unwrap();
-    assert!(src.contains("held <- assign_tile"), "the tile's result is held");
+        };
+        tilus::emit(&config, &[4096, 4096]).unwrap()
+    };
+    assert!(
+        emit(1).contains("held <- assign_tile"),
+        "the tile's result is held"
+    );
+    assert!(!emit(0).contains("held"), "nothing is held");
 }
