@@ -219,15 +219,7 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
                 gbias,
             }
         };
-        // stores deferred to the next tile's main loop where v6 defers its own: cooperative
-        // warp groups, staged operands (whose buffers stage the held chunks); not in pairs,
-        // whose ring keeps more registers alive beside the held chunks (ptxas spills there)
-        let defer = t.defer_stores != 0
-            && t.ping_pong == 0
-            && t.cluster_m == 1
-            && matches!(operands, Operands::Staged(_));
         let epilogue = Fused::<A> {
-            defer,
             operands,
             alpha,
             beta,
@@ -256,9 +248,6 @@ enum Operands {
 
 /// The fused epilogue of one kernel: its operands, the scales and the activation.
 struct Fused<A: Activation> {
-    /// Each tile's chunks of C held and stored under the next tile's first K steps
-    /// ([`StagedOperands::hold`]).
-    defer: bool,
     operands: Operands,
     alpha: Val,
     beta: Val,
@@ -292,11 +281,6 @@ impl<A: Activation> Fused<A> {
 impl<A: Activation> TileEpilogue for Fused<A> {
     fn tile(&self, k: &mut Kernel, g: usize, acc: &RegisterTensor<f32>, at: &TileAt) {
         match &self.operands {
-            Operands::Staged(staged) if self.defer => {
-                staged.hold(k, g, (acc, at), &|k, part, d, bias| {
-                    self.chunk(k, part, d, bias)
-                });
-            }
             Operands::Staged(staged) => {
                 staged.tile(k, g, acc, at, &|k, part, d, bias| {
                     self.chunk(k, part, d, bias)
@@ -321,7 +305,6 @@ impl<A: Activation> TileEpilogue for Fused<A> {
 
     fn finish(&self, k: &mut Kernel, g: usize) {
         match &self.operands {
-            Operands::Staged(staged) if self.defer => staged.finish_held(k, g),
             Operands::Staged(staged) => staged.finish(k, g),
             Operands::Loaded { stores, .. } => stores.finish(k, g),
         }
@@ -329,27 +312,6 @@ impl<A: Activation> TileEpilogue for Fused<A> {
 
     fn prefetches(&self) -> bool {
         matches!(self.operands, Operands::Staged(_))
-    }
-
-    fn deferred_chunks(&self) -> i32 {
-        match &self.operands {
-            Operands::Staged(staged) if self.defer => staged.chunks(),
-            _ => 0,
-        }
-    }
-
-    fn begin(&self, k: &mut Kernel, g: usize) {
-        if let Operands::Staged(staged) = &self.operands {
-            if self.defer {
-                staged.begin_held(k, g);
-            }
-        }
-    }
-
-    fn store_held(&self, k: &mut Kernel, g: usize, j: i32) {
-        if let Operands::Staged(staged) = &self.operands {
-            staged.store_held(k, g, j);
-        }
     }
 
     fn prefetch(&self, k: &mut Kernel, g: usize, at: &TileAt) {

@@ -14,7 +14,6 @@
 
 use crate::v6::MatmulPersistent;
 use crate::v6_epilogue::{columns, stage_and_store, TileAt};
-use std::cell::RefCell;
 use tilus::passes::MAX_SHARED_BYTES;
 use tilus::prelude::*;
 
@@ -55,22 +54,6 @@ pub struct StagedOperands {
     /// Buffers per warp group (`chunks` is a multiple).
     buffers: i32,
     block_n: i32,
-    /// Rows of a consumer warp group's share of a tile.
-    rows: i32,
-    /// With deferred stores: per consumer warp group, the chunks of C it holds (see
-    /// [`StagedOperands::hold`]).
-    held: RefCell<[Option<HeldChunks>; 2]>,
-}
-
-/// A tile's chunks of C a consumer warp group holds for the next tile's main loop to store
-/// (f16, in the accumulator's layout: a chunk's registers each), where the tile lies, and
-/// whether there is one (0 before the first tile): carried from one tile to the next.
-#[derive(Clone)]
-struct HeldChunks {
-    chunks: Vec<RegisterTensor<f16>>,
-    rows: Val,
-    cols: Val,
-    some: Val,
 }
 
 /// What the epilogue computes from a chunk: `(accumulator columns, D, bias)` to the f16
@@ -128,8 +111,6 @@ impl StagedOperands {
             chunks,
             buffers,
             block_n: t.block_n,
-            rows,
-            held: RefCell::new([None, None]),
         }
     }
 
@@ -203,97 +184,6 @@ impl StagedOperands {
                 }
             });
         }
-    }
-
-    /// Chunks per tile (those a deferred epilogue stores under the next tile's steps).
-    pub fn chunks(&self) -> i32 {
-        self.chunks
-    }
-
-    /// Before consumer warp group `g`'s first tile, with deferred stores: the chunks it
-    /// holds from one tile to the next.
-    pub fn begin_held(&self, k: &mut Kernel, g: usize) {
-        let chunks = (0..self.chunks)
-            .map(|_| {
-                k.name_next("held")
-                    .register_tensor::<f16>([self.rows, self.width], None)
-            })
-            .collect();
-        let held = HeldChunks {
-            chunks,
-            rows: k.name_next("held_rows").var_i32(0),
-            cols: k.name_next("held_cols").var_i32(0),
-            some: k.name_next("held_some").var_i32(0),
-        };
-        self.held.borrow_mut()[g] = Some(held);
-    }
-
-    fn held(&self, g: usize) -> HeldChunks {
-        self.held.borrow()[g]
-            .clone()
-            .expect("begin_held() allocates the held chunks first")
-    }
-
-    /// Consumer warp group `g`'s tile at `at`, its stores deferred: chunk by chunk, once its
-    /// D and bias have landed, `f` computes C's chunk, which is held (not stored); once every
-    /// thread has read the chunk's D, the chunk `buffers` later is copied into its buffer
-    /// (no store has to read it first).
-    pub fn hold(
-        &self,
-        k: &mut Kernel,
-        g: usize,
-        (acc, at): (&RegisterTensor<f32>, &TileAt),
-        f: &ChunkFn<'_>,
-    ) {
-        let h = self.held(g);
-        let rounds = self.chunks / self.buffers;
-        let first = k.name_next("landed_round").let_i32(at.index * rounds);
-        for j in 0..self.chunks {
-            let b = j % self.buffers;
-            let phase = k.let_i32((first + j / self.buffers) % 2);
-            k.mbarrier()
-                .wait(self.landed[g].at(Val::constant(b)), phase);
-            k.name_next("acc_part");
-            let part = columns(k, (acc, self.block_n), j * self.width, self.width);
-            let d = k.name_next("d").load_shared(&self.d[g].at(b));
-            let bias_rows = k.name_next("bias_rows").load_shared(&self.bias[g].at(b));
-            let bias = k.name_next("bias").reshape(&bias_rows, [self.width]);
-            let out = f(k, part, d, bias);
-            k.assign_tile(&h.chunks[j as usize], out);
-            if j + self.buffers < self.chunks {
-                // every thread has read the chunk's D before the copy overwrites it
-                k.sync_group();
-                k.single_thread(|k| self.copy_chunk(k, g, at, j + self.buffers));
-            }
-        }
-        k.assign(h.rows, at.rows);
-        k.assign(h.cols, at.cols);
-        k.assign(h.some, 1);
-    }
-
-    /// Consumer warp group `g` stores held chunk `j` of its previous tile, if it holds one,
-    /// through chunk `j`'s buffer (whose D the tile has read, and which the next prefetch
-    /// fills only after these stores have read it), once every earlier store has read its
-    /// buffer (each chunk is stored under its own condition).
-    pub fn store_held(&self, k: &mut Kernel, g: usize, j: i32) {
-        let h = self.held(g);
-        k.if_(h.some.gt(0), |k| {
-            let buffer = self.d[g].at(j % self.buffers);
-            k.single_thread(|k| k.tma().wait_group_read(0));
-            k.sync_group();
-            let cols = k.let_i32(h.cols + j * self.width);
-            let place = [Scalar::from(h.rows), Scalar::from(cols)];
-            stage_and_store(k, (&buffer, &h.chunks[j as usize]), &self.gc, place, |_| {});
-        });
-    }
-
-    /// After consumer warp group `g`'s last tile, with deferred stores: its held chunks
-    /// stored, then complete.
-    pub fn finish_held(&self, k: &mut Kernel, g: usize) {
-        for j in 0..self.chunks {
-            self.store_held(k, g, j);
-        }
-        self.finish(k, g);
     }
 
     /// After consumer warp group `g`'s last tile: its stores are complete.

@@ -212,7 +212,7 @@ impl MatmulPersistent {
         // epilogue neither prefetches nor settles stream-K's shares
         let deferred = epilogue.deferred_chunks();
         assert!(
-            deferred == 0 || !(ping_pong || stream_k.is_some()),
+            deferred == 0 || !(ping_pong || stream_k.is_some() || epilogue.prefetches()),
             "deferred stores run on cooperative warp groups outside stream-K"
         );
         // a pair of blocks takes a unit of two tile rows and one tile column
@@ -340,13 +340,10 @@ impl MatmulPersistent {
         // a tile's last stage is freed as soon as its product is done, before the epilogue
         // (in a pair, in both blocks: both producers fill it)
         let release = |k: &mut Kernel, step: Scalar| ring.release(k, step);
-        // the step halfway through a tile, where an epilogue's prefetch goes: after the
-        // deferred stores, which use the buffers the prefetch fills
-        let halfway = epilogue.prefetches().then(|| {
-            let h = k.name_next("halfway").var_i32(k_tiles / 2);
-            k.if_(h.lt(deferred), |k| k.assign(h, deferred));
-            h
-        });
+        // the step halfway through a tile, where an epilogue's prefetch goes
+        let halfway = epilogue
+            .prefetches()
+            .then(|| k.name_next("halfway").let_i32(k_tiles / 2));
         for g in 0..2 {
             let walk = if ping_pong { (g as i32, 2) } else { (0, 1) };
             k.thread_group(128 * g as u32, 128, |k| {
@@ -375,22 +372,24 @@ impl MatmulPersistent {
                     if let Some(order) = &order {
                         order.wait_turn(k, g, at.index);
                     }
-                    // the held result of the tile before, a chunk after each of the first
-                    // steps (those there are), then the rest of the loop
-                    for j in 0..deferred {
-                        k.if_(part.steps.gt(j), |k| step(k, Val::constant(j)));
-                        epilogue.store_held(k, g, j);
-                    }
-                    let first = Val::constant(deferred);
                     match (halfway, part.share) {
                         (Some(halfway), None) => {
                             // the loop in two halves, the prefetch between them
                             // (straight-line code: the checks see it run once per tile)
-                            steps(k, first, halfway);
+                            steps(k, Val::constant(0), halfway);
                             epilogue.prefetch(k, g, &at);
                             steps(k, halfway, k_tiles);
                         }
-                        _ => steps(k, first, part.steps),
+                        _ if deferred > 0 => {
+                            // the held result of the tile before, a chunk after each of the
+                            // first steps (those there are), the rest of the loop after
+                            for j in 0..deferred {
+                                k.if_(part.steps.gt(j), |k| step(k, Val::constant(j)));
+                                epilogue.store_held(k, g, j);
+                            }
+                            steps(k, Val::constant(deferred), part.steps);
+                        }
+                        _ => steps(k, Val::constant(0), part.steps),
                     }
                     if let Some(order) = &order {
                         order.pass_turn(k, g);
