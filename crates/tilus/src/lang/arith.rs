@@ -480,16 +480,21 @@ impl Kernel {
             return;
         }
         let out = dst.view.tensor;
-        let e = x.into_tile().e;
-        let e = if self.tile_dtype(&e) == T::DTYPE {
-            e
-        } else {
-            TileExpr::Cast(T::DTYPE, Box::new(e))
-        };
+        let expr = self.converted(x.into_tile().e, T::DTYPE);
         self.push(
-            StmtKind::Inst(Inst::Arith(ArithInst::Assign { expr: e, out })),
+            StmtKind::Inst(Inst::Arith(ArithInst::Assign { expr, out })),
             loc,
         );
+    }
+
+    /// `e` converted to `t` where its type is another (the conversion at the top of the
+    /// expression, as the result's store does it).
+    fn converted(&self, e: TileExpr, t: DType) -> TileExpr {
+        if self.tile_dtype(&e) == t {
+            e
+        } else {
+            TileExpr::Cast(t, Box::new(e))
+        }
     }
 
     fn tile_dtype(&self, e: &TileExpr) -> DType {
@@ -568,13 +573,9 @@ impl Kernel {
             }
         };
         let out = self.new_register::<T>(shape, loc);
-        let e = if self.tile_dtype(&e) == T::DTYPE {
-            e
-        } else {
-            TileExpr::Cast(T::DTYPE, Box::new(e))
-        };
+        let expr = self.converted(e, T::DTYPE);
         self.push(
-            StmtKind::Inst(Inst::Arith(ArithInst::Map { expr: e, out })),
+            StmtKind::Inst(Inst::Arith(ArithInst::Map { expr, out })),
             loc,
         );
         RegisterTensor::plain(out)
