@@ -3,7 +3,9 @@
 //! blocks, ..` in grouped order, and its pipeline runs on across tiles: the producer warp
 //! starts filling the ring with the next tile's stages while the consumer warp groups are
 //! still storing the last one, so the epilogue no longer leaves the tensor cores waiting for a
-//! cold pipeline. The step number of the ring counts on from tile to tile (`done + i`).
+//! cold pipeline. The step number of the ring counts on from tile to tile (`done + i`). The
+//! cooperative warp groups store each tile's result under the next tile's first products
+//! (`defer_stores`), so the tensor cores wait for no store either.
 //!
 //! `C = A · Bᵀ` with A `[M, K]`, B `[N, K]` (both K-major), C `[M, N]`; f16 in, f32
 //! accumulation, f16 out. Two consumer warp groups of `block_m / 2` rows each (v5's
@@ -70,7 +72,7 @@ pub struct MatmulPersistent {
     /// type) and store it under the next tile's first K steps, one chunk after each, so that
     /// the stores run under the tensor cores' work ([`TileEpilogue::deferred_chunks`]); 0:
     /// each tile is stored in its own epilogue. Ping-pong warp groups store their own (the
-    /// other's products run meanwhile). Always 1 in the searched space (1.3-1.9% faster
+    /// other's products run meanwhile). Always 1 in the searched space (1.3-2.0% faster
     /// in every measured form, docs/perf.md); `--set defer_stores=0` measures the other.
     pub defer_stores: i32,
 }

@@ -200,8 +200,8 @@ fn view_layout(e: &Emitter, v: &RegView) -> RegisterLayout {
 
 /// `out = expr`: one line per output element, each reading the elements of the expression's
 /// tiles that the same thread holds (a broadcast tile's element repeats across the output's).
-/// `out = x` element by element; `declare`: `out` is new (a `compute`), otherwise it exists
-/// and is overwritten (an `assign_tile`: every value is computed before any is stored).
+/// `declare`: `out` is new (a `compute`); otherwise it exists and is overwritten (an
+/// `assign_tile`: every value is computed before any is stored, so `x` may read `out`).
 fn emit_map(e: &mut Emitter, x: &TileExpr, out: RegId, declare: bool) {
     if declare {
         super::memory::declare(e, out);
