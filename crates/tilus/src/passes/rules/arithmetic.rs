@@ -146,13 +146,10 @@ fn check_assigned(c: &mut Checker, out: RegId, loc: Loc) {
         }
     });
     if let Some((how, src)) = from {
+        let (out, src) = (&c.p.register(out).name, &c.p.register(src).name);
         let msg = format!(
-            "assign_tile: `{}` is a {how} of `{}`, a tile of its own; writing it would leave \
-             `{}` as it was: assign to `{}` (whole), or compute the part and keep it",
-            c.p.register(out).name,
-            c.p.register(src).name,
-            c.p.register(src).name,
-            c.p.register(src).name,
+            "assign_tile: `{out}` is a {how} of `{src}`, a tile of its own; writing it would \
+             leave `{src}` as it was: assign to `{src}` (whole), or compute the part and keep it"
         );
         c.err(loc, msg);
     }
