@@ -18,6 +18,8 @@ pub(crate) struct MatmulArgs {
     pub sizes: String,
     pub warmup: usize,
     pub rounds: usize,
+    /// What precedes each timed run.
+    pub timing: hopper_matmul::harness::Timing,
     pub sets: Vec<String>,
     pub fixed: bool,
     /// The results file to append the measured rows to, if any.
@@ -251,6 +253,7 @@ fn run<T: BenchOperand>(a: &MatmulArgs, checked: Checked) -> CliResult<bool> {
     let opts = BenchOptions {
         warmup: a.warmup,
         rounds: a.rounds,
+        timing: a.timing,
         ..BenchOptions::default()
     };
     let mut stdout = std::io::stdout();
@@ -263,6 +266,7 @@ fn run<T: BenchOperand>(a: &MatmulArgs, checked: Checked) -> CliResult<bool> {
             gpu: device.name().to_string(),
             commit: record::COMMIT.to_string(),
             dtype: T::NAME.to_string(),
+            timing: a.timing.name().to_string(),
         };
         // a labeled configuration keeps its settings after the kernel's name
         let kernel_of = |shown: &str| {

@@ -4,17 +4,18 @@
 use crate::out::{outln, CliError, CliResult};
 use hopper_matmul::epilogue::{Activation, GeluTanh, Identity, Relu};
 use hopper_matmul::epilogue_bench::{bench_epilogue, ROW_PLAIN, ROW_V6};
+use hopper_matmul::run::BenchOptions;
 use hopper_matmul::size::Size;
 use hopper_matmul::v6::MatmulPersistent;
 
 fn one<A: Activation>(
     device: &tilus::runtime::Device,
     shape: (usize, usize, usize),
-    rounds: (usize, usize),
+    opts: &BenchOptions,
     fixed: Option<&MatmulPersistent>,
 ) -> CliResult<bool> {
     let mut stdout = std::io::stdout();
-    let r = bench_epilogue::<A>(&mut stdout, device, shape, rounds, fixed)?;
+    let r = bench_epilogue::<A>(&mut stdout, device, shape, opts, fixed)?;
     let show = |what: &str, c: &hopper_matmul::harness::Check| -> CliResult<()> {
         outln!(
             "check   {what}: {} (non-finite {}, mismatches {} of {}, max |diff| {:.3e}, relative error {:.3e})",
@@ -59,14 +60,14 @@ fn one<A: Activation>(
 pub(crate) fn epilogue(
     sizes: &str,
     act: &str,
-    (warmup, rounds): (usize, usize),
+    opts: &BenchOptions,
     sets: &[String],
 ) -> CliResult<bool> {
     let shapes: Vec<(usize, usize, usize)> = Size::parse_list(hopper_matmul::matmul::DIMS, sizes)?
         .iter()
         .map(|s| s.dims().map(|[m, n, k]| (m, n, k)))
         .collect::<Result<_, _>>()?;
-    if rounds == 0 {
+    if opts.rounds == 0 {
         return Err(CliError::Usage("--rounds must be at least 1".into()));
     }
     if !["identity", "relu", "gelu"].contains(&act) {
@@ -92,9 +93,9 @@ pub(crate) fn epilogue(
     let mut ok = true;
     for &shape in &shapes {
         ok &= match act {
-            "identity" => one::<Identity>(&device, shape, (warmup, rounds), fixed)?,
-            "relu" => one::<Relu>(&device, shape, (warmup, rounds), fixed)?,
-            _ => one::<GeluTanh>(&device, shape, (warmup, rounds), fixed)?,
+            "identity" => one::<Identity>(&device, shape, opts, fixed)?,
+            "relu" => one::<Relu>(&device, shape, opts, fixed)?,
+            _ => one::<GeluTanh>(&device, shape, opts, fixed)?,
         };
     }
     Ok(ok)

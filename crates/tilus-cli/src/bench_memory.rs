@@ -14,6 +14,8 @@ pub(crate) struct MemoryArgs {
     pub sizes: String,
     pub warmup: usize,
     pub rounds: usize,
+    /// What precedes each timed run.
+    pub timing: hopper_matmul::harness::Timing,
     pub sets: Vec<String>,
     pub fixed: bool,
 }
@@ -88,6 +90,7 @@ pub(crate) fn memory(a: &MemoryArgs) -> CliResult<bool> {
     let opts = BenchOptions {
         warmup: a.warmup,
         rounds: a.rounds,
+        timing: a.timing,
         ..BenchOptions::default()
     };
     let mut stdout = std::io::stdout();

@@ -37,7 +37,9 @@ mod soak;
 mod utc;
 
 use clap::{Parser, Subcommand};
+use hopper_matmul::harness::Timing;
 use hopper_matmul::registry::{self, Entry};
+use hopper_matmul::run::BenchOptions;
 use out::{out, outln, warnln, CliError, CliResult};
 use std::process::ExitCode;
 
@@ -167,6 +169,11 @@ enum BenchCommand {
         /// Timed rounds (the median is reported; at least 1).
         #[arg(long, default_value_t = 20)]
         rounds: usize,
+        /// What precedes each timed run: `flushed` (the L2 cache evicted and the device kept
+        /// busy, so the events time the kernel alone, under sustained load) or `idle` (each
+        /// run alone on an idle device, its launch counted).
+        #[arg(long, default_value = "flushed", value_parser = Timing::parse)]
+        timing: Timing,
         /// Hyperparameters, e.g. `--set block_m=128` (without: each version's default, or
         /// autotuned for the versions that tune).
         #[arg(long = "set", value_name = "NAME=VALUE")]
@@ -206,6 +213,11 @@ enum BenchCommand {
         /// Timed rounds (the median is reported; at least 1).
         #[arg(long, default_value_t = 20)]
         rounds: usize,
+        /// What precedes each timed run: `flushed` (the L2 cache evicted and the device kept
+        /// busy, so the events time the kernel alone, under sustained load) or `idle` (each
+        /// run alone on an idle device, its launch counted).
+        #[arg(long, default_value = "flushed", value_parser = Timing::parse)]
+        timing: Timing,
         /// The fused kernel's main loop with v6's hyperparameters, e.g. `--set ping_pong=1
         /// --set block_n=128` (v6's default with them applied; without: autotuned).
         #[arg(long = "set", value_name = "NAME=VALUE")]
@@ -227,6 +239,11 @@ enum BenchCommand {
         /// Timed rounds (the median is reported; at least 1).
         #[arg(long, default_value_t = 50)]
         rounds: usize,
+        /// What precedes each timed run: `flushed` (the L2 cache evicted and the device kept
+        /// busy, so the events time the kernel alone, under sustained load) or `idle` (each
+        /// run alone on an idle device, its launch counted).
+        #[arg(long, default_value = "flushed", value_parser = Timing::parse)]
+        timing: Timing,
         /// Hyperparameters of every kernel, e.g. `--set warps=8` (without: autotuned).
         #[arg(long = "set", value_name = "NAME=VALUE")]
         sets: Vec<String>,
@@ -328,6 +345,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 sizes,
                 warmup,
                 rounds,
+                timing,
                 sets,
                 fixed,
                 record,
@@ -340,6 +358,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 sizes,
                 warmup,
                 rounds,
+                timing,
                 sets,
                 fixed,
                 record: record_to.or_else(|| record.then(|| crate::record::DEFAULT_PATH.into())),
@@ -350,13 +369,25 @@ fn run(cli: Cli) -> CliResult<bool> {
                 act,
                 warmup,
                 rounds,
+                timing,
                 sets,
-            } => bench_epilogue::epilogue(&sizes, &act, (warmup, rounds), &sets),
+            } => bench_epilogue::epilogue(
+                &sizes,
+                &act,
+                &BenchOptions {
+                    warmup,
+                    rounds,
+                    timing,
+                    ..BenchOptions::default()
+                },
+                &sets,
+            ),
             BenchCommand::Memory {
                 kernels,
                 sizes,
                 warmup,
                 rounds,
+                timing,
                 sets,
                 fixed,
             } => bench_memory::memory(&bench_memory::MemoryArgs {
@@ -364,6 +395,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 sizes,
                 warmup,
                 rounds,
+                timing,
                 sets,
                 fixed,
             }),

@@ -1,7 +1,7 @@
 //! `tilus bench matmul --record`: the measured rows of a run, appended to a CSV file that keeps
 //! every run (`docs/perf/results.csv` by default), one row per kernel and shape:
 //!
-//! `date,gpu,commit,kernel,dtype,m,n,k,tflops,cublas_tflops,ratio,check`
+//! `date,gpu,commit,kernel,dtype,m,n,k,tflops,cublas_tflops,ratio,check,timing`
 //!
 //! The file is the project's record, so appending must never spoil it: the file is checked
 //! before the GPU is touched (its header is this one exactly, it can be written; a missing file
@@ -15,7 +15,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// The first line of every results file, column by column.
-pub const HEADER: &str = "date,gpu,commit,kernel,dtype,m,n,k,tflops,cublas_tflops,ratio,check";
+pub const HEADER: &str =
+    "date,gpu,commit,kernel,dtype,m,n,k,tflops,cublas_tflops,ratio,check,timing";
 
 /// Where `--record` appends without `--record-to` (relative to the current directory: the
 /// repository's root when run from a checkout).
@@ -97,6 +98,8 @@ pub struct RunInfo {
     pub commit: String,
     /// The element type the kernels ran on (`f16`).
     pub dtype: String,
+    /// What preceded each timed run (`flushed`, `idle`: [`hopper_matmul::harness::Timing`]).
+    pub timing: String,
 }
 
 /// One kernel at one shape.
@@ -175,6 +178,7 @@ pub fn line(run: &RunInfo, r: &Record) -> String {
         format!("{:.2}", r.cublas_tflops),
         format!("{:.4}", r.ratio),
         if r.passed { "pass" } else { "FAIL" }.to_string(),
+        field(&run.timing),
     ]
     .join(",")
 }
@@ -337,6 +341,7 @@ mod tests {
             gpu: "NVIDIA H200".into(),
             commit: "0123456789ab".into(),
             dtype: "f16".into(),
+            timing: "flushed".into(),
         }
     }
 
@@ -378,7 +383,7 @@ mod tests {
             std::fs::read_to_string(&path).unwrap(),
             format!(
                 "{HEADER}\n2026-12-01T15:30:00Z,NVIDIA H200,0123456789ab,hopper_matmul_v2,f16,\
-                 4096,4096,4096,615.61,661.04,0.9313,pass\n"
+                 4096,4096,4096,615.61,661.04,0.9313,pass,flushed\n"
             )
         );
         let leftovers: Vec<_> = std::fs::read_dir(&d.0).unwrap().collect();
@@ -398,8 +403,8 @@ mod tests {
         assert!(text.starts_with(&earlier), "{text}");
         let new: Vec<&str> = text[earlier.len()..].lines().collect();
         assert_eq!(new.len(), 2, "{text}");
-        assert!(new[0].contains(",a,f16,") && new[0].ends_with(",pass"));
-        assert!(new[1].contains(",b,f16,") && new[1].ends_with(",FAIL"));
+        assert!(new[0].contains(",a,f16,") && new[0].ends_with(",pass,flushed"));
+        assert!(new[1].contains(",b,f16,") && new[1].ends_with(",FAIL,flushed"));
         // a last line without its line break is ended before the new rows
         std::fs::write(&path, format!("{HEADER}\nno,break")).unwrap();
         r.append(&run(), &[record("c", true)]).unwrap();

@@ -161,8 +161,8 @@ pub fn verify_and_time(
             let times = time_interleaved(
                 &stream,
                 &mut [&mut run_kernel, &mut run_copy],
-                opts.warmup,
-                opts.rounds,
+                (opts.warmup, opts.rounds),
+                opts.timing,
             )?;
             rows.push(BandwidthRow {
                 kernel: e.name,

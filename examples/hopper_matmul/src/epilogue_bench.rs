@@ -10,6 +10,7 @@ use crate::epilogue::{Activation, EpilogueArgs, MatmulEpilogue};
 use crate::epilogue_pass::EpiloguePass;
 use crate::epilogue_workload::Extra;
 use crate::harness::{self, Check, Cublas, Problem, Row};
+use crate::run::BenchOptions;
 use crate::v6::MatmulPersistent;
 use crate::Result;
 use half::f16;
@@ -57,11 +58,11 @@ pub fn bench_epilogue<A: Activation>(
     out: &mut dyn Write,
     device: &Device,
     (m, n, k): (usize, usize, usize),
-    (warmup, rounds): (usize, usize),
+    opts: &BenchOptions,
     fixed: Option<&MatmulPersistent>,
 ) -> Result<EpilogueReport> {
     let stream = device.stream().clone();
-    let seed = 2026;
+    let seed = opts.seed;
     let mut p = Problem::new(&stream, m, n, k, seed)?;
     let extra = Extra::draw("the epilogue benchmark", m, n, seed)?;
     let blas = Cublas::new(&stream)?;
@@ -155,7 +156,8 @@ pub fn bench_epilogue<A: Activation>(
     }
     timed.push(&mut t_v6);
     timed.push(&mut t_fused);
-    let ms = harness::time_interleaved(&stream, &mut timed, warmup, rounds)?;
+    let ms =
+        harness::time_interleaved(&stream, &mut timed, (opts.warmup, opts.rounds), opts.timing)?;
     let flops = 2.0 * m as f64 * n as f64 * k as f64;
     // the rows checked above: cuBLAS + pass and the fused kernel (the plain v6 rows are timed
     // for comparison only)

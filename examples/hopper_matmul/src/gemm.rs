@@ -163,15 +163,19 @@ impl<T: Matmuls> Gemm<T> {
             .collect();
         let mut launchers: Vec<&mut dyn FnMut() -> crate::Result<()>> =
             runs.iter_mut().map(|r| r.as_mut() as _).collect();
-        let times = harness::time_interleaved(stream, &mut launchers, 1, CHOICE_ROUNDS).map_err(
-            |e| match e {
-                crate::Error::Tilus(t) => t,
-                other => tilus::Error::Driver {
-                    call: "timing the candidates",
-                    message: other.to_string(),
-                },
+        let times = harness::time_interleaved(
+            stream,
+            &mut launchers,
+            (1, CHOICE_ROUNDS),
+            harness::Timing::Flushed,
+        )
+        .map_err(|e| match e {
+            crate::Error::Tilus(t) => t,
+            other => tilus::Error::Driver {
+                call: "timing the candidates",
+                message: other.to_string(),
             },
-        )?;
+        })?;
         let best = times
             .iter()
             .enumerate()

@@ -400,13 +400,57 @@ pub fn check<T: Operand>(stream: &Arc<CudaStream>, p: &Problem<T>) -> Result<Che
     Ok(compare(&actual, &expect))
 }
 
+/// Where each timed run starts from.
+///
+/// Every run is bracketed by CUDA events. What the events see depends on the device's state
+/// when the start event is reached: on an idle device, the start event fires as soon as it
+/// arrives, and the time the host then takes to launch the kernel (argument packing, a
+/// library's heuristics) is counted as the kernel's; with work queued ahead of it, the launch
+/// is in the queue before the start event fires, and the events time the kernel alone.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Timing {
+    /// Before every run the L2 cache is evicted by a write of [`L2_FLUSH_BYTES`] on the stream
+    /// (so no run finds the inputs another left in L2, and the launch is queued while the
+    /// write runs); a round is waited for once, at its end. The device stays busy throughout,
+    /// as under sustained load (its power limit in force). The autotuner times candidates
+    /// the same way.
+    #[default]
+    Flushed,
+    /// Every run alone on an idle device: the run before is waited for, nothing is evicted.
+    /// Times what one call costs from idle, its launch included.
+    Idle,
+}
+
+impl Timing {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Timing::Flushed => "flushed",
+            Timing::Idle => "idle",
+        }
+    }
+
+    /// The timing named `name` (`flushed` or `idle`).
+    pub fn parse(name: &str) -> std::result::Result<Timing, String> {
+        match name {
+            "flushed" => Ok(Timing::Flushed),
+            "idle" => Ok(Timing::Idle),
+            other => Err(format!("unknown timing `{other}` (flushed, idle)")),
+        }
+    }
+}
+
+/// Bytes written before each run to evict the L2 cache: the autotuner's.
+pub use tilus::tune::bench::L2_FLUSH_BYTES;
+
 /// Times several launchers interleaved (one run of each per round), with CUDA events around
-/// every run, after `warmup` rounds; returns each launcher's median in milliseconds.
+/// every run, after `warmup` rounds; returns each launcher's median in milliseconds. `timing`
+/// says what precedes each run.
 pub fn time_interleaved(
     stream: &Arc<CudaStream>,
     launchers: &mut [&mut dyn FnMut() -> Result<()>],
-    warmup: usize,
-    rounds: usize,
+    (warmup, rounds): (usize, usize),
+    timing: Timing,
 ) -> Result<Vec<f64>> {
     if rounds == 0 {
         return Err(crate::Error::Usage(
@@ -418,18 +462,41 @@ pub fn time_interleaved(
         ctx.new_event(Some(drv::CUevent_flags::CU_EVENT_DEFAULT))
             .map_err(drv_err("cuEventCreate"))
     };
+    let mut flush = match timing {
+        Timing::Flushed => Some(
+            stream
+                .alloc_zeros::<u8>(L2_FLUSH_BYTES)
+                .map_err(drv_err("cuMemAlloc"))?,
+        ),
+        Timing::Idle => None,
+    };
     let mut samples = vec![vec![]; launchers.len()];
     for round in 0..warmup + rounds {
-        for (i, f) in launchers.iter_mut().enumerate() {
+        let mut events = Vec::with_capacity(launchers.len());
+        for f in launchers.iter_mut() {
+            if let Some(flush) = flush.as_mut() {
+                stream
+                    .memset_zeros(flush)
+                    .map_err(drv_err("cuMemsetD8Async"))?;
+            }
             let (start, end) = (ev()?, ev()?);
             start.record(stream).map_err(drv_err("cuEventRecord"))?;
             f()?;
             end.record(stream).map_err(drv_err("cuEventRecord"))?;
+            if timing == Timing::Idle {
+                end.synchronize().map_err(drv_err("cuEventSynchronize"))?;
+            }
+            events.push((start, end));
+        }
+        // the round's last run ends after all the others (one stream)
+        if let Some((_, end)) = events.last() {
             end.synchronize().map_err(drv_err("cuEventSynchronize"))?;
-            if round >= warmup {
+        }
+        if round >= warmup {
+            for (i, (start, end)) in events.iter().enumerate() {
                 samples[i].push(
                     start
-                        .elapsed_ms(&end)
+                        .elapsed_ms(end)
                         .map_err(drv_err("cuEventElapsedTime"))? as f64,
                 );
             }
@@ -500,6 +567,16 @@ pub fn ptr_mut(s: &mut CudaSlice<f16>, stream: &CudaStream) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timings_are_named_as_the_command_line_names_them() {
+        for t in [Timing::Flushed, Timing::Idle] {
+            assert_eq!(Timing::parse(t.name()), Ok(t));
+        }
+        assert_eq!(Timing::default(), Timing::Flushed);
+        let e = Timing::parse("warm").unwrap_err();
+        assert!(e.contains("`warm`") && e.contains("flushed, idle"), "{e}");
+    }
 
     #[test]
     fn compare_counts_nan_and_out_of_tolerance_elements() {

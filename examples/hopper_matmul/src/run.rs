@@ -134,6 +134,8 @@ pub struct BenchOptions {
     pub rounds: usize,
     /// Seed of the random inputs.
     pub seed: u64,
+    /// What precedes each timed run.
+    pub timing: harness::Timing,
 }
 
 impl Default for BenchOptions {
@@ -142,6 +144,7 @@ impl Default for BenchOptions {
             warmup: 5,
             rounds: 20,
             seed: 0x5eed,
+            timing: harness::Timing::default(),
         }
     }
 }
@@ -220,7 +223,8 @@ pub fn verify_and_bench_to<T: Operand>(
         }
         let mut refs: Vec<&mut dyn FnMut() -> HarnessResult<()>> =
             fs.iter_mut().map(|f| f.as_mut() as _).collect();
-        let times = harness::time_interleaved(&stream, &mut refs, opts.warmup, opts.rounds)?;
+        let times =
+            harness::time_interleaved(&stream, &mut refs, (opts.warmup, opts.rounds), opts.timing)?;
         let flops = p.borrow().flops();
         // cuBLAS is the reference: it has no check of its own
         let names = std::iter::once(("cublas".to_string(), None)).chain(

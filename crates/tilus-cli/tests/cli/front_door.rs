@@ -328,7 +328,8 @@ fn gpu_commands_without_a_gpu_fail_with_one_clear_message() {
 }
 
 /// The columns `bench matmul --record` writes, exactly.
-const RESULTS_HEADER: &str = "date,gpu,commit,kernel,dtype,m,n,k,tflops,cublas_tflops,ratio,check";
+const RESULTS_HEADER: &str =
+    "date,gpu,commit,kernel,dtype,m,n,k,tflops,cublas_tflops,ratio,check,timing";
 
 #[test]
 fn recording_without_a_gpu_fails_with_the_gpu_message_and_writes_nothing() {
@@ -343,7 +344,7 @@ fn recording_without_a_gpu_fails_with_the_gpu_message_and_writes_nothing() {
     assert!(left.is_empty(), "{left:?}");
     // a file of earlier runs: left as it was
     let mine = work.0.join("mine.csv");
-    let earlier = format!("{RESULTS_HEADER}\n2026-12-01T15:30:00Z,H200,abc,hopper_matmul_v2,f16,1,1,1,1.00,1.00,1.0000,pass\n");
+    let earlier = format!("{RESULTS_HEADER}\n2026-12-01T15:30:00Z,H200,abc,hopper_matmul_v2,f16,1,1,1,1.00,1.00,1.0000,pass,idle\n");
     std::fs::write(&mine, &earlier).expect("a results file");
     let o = tilus(&["bench", "matmul", "--versions", "v2", "--record-to"])
         .in_dir(&work.0)
@@ -528,7 +529,7 @@ fn bench_and_soak_run_the_registrys_matmul_versions() {
         (V1, "200,136,72"),
     ]) {
         assert!(line.contains(&format!(",{kernel},f16,{shape},")), "{line}");
-        assert!(line.ends_with(",pass"), "{line}");
+        assert!(line.ends_with(",pass,flushed"), "{line}");
         assert!(!line.contains("cublas"), "{line}");
     }
     tilus(&["bench", "tune", "--version", "v1", "--size", "256x256x256"])

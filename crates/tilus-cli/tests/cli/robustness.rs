@@ -129,6 +129,9 @@ fn cases() -> Vec<Vec<String>> {
         vec!["bench", "matmul", "--sizes", "99999999999x256x256"],
         vec!["bench", "matmul", "--rounds", "0"],
         vec!["bench", "matmul", "--rounds", "-1"],
+        vec!["bench", "matmul", "--timing", "warm"],
+        vec!["bench", "epilogue", "--timing", ""],
+        vec!["bench", "memory", "--timing", "Flushed"],
         vec!["bench", "matmul", "--warmup", "99999999999999999999999"],
         vec![
             "bench",
