@@ -140,8 +140,18 @@ pub trait Matmuls: Operand {
 
 /// A matmul's arguments `(m, n, k, a, b, c)` in `T`.
 pub type MatmulArgsOf<T> = (i32, Const<i32>, Const<i32>, Ptr<T>, Ptr<T>, PtrMut<T>);
-/// Split-K's partials' arguments `(m, n, k, a, b, workspace)`.
-pub type PartialsArgsOf<T> = (i32, Const<i32>, Const<i32>, Ptr<T>, Ptr<T>, PtrMut<f32>);
+/// Split-K's partials' arguments `(m, n, k, a, b, workspace, counters, c)` (the counters and C
+/// written with `serial = 1` only).
+pub type PartialsArgsOf<T> = (
+    i32,
+    Const<i32>,
+    Const<i32>,
+    Ptr<T>,
+    Ptr<T>,
+    PtrMut<f32>,
+    PtrMut<i32>,
+    PtrMut<T>,
+);
 /// Split-K's sum's arguments `(m, n, splits, workspace, c)`.
 pub type ReduceArgsOf<T> = (i32, Const<i32>, Const<i32>, Ptr<f32>, PtrMut<T>);
 

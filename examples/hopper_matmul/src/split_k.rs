@@ -5,6 +5,15 @@
 //! partials in split order and rounds once to f16 ([`SplitKReduce`]). Both read or write each
 //! byte once: at small M the cost is reading B, which every split shares out.
 //!
+//! With `serial = 1` there is no second kernel: the block of the last split keeps its partial
+//! in registers, waits until the tile's other splits have left theirs (a counter per tile,
+//! raised once by each of them after its stores and a fence), adds theirs in split order and
+//! its own last, and stores C. The same sums in the same order as the second kernel's, so the
+//! same bits; one launch fewer, which at small M is a large part of a call of 20 µs. The
+//! waiting block has the highest index of its tile's blocks (the split is the grid's slower
+//! dimension): the GPU starts it no earlier than those it waits for, and the interpreter runs
+//! it after them. Its compare-and-swap lowers the counter again for the next launch.
+//!
 //! The main loop is v4's, with one consumer warp group of 64 rows: a producer warp fills a
 //! [`Pipeline`] with the TMA copies of A and B, the consumers keep one WGMMA in flight.
 //!
@@ -14,6 +23,7 @@
 
 use crate::operand::{Matmuls, PartialsArgsOf};
 use crate::v4::products_one_in_flight;
+use crate::v6_epilogue::columns;
 use std::sync::Arc;
 use tilus::cudarc::driver::{CudaSlice, CudaStream};
 use tilus::lang::Element;
@@ -34,6 +44,7 @@ pub fn workspace_len(m: usize, n: usize, splits: usize) -> usize {
 #[tune(block_n, stages = [(64, 8), (128, 4), (128, 8), (256, 4)])]
 #[tune(block_k = [64])]
 #[tune(splits = [2, 4, 8, 16])]
+#[tune(serial = [0, 1])]
 pub struct MatmulSplitK {
     /// Columns of C per tile (one WGMMA covers up to 256).
     pub block_n: i32,
@@ -43,6 +54,9 @@ pub struct MatmulSplitK {
     pub stages: i32,
     /// Ranges K is split into (blocks per tile).
     pub splits: i32,
+    /// 1: the last split's block sums the partials and stores C (one kernel); 0: a second
+    /// kernel does ([`SplitKReduce`]).
+    pub serial: i32,
 }
 
 impl Default for MatmulSplitK {
@@ -53,14 +67,15 @@ impl Default for MatmulSplitK {
             block_k: 64,
             stages: 4,
             splits: 4,
+            serial: 0,
         }
     }
 }
 
 impl Script for MatmulSplitK {
     // m_size: runtime; n_size, k_size: compile-time constants; the workspace
-    // `[splits · tiles_m · 64, n]` f32.
-    type Args = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f32>);
+    // `[splits · tiles_m · 64, n]` f32, the counters (one per tile) and C (both for `serial`).
+    type Args = PartialsArgsOf<f16>;
 
     fn arg_names() -> &'static [&'static str] {
         PARTIALS_ARG_NAMES
@@ -81,21 +96,35 @@ crate::operand::bf16_script!(
 );
 
 /// The names of the partial products' arguments in the generated code.
-const PARTIALS_ARG_NAMES: &[&str] = &["m_size", "n_size", "k_size", "a_ptr", "b_ptr", "w_ptr"];
+const PARTIALS_ARG_NAMES: &[&str] = &[
+    "m_size",
+    "n_size",
+    "k_size",
+    "a_ptr",
+    "b_ptr",
+    "w_ptr",
+    "counters_ptr",
+    "c_ptr",
+];
+
+/// The handles of the partials' arguments in operand type `T`.
+type PartialsHandles<T> = (
+    Val,
+    Val,
+    Val,
+    PtrVal<T>,
+    PtrVal<T>,
+    PtrVal<f32>,
+    PtrVal<i32>,
+    PtrVal<T>,
+);
 
 impl MatmulSplitK {
     /// The partial products' body for operand type `T`.
     fn partials<T: Element>(
         &self,
         k: &mut Kernel,
-        (m_size, n_size, k_size, a_ptr, b_ptr, w_ptr): (
-            Val,
-            Val,
-            Val,
-            PtrVal<T>,
-            PtrVal<T>,
-            PtrVal<f32>,
-        ),
+        (m_size, n_size, k_size, a_ptr, b_ptr, w_ptr, counters_ptr, c_ptr): PartialsHandles<T>,
     ) {
         let tiles_m = k
             .name_next("tiles_m")
@@ -160,14 +189,101 @@ impl MatmulSplitK {
             // the partial's rows of C (not the tile's padding: at M = 1 that is 63 rows
             // of 64) in split `split`'s part of the workspace
             let gw = workspace_view(k, w_ptr, (m_size, n_size), self.splits);
-            k.name_next("partial");
-            let partial = k.unsqueeze(&acc, 0);
-            k.store_global(
-                &gw,
-                &partial,
-                [Scalar::from(split), offset_m.into(), offset_n.into()],
+            // in column chunks where the accumulator stays alive after (the last split's
+            // branch reads it): a whole-tile copy would double its registers
+            let leave = |k: &mut Kernel, width: i32| {
+                for j in 0..self.block_n / width {
+                    k.name_next("acc_part");
+                    let part = columns(k, (&acc, self.block_n), j * width, width);
+                    k.name_next("partial");
+                    let partial = k.unsqueeze(&part, 0);
+                    let col = Scalar::from(offset_n) + j * width;
+                    k.store_global(&gw, &partial, [Scalar::from(split), offset_m.into(), col]);
+                }
+            };
+            if self.serial == 0 {
+                leave(k, self.block_n);
+                return;
+            }
+            // an expression of the arguments (the launch checks the view against the buffer)
+            let tiles = cdiv(m_size, SPLIT_K_BLOCK_M) * cdiv(n_size, self.block_n);
+            let gcount = k
+                .name_next("gcount")
+                .global_view::<i32>(counters_ptr, [tiles]);
+            let last = self.splits.max(1) - 1;
+            k.if_else(
+                split.lt(last),
+                |k| {
+                    // the partial, then (all of it stored and visible) the tile's count
+                    leave(k, SUM_CHUNK.min(self.block_n));
+                    k.fence_gpu();
+                    k.sync_group();
+                    k.single_thread(|k| {
+                        k.atomic_add_scalar(&gcount, [tile], 1);
+                    });
+                },
+                |k| {
+                    // the other splits' partials, once all are there, and this one's last
+                    k.single_thread(|k| {
+                        let seen = k.name_next("seen").var_i32(-1);
+                        k.while_(seen.ne_(last), |k| {
+                            let old = k.atomic_cas_scalar(&gcount, [tile], last, 0);
+                            k.assign(seen, old);
+                        });
+                    });
+                    k.fence_gpu();
+                    k.sync_group();
+                    let gc = k.name_next("gc").global_view::<T>(c_ptr, [m_size, n_size]);
+                    sum_into_c(
+                        k,
+                        (&acc, self.block_n),
+                        (&gw, &gc),
+                        last,
+                        (offset_m, offset_n),
+                    );
+                },
             );
         });
+    }
+}
+
+/// Columns of C the last split's block sums at a time: the partials of a chunk (up to 15 of
+/// them, loaded ahead of their sum) are alive together beside the accumulator.
+const SUM_CHUNK: i32 = 16;
+
+/// C's tile at `(row, col)`: the partials of splits `0 .. splits` from the workspace `gw`, in
+/// order, then `acc`, rounded once to C's type and stored (masked at the edges, as the loads).
+fn sum_into_c<T: Element>(
+    k: &mut Kernel,
+    (acc, block_n): (&RegisterTensor<f32>, i32),
+    (gw, gc): (&GlobalTensor<f32>, &GlobalTensor<T>),
+    splits: i32,
+    (row, col): (Val, Val),
+) {
+    let width = SUM_CHUNK.min(block_n);
+    for j in 0..block_n / width {
+        let c0 = k.name_next("sum_col").let_i32(col + j * width);
+        k.name_next("own");
+        let own = columns(k, (acc, block_n), j * width, width);
+        let mut total: Option<RegisterTensor<f32>> = None;
+        for s in 0..splits {
+            let part = k.name_next("part").load_global(
+                gw,
+                [Scalar::from(s), row.into(), c0.into()],
+                [1, SPLIT_K_BLOCK_M, width],
+            );
+            let part = k.name_next("part").squeeze(&part, 0);
+            total = Some(match total {
+                None => part,
+                Some(t) => k.name_next("total").compute(t + part),
+            });
+        }
+        let sum = match total {
+            None => own,
+            Some(t) => k.name_next("total").compute(t + own),
+        };
+        let out = k.name_next("out").compute(sum.cast::<T>());
+        k.store_global(gc, &out, [row, c0]);
     }
 }
 
@@ -263,13 +379,25 @@ impl SplitKReduce {
 /// The most splits the search space has: the workspace is sized for it.
 pub const MAX_SPLITS: usize = 16;
 
+/// Counters for `m × n`: one per tile of the narrowest tiles the space has (64 columns).
+pub fn counters_len(m: usize, n: usize) -> usize {
+    m.div_ceil(SPLIT_K_BLOCK_M as usize) * n.div_ceil(64)
+}
+
+/// What split-K keeps on the device between launches: the partials' workspace and the tiles'
+/// counters (zero between launches: each launch lowers what it raised).
+struct Scratch {
+    w: CudaSlice<f32>,
+    counters: CudaSlice<i32>,
+}
+
 /// Split-K as a matmul version, in f16 or bf16: the partials into a workspace it owns (grown
-/// on demand), then their sum into C.
+/// on demand), then their sum into C (by the last split's blocks, or a second kernel).
 pub struct SplitK<T: Matmuls = f16> {
     /// The partial products' kernel: a fixed configuration or the autotuned one.
     partials: FixedOrTuned<T::Partials>,
     reduce: tilus::Jit<T::Reduce>,
-    workspace: std::sync::Mutex<Option<CudaSlice<f32>>>,
+    scratch: std::sync::Mutex<Option<Scratch>>,
 }
 
 impl<T: Matmuls> SplitK<T> {
@@ -293,7 +421,7 @@ impl<T: Matmuls> SplitK<T> {
         SplitK {
             partials,
             reduce: tilus::Jit::new(T::reduce(), device),
-            workspace: std::sync::Mutex::new(None),
+            scratch: std::sync::Mutex::new(None),
         }
     }
 
@@ -303,15 +431,17 @@ impl<T: Matmuls> SplitK<T> {
         stream: &Arc<CudaStream>,
         (m, n, k): (i32, i32, i32),
         (a, b): (&CudaSlice<T>, &CudaSlice<T>),
-        w: &mut CudaSlice<f32>,
+        s: &mut Scratch,
+        c: &mut CudaSlice<T>,
     ) -> tilus::Result<MatmulSplitK> {
-        let args = (m, n, k, a, b, w);
+        let args = (m, n, k, a, b, &mut s.w, &mut s.counters, c);
         let values = <PartialsArgsOf<T> as tilus::lang::ArgList>::host_values(&args, stream);
         Ok(self.partials.config(stream, &values)?.as_ref().clone())
     }
 
     /// `c = a · bᵀ` for `m × n × k` on device buffers: the partials into the workspace
-    /// (allocated, or grown, on first use of a larger problem), then their sum.
+    /// (allocated, or grown, on first use of a larger problem, with the counters), then their
+    /// sum.
     pub fn launch_on(
         &self,
         stream: &Arc<CudaStream>,
@@ -319,27 +449,39 @@ impl<T: Matmuls> SplitK<T> {
         (a, b): (&CudaSlice<T>, &CudaSlice<T>),
         c: &mut CudaSlice<T>,
     ) -> tilus::Result<()> {
-        let len = workspace_len(m, n, MAX_SPLITS);
-        let mut guard = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
-        if guard.as_ref().is_none_or(|w| w.len() < len) {
+        let (len, counted) = (workspace_len(m, n, MAX_SPLITS), counters_len(m, n));
+        let mut guard = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        if guard
+            .as_ref()
+            .is_none_or(|s| s.w.len() < len || s.counters.len() < counted)
+        {
+            let alloc_err = |what: String| {
+                move |e: tilus::cudarc::driver::DriverError| tilus::Error::Driver {
+                    call: "cuMemAlloc",
+                    message: format!("{what}: {e}"),
+                }
+            };
             let w = stream
                 .alloc_zeros::<f32>(len.max(1))
-                .map_err(|e| tilus::Error::Driver {
-                    call: "cuMemAlloc",
-                    message: format!("the split-K workspace of {len} f32: {e}"),
-                })?;
-            *guard = Some(w);
+                .map_err(alloc_err(format!("the split-K workspace of {len} f32")))?;
+            let counters = stream
+                .alloc_zeros::<i32>(counted.max(1))
+                .map_err(alloc_err(format!("split-K's {counted} tile counters")))?;
+            *guard = Some(Scratch { w, counters });
         }
-        let Some(w) = guard.as_mut() else {
-            unreachable!("the workspace was just allocated")
+        let Some(s) = guard.as_mut() else {
+            unreachable!("the scratch was just allocated")
         };
         let (m, n, k) = (m as i32, n as i32, k as i32);
-        // one decision per launch: the kernel it picks and the splits the sum needs
+        // one decision per launch: the kernel it picks, whether it sums, and the splits
         let config = self
             .partials
-            .launch_config(stream, (m, n, k, a, b, &mut *w))?;
-        let splits = config.as_ref().splits;
-        self.reduce.launch(stream, (m, n, splits, &*w, c))
+            .launch_config(stream, (m, n, k, a, b, &mut s.w, &mut s.counters, &mut *c))?;
+        let config = config.as_ref();
+        if config.serial != 0 {
+            return Ok(());
+        }
+        self.reduce.launch(stream, (m, n, config.splits, &s.w, c))
     }
 }
 
@@ -361,10 +503,12 @@ impl<T: Matmuls> crate::run::Version<T> for SplitK<T> {
         stream: &Arc<CudaStream>,
         p: &mut crate::harness::Problem<T>,
     ) -> Option<String> {
-        let mut guard = self.workspace.lock().ok()?;
-        let w = guard.as_mut()?;
+        let mut guard = self.scratch.lock().ok()?;
+        let s = guard.as_mut()?;
         let dims = (p.m as i32, p.n as i32, p.k as i32);
-        let c = self.config_for(stream, dims, (&p.a, &p.b), w).ok()?;
+        let c = self
+            .config_for(stream, dims, (&p.a, &p.b), s, &mut p.c)
+            .ok()?;
         Some(tilus::lang::config_string(&format!("{c:?}")))
     }
 }

@@ -1,5 +1,5 @@
-//! Split-K on the GPU against cuBLAS at small M (and a ragged M), fixed and autotuned, f16 and
-//! bf16.
+//! Split-K on the GPU against cuBLAS at small M (and a ragged M), fixed (with a second kernel
+//! for the sum, and summed by the last split's blocks) and autotuned, f16 and bf16.
 
 use super::checks::on_gpu;
 use half::{bf16, f16};
@@ -17,15 +17,19 @@ fn split_k_matches_cublas_at_small_m() {
         (64, 8192, 8192),
         (100, 1000, 1000),
     ];
-    for (i, splits) in [2, 8].into_iter().enumerate() {
+    // both forms; each version runs every shape on one workspace and one set of counters,
+    // so the serial form's later launches find the counters its earlier ones lowered
+    let forms = [(2, 0), (8, 0), (2, 1), (8, 1), (16, 1)];
+    for (i, (splits, serial)) in forms.into_iter().enumerate() {
         let v = SplitK::<f16>::fixed(
             MatmulSplitK {
                 splits,
+                serial,
                 ..MatmulSplitK::default()
             },
             &device,
         );
-        for (j, &shape) in shapes.iter().enumerate() {
+        for (j, &shape) in shapes.iter().chain(&shapes).enumerate() {
             on_gpu(&v, &device, shape, (10 * i + j) as u64);
         }
     }

@@ -4,7 +4,7 @@
 
 use half::f16;
 use hopper_matmul::harness::{self, Rng};
-use hopper_matmul::split_k::{workspace_len, MatmulSplitK, SplitKReduce};
+use hopper_matmul::split_k::{counters_len, workspace_len, MatmulSplitK, SplitKReduce};
 
 fn check(config: &MatmulSplitK, (m, n, k): (usize, usize, usize), seed: u64) {
     let mut rng = Rng::new(seed);
@@ -12,33 +12,104 @@ fn check(config: &MatmulSplitK, (m, n, k): (usize, usize, usize), seed: u64) {
     let b = harness::seed_inputs(n * k, k, &mut rng);
     let splits = config.splits as usize;
     let mut w = vec![f32::NAN; workspace_len(m, n, splits)];
-    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
-    tilus::interpret(config, (mi, ni, ki, &a[..], &b[..], &mut w[..]))
-        .unwrap_or_else(|e| panic!("{config:?} at {m}x{n}x{k}: {e}"));
+    let mut counters = vec![0i32; counters_len(m, n)];
     let mut c = vec![f16::NAN; m * n];
-    tilus::interpret(&SplitKReduce, (mi, ni, config.splits, &w[..], &mut c[..]))
-        .unwrap_or_else(|e| panic!("the sum at {m}x{n}x{k}: {e}"));
-    let check = harness::compare(&c, &harness::cpu_reference(&a, &b, m, n, k));
-    assert!(check.passed(), "{config:?} at {m}x{n}x{k}: {check:?}");
-    assert!(check.rel_err < 1e-3, "{check:?}");
+    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+    let expect = harness::cpu_reference(&a, &b, m, n, k);
+    // twice: a launch leaves the counters as it found them, for the next
+    for launch in 0..2 {
+        c.fill(f16::NAN);
+        let args = (
+            mi,
+            ni,
+            ki,
+            &a[..],
+            &b[..],
+            &mut w[..],
+            &mut counters[..],
+            &mut c[..],
+        );
+        tilus::interpret(config, args).unwrap_or_else(|e| panic!("{config:?} at {m}x{n}x{k}: {e}"));
+        if config.serial == 0 {
+            assert!(
+                c.iter().all(|x| x.is_nan()),
+                "the partials alone write no C"
+            );
+            tilus::interpret(&SplitKReduce, (mi, ni, config.splits, &w[..], &mut c[..]))
+                .unwrap_or_else(|e| panic!("the sum at {m}x{n}x{k}: {e}"));
+        }
+        assert!(
+            counters.iter().all(|&x| x == 0),
+            "launch {launch}: {counters:?}"
+        );
+        let check = harness::compare(&c, &expect);
+        assert!(check.passed(), "{config:?} at {m}x{n}x{k}: {check:?}");
+        assert!(check.rel_err < 1e-3, "{check:?}");
+    }
+}
+
+/// The two forms compute the same sums in the same order: the same bits.
+fn same_bits(config: MatmulSplitK, (m, n, k): (usize, usize, usize)) {
+    let mut rng = Rng::new(9);
+    let a = harness::seed_inputs(m * k, k, &mut rng);
+    let b = harness::seed_inputs(n * k, k, &mut rng);
+    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+    let mut out = vec![];
+    for serial in [0, 1] {
+        let config = MatmulSplitK {
+            serial,
+            ..config.clone()
+        };
+        let mut w = vec![f32::NAN; workspace_len(m, n, config.splits as usize)];
+        let mut counters = vec![0i32; counters_len(m, n)];
+        let mut c = vec![f16::NAN; m * n];
+        let args = (
+            mi,
+            ni,
+            ki,
+            &a[..],
+            &b[..],
+            &mut w[..],
+            &mut counters[..],
+            &mut c[..],
+        );
+        tilus::interpret(&config, args).expect("the partials");
+        if serial == 0 {
+            tilus::interpret(&SplitKReduce, (mi, ni, config.splits, &w[..], &mut c[..]))
+                .expect("the sum");
+        }
+        out.push(c.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+    }
+    assert_eq!(out[0], out[1]);
 }
 
 #[test]
 fn partials_and_their_sum_are_exact_at_small_m() {
     hopper_matmul::test_cache!();
-    let config = |block_n, splits| MatmulSplitK {
-        block_n,
+    for serial in [0, 1] {
+        let config = |block_n, splits| MatmulSplitK {
+            block_n,
+            block_k: 64,
+            stages: 4,
+            splits,
+            serial,
+        };
+        // 8 K steps in 2 or 4 ranges
+        check(&config(128, 2), (1, 256, 512), 1);
+        check(&config(128, 4), (16, 200, 512), 2);
+        // 3 K steps (the last one partial) in 4 ranges: the last range is empty
+        check(&config(256, 4), (70, 256, 136), 3);
+        // 5 K steps in 2 ranges of 3 and 2
+        check(&config(128, 2), (64, 128, 320), 4);
+    }
+    let config = MatmulSplitK {
+        block_n: 64,
         block_k: 64,
-        stages: 4,
-        splits,
+        stages: 8,
+        splits: 4,
+        serial: 0,
     };
-    // 8 K steps in 2 or 4 ranges
-    check(&config(128, 2), (1, 256, 512), 1);
-    check(&config(128, 4), (16, 200, 512), 2);
-    // 3 K steps (the last one partial) in 4 ranges: the last range is empty
-    check(&config(256, 4), (70, 256, 136), 3);
-    // 5 K steps in 2 ranges of 3 and 2
-    check(&config(128, 2), (64, 128, 320), 4);
+    same_bits(config, (16, 192, 512));
 }
 
 /// Every configuration of the partials' space, and the sum for each split count, through
@@ -53,7 +124,7 @@ fn every_split_k_config_compiles_without_spills() {
         .iter()
         .filter_map(|b| MatmulSplitK::from_binding(b).ok())
         .collect();
-    assert_eq!(configs.len(), 16);
+    assert_eq!(configs.len(), 32);
     for config in configs {
         let c = tilus::build(&config, &[4096, 4096]).unwrap_or_else(|e| panic!("{config:?}: {e}"));
         assert_eq!(c.report.spill_stores, 0, "{config:?}: {:?}", c.report);
