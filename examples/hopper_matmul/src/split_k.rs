@@ -252,7 +252,8 @@ impl MatmulSplitK {
 const SUM_CHUNK: i32 = 16;
 
 /// C's tile at `(row, col)`: the partials of splits `0 .. splits` from the workspace `gw`, in
-/// order, then `acc`, rounded once to C's type and stored (masked at the edges, as the loads).
+/// order, then `acc`, rounded once to C's type (all chunks) and stored (masked at the edges,
+/// as the loads).
 fn sum_into_c<T: Element>(
     k: &mut Kernel,
     (acc, block_n): (&RegisterTensor<f32>, i32),
@@ -261,6 +262,10 @@ fn sum_into_c<T: Element>(
     (row, col): (Val, Val),
 ) {
     let width = SUM_CHUNK.min(block_n);
+    // a chunk's partials take `width / 2` registers each (64 rows over 128 threads)
+    let per_chunk = (splits * width / 2).max(1);
+    let group = (SUM_LOAD_REGISTERS / per_chunk).max(1) as usize;
+    let mut outs = vec![];
     for j in 0..block_n / width {
         let c0 = k.name_next("sum_col").let_i32(col + j * width);
         k.name_next("own");
@@ -282,10 +287,20 @@ fn sum_into_c<T: Element>(
             None => own,
             Some(t) => k.name_next("total").compute(t + own),
         };
-        let out = k.name_next("out").compute(sum.cast::<T>());
-        k.store_global(gc, &out, [row, c0]);
+        outs.push((c0, k.name_next("out").compute(sum.cast::<T>())));
+        // the stores after a group's loads: a store to C between two chunks' loads would
+        // hold the next chunk's loads back (the compiler cannot tell C from the workspace);
+        // a group's loads in flight together take at most `SUM_LOAD_REGISTERS`
+        if outs.len() >= group || j + 1 == block_n / width {
+            for (c0, out) in outs.drain(..) {
+                k.store_global(gc, &out, [row, c0]);
+            }
+        }
     }
 }
+
+/// Registers per thread the partials' loads in flight may take (beside the accumulator).
+const SUM_LOAD_REGISTERS: i32 = 96;
 
 /// The workspace as `[splits, m, n]`: split `s`'s partial of C's rows, whose rows are `n`
 /// apart and whose splits are [`workspace_len`]'s padded rows apart.
