@@ -6,42 +6,40 @@ use half::f16;
 use hopper_matmul::harness::{self, Rng};
 use hopper_matmul::split_k::{counters_len, workspace_len, MatmulSplitK, SplitKReduce};
 
+/// One split-K call on the interpreter: the partials (and the sum by the last split's blocks,
+/// or by the second kernel), on `counters` (which the call must leave at zero). Returns C.
+fn call(
+    config: &MatmulSplitK,
+    (m, n, k): (usize, usize, usize),
+    (a, b): (&[f16], &[f16]),
+    counters: &mut [i32],
+) -> Vec<f16> {
+    let mut w = vec![f32::NAN; workspace_len(m, n, config.splits as usize)];
+    let mut c = vec![f16::NAN; m * n];
+    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+    let args = (mi, ni, ki, a, b, &mut w[..], &mut *counters, &mut c[..]);
+    tilus::interpret(config, args).unwrap_or_else(|e| panic!("{config:?} at {m}x{n}x{k}: {e}"));
+    if config.serial == 0 {
+        assert!(
+            c.iter().all(|x| x.is_nan()),
+            "the partials alone write no C"
+        );
+        tilus::interpret(&SplitKReduce, (mi, ni, config.splits, &w[..], &mut c[..]))
+            .unwrap_or_else(|e| panic!("the sum at {m}x{n}x{k}: {e}"));
+    }
+    assert!(counters.iter().all(|&x| x == 0), "{config:?}: {counters:?}");
+    c
+}
+
 fn check(config: &MatmulSplitK, (m, n, k): (usize, usize, usize), seed: u64) {
     let mut rng = Rng::new(seed);
     let a = harness::seed_inputs(m * k, k, &mut rng);
     let b = harness::seed_inputs(n * k, k, &mut rng);
-    let splits = config.splits as usize;
-    let mut w = vec![f32::NAN; workspace_len(m, n, splits)];
     let mut counters = vec![0i32; counters_len(m, n)];
-    let mut c = vec![f16::NAN; m * n];
-    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
     let expect = harness::cpu_reference(&a, &b, m, n, k);
-    // twice: a launch leaves the counters as it found them, for the next
-    for launch in 0..2 {
-        c.fill(f16::NAN);
-        let args = (
-            mi,
-            ni,
-            ki,
-            &a[..],
-            &b[..],
-            &mut w[..],
-            &mut counters[..],
-            &mut c[..],
-        );
-        tilus::interpret(config, args).unwrap_or_else(|e| panic!("{config:?} at {m}x{n}x{k}: {e}"));
-        if config.serial == 0 {
-            assert!(
-                c.iter().all(|x| x.is_nan()),
-                "the partials alone write no C"
-            );
-            tilus::interpret(&SplitKReduce, (mi, ni, config.splits, &w[..], &mut c[..]))
-                .unwrap_or_else(|e| panic!("the sum at {m}x{n}x{k}: {e}"));
-        }
-        assert!(
-            counters.iter().all(|&x| x == 0),
-            "launch {launch}: {counters:?}"
-        );
+    // twice: a call leaves the counters as it found them, for the next
+    for _ in 0..2 {
+        let c = call(config, (m, n, k), (&a, &b), &mut counters);
         let check = harness::compare(&c, &expect);
         assert!(check.passed(), "{config:?} at {m}x{n}x{k}: {check:?}");
         assert!(check.rel_err < 1e-3, "{check:?}");
@@ -53,34 +51,17 @@ fn same_bits(config: MatmulSplitK, (m, n, k): (usize, usize, usize)) {
     let mut rng = Rng::new(9);
     let a = harness::seed_inputs(m * k, k, &mut rng);
     let b = harness::seed_inputs(n * k, k, &mut rng);
-    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
-    let mut out = vec![];
-    for serial in [0, 1] {
+    let mut counters = vec![0i32; counters_len(m, n)];
+    let mut bits = |serial| {
         let config = MatmulSplitK {
             serial,
             ..config.clone()
         };
-        let mut w = vec![f32::NAN; workspace_len(m, n, config.splits as usize)];
-        let mut counters = vec![0i32; counters_len(m, n)];
-        let mut c = vec![f16::NAN; m * n];
-        let args = (
-            mi,
-            ni,
-            ki,
-            &a[..],
-            &b[..],
-            &mut w[..],
-            &mut counters[..],
-            &mut c[..],
-        );
-        tilus::interpret(&config, args).expect("the partials");
-        if serial == 0 {
-            tilus::interpret(&SplitKReduce, (mi, ni, config.splits, &w[..], &mut c[..]))
-                .expect("the sum");
-        }
-        out.push(c.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
-    }
-    assert_eq!(out[0], out[1]);
+        let c = call(&config, (m, n, k), (&a, &b), &mut counters);
+        c.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+    };
+    let (two_kernels, one) = (bits(0), bits(1));
+    assert_eq!(two_kernels, one);
 }
 
 #[test]
