@@ -250,8 +250,9 @@ impl MatmulSplitK {
     }
 }
 
-/// Columns of C the last split's block sums at a time: the partials of a chunk (up to 15 of
-/// them, loaded ahead of their sum) are alive together beside the accumulator.
+/// Columns of C the last split's block sums at a time: a chunk's partials (up to 15 of them,
+/// loaded ahead of their sum, and a group of chunks' together) are alive beside the
+/// accumulator.
 const SUM_CHUNK: i32 = 16;
 
 /// C's tile at `(row, col)`: the partials of splits `0 .. splits` from the workspace `gw`, in
