@@ -218,7 +218,7 @@ impl MatmulSplitK {
                 split.lt(last),
                 |k| {
                     // the partial, then (all of it stored and visible) the tile's count
-                    leave(k, SUM_CHUNK.min(self.block_n));
+                    leave(k, sum_width(self.block_n));
                     k.fence_gpu();
                     k.sync_group();
                     k.single_thread(|k| {
@@ -265,7 +265,7 @@ fn sum_into_c<T: Element>(
     splits: i32,
     (row, col): (Val, Val),
 ) {
-    let width = SUM_CHUNK.min(block_n);
+    let width = sum_width(block_n);
     // a chunk's partials take `width / 2` registers each (64 rows over 128 threads)
     let per_chunk = (splits * width / 2).max(1);
     let group = (SUM_LOAD_REGISTERS / per_chunk).max(1) as usize;
@@ -300,6 +300,17 @@ fn sum_into_c<T: Element>(
                 k.store_global(gc, &out, [row, c0]);
             }
         }
+    }
+}
+
+/// The chunk width for a tile of `block_n` columns: [`SUM_CHUNK`], or the whole tile where it
+/// is wider than a WGMMA can be (a tile the verifier rejects, traced in one chunk rather
+/// than in millions).
+fn sum_width(block_n: i32) -> i32 {
+    if block_n > 256 {
+        block_n
+    } else {
+        SUM_CHUNK.min(block_n)
     }
 }
 
