@@ -267,8 +267,8 @@ fn sum_into_c<T: Element>(
 ) {
     let width = sum_width(block_n);
     // a chunk's partials take `width / 2` registers each (64 rows over 128 threads)
-    let per_chunk = (splits * width / 2).max(1);
-    let group = (SUM_LOAD_REGISTERS / per_chunk).max(1) as usize;
+    let per_chunk = (i64::from(splits) * i64::from(width) / 2).max(1);
+    let group = (i64::from(SUM_LOAD_REGISTERS) / per_chunk).max(1) as usize;
     let mut outs = vec![];
     for j in 0..block_n / width {
         let c0 = k.name_next("sum_col").let_i32(col + j * width);
