@@ -538,15 +538,18 @@ fn bench_and_soak_run_the_registrys_matmul_versions() {
         .assert_code(0)
         .assert_stdout("RESULT cold context_ms=")
         .assert_stdout("version=v1");
-    // every version of the series and split-K, two launches each
-    tilus(&["soak", "--launches", "16", "--max", "512", "--pool", "2"])
+    // every version of the series, split-K and stream-K, two launches each
+    tilus(&["soak", "--launches", "18", "--max", "512", "--pool", "2"])
         .with_gpu()
         .go()
         .assert_code(0)
-        .assert_stdout("compiled 2 specializations of v0, v1, v2, v3, v4, v5, v6 and split_k (f16)")
+        .assert_stdout(
+            "compiled 2 specializations of v0, v1, v2, v3, v4, v5, v6, split_k and stream_k (f16)",
+        )
         .assert_stdout("v0: 2 launches, 0 mismatches, 0 NaN/inf")
         .assert_stdout("v6: 2 launches, 0 mismatches, 0 NaN/inf")
-        .assert_stdout("split_k: 2 launches, 0 mismatches, 0 NaN/inf");
+        .assert_stdout("split_k: 2 launches, 0 mismatches, 0 NaN/inf")
+        .assert_stdout("stream_k: 2 launches, 0 mismatches, 0 NaN/inf");
     // in bf16: the versions with a bf16 kernel, against cuBLAS in bf16
     tilus(&[
         "soak",
@@ -562,9 +565,10 @@ fn bench_and_soak_run_the_registrys_matmul_versions() {
     .with_gpu()
     .go()
     .assert_code(0)
-    .assert_stdout("compiled 2 specializations of v6 and split_k (bf16)")
-    .assert_stdout("v6: 3 launches, 0 mismatches, 0 NaN/inf")
-    .assert_stdout("split_k: 3 launches, 0 mismatches, 0 NaN/inf");
+    .assert_stdout("compiled 2 specializations of v6, split_k and stream_k (bf16)")
+    .assert_stdout("v6: 2 launches, 0 mismatches, 0 NaN/inf")
+    .assert_stdout("split_k: 2 launches, 0 mismatches, 0 NaN/inf")
+    .assert_stdout("stream_k: 2 launches, 0 mismatches, 0 NaN/inf");
 }
 
 /// `--versions` items with bracketed settings (an ablation) and the `matmul` entry point are
