@@ -151,6 +151,16 @@ enum Command {
     },
 }
 
+/// `--timing`, shared by the benchmarks that time kernels.
+#[derive(clap::Args)]
+struct TimingArg {
+    /// What precedes each timed run: `flushed` (the L2 cache evicted and the device kept
+    /// busy, so the events time the kernel alone, under sustained load) or `idle` (each run
+    /// alone on an idle device, its launch counted).
+    #[arg(long = "timing", value_name = "TIMING", default_value = "flushed", value_parser = Timing::parse)]
+    value: Timing,
+}
+
 #[derive(Subcommand)]
 enum BenchCommand {
     /// The matmul versions against cuBLAS: verified, then timed interleaved with it.
@@ -169,11 +179,8 @@ enum BenchCommand {
         /// Timed rounds (the median is reported; at least 1).
         #[arg(long, default_value_t = 20)]
         rounds: usize,
-        /// What precedes each timed run: `flushed` (the L2 cache evicted and the device kept
-        /// busy, so the events time the kernel alone, under sustained load) or `idle` (each
-        /// run alone on an idle device, its launch counted).
-        #[arg(long, default_value = "flushed", value_parser = Timing::parse)]
-        timing: Timing,
+        #[command(flatten)]
+        timing: TimingArg,
         /// Hyperparameters, e.g. `--set block_m=128` (without: each version's default, or
         /// autotuned for the versions that tune).
         #[arg(long = "set", value_name = "NAME=VALUE")]
@@ -213,11 +220,8 @@ enum BenchCommand {
         /// Timed rounds (the median is reported; at least 1).
         #[arg(long, default_value_t = 20)]
         rounds: usize,
-        /// What precedes each timed run: `flushed` (the L2 cache evicted and the device kept
-        /// busy, so the events time the kernel alone, under sustained load) or `idle` (each
-        /// run alone on an idle device, its launch counted).
-        #[arg(long, default_value = "flushed", value_parser = Timing::parse)]
-        timing: Timing,
+        #[command(flatten)]
+        timing: TimingArg,
         /// The fused kernel's main loop with v6's hyperparameters, e.g. `--set ping_pong=1
         /// --set block_n=128` (v6's default with them applied; without: autotuned).
         #[arg(long = "set", value_name = "NAME=VALUE")]
@@ -239,11 +243,8 @@ enum BenchCommand {
         /// Timed rounds (the median is reported; at least 1).
         #[arg(long, default_value_t = 50)]
         rounds: usize,
-        /// What precedes each timed run: `flushed` (the L2 cache evicted and the device kept
-        /// busy, so the events time the kernel alone, under sustained load) or `idle` (each
-        /// run alone on an idle device, its launch counted).
-        #[arg(long, default_value = "flushed", value_parser = Timing::parse)]
-        timing: Timing,
+        #[command(flatten)]
+        timing: TimingArg,
         /// Hyperparameters of every kernel, e.g. `--set warps=8` (without: autotuned).
         #[arg(long = "set", value_name = "NAME=VALUE")]
         sets: Vec<String>,
@@ -358,7 +359,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 sizes,
                 warmup,
                 rounds,
-                timing,
+                timing: timing.value,
                 sets,
                 fixed,
                 record: record_to.or_else(|| record.then(|| crate::record::DEFAULT_PATH.into())),
@@ -377,7 +378,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 &BenchOptions {
                     warmup,
                     rounds,
-                    timing,
+                    timing: timing.value,
                     ..BenchOptions::default()
                 },
                 &sets,
@@ -395,7 +396,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 sizes,
                 warmup,
                 rounds,
-                timing,
+                timing: timing.value,
                 sets,
                 fixed,
             }),
