@@ -440,6 +440,7 @@ impl Timing {
     }
 }
 
+use tilus::tune::bench::L2Flush;
 /// Bytes written before each run to evict the L2 cache: the autotuner's.
 pub use tilus::tune::bench::L2_FLUSH_BYTES;
 
@@ -463,11 +464,7 @@ pub fn time_interleaved(
             .map_err(drv_err("cuEventCreate"))
     };
     let mut flush = match timing {
-        Timing::Flushed => Some(
-            stream
-                .alloc_zeros::<u8>(L2_FLUSH_BYTES)
-                .map_err(drv_err("cuMemAlloc"))?,
-        ),
+        Timing::Flushed => Some(L2Flush::new(stream)?),
         Timing::Idle => None,
     };
     let mut samples = vec![vec![]; launchers.len()];
@@ -475,9 +472,7 @@ pub fn time_interleaved(
         let mut events = Vec::with_capacity(launchers.len());
         for f in launchers.iter_mut() {
             if let Some(flush) = flush.as_mut() {
-                stream
-                    .memset_zeros(flush)
-                    .map_err(drv_err("cuMemsetD8Async"))?;
+                flush.run(stream)?;
             }
             let (start, end) = (ev()?, ev()?);
             start.record(stream).map_err(drv_err("cuEventRecord"))?;

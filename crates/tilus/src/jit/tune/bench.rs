@@ -18,9 +18,33 @@ fn drv(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
 /// Bytes written between timed runs to evict the L2 cache (the H100/H200 L2 is 50-60 MB).
 pub const L2_FLUSH_BYTES: usize = 256 << 20;
 
+/// A buffer of [`L2_FLUSH_BYTES`] whose write, queued before a timed run, evicts the L2 cache
+/// (and keeps the device busy while the run's launch is queued behind it).
+pub struct L2Flush(CudaSlice<u8>);
+
+impl L2Flush {
+    /// Allocates the buffer on `stream`'s device.
+    pub fn new(stream: &Arc<CudaStream>) -> Result<L2Flush> {
+        let buf = stream
+            .alloc_zeros::<u8>(L2_FLUSH_BYTES)
+            .map_err(drv("cuMemAlloc"))?;
+        Ok(L2Flush(buf))
+    }
+
+    /// Queues the write of the whole buffer on `stream`.
+    pub fn run(&mut self, stream: &CudaStream) -> Result<()> {
+        let (p, _g) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut self.0, stream);
+        // SAFETY: writes the whole flush buffer, which this struct owns.
+        unsafe {
+            cudarc::driver::result::memset_d8_async(p, 0x5a, L2_FLUSH_BYTES, stream.cu_stream())
+        }
+        .map_err(drv("cuMemsetD8Async"))
+    }
+}
+
 /// Device buffers the benchmark needs for one set of arguments.
 pub struct BenchScratch {
-    flush: CudaSlice<u8>,
+    flush: L2Flush,
     outputs: Vec<CudaSlice<u8>>,
     /// The arguments with every mutable buffer replaced by its scratch copy.
     pub values: Vec<HostValue>,
@@ -33,9 +57,7 @@ impl BenchScratch {
         values: &[HostValue],
         mutable: &[usize],
     ) -> Result<BenchScratch> {
-        let flush = stream
-            .alloc_zeros::<u8>(L2_FLUSH_BYTES)
-            .map_err(drv("cuMemAlloc"))?;
+        let flush = L2Flush::new(stream)?;
         let mut values = values.to_vec();
         let mut outputs = vec![];
         for &i in mutable {
@@ -62,15 +84,6 @@ impl BenchScratch {
         })
     }
 
-    fn flush_l2(&mut self, stream: &CudaStream) -> Result<()> {
-        let (p, _g) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut self.flush, stream);
-        // SAFETY: writes the whole flush buffer, which this struct owns.
-        unsafe {
-            cudarc::driver::result::memset_d8_async(p, 0x5a, L2_FLUSH_BYTES, stream.cu_stream())
-        }
-        .map_err(drv("cuMemsetD8Async"))
-    }
-
     /// The median time in milliseconds of `reps` runs after `warmup` runs.
     pub fn time(
         &mut self,
@@ -86,7 +99,7 @@ impl BenchScratch {
         let ctx = stream.context();
         let mut times = Vec::with_capacity(reps);
         for _ in 0..reps.max(1) {
-            self.flush_l2(stream)?;
+            self.flush.run(stream)?;
             let start = ctx
                 .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
                 .map_err(drv("cuEventCreate"))?;
