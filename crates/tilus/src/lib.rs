@@ -127,7 +127,7 @@ pub mod prelude {
     pub use crate::lang::{
         cdiv, where_, Barrier, Barriers, Const, ConsumerSlot, FastDivisor, GlobalTensor, Handles,
         IntoTile, Kernel, Pipeline, ProducerSlot, Ptr, PtrMut, PtrVal, RegisterTensor, Scalar,
-        Script, SharedTensor, Tile, TileMath, Val,
+        Script, SharedTensor, Tile, TileMath, Val, WgmmaTarget,
     };
     pub use crate::script;
     /// The [`crate::tune::Tunable`] trait (for `T::space()`, `T::from_binding(..)`), so that

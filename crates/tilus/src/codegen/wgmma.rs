@@ -82,7 +82,13 @@ pub(super) fn emit(e: &mut Emitter, i: &WgmmaInst) {
             e.line(format!("tilus_wgmma_wait_group<{n}>();"));
             fence_accumulators(e);
         }
-        WgmmaInst::Mma { a, b, d, plan } => {
+        WgmmaInst::Mma {
+            a,
+            b,
+            d,
+            target,
+            plan,
+        } => {
             let p = plan.expect("wgmma plans are chosen by layout inference");
             let bf16 = e.p.shared(b.tensor).dtype == DType::BF16;
             let rs = matches!(a, WgmmaA::Register(_));
@@ -121,8 +127,20 @@ pub(super) fn emit(e: &mut Emitter, i: &WgmmaInst) {
             ));
             // f16 accumulators are packed two elements to a word
             let per = if f16acc { 4 } else { 2 };
-            let d_off = format!("mi * {} + chunk * {}", p.total_n() / per, p.n / per);
-            e.line(format!("{f}(&{dn}[{d_off}], {a_arg}, tilus_db + {b_off});"));
+            // a window's instructions write their columns of the whole accumulator's rows
+            let d_cols = e.p.register(*d).shape[1];
+            let start = target.window.unwrap_or(0);
+            let d_off = format!(
+                "mi * {} + {} + chunk * {}",
+                d_cols / per,
+                start / per,
+                p.n / per
+            );
+            // the first K step of an overwriting product ignores the old values (scale-d 0)
+            let scale = if target.overwrite { "ki == 0 ? 0 : 1" } else { "1" };
+            e.line(format!(
+                "{f}(&{dn}[{d_off}], {a_arg}, tilus_db + {b_off}, {scale});"
+            ));
             e.close();
             e.close();
             e.close();
@@ -216,12 +234,12 @@ fn wgmma_helper(n: usize, bf16: bool, rs: bool, f16acc: bool) -> String {
     };
     let (b_index, imm) = rest;
     format!(
-        "// d[0..{regs}] += A(64x16) * B(16x{n}), {t} inputs, {dt} accumulation; B (and A unless it is in\n\
-         // registers) read from shared memory through descriptors.\n\
-         static __device__ __forceinline__ void {name}({dty}* d, {a_param}, u64 b) {{\n  \
+        "// d[0..{regs}] = A(64x16) * B(16x{n}) + (scale_d ? d : 0), {t} inputs, {dt} accumulation; B (and A\n\
+         // unless it is in registers) read from shared memory through descriptors.\n\
+         static __device__ __forceinline__ void {name}({dty}* d, {a_param}, u64 b, int scale_d) {{\n  \
          asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\n\"\n    \
          \"wgmma.mma_async.sync.aligned.m64n{n}k16.{dt}.{t}.{t} {{{d}}}, {a_operand}, %{b_index}, p, {imm};\\n}}\\n\"\n    \
-         : {d_ops}\n    : {a_inputs}\"l\"(b), \"r\"(1));\n}}\n",
+         : {d_ops}\n    : {a_inputs}\"l\"(b), \"r\"(scale_d));\n}}\n",
         scale = b_index + 1,
         d = d_list.join(", "),
         d_ops = d_ops.join(", "),

@@ -22,7 +22,9 @@ use super::state::{threads_text, Block, Dirty, Fail, InFlight, Retire, Status, T
 use super::task::Task;
 use super::views::{self, Span};
 use crate::error::Fault;
-use crate::ir::facts::{Access, AsyncGroup, Completion, Effect, Facts, Memory, Ordering, Proxy};
+use crate::ir::facts::{
+    columns_overlap, Access, AsyncGroup, Completion, Effect, Facts, Memory, Ordering, Proxy,
+};
 use crate::ir::{BarrierArrayId, Loc};
 
 /// Whether two byte ranges share a byte.
@@ -90,6 +92,7 @@ pub(crate) fn touches(
                 bytes: effect_bytes(b, task, e, inst, loc)?,
                 access: e.access,
                 proxy: e.proxy,
+                columns: e.columns,
                 role: e.role,
             })
         })
@@ -415,7 +418,9 @@ pub(crate) fn check(
                     if !active(b, op) || !mine(op) {
                         continue;
                     }
-                    let Some(x) = op.touches.iter().find(|x| x.memory == e.memory) else {
+                    let Some(x) = op.touches.iter().find(|x| {
+                        x.memory == e.memory && columns_overlap(x.columns, e.columns)
+                    }) else {
                         continue;
                     };
                     let name = &p.register(r).name;

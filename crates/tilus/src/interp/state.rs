@@ -427,6 +427,8 @@ pub(crate) struct Touch {
     pub access: Access,
     /// Through which proxy.
     pub proxy: Proxy,
+    /// For a register tile: the columns touched (`None`: all).
+    pub columns: Option<(i64, i64)>,
     /// The operand's role, for messages.
     pub role: &'static str,
 }

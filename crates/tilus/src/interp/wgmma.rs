@@ -16,7 +16,7 @@ use super::task::{Step, Task};
 use super::views::{self, Placed};
 use crate::error::Fault;
 use crate::ir::facts::AsyncGroup;
-use crate::ir::{Facts, Loc, RegId, RegView, WgmmaA, WgmmaInst};
+use crate::ir::{Facts, Loc, RegId, RegView, WgmmaA, WgmmaInst, WgmmaTarget};
 use crate::layout::WgmmaPlan;
 
 /// A shared operand as it was issued: its elements (a tile, or the stage the task indexed) and
@@ -40,6 +40,7 @@ struct WgOp {
     a: OperandA,
     b: SharedOperand,
     d: RegId,
+    target: WgmmaTarget,
     plan: WgmmaPlan,
     /// First block thread of the group the instruction ran in (layouts are relative to it).
     base: u32,
@@ -65,7 +66,13 @@ pub(crate) fn exec(
     match i {
         // orders register accesses; the interpreter's are in program order already
         WgmmaInst::Fence => {}
-        WgmmaInst::Mma { a, b: bv, d, plan } => {
+        WgmmaInst::Mma {
+            a,
+            b: bv,
+            d,
+            target,
+            plan,
+        } => {
             let Some(plan) = plan else {
                 return Err(Fail::new(
                     Fault::Invalid,
@@ -91,6 +98,7 @@ pub(crate) fn exec(
                     a: a.clone(),
                     b: bv.clone(),
                     d: *d,
+                    target: *target,
                     plan: *plan,
                     base: task.base(),
                     wg,
@@ -197,6 +205,9 @@ fn run(b: &mut Block<'_, '_>, op: &WgOp) -> R<()> {
         _ => |x| x,
     };
     // the accumulator, gathered through its layout
+    // the whole accumulator's columns (a window's product lands in `n` of them, from
+    // `start`)
+    let full = b.program().register(op.d).shape.get(1).copied().unwrap_or(n);
     let info = b.prep.reg(op.d);
     let (ls, nthreads) = (info.ls, info.nthreads);
     let flat_t = info.flat_t.clone();
@@ -205,16 +216,28 @@ fn run(b: &mut Block<'_, '_>, op: &WgOp) -> R<()> {
     let Some(RegData::Float(dv)) = b.regs[op.d.0 as usize].as_mut() else {
         return Err(bad("accumulator"));
     };
-    let mut dm = vec![0f32; (m * n) as usize];
+    let start = op.target.window.unwrap_or(0);
+    let mut dm = vec![0f32; (m * full) as usize];
     let index = |t: u32, l: usize| -> Option<usize> {
         let ti = (t.saturating_sub(op.base) as usize) % nthreads;
         let f = flat_t[ti] + flat_l[l];
-        (f >= 0 && f < m * n).then_some(f as usize)
+        (f >= 0 && f < m * full).then_some(f as usize)
     };
     for t in wg * 128..wg * 128 + 128 {
         for l in 0..ls {
             let f = index(t, l).ok_or_else(|| bad("accumulator"))?;
             dm[f] = dv[t as usize * ls + l];
+        }
+    }
+    if start < 0 || start + n > full {
+        return Err(bad("the accumulator's window"));
+    }
+    if op.target.overwrite {
+        // scale-d 0 on the first K step: the old values are not read
+        for r in 0..m {
+            for c in 0..n {
+                dm[(r * full + start + c) as usize] = 0.0;
+            }
         }
     }
     // the codegen's order: K steps outer, then row blocks and N chunks; one instruction adds
@@ -223,11 +246,12 @@ fn run(b: &mut Block<'_, '_>, op: &WgOp) -> R<()> {
         for r in 0..m {
             let arow = &am[(r * k + ki * 16) as usize..(r * k + ki * 16 + 16) as usize];
             for c in 0..n {
-                let mut acc = dm[(r * n + c) as usize];
+                let at = (r * full + start + c) as usize;
+                let mut acc = dm[at];
                 for (kk, x) in arow.iter().enumerate() {
                     acc += x * bm[((ki * 16 + kk as i64) * n + c) as usize];
                 }
-                dm[(r * n + c) as usize] = round(acc);
+                dm[at] = round(acc);
             }
         }
     }

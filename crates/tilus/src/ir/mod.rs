@@ -22,7 +22,7 @@ pub(crate) use inst::{debug, reduce_crosses_warps, reduce_locals, registers, sub
 pub use inst::{
     launch_registers, sets_max_registers, ArithInst, AtomicOp, BinaryOp, DebugInst, Facts, Inst,
     MbarrierInst, MemoryInst, MmaInst, ReduceOp, RegistersInst, ReshapeOp, ShapeInst, TileExpr,
-    TmaInst, UnaryOp, WgmmaA, WgmmaInst,
+    TmaInst, UnaryOp, WgmmaA, WgmmaInst, WgmmaTarget,
 };
 pub use launch::{
     Bound, HostValue, IndexGuard, KernelParam, LaunchPlan, PointerRule, TensorMapId, TensorMapSpec,

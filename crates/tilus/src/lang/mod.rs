@@ -39,6 +39,7 @@ pub use scalar::{cdiv, Dims, Scalar, Scalars, Val};
 pub use script::{config_string, snake_case, DynScript, Script};
 pub use tensors::{GlobalTensor, RegisterTensor, SharedTensor};
 pub use tma::Tma;
+pub use crate::ir::WgmmaTarget;
 pub use wgmma::{Wgmma, WgmmaOperand};
 
 use crate::ir::Program;

@@ -2,7 +2,7 @@
 //! memory through descriptors, asynchronously.
 
 use super::{Element, Kernel, RegisterTensor, SharedTensor};
-use crate::ir::{Inst, Loc, StmtKind, WgmmaA, WgmmaInst};
+use crate::ir::{Inst, Loc, StmtKind, WgmmaA, WgmmaInst, WgmmaTarget};
 
 /// What can be the `[M, K]` operand of [`Wgmma::mma`]: a shared tile (or one stage of one) or
 /// a register tile.
@@ -66,6 +66,24 @@ impl Wgmma<'_> {
         b: &SharedTensor<T>,
         d: &RegisterTensor<C>,
     ) {
+        self.mma_to(a, b, d, WgmmaTarget::all());
+    }
+
+    /// [`Wgmma::mma`] into `target`: a window of the accumulator's columns
+    /// (`WgmmaTarget::window(start)`: `d[:, start .. start + N] += a @ b`, `N` being `b`'s
+    /// columns, a multiple of 8; the other columns untouched), and/or overwriting instead of
+    /// adding (`.overwriting()`: `d = a @ b`, no zeroing needed first). Work in flight on a
+    /// window does not conflict with uses of the accumulator's other columns (slices of
+    /// them), so a warp group can start a product in the columns it has finished with while
+    /// it still reads the others.
+    #[track_caller]
+    pub fn mma_to<T: Element, C: Element>(
+        self,
+        a: &impl WgmmaOperand<T>,
+        b: &SharedTensor<T>,
+        d: &RegisterTensor<C>,
+        target: WgmmaTarget,
+    ) {
         let loc = Loc::caller();
         if d.view.transposed {
             self.k.error(
@@ -81,6 +99,7 @@ impl Wgmma<'_> {
             a: a.operand(),
             b,
             d: d.view.tensor,
+            target,
             plan: None,
         };
         self.push(i, loc)

@@ -422,3 +422,92 @@ fn freeing_a_stage_before_its_wgmma_completes_lets_the_producer_overwrite_it() {
         "{d:#?}"
     );
 }
+
+// ------------------------------------------------------------------------------------------
+// Windows of the accumulator.
+
+/// `c[64, 128]`: columns 0..64 overwritten with `a @ b[0..64]ᵀ` (the accumulator's old 5.0s
+/// ignored), columns 64..128 accumulating `a @ b[64..128]ᵀ` onto them; the first window is
+/// stored while the second is in flight (`early`: a slice of the second's columns read
+/// before its wait, a fault the verifier would reject, so the run skips it).
+#[derive(Clone, Debug, Hash)]
+struct WindowedTile {
+    early: bool,
+}
+
+impl Script for WindowedTile {
+    type Args = (Ptr<f16>, Ptr<f16>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (a, b, c): Handles<Self::Args>) {
+        k.blocks([1]);
+        k.warps(4);
+        let ga = k.global_view(a, [64, 64]);
+        let gb = k.global_view(b, [128, 64]);
+        let sa = k.shared_tensor::<f16>([64, 64]);
+        let sb = k.shared_tensor::<f16>([128, 64]);
+        let bar = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            k.mbarrier()
+                .arrive_and_expect_tx(bar[0], sa.nbytes() + sb.nbytes());
+            k.tma().global_to_shared(&ga, &sa, [0, 0], bar[0]);
+            k.tma().global_to_shared(&gb, &sb, [0, 0], bar[0]);
+        });
+        k.mbarrier().wait(bar[0], 0u32);
+        let acc = k.register_tensor::<f32>([64, 128], 5.0);
+        k.wgmma().fence();
+        let left = WgmmaTarget::window(0).overwriting();
+        k.wgmma()
+            .mma_to(&sa, &sb.rows(0, 64).transpose(), &acc, left);
+        k.wgmma().commit_group();
+        #[rustfmt::skip]
+        mark("mma", line!(), k.wgmma().mma_to(&sa, &sb.rows(64, 64).transpose(), &acc, WgmmaTarget::window(64)));
+        k.wgmma().commit_group();
+        k.wgmma().wait_group(1);
+        let gc = k.global_view(c, [64, 128]);
+        let done = k.slice(&acc, 1, 0, 64);
+        k.store_global(&gc, &done, [0, 0]);
+        if self.early {
+            #[rustfmt::skip]
+            mark("read", line!(), k.slice(&acc, 1, 64, 64));
+        }
+        k.wgmma().wait_group(0);
+        let rest = k.slice(&acc, 1, 64, 64);
+        k.store_global(&gc, &rest, [0, 64]);
+    }
+}
+
+#[test]
+fn windows_of_the_accumulator_overwrite_or_add_to_their_columns_only() {
+    let (a, b) = matmul_inputs(64, 128, 64);
+    let mut c = vec![f32::NAN; 64 * 128];
+    run(&WindowedTile { early: false }, (&a[..], &b[..], &mut c[..])).unwrap();
+    for i in 0..64 {
+        for j in 0..128 {
+            let dot: f32 = (0..64)
+                .map(|x| a[i * 64 + x].to_f32() * b[j * 64 + x].to_f32())
+                .sum();
+            let want = if j < 64 { dot } else { 5.0 + dot };
+            assert_eq!(c[i * 128 + j], want, "({i}, {j})");
+        }
+    }
+}
+
+#[test]
+fn reading_a_window_in_flight_is_a_read_before_wait() {
+    // the verifier rejects this statically; the planned program runs unverified
+    let (program, plan) = plan_unverified(&WindowedTile { early: true });
+    let (a, b) = matmul_inputs(64, 128, 64);
+    let mut c = vec![f32::NAN; 64 * 128];
+    let mut args = vec![
+        InterpValue::buffer(&a),
+        InterpValue::buffer(&b),
+        InterpValue::buffer_mut(&mut c),
+    ];
+    let r = run_planned(&program, &plan, &mut args);
+    let d = expect_fault(
+        r,
+        Fault::ReadBeforeWait,
+        "read",
+        &["slice uses accumulator `", "wgmma.wait_group"],
+    );
+    assert_noted(&d, "mma");
+}

@@ -125,6 +125,10 @@ pub struct Effect<'a> {
     /// For a shared tile seen at one stage (`at`): the index of the stage along its leading
     /// dimension, the only part touched; `None`: the whole tile.
     pub stage: Option<&'a Expr>,
+    /// For a two-dimensional register tile: the columns touched, `(start, len)` (a slice's,
+    /// a wgmma's window of its accumulator), so that work in flight on some columns does not
+    /// conflict with uses of others; `None`: the whole tile.
+    pub columns: Option<(i64, i64)>,
     /// The operand's role, for messages (`operand a`, `accumulator`); empty when the
     /// instruction's name says enough.
     pub role: &'static str,
@@ -140,6 +144,7 @@ impl<'a> Effect<'a> {
             completes: Completion::Now,
             region: None,
             stage: None,
+            columns: None,
             role: "",
         }
     }
@@ -153,6 +158,7 @@ impl<'a> Effect<'a> {
             completes,
             region: None,
             stage: None,
+            columns: None,
             role: "",
         }
     }
@@ -183,10 +189,25 @@ impl<'a> Effect<'a> {
         self
     }
 
+    /// The same effect on columns `start .. start + len` of a two-dimensional register tile
+    /// only (`None`: all of them).
+    pub fn on_columns(mut self, columns: Option<(i64, i64)>) -> Effect<'a> {
+        self.columns = columns;
+        self
+    }
+
     /// The same effect, naming the operand's role for messages.
     pub fn role(mut self, role: &'static str) -> Effect<'a> {
         self.role = role;
         self
+    }
+}
+
+/// Whether two column ranges of one register tile (`None`: all columns) share a column.
+pub fn columns_overlap(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> bool {
+    match (a, b) {
+        (Some((s, n)), Some((t, m))) => s < t + m && t < s + n,
+        _ => true,
     }
 }
 

@@ -69,10 +69,20 @@ impl ShapeInst {
     }
 
     /// What the instruction reads, writes and needs (see [`Facts`]).
-    pub fn facts<'a>(&'a self, _p: &'a Program) -> Facts<'a> {
+    pub fn facts<'a>(&'a self, p: &'a Program) -> Facts<'a> {
         let (src, out) = self.operands();
+        // a slice of a matrix's columns reads only those (work in flight on the others, a
+        // wgmma's window of its accumulator, does not conflict with it)
+        let columns = match self {
+            ShapeInst::Slice { src, dim: 1, start, out }
+                if !src.transposed && p.register(src.tensor).shape.len() == 2 =>
+            {
+                p.register(*out).shape.get(1).map(|&len| (*start, len))
+            }
+            _ => None,
+        };
         Facts::default()
-            .effect(Effect::now(Memory::Register(src.tensor), Access::Read))
+            .effect(Effect::now(Memory::Register(src.tensor), Access::Read).on_columns(columns))
             .effect(Effect::now(Memory::Register(out), Access::Declare))
     }
 

@@ -16,6 +16,47 @@ pub enum WgmmaA {
     Register(RegView),
 }
 
+/// Where a wgmma's product lands: `d += a @ b` over the whole accumulator, or over a window of
+/// its columns, or `d = a @ b` (the accumulator's old values ignored: the hardware's
+/// `scale-d = 0`, no zeroing needed first).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct WgmmaTarget {
+    /// `Some(start)`: columns `start .. start + N` of the accumulator, `N` the product's
+    /// columns (a multiple of 8); `None`: all of them.
+    pub window: Option<i64>,
+    /// Whether the product overwrites the columns it lands in instead of adding to them.
+    pub overwrite: bool,
+}
+
+impl WgmmaTarget {
+    /// The whole accumulator, added to (what `mma` does).
+    pub fn all() -> WgmmaTarget {
+        WgmmaTarget::default()
+    }
+
+    /// Columns `start ..` of the accumulator, added to.
+    pub fn window(start: i64) -> WgmmaTarget {
+        WgmmaTarget {
+            window: Some(start),
+            overwrite: false,
+        }
+    }
+
+    /// The same columns, overwritten instead of added to.
+    pub fn overwriting(self) -> WgmmaTarget {
+        WgmmaTarget {
+            overwrite: true,
+            ..self
+        }
+    }
+
+    /// The accumulator's columns the product covers, `(start, len)`, given `b`'s `N`
+    /// (`None`: all of them).
+    pub fn covers(&self, n: i64) -> Option<(i64, i64)> {
+        self.window.map(|start| (start, n))
+    }
+}
+
 /// Warp-group MMA instructions (sm_90a).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum WgmmaInst {
@@ -27,8 +68,11 @@ pub enum WgmmaInst {
         a: WgmmaA,
         /// `[K, N]` operand: a shared tile seen through a transpose (K-major).
         b: SharedView,
-        /// `[M, N]` accumulator.
+        /// `[M, N]` accumulator (with `window`, `[M, N']`: the product lands in `N`
+        /// of its columns).
         d: RegId,
+        /// Where the product lands in the accumulator and whether it adds to it.
+        target: WgmmaTarget,
         /// How the product is cut into instructions; set by layout inference.
         plan: Option<WgmmaPlan>,
     },
@@ -50,13 +94,20 @@ impl WgmmaInst {
     }
 
     /// What the instruction reads, writes and needs (see [`Facts`]).
-    pub fn facts<'a>(&'a self, _p: &'a Program) -> Facts<'a> {
+    pub fn facts<'a>(&'a self, p: &'a Program) -> Facts<'a> {
         let group = AsyncGroup::Wgmma;
         let facts = Facts::scoped(ThreadScope::WarpGroup);
         match self {
             WgmmaInst::Fence => facts.orders(Ordering::RegisterFence(group)),
-            WgmmaInst::Mma { a, b, d, .. } => {
+            WgmmaInst::Mma { a, b, d, target, .. } => {
                 let at = Completion::Group(group);
+                let n = p.sview_shape(b).get(1).copied().unwrap_or(0);
+                let columns = target.covers(n);
+                let access = if target.overwrite {
+                    Access::Write
+                } else {
+                    Access::Update
+                };
                 let a = match a {
                     WgmmaA::Shared(v) => Effect::shared_async(v, Access::Read, at),
                     WgmmaA::Register(v) => {
@@ -68,7 +119,11 @@ impl WgmmaInst {
                 facts
                     .effect(a.role("operand a"))
                     .effect(b.role("operand b"))
-                    .effect(Effect::asynchronous(d, Access::Update, at).role("accumulator"))
+                    .effect(
+                        Effect::asynchronous(d, access, at)
+                            .on_columns(columns)
+                            .role("accumulator"),
+                    )
             }
             WgmmaInst::Commit => facts.orders(Ordering::Commit(group)),
             WgmmaInst::Wait(n) => facts.orders(Ordering::Wait {
@@ -85,13 +140,28 @@ impl WgmmaInst {
             WgmmaInst::Fence => "wgmma.fence()".into(),
             WgmmaInst::Commit => "wgmma.commit_group()".into(),
             WgmmaInst::Wait(k) => format!("wgmma.wait_group({k})"),
-            WgmmaInst::Mma { a, b, d, plan } => {
+            WgmmaInst::Mma {
+                a,
+                b,
+                d,
+                target,
+                plan,
+            } => {
                 let a = match a {
                     WgmmaA::Shared(v) => n.sview(v),
                     WgmmaA::Register(v) => n.view(v),
                 };
                 let dn = &n.p.register(*d).name;
-                let mut t = format!("{dn} = wgmma.mma({a}, {}, {dn})", n.sview(b));
+                let window = match target.window {
+                    Some(start) => format!("[:, {start}..]"),
+                    None => String::new(),
+                };
+                let add = if target.overwrite {
+                    String::new()
+                } else {
+                    format!(", {dn}{window}")
+                };
+                let mut t = format!("{dn}{window} = wgmma.mma({a}, {}{add})", n.sview(b));
                 if let Some(pl) = plan {
                     let _ = write!(
                         t,

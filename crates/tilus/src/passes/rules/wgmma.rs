@@ -14,7 +14,7 @@ fn shared_shape(c: &Checker, v: &SharedView) -> Vec<i64> {
 
 impl Rules for WgmmaInst {
     fn check(&self, c: &mut Checker, loc: Loc, _scope: &Scope) {
-        let WgmmaInst::Mma { a, b, d, .. } = self else {
+        let WgmmaInst::Mma { a, b, d, target, .. } = self else {
             return;
         };
         let p = c.p;
@@ -50,8 +50,20 @@ impl Rules for WgmmaInst {
             c.err(loc, "wgmma.mma takes 2-D tiles");
             return;
         }
-        if sa[1] != sb[0] || sa[0] != sd[0] || sb[1] != sd[1] {
-            c.err(loc, format!("wgmma.mma: shapes do not agree: a {sa:?} @ b {sb:?} + d {sd:?} (need [M, K] @ [K, N] + [M, N])"));
+        match target.window {
+            None => {
+                if sa[1] != sb[0] || sa[0] != sd[0] || sb[1] != sd[1] {
+                    c.err(loc, format!("wgmma.mma: shapes do not agree: a {sa:?} @ b {sb:?} + d {sd:?} (need [M, K] @ [K, N] + [M, N])"));
+                }
+            }
+            Some(start) => {
+                if sa[1] != sb[0] || sa[0] != sd[0] {
+                    c.err(loc, format!("wgmma.mma: shapes do not agree: a {sa:?} @ b {sb:?} into d {sd:?} (need [M, K] @ [K, N] into [M, N'])"));
+                }
+                if start < 0 || start % 8 != 0 || start + sb[1] > sd[1] {
+                    c.err(loc, format!("wgmma.mma: the window of columns {start} .. {} is not within the accumulator's {} columns, starting at a multiple of 8", start + sb[1], sd[1]));
+                }
+            }
         }
         if ta != tb || !matches!(ta, DType::F16 | DType::BF16) {
             c.err(
@@ -89,7 +101,14 @@ impl Rules for WgmmaInst {
     }
 
     fn anchor_layouts(&mut self, cx: &mut LayoutCx, loc: Loc) {
-        let WgmmaInst::Mma { a, b, d, plan } = self else {
+        let WgmmaInst::Mma {
+            a,
+            b,
+            d,
+            target,
+            plan,
+        } = self
+        else {
             return;
         };
         let dshape = &cx.p.register(*d).shape;
@@ -97,12 +116,15 @@ impl Rules for WgmmaInst {
         if dshape.len() != 2 || bshape.len() != 2 {
             return;
         }
-        // b is an [N, K] tile seen as [K, N]
-        let k = bshape[0];
-        match WgmmaPlan::choose(dshape[0], dshape[1], k) {
-            Ok(pl) => {
+        // b is an [N, K] tile seen as [K, N]; a window's product covers N of the
+        // accumulator's columns, whose layout is the whole accumulator's
+        let (k, n) = (bshape[0], bshape[1]);
+        let product_n = if target.window.is_some() { n } else { dshape[1] };
+        let whole = WgmmaPlan::choose(dshape[0], dshape[1], k);
+        match WgmmaPlan::choose(dshape[0], product_n, k).and_then(|pl| Ok((pl, whole?))) {
+            Ok((pl, whole)) => {
                 *plan = Some(pl);
-                cx.require(*d, pl.d_layout(), loc, "wgmma accumulator");
+                cx.require(*d, whole.d_layout(), loc, "wgmma accumulator");
                 if let WgmmaA::Register(v) = a {
                     cx.require(
                         v.tensor,

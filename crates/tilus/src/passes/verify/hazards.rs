@@ -6,7 +6,7 @@
 //! conflict when they are the same for certain (`stages.rs`).
 
 use super::stages::{Clock, Stage};
-use crate::ir::facts::{Access, AsyncGroup, Completion, Memory, Ordering};
+use crate::ir::facts::{columns_overlap, Access, AsyncGroup, Completion, Memory, Ordering};
 use crate::ir::{Expr, Loc, SharedView, Stmt, StmtKind};
 use crate::passes::async_groups::AsyncGroups;
 use crate::passes::context::Checker;
@@ -17,6 +17,8 @@ struct Pending {
     memory: Memory,
     /// The stage of a staged tile it touches, when it was issued.
     stage: Stage,
+    /// For a register tile: the columns it touches (`None`: all).
+    columns: Option<(i64, i64)>,
     reads: bool,
     writes: bool,
     kind: AsyncGroup,
@@ -81,6 +83,7 @@ fn walk(c: &mut Checker, stmts: &[Stmt], st: &mut AsyncGroups<Pending>, clock: &
                     let conflict = st.in_flight().find(|p| {
                         p.memory == e.memory
                             && clock.same(&p.stage, &here)
+                            && columns_overlap(p.columns, e.columns)
                             && !chained(p)
                             && (p.writes || (p.reads && e.access.writes()))
                     });
@@ -121,6 +124,7 @@ fn walk(c: &mut Checker, stmts: &[Stmt], st: &mut AsyncGroups<Pending>, clock: &
                             Pending {
                                 memory: e.memory,
                                 stage: clock.stamp(e.stage),
+                                columns: e.columns,
                                 reads: e.access.reads(),
                                 writes: e.access.writes(),
                                 kind,

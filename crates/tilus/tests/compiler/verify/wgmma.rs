@@ -174,3 +174,78 @@ fn a_wait_leaving_groups_running_keeps_their_accumulators_off_limits() {
     })
     .fails_once_noting("is used while the wgmma at");
 }
+
+/// Two products into the two 64-column windows of one `[64, 128]` accumulator, the second
+/// still in flight when the first window is read (`early`: its own columns are read too).
+fn windows(k: &mut tilus::prelude::Kernel, (src, out): tilus::prelude::Handles<(Ptr<f16>, PtrMut<f32>)>, early: bool) {
+    use tilus::prelude::WgmmaTarget;
+    k.warps(4);
+    let g = k.global_view::<f16>(src, [128, 64]);
+    let b = k.shared_tensor::<f16>([128, 64]);
+    let bar = k.mbarrier().alloc([1]);
+    k.single_thread(|k| {
+        k.mbarrier().arrive_and_expect_tx(bar[0], b.nbytes());
+        k.tma().global_to_shared(&g, &b, [0, 0], bar[0]);
+    });
+    k.mbarrier().wait(bar[0], 0u32);
+    let acc = k.register_tensor::<f32>([64, 128], None);
+    let a = b.rows(0, 64);
+    k.wgmma().fence();
+    let first = WgmmaTarget::window(0).overwriting();
+    k.wgmma().mma_to(&a, &b.rows(0, 64).transpose(), &acc, first);
+    k.wgmma().commit_group();
+    let second = WgmmaTarget::window(64).overwriting();
+    #[rustfmt::skip]
+    note(line!(), k.wgmma().mma_to(&a, &b.rows(64, 64).transpose(), &acc, second));
+    k.wgmma().commit_group();
+    k.wgmma().wait_group(1);
+    let o = k.global_view::<f32>(out, [64, 128]);
+    let left = k.slice(&acc, 1, 0, 64);
+    k.store_global(&o, &left, [0, 0]);
+    if early {
+        at(line!(), k.slice(&acc, 1, 32, 64));
+    }
+    k.wgmma().wait_group(0);
+    let right = k.slice(&acc, 1, 64, 64);
+    k.store_global(&o, &right, [0, 64]);
+}
+
+#[test]
+fn a_window_in_flight_leaves_the_accumulators_other_columns_free() {
+    let p = check::<(Ptr<f16>, PtrMut<f32>)>(|k, args| windows(k, args, false))
+        .run()
+        .unwrap();
+    let text = tilus::ir::print_program(&p);
+    assert!(text.contains("[:, 64..] = wgmma.mma("), "{text}");
+}
+
+#[test]
+fn reading_columns_of_a_window_in_flight_is_an_error() {
+    check::<(Ptr<f16>, PtrMut<f32>)>(|k, args| windows(k, args, true))
+        .fails_once_noting("is used while the wgmma at");
+}
+
+#[test]
+fn a_window_past_the_accumulators_columns_is_an_error() {
+    check::<(Ptr<f16>, PtrMut<f32>)>(|k, (src, out)| {
+        use tilus::prelude::WgmmaTarget;
+        k.warps(4);
+        let g = k.global_view::<f16>(src, [128, 64]);
+        let b = k.shared_tensor::<f16>([128, 64]);
+        let bar = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            k.mbarrier().arrive_and_expect_tx(bar[0], b.nbytes());
+            k.tma().global_to_shared(&g, &b, [0, 0], bar[0]);
+        });
+        k.mbarrier().wait(bar[0], 0u32);
+        let acc = k.register_tensor::<f32>([64, 96], 0.0);
+        k.wgmma().fence();
+        let past = WgmmaTarget::window(40);
+        at(line!(), k.wgmma().mma_to(&b.rows(0, 64), &b.rows(0, 64).transpose(), &acc, past));
+        k.wgmma().commit_group();
+        k.wgmma().wait_group(0);
+        let o = k.global_view::<f32>(out, [64, 96]);
+        k.store_global(&o, &acc, [0, 0]);
+    })
+    .fails("is not within the accumulator's 96 columns");
+}
