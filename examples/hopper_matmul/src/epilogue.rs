@@ -23,7 +23,7 @@ use tilus::prelude::*;
 use tilus::tune::{Binding, Space};
 
 use crate::epilogue_operands::StagedOperands;
-use crate::v6::{MatmulPersistent, OVERLAP_WINDOW};
+use crate::v6::MatmulPersistent;
 use crate::v6_epilogue::{columns, CStores, TileAt, TileEpilogue};
 
 /// Columns of the epilogue's chunks: a chunk's D, bias and result (16 registers each at
@@ -123,7 +123,6 @@ impl<A: Activation> Debug for MatmulEpilogue<A> {
             .field("cluster_m", &t.cluster_m)
             .field("hilbert", &t.hilbert)
             .field("ping_pong", &t.ping_pong)
-            .field("overlap", &t.overlap)
             .field("act", &format_args!("{}", A::NAME))
             .finish()
     }
@@ -206,24 +205,16 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
         // TMA for D, the bias and C where C's rows are a multiple of 16 bytes, as TMA needs
         // (`n` is a compile-time constant: the choice is made per specialization)
         let rows_aligned = n_size.as_const().is_some_and(|n| n % 8 == 0);
-        // a window's columns at once where the epilogue runs under the next tile's products
-        // (ptxas waits for the window before the first use otherwise: reading half of a
-        // window whose neighbour's product is in flight, it cannot tell them apart)
-        let chunk = if t.overlaps(k_size, Some(OVERLAP_WINDOW)) {
-            OVERLAP_WINDOW
-        } else {
-            CHUNK
-        };
         let operands = if t.tma_store != 0 && rows_aligned {
             // the bias in rows of 8 for its copies (n is a multiple of 8 here)
             let rows_of_8 = n_size / 8;
             let gbias = k
                 .name_next("gbias8")
                 .global_view::<f16>(bias_ptr, [rows_of_8, Scalar::from(8)]);
-            Operands::Staged(Box::new(StagedOperands::new(k, (gd, gbias, gc), t, chunk)))
+            Operands::Staged(Box::new(StagedOperands::new(k, (gd, gbias, gc), t, CHUNK)))
         } else {
             Operands::Loaded {
-                stores: t.c_stores(k, gc, n_size, chunk),
+                stores: t.c_stores(k, gc, n_size, CHUNK),
                 gd,
                 gbias,
             }
@@ -234,7 +225,6 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
             beta,
             group_rows: t.group_rows(),
             block_n: t.block_n,
-            width: chunk,
             act: PhantomData,
         };
         // the main loop: v6's; each consumer warp group then runs the epilogue on its half
@@ -264,8 +254,6 @@ struct Fused<A: Activation> {
     /// Rows of a consumer warp group's accumulator.
     group_rows: i32,
     block_n: i32,
-    /// Columns per chunk.
-    width: i32,
     act: PhantomData<A>,
 }
 
@@ -290,29 +278,6 @@ impl<A: Activation> Fused<A> {
     }
 }
 
-impl<A: Activation> Fused<A> {
-    /// C's chunk `c` from D and the bias loaded straight into the accumulator's layout
-    /// (masked at the edges).
-    fn loaded_chunk(
-        &self,
-        k: &mut Kernel,
-        (gd, gbias): (&GlobalTensor<f16>, &GlobalTensor<f16>),
-        acc: &RegisterTensor<f32>,
-        at: &TileAt,
-        c: i32,
-    ) -> RegisterTensor<f16> {
-        let width = self.width;
-        let on = k.let_i32(at.cols + c * width);
-        k.name_next("acc_part");
-        let part = columns(k, (acc, self.block_n), c * width, width);
-        let d = k
-            .name_next("d")
-            .load_global(gd, [at.rows, on], [self.group_rows, width]);
-        let bias = k.name_next("bias").load_global(gbias, [on], [width]);
-        self.chunk(k, part, d, bias)
-    }
-}
-
 impl<A: Activation> TileEpilogue for Fused<A> {
     fn tile(&self, k: &mut Kernel, g: usize, acc: &RegisterTensor<f32>, at: &TileAt) {
         match &self.operands {
@@ -323,34 +288,16 @@ impl<A: Activation> TileEpilogue for Fused<A> {
             }
             Operands::Loaded { stores, gd, gbias } => {
                 stores.store(k, g, at.rows, at.cols, |k, c| {
-                    self.loaded_chunk(k, (gd, gbias), acc, at, c)
-                });
-            }
-        }
-    }
-
-    fn chunk_columns(&self) -> i32 {
-        match &self.operands {
-            Operands::Staged(staged) => staged.width(),
-            Operands::Loaded { .. } => self.width.min(self.block_n),
-        }
-    }
-
-    fn tile_chunk(
-        &self,
-        k: &mut Kernel,
-        g: usize,
-        acc: &RegisterTensor<f32>,
-        (at, j, alone): (&TileAt, i32, bool),
-    ) {
-        match &self.operands {
-            Operands::Staged(staged) => {
-                let f = |k: &mut Kernel, part, d, bias| self.chunk(k, part, d, bias);
-                staged.chunk(k, g, acc, (at, j, alone), &f);
-            }
-            Operands::Loaded { stores, gd, gbias } => {
-                stores.store_chunk(k, g, (at.rows, at.cols), j, alone, |k| {
-                    self.loaded_chunk(k, (gd, gbias), acc, at, j)
+                    // D and the bias are loaded straight into the accumulator's layout
+                    // (masked at the edges)
+                    let on = k.let_i32(at.cols + c * CHUNK);
+                    k.name_next("acc_part");
+                    let part = columns(k, (acc, self.block_n), c * CHUNK, CHUNK);
+                    let d =
+                        k.name_next("d")
+                            .load_global(gd, [at.rows, on], [self.group_rows, CHUNK]);
+                    let bias = k.name_next("bias").load_global(gbias, [on], [CHUNK]);
+                    self.chunk(k, part, d, bias)
                 });
             }
         }

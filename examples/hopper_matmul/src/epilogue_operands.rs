@@ -153,34 +153,13 @@ impl StagedOperands {
         at: &TileAt,
         f: &ChunkFn<'_>,
     ) {
+        // each buffer is filled `chunks / buffers` times a tile
+        let rounds = self.chunks / self.buffers;
+        let first = k.name_next("landed_round").let_i32(at.index * rounds);
         for j in 0..self.chunks {
-            self.chunk(k, g, acc, (at, j, false), f);
-        }
-    }
-
-    /// Columns per chunk.
-    pub fn width(&self) -> i32 {
-        self.width
-    }
-
-    /// Chunk `j` of [`StagedOperands::tile`]; `alone`: other work ran since the chunk
-    /// before, so the chunk waits until every earlier store has read its buffer before it
-    /// writes its result there (chunk by chunk, each store has had the next chunk's work to
-    /// drain in).
-    pub fn chunk(
-        &self,
-        k: &mut Kernel,
-        g: usize,
-        acc: &RegisterTensor<f32>,
-        (at, j, alone): (&TileAt, i32, bool),
-        f: &ChunkFn<'_>,
-    ) {
-        {
-            // each buffer is filled `chunks / buffers` times a tile
-            let rounds = self.chunks / self.buffers;
             let b = j % self.buffers;
             let buffer = self.d[g].at(b);
-            let phase = k.let_i32((at.index * rounds + j / self.buffers) % 2);
+            let phase = k.let_i32((first + j / self.buffers) % 2);
             k.mbarrier()
                 .wait(self.landed[g].at(Val::constant(b)), phase);
             k.name_next("acc_part");
@@ -189,9 +168,6 @@ impl StagedOperands {
             let bias_rows = k.name_next("bias_rows").load_shared(&self.bias[g].at(b));
             let bias = k.name_next("bias").reshape(&bias_rows, [self.width]);
             let out = f(k, part, d, bias);
-            if alone {
-                k.single_thread(|k| k.tma().wait_group_read(0));
-            }
             // every thread has read the chunk's D before any overwrites it
             k.sync_group();
             let cols = k.let_i32(at.cols + j * self.width);

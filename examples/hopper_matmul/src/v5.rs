@@ -328,37 +328,6 @@ impl<T: Element> Cooperative<T> {
         // released later, by step (the slot's stage is named by its step number)
         drop(slot);
     }
-    /// Consumer warp group `g`'s product of ring step `step` into columns `start .. start +
-    /// width` of `acc` (B's rows of them), overwriting them on the tile's first step
-    /// (`first`), committed and left in flight; `wait`: the step's stage is waited for
-    /// first (the first window of a step), otherwise it has been. The columns left of
-    /// `start` may be read meanwhile, those right of it still hold the tile before's
-    /// result.
-    #[track_caller]
-    pub fn multiply_window(
-        &self,
-        k: &mut Kernel,
-        (g, step): (usize, Scalar),
-        acc: &RegisterTensor<f32>,
-        (start, width): (i32, i32),
-        (wait, first): (bool, bool),
-    ) {
-        let stage = if wait {
-            self.pipe.consumer_acquire(k, step).stage()
-        } else {
-            k.name_next("stage").let_i32(step % self.pipe.stages())
-        };
-        let b = self.sb.at(stage).rows(start, width).transpose();
-        let target = if first {
-            WgmmaTarget::window(i64::from(start)).overwriting()
-        } else {
-            WgmmaTarget::window(i64::from(start))
-        };
-        k.wgmma().fence();
-        k.wgmma().mma_to(&self.a_of(g).at(stage), &b, acc, target);
-        k.wgmma().commit_group();
-    }
-
     /// Frees ring step `step`'s stage (nothing for a negative step) on behalf of the calling
     /// consumer warp group: one of its threads arrives, once the group's products that read
     /// the stage are complete (a WGMMA is one operation of the whole warp group, so its

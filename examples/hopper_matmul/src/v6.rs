@@ -37,7 +37,6 @@ use tilus::prelude::*;
 #[tune(cluster_m = [1, 2])]
 #[tune(hilbert = [0])]
 #[tune(defer_stores = [1])]
-#[tune(overlap = [0])]
 pub struct MatmulPersistent {
     /// Rows of C per tile: two warp groups of `block_m / 2` rows each (a multiple of 128);
     /// in ping-pong, one warp group's (a multiple of 64).
@@ -76,26 +75,7 @@ pub struct MatmulPersistent {
     /// other's products run meanwhile). Always 1 in the searched space (1.3-2.0% faster
     /// in every measured form, docs/perf.md); `--set defer_stores=0` measures the other.
     pub defer_stores: i32,
-    /// 1: cooperative warp groups run each tile's epilogue at the start of the next tile's
-    /// main loop, a window of [`OVERLAP_WINDOW`] columns at a time: once the epilogue has
-    /// read a window's columns of the accumulator, the next tile's first steps (as many as
-    /// the ring holds but one) multiply into them (`wgmma` into a window, overwriting), so the
-    /// tensor cores work under the rest of the epilogue. Replaces `defer_stores` where it
-    /// applies (K a compile-time constant, warp groups of 64 rows, at least two windows,
-    /// outside stream-K); 0: each
-    /// tile's epilogue runs after its main loop.
-    pub overlap: i32,
 }
-
-/// Columns of the accumulator the next tile's first products take at a time with
-/// [`MatmulPersistent::overlap`]: 64 (`m64n64k16` products read as many bytes of shared memory
-/// per clock as the multiprocessor delivers, so narrower windows would starve the tensor
-/// cores; wider ones leave more of the epilogue uncovered).
-pub const OVERLAP_WINDOW: i32 = 64;
-
-/// At most this many K steps are multiplied window by window (one fewer than the ring's
-/// stages, up to this: deeper rings than shared memory holds are the verifier's to reject).
-const MAX_OVERLAP_STEPS: i32 = 8;
 
 impl Default for MatmulPersistent {
     /// A configuration that compiles (the autotuner chooses per problem).
@@ -112,7 +92,6 @@ impl Default for MatmulPersistent {
             hilbert: 0,
             ping_pong: 0,
             defer_stores: 1,
-            overlap: 0,
         }
     }
 }
@@ -162,19 +141,10 @@ impl MatmulPersistent {
             STORE_CHUNK
         };
         let stores = self.c_stores(k, gc, n_size, width);
-        let defer = self.defer_stores != 0 && self.ping_pong == 0 && !self.overlaps(k_size, None);
+        let defer = self.defer_stores != 0 && self.ping_pong == 0;
         let epilogue = CastAndStore::new(stores, self.block_n, defer);
         self.tiles(k, (m_size, n_size, k_size), (a_ptr, b_ptr), &epilogue, None);
     }
-}
-
-/// What a consumer warp group carries from one tile to the next with
-/// [`MatmulPersistent::overlap`]: the accumulator, where its tile lies, and whether it holds
-/// one (0 before the first tile).
-struct Carried {
-    acc: RegisterTensor<f32>,
-    at: TileAt,
-    some: Val,
 }
 
 /// The two rings v6 runs on: a block's own ([`Cooperative`]), or a pair's sharing B
@@ -196,24 +166,6 @@ impl<T: Element> Ring<T> {
         ring.multiply(k, g, step, acc);
     }
 
-    /// [`Cooperative::multiply_window`] on the ring (a pair's B tile holds both producers'
-    /// halves: the same).
-    #[track_caller]
-    fn multiply_window(
-        &self,
-        k: &mut Kernel,
-        at: (usize, Scalar),
-        acc: &RegisterTensor<f32>,
-        window: (i32, i32),
-        flags: (bool, bool),
-    ) {
-        let ring = match self {
-            Ring::One(r) => r,
-            Ring::Pair(p) => &p.ring,
-        };
-        ring.multiply_window(k, at, acc, window, flags);
-    }
-
     /// Frees ring step `step`'s stage for the calling consumer warp group (in both blocks of
     /// a pair).
     #[track_caller]
@@ -226,73 +178,6 @@ impl<T: Element> Ring<T> {
 }
 
 impl MatmulPersistent {
-    /// Whether tiles run their epilogue under the next tile's first products
-    /// ([`MatmulPersistent::overlap`]), for K steps of `k_size` and an epilogue of chunks of
-    /// `chunk` columns (`None`: v6's own, [`CastAndStore`]).
-    pub fn overlaps(&self, k_size: Val, chunk: Option<i32>) -> bool {
-        let chunk = chunk.unwrap_or(if self.group_rows() > 64 {
-            STORE_CHUNK / 2
-        } else {
-            STORE_CHUNK
-        });
-        let k_known = k_size.as_const().is_some_and(|k| k > 0);
-        // warp groups of 64 rows: with two row blocks a window's registers are two runs of
-        // the accumulator's, and ptxas spills
-        self.overlap != 0
-            && self.ping_pong == 0
-            && self.group_rows() == 64
-            && k_known
-            && chunk > 0
-            && OVERLAP_WINDOW % chunk == 0
-            && self.block_n % OVERLAP_WINDOW == 0
-            && self.block_n / OVERLAP_WINDOW >= 2
-    }
-
-    /// The start of a tile's main loop with [`MatmulPersistent::overlap`], for consumer
-    /// warp group `g` whose earlier tiles took `done` ring steps: window by window, the
-    /// previous tile's epilogue on the window's columns (if there is a previous tile), then
-    /// this tile's first `steps` K steps into them (the first overwriting, one group of
-    /// products per window, left in flight); then step `steps`, whose wait covers every
-    /// window, frees their stages. The caller runs steps `steps + 1 ..`.
-    fn overlapped_start<T: Element>(
-        &self,
-        k: &mut Kernel,
-        (g, done, steps, k_tiles): (usize, Val, i32, i32),
-        (ring, acc): (&Ring<T>, &RegisterTensor<f32>),
-        carried: &Carried,
-        epilogue: &dyn TileEpilogue,
-    ) {
-        let chunk = epilogue.chunk_columns();
-        let per_window = OVERLAP_WINDOW / chunk;
-        for w in 0..self.block_n / OVERLAP_WINDOW {
-            k.if_(carried.some.gt(0), |k| {
-                for j in w * per_window..(w + 1) * per_window {
-                    let alone = j == w * per_window;
-                    epilogue.tile_chunk(k, g, &carried.acc, (&carried.at, j, alone));
-                }
-            });
-            for s in 0..steps {
-                let step = Scalar::from(done + s);
-                let window = (w * OVERLAP_WINDOW, OVERLAP_WINDOW);
-                ring.multiply_window(k, (g, step), acc, window, (w == 0, s == 0));
-            }
-        }
-        if k_tiles > steps {
-            // step `steps`, one product in flight after it: every window's are complete,
-            // their stages free (its own is freed by the step after, or after the loop)
-            ring.multiply(k, g, Scalar::from(done + steps), acc);
-            for s in 0..steps {
-                ring.release(k, Scalar::from(done + s));
-            }
-        } else {
-            // no more steps: the loop's end waits for the products and frees the last stage
-            k.wgmma().wait_group(0);
-            for s in 0..steps - 1 {
-                ring.release(k, Scalar::from(done + s));
-            }
-        }
-    }
-
     /// Rows of a consumer warp group's share of a tile: half of it, or all of it in
     /// ping-pong.
     pub fn group_rows(&self) -> i32 {
@@ -461,46 +346,15 @@ impl MatmulPersistent {
         let halfway = epilogue
             .prefetches()
             .then(|| k.name_next("halfway").let_i32(k_tiles / 2));
-        // with `overlap`: the first steps of a tile multiplied into windows of the
-        // accumulator as the previous tile's epilogue frees them: one stage fewer than the
-        // ring has, so that the step after them is in the ring too (their stages are freed
-        // only once every window's products are done)
-        let overlap_steps = (stream_k.is_none()
-            && deferred == 0
-            && self.overlaps(k_size, Some(epilogue.chunk_columns())))
-        .then(|| k_size.as_const())
-        .flatten()
-        .map(|k| (k + i64::from(self.block_k) - 1) / i64::from(self.block_k).max(1))
-        .map(|kt| {
-            let ahead = (stages - 1).min(MAX_OVERLAP_STEPS);
-            (kt.min(i64::from(ahead)) as i32, kt as i32)
-        })
-        .filter(|&(steps, _)| steps > 0);
         for g in 0..2 {
             let walk = if ping_pong { (g as i32, 2) } else { (0, 1) };
             k.thread_group(128 * g as u32, 128, |k| {
                 k.set_max_registers(consumer_registers);
                 epilogue.begin(k, g);
-                // with `overlap`, the accumulator and where its tile lies outlive the tile
-                // loop: a tile's epilogue runs in the next tile's loop (or after the last)
-                let carried = overlap_steps.map(|_| Carried {
-                    acc: k
-                        .name_next("acc")
-                        .register_tensor::<f32>([group_rows, self.block_n], None),
-                    at: TileAt {
-                        rows: k.name_next("held_rows").var_i32(0),
-                        cols: k.name_next("held_cols").var_i32(0),
-                        index: k.name_next("held_index").var_i32(0),
-                    },
-                    some: k.name_next("held_some").var_i32(0),
-                });
                 for_each_tile(k, walk, &|k, done, tile, part| {
-                    let acc = match &carried {
-                        Some(c) => c.acc,
-                        None => k
-                            .name_next("acc")
-                            .register_tensor::<f32>([group_rows, self.block_n], 0.0),
-                    };
+                    let acc = k
+                        .name_next("acc")
+                        .register_tensor::<f32>([group_rows, self.block_n], 0.0);
                     let rows = if ping_pong {
                         tile.rows
                     } else {
@@ -521,28 +375,6 @@ impl MatmulPersistent {
                         order.wait_turn(k, g, at.index);
                     }
                     match (halfway, part.share) {
-                        _ if carried.is_some() => {
-                            let c = carried.as_ref().expect("matched");
-                            let (from, kt) = overlap_steps.expect("with carried");
-                            self.overlapped_start(
-                                k,
-                                (g, done, from, kt),
-                                (&ring, &acc),
-                                c,
-                                epilogue,
-                            );
-                            // the rest of the loop, the prefetch halfway (after the
-                            // previous tile's epilogue, which read the buffers it fills)
-                            let rest = Val::constant(from + 1);
-                            if halfway.is_some() {
-                                let mid = Val::constant((kt / 2).max(from + 1));
-                                steps(k, rest, mid);
-                                epilogue.prefetch(k, g, &at);
-                                steps(k, mid, k_tiles);
-                            } else {
-                                steps(k, rest, k_tiles);
-                            }
-                        }
                         (Some(halfway), None) => {
                             // the loop in two halves, the prefetch between them
                             // (straight-line code: the checks see it run once per tile)
@@ -566,30 +398,11 @@ impl MatmulPersistent {
                     }
                     k.wgmma().wait_group(0);
                     release(k, done + part.steps - 1);
-                    match (&stream_k, part.share, &carried) {
-                        (Some(sk), Some(share), _) => {
-                            sk.settle(k, g, &acc, &at, share, rank.clone())
-                        }
-                        (_, _, Some(c)) => {
-                            // the next tile's loop (or `finish`) runs the epilogue
-                            k.assign(c.at.rows, at.rows);
-                            k.assign(c.at.cols, at.cols);
-                            k.assign(c.at.index, at.index);
-                            k.assign(c.some, 1);
-                        }
+                    match (&stream_k, part.share) {
+                        (Some(sk), Some(share)) => sk.settle(k, g, &acc, &at, share, rank.clone()),
                         _ => epilogue.tile(k, g, &acc, &at),
                     }
                 });
-                if let Some(c) = &carried {
-                    // the last tile's epilogue, after other work (its first chunk waits
-                    // for every earlier store)
-                    let chunks = self.block_n / epilogue.chunk_columns();
-                    k.if_(c.some.gt(0), |k| {
-                        for j in 0..chunks {
-                            epilogue.tile_chunk(k, g, &c.acc, (&c.at, j, j == 0));
-                        }
-                    });
-                }
                 epilogue.finish(k, g);
             });
         }

@@ -59,26 +59,6 @@ pub trait TileEpilogue {
     /// Consumer warp group `g` stores chunk `j` of the result it holds from its previous
     /// tile, if it holds one (with deferred chunks).
     fn store_held(&self, _k: &mut Kernel, _g: usize, _j: i32) {}
-    /// Columns of one chunk of [`TileEpilogue::tile_chunk`], when the epilogue can run a
-    /// tile chunk by chunk (so that the next tile's first products can take each chunk's
-    /// columns of the accumulator as soon as it is done, [`MatmulPersistent::overlap`]); 0:
-    /// it cannot.
-    fn chunk_columns(&self) -> i32 {
-        0
-    }
-    /// Chunk `j` of [`TileEpilogue::tile`] (columns `j w .. j w + w` of `acc`, `w` being
-    /// [`TileEpilogue::chunk_columns`]); chunks `0, 1, ..` in turn make the whole tile's
-    /// epilogue. `alone`: other work ran since the chunk before (the chunk waits until
-    /// every earlier store has read its buffer, not only the one before the last).
-    fn tile_chunk(
-        &self,
-        _k: &mut Kernel,
-        _g: usize,
-        _acc: &RegisterTensor<f32>,
-        (_at, _j, _alone): (&TileAt, i32, bool),
-    ) {
-        unreachable!("tile_chunk is called only where chunk_columns is not 0")
-    }
 }
 
 /// v6's epilogue: each tile cast to `T` and stored with [`CStores`], in its own epilogue or
@@ -192,24 +172,6 @@ impl<T: Element> TileEpilogue for CastAndStore<T> {
             some: k.name_next("held_some").var_i32(0),
         };
         self.held.borrow_mut()[g] = Some(held);
-    }
-    fn chunk_columns(&self) -> i32 {
-        self.stores.width
-    }
-    fn tile_chunk(
-        &self,
-        k: &mut Kernel,
-        g: usize,
-        acc: &RegisterTensor<f32>,
-        (at, j, alone): (&TileAt, i32, bool),
-    ) {
-        let width = self.stores.width;
-        self.stores
-            .store_chunk(k, g, (at.rows, at.cols), j, alone, |k| {
-                k.name_next("acc_part");
-                let part = columns(k, (acc, self.block_n), j * width, width);
-                k.name_next("casted").cast::<T>(&part)
-            });
     }
     fn store_held(&self, k: &mut Kernel, g: usize, j: i32) {
         let h = self.held(g);

@@ -14,33 +14,28 @@ use hopper_matmul::v6::MatmulPersistent;
 /// taking tiles in turn, 128-row tiles and 64-row ones): persistent with either epilogue,
 /// one block per tile, in pairs; last, stores deferred to the next tile's main loop:
 /// persistent with either epilogue, one block per tile (the only tile's result stored after
-/// the loop), in pairs; last, each tile's epilogue under the next tile's first products
-/// (`overlap`): persistent with either epilogue, one block per tile, in pairs.
+/// the loop), in pairs.
 pub fn forms() -> Vec<MatmulPersistent> {
     [
-        (1, 2, 1, 1, 0, 0, 0, 0),
-        (1, 1, 0, 1, 0, 0, 0, 0),
-        (0, 1, 1, 1, 0, 0, 0, 0),
-        (1, 2, 1, 2, 0, 0, 0, 0),
-        (0, 1, 0, 2, 0, 0, 0, 0),
-        (1, 2, 1, 1, 1, 0, 0, 0),
-        (1, 2, 0, 2, 1, 0, 0, 0),
-        (1, 2, 1, 1, 0, 1, 0, 0),
-        (1, 1, 0, 1, 0, 1, 0, 0),
-        (0, 1, 1, 1, 0, 1, 0, 0),
-        (1, 2, 1, 2, 0, 1, 0, 0),
-        (1, 2, 1, 1, 0, 0, 1, 0),
-        (1, 1, 0, 1, 0, 0, 1, 0),
-        (0, 1, 1, 1, 0, 0, 1, 0),
-        (1, 2, 1, 2, 0, 0, 1, 0),
-        (1, 2, 1, 1, 0, 0, 0, 1),
-        (1, 1, 0, 1, 0, 0, 0, 1),
-        (0, 1, 1, 1, 0, 0, 0, 1),
-        (1, 2, 1, 2, 0, 0, 0, 1),
+        (1, 2, 1, 1, 0, 0, 0),
+        (1, 1, 0, 1, 0, 0, 0),
+        (0, 1, 1, 1, 0, 0, 0),
+        (1, 2, 1, 2, 0, 0, 0),
+        (0, 1, 0, 2, 0, 0, 0),
+        (1, 2, 1, 1, 1, 0, 0),
+        (1, 2, 0, 2, 1, 0, 0),
+        (1, 2, 1, 1, 0, 1, 0),
+        (1, 1, 0, 1, 0, 1, 0),
+        (0, 1, 1, 1, 0, 1, 0),
+        (1, 2, 1, 2, 0, 1, 0),
+        (1, 2, 1, 1, 0, 0, 1),
+        (1, 1, 0, 1, 0, 0, 1),
+        (0, 1, 1, 1, 0, 0, 1),
+        (1, 2, 1, 2, 0, 0, 1),
     ]
     .into_iter()
     .map(
-        |(persistent, group_m, tma_store, cluster_m, hilbert, ping_pong, defer_stores, overlap)| {
+        |(persistent, group_m, tma_store, cluster_m, hilbert, ping_pong, defer_stores)| {
             MatmulPersistent {
                 block_m: 128,
                 block_n: 128,
@@ -53,7 +48,6 @@ pub fn forms() -> Vec<MatmulPersistent> {
                 hilbert,
                 ping_pong,
                 defer_stores,
-                overlap,
             }
         },
     )
@@ -69,7 +63,6 @@ pub fn forms() -> Vec<MatmulPersistent> {
         hilbert: 0,
         ping_pong: 1,
         defer_stores: 0,
-        overlap: 0,
     }])
     .collect()
 }
@@ -87,10 +80,6 @@ fn every_form_is_exact_at_multiples_and_ragged_shapes() {
         check(config, (200, 300, 136), 70 + i as u64);
         // ragged, with rows a TMA store can take: the last tile's chunks are clipped
         check(config, (200, 296, 136), 80 + i as u64);
-        if config.overlap != 0 {
-            // no K step after the windows' (two steps per tile, three stages)
-            check(config, (384, 256, 128), 50 + i as u64);
-        }
     }
 }
 

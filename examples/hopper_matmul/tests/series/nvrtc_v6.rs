@@ -135,7 +135,6 @@ fn stores_in_each_tiles_own_epilogue_compile_without_spills_too() {
         .chain(pairs())
         .map(|config| MatmulPersistent {
             defer_stores: 0,
-            overlap: 0,
             ..config
         });
     let compiled = compiled_without_spills(undeferred);
