@@ -137,7 +137,11 @@ pub(super) fn emit(e: &mut Emitter, i: &WgmmaInst) {
                 p.n / per
             );
             // the first K step of an overwriting product ignores the old values (scale-d 0)
-            let scale = if target.overwrite { "ki == 0 ? 0 : 1" } else { "1" };
+            let scale = if target.overwrite {
+                "ki == 0 ? 0 : 1"
+            } else {
+                "1"
+            };
             e.line(format!(
                 "{f}(&{dn}[{d_off}], {a_arg}, tilus_db + {b_off}, {scale});"
             ));

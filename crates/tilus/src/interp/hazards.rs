@@ -418,9 +418,11 @@ pub(crate) fn check(
                     if !active(b, op) || !mine(op) {
                         continue;
                     }
-                    let Some(x) = op.touches.iter().find(|x| {
-                        x.memory == e.memory && columns_overlap(x.columns, e.columns)
-                    }) else {
+                    let Some(x) = op
+                        .touches
+                        .iter()
+                        .find(|x| x.memory == e.memory && columns_overlap(x.columns, e.columns))
+                    else {
                         continue;
                     };
                     let name = &p.register(r).name;

@@ -207,7 +207,13 @@ fn run(b: &mut Block<'_, '_>, op: &WgOp) -> R<()> {
     // the accumulator, gathered through its layout
     // the whole accumulator's columns (a window's product lands in `n` of them, from
     // `start`)
-    let full = b.program().register(op.d).shape.get(1).copied().unwrap_or(n);
+    let full = b
+        .program()
+        .register(op.d)
+        .shape
+        .get(1)
+        .copied()
+        .unwrap_or(n);
     let info = b.prep.reg(op.d);
     let (ls, nthreads) = (info.ls, info.nthreads);
     let flat_t = info.flat_t.clone();

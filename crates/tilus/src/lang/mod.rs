@@ -26,6 +26,7 @@ mod tma;
 mod wgmma;
 
 pub use crate::ir::HostValue;
+pub use crate::ir::WgmmaTarget;
 pub use args::{Arg, ArgList, Const, Handles, HostArgs, Ptr, PtrMut, PtrVal};
 pub use arith::{where_, IntoTile, Tile, TileMath};
 pub use cluster::MAX_CLUSTER_BLOCKS;
@@ -39,7 +40,6 @@ pub use scalar::{cdiv, Dims, Scalar, Scalars, Val};
 pub use script::{config_string, snake_case, DynScript, Script};
 pub use tensors::{GlobalTensor, RegisterTensor, SharedTensor};
 pub use tma::Tma;
-pub use crate::ir::WgmmaTarget;
 pub use wgmma::{Wgmma, WgmmaOperand};
 
 use crate::ir::Program;

@@ -74,9 +74,12 @@ impl ShapeInst {
         // a slice of a matrix's columns reads only those (work in flight on the others, a
         // wgmma's window of its accumulator, does not conflict with it)
         let columns = match self {
-            ShapeInst::Slice { src, dim: 1, start, out }
-                if !src.transposed && p.register(src.tensor).shape.len() == 2 =>
-            {
+            ShapeInst::Slice {
+                src,
+                dim: 1,
+                start,
+                out,
+            } if !src.transposed && p.register(src.tensor).shape.len() == 2 => {
                 p.register(*out).shape.get(1).map(|&len| (*start, len))
             }
             _ => None,

@@ -99,7 +99,9 @@ impl WgmmaInst {
         let facts = Facts::scoped(ThreadScope::WarpGroup);
         match self {
             WgmmaInst::Fence => facts.orders(Ordering::RegisterFence(group)),
-            WgmmaInst::Mma { a, b, d, target, .. } => {
+            WgmmaInst::Mma {
+                a, b, d, target, ..
+            } => {
                 let at = Completion::Group(group);
                 let n = p.sview_shape(b).get(1).copied().unwrap_or(0);
                 let columns = target.covers(n);

@@ -14,7 +14,10 @@ fn shared_shape(c: &Checker, v: &SharedView) -> Vec<i64> {
 
 impl Rules for WgmmaInst {
     fn check(&self, c: &mut Checker, loc: Loc, _scope: &Scope) {
-        let WgmmaInst::Mma { a, b, d, target, .. } = self else {
+        let WgmmaInst::Mma {
+            a, b, d, target, ..
+        } = self
+        else {
             return;
         };
         let p = c.p;
@@ -119,7 +122,11 @@ impl Rules for WgmmaInst {
         // b is an [N, K] tile seen as [K, N]; a window's product covers N of the
         // accumulator's columns, whose layout is the whole accumulator's
         let (k, n) = (bshape[0], bshape[1]);
-        let product_n = if target.window.is_some() { n } else { dshape[1] };
+        let product_n = if target.window.is_some() {
+            n
+        } else {
+            dshape[1]
+        };
         let whole = WgmmaPlan::choose(dshape[0], dshape[1], k);
         match WgmmaPlan::choose(dshape[0], product_n, k).and_then(|pl| Ok((pl, whole?))) {
             Ok((pl, whole)) => {

@@ -177,7 +177,11 @@ fn a_wait_leaving_groups_running_keeps_their_accumulators_off_limits() {
 
 /// Two products into the two 64-column windows of one `[64, 128]` accumulator, the second
 /// still in flight when the first window is read (`early`: its own columns are read too).
-fn windows(k: &mut tilus::prelude::Kernel, (src, out): tilus::prelude::Handles<(Ptr<f16>, PtrMut<f32>)>, early: bool) {
+fn windows(
+    k: &mut tilus::prelude::Kernel,
+    (src, out): tilus::prelude::Handles<(Ptr<f16>, PtrMut<f32>)>,
+    early: bool,
+) {
     use tilus::prelude::WgmmaTarget;
     k.warps(4);
     let g = k.global_view::<f16>(src, [128, 64]);
@@ -192,7 +196,8 @@ fn windows(k: &mut tilus::prelude::Kernel, (src, out): tilus::prelude::Handles<(
     let a = b.rows(0, 64);
     k.wgmma().fence();
     let first = WgmmaTarget::window(0).overwriting();
-    k.wgmma().mma_to(&a, &b.rows(0, 64).transpose(), &acc, first);
+    k.wgmma()
+        .mma_to(&a, &b.rows(0, 64).transpose(), &acc, first);
     k.wgmma().commit_group();
     let second = WgmmaTarget::window(64).overwriting();
     #[rustfmt::skip]
@@ -241,7 +246,11 @@ fn a_window_past_the_accumulators_columns_is_an_error() {
         let acc = k.register_tensor::<f32>([64, 96], 0.0);
         k.wgmma().fence();
         let past = WgmmaTarget::window(40);
-        at(line!(), k.wgmma().mma_to(&b.rows(0, 64), &b.rows(0, 64).transpose(), &acc, past));
+        at(
+            line!(),
+            k.wgmma()
+                .mma_to(&b.rows(0, 64), &b.rows(0, 64).transpose(), &acc, past),
+        );
         k.wgmma().commit_group();
         k.wgmma().wait_group(0);
         let o = k.global_view::<f32>(out, [64, 96]);
