@@ -8,6 +8,7 @@ use tilus::prelude::*;
 use super::mark;
 
 pub mod global;
+pub mod windows;
 
 /// This file, as diagnostics name it.
 pub const FILE: &str = file!();

@@ -239,7 +239,7 @@ fn the_printed_ir_shows_branches_and_while_loops() {
 }
 
 // ------------------------------------------------------------------------------------------
-// wgmma: both operand sources, both accumulators.
+// wgmma: both operand sources, both accumulators, windows of an accumulator.
 // ------------------------------------------------------------------------------------------
 
 fn compiles_to<C: tilus::lang::Element + std::fmt::Debug>(s: &OneTile<C>, needle: &str) {
@@ -265,6 +265,22 @@ fn both_operand_sources_and_both_accumulators_compile_to_wgmma() {
             &format!("m64n{n}k16.f16.f16.f16"),
         );
     }
+}
+
+#[test]
+fn a_window_of_the_accumulator_is_its_registers_from_the_windows_first_column() {
+    use crate::common::scripts::windows::WgmmaWindows;
+    let c = build(&WgmmaWindows { early: false }, &[]);
+    assert_eq!(c.report.spill_stores, 0);
+    // columns 64.. of a [64, 128] accumulator: its local registers from 32 on; the
+    // overwriting product's first K step with scale-d 0
+    assert!(
+        c.source
+            .contains("tilus_wgmma_m64n64k16_f16_ss(&r0[mi * 64 + 32 + chunk * 32]"),
+        "{}",
+        c.source
+    );
+    assert!(c.source.contains("ki == 0 ? 0 : 1);"), "{}", c.source);
 }
 
 // ------------------------------------------------------------------------------------------

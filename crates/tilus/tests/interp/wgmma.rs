@@ -4,6 +4,7 @@
 
 use crate::common::inputs::matmul_inputs;
 use crate::common::interp::{assert_noted, expect_fault, fault, plan_unverified, run, run_planned};
+use crate::common::scripts::windows::WgmmaWindows;
 use crate::common::staged::StagedMatmul;
 use crate::common::{line_of, mark};
 use tilus::interp::{Fault, InterpValue};
@@ -426,75 +427,21 @@ fn freeing_a_stage_before_its_wgmma_completes_lets_the_producer_overwrite_it() {
 // ------------------------------------------------------------------------------------------
 // Windows of the accumulator.
 
-/// `c[64, 128]`: columns 0..64 overwritten with `a @ b[0..64]ᵀ` (the accumulator's old 5.0s
-/// ignored), columns 64..128 accumulating `a @ b[64..128]ᵀ` onto them; the first window is
-/// stored while the second is in flight (`early`: a slice of the second's columns read
-/// before its wait, a fault the verifier would reject, so the run skips it).
-#[derive(Clone, Debug, Hash)]
-struct WindowedTile {
-    early: bool,
-}
-
-impl Script for WindowedTile {
-    type Args = (Ptr<f16>, Ptr<f16>, PtrMut<f32>);
-    fn body(&self, k: &mut Kernel, (a, b, c): Handles<Self::Args>) {
-        k.blocks([1]);
-        k.warps(4);
-        let ga = k.global_view(a, [64, 64]);
-        let gb = k.global_view(b, [128, 64]);
-        let sa = k.shared_tensor::<f16>([64, 64]);
-        let sb = k.shared_tensor::<f16>([128, 64]);
-        let bar = k.mbarrier().alloc([1]);
-        k.single_thread(|k| {
-            k.mbarrier()
-                .arrive_and_expect_tx(bar[0], sa.nbytes() + sb.nbytes());
-            k.tma().global_to_shared(&ga, &sa, [0, 0], bar[0]);
-            k.tma().global_to_shared(&gb, &sb, [0, 0], bar[0]);
-        });
-        k.mbarrier().wait(bar[0], 0u32);
-        let acc = k.register_tensor::<f32>([64, 128], 5.0);
-        k.wgmma().fence();
-        let left = WgmmaTarget::window(0).overwriting();
-        k.wgmma()
-            .mma_to(&sa, &sb.rows(0, 64).transpose(), &acc, left);
-        k.wgmma().commit_group();
-        #[rustfmt::skip]
-        mark("mma", line!(), k.wgmma().mma_to(&sa, &sb.rows(64, 64).transpose(), &acc, WgmmaTarget::window(64)));
-        k.wgmma().commit_group();
-        k.wgmma().wait_group(1);
-        let gc = k.global_view(c, [64, 128]);
-        let done = k.slice(&acc, 1, 0, 64);
-        k.store_global(&gc, &done, [0, 0]);
-        if self.early {
-            #[rustfmt::skip]
-            mark("read", line!(), k.slice(&acc, 1, 64, 64));
-        }
-        k.wgmma().wait_group(0);
-        let rest = k.slice(&acc, 1, 64, 64);
-        k.store_global(&gc, &rest, [0, 64]);
-    }
-}
-
 #[test]
 fn windows_of_the_accumulator_overwrite_or_add_to_their_columns_only() {
     let (a, b) = matmul_inputs(64, 128, 64);
     let mut c = vec![f32::NAN; 64 * 128];
-    run(&WindowedTile { early: false }, (&a[..], &b[..], &mut c[..])).unwrap();
-    for i in 0..64 {
-        for j in 0..128 {
-            let dot: f32 = (0..64)
-                .map(|x| a[i * 64 + x].to_f32() * b[j * 64 + x].to_f32())
-                .sum();
-            let want = if j < 64 { dot } else { 5.0 + dot };
-            assert_eq!(c[i * 128 + j], want, "({i}, {j})");
-        }
+    run(&WgmmaWindows { early: false }, (&a[..], &b[..], &mut c[..])).unwrap();
+    // small multiples of 1/16: every sum is exact in f32
+    for (i, (got, want)) in c.iter().zip(WgmmaWindows::expect(&a, &b)).enumerate() {
+        assert_eq!(*got as f64, want, "element {i}");
     }
 }
 
 #[test]
 fn reading_a_window_in_flight_is_a_read_before_wait() {
     // the verifier rejects this statically; the planned program runs unverified
-    let (program, plan) = plan_unverified(&WindowedTile { early: true });
+    let (program, plan) = plan_unverified(&WgmmaWindows { early: true });
     let (a, b) = matmul_inputs(64, 128, 64);
     let mut c = vec![f32::NAN; 64 * 128];
     let mut args = vec![

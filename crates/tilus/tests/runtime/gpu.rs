@@ -2,6 +2,7 @@
 //! interpreter (`interp/`). Ignored without a GPU.
 
 use crate::common::inputs::{fresh_seed, random_f16, random_f32};
+use crate::common::scripts::windows::{WgmmaWindows, WINDOW};
 use crate::common::scripts::{
     epilogue_inputs, Branches, ClusterMulticast, ClusterPairs, ClusterSignals, Epilogue,
     EpilogueBug, FastDivide, GroupSyncs, Groups, OneTile, OnesTimesB, PersistentItems, Printing,
@@ -182,7 +183,8 @@ fn with_the_fence_the_gpu_computes_the_product() {
 }
 
 // ------------------------------------------------------------------------------------------
-// wgmma: both operand sources and both accumulators against a CPU reference.
+// wgmma: both operand sources and both accumulators, and windows of an accumulator, against
+// a CPU reference.
 // ------------------------------------------------------------------------------------------
 
 #[test]
@@ -241,6 +243,34 @@ fn both_operand_sources_and_both_accumulators_compute_the_product() {
                 );
             }
         }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn products_into_windows_of_the_accumulator_overwrite_or_add_to_their_columns() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let seed = fresh_seed();
+    let a = random_f16(64 * 64, seed);
+    let b = random_f16(2 * WINDOW * 64, seed + 1);
+    let want = WgmmaWindows::expect(&a, &b);
+    let (da, db) = (
+        stream.clone_htod(&a).unwrap(),
+        stream.clone_htod(&b).unwrap(),
+    );
+    let mut dc = stream.clone_htod(&vec![f32::NAN; want.len()]).unwrap();
+    tilus::Jit::new(WgmmaWindows { early: false }, &device)
+        .launch(stream, (&da, &db, &mut dc))
+        .unwrap();
+    let c = stream.clone_dtoh(&dc).unwrap();
+    for (i, (got, w)) in c.iter().zip(&want).enumerate() {
+        let got = *got as f64;
+        assert!(
+            (got - w).abs() <= 1e-4 + 1e-4 * w.abs(),
+            "seed {seed}, element {i}: {got} vs {w}"
+        );
     }
 }
 

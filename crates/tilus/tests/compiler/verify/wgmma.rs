@@ -245,12 +245,9 @@ fn a_window_past_the_accumulators_columns_is_an_error() {
         k.mbarrier().wait(bar[0], 0u32);
         let acc = k.register_tensor::<f32>([64, 96], 0.0);
         k.wgmma().fence();
-        let past = WgmmaTarget::window(40);
-        at(
-            line!(),
-            k.wgmma()
-                .mma_to(&b.rows(0, 64), &b.rows(0, 64).transpose(), &acc, past),
-        );
+        let (a, past) = (b.rows(0, 64), WgmmaTarget::window(40));
+        #[rustfmt::skip]
+        at(line!(), k.wgmma().mma_to(&a, &b.rows(0, 64).transpose(), &acc, past));
         k.wgmma().commit_group();
         k.wgmma().wait_group(0);
         let o = k.global_view::<f32>(out, [64, 96]);

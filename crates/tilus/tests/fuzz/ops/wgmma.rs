@@ -1,4 +1,5 @@
-//! Warp-group products (`wgmma`): fence, mma, commit and wait.
+//! Warp-group products (`wgmma`): fence, mma (into the whole accumulator or a window of its
+//! columns, adding or overwriting), commit and wait.
 
 use proptest::prelude::*;
 use tilus::lang::WgmmaOperand;
@@ -22,19 +23,34 @@ pub enum Wgmma {
     Fence,
     /// `wgmma.mma(a, b: a shared tile of a's type, d)`.
     Mma(WgA, T, T),
+    /// `wgmma.mma_to(a, b, d, target)`: into a window of `d`'s columns from `start` (or
+    /// all of them), overwriting or adding.
+    MmaTo(WgA, T, T, Option<i64>, bool),
     Commit,
     Wait(u32),
 }
 
 impl Wgmma {
     pub fn arms(m: Mode, _top: bool) -> Vec<(u32, BoxedStrategy<Op>)> {
-        let wga = prop_oneof![t(m).prop_map(WgA::Shared), t(m).prop_map(WgA::Register)];
+        let wga = || prop_oneof![t(m).prop_map(WgA::Shared), t(m).prop_map(WgA::Register)];
         vec![
             (1, Just(Wgmma::Fence.into()).boxed()),
             (
                 2,
-                (wga, t(m), t(m))
+                (wga(), t(m), t(m))
                     .prop_map(|(a, b, d)| Wgmma::Mma(a, b, d).into())
+                    .boxed(),
+            ),
+            (
+                1,
+                (
+                    wga(),
+                    t(m),
+                    t(m),
+                    prop::sample::select(vec![None, Some(0), Some(8), Some(64), Some(-8)]),
+                    any::<bool>(),
+                )
+                    .prop_map(|(a, b, d, w, o)| Wgmma::MmaTo(a, b, d, w, o).into())
                     .boxed(),
             ),
             (1, Just(Wgmma::Commit.into()).boxed()),
@@ -50,25 +66,47 @@ impl Wgmma {
     pub fn replay(&self, r: &mut Replay, k: &mut Kernel) {
         match self {
             Wgmma::Fence => k.wgmma().fence(),
-            Wgmma::Mma(a, b, d) => {
-                let Some(d) = r.reg(*d) else {
-                    return;
+            Wgmma::Mma(a, b, d) => replay_mma(r, k, (*a, *b, *d), WgmmaTarget::all()),
+            Wgmma::MmaTo(a, b, d, window, overwrite) => {
+                let target = WgmmaTarget {
+                    window: *window,
+                    overwrite: *overwrite,
                 };
-                match *a {
-                    WgA::Shared(a) => {
-                        if let Some(a) = r.shared(a) {
-                            on!(a, S, |a: E| on!(d, R, |d: C| mma(r, k, &a, *b, &d)));
-                        }
-                    }
-                    WgA::Register(a) => {
-                        if let Some(a) = r.reg(a) {
-                            on!(a, R, |a: E| on!(d, R, |d: C| mma(r, k, &a, *b, &d)));
-                        }
-                    }
-                }
+                replay_mma(r, k, (*a, *b, *d), target)
             }
             Wgmma::Commit => k.wgmma().commit_group(),
             Wgmma::Wait(n) => k.wgmma().wait_group(*n),
+        }
+    }
+}
+
+/// `wgmma.mma_to(a, b, d, target)` on the replayed tiles (nothing when one is missing).
+fn replay_mma(r: &mut Replay, k: &mut Kernel, (a, b, d): (WgA, T, T), target: WgmmaTarget) {
+    let Some(d) = r.reg(d) else {
+        return;
+    };
+    match a {
+        WgA::Shared(a) => {
+            if let Some(a) = r.shared(a) {
+                on!(a, S, |a: E| on!(d, R, |d: C| mma(
+                    r,
+                    k,
+                    &a,
+                    (b, &d),
+                    target
+                )));
+            }
+        }
+        WgA::Register(a) => {
+            if let Some(a) = r.reg(a) {
+                on!(a, R, |a: E| on!(d, R, |d: C| mma(
+                    r,
+                    k,
+                    &a,
+                    (b, &d),
+                    target
+                )));
+            }
         }
     }
 }
@@ -77,11 +115,11 @@ fn mma<E: El, C: El>(
     r: &Replay,
     k: &mut Kernel,
     a: &impl WgmmaOperand<E>,
-    b: T,
-    d: &RegisterTensor<C>,
+    (b, d): (T, &RegisterTensor<C>),
+    target: WgmmaTarget,
 ) {
     if let Some(b) = r.shared_of::<E>(b) {
-        k.wgmma().mma(a, &b, d);
+        k.wgmma().mma_to(a, &b, d, target);
     }
 }
 
@@ -97,8 +135,15 @@ pub fn snippet_wgmma() -> BoxedStrategy<Vec<Op>> {
         prop::bool::weighted(0.3),
         prop::bool::weighted(0.3),
         prop::sample::select(vec![None, None, Some(true), Some(true), Some(false)]),
+        prop::sample::select(vec![
+            None,
+            None,
+            Some((0, false)),
+            Some((1, true)),
+            Some((1, false)),
+        ]),
     )
-        .prop_map(|(m, n, k, ab, a_in_registers, acc_inside, store)| {
+        .prop_map(|(m, n, k, ab, a_in_registers, acc_inside, store, window)| {
             let mut ops: Vec<Op> = crate::model::ops![
                 Memory::Shared(ab, vec![m, k]),
                 Memory::Shared(ab, vec![n, k])
@@ -120,7 +165,10 @@ pub fn snippet_wgmma() -> BoxedStrategy<Vec<Op>> {
             } else {
                 WgA::Shared(plain(1))
             };
-            let acc: Op = Memory::Register(Dt::F32, vec![m, n], Init::Zero).into();
+            // a window: the product into the first or the second half of an accumulator
+            // twice as wide, overwriting or adding
+            let cols = if window.is_some() { 2 * n } else { n };
+            let acc: Op = Memory::Register(Dt::F32, vec![m, cols], Init::Zero).into();
             // the [N, K] tile seen as [K, N]
             let b = T {
                 idx: 0,
@@ -128,7 +176,12 @@ pub fn snippet_wgmma() -> BoxedStrategy<Vec<Op>> {
             };
             let mut body: Vec<Op> = crate::model::ops![
                 Wgmma::Fence,
-                Wgmma::Mma(a, b, plain(0)),
+                match window {
+                    None => Wgmma::Mma(a, b, plain(0)),
+                    Some((half, overwrite)) => {
+                        Wgmma::MmaTo(a, b, plain(0), Some(i64::from(half * n)), overwrite)
+                    }
+                },
                 Wgmma::Commit,
                 Wgmma::Wait(0),
             ];
