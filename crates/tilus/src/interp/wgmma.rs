@@ -235,7 +235,7 @@ fn run(b: &mut Block<'_, '_>, op: &WgOp) -> R<()> {
             dm[f] = dv[t as usize * ls + l];
         }
     }
-    if start < 0 || start + n > full {
+    if start < 0 || start.saturating_add(n) > full {
         return Err(bad("the accumulator's window"));
     }
     if op.target.overwrite {

@@ -206,7 +206,7 @@ impl<'a> Effect<'a> {
 /// Whether two column ranges of one register tile (`None`: all columns) share a column.
 pub fn columns_overlap(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> bool {
     match (a, b) {
-        (Some((s, n)), Some((t, m))) => s < t + m && t < s + n,
+        (Some((s, n)), Some((t, m))) => s < t.saturating_add(m) && t < s.saturating_add(n),
         _ => true,
     }
 }

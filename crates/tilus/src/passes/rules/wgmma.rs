@@ -63,8 +63,8 @@ impl Rules for WgmmaInst {
                 if sa[1] != sb[0] || sa[0] != sd[0] {
                     c.err(loc, format!("wgmma.mma: shapes do not agree: a {sa:?} @ b {sb:?} into d {sd:?} (need [M, K] @ [K, N] into [M, N'])"));
                 }
-                if start < 0 || start % 8 != 0 || start + sb[1] > sd[1] {
-                    c.err(loc, format!("wgmma.mma: the window of columns {start} .. {} is not within the accumulator's {} columns, starting at a multiple of 8", start + sb[1], sd[1]));
+                if start < 0 || start % 8 != 0 || start.saturating_add(sb[1]) > sd[1] {
+                    c.err(loc, format!("wgmma.mma: the window of columns {start} .. {} is not within the accumulator's {} columns, starting at a multiple of 8", start.saturating_add(sb[1]), sd[1]));
                 }
             }
         }

@@ -167,7 +167,11 @@ pub fn snippet_wgmma() -> BoxedStrategy<Vec<Op>> {
             };
             // a window: the product into the first or the second half of an accumulator
             // twice as wide, overwriting or adding
-            let cols = if window.is_some() { 2 * n } else { n };
+            let cols = if window.is_some() {
+                n.saturating_mul(2)
+            } else {
+                n
+            };
             let acc: Op = Memory::Register(Dt::F32, vec![m, cols], Init::Zero).into();
             // the [N, K] tile seen as [K, N]
             let b = T {
@@ -179,7 +183,13 @@ pub fn snippet_wgmma() -> BoxedStrategy<Vec<Op>> {
                 match window {
                     None => Wgmma::Mma(a, b, plain(0)),
                     Some((half, overwrite)) => {
-                        Wgmma::MmaTo(a, b, plain(0), Some(i64::from(half * n)), overwrite)
+                        Wgmma::MmaTo(
+                            a,
+                            b,
+                            plain(0),
+                            Some(i64::from(half) * i64::from(n)),
+                            overwrite,
+                        )
                     }
                 },
                 Wgmma::Commit,
