@@ -82,6 +82,21 @@ fn wgmma_inputs() -> (Vec<f16>, Vec<f16>) {
     matmul_inputs(64, 64, 64)
 }
 
+/// Runs a planned program that skipped the verifier on `(a, b)` into `c_len` f32 outputs.
+fn run_unverified(
+    (program, plan): &(tilus::ir::Program, tilus::ir::LaunchPlan),
+    (a, b): (&[f16], &[f16]),
+    c_len: usize,
+) -> tilus::Result<tilus::interp::Report> {
+    let mut c = vec![f32::NAN; c_len];
+    let mut args = vec![
+        InterpValue::buffer(a),
+        InterpValue::buffer(b),
+        InterpValue::buffer_mut(&mut c),
+    ];
+    run_planned(program, plan, &mut args)
+}
+
 fn run_wgmma(script: &WgmmaTile) -> tilus::Result<Vec<f32>> {
     let (a, b) = wgmma_inputs();
     let mut c = vec![f32::NAN; 64 * 64];
@@ -244,13 +259,7 @@ fn using_the_accumulator_before_wait_group_is_a_read_before_wait() {
         }
     }
     let (a, b) = wgmma_inputs();
-    let mut c = vec![f32::NAN; 64 * 64];
-    let mut args = vec![
-        InterpValue::buffer(&a),
-        InterpValue::buffer(&b),
-        InterpValue::buffer_mut(&mut c),
-    ];
-    let r = run_planned(&program, &plan, &mut args);
+    let r = run_unverified(&(program, plan), (&a, &b), 64 * 64);
     let d = expect_fault(
         r,
         Fault::ReadBeforeWait,
@@ -443,13 +452,7 @@ fn reading_a_window_in_flight_is_a_read_before_wait() {
     // the verifier rejects this statically; the planned program runs unverified
     let (program, plan) = plan_unverified(&WgmmaWindows { early: true });
     let (a, b) = matmul_inputs(64, 128, 64);
-    let mut c = vec![f32::NAN; 64 * 128];
-    let mut args = vec![
-        InterpValue::buffer(&a),
-        InterpValue::buffer(&b),
-        InterpValue::buffer_mut(&mut c),
-    ];
-    let r = run_planned(&program, &plan, &mut args);
+    let r = run_unverified(&(program, plan), (&a, &b), 64 * 128);
     let d = expect_fault(
         r,
         Fault::ReadBeforeWait,

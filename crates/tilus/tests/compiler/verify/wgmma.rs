@@ -150,14 +150,7 @@ fn stages_pinned_off_their_swizzle_alignment() {
 fn a_wait_leaving_groups_running_keeps_their_accumulators_off_limits() {
     check::<(Ptr<f16>, PtrMut<f32>)>(|k, (src, out)| {
         k.warps(4);
-        let g = k.global_view::<f16>(src, [64, 64]);
-        let a = k.shared_tensor::<f16>([64, 64]);
-        let bar = k.mbarrier().alloc([1]);
-        k.single_thread(|k| {
-            k.mbarrier().arrive_and_expect_tx(bar[0], a.nbytes());
-            k.tma().global_to_shared(&g, &a, [0, 0], bar[0]);
-        });
-        k.mbarrier().wait(bar[0], 0u32);
+        let a = loaded_tile(k, src, 64);
         let older = k.register_tensor::<f32>([64, 64], 0.0);
         let newer = k.register_tensor::<f32>([64, 64], 0.0);
         k.wgmma().fence();
@@ -175,6 +168,23 @@ fn a_wait_leaving_groups_running_keeps_their_accumulators_off_limits() {
     .fails_once_noting("is used while the wgmma at");
 }
 
+/// A `[rows, 64]` f16 tile of `src` copied into shared memory with TMA and waited for.
+fn loaded_tile(
+    k: &mut tilus::prelude::Kernel,
+    src: tilus::prelude::PtrVal<f16>,
+    rows: i32,
+) -> tilus::prelude::SharedTensor<f16> {
+    let g = k.global_view::<f16>(src, [rows, 64]);
+    let t = k.shared_tensor::<f16>([rows, 64]);
+    let bar = k.mbarrier().alloc([1]);
+    k.single_thread(|k| {
+        k.mbarrier().arrive_and_expect_tx(bar[0], t.nbytes());
+        k.tma().global_to_shared(&g, &t, [0, 0], bar[0]);
+    });
+    k.mbarrier().wait(bar[0], 0u32);
+    t
+}
+
 /// Two products into the two 64-column windows of one `[64, 128]` accumulator, the second
 /// still in flight when the first window is read (`early`: its own columns are read too).
 fn windows(
@@ -184,14 +194,7 @@ fn windows(
 ) {
     use tilus::prelude::WgmmaTarget;
     k.warps(4);
-    let g = k.global_view::<f16>(src, [128, 64]);
-    let b = k.shared_tensor::<f16>([128, 64]);
-    let bar = k.mbarrier().alloc([1]);
-    k.single_thread(|k| {
-        k.mbarrier().arrive_and_expect_tx(bar[0], b.nbytes());
-        k.tma().global_to_shared(&g, &b, [0, 0], bar[0]);
-    });
-    k.mbarrier().wait(bar[0], 0u32);
+    let b = loaded_tile(k, src, 128);
     let acc = k.register_tensor::<f32>([64, 128], None);
     let a = b.rows(0, 64);
     k.wgmma().fence();
@@ -235,14 +238,7 @@ fn a_window_past_the_accumulators_columns_is_an_error() {
     check::<(Ptr<f16>, PtrMut<f32>)>(|k, (src, out)| {
         use tilus::prelude::WgmmaTarget;
         k.warps(4);
-        let g = k.global_view::<f16>(src, [128, 64]);
-        let b = k.shared_tensor::<f16>([128, 64]);
-        let bar = k.mbarrier().alloc([1]);
-        k.single_thread(|k| {
-            k.mbarrier().arrive_and_expect_tx(bar[0], b.nbytes());
-            k.tma().global_to_shared(&g, &b, [0, 0], bar[0]);
-        });
-        k.mbarrier().wait(bar[0], 0u32);
+        let b = loaded_tile(k, src, 128);
         let acc = k.register_tensor::<f32>([64, 96], 0.0);
         k.wgmma().fence();
         let (a, past) = (b.rows(0, 64), WgmmaTarget::window(40));
