@@ -204,7 +204,6 @@ fn run(b: &mut Block<'_, '_>, op: &WgOp) -> R<()> {
         crate::ir::DType::BF16 => |x| half::bf16::from_f32(x).to_f32(),
         _ => |x| x,
     };
-    // the accumulator, gathered through its layout
     // the whole accumulator's columns (a window's product lands in `n` of them, from
     // `start`)
     let full = b
@@ -214,6 +213,7 @@ fn run(b: &mut Block<'_, '_>, op: &WgOp) -> R<()> {
         .get(1)
         .copied()
         .unwrap_or(n);
+    // the accumulator, gathered through its layout
     let info = b.prep.reg(op.d);
     let (ls, nthreads) = (info.ls, info.nthreads);
     let flat_t = info.flat_t.clone();
