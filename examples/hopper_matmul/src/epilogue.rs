@@ -86,11 +86,9 @@ impl Activation for Relu {
 /// few f32 ulps, far below the f16 output's rounding). The exponent is
 /// `x · (c3 · x² + c1)` with log2(e) folded into the constants: one fused multiply-add and two
 /// products, then the two special-function instructions, an add and a product: six float
-/// instructions and two on the special-function unit per element, which bound the epilogue;
-/// two tiles at once ([`Activation::apply_pair`]) share a reciprocal, one and a half there.
-/// An accurate `tanhf` or an IEEE division costs several times as many instructions, and
-/// `tanh.approx.f32`'s error of about 2^-11 of `tanh` is too large where `1 + tanh(u)` is small
-/// (negative `x`); so is the f16 `ex2.approx.f16x2`'s.
+/// instructions and two on the special-function unit per element. An accurate `tanhf` or an
+/// IEEE division costs several times as many instructions, and `tanh.approx.f32`'s error of
+/// about 2^-11 of `tanh` is too large where `1 + tanh(u)` is small (negative `x`).
 #[derive(Clone, Debug, Default, Hash, PartialEq, Eq)]
 pub struct GeluTanh;
 
