@@ -22,7 +22,7 @@ use std::marker::PhantomData;
 use tilus::prelude::*;
 use tilus::tune::{Binding, Space};
 
-use crate::epilogue_operands::{ChunkOperands, StagedOperands};
+use crate::epilogue_operands::StagedOperands;
 use crate::v6::MatmulPersistent;
 use crate::v6_epilogue::{columns, CStores, TileAt, TileEpilogue};
 
@@ -38,15 +38,6 @@ pub trait Activation: Clone + Debug + Hash + Default + Send + Sync + 'static {
     const NAME: &'static str;
     /// The activation of a tile expression.
     fn apply(x: Tile<f32>) -> Tile<f32>;
-    /// The activation of two tiles of one layout at once, so that they may share work (one
-    /// reciprocal for two, say); by default each on its own.
-    fn apply_pair(
-        _k: &mut Kernel,
-        x: RegisterTensor<f32>,
-        y: RegisterTensor<f32>,
-    ) -> (Tile<f32>, Tile<f32>) {
-        (Self::apply(x.into_tile()), Self::apply(y.into_tile()))
-    }
     /// The same function in f64, for references.
     fn reference(x: f64) -> f64;
 }
@@ -95,38 +86,14 @@ pub struct GeluTanh;
 /// √(2/π).
 const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 
-/// GELU's exponent `-2u · log2(e) = x · (c3 · x² + c1)`, `c1 = -2√(2/π) · log2(e)`,
-/// `c3 = 0.044715 · c1` (log2(e) folded into the constants).
-fn gelu_exponent(x: Tile<f32>) -> Tile<f32> {
-    let c1 = -2.0 * SQRT_2_OVER_PI * std::f64::consts::LOG2_E;
-    let square = x.clone() * x.clone();
-    x * square.mul_add(0.044715 * c1, c1)
-}
-
 impl Activation for GeluTanh {
     const NAME: &'static str = "gelu";
     fn apply(x: Tile<f32>) -> Tile<f32> {
-        x.clone() * (gelu_exponent(x).exp2_approx() + 1.0).recip_approx()
-    }
-    /// One reciprocal for two elements: with `dx = 1 + 2^ex` and `dy = 1 + 2^ey`,
-    /// `x / dx = x · dy · r` and `y / dy = y · dx · r` for `r = 1 / (dx · dy)`: three
-    /// special-function instructions for two elements instead of four, two products more.
-    /// The exponents are clipped at 60, so that `dx · dy` stays finite (beyond it the
-    /// activation is below 2^-60 of its input either way).
-    fn apply_pair(
-        k: &mut Kernel,
-        x: RegisterTensor<f32>,
-        y: RegisterTensor<f32>,
-    ) -> (Tile<f32>, Tile<f32>) {
-        let denominator = |k: &mut Kernel, t: RegisterTensor<f32>| {
-            k.name_next("denominator")
-                .compute(gelu_exponent(t.into_tile()).minimum(60.0).exp2_approx() + 1.0)
-        };
-        let (dx, dy) = (denominator(k, x), denominator(k, y));
-        let r = k
-            .name_next("reciprocal")
-            .compute((dx.into_tile() * dy.into_tile()).recip_approx());
-        (x * dy * r, y * dx * r)
+        // -2u · log2(e) = x · (c3 · x² + c1), c1 = -2√(2/π) · log2(e), c3 = 0.044715 · c1
+        let c1 = -2.0 * SQRT_2_OVER_PI * std::f64::consts::LOG2_E;
+        let square = x.clone() * x.clone();
+        let exponent = x.clone() * square.mul_add(0.044715 * c1, c1);
+        x * (exponent.exp2_approx() + 1.0).recip_approx()
     }
     fn reference(x: f64) -> f64 {
         0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)).tanh())
@@ -302,35 +269,12 @@ impl<A: Activation> Fused<A> {
         // the pre-activation once: an activation that reads it several times (GELU) reads
         // its registers, not copies of the expression; two fused multiply-adds
         // (`alpha · acc + (beta · D + bias)`), each rounded once
-        let pre = self.pre(k, (part, d, bias));
+        let residual = d.cast::<f32>().mul_add(self.beta, bias.cast::<f32>());
+        let pre = k
+            .name_next("pre")
+            .compute(part.mul_add(self.alpha, residual));
         k.name_next("out")
             .compute(A::apply(pre.into_tile()).cast::<f16>())
-    }
-
-    /// The pre-activation of a chunk, bound once: an activation that reads it several
-    /// times (GELU) reads its registers, not copies of the expression; two fused
-    /// multiply-adds (`alpha · acc + (beta · D + bias)`), each rounded once.
-    fn pre(&self, k: &mut Kernel, (part, d, bias): ChunkOperands) -> RegisterTensor<f32> {
-        let residual = d.cast::<f32>().mul_add(self.beta, bias.cast::<f32>());
-        k.name_next("pre")
-            .compute(part.mul_add(self.alpha, residual))
-    }
-
-    /// C's chunks from one or two chunks' operands (two: the activation's pair form).
-    fn chunks(&self, k: &mut Kernel, operands: &[ChunkOperands]) -> Vec<RegisterTensor<f16>> {
-        match operands {
-            [a, b] => {
-                let (pa, pb) = (self.pre(k, *a), self.pre(k, *b));
-                let (ya, yb) = A::apply_pair(k, pa, pb);
-                let oa = k.name_next("out").compute(ya.cast::<f16>());
-                let ob = k.name_next("out").compute(yb.cast::<f16>());
-                vec![oa, ob]
-            }
-            _ => operands
-                .iter()
-                .map(|&(part, d, bias)| self.chunk(k, part, d, bias))
-                .collect(),
-        }
     }
 }
 
@@ -338,7 +282,9 @@ impl<A: Activation> TileEpilogue for Fused<A> {
     fn tile(&self, k: &mut Kernel, g: usize, acc: &RegisterTensor<f32>, at: &TileAt) {
         match &self.operands {
             Operands::Staged(staged) => {
-                staged.tile(k, g, acc, at, &|k, operands| self.chunks(k, operands));
+                staged.tile(k, g, acc, at, &|k, part, d, bias| {
+                    self.chunk(k, part, d, bias)
+                });
             }
             Operands::Loaded { stores, gd, gbias } => {
                 stores.store(k, g, at.rows, at.cols, |k, c| {

@@ -34,11 +34,6 @@ fn spare_bytes(t: &MatmulPersistent) -> i64 {
     i64::from(MAX_SHARED_BYTES) - i64::from(t.stages.max(1)) * stage - RESERVED_BYTES
 }
 
-/// Elements of a chunk (per warp group) up to which two chunks are computed together, the
-/// second's copy issued before the pair (with three buffers or more: chunk `j + buffers - 1`
-/// is copied once chunk `j`'s store is issued): 64 rows of 32 columns, 16 registers a tile.
-const PAIR_ELEMENTS: i32 = 64 * 32;
-
 /// Halves per row of a bias stage.
 const BIAS_ROW: i32 = 8;
 
@@ -59,21 +54,17 @@ pub struct StagedOperands {
     /// Buffers per warp group (`chunks` is a multiple).
     buffers: i32,
     block_n: i32,
-    /// Whether two chunks are computed together ([`StagedOperands::tile`]).
-    pairs: bool,
 }
 
-/// One chunk's operands: `(accumulator columns, D, bias)`, all in the accumulator's layout.
-pub type ChunkOperands = (
-    RegisterTensor<f32>,
-    RegisterTensor<f16>,
-    RegisterTensor<f16>,
-);
-
-/// What the epilogue computes from one or two chunks' operands ([`StagedOperands::tile`]
-/// hands it two at a time where it can, so that an activation may share work between them):
-/// their f16 results, in order.
-pub type ChunkFn<'a> = dyn Fn(&mut Kernel, &[ChunkOperands]) -> Vec<RegisterTensor<f16>> + 'a;
+/// What the epilogue computes from a chunk: `(accumulator columns, D, bias)` to the f16
+/// result, all in the accumulator's layout.
+pub type ChunkFn<'a> = dyn Fn(
+        &mut Kernel,
+        RegisterTensor<f32>,
+        RegisterTensor<f16>,
+        RegisterTensor<f16>,
+    ) -> RegisterTensor<f16>
+    + 'a;
 
 impl StagedOperands {
     /// The buffers and barriers for tiles of `t` in chunks of `width` columns (C's rows must
@@ -120,9 +111,6 @@ impl StagedOperands {
             chunks,
             buffers,
             block_n: t.block_n,
-            // two chunks' operands and temporaries beside the accumulator: 16 registers per
-            // tile of a chunk at most (64 rows of 32 columns), or they do not fit
-            pairs: buffers >= 3 && chunks % 2 == 0 && rows * width <= PAIR_ELEMENTS,
         }
     }
 
@@ -152,12 +140,11 @@ impl StagedOperands {
         });
     }
 
-    /// Consumer warp group `g`'s tile at `at`: two chunks at a time (one where the buffers
-    /// are fewer or the chunks odd), once their D and bias have landed, `f` computes C's
-    /// chunks from them, each of which replaces its D in the buffer and is stored with TMA
-    /// (clipped at C's edges); once a store has read its buffer (checked after the next
-    /// chunk's store is issued, so that it has a chunk's work to drain), the chunk `buffers`
-    /// later is copied into it.
+    /// Consumer warp group `g`'s tile at `at`: chunk by chunk, once its D and bias have
+    /// landed, `f` computes C's chunk from them, which replaces D in the buffer and is stored
+    /// with TMA (clipped at C's edges); once that store has read the buffer (checked after
+    /// the next chunk's store is issued, so that it has a chunk's work to drain), the chunk
+    /// `buffers` later is copied into it.
     pub fn tile(
         &self,
         k: &mut Kernel,
@@ -169,41 +156,33 @@ impl StagedOperands {
         // each buffer is filled `chunks / buffers` times a tile
         let rounds = self.chunks / self.buffers;
         let first = k.name_next("landed_round").let_i32(at.index * rounds);
-        let step = if self.pairs { 2 } else { 1 };
-        for j0 in (0..self.chunks).step_by(step as usize) {
-            let operands: Vec<ChunkOperands> = (j0..j0 + step)
-                .map(|j| {
-                    let b = j % self.buffers;
-                    let phase = k.let_i32((first + j / self.buffers) % 2);
-                    k.mbarrier()
-                        .wait(self.landed[g].at(Val::constant(b)), phase);
-                    k.name_next("acc_part");
-                    let part = columns(k, (acc, self.block_n), j * self.width, self.width);
-                    let d = k.name_next("d").load_shared(&self.d[g].at(b));
-                    let bias_rows = k.name_next("bias_rows").load_shared(&self.bias[g].at(b));
-                    let bias = k.name_next("bias").reshape(&bias_rows, [self.width]);
-                    (part, d, bias)
-                })
-                .collect();
-            let outs = f(k, &operands);
-            // every thread has read the chunks' D before any overwrites it
+        for j in 0..self.chunks {
+            let b = j % self.buffers;
+            let buffer = self.d[g].at(b);
+            let phase = k.let_i32((first + j / self.buffers) % 2);
+            k.mbarrier()
+                .wait(self.landed[g].at(Val::constant(b)), phase);
+            k.name_next("acc_part");
+            let part = columns(k, (acc, self.block_n), j * self.width, self.width);
+            let d = k.name_next("d").load_shared(&buffer);
+            let bias_rows = k.name_next("bias_rows").load_shared(&self.bias[g].at(b));
+            let bias = k.name_next("bias").reshape(&bias_rows, [self.width]);
+            let out = f(k, part, d, bias);
+            // every thread has read the chunk's D before any overwrites it
             k.sync_group();
-            for (j, out) in (j0..j0 + step).zip(&outs) {
-                let buffer = self.d[g].at(j % self.buffers);
-                let cols = k.let_i32(at.cols + j * self.width);
-                let place = [Scalar::from(at.rows), Scalar::from(cols)];
-                stage_and_store(k, (&buffer, out), &self.gc, place, |k| {
-                    // the chunk before this one refills its buffer once its store (not this
-                    // one's, which has only just started) has read it; with one buffer, this
-                    // chunk's own
-                    let lag = i32::from(self.buffers > 1);
-                    let done = j - lag;
-                    if done >= 0 && done + self.buffers < self.chunks {
-                        k.tma().wait_group_read(lag as u32);
-                        self.copy_chunk(k, g, at, done + self.buffers);
-                    }
-                });
-            }
+            let cols = k.let_i32(at.cols + j * self.width);
+            let place = [Scalar::from(at.rows), Scalar::from(cols)];
+            stage_and_store(k, (&buffer, &out), &self.gc, place, |k| {
+                // the chunk before this one refills its buffer once its store (not this
+                // one's, which has only just started) has read it; with one buffer, this
+                // chunk's own
+                let lag = i32::from(self.buffers > 1);
+                let done = j - lag;
+                if done >= 0 && done + self.buffers < self.chunks {
+                    k.tma().wait_group_read(lag as u32);
+                    self.copy_chunk(k, g, at, done + self.buffers);
+                }
+            });
         }
     }
 
