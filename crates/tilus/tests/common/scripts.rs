@@ -13,6 +13,20 @@ pub mod windows;
 /// This file, as diagnostics name it.
 pub const FILE: &str = file!();
 
+/// One thread copies each view's `[0, 0]` box into its tile with TMA, all on one new barrier
+/// that expects their bytes; then every thread waits for them.
+pub fn copy_in(k: &mut Kernel, copies: &[(&GlobalTensor<f16>, &SharedTensor<f16>)]) {
+    let bar = k.mbarrier().alloc([1]);
+    let bytes = copies.iter().map(|(_, s)| s.nbytes()).sum::<i32>();
+    k.single_thread(|k| {
+        k.mbarrier().arrive_and_expect_tx(bar[0], bytes);
+        for (g, s) in copies {
+            k.tma().global_to_shared(g, s, [0, 0], bar[0]);
+        }
+    });
+    k.mbarrier().wait(bar[0], 0u32);
+}
+
 /// `(m_size, n_size, k_size, a, b, c)` of the seed's matmul.
 pub type MatmulArgs = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f16>);
 

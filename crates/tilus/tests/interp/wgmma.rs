@@ -4,6 +4,7 @@
 
 use crate::common::inputs::matmul_inputs;
 use crate::common::interp::{assert_noted, expect_fault, fault, plan_unverified, run, run_planned};
+use crate::common::scripts::copy_in;
 use crate::common::scripts::windows::WgmmaWindows;
 use crate::common::staged::StagedMatmul;
 use crate::common::{line_of, mark};
@@ -137,15 +138,8 @@ impl Script for WgmmaF16Acc {
         let gb = k.global_view(b, [64, 64]);
         let sa = k.shared_tensor::<f16>([64, 64]);
         let sb = k.shared_tensor::<f16>([64, 64]);
-        let bar = k.mbarrier().alloc([1]);
         let acc = k.register_tensor::<f16>([64, 64], 0.0);
-        k.single_thread(|k| {
-            k.mbarrier()
-                .arrive_and_expect_tx(bar[0], sa.nbytes() + sb.nbytes());
-            k.tma().global_to_shared(&ga, &sa, [0, 0], bar[0]);
-            k.tma().global_to_shared(&gb, &sb, [0, 0], bar[0]);
-        });
-        k.mbarrier().wait(bar[0], 0u32);
+        copy_in(k, &[(&ga, &sa), (&gb, &sb)]);
         k.wgmma().fence();
         k.wgmma().mma(&sa, &sb.transpose(), &acc);
         k.wgmma().commit_group();

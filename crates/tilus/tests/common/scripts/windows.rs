@@ -1,6 +1,7 @@
 //! A wgmma into windows of its accumulator's columns, which the interpreter
 //! (`interp/wgmma.rs`) and the GPU (`runtime/gpu.rs`) run against the same CPU reference.
 
+use super::copy_in;
 use crate::common::mark;
 use half::f16;
 use tilus::prelude::*;
@@ -46,14 +47,7 @@ impl Script for WgmmaWindows {
         let gb = k.global_view(b, [2 * w, 64]);
         let sa = k.shared_tensor::<f16>([64, 64]);
         let sb = k.shared_tensor::<f16>([2 * w, 64]);
-        let bar = k.mbarrier().alloc([1]);
-        k.single_thread(|k| {
-            k.mbarrier()
-                .arrive_and_expect_tx(bar[0], sa.nbytes() + sb.nbytes());
-            k.tma().global_to_shared(&ga, &sa, [0, 0], bar[0]);
-            k.tma().global_to_shared(&gb, &sb, [0, 0], bar[0]);
-        });
-        k.mbarrier().wait(bar[0], 0u32);
+        copy_in(k, &[(&ga, &sa), (&gb, &sb)]);
         let acc = k.register_tensor::<f32>([64, 2 * w], 5.0);
         k.wgmma().fence();
         let left = WgmmaTarget::window(0).overwriting();
