@@ -59,6 +59,9 @@ pub fn compile_candidates<S: Tunable>(
 /// its binding.
 type Timed<S> = (f64, S, Arc<LoadedKernel>, Binding);
 
+/// A candidate loaded and warmed up for timing, or the record of why it could not be.
+type Loaded<S> = std::result::Result<(S, Arc<LoadedKernel>), CandidateRecord>;
+
 /// Candidates of the first pass timed again before one is chosen.
 const FINALISTS: usize = 3;
 
@@ -272,7 +275,8 @@ impl<S: Tunable> Autotuned<S> {
             .progress
             .unwrap_or_else(|| std::io::stderr().is_terminal());
         let bar = if show {
-            let b = indicatif::ProgressBar::new(2 * bindings.len() as u64);
+            // compiling each candidate, then the rounds of timing
+            let b = indicatif::ProgressBar::new((bindings.len() + self.options.reps.max(1)) as u64);
             b.set_style(
                 indicatif::ProgressStyle::with_template(
                     "{msg:>12} [{bar:30}] {pos}/{len} {elapsed}",
@@ -304,45 +308,67 @@ impl<S: Tunable> Autotuned<S> {
         // Benchmark the survivors on scratch copies of the outputs.
         let mut scratch =
             BenchScratch::new(stream, values, &<S::Args as ArgList>::mutable_positions())?;
-        let mut records = vec![];
-        let mut timed_ok: Vec<Timed<S>> = vec![];
+        // Every survivor is loaded and warmed up first, then timed round by round (each round
+        // runs each candidate once): the card's clocks fall as it heats under its power cap,
+        // and timed one after another the first candidates would run on a cooler card than
+        // the last.
+        let mut outcomes: Vec<(Binding, Loaded<S>)> = vec![];
         for (b, r) in compiled {
-            let rec = match r {
-                Err((status, reason)) => CandidateRecord {
-                    config: b.to_string(),
-                    status,
-                    latency_ms: None,
-                    reason: Some(reason),
-                },
-                Ok((s, c)) => {
-                    let timed = LoadedKernel::load(&self.device, &c, crate::arg_names::<S>())
-                        .and_then(|k| {
-                            Ok((
-                                scratch.time(stream, &k, self.options.warmup, self.options.reps)?,
-                                k,
-                            ))
-                        });
-                    match timed {
-                        Ok((ms, k)) => {
-                            tracing::debug!(config = %b, ms, "candidate");
-                            timed_ok.push((ms, s, Arc::new(k), b.clone()));
-                            CandidateRecord {
-                                config: b.to_string(),
-                                status: "ok".into(),
-                                latency_ms: Some(ms),
-                                reason: None,
-                            }
-                        }
-                        Err(e) => CandidateRecord {
+            let failed = |status: String, reason: String| CandidateRecord {
+                config: b.to_string(),
+                status,
+                latency_ms: None,
+                reason: Some(reason),
+            };
+            let outcome = match r {
+                Err((status, reason)) => Err(failed(status, reason)),
+                Ok((s, c)) => LoadedKernel::load(&self.device, &c, crate::arg_names::<S>())
+                    .and_then(|k| {
+                        scratch.warm_up(stream, &k, self.options.warmup)?;
+                        Ok((s, Arc::new(k)))
+                    })
+                    .map_err(|e| failed("failed".into(), e.to_string())),
+            };
+            outcomes.push((b, outcome));
+        }
+        let mut samples: Vec<Vec<f64>> = vec![vec![]; outcomes.len()];
+        for _ in 0..self.options.reps.max(1) {
+            for (i, (b, outcome)) in outcomes.iter_mut().enumerate() {
+                let Ok((_, k)) = outcome else {
+                    continue;
+                };
+                match scratch.time(stream, k, 0, 1) {
+                    Ok(ms) => samples[i].push(ms),
+                    Err(e) => {
+                        *outcome = Err(CandidateRecord {
                             config: b.to_string(),
                             status: "failed".into(),
                             latency_ms: None,
                             reason: Some(e.to_string()),
-                        },
+                        });
+                    }
+                }
+            }
+            bar.inc(1);
+        }
+        let mut records = vec![];
+        let mut timed_ok: Vec<Timed<S>> = vec![];
+        for ((b, outcome), mut v) in outcomes.into_iter().zip(samples) {
+            let rec = match outcome {
+                Err(rec) => rec,
+                Ok((s, k)) => {
+                    v.sort_by(f64::total_cmp);
+                    let ms = v[v.len() / 2];
+                    tracing::debug!(config = %b, ms, "candidate");
+                    timed_ok.push((ms, s, k, b.clone()));
+                    CandidateRecord {
+                        config: b.to_string(),
+                        status: "ok".into(),
+                        latency_ms: Some(ms),
+                        reason: None,
                     }
                 }
             };
-            bar.inc(1);
             records.push(rec);
         }
         bar.finish_and_clear();

@@ -84,6 +84,19 @@ impl BenchScratch {
         })
     }
 
+    /// `runs` untimed runs of `kernel` (its module loaded, its caches warm).
+    pub fn warm_up(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        kernel: &LoadedKernel,
+        runs: usize,
+    ) -> Result<()> {
+        for _ in 0..runs {
+            kernel.launch(stream, &self.values)?;
+        }
+        Ok(())
+    }
+
     /// The median time in milliseconds of `reps` runs after `warmup` runs.
     pub fn time(
         &mut self,
@@ -93,9 +106,7 @@ impl BenchScratch {
         reps: usize,
     ) -> Result<f64> {
         let _ = &self.outputs;
-        for _ in 0..warmup {
-            kernel.launch(stream, &self.values)?;
-        }
+        self.warm_up(stream, kernel, warmup)?;
         let ctx = stream.context();
         let mut times = Vec::with_capacity(reps);
         for _ in 0..reps.max(1) {
