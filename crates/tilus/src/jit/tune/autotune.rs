@@ -314,12 +314,7 @@ impl<S: Tunable> Autotuned<S> {
         // the last.
         let mut outcomes: Vec<(Binding, Loaded<S>)> = vec![];
         for (b, r) in compiled {
-            let failed = |status: String, reason: String| CandidateRecord {
-                config: b.to_string(),
-                status,
-                latency_ms: None,
-                reason: Some(reason),
-            };
+            let failed = |status, reason| CandidateRecord::not_run(b.to_string(), status, reason);
             let outcome = match r {
                 Err((status, reason)) => Err(failed(status, reason)),
                 Ok((s, c)) => LoadedKernel::load(&self.device, &c, crate::arg_names::<S>())
@@ -340,12 +335,12 @@ impl<S: Tunable> Autotuned<S> {
                 match scratch.time(stream, k, 0, 1) {
                     Ok(ms) => samples[i].push(ms),
                     Err(e) => {
-                        *outcome = Err(CandidateRecord {
-                            config: b.to_string(),
-                            status: "failed".into(),
-                            latency_ms: None,
-                            reason: Some(e.to_string()),
-                        });
+                        let why = e.to_string();
+                        *outcome = Err(CandidateRecord::not_run(
+                            b.to_string(),
+                            "failed".into(),
+                            why,
+                        ));
                     }
                 }
             }
@@ -361,12 +356,7 @@ impl<S: Tunable> Autotuned<S> {
                     let ms = v[v.len() / 2];
                     tracing::debug!(config = %b, ms, "candidate");
                     timed_ok.push((ms, s, k, b.clone()));
-                    CandidateRecord {
-                        config: b.to_string(),
-                        status: "ok".into(),
-                        latency_ms: Some(ms),
-                        reason: None,
-                    }
+                    CandidateRecord::ran(b.to_string(), ms)
                 }
             };
             records.push(rec);

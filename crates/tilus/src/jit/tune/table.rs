@@ -22,6 +22,28 @@ pub struct CandidateRecord {
     pub reason: Option<String>,
 }
 
+impl CandidateRecord {
+    /// A candidate that did not run: its configuration, status and why.
+    pub fn not_run(config: String, status: String, reason: String) -> CandidateRecord {
+        CandidateRecord {
+            config,
+            status,
+            latency_ms: None,
+            reason: Some(reason),
+        }
+    }
+
+    /// A candidate that ran, with its median latency.
+    pub fn ran(config: String, latency_ms: f64) -> CandidateRecord {
+        CandidateRecord {
+            config,
+            status: "ok".into(),
+            latency_ms: Some(latency_ms),
+            reason: None,
+        }
+    }
+}
+
 /// The decision for one key.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TableEntry {

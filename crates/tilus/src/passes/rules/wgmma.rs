@@ -122,13 +122,14 @@ impl Rules for WgmmaInst {
         // b is an [N, K] tile seen as [K, N]; a window's product covers N of the
         // accumulator's columns, whose layout is the whole accumulator's
         let (k, n) = (bshape[0], bshape[1]);
-        let product_n = if target.window.is_some() {
-            n
-        } else {
-            dshape[1]
-        };
-        let whole = WgmmaPlan::choose(dshape[0], dshape[1], k);
-        match WgmmaPlan::choose(dshape[0], product_n, k).and_then(|pl| Ok((pl, whole?))) {
+        let plans = WgmmaPlan::choose(dshape[0], dshape[1], k).and_then(|whole| {
+            let product = match target.window {
+                Some(_) => WgmmaPlan::choose(dshape[0], n, k)?,
+                None => whole,
+            };
+            Ok((product, whole))
+        });
+        match plans {
             Ok((pl, whole)) => {
                 *plan = Some(pl);
                 cx.require(*d, whole.d_layout(), loc, "wgmma accumulator");
