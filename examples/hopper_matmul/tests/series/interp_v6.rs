@@ -14,28 +14,31 @@ use hopper_matmul::v6::MatmulPersistent;
 /// taking tiles in turn, 128-row tiles and 64-row ones): persistent with either epilogue,
 /// one block per tile, in pairs; last, stores deferred to the next tile's main loop:
 /// persistent with either epilogue, one block per tile (the only tile's result stored after
-/// the loop), in pairs.
+/// the loop), in pairs; and warp group 1 starting behind warp group 0 (`lead`): by two steps
+/// with deferred stores, by more steps than a tile has in pairs.
 pub fn forms() -> Vec<MatmulPersistent> {
     [
-        (1, 2, 1, 1, 0, 0, 0),
-        (1, 1, 0, 1, 0, 0, 0),
-        (0, 1, 1, 1, 0, 0, 0),
-        (1, 2, 1, 2, 0, 0, 0),
-        (0, 1, 0, 2, 0, 0, 0),
-        (1, 2, 1, 1, 1, 0, 0),
-        (1, 2, 0, 2, 1, 0, 0),
-        (1, 2, 1, 1, 0, 1, 0),
-        (1, 1, 0, 1, 0, 1, 0),
-        (0, 1, 1, 1, 0, 1, 0),
-        (1, 2, 1, 2, 0, 1, 0),
-        (1, 2, 1, 1, 0, 0, 1),
-        (1, 1, 0, 1, 0, 0, 1),
-        (0, 1, 1, 1, 0, 0, 1),
-        (1, 2, 1, 2, 0, 0, 1),
+        (1, 2, 1, 1, 0, 0, 0, 0),
+        (1, 1, 0, 1, 0, 0, 0, 0),
+        (0, 1, 1, 1, 0, 0, 0, 0),
+        (1, 2, 1, 2, 0, 0, 0, 0),
+        (0, 1, 0, 2, 0, 0, 0, 0),
+        (1, 2, 1, 1, 1, 0, 0, 0),
+        (1, 2, 0, 2, 1, 0, 0, 0),
+        (1, 2, 1, 1, 0, 1, 0, 0),
+        (1, 1, 0, 1, 0, 1, 0, 0),
+        (0, 1, 1, 1, 0, 1, 0, 0),
+        (1, 2, 1, 2, 0, 1, 0, 0),
+        (1, 2, 1, 1, 0, 0, 1, 0),
+        (1, 1, 0, 1, 0, 0, 1, 0),
+        (0, 1, 1, 1, 0, 0, 1, 0),
+        (1, 2, 1, 2, 0, 0, 1, 0),
+        (1, 2, 1, 1, 0, 0, 1, 2),
+        (1, 1, 0, 2, 0, 0, 0, 5),
     ]
     .into_iter()
     .map(
-        |(persistent, group_m, tma_store, cluster_m, hilbert, ping_pong, defer_stores)| {
+        |(persistent, group_m, tma_store, cluster_m, hilbert, ping_pong, defer_stores, lead)| {
             MatmulPersistent {
                 block_m: 128,
                 block_n: 128,
@@ -48,6 +51,7 @@ pub fn forms() -> Vec<MatmulPersistent> {
                 hilbert,
                 ping_pong,
                 defer_stores,
+                lead,
             }
         },
     )
@@ -63,6 +67,7 @@ pub fn forms() -> Vec<MatmulPersistent> {
         hilbert: 0,
         ping_pong: 1,
         defer_stores: 0,
+        lead: 0,
     }])
     .collect()
 }
