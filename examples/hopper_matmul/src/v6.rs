@@ -37,7 +37,6 @@ use tilus::prelude::*;
 #[tune(cluster_m = [1, 2])]
 #[tune(hilbert = [0])]
 #[tune(defer_stores = [1])]
-#[tune(lead = [0])]
 pub struct MatmulPersistent {
     /// Rows of C per tile: two warp groups of `block_m / 2` rows each (a multiple of 128);
     /// in ping-pong, one warp group's (a multiple of 64).
@@ -76,13 +75,6 @@ pub struct MatmulPersistent {
     /// other's products run meanwhile). Always 1 in the searched space (1.3-2.0% faster
     /// in every measured form, docs/perf.md); `--set defer_stores=0` measures the other.
     pub defer_stores: i32,
-    /// Cooperative warp groups only: 0: both start their first tile together (and, doing
-    /// the same work, stay in step); `n > 0`: warp group 1 starts its first tile once warp
-    /// group 0 has issued that tile's `n`-th K step, and the lead persists from tile to
-    /// tile (the ring's depth bounds it), so that one warp group's epilogue runs while the
-    /// other's last products keep the tensor cores busy. Not in the searched space (`--set
-    /// lead=1` measures it).
-    pub lead: i32,
 }
 
 impl Default for MatmulPersistent {
@@ -100,7 +92,6 @@ impl Default for MatmulPersistent {
             hilbert: 0,
             ping_pong: 0,
             defer_stores: 1,
-            lead: 0,
         }
     }
 }
@@ -330,13 +321,6 @@ impl MatmulPersistent {
         } else {
             (PRODUCER_REGISTERS, CONSUMER_REGISTERS)
         };
-        // the lead of warp group 0 over warp group 1 (cooperative only): a barrier warp
-        // group 0 arrives on once, in its first tile
-        // (allocated, as every barrier, before the warp groups part)
-        let lead = (!ping_pong && self.lead > 0).then(|| {
-            let bar = k.name_next("lead").mbarrier().alloc([1]);
-            bar.at(Val::constant(0))
-        });
         // the producer: the first warp of the last warp group fills the ring, tile after tile
         k.thread_group(256, 128, |k| {
             k.set_max_registers(producer_registers);
@@ -382,20 +366,7 @@ impl MatmulPersistent {
                         ring.multiply(k, g, done + i, &acc);
                         // this step's stage is freed by the next step (or after the tile)
                         k.if_(i.gt(0), |k| release(k, done + i - 1));
-                        if let (Some(bar), 0) = (lead, g) {
-                            // warp group 1 may start once this is the first tile's
-                            // `lead`-th step (or its last, in a shorter tile)
-                            let n = self.lead;
-                            let last = part.steps - 1;
-                            let now = i.eq_(n - 1).or(i.eq_(last.clone()).and(last.lt(n - 1)));
-                            k.if_(at.index.eq_(0).and(now), |k| {
-                                k.single_thread(|k| k.mbarrier().arrive(bar));
-                            });
-                        }
                     };
-                    if let (Some(bar), 1) = (lead, g) {
-                        k.if_(at.index.eq_(0), |k| k.mbarrier().wait(bar, 0));
-                    }
                     let steps = |k: &mut Kernel, from: Val, to: Val| {
                         k.name_next("i");
                         k.for_range_unrolled(from, to, 1, stages as u32, |k, i| step(k, i));

@@ -14,31 +14,28 @@ use hopper_matmul::v6::MatmulPersistent;
 /// taking tiles in turn, 128-row tiles and 64-row ones): persistent with either epilogue,
 /// one block per tile, in pairs; last, stores deferred to the next tile's main loop:
 /// persistent with either epilogue, one block per tile (the only tile's result stored after
-/// the loop), in pairs; and warp group 1 starting behind warp group 0 (`lead`): by two steps
-/// with deferred stores, by more steps than a tile has in pairs.
+/// the loop), in pairs.
 pub fn forms() -> Vec<MatmulPersistent> {
     [
-        (1, 2, 1, 1, 0, 0, 0, 0),
-        (1, 1, 0, 1, 0, 0, 0, 0),
-        (0, 1, 1, 1, 0, 0, 0, 0),
-        (1, 2, 1, 2, 0, 0, 0, 0),
-        (0, 1, 0, 2, 0, 0, 0, 0),
-        (1, 2, 1, 1, 1, 0, 0, 0),
-        (1, 2, 0, 2, 1, 0, 0, 0),
-        (1, 2, 1, 1, 0, 1, 0, 0),
-        (1, 1, 0, 1, 0, 1, 0, 0),
-        (0, 1, 1, 1, 0, 1, 0, 0),
-        (1, 2, 1, 2, 0, 1, 0, 0),
-        (1, 2, 1, 1, 0, 0, 1, 0),
-        (1, 1, 0, 1, 0, 0, 1, 0),
-        (0, 1, 1, 1, 0, 0, 1, 0),
-        (1, 2, 1, 2, 0, 0, 1, 0),
-        (1, 2, 1, 1, 0, 0, 1, 2),
-        (1, 1, 0, 2, 0, 0, 0, 5),
+        (1, 2, 1, 1, 0, 0, 0),
+        (1, 1, 0, 1, 0, 0, 0),
+        (0, 1, 1, 1, 0, 0, 0),
+        (1, 2, 1, 2, 0, 0, 0),
+        (0, 1, 0, 2, 0, 0, 0),
+        (1, 2, 1, 1, 1, 0, 0),
+        (1, 2, 0, 2, 1, 0, 0),
+        (1, 2, 1, 1, 0, 1, 0),
+        (1, 1, 0, 1, 0, 1, 0),
+        (0, 1, 1, 1, 0, 1, 0),
+        (1, 2, 1, 2, 0, 1, 0),
+        (1, 2, 1, 1, 0, 0, 1),
+        (1, 1, 0, 1, 0, 0, 1),
+        (0, 1, 1, 1, 0, 0, 1),
+        (1, 2, 1, 2, 0, 0, 1),
     ]
     .into_iter()
     .map(
-        |(persistent, group_m, tma_store, cluster_m, hilbert, ping_pong, defer_stores, lead)| {
+        |(persistent, group_m, tma_store, cluster_m, hilbert, ping_pong, defer_stores)| {
             MatmulPersistent {
                 block_m: 128,
                 block_n: 128,
@@ -51,7 +48,6 @@ pub fn forms() -> Vec<MatmulPersistent> {
                 hilbert,
                 ping_pong,
                 defer_stores,
-                lead,
             }
         },
     )
@@ -67,7 +63,6 @@ pub fn forms() -> Vec<MatmulPersistent> {
         hilbert: 0,
         ping_pong: 1,
         defer_stores: 0,
-        lead: 0,
     }])
     .collect()
 }
