@@ -12,6 +12,7 @@
 mod control;
 mod fences;
 mod hazards;
+mod live_registers;
 mod placement;
 mod planned;
 mod registers;

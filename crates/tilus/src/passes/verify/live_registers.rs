@@ -1,0 +1,165 @@
+//! The registers a thread's tiles need at once: a lower bound, checked against the 255 a
+//! thread can have once layouts give every tile its registers per thread.
+//!
+//! A tile is alive from where it is written to its last read (backward liveness over the
+//! program's statements): an instruction that writes every element of a tile without reading
+//! it (a definition, `assign_tile`) ends the life of its old value there, so a tile carried
+//! through a loop, assigned anew in each iteration, is not alive between its last read and
+//! the next assignment; a loop's back edge keeps alive what its next iteration reads first;
+//! only one branch of an `if` runs. Around each instruction the bound takes the larger of the
+//! tiles alive into it and those alive out of it (with those it defines): a tile read for the
+//! last time and one defined by the same instruction need not be alive together, since the
+//! compiler writes the new one over the old one (a cast, a sum, a reshape).
+
+use crate::ir::facts::{Access, Memory};
+use crate::ir::{Program, Stmt, StmtKind};
+use crate::passes::context::Checker;
+use crate::passes::MAX_REGISTERS;
+
+/// Which tiles are alive, by register id.
+type Alive = Vec<bool>;
+
+/// The backward walk: each tile's registers per thread, and the worst point seen.
+struct Walk<'p> {
+    p: &'p Program,
+    regs: Vec<u32>,
+    /// The largest sum of registers alive at one point, and the tiles alive there.
+    worst: (u32, Alive),
+}
+
+impl Walk<'_> {
+    /// Records the tiles alive at one point.
+    fn measure(&mut self, alive: &Alive) {
+        let sum = alive
+            .iter()
+            .zip(&self.regs)
+            .filter(|(a, _)| **a)
+            .fold(0u32, |s, (_, r)| s.saturating_add(*r));
+        if sum > self.worst.0 {
+            self.worst = (sum, alive.clone());
+        }
+    }
+
+    /// What is alive before `stmts`, given what is alive after them.
+    fn block(&mut self, stmts: &[Stmt], mut alive: Alive) -> Alive {
+        for s in stmts.iter().rev() {
+            alive = self.stmt(s, alive);
+        }
+        alive
+    }
+
+    fn stmt(&mut self, s: &Stmt, after: Alive) -> Alive {
+        match &s.kind {
+            StmtKind::Inst(i) => {
+                let mut out = after.clone();
+                let mut before = after;
+                let facts = i.facts(self.p);
+                // kills first, then reads: a tile both read and written stays alive into it
+                for e in &facts.effects {
+                    if let Memory::Register(r) = e.memory {
+                        let r = r.0 as usize;
+                        match e.access {
+                            Access::Declare | Access::Write if e.columns.is_none() => {
+                                out[r] = true;
+                                before[r] = false;
+                            }
+                            Access::Declare | Access::Write => out[r] = true,
+                            Access::Read | Access::Update | Access::Release => {}
+                        }
+                    }
+                }
+                for e in &facts.effects {
+                    if let Memory::Register(r) = e.memory {
+                        let r = r.0 as usize;
+                        match e.access {
+                            Access::Read | Access::Update => {
+                                before[r] = true;
+                                out[r] = out[r] || e.access == Access::Update;
+                            }
+                            // a write of some columns leaves the others as they were
+                            _ => {}
+                        }
+                    }
+                }
+                self.measure(&out);
+                self.measure(&before);
+                before
+            }
+            StmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                let then_alive = self.block(then_body, after.clone());
+                let else_alive = self.block(else_body, after);
+                union(then_alive, &else_alive)
+            }
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
+                // the end of the body flows into what follows and into its own start; the
+                // sets only grow, so the walk settles
+                let mut end = after.clone();
+                loop {
+                    let start = self.block(body, end.clone());
+                    let next = union(after.clone(), &start);
+                    if next == end {
+                        // the loop may run no iteration
+                        return union(after, &start);
+                    }
+                    end = next;
+                }
+            }
+            StmtKind::ThreadGroup { body, .. } => self.block(body, after),
+            StmtKind::Let { .. } | StmtKind::Assign { .. } | StmtKind::Sync { .. } => after,
+        }
+    }
+}
+
+fn union(mut a: Alive, b: &Alive) -> Alive {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x |= *y;
+    }
+    a
+}
+
+/// Reports the worst point over [`MAX_REGISTERS`], blaming its largest tile (the one worth
+/// shrinking).
+pub(super) fn check(c: &mut Checker) {
+    let p = c.p;
+    let regs: Vec<u32> = p
+        .registers
+        .iter()
+        .map(|r| {
+            r.layout.as_ref().map_or(0, |l| {
+                let bits = (l.local_size() as u64).saturating_mul(r.dtype.bits() as u64);
+                u32::try_from(bits.div_ceil(32)).unwrap_or(u32::MAX)
+            })
+        })
+        .collect();
+    let n = regs.len();
+    let mut walk = Walk {
+        p,
+        regs,
+        worst: (0, vec![false; n]),
+    };
+    walk.block(&p.body, vec![false; n]);
+    let (sum, alive) = walk.worst;
+    if sum <= MAX_REGISTERS {
+        return;
+    }
+    let live: Vec<usize> = (0..n).filter(|&t| alive[t]).collect();
+    let Some(&largest) = live.iter().max_by_key(|&&t| walk.regs[t]) else {
+        return;
+    };
+    let parts: Vec<String> = live
+        .iter()
+        .map(|&t| format!("`{}` {}", p.registers[t].name, walk.regs[t]))
+        .collect();
+    c.err(
+        p.registers[largest].loc,
+        format!(
+            "the register tiles alive together need {sum} registers per thread ({}), more than \
+             the {MAX_REGISTERS} a thread can have; use a smaller tile or more warps",
+            parts.join(" + "),
+        ),
+    );
+}
