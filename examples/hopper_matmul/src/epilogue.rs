@@ -2,13 +2,10 @@
 //! persistent grid) with a fused epilogue, run by each consumer warp group on its share of a
 //! tile (half of it, or all of it in ping-pong), `C = act(alpha · A·Bᵀ + beta · D + bias)`, so that the scaled product, the residual
 //! `D` and the bias never make a round trip through global memory between two kernels. Where
-//! C's rows allow TMA: cooperative warp groups with deferred stores (v6's default) load D into
-//! registers and copy the bias halfway through each tile's main loop, and hold C's chunks for
-//! the next tile's first K steps to store, as v6 stores its own ([`crate::epilogue_held`]);
-//! ping-pong warp groups (and `defer_stores = 0`) copy D and the bias into shared memory
-//! halfway through the main loop and store C with TMA from the same buffers
-//! ([`crate::epilogue_operands`]). Otherwise D and the bias are loaded from global memory in
-//! the epilogue and C is stored from registers.
+//! C's rows allow TMA, D and the bias are copied into shared memory halfway through each
+//! tile's main loop and C is stored with TMA from the same buffers
+//! ([`crate::epilogue_operands`]); otherwise they are loaded from global memory in the
+//! epilogue and C is stored from registers.
 //!
 //! A `[M, K]`, B `[N, K]` (both K-major), D and C `[M, N]`, bias `[N]` (one value per
 //! column, broadcast over the rows), all f16; `alpha` and `beta` are f32 arguments. The
@@ -25,7 +22,6 @@ use std::marker::PhantomData;
 use tilus::prelude::*;
 use tilus::tune::{Binding, Space};
 
-use crate::epilogue_held::HeldOperands;
 use crate::epilogue_operands::StagedOperands;
 use crate::v6::MatmulPersistent;
 use crate::v6_epilogue::{columns, CStores, TileAt, TileEpilogue};
@@ -127,7 +123,6 @@ impl<A: Activation> Debug for MatmulEpilogue<A> {
             .field("cluster_m", &t.cluster_m)
             .field("hilbert", &t.hilbert)
             .field("ping_pong", &t.ping_pong)
-            .field("defer_stores", &t.defer_stores)
             .field("act", &format_args!("{}", A::NAME))
             .finish()
     }
@@ -216,13 +211,7 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
             let gbias = k
                 .name_next("gbias8")
                 .global_view::<f16>(bias_ptr, [rows_of_8, Scalar::from(8)]);
-            if t.ping_pong == 0 && t.defer_stores != 0 {
-                let held = HeldOperands::new(k, (gd, gbias, gc), t, n_size);
-                Operands::Held(Box::new(held))
-            } else {
-                let staged = StagedOperands::new(k, (gd, gbias, gc), t, CHUNK);
-                Operands::Staged(Box::new(staged))
-            }
+            Operands::Staged(Box::new(StagedOperands::new(k, (gd, gbias, gc), t, CHUNK)))
         } else {
             Operands::Loaded {
                 stores: t.c_stores(k, gc, n_size, CHUNK),
@@ -248,10 +237,6 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
 enum Operands {
     /// Copied with TMA during the main loop, C stored with TMA from the same buffers.
     Staged(Box<StagedOperands>),
-    /// D loaded into registers and the bias copied with TMA during the main loop, C held
-    /// and stored with TMA under the next tile's first K steps (cooperative warp groups
-    /// with deferred stores).
-    Held(Box<HeldOperands>),
     /// Loaded from global memory in the epilogue (C's rows not a multiple of 16 bytes), C
     /// stored as v6 stores it.
     Loaded {
@@ -301,11 +286,6 @@ impl<A: Activation> TileEpilogue for Fused<A> {
                     self.chunk(k, part, d, bias)
                 });
             }
-            Operands::Held(held) => {
-                held.tile(k, g, acc, at, &|k, part, d, bias| {
-                    self.chunk(k, part, d, bias)
-                });
-            }
             Operands::Loaded { stores, gd, gbias } => {
                 stores.store(k, g, at.rows, at.cols, |k, c| {
                     // D and the bias are loaded straight into the accumulator's layout
@@ -326,39 +306,17 @@ impl<A: Activation> TileEpilogue for Fused<A> {
     fn finish(&self, k: &mut Kernel, g: usize) {
         match &self.operands {
             Operands::Staged(staged) => staged.finish(k, g),
-            Operands::Held(held) => held.finish(k, g),
             Operands::Loaded { stores, .. } => stores.finish(k, g),
         }
     }
 
     fn prefetches(&self) -> bool {
-        matches!(self.operands, Operands::Staged(_) | Operands::Held(_))
+        matches!(self.operands, Operands::Staged(_))
     }
 
     fn prefetch(&self, k: &mut Kernel, g: usize, at: &TileAt) {
-        match &self.operands {
-            Operands::Staged(staged) => staged.prefetch(k, g, at),
-            Operands::Held(held) => held.prefetch(k, g, at),
-            Operands::Loaded { .. } => {}
-        }
-    }
-
-    fn deferred_chunks(&self) -> i32 {
-        match &self.operands {
-            Operands::Held(held) => held.chunks(),
-            _ => 0,
-        }
-    }
-
-    fn begin(&self, k: &mut Kernel, g: usize) {
-        if let Operands::Held(held) = &self.operands {
-            held.begin(k, g);
-        }
-    }
-
-    fn store_held(&self, k: &mut Kernel, g: usize, j: i32) {
-        if let Operands::Held(held) = &self.operands {
-            held.store_held(k, g, j);
+        if let Operands::Staged(staged) = &self.operands {
+            staged.prefetch(k, g, at);
         }
     }
 }

@@ -11,7 +11,6 @@ pub mod bandwidth;
 pub mod buffers;
 pub mod epilogue;
 pub mod epilogue_bench;
-pub mod epilogue_held;
 pub mod epilogue_operands;
 pub mod epilogue_pass;
 pub mod epilogue_workload;

@@ -214,7 +214,7 @@ impl MatmulPersistent {
         // epilogue neither prefetches nor settles stream-K's shares
         let deferred = epilogue.deferred_chunks();
         assert!(
-            deferred == 0 || !(ping_pong || stream_k.is_some()),
+            deferred == 0 || !(ping_pong || stream_k.is_some() || epilogue.prefetches()),
             "deferred stores run on cooperative warp groups outside stream-K"
         );
         // a pair of blocks takes a unit of two tile rows and one tile column
@@ -343,14 +343,9 @@ impl MatmulPersistent {
         // (in a pair, in both blocks: both producers fill it)
         let release = |k: &mut Kernel, step: Scalar| ring.release(k, step);
         // the step halfway through a tile, where an epilogue's prefetch goes
-        let halfway = epilogue.prefetches().then(|| {
-            // after the held chunks' steps, with deferred stores
-            let halfway = k.name_next("halfway").var_i32(k_tiles / 2);
-            if deferred > 0 {
-                k.if_(halfway.lt(deferred), |k| k.assign(halfway, deferred));
-            }
-            halfway
-        });
+        let halfway = epilogue
+            .prefetches()
+            .then(|| k.name_next("halfway").let_i32(k_tiles / 2));
         for g in 0..2 {
             let walk = if ping_pong { (g as i32, 2) } else { (0, 1) };
             k.thread_group(128 * g as u32, 128, |k| {
@@ -380,17 +375,6 @@ impl MatmulPersistent {
                         order.wait_turn(k, g, at.index);
                     }
                     match (halfway, part.share) {
-                        (Some(halfway), None) if deferred > 0 => {
-                            // the held result's chunks after the first steps, the
-                            // prefetch halfway
-                            for j in 0..deferred {
-                                k.if_(part.steps.gt(j), |k| step(k, Val::constant(j)));
-                                epilogue.store_held(k, g, j);
-                            }
-                            steps(k, Val::constant(deferred), halfway);
-                            epilogue.prefetch(k, g, &at);
-                            steps(k, halfway, part.steps);
-                        }
                         (Some(halfway), None) => {
                             // the loop in two halves, the prefetch between them
                             // (straight-line code: the checks see it run once per tile)

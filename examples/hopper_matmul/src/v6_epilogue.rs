@@ -201,16 +201,6 @@ pub struct CStores<T: Element = f16> {
 }
 
 impl<T: Element> CStores<T> {
-    /// Columns per chunk.
-    pub fn width(&self) -> i32 {
-        self.width
-    }
-
-    /// Chunks per tile.
-    pub fn chunks(&self) -> i32 {
-        self.chunks
-    }
-
     /// Stores consumer warp group `g`'s `[block_m / 2, block_n]` result, whose first element
     /// is C's `(rows, cols)`, chunk by chunk: `chunk(k, j)` computes columns `w j .. w j + w`
     /// of it, `w` the width [`MatmulPersistent::c_stores`] was given (as an f16 tile in the
