@@ -172,45 +172,47 @@ fn a_result_takes_the_registers_of_a_tile_it_replaces() {
 #[test]
 fn a_carried_tile_is_dead_between_its_last_read_and_its_next_assignment() {
     check::<OutF32>(|k, (o,)| {
-        k.warps(4);
-        let g = k.global_view(o, [64, 256]);
-        let held: RegisterTensor<f32> = k.register_tensor([64, 256], 0.0);
-        k.for_range(0, 4, 1, |k, _| {
-            k.store_global(&g, &held, [0, 0]);
-            let fresh: RegisterTensor<f32> = k.load_global(&g, [0, 0], [64, 256]);
-            k.store_global(&g, &fresh, [0, 0]);
-            k.assign_tile(&held, fresh + 1.0);
-        });
-        k.store_global(&g, &held, [0, 0]);
+        carried(k, o, |k, g, held| {
+            k.store_global(g, held, [0, 0]);
+            let fresh: RegisterTensor<f32> = k.load_global(g, [0, 0], [64, 256]);
+            k.store_global(g, &fresh, [0, 0]);
+            k.assign_tile(held, fresh + 1.0);
+        })
     })
     .compiles("the carried tile is dead while the fresh one lives");
 
     check::<OutF32>(|k, (o,)| {
-        k.warps(4);
-        let g = k.global_view(o, [64, 256]);
-        let held: RegisterTensor<f32> = k.register_tensor([64, 256], 0.0);
-        k.for_range(0, 4, 1, |k, _| {
-            let fresh: RegisterTensor<f32> = at(line!(), k.load_global(&g, [0, 0], [64, 256]));
-            k.store_global(&g, &held, [0, 0]);
-            k.store_global(&g, &fresh, [0, 0]);
-            k.assign_tile(&held, fresh + 1.0);
-        });
-        k.store_global(&g, &held, [0, 0]);
+        carried(k, o, |k, g, held| {
+            let fresh: RegisterTensor<f32> = at(line!(), k.load_global(g, [0, 0], [64, 256]));
+            k.store_global(g, held, [0, 0]);
+            k.store_global(g, &fresh, [0, 0]);
+            k.assign_tile(held, fresh + 1.0);
+        })
     })
     .fails_once("the register tiles alive together need 256 registers per thread");
 
     // a tile defined before the loop and read after it is alive across the whole loop
     check::<OutF32>(|k, (o,)| {
-        k.warps(4);
-        let g = k.global_view(o, [64, 256]);
-        let held: RegisterTensor<f32> = k.register_tensor([64, 256], 0.0);
-        k.for_range(0, 4, 1, |k, _| {
-            let fresh: RegisterTensor<f32> = at(line!(), k.load_global(&g, [0, 0], [64, 256]));
-            k.store_global(&g, &fresh, [0, 0]);
-        });
-        k.store_global(&g, &held, [0, 0]);
+        carried(k, o, |k, g, _| {
+            let fresh: RegisterTensor<f32> = at(line!(), k.load_global(g, [0, 0], [64, 256]));
+            k.store_global(g, &fresh, [0, 0]);
+        })
     })
     .fails_once("the register tiles alive together need 256 registers per thread");
+}
+
+/// A `[64, 256]` f32 tile carried through a loop of four iterations running `body` (128
+/// registers per thread on four warps), stored after it.
+fn carried(
+    k: &mut Kernel,
+    o: PtrVal<f32>,
+    body: fn(&mut Kernel, &GlobalTensor<f32>, &RegisterTensor<f32>),
+) {
+    k.warps(4);
+    let g = k.global_view(o, [64, 256]);
+    let held: RegisterTensor<f32> = k.register_tensor([64, 256], 0.0);
+    k.for_range(0, 4, 1, |k, _| body(k, &g, &held));
+    k.store_global(&g, &held, [0, 0]);
 }
 
 /// The register count of a huge tile overflows `u32` in the register check.
