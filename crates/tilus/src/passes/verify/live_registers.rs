@@ -51,34 +51,29 @@ impl Walk<'_> {
     fn stmt(&mut self, s: &Stmt, after: Alive) -> Alive {
         match &s.kind {
             StmtKind::Inst(i) => {
-                let mut out = after.clone();
-                let mut before = after;
+                let (mut out, mut before) = (after.clone(), after);
                 let facts = i.facts(self.p);
-                // kills first, then reads: a tile both read and written stays alive into it
-                for e in &facts.effects {
-                    if let Memory::Register(r) = e.memory {
-                        let r = r.0 as usize;
-                        match e.access {
-                            Access::Declare | Access::Write if e.columns.is_none() => {
-                                out[r] = true;
-                                before[r] = false;
-                            }
-                            Access::Declare | Access::Write => out[r] = true,
-                            Access::Read | Access::Update | Access::Release => {}
+                let registers = || {
+                    facts.effects.iter().filter_map(|e| match e.memory {
+                        Memory::Register(r) => Some((r.0 as usize, e)),
+                        _ => None,
+                    })
+                };
+                // writes first: one of every element ends the old value (one of some columns
+                // leaves the others as they were)
+                for (r, e) in registers() {
+                    if matches!(e.access, Access::Declare | Access::Write) {
+                        out[r] = true;
+                        if e.columns.is_none() {
+                            before[r] = false;
                         }
                     }
                 }
-                for e in &facts.effects {
-                    if let Memory::Register(r) = e.memory {
-                        let r = r.0 as usize;
-                        match e.access {
-                            Access::Read | Access::Update => {
-                                before[r] = true;
-                                out[r] = out[r] || e.access == Access::Update;
-                            }
-                            // a write of some columns leaves the others as they were
-                            _ => {}
-                        }
+                // then reads: a tile both read and written stays alive into it
+                for (r, e) in registers() {
+                    if matches!(e.access, Access::Read | Access::Update) {
+                        before[r] = true;
+                        out[r] |= e.access == Access::Update;
                     }
                 }
                 self.measure(&out);
@@ -100,10 +95,10 @@ impl Walk<'_> {
                 let mut end = after.clone();
                 loop {
                     let start = self.block(body, end.clone());
+                    // what follows the loop, too: it may run no iteration
                     let next = union(after.clone(), &start);
                     if next == end {
-                        // the loop may run no iteration
-                        return union(after, &start);
+                        return next;
                     }
                     end = next;
                 }
