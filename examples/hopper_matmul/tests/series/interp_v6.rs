@@ -48,6 +48,7 @@ pub fn forms() -> Vec<MatmulPersistent> {
                 hilbert,
                 ping_pong,
                 defer_stores,
+                stagger: 0,
             }
         },
     )
@@ -63,6 +64,7 @@ pub fn forms() -> Vec<MatmulPersistent> {
         hilbert: 0,
         ping_pong: 1,
         defer_stores: 0,
+        stagger: 0,
     }])
     .collect()
 }
