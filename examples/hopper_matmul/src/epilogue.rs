@@ -123,7 +123,6 @@ impl<A: Activation> Debug for MatmulEpilogue<A> {
             .field("cluster_m", &t.cluster_m)
             .field("hilbert", &t.hilbert)
             .field("ping_pong", &t.ping_pong)
-            .field("stagger", &t.stagger)
             .field("act", &format_args!("{}", A::NAME))
             .finish()
     }
@@ -226,7 +225,6 @@ impl<A: Activation> Script for MatmulEpilogue<A> {
             beta,
             group_rows: t.group_rows(),
             block_n: t.block_n,
-            stagger: t.stagger != 0,
             act: PhantomData,
         };
         // the main loop: v6's; each consumer warp group then runs the epilogue on its half
@@ -256,8 +254,6 @@ struct Fused<A: Activation> {
     /// Rows of a consumer warp group's accumulator.
     group_rows: i32,
     block_n: i32,
-    /// Warp group 1 stores each chunk after computing the next ([`MatmulPersistent::stagger`]).
-    stagger: bool,
     act: PhantomData<A>,
 }
 
@@ -286,9 +282,7 @@ impl<A: Activation> TileEpilogue for Fused<A> {
     fn tile(&self, k: &mut Kernel, g: usize, acc: &RegisterTensor<f32>, at: &TileAt) {
         match &self.operands {
             Operands::Staged(staged) => {
-                // warp group 1 a chunk behind, with `stagger`
-                let stagger = self.stagger && g == 1;
-                staged.tile(k, g, acc, at, stagger, &|k, part, d, bias| {
+                staged.tile(k, g, acc, at, &|k, part, d, bias| {
                     self.chunk(k, part, d, bias)
                 });
             }

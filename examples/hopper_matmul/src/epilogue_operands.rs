@@ -144,23 +144,18 @@ impl StagedOperands {
     /// landed, `f` computes C's chunk from them, which replaces D in the buffer and is stored
     /// with TMA (clipped at C's edges); once that store has read the buffer (checked after
     /// the next chunk's store is issued, so that it has a chunk's work to drain), the chunk
-    /// `buffers` later is copied into it. With `stagger` (and three buffers at least: the
-    /// refill a chunk waits for is then issued two chunks ahead), each chunk is stored after
-    /// the next one is computed.
+    /// `buffers` later is copied into it.
     pub fn tile(
         &self,
         k: &mut Kernel,
         g: usize,
         acc: &RegisterTensor<f32>,
         at: &TileAt,
-        stagger: bool,
         f: &ChunkFn<'_>,
     ) {
-        let stagger = stagger && self.buffers >= 3;
         // each buffer is filled `chunks / buffers` times a tile
         let rounds = self.chunks / self.buffers;
         let first = k.name_next("landed_round").let_i32(at.index * rounds);
-        let mut computed: Option<(i32, RegisterTensor<f16>)> = None;
         for j in 0..self.chunks {
             let b = j % self.buffers;
             let buffer = self.d[g].at(b);
@@ -173,46 +168,22 @@ impl StagedOperands {
             let bias_rows = k.name_next("bias_rows").load_shared(&self.bias[g].at(b));
             let bias = k.name_next("bias").reshape(&bias_rows, [self.width]);
             let out = f(k, part, d, bias);
-            if stagger {
-                if let Some((before, out)) = computed.take() {
-                    self.store_chunk(k, g, at, before, &out);
+            // every thread has read the chunk's D before any overwrites it
+            k.sync_group();
+            let cols = k.let_i32(at.cols + j * self.width);
+            let place = [Scalar::from(at.rows), Scalar::from(cols)];
+            stage_and_store(k, (&buffer, &out), &self.gc, place, |k| {
+                // the chunk before this one refills its buffer once its store (not this
+                // one's, which has only just started) has read it; with one buffer, this
+                // chunk's own
+                let lag = i32::from(self.buffers > 1);
+                let done = j - lag;
+                if done >= 0 && done + self.buffers < self.chunks {
+                    k.tma().wait_group_read(lag as u32);
+                    self.copy_chunk(k, g, at, done + self.buffers);
                 }
-                computed = Some((j, out));
-            } else {
-                self.store_chunk(k, g, at, j, &out);
-            }
+            });
         }
-        if let Some((last, out)) = computed {
-            self.store_chunk(k, g, at, last, &out);
-        }
-    }
-
-    /// Chunk `j`'s result `out` over its D in its buffer, stored with TMA; the chunk before
-    /// refills its buffer once its store has read it.
-    fn store_chunk(
-        &self,
-        k: &mut Kernel,
-        g: usize,
-        at: &TileAt,
-        j: i32,
-        out: &RegisterTensor<f16>,
-    ) {
-        let buffer = self.d[g].at(j % self.buffers);
-        // every thread has read the chunk's D before any overwrites it
-        k.sync_group();
-        let cols = k.let_i32(at.cols + j * self.width);
-        let place = [Scalar::from(at.rows), Scalar::from(cols)];
-        stage_and_store(k, (&buffer, out), &self.gc, place, |k| {
-            // the chunk before this one refills its buffer once its store (not this
-            // one's, which has only just started) has read it; with one buffer, this
-            // chunk's own
-            let lag = i32::from(self.buffers > 1);
-            let done = j - lag;
-            if done >= 0 && done + self.buffers < self.chunks {
-                k.tma().wait_group_read(lag as u32);
-                self.copy_chunk(k, g, at, done + self.buffers);
-            }
-        });
     }
 
     /// After consumer warp group `g`'s last tile: its stores are complete.

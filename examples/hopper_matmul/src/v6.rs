@@ -37,7 +37,6 @@ use tilus::prelude::*;
 #[tune(cluster_m = [1, 2])]
 #[tune(hilbert = [0])]
 #[tune(defer_stores = [1])]
-#[tune(stagger = [0])]
 pub struct MatmulPersistent {
     /// Rows of C per tile: two warp groups of `block_m / 2` rows each (a multiple of 128);
     /// in ping-pong, one warp group's (a multiple of 64).
@@ -76,12 +75,6 @@ pub struct MatmulPersistent {
     /// other's products run meanwhile). Always 1 in the searched space (1.3-2.0% faster
     /// in every measured form, docs/perf.md); `--set defer_stores=0` measures the other.
     pub defer_stores: i32,
-    /// 1: in the fused epilogue (`crate::epilogue`, staged operands with at least three
-    /// buffers), consumer warp group 1 stores each chunk only after computing the next, so
-    /// that its arithmetic runs while warp group 0 waits on its stores, and the other way
-    /// round; 0: both compute and store each chunk in turn. No effect on v6 itself. Not in
-    /// the searched space (`--set stagger=1` measures it).
-    pub stagger: i32,
 }
 
 impl Default for MatmulPersistent {
@@ -99,7 +92,6 @@ impl Default for MatmulPersistent {
             hilbert: 0,
             ping_pong: 0,
             defer_stores: 1,
-            stagger: 0,
         }
     }
 }

@@ -48,7 +48,6 @@ pub fn forms() -> Vec<MatmulPersistent> {
                 hilbert,
                 ping_pong,
                 defer_stores,
-                stagger: 0,
             }
         },
     )
@@ -64,7 +63,6 @@ pub fn forms() -> Vec<MatmulPersistent> {
         hilbert: 0,
         ping_pong: 1,
         defer_stores: 0,
-        stagger: 0,
     }])
     .collect()
 }
