@@ -6,11 +6,11 @@ use crate::operand::BenchOperand;
 use crate::out::{outln, CliError, CliResult};
 use crate::record::{self, Results, RunInfo};
 use half::{bf16, f16};
-use hopper_matmul::operand::Operand;
-use hopper_matmul::registry::{self, Entry};
-use hopper_matmul::run::{verify_and_bench_to, BenchOptions, Version};
-use hopper_matmul::size::Size;
 use std::path::PathBuf;
+use tilus_bench::operand::Operand;
+use tilus_bench::registry::{self, Entry};
+use tilus_bench::run::{verify_and_bench_to, BenchOptions, Version};
+use tilus_bench::size::Size;
 
 /// The options of `tilus bench matmul`.
 pub(crate) struct MatmulArgs {
@@ -19,7 +19,7 @@ pub(crate) struct MatmulArgs {
     pub warmup: usize,
     pub rounds: usize,
     /// What precedes each timed run.
-    pub timing: hopper_matmul::harness::Timing,
+    pub timing: tilus_bench::harness::Timing,
     pub sets: Vec<String>,
     pub fixed: bool,
     /// The results file to append the measured rows to, if any.
@@ -35,7 +35,7 @@ pub(crate) struct MatmulArgs {
 /// beside the others in the same process (an ablation).
 struct Chosen {
     /// The registry's entry; `None` for `matmul`, the entry point that picks a kernel by shape
-    /// ([`hopper_matmul::gemm::Gemm`]).
+    /// ([`tilus_kernels::gemm::Gemm`]).
     entry: Option<Entry>,
     /// The label in tables and results (`v6[persistent=0]`), or `None` for a plain name.
     label: Option<String>,
@@ -106,14 +106,14 @@ impl<T: Operand> Version<T> for Labeled<T> {
     fn launch(
         &self,
         stream: &std::sync::Arc<tilus::cudarc::driver::CudaStream>,
-        p: &mut hopper_matmul::harness::Problem<T>,
+        p: &mut tilus_bench::harness::Problem<T>,
     ) -> tilus::Result<()> {
         self.inner.launch(stream, p)
     }
     fn describe(
         &self,
         stream: &std::sync::Arc<tilus::cudarc::driver::CudaStream>,
-        p: &mut hopper_matmul::harness::Problem<T>,
+        p: &mut tilus_bench::harness::Problem<T>,
     ) -> Option<String> {
         self.inner.describe(stream, p)
     }
@@ -123,7 +123,7 @@ impl<T: Operand> Version<T> for Labeled<T> {
 pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
     // everything the command line says is checked before the GPU is touched
     let shapes: Vec<(usize, usize, usize)> =
-        Size::parse_list(hopper_matmul::matmul::DIMS, &a.sizes)?
+        Size::parse_list(tilus_bench::workloads::matmul::DIMS, &a.sizes)?
             .iter()
             .map(|s| s.dims().map(|[m, n, k]| (m, n, k)))
             .collect::<Result<_, _>>()?;
@@ -132,7 +132,7 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
         return Err(CliError::Usage("--rounds must be at least 1".into()));
     }
     for &(m, n, k) in &shapes {
-        hopper_matmul::harness::Problem::ensure_host(m, n, k)?;
+        tilus_bench::harness::Problem::ensure_host(m, n, k)?;
     }
     let chosen = chosen(&a.versions)?;
     for c in &chosen {
@@ -216,7 +216,7 @@ fn run<T: BenchOperand>(a: &MatmulArgs, checked: Checked) -> CliResult<bool> {
     for c in &chosen {
         let Some(entry) = &c.entry else {
             outln!("{GEMM}: v6 or split-K by shape, each autotuned");
-            owned.push(Box::new(hopper_matmul::gemm::Gemm::<T>::new(&device)?));
+            owned.push(Box::new(tilus_kernels::gemm::Gemm::<T>::new(&device)?));
             continue;
         };
         let Some(mv) = entry.matmul.as_ref() else {
@@ -258,7 +258,7 @@ fn run<T: BenchOperand>(a: &MatmulArgs, checked: Checked) -> CliResult<bool> {
     };
     let mut stdout = std::io::stdout();
     let (rows, ok) = verify_and_bench_to(&mut stdout, &device, &refs, &shapes, &opts)?;
-    hopper_matmul::harness::write_table(&mut stdout, &rows)?;
+    tilus_bench::harness::write_table(&mut stdout, &rows)?;
     if let Some(results) = results {
         // failed checks are recorded as FAIL, not left out: the file keeps what happened
         let run = RunInfo {

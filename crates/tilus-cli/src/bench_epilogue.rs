@@ -1,12 +1,12 @@
 //! `tilus bench epilogue`: the fused matmul epilogue (on v6) against what it replaces (see
-//! `hopper_matmul::epilogue_bench`).
+//! `tilus_bench::epilogue_bench`).
 
 use crate::out::{outln, CliError, CliResult};
-use hopper_matmul::epilogue::{Activation, GeluTanh, Identity, Relu};
-use hopper_matmul::epilogue_bench::{bench_epilogue, ROW_PLAIN, ROW_V6};
-use hopper_matmul::run::BenchOptions;
-use hopper_matmul::size::Size;
-use hopper_matmul::v6::MatmulPersistent;
+use tilus_bench::epilogue_bench::{bench_epilogue, ROW_PLAIN, ROW_V6};
+use tilus_bench::run::BenchOptions;
+use tilus_bench::size::Size;
+use tilus_kernels::gemm::epilogue::{Activation, GeluTanh, Identity, Relu};
+use tilus_kernels::gemm::persistent::MatmulPersistent;
 
 fn one<A: Activation>(
     device: &tilus::runtime::Device,
@@ -16,7 +16,7 @@ fn one<A: Activation>(
 ) -> CliResult<bool> {
     let mut stdout = std::io::stdout();
     let r = bench_epilogue::<A>(&mut stdout, device, shape, opts, fixed)?;
-    let show = |what: &str, c: &hopper_matmul::harness::Check| -> CliResult<()> {
+    let show = |what: &str, c: &tilus_bench::harness::Check| -> CliResult<()> {
         outln!(
             "check   {what}: {} (non-finite {}, mismatches {} of {}, max |diff| {:.3e}, relative error {:.3e})",
             if c.passed() { "PASS" } else { "FAIL" },
@@ -33,7 +33,7 @@ fn one<A: Activation>(
         &r.fused,
     )?;
     show("cublas + pass (product rounded to f16 first)", &r.unfused)?;
-    hopper_matmul::harness::write_table(&mut stdout, &r.rows)?;
+    tilus_bench::harness::write_table(&mut stdout, &r.rows)?;
     let (fused, unfused) = (r.rows[r.rows.len() - 1].latency_ms, r.rows[1].latency_ms);
     match (r.latency(ROW_PLAIN), &r.plain_missing) {
         (Some(plain), _) => outln!(
@@ -63,10 +63,11 @@ pub(crate) fn epilogue(
     opts: &BenchOptions,
     sets: &[String],
 ) -> CliResult<bool> {
-    let shapes: Vec<(usize, usize, usize)> = Size::parse_list(hopper_matmul::matmul::DIMS, sizes)?
-        .iter()
-        .map(|s| s.dims().map(|[m, n, k]| (m, n, k)))
-        .collect::<Result<_, _>>()?;
+    let shapes: Vec<(usize, usize, usize)> =
+        Size::parse_list(tilus_bench::workloads::matmul::DIMS, sizes)?
+            .iter()
+            .map(|s| s.dims().map(|[m, n, k]| (m, n, k)))
+            .collect::<Result<_, _>>()?;
     if opts.rounds == 0 {
         return Err(CliError::Usage("--rounds must be at least 1".into()));
     }
@@ -76,12 +77,12 @@ pub(crate) fn epilogue(
         )));
     }
     for &(m, n, k) in &shapes {
-        hopper_matmul::harness::Problem::ensure_host(m, n, k)?;
+        tilus_bench::harness::Problem::ensure_host(m, n, k)?;
     }
     let fixed = if sets.is_empty() {
         None
     } else {
-        let settings = hopper_matmul::registry::parse_settings(sets)?;
+        let settings = tilus_bench::registry::parse_settings(sets)?;
         Some(
             tilus::tune::with_settings(&MatmulPersistent::default(), &settings)
                 .map_err(CliError::Usage)?,

@@ -3,10 +3,10 @@
 //! device-to-device copy of the bytes it reads and writes.
 
 use crate::out::{outln, CliError, CliResult};
-use hopper_matmul::bandwidth::{verify_and_time, write_table, Choice};
-use hopper_matmul::registry::{self, Entry};
-use hopper_matmul::run::BenchOptions;
-use hopper_matmul::size::Size;
+use tilus_bench::bandwidth::{verify_and_time, write_table, Choice};
+use tilus_bench::registry::{self, Entry};
+use tilus_bench::run::BenchOptions;
+use tilus_bench::size::Size;
 
 /// The options of `tilus bench memory`.
 pub(crate) struct MemoryArgs {
@@ -15,7 +15,7 @@ pub(crate) struct MemoryArgs {
     pub warmup: usize,
     pub rounds: usize,
     /// What precedes each timed run.
-    pub timing: hopper_matmul::harness::Timing,
+    pub timing: tilus_bench::harness::Timing,
     pub sets: Vec<String>,
     pub fixed: bool,
 }
@@ -58,7 +58,7 @@ fn chosen(kernels: &str) -> CliResult<Vec<Entry>> {
 /// Runs the benchmark; `Ok(false)` when a check failed.
 pub(crate) fn memory(a: &MemoryArgs) -> CliResult<bool> {
     // everything the command line says is checked before the GPU is touched
-    let shapes: Vec<(usize, usize)> = Size::parse_list(hopper_matmul::rows::DIMS, &a.sizes)?
+    let shapes: Vec<(usize, usize)> = Size::parse_list(tilus_bench::rows::DIMS, &a.sizes)?
         .iter()
         .map(|s| s.dims().map(|[r, c]| (r, c)))
         .collect::<Result<_, _>>()?;

@@ -1,7 +1,7 @@
 //! `tilus bench tune` and `tilus bench launch`: the host-side costs of the autotuned matmuls.
 //!
 //! `tune --version vN` (v0 by default; any matmul version of the registry, each of which has
-//! an autotuned constructor, [`hopper_matmul::registry::MatmulVersion::tuned`]) times first
+//! an autotuned constructor, [`tilus_bench::registry::MatmulVersion::tuned`]) times first
 //! calls, each in a new process running `bench first-call` against one fresh cache directory:
 //!
 //! - cold first call: compile every candidate of the version's space and benchmark the
@@ -14,10 +14,6 @@
 //! the same cubin with arguments prepared once.
 
 use crate::out::{out, outln, CliError, CliResult};
-use hopper_matmul::harness::Problem;
-use hopper_matmul::matmul::DIMS;
-use hopper_matmul::registry::{self, Entry, TunedFn};
-use hopper_matmul::size::Size;
 use hopper_matmul::v0::MatmulTma;
 use std::time::Instant;
 use tilus::cudarc::driver::{DevicePtr, LaunchConfig};
@@ -25,6 +21,10 @@ use tilus::cudarc::nvrtc::Ptx;
 use tilus::ir::KernelParam;
 use tilus::runtime::Device;
 use tilus::tune::{Autotuned, TuneOptions};
+use tilus_bench::harness::Problem;
+use tilus_bench::registry::{self, Entry, TunedFn};
+use tilus_bench::size::Size;
+use tilus_bench::workloads::matmul::DIMS;
 
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3

@@ -2,10 +2,10 @@
 //! included, with the resources each needs or the reason it fails.
 
 use crate::out::{outln, CliError, CliResult};
-use hopper_matmul::registry::Entry;
-use hopper_matmul::size::Size;
 use rayon::prelude::*;
 use tilus::Error;
+use tilus_bench::registry::Entry;
+use tilus_bench::size::Size;
 
 /// One configuration's outcome.
 pub struct Outcome {

@@ -18,7 +18,7 @@
 //!   dispatch tables on disk
 //! - `tilus doctor`: what this machine can do (driver, GPU, NVRTC, cache)
 //!
-//! Every kernel-specific piece comes from `hopper_matmul::registry`. Bad arguments exit with
+//! Every kernel-specific piece comes from `tilus_bench::registry`. Bad arguments exit with
 //! status 2, failures with 1; a closed stdout ends the command quietly.
 //! `TILUS_LOG=debug` (any `tracing` filter) prints the autotuner's decisions and timings.
 
@@ -37,11 +37,11 @@ mod soak;
 mod utc;
 
 use clap::{Parser, Subcommand};
-use hopper_matmul::harness::Timing;
-use hopper_matmul::registry::{self, Entry};
-use hopper_matmul::run::BenchOptions;
 use out::{out, outln, warnln, CliError, CliResult};
 use std::process::ExitCode;
+use tilus_bench::harness::Timing;
+use tilus_bench::registry::{self, Entry};
+use tilus_bench::run::BenchOptions;
 
 #[derive(Parser)]
 #[command(

@@ -2,8 +2,9 @@
 //! version's kernels take each.
 
 use half::{bf16, f16};
-use hopper_matmul::operand::{Matmuls, Operand};
-use hopper_matmul::registry::{self, ConfigureFn, Entry, MatmulVersion};
+use tilus_bench::operand::Operand;
+use tilus_bench::registry::{self, ConfigureFn, Entry, MatmulVersion};
+use tilus_kernels::gemm::Matmuls;
 
 /// An operand type of the matmul commands: which of a version's kernels take it.
 pub(crate) trait BenchOperand: Operand + Matmuls {

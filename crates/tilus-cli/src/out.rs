@@ -3,9 +3,9 @@
 //! -1`) ends the command quietly through [`CliError::Closed`] instead of panicking, and a
 //! failed write to stderr is ignored (there is nowhere left to report it).
 
-use hopper_matmul::Error as SeriesError;
 use std::fmt;
 use std::io::{self, Write};
+use tilus_bench::Error as SeriesError;
 
 /// How a command ends when it does not succeed.
 #[derive(Debug)]
@@ -48,8 +48,8 @@ impl From<SeriesError> for CliError {
     }
 }
 
-impl From<hopper_matmul::alloc::AllocError> for CliError {
-    fn from(e: hopper_matmul::alloc::AllocError) -> CliError {
+impl From<tilus_bench::alloc::AllocError> for CliError {
+    fn from(e: tilus_bench::alloc::AllocError) -> CliError {
         CliError::Failed(e.to_string())
     }
 }

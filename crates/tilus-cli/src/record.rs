@@ -9,10 +9,10 @@
 //! fails half-way adds nothing. cuBLAS gets no row of its own: its TFLOPS from the same shape
 //! and run sit beside each kernel's.
 
-use hopper_matmul::harness::Row;
 use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use tilus_bench::harness::Row;
 
 /// The first line of every results file, column by column.
 pub const HEADER: &str =
@@ -98,7 +98,7 @@ pub struct RunInfo {
     pub commit: String,
     /// The element type the kernels ran on (`f16`).
     pub dtype: String,
-    /// What preceded each timed run (`flushed`, `idle`: [`hopper_matmul::harness::Timing`]).
+    /// What preceded each timed run (`flushed`, `idle`: [`tilus_bench::harness::Timing`]).
     pub timing: String,
 }
 
@@ -502,8 +502,8 @@ mod tests {
 
     #[test]
     fn recorded_operand_types_are_named_as_the_ir_names_them() {
-        use hopper_matmul::operand::Operand;
         use tilus::lang::Element;
+        use tilus_kernels::Operand;
         assert_eq!(<half::f16 as Operand>::NAME, half::f16::DTYPE.name());
         assert_eq!(<half::bf16 as Operand>::NAME, half::bf16::DTYPE.name());
         assert!(!COMMIT.is_empty());

@@ -5,13 +5,13 @@
 //! interpreter needs no GPU, so CI can run a kernel end to end.
 
 use crate::out::{outln, warnln, CliResult};
-use hopper_matmul::harness::Check;
-use hopper_matmul::registry::{self, Entry};
-use hopper_matmul::size::Size;
-use hopper_matmul::workload::RunReport;
 use tilus::interp::{Backend, Options};
 use tilus::lang::DynScript;
 use tilus::runtime::Device;
+use tilus_bench::harness::Check;
+use tilus_bench::registry::{self, Entry};
+use tilus_bench::size::Size;
+use tilus_bench::workload::RunReport;
 
 /// What `tilus run` was asked to do.
 pub(crate) struct RunArgs {

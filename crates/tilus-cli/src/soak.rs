@@ -8,14 +8,14 @@
 use crate::operand::BenchOperand;
 use crate::out::{outln, CliError, CliResult};
 use half::{bf16, f16};
-use hopper_matmul::harness::{compare, Cublas, Problem, Rng};
-use hopper_matmul::matmul::DIMS;
-use hopper_matmul::registry::{self, Entry};
-use hopper_matmul::run::Version;
-use hopper_matmul::size::{parse_dim, Size};
 use rayon::prelude::*;
 use std::time::Instant;
 use tilus::cudarc::driver::{sys, DevicePtrMut};
+use tilus_bench::harness::{compare, Cublas, Problem, Rng};
+use tilus_bench::registry::{self, Entry};
+use tilus_bench::run::Version;
+use tilus_bench::size::{parse_dim, Size};
+use tilus_bench::workloads::matmul::DIMS;
 
 /// `a`, `a and b`, `a, b and c`.
 fn and_list(names: &[&str]) -> String {
@@ -83,10 +83,10 @@ fn soak_in<T: BenchOperand>(a: SoakArgs) -> CliResult<bool> {
     if pool == 0 {
         return Err(CliError::Usage("--pool must be at least 1".into()));
     }
-    let square = hopper_matmul::alloc::elements("the soak", &[max, max])?;
-    hopper_matmul::harness::Problem::ensure_host(max, max, max)?;
+    let square = tilus_bench::alloc::elements("the soak", &[max, max])?;
+    tilus_bench::harness::Problem::ensure_host(max, max, max)?;
     // two page-locked host buffers of max*max halves
-    hopper_matmul::alloc::ensure(
+    tilus_bench::alloc::ensure(
         &format!("the soak's host buffers at --max {max}"),
         4 * square as u128,
     )?;

@@ -1,38 +1,14 @@
-//! The Hopper matmul tutorial series in Tilus for Rust: one module per step (`v0` … `v6`), plus
-//! the harness that verifies each step against cuBLAS and times them side by side, and the
-//! registry through which the `tilus` command knows them. `split_k` is the small-M kernel
-//! (K in ranges, then the sum of the partials); `gemm` is the entry point for users who do not
-//! write kernels, which picks between v6 and split-K by shape. `tile_copy` is the series' TMA-store epilogue on its
-//! own. The memory-bound kernels (`vector_add`, `softmax`, `layer_norm`) sit beside the series,
-//! with `bandwidth`, which checks them and times them against a device-to-device copy.
+//! The Hopper matmul tutorial series in Tilus for Rust: one module per step (`v0` … `v6`), each
+//! explained by a page of `docs/tutorials/hopper-matmul/`. Every step computes `C = A · Bᵀ`
+//! with A `[M, K]` and B `[N, K]` row-major, f16 in, f32 accumulation, f16 out.
+//!
+//! The steps build on one another, and where a step's piece is what the kernel library runs,
+//! the step uses the library's: v4's main loop and v5's ring are
+//! [`tilus_kernels::gemm::products`] and [`tilus_kernels::gemm::cooperative`], and v6 is the
+//! library's persistent kernel, [`tilus_kernels::gemm::persistent`]. Verification against cuBLAS
+//! and timing are `tilus-bench`'s; the `tilus` command runs each step by name
+//! (`tilus run hopper_matmul_v2`).
 
-pub mod alloc;
-pub mod bandwidth;
-pub mod buffers;
-pub mod epilogue;
-pub mod epilogue_bench;
-pub mod epilogue_operands;
-pub mod epilogue_pass;
-pub mod epilogue_workload;
-mod error;
-pub mod gemm;
-pub mod harness;
-pub mod layer_norm;
-pub mod matmul;
-pub mod operand;
-pub mod pair;
-pub mod pingpong;
-pub mod registry;
-pub mod rows;
-pub mod run;
-pub mod size;
-pub mod softmax;
-pub mod split_k;
-pub mod split_k_workload;
-pub mod stream_k;
-pub mod stream_k_run;
-pub mod testing;
-pub mod tile_copy;
 pub mod v0;
 pub mod v1;
 pub mod v2;
@@ -40,8 +16,3 @@ pub mod v3;
 pub mod v4;
 pub mod v5;
 pub mod v6;
-pub mod v6_epilogue;
-pub mod vector_add;
-pub mod workload;
-
-pub use error::{Error, Result};

@@ -13,8 +13,10 @@
 //! [`PRODUCER_REGISTERS`] per thread and leaves the consumers [`CONSUMER_REGISTERS`]; with 0 it
 //! is one warp (nine warps) and the compiler allots registers evenly.
 
-use tilus::lang::Element;
 use tilus::prelude::*;
+use tilus_kernels::gemm::cooperative::{
+    Cooperative, CooperativeShape, CONSUMER_REGISTERS, PRODUCER_REGISTERS,
+};
 
 /// The v5 kernel. Fields are compile-time hyperparameters.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
@@ -38,13 +40,6 @@ pub struct MatmulCooperative {
     /// [`Kernel::grouped_tile`]).
     pub group_m: i32,
 }
-
-/// Registers per producer thread when v5 moves registers.
-pub const PRODUCER_REGISTERS: u32 = 40;
-
-/// Registers per consumer thread when v5 moves registers: the rest of the pool of 384
-/// threads at 168 (65536 / 384 in units of 8), `(3 · 168 - 40) / 2`.
-pub const CONSUMER_REGISTERS: u32 = 232;
 
 impl Default for MatmulCooperative {
     /// A configuration that compiles (the autotuner chooses per problem).
@@ -154,188 +149,5 @@ impl MatmulCooperative {
             stages: self.stages,
             ping_pong: false,
         }
-    }
-}
-
-/// The tile shape of a block with two consumer warp groups.
-#[derive(Clone, Copy, Debug)]
-pub struct CooperativeShape {
-    pub block_m: i32,
-    pub block_n: i32,
-    pub block_k: i32,
-    pub stages: i32,
-    /// false: the warp groups share each tile, `block_m / 2` rows each (cooperative);
-    /// true: they take whole tiles in turn (ping-pong), so A is staged whole and a stage is
-    /// freed by the one warp group that read it.
-    pub ping_pong: bool,
-}
-
-impl CooperativeShape {
-    /// The parts A is staged in: one per warp group sharing a tile.
-    pub fn a_parts(&self) -> i32 {
-        if self.ping_pong {
-            1
-        } else {
-            2
-        }
-    }
-
-    /// Arrivals that free a stage in one block: one per warp group that reads it.
-    pub fn releases(&self) -> u32 {
-        self.a_parts() as u32
-    }
-}
-
-/// The ring of a block with two consumer warp groups, shared by v5 and v6 (and, filled
-/// differently, by the pairs of [`crate::pair`]): per stage, A's two halves (one per consumer
-/// warp group; A whole when they take tiles in turn, [`CooperativeShape::ping_pong`]) and the B
-/// tile, filled by TMA copies, and the [`Pipeline`] whose empty barriers count one arrival per
-/// consumer warp group that reads a stage.
-pub struct Cooperative<T: Element = f16> {
-    pub(crate) ga: GlobalTensor<T>,
-    pub(crate) gb: GlobalTensor<T>,
-    /// A's parts ([`CooperativeShape::a_parts`]), `[stages, block_m / parts, block_k]` each.
-    pub(crate) sa: Vec<SharedTensor<T>>,
-    pub(crate) sb: SharedTensor<T>,
-    /// The ring's barriers (the callers release its stages).
-    pub pipe: Pipeline,
-    pub(crate) stage_bytes: i32,
-    pub(crate) shape: CooperativeShape,
-}
-
-impl<T: Element> Cooperative<T> {
-    /// Declares the views of A `[m, k]` and B `[n, k]`, the staged tiles and the pipeline
-    /// (each consumer warp group that reads a stage releases it, one arrival each).
-    pub fn new(
-        k: &mut Kernel,
-        shape: CooperativeShape,
-        dims: (Val, Val, Val),
-        ptrs: (PtrVal<T>, PtrVal<T>),
-    ) -> Cooperative<T> {
-        Cooperative::with_arrivals(k, shape, dims, ptrs, shape.releases())
-    }
-
-    /// [`Cooperative::new`] with empty barriers of `arrivals` (a pair's count both blocks'
-    /// releases).
-    pub fn with_arrivals(
-        k: &mut Kernel,
-        shape: CooperativeShape,
-        (m_size, n_size, k_size): (Val, Val, Val),
-        (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
-        arrivals: u32,
-    ) -> Cooperative<T> {
-        let stages = shape.stages.max(1);
-        let parts = shape.a_parts();
-        let part_m = shape.block_m / parts;
-        let ga = k.name_next("ga").global_view::<T>(a_ptr, [m_size, k_size]);
-        let gb = k.name_next("gb").global_view::<T>(b_ptr, [n_size, k_size]);
-        let names: &[&str] = if parts == 1 { &["sa"] } else { &["sa0", "sa1"] };
-        let sa: Vec<_> = names
-            .iter()
-            .map(|name| {
-                k.name_next(name)
-                    .shared_tensor::<T>([stages, part_m, shape.block_k])
-            })
-            .collect();
-        let sb = k
-            .name_next("sb")
-            .shared_tensor::<T>([stages, shape.block_n, shape.block_k]);
-        let pipe = Pipeline::new(k, stages as u32, arrivals);
-        let stage_bytes =
-            parts * sa[0].at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
-        Cooperative {
-            ga,
-            gb,
-            sa,
-            sb,
-            pipe,
-            stage_bytes,
-            shape,
-        }
-    }
-
-    /// The copies of A's parts of `stage` (the first at rows `offset_m ..`, the next the
-    /// rows after it) for K offset `offset_k`, on the stage's barrier `bar`.
-    #[track_caller]
-    pub fn copy_a(
-        &self,
-        k: &mut Kernel,
-        stage: Val,
-        bar: Barrier,
-        (offset_m, offset_k): (Val, Val),
-    ) {
-        let part_m = self.shape.block_m / self.shape.a_parts();
-        for (p, sa) in self.sa.iter().enumerate() {
-            let rows = if p == 0 {
-                offset_m
-            } else {
-                k.name_next("offset_m1")
-                    .let_i32(offset_m + part_m * p as i32)
-            };
-            k.tma()
-                .global_to_shared(&self.ga, &sa.at(stage), [rows, offset_k], bar);
-        }
-    }
-
-    /// The producer's ring step `step`: waits for its stage, then copies K step `i` of the
-    /// tile at `(offset_m, offset_n)`: A's parts and B.
-    #[track_caller]
-    pub fn fill(
-        &self,
-        k: &mut Kernel,
-        step: impl Into<Scalar>,
-        i: Val,
-        offset_m: Val,
-        offset_n: Val,
-    ) {
-        let slot = self.pipe.producer_acquire(k, step, self.stage_bytes);
-        let stage = slot.stage();
-        let bar = slot.barrier();
-        let offset_k = k.name_next("offset_k").let_i32(i * self.shape.block_k);
-        self.copy_a(k, stage, bar, (offset_m, offset_k));
-        k.tma()
-            .global_to_shared(&self.gb, &self.sb.at(stage), [offset_n, offset_k], bar);
-    }
-
-    /// The part of A consumer warp group `g` multiplies: its half, or all of A in ping-pong.
-    fn a_of(&self, g: usize) -> &SharedTensor<T> {
-        if self.shape.ping_pong {
-            &self.sa[0]
-        } else {
-            &self.sa[g]
-        }
-    }
-
-    /// Consumer warp group `g`'s ring step `step`: waits for its stage, multiplies its half of
-    /// A (all of A in ping-pong) by B into `acc` and keeps that product in flight
-    /// (`wait_group(1)`); the stage is the caller's to release once the next step's wait has
-    /// returned.
-    #[track_caller]
-    pub fn multiply(
-        &self,
-        k: &mut Kernel,
-        g: usize,
-        step: impl Into<Scalar>,
-        acc: &RegisterTensor<f32>,
-    ) {
-        let slot = self.pipe.consumer_acquire(k, step);
-        let stage = slot.stage();
-        k.wgmma().fence();
-        k.wgmma()
-            .mma(&self.a_of(g).at(stage), &self.sb.at(stage).transpose(), acc);
-        k.wgmma().commit_group();
-        k.wgmma().wait_group(1);
-        // released later, by step (the slot's stage is named by its step number)
-        drop(slot);
-    }
-    /// Frees ring step `step`'s stage (nothing for a negative step) on behalf of the calling
-    /// consumer warp group: one of its threads arrives, once the group's products that read
-    /// the stage are complete (a WGMMA is one operation of the whole warp group, so its
-    /// completion, seen by any of its threads, is the group's). One arrival per warp group
-    /// instead of one per thread: the barrier's atomics are off the consumers' path.
-    #[track_caller]
-    pub fn release(&self, k: &mut Kernel, step: impl Into<Scalar>) {
-        let step = step.into();
-        k.single_thread(|k| self.pipe.consumer_release_step(k, step));
     }
 }

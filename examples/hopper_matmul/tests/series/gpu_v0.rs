@@ -1,11 +1,11 @@
 //! v0 on the GPU: correct against cuBLAS at the seed's sizes and at a shape that is not a
 //! multiple of the tile, and free of NaN in the seed's `free_shared` scenario.
 
-use hopper_matmul::harness::{self, Cublas, Problem};
-use hopper_matmul::run::{Version, V0};
 use hopper_matmul::v0::MatmulTma;
 use tilus::prelude::*;
 use tilus::runtime::Device;
+use tilus_bench::harness::{self, Cublas, Problem};
+use tilus_bench::run::{Version, V0};
 
 fn check_shape(m: usize, n: usize, k: usize, seed: u64) {
     let device = Device::open(0).expect("a Hopper GPU");
@@ -24,21 +24,21 @@ fn check_shape(m: usize, n: usize, k: usize, seed: u64) {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn v0_is_correct_at_4096() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     check_shape(4096, 4096, 4096, 1);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn v0_is_correct_at_8192() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     check_shape(8192, 8192, 8192, 2);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn v0_is_correct_at_shapes_that_are_not_multiples_of_the_tile() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     check_shape(1000, 1500, 704, 3);
     check_shape(77, 136, 64, 4);
     check_shape(130, 8, 24, 5);
@@ -48,7 +48,7 @@ fn v0_is_correct_at_shapes_that_are_not_multiples_of_the_tile() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn v0_agrees_with_a_cpu_reference() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
     let stream = device.stream().clone();
     let (m, n, k) = (200, 264, 192);
@@ -119,7 +119,7 @@ impl Script for FreedAfterLoop {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn free_shared_after_the_loop_never_corrupts_a_barrier() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
     let stream = device.stream().clone();
     let blas = Cublas::new(&stream).unwrap();
@@ -148,7 +148,7 @@ fn free_shared_after_the_loop_never_corrupts_a_barrier() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn autotuned_v0_is_correct_and_picks_a_survivor() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
     let stream = device.stream().clone();
     let blas = Cublas::new(&stream).unwrap();
@@ -173,7 +173,7 @@ fn autotuned_v0_is_correct_and_picks_a_survivor() {
         survivors.contains(&(chosen.block_m, chosen.block_n, chosen.block_k)),
         "{chosen:?}"
     );
-    let path = hopper_matmul::run::Version::<half::f16>::table_path(&v0)
+    let path = tilus_bench::run::Version::<half::f16>::table_path(&v0)
         .expect("the autotuned v0 keeps a table");
     let table = tilus::tune::table::read(&path);
     let entry = table

@@ -3,15 +3,15 @@
 //! the seed's sizes and at shapes that are not multiples of the tile, with a relative error
 //! under 1e-3 and no NaN.
 
-use super::checks::on_gpu as check;
-use hopper_matmul::run::V1;
 use hopper_matmul::v1::MatmulWgmma;
 use tilus::runtime::Device;
+use tilus_bench::checks::on_gpu as check;
+use tilus_bench::run::V1;
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_config_that_compiles_is_correct() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
     let mut ran = 0;
     for config in MatmulWgmma::configs() {
@@ -32,7 +32,7 @@ fn every_config_that_compiles_is_correct() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn autotuned_v1_is_correct_at_4096_and_8192() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
     let v = V1::autotuned(&device).unwrap();
     check(&v, &device, (4096, 4096, 4096), 1);
@@ -42,7 +42,7 @@ fn autotuned_v1_is_correct_at_4096_and_8192() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn v1_is_correct_at_shapes_that_are_not_multiples_of_the_tile() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
     let v = V1::new(MatmulWgmma::default(), &device);
     for (i, shape) in [

@@ -2,13 +2,13 @@
 //! the tile and shapes that are not (relative error under 1e-3, no NaN), and the autotuned
 //! kernel at 4096³.
 
-use super::checks::{autotuned_on_gpu, forms_on_gpu};
 use hopper_matmul::v4::MatmulPipelined;
+use tilus_bench::checks::{autotuned_on_gpu, forms_on_gpu};
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_form_matches_cublas() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let mut forms = super::interp_v4::forms();
     forms.push(MatmulPipelined::default());
     forms_on_gpu("v4", forms);
@@ -17,6 +17,6 @@ fn every_form_matches_cublas() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn autotuned_v4_is_correct_at_4096() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     autotuned_on_gpu::<_, MatmulPipelined>("v4");
 }

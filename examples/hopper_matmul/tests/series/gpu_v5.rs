@@ -2,13 +2,13 @@
 //! the tile and shapes that are not (relative error under 1e-3: f32 accumulation, nothing
 //! lost to the split between warp groups; no NaN), and the autotuned kernel at 4096³.
 
-use super::checks::{autotuned_on_gpu, forms_on_gpu};
 use hopper_matmul::v5::MatmulCooperative;
+use tilus_bench::checks::{autotuned_on_gpu, forms_on_gpu};
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_form_matches_cublas() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let mut forms = super::interp_v5::forms();
     forms.push(MatmulCooperative::default());
     forms_on_gpu("v5", forms);
@@ -17,6 +17,6 @@ fn every_form_matches_cublas() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn autotuned_v5_is_correct_at_4096() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     autotuned_on_gpu::<_, MatmulCooperative>("v5");
 }

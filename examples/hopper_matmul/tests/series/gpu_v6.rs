@@ -2,14 +2,14 @@
 //! the tile and shapes that are not (relative error under 1e-3, no NaN), and the autotuned
 //! kernel at 4096³.
 
-use super::checks::{autotuned_on_gpu, forms_on_gpu};
-use hopper_matmul::operand::Bf16;
 use hopper_matmul::v6::MatmulPersistent;
+use tilus_bench::checks::{autotuned_on_gpu, forms_on_gpu};
+use tilus_kernels::gemm::operand::Bf16;
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_form_matches_cublas() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let mut forms = super::interp_v6::forms();
     forms.push(MatmulPersistent::default());
     forms_on_gpu("v6", forms);
@@ -18,14 +18,14 @@ fn every_form_matches_cublas() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn autotuned_v6_is_correct_at_4096() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     autotuned_on_gpu::<_, MatmulPersistent>("v6");
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_form_matches_cublas_in_bf16() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let mut forms: Vec<Bf16<MatmulPersistent>> =
         super::interp_v6::forms().into_iter().map(Bf16).collect();
     forms.push(Bf16(MatmulPersistent::default()));
@@ -35,6 +35,6 @@ fn every_form_matches_cublas_in_bf16() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn autotuned_v6_is_correct_at_4096_in_bf16() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     autotuned_on_gpu::<_, Bf16<MatmulPersistent>>("v6");
 }

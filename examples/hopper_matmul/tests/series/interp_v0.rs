@@ -4,8 +4,8 @@
 //! stride). Plus a differential test against the GPU (ignored without one).
 
 use half::f16;
-use hopper_matmul::harness::{self, Rng};
 use hopper_matmul::v0::MatmulTma;
+use tilus_bench::harness::{self, Rng};
 
 /// Random inputs as the seed draws them, the interpreter's output and the reference.
 fn interpret(config: &MatmulTma, m: usize, n: usize, k: usize, seed: u64) -> (Vec<f16>, Vec<f16>) {
@@ -33,20 +33,20 @@ fn check(config: MatmulTma, m: usize, n: usize, k: usize, seed: u64) {
 
 #[test]
 fn default_config_at_one_tile() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     check(MatmulTma::default(), 64, 128, 64, 1);
 }
 
 #[test]
 fn default_config_at_shapes_that_are_not_multiples_of_the_tile() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     check(MatmulTma::default(), 100, 72, 48, 2);
     check(MatmulTma::default(), 130, 136, 80, 3);
 }
 
 #[test]
 fn other_configs_cover_each_swizzle_and_a_taller_tile() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     // block_k 16 / 32 / 64: 32-, 64- and 128-byte rows, the three TMA swizzles
     for (bm, bn, bk) in [(64, 128, 16), (64, 128, 32), (128, 128, 32), (128, 64, 64)] {
         let config = MatmulTma {
@@ -62,7 +62,7 @@ fn other_configs_cover_each_swizzle_and_a_taller_tile() {
 
 #[test]
 fn blocks_run_one_after_another_give_the_same_bits() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let config = MatmulTma::default();
     let (m, n, k) = (130, 136, 80);
     let mut rng = Rng::new(7);
@@ -94,7 +94,7 @@ fn blocks_run_one_after_another_give_the_same_bits() {
 
 #[test]
 fn an_interpreter_bound_script_reuses_its_plan_and_rejects_bad_arguments() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let interp = tilus::Interpreter::new(MatmulTma::default());
     let (m, n, k) = (64usize, 128usize, 64usize);
     let mut rng = Rng::new(8);
@@ -133,7 +133,7 @@ fn an_interpreter_bound_script_reuses_its_plan_and_rejects_bad_arguments() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_interpreter_agrees_with_the_gpu() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     use tilus::runtime::Device;
     let device = Device::open(0).expect("a Hopper GPU");
     let stream = device.stream().clone();
@@ -195,7 +195,7 @@ fn the_interpreter_agrees_with_the_gpu() {
 
 #[test]
 fn an_empty_problem_runs_nothing_as_on_the_gpu() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let (n, k) = (128usize, 64usize);
     let b = vec![f16::ZERO; n * k];
     let report = tilus::interpret(

@@ -4,8 +4,8 @@
 //! one).
 
 use half::f16;
-use hopper_matmul::harness::{self, Rng};
 use hopper_matmul::v1::MatmulWgmma;
+use tilus_bench::harness::{self, Rng};
 
 fn inputs(m: usize, n: usize, k: usize, seed: u64) -> (Vec<f16>, Vec<f16>) {
     let mut rng = Rng::new(seed);
@@ -29,7 +29,7 @@ fn check(config: MatmulWgmma, m: usize, n: usize, k: usize, seed: u64) {
 
 #[test]
 fn default_config_at_multiples_and_non_multiples_of_the_tile() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     check(MatmulWgmma::default(), 128, 128, 64, 1);
     check(MatmulWgmma::default(), 100, 72, 48, 2);
     check(MatmulWgmma::default(), 130, 136, 80, 3);
@@ -37,7 +37,7 @@ fn default_config_at_multiples_and_non_multiples_of_the_tile() {
 
 #[test]
 fn every_swizzle_and_both_row_counts() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     for (bm, bn, bk) in [(64, 128, 16), (64, 128, 32), (128, 128, 32), (64, 256, 64)] {
         let config = MatmulWgmma {
             block_m: bm,
@@ -53,7 +53,7 @@ fn every_swizzle_and_both_row_counts() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_interpreter_agrees_with_the_gpu() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     use tilus::runtime::Device;
     let device = Device::open(0).expect("a Hopper GPU");
     let stream = device.stream().clone();

@@ -3,8 +3,8 @@
 //! at shapes that are multiples of the tile and shapes that are not, with the ring wrapping
 //! several times.
 
-use super::checks::on_interpreter as check;
 use hopper_matmul::v3::MatmulSpecialized;
+use tilus_bench::checks::on_interpreter as check;
 
 /// The four forms of v3 with a two-stage ring of 64-wide K steps.
 pub fn forms() -> Vec<MatmulSpecialized> {
@@ -26,7 +26,7 @@ pub fn forms() -> Vec<MatmulSpecialized> {
 
 #[test]
 fn every_form_is_exact_at_multiples_and_ragged_shapes() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     for (i, config) in forms().iter().enumerate() {
         check(config, (128, 128, 320), 10 + i as u64);
         check(config, (100, 136, 200), 20 + i as u64);

@@ -12,12 +12,12 @@
 #![allow(clippy::unit_arg)]
 
 use half::f16;
-use hopper_matmul::harness::{self, Rng};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use tilus::interp::{Fault, Report};
 use tilus::prelude::*;
 use tilus::{Diagnostic, Error};
+use tilus_bench::harness::{self, Rng};
 
 /// v3's block tile and ring, fixed: `[128, 128]` of C per block, K steps of 64, two stages.
 const BM: i32 = 128;
@@ -197,7 +197,7 @@ fn run(
     script: &BrokenV3,
     (m, n, k): (usize, usize, usize),
 ) -> (tilus::Result<Report>, Vec<f16>, Vec<f16>) {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     MARKS.with(|m| m.borrow_mut().clear());
     let mut rng = Rng::new(0x5eed + m as u64 + k as u64);
     let a = harness::seed_inputs(m * k, k, &mut rng);

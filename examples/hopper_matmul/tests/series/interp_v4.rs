@@ -2,8 +2,8 @@
 //! against the f64 CPU reference, at shapes that are multiples of the tile and shapes that
 //! are not, with grids of several tile rows and columns.
 
-use super::checks::on_interpreter as check;
 use hopper_matmul::v4::MatmulPipelined;
+use tilus_bench::checks::on_interpreter as check;
 
 /// Three-stage rings of 64 × 128 tiles, row order and groups of two tile rows, registers
 /// moved or not.
@@ -23,7 +23,7 @@ pub fn forms() -> Vec<MatmulPipelined> {
 
 #[test]
 fn every_form_is_exact_at_multiples_and_ragged_shapes() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     for (i, config) in forms().iter().enumerate() {
         check(config, (128, 256, 320), 60 + i as u64);
         check(config, (200, 136, 200), 70 + i as u64);

@@ -2,8 +2,8 @@
 //! and without registers moved to the consumers, tiles in row order and in groups, at shapes that are multiples of the tile and
 //! shapes that are not, the ring wrapping several times.
 
-use super::checks::on_interpreter as check;
 use hopper_matmul::v5::MatmulCooperative;
+use tilus_bench::checks::on_interpreter as check;
 
 /// v5 with 128 × 128 tiles and three stages, both register splits, tiles row by row and in
 /// groups of two tile rows.
@@ -23,7 +23,7 @@ pub fn forms() -> Vec<MatmulCooperative> {
 
 #[test]
 fn both_forms_are_exact_at_multiples_and_ragged_shapes() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     for (i, config) in forms().iter().enumerate() {
         check(config, (128, 128, 448), 30 + i as u64);
         check(config, (200, 72, 136), 40 + i as u64);

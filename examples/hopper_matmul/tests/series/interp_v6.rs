@@ -3,9 +3,9 @@
 //! the ring runs on across them (wrapping mid-tile where the steps per tile are not a
 //! multiple of the stages); one block per tile as the ablation; ragged shapes.
 
-use super::checks::on_interpreter as check;
-use hopper_matmul::operand::Bf16;
 use hopper_matmul::v6::MatmulPersistent;
+use tilus_bench::checks::on_interpreter as check;
+use tilus_kernels::gemm::operand::Bf16;
 
 /// v6 with 128 × 128 tiles and three stages: persistent in groups of two tile rows with the
 /// TMA-store epilogue, persistent in row order storing from registers, one block per tile
@@ -69,7 +69,7 @@ pub fn forms() -> Vec<MatmulPersistent> {
 
 #[test]
 fn every_form_is_exact_at_multiples_and_ragged_shapes() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     for (i, config) in forms().iter().enumerate() {
         // 3 × 3 tiles on the interpreter's four multiprocessors: three blocks of three tiles
         // alone (in ping-pong two for one warp group, one for the other), two pairs of three
@@ -85,7 +85,7 @@ fn every_form_is_exact_at_multiples_and_ragged_shapes() {
 
 #[test]
 fn bf16_operands_are_exact_in_a_pair_and_alone() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     // the same body on bf16: a persistent block alone with the TMA-store epilogue, and a
     // pair sharing B, ragged in every dimension but K's alignment
     for (i, config) in [forms()[0].clone(), forms()[3].clone()]

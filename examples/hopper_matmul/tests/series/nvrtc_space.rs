@@ -7,7 +7,7 @@ use tilus::Error;
 
 #[test]
 fn every_config_of_the_v0_space_compiles_or_is_rejected_with_a_reason() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let mut compiled = vec![];
     for config in MatmulTma::space() {
         match tilus::build(&config, &[4096, 4096]) {
@@ -54,7 +54,7 @@ fn every_config_of_the_v0_space_compiles_or_is_rejected_with_a_reason() {
 
 #[test]
 fn shapes_that_are_not_multiples_of_the_tile_compile() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     // n and k are compile-time constants: a new specialization, bounds checks on N.
     for (n, k) in [(1500, 704), (136, 64), (8, 24)] {
         let c =
@@ -65,7 +65,7 @@ fn shapes_that_are_not_multiples_of_the_tile_compile() {
 
 #[test]
 fn the_cache_returns_the_same_cubin() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let a = tilus::build(&MatmulTma::default(), &[2048, 1024]).unwrap();
     let b = tilus::build(&MatmulTma::default(), &[2048, 1024]).unwrap();
     assert_eq!(a.key, b.key);

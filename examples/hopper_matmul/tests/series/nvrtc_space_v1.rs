@@ -7,7 +7,7 @@ use tilus::Error;
 
 #[test]
 fn every_config_of_the_v1_space_compiles_or_is_rejected_with_a_reason() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let mut compiled = vec![];
     for config in MatmulWgmma::configs() {
         match tilus::build(&config, &[4096, 4096]) {
@@ -44,7 +44,7 @@ fn every_config_of_the_v1_space_compiles_or_is_rejected_with_a_reason() {
 
 #[test]
 fn generated_v1_uses_descriptors_and_no_register_staging() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let s = tilus::emit(&MatmulWgmma::default(), &[4096, 4096]).unwrap();
     for needle in [
         "wgmma.fence.sync.aligned",

@@ -51,7 +51,7 @@ fn compiled_without_spills(configs: impl Iterator<Item = MatmulPersistent>) -> u
 
 #[test]
 fn every_config_of_the_v6_space_compiles_without_spills_or_is_rejected_for_shared_memory() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let space = searched();
     let compiled = compiled_without_spills(space.into_iter().chain(pairs()));
     assert!(compiled >= 20, "only {compiled} configurations compiled");
@@ -85,8 +85,8 @@ fn the_tma_store_epilogue_stores_the_accumulator_with_stmatrix() {
 
 #[test]
 fn v6_on_bf16_compiles_to_bf16_products_without_spills() {
-    hopper_matmul::test_cache!();
-    use hopper_matmul::operand::Bf16;
+    tilus_bench::test_cache!();
+    use tilus_kernels::gemm::operand::Bf16;
     let pair = MatmulPersistent {
         cluster_m: 2,
         ..MatmulPersistent::default()
@@ -124,7 +124,7 @@ fn v6_on_bf16_compiles_to_bf16_products_without_spills() {
 /// epilogue (`defer_stores = 0`, the ablation), and only the deferred form holds its result.
 #[test]
 fn stores_in_each_tiles_own_epilogue_compile_without_spills_too() {
-    hopper_matmul::test_cache!();
+    tilus_bench::test_cache!();
     let space: Vec<MatmulPersistent> = searched()
         .into_iter()
         .filter(|c| c.ping_pong == 0)

@@ -42,6 +42,107 @@ impl L2Flush {
     }
 }
 
+/// Where each timed run starts from.
+///
+/// Every run is bracketed by CUDA events. What the events see depends on the device's state
+/// when the start event is reached: on an idle device, the start event fires as soon as it
+/// arrives, and the time the host then takes to launch the kernel (argument packing, a
+/// library's heuristics) is counted as the kernel's; with work queued ahead of it, the launch
+/// is in the queue before the start event fires, and the events time the kernel alone.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Timing {
+    /// Before every run the L2 cache is evicted by a write of [`L2_FLUSH_BYTES`] on the stream
+    /// (so no run finds the inputs another left in L2, and the launch is queued while the
+    /// write runs); a round is waited for once, at its end. The device stays busy throughout,
+    /// as under sustained load (its power limit in force). The autotuner times candidates
+    /// the same way.
+    #[default]
+    Flushed,
+    /// Every run alone on an idle device: the run before is waited for, nothing is evicted.
+    /// Times what one call costs from idle, its launch included.
+    Idle,
+}
+
+impl Timing {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Timing::Flushed => "flushed",
+            Timing::Idle => "idle",
+        }
+    }
+
+    /// The timing named `name` (`flushed` or `idle`).
+    pub fn parse(name: &str) -> std::result::Result<Timing, String> {
+        match name {
+            "flushed" => Ok(Timing::Flushed),
+            "idle" => Ok(Timing::Idle),
+            other => Err(format!("unknown timing `{other}` (flushed, idle)")),
+        }
+    }
+}
+
+/// Times several launchers interleaved (one run of each per round), with CUDA events around
+/// every run, after `warmup` rounds; returns each launcher's median in milliseconds. `timing`
+/// says what precedes each run. The launchers' error type is the caller's (any that a
+/// [`tilus::Error`](Error) converts into).
+pub fn time_interleaved<E: From<Error>>(
+    stream: &Arc<CudaStream>,
+    launchers: &mut [&mut dyn FnMut() -> std::result::Result<(), E>],
+    (warmup, rounds): (usize, usize),
+    timing: Timing,
+) -> std::result::Result<Vec<f64>, E> {
+    if rounds == 0 {
+        return Err(Error::Argument {
+            arg: "rounds".into(),
+            message: "at least one timed round is needed".into(),
+        }
+        .into());
+    }
+    let ctx = stream.context();
+    let ev = || {
+        ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(drv("cuEventCreate"))
+    };
+    let mut flush = match timing {
+        Timing::Flushed => Some(L2Flush::new(stream)?),
+        Timing::Idle => None,
+    };
+    let mut samples = vec![vec![]; launchers.len()];
+    for round in 0..warmup + rounds {
+        let mut events = Vec::with_capacity(launchers.len());
+        for f in launchers.iter_mut() {
+            if let Some(flush) = flush.as_mut() {
+                flush.run(stream)?;
+            }
+            let (start, end) = (ev()?, ev()?);
+            start.record(stream).map_err(drv("cuEventRecord"))?;
+            f()?;
+            end.record(stream).map_err(drv("cuEventRecord"))?;
+            if timing == Timing::Idle {
+                end.synchronize().map_err(drv("cuEventSynchronize"))?;
+            }
+            events.push((start, end));
+        }
+        // the round's last run ends after all the others (one stream)
+        if let Some((_, end)) = events.last() {
+            end.synchronize().map_err(drv("cuEventSynchronize"))?;
+        }
+        if round >= warmup {
+            for (i, (start, end)) in events.iter().enumerate() {
+                samples[i].push(start.elapsed_ms(end).map_err(drv("cuEventElapsedTime"))? as f64);
+            }
+        }
+    }
+    Ok(samples
+        .into_iter()
+        .map(|mut s| {
+            s.sort_by(|a, b| a.total_cmp(b));
+            s[s.len() / 2]
+        })
+        .collect())
+}
+
 /// Device buffers the benchmark needs for one set of arguments.
 pub struct BenchScratch {
     flush: L2Flush,

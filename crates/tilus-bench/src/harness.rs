@@ -1,0 +1,515 @@
+//! Verification and timing shared by the examples, the CLI and the GPU tests: random inputs as
+//! in the seed (`(rand - 0.5) / sqrt(K)`), cuBLAS as the reference (f16 in, f32 accumulation,
+//! f16 out), a check that counts NaN as failure, and interleaved CUDA-event timing.
+
+use crate::alloc::{self, try_vec, AllocError};
+use crate::operand::Operand;
+use crate::Result;
+use half::f16;
+use std::sync::Arc;
+use tilus::cudarc::cublas::{result as blas_result, sys as blas_sys, CudaBlas};
+use tilus::cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use tilus::Error;
+
+/// A deterministic generator (SplitMix64): reproducible inputs from a seed.
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// The next uniform number in [0, 1).
+    pub fn next_f64(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// `(rand - 0.5) / sqrt(k)` in f16 or bf16, as the seed draws its inputs.
+pub fn seed_inputs<T: Operand>(len: usize, k: usize, rng: &mut Rng) -> Vec<T> {
+    let scale = 1.0 / (k as f64).sqrt();
+    (0..len)
+        .map(|_| T::from_f64((rng.next_f64() - 0.5) * scale))
+        .collect()
+}
+
+/// [`seed_inputs`] into a buffer allocated fallibly, in any operand type: a length this
+/// machine cannot hold is an error naming `what`.
+pub fn try_seed_inputs<T: Operand>(
+    what: &str,
+    len: usize,
+    k: usize,
+    rng: &mut Rng,
+) -> std::result::Result<Vec<T>, AllocError> {
+    let mut v = try_vec(what, len, T::default())?;
+    let scale = 1.0 / (k as f64).sqrt();
+    for x in &mut v {
+        *x = T::from_f64((rng.next_f64() - 0.5) * scale);
+    }
+    Ok(v)
+}
+
+fn drv_err(call: &'static str) -> impl Fn(tilus::cudarc::driver::DriverError) -> Error {
+    move |e| Error::Driver {
+        call,
+        message: format!("{e:?}"),
+    }
+}
+
+/// One matmul problem on the device: `C = A · Bᵀ`, in f16 or bf16.
+pub struct Problem<T: Operand = f16> {
+    /// Rows of A and C.
+    pub m: usize,
+    /// Rows of B, columns of C.
+    pub n: usize,
+    /// The shared dimension.
+    pub k: usize,
+    /// `[m, k]`.
+    pub a: CudaSlice<T>,
+    /// `[n, k]`.
+    pub b: CudaSlice<T>,
+    /// `[m, n]`: the output under test.
+    pub c: CudaSlice<T>,
+    /// `[m, n]`: cuBLAS's output.
+    pub c_ref: CudaSlice<T>,
+}
+
+impl<T: Operand> Problem<T> {
+    /// Fresh random inputs from `seed`; outputs poisoned with NaN so unwritten elements show.
+    /// The host staging buffers are checked against the memory this machine has and allocated
+    /// fallibly; device allocations that fail are driver errors.
+    pub fn new(
+        stream: &Arc<CudaStream>,
+        m: usize,
+        n: usize,
+        k: usize,
+        seed: u64,
+    ) -> Result<Problem<T>> {
+        let what = format!("a {m}x{n}x{k} matmul");
+        let [mk, nk, mn] = Problem::ensure_host(m, n, k)?;
+        let mut rng = Rng::new(seed);
+        let a = stream
+            .clone_htod(&try_seed_inputs::<T>(&what, mk, k, &mut rng)?)
+            .map_err(drv_err("cuMemcpyHtoD"))?;
+        let b = stream
+            .clone_htod(&try_seed_inputs::<T>(&what, nk, k, &mut rng)?)
+            .map_err(drv_err("cuMemcpyHtoD"))?;
+        let nan = try_vec(&what, mn, T::NAN)?;
+        let c = stream.clone_htod(&nan).map_err(drv_err("cuMemcpyHtoD"))?;
+        let c_ref = stream.clone_htod(&nan).map_err(drv_err("cuMemcpyHtoD"))?;
+        Ok(Problem {
+            m,
+            n,
+            k,
+            a,
+            b,
+            c,
+            c_ref,
+        })
+    }
+
+    /// Fills the output under test with NaN again.
+    pub fn poison(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
+        let nan = try_vec("the poisoned output", self.c.len(), T::NAN)?;
+        stream
+            .memcpy_htod(&nan, &mut self.c)
+            .map_err(drv_err("cuMemcpyHtoD"))?;
+        Ok(())
+    }
+
+    /// Floating-point operations of one product.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+}
+
+/// What does not depend on the operand type (both take two bytes).
+impl Problem {
+    /// Checks that the host memory a problem of this size needs (one staging buffer at a time
+    /// while it is built, both outputs in [`check`]) is there; returns the element counts of A,
+    /// B and C. Tools call it before they look for the GPU.
+    pub fn ensure_host(
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> std::result::Result<[usize; 3], AllocError> {
+        let what = format!("a {m}x{n}x{k} matmul");
+        let (mk, nk, mn) = (
+            alloc::elements(&what, &[m, k])?,
+            alloc::elements(&what, &[n, k])?,
+            alloc::elements(&what, &[m, n])?,
+        );
+        alloc::ensure(&what, 2 * (mk as u128).max(nk as u128).max(2 * mn as u128))?;
+        Ok([mk, nk, mn])
+    }
+}
+
+/// cuBLAS on a stream, computing the reference `C = A · Bᵀ` (f16 or bf16 in and out, f32
+/// accumulation).
+pub struct Cublas {
+    blas: CudaBlas,
+}
+
+impl Cublas {
+    /// A handle bound to `stream`.
+    pub fn new(stream: &Arc<CudaStream>) -> tilus::Result<Cublas> {
+        let blas = CudaBlas::new(stream.clone()).map_err(|e| Error::Cublas {
+            call: "cublasCreate",
+            message: format!("{e:?}"),
+        })?;
+        Ok(Cublas { blas })
+    }
+
+    /// `out = a · bᵀ` for row-major a `[m, k]`, b `[n, k]`, out `[m, n]`.
+    pub fn matmul<T: Operand>(
+        &self,
+        stream: &Arc<CudaStream>,
+        p: &Problem<T>,
+        reference: bool,
+    ) -> tilus::Result<()> {
+        let out = if reference { &p.c_ref } else { &p.c };
+        let (c, _gc) = out.device_ptr(stream);
+        self.gemm(stream, p, c, T::CUBLAS)
+    }
+
+    /// `out = a · bᵀ` with the f32 accumulator kept (no rounding to f16): the reference of a
+    /// fused epilogue, which rounds only its final result.
+    pub fn matmul_f32<T: Operand>(
+        &self,
+        stream: &Arc<CudaStream>,
+        p: &Problem<T>,
+        out: &mut CudaSlice<f32>,
+    ) -> tilus::Result<()> {
+        if out.len() < p.m * p.n {
+            return Err(Error::Cublas {
+                call: "cublasGemmEx",
+                message: format!(
+                    "an f32 output of {} elements for {}x{}",
+                    out.len(),
+                    p.m,
+                    p.n
+                ),
+            });
+        }
+        let (c, _gc) = out.device_ptr_mut(stream);
+        self.gemm(stream, p, c, blas_sys::cudaDataType::CUDA_R_32F)
+    }
+
+    /// `C = A · Bᵀ` of the problem into `c` (of `c_type`, `[m, n]`).
+    fn gemm<T: Operand>(
+        &self,
+        stream: &Arc<CudaStream>,
+        p: &Problem<T>,
+        c: u64,
+        c_type: blas_sys::cudaDataType,
+    ) -> tilus::Result<()> {
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let (m, n, k) = (p.m as i32, p.n as i32, p.k as i32);
+        let (a, _ga) = p.a.device_ptr(stream);
+        let (b, _gb) = p.b.device_ptr(stream);
+        // Column-major view: Cᵀ [n, m] = B [n, k] · Aᵀ [k, m], i.e. op(B) = T on B's
+        // column-major [k, n] storage and op(A) = N on A's column-major [k, m] storage.
+        // SAFETY: the pointers are live device buffers of the sizes the dimensions imply
+        // (checked when the problem was built, and by the callers for `c`); alpha/beta are
+        // f32 as CUBLAS_COMPUTE_32F needs.
+        unsafe {
+            blas_result::gemm_ex(
+                *self.blas.handle(),
+                blas_sys::cublasOperation_t::CUBLAS_OP_T,
+                blas_sys::cublasOperation_t::CUBLAS_OP_N,
+                n,
+                m,
+                k,
+                &alpha as *const f32 as *const _,
+                b as *const _,
+                T::CUBLAS,
+                k,
+                a as *const _,
+                T::CUBLAS,
+                k,
+                &beta as *const f32 as *const _,
+                c as *mut _,
+                c_type,
+                n,
+                blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT_TENSOR_OP,
+            )
+        }
+        .map_err(|e| Error::Cublas {
+            call: "cublasGemmEx",
+            message: format!("{e:?}"),
+        })
+    }
+}
+
+/// How an output compares with the reference.
+#[derive(Clone, Debug, Default)]
+pub struct Check {
+    /// Elements compared.
+    pub total: usize,
+    /// NaN or infinite outputs (always failures).
+    pub non_finite: usize,
+    /// Finite elements outside `atol + rtol · |ref|` ([`Tolerance`]; for a matmul rtol 1e-3
+    /// and atol 1e-5, as for f16 in `torch.testing.assert_close`).
+    pub mismatches: usize,
+    /// Largest absolute difference among finite elements.
+    pub max_abs: f64,
+    /// ‖C − C_ref‖ / ‖C_ref‖ over finite elements.
+    pub rel_err: f64,
+}
+
+impl Check {
+    /// Whether every element is finite and within tolerance.
+    pub fn passed(&self) -> bool {
+        self.non_finite == 0 && self.mismatches == 0 && self.total > 0
+    }
+}
+
+/// Compares two host outputs within one rounding step of their type ([`Operand::TOLERANCE`]:
+/// for f16 rtol 1e-3, atol 1e-5).
+pub fn compare<T: Operand>(actual: &[T], expect: &[T]) -> Check {
+    compare_within(
+        actual.iter().map(|x| x.to_f64()),
+        expect.iter().map(|y| y.to_f64()),
+        T::TOLERANCE,
+    )
+}
+
+/// How far an output may be from its reference: `atol + rtol · |ref|`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tolerance {
+    /// Relative part.
+    pub rtol: f64,
+    /// Absolute part.
+    pub atol: f64,
+}
+
+impl Tolerance {
+    /// f16 outputs against a reference rounded to f16 (`torch.testing.assert_close`'s).
+    pub const F16: Tolerance = Tolerance {
+        rtol: 1e-3,
+        atol: 1e-5,
+    };
+    /// bf16 outputs against a reference rounded to bf16: one step of bf16's 8-bit
+    /// significand (2⁻⁸ relative) apart, where the two accumulations round differently.
+    pub const BF16: Tolerance = Tolerance {
+        rtol: 8e-3,
+        atol: 1e-5,
+    };
+    /// Bit for bit (up to the sign of zero).
+    pub const EXACT: Tolerance = Tolerance {
+        rtol: 0.0,
+        atol: 0.0,
+    };
+}
+
+/// Compares outputs with their reference, element for element: a non-finite output is always a
+/// failure, so is a non-finite reference.
+pub fn compare_within(
+    actual: impl Iterator<Item = f64>,
+    expect: impl Iterator<Item = f64>,
+    tol: Tolerance,
+) -> Check {
+    let mut c = Check::default();
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for (x, y) in actual.zip(expect) {
+        c.total += 1;
+        if !x.is_finite() {
+            c.non_finite += 1;
+            continue;
+        }
+        let d = (x - y).abs();
+        if d > tol.atol + tol.rtol * y.abs() || !y.is_finite() {
+            c.mismatches += 1;
+        }
+        c.max_abs = c.max_abs.max(d);
+        num += d * d;
+        den += y * y;
+    }
+    c.rel_err = if den > 0.0 {
+        (num / den).sqrt()
+    } else if num == 0.0 && c.total > 0 {
+        0.0
+    } else {
+        f64::NAN
+    };
+    c
+}
+
+/// `C = A · Bᵀ` on the CPU in f64, rounded to the operand type: a reference that shares
+/// nothing with cuBLAS.
+pub fn cpu_reference<T: Operand>(a: &[T], b: &[T], m: usize, n: usize, k: usize) -> Vec<T> {
+    let bf: Vec<f64> = b.iter().map(|x| x.to_f64()).collect();
+    let mut c = vec![T::default(); m * n];
+    reference_rows(a, &bf, n, k, &mut c);
+    c
+}
+
+/// [`cpu_reference`] with its buffers allocated fallibly: B in f64 and C (`[m, n]`).
+pub fn try_cpu_reference<T: Operand>(
+    a: &[T],
+    b: &[T],
+    m: usize,
+    n: usize,
+    k: usize,
+) -> std::result::Result<Vec<T>, AllocError> {
+    let mut bf = try_vec("the CPU reference", b.len(), 0.0f64)?;
+    for (y, x) in bf.iter_mut().zip(b) {
+        *y = x.to_f64();
+    }
+    let mut c = try_vec(
+        "the CPU reference",
+        alloc::elements("the CPU reference", &[m, n])?,
+        T::default(),
+    )?;
+    reference_rows(a, &bf, n, k, &mut c);
+    Ok(c)
+}
+
+/// The rows of `C = A · Bᵀ` (A converted to f64 one row at a time).
+fn reference_rows<T: Operand>(a: &[T], bf: &[f64], n: usize, k: usize, c: &mut [T]) {
+    let mut ar = vec![0.0f64; k];
+    for (i, row) in c.chunks_mut(n.max(1)).enumerate() {
+        for (x, y) in ar.iter_mut().zip(&a[i * k..(i + 1) * k]) {
+            *x = y.to_f64();
+        }
+        for (j, out) in row.iter_mut().enumerate() {
+            let br = &bf[j * k..(j + 1) * k];
+            let s: f64 = ar.iter().zip(br).map(|(x, y)| x * y).sum();
+            *out = T::from_f64(s);
+        }
+    }
+}
+
+/// Copies both outputs to the host (into buffers allocated fallibly) and compares them.
+pub fn check<T: Operand>(stream: &Arc<CudaStream>, p: &Problem<T>) -> Result<Check> {
+    let mut actual = try_vec("the output check", p.c.len(), T::default())?;
+    let mut expect = try_vec("the output check", p.c_ref.len(), T::default())?;
+    stream
+        .memcpy_dtoh(&p.c, &mut actual)
+        .map_err(drv_err("cuMemcpyDtoH"))?;
+    stream
+        .memcpy_dtoh(&p.c_ref, &mut expect)
+        .map_err(drv_err("cuMemcpyDtoH"))?;
+    Ok(compare(&actual, &expect))
+}
+
+pub use tilus::tune::bench::{time_interleaved, Timing, L2_FLUSH_BYTES};
+
+/// One row of the results table.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// Problem size.
+    pub m: usize,
+    /// Problem size.
+    pub n: usize,
+    /// Problem size.
+    pub k: usize,
+    /// `cublas` or the version's name.
+    pub name: String,
+    /// Median latency in milliseconds.
+    pub latency_ms: f64,
+    /// Achieved TFLOPS.
+    pub tflops: f64,
+    /// cuBLAS time / this time, from the same run.
+    pub ratio: f64,
+    /// Whether this row's output matched the reference before it was timed; `None` for a row
+    /// that was not checked (cuBLAS itself, the reference). Kept so a recorded failure stays a
+    /// failure instead of a missing row.
+    pub passed: Option<bool>,
+}
+
+/// Prints the seed's table (`m n k name latency(ms) tflops`) plus the ratio to cuBLAS.
+pub fn print_table(rows: &[Row]) {
+    // stdout closed early: nothing more to say (this printer is for examples; tools that must
+    // notice a closed reader use `write_table`)
+    let _ = write_table(&mut std::io::stdout(), rows);
+}
+
+/// [`print_table`] into any writer.
+pub fn write_table(out: &mut dyn std::io::Write, rows: &[Row]) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:>6} {:>6} {:>6} {:>10} {:>13} {:>8} {:>10}",
+        "m", "n", "k", "name", "latency (ms)", "tflops", "vs cuBLAS"
+    )?;
+    for r in rows {
+        writeln!(
+            out,
+            "{:>6} {:>6} {:>6} {:>10} {:>13.4} {:>8.1} {:>9.3}x",
+            r.m, r.n, r.k, r.name, r.latency_ms, r.tflops, r.ratio
+        )?;
+    }
+    Ok(())
+}
+
+/// The mutable device pointer of a buffer (for launchers that take raw pointers).
+pub fn ptr_mut(s: &mut CudaSlice<f16>, stream: &CudaStream) -> u64 {
+    let (p, _g) = s.device_ptr_mut(stream);
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timings_are_named_as_the_command_line_names_them() {
+        for t in [Timing::Flushed, Timing::Idle] {
+            assert_eq!(Timing::parse(t.name()), Ok(t));
+        }
+        assert_eq!(Timing::default(), Timing::Flushed);
+        let e = Timing::parse("warm").unwrap_err();
+        assert!(e.contains("`warm`") && e.contains("flushed, idle"), "{e}");
+    }
+
+    #[test]
+    fn compare_counts_nan_and_out_of_tolerance_elements() {
+        let expect: Vec<f16> = (0..100)
+            .map(|i| f16::from_f32(i as f32 * 0.01 - 0.5))
+            .collect();
+        assert!(compare(&expect, &expect).passed());
+        let mut bad = expect.clone();
+        bad[3] = f16::NAN;
+        bad[7] = f16::from_f32(expect[7].to_f32() + 0.01);
+        bad[9] = f16::INFINITY;
+        let c = compare(&bad, &expect);
+        assert_eq!((c.non_finite, c.mismatches), (2, 1));
+        assert!(!c.passed());
+        assert!(
+            !compare::<f16>(&[], &[]).passed(),
+            "an empty comparison proves nothing"
+        );
+    }
+
+    #[test]
+    fn cpu_reference_matches_a_hand_computed_product() {
+        let a: Vec<f16> = [1.0, 2.0, 3.0, 4.0]
+            .iter()
+            .map(|&x| f16::from_f32(x))
+            .collect(); // [2, 2]
+        let b: Vec<f16> = [1.0, 0.0, 0.5, 0.5]
+            .iter()
+            .map(|&x| f16::from_f32(x))
+            .collect(); // [2, 2]
+        let c = cpu_reference(&a, &b, 2, 2, 2);
+        let c: Vec<f32> = c.iter().map(|x| x.to_f32()).collect();
+        assert_eq!(c, vec![1.0, 1.5, 3.0, 3.5]);
+    }
+
+    #[test]
+    fn seed_inputs_are_centered_and_scaled() {
+        let mut rng = Rng::new(1);
+        let v = seed_inputs::<f16>(10000, 64, &mut rng);
+        let mean: f64 = v.iter().map(|x| x.to_f64()).sum::<f64>() / v.len() as f64;
+        let max = v.iter().map(|x| x.to_f64().abs()).fold(0.0, f64::max);
+        assert!(mean.abs() < 0.005, "{mean}");
+        assert!(max <= 0.5 / 8.0 + 1e-3 && max > 0.05, "{max}");
+    }
+}

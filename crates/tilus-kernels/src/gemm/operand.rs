@@ -1,0 +1,141 @@
+//! The matmul kernels' operand types: [`Bf16`] runs a kernel written for f16 on bf16 operands
+//! (the same configuration, search space and body, with the element type swapped), and
+//! [`Matmuls`] names the kernels that take an operand type.
+
+use super::persistent::MatmulPersistent;
+use super::split_k::{MatmulSplitK, SplitKReduce};
+use crate::Operand;
+use half::{bf16, f16};
+use std::fmt::{self, Debug};
+use tilus::prelude::{Const, Ptr, PtrMut};
+use tilus::tune::{Binding, Space, Tunable};
+
+/// Kernel `S` of the series on bf16 operands (see the module documentation). Its kernel name
+/// is `S`'s with `_bf16` after it; its configurations print as `S`'s.
+#[derive(Clone, PartialEq, Eq, Hash, Default)]
+pub struct Bf16<S>(pub S);
+
+impl<S: Debug> Debug for Bf16<S> {
+    /// As the f16 kernel's configuration (the element type is in the kernel's name).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// `impl Script for Bf16<S>`: the kernel named `name`, with arguments `args` named `names`,
+/// whose body is `S`'s generic body `body::<bf16>` (the f16 kernel's `Script` impl calls the
+/// same body with `f16`).
+macro_rules! bf16_script {
+    ($s:ty, $name:literal, $args:ty, $names:expr, $body:ident) => {
+        impl tilus::Script for $crate::gemm::operand::Bf16<$s> {
+            type Args = $args;
+
+            fn name(&self) -> String {
+                $name.into()
+            }
+
+            fn arg_names() -> &'static [&'static str] {
+                $names
+            }
+
+            fn body(
+                &self,
+                k: &mut tilus::prelude::Kernel,
+                args: tilus::prelude::Handles<Self::Args>,
+            ) {
+                self.0.$body::<half::bf16>(k, args);
+            }
+        }
+    };
+}
+pub(crate) use bf16_script;
+
+/// The f16 kernel's space, point for point.
+impl<S: Tunable> Tunable for Bf16<S>
+where
+    Bf16<S>: tilus::Script,
+{
+    fn space() -> Space {
+        S::space()
+    }
+    fn from_binding(binding: &Binding) -> Result<Self, String> {
+        S::from_binding(binding).map(Bf16)
+    }
+    fn to_binding(&self) -> Option<Binding> {
+        self.0.to_binding()
+    }
+}
+
+/// The kernels of the series that take operand type `T`: what [`super::SplitK`] and
+/// [`super::Gemm`] launch for it.
+pub trait Matmuls: Operand {
+    /// v6.
+    type V6: Tunable<Args = MatmulArgsOf<Self>> + AsRef<MatmulPersistent>;
+    /// Split-K's partial products.
+    type Partials: Tunable<Args = PartialsArgsOf<Self>> + AsRef<MatmulSplitK>;
+    /// Split-K's sum.
+    type Reduce: tilus::Script<Args = ReduceArgsOf<Self>>;
+    /// The partials' kernel with this configuration.
+    fn partials(config: MatmulSplitK) -> Self::Partials;
+    /// The sum's kernel.
+    fn reduce() -> Self::Reduce;
+}
+
+/// A matmul's arguments `(m, n, k, a, b, c)` in `T`.
+pub type MatmulArgsOf<T> = (i32, Const<i32>, Const<i32>, Ptr<T>, Ptr<T>, PtrMut<T>);
+/// Split-K's partials' arguments `(m, n, k, a, b, workspace, counters, c)` (the counters and C
+/// written with `serial = 1` only).
+pub type PartialsArgsOf<T> = (
+    i32,
+    Const<i32>,
+    Const<i32>,
+    Ptr<T>,
+    Ptr<T>,
+    PtrMut<f32>,
+    PtrMut<i32>,
+    PtrMut<T>,
+);
+/// Split-K's sum's arguments `(m, n, splits, workspace, c)`.
+pub type ReduceArgsOf<T> = (i32, Const<i32>, Const<i32>, Ptr<f32>, PtrMut<T>);
+
+impl Matmuls for f16 {
+    type V6 = MatmulPersistent;
+    type Partials = MatmulSplitK;
+    type Reduce = SplitKReduce;
+    fn partials(config: MatmulSplitK) -> MatmulSplitK {
+        config
+    }
+    fn reduce() -> SplitKReduce {
+        SplitKReduce
+    }
+}
+
+impl Matmuls for bf16 {
+    type V6 = Bf16<MatmulPersistent>;
+    type Partials = Bf16<MatmulSplitK>;
+    type Reduce = Bf16<SplitKReduce>;
+    fn partials(config: MatmulSplitK) -> Bf16<MatmulSplitK> {
+        Bf16(config)
+    }
+    fn reduce() -> Bf16<SplitKReduce> {
+        Bf16(SplitKReduce)
+    }
+}
+
+impl<S> AsRef<S> for Bf16<S> {
+    fn as_ref(&self) -> &S {
+        &self.0
+    }
+}
+
+impl AsRef<MatmulPersistent> for MatmulPersistent {
+    fn as_ref(&self) -> &MatmulPersistent {
+        self
+    }
+}
+
+impl AsRef<MatmulSplitK> for MatmulSplitK {
+    fn as_ref(&self) -> &MatmulSplitK {
+        self
+    }
+}

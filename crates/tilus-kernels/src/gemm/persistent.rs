@@ -1,0 +1,416 @@
+//! v6: v5 on a persistent grid. At most one block per multiprocessor is launched
+//! ([`Kernel::persistent_blocks`]); each block walks the tiles `blockIdx.x, blockIdx.x +
+//! blocks, ..` in grouped order, and its pipeline runs on across tiles: the producer warp
+//! starts filling the ring with the next tile's stages while the consumer warp groups are
+//! still storing the last one, so the epilogue no longer leaves the tensor cores waiting for a
+//! cold pipeline. The step number of the ring counts on from tile to tile (`done + i`). The
+//! cooperative warp groups store each tile's result under the next tile's first products
+//! (`defer_stores`), so the tensor cores wait for no store either.
+//!
+//! `C = A · Bᵀ` with A `[M, K]`, B `[N, K]` (both K-major), C `[M, N]`; f16 in, f32
+//! accumulation, f16 out. Two consumer warp groups of `block_m / 2` rows each (v5's
+//! cooperative split; or, with `ping_pong = 1`, each taking whole tiles in turn,
+//! [`crate::gemm::pingpong`]), a producer warp group that gives registers back
+//! ([`PRODUCER_REGISTERS`], [`CONSUMER_REGISTERS`]), one product in flight.
+//!
+//! `persistent = 0` launches one block per tile instead (each block runs its loop once): the
+//! ablation that shows what the persistent grid is worth.
+
+use crate::gemm::cooperative::{
+    Cooperative, CooperativeShape, CONSUMER_REGISTERS, PRODUCER_REGISTERS,
+};
+use crate::gemm::pair::PairRing;
+use crate::gemm::pingpong::PingPongOrder;
+use crate::gemm::stream_k::{
+    Part, Shares, StreamK, STREAM_K_CONSUMER_REGISTERS, STREAM_K_PRODUCER_REGISTERS,
+};
+use crate::gemm::tile_epilogue::{CastAndStore, TileAt, TileEpilogue, STORE_CHUNK};
+use tilus::lang::Element;
+use tilus::prelude::*;
+
+/// The v6 kernel. Fields are compile-time hyperparameters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
+#[tune(block_m, block_n, ping_pong = [(128, 128, 0), (128, 256, 0), (256, 128, 0), (128, 128, 1), (64, 256, 1)])]
+#[tune(block_k = [64])]
+#[tune(stages = [3, 4])]
+#[tune(group_m = [1, 8])]
+#[tune(persistent = [1])]
+#[tune(tma_store = [0, 1])]
+#[tune(cluster_m = [1, 2])]
+#[tune(hilbert = [0])]
+#[tune(defer_stores = [1])]
+pub struct MatmulPersistent {
+    /// Rows of C per tile: two warp groups of `block_m / 2` rows each (a multiple of 128);
+    /// in ping-pong, one warp group's (a multiple of 64).
+    pub block_m: i32,
+    /// Columns of C per tile (one WGMMA covers up to 256).
+    pub block_n: i32,
+    /// Depth of one K step (64 halves: 128-byte rows, the 128-byte swizzle).
+    pub block_k: i32,
+    /// Stages in the ring.
+    pub stages: i32,
+    /// Tile rows per group of the grouped order ([`Kernel::grouped_tile`]).
+    pub group_m: i32,
+    /// 1: a persistent grid (one block per multiprocessor at most); 0: one block per tile.
+    pub persistent: i32,
+    /// 1: the epilogue goes through shared memory (64-column chunks, 32 for 256-row tiles;
+    /// two buffers) and TMA stores (where C's rows are a multiple of 8 elements, as TMA
+    /// needs; otherwise as 0); 0: each thread stores its accumulator registers to global
+    /// memory.
+    pub tma_store: i32,
+    /// 2: clusters of two blocks on neighbouring tile rows that share their B tile, each
+    /// copying half of it into both (TMA multicast; [`crate::gemm::pair`]); 1: blocks alone.
+    pub cluster_m: i32,
+    /// 1: tiles in Hilbert order within squares of `group_m` tile rows and columns
+    /// ([`Kernel::hilbert_tile`]; `group_m` a power of two); 0: grouped order. Not in the
+    /// searched space (`--set hilbert=1` measures it).
+    pub hilbert: i32,
+    /// 1: ping-pong: the consumer warp groups take the block's tiles in turn, each a whole
+    /// tile, and their main loops alternate ([`PingPongOrder`]), so one's epilogue runs
+    /// while the other's products keep the tensor cores busy; 0: cooperative: both share
+    /// each tile, `block_m / 2` rows each.
+    pub ping_pong: i32,
+    /// 1: cooperative warp groups hold each tile's result in registers (cast to the output
+    /// type) and store it under the next tile's first K steps, one chunk after each, so that
+    /// the stores run under the tensor cores' work ([`TileEpilogue::deferred_chunks`]); 0:
+    /// each tile is stored in its own epilogue. Ping-pong warp groups store their own (the
+    /// other's products run meanwhile). Always 1 in the searched space (1.3-2.0% faster
+    /// in every measured form, docs/perf.md); `--set defer_stores=0` measures the other.
+    pub defer_stores: i32,
+}
+
+impl Default for MatmulPersistent {
+    /// A configuration that compiles (the autotuner chooses per problem).
+    fn default() -> Self {
+        MatmulPersistent {
+            block_m: 128,
+            block_n: 256,
+            block_k: 64,
+            stages: 4,
+            group_m: 8,
+            persistent: 1,
+            tma_store: 1,
+            cluster_m: 1,
+            hilbert: 0,
+            ping_pong: 0,
+            defer_stores: 1,
+        }
+    }
+}
+
+#[tilus::script]
+impl Script for MatmulPersistent {
+    // m_size: runtime; n_size, k_size: compile-time constants (a new value specializes).
+    type Args = (i32, Const<i32>, Const<i32>, Ptr<f16>, Ptr<f16>, PtrMut<f16>);
+
+    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
+        self.matmul::<f16>(k, args);
+    }
+
+    fn arg_names() -> &'static [&'static str] {
+        MATMUL_ARG_NAMES
+    }
+}
+
+// v6 on bf16 operands: the same configurations and body, bf16 in and out
+crate::gemm::operand::bf16_script!(
+    MatmulPersistent,
+    "matmul_persistent_bf16",
+    crate::gemm::operand::MatmulArgsOf<bf16>,
+    MATMUL_ARG_NAMES,
+    matmul
+);
+
+/// The names of a matmul's arguments in the generated code.
+pub const MATMUL_ARG_NAMES: &[&str] = &["m_size", "n_size", "k_size", "a_ptr", "b_ptr", "c_ptr"];
+
+/// The handles of a matmul's arguments `(m, n, k, a, b, c)` in operand type `T`.
+pub type MatmulHandles<T> = (Val, Val, Val, PtrVal<T>, PtrVal<T>, PtrVal<T>);
+
+impl MatmulPersistent {
+    /// The kernel's body for operand type `T`: the tiles, each cast to `T` and stored.
+    pub fn matmul<T: Element>(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): MatmulHandles<T>,
+    ) {
+        let gc = k.name_next("gc").global_view::<T>(c_ptr, [m_size, n_size]);
+        // 64-column chunks; 32 for warp groups of 128 rows, whose staging then leaves room
+        // for a fourth stage of 256 x 128 tiles
+        let width = if self.group_rows() > 64 {
+            STORE_CHUNK / 2
+        } else {
+            STORE_CHUNK
+        };
+        let stores = self.c_stores(k, gc, n_size, width);
+        let defer = self.defer_stores != 0 && self.ping_pong == 0;
+        let epilogue = CastAndStore::new(stores, self.block_n, defer);
+        self.tiles(k, (m_size, n_size, k_size), (a_ptr, b_ptr), &epilogue, None);
+    }
+}
+
+/// The two rings v6 runs on: a block's own ([`Cooperative`]), or a pair's sharing B
+/// ([`PairRing`]).
+enum Ring<T: Element> {
+    One(Cooperative<T>),
+    Pair(PairRing<T>),
+}
+
+impl<T: Element> Ring<T> {
+    /// Consumer warp group `g`'s ring step `step` into `acc` (one product in flight): the
+    /// same in a pair, whose B tile holds both producers' halves.
+    #[track_caller]
+    fn multiply(&self, k: &mut Kernel, g: usize, step: Scalar, acc: &RegisterTensor<f32>) {
+        let ring = match self {
+            Ring::One(r) => r,
+            Ring::Pair(p) => &p.ring,
+        };
+        ring.multiply(k, g, step, acc);
+    }
+
+    /// Frees ring step `step`'s stage for the calling consumer warp group (in both blocks of
+    /// a pair).
+    #[track_caller]
+    fn release(&self, k: &mut Kernel, step: Scalar) {
+        match self {
+            Ring::One(r) => r.release(k, step),
+            Ring::Pair(r) => r.release(k, step),
+        }
+    }
+}
+
+impl MatmulPersistent {
+    /// Rows of a consumer warp group's share of a tile: half of it, or all of it in
+    /// ping-pong.
+    pub fn group_rows(&self) -> i32 {
+        if self.ping_pong != 0 {
+            self.block_m
+        } else {
+            self.block_m / 2
+        }
+    }
+
+    /// Everything but the epilogue: the grid, the warps, the ring and its producer, and both
+    /// consumer warp groups' loops over their tiles. For each tile, consumer warp group `g`
+    /// runs `epilogue.tile` on its `[group_rows, block_n]` accumulator (and
+    /// `epilogue.prefetch` halfway through the tile's main loop, if it prefetches); after its
+    /// last tile, `epilogue.finish`. With `stream_k`, the last rounds' tiles are shared out
+    /// by K steps instead ([`crate::gemm::stream_k`]; cooperative and persistent only, its
+    /// epilogue the one `stream_k` holds).
+    pub fn tiles<T: Element>(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, k_size): (Val, Val, Val),
+        (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
+        epilogue: &dyn TileEpilogue,
+        stream_k: Option<&StreamK<T>>,
+    ) {
+        let pair = self.cluster_m == 2;
+        let ping_pong = self.ping_pong != 0;
+        // an invariant of the callers (`MatmulStreamK` sets both)
+        assert!(
+            stream_k.is_none() || !(ping_pong || epilogue.prefetches()),
+            "stream-K runs on cooperative warp groups whose epilogue prefetches nothing"
+        );
+        // chunks stored under the next tile's first K steps: cooperative warp groups whose
+        // epilogue neither prefetches nor settles stream-K's shares
+        let deferred = epilogue.deferred_chunks();
+        assert!(
+            deferred == 0 || !(ping_pong || stream_k.is_some() || epilogue.prefetches()),
+            "deferred stores run on cooperative warp groups outside stream-K"
+        );
+        // a pair of blocks takes a unit of two tile rows and one tile column
+        let per_unit = if pair { 2 } else { 1 };
+        if pair {
+            k.cluster_blocks([2]);
+        }
+        let tiles_m = k.name_next("tiles_m").let_i32(cdiv(m_size, self.block_m));
+        let tiles_n = k.name_next("tiles_n").let_i32(cdiv(n_size, self.block_n));
+        let units_m = k.name_next("units_m").let_i32(cdiv(tiles_m, per_unit));
+        let units = k.name_next("units").let_i32(units_m * tiles_n);
+        let k_tiles = k.name_next("k_tiles").let_i32(cdiv(k_size, self.block_k));
+        // the blocks launched: the loop over units strides by their units (pairs); stream-K
+        // shares K steps out, so as many blocks as take an even share of them
+        let blocks = if stream_k.is_some() {
+            k.persistent_blocks(units * per_unit * k_tiles)
+        } else if self.persistent != 0 {
+            k.persistent_blocks(units * per_unit)
+        } else {
+            k.blocks([units * per_unit]);
+            k.name_next("blocks").let_i32(units * per_unit)
+        };
+        let stream_k = stream_k.map(|s| s.bind(k));
+        // two consumer warp groups, then the producer's warp group
+        k.warps(12);
+        let group_rows = self.group_rows();
+        let stages = self.stages.max(1);
+
+        let shape = CooperativeShape {
+            block_m: self.block_m,
+            block_n: self.block_n,
+            block_k: self.block_k,
+            stages,
+            ping_pong,
+        };
+        let dims = (m_size, n_size, k_size);
+        let ring = if pair {
+            Ring::Pair(PairRing::new(k, shape, dims, (a_ptr, b_ptr)))
+        } else {
+            Ring::One(Cooperative::new(k, shape, dims, (a_ptr, b_ptr)))
+        };
+        let rank = match &ring {
+            Ring::Pair(r) => Scalar::from(r.rank),
+            Ring::One(_) => Scalar::from(0),
+        };
+        let order = ping_pong.then(|| PingPongOrder::new(k));
+        let bx = k.block_idx().x;
+        let first = k.name_next("first_unit").let_i32(bx.clone() / per_unit);
+        let stride = k.name_next("unit_stride").let_i32(blocks / per_unit);
+        let shares = stream_k
+            .as_ref()
+            .map(|_| Shares::new(k, (units, stride, k_tiles), (first, blocks)));
+        // the units walked whole: all of them, or those before stream-K's
+        let whole = shares.as_ref().map_or(units, |s| s.whole_units);
+        // where unit `u`'s tile lies (`index`: its place in the block's walk)
+        let place = |k: &mut Kernel, u: Val, index: Val| {
+            let (unit_m, tile_n) = if self.hilbert != 0 {
+                k.hilbert_tile(u, units_m, tiles_n, self.group_m)
+            } else {
+                k.grouped_tile(u, units_m, tiles_n, self.group_m)
+            };
+            let tile_m = unit_m * per_unit + rank.clone();
+            let offset_m = k.name_next("offset_m").let_i32(tile_m * self.block_m);
+            let offset_n = k.name_next("offset_n").let_i32(tile_n * self.block_n);
+            TileAt {
+                rows: offset_m,
+                cols: offset_n,
+                index,
+            }
+        };
+        // this block's tiles: its pair's units, then every `stride`-th, in grouped order;
+        // a walker takes every `turns`-th of them from its `turn`-th (ping-pong's warp
+        // groups take them in turn) and runs `body(k, done, at, part)` on each, `done` the
+        // ring steps of the tiles before it, `part` the K steps it takes (all of them, or
+        // stream-K's share)
+        let for_each_tile =
+            |k: &mut Kernel,
+             (turn, turns): (i32, i32),
+             body: &dyn Fn(&mut Kernel, Val, &TileAt, &Part)| {
+                let done = k.name_next("done").var_i32(k_tiles * turn);
+                let index = k.name_next("tile_index").var_i32(0);
+                let from = k.name_next("from_unit").let_i32(first + stride * turn);
+                k.name_next("unit");
+                k.for_range(from, whole, stride * turns, |k, u| {
+                    let at = place(k, u, index);
+                    body(k, done, &at, &Part::whole(k_tiles));
+                    k.assign(done, done + k_tiles * turns);
+                    k.assign(index, index + 1);
+                });
+                if let Some(shares) = &shares {
+                    shares.walk(k, k_tiles, &|k, u, part| {
+                        let at = place(k, u, index);
+                        body(k, done, &at, part);
+                        k.assign(done, done + part.steps);
+                        k.assign(index, index + 1);
+                    });
+                }
+            };
+
+        // stream-K's consumers keep its shares' bounds beside the accumulator: the producer
+        // gives back all it can
+        let (producer_registers, consumer_registers) = if stream_k.is_some() {
+            (STREAM_K_PRODUCER_REGISTERS, STREAM_K_CONSUMER_REGISTERS)
+        } else {
+            (PRODUCER_REGISTERS, CONSUMER_REGISTERS)
+        };
+        // the producer: the first warp of the last warp group fills the ring, tile after tile
+        k.thread_group(256, 128, |k| {
+            k.set_max_registers(producer_registers);
+            k.single_warp(0, |k| {
+                for_each_tile(k, (0, 1), &|k, done, at, part| {
+                    k.name_next("i");
+                    k.for_range(0, part.steps, 1, |k, i| {
+                        let ki = k.name_next("k_step").let_i32(part.first + i);
+                        match &ring {
+                            Ring::One(r) => r.fill(k, done + i, ki, at.rows, at.cols),
+                            Ring::Pair(r) => r.fill(k, done + i, ki, at.rows, at.cols),
+                        }
+                    });
+                });
+            });
+        });
+
+        // the consumers: warp group g multiplies its rows of A by B, one product in flight;
+        // a tile's last stage is freed as soon as its product is done, before the epilogue
+        // (in a pair, in both blocks: both producers fill it)
+        let release = |k: &mut Kernel, step: Scalar| ring.release(k, step);
+        // the step halfway through a tile, where an epilogue's prefetch goes
+        let halfway = epilogue
+            .prefetches()
+            .then(|| k.name_next("halfway").let_i32(k_tiles / 2));
+        for g in 0..2 {
+            let walk = if ping_pong { (g as i32, 2) } else { (0, 1) };
+            k.thread_group(128 * g as u32, 128, |k| {
+                k.set_max_registers(consumer_registers);
+                epilogue.begin(k, g);
+                for_each_tile(k, walk, &|k, done, tile, part| {
+                    let acc = k
+                        .name_next("acc")
+                        .register_tensor::<f32>([group_rows, self.block_n], 0.0);
+                    let rows = if ping_pong {
+                        tile.rows
+                    } else {
+                        k.name_next("rows")
+                            .let_i32(tile.rows + group_rows * g as i32)
+                    };
+                    let at = TileAt { rows, ..*tile };
+                    let step = |k: &mut Kernel, i: Val| {
+                        ring.multiply(k, g, done + i, &acc);
+                        // this step's stage is freed by the next step (or after the tile)
+                        k.if_(i.gt(0), |k| release(k, done + i - 1));
+                    };
+                    let steps = |k: &mut Kernel, from: Val, to: Val| {
+                        k.name_next("i");
+                        k.for_range_unrolled(from, to, 1, stages as u32, |k, i| step(k, i));
+                    };
+                    if let Some(order) = &order {
+                        order.wait_turn(k, g, at.index);
+                    }
+                    match (halfway, part.share) {
+                        (Some(halfway), None) => {
+                            // the loop in two halves, the prefetch between them
+                            // (straight-line code: the checks see it run once per tile)
+                            steps(k, Val::constant(0), halfway);
+                            epilogue.prefetch(k, g, &at);
+                            steps(k, halfway, k_tiles);
+                        }
+                        _ if deferred > 0 => {
+                            // the held result of the tile before, a chunk after each of the
+                            // first steps (those there are), the rest of the loop after
+                            for j in 0..deferred {
+                                k.if_(part.steps.gt(j), |k| step(k, Val::constant(j)));
+                                epilogue.store_held(k, g, j);
+                            }
+                            steps(k, Val::constant(deferred), part.steps);
+                        }
+                        _ => steps(k, Val::constant(0), part.steps),
+                    }
+                    if let Some(order) = &order {
+                        order.pass_turn(k, g);
+                    }
+                    k.wgmma().wait_group(0);
+                    release(k, done + part.steps - 1);
+                    match (&stream_k, part.share) {
+                        (Some(sk), Some(share)) => sk.settle(k, g, &acc, &at, share, rank.clone()),
+                        _ => epilogue.tile(k, g, &acc, &at),
+                    }
+                });
+                epilogue.finish(k, g);
+            });
+        }
+        if pair {
+            // no block leaves while its partner may still copy into it or arrive on it
+            k.cluster_sync();
+        }
+    }
+}

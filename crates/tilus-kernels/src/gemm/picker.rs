@@ -1,0 +1,202 @@
+//! [`Gemm`]: one entry point for `C = A · Bᵀ` on f16 or bf16 device buffers of any shape, for users
+//! who do not write kernels. It holds the kernels that suit different shapes — v6 (a
+//! persistent, warp-specialized kernel: large problems) and split-K (small M: K in ranges, so
+//! that every multiprocessor has work) — each autotuned over its own space on first use of a
+//! problem, and picks between them per shape: a shape where more than one applies is timed
+//! with each once (CUDA events, the median of a few runs) and the faster is kept.
+//!
+//! ```no_run
+//! use tilus_kernels::gemm::Gemm;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let device = tilus::runtime::Device::open(0)?;
+//! let gemm = Gemm::new(&device)?;
+//! let (m, n, k) = (16, 4096, 4096);
+//! let a = device.stream().clone_htod(&vec![half::f16::ONE; m * k])?;
+//! let b = device.stream().clone_htod(&vec![half::f16::ONE; n * k])?;
+//! let mut c = device.stream().alloc_zeros::<half::f16>(m * n)?;
+//! gemm.matmul(device.stream(), (m, n, k), &a, &b, &mut c)?; // C = A · Bᵀ
+//! # Ok(()) }
+//! ```
+
+use crate::gemm::operand::Matmuls;
+use crate::gemm::split_k::SplitK;
+use crate::host::{dim, elements, length};
+use half::f16;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tilus::cudarc::driver::{CudaSlice, CudaStream};
+use tilus::runtime::Device;
+use tilus::tune::bench::{time_interleaved, Timing};
+use tilus::tune::{Autotuned, Tunable};
+
+/// Largest M for which split-K is a candidate: beyond it, v6's tiles fill the machine.
+pub const SPLIT_K_MAX_M: usize = 256;
+
+/// Timed runs of each candidate when a shape is first seen (after one warm-up run, which
+/// also tunes the kernel itself).
+const CHOICE_ROUNDS: usize = 5;
+
+/// The kernels a shape can run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// v6 (`hopper_matmul_v6`).
+    V6,
+    /// Split-K (`hopper_matmul_split_k` and its sum).
+    SplitK,
+}
+
+impl Kernel {
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::V6 => "v6",
+            Kernel::SplitK => "split_k",
+        }
+    }
+}
+
+/// The kernels that apply to a shape, the usual winner first.
+pub fn candidates(m: usize) -> Vec<Kernel> {
+    if m <= SPLIT_K_MAX_M {
+        vec![Kernel::SplitK, Kernel::V6]
+    } else {
+        vec![Kernel::V6]
+    }
+}
+
+/// The shape a choice is kept for: M rounded up to a power of two (as the kernels' own
+/// autotuners bucket it), N and K exactly (they are compile-time constants of the kernels).
+fn choice_key((m, n, k): (usize, usize, usize)) -> (usize, usize, usize) {
+    (m.next_power_of_two(), n, k)
+}
+
+/// The lengths of `a`, `b` and `c` against `(m, n, k)`, and dimensions that fit the kernels'
+/// `i32` arguments (`m` may be 0).
+fn check_shape((m, n, k): (usize, usize, usize), [a, b, c]: [usize; 3]) -> crate::Result<()> {
+    const NAME: &str = "gemm";
+    dim(NAME, "m", m, 0)?;
+    dim(NAME, "n", n, 1)?;
+    dim(NAME, "k", k, 1)?;
+    length(NAME, "a", a, elements(NAME, m, k)?)?;
+    length(NAME, "b", b, elements(NAME, n, k)?)?;
+    length(NAME, "c", c, elements(NAME, m, n)?)
+}
+
+/// `C = A · Bᵀ` for any shape (see the module documentation), on operands of type `T` (f16
+/// or bf16; `Gemm::<half::bf16>::new`).
+pub struct Gemm<T: Matmuls = f16> {
+    v6: Autotuned<T::V6>,
+    split_k: SplitK<T>,
+    chosen: Mutex<HashMap<(usize, usize, usize), Kernel>>,
+}
+
+impl<T: Matmuls> Gemm<T> {
+    /// The kernels bound to `device` (nothing is compiled until a shape is first used).
+    pub fn new(device: &Device) -> tilus::Result<Gemm<T>> {
+        Ok(Gemm {
+            v6: T::V6::autotuned(device)?,
+            split_k: SplitK::tuned(device)?,
+            chosen: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// `c = a · bᵀ` with `a` `[m, k]`, `b` `[n, k]` (both row-major, K innermost) and `c`
+    /// `[m, n]`, in `T` with f32 accumulation, on `stream`. The buffers are checked before
+    /// anything is launched (their lengths against the shape, the 16-byte alignment the
+    /// copies need: K a multiple of 8); `m = 0` launches nothing.
+    pub fn matmul(
+        &self,
+        stream: &Arc<CudaStream>,
+        (m, n, k): (usize, usize, usize),
+        a: &CudaSlice<T>,
+        b: &CudaSlice<T>,
+        c: &mut CudaSlice<T>,
+    ) -> crate::Result<()> {
+        check_shape((m, n, k), [a.len(), b.len(), c.len()])?;
+        let dims = (m, n, k);
+        let known = self.chosen_for(dims);
+        let kernel = match known {
+            Some(kernel) => kernel,
+            None => {
+                let kernel = self.choose(stream, dims, a, b, c)?;
+                let mut chosen = self.chosen.lock().unwrap_or_else(|e| e.into_inner());
+                chosen.insert(choice_key(dims), kernel);
+                kernel
+            }
+        };
+        Ok(self.run(kernel, stream, dims, a, b, c)?)
+    }
+
+    /// The kernel chosen for a shape, once it has run.
+    pub fn chosen_for(&self, dims: (usize, usize, usize)) -> Option<Kernel> {
+        let chosen = self.chosen.lock().unwrap_or_else(|e| e.into_inner());
+        chosen.get(&choice_key(dims)).copied()
+    }
+
+    fn run(
+        &self,
+        kernel: Kernel,
+        stream: &Arc<CudaStream>,
+        (m, n, k): (usize, usize, usize),
+        a: &CudaSlice<T>,
+        b: &CudaSlice<T>,
+        c: &mut CudaSlice<T>,
+    ) -> tilus::Result<()> {
+        match kernel {
+            Kernel::V6 => self
+                .v6
+                .launch(stream, (m as i32, n as i32, k as i32, a, b, c)),
+            Kernel::SplitK => self.split_k.launch_on(stream, (m, n, k), (a, b), c),
+        }
+    }
+
+    /// Times each candidate on the problem itself (its output is overwritten by the launch
+    /// that follows) and returns the fastest.
+    fn choose(
+        &self,
+        stream: &Arc<CudaStream>,
+        dims: (usize, usize, usize),
+        a: &CudaSlice<T>,
+        b: &CudaSlice<T>,
+        c: &mut CudaSlice<T>,
+    ) -> tilus::Result<Kernel> {
+        let options = candidates(dims.0);
+        if options.len() == 1 {
+            return Ok(options[0]);
+        }
+        let c = std::cell::RefCell::new(c);
+        let mut runs: Vec<Box<dyn FnMut() -> tilus::Result<()> + '_>> = options
+            .iter()
+            .map(|&kernel| {
+                let c = &c;
+                Box::new(move || {
+                    let mut c = c.borrow_mut();
+                    self.run(kernel, stream, dims, a, b, &mut c)
+                }) as Box<dyn FnMut() -> tilus::Result<()>>
+            })
+            .collect();
+        let mut launchers: Vec<&mut dyn FnMut() -> tilus::Result<()>> =
+            runs.iter_mut().map(|r| r.as_mut() as _).collect();
+        let times = time_interleaved(stream, &mut launchers, (1, CHOICE_ROUNDS), Timing::Flushed)?;
+        let best = times
+            .iter()
+            .enumerate()
+            .min_by(|x, y| x.1.total_cmp(y.1))
+            .map_or(0, |(i, _)| i);
+        Ok(options[best])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_m_weighs_split_k_against_v6_and_large_m_runs_v6() {
+        assert_eq!(candidates(1), vec![Kernel::SplitK, Kernel::V6]);
+        assert_eq!(candidates(SPLIT_K_MAX_M), vec![Kernel::SplitK, Kernel::V6]);
+        assert_eq!(candidates(SPLIT_K_MAX_M + 1), vec![Kernel::V6]);
+        assert_eq!(choice_key((100, 4096, 512)), (128, 4096, 512));
+        assert_eq!(choice_key((128, 4096, 512)), (128, 4096, 512));
+    }
+}

@@ -1,0 +1,531 @@
+//! Split-K for small M: `C = A · Bᵀ` when M is too small to give every multiprocessor a tile
+//! (at M = 16 and N = 4096, 128-column tiles make 32 blocks for 132 multiprocessors). K is
+//! split into `splits` ranges; block `(tile, s)` multiplies its tile over range `s` and writes
+//! the f32 partial product to a workspace ([`MatmulSplitK`]); a second kernel sums the
+//! partials in split order and rounds once to f16 ([`SplitKReduce`]). Both read or write each
+//! byte once: at small M the cost is reading B, which every split shares out.
+//!
+//! With `serial = 1` there is no second kernel: the block of the last split keeps its partial
+//! in registers, waits until the tile's other splits have left theirs (a counter per tile,
+//! raised once by each of them after its stores and a fence), adds theirs in split order and
+//! its own last, and stores C. The same sums in the same order as the second kernel's, so the
+//! same bits; one launch fewer, which at small M is a large part of a call of 20 µs. The
+//! waiting block has the highest index of its tile's blocks (the split is the grid's slower
+//! dimension): the GPU starts it no earlier than those it waits for, and the interpreter runs
+//! it after them. Its compare-and-swap lowers the counter again for the next launch.
+//!
+//! The main loop is v4's, with one consumer warp group of 64 rows: a producer warp fills a
+//! [`Pipeline`] with the TMA copies of A and B, the consumers keep one WGMMA in flight.
+//!
+//! The workspace holds `splits` partials of `[tiles_m · 64, N]` f32 one above the other
+//! (rows padded to whole tiles, so that one split's tile never spills into the next one's
+//! rows): [`workspace_len`].
+
+use crate::gemm::operand::{Matmuls, PartialsArgsOf};
+use crate::gemm::products::products_one_in_flight;
+use crate::gemm::tile_epilogue::columns;
+use std::sync::Arc;
+use tilus::cudarc::driver::{CudaSlice, CudaStream};
+use tilus::lang::Element;
+use tilus::prelude::*;
+use tilus::tune::FixedOrTuned;
+
+/// Rows of one tile: one WGMMA's 64.
+pub const SPLIT_K_BLOCK_M: i32 = 64;
+
+/// Elements of the f32 workspace for `m × n` with `splits` splits.
+pub fn workspace_len(m: usize, n: usize, splits: usize) -> usize {
+    m.div_ceil(SPLIT_K_BLOCK_M as usize) * SPLIT_K_BLOCK_M as usize * n * splits
+}
+
+/// The partial products. Fields are compile-time hyperparameters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
+// deeper rings for the narrower tiles: a 256-column tile takes 40 KiB a stage
+#[tune(block_n, stages = [(64, 8), (128, 4), (128, 8), (256, 4)])]
+#[tune(block_k = [64])]
+#[tune(splits = [2, 4, 8, 16])]
+// the summing form only: the autotuner times one kernel, and the two-kernel form's second
+// launch (the sum) would not be in what it compares (perf.md: the serial form was faster in
+// eight of nine fixed pairs)
+#[tune(serial = [1])]
+pub struct MatmulSplitK {
+    /// Columns of C per tile (one WGMMA covers up to 256).
+    pub block_n: i32,
+    /// Depth of one K step (64 halves: the 128-byte swizzle).
+    pub block_k: i32,
+    /// Stages in the ring.
+    pub stages: i32,
+    /// Ranges K is split into (blocks per tile).
+    pub splits: i32,
+    /// 1: the last split's block sums the partials and stores C (one kernel); 0: a second
+    /// kernel does ([`SplitKReduce`]).
+    pub serial: i32,
+}
+
+impl Default for MatmulSplitK {
+    /// A configuration that compiles (the autotuner chooses per problem).
+    fn default() -> Self {
+        MatmulSplitK {
+            block_n: 128,
+            block_k: 64,
+            stages: 4,
+            splits: 4,
+            serial: 1,
+        }
+    }
+}
+
+impl Script for MatmulSplitK {
+    // m_size: runtime; n_size, k_size: compile-time constants; the workspace
+    // `[splits · tiles_m · 64, n]` f32, the counters (one per tile) and C (both for `serial`).
+    type Args = PartialsArgsOf<f16>;
+
+    fn arg_names() -> &'static [&'static str] {
+        PARTIALS_ARG_NAMES
+    }
+
+    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
+        self.partials::<f16>(k, args);
+    }
+}
+
+// split-K's partial products on bf16 operands
+crate::gemm::operand::bf16_script!(
+    MatmulSplitK,
+    "matmul_split_k_bf16",
+    crate::gemm::operand::PartialsArgsOf<bf16>,
+    PARTIALS_ARG_NAMES,
+    partials
+);
+
+/// The names of the partial products' arguments in the generated code.
+const PARTIALS_ARG_NAMES: &[&str] = &[
+    "m_size",
+    "n_size",
+    "k_size",
+    "a_ptr",
+    "b_ptr",
+    "w_ptr",
+    "counters_ptr",
+    "c_ptr",
+];
+
+/// The handles of the partials' arguments in operand type `T`.
+type PartialsHandles<T> = (
+    Val,
+    Val,
+    Val,
+    PtrVal<T>,
+    PtrVal<T>,
+    PtrVal<f32>,
+    PtrVal<i32>,
+    PtrVal<T>,
+);
+
+impl MatmulSplitK {
+    /// The partial products' body for operand type `T`.
+    fn partials<T: Element>(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, k_size, a_ptr, b_ptr, w_ptr, counters_ptr, c_ptr): PartialsHandles<T>,
+    ) {
+        let tiles_m = k
+            .name_next("tiles_m")
+            .let_i32(cdiv(m_size, SPLIT_K_BLOCK_M));
+        let tiles_n = k.name_next("tiles_n").let_i32(cdiv(n_size, self.block_n));
+        k.blocks([tiles_m * tiles_n, Scalar::from(self.splits)]);
+        k.warps(5); // the consumer warp group, then the producer warp
+        let bx = k.block_idx();
+        let tile = k.name_next("tile").let_i32(bx.x);
+        // tiles_n is a constant: these divide by a constant
+        let offset_m = k
+            .name_next("offset_m")
+            .let_i32(tile / tiles_n * SPLIT_K_BLOCK_M);
+        let offset_n = k
+            .name_next("offset_n")
+            .let_i32(tile % tiles_n * self.block_n);
+        let split = k.name_next("split").let_i32(bx.y);
+        // this split's K steps: `per` of them from `first`, fewer in the last split
+        let k_tiles = cdiv(k_size, self.block_k);
+        let per = k
+            .name_next("per")
+            .let_i32(cdiv(k_tiles.clone(), self.splits));
+        let first = k.name_next("first").let_i32(split * per);
+        let steps = k.name_next("steps").var_i32(per);
+        k.if_((first + per).gt(k_tiles.clone()), |k| {
+            k.assign(steps, k_tiles - first)
+        });
+
+        let ga = k.name_next("ga").global_view::<T>(a_ptr, [m_size, k_size]);
+        let gb = k.name_next("gb").global_view::<T>(b_ptr, [n_size, k_size]);
+        let sa = k
+            .name_next("sa")
+            .shared_tensor::<T>([self.stages, SPLIT_K_BLOCK_M, self.block_k]);
+        let sb = k
+            .name_next("sb")
+            .shared_tensor::<T>([self.stages, self.block_n, self.block_k]);
+        let pipe = Pipeline::new(k, self.stages.max(1) as u32, 128);
+        let stage_bytes = sa.at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
+
+        // the producer: warp 4 fills each stage once it is empty
+        k.single_warp(4, |k| {
+            k.name_next("i");
+            k.for_range(0, steps, 1, |k, i| {
+                let slot = pipe.producer_acquire(k, i, stage_bytes);
+                let (a, b) = (sa.at(slot.stage()), sb.at(slot.stage()));
+                let offset_k = k.name_next("offset_k").let_i32((first + i) * self.block_k);
+                k.tma()
+                    .global_to_shared(&ga, &a, [offset_m, offset_k], slot.barrier());
+                k.tma()
+                    .global_to_shared(&gb, &b, [offset_n, offset_k], slot.barrier());
+            });
+        });
+
+        // the consumers: one product in flight; step i frees step i - 1's stage
+        k.warp_group(0, |k| {
+            let acc = k
+                .name_next("acc")
+                .register_tensor::<f32>([SPLIT_K_BLOCK_M, self.block_n], 0.0);
+            let unroll = self.stages.max(1) as u32;
+            k.name_next("i");
+            products_one_in_flight(k, &pipe, (&sa, &sb), steps, unroll, &acc);
+            // the partial's rows of C (not the tile's padding: at M = 1 that is 63 rows
+            // of 64) in split `split`'s part of the workspace
+            let gw = workspace_view(k, w_ptr, (m_size, n_size), self.splits);
+            // in column chunks where the accumulator stays alive after (the last split's
+            // branch reads it): a whole-tile copy would double its registers
+            let leave = |k: &mut Kernel, width: i32| {
+                for j in 0..self.block_n / width {
+                    k.name_next("acc_part");
+                    let part = columns(k, (&acc, self.block_n), j * width, width);
+                    k.name_next("partial");
+                    let partial = k.unsqueeze(&part, 0);
+                    let col = Scalar::from(offset_n) + j * width;
+                    k.store_global(&gw, &partial, [Scalar::from(split), offset_m.into(), col]);
+                }
+            };
+            if self.serial == 0 {
+                leave(k, self.block_n);
+                return;
+            }
+            // an expression of the arguments (the launch checks the view against the buffer)
+            let tiles = cdiv(m_size, SPLIT_K_BLOCK_M) * cdiv(n_size, self.block_n);
+            let gcount = k
+                .name_next("gcount")
+                .global_view::<i32>(counters_ptr, [tiles]);
+            let last = self.splits.max(1) - 1;
+            k.if_else(
+                split.lt(last),
+                |k| {
+                    // the partial, then (all of it stored and visible) the tile's count
+                    leave(k, sum_width(self.block_n));
+                    k.fence_gpu();
+                    k.sync_group();
+                    k.single_thread(|k| {
+                        k.atomic_add_scalar(&gcount, [tile], 1);
+                    });
+                },
+                |k| {
+                    // the other splits' partials, once all are there, and this one's last
+                    k.single_thread(|k| {
+                        let seen = k.name_next("seen").var_i32(-1);
+                        k.while_(seen.ne_(last), |k| {
+                            let old = k.atomic_cas_scalar(&gcount, [tile], last, 0);
+                            k.assign(seen, old);
+                        });
+                    });
+                    k.fence_gpu();
+                    k.sync_group();
+                    let gc = k.name_next("gc").global_view::<T>(c_ptr, [m_size, n_size]);
+                    sum_into_c(
+                        k,
+                        (&acc, self.block_n),
+                        (&gw, &gc),
+                        last,
+                        (offset_m, offset_n),
+                    );
+                },
+            );
+        });
+    }
+}
+
+/// Columns of C the last split's block sums at a time: a chunk's partials (up to 15 of them,
+/// loaded ahead of their sum, and a group of chunks' together) are alive beside the
+/// accumulator.
+const SUM_CHUNK: i32 = 16;
+
+/// C's tile at `(row, col)`: the partials of splits `0 .. splits` from the workspace `gw`, in
+/// order, then `acc`, rounded once to C's type (all chunks) and stored (masked at the edges,
+/// as the loads).
+fn sum_into_c<T: Element>(
+    k: &mut Kernel,
+    (acc, block_n): (&RegisterTensor<f32>, i32),
+    (gw, gc): (&GlobalTensor<f32>, &GlobalTensor<T>),
+    splits: i32,
+    (row, col): (Val, Val),
+) {
+    let width = sum_width(block_n);
+    // a chunk's partials take `width / 2` registers each (64 rows over 128 threads)
+    let per_chunk = (i64::from(splits) * i64::from(width) / 2).max(1);
+    let group = (i64::from(SUM_LOAD_REGISTERS) / per_chunk).max(1) as usize;
+    let mut outs = vec![];
+    for j in 0..block_n / width {
+        let c0 = k.name_next("sum_col").let_i32(col + j * width);
+        k.name_next("own");
+        let own = columns(k, (acc, block_n), j * width, width);
+        let mut total: Option<RegisterTensor<f32>> = None;
+        for s in 0..splits {
+            let part = k.name_next("part").load_global(
+                gw,
+                [Scalar::from(s), row.into(), c0.into()],
+                [1, SPLIT_K_BLOCK_M, width],
+            );
+            let part = k.name_next("part").squeeze(&part, 0);
+            total = Some(match total {
+                None => part,
+                Some(t) => k.name_next("total").compute(t + part),
+            });
+        }
+        let sum = match total {
+            None => own,
+            Some(t) => k.name_next("total").compute(t + own),
+        };
+        outs.push((c0, k.name_next("out").compute(sum.cast::<T>())));
+        // the stores after a group's loads: a store to C between two chunks' loads would
+        // hold the next chunk's loads back (the compiler cannot tell C from the workspace);
+        // a group's loads in flight together take at most `SUM_LOAD_REGISTERS`
+        if outs.len() >= group || j + 1 == block_n / width {
+            for (c0, out) in outs.drain(..) {
+                k.store_global(gc, &out, [row, c0]);
+            }
+        }
+    }
+}
+
+/// The chunk width for a tile of `block_n` columns: [`SUM_CHUNK`], or the whole tile where it
+/// is wider than a WGMMA can be (a tile the verifier rejects, traced in one chunk rather
+/// than in millions).
+fn sum_width(block_n: i32) -> i32 {
+    if block_n > 256 {
+        block_n
+    } else {
+        SUM_CHUNK.min(block_n)
+    }
+}
+
+/// Registers per thread the partials' loads in flight may take (beside the accumulator).
+const SUM_LOAD_REGISTERS: i32 = 96;
+
+/// The workspace as `[splits, m, n]`: split `s`'s partial of C's rows, whose rows are `n`
+/// apart and whose splits are [`workspace_len`]'s padded rows apart.
+fn workspace_view(
+    k: &mut Kernel,
+    w_ptr: PtrVal<f32>,
+    (m_size, n_size): (Val, Val),
+    splits: i32,
+) -> GlobalTensor<f32> {
+    // an expression of the arguments (the launch checks the view against the buffer)
+    let split_stride = cdiv(m_size, SPLIT_K_BLOCK_M) * SPLIT_K_BLOCK_M * n_size;
+    k.name_next("gw").global_view_strided::<f32>(
+        w_ptr,
+        [Scalar::from(splits.max(1)), m_size.into(), n_size.into()],
+        [split_stride, n_size.into(), Scalar::from(1)],
+    )
+}
+
+/// The sum of the partials, rounded once to f16. `ROWS × COLS` elements per block, the
+/// splits added in order (so the result does not depend on timing).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SplitKReduce;
+
+impl SplitKReduce {
+    /// Rows per block.
+    pub const ROWS: i32 = 16;
+    /// Columns per block.
+    pub const COLS: i32 = 256;
+}
+
+impl Script for SplitKReduce {
+    // m_size: runtime; n_size and splits: compile-time constants; the workspace, C.
+    type Args = (i32, Const<i32>, Const<i32>, Ptr<f32>, PtrMut<f16>);
+
+    fn arg_names() -> &'static [&'static str] {
+        REDUCE_ARG_NAMES
+    }
+
+    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
+        self.sum::<f16>(k, args);
+    }
+}
+
+// the sum of the partials, rounded once to bf16
+crate::gemm::operand::bf16_script!(
+    SplitKReduce,
+    "split_k_reduce_bf16",
+    crate::gemm::operand::ReduceArgsOf<bf16>,
+    REDUCE_ARG_NAMES,
+    sum
+);
+
+/// The names of the sum's arguments in the generated code.
+const REDUCE_ARG_NAMES: &[&str] = &["m_size", "n_size", "splits", "w_ptr", "c_ptr"];
+
+impl SplitKReduce {
+    /// The sum's body for operand type `T`.
+    fn sum<T: Element>(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, splits, w_ptr, c_ptr): (Val, Val, Val, PtrVal<f32>, PtrVal<T>),
+    ) {
+        let (rows, cols) = (Self::ROWS, Self::COLS);
+        k.blocks([cdiv(m_size, rows), cdiv(n_size, cols)]);
+        k.warps(4);
+        let splits = splits.as_const().unwrap_or(1).max(1) as i32;
+        let gw = workspace_view(k, w_ptr, (m_size, n_size), splits);
+        let gc = k.name_next("gc").global_view::<T>(c_ptr, [m_size, n_size]);
+        let bx = k.block_idx();
+        let r0 = k.name_next("r0").let_i32(bx.x * rows);
+        let c0 = k.name_next("c0").let_i32(bx.y * cols);
+        // split `s`'s rows of the block, as a `[rows, cols]` tile
+        let load = |k: &mut Kernel, s: i32| {
+            let part = k.name_next("part").load_global(
+                &gw,
+                [Scalar::from(s), r0.into(), c0.into()],
+                [1, rows, cols],
+            );
+            k.name_next("part").squeeze(&part, 0)
+        };
+        let mut total = load(k, 0);
+        for s in 1..splits {
+            let part = load(k, s);
+            total = k.name_next("total").compute(total + part);
+        }
+        let out = k.name_next("out").compute(total.cast::<T>());
+        k.store_global(&gc, &out, [r0, c0]);
+    }
+}
+
+/// The most splits the search space has: the workspace is sized for it.
+pub const MAX_SPLITS: usize = 16;
+
+/// Counters for `m × n`: one per tile of the narrowest tiles the space has (64 columns).
+pub fn counters_len(m: usize, n: usize) -> usize {
+    m.div_ceil(SPLIT_K_BLOCK_M as usize) * n.div_ceil(64)
+}
+
+/// What split-K keeps on the device between launches: the partials' workspace and the tiles'
+/// counters (zero between launches: each launch lowers what it raised).
+struct Scratch {
+    w: CudaSlice<f32>,
+    counters: CudaSlice<i32>,
+}
+
+/// Split-K as a matmul version, in f16 or bf16: the partials into a workspace it owns (grown
+/// on demand), then their sum into C (by the last split's blocks, or a second kernel).
+pub struct SplitK<T: Matmuls = f16> {
+    /// The partial products' kernel: a fixed configuration or the autotuned one.
+    partials: FixedOrTuned<T::Partials>,
+    reduce: tilus::Jit<T::Reduce>,
+    scratch: std::sync::Mutex<Option<Scratch>>,
+}
+
+impl<T: Matmuls> SplitK<T> {
+    /// A fixed configuration of the partials.
+    pub fn fixed(config: MatmulSplitK, device: &tilus::runtime::Device) -> SplitK<T> {
+        SplitK::with(
+            FixedOrTuned::Fixed(tilus::Jit::new(T::partials(config), device)),
+            device,
+        )
+    }
+
+    /// The partials autotuned per problem (the split count with them).
+    pub fn tuned(device: &tilus::runtime::Device) -> tilus::Result<SplitK<T>> {
+        Ok(SplitK::with(
+            FixedOrTuned::Tuned(T::Partials::autotuned(device)?),
+            device,
+        ))
+    }
+
+    fn with(partials: FixedOrTuned<T::Partials>, device: &tilus::runtime::Device) -> SplitK<T> {
+        SplitK {
+            partials,
+            reduce: tilus::Jit::new(T::reduce(), device),
+            scratch: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The configuration of the partials that launches at this shape run (tuning first when
+    /// needed); `None` before the first launch (no workspace yet) or when choosing it fails.
+    pub fn config_used(
+        &self,
+        stream: &Arc<CudaStream>,
+        (m, n, k): (usize, usize, usize),
+        (a, b): (&CudaSlice<T>, &CudaSlice<T>),
+        c: &mut CudaSlice<T>,
+    ) -> Option<MatmulSplitK> {
+        let mut guard = self.scratch.lock().ok()?;
+        let s = guard.as_mut()?;
+        let dims = (m as i32, n as i32, k as i32);
+        self.config_for(stream, dims, (a, b), s, c).ok()
+    }
+
+    /// The configuration of the partials for this problem (tuning first when needed).
+    fn config_for(
+        &self,
+        stream: &Arc<CudaStream>,
+        (m, n, k): (i32, i32, i32),
+        (a, b): (&CudaSlice<T>, &CudaSlice<T>),
+        s: &mut Scratch,
+        c: &mut CudaSlice<T>,
+    ) -> tilus::Result<MatmulSplitK> {
+        let args = (m, n, k, a, b, &mut s.w, &mut s.counters, c);
+        let values = <PartialsArgsOf<T> as tilus::lang::ArgList>::host_values(&args, stream);
+        Ok(self.partials.config(stream, &values)?.as_ref().clone())
+    }
+
+    /// `c = a · bᵀ` for `m × n × k` on device buffers: the partials into the workspace
+    /// (allocated, or grown, on first use of a larger problem, with the counters), then their
+    /// sum.
+    pub fn launch_on(
+        &self,
+        stream: &Arc<CudaStream>,
+        (m, n, k): (usize, usize, usize),
+        (a, b): (&CudaSlice<T>, &CudaSlice<T>),
+        c: &mut CudaSlice<T>,
+    ) -> tilus::Result<()> {
+        let (len, counted) = (workspace_len(m, n, MAX_SPLITS), counters_len(m, n));
+        let mut guard = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        if guard
+            .as_ref()
+            .is_none_or(|s| s.w.len() < len || s.counters.len() < counted)
+        {
+            let alloc_err = |what: String| {
+                move |e: tilus::cudarc::driver::DriverError| tilus::Error::Driver {
+                    call: "cuMemAlloc",
+                    message: format!("{what}: {e}"),
+                }
+            };
+            let w = stream
+                .alloc_zeros::<f32>(len.max(1))
+                .map_err(alloc_err(format!("the split-K workspace of {len} f32")))?;
+            let counters = stream
+                .alloc_zeros::<i32>(counted.max(1))
+                .map_err(alloc_err(format!("split-K's {counted} tile counters")))?;
+            *guard = Some(Scratch { w, counters });
+        }
+        let Some(s) = guard.as_mut() else {
+            unreachable!("the scratch was just allocated")
+        };
+        let (m, n, k) = (m as i32, n as i32, k as i32);
+        // one decision per launch: the kernel it picks, whether it sums, and the splits
+        let config = self
+            .partials
+            .launch_config(stream, (m, n, k, a, b, &mut s.w, &mut s.counters, &mut *c))?;
+        let config = config.as_ref();
+        if config.serial != 0 {
+            return Ok(());
+        }
+        self.reduce.launch(stream, (m, n, config.splits, &s.w, c))
+    }
+}

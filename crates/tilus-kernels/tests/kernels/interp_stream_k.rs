@@ -1,0 +1,71 @@
+//! Stream-K on the CPU interpreter against the f64 CPU reference. The interpreter models four
+//! multiprocessors, so at these sizes the last two rounds' tiles are shared out by K steps:
+//! tiles finished by one block alone, tiles split between two (a partial left, the finisher
+//! waiting on its flag), ragged edges in M, N and K, pairs of blocks. The flags are zero
+//! again afterwards, and a second launch on the same workspace is right too.
+
+use tilus::prelude::f16;
+use tilus_bench::harness::{self, Rng};
+use tilus_kernels::gemm::persistent::MatmulPersistent;
+use tilus_kernels::gemm::stream_k::{flags_len, workspace_len, MatmulStreamK};
+
+fn check(tile: MatmulPersistent, (m, n, k): (usize, usize, usize), seed: u64) {
+    let config = MatmulStreamK { tile };
+    let mut rng = Rng::new(seed);
+    let a = harness::seed_inputs::<f16>(m * k, k, &mut rng);
+    let b = harness::seed_inputs::<f16>(n * k, k, &mut rng);
+    let expect = harness::cpu_reference(&a, &b, m, n, k);
+    let t = &config.tile;
+    let mut w = vec![f32::NAN; workspace_len(t.block_m as usize, t.block_n as usize)];
+    let mut flags = vec![0i32; flags_len()];
+    for launch in 0..2 {
+        let mut c = vec![f16::NAN; m * n];
+        tilus::interpret(
+            &config,
+            (
+                m as i32,
+                n as i32,
+                k as i32,
+                &a[..],
+                &b[..],
+                &mut c[..],
+                &mut w[..],
+                &mut flags[..],
+            ),
+        )
+        .unwrap_or_else(|e| panic!("{config:?} at {m}x{n}x{k}: {e}"));
+        let check = harness::compare(&c, &expect);
+        assert!(
+            check.passed(),
+            "{config:?} at {m}x{n}x{k}, launch {launch}: {check:?}"
+        );
+        assert!(check.rel_err < 1e-3, "{check:?}");
+        assert!(
+            flags.iter().all(|&f| f == 0),
+            "flags left raised: {flags:?}"
+        );
+    }
+    // some block left a partial (the workspace is NaN where none was written)
+    assert!(
+        w.iter().any(|x| !x.is_nan()),
+        "{config:?} at {m}x{n}x{k}: no tile was shared"
+    );
+}
+
+#[test]
+fn stream_k_shares_the_last_rounds_alone_and_in_pairs() {
+    tilus_bench::test_cache!();
+    let single = MatmulPersistent::default();
+    // 10 tiles of 128 x 256 on 4 blocks: one round whole, six tiles shared, 8 K steps each
+    check(single.clone(), (640, 512, 512), 1);
+    // ragged: 15 tiles, 7 shared, 6 K steps (the last one short)
+    check(single, (520, 700, 328), 2);
+    let pairs = MatmulPersistent {
+        block_n: 128,
+        cluster_m: 2,
+        stages: 3,
+        ..MatmulPersistent::default()
+    };
+    // pairs of 256 x 128: 9 units on 2 pairs, 3 shared
+    check(pairs, (520, 380, 328), 3);
+}

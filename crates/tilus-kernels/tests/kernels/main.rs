@@ -1,0 +1,33 @@
+//! The kernel library's tests, one module per concern and family: the CPU interpreter against
+//! a host reference (`interp_split_k`, `interp_stream_k`, `interp_memory`, `interp_epilogue`,
+//! `interp_ops`: the host APIs' interpreter entries and their shape checks), every configuration
+//! of the autotuning spaces through NVRTC (`nvrtc_memory`, `nvrtc_stream_k`, `nvrtc_epilogue`),
+//! and the GPU (`gpu_gemm`, `gpu_split_k`, `gpu_stream_k`, `gpu_memory`;
+//! `#[ignore = "needs a CUDA GPU"]`, run them on a GPU host with `--include-ignored`). The
+//! `memory` modules are the memory-bound kernels (`vector_add`, `softmax`, `layer_norm`,
+//! `rms_norm`, `tile_copy`).
+//!
+//! Every test that compiles calls `tilus_bench::test_cache!()` first, so that it compiles into
+//! a cache under cargo's temporary directory and never into the user's; on Linux the process
+//! also does so before `main`, so that the variable is set before any test thread runs.
+
+mod gpu_gemm;
+mod gpu_memory;
+mod gpu_split_k;
+mod gpu_stream_k;
+mod interp_epilogue;
+mod interp_memory;
+mod interp_split_k;
+mod interp_stream_k;
+mod nvrtc_epilogue;
+mod nvrtc_memory;
+mod nvrtc_stream_k;
+
+extern "C" fn before_main() {
+    tilus_bench::test_cache!();
+}
+
+/// Sets the test cache (`TILUS_CACHE_DIR`) before `main`, while the process has one thread.
+#[used]
+#[cfg_attr(target_os = "linux", link_section = ".init_array")]
+static BEFORE_MAIN: extern "C" fn() = before_main;
