@@ -107,7 +107,7 @@ fn check_line(out: &mut dyn Write, e: &Entry, config: &str, size: &Size, c: &Che
 pub fn verify_and_time(
     out: &mut dyn Write,
     device: &Device,
-    entries: &[Entry],
+    entries: &[&Entry],
     shapes: &[(usize, usize)],
     choice: Choice<'_>,
     opts: &BenchOptions,

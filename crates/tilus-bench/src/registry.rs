@@ -1,4 +1,5 @@
-//! The kernels of the series by name, for the `tilus` command line. An entry carries
+//! The kernels the command line knows, by name: the built-in [`Registry`] (the series and the kernel
+//! library) or a crate's own. An entry carries
 //! everything a command needs, so a new kernel costs one entry:
 //!
 //! - `list`: its name and one line about it;
@@ -7,7 +8,7 @@
 //! - `run`: its [`Workload`] (the dimensions of a size, random inputs, a reference and a
 //!   check) and a small default size; [`Entry::interpret`] and [`Entry::run_on_gpu`] run it;
 //! - `bench matmul`, `bench tune` and `soak`: [`MatmulVersion`], when it is a version of the
-//!   matmul series (found by its short name, `v2`, through [`matmul_version`]);
+//!   matmul series (found by its short name, `v2`, through [`Registry::matmul_version`]);
 //! - `bench memory`: [`MemoryBound`], when it is one of the memory-bound kernels, timed beside
 //!   a device-to-device copy of the bytes it moves.
 
@@ -138,6 +139,47 @@ impl Entry {
     /// How this entry's sizes are written (`MxNxK`).
     pub fn size_form(&self) -> String {
         Size::form(self.workload.dims())
+    }
+}
+
+impl Entry {
+    /// A kernel `S` with a workload: what `list`, `emit`, `ir`, `check` and `run` need. Its
+    /// configurations come from `S`'s default and search space; `consts` gives its
+    /// compile-time constants for a size; `compile_size` is the size `emit`, `ir` and
+    /// `check` use when none is given, `run_size` the one `run` uses (small enough for the
+    /// interpreter).
+    pub fn kernel<S: Tunable + Default>(
+        name: &'static str,
+        about: &'static str,
+        workload: &'static dyn Workload,
+        consts: fn(&Size) -> Vec<i64>,
+        compile_size: &'static [i64],
+        run_size: &'static [i64],
+    ) -> Entry {
+        Entry {
+            name,
+            about,
+            workload,
+            configure: configure::<S>,
+            space: space::<S>,
+            consts,
+            compile_size,
+            run_size,
+            matmul: None,
+            memory: None,
+        }
+    }
+
+    /// A row-wise kernel `S` over a `[rows, cols]` f16 matrix (`cols` its compile-time
+    /// constant), as the built-in norms are: compiled at 16384x8192, run at 37x1000, and
+    /// timed by `tilus bench memory` beside a copy of the `traffic` bytes it moves.
+    pub fn rows<S: Tunable + Default>(
+        name: &'static str,
+        about: &'static str,
+        workload: &'static dyn Workload,
+        traffic: fn(&Size) -> Result<u128>,
+    ) -> Entry {
+        memory_entry::<S>(name, about, workload, Shape::Rows, traffic)
     }
 }
 
@@ -461,7 +503,8 @@ fn epilogue_entry<A: Activation>(
     }
 }
 
-/// Every kernel of the series.
+/// Every built-in kernel, owned: the series' steps and the library's kernels (what
+/// [`Registry::builtin`] holds).
 pub fn entries() -> Vec<Entry> {
     use hopper_matmul::v0::MatmulTma;
     use hopper_matmul::v1::MatmulWgmma;
@@ -549,52 +592,100 @@ pub fn entries() -> Vec<Entry> {
             Shape::Rows,
             crate::workloads::layer_norm::traffic_of,
         ),
+        memory_entry::<tilus_kernels::norm::RmsNorm>(
+            "rms_norm",
+            "the RMSNorm of each f16 row (weight, eps), one pass over memory",
+            &crate::workloads::rms_norm::RMS_NORM,
+            Shape::Rows,
+            crate::workloads::rms_norm::traffic_of,
+        ),
     ]
 }
 
-/// The entry with this name.
-pub fn find(name: &str) -> Option<Entry> {
-    entries().into_iter().find(|e| e.name == name)
+/// The kernels a command line knows: the built-in ones ([`Registry::builtin`]: the tutorial
+/// series and the kernel library) or a crate's own ([`Registry::new`], given to
+/// `tilus_cli::main` from the crate's `src/bin/`).
+pub struct Registry {
+    entries: Vec<Entry>,
 }
 
-/// The entry with this name, or an error that lists the known names.
-pub fn lookup(name: &str) -> Result<Entry> {
-    let known: Vec<&str> = entries().iter().map(|e| e.name).collect();
-    if name.trim().is_empty() {
-        return Err(Error::Usage(format!(
-            "the kernel name is empty; known: {}",
-            known.join(", ")
-        )));
+impl Registry {
+    /// A registry of these entries; two entries with one name are an error.
+    pub fn new(entries: Vec<Entry>) -> Result<Registry> {
+        let mut seen = std::collections::HashSet::new();
+        for e in &entries {
+            if !seen.insert(e.name) {
+                return Err(Error::Usage(format!(
+                    "two kernels are named {}; each name once",
+                    quote(e.name)
+                )));
+            }
+        }
+        Ok(Registry { entries })
     }
-    find(name).ok_or_else(|| {
-        Error::Usage(format!(
-            "unknown kernel {}; known: {}",
-            quote(name),
-            known.join(", ")
-        ))
-    })
-}
 
-/// The names of the matmul versions (`v0`, ...), in the registry's order.
-pub fn matmul_versions() -> Vec<&'static str> {
-    entries()
-        .iter()
-        .filter_map(|e| e.matmul.as_ref().map(|m| m.version))
-        .collect()
-}
+    /// The built-in kernels: every step of the series and the library's kernels.
+    pub fn builtin() -> Registry {
+        Registry { entries: entries() }
+    }
 
-/// The entry of the matmul version with this name (`v2`), or an error that lists the versions.
-pub fn matmul_version(name: &str) -> Result<Entry> {
-    entries()
-        .into_iter()
-        .find(|e| e.matmul.as_ref().is_some_and(|m| m.version == name))
-        .ok_or_else(|| {
+    /// These entries and `more` after them (a crate's kernels beside the built-in ones).
+    pub fn with(self, more: Vec<Entry>) -> Result<Registry> {
+        let mut entries = self.entries;
+        entries.extend(more);
+        Registry::new(entries)
+    }
+
+    /// Every entry, in order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The entry with this name.
+    pub fn find(&self, name: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.name == name)
+    }
+
+    /// The entry with this name, or an error that lists the known names.
+    pub fn lookup(&self, name: &str) -> Result<&Entry> {
+        let known: Vec<&str> = self.entries.iter().map(|e| e.name).collect();
+        if name.trim().is_empty() {
+            return Err(Error::Usage(format!(
+                "the kernel name is empty; known: {}",
+                known.join(", ")
+            )));
+        }
+        self.find(name).ok_or_else(|| {
             Error::Usage(format!(
-                "unknown version {} (available: {})",
+                "unknown kernel {}; known: {}",
                 quote(name),
-                matmul_versions().join(", ")
+                known.join(", ")
             ))
         })
+    }
+
+    /// The names of the matmul versions (`v0`, ...), in the registry's order.
+    pub fn matmul_versions(&self) -> Vec<&'static str> {
+        self.entries
+            .iter()
+            .filter_map(|e| e.matmul.as_ref().map(|m| m.version))
+            .collect()
+    }
+
+    /// The entry of the matmul version with this name (`v2`), or an error that lists the
+    /// versions.
+    pub fn matmul_version(&self, name: &str) -> Result<&Entry> {
+        self.entries
+            .iter()
+            .find(|e| e.matmul.as_ref().is_some_and(|m| m.version == name))
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "unknown version {} (available: {})",
+                    quote(name),
+                    self.matmul_versions().join(", ")
+                ))
+            })
+    }
 }
 
 /// Parses `--set NAME=VALUE` arguments. A name given twice, an empty name and a value that is
@@ -666,17 +757,40 @@ mod tests {
     }
 
     #[test]
+    fn a_registry_refuses_two_kernels_of_one_name_and_extends_the_builtin_one() {
+        let builtin = Registry::builtin();
+        let n = builtin.entries().len();
+        let again = entries().into_iter().take(1).collect();
+        let e = builtin.with(again).err().unwrap().to_string();
+        assert!(
+            e.contains("two kernels are named `hopper_matmul_v0`"),
+            "{e}"
+        );
+        let own = Entry::rows::<tilus_kernels::norm::RmsNorm>(
+            "my_rms_norm",
+            "a crate's own row-wise kernel",
+            &crate::workloads::rms_norm::RMS_NORM,
+            crate::workloads::rms_norm::traffic_of,
+        );
+        let r = Registry::builtin().with(vec![own]).unwrap();
+        assert_eq!(r.entries().len(), n + 1);
+        assert!(r.find("my_rms_norm").is_some_and(|e| e.memory.is_some()));
+        assert!(Registry::builtin().find("my_rms_norm").is_none());
+    }
+
+    #[test]
     fn matmul_versions_are_found_by_their_short_names() {
+        let r = Registry::builtin();
         assert_eq!(
-            matmul_versions(),
+            r.matmul_versions(),
             vec!["v0", "v1", "v2", "v3", "v4", "v5", "v6", "split_k", "stream_k"]
         );
-        for v in matmul_versions() {
-            let e = matmul_version(v).unwrap();
+        for v in r.matmul_versions() {
+            let e = r.matmul_version(v).unwrap();
             assert_eq!(e.name, format!("hopper_matmul_{v}"));
         }
         for bad in ["v9", "", "hopper_matmul_v0"] {
-            let e = matmul_version(bad).err().unwrap();
+            let e = r.matmul_version(bad).err().unwrap();
             assert!(matches!(e, Error::Usage(_)), "{e}");
             assert!(
                 e.to_string()
@@ -688,7 +802,8 @@ mod tests {
 
     #[test]
     fn every_entry_configures_and_names_bad_hyperparameters() {
-        for e in entries() {
+        let r = Registry::builtin();
+        for e in r.entries() {
             let s = (e.configure)(&[]).unwrap();
             assert!(!s.config().is_empty());
             assert!(!(e.space)().is_empty());
@@ -712,8 +827,9 @@ mod tests {
             assert_eq!((e.consts)(&compile).len(), s.const_names().len());
             assert_eq!(run.names(), e.workload.dims());
         }
-        assert!(lookup("").unwrap_err().to_string().contains("empty"));
-        assert!(lookup("nope")
+        assert!(r.lookup("").unwrap_err().to_string().contains("empty"));
+        assert!(r
+            .lookup("nope")
             .unwrap_err()
             .to_string()
             .contains("known: hopper_matmul_v0"));

@@ -36,7 +36,7 @@ pub(crate) struct MatmulArgs {
 struct Chosen {
     /// The registry's entry; `None` for `matmul`, the entry point that picks a kernel by shape
     /// ([`tilus_kernels::gemm::Gemm`]).
-    entry: Option<Entry>,
+    entry: Option<&'static Entry>,
     /// The label in tables and results (`v6[persistent=0]`), or `None` for a plain name.
     label: Option<String>,
     /// The bracketed settings (`None` without brackets).
@@ -52,7 +52,7 @@ fn chosen(versions: &str) -> CliResult<Vec<Chosen>> {
     if names.iter().all(|n| n.is_empty()) {
         return Err(CliError::Usage(format!(
             "--versions is empty (available: {})",
-            registry::matmul_versions().join(", ")
+            crate::kernels().matmul_versions().join(", ")
         )));
     }
     let mut out = vec![];
@@ -86,7 +86,7 @@ fn chosen(versions: &str) -> CliResult<Vec<Chosen>> {
             }
             None
         } else {
-            Some(registry::matmul_version(version)?)
+            Some(crate::kernels().matmul_version(version)?)
         };
         out.push(Chosen { entry, label, sets });
     }
@@ -192,7 +192,8 @@ struct Checked {
 
 /// The versions `--dtype bf16` runs.
 fn bf16_versions() -> Vec<String> {
-    let mut names: Vec<String> = registry::entries()
+    let mut names: Vec<String> = crate::kernels()
+        .entries()
         .iter()
         .filter_map(|e| e.matmul.as_ref())
         .filter(|mv| mv.bf16.is_some())

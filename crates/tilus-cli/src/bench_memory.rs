@@ -22,8 +22,9 @@ pub(crate) struct MemoryArgs {
 
 /// The memory-bound entries named by `--kernels`, in order; unknown, repeated and empty names
 /// are errors, and so are kernels that are not memory-bound.
-fn chosen(kernels: &str) -> CliResult<Vec<Entry>> {
-    let available: Vec<&'static str> = registry::entries()
+fn chosen(kernels: &str) -> CliResult<Vec<&'static Entry>> {
+    let available: Vec<&'static str> = crate::kernels()
+        .entries()
         .iter()
         .filter(|e| e.memory.is_some())
         .map(|e| e.name)
@@ -42,7 +43,7 @@ fn chosen(kernels: &str) -> CliResult<Vec<Entry>> {
                 "kernel `{name}` is listed twice in --kernels"
             )));
         }
-        match registry::find(name).filter(|e| e.memory.is_some()) {
+        match crate::kernels().find(name).filter(|e| e.memory.is_some()) {
             Some(e) => out.push(e),
             None => {
                 return Err(CliError::Usage(format!(

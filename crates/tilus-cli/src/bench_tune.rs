@@ -22,7 +22,7 @@ use tilus::ir::KernelParam;
 use tilus::runtime::Device;
 use tilus::tune::{Autotuned, TuneOptions};
 use tilus_bench::harness::Problem;
-use tilus_bench::registry::{self, Entry, TunedFn};
+use tilus_bench::registry::{Entry, TunedFn};
 use tilus_bench::size::Size;
 use tilus_bench::workloads::matmul::DIMS;
 
@@ -43,8 +43,8 @@ fn size(text: &str) -> CliResult<(usize, usize, usize)> {
 
 /// The registry's entry of a matmul version, its name and its autotuned constructor; an
 /// unknown name is a usage error that lists the versions.
-fn version(name: &str) -> CliResult<(Entry, &'static str, TunedFn)> {
-    let e = registry::matmul_version(name)?;
+fn version(name: &str) -> CliResult<(&'static Entry, &'static str, TunedFn)> {
+    let e = crate::kernels().matmul_version(name)?;
     match &e.matmul {
         Some(mv) => {
             let (v, tuned) = (mv.version, mv.tuned);

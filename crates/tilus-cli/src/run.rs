@@ -44,7 +44,7 @@ fn check_line(against: &str, c: &Check) -> CliResult<()> {
 /// Runs a kernel of the registry and checks it; `Ok(false)` when the output does not match the
 /// reference.
 pub(crate) fn run(args: RunArgs) -> CliResult<bool> {
-    let e = registry::lookup(&args.kernel)?;
+    let e = crate::kernels().lookup(&args.kernel)?;
     let script = (e.configure)(&registry::parse_settings(&args.sets)?)?;
     let size = e.size(args.size.as_deref(), e.run_size)?;
     let backend = if args.interpret {

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use std::time::Instant;
 use tilus::cudarc::driver::{sys, DevicePtrMut};
 use tilus_bench::harness::{compare, Cublas, Problem, Rng};
-use tilus_bench::registry::{self, Entry};
+use tilus_bench::registry::Entry;
 use tilus_bench::run::Version;
 use tilus_bench::size::{parse_dim, Size};
 use tilus_bench::workloads::matmul::DIMS;
@@ -90,7 +90,8 @@ fn soak_in<T: BenchOperand>(a: SoakArgs) -> CliResult<bool> {
         &format!("the soak's host buffers at --max {max}"),
         4 * square as u128,
     )?;
-    let entries: Vec<Entry> = registry::entries()
+    let entries: Vec<&Entry> = crate::kernels()
+        .entries()
         .into_iter()
         .filter(|e| {
             e.matmul

@@ -6,6 +6,7 @@ pub mod add;
 pub mod epilogue;
 pub mod layer_norm;
 pub mod matmul;
+pub mod rms_norm;
 pub mod softmax;
 pub mod split_k;
 pub mod stream_k;

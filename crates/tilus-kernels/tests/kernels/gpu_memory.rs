@@ -79,7 +79,7 @@ fn the_benchmark_checks_tunes_and_times_every_kernel() {
     let (rows, ok) = verify_and_time(
         &mut out,
         &device,
-        &kernels,
+        &kernels.iter().collect::<Vec<_>>(),
         &[(1000, 4096), (300, 8192)],
         Choice::Tuned,
         &opts,
