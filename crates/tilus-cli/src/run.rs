@@ -54,11 +54,11 @@ pub(crate) fn run(args: RunArgs) -> CliResult<bool> {
     };
     if backend == Backend::Gpu {
         match Device::open(0) {
-            Ok(device) => return on_gpu(&e, script.as_ref(), &size, &args, &device),
+            Ok(device) => return on_gpu(e, script.as_ref(), &size, &args, &device),
             Err(err) => warnln!("no GPU run: {err}; running on the CPU interpreter instead"),
         }
     }
-    interpreted(&e, script.as_ref(), &size, &args)
+    interpreted(e, script.as_ref(), &size, &args)
 }
 
 fn interpreted(e: &Entry, script: &dyn DynScript, size: &Size, args: &RunArgs) -> CliResult<bool> {

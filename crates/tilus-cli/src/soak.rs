@@ -92,7 +92,7 @@ fn soak_in<T: BenchOperand>(a: SoakArgs) -> CliResult<bool> {
     )?;
     let entries: Vec<&Entry> = crate::kernels()
         .entries()
-        .into_iter()
+        .iter()
         .filter(|e| {
             e.matmul
                 .as_ref()
