@@ -460,7 +460,13 @@ fn run_on_a_gpu_checks_against_cublas() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_memory_bound_kernels_run_on_a_gpu_and_their_benchmark_compares_them_with_a_copy() {
-    for kernel in ["vector_add", "vector_add_f32", "softmax", "layer_norm"] {
+    for kernel in [
+        "vector_add",
+        "vector_add_f32",
+        "softmax",
+        "layer_norm",
+        "rms_norm",
+    ] {
         tilus(&["run", kernel])
             .with_gpu()
             .go()
@@ -472,7 +478,7 @@ fn the_memory_bound_kernels_run_on_a_gpu_and_their_benchmark_compares_them_with_
         "bench",
         "memory",
         "--kernels",
-        "vector_add,softmax,layer_norm",
+        "vector_add,softmax,layer_norm,rms_norm",
         "--sizes",
         "1000x4096",
         "--fixed",
@@ -485,6 +491,7 @@ fn the_memory_bound_kernels_run_on_a_gpu_and_their_benchmark_compares_them_with_
     .go()
     .assert_code(0)
     .assert_stdout("check softmax [block_rows=1 warps=8] 1000x4096: PASS")
+    .assert_stdout("check rms_norm [block_rows=1 warps=8] 1000x4096: PASS")
     .assert_stdout("check vector_add [block=4096 warps=4] 4096000: PASS")
     .assert_stdout("copy GB/s");
 }

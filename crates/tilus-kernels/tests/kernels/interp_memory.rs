@@ -1,4 +1,4 @@
-//! The memory-bound kernels (`vector_add`, `vector_add_f32`, `softmax`, `layer_norm`) on the CPU
+//! The memory-bound kernels (`vector_add`, `vector_add_f32`, `softmax`, `layer_norm`, `rms_norm`) on the CPU
 //! interpreter, against their host references: every configuration of each search space, at
 //! sizes that end inside a block (a vector's last block, a row tile wider than the row, rows
 //! whose length is not a multiple of a 16-byte vector, rows shorter than one vector per
@@ -17,7 +17,13 @@ fn memory_bound() -> Vec<Entry> {
     let names: Vec<&str> = all.iter().map(|e| e.name).collect();
     assert_eq!(
         names,
-        ["vector_add", "vector_add_f32", "softmax", "layer_norm"]
+        [
+            "vector_add",
+            "vector_add_f32",
+            "softmax",
+            "layer_norm",
+            "rms_norm"
+        ]
     );
     all
 }

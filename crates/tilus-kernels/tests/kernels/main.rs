@@ -13,15 +13,18 @@
 
 mod gpu_gemm;
 mod gpu_memory;
+mod gpu_ops;
 mod gpu_split_k;
 mod gpu_stream_k;
 mod interp_epilogue;
 mod interp_memory;
+mod interp_ops;
 mod interp_split_k;
 mod interp_stream_k;
 mod nvrtc_epilogue;
 mod nvrtc_memory;
 mod nvrtc_stream_k;
+mod ops_reference;
 
 extern "C" fn before_main() {
     tilus_bench::test_cache!();

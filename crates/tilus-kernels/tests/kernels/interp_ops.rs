@@ -1,0 +1,154 @@
+//! The host APIs' interpreter entries (`SoftmaxOp::interpret`, `LayerNormOp::interpret`,
+//! `RmsNormOp::interpret`, `AddOp::interpret`, `TileCopyOp::interpret`) against f64 host
+//! references on fresh random data at ragged shapes, and their shape checks: a call whose
+//! buffers do not fit its shape is refused with an error that names the buffer, before anything
+//! runs (the output keeps its poison).
+
+use super::ops_reference::{
+    self as reference, assert_close, random, NORM_TOLERANCE, SOFTMAX_TOLERANCE,
+};
+use half::f16;
+use tilus_bench::harness::Rng;
+use tilus_kernels::copy::{TileCopy, TileCopyOp};
+use tilus_kernels::elementwise::{AddOp, VectorAdd, VectorAddF32};
+use tilus_kernels::norm::{LayerNorm, LayerNormOp, RmsNorm, RmsNormOp, Softmax, SoftmaxOp};
+use tilus_kernels::Error;
+
+/// The shapes: one row shorter than a vector per thread, rows that end inside the tile.
+const SHAPES: [(usize, usize); 3] = [(3, 7), (5, 300), (2, 1001)];
+
+#[test]
+fn softmax_rows_match_the_f64_reference() {
+    tilus_bench::test_cache!();
+    let mut rng = Rng::new(41);
+    for (rows, cols) in SHAPES {
+        let x = random(rows * cols, &mut rng, -6.0, 6.0);
+        let mut y = vec![f16::NAN; rows * cols];
+        SoftmaxOp::interpret(&Softmax::default(), (rows, cols), &x, &mut y).unwrap();
+        let expect = reference::softmax(&x, cols);
+        assert_close(
+            &format!("softmax {rows}x{cols}"),
+            &y,
+            &expect,
+            SOFTMAX_TOLERANCE,
+        );
+    }
+}
+
+#[test]
+fn layer_norm_and_rms_norm_rows_match_the_f64_reference() {
+    tilus_bench::test_cache!();
+    let mut rng = Rng::new(42);
+    for (rows, cols) in SHAPES {
+        let x = random(rows * cols, &mut rng, -3.0, 5.0);
+        let w = random(cols, &mut rng, 0.5, 1.5);
+        let b = random(cols, &mut rng, -1.0, 1.0);
+        let eps = 1e-5f32;
+        let mut y = vec![f16::NAN; rows * cols];
+        LayerNormOp::interpret(
+            &LayerNorm::default(),
+            (rows, cols),
+            eps,
+            (&x, &w, &b),
+            &mut y,
+        )
+        .unwrap();
+        let expect = reference::layer_norm(&x, (&w, &b), eps);
+        assert_close(
+            &format!("layer_norm {rows}x{cols}"),
+            &y,
+            &expect,
+            NORM_TOLERANCE,
+        );
+
+        let mut y = vec![f16::NAN; rows * cols];
+        RmsNormOp::interpret(&RmsNorm::default(), (rows, cols), eps, (&x, &w), &mut y).unwrap();
+        let expect = reference::rms_norm(&x, &w, eps);
+        assert_close(
+            &format!("rms_norm {rows}x{cols}"),
+            &y,
+            &expect,
+            NORM_TOLERANCE,
+        );
+    }
+}
+
+#[test]
+fn add_and_tile_copy_are_exact() {
+    tilus_bench::test_cache!();
+    let mut rng = Rng::new(43);
+    for n in [1, 777, 9000] {
+        let a = random(n, &mut rng, -4.0, 4.0);
+        let b = random(n, &mut rng, -4.0, 4.0);
+        let mut c = vec![f16::NAN; n];
+        AddOp::<f16>::interpret(&VectorAdd::default(), &a, &b, &mut c).unwrap();
+        for i in 0..n {
+            assert_eq!(
+                c[i],
+                f16::from_f64(a[i].to_f64() + b[i].to_f64()),
+                "{n}: {i}"
+            );
+        }
+        let (a32, b32): (Vec<f32>, Vec<f32>) = (
+            a.iter().map(|v| v.to_f32() / 3.0).collect(),
+            b.iter().map(|v| v.to_f32()).collect(),
+        );
+        let mut c32 = vec![f32::NAN; n];
+        AddOp::<f32>::interpret(&VectorAddF32::default(), &a32, &b32, &mut c32).unwrap();
+        for i in 0..n {
+            assert_eq!(c32[i], a32[i] + b32[i], "{n}: {i}");
+        }
+    }
+    for (rows, cols) in [(100, 72), (65, 64)] {
+        let src = random(rows * cols, &mut rng, -4.0, 4.0);
+        let mut dst = vec![f16::NAN; rows * cols];
+        TileCopyOp::interpret(&TileCopy::default(), (rows, cols), &src, &mut dst).unwrap();
+        assert!(src
+            .iter()
+            .zip(&dst)
+            .all(|(s, d)| s.to_bits() == d.to_bits()));
+    }
+}
+
+#[test]
+fn calls_whose_buffers_do_not_fit_the_shape_are_refused_before_anything_runs() {
+    let x = vec![f16::ONE; 4 * 8];
+    let w = vec![f16::ONE; 8];
+    let mut y = vec![f16::NAN; 4 * 8];
+    let refused = |r: tilus_kernels::Result<()>, says: &str| {
+        let e = r.unwrap_err();
+        assert!(matches!(e, Error::Shape { .. }), "{e}");
+        assert!(e.to_string().contains(says), "{e}");
+    };
+    refused(
+        SoftmaxOp::interpret(&Softmax::default(), (4, 9), &x, &mut y),
+        "softmax: `x` has 32 elements; the shape needs 36",
+    );
+    refused(
+        SoftmaxOp::interpret(&Softmax::default(), (0, 8), &x, &mut y),
+        "rows = 0",
+    );
+    refused(
+        RmsNormOp::interpret(&RmsNorm::default(), (4, 8), 1e-6, (&x, &w[..7]), &mut y),
+        "rms_norm: `w` has 7 elements; the shape needs 8",
+    );
+    refused(
+        LayerNormOp::interpret(
+            &LayerNorm::default(),
+            (4, 8),
+            1e-6,
+            (&x, &w, &w),
+            &mut y[..31],
+        ),
+        "layer_norm: `y` has 31 elements",
+    );
+    refused(
+        AddOp::<f16>::interpret(&VectorAdd::default(), &x, &w, &mut y),
+        "add: `b` has 8 elements; the shape needs 32",
+    );
+    refused(
+        TileCopyOp::interpret(&TileCopy::default(), (1 << 40, 8), &x, &mut y),
+        "does not fit",
+    );
+    assert!(y.iter().all(|v| v.is_nan()), "an output was written");
+}
