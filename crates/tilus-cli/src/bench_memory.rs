@@ -1,5 +1,5 @@
 //! `tilus bench memory`: the memory-bound kernels of the registry (`vector_add`, `softmax`,
-//! `layer_norm`), each checked against its host reference and timed interleaved with a
+//! `layer_norm`, `rms_norm`), each checked against its host reference and timed interleaved with a
 //! device-to-device copy of the bytes it reads and writes.
 
 use crate::out::{outln, CliError, CliResult};

@@ -10,7 +10,7 @@
 //!   `--interpret` or without a GPU
 //! - `tilus bench matmul --versions v0 --sizes 4096x4096x4096,8192x8192x8192 [--record]`: verify
 //!   against cuBLAS and time beside it (`--record`: append the rows to `docs/perf/results.csv`);
-//!   `tilus bench memory --kernels vector_add,softmax,layer_norm`:
+//!   `tilus bench memory --kernels vector_add,softmax,layer_norm,rms_norm`:
 //!   verify the memory-bound kernels and time them beside a device-to-device copy;
 //!   `tilus bench tune [--version v2]`, `tilus bench launch`: host-side costs
 //! - `tilus soak`: many launches over random shapes, each checked against cuBLAS
@@ -248,8 +248,8 @@ enum BenchCommand {
     /// The memory-bound kernels: verified against their host references, then timed
     /// interleaved with a device-to-device copy of the bytes they read and write.
     Memory {
-        /// Kernels, comma-separated (vector_add, vector_add_f32, softmax, layer_norm).
-        #[arg(long, default_value = "vector_add,softmax,layer_norm")]
+        /// Kernels, comma-separated (vector_add, vector_add_f32, softmax, layer_norm, rms_norm).
+        #[arg(long, default_value = "vector_add,softmax,layer_norm,rms_norm")]
         kernels: String,
         /// Sizes ROWSxCOLS, comma-separated: the matrix of a row-wise kernel, a vector of
         /// ROWS·COLS elements for vector_add.
