@@ -7,6 +7,8 @@
 //! Dependencies run one way: the command line uses this crate, this crate uses the kernel
 //! library (`tilus-kernels`), the tutorial series (`hopper-matmul`) and `tilus`.
 
+#![warn(missing_docs)]
+
 pub mod alloc;
 pub mod bandwidth;
 pub mod buffers;

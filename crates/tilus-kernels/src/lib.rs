@@ -23,6 +23,8 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod copy;
 pub mod elementwise;
 mod error;

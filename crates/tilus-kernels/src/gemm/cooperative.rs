@@ -17,9 +17,13 @@ pub const CONSUMER_REGISTERS: u32 = 232;
 /// The tile shape of a block with two consumer warp groups.
 #[derive(Clone, Copy, Debug)]
 pub struct CooperativeShape {
+    /// Rows of C per tile.
     pub block_m: i32,
+    /// Columns of C per tile.
     pub block_n: i32,
+    /// Depth of one K step.
     pub block_k: i32,
+    /// Stages in the ring.
     pub stages: i32,
     /// false: the warp groups share each tile, `block_m / 2` rows each (cooperative);
     /// true: they take whole tiles in turn (ping-pong), so A is staged whole and a stage is
