@@ -46,6 +46,7 @@ mod bench_memory;
 mod bench_tune;
 mod cache;
 mod check;
+mod flagship;
 mod operand;
 mod out;
 mod plot;
@@ -123,6 +124,26 @@ enum Command {
         /// Run blocks one after another instead of in parallel (interpreter).
         #[arg(long)]
         sequential: bool,
+    },
+    /// The main job: every step of the matmul series and the library's GEMM verified and timed
+    /// beside cuBLAS, the memory-bound kernels beside a device copy, one table and the chart;
+    /// without a GPU, each kernel on the CPU interpreter and through NVRTC.
+    Flagship {
+        /// The matmul size.
+        #[arg(long, default_value = "4096x4096x4096", value_name = "MxNxK")]
+        matmul: String,
+        /// The memory-bound kernels' size.
+        #[arg(long, default_value = "16384x8192", value_name = "ROWSxCOLS")]
+        memory: String,
+        /// Timed rounds (the median is reported).
+        #[arg(long, default_value_t = 50)]
+        rounds: usize,
+        /// Where the chart is drawn.
+        #[arg(long, default_value = "target/flagship.svg")]
+        plot: std::path::PathBuf,
+        /// Interpret and compile only, even where there is a GPU.
+        #[arg(long)]
+        no_gpu: bool,
     },
     /// List the kernels this command knows.
     List,
@@ -466,6 +487,19 @@ fn run(cli: Cli) -> CliResult<bool> {
             pool,
             seed,
             dtype,
+        }),
+        Command::Flagship {
+            matmul,
+            memory,
+            rounds,
+            plot,
+            no_gpu,
+        } => flagship::flagship(&flagship::FlagshipArgs {
+            matmul,
+            memory,
+            rounds,
+            plot,
+            no_gpu,
         }),
         Command::Doctor => {
             outln!("{}", tilus::doctor::report());

@@ -1,12 +1,10 @@
-//! The harness's own tests: every registry entry through its workload (`registry`), the unfused
-//! epilogue baseline against the f64 epilogue (`epilogue_pass`) and the main job's command line
-//! (`flagship_args`).
+//! The harness's own tests: every registry entry through its workload (`registry`) and the
+//! unfused epilogue baseline against the f64 epilogue (`epilogue_pass`).
 //!
 //! Every test that compiles calls `tilus_bench::test_cache!()` first (see the kernel library's
 //! tests), and the process does so before `main` on Linux.
 
 mod epilogue_pass;
-mod flagship_args;
 mod registry;
 
 extern "C" fn before_main() {
