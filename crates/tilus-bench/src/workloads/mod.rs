@@ -7,6 +7,7 @@ pub mod epilogue;
 pub mod layer_norm;
 pub mod matmul;
 pub mod rms_norm;
+pub mod rows;
 pub mod softmax;
 pub mod split_k;
 pub mod stream_k;
