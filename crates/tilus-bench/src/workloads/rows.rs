@@ -139,7 +139,11 @@ impl RowWise {
     /// read once.
     pub fn traffic(&self, size: &Size) -> Result<u128> {
         let [rows, cols] = size.dims()?;
-        Ok(rows::traffic(rows, cols, 2 * self.params.len() as u128 * cols as u128))
+        Ok(rows::traffic(
+            rows,
+            cols,
+            2 * self.params.len() as u128 * cols as u128,
+        ))
     }
 }
 

@@ -9,3 +9,4 @@ mod common;
 mod flagship;
 mod front_door;
 mod robustness;
+mod walkthrough;
