@@ -292,7 +292,7 @@ fn run<T: BenchOperand>(a: &MatmulArgs, checked: Checked) -> CliResult<bool> {
         let records = record::records(&rows, refs.len(), |v| Some(format!("hopper_matmul_{v}")));
         let plotted: Vec<record::Record> = records.into_iter().filter(|r| r.passed).collect();
         let title = format!("Hopper matmul on {} against cuBLAS", device.name());
-        crate::plot::write_svg(path, &crate::plot::series_svg(&plotted, &title))?;
+        crate::plot::write_svg(path, &crate::plot::series_svg(&plotted, &title)?)?;
         outln!("drew {}", path.display());
     }
     Ok(ok)

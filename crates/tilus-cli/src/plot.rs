@@ -1,11 +1,13 @@
 //! `tilus plot RESULTS.csv` and `tilus bench matmul --plot FILE.svg`: a picture of the matmul
 //! series, one group of bars per shape (cuBLAS, then each version), TFLOPS as the bars' height
-//! and the ratio to cuBLAS of the same run written above each version's bar. The SVG is
-//! written here, element by element (no plotting crate is available to this build).
+//! and the ratio to cuBLAS of the same run written above each version's bar. The chart is
+//! drawn with `plotters`' SVG backend into a string, its text as SVG `<text>` elements: no
+//! font is read or rasterized, so drawing needs neither system fonts nor a browser.
 
 use crate::out::{outln, CliError, CliResult};
 use crate::record::Record;
-use std::fmt::Write;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Whether a recorded kernel is a version of the series (not an ablation's configuration,
 /// which carries its settings in brackets, nor another kernel).
@@ -105,15 +107,68 @@ fn short(kernel: &str) -> &str {
     kernel.strip_prefix("hopper_matmul_").unwrap_or(kernel)
 }
 
-/// Bar colours: cuBLAS grey, then one per version in order.
-const COLOURS: &[&str] = &[
-    "#9e9e9e", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b",
-    "#e6550d", "#31a354",
+/// cuBLAS's bars' colour.
+const CUBLAS: RGBColor = RGBColor(0x9e, 0x9e, 0x9e);
+
+/// The colours of versions `v0` to `v6`, light to dark.
+const NUMBERED: &[RGBColor] = &[
+    RGBColor(0xc6, 0xdb, 0xef),
+    RGBColor(0x9e, 0xca, 0xe1),
+    RGBColor(0x6b, 0xae, 0xd6),
+    RGBColor(0x42, 0x92, 0xc6),
+    RGBColor(0x21, 0x71, 0xb5),
+    RGBColor(0x08, 0x51, 0x9c),
+    RGBColor(0x08, 0x30, 0x6b),
 ];
 
-/// The chart: one group per shape (in order of first appearance), cuBLAS's bar then each
-/// version's (in name order), the ratio above each version's bar; `title` on top.
-pub fn series_svg(rows: &[Record], title: &str) -> String {
+/// The colours of the other versions (`split_k`), in name order.
+const OTHERS: &[RGBColor] = &[
+    RGBColor(0xe6, 0x55, 0x0d),
+    RGBColor(0x31, 0xa3, 0x54),
+    RGBColor(0x75, 0x6b, 0xb1),
+    RGBColor(0xd6, 0x27, 0x28),
+];
+
+/// Each version's colour (the same in every chart for `v0` to `v6`).
+fn colours(versions: &[String]) -> Vec<RGBColor> {
+    let mut others = OTHERS.iter().cycle();
+    versions
+        .iter()
+        .map(|v| {
+            let number = short(v)
+                .strip_prefix('v')
+                .and_then(|n| n.parse::<usize>().ok());
+            match number {
+                Some(n) if n < NUMBERED.len() => NUMBERED[n],
+                _ => *others.next().unwrap_or(&CUBLAS),
+            }
+        })
+        .collect()
+}
+
+/// The chart's layout in pixels: a bar's width (a gap of 2 included), the space between
+/// groups, a group's least width (its shape's label fits), the space right of the bars (the
+/// legend's) and left of the plot (the TFLOPS axis'), and the picture's height.
+const BAR_W: f64 = 16.0;
+const GROUP_GAP: f64 = 24.0;
+const GROUP_MIN_W: f64 = 100.0;
+const AXIS_W: u32 = 64;
+const LEGEND_W: u32 = 120;
+const HEIGHT: u32 = 480;
+
+/// One bar of the chart: its series (0 cuBLAS, then the versions), its left and right edges,
+/// its height in TFLOPS and, for a version, its ratio to cuBLAS of the same run.
+struct Bar {
+    series: usize,
+    x: (f64, f64),
+    tflops: f64,
+    ratio: Option<f64>,
+}
+
+/// The chart: one group per shape (in order of first appearance), cuBLAS's bar then the bar
+/// of each version recorded at that shape (in name order), the ratio above each version's
+/// bar, a legend naming the bars' colours; `title` on top.
+pub fn series_svg(rows: &[Record], title: &str) -> CliResult<String> {
     let mut shapes: Vec<(usize, usize, usize)> = vec![];
     let mut versions: Vec<String> = vec![];
     for r in rows {
@@ -125,109 +180,133 @@ pub fn series_svg(rows: &[Record], title: &str) -> String {
         }
     }
     versions.sort_by_key(|v| (v.len(), v.clone()));
-    let bars = versions.len() + 1;
-    let (bar_w, gap, left, top, plot_h) = (14.0, 26.0, 60.0, 60.0, 300.0);
-    let group_w = bars as f64 * bar_w + gap;
-    let width = left + shapes.len().max(1) as f64 * group_w + 20.0;
-    let height = top + plot_h + 90.0;
-    let max = rows
-        .iter()
-        .flat_map(|r| [r.tflops, r.cublas_tflops])
-        .fold(1.0f64, f64::max);
-    let scale = (max / 100.0).ceil() * 100.0;
-    let y = |t: f64| top + plot_h * (1.0 - t / scale);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{left}" y="20" font-size="14" font-weight="bold">{}</text>"#,
-        escape(title)
-    );
-    // axis and grid lines every 100 TFLOPS
-    let mut t = 0.0;
-    while t <= scale {
-        let _ = writeln!(
-            s,
-            r##"<line x1="{left}" x2="{:.0}" y1="{:.1}" y2="{:.1}" stroke="#e0e0e0"/><text x="{:.0}" y="{:.1}" text-anchor="end">{t:.0}</text>"##,
-            width - 20.0,
-            y(t),
-            y(t),
-            left - 6.0,
-            y(t) + 4.0
-        );
-        t += 100.0;
-    }
-    let _ = writeln!(
-        s,
-        r#"<text x="14" y="{:.0}" transform="rotate(-90 14 {:.0})" text-anchor="middle">TFLOPS</text>"#,
-        top + plot_h / 2.0,
-        top + plot_h / 2.0
-    );
-    for (g, &(m, n, k)) in shapes.iter().enumerate() {
-        let x0 = left + gap / 2.0 + g as f64 * group_w;
+
+    // x in pixels from the plot's left edge: each group as wide as its bars or its label
+    let (mut bars, mut labels, mut x) = (vec![], vec![], GROUP_GAP / 2.0);
+    for &(m, n, k) in &shapes {
         let at_shape: Vec<&Record> = rows
             .iter()
             .filter(|r| (r.m, r.n, r.k) == (m, n, k))
             .collect();
         // cuBLAS of the latest run at this shape
         let blas = at_shape.iter().map(|r| r.cublas_tflops).fold(0.0, f64::max);
-        let mut bar = |i: usize, value: f64, label: Option<String>| {
-            let x = x0 + i as f64 * bar_w;
-            let _ = writeln!(
-                s,
-                r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"/>"#,
-                y(value),
-                bar_w - 2.0,
-                top + plot_h - y(value),
-                COLOURS[i % COLOURS.len()]
-            );
-            if let Some(l) = label {
-                let (cx, cy) = (x + bar_w / 2.0 - 1.0, y(value) - 4.0);
-                let _ = writeln!(
-                    s,
-                    r#"<text x="{cx:.1}" y="{cy:.1}" font-size="8" transform="rotate(-90 {cx:.1} {cy:.1})">{l}</text>"#
-                );
-            }
-        };
-        bar(0, blas, None);
+        let mut group = vec![(0, blas, None)];
         for (i, v) in versions.iter().enumerate() {
             if let Some(r) = at_shape.iter().find(|r| &r.kernel == v) {
-                bar(i + 1, r.tflops, Some(format!("{:.2}x", r.ratio)));
+                group.push((i + 1, r.tflops, Some(r.ratio)));
             }
         }
-        let cx = x0 + bars as f64 * bar_w / 2.0;
-        let _ = writeln!(
-            s,
-            r#"<text x="{cx:.1}" y="{:.0}" text-anchor="middle" font-size="9">{m}×{n}×{k}</text>"#,
-            top + plot_h + 14.0
-        );
+        let width = (group.len() as f64 * BAR_W).max(GROUP_MIN_W);
+        let mut left = x + (width - group.len() as f64 * BAR_W) / 2.0;
+        for (series, tflops, ratio) in group {
+            bars.push(Bar {
+                series,
+                x: (left, left + BAR_W - 2.0),
+                tflops,
+                ratio,
+            });
+            left += BAR_W;
+        }
+        labels.push((x + width / 2.0, format!("{m}×{n}×{k}")));
+        x += width + GROUP_GAP;
     }
-    // legend
-    let ly = top + plot_h + 40.0;
-    let names =
-        std::iter::once("cuBLAS".to_string()).chain(versions.iter().map(|v| short(v).to_string()));
-    for (i, name) in names.enumerate() {
-        let lx = left + i as f64 * 80.0;
-        let _ = writeln!(
-            s,
-            r#"<rect x="{lx:.0}" y="{ly:.0}" width="10" height="10" fill="{}"/><text x="{:.0}" y="{:.0}">{}</text>"#,
-            COLOURS[i % COLOURS.len()],
-            lx + 14.0,
-            ly + 9.0,
-            escape(&name)
-        );
+    let plot_w = x - GROUP_GAP / 2.0;
+    let max = bars.iter().map(|b| b.tflops).fold(1.0f64, f64::max);
+    // room above the highest bar for its ratio
+    let top = (max * 1.12 / 100.0).ceil() * 100.0;
+
+    let mut svg = String::new();
+    draw(&mut svg, title, &versions, &bars, &labels, (plot_w, top))
+        .map_err(|e| CliError::failed(format!("cannot draw the chart: {e}")))?;
+    Ok(svg)
+}
+
+/// Draws the bars laid out by [`series_svg`] into `svg`: `plot_w` is the bars' width in
+/// pixels (the legend goes right of them), `top` the TFLOPS at the top of the axis.
+fn draw(
+    svg: &mut String,
+    title: &str,
+    versions: &[String],
+    bars: &[Bar],
+    labels: &[(f64, String)],
+    (plot_w, top): (f64, f64),
+) -> Result<(), Box<dyn std::error::Error>> {
+    let margin = 10;
+    let width = plot_w.ceil() as u32 + LEGEND_W + AXIS_W + 2 * margin;
+    let root = SVGBackend::with_string(svg, (width, HEIGHT)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20).into_font().style(FontStyle::Bold))
+        .margin(margin)
+        .margin_bottom(margin + 20)
+        .x_label_area_size(24)
+        .y_label_area_size(AXIS_W)
+        .build_cartesian_2d(0.0..plot_w + LEGEND_W as f64, 0.0..top)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(0)
+        .y_labels((top / 100.0) as usize + 1)
+        .y_label_formatter(&|t| format!("{t:.0}"))
+        .y_desc("TFLOPS")
+        .bold_line_style(RGBColor(0xe0, 0xe0, 0xe0))
+        .light_line_style(TRANSPARENT)
+        .label_style(("sans-serif", 14))
+        .draw()?;
+
+    let names = std::iter::once("cuBLAS").chain(versions.iter().map(|v| short(v)));
+    let colours = std::iter::once(CUBLAS).chain(colours(versions));
+    for (series, (name, colour)) in names.zip(colours).enumerate() {
+        chart
+            .draw_series(
+                bars.iter()
+                    .filter(|b| b.series == series)
+                    .map(|b| Rectangle::new([(b.x.0, 0.0), (b.x.1, b.tflops)], colour.filled())),
+            )?
+            .label(name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 12, y + 6)], colour.filled()));
     }
-    let _ = writeln!(
-        s,
-        r##"<text x="{left}" y="{:.0}" font-size="9" fill="#555">ratio to cuBLAS of the same run above each bar</text>"##,
-        ly + 30.0
-    );
-    s.push_str("</svg>\n");
-    s
+
+    // the ratios, upwards from above each version's bar
+    let ratio_style = ("sans-serif", 12)
+        .into_font()
+        .transform(FontTransform::Rotate270)
+        .into_text_style(&root)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    chart.draw_series(bars.iter().filter_map(|b| {
+        let ratio = b.ratio?;
+        let at = ((b.x.0 + b.x.1) / 2.0, b.tflops);
+        Some(EmptyElement::at(at) + Text::new(format!("{ratio:.2}×"), (0, -4), ratio_style.clone()))
+    }))?;
+
+    // the shapes under their groups
+    let shape_style = ("sans-serif", 13)
+        .into_text_style(&root)
+        .pos(Pos::new(HPos::Center, VPos::Top));
+    chart.draw_series(labels.iter().map(|(x, label)| {
+        EmptyElement::at((*x, 0.0)) + Text::new(label.clone(), (0, 6), shape_style.clone())
+    }))?;
+
+    // the legend in the space right of the last group (positioned within the plotting area)
+    let origin = chart.plotting_area().get_pixel_range().0.start;
+    let legend_x = chart.backend_coord(&(plot_w, top)).0 - origin + 12;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::Coordinate(legend_x, 8))
+        .label_font(("sans-serif", 14))
+        .background_style(WHITE)
+        .border_style(RGBColor(0xbd, 0xbd, 0xbd))
+        .draw()?;
+
+    root.draw(&Text::new(
+        "ratio to cuBLAS of the same run above each bar",
+        ((margin + AXIS_W) as i32, HEIGHT as i32 - margin as i32 - 4),
+        ("sans-serif", 13)
+            .into_font()
+            .color(&RGBColor(0x55, 0x55, 0x55)),
+    ))?;
+    root.present()?;
+    Ok(())
 }
 
 /// `tilus plot`: the chart of a results file's latest rows in operand type `dtype`.
@@ -249,7 +328,7 @@ pub fn plot_file(results: &std::path::Path, out: &std::path::Path, dtype: &str) 
         .collect();
     let gpu = gpus.last().copied().unwrap_or("the GPU");
     let title = format!("Hopper matmul on {gpu} against cuBLAS, {dtype} (latest recorded rows)");
-    write_svg(out, &series_svg(&rows, &title))?;
+    write_svg(out, &series_svg(&rows, &title)?)?;
     outln!(
         "drew {} rows of {} into {}",
         rows.len(),
@@ -279,13 +358,6 @@ pub fn check_writable(path: &std::path::Path) -> CliResult<()> {
 pub fn write_svg(path: &std::path::Path, svg: &str) -> CliResult<()> {
     std::fs::write(path, svg)
         .map_err(|e| CliError::Usage(format!("cannot write {}: {e}", path.display())))
-}
-
-/// Text for SVG.
-fn escape(t: &str) -> String {
-    t.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 #[cfg(test)]
@@ -335,19 +407,102 @@ mod tests {
         let bf16 = latest_rows(CSV, "bf16").unwrap();
         assert_eq!(bf16.len(), 1);
         assert_eq!(bf16[0].tflops, 700.0);
-        let svg = series_svg(&rows, "series");
-        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
+    }
+
+    /// The text of each `<text>` element of an SVG, trimmed.
+    fn texts(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .map(|t| {
+                let body = &t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()];
+                body.trim().to_string()
+            })
+            .collect()
+    }
+
+    /// An attribute's value in an element's text.
+    fn attr<'a>(element: &'a str, name: &str) -> &'a str {
+        let at = element.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+        &element[at..at + element[at..].find('"').unwrap()]
+    }
+
+    /// The bars of an SVG: the coloured `<rect>`s standing on the axis (the bottom most of
+    /// them share), as (colour, height in pixels).
+    fn bars(svg: &str) -> Vec<(String, f64)> {
+        let rects: Vec<(String, f64, f64)> = svg
+            .split("<rect")
+            .skip(1)
+            .map(|r| {
+                let num = |n: &str| attr(r, n).parse::<f64>().unwrap();
+                (
+                    attr(r, "fill").to_string(),
+                    num("y") + num("height"),
+                    num("height"),
+                )
+            })
+            .filter(|(fill, ..)| fill != "#FFFFFF" && fill != "none")
+            .collect();
+        let mut bottoms: Vec<f64> = rects.iter().map(|r| r.1).collect();
+        bottoms.sort_by(f64::total_cmp);
+        let axis = bottoms
+            .iter()
+            .max_by_key(|b| bottoms.iter().filter(|c| c == b).count())
+            .copied()
+            .unwrap();
+        rects
+            .into_iter()
+            .filter(|r| r.1 == axis)
+            .map(|(fill, _, height)| (fill, height))
+            .collect()
+    }
+
+    #[test]
+    fn the_chart_has_a_bar_per_row_and_per_shape_and_each_versions_ratio() {
+        let rows = latest_rows(CSV, "f16").unwrap();
+        assert_eq!(rows.len(), 3);
+        let svg = series_svg(&rows, "series & more").unwrap();
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        let words = texts(&svg);
         for text in [
-            "1.03x",
-            "0.64x",
-            "0.83x",
+            "series &amp; more",
+            "TFLOPS",
             "4096×4096×4096",
             "8192×8192×8192",
-            ">v6<",
-            ">cuBLAS<",
+            "cuBLAS",
+            "v0",
+            "v1",
+            "v6",
         ] {
-            assert!(svg.contains(text), "{text} missing:\n{svg}");
+            assert!(words.iter().any(|t| t == text), "{text} missing: {words:?}");
         }
+        // each version's row its ratio, the later run's (0.64, not v0's earlier 0.62)
+        let mut ratios: Vec<&str> = words
+            .iter()
+            .filter(|t| t.ends_with('×'))
+            .map(String::as_str)
+            .collect();
+        ratios.sort();
+        assert_eq!(ratios, ["0.64×", "0.83×", "1.03×"]);
+        // cuBLAS's bar at each shape and a bar per row, TFLOPS as the height
+        let drawn = bars(&svg);
+        assert_eq!(drawn.len(), rows.len() + 2, "{drawn:?}");
+        let grey = drawn.iter().filter(|b| b.0 == "#9E9E9E").count();
+        assert_eq!(grey, 2, "one cuBLAS bar per shape");
+        let mut heights: Vec<f64> = drawn.iter().map(|b| b.1).collect();
+        heights.sort_by(f64::total_cmp);
+        // 410 (v0), 520 (v1), 630 and 640 (cuBLAS), 660 (v6) TFLOPS
+        let per_tflop = heights[4] / 660.0;
+        for (h, t) in heights.iter().zip([410.0, 520.0, 630.0, 640.0, 660.0]) {
+            assert!((h - t * per_tflop).abs() <= 1.0, "{heights:?}");
+        }
+        // a row fewer, a bar and a ratio fewer
+        let fewer = series_svg(&rows[1..], "series").unwrap();
+        assert_eq!(bars(&fewer).len(), drawn.len() - 1);
+        let fewer_ratios = texts(&fewer).iter().filter(|t| t.ends_with('×')).count();
+        assert_eq!(fewer_ratios, ratios.len() - 1);
+        // a run none of whose rows passed still draws (an empty chart)
+        let empty = series_svg(&[], "series").unwrap();
+        assert!(!texts(&empty).iter().any(|t| t.ends_with('×')));
     }
 
     #[test]
