@@ -123,7 +123,7 @@ fn on_gpu(
     });
     let plotted: Vec<record::Record> = records.into_iter().filter(|r| r.passed).collect();
     let title = format!("Hopper matmul on {} against cuBLAS", device.name());
-    crate::plot::write_svg(&a.plot, &crate::plot::series_svg(&plotted, &title))?;
+    crate::plot::write_svg(&a.plot, &crate::plot::series_svg(&plotted, &title)?)?;
     outln!("chart: {}", a.plot.display());
     Ok(matmul_ok && memory_ok)
 }

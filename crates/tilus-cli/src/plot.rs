@@ -155,6 +155,8 @@ const GROUP_MIN_W: f64 = 100.0;
 const AXIS_W: u32 = 64;
 const LEGEND_W: u32 = 120;
 const HEIGHT: u32 = 480;
+/// The width of one character of the title, in pixels (20-pixel bold sans-serif, generously).
+const TITLE_CHAR_W: f64 = 11.0;
 
 /// One bar of the chart: its series (0 cuBLAS, then the versions), its left and right edges,
 /// its height in TFLOPS and, for a version, its ratio to cuBLAS of the same run.
@@ -210,7 +212,9 @@ pub fn series_svg(rows: &[Record], title: &str) -> CliResult<String> {
         labels.push((x + width / 2.0, format!("{m}×{n}×{k}")));
         x += width + GROUP_GAP;
     }
-    let plot_w = x - GROUP_GAP / 2.0;
+    // wide enough for the title too (a run of one shape has one narrow group)
+    let title_w = title.chars().count() as f64 * TITLE_CHAR_W - f64::from(LEGEND_W + AXIS_W);
+    let plot_w = (x - GROUP_GAP / 2.0).max(title_w);
     let max = bars.iter().map(|b| b.tflops).fold(1.0f64, f64::max);
     // room above the highest bar for its ratio
     let top = (max * 1.12 / 100.0).ceil() * 100.0;
