@@ -13,6 +13,8 @@ pub mod alloc;
 pub mod bandwidth;
 pub mod buffers;
 pub mod checks;
+pub mod compare;
+pub mod entry_run;
 pub mod epilogue_bench;
 pub mod epilogue_pass;
 mod error;

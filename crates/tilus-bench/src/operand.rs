@@ -1,7 +1,7 @@
 //! The operand types as the harness sees them: the kernels' [`tilus_kernels::Operand`] (f16,
 //! bf16) with cuBLAS's name for each and how close an output must be to cuBLAS's.
 
-use crate::harness::Tolerance;
+use crate::compare::Tolerance;
 use half::{bf16, f16};
 use tilus::cudarc::cublas::sys::cudaDataType;
 use tilus_kernels::gemm::Matmuls;

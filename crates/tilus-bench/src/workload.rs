@@ -1,19 +1,17 @@
 //! What a kernel of the registry computes, apart from how: the dimensions of its size, random
 //! inputs, a reference and a comparison, on the host (for the interpreter) and on the device
 //! (for the GPU). A matmul is one workload ([`crate::workloads::matmul::Matmul`]); a copy or a reduction is
-//! another, with its own dimensions and arguments. Running a kernel on either backend is
-//! written once, here, over these pieces.
+//! another, with its own dimensions and arguments. Running a registry entry on either backend
+//! over these pieces is written once, in [`crate::entry_run`].
 
 use crate::harness::Check;
-use crate::registry::Entry;
 use crate::size::Size;
 use crate::Result;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tilus::cudarc::driver::CudaStream;
 use tilus::interp::InterpValue;
-use tilus::lang::{DynScript, HostValue};
-use tilus::runtime::{Device, LoadedKernel};
+use tilus::lang::HostValue;
 
 /// The host side of one kind of problem.
 pub trait Workload: Send + Sync {
@@ -66,95 +64,4 @@ pub struct RunReport {
     pub from_cache: bool,
     /// The outputs against the reference.
     pub check: Check,
-}
-
-fn synchronize(stream: &Arc<CudaStream>) -> Result<()> {
-    stream.synchronize().map_err(|e| tilus::Error::Driver {
-        call: "cuStreamSynchronize",
-        message: format!("{e:?}"),
-    })?;
-    Ok(())
-}
-
-impl Entry {
-    /// Runs `script` (a configuration of this entry) once on the CPU interpreter on random
-    /// inputs of `size`, and checks it against the CPU reference.
-    pub fn interpret(
-        &self,
-        script: &dyn DynScript,
-        size: &Size,
-        seed: u64,
-        opts: &tilus::interp::Options,
-    ) -> Result<RunReport> {
-        let t0 = Instant::now();
-        let program = script.trace(&(self.consts)(size))?;
-        let (program, plan) = tilus::passes::compile_program(program)?;
-        let prepare = t0.elapsed();
-        let mut case = self.workload.host_case(size, seed)?;
-        let t1 = Instant::now();
-        let report = {
-            let mut values = case.args();
-            tilus::interp::run_program(&program, &plan, &mut values, opts)?
-        };
-        let kernel = t1.elapsed();
-        let t2 = Instant::now();
-        let check = case.check()?;
-        Ok(RunReport {
-            prepare,
-            kernel,
-            reference: t2.elapsed(),
-            interp: Some(report),
-            from_cache: false,
-            check,
-        })
-    }
-
-    /// Traces, checks and compiles `script` (a configuration of this entry) for `size` and loads
-    /// it on `device`; also says whether the compiled program came from the cache.
-    pub fn load(
-        &self,
-        script: &dyn DynScript,
-        size: &Size,
-        device: &Device,
-    ) -> Result<(LoadedKernel, bool)> {
-        let program = script.trace(&(self.consts)(size))?;
-        let (program, plan) = tilus::passes::compile_program(program)?;
-        let compiled = tilus::compile::compile(&program, &plan)?;
-        let names = program.params.iter().map(|p| p.name.clone()).collect();
-        let kernel = LoadedKernel::load(device, &compiled, names)?;
-        Ok((kernel, compiled.from_cache))
-    }
-
-    /// Compiles `script` (a configuration of this entry) for `size`, runs it once on the GPU on
-    /// random inputs and checks it against the device reference.
-    pub fn run_on_gpu(
-        &self,
-        script: &dyn DynScript,
-        size: &Size,
-        seed: u64,
-        device: &Device,
-    ) -> Result<RunReport> {
-        let stream = device.stream().clone();
-        let t0 = Instant::now();
-        let (kernel, from_cache) = self.load(script, size, device)?;
-        let prepare = t0.elapsed();
-        let mut case = self.workload.device_case(&stream, size, seed)?;
-        let t1 = Instant::now();
-        case.reference(&stream)?;
-        synchronize(&stream)?;
-        let reference = t1.elapsed();
-        let t2 = Instant::now();
-        kernel.launch(&stream, &case.args(&stream))?;
-        synchronize(&stream)?;
-        let kernel_time = t2.elapsed();
-        let check = case.check(&stream)?;
-        Ok(RunReport {
-            prepare,
-            kernel: kernel_time,
-            reference,
-            interp: None,
-            from_cache,
-            check,
-        })
-    }
 }
