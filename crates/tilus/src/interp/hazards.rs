@@ -18,9 +18,10 @@
 //!   missing proxy fence;
 //! - a block that finishes while an operation may still read shared memory never waited.
 
+use super::region::Span;
 use super::state::{threads_text, Block, Dirty, Fail, InFlight, Retire, Status, Touch, Work, R};
 use super::task::Task;
-use super::views::{self, Span};
+use super::views;
 use crate::error::Fault;
 use crate::ir::facts::{
     columns_overlap, Access, AsyncGroup, Completion, Effect, Facts, Memory, Ordering, Proxy,

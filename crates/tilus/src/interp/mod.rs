@@ -80,10 +80,13 @@ mod barrier;
 mod control;
 mod debug;
 mod hazards;
+#[cfg(test)]
+mod layers;
 mod mbarrier;
 mod memory;
 mod mma;
 mod printf;
+mod region;
 mod sched;
 mod shape;
 mod state;
@@ -130,7 +133,7 @@ impl Default for Options {
         Options {
             parallel: true,
             batch: 256,
-            max_loop_iterations: 1 << 31,
+            max_loop_iterations: state::MAX_LOOP_ITERATIONS,
             output: Output::Stdout,
             multiprocessors: 4,
         }

@@ -3,6 +3,7 @@
 //! register files, barriers' side information, asynchronous operations in flight, the log of
 //! global writes). Data only: the families' files give it behaviour.
 
+use super::region::{Placed, Span};
 use crate::error::Fault;
 use crate::ir::facts::{Access, AsyncGroup, Memory, Proxy};
 use crate::ir::{
@@ -64,6 +65,11 @@ pub(crate) struct RegInfo {
     pub flat_l: Vec<i64>,
 }
 
+/// Iterations one `while` loop may run by default before the interpreter stops it: the
+/// default of `Options::max_loop_iterations`, kept here so that the tables can start with it
+/// without this file reaching up to the options.
+pub(crate) const MAX_LOOP_ITERATIONS: u64 = 1 << 31;
+
 /// Tables for a whole program, shared by every block.
 pub(crate) struct Prepared<'p> {
     pub p: &'p Program,
@@ -83,8 +89,8 @@ pub(crate) struct Prepared<'p> {
     pub global_arg: Vec<Option<usize>>,
     /// Threads per block.
     pub block_threads: u32,
-    /// Iterations a `while` loop may run before the interpreter stops it
-    /// ([`crate::interp::Options::max_loop_iterations`]).
+    /// Iterations a `while` loop may run before the interpreter stops it (the run's
+    /// `Options::max_loop_iterations`; [`MAX_LOOP_ITERATIONS`] until the run sets it).
     pub max_loop_iterations: u64,
     /// Per argument: whether the program reads the buffer through ordinary loads or atomics,
     /// so that a block's own writes to it must be visible to its later reads.
@@ -277,7 +283,7 @@ impl<'p> Prepared<'p> {
             facts,
             global_arg,
             block_threads: p.threads(),
-            max_loop_iterations: crate::interp::Options::default().max_loop_iterations,
+            max_loop_iterations: MAX_LOOP_ITERATIONS,
             reads_own_writes,
             sequential,
         })
@@ -422,7 +428,7 @@ pub(crate) struct Touch {
     pub memory: Memory,
     /// For a shared tile: the bytes touched in the region (the tile's, or one stage's) and
     /// the stage, for messages.
-    pub bytes: Option<super::views::Span>,
+    pub bytes: Option<Span>,
     /// How.
     pub access: Access,
     /// Through which proxy.
@@ -566,10 +572,46 @@ pub(crate) enum Remote {
         loc: crate::ir::Loc,
     },
     /// A multicast TMA copy's share for the block of rank `rank`.
-    Copy {
-        rank: usize,
-        copy: Box<super::tma::RemoteCopy>,
-    },
+    Copy { rank: usize, copy: Box<RemoteCopy> },
+}
+
+/// A TMA load in flight: the box to copy and the barrier its bytes complete on. Here rather
+/// than in `tma.rs`, which gives it its behaviour, because a block carries multicast shares of
+/// it to other blocks ([`RemoteCopy`]).
+#[derive(Clone)]
+pub(crate) struct CopyIn {
+    /// The global view copied from.
+    pub src: GlobalId,
+    /// The tile, or the stage of it the copy was issued for.
+    pub dst: Placed,
+    /// Coordinates of the box's first element in the view.
+    pub coords: Vec<i64>,
+    /// The view's extents when the copy was issued.
+    pub shape: Vec<i64>,
+    /// The view's strides when the copy was issued.
+    pub strides: Vec<i64>,
+    /// The barrier (array, index) the copy's bytes complete on.
+    pub bar: (BarrierArrayId, usize),
+    /// Where the copy was issued.
+    pub loc: Loc,
+    /// The barrier's completed phases when the copy was issued.
+    pub issue_phase: u64,
+}
+
+/// A multicast copy's share for another block of the cluster: the same box into the same
+/// place of its tile, its bytes on its barrier at the same place.
+pub(crate) struct RemoteCopy {
+    /// The copy, as the issuing block resolved it.
+    pub copy: CopyIn,
+    /// What the copy touches (the same bytes of the receiving block's region).
+    pub touches: Vec<Touch>,
+}
+
+impl RemoteCopy {
+    /// The barrier the share's bytes complete on, and where the copy was issued.
+    pub(crate) fn bar_and_loc(&self) -> ((BarrierArrayId, usize), Loc) {
+        (self.copy.bar, self.copy.loc)
+    }
 }
 
 /// Byte used for shared memory nobody wrote: all-ones is NaN in f16, bf16 and f32, so reading

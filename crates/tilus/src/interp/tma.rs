@@ -7,51 +7,22 @@
 
 use super::barrier::{complete_tx, resolve};
 use super::hazards;
+use super::region::Placed;
 use super::state::{
-    read_bits, write_bits, Block, Fail, GlobalWrite, Remote, Retire, Work, WriteOp, R,
+    read_bits, write_bits, Block, CopyIn, Fail, GlobalWrite, Remote, RemoteCopy, Retire, Touch,
+    Work, WriteOp, R,
 };
 use super::task::{value, values, Step, Task};
-use super::views::{self, Placed};
+use super::views;
 use crate::error::Fault;
 use crate::ir::facts::{AsyncGroup, ThreadScope};
-use crate::ir::{BarrierArrayId, Facts, GlobalId, Loc, TmaInst};
+use crate::ir::{Facts, GlobalId, Loc, TmaInst};
 
-/// A TMA load in flight: the box to copy and the barrier its bytes complete on.
-#[derive(Clone)]
-struct CopyIn {
-    src: GlobalId,
-    /// The tile, or the stage of it the copy was issued for.
-    dst: Placed,
-    /// Coordinates of the box's first element in the view.
-    coords: Vec<i64>,
-    /// The view's extents when the copy was issued.
-    shape: Vec<i64>,
-    /// The view's strides when the copy was issued.
-    strides: Vec<i64>,
-    bar: (BarrierArrayId, usize),
-    loc: Loc,
-    /// The barrier's completed phases when the copy was issued.
-    issue_phase: u64,
-}
-
+/// A TMA load (its data in `state.rs`, so that blocks can carry shares of it to each other)
+/// completes by landing.
 impl Work for CopyIn {
     fn complete(self: Box<Self>, b: &mut Block<'_, '_>) -> R<()> {
         land(b, *self)
-    }
-}
-
-/// A multicast copy's share for another block of the cluster: the same box into the same
-/// place of its tile, its bytes on its barrier at the same place.
-pub(crate) struct RemoteCopy {
-    copy: CopyIn,
-    /// What the copy touches (the same bytes of the receiving block's region).
-    touches: Vec<super::state::Touch>,
-}
-
-impl RemoteCopy {
-    /// The barrier the share's bytes complete on, and where the copy was issued.
-    pub(crate) fn bar_and_loc(&self) -> ((BarrierArrayId, usize), Loc) {
-        (self.copy.bar, self.copy.loc)
     }
 }
 
@@ -60,7 +31,7 @@ impl RemoteCopy {
 fn put_in_flight(
     b: &mut Block<'_, '_>,
     mut copy: CopyIn,
-    touches: Vec<super::state::Touch>,
+    touches: Vec<Touch>,
     (name, label): (&'static str, &'static str),
 ) {
     copy.issue_phase = b.bar_phases(copy.bar.0, copy.bar.1);

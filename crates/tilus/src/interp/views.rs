@@ -3,36 +3,12 @@
 //! outside the tile's leading dimension would read or write another stage's or another tile's
 //! bytes, so here it is a fault.
 
+use super::region::{Placed, Span};
 use super::state::{Block, Fail, R};
 use super::task::{value, Task};
 use crate::error::Fault;
 use crate::ir::{Expr, Loc, SharedId, SharedView};
 use crate::layout::SharedLayout;
-
-/// The elements a shared view covers, placed in the block's region.
-#[derive(Clone, Debug)]
-pub(crate) struct Placed {
-    /// The tile.
-    pub tensor: SharedId,
-    /// The stage, for a view of one stage.
-    pub stage: Option<i64>,
-    /// The bytes of the covered elements in the region: the tile's, or the stage's.
-    pub range: (u64, u64),
-    /// Where the covered elements lie, from `range.0`.
-    pub layout: SharedLayout,
-    /// The covered elements' extents, as stored.
-    pub shape: Vec<i64>,
-}
-
-/// The bytes a shared access touches in the region (the tile's, or one stage's), and the
-/// stage, for messages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Span {
-    /// Byte range in the region.
-    pub range: (u64, u64),
-    /// The stage, for an access to one stage.
-    pub stage: Option<i64>,
-}
 
 /// The stage a view's index names in a task, checked against the tile's stages.
 fn stage_of(

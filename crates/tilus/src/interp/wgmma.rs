@@ -11,9 +11,10 @@
 //! (`hazards.rs`, from the instruction's facts).
 
 use super::hazards;
+use super::region::Placed;
 use super::state::{bits_to_f32, read_bits, Block, Fail, RegData, Retire, Work, R};
 use super::task::{Step, Task};
-use super::views::{self, Placed};
+use super::views;
 use crate::error::Fault;
 use crate::ir::facts::AsyncGroup;
 use crate::ir::{Facts, Loc, RegId, RegView, WgmmaA, WgmmaInst, WgmmaTarget};
