@@ -94,3 +94,51 @@ fn every_op_matches_its_reference_on_the_gpu() {
         assert!(a.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()));
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_fused_epilogue_matches_its_reference_on_the_gpu() {
+    use tilus_kernels::gemm::epilogue::{Activation, EpilogueInputs, FusedGemm, Relu};
+    tilus_bench::test_cache!();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let s = device.stream().clone();
+    let gemm = FusedGemm::<Relu>::new(&device).unwrap();
+    let mut rng = Rng::new(52);
+    for (m, n, k) in [(300, 520, 256), (1024, 1024, 512)] {
+        let (alpha, beta) = (1.25f32, 0.5f32);
+        let a = random(m * k, &mut rng, -0.25, 0.25);
+        let b = random(n * k, &mut rng, -0.25, 0.25);
+        let d = random(m * n, &mut rng, -1.0, 1.0);
+        let bias = random(n, &mut rng, -1.0, 1.0);
+        let up = |v: &Vec<f16>| s.clone_htod(v).unwrap();
+        let (da, db, dd, dbias) = (up(&a), up(&b), up(&d), up(&bias));
+        let mut dc = s.clone_htod(&vec![f16::NAN; m * n]).unwrap();
+        let inputs = EpilogueInputs {
+            a: &da,
+            b: &db,
+            d: &dd,
+            bias: &dbias,
+        };
+        gemm.run(&s, (m, n, k), (alpha, beta), inputs, &mut dc)
+            .unwrap();
+        let c = s.clone_dtoh(&dc).unwrap();
+        let mut expect = vec![0.0; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                let dot: f64 = (0..k)
+                    .map(|p| a[i * k + p].to_f64() * b[j * k + p].to_f64())
+                    .sum();
+                let x = f64::from(alpha) * dot
+                    + f64::from(beta) * d[i * n + j].to_f64()
+                    + bias[j].to_f64();
+                expect[i * n + j] = Relu::reference(x);
+            }
+        }
+        assert_close(
+            &format!("fused relu {m}x{n}x{k}"),
+            &c,
+            &expect,
+            (2e-3, 2e-3),
+        );
+    }
+}

@@ -152,3 +152,54 @@ fn calls_whose_buffers_do_not_fit_the_shape_are_refused_before_anything_runs() {
     );
     assert!(y.iter().all(|v| v.is_nan()), "an output was written");
 }
+
+#[test]
+fn the_fused_epilogue_matches_the_f64_reference_and_refuses_a_short_bias() {
+    use tilus_kernels::gemm::epilogue::{
+        Activation, EpilogueInputs, FusedGemm, GeluTanh, MatmulEpilogue,
+    };
+    tilus_bench::test_cache!();
+    let mut rng = Rng::new(44);
+    let (m, n, k) = (130, 136, 128);
+    let (alpha, beta) = (0.75f32, -0.5f32);
+    let a = random(m * k, &mut rng, -0.25, 0.25);
+    let b = random(n * k, &mut rng, -0.25, 0.25);
+    let d = random(m * n, &mut rng, -1.0, 1.0);
+    let bias = random(n, &mut rng, -1.0, 1.0);
+    let mut c = vec![f16::NAN; m * n];
+    let config = MatmulEpilogue::<GeluTanh>::default();
+    let inputs = EpilogueInputs {
+        a: &a[..],
+        b: &b[..],
+        d: &d[..],
+        bias: &bias[..],
+    };
+    FusedGemm::interpret(&config, (m, n, k), (alpha, beta), inputs, &mut c).unwrap();
+    let mut expect = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let dot: f64 = (0..k)
+                .map(|p| a[i * k + p].to_f64() * b[j * k + p].to_f64())
+                .sum();
+            let x =
+                f64::from(alpha) * dot + f64::from(beta) * d[i * n + j].to_f64() + bias[j].to_f64();
+            expect[i * n + j] = GeluTanh::reference(x);
+        }
+    }
+    assert_close("fused gelu 130x136x128", &c, &expect, (2e-3, 2e-3));
+
+    let mut c = vec![f16::NAN; m * n];
+    let short = EpilogueInputs {
+        a: &a[..],
+        b: &b[..],
+        d: &d[..],
+        bias: &bias[..n - 1],
+    };
+    let e = FusedGemm::interpret(&config, (m, n, k), (alpha, beta), short, &mut c).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("`bias` has 135 elements; the shape needs 136"),
+        "{e}"
+    );
+    assert!(c.iter().all(|v| v.is_nan()));
+}

@@ -16,7 +16,10 @@
 //! your own): each is its own kernel, and the tile expression it builds is fused into the
 //! same instruction as the scale and the adds.
 
+mod fused;
 pub mod operands;
+
+pub use fused::{EpilogueInputs, FusedGemm};
 
 use std::fmt::Debug;
 use std::hash::Hash;
