@@ -17,6 +17,15 @@ use tilus::runtime::Device;
 use tilus::tune::Autotuned;
 
 /// The kernel. Fields are compile-time hyperparameters: the tile each block copies.
+///
+/// ```
+/// use tilus_kernels::copy::{TileCopy, TileCopyOp};
+/// let src: Vec<half::f16> = (0..100 * 72).map(|i| half::f16::from_f32(i as f32)).collect();
+/// let mut dst = vec![half::f16::NAN; src.len()];
+/// TileCopyOp::interpret(&TileCopy::default(), (100, 72), &src, &mut dst)?;
+/// assert_eq!(src, dst);
+/// # Ok::<(), tilus_kernels::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
 #[tune(block_rows = [32, 64, 128, 256])]
 #[tune(block_cols = [32, 64])]

@@ -29,6 +29,20 @@ use tilus::lang::Element;
 use tilus::prelude::*;
 
 /// The v6 kernel. Fields are compile-time hyperparameters.
+///
+/// On the CPU interpreter (`tilus::interpret`), or autotuned on a GPU
+/// (`MatmulPersistent::autotuned(&device)?.launch(stream, args)`); [`super::Gemm`] is the
+/// entry point that also takes small M.
+///
+/// ```
+/// use tilus_kernels::gemm::persistent::MatmulPersistent;
+/// let (m, n, k) = (200, 256, 128);
+/// let (a, b) = (vec![half::f16::ONE; m * k], vec![half::f16::ONE; n * k]);
+/// let mut c = vec![half::f16::NAN; m * n];
+/// tilus::interpret(&MatmulPersistent::default(), (m as i32, n as i32, k as i32, &a[..], &b[..], &mut c[..]))?;
+/// assert!(c.iter().all(|&v| v == half::f16::from_f32(128.0)));
+/// # Ok::<(), tilus::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
 #[tune(block_m, block_n, ping_pong = [(128, 128, 0), (128, 256, 0), (256, 128, 0), (128, 128, 1), (64, 256, 1)])]
 #[tune(block_k = [64])]

@@ -39,6 +39,22 @@ pub fn workspace_len(m: usize, n: usize, splits: usize) -> usize {
 }
 
 /// The partial products. Fields are compile-time hyperparameters.
+///
+/// With `serial = 1` (the default) the last split's blocks of a tile sum the partials in the
+/// same launch; [`SplitK`] owns the workspace and counters and is what [`super::Gemm`] runs.
+///
+/// ```no_run
+/// use tilus_kernels::gemm::split_k::{MatmulSplitK, SplitK};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let device = tilus::runtime::Device::open(0)?;
+/// let split_k = SplitK::<half::f16>::fixed(MatmulSplitK::default(), &device);
+/// let (m, n, k) = (16, 4096, 4096);
+/// let a = device.stream().clone_htod(&vec![half::f16::ONE; m * k])?;
+/// let b = device.stream().clone_htod(&vec![half::f16::ONE; n * k])?;
+/// let mut c = device.stream().alloc_zeros::<half::f16>(m * n)?;
+/// split_k.launch_on(device.stream(), (m, n, k), (&a, &b), &mut c)?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
 // deeper rings for the narrower tiles: a 256-column tile takes 40 KiB a stage
 #[tune(block_n, stages = [(64, 8), (128, 4), (128, 8), (256, 4)])]

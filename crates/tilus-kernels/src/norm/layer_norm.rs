@@ -25,6 +25,17 @@ use tilus::runtime::Device;
 use tilus::tune::Autotuned;
 
 /// The kernel. Fields are compile-time hyperparameters: the rows a block holds and its warps.
+///
+/// ```
+/// use tilus_kernels::norm::{LayerNorm, LayerNormOp};
+/// use half::f16;
+/// let x: Vec<f16> = [1.0, 3.0, 1.0, 3.0].iter().map(|&v| f16::from_f32(v)).collect();
+/// let (w, b) = (vec![f16::ONE; 4], vec![f16::ZERO; 4]);
+/// let mut y = vec![f16::NAN; 4];
+/// LayerNormOp::interpret(&LayerNorm::default(), (1, 4), 0.0, (&x, &w, &b), &mut y)?;
+/// assert_eq!(y, [-1.0, 1.0, -1.0, 1.0].map(f16::from_f32)); // mean 2, variance 1
+/// # Ok::<(), tilus_kernels::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
 #[tune(block_rows = [1, 2, 4])]
 #[tune(warps = [4, 8, 16])]

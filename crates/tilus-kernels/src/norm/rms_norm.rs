@@ -16,6 +16,17 @@ use tilus::runtime::Device;
 use tilus::tune::Autotuned;
 
 /// The kernel. Fields are compile-time hyperparameters: the rows a block holds and its warps.
+///
+/// ```
+/// use tilus_kernels::norm::{RmsNorm, RmsNormOp};
+/// use half::f16;
+/// let x: Vec<f16> = [3.0, -3.0, 3.0, -3.0].iter().map(|&v| f16::from_f32(v)).collect();
+/// let w = vec![f16::from_f32(2.0); 4];
+/// let mut y = vec![f16::NAN; 4];
+/// RmsNormOp::interpret(&RmsNorm::default(), (1, 4), 0.0, (&x, &w), &mut y)?;
+/// assert_eq!(y, [2.0, -2.0, 2.0, -2.0].map(f16::from_f32)); // root mean square 3
+/// # Ok::<(), tilus_kernels::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
 #[tune(block_rows = [1, 2, 4])]
 #[tune(warps = [4, 8, 16])]

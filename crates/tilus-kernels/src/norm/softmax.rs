@@ -21,6 +21,18 @@ use tilus::runtime::Device;
 use tilus::tune::Autotuned;
 
 /// The kernel. Fields are compile-time hyperparameters: the rows a block holds and its warps.
+///
+/// On the CPU interpreter, through the host API's entry:
+///
+/// ```
+/// use tilus_kernels::norm::{Softmax, SoftmaxOp};
+/// let (rows, cols) = (2, 5);
+/// let x = vec![half::f16::ZERO; rows * cols];
+/// let mut y = vec![half::f16::NAN; rows * cols];
+/// SoftmaxOp::interpret(&Softmax { block_rows: 1, warps: 4 }, (rows, cols), &x, &mut y)?;
+/// assert!(y.iter().all(|v| (v.to_f32() - 0.2).abs() < 1e-3));
+/// # Ok::<(), tilus_kernels::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
 #[tune(block_rows = [1, 2, 4])]
 #[tune(warps = [4, 8, 16])]
