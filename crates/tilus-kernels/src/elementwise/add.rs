@@ -64,6 +64,16 @@ macro_rules! vector_add {
 
 vector_add!(
     /// `c = a + b` in f16 (the sum computed in f32 and rounded once).
+    ///
+    /// ```
+    /// use tilus_kernels::elementwise::{AddOp, VectorAdd};
+    /// let a = vec![half::f16::from_f32(0.5); 1000];
+    /// let b = vec![half::f16::from_f32(0.25); 1000];
+    /// let mut c = vec![half::f16::NAN; 1000];
+    /// AddOp::<half::f16>::interpret(&VectorAdd { block: 1024, warps: 4 }, &a, &b, &mut c)?;
+    /// assert!(c.iter().all(|&v| v == half::f16::from_f32(0.75)));
+    /// # Ok::<(), tilus_kernels::Error>(())
+    /// ```
     VectorAdd,
     f16
 );

@@ -48,7 +48,7 @@ impl CooperativeShape {
 }
 
 /// The ring of a block with two consumer warp groups, shared by the series' v5 and the persistent kernel (and, filled
-/// differently, by the pairs of [`super::pair`]): per stage, A's two halves (one per consumer
+/// differently, by the pairs of `gemm/pair.rs`): per stage, A's two halves (one per consumer
 /// warp group; A whole when they take tiles in turn, [`CooperativeShape::ping_pong`]) and the B
 /// tile, filled by TMA copies, and the [`Pipeline`] whose empty barriers count one arrival per
 /// consumer warp group that reads a stage.

@@ -6,20 +6,20 @@
 //! M). [`epilogue`] fuses `C = act(alpha · A · Bᵀ + beta · D + bias)` into the persistent
 //! kernel; [`stream_k`] splits the last wave's tiles by K steps. The rest are the persistent
 //! kernel's pieces, which the tutorial series' steps reuse: its ring ([`cooperative`],
-//! [`pair`]), its consumers' turns ([`pingpong`]), its main loop ([`products`]) and its
-//! per-tile epilogue ([`tile_epilogue`]).
+//! `pair.rs`), its consumers' turns (`pingpong.rs`), its main loop ([`products`]) and its
+//! per-tile epilogue (`tile_epilogue.rs`), the last three inside the crate.
 
 pub mod cooperative;
 pub mod epilogue;
 pub mod operand;
-pub mod pair;
+pub(crate) mod pair;
 pub mod persistent;
 mod picker;
-pub mod pingpong;
+pub(crate) mod pingpong;
 pub mod products;
 pub mod split_k;
 pub mod stream_k;
-pub mod tile_epilogue;
+pub(crate) mod tile_epilogue;
 
 pub use operand::{Bf16, Matmuls};
 pub use picker::{candidates, Gemm, Kernel, SPLIT_K_MAX_M};

@@ -12,6 +12,19 @@ use tilus::tune::{Binding, Space, Tunable};
 
 /// Kernel `S` of the series on bf16 operands (see the module documentation). Its kernel name
 /// is `S`'s with `_bf16` after it; its configurations print as `S`'s.
+///
+/// ```
+/// use tilus::Script;
+/// use tilus_kernels::gemm::{persistent::MatmulPersistent, Bf16};
+/// let (m, n, k) = (128, 256, 64);
+/// let (a, b) = (vec![half::bf16::ONE; m * k], vec![half::bf16::ONE; n * k]);
+/// let mut c = vec![half::bf16::NAN; m * n];
+/// let kernel = Bf16(MatmulPersistent::default());
+/// assert_eq!(kernel.name(), "matmul_persistent_bf16");
+/// tilus::interpret(&kernel, (m as i32, n as i32, k as i32, &a[..], &b[..], &mut c[..]))?;
+/// assert!(c.iter().all(|&v| v == half::bf16::from_f32(64.0)));
+/// # Ok::<(), tilus::Error>(())
+/// ```
 #[derive(Clone, PartialEq, Eq, Hash, Default)]
 pub struct Bf16<S>(pub S);
 

@@ -10,7 +10,7 @@
 //! `C = A · Bᵀ` with A `[M, K]`, B `[N, K]` (both K-major), C `[M, N]`; f16 in, f32
 //! accumulation, f16 out. Two consumer warp groups of `block_m / 2` rows each (v5's
 //! cooperative split; or, with `ping_pong = 1`, each taking whole tiles in turn,
-//! [`crate::gemm::pingpong`]), a producer warp group that gives registers back
+//! `gemm/pingpong.rs`), a producer warp group that gives registers back
 //! ([`PRODUCER_REGISTERS`], [`CONSUMER_REGISTERS`]), one product in flight.
 //!
 //! `persistent = 0` launches one block per tile instead (each block runs its loop once): the
@@ -73,20 +73,20 @@ pub struct MatmulPersistent {
     /// memory.
     pub tma_store: i32,
     /// 2: clusters of two blocks on neighbouring tile rows that share their B tile, each
-    /// copying half of it into both (TMA multicast; [`crate::gemm::pair`]); 1: blocks alone.
+    /// copying half of it into both (TMA multicast; `gemm/pair.rs`); 1: blocks alone.
     pub cluster_m: i32,
     /// 1: tiles in Hilbert order within squares of `group_m` tile rows and columns
     /// ([`Kernel::hilbert_tile`]; `group_m` a power of two); 0: grouped order. Not in the
     /// searched space (`--set hilbert=1` measures it).
     pub hilbert: i32,
     /// 1: ping-pong: the consumer warp groups take the block's tiles in turn, each a whole
-    /// tile, and their main loops alternate ([`PingPongOrder`]), so one's epilogue runs
+    /// tile, and their main loops alternate (`PingPongOrder`, `gemm/pingpong.rs`), so one's epilogue runs
     /// while the other's products keep the tensor cores busy; 0: cooperative: both share
     /// each tile, `block_m / 2` rows each.
     pub ping_pong: i32,
     /// 1: cooperative warp groups hold each tile's result in registers (cast to the output
     /// type) and store it under the next tile's first K steps, one chunk after each, so that
-    /// the stores run under the tensor cores' work ([`TileEpilogue::deferred_chunks`]); 0:
+    /// the stores run under the tensor cores' work (`TileEpilogue::deferred_chunks`, `gemm/tile_epilogue.rs`); 0:
     /// each tile is stored in its own epilogue. Ping-pong warp groups store their own (the
     /// other's products run meanwhile). Always 1 in the searched space (1.3-2.0% faster
     /// in every measured form, docs/perf.md); `--set defer_stores=0` measures the other.

@@ -279,7 +279,7 @@ pub fn stage_and_store<T: Element>(
 
 impl MatmulPersistent {
     /// The stores of C (a `[m, n]` view) in chunks of `width` columns (at most
-    /// [`STORE_CHUNK`], 128 bytes: the widest row of the 128-byte swizzle): staging buffers
+    /// `STORE_CHUNK`, 128 bytes: the widest row of the 128-byte swizzle): staging buffers
     /// when [`MatmulPersistent::tma_store`] asks for them and C's rows are a multiple of 16
     /// bytes, as TMA needs (`n` is a compile-time constant: the choice is made per
     /// specialization); stores from registers otherwise.

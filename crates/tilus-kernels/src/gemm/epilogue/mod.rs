@@ -38,6 +38,40 @@ const CHUNK: i32 = 32;
 
 /// An elementwise activation, applied to the f32 pre-activation tile on the GPU and to f64
 /// values by the host reference.
+///
+/// An activation of your own is a type with a tile expression and its f64 twin; the fused
+/// kernel it makes is checked here on the interpreter against that twin:
+///
+/// ```
+/// use tilus::prelude::*;
+/// use tilus_kernels::gemm::epilogue::{Activation, EpilogueInputs, FusedGemm, MatmulEpilogue};
+///
+/// /// `act(x) = max(x, x / 8)`.
+/// #[derive(Clone, Debug, Default, Hash, PartialEq, Eq)]
+/// struct LeakyRelu;
+///
+/// impl Activation for LeakyRelu {
+///     const NAME: &'static str = "leaky_relu";
+///     fn apply(x: Tile<f32>) -> Tile<f32> {
+///         x.clone().maximum(x * 0.125)
+///     }
+///     fn reference(x: f64) -> f64 {
+///         x.max(x / 8.0)
+///     }
+/// }
+///
+/// let (m, n, k) = (128, 128, 64);
+/// let a = vec![f16::from_f32(-0.5); m * k];
+/// let b = vec![f16::ONE; n * k];
+/// let (d, bias) = (vec![f16::ZERO; m * n], vec![f16::ONE; n]);
+/// let mut c = vec![f16::NAN; m * n];
+/// let inputs = EpilogueInputs { a: &a[..], b: &b[..], d: &d[..], bias: &bias[..] };
+/// let config = MatmulEpilogue::<LeakyRelu>::default();
+/// FusedGemm::interpret(&config, (m, n, k), (1.0, 0.0), inputs, &mut c)?;
+/// // -0.5 · 64 + 1 = -31, and max(-31, -31 / 8) = -3.875
+/// assert!(c.iter().all(|&v| v == f16::from_f32(LeakyRelu::reference(-31.0) as f32)));
+/// # Ok::<(), tilus_kernels::Error>(())
+/// ```
 pub trait Activation: Clone + Debug + Hash + Default + Send + Sync + 'static {
     /// Its name in kernel names and tables (`gelu`).
     const NAME: &'static str;
