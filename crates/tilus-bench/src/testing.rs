@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 /// The first call sets an environment variable, which is only sound while no other thread may
 /// read the environment (C code such as NVRTC or the loader reads it without Rust's lock): make
 /// it before any test thread starts, as the series' test binary does before `main`
-/// (`examples/hopper_matmul/tests/series/main.rs`); the calls in the tests then only find the
+/// (`examples/hopper_matmul/tests/series/main.rs` and the kernel library's, CLI's and bench's test binaries); the calls in the tests then only find the
 /// directory.
 pub fn use_test_cache(dir: &str) -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
