@@ -2,6 +2,17 @@
 //! the wrong length), refused before anything is launched, or the language's own error.
 
 /// What can go wrong in a call of a library kernel.
+///
+/// ```
+/// use tilus_kernels::norm::{RmsNorm, RmsNormOp};
+/// use tilus_kernels::Error;
+/// let (x, w) = (vec![half::f16::ONE; 4 * 8], vec![half::f16::ONE; 7]);
+/// let mut y = vec![half::f16::NAN; 4 * 8];
+/// let e = RmsNormOp::interpret(&RmsNorm::default(), (4, 8), 1e-6, (&x, &w), &mut y).unwrap_err();
+/// assert!(matches!(e, Error::Shape { kernel: "rms_norm", .. }));
+/// assert_eq!(e.to_string(), "rms_norm: `w` has 7 elements; the shape needs 8");
+/// assert!(y.iter().all(|v| v.is_nan())); // nothing ran
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The call's shape or buffers do not fit the kernel; nothing was launched.

@@ -8,6 +8,12 @@ use tilus::cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use tilus::lang::Element;
 
 /// An element type of the kernels' operands: f16 or bf16.
+///
+/// ```
+/// use tilus_kernels::Operand;
+/// assert_eq!(<half::bf16 as Operand>::NAME, "bf16");
+/// assert_eq!(<half::f16 as Operand>::from_f64(0.1).to_f64(), 0.0999755859375); // nearest f16
+/// ```
 pub trait Operand:
     Element + DeviceRepr + ValidAsZeroBits + tilus::interp::Pod + Debug + Default + Unpin
 {

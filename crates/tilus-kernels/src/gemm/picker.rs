@@ -56,6 +56,12 @@ impl Kernel {
 }
 
 /// The kernels that apply to a shape, the usual winner first.
+///
+/// ```
+/// use tilus_kernels::gemm::{candidates, Kernel, SPLIT_K_MAX_M};
+/// assert_eq!(candidates(16), [Kernel::SplitK, Kernel::V6]); // timed once, the faster kept
+/// assert_eq!(candidates(SPLIT_K_MAX_M + 1), [Kernel::V6]);
+/// ```
 pub fn candidates(m: usize) -> Vec<Kernel> {
     if m <= SPLIT_K_MAX_M {
         vec![Kernel::SplitK, Kernel::V6]

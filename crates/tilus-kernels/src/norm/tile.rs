@@ -14,6 +14,13 @@ const VECTOR: i64 = 8;
 /// (so that every thread holds the same number of whole vectors), to a power of two when it is
 /// shorter (so that the threads split evenly between the row and the block's other rows).
 /// The columns past `cols` are masked: loads fill them, stores skip them.
+///
+/// ```
+/// use tilus_kernels::norm::tile::tile_cols;
+/// assert_eq!(tile_cols(8192, 256), 8192); // 4 vectors of 8 halves per thread
+/// assert_eq!(tile_cols(5000, 256), 6144); // 3 per thread; the last 1144 columns masked
+/// assert_eq!(tile_cols(77, 32), 128); // shorter than the block: a power of two
+/// ```
 pub fn tile_cols(cols: i64, threads: i64) -> i64 {
     let span = VECTOR * threads.max(1);
     let cols = cols.max(1);
