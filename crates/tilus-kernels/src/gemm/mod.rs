@@ -11,6 +11,7 @@
 
 pub mod cooperative;
 pub mod epilogue;
+pub mod matmuls;
 pub mod operand;
 pub(crate) mod pair;
 pub mod persistent;
@@ -21,6 +22,7 @@ pub mod split_k;
 pub mod stream_k;
 pub(crate) mod tile_epilogue;
 
-pub use operand::{Bf16, Matmuls};
+pub use matmuls::Matmuls;
+pub use operand::Bf16;
 pub use picker::{candidates, Gemm, Kernel, SPLIT_K_MAX_M};
 pub use split_k::SplitK;

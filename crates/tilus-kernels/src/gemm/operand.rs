@@ -1,11 +1,7 @@
 //! The matmul kernels' operand types: [`Bf16`] runs a kernel written for f16 on bf16 operands
-//! (the same configuration, search space and body, with the element type swapped), and
-//! [`Matmuls`] names the kernels that take an operand type.
+//! (the same configuration, search space and body, with the element type swapped); the
+//! argument lists of the matmul kernels.
 
-use super::persistent::MatmulPersistent;
-use super::split_k::{MatmulSplitK, SplitKReduce};
-use crate::Operand;
-use half::{bf16, f16};
 use std::fmt::{self, Debug};
 use tilus::prelude::{Const, Ptr, PtrMut};
 use tilus::tune::{Binding, Space, Tunable};
@@ -79,21 +75,6 @@ where
     }
 }
 
-/// The kernels of the series that take operand type `T`: what [`super::SplitK`] and
-/// [`super::Gemm`] launch for it.
-pub trait Matmuls: Operand {
-    /// v6.
-    type V6: Tunable<Args = MatmulArgsOf<Self>> + AsRef<MatmulPersistent>;
-    /// Split-K's partial products.
-    type Partials: Tunable<Args = PartialsArgsOf<Self>> + AsRef<MatmulSplitK>;
-    /// Split-K's sum.
-    type Reduce: tilus::Script<Args = ReduceArgsOf<Self>>;
-    /// The partials' kernel with this configuration.
-    fn partials(config: MatmulSplitK) -> Self::Partials;
-    /// The sum's kernel.
-    fn reduce() -> Self::Reduce;
-}
-
 /// A matmul's arguments `(m, n, k, a, b, c)` in `T`.
 pub type MatmulArgsOf<T> = (i32, Const<i32>, Const<i32>, Ptr<T>, Ptr<T>, PtrMut<T>);
 /// Split-K's partials' arguments `(m, n, k, a, b, workspace, counters, c)` (the counters and C
@@ -110,45 +91,3 @@ pub type PartialsArgsOf<T> = (
 );
 /// Split-K's sum's arguments `(m, n, splits, workspace, c)`.
 pub type ReduceArgsOf<T> = (i32, Const<i32>, Const<i32>, Ptr<f32>, PtrMut<T>);
-
-impl Matmuls for f16 {
-    type V6 = MatmulPersistent;
-    type Partials = MatmulSplitK;
-    type Reduce = SplitKReduce;
-    fn partials(config: MatmulSplitK) -> MatmulSplitK {
-        config
-    }
-    fn reduce() -> SplitKReduce {
-        SplitKReduce
-    }
-}
-
-impl Matmuls for bf16 {
-    type V6 = Bf16<MatmulPersistent>;
-    type Partials = Bf16<MatmulSplitK>;
-    type Reduce = Bf16<SplitKReduce>;
-    fn partials(config: MatmulSplitK) -> Bf16<MatmulSplitK> {
-        Bf16(config)
-    }
-    fn reduce() -> Bf16<SplitKReduce> {
-        Bf16(SplitKReduce)
-    }
-}
-
-impl<S> AsRef<S> for Bf16<S> {
-    fn as_ref(&self) -> &S {
-        &self.0
-    }
-}
-
-impl AsRef<MatmulPersistent> for MatmulPersistent {
-    fn as_ref(&self) -> &MatmulPersistent {
-        self
-    }
-}
-
-impl AsRef<MatmulSplitK> for MatmulSplitK {
-    fn as_ref(&self) -> &MatmulSplitK {
-        self
-    }
-}

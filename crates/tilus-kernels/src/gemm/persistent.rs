@@ -21,10 +21,10 @@ use crate::gemm::cooperative::{
 };
 use crate::gemm::pair::PairRing;
 use crate::gemm::pingpong::PingPongOrder;
-use crate::gemm::stream_k::{
+use crate::gemm::stream_k::shares::{
     Part, Shares, StreamK, STREAM_K_CONSUMER_REGISTERS, STREAM_K_PRODUCER_REGISTERS,
 };
-use crate::gemm::tile_epilogue::{CastAndStore, TileAt, TileEpilogue, STORE_CHUNK};
+use crate::gemm::tile_epilogue::{CStores, CastAndStore, TileAt, TileEpilogue, STORE_CHUNK};
 use tilus::lang::Element;
 use tilus::prelude::*;
 
@@ -426,5 +426,21 @@ impl MatmulPersistent {
             // no block leaves while its partner may still copy into it or arrive on it
             k.cluster_sync();
         }
+    }
+}
+
+impl MatmulPersistent {
+    /// The stores of C (a `[m, n]` view) in chunks of `width` columns for this kernel's
+    /// consumer warp groups (`CStores::plan`: staging buffers when `tma_store` asks for them
+    /// and C's rows allow TMA).
+    pub fn c_stores<T: Element>(
+        &self,
+        k: &mut Kernel,
+        gc: GlobalTensor<T>,
+        n_size: Val,
+        width: i32,
+    ) -> CStores<T> {
+        let shape = (self.group_rows(), self.block_n, self.tma_store != 0);
+        CStores::plan(k, gc, (n_size, width), shape)
     }
 }

@@ -18,7 +18,7 @@
 //! # Ok(()) }
 //! ```
 
-use crate::gemm::operand::Matmuls;
+use crate::gemm::matmuls::Matmuls;
 use crate::gemm::split_k::SplitK;
 use crate::host::{dim, elements, length};
 use half::f16;

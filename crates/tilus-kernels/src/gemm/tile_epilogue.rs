@@ -1,9 +1,8 @@
 //! What v6's consumer warp groups do with their products ([`TileEpilogue`], called by
-//! [`MatmulPersistent::tiles`] per tile and after the last one), v6's own epilogue
+//! `MatmulPersistent::tiles` per tile and after the last one), v6's own epilogue
 //! ([`CastAndStore`]) and the stores of C it shares with the fused epilogue ([`CStores`]: TMA
 //! stores through staging buffers in shared memory, or stores from registers).
 
-use crate::gemm::persistent::MatmulPersistent;
 use std::cell::RefCell;
 use tilus::lang::Element;
 use tilus::prelude::*;
@@ -30,7 +29,7 @@ pub struct TileAt {
     pub index: Val,
 }
 
-/// What the consumer warp groups of [`MatmulPersistent::tiles`] do with their products: v6
+/// What the consumer warp groups of `MatmulPersistent::tiles` do with their products: v6
 /// casts and stores them ([`CastAndStore`]), the fused epilogue computes on them first
 /// (`crate::gemm::epilogue`).
 pub trait TileEpilogue {
@@ -186,7 +185,7 @@ impl<T: Element> TileEpilogue for CastAndStore<T> {
 }
 
 /// How the consumer warp groups store their results to C: with TMA through staging buffers
-/// in shared memory, or from registers (see [`MatmulPersistent::tma_store`]). Shared with
+/// in shared memory, or from registers (see `MatmulPersistent::tma_store`). Shared with
 /// the fused epilogue kernel.
 pub struct CStores<T: Element = f16> {
     gc: GlobalTensor<T>,
@@ -201,9 +200,40 @@ pub struct CStores<T: Element = f16> {
 }
 
 impl<T: Element> CStores<T> {
+    /// The stores of C (a `[m, n]` view) in chunks of `width` columns (at most
+    /// `STORE_CHUNK`, 128 bytes: the widest row of the 128-byte swizzle) of a consumer warp
+    /// group's `[rows, block_n]` result: staging buffers when `tma_store` asks for them and
+    /// C's rows are a multiple of 16 bytes, as TMA needs (`n` is a compile-time constant: the
+    /// choice is made per specialization); stores from registers otherwise.
+    pub fn plan(
+        k: &mut Kernel,
+        gc: GlobalTensor<T>,
+        (n_size, width): (Val, i32),
+        (rows, block_n, tma_store): (i32, i32, bool),
+    ) -> CStores<T> {
+        let width = width.clamp(8, STORE_CHUNK).min(block_n);
+        let chunks = (block_n / width).max(1);
+        let buffers = chunks.min(STORE_BUFFERS);
+        let rows_aligned = n_size.as_const().is_some_and(|n| n % 8 == 0);
+        let staging = (tma_store && rows_aligned).then(|| {
+            [0, 1].map(|g| {
+                k.name_next(if g == 0 { "sc0" } else { "sc1" })
+                    .shared_tensor::<T>([buffers, rows, width])
+            })
+        });
+        CStores {
+            gc,
+            staging,
+            width,
+            chunks,
+            buffers,
+            rows,
+        }
+    }
+
     /// Stores consumer warp group `g`'s `[block_m / 2, block_n]` result, whose first element
     /// is C's `(rows, cols)`, chunk by chunk: `chunk(k, j)` computes columns `w j .. w j + w`
-    /// of it, `w` the width [`MatmulPersistent::c_stores`] was given (as an f16 tile in the
+    /// of it, `w` the width [`CStores::plan`] was given (as an f16 tile in the
     /// accumulator's layout).
     pub fn store(
         &self,
@@ -275,41 +305,6 @@ pub fn stage_and_store<T: Element>(
         k.tma().commit_group();
         then(k);
     });
-}
-
-impl MatmulPersistent {
-    /// The stores of C (a `[m, n]` view) in chunks of `width` columns (at most
-    /// `STORE_CHUNK`, 128 bytes: the widest row of the 128-byte swizzle): staging buffers
-    /// when [`MatmulPersistent::tma_store`] asks for them and C's rows are a multiple of 16
-    /// bytes, as TMA needs (`n` is a compile-time constant: the choice is made per
-    /// specialization); stores from registers otherwise.
-    pub fn c_stores<T: Element>(
-        &self,
-        k: &mut Kernel,
-        gc: GlobalTensor<T>,
-        n_size: Val,
-        width: i32,
-    ) -> CStores<T> {
-        let half_m = self.group_rows();
-        let width = width.clamp(8, STORE_CHUNK).min(self.block_n);
-        let chunks = (self.block_n / width).max(1);
-        let buffers = chunks.min(STORE_BUFFERS);
-        let rows_aligned = n_size.as_const().is_some_and(|n| n % 8 == 0);
-        let staging = (self.tma_store != 0 && rows_aligned).then(|| {
-            [0, 1].map(|g| {
-                k.name_next(if g == 0 { "sc0" } else { "sc1" })
-                    .shared_tensor::<T>([buffers, half_m, width])
-            })
-        });
-        CStores {
-            gc,
-            staging,
-            width,
-            chunks,
-            buffers,
-            rows: half_m,
-        }
-    }
 }
 
 /// Columns `start .. start + width` of a tile of `total` columns (the whole tile when they

@@ -1,34 +1,11 @@
-//! Split-K for small M: `C = A · Bᵀ` when M is too small to give every multiprocessor a tile
-//! (at M = 16 and N = 4096, 128-column tiles make 32 blocks for 132 multiprocessors). K is
-//! split into `splits` ranges; block `(tile, s)` multiplies its tile over range `s` and writes
-//! the f32 partial product to a workspace ([`MatmulSplitK`]); a second kernel sums the
-//! partials in split order and rounds once to f16 ([`SplitKReduce`]). Both read or write each
-//! byte once: at small M the cost is reading B, which every split shares out.
-//!
-//! With `serial = 1` there is no second kernel: the block of the last split keeps its partial
-//! in registers, waits until the tile's other splits have left theirs (a counter per tile,
-//! raised once by each of them after its stores and a fence), adds theirs in split order and
-//! its own last, and stores C. The same sums in the same order as the second kernel's, so the
-//! same bits; one launch fewer, which at small M is a large part of a call of 20 µs. The
-//! waiting block has the highest index of its tile's blocks (the split is the grid's slower
-//! dimension): the GPU starts it no earlier than those it waits for, and the interpreter runs
-//! it after them. Its compare-and-swap lowers the counter again for the next launch.
-//!
-//! The main loop is v4's, with one consumer warp group of 64 rows: a producer warp fills a
-//! [`Pipeline`] with the TMA copies of A and B, the consumers keep one WGMMA in flight.
-//!
-//! The workspace holds `splits` partials of `[tiles_m · 64, N]` f32 one above the other
-//! (rows padded to whole tiles, so that one split's tile never spills into the next one's
-//! rows): [`workspace_len`].
+//! The split-K kernels: the partial products ([`MatmulSplitK`]) and their sum
+//! ([`SplitKReduce`]), and the sizes of their workspace and counters (see the module above).
 
-use crate::gemm::operand::{Matmuls, PartialsArgsOf};
+use crate::gemm::operand::PartialsArgsOf;
 use crate::gemm::products::products_one_in_flight;
 use crate::gemm::tile_epilogue::columns;
-use std::sync::Arc;
-use tilus::cudarc::driver::{CudaSlice, CudaStream};
 use tilus::lang::Element;
 use tilus::prelude::*;
-use tilus::tune::FixedOrTuned;
 
 /// Rows of one tile: one WGMMA's 64.
 pub const SPLIT_K_BLOCK_M: i32 = 64;
@@ -41,7 +18,7 @@ pub fn workspace_len(m: usize, n: usize, splits: usize) -> usize {
 /// The partial products. Fields are compile-time hyperparameters.
 ///
 /// With `serial = 1` (the default) the last split's blocks of a tile sum the partials in the
-/// same launch; [`SplitK`] owns the workspace and counters and is what [`super::Gemm`] runs.
+/// same launch; [`super::SplitK`] owns the workspace and counters and is what [`crate::gemm::Gemm`] runs.
 ///
 /// ```no_run
 /// use tilus_kernels::gemm::split_k::{MatmulSplitK, SplitK};
@@ -428,120 +405,4 @@ pub const MAX_SPLITS: usize = 16;
 /// Counters for `m × n`: one per tile of the narrowest tiles the space has (64 columns).
 pub fn counters_len(m: usize, n: usize) -> usize {
     m.div_ceil(SPLIT_K_BLOCK_M as usize) * n.div_ceil(64)
-}
-
-/// What split-K keeps on the device between launches: the partials' workspace and the tiles'
-/// counters (zero between launches: each launch lowers what it raised).
-struct Scratch {
-    w: CudaSlice<f32>,
-    counters: CudaSlice<i32>,
-}
-
-/// Split-K as a matmul version, in f16 or bf16: the partials into a workspace it owns (grown
-/// on demand), then their sum into C (by the last split's blocks, or a second kernel).
-pub struct SplitK<T: Matmuls = f16> {
-    /// The partial products' kernel: a fixed configuration or the autotuned one.
-    partials: FixedOrTuned<T::Partials>,
-    reduce: tilus::Jit<T::Reduce>,
-    scratch: std::sync::Mutex<Option<Scratch>>,
-}
-
-impl<T: Matmuls> SplitK<T> {
-    /// A fixed configuration of the partials.
-    pub fn fixed(config: MatmulSplitK, device: &tilus::runtime::Device) -> SplitK<T> {
-        SplitK::with(
-            FixedOrTuned::Fixed(tilus::Jit::new(T::partials(config), device)),
-            device,
-        )
-    }
-
-    /// The partials autotuned per problem (the split count with them).
-    pub fn tuned(device: &tilus::runtime::Device) -> tilus::Result<SplitK<T>> {
-        Ok(SplitK::with(
-            FixedOrTuned::Tuned(T::Partials::autotuned(device)?),
-            device,
-        ))
-    }
-
-    fn with(partials: FixedOrTuned<T::Partials>, device: &tilus::runtime::Device) -> SplitK<T> {
-        SplitK {
-            partials,
-            reduce: tilus::Jit::new(T::reduce(), device),
-            scratch: std::sync::Mutex::new(None),
-        }
-    }
-
-    /// The configuration of the partials that launches at this shape run (tuning first when
-    /// needed); `None` before the first launch (no workspace yet) or when choosing it fails.
-    pub fn config_used(
-        &self,
-        stream: &Arc<CudaStream>,
-        (m, n, k): (usize, usize, usize),
-        (a, b): (&CudaSlice<T>, &CudaSlice<T>),
-        c: &mut CudaSlice<T>,
-    ) -> Option<MatmulSplitK> {
-        let mut guard = self.scratch.lock().ok()?;
-        let s = guard.as_mut()?;
-        let dims = (m as i32, n as i32, k as i32);
-        self.config_for(stream, dims, (a, b), s, c).ok()
-    }
-
-    /// The configuration of the partials for this problem (tuning first when needed).
-    fn config_for(
-        &self,
-        stream: &Arc<CudaStream>,
-        (m, n, k): (i32, i32, i32),
-        (a, b): (&CudaSlice<T>, &CudaSlice<T>),
-        s: &mut Scratch,
-        c: &mut CudaSlice<T>,
-    ) -> tilus::Result<MatmulSplitK> {
-        let args = (m, n, k, a, b, &mut s.w, &mut s.counters, c);
-        let values = <PartialsArgsOf<T> as tilus::lang::ArgList>::host_values(&args, stream);
-        Ok(self.partials.config(stream, &values)?.as_ref().clone())
-    }
-
-    /// `c = a · bᵀ` for `m × n × k` on device buffers: the partials into the workspace
-    /// (allocated, or grown, on first use of a larger problem, with the counters), then their
-    /// sum.
-    pub fn launch_on(
-        &self,
-        stream: &Arc<CudaStream>,
-        (m, n, k): (usize, usize, usize),
-        (a, b): (&CudaSlice<T>, &CudaSlice<T>),
-        c: &mut CudaSlice<T>,
-    ) -> tilus::Result<()> {
-        let (len, counted) = (workspace_len(m, n, MAX_SPLITS), counters_len(m, n));
-        let mut guard = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
-        if guard
-            .as_ref()
-            .is_none_or(|s| s.w.len() < len || s.counters.len() < counted)
-        {
-            let alloc_err = |what: String| {
-                move |e: tilus::cudarc::driver::DriverError| tilus::Error::Driver {
-                    call: "cuMemAlloc",
-                    message: format!("{what}: {e}"),
-                }
-            };
-            let w = stream
-                .alloc_zeros::<f32>(len.max(1))
-                .map_err(alloc_err(format!("the split-K workspace of {len} f32")))?;
-            let counters = stream
-                .alloc_zeros::<i32>(counted.max(1))
-                .map_err(alloc_err(format!("split-K's {counted} tile counters")))?;
-            *guard = Some(Scratch { w, counters });
-        }
-        let Some(s) = guard.as_mut() else {
-            unreachable!("the scratch was just allocated")
-        };
-        let (m, n, k) = (m as i32, n as i32, k as i32);
-        // one decision per launch: the kernel it picks, whether it sums, and the splits
-        let config = self
-            .partials
-            .launch_config(stream, (m, n, k, a, b, &mut s.w, &mut s.counters, &mut *c))?;
-        let config = config.as_ref();
-        if config.serial != 0 {
-            return Ok(());
-        }
-        self.reduce.launch(stream, (m, n, config.splits, &s.w, c))
-    }
 }

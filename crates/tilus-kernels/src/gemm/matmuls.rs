@@ -1,0 +1,66 @@
+//! [`Matmuls`]: which kernels take each operand type (f16, and bf16 through [`Bf16`]), for
+//! the host APIs that launch them ([`super::SplitK`], [`super::Gemm`]).
+
+use crate::gemm::operand::{Bf16, MatmulArgsOf, PartialsArgsOf, ReduceArgsOf};
+use crate::gemm::persistent::MatmulPersistent;
+use crate::gemm::split_k::kernels::{MatmulSplitK, SplitKReduce};
+use crate::Operand;
+use half::{bf16, f16};
+use tilus::tune::Tunable;
+
+/// The kernels of the series that take operand type `T`: what [`super::SplitK`] and
+/// [`super::Gemm`] launch for it.
+pub trait Matmuls: Operand {
+    /// v6.
+    type V6: Tunable<Args = MatmulArgsOf<Self>> + AsRef<MatmulPersistent>;
+    /// Split-K's partial products.
+    type Partials: Tunable<Args = PartialsArgsOf<Self>> + AsRef<MatmulSplitK>;
+    /// Split-K's sum.
+    type Reduce: tilus::Script<Args = ReduceArgsOf<Self>>;
+    /// The partials' kernel with this configuration.
+    fn partials(config: MatmulSplitK) -> Self::Partials;
+    /// The sum's kernel.
+    fn reduce() -> Self::Reduce;
+}
+
+impl Matmuls for f16 {
+    type V6 = MatmulPersistent;
+    type Partials = MatmulSplitK;
+    type Reduce = SplitKReduce;
+    fn partials(config: MatmulSplitK) -> MatmulSplitK {
+        config
+    }
+    fn reduce() -> SplitKReduce {
+        SplitKReduce
+    }
+}
+
+impl Matmuls for bf16 {
+    type V6 = Bf16<MatmulPersistent>;
+    type Partials = Bf16<MatmulSplitK>;
+    type Reduce = Bf16<SplitKReduce>;
+    fn partials(config: MatmulSplitK) -> Bf16<MatmulSplitK> {
+        Bf16(config)
+    }
+    fn reduce() -> Bf16<SplitKReduce> {
+        Bf16(SplitKReduce)
+    }
+}
+
+impl<S> AsRef<S> for Bf16<S> {
+    fn as_ref(&self) -> &S {
+        &self.0
+    }
+}
+
+impl AsRef<MatmulPersistent> for MatmulPersistent {
+    fn as_ref(&self) -> &MatmulPersistent {
+        self
+    }
+}
+
+impl AsRef<MatmulSplitK> for MatmulSplitK {
+    fn as_ref(&self) -> &MatmulSplitK {
+        self
+    }
+}

@@ -1,0 +1,181 @@
+//! The stream-K kernel, [`MatmulStreamK`]: the persistent kernel with the last rounds' tiles
+//! shared out by K steps (see the module above).
+
+use super::shares::StreamK;
+use crate::gemm::persistent::MatmulPersistent;
+use crate::gemm::tile_epilogue::{CastAndStore, STORE_CHUNK};
+use tilus::lang::Element;
+use tilus::prelude::*;
+use tilus::tune::{Binding, Space};
+
+/// The stream-K kernel: v6's cooperative, persistent main loop and epilogue on one of its
+/// configurations (`ping_pong`, `persistent` and `hilbert` are v6's defaults here).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct MatmulStreamK {
+    /// The block tile and the ring.
+    pub tile: MatmulPersistent,
+}
+
+impl std::fmt::Debug for MatmulStreamK {
+    /// The hyperparameters of its space, as they are set (`--set block_n=128`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = &self.tile;
+        f.debug_struct("MatmulStreamK")
+            .field("block_m", &t.block_m)
+            .field("block_n", &t.block_n)
+            .field("stages", &t.stages)
+            .field("group_m", &t.group_m)
+            .field("cluster_m", &t.cluster_m)
+            .finish()
+    }
+}
+
+impl Default for MatmulStreamK {
+    /// v6's default configuration.
+    fn default() -> Self {
+        MatmulStreamK {
+            tile: MatmulPersistent::default(),
+        }
+    }
+}
+
+/// v6's arguments, then the workspace and the flags.
+pub type StreamKArgsOf<T> = (
+    i32,
+    Const<i32>,
+    Const<i32>,
+    Ptr<T>,
+    Ptr<T>,
+    PtrMut<T>,
+    PtrMut<f32>,
+    PtrMut<i32>,
+);
+
+/// The names of the arguments in the generated code.
+pub const STREAM_K_ARG_NAMES: &[&str] = &[
+    "m_size",
+    "n_size",
+    "k_size",
+    "a_ptr",
+    "b_ptr",
+    "c_ptr",
+    "w_ptr",
+    "flags_ptr",
+];
+
+/// The handles of the arguments in operand type `T`.
+pub type StreamKHandles<T> = (
+    Val,
+    Val,
+    Val,
+    PtrVal<T>,
+    PtrVal<T>,
+    PtrVal<T>,
+    PtrVal<f32>,
+    PtrVal<i32>,
+);
+
+impl Script for MatmulStreamK {
+    type Args = StreamKArgsOf<f16>;
+
+    fn name(&self) -> String {
+        "matmul_stream_k".into()
+    }
+
+    fn arg_names() -> &'static [&'static str] {
+        STREAM_K_ARG_NAMES
+    }
+
+    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
+        self.matmul::<f16>(k, args);
+    }
+}
+
+crate::gemm::operand::bf16_script!(
+    MatmulStreamK,
+    "matmul_stream_k_bf16",
+    StreamKArgsOf<bf16>,
+    STREAM_K_ARG_NAMES,
+    matmul
+);
+
+impl MatmulStreamK {
+    /// The kernel's body for operand type `T`.
+    pub fn matmul<T: Element>(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr, w_ptr, flags_ptr): StreamKHandles<T>,
+    ) {
+        let t = MatmulPersistent {
+            ping_pong: 0,
+            persistent: 1,
+            hilbert: 0,
+            ..self.tile.clone()
+        };
+        let gc = k.name_next("gc").global_view::<T>(c_ptr, [m_size, n_size]);
+        let width = if t.group_rows() > 64 {
+            STORE_CHUNK / 2
+        } else {
+            STORE_CHUNK
+        };
+        let stores = t.c_stores(k, gc, n_size, width);
+        let per_unit = if t.cluster_m == 2 { 2 } else { 1 };
+        let sk = StreamK::new(
+            (t.block_m, t.block_n, t.group_rows(), per_unit),
+            CastAndStore::new(stores, t.block_n, false),
+            (w_ptr, flags_ptr),
+        );
+        t.tiles(
+            k,
+            (m_size, n_size, k_size),
+            (a_ptr, b_ptr),
+            &sk.epilogue,
+            Some(&sk),
+        );
+    }
+}
+
+/// The search space: v6's cooperative tiles, its stages and orders, alone or in pairs.
+impl Tunable for MatmulStreamK {
+    fn space() -> Space {
+        Space::new()
+            .axis(
+                &["block_m", "block_n"],
+                vec![vec![128, 128], vec![128, 256], vec![256, 128]],
+            )
+            .and_then(|s| s.values("stages", &[3, 4]))
+            .and_then(|s| s.values("group_m", &[1, 8]))
+            .and_then(|s| s.values("cluster_m", &[1, 2]))
+            .expect("the stream-K space is well formed")
+    }
+
+    fn from_binding(binding: &Binding) -> Result<Self, String> {
+        let get = |name: &str| {
+            binding
+                .get(name)
+                .ok_or_else(|| format!("the binding has no {name}"))
+                .and_then(|v| i32::try_from(v).map_err(|_| format!("{name} = {v} is out of range")))
+        };
+        Ok(MatmulStreamK {
+            tile: MatmulPersistent {
+                block_m: get("block_m")?,
+                block_n: get("block_n")?,
+                stages: get("stages")?,
+                group_m: get("group_m")?,
+                cluster_m: get("cluster_m")?,
+                ..MatmulPersistent::default()
+            },
+        })
+    }
+
+    fn to_binding(&self) -> Option<Binding> {
+        let t = &self.tile;
+        Some(Binding(vec![
+            ("block_m".into(), t.block_m.into()),
+            ("block_n".into(), t.block_n.into()),
+            ("stages".into(), t.stages.into()),
+            ("group_m".into(), t.group_m.into()),
+            ("cluster_m".into(), t.cluster_m.into()),
+        ]))
+    }
+}
