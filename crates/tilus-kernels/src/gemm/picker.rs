@@ -90,6 +90,20 @@ fn check_shape((m, n, k): (usize, usize, usize), [a, b, c]: [usize; 3]) -> crate
 
 /// `C = A · Bᵀ` for any shape (see the module documentation), on operands of type `T` (f16
 /// or bf16; `Gemm::<half::bf16>::new`).
+///
+/// ```no_run
+/// use tilus_kernels::gemm::Gemm;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let device = tilus::runtime::Device::open(0)?;
+/// let gemm = Gemm::<half::bf16>::new(&device)?;
+/// let (m, n, k) = (4096, 4096, 4096);
+/// let a = device.stream().clone_htod(&vec![half::bf16::ONE; m * k])?;
+/// let b = device.stream().clone_htod(&vec![half::bf16::ONE; n * k])?;
+/// let mut c = device.stream().alloc_zeros::<half::bf16>(m * n)?;
+/// gemm.matmul(device.stream(), (m, n, k), &a, &b, &mut c)?;
+/// println!("ran {:?}", gemm.chosen_for((m, n, k))); // Some(V6)
+/// # Ok(()) }
+/// ```
 pub struct Gemm<T: Matmuls = f16> {
     v6: Autotuned<T::V6>,
     split_k: SplitK<T>,

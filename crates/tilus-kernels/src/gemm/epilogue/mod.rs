@@ -4,7 +4,7 @@
 //! `D` and the bias never make a round trip through global memory between two kernels. Where
 //! C's rows allow TMA, D and the bias are copied into shared memory halfway through each
 //! tile's main loop and C is stored with TMA from the same buffers
-//! ([`crate::gemm::epilogue::operands`]); otherwise they are loaded from global memory in the
+//! (`gemm/epilogue/operands.rs`); otherwise they are loaded from global memory in the
 //! epilogue and C is stored from registers.
 //!
 //! A `[M, K]`, B `[N, K]` (both K-major), D and C `[M, N]`, bias `[N]` (one value per
@@ -17,7 +17,7 @@
 //! same instruction as the scale and the adds.
 
 mod fused;
-pub mod operands;
+pub(crate) mod operands;
 
 pub use fused::{EpilogueInputs, FusedGemm};
 
@@ -82,6 +82,11 @@ pub trait Activation: Clone + Debug + Hash + Default + Send + Sync + 'static {
 }
 
 /// `act(x) = x`.
+///
+/// ```
+/// use tilus_kernels::gemm::epilogue::{Activation, Identity};
+/// assert_eq!((Identity::NAME, Identity::reference(-2.5)), ("identity", -2.5));
+/// ```
 #[derive(Clone, Debug, Default, Hash, PartialEq, Eq)]
 pub struct Identity;
 
@@ -96,6 +101,11 @@ impl Activation for Identity {
 }
 
 /// `act(x) = max(x, 0)`.
+///
+/// ```
+/// use tilus_kernels::gemm::epilogue::{Activation, Relu};
+/// assert_eq!((Relu::reference(-2.5), Relu::reference(1.5)), (0.0, 1.5));
+/// ```
 #[derive(Clone, Debug, Default, Hash, PartialEq, Eq)]
 pub struct Relu;
 
@@ -119,6 +129,11 @@ impl Activation for Relu {
 /// instructions and two on the special-function unit per element. An accurate `tanhf` or an
 /// IEEE division costs several times as many instructions, and `tanh.approx.f32`'s error of
 /// about 2^-11 of `tanh` is too large where `1 + tanh(u)` is small (negative `x`).
+///
+/// ```
+/// use tilus_kernels::gemm::epilogue::{Activation, GeluTanh};
+/// assert!((GeluTanh::reference(1.0) - 0.841192).abs() < 1e-6);
+/// ```
 #[derive(Clone, Debug, Default, Hash, PartialEq, Eq)]
 pub struct GeluTanh;
 

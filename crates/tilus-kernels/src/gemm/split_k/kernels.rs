@@ -329,6 +329,21 @@ fn workspace_view(
 
 /// The sum of the partials, rounded once to f16. `ROWS × COLS` elements per block, the
 /// splits added in order (so the result does not depend on timing).
+///
+/// ```
+/// use tilus_kernels::gemm::split_k::{workspace_len, SplitKReduce, SPLIT_K_BLOCK_M};
+/// let (m, n, splits) = (3, 64, 2);
+/// // the partials one above the other, rows padded to whole tiles of SPLIT_K_BLOCK_M
+/// let mut w = vec![0.0f32; workspace_len(m, n, splits)];
+/// let rows = SPLIT_K_BLOCK_M as usize;
+/// for (s, part) in w.chunks_mut(rows * n).enumerate() {
+///     part[..m * n].iter_mut().for_each(|x| *x = 0.25 + s as f32);
+/// }
+/// let mut c = vec![half::f16::NAN; m * n];
+/// tilus::interpret(&SplitKReduce, (m as i32, n as i32, splits as i32, &w[..], &mut c[..]))?;
+/// assert!(c.iter().all(|&v| v == half::f16::from_f32(1.5)));
+/// # Ok::<(), tilus::Error>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SplitKReduce;
 

@@ -10,6 +10,24 @@ use tilus::tune::{Binding, Space};
 
 /// The stream-K kernel: v6's cooperative, persistent main loop and epilogue on one of its
 /// configurations (`ping_pong`, `persistent` and `hilbert` are v6's defaults here).
+///
+/// Its arguments are v6's and a workspace and flags, sized by [`super::workspace_len`] and
+/// [`super::flags_len`] (the flags zero before the first launch; each launch leaves them so):
+///
+/// ```
+/// use tilus_kernels::gemm::stream_k::{flags_len, workspace_len, MatmulStreamK};
+/// let (m, n, k) = (256, 256, 128);
+/// let (a, b) = (vec![half::f16::ONE; m * k], vec![half::f16::ONE; n * k]);
+/// let mut c = vec![half::f16::NAN; m * n];
+/// let config = MatmulStreamK::default();
+/// let mut w = vec![0.0f32; workspace_len(config.tile.block_m as usize, config.tile.block_n as usize)];
+/// let mut flags = vec![0i32; flags_len()];
+/// let args = (m as i32, n as i32, k as i32, &a[..], &b[..], &mut c[..], &mut w[..], &mut flags[..]);
+/// tilus::interpret(&config, args)?;
+/// assert!(c.iter().all(|&v| v == half::f16::from_f32(128.0)));
+/// assert!(flags.iter().all(|&f| f == 0));
+/// # Ok::<(), tilus::Error>(())
+/// ```
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct MatmulStreamK {
     /// The block tile and the ring.

@@ -22,7 +22,7 @@
 //! [`flags_len`]).
 
 mod kernel;
-pub mod shares;
+pub(crate) mod shares;
 
 pub use kernel::{MatmulStreamK, StreamKArgsOf, STREAM_K_ARG_NAMES};
 pub use shares::{flags_len, workspace_len};
