@@ -29,4 +29,15 @@ pub enum Error {
 }
 
 /// A result with the library's [`Error`].
+///
+/// ```
+/// fn softmax_rows(x: &[half::f16], y: &mut [half::f16]) -> tilus_kernels::Result<()> {
+///     use tilus_kernels::norm::{Softmax, SoftmaxOp};
+///     SoftmaxOp::interpret(&Softmax::default(), (1, x.len()), x, y)
+/// }
+/// let mut y = vec![half::f16::NAN; 4];
+/// softmax_rows(&[half::f16::ZERO; 4], &mut y)?;
+/// assert!(y.iter().all(|&v| v == half::f16::from_f32(0.25)));
+/// # Ok::<(), tilus_kernels::Error>(())
+/// ```
 pub type Result<T> = std::result::Result<T, Error>;

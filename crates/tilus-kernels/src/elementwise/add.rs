@@ -84,6 +84,18 @@ vector_add!(
 );
 
 /// The element types [`AddOp`] takes, each with its script.
+///
+/// ```
+/// use tilus::Script;
+/// use tilus_kernels::elementwise::Addable;
+/// fn kernel_of<T: Addable>() -> String
+/// where
+///     T::Script: Default,
+/// {
+///     T::Script::default().name()
+/// }
+/// assert_eq!(kernel_of::<f32>(), "vector_add_f32");
+/// ```
 pub trait Addable: tilus::lang::Element + DeviceRepr + tilus::interp::Pod + Unpin {
     /// The vector-add script for this type.
     type Script: Tunable<Args = (i32, Ptr<Self>, Ptr<Self>, PtrMut<Self>)>;

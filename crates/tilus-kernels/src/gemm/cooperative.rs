@@ -8,6 +8,12 @@ use tilus::lang::Element;
 use tilus::prelude::*;
 
 /// Registers per producer thread when registers are moved.
+///
+/// ```
+/// use tilus_kernels::gemm::cooperative::{CONSUMER_REGISTERS, PRODUCER_REGISTERS};
+/// // a block of 384 threads shares 65536 registers: 168 each, moved to the two consumers
+/// assert_eq!(PRODUCER_REGISTERS + 2 * CONSUMER_REGISTERS, 3 * 168);
+/// ```
 pub const PRODUCER_REGISTERS: u32 = 40;
 
 /// Registers per consumer thread when registers are moved: the rest of the pool of 384
@@ -15,6 +21,17 @@ pub const PRODUCER_REGISTERS: u32 = 40;
 pub const CONSUMER_REGISTERS: u32 = 232;
 
 /// The tile shape of a block with two consumer warp groups.
+///
+/// ```
+/// // the tutorial's v5 is a whole kernel on it, run here on the interpreter
+/// use hopper_matmul::v5::MatmulCooperative;
+/// let (m, n, k) = (256, 256, 128);
+/// let (a, b) = (vec![half::f16::ONE; m * k], vec![half::f16::ONE; n * k]);
+/// let mut c = vec![half::f16::NAN; m * n];
+/// tilus::interpret(&MatmulCooperative::default(), (m as i32, n as i32, k as i32, &a[..], &b[..], &mut c[..]))?;
+/// assert!(c.iter().all(|&v| v == half::f16::from_f32(128.0)));
+/// # Ok::<(), tilus::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct CooperativeShape {
     /// Rows of C per tile.
@@ -52,6 +69,17 @@ impl CooperativeShape {
 /// warp group; A whole when they take tiles in turn, [`CooperativeShape::ping_pong`]) and the B
 /// tile, filled by TMA copies, and the [`Pipeline`] whose empty barriers count one arrival per
 /// consumer warp group that reads a stage.
+///
+/// ```
+/// // the tutorial's v5 is a whole kernel on it, run here on the interpreter
+/// use hopper_matmul::v5::MatmulCooperative;
+/// let (m, n, k) = (256, 256, 128);
+/// let (a, b) = (vec![half::f16::ONE; m * k], vec![half::f16::ONE; n * k]);
+/// let mut c = vec![half::f16::NAN; m * n];
+/// tilus::interpret(&MatmulCooperative::default(), (m as i32, n as i32, k as i32, &a[..], &b[..], &mut c[..]))?;
+/// assert!(c.iter().all(|&v| v == half::f16::from_f32(128.0)));
+/// # Ok::<(), tilus::Error>(())
+/// ```
 pub struct Cooperative<T: Element = f16> {
     pub(crate) ga: GlobalTensor<T>,
     pub(crate) gb: GlobalTensor<T>,

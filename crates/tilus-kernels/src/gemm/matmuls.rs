@@ -10,6 +10,16 @@ use tilus::tune::Tunable;
 
 /// The kernels of the series that take operand type `T`: what [`super::SplitK`] and
 /// [`super::Gemm`] launch for it.
+///
+/// ```
+/// use tilus::Script;
+/// use tilus_kernels::gemm::Matmuls;
+/// fn sum_kernel<T: Matmuls>() -> String {
+///     T::reduce().name()
+/// }
+/// assert_eq!(sum_kernel::<half::f16>(), "split_k_reduce");
+/// assert_eq!(sum_kernel::<half::bf16>(), "split_k_reduce_bf16");
+/// ```
 pub trait Matmuls: Operand {
     /// v6.
     type V6: Tunable<Args = MatmulArgsOf<Self>> + AsRef<MatmulPersistent>;

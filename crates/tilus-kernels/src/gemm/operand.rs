@@ -76,6 +76,16 @@ where
 }
 
 /// A matmul's arguments `(m, n, k, a, b, c)` in `T`.
+///
+/// ```
+/// use tilus_kernels::gemm::operand::{MatmulArgsOf, PartialsArgsOf, ReduceArgsOf};
+/// use tilus_kernels::gemm::{persistent::MatmulPersistent, split_k::*, Bf16};
+/// fn takes<S: tilus::Script<Args = A>, A>() {}
+/// takes::<MatmulPersistent, MatmulArgsOf<half::f16>>();
+/// takes::<Bf16<MatmulPersistent>, MatmulArgsOf<half::bf16>>();
+/// takes::<MatmulSplitK, PartialsArgsOf<half::f16>>();
+/// takes::<SplitKReduce, ReduceArgsOf<half::f16>>();
+/// ```
 pub type MatmulArgsOf<T> = (i32, Const<i32>, Const<i32>, Ptr<T>, Ptr<T>, PtrMut<T>);
 /// Split-K's partials' arguments `(m, n, k, a, b, workspace, counters, c)` (the counters and C
 /// written with `serial = 1` only).

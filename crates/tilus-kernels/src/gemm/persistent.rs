@@ -136,14 +136,15 @@ crate::gemm::operand::bf16_script!(
 );
 
 /// The names of a matmul's arguments in the generated code.
-pub const MATMUL_ARG_NAMES: &[&str] = &["m_size", "n_size", "k_size", "a_ptr", "b_ptr", "c_ptr"];
+pub(crate) const MATMUL_ARG_NAMES: &[&str] =
+    &["m_size", "n_size", "k_size", "a_ptr", "b_ptr", "c_ptr"];
 
 /// The handles of a matmul's arguments `(m, n, k, a, b, c)` in operand type `T`.
-pub type MatmulHandles<T> = (Val, Val, Val, PtrVal<T>, PtrVal<T>, PtrVal<T>);
+pub(crate) type MatmulHandles<T> = (Val, Val, Val, PtrVal<T>, PtrVal<T>, PtrVal<T>);
 
 impl MatmulPersistent {
     /// The kernel's body for operand type `T`: the tiles, each cast to `T` and stored.
-    pub fn matmul<T: Element>(
+    pub(crate) fn matmul<T: Element>(
         &self,
         k: &mut Kernel,
         (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr): MatmulHandles<T>,
@@ -196,7 +197,7 @@ impl<T: Element> Ring<T> {
 impl MatmulPersistent {
     /// Rows of a consumer warp group's share of a tile: half of it, or all of it in
     /// ping-pong.
-    pub fn group_rows(&self) -> i32 {
+    pub(crate) fn group_rows(&self) -> i32 {
         if self.ping_pong != 0 {
             self.block_m
         } else {
@@ -211,7 +212,7 @@ impl MatmulPersistent {
     /// last tile, `epilogue.finish`. With `stream_k`, the last rounds' tiles are shared out
     /// by K steps instead ([`crate::gemm::stream_k`]; cooperative and persistent only, its
     /// epilogue the one `stream_k` holds).
-    pub fn tiles<T: Element>(
+    pub(crate) fn tiles<T: Element>(
         &self,
         k: &mut Kernel,
         (m_size, n_size, k_size): (Val, Val, Val),
@@ -433,7 +434,7 @@ impl MatmulPersistent {
     /// The stores of C (a `[m, n]` view) in chunks of `width` columns for this kernel's
     /// consumer warp groups (`CStores::plan`: staging buffers when `tma_store` asks for them
     /// and C's rows allow TMA).
-    pub fn c_stores<T: Element>(
+    pub(crate) fn c_stores<T: Element>(
         &self,
         k: &mut Kernel,
         gc: GlobalTensor<T>,

@@ -37,6 +37,12 @@ pub const SPLIT_K_MAX_M: usize = 256;
 const CHOICE_ROUNDS: usize = 5;
 
 /// The kernels a shape can run on.
+///
+/// ```
+/// use tilus_kernels::gemm::{candidates, Kernel};
+/// let names: Vec<&str> = candidates(1).into_iter().map(Kernel::name).collect();
+/// assert_eq!(names, ["split_k", "v6"]);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kernel {
     /// v6 (`hopper_matmul_v6`).

@@ -7,6 +7,17 @@ use tilus::prelude::*;
 /// one product in flight: step `i` waits for its stage, multiplies the stage's `sa · sbᵀ`
 /// into `acc`, and frees step `i - 1`'s stage once its product is done; after the loop every
 /// product is complete. Shared with split-K.
+///
+/// ```
+/// // the tutorial's v4 is a whole kernel on it, run here on the interpreter
+/// use hopper_matmul::v4::MatmulPipelined;
+/// let (m, n, k) = (256, 256, 128);
+/// let (a, b) = (vec![half::f16::ONE; m * k], vec![half::f16::ONE; n * k]);
+/// let mut c = vec![half::f16::NAN; m * n];
+/// tilus::interpret(&MatmulPipelined::default(), (m as i32, n as i32, k as i32, &a[..], &b[..], &mut c[..]))?;
+/// assert!(c.iter().all(|&v| v == half::f16::from_f32(128.0)));
+/// # Ok::<(), tilus::Error>(())
+/// ```
 pub fn products_one_in_flight<T: tilus::lang::Element>(
     k: &mut Kernel,
     pipe: &Pipeline,

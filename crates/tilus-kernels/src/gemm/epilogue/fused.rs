@@ -11,6 +11,15 @@ use tilus::tune::{Autotuned, Tunable};
 
 /// The inputs of a fused product: `a` `[m, k]`, `b` `[n, k]` (both row-major, K innermost),
 /// the residual `d` `[m, n]` and the `bias` `[n]`.
+///
+/// On host slices for [`FusedGemm::interpret`], on device buffers for [`FusedGemm::run`]:
+///
+/// ```
+/// use tilus_kernels::gemm::epilogue::EpilogueInputs;
+/// let (a, b, d, bias) = (vec![half::f16::ONE; 8], vec![half::f16::ONE; 8], vec![half::f16::ZERO; 4], vec![half::f16::ZERO; 2]);
+/// let inputs = EpilogueInputs { a: &a[..], b: &b[..], d: &d[..], bias: &bias[..] };
+/// assert_eq!(inputs.bias.len(), 2); // one per column of C
+/// ```
 pub struct EpilogueInputs<'a, B: ?Sized> {
     /// A, `[m, k]`.
     pub a: &'a B,

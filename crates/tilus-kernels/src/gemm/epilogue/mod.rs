@@ -155,6 +155,16 @@ impl Activation for GeluTanh {
 }
 
 /// The kernel: v6's configuration (its hyperparameters and search space) and the activation.
+///
+/// Launched through [`FusedGemm`], or run as it is (its arguments: [`EpilogueArgs`]):
+///
+/// ```
+/// use tilus::Script;
+/// use tilus_kernels::gemm::epilogue::{MatmulEpilogue, Relu};
+/// let kernel = MatmulEpilogue::<Relu>::default();
+/// assert_eq!(kernel.name(), "matmul_epilogue_relu");
+/// assert_eq!(kernel.tile.block_n, 256); // the persistent kernel's default tile
+/// ```
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct MatmulEpilogue<A: Activation> {
     /// The block tile of the main loop.
@@ -214,6 +224,12 @@ impl<A: Activation> Tunable for MatmulEpilogue<A> {
 
 /// The arguments: `(m, n, k, alpha, beta, a, b, d, bias, c)`; `n` and `k` are compile-time
 /// constants, as in the series.
+///
+/// ```
+/// use tilus_kernels::gemm::epilogue::{EpilogueArgs, GeluTanh, MatmulEpilogue};
+/// fn takes<S: tilus::Script<Args = EpilogueArgs>>() {}
+/// takes::<MatmulEpilogue<GeluTanh>>();
+/// ```
 pub type EpilogueArgs = (
     i32,
     Const<i32>,

@@ -19,6 +19,19 @@ struct Scratch {
 
 /// Split-K as a matmul version, in f16 or bf16: the partials into a workspace it owns (grown
 /// on demand), then their sum into C (by the last split's blocks, or a second kernel).
+///
+/// ```no_run
+/// use tilus_kernels::gemm::SplitK;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let device = tilus::runtime::Device::open(0)?;
+/// let split_k = SplitK::<half::bf16>::tuned(&device)?; // the splits chosen per shape
+/// let (m, n, k) = (1, 8192, 8192);
+/// let a = device.stream().clone_htod(&vec![half::bf16::ONE; m * k])?;
+/// let b = device.stream().clone_htod(&vec![half::bf16::ONE; n * k])?;
+/// let mut c = device.stream().alloc_zeros::<half::bf16>(m * n)?;
+/// split_k.launch_on(device.stream(), (m, n, k), (&a, &b), &mut c)?;
+/// # Ok(()) }
+/// ```
 pub struct SplitK<T: Matmuls = f16> {
     /// The partial products' kernel: a fixed configuration or the autotuned one.
     partials: FixedOrTuned<T::Partials>,

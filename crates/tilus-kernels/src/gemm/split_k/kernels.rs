@@ -11,6 +11,14 @@ use tilus::prelude::*;
 pub const SPLIT_K_BLOCK_M: i32 = 64;
 
 /// Elements of the f32 workspace for `m × n` with `splits` splits.
+///
+/// ```
+/// use tilus_kernels::gemm::split_k::{counters_len, workspace_len, MAX_SPLITS, SPLIT_K_BLOCK_M};
+/// assert_eq!(SPLIT_K_BLOCK_M, 64);
+/// assert_eq!(workspace_len(16, 4096, 4), 4 * 64 * 4096); // rows padded to a whole tile
+/// assert_eq!(counters_len(16, 4096), 64); // one per 64 × 64 tile
+/// assert!(MAX_SPLITS >= 16);
+/// ```
 pub fn workspace_len(m: usize, n: usize, splits: usize) -> usize {
     m.div_ceil(SPLIT_K_BLOCK_M as usize) * SPLIT_K_BLOCK_M as usize * n * splits
 }
@@ -349,9 +357,9 @@ pub struct SplitKReduce;
 
 impl SplitKReduce {
     /// Rows per block.
-    pub const ROWS: i32 = 16;
+    pub(crate) const ROWS: i32 = 16;
     /// Columns per block.
-    pub const COLS: i32 = 256;
+    pub(crate) const COLS: i32 = 256;
 }
 
 impl Script for SplitKReduce {

@@ -58,6 +58,12 @@ impl Default for MatmulStreamK {
 }
 
 /// v6's arguments, then the workspace and the flags.
+///
+/// ```
+/// use tilus_kernels::gemm::stream_k::{MatmulStreamK, StreamKArgsOf};
+/// fn takes<S: tilus::Script<Args = StreamKArgsOf<half::f16>>>() {}
+/// takes::<MatmulStreamK>();
+/// ```
 pub type StreamKArgsOf<T> = (
     i32,
     Const<i32>,
@@ -70,7 +76,7 @@ pub type StreamKArgsOf<T> = (
 );
 
 /// The names of the arguments in the generated code.
-pub const STREAM_K_ARG_NAMES: &[&str] = &[
+pub(crate) const STREAM_K_ARG_NAMES: &[&str] = &[
     "m_size",
     "n_size",
     "k_size",
@@ -82,7 +88,7 @@ pub const STREAM_K_ARG_NAMES: &[&str] = &[
 ];
 
 /// The handles of the arguments in operand type `T`.
-pub type StreamKHandles<T> = (
+pub(crate) type StreamKHandles<T> = (
     Val,
     Val,
     Val,
@@ -119,7 +125,7 @@ crate::gemm::operand::bf16_script!(
 
 impl MatmulStreamK {
     /// The kernel's body for operand type `T`.
-    pub fn matmul<T: Element>(
+    pub(crate) fn matmul<T: Element>(
         &self,
         k: &mut Kernel,
         (m_size, n_size, k_size, a_ptr, b_ptr, c_ptr, w_ptr, flags_ptr): StreamKHandles<T>,

@@ -24,5 +24,5 @@
 mod kernel;
 pub(crate) mod shares;
 
-pub use kernel::{MatmulStreamK, StreamKArgsOf, STREAM_K_ARG_NAMES};
+pub use kernel::{MatmulStreamK, StreamKArgsOf};
 pub use shares::{flags_len, workspace_len};
