@@ -23,14 +23,10 @@ pub const CONSUMER_REGISTERS: u32 = 232;
 /// The tile shape of a block with two consumer warp groups.
 ///
 /// ```
-/// // the tutorial's v5 is a whole kernel on it, run here on the interpreter
-/// use hopper_matmul::v5::MatmulCooperative;
-/// let (m, n, k) = (256, 256, 128);
-/// let (a, b) = (vec![half::f16::ONE; m * k], vec![half::f16::ONE; n * k]);
-/// let mut c = vec![half::f16::NAN; m * n];
-/// tilus::interpret(&MatmulCooperative::default(), (m as i32, n as i32, k as i32, &a[..], &b[..], &mut c[..]))?;
-/// assert!(c.iter().all(|&v| v == half::f16::from_f32(128.0)));
-/// # Ok::<(), tilus::Error>(())
+/// use tilus_kernels::gemm::cooperative::CooperativeShape;
+/// let shape = |ping_pong| CooperativeShape { block_m: 128, block_n: 256, block_k: 64, stages: 4, ping_pong };
+/// assert_eq!((shape(false).a_parts(), shape(false).releases()), (2, 2)); // A in halves
+/// assert_eq!((shape(true).a_parts(), shape(true).releases()), (1, 1)); // whole tiles in turn
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct CooperativeShape {
