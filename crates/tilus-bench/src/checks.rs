@@ -42,7 +42,7 @@ pub fn on_gpu<T: Operand>(
     let stream = device.stream().clone();
     let blas = Cublas::new(&stream).unwrap();
     let mut p = Problem::<T>::new(&stream, m, n, k, seed).unwrap();
-    blas.matmul(&stream, &p, true).unwrap();
+    blas.reference(&stream, &p).unwrap();
     v.launch(&stream, &mut p).unwrap();
     stream.synchronize().unwrap();
     let c = harness::check(&stream, &p).unwrap();

@@ -178,6 +178,37 @@ impl Cublas {
         self.gemm(stream, p, c, T::CUBLAS)
     }
 
+    /// The reference `c_ref = a · bᵀ`, computed with cuBLAS's reduced-precision reductions
+    /// disallowed (`CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION`): the most exact product
+    /// cuBLAS gives. The handle returns to its default mode after, so timings of
+    /// [`Cublas::matmul`] keep what users get.
+    pub fn reference<T: Operand>(
+        &self,
+        stream: &Arc<CudaStream>,
+        p: &Problem<T>,
+    ) -> tilus::Result<()> {
+        self.math_mode(blas_sys::cublasMath_t::CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)?;
+        let (c, _gc) = p.c_ref.device_ptr(stream);
+        let result = self.gemm(stream, p, c, T::CUBLAS);
+        self.math_mode(blas_sys::cublasMath_t::CUBLAS_DEFAULT_MATH)?;
+        result
+    }
+
+    /// Sets the handle's math mode.
+    fn math_mode(&self, mode: blas_sys::cublasMath_t) -> tilus::Result<()> {
+        // SAFETY: the handle is live (owned by `self.blas`); setting its math mode touches
+        // nothing else, and no call on the handle is in flight on the host.
+        let status = unsafe { blas_sys::cublasSetMathMode(*self.blas.handle(), mode) };
+        if status == blas_sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            Ok(())
+        } else {
+            Err(Error::Cublas {
+                call: "cublasSetMathMode",
+                message: format!("{status:?}"),
+            })
+        }
+    }
+
     /// `out = a · bᵀ` with the f32 accumulator kept (no rounding to f16): the reference of a
     /// fused epilogue, which rounds only its final result.
     pub fn matmul_f32<T: Operand>(
@@ -313,7 +344,34 @@ pub fn check<T: Operand>(stream: &Arc<CudaStream>, p: &Problem<T>) -> Result<Che
     stream
         .memcpy_dtoh(&p.c_ref, &mut expect)
         .map_err(drv_err("cuMemcpyDtoH"))?;
-    Ok(compare(&actual, &expect))
+    let mut c = compare(&actual, &expect);
+    if c.mismatches > 0 {
+        referee_on_device(stream, p, &mut c, (&actual, &expect))?;
+    }
+    Ok(c)
+}
+
+/// Recomputes the mismatches of `check` exactly ([`crate::referee`]) from the problem's
+/// inputs, brought to the host (the first `m · k` and `n · k` elements of A and B); `actual`
+/// and `expect` are the first `m · n` outputs of the kernel and the reference.
+pub fn referee_on_device<T: Operand>(
+    stream: &Arc<CudaStream>,
+    p: &Problem<T>,
+    check: &mut Check,
+    (actual, expect): (&[T], &[T]),
+) -> Result<()> {
+    let (m, n, k) = (p.m, p.n, p.k);
+    let mut a = try_vec("the referee's A", m * k, T::default())?;
+    let mut b = try_vec("the referee's B", n * k, T::default())?;
+    stream
+        .memcpy_dtoh(&p.a.slice(0..m * k), &mut a)
+        .map_err(drv_err("cuMemcpyDtoH"))?;
+    stream
+        .memcpy_dtoh(&p.b.slice(0..n * k), &mut b)
+        .map_err(drv_err("cuMemcpyDtoH"))?;
+    let c = (&actual[..m * n], &expect[..m * n]);
+    crate::referee::referee(check, (&a, &b), (m, n, k), c, T::TOLERANCE);
+    Ok(())
 }
 
 pub use crate::compare::{compare_within, Check, Tolerance};

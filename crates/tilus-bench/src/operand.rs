@@ -12,14 +12,22 @@ pub trait Operand: Matmuls {
     const CUBLAS: cudaDataType;
     /// How far an output may be from cuBLAS's (one rounding step of the type apart).
     const TOLERANCE: Tolerance;
+    /// Bits of the significand after the leading one (10 for f16, 7 for bf16).
+    const MANTISSA_BITS: i32;
+    /// The exponent of the smallest normal value (-14 for f16, -126 for bf16).
+    const MIN_NORMAL_EXP: i32;
 }
 
 impl Operand for f16 {
     const CUBLAS: cudaDataType = cudaDataType::CUDA_R_16F;
     const TOLERANCE: Tolerance = Tolerance::F16;
+    const MANTISSA_BITS: i32 = 10;
+    const MIN_NORMAL_EXP: i32 = -14;
 }
 
 impl Operand for bf16 {
     const CUBLAS: cudaDataType = cudaDataType::CUDA_R_16BF;
     const TOLERANCE: Tolerance = Tolerance::BF16;
+    const MANTISSA_BITS: i32 = 7;
+    const MIN_NORMAL_EXP: i32 = -126;
 }

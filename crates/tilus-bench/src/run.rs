@@ -184,7 +184,7 @@ pub fn verify_and_bench_to<T: Operand>(
     let mut all_ok = true;
     for (i, &(m, n, k)) in shapes.iter().enumerate() {
         let mut p = Problem::<T>::new(&stream, m, n, k, opts.seed.wrapping_add(i as u64))?;
-        blas.matmul(&stream, &p, true)?;
+        blas.reference(&stream, &p)?;
         // each version's check at this shape, carried into its row
         let mut passed = Vec::with_capacity(versions.len());
         for v in versions {
@@ -204,14 +204,15 @@ pub fn verify_and_bench_to<T: Operand>(
                 .unwrap_or_default();
             writeln!(
                 out,
-                "check {:>4}{config} {m}x{n}x{k}: {} (non-finite {}, mismatches {} of {}, max |diff| {:.2e}, rel. error {:.2e})",
+                "check {:>4}{config} {m}x{n}x{k}: {} (non-finite {}, mismatches {} of {}, max |diff| {:.2e}, rel. error {:.2e}{})",
                 v.name(),
                 if ok { "PASS" } else { "FAIL" },
                 c.non_finite,
                 c.mismatches,
                 c.total,
                 c.max_abs,
-                c.rel_err
+                c.rel_err,
+                refereed(&c)
             )?;
         }
         // Timing: cuBLAS and every version, one run of each per round.
@@ -248,4 +249,15 @@ pub fn verify_and_bench_to<T: Operand>(
         }
     }
     Ok((rows, all_ok))
+}
+
+/// What the exact referee found, for a check line (empty where it did not run).
+pub fn refereed(c: &crate::harness::Check) -> String {
+    if c.refereed == 0 {
+        return String::new();
+    }
+    format!(
+        "; {} recomputed exactly: the kernel within rounding in {}, cuBLAS off in {}",
+        c.refereed, c.refereed_ok, c.reference_off
+    )
 }

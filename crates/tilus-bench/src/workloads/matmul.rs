@@ -119,7 +119,7 @@ impl<T: Operand> DeviceCase for OnDevice<T> {
     }
 
     fn reference(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
-        Ok(self.blas.matmul(stream, &self.p, true)?)
+        Ok(self.blas.reference(stream, &self.p)?)
     }
 
     fn check(&self, stream: &Arc<CudaStream>) -> Result<Check> {

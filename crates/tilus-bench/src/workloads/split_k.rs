@@ -150,7 +150,7 @@ impl DeviceCase for OnDevice {
     }
 
     fn reference(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
-        Ok(self.blas.matmul(stream, &self.p, true)?)
+        Ok(self.blas.reference(stream, &self.p)?)
     }
 
     fn check(&self, stream: &Arc<CudaStream>) -> Result<Check> {
