@@ -98,7 +98,7 @@ fn every_op_matches_its_reference_on_the_gpu() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_fused_epilogue_matches_its_reference_on_the_gpu() {
-    use tilus_kernels::gemm::epilogue::{Activation, EpilogueInputs, FusedGemm, Relu};
+    use tilus_kernels::gemm::epilogue::{EpilogueInputs, FusedGemm, Relu};
     tilus_bench::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
     let s = device.stream().clone();
@@ -122,18 +122,8 @@ fn the_fused_epilogue_matches_its_reference_on_the_gpu() {
         gemm.run(&s, (m, n, k), (alpha, beta), inputs, &mut dc)
             .unwrap();
         let c = s.clone_dtoh(&dc).unwrap();
-        let mut expect = vec![0.0; m * n];
-        for i in 0..m {
-            for j in 0..n {
-                let dot: f64 = (0..k)
-                    .map(|p| a[i * k + p].to_f64() * b[j * k + p].to_f64())
-                    .sum();
-                let x = f64::from(alpha) * dot
-                    + f64::from(beta) * d[i * n + j].to_f64()
-                    + bias[j].to_f64();
-                expect[i * n + j] = Relu::reference(x);
-            }
-        }
+        let expect =
+            reference::fused_epilogue::<Relu>((m, n, k), (alpha, beta), (&a, &b, &d, &bias));
         assert_close(
             &format!("fused relu {m}x{n}x{k}"),
             &c,

@@ -155,9 +155,7 @@ fn calls_whose_buffers_do_not_fit_the_shape_are_refused_before_anything_runs() {
 
 #[test]
 fn the_fused_epilogue_matches_the_f64_reference_and_refuses_a_short_bias() {
-    use tilus_kernels::gemm::epilogue::{
-        Activation, EpilogueInputs, FusedGemm, GeluTanh, MatmulEpilogue,
-    };
+    use tilus_kernels::gemm::epilogue::{EpilogueInputs, FusedGemm, GeluTanh, MatmulEpilogue};
     tilus_bench::test_cache!();
     let mut rng = Rng::new(44);
     let (m, n, k) = (130, 136, 128);
@@ -175,17 +173,8 @@ fn the_fused_epilogue_matches_the_f64_reference_and_refuses_a_short_bias() {
         bias: &bias[..],
     };
     FusedGemm::interpret(&config, (m, n, k), (alpha, beta), inputs, &mut c).unwrap();
-    let mut expect = vec![0.0; m * n];
-    for i in 0..m {
-        for j in 0..n {
-            let dot: f64 = (0..k)
-                .map(|p| a[i * k + p].to_f64() * b[j * k + p].to_f64())
-                .sum();
-            let x =
-                f64::from(alpha) * dot + f64::from(beta) * d[i * n + j].to_f64() + bias[j].to_f64();
-            expect[i * n + j] = GeluTanh::reference(x);
-        }
-    }
+    let expect =
+        reference::fused_epilogue::<GeluTanh>((m, n, k), (alpha, beta), (&a, &b, &d, &bias));
     assert_close("fused gelu 130x136x128", &c, &expect, (2e-3, 2e-3));
 
     let mut c = vec![f16::NAN; m * n];

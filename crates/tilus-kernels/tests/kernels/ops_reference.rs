@@ -66,6 +66,26 @@ pub fn rms_norm(x: &[f16], w: &[f16], eps: f32) -> Vec<f64> {
     out
 }
 
+/// `act(alpha · A·Bᵀ + beta · D + bias)` in f64, A `[m, k]`, B `[n, k]`, D `[m, n]`, bias `[n]`.
+pub fn fused_epilogue<A: tilus_kernels::gemm::epilogue::Activation>(
+    (m, n, k): (usize, usize, usize),
+    (alpha, beta): (f32, f32),
+    (a, b, d, bias): (&[f16], &[f16], &[f16], &[f16]),
+) -> Vec<f64> {
+    let mut out = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let dot: f64 = (0..k)
+                .map(|p| a[i * k + p].to_f64() * b[j * k + p].to_f64())
+                .sum();
+            let x =
+                f64::from(alpha) * dot + f64::from(beta) * d[i * n + j].to_f64() + bias[j].to_f64();
+            out[i * n + j] = A::reference(x);
+        }
+    }
+    out
+}
+
 /// Softmax's tolerance: f32 arithmetic and one f16 rounding, one subnormal step absolute.
 pub const SOFTMAX_TOLERANCE: (f64, f64) = (1e-3, 6e-8);
 /// The norms' tolerance: about two f16 rounding steps.
