@@ -77,15 +77,101 @@ impl CooperativeShape {
 /// # Ok::<(), tilus::Error>(())
 /// ```
 pub struct Cooperative<T: Element = f16> {
-    pub(crate) ga: GlobalTensor<T>,
-    pub(crate) gb: GlobalTensor<T>,
-    /// A's parts ([`CooperativeShape::a_parts`]), `[stages, block_m / parts, block_k]` each.
+    /// Where A and B come from.
+    pub(crate) ops: RingOperands<T>,
+    /// A's parts ([`CooperativeShape::a_parts`]), `[stages, block_m / parts, block_k]` each
+    /// (`[stages, block_k, block_m / parts]` MN-major).
     pub(crate) sa: Vec<SharedTensor<T>>,
+    /// B, `[stages, block_n, block_k]` (`[stages, block_k, block_n]` MN-major).
     pub(crate) sb: SharedTensor<T>,
     /// The ring's barriers (the callers release its stages).
     pub pipe: Pipeline,
     pub(crate) stage_bytes: i32,
     pub(crate) shape: CooperativeShape,
+}
+
+/// Where a ring's operands come from: A's and B's global views, each K-major (A `[m, k]`, B
+/// `[n, k]`, K contiguous) or MN-major (A `[k, m]`, B `[k, n]`: a column-major A, a
+/// row-major B), the tensor cores reading either as stored; batched views have a leading
+/// batch dimension.
+///
+/// ```
+/// use tilus_kernels::gemm::cooperative::RingOperands;
+/// // the orders of `C = A · B` for BLAS's transposes: A row-major is K-major, B row-major
+/// // ([k, n]) MN-major
+/// assert_eq!(RingOperands::<half::f16>::orders(false, false), (false, true));
+/// ```
+#[derive(Clone, Copy)]
+pub struct RingOperands<T: Element> {
+    /// A's view: `[m, k]`, or `[k, m]` when `a_mn`; `[batches, ..]` when batched.
+    pub ga: GlobalTensor<T>,
+    /// B's view: `[n, k]`, or `[k, n]` when `b_mn`; `[batches, ..]` when batched.
+    pub gb: GlobalTensor<T>,
+    /// A is MN-major (stored `[k, m]`).
+    pub a_mn: bool,
+    /// B is MN-major (stored `[k, n]`).
+    pub b_mn: bool,
+    /// Batched views: per operand the matrices its view holds (the batch, or 1 for an
+    /// operand every matrix of the batch shares); the batch coordinate of product `b` in
+    /// each is `b % count`.
+    pub batches: Option<(Val, Val)>,
+}
+
+impl<T: Element> RingOperands<T> {
+    /// A `[m, k]` and B `[n, k]`, both K-major and contiguous (`C = A · Bᵀ`).
+    pub fn k_major(
+        k: &mut Kernel,
+        (m_size, n_size, k_size): (Val, Val, Val),
+        (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
+    ) -> RingOperands<T> {
+        let ga = k.name_next("ga").global_view::<T>(a_ptr, [m_size, k_size]);
+        let gb = k.name_next("gb").global_view::<T>(b_ptr, [n_size, k_size]);
+        RingOperands {
+            ga,
+            gb,
+            a_mn: false,
+            b_mn: false,
+            batches: None,
+        }
+    }
+
+    /// The orders `(a_mn, b_mn)` of `C = A · B` with A and B row-major (`false`) or
+    /// column-major (`true`): a row-major A is K-major, a row-major B (`[k, n]`) MN-major.
+    pub fn orders(a_col_major: bool, b_col_major: bool) -> (bool, bool) {
+        (a_col_major, !b_col_major)
+    }
+
+    /// The box offsets of an operand's element `(row, k)` (row along M or N) in its view.
+    fn offsets(mn: bool, batch: Option<Val>, row: Val, k_at: Val) -> Vec<Scalar> {
+        let mut at: Vec<Scalar> = batch.into_iter().map(Scalar::from).collect();
+        if mn {
+            at.extend([Scalar::from(k_at), Scalar::from(row)]);
+        } else {
+            at.extend([Scalar::from(row), Scalar::from(k_at)]);
+        }
+        at
+    }
+
+    /// The batch coordinates `(a, b)` of product `batch` (None for views without one).
+    fn batch_of(&self, k: &mut Kernel, batch: Option<Val>) -> (Option<Val>, Option<Val>) {
+        match (self.batches, batch) {
+            (Some((ca, cb)), Some(b)) => (
+                Some(k.name_next("batch_a").let_i32(b % ca)),
+                Some(k.name_next("batch_b").let_i32(b % cb)),
+            ),
+            _ => (None, None),
+        }
+    }
+
+    /// A tile of `rows` rows of A or B (along M or N) by `depth` of K, as its order stores
+    /// it.
+    fn tile_shape(mn: bool, stages: i32, rows: i32, depth: i32) -> [i32; 3] {
+        if mn {
+            [stages, depth, rows]
+        } else {
+            [stages, rows, depth]
+        }
+    }
 }
 
 impl<T: Element> Cooperative<T> {
@@ -105,32 +191,37 @@ impl<T: Element> Cooperative<T> {
     pub fn with_arrivals(
         k: &mut Kernel,
         shape: CooperativeShape,
-        (m_size, n_size, k_size): (Val, Val, Val),
-        (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
+        dims: (Val, Val, Val),
+        ptrs: (PtrVal<T>, PtrVal<T>),
+        arrivals: u32,
+    ) -> Cooperative<T> {
+        let ops = RingOperands::k_major(k, dims, ptrs);
+        Cooperative::with_operands(k, shape, ops, arrivals)
+    }
+
+    /// The ring on operands declared by the caller, with empty barriers of `arrivals`.
+    pub fn with_operands(
+        k: &mut Kernel,
+        shape: CooperativeShape,
+        ops: RingOperands<T>,
         arrivals: u32,
     ) -> Cooperative<T> {
         let stages = shape.stages.max(1);
         let parts = shape.a_parts();
         let part_m = shape.block_m / parts;
-        let ga = k.name_next("ga").global_view::<T>(a_ptr, [m_size, k_size]);
-        let gb = k.name_next("gb").global_view::<T>(b_ptr, [n_size, k_size]);
         let names: &[&str] = if parts == 1 { &["sa"] } else { &["sa0", "sa1"] };
+        let a_tile = RingOperands::<T>::tile_shape(ops.a_mn, stages, part_m, shape.block_k);
         let sa: Vec<_> = names
             .iter()
-            .map(|name| {
-                k.name_next(name)
-                    .shared_tensor::<T>([stages, part_m, shape.block_k])
-            })
+            .map(|name| k.name_next(name).shared_tensor::<T>(a_tile))
             .collect();
-        let sb = k
-            .name_next("sb")
-            .shared_tensor::<T>([stages, shape.block_n, shape.block_k]);
+        let b_tile = RingOperands::<T>::tile_shape(ops.b_mn, stages, shape.block_n, shape.block_k);
+        let sb = k.name_next("sb").shared_tensor::<T>(b_tile);
         let pipe = Pipeline::new(k, stages as u32, arrivals);
         let stage_bytes =
             parts * sa[0].at(Val::constant(0)).nbytes() + sb.at(Val::constant(0)).nbytes();
         Cooperative {
-            ga,
-            gb,
+            ops,
             sa,
             sb,
             pipe,
@@ -140,7 +231,8 @@ impl<T: Element> Cooperative<T> {
     }
 
     /// The copies of A's parts of `stage` (the first at rows `offset_m ..`, the next the
-    /// rows after it) for K offset `offset_k`, on the stage's barrier `bar`.
+    /// rows after it) for K offset `offset_k`, on the stage's barrier `bar`; `batch`: A's
+    /// batch coordinate (batched views).
     #[track_caller]
     pub fn copy_a(
         &self,
@@ -148,6 +240,7 @@ impl<T: Element> Cooperative<T> {
         stage: Val,
         bar: Barrier,
         (offset_m, offset_k): (Val, Val),
+        batch: Option<Val>,
     ) {
         let part_m = self.shape.block_m / self.shape.a_parts();
         for (p, sa) in self.sa.iter().enumerate() {
@@ -157,8 +250,9 @@ impl<T: Element> Cooperative<T> {
                 k.name_next("offset_m1")
                     .let_i32(offset_m + part_m * p as i32)
             };
+            let at = RingOperands::<T>::offsets(self.ops.a_mn, batch, rows, offset_k);
             k.tma()
-                .global_to_shared(&self.ga, &sa.at(stage), [rows, offset_k], bar);
+                .global_to_shared(&self.ops.ga, &sa.at(stage), at, bar);
         }
     }
 
@@ -173,13 +267,28 @@ impl<T: Element> Cooperative<T> {
         offset_m: Val,
         offset_n: Val,
     ) {
+        self.fill_at(k, step, i, (None, offset_m, offset_n));
+    }
+
+    /// [`Cooperative::fill`] of the tile of product `batch` (batched operands) at
+    /// `(offset_m, offset_n)`.
+    #[track_caller]
+    pub fn fill_at(
+        &self,
+        k: &mut Kernel,
+        step: impl Into<Scalar>,
+        i: Val,
+        (batch, offset_m, offset_n): (Option<Val>, Val, Val),
+    ) {
         let slot = self.pipe.producer_acquire(k, step, self.stage_bytes);
         let stage = slot.stage();
         let bar = slot.barrier();
         let offset_k = k.name_next("offset_k").let_i32(i * self.shape.block_k);
-        self.copy_a(k, stage, bar, (offset_m, offset_k));
+        let (batch_a, batch_b) = self.ops.batch_of(k, batch);
+        self.copy_a(k, stage, bar, (offset_m, offset_k), batch_a);
+        let at = RingOperands::<T>::offsets(self.ops.b_mn, batch_b, offset_n, offset_k);
         k.tma()
-            .global_to_shared(&self.gb, &self.sb.at(stage), [offset_n, offset_k], bar);
+            .global_to_shared(&self.ops.gb, &self.sb.at(stage), at, bar);
     }
 
     /// The part of A consumer warp group `g` multiplies: its half, or all of A in ping-pong.
@@ -206,8 +315,13 @@ impl<T: Element> Cooperative<T> {
         let slot = self.pipe.consumer_acquire(k, step);
         let stage = slot.stage();
         k.wgmma().fence();
-        k.wgmma()
-            .mma(&self.a_of(g).at(stage), &self.sb.at(stage).transpose(), acc);
+        // each operand as stored: a K-major tile as it is (A) or transposed (B), an MN-major
+        // one the other way
+        let a = self.a_of(g).at(stage);
+        let a = if self.ops.a_mn { a.transpose() } else { a };
+        let b = self.sb.at(stage);
+        let b = if self.ops.b_mn { b } else { b.transpose() };
+        k.wgmma().mma(&a, &b, acc);
         k.wgmma().commit_group();
         k.wgmma().wait_group(1);
         // released later, by step (the slot's stage is named by its step number)

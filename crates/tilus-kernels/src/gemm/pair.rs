@@ -64,7 +64,7 @@ impl<T: Element> PairRing<T> {
         let stage = slot.stage();
         let bar = slot.barrier();
         let offset_k = k.name_next("offset_k").let_i32(i * r.shape.block_k);
-        r.copy_a(k, stage, bar, (offset_m, offset_k));
+        r.copy_a(k, stage, bar, (offset_m, offset_k), None);
         // this block's half of B, into both blocks' tile of that half
         let half_n = r.shape.block_n / 2;
         let offset_nb = k
@@ -76,12 +76,12 @@ impl<T: Element> PairRing<T> {
             |k| {
                 let b = r.sb.at(stage).rows(0, half_n);
                 k.tma()
-                    .global_to_shared_multicast(&r.gb, &b, [offset_nb, offset_k], bar, 0b11);
+                    .global_to_shared_multicast(&r.ops.gb, &b, [offset_nb, offset_k], bar, 0b11);
             },
             |k| {
                 let b = r.sb.at(stage).rows(half_n, half_n);
                 k.tma()
-                    .global_to_shared_multicast(&r.gb, &b, [offset_nb, offset_k], bar, 0b11);
+                    .global_to_shared_multicast(&r.ops.gb, &b, [offset_nb, offset_k], bar, 0b11);
             },
         );
     }

@@ -17,7 +17,7 @@
 //! ablation that shows what the persistent grid is worth.
 
 use crate::gemm::cooperative::{
-    Cooperative, CooperativeShape, CONSUMER_REGISTERS, PRODUCER_REGISTERS,
+    Cooperative, CooperativeShape, RingOperands, CONSUMER_REGISTERS, PRODUCER_REGISTERS,
 };
 use crate::gemm::pair::PairRing;
 use crate::gemm::pingpong::PingPongOrder;
@@ -164,6 +164,18 @@ impl MatmulPersistent {
     }
 }
 
+/// Where [`MatmulPersistent::tiles_on`] takes its operands from.
+pub(crate) enum Operands<T: Element> {
+    /// A `[m, k]` and B `[n, k]`, K-major and contiguous, at these pointers.
+    Pointers(PtrVal<T>, PtrVal<T>),
+    /// Views the caller declared, of `batch` products (None: one, views without a batch
+    /// dimension).
+    Views {
+        ops: RingOperands<T>,
+        batch: Option<Val>,
+    },
+}
+
 /// The two rings v6 runs on: a block's own ([`Cooperative`]), or a pair's sharing B
 /// ([`PairRing`]).
 enum Ring<T: Element> {
@@ -215,12 +227,40 @@ impl MatmulPersistent {
     pub(crate) fn tiles<T: Element>(
         &self,
         k: &mut Kernel,
-        (m_size, n_size, k_size): (Val, Val, Val),
+        dims: (Val, Val, Val),
         (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
         epilogue: &dyn TileEpilogue,
         stream_k: Option<&StreamK<T>>,
     ) {
+        self.tiles_on(
+            k,
+            dims,
+            Operands::Pointers(a_ptr, b_ptr),
+            epilogue,
+            stream_k,
+        );
+    }
+
+    /// [`MatmulPersistent::tiles`] on operands given as pointers (K-major, contiguous) or as
+    /// views declared by the caller, of a batch of products (the tiles of every product of
+    /// the batch walked as one grid; [`TileAt::batch`] says whose a tile is).
+    pub(crate) fn tiles_on<T: Element>(
+        &self,
+        k: &mut Kernel,
+        (m_size, n_size, k_size): (Val, Val, Val),
+        operands: Operands<T>,
+        epilogue: &dyn TileEpilogue,
+        stream_k: Option<&StreamK<T>>,
+    ) {
         let pair = self.cluster_m == 2;
+        let batch = match &operands {
+            Operands::Views { batch, .. } => *batch,
+            Operands::Pointers(..) => None,
+        };
+        assert!(
+            !(pair && matches!(operands, Operands::Views { .. })),
+            "pairs share K-major B tiles of contiguous operands"
+        );
         let ping_pong = self.ping_pong != 0;
         // an invariant of the callers (`MatmulStreamK` sets both)
         assert!(
@@ -242,7 +282,12 @@ impl MatmulPersistent {
         let tiles_m = k.name_next("tiles_m").let_i32(cdiv(m_size, self.block_m));
         let tiles_n = k.name_next("tiles_n").let_i32(cdiv(n_size, self.block_n));
         let units_m = k.name_next("units_m").let_i32(cdiv(tiles_m, per_unit));
-        let units = k.name_next("units").let_i32(units_m * tiles_n);
+        // a batch's products one after the other
+        let per_product = k.name_next("units_per").let_i32(units_m * tiles_n);
+        let units = match batch {
+            Some(b) => k.name_next("units").let_i32(per_product * b),
+            None => per_product,
+        };
         let k_tiles = k.name_next("k_tiles").let_i32(cdiv(k_size, self.block_k));
         // the blocks launched: the loop over units strides by their units (pairs); stream-K
         // shares K steps out, so as many blocks as take an even share of them
@@ -268,10 +313,16 @@ impl MatmulPersistent {
             ping_pong,
         };
         let dims = (m_size, n_size, k_size);
-        let ring = if pair {
-            Ring::Pair(PairRing::new(k, shape, dims, (a_ptr, b_ptr)))
-        } else {
-            Ring::One(Cooperative::new(k, shape, dims, (a_ptr, b_ptr)))
+        let ring = match operands {
+            Operands::Pointers(a_ptr, b_ptr) if pair => {
+                Ring::Pair(PairRing::new(k, shape, dims, (a_ptr, b_ptr)))
+            }
+            Operands::Pointers(a_ptr, b_ptr) => {
+                Ring::One(Cooperative::new(k, shape, dims, (a_ptr, b_ptr)))
+            }
+            Operands::Views { ops, .. } => {
+                Ring::One(Cooperative::with_operands(k, shape, ops, shape.releases()))
+            }
         };
         let rank = match &ring {
             Ring::Pair(r) => Scalar::from(r.rank),
@@ -288,6 +339,13 @@ impl MatmulPersistent {
         let whole = shares.as_ref().map_or(units, |s| s.whole_units);
         // where unit `u`'s tile lies (`index`: its place in the block's walk)
         let place = |k: &mut Kernel, u: Val, index: Val| {
+            let (batch, u) = match batch {
+                Some(_) => {
+                    let b = k.name_next("product").let_i32(u / per_product);
+                    (Some(b), k.name_next("unit_in").let_i32(u % per_product))
+                }
+                None => (None, u),
+            };
             let (unit_m, tile_n) = if self.hilbert != 0 {
                 k.hilbert_tile(u, units_m, tiles_n, self.group_m)
             } else {
@@ -297,6 +355,7 @@ impl MatmulPersistent {
             let offset_m = k.name_next("offset_m").let_i32(tile_m * self.block_m);
             let offset_n = k.name_next("offset_n").let_i32(tile_n * self.block_n);
             TileAt {
+                batch,
                 rows: offset_m,
                 cols: offset_n,
                 index,
@@ -347,7 +406,9 @@ impl MatmulPersistent {
                     k.for_range(0, part.steps, 1, |k, i| {
                         let ki = k.name_next("k_step").let_i32(part.first + i);
                         match &ring {
-                            Ring::One(r) => r.fill(k, done + i, ki, at.rows, at.cols),
+                            Ring::One(r) => {
+                                r.fill_at(k, done + i, ki, (at.batch, at.rows, at.cols))
+                            }
                             Ring::Pair(r) => r.fill(k, done + i, ki, at.rows, at.cols),
                         }
                     });

@@ -4,7 +4,7 @@
 //! stores through staging buffers in shared memory, or stores from registers).
 
 use std::cell::RefCell;
-use tilus::lang::Element;
+use tilus::lang::{Element, Scalars};
 use tilus::prelude::*;
 
 /// Columns of one chunk of the TMA-store epilogue: 128 bytes of f16, the widest row the
@@ -20,6 +20,8 @@ const STORE_BUFFERS: i32 = 2;
 /// Where a consumer warp group's tile lies, as its epilogue sees it.
 #[derive(Clone, Copy, Debug)]
 pub struct TileAt {
+    /// The product of a batch the tile belongs to (None: a kernel of one product).
+    pub batch: Option<Val>,
     /// C's row of the group's first row.
     pub rows: Val,
     /// C's column of the tile's first column.
@@ -27,6 +29,13 @@ pub struct TileAt {
     /// The tile's place in the block's walk (0, 1, ..): the phase of a barrier that
     /// completes once per tile is `index % 2`.
     pub index: Val,
+}
+
+impl TileAt {
+    /// Where the tile goes in C: its product (batched C) and its first row and column.
+    pub fn place(&self) -> (Option<Val>, Val, Val) {
+        (self.batch, self.rows, self.cols)
+    }
 }
 
 /// What the consumer warp groups of `MatmulPersistent::tiles` do with their products: v6
@@ -77,6 +86,7 @@ pub struct CastAndStore<T: Element> {
 #[derive(Clone, Copy)]
 struct Held<T> {
     tile: RegisterTensor<T>,
+    batch: Option<Val>,
     rows: Val,
     cols: Val,
     some: Val,
@@ -116,7 +126,7 @@ impl<T: Element> CastAndStore<T> {
         more: &dyn Fn(&mut Kernel, i32, i32) -> RegisterTensor<f32>,
     ) {
         let width = self.stores.width;
-        self.stores.store(k, g, at.rows, at.cols, |k, j| {
+        self.stores.store(k, g, at.place(), |k, j| {
             k.name_next("acc_part");
             let part = columns(k, (acc, self.block_n), j * width, width);
             let extra = more(k, j * width, width);
@@ -133,12 +143,15 @@ impl<T: Element> TileEpilogue for CastAndStore<T> {
             k.assign_tile(&h.tile, acc.cast::<T>());
             k.assign(h.rows, at.rows);
             k.assign(h.cols, at.cols);
+            if let (Some(hb), Some(b)) = (h.batch, at.batch) {
+                k.assign(hb, b);
+            }
             k.assign(h.some, 1);
             return;
         }
         let casted = k.name_next("casted").cast::<T>(acc);
         let width = self.stores.width;
-        self.stores.store(k, g, at.rows, at.cols, |k, j| {
+        self.stores.store(k, g, at.place(), |k, j| {
             columns(k, (&casted, self.block_n), j * width, width)
         });
     }
@@ -166,6 +179,10 @@ impl<T: Element> TileEpilogue for CastAndStore<T> {
             tile: k
                 .name_next("held")
                 .register_tensor::<T>([rows, self.block_n], None),
+            batch: self
+                .stores
+                .batched()
+                .then(|| k.name_next("held_batch").var_i32(0)),
             rows: k.name_next("held_rows").var_i32(0),
             cols: k.name_next("held_cols").var_i32(0),
             some: k.name_next("held_some").var_i32(0),
@@ -177,7 +194,7 @@ impl<T: Element> TileEpilogue for CastAndStore<T> {
         let width = self.stores.width;
         k.if_(h.some.gt(0), |k| {
             self.stores
-                .store_chunk(k, g, (h.rows, h.cols), j, true, |k| {
+                .store_chunk(k, g, (h.batch, h.rows, h.cols), j, true, |k| {
                     columns(k, (&h.tile, self.block_n), j * width, width)
                 });
         });
@@ -189,6 +206,8 @@ impl<T: Element> TileEpilogue for CastAndStore<T> {
 /// the fused epilogue kernel.
 pub struct CStores<T: Element = f16> {
     gc: GlobalTensor<T>,
+    /// C's view has a batch dimension first.
+    batched: bool,
     /// Per consumer warp group, its staging buffers; `None`: stores from registers.
     staging: Option<[SharedTensor<T>; 2]>,
     /// Columns per chunk.
@@ -223,11 +242,26 @@ impl<T: Element> CStores<T> {
         });
         CStores {
             gc,
+            batched: false,
             staging,
             width,
             chunks,
             buffers,
             rows,
+        }
+    }
+
+    /// [`CStores::plan`] for a C view `[batches, m, n]` whose tiles' places name their
+    /// product.
+    pub fn plan_batched(
+        k: &mut Kernel,
+        gc: GlobalTensor<T>,
+        (n_size, width): (Val, i32),
+        (rows, block_n, tma_store): (i32, i32, bool),
+    ) -> CStores<T> {
+        CStores {
+            batched: true,
+            ..CStores::plan(k, gc, (n_size, width), (rows, block_n, tma_store))
         }
     }
 
@@ -239,13 +273,23 @@ impl<T: Element> CStores<T> {
         &self,
         k: &mut Kernel,
         g: usize,
-        rows: Val,
-        cols: Val,
+        place: (Option<Val>, Val, Val),
         chunk: impl Fn(&mut Kernel, i32) -> RegisterTensor<T>,
     ) {
         for j in 0..self.chunks {
-            self.store_chunk(k, g, (rows, cols), j, false, |k| chunk(k, j));
+            self.store_chunk(k, g, place, j, false, |k| chunk(k, j));
         }
+    }
+
+    /// Whether C's view has a batch dimension first (the place of a tile then names its
+    /// product).
+    pub fn batched(&self) -> bool {
+        self.batched
+    }
+
+    /// Columns per chunk.
+    pub fn width(&self) -> i32 {
+        self.width
     }
 
     /// Chunk `j` of [`CStores::store`]: `part(k)` computes it. `alone`: the chunk is stored
@@ -256,14 +300,21 @@ impl<T: Element> CStores<T> {
         &self,
         k: &mut Kernel,
         g: usize,
-        (rows, cols): (Val, Val),
+        (batch, rows, cols): (Option<Val>, Val, Val),
         j: i32,
         alone: bool,
         part: impl FnOnce(&mut Kernel) -> RegisterTensor<T>,
     ) {
-        let at = [Scalar::from(rows), cols + j * self.width];
+        let mut at: Vec<Scalar> = batch.into_iter().map(Scalar::from).collect();
+        at.extend([Scalar::from(rows), cols + j * self.width]);
         let Some(staging) = &self.staging else {
             let part = part(k);
+            // a batched view takes a tile of its rank: one matrix deep
+            let part = if self.batched {
+                k.unsqueeze(&part, 0)
+            } else {
+                part
+            };
             k.store_global(&self.gc, &part, at);
             return;
         };
@@ -294,7 +345,7 @@ pub fn stage_and_store<T: Element>(
     k: &mut Kernel,
     (buffer, part): (&SharedTensor<T>, &RegisterTensor<T>),
     gc: &GlobalTensor<T>,
-    at: [Scalar; 2],
+    at: impl Scalars,
     then: impl FnOnce(&mut Kernel),
 ) {
     k.store_shared(buffer, part);

@@ -97,6 +97,12 @@ impl AddressArith for CExpr {
                 .join(" + "),
         )
     }
+    fn div_rem(self, k: i64) -> (CExpr, CExpr) {
+        (
+            CExpr(format!("(({}) / {k})", self.0)),
+            CExpr(format!("(({}) % {k})", self.0)),
+        )
+    }
     fn to_bytes(self, elem_bytes: u32) -> CExpr {
         CExpr(format!("(u32)({}) * {elem_bytes}u", self.0))
     }

@@ -4,7 +4,7 @@
 //! `wait_group[.read]`).
 
 use super::{mbarrier, Core, Emitter, Helper};
-use crate::ir::TmaInst;
+use crate::ir::{Expr, SharedView, TmaInst};
 
 pub(super) fn emit(e: &mut Emitter, i: &TmaInst) {
     match i {
@@ -19,32 +19,32 @@ pub(super) fn emit(e: &mut Emitter, i: &TmaInst) {
             let rank = offsets.len();
             let map = map.expect("tensor maps are chosen by lowering");
             let map = e.p.tensor_map(map).name.clone();
-            let coords: Vec<String> = offsets.iter().rev().map(|o| e.expr(o)).collect();
             let b = mbarrier::address(e, bar);
-            let dst_name = super::memory::view_base(e, dst);
-            let copy = match multicast {
-                None => {
-                    e.use_helper(Helper::Tma(TmaHelper::Load(rank as u8)));
-                    format!(
-                        "tilus_tma_load_{rank}d({dst_name}, &{map}, {b}, {});",
-                        coords.join(", ")
-                    )
+            let mask = multicast.as_ref().map(|m| e.expr(m));
+            for (dst_name, coords) in boxes(e, dst, offsets) {
+                let copy = match &mask {
+                    None => {
+                        e.use_helper(Helper::Tma(TmaHelper::Load(rank as u8)));
+                        format!(
+                            "tilus_tma_load_{rank}d({dst_name}, &{map}, {b}, {});",
+                            coords.join(", ")
+                        )
+                    }
+                    Some(mask) => {
+                        e.use_helper(Helper::Tma(TmaHelper::LoadMulticast(rank as u8)));
+                        format!(
+                            "tilus_tma_load_{rank}d_multicast({dst_name}, &{map}, {b}, (u16)({mask}), {});",
+                            coords.join(", ")
+                        )
+                    }
+                };
+                if e.tid().threads == 1 {
+                    e.line(copy);
+                } else {
+                    // a warp issues the copy once, from the lane it elects
+                    e.use_helper(Helper::Core(Core::ElectOne));
+                    e.line(format!("if (tilus_elect_one()) {copy}"));
                 }
-                Some(mask) => {
-                    e.use_helper(Helper::Tma(TmaHelper::LoadMulticast(rank as u8)));
-                    format!(
-                        "tilus_tma_load_{rank}d_multicast({dst_name}, &{map}, {b}, (u16)({}), {});",
-                        e.expr(mask),
-                        coords.join(", ")
-                    )
-                }
-            };
-            if e.tid().threads == 1 {
-                e.line(copy);
-            } else {
-                // a warp issues the copy once, from the lane it elects
-                e.use_helper(Helper::Core(Core::ElectOne));
-                e.line(format!("if (tilus_elect_one()) {copy}"));
             }
         }
         TmaInst::SharedToGlobal {
@@ -54,12 +54,12 @@ pub(super) fn emit(e: &mut Emitter, i: &TmaInst) {
             e.use_helper(Helper::Tma(TmaHelper::Store(rank as u8)));
             let map = map.expect("tensor maps are chosen by lowering");
             let map = e.p.tensor_map(map).name.clone();
-            let coords: Vec<String> = offsets.iter().rev().map(|o| e.expr(o)).collect();
-            let src_name = super::memory::view_base(e, src);
-            e.line(format!(
-                "tilus_tma_store_{rank}d(&{map}, {src_name}, {});",
-                coords.join(", ")
-            ));
+            for (src_name, coords) in boxes(e, src, offsets) {
+                e.line(format!(
+                    "tilus_tma_store_{rank}d(&{map}, {src_name}, {});",
+                    coords.join(", ")
+                ));
+            }
         }
         TmaInst::CommitGroup => {
             e.use_helper(Helper::Tma(TmaHelper::BulkGroup));
@@ -75,6 +75,30 @@ pub(super) fn emit(e: &mut Emitter, i: &TmaInst) {
             e.line(format!("{f}<{pending}>();"));
         }
     }
+}
+
+/// The boxes of one copy: the tile's first byte and the coordinates (innermost first), or,
+/// for a tile stored in column blocks, each block's first byte and coordinates (the blocks
+/// `rows × span` bytes apart, their columns `col_block` apart).
+fn boxes(e: &Emitter, tile: &SharedView, offsets: &[Expr]) -> Vec<(String, Vec<String>)> {
+    let base = super::memory::view_base(e, tile);
+    let coords: Vec<String> = offsets.iter().rev().map(|o| e.expr(o)).collect();
+    let l = super::memory::view_layout(e, tile);
+    let (Some(cb), [.., rows, cols]) = (l.col_block, l.shape.as_slice()) else {
+        return vec![(base, coords)];
+    };
+    let block_bytes = rows * cb * l.elem_bytes as i64;
+    (0..cols / cb)
+        .map(|j| {
+            let mut c = coords.clone();
+            if j > 0 {
+                c[0] = format!("{} + {}", c[0], j * cb);
+                (format!("{base} + {}u", j * block_bytes), c)
+            } else {
+                (base.clone(), c)
+            }
+        })
+        .collect()
 }
 
 /// Helper functions of this family's generated code.

@@ -5,7 +5,7 @@
 use super::memory::{view_base, view_layout, CExpr};
 use super::{Emitter, Helper};
 use crate::ir::facts::{AsyncGroup, Completion, Memory};
-use crate::ir::{DType, RegId, SharedView, StmtKind, WgmmaA, WgmmaInst};
+use crate::ir::{b_mn_major, DType, RegId, SharedView, StmtKind, WgmmaA, WgmmaInst};
 use crate::layout::wgmma::{DESC_ADDR_MASK, DESC_ADDR_SHIFT};
 
 /// The register tiles asynchronous wgmma work writes (the accumulators), from the facts.
@@ -51,18 +51,21 @@ fn fence_accumulators(e: &mut Emitter) {
 /// The descriptor base expression of a shared operand (a tile, or one stage of it, whose
 /// first byte is aligned for its swizzle): the layout module encodes every field but the
 /// address.
-fn descriptor(e: &mut Emitter, v: &SharedView) -> String {
+fn descriptor(e: &mut Emitter, v: &SharedView, mn_major: bool) -> String {
     e.use_helper(Helper::Wgmma(WgmmaHelper::Desc));
-    let fields = crate::layout::wgmma::descriptor_fields(&view_layout(e, v));
+    let fields = crate::layout::wgmma::descriptor_fields(&view_layout(e, v), mn_major);
     format!("tilus_wgmma_desc({}, 0x{fields:016x}ull)", view_base(e, v))
 }
 
-/// The descriptor's start-address increment (16-byte units) of the sub-tile of a K-major
-/// operand whose first row is `row` (a C expression) at K step `ki`: the layout's address of
-/// that element before the swizzle.
-fn start(e: &Emitter, v: &SharedView, row: String) -> String {
+/// The descriptor's start-address increment (16-byte units) of the sub-tile whose first row
+/// of M or N is `row` (a C expression) at K step `ki`: the layout's address of that element
+/// before the swizzle, `(row, 16 ki)` of a K-major tile as stored, `(16 ki, row)` of an
+/// MN-major one.
+fn start(e: &Emitter, v: &SharedView, row: String, mn_major: bool) -> String {
     let l = view_layout(e, v);
-    let at = l.unswizzled_address(vec![CExpr(row), CExpr("ki * 16".into())]);
+    let (row, k) = (CExpr(row), CExpr("ki * 16".into()));
+    let coords = if mn_major { vec![k, row] } else { vec![row, k] };
+    let at = l.unswizzled_address(coords);
     format!("(u64)(({}) >> 4)", at.0)
 }
 
@@ -93,22 +96,29 @@ pub(super) fn emit(e: &mut Emitter, i: &WgmmaInst) {
             let bf16 = e.p.shared(b.tensor).dtype == DType::BF16;
             let rs = matches!(a, WgmmaA::Register(_));
             let f16acc = e.p.register(*d).dtype == DType::F16;
-            e.use_helper(Helper::Wgmma(WgmmaHelper::Mma(
-                p.n as u16, bf16, rs, f16acc,
-            )));
-            let f = wgmma_name(p.n as u16, bf16, rs, f16acc);
+            let (mn_a, mn_b) = (a.mn_major(), b_mn_major(b));
+            let form = MmaForm {
+                n: p.n as u16,
+                bf16,
+                rs,
+                f16acc,
+                mn_a,
+                mn_b,
+            };
+            e.use_helper(Helper::Wgmma(WgmmaHelper::Mma(form)));
+            let f = wgmma_name(form);
             let dn = e.reg_name(*d);
             e.open("");
-            let db = descriptor(e, b);
+            let db = descriptor(e, b, mn_b);
             e.line(format!("const u64 tilus_db = {db};"));
-            // Address fields advance in 16-byte units: 32 bytes per K step (16 halves), a row
-            // block of 64 rows or an N chunk of `n` rows apart in the tile.
-            let b_off = start(e, b, format!("chunk * {}", p.n));
+            // Address fields advance in 16-byte units: 16 rows of K per K step, a row block of
+            // 64 rows of M or an N chunk of `n` apart in the tile.
+            let b_off = start(e, b, format!("chunk * {}", p.n), mn_b);
             let a_arg = match a {
                 WgmmaA::Shared(v) => {
-                    let da = descriptor(e, v);
+                    let da = descriptor(e, v, mn_a);
                     e.line(format!("const u64 tilus_da = {da};"));
-                    let a_off = start(e, v, "mi * 64".into());
+                    let a_off = start(e, v, "mi * 64".into(), mn_a);
                     format!("tilus_da + {a_off}")
                 }
                 WgmmaA::Register(v) => {
@@ -162,9 +172,25 @@ pub(crate) enum WgmmaHelper {
     Desc,
     /// Keeps the compiler from moving accumulator accesses across asynchronous wgmma work.
     FenceOperand,
-    /// One `wgmma.mma_async m64nNk16`: N, bf16 inputs (else f16), A from registers (else
-    /// shared), f16 accumulation (else f32).
-    Mma(u16, bool, bool, bool),
+    /// One `wgmma.mma_async m64nNk16` of the given form.
+    Mma(MmaForm),
+}
+
+/// The form of one `wgmma.mma_async m64nNk16`: what its helper's name and text depend on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct MmaForm {
+    /// Columns of the instruction.
+    pub n: u16,
+    /// bf16 inputs (else f16).
+    pub bf16: bool,
+    /// A from registers (else shared).
+    pub rs: bool,
+    /// f16 accumulation (else f32).
+    pub f16acc: bool,
+    /// A MN-major (transpose bit of A; shared A only).
+    pub mn_a: bool,
+    /// B MN-major (transpose bit of B).
+    pub mn_b: bool,
 }
 
 /// The C++ text of a helper.
@@ -196,21 +222,32 @@ static __device__ __forceinline__ void tilus_fence_operand(u32& x) {
 }
 "#
         .into(),
-        WgmmaHelper::Mma(n, bf16, rs, f16acc) => wgmma_helper(n as usize, bf16, rs, f16acc),
+        WgmmaHelper::Mma(form) => wgmma_helper(form),
     }
 }
 
 /// The name of a wgmma helper.
-pub fn wgmma_name(n: u16, bf16: bool, rs: bool, f16acc: bool) -> String {
+pub(crate) fn wgmma_name(f: MmaForm) -> String {
+    // the transpose bits: an MN-major operand is named so
+    let order = format!(
+        "{}{}",
+        if f.mn_a { "_mn_a" } else { "" },
+        if f.mn_b { "_mn_b" } else { "" }
+    );
     format!(
-        "tilus_wgmma_m64n{n}k16_{}_{}{}",
-        if bf16 { "bf16" } else { "f16" },
-        if rs { "rs" } else { "ss" },
-        if f16acc { "_f16acc" } else { "" }
+        "tilus_wgmma_m64n{}k16_{}_{}{}{order}",
+        f.n,
+        if f.bf16 { "bf16" } else { "f16" },
+        if f.rs { "rs" } else { "ss" },
+        if f.f16acc { "_f16acc" } else { "" }
     )
 }
 
-fn wgmma_helper(n: usize, bf16: bool, rs: bool, f16acc: bool) -> String {
+fn wgmma_helper(f: MmaForm) -> String {
+    let MmaForm {
+        bf16, rs, f16acc, ..
+    } = f;
+    let n = f.n as usize;
     let t = if bf16 { "bf16" } else { "f16" };
     // f32 accumulators: one register per element; f16: two elements per 32-bit register.
     let (regs, dt, dc, dty) = if f16acc {
@@ -220,20 +257,21 @@ fn wgmma_helper(n: usize, bf16: bool, rs: bool, f16acc: bool) -> String {
     };
     let d_list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
     let d_ops: Vec<String> = (0..regs).map(|i| format!("\"+{dc}\"(d[{i}])")).collect();
-    let name = wgmma_name(n as u16, bf16, rs, f16acc);
+    let name = wgmma_name(f);
+    let (ta, tb) = (f.mn_a as u8, f.mn_b as u8);
     let (a_param, a_operand, a_inputs, rest) = if rs {
         (
             "const u32* a",
             format!("{{%{}, %{}, %{}, %{}}}", regs, regs + 1, regs + 2, regs + 3),
             "\"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), ".to_string(),
-            (regs + 4, "1, 1, 0"),
+            (regs + 4, format!("1, 1, {tb}")),
         )
     } else {
         (
             "u64 a",
             format!("%{regs}"),
             "\"l\"(a), ".to_string(),
-            (regs + 1, "1, 1, 0, 0"),
+            (regs + 1, format!("1, 1, {ta}, {tb}")),
         )
     };
     let (b_index, imm) = rest;

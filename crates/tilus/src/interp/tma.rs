@@ -199,7 +199,8 @@ fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
     let tile = views::label(b, c.src.tensor, c.src.stage);
     let loc = c.loc;
     let layout = &c.src.layout;
-    let rank = c.src.shape.len();
+    let tile_shape = boxed(&c.src.shape, c.shape.len());
+    let rank = tile_shape.len();
     if c.coords.len() != rank || c.shape.len() != rank {
         return Err(Fail::new(
             Fault::Invalid,
@@ -217,7 +218,7 @@ fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
     let (off, _) = c.src.range;
     let eb = g.dtype.nbytes() as usize;
     walk_box(
-        &c.src.shape,
+        &tile_shape,
         &c.coords,
         &c.shape,
         &c.strides,
@@ -285,7 +286,8 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
             ),
         ));
     }
-    let rank = c.dst.shape.len();
+    let tile_shape = boxed(&c.dst.shape, c.shape.len());
+    let rank = tile_shape.len();
     if c.coords.len() != rank || c.shape.len() != rank {
         return Err(Fail::new(
             Fault::Invalid,
@@ -302,7 +304,7 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
     let (_, buf) = b.view_buffer(c.src, loc)?;
     let eb = g.dtype.nbytes() as usize;
     walk_box(
-        &c.dst.shape,
+        &tile_shape,
         &c.coords,
         &c.shape,
         &c.strides,
@@ -348,6 +350,14 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
     let (a, i) = c.bar;
     complete_tx(b, a, i, bytes, c.issue_phase, loc)?;
     Ok(())
+}
+
+/// The box of a tile copied to or from a view of `view_rank` dimensions: the tile's shape,
+/// one element deep in the leading dimensions of the view it leaves out.
+fn boxed(tile: &[i64], view_rank: usize) -> Vec<i64> {
+    let mut b = vec![1; view_rank.saturating_sub(tile.len())];
+    b.extend_from_slice(tile);
+    b
 }
 
 /// Walks the elements of a TMA box: the tile's elements in row-major order, each with its

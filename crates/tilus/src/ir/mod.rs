@@ -18,12 +18,12 @@ pub use divisor::{fast_divide, fast_divisor_bits, MAX_FAST_DIVISOR};
 pub use dtype::DType;
 pub use expr::{wrap_to, BinOp, Expr, ExprPrinter, VarDecl, VarId, VarKind};
 pub use inst::facts;
-pub(crate) use inst::{debug, reduce_crosses_warps, reduce_locals, registers, subsets};
 pub use inst::{
-    launch_registers, sets_max_registers, ArithInst, AtomicOp, BinaryOp, DebugInst, Facts, Inst,
-    MbarrierInst, MemoryInst, MmaInst, ReduceOp, RegistersInst, ReshapeOp, ShapeInst, TileExpr,
-    TmaInst, UnaryOp, WgmmaA, WgmmaInst, WgmmaTarget,
+    b_mn_major, launch_registers, sets_max_registers, ArithInst, AtomicOp, BinaryOp, DebugInst,
+    Facts, Inst, MbarrierInst, MemoryInst, MmaInst, ReduceOp, RegistersInst, ReshapeOp, ShapeInst,
+    TileExpr, TmaInst, UnaryOp, WgmmaA, WgmmaInst, WgmmaTarget,
 };
+pub(crate) use inst::{debug, reduce_crosses_warps, reduce_locals, registers, subsets};
 pub use launch::{
     Bound, HostValue, IndexGuard, KernelParam, LaunchPlan, PointerRule, TensorMapId, TensorMapSpec,
 };

@@ -55,10 +55,19 @@ impl Wgmma<'_> {
         self.push(WgmmaInst::Fence, Loc::caller())
     }
 
-    /// `d += a @ b` on the tensor cores: `a` is `[M, K]` (a K-major shared tile, or registers),
-    /// `b` is `[K, N]` (a K-major `[N, K]` shared tile seen through `.transpose()`), `d` is the
-    /// `[M, N]` f32 accumulator. Asynchronous: `d` may not be read until a `wait_group` covers
-    /// the group this instruction is committed in.
+    /// `d += a @ b` on the tensor cores: `a` is `[M, K]`, `b` is `[K, N]`, `d` is the `[M, N]`
+    /// f32 accumulator. Asynchronous: `d` may not be read until a `wait_group` covers the group
+    /// this instruction is committed in.
+    ///
+    /// Each shared operand is used as stored, in either order (16-bit types):
+    /// - `a`: an `[M, K]` tile (K-major), or a `[K, M]` tile seen through `.transpose()`
+    ///   (MN-major: a column-major A as it lies in global memory), or registers;
+    /// - `b`: an `[N, K]` tile seen through `.transpose()` (K-major: the rows of `Bᵀ`, as a
+    ///   weight `[N, K]` is stored), or a `[K, N]` tile as it is (MN-major: a row-major B).
+    ///
+    /// The instruction's transpose bits say which; an MN-major tile wider than 128 bytes is
+    /// stored in column blocks of 128 bytes (layout inference chooses it, and TMA copies
+    /// fill it block by block), so no data is transposed anywhere.
     #[track_caller]
     pub fn mma<T: Element, C: Element>(
         self,

@@ -92,6 +92,12 @@ pub struct SharedLayout {
     /// Bytes from one entry of the leading dimension (a stage) to the next when the stages
     /// are padded; `None`: row-major throughout, stages contiguous.
     pub stage_stride: Option<u32>,
+    /// Columns per column block: the innermost dimension is stored in blocks of this many
+    /// elements (one swizzle span), each block holding every row of the tile (of a stage)
+    /// before the next block starts. An MN-major WGMMA operand (`[K, M]` as stored, M
+    /// contiguous) wider than one span is laid out so: the tensor cores read one span of M
+    /// per 8 rows of K, and each block is a TMA box of its own. `None`: plain rows.
+    pub col_block: Option<i64>,
 }
 
 impl SharedLayout {
@@ -102,6 +108,7 @@ impl SharedLayout {
             elem_bytes,
             swizzle: Swizzle::None,
             stage_stride: None,
+            col_block: None,
         }
     }
 
@@ -113,7 +120,33 @@ impl SharedLayout {
             elem_bytes,
             swizzle: Swizzle::widest_for_row(row_bytes),
             stage_stride: None,
+            col_block: None,
         }
+    }
+
+    /// The layout of an MN-major WGMMA operand: rows of `128 / elem_bytes` columns with the
+    /// 128-byte swizzle, wider rows split into column blocks of that many columns
+    /// ([`SharedLayout::col_block`]); rows of 64 or 32 bytes take the swizzle they fill, as
+    /// [`SharedLayout::swizzled_for_tma`].
+    pub fn column_blocked(shape: &[i64], elem_bytes: u32) -> SharedLayout {
+        let row_bytes = (*shape.last().unwrap_or(&1) as u32) * elem_bytes;
+        let span = Swizzle::B128.span_bytes();
+        if row_bytes <= span || row_bytes % span != 0 || shape.len() < 2 {
+            return SharedLayout::swizzled_for_tma(shape, elem_bytes);
+        }
+        SharedLayout {
+            shape: shape.to_vec(),
+            elem_bytes,
+            swizzle: Swizzle::B128,
+            stage_stride: None,
+            col_block: Some((span / elem_bytes) as i64),
+        }
+    }
+
+    /// Columns of one row as one contiguous run: the column block's, or the whole row's.
+    pub fn row_span(&self) -> i64 {
+        self.col_block
+            .unwrap_or_else(|| *self.shape.last().unwrap_or(&1))
     }
 
     /// A staged tile: stages along the leading dimension, each laid out row-major with
@@ -125,6 +158,7 @@ impl SharedLayout {
             elem_bytes,
             swizzle,
             stage_stride: None,
+            col_block: None,
         };
         let natural = l.stage_bytes();
         let padded = natural.div_ceil(align.max(1)).saturating_mul(align.max(1));
@@ -142,6 +176,7 @@ impl SharedLayout {
             elem_bytes: self.elem_bytes,
             swizzle: self.swizzle,
             stage_stride: None,
+            col_block: self.col_block,
         }
     }
 
@@ -182,9 +217,21 @@ impl SharedLayout {
         self.address_with(coords, Swizzle::None)
     }
 
-    fn address_with<A: AddressArith>(&self, coords: Vec<A>, swizzle: Swizzle) -> A {
+    fn address_with<A: AddressArith>(&self, mut coords: Vec<A>, swizzle: Swizzle) -> A {
         let rank = self.shape.len();
-        let terms = coords
+        // column blocks: column c of row r is column c % cb of row r in block c / cb, the
+        // blocks `rows × cb` elements apart after the rows of one stage
+        let block = match (self.col_block, rank >= 2) {
+            (Some(cb), true) => {
+                let c = coords.pop().expect("rank >= 2");
+                let rows = self.shape[rank - 2];
+                let (blk, col) = c.div_rem(cb);
+                coords.push(col);
+                Some(blk.scaled(rows * cb))
+            }
+            _ => None,
+        };
+        let mut terms: Vec<A> = coords
             .into_iter()
             .enumerate()
             .map(|(d, c)| match self.stage_stride {
@@ -192,16 +239,35 @@ impl SharedLayout {
                 // element size; stages start at their swizzle's alignment, so swizzling the
                 // whole offset swizzles the offset within the stage
                 Some(stride) if d == 0 => c.scaled((stride / self.elem_bytes) as i64),
+                // within a row, the run of one column block
+                _ if d + 1 == rank => c.scaled(1),
+                _ if d + 2 == rank => c.scaled(self.row_span()),
                 _ => c.scaled(self.shape[d + 1..rank].iter().product()),
             })
             .collect();
+        terms.extend(block);
         A::sum(terms).to_bytes(self.elem_bytes).swizzled(swizzle)
     }
 
     /// The address of the element with row-major index `linear` (the second half of
     /// [`SharedLayout::address`]) in a layout without padded stages.
     pub fn element_address<A: AddressArith>(&self, linear: A) -> A {
-        linear.to_bytes(self.elem_bytes).swizzled(self.swizzle)
+        match self.col_block {
+            // back to coordinates, innermost first, then through the blocks
+            Some(_) => {
+                let mut coords = vec![];
+                let mut rest = linear;
+                for &extent in self.shape.iter().skip(1).rev() {
+                    let (up, c) = rest.div_rem(extent);
+                    coords.push(c);
+                    rest = up;
+                }
+                coords.push(rest);
+                coords.reverse();
+                self.address(coords)
+            }
+            None => linear.to_bytes(self.elem_bytes).swizzled(self.swizzle),
+        }
     }
 
     /// Byte offset of the element at `coords` from the (aligned) base of the buffer.
@@ -228,6 +294,8 @@ pub trait AddressArith: Sized {
     fn scaled(self, k: i64) -> Self;
     /// The sum of terms.
     fn sum(terms: Vec<Self>) -> Self;
+    /// `(self / k, self % k)` (element units, `k > 0`, `self` not negative).
+    fn div_rem(self, k: i64) -> (Self, Self);
     /// An element index to a byte offset.
     fn to_bytes(self, elem_bytes: u32) -> Self;
     /// The swizzle of a byte offset.
@@ -240,6 +308,9 @@ impl AddressArith for i64 {
     }
     fn sum(terms: Vec<i64>) -> i64 {
         terms.into_iter().sum()
+    }
+    fn div_rem(self, k: i64) -> (i64, i64) {
+        (self / k, self % k)
     }
     fn to_bytes(self, elem_bytes: u32) -> i64 {
         self * elem_bytes as i64
@@ -260,6 +331,9 @@ impl fmt::Display for SharedLayout {
         )?;
         if let Some(stride) = self.stage_stride {
             write!(f, ", stage_stride={stride}")?;
+        }
+        if let Some(cb) = self.col_block {
+            write!(f, ", col_block={cb}")?;
         }
         f.write_str(")")
     }

@@ -85,19 +85,39 @@ impl WgmmaPlan {
     }
 }
 
-/// Why a shared tile cannot be a wgmma operand, if it cannot: it must be K-major (K
-/// contiguous) with rows of exactly 32, 64 or 128 bytes and the matching swizzle.
-pub fn check_operand_layout(l: &SharedLayout) -> Result<(), String> {
-    let row = *l.shape.last().unwrap_or(&0) as u32 * l.elem_bytes;
+/// Why a shared tile cannot be a wgmma operand, if it cannot. A K-major operand (K
+/// contiguous: `[M, K]` or `[N, K]` as stored) needs rows of exactly 32, 64 or 128 bytes and
+/// the matching swizzle; an MN-major one (`[K, M]` or `[K, N]` as stored, `mn_major`) needs
+/// runs of one swizzle span along M or N: rows of 32, 64 or 128 bytes, or column blocks of
+/// 128 bytes ([`SharedLayout::column_blocked`]), and rows (K) in groups of 8.
+pub fn check_operand_layout(l: &SharedLayout, mn_major: bool) -> Result<(), String> {
     if l.shape.len() != 2 {
         return Err("wgmma operands are 2-D tiles".into());
     }
-    if l.swizzle == Swizzle::None || row != l.swizzle.span_bytes() {
+    let run = l.row_span() as u32 * l.elem_bytes;
+    if l.swizzle == Swizzle::None || run != l.swizzle.span_bytes() {
+        let (what, runs) = if mn_major {
+            ("an MN-major", "M- or N-contiguous runs")
+        } else {
+            ("a K-major", "K-major rows")
+        };
         return Err(format!(
-            "a wgmma operand tile needs K-major rows of 32, 64 or 128 bytes with the matching swizzle; \
-             this one has {row}-byte rows and swizzle {}",
+            "{what} wgmma operand tile needs {runs} of 32, 64 or 128 bytes with the matching swizzle; \
+             this one has {run}-byte runs and swizzle {}",
             l.swizzle.name()
         ));
+    }
+    if mn_major && l.shape[0] % 8 != 0 {
+        return Err(format!(
+            "an MN-major wgmma operand tile needs rows of K in groups of 8; this one has {}",
+            l.shape[0]
+        ));
+    }
+    if l.col_block.is_some() && !mn_major {
+        return Err(
+            "a K-major wgmma operand tile cannot be stored in column blocks (an MN-major layout)"
+                .into(),
+        );
     }
     Ok(())
 }
@@ -108,27 +128,37 @@ pub const DESC_ADDR_SHIFT: u32 = 4;
 /// Mask of the start-address field (after the shift).
 pub const DESC_ADDR_MASK: u64 = 0x3fff;
 
-/// The 64-bit shared-memory matrix descriptor of a K-major swizzled operand starting at shared
-/// address `addr` (which must be 16-byte aligned, inside a tile aligned to its swizzle):
-/// start address, leading-byte offset (unused for swizzled K-major operands: 1), stride-byte
-/// offset (8 rows: the distance between core-matrix groups along M/N), swizzle mode. Every
-/// descriptor bit is encoded here: the generated code ORs [`descriptor_fields`] with the
+/// The 64-bit shared-memory matrix descriptor of a swizzled operand starting at shared
+/// address `addr` (which must be 16-byte aligned, inside a tile aligned to its swizzle): start
+/// address, leading-byte offset, stride-byte offset, swizzle mode ([`descriptor_fields`]).
+/// Every descriptor bit is encoded here: the generated code ORs [`descriptor_fields`] with the
 /// address field.
-pub fn descriptor(addr: u32, l: &SharedLayout) -> u64 {
-    ((addr as u64 >> DESC_ADDR_SHIFT) & DESC_ADDR_MASK) | descriptor_fields(l)
+pub fn descriptor(addr: u32, l: &SharedLayout, mn_major: bool) -> u64 {
+    ((addr as u64 >> DESC_ADDR_SHIFT) & DESC_ADDR_MASK) | descriptor_fields(l, mn_major)
 }
 
-/// Every field of the descriptor but the start address.
-pub fn descriptor_fields(l: &SharedLayout) -> u64 {
-    let row_bytes = *l.shape.last().unwrap_or(&0) as u64 * l.elem_bytes as u64;
-    let sbo = 8 * row_bytes;
+/// Every field of the descriptor but the start address. K-major: the leading-byte offset is
+/// unused for swizzled operands (1), the stride-byte offset is 8 rows (from one group of 8
+/// rows of M or N to the next). MN-major: the leading-byte offset is the distance from one
+/// swizzle span of M or N to the next (a column block), the stride-byte offset 8 rows of K.
+pub fn descriptor_fields(l: &SharedLayout, mn_major: bool) -> u64 {
+    let run_bytes = l.row_span() as u64 * l.elem_bytes as u64;
+    let sbo = 8 * run_bytes;
+    let lbo = if mn_major {
+        let rows = l.shape.len().checked_sub(2).map_or(1, |d| l.shape[d]) as u64;
+        rows * run_bytes
+    } else {
+        16
+    };
     let mode: u64 = match l.swizzle {
         Swizzle::None => 0,
         Swizzle::B128 => 1,
         Swizzle::B64 => 2,
         Swizzle::B32 => 3,
     };
-    (1u64 << 16) | (((sbo >> DESC_ADDR_SHIFT) & DESC_ADDR_MASK) << 32) | (mode << 62)
+    (((lbo >> DESC_ADDR_SHIFT) & DESC_ADDR_MASK) << 16)
+        | (((sbo >> DESC_ADDR_SHIFT) & DESC_ADDR_MASK) << 32)
+        | (mode << 62)
 }
 
 #[cfg(test)]
@@ -185,21 +215,48 @@ mod tests {
     #[test]
     fn descriptors_encode_address_strides_and_swizzle() {
         let l128 = SharedLayout::swizzled_for_tma(&[64, 64], 2);
-        let d = descriptor(0x4400, &l128);
+        let d = descriptor(0x4400, &l128, false);
         assert_eq!(d & 0x3fff, 0x4400 >> 4);
         assert_eq!((d >> 16) & 0x3fff, 1);
         assert_eq!((d >> 32) & 0x3fff, 1024 >> 4);
         assert_eq!(d >> 62, 1);
         let l64 = SharedLayout::swizzled_for_tma(&[128, 32], 2);
-        let d = descriptor(0x1000, &l64);
+        let d = descriptor(0x1000, &l64, false);
         assert_eq!(((d >> 32) & 0x3fff, d >> 62), (512 >> 4, 2));
         let l32 = SharedLayout::swizzled_for_tma(&[64, 16], 2);
-        let d = descriptor(0x200, &l32);
+        let d = descriptor(0x200, &l32, false);
         assert_eq!(
             ((d >> 32) & 0x3fff, d >> 62, d & 0x3fff),
             (256 >> 4, 3, 0x20)
         );
-        assert!(check_operand_layout(&SharedLayout::swizzled_for_tma(&[64, 128], 2)).is_err());
-        assert!(check_operand_layout(&l128).is_ok());
+        assert!(
+            check_operand_layout(&SharedLayout::swizzled_for_tma(&[64, 128], 2), false).is_err()
+        );
+        assert!(check_operand_layout(&l128, false).is_ok());
+    }
+
+    /// An MN-major `[K, N]` tile of 64 rows and 256 columns: four column blocks of 64
+    /// columns, each 64 rows of 128 bytes (8 KiB) with the 128-byte swizzle; the descriptor
+    /// steps 8 KiB from one block of N to the next and 1 KiB from 8 rows of K to the next.
+    #[test]
+    fn mn_major_descriptors_step_over_column_blocks() {
+        let l = SharedLayout::column_blocked(&[64, 256], 2);
+        assert_eq!((l.col_block, l.swizzle), (Some(64), Swizzle::B128));
+        assert!(check_operand_layout(&l, true).is_ok());
+        assert!(check_operand_layout(&l, false).is_err());
+        let d = descriptor(0x8000, &l, true);
+        assert_eq!((d >> 16) & 0x3fff, 8192 >> 4);
+        assert_eq!((d >> 32) & 0x3fff, 1024 >> 4);
+        assert_eq!(d >> 62, 1);
+        // element (k, n) of block n / 64 is row k of that block, swizzled within it
+        assert_eq!(l.byte_offset(&[0, 64]), 8192);
+        // (row 1 swaps 16-byte chunks 0 and 1 of its 128 bytes)
+        assert_eq!(l.byte_offset(&[1, 65]), 8192 + 128 + 16 + 2);
+        assert_eq!(l.byte_offset(&[1, 8]), 128);
+        // a tile one span wide is the plain swizzled layout
+        assert_eq!(
+            SharedLayout::column_blocked(&[64, 64], 2),
+            SharedLayout::swizzled_for_tma(&[64, 64], 2)
+        );
     }
 }

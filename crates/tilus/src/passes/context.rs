@@ -331,12 +331,16 @@ impl LowerCx<'_> {
     pub fn tensor_map(&mut self, view: GlobalId, tile: &SharedView) -> TensorMapId {
         let p = self.p;
         let g = p.global(view);
-        let swizzle = p.sview_layout(tile).map_or(Swizzle::None, |l| l.swizzle);
-        let box_shape: Vec<u32> = p
-            .sview_stored_shape(tile)
-            .iter()
-            .map(|&d| d as u32)
-            .collect();
+        let layout = p.sview_layout(tile);
+        let swizzle = layout.as_ref().map_or(Swizzle::None, |l| l.swizzle);
+        // the box: leading dimensions of the view the tile leaves out are one element deep;
+        // a tile in column blocks is copied one block at a time
+        let stored = p.sview_stored_shape(tile);
+        let mut box_shape: Vec<u32> = vec![1; g.shape.len().saturating_sub(stored.len())];
+        box_shape.extend(stored.iter().map(|&d| d as u32));
+        if let (Some(cb), Some(last)) = (layout.and_then(|l| l.col_block), box_shape.last_mut()) {
+            *last = cb as u32;
+        }
         let ptr_arg = p.param_of(g.ptr).map(|(i, _)| i).unwrap_or(0);
         if let Some(i) = self
             .tensor_maps

@@ -14,7 +14,7 @@
 use super::context::LayoutCx;
 use super::rules::Rules;
 use crate::ir::facts::Memory;
-use crate::ir::{Inst, Loc, Program, RegId, Stmt, StmtKind};
+use crate::ir::{b_mn_major, Inst, Loc, Program, RegId, Stmt, StmtKind, WgmmaA, WgmmaInst};
 use crate::layout::{RegisterLayout, SharedLayout};
 use crate::{Error, Result};
 
@@ -96,8 +96,18 @@ pub fn run(mut p: Program) -> Result<Program> {
     // from, padding stages that would not be.
     let mut asynchronous = vec![false; p.shareds.len()];
     let mut staged = vec![false; p.shareds.len()];
+    // MN-major wgmma operands: stored in column blocks of one swizzle span
+    let mut mn_major = vec![false; p.shareds.len()];
     p.walk(&mut |s| {
         if let StmtKind::Inst(i) = &s.kind {
+            if let Inst::Wgmma(WgmmaInst::Mma { a, b, .. }) = i {
+                if let (WgmmaA::Shared(v), true) = (a, a.mn_major()) {
+                    mn_major[v.tensor.0 as usize] = true;
+                }
+                if b_mn_major(b) {
+                    mn_major[b.tensor.0 as usize] = true;
+                }
+            }
             let facts = i.facts(&p);
             for t in facts.async_shared() {
                 asynchronous[t.0 as usize] = true;
@@ -112,13 +122,18 @@ pub fn run(mut p: Program) -> Result<Program> {
     for (i, s) in p.shareds.iter_mut().enumerate() {
         if s.layout.is_none() {
             let eb = s.dtype.nbytes();
-            let plain = if asynchronous[i] {
+            let plain = if mn_major[i] {
+                SharedLayout::column_blocked(&s.shape, eb)
+            } else if asynchronous[i] {
                 SharedLayout::swizzled_for_tma(&s.shape, eb)
             } else {
                 SharedLayout::row_major(&s.shape, eb)
             };
             s.layout = Some(if staged[i] && s.shape.len() >= 2 && asynchronous[i] {
-                SharedLayout::staged(&s.shape, eb, plain.swizzle, plain.swizzle.alignment())
+                SharedLayout {
+                    col_block: plain.col_block,
+                    ..SharedLayout::staged(&s.shape, eb, plain.swizzle, plain.swizzle.alignment())
+                }
             } else {
                 plain
             });

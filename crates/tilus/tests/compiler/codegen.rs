@@ -283,6 +283,28 @@ fn a_window_of_the_accumulator_is_its_registers_from_the_windows_first_column() 
     assert!(c.source.contains("ki == 0 ? 0 : 1);"), "{}", c.source);
 }
 
+/// MN-major operands: the instruction's transpose bits set for them, the descriptors' leading
+/// byte offset one column block (8 KiB: 64 rows of 128 bytes), one TMA box per column block
+/// (the second 64 columns on), three-dimensional copies that leave the batch out; NVRTC
+/// compiles every order.
+#[test]
+fn mn_major_operands_set_the_transpose_bits_and_copy_by_column_blocks() {
+    use crate::common::scripts::orders::OperandOrders;
+    for (mn_a, mn_b) in [(false, false), (true, false), (false, true), (true, true)] {
+        let c = build(&OperandOrders { mn_a, mn_b }, &[]);
+        assert_eq!(c.report.spill_stores, 0);
+        let bits = format!("p, 1, 1, {}, {};", mn_a as u8, mn_b as u8);
+        assert!(c.source.contains(&bits), "{bits}\n{}", c.source);
+        assert!(c.source.contains("tilus_tma_load_3d("), "{}", c.source);
+        if mn_b {
+            assert!(c.source.contains("_mn_b("), "{}", c.source);
+            // swizzle 128B (1 << 62), SBO 1024 >> 4 (bits 32..), LBO 8192 >> 4 (bits 16..)
+            assert!(c.source.contains("0x4000004002000000ull"), "{}", c.source);
+            assert!(c.source.contains(" + 64, "), "{}", c.source);
+        }
+    }
+}
+
 // ------------------------------------------------------------------------------------------
 // tma stores: the bulk tensor copy, its commit and its wait.
 // ------------------------------------------------------------------------------------------

@@ -1112,3 +1112,44 @@ fn multicast_copies_land_in_every_block_of_the_mask() {
         assert_eq!(&got[b * 64 * 32..(b + 1) * 64 * 32], &host[..], "block {b}");
     }
 }
+
+// ------------------------------------------------------------------------------------------
+// wgmma operand orders: MN-major A and B (transpose bits, descriptors over column blocks)
+// from batched strided views, on the GPU against the f64 product.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn wgmma_takes_either_operand_order_as_stored() {
+    use crate::common::scripts::orders::{OperandOrders, BATCH, M, N};
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    for (mn_a, mn_b) in [(false, false), (true, false), (false, true), (true, true)] {
+        let script = OperandOrders { mn_a, mn_b };
+        let seed = fresh_seed();
+        let a = random_f16(OperandOrders::len(), seed);
+        let b = random_f16(OperandOrders::len(), seed + 1);
+        let (da, db) = (
+            device.stream().clone_htod(&a).unwrap(),
+            device.stream().clone_htod(&b).unwrap(),
+        );
+        let mut dc = upload(&device, &vec![f32::NAN; BATCH * M * N]);
+        tilus::Jit::new(script.clone(), &device)
+            .launch(device.stream(), (&da, &db, &mut dc))
+            .unwrap();
+        let got = device.stream().clone_dtoh(&dc).unwrap();
+        let want = script.reference(&a, &b);
+        let worst = got
+            .iter()
+            .zip(&want)
+            .map(|(g, w)| {
+                if g.is_finite() {
+                    (*g as f64 - w).abs()
+                } else {
+                    f64::INFINITY
+                }
+            })
+            .fold(0.0, f64::max);
+        assert!(worst < 1e-4, "{script:?} (seed {seed}): off by {worst}");
+    }
+}

@@ -357,7 +357,7 @@ impl<A: Activation> TileEpilogue for Fused<A> {
                 });
             }
             Operands::Loaded { stores, gd, gbias } => {
-                stores.store(k, g, at.rows, at.cols, |k, c| {
+                stores.store(k, g, at.place(), |k, c| {
                     // D and the bias are loaded straight into the accumulator's layout
                     // (masked at the edges)
                     let on = k.let_i32(at.cols + c * CHUNK);

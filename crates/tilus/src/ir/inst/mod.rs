@@ -24,7 +24,7 @@ pub use mma::MmaInst;
 pub use registers::{launch_registers, sets_max_registers, RegistersInst};
 pub use shape::{ReshapeOp, ShapeInst};
 pub use tma::TmaInst;
-pub use wgmma::{WgmmaA, WgmmaInst, WgmmaTarget};
+pub use wgmma::{b_mn_major, WgmmaA, WgmmaInst, WgmmaTarget};
 
 use super::printer::Names;
 use super::Program;

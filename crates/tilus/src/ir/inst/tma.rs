@@ -7,6 +7,14 @@ use super::facts::{
 use crate::ir::printer::Names;
 use crate::ir::{BarrierRef, Expr, GlobalId, Program, SharedView, TensorMapId};
 
+/// The extent of a copy's box in a view of `rank` dimensions: the tile's, one element deep
+/// in the leading dimensions it leaves out.
+fn box_extent(tile: Vec<i64>, rank: usize) -> Vec<i64> {
+    let mut b = vec![1; rank.saturating_sub(tile.len())];
+    b.extend(tile);
+    b
+}
+
 /// Bulk tensor copies.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TmaInst {
@@ -83,7 +91,7 @@ impl TmaInst {
                 let at = Completion::Barrier(bar);
                 let region = Region {
                     offsets,
-                    extent: p.sview_stored_shape(dst),
+                    extent: box_extent(p.sview_stored_shape(dst), offsets.len()),
                 };
                 Facts::scoped(ThreadScope::OneOrWarp)
                     .effect(Effect::asynchronous(Memory::Global(*src), Access::Read, at).on(region))
@@ -101,7 +109,7 @@ impl TmaInst {
                 let at = Completion::Group(AsyncGroup::Bulk);
                 let region = Region {
                     offsets,
-                    extent: p.sview_stored_shape(src),
+                    extent: box_extent(p.sview_stored_shape(src), offsets.len()),
                 };
                 Facts::scoped(ThreadScope::OneThread)
                     .effect(Effect::shared_async(src, Access::Read, at))

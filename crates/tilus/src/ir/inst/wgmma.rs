@@ -16,6 +16,22 @@ pub enum WgmmaA {
     Register(RegView),
 }
 
+impl WgmmaA {
+    /// Whether a shared `[M, K]` operand is MN-major: seen through a transpose, so stored as
+    /// `[K, M]` with M contiguous (the instruction's transpose bit for A). Register operands
+    /// are not.
+    pub fn mn_major(&self) -> bool {
+        matches!(self, WgmmaA::Shared(v) if v.transposed)
+    }
+}
+
+/// Whether the `[K, N]` operand `b` of a wgmma is MN-major: the tile as stored (`[K, N]`, N
+/// contiguous; the instruction's transpose bit for B), not an `[N, K]` tile seen through a
+/// transpose (K-major).
+pub fn b_mn_major(b: &SharedView) -> bool {
+    !b.transposed
+}
+
 /// Where a wgmma's product lands: `d += a @ b` over the whole accumulator, or over a window of
 /// its columns, or `d = a @ b` (the accumulator's old values ignored: the hardware's
 /// `scale-d = 0`, no zeroing needed first).
@@ -66,7 +82,8 @@ pub enum WgmmaInst {
     Mma {
         /// `[M, K]` operand.
         a: WgmmaA,
-        /// `[K, N]` operand: a shared tile seen through a transpose (K-major).
+        /// `[K, N]` operand: a shared `[N, K]` tile seen through a transpose (K-major), or a
+        /// `[K, N]` tile as stored (MN-major, [`b_mn_major`]).
         b: SharedView,
         /// `[M, N]` accumulator (with `window`, `[M, N']`: the product lands in `N`
         /// of its columns).

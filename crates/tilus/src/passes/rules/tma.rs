@@ -33,11 +33,15 @@ fn check_box(
         };
         c.err(loc, msg);
     }
-    if g.shape.len() != shape.len() || offsets.len() != g.shape.len() {
+    // a tile of fewer dimensions than the view is a box one element deep in the view's
+    // leading dimensions (one matrix of a batch)
+    if g.shape.len() < shape.len() || offsets.len() != g.shape.len() {
         c.err(
             loc,
             format!(
-                "{name}: view `{}` has {} dimensions, tile `{tile_name}` {} and the offsets {}",
+                "{name}: view `{}` has {} dimensions, tile `{tile_name}` {} and the offsets {} \
+                 (the offsets name an element of the view; the tile may leave out leading \
+                 dimensions of the view, which the box then takes one element deep)",
                 g.name,
                 g.shape.len(),
                 shape.len(),
@@ -107,7 +111,8 @@ fn check_box(
 fn check_swizzle_span(c: &mut Checker, name: &str, tile: &SharedView, loc: Loc) {
     let d = c.p.shared(tile.tensor);
     if let Some(l) = &d.layout {
-        let inner = (*d.shape.last().unwrap_or(&1) as u32) * d.dtype.nbytes();
+        // one box per column block of a tile stored in them
+        let inner = l.row_span() as u32 * d.dtype.nbytes();
         if inner > l.swizzle.span_bytes() {
             let msg = format!(
                 "{name}: tile `{}` has {inner}-byte rows, wider than its {} swizzle allows",

@@ -4,7 +4,7 @@
 //! covers it is checked over the facts (`verify/hazards.rs`).
 
 use super::Rules;
-use crate::ir::{DType, Loc, SharedView, WgmmaA, WgmmaInst};
+use crate::ir::{b_mn_major, DType, Loc, SharedView, WgmmaA, WgmmaInst};
 use crate::layout::WgmmaPlan;
 use crate::passes::context::{Checker, LayoutCx, Scope};
 
@@ -24,12 +24,6 @@ impl Rules for WgmmaInst {
         let (sa, ta) = match a {
             WgmmaA::Shared(v) => {
                 c.check_sview(v, "wgmma.mma operand a", loc);
-                if v.transposed {
-                    c.err(
-                        loc,
-                        "wgmma.mma: operand a must be a K-major [M, K] tile (not a transposed view)",
-                    );
-                }
                 (shared_shape(c, v), p.shared(v.tensor).dtype)
             }
             WgmmaA::Register(v) => {
@@ -38,13 +32,6 @@ impl Rules for WgmmaInst {
             }
         };
         c.check_sview(b, "wgmma.mma operand b", loc);
-        if !b.transposed {
-            let name = p.sview_name(b);
-            c.err(
-                loc,
-                format!("wgmma.mma: operand b must be K-major: store B as an [N, K] tile and pass `{name}.transpose()`"),
-            );
-        }
         let sb = shared_shape(c, b);
         let sd = p.register(*d).shape.clone();
         let tb = p.shared(b.tensor).dtype;
@@ -85,17 +72,37 @@ impl Rules for WgmmaInst {
     }
 
     fn check_planned(&self, c: &mut Checker, loc: Loc) {
-        let WgmmaInst::Mma { a, b, .. } = self else {
+        let WgmmaInst::Mma { a, b, plan, .. } = self else {
             return;
         };
-        let mut tiles = vec![b];
+        let mut tiles = vec![(b, b_mn_major(b))];
         if let WgmmaA::Shared(v) = a {
-            tiles.push(v);
+            tiles.push((v, a.mn_major()));
         }
-        for t in tiles {
+        for (t, mn_major) in tiles {
             if let Some(l) = c.p.sview_layout(t) {
-                if let Err(why) = crate::layout::wgmma::check_operand_layout(&l) {
+                if let Err(why) = crate::layout::wgmma::check_operand_layout(&l, mn_major) {
                     let msg = format!("wgmma.mma: tile `{}`: {why}", c.p.sview_name(t));
+                    c.err(loc, msg);
+                }
+                // an MN-major B's instructions start at column blocks (each a whole span of N)
+                if let (true, Some(p), Some(cb)) = (mn_major && t == b, plan, l.col_block) {
+                    if p.n_chunks > 1 && p.n % cb != 0 {
+                        let msg = format!(
+                            "wgmma.mma: MN-major operand b `{}` is cut into instructions of {} \
+                             columns, which do not start at its {cb}-column blocks",
+                            c.p.sview_name(t),
+                            p.n
+                        );
+                        c.err(loc, msg);
+                    }
+                }
+                if t.rows.is_some() && l.col_block.is_some() {
+                    let msg = format!(
+                        "wgmma.mma: rows() of `{}`, a tile stored in column blocks (MN-major): \
+                         take a stage or the whole tile",
+                        c.p.sview_name(t)
+                    );
                     c.err(loc, msg);
                 }
             }
@@ -119,8 +126,9 @@ impl Rules for WgmmaInst {
         if dshape.len() != 2 || bshape.len() != 2 {
             return;
         }
-        // b is an [N, K] tile seen as [K, N]; a window's product covers N of the
-        // accumulator's columns, whose layout is the whole accumulator's
+        // b is [K, N] as seen (an [N, K] tile transposed, or a [K, N] tile); a window's
+        // product covers N of the accumulator's columns, whose layout is the whole
+        // accumulator's
         let (k, n) = (bshape[0], bshape[1]);
         let plans = WgmmaPlan::choose(dshape[0], dshape[1], k).and_then(|whole| {
             let product = match target.window {

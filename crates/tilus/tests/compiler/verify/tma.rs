@@ -150,13 +150,31 @@ fn tma_rank_mismatch() {
     check::<InF16>(|k, (a,)| {
         k.warps(1);
         let g = k.global_view(a, [4096, 4096]);
-        let s: SharedTensor<f16> = k.shared_tensor([64]);
+        let s: SharedTensor<f16> = k.shared_tensor([2, 8, 64]);
         let b = k.mbarrier().alloc([1]);
         k.single_thread(|k| {
             at(line!(), k.tma().global_to_shared(&g, &s, [0, 0], b[0]));
         });
     })
-    .fails_once("tma.global_to_shared: view `g0` has 2 dimensions, tile `s0` 1 and the offsets 2");
+    .fails_once("tma.global_to_shared: view `g0` has 2 dimensions, tile `s0` 3 and the offsets 2");
+}
+
+/// A tile of fewer dimensions than its view is a box one element deep in the view's leading
+/// dimensions: one row of a matrix, one matrix of a batch.
+#[test]
+fn a_tile_may_leave_out_leading_dimensions_of_its_view() {
+    check::<InF16>(|k, (a,)| {
+        k.warps(1);
+        let g = k.global_view(a, [4096, 4096]);
+        let s: SharedTensor<f16> = k.shared_tensor([64]);
+        let b = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            k.mbarrier().arrive_and_expect_tx(b[0], s.nbytes());
+            k.tma().global_to_shared(&g, &s, [3, 0], b[0]);
+        });
+        k.mbarrier().wait(b[0], 0u32);
+    })
+    .compiles("a [64] box of row 3");
 }
 
 /// `global_to_shared<T>` takes a view and a tile of the same `T`; edit the IR.
@@ -190,6 +208,7 @@ fn tma_rows_wider_than_the_swizzle_span() {
             elem_bytes: 2,
             swizzle: Swizzle::B64,
             stage_stride: None,
+            col_block: None,
         })
     })
     .fails_once(
@@ -360,11 +379,11 @@ fn tma_of_a_stage_takes_the_stages_rank() {
         let b = k.mbarrier().alloc([1]);
         k.single_thread(|k| {
             let t = k.tma();
-            at(line!(), t.global_to_shared(&g, &s.at(0), [0, 0, 0], b[0]));
+            at(line!(), t.global_to_shared(&g, &s.at(0), [0, 0], b[0]));
         });
     })
     .fails_once(
-        "tma.global_to_shared: view `g0` has 3 dimensions, tile `s0[0]` 2 and the offsets 3",
+        "tma.global_to_shared: view `g0` has 3 dimensions, tile `s0[0]` 2 and the offsets 2",
     );
 }
 
