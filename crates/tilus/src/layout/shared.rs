@@ -131,7 +131,7 @@ impl SharedLayout {
     pub fn column_blocked(shape: &[i64], elem_bytes: u32) -> SharedLayout {
         let row_bytes = (*shape.last().unwrap_or(&1) as u32) * elem_bytes;
         let span = Swizzle::B128.span_bytes();
-        if row_bytes <= span || row_bytes % span != 0 || shape.len() < 2 {
+        if row_bytes <= span || !row_bytes.is_multiple_of(span) || shape.len() < 2 {
             return SharedLayout::swizzled_for_tma(shape, elem_bytes);
         }
         SharedLayout {
