@@ -1,6 +1,7 @@
 //! [`Matmuls`]: which kernels take each operand type (f16, and bf16 through [`Bf16`]), for
 //! the host APIs that launch them ([`super::SplitK`], [`super::Gemm`]).
 
+use crate::gemm::general::{GeneralArgsOf, MatmulGeneral};
 use crate::gemm::operand::{Bf16, MatmulArgsOf, PartialsArgsOf, ReduceArgsOf};
 use crate::gemm::persistent::MatmulPersistent;
 use crate::gemm::split_k::kernels::{MatmulSplitK, SplitKReduce};
@@ -27,6 +28,10 @@ pub trait Matmuls: Operand {
     type Partials: Tunable<Args = PartialsArgsOf<Self>> + AsRef<MatmulSplitK>;
     /// Split-K's sum.
     type Reduce: tilus::Script<Args = ReduceArgsOf<Self>>;
+    /// The general GEMM (any order, strides and batches).
+    type General: Tunable<Args = GeneralArgsOf<Self>> + AsRef<MatmulGeneral>;
+    /// The general GEMM's kernel with this configuration.
+    fn general(config: MatmulGeneral) -> Self::General;
     /// The partials' kernel with this configuration.
     fn partials(config: MatmulSplitK) -> Self::Partials;
     /// The sum's kernel.
@@ -37,6 +42,10 @@ impl Matmuls for f16 {
     type V6 = MatmulPersistent;
     type Partials = MatmulSplitK;
     type Reduce = SplitKReduce;
+    type General = MatmulGeneral;
+    fn general(config: MatmulGeneral) -> MatmulGeneral {
+        config
+    }
     fn partials(config: MatmulSplitK) -> MatmulSplitK {
         config
     }
@@ -49,6 +58,10 @@ impl Matmuls for bf16 {
     type V6 = Bf16<MatmulPersistent>;
     type Partials = Bf16<MatmulSplitK>;
     type Reduce = Bf16<SplitKReduce>;
+    type General = Bf16<MatmulGeneral>;
+    fn general(config: MatmulGeneral) -> Bf16<MatmulGeneral> {
+        Bf16(config)
+    }
     fn partials(config: MatmulSplitK) -> Bf16<MatmulSplitK> {
         Bf16(config)
     }
@@ -65,6 +78,12 @@ impl<S> AsRef<S> for Bf16<S> {
 
 impl AsRef<MatmulPersistent> for MatmulPersistent {
     fn as_ref(&self) -> &MatmulPersistent {
+        self
+    }
+}
+
+impl AsRef<MatmulGeneral> for MatmulGeneral {
+    fn as_ref(&self) -> &MatmulGeneral {
         self
     }
 }

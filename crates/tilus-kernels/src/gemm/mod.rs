@@ -11,6 +11,7 @@
 
 pub mod cooperative;
 pub mod epilogue;
+pub mod general;
 pub mod matmuls;
 pub mod operand;
 pub(crate) mod pair;

@@ -252,16 +252,18 @@ impl<T: Element> CStores<T> {
     }
 
     /// [`CStores::plan`] for a C view `[batches, m, n]` whose tiles' places name their
-    /// product.
+    /// product, with staging buffers and TMA stores where `tma_store` says so (the caller
+    /// knows that C's rows allow them).
     pub fn plan_batched(
         k: &mut Kernel,
         gc: GlobalTensor<T>,
-        (n_size, width): (Val, i32),
+        width: i32,
         (rows, block_n, tma_store): (i32, i32, bool),
     ) -> CStores<T> {
+        let aligned = Val::constant(8);
         CStores {
             batched: true,
-            ..CStores::plan(k, gc, (n_size, width), (rows, block_n, tma_store))
+            ..CStores::plan(k, gc, (aligned, width), (rows, block_n, tma_store))
         }
     }
 

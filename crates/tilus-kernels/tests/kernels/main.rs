@@ -17,6 +17,7 @@ mod gpu_ops;
 mod gpu_split_k;
 mod gpu_stream_k;
 mod interp_epilogue;
+mod interp_general;
 mod interp_memory;
 mod interp_ops;
 mod interp_split_k;

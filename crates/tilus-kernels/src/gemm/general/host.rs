@@ -1,0 +1,416 @@
+//! [`GemmGeneral`]: the general GEMM's host API. A problem ([`GemmProblem`]) names the
+//! operands' orders, leading dimensions and batch strides; it is checked against the buffers
+//! before anything is launched, a column-major C becomes the transposed product into a
+//! row-major one, and the kernel's [`Form`] is chosen from it.
+
+use super::kernel::{Form, MatmulGeneral};
+use crate::gemm::Matmuls;
+use crate::host::dim;
+use crate::{Error, Result};
+use std::sync::Arc;
+use tilus::cudarc::driver::{CudaSlice, CudaStream};
+use tilus::runtime::Device;
+use tilus::tune::FixedOrTuned;
+
+/// The kernel's name in errors.
+const KERNEL: &str = "gemm";
+
+/// How a matrix lies in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Order {
+    /// Rows contiguous: element `(i, j)` at `i · ld + j`.
+    RowMajor,
+    /// Columns contiguous: element `(i, j)` at `i + j · ld`.
+    ColMajor,
+}
+
+/// One operand's storage: its order, leading dimension (elements between rows, or columns)
+/// and batch stride (elements between the matrices of a batch; 0: one matrix shared by every
+/// product).
+///
+/// ```
+/// use tilus_kernels::gemm::general::{Layout, Order};
+/// let a = Layout::row_major(4096).batched(4096 * 4096);
+/// assert_eq!((a.order, a.ld, a.batch_stride), (Order::RowMajor, 4096, 4096 * 4096));
+/// assert_eq!(Layout::col_major(8).offset(2, 3), 2 + 3 * 8);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Layout {
+    /// Rows or columns contiguous.
+    pub order: Order,
+    /// Elements from one row (row-major) or column (column-major) to the next.
+    pub ld: usize,
+    /// Elements from one matrix of the batch to the next (0: shared).
+    pub batch_stride: usize,
+}
+
+impl Layout {
+    /// Row-major with leading dimension `ld`, one matrix (or shared by a batch).
+    pub fn row_major(ld: usize) -> Layout {
+        Layout {
+            order: Order::RowMajor,
+            ld,
+            batch_stride: 0,
+        }
+    }
+
+    /// Column-major with leading dimension `ld`.
+    pub fn col_major(ld: usize) -> Layout {
+        Layout {
+            order: Order::ColMajor,
+            ld,
+            batch_stride: 0,
+        }
+    }
+
+    /// The same, `stride` elements from one matrix of a batch to the next.
+    pub fn batched(self, stride: usize) -> Layout {
+        Layout {
+            batch_stride: stride,
+            ..self
+        }
+    }
+
+    /// Element `(i, j)`'s offset in one matrix.
+    pub fn offset(&self, i: usize, j: usize) -> usize {
+        match self.order {
+            Order::RowMajor => i * self.ld + j,
+            Order::ColMajor => i + j * self.ld,
+        }
+    }
+
+    /// The transposed matrix's storage: the other order, the same elements.
+    fn transposed(self) -> Layout {
+        Layout {
+            order: match self.order {
+                Order::RowMajor => Order::ColMajor,
+                Order::ColMajor => Order::RowMajor,
+            },
+            ..self
+        }
+    }
+
+    /// `(rows, cols)` of an `r × c` matrix as stored (rows of the storage: the leading
+    /// dimension's extent is `cols`).
+    fn stored(&self, r: usize, c: usize) -> (usize, usize) {
+        match self.order {
+            Order::RowMajor => (r, c),
+            Order::ColMajor => (c, r),
+        }
+    }
+}
+
+/// `C[b] = alpha · A[b] · B[b] + beta · C[b]` for `b < batch`, A `[m, k]`, B `[k, n]`, C
+/// `[m, n]`, each stored as its [`Layout`] says. With `beta == 0`, C is not read (it may
+/// hold anything, NaN included).
+///
+/// ```
+/// use tilus_kernels::gemm::general::{GemmProblem, Layout};
+/// // 8 products of a [64, 32] A (column-major) by one shared [32, 16] B (row-major)
+/// let p = GemmProblem::new(8, (64, 16, 32))
+///     .a(Layout::col_major(64).batched(64 * 32))
+///     .b(Layout::row_major(16))
+///     .c(Layout::row_major(16).batched(64 * 16));
+/// assert_eq!(p.lengths(), Ok((8 * 64 * 32, 32 * 16, 8 * 64 * 16)));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmProblem {
+    /// Products in the batch.
+    pub batch: usize,
+    /// Rows of A and C.
+    pub m: usize,
+    /// Columns of B and C.
+    pub n: usize,
+    /// Columns of A, rows of B.
+    pub k: usize,
+    /// A's storage.
+    pub a: Layout,
+    /// B's storage.
+    pub b: Layout,
+    /// C's storage.
+    pub c: Layout,
+    /// The product's scale.
+    pub alpha: f32,
+    /// C's scale (0: C is not read).
+    pub beta: f32,
+}
+
+impl GemmProblem {
+    /// `batch` products of `m × n × k`, every operand row-major and contiguous (batches one
+    /// after another), `alpha = 1`, `beta = 0`.
+    pub fn new(batch: usize, (m, n, k): (usize, usize, usize)) -> GemmProblem {
+        GemmProblem {
+            batch,
+            m,
+            n,
+            k,
+            a: Layout::row_major(k).batched(m * k),
+            b: Layout::row_major(n).batched(k * n),
+            c: Layout::row_major(n).batched(m * n),
+            alpha: 1.0,
+            beta: 0.0,
+        }
+    }
+
+    /// With A stored so.
+    pub fn a(self, a: Layout) -> GemmProblem {
+        GemmProblem { a, ..self }
+    }
+
+    /// With B stored so.
+    pub fn b(self, b: Layout) -> GemmProblem {
+        GemmProblem { b, ..self }
+    }
+
+    /// With C stored so.
+    pub fn c(self, c: Layout) -> GemmProblem {
+        GemmProblem { c, ..self }
+    }
+
+    /// With these scales.
+    pub fn scales(self, alpha: f32, beta: f32) -> GemmProblem {
+        GemmProblem {
+            alpha,
+            beta,
+            ..self
+        }
+    }
+
+    /// The elements each buffer must hold at least, `(a, b, c)`, or why the problem is not
+    /// one (a dimension below 1, a leading dimension shorter than its rows, products of C
+    /// that overlap).
+    pub fn lengths(&self) -> std::result::Result<(usize, usize, usize), String> {
+        let GemmProblem { batch, m, n, k, .. } = *self;
+        for (name, v) in [("batch", batch), ("m", m), ("n", n), ("k", k)] {
+            if v == 0 {
+                return Err(format!("{name} = 0: every dimension must be at least 1"));
+            }
+        }
+        let need = |name: &str, l: &Layout, r: usize, c: usize| {
+            let (rows, cols) = l.stored(r, c);
+            if l.ld < cols {
+                return Err(format!(
+                    "{name}'s leading dimension {} is shorter than its stored rows of {cols} \
+                     ({:?}, {r} × {c})",
+                    l.ld, l.order
+                ));
+            }
+            let one = (rows - 1)
+                .checked_mul(l.ld)
+                .and_then(|x| x.checked_add(cols))
+                .ok_or_else(|| format!("{name} overflows the address space"))?;
+            let count = if l.batch_stride == 0 { 1 } else { batch };
+            (count - 1)
+                .checked_mul(l.batch_stride)
+                .and_then(|x| x.checked_add(one))
+                .ok_or_else(|| format!("{name} overflows the address space"))
+        };
+        let a = need("A", &self.a, m, k)?;
+        let b = need("B", &self.b, k, n)?;
+        let c = need("C", &self.c, m, n)?;
+        let (rows, cols) = self.c.stored(m, n);
+        let one_c = (rows - 1) * self.c.ld + cols;
+        if batch > 1 && self.c.batch_stride < one_c {
+            return Err(format!(
+                "C's batch stride {} is shorter than one product's {one_c} elements: the \
+                 products would overwrite each other",
+                self.c.batch_stride
+            ));
+        }
+        Ok((a, b, c))
+    }
+
+    /// The same product with a row-major C: a column-major C is the transposed product
+    /// (`Cᵀ = Bᵀ · Aᵀ`) into a row-major `Cᵀ`.
+    fn with_row_major_c(self) -> GemmProblem {
+        match self.c.order {
+            Order::RowMajor => self,
+            Order::ColMajor => GemmProblem {
+                m: self.n,
+                n: self.m,
+                a: self.b.transposed(),
+                b: self.a.transposed(),
+                c: self.c.transposed(),
+                ..self
+            },
+        }
+    }
+}
+
+/// The kernel's arguments but the buffers and scales, checked, for a row-major C.
+#[derive(Clone, Copy, Debug)]
+struct Launch {
+    p: GemmProblem,
+    dims: [i32; 4],
+    form: i32,
+    /// `(lda, stride_a, a_batches, ldb, stride_b, b_batches, ldc, stride_c)`.
+    strides: [i32; 8],
+}
+
+/// Checks `p` against buffers of `lens` elements `(a, b, c)` of `elem` bytes, and gives the
+/// kernel's arguments.
+fn prepare(p: &GemmProblem, lens: (usize, usize, usize), elem: usize) -> Result<Launch> {
+    let bad = |message: String| Error::Shape {
+        kernel: KERNEL,
+        message,
+    };
+    let (la, lb, lc) = p.lengths().map_err(bad)?;
+    for (name, len, needed) in [("a", lens.0, la), ("b", lens.1, lb), ("c", lens.2, lc)] {
+        if len < needed {
+            return Err(bad(format!(
+                "`{name}` has {len} elements; the problem needs at least {needed}"
+            )));
+        }
+    }
+    let p = p.with_row_major_c();
+    // TMA reads rows that start on 16-byte boundaries
+    for (name, l) in [("A", &p.a), ("B", &p.b), ("C", &p.c)] {
+        for (what, v) in [
+            ("leading dimension", l.ld),
+            ("batch stride", l.batch_stride),
+        ] {
+            if (v * elem) % 16 != 0 {
+                return Err(bad(format!(
+                    "{name}'s {what} is {v} elements ({} bytes); this GEMM reads and writes \
+                     rows that start at multiples of 16 bytes (pad to a multiple of {})",
+                    v * elem,
+                    16 / elem
+                )));
+            }
+        }
+    }
+    let int = |name: &str, v: usize| dim(KERNEL, name, v, 0);
+    let dims = [
+        dim(KERNEL, "batch", p.batch, 1)?,
+        dim(KERNEL, "m", p.m, 1)?,
+        dim(KERNEL, "n", p.n, 1)?,
+        dim(KERNEL, "k", p.k, 1)?,
+    ];
+    // one product: any valid stride for C's view (TMA takes no zero stride)
+    let c_stride = if p.batch == 1 {
+        p.m * p.c.ld
+    } else {
+        p.c.batch_stride
+    };
+    // an operand of batch stride 0 is one matrix every product shares: a view of one, with
+    // any valid stride (TMA takes no zero stride)
+    let operand = |l: &Layout, rows: usize| {
+        if l.batch_stride == 0 || p.batch == 1 {
+            (rows * l.ld, 1)
+        } else {
+            (l.batch_stride, p.batch)
+        }
+    };
+    let (a_step, a_count) = operand(&p.a, p.a.stored(p.m, p.k).0);
+    let (b_step, b_count) = operand(&p.b, p.b.stored(p.k, p.n).0);
+    let strides = [
+        int("lda", p.a.ld)?,
+        int("stride_a", a_step)?,
+        int("a_batches", a_count)?,
+        int("ldb", p.b.ld)?,
+        int("stride_b", b_step)?,
+        int("b_batches", b_count)?,
+        int("ldc", p.c.ld)?,
+        int("stride_c", c_stride)?,
+    ];
+    let form = Form {
+        a_col_major: p.a.order == Order::ColMajor,
+        b_col_major: p.b.order == Order::ColMajor,
+        scaled: !(p.alpha == 1.0 && p.beta == 0.0),
+        c_tma: true,
+    };
+    Ok(Launch {
+        p,
+        dims,
+        form: form.bits(),
+        strides,
+    })
+}
+
+/// The general GEMM on device buffers of `T` (f16 or bf16), [`MatmulGeneral`] autotuned per
+/// shape and form on first use (or one fixed configuration).
+///
+/// ```no_run
+/// use tilus_kernels::gemm::general::{GemmGeneral, GemmProblem, Layout};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let device = tilus::runtime::Device::open(0)?;
+/// let gemm = GemmGeneral::<half::f16>::new(&device)?;
+/// let (m, n, k) = (4096, 4096, 4096);
+/// let s = device.stream();
+/// let a = s.clone_htod(&vec![half::f16::ONE; m * k])?;
+/// let b = s.clone_htod(&vec![half::f16::ONE; k * n])?;
+/// let mut c = s.alloc_zeros::<half::f16>(m * n)?;
+/// // C = A · B, A column-major, B row-major
+/// let p = GemmProblem::new(1, (m, n, k)).a(Layout::col_major(m));
+/// gemm.run(s, &p, &a, &b, &mut c)?;
+/// # Ok(()) }
+/// ```
+pub struct GemmGeneral<T: Matmuls> {
+    kernel: FixedOrTuned<T::General>,
+}
+
+impl<T: Matmuls> GemmGeneral<T> {
+    /// Autotuned per shape and form (nothing is compiled until a problem is first run).
+    pub fn new(device: &Device) -> Result<GemmGeneral<T>> {
+        use tilus::tune::Tunable;
+        Ok(GemmGeneral {
+            kernel: FixedOrTuned::Tuned(T::General::autotuned(device)?),
+        })
+    }
+
+    /// One configuration for every problem.
+    pub fn fixed(config: MatmulGeneral, device: &Device) -> GemmGeneral<T> {
+        GemmGeneral {
+            kernel: FixedOrTuned::Fixed(tilus::Jit::new(T::general(config), device)),
+        }
+    }
+
+    /// Runs problem `p` on device buffers (each at least as long as [`GemmProblem::lengths`]
+    /// says); nothing is launched when the problem or the buffers do not fit.
+    pub fn run(
+        &self,
+        stream: &Arc<CudaStream>,
+        p: &GemmProblem,
+        a: &CudaSlice<T>,
+        b: &CudaSlice<T>,
+        c: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let l = prepare(p, (a.len(), b.len(), c.len()), std::mem::size_of::<T>())?;
+        // a column-major C swapped A and B
+        let (a, b) = if p.c.order == Order::ColMajor {
+            (b, a)
+        } else {
+            (a, b)
+        };
+        let [batch, m, n, k] = l.dims;
+        let [lda, sa, na, ldb, sb, nb, ldc, sc] = l.strides;
+        let args = (
+            batch, m, n, k, l.form, a, lda, sa, na, b, ldb, sb, nb, c, ldc, sc, l.p.alpha, l.p.beta,
+        );
+        self.kernel.launch(stream, args)?;
+        Ok(())
+    }
+
+    /// Runs problem `p` with configuration `config` on the CPU interpreter, on host slices.
+    pub fn interpret(
+        config: &MatmulGeneral,
+        p: &GemmProblem,
+        a: &[T],
+        b: &[T],
+        c: &mut [T],
+    ) -> Result<()> {
+        let l = prepare(p, (a.len(), b.len(), c.len()), std::mem::size_of::<T>())?;
+        let (a, b) = if p.c.order == Order::ColMajor {
+            (b, a)
+        } else {
+            (a, b)
+        };
+        let [batch, m, n, k] = l.dims;
+        let [lda, sa, na, ldb, sb, nb, ldc, sc] = l.strides;
+        let args = (
+            batch, m, n, k, l.form, a, lda, sa, na, b, ldb, sb, nb, c, ldc, sc, l.p.alpha, l.p.beta,
+        );
+        tilus::interpret(&T::general(config.clone()), args)?;
+        Ok(())
+    }
+}
