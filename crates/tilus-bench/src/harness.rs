@@ -232,6 +232,71 @@ impl Cublas {
         self.gemm(stream, p, c, blas_sys::cudaDataType::CUDA_R_32F)
     }
 
+    /// The general problem `p` (a row-major C) with cuBLAS's strided batched GEMM, in its
+    /// default math mode: the peer of `tilus_kernels::gemm::general`. Row-major C is cuBLAS's
+    /// column-major `Cᵀ = op(B)ᵀ · op(A)ᵀ`: B comes first, each operand transposed where it is
+    /// column-major.
+    pub fn gemm_general<T: Operand>(
+        &self,
+        stream: &Arc<CudaStream>,
+        p: &tilus_kernels::gemm::general::GemmProblem,
+        (a, b): (&CudaSlice<T>, &CudaSlice<T>),
+        c: &mut CudaSlice<T>,
+    ) -> tilus::Result<()> {
+        use tilus_kernels::gemm::general::Order;
+        if p.c.order != Order::RowMajor {
+            return Err(Error::Argument {
+                arg: "c".into(),
+                message: "cuBLAS's peer takes a row-major C".into(),
+            });
+        }
+        let op = |o: Order| match o {
+            Order::RowMajor => blas_sys::cublasOperation_t::CUBLAS_OP_N,
+            Order::ColMajor => blas_sys::cublasOperation_t::CUBLAS_OP_T,
+        };
+        let (alpha, beta) = (p.alpha, p.beta);
+        let (pa, _ga) = a.device_ptr(stream);
+        let (pb, _gb) = b.device_ptr(stream);
+        let (pc, _gc) = c.device_ptr_mut(stream);
+        // SAFETY: the buffers are live device allocations the caller sized for `p`
+        // (`GemmProblem::lengths`); alpha and beta are f32 as CUBLAS_COMPUTE_32F needs.
+        let status = unsafe {
+            blas_sys::cublasGemmStridedBatchedEx(
+                *self.blas.handle(),
+                op(p.b.order),
+                op(p.a.order),
+                p.n as i32,
+                p.m as i32,
+                p.k as i32,
+                &alpha as *const f32 as *const _,
+                pb as *const _,
+                T::CUBLAS,
+                p.b.ld as i32,
+                p.b.batch_stride as i64,
+                pa as *const _,
+                T::CUBLAS,
+                p.a.ld as i32,
+                p.a.batch_stride as i64,
+                &beta as *const f32 as *const _,
+                pc as *mut _,
+                T::CUBLAS,
+                p.c.ld as i32,
+                p.c.batch_stride as i64,
+                p.batch as i32,
+                blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT_TENSOR_OP,
+            )
+        };
+        if status == blas_sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            Ok(())
+        } else {
+            Err(Error::Cublas {
+                call: "cublasGemmStridedBatchedEx",
+                message: format!("{status:?}"),
+            })
+        }
+    }
+
     /// `C = A · Bᵀ` of the problem into `c` (of `c_type`, `[m, n]`).
     fn gemm<T: Operand>(
         &self,

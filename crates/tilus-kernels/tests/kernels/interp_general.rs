@@ -10,7 +10,7 @@ use tilus_kernels::gemm::Matmuls;
 use tilus_kernels::Error;
 
 /// `len` values in `[-1, 1)` on a grid of 1/64 (exact in f16 and bf16), from `seed`.
-fn values(len: usize, seed: u64) -> Vec<f64> {
+pub(crate) fn values(len: usize, seed: u64) -> Vec<f64> {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..len)
         .map(|_| {
@@ -24,7 +24,12 @@ fn values(len: usize, seed: u64) -> Vec<f64> {
 
 /// The f64 result of problem `p` on `a`, `b` and C's old values `c0`, at every element C's
 /// layout addresses (the rest keep `c0`), and which elements those are.
-fn reference(p: &GemmProblem, a: &[f64], b: &[f64], c0: &[f64]) -> (Vec<f64>, Vec<bool>) {
+pub(crate) fn reference(
+    p: &GemmProblem,
+    a: &[f64],
+    b: &[f64],
+    c0: &[f64],
+) -> (Vec<f64>, Vec<bool>) {
     let mut c = c0.to_vec();
     let mut is_c = vec![false; c0.len()];
     let at = |l: &Layout, bt: usize, i: usize, j: usize| bt * l.batch_stride + l.offset(i, j);
@@ -106,7 +111,7 @@ fn tile() -> MatmulGeneral {
 }
 
 /// Row- or column-major storage of an `r × c` matrix, `pad` elements wider than it needs.
-fn stored(order: Order, (r, c): (usize, usize), pad: usize) -> Layout {
+pub(crate) fn stored(order: Order, (r, c): (usize, usize), pad: usize) -> Layout {
     match order {
         Order::RowMajor => Layout::row_major(c + pad),
         Order::ColMajor => Layout::col_major(r + pad),

@@ -12,6 +12,7 @@
 //! also does so before `main`, so that the variable is set before any test thread runs.
 
 mod gpu_gemm;
+mod gpu_general;
 mod gpu_memory;
 mod gpu_ops;
 mod gpu_split_k;
