@@ -91,7 +91,7 @@ fn the_general_gemm_takes_every_order_batch_and_scale() {
         }
     }
     // a batch sharing B, and one sharing A
-    let (m, n, k) = (300, 264, 136);
+    let (m, n, k) = (304, 264, 136);
     let a = stored(Order::ColMajor, (m, k), 0);
     let p = GemmProblem::new(5, (m, n, k)).a(a.batched(a.ld * k));
     run(
