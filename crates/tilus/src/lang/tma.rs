@@ -19,7 +19,10 @@ impl Tma<'_> {
     /// Copies the box of `src` starting at `offsets` (the box is `dst`'s shape) into `dst`,
     /// asynchronously; the bytes complete on `bar`. The tensor map is built for you, with the
     /// swizzle of `dst`'s layout. Elements outside `src` arrive as zeros. `dst` may be one stage
-    /// of a staged tile (`sa.at(s)`): the box is the stage's shape.
+    /// of a staged tile (`sa.at(s)`): the box is the stage's shape. The tile may have fewer
+    /// dimensions than the view (`offsets` has the view's): the box is one element deep in the
+    /// leading dimensions it leaves out (a `[rows, cols]` tile of a `[batch, m, n]` view is one
+    /// matrix of the batch).
     #[track_caller]
     pub fn global_to_shared<T: Element>(
         self,
