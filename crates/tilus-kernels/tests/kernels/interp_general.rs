@@ -7,7 +7,7 @@ use half::{bf16, f16};
 use tilus_kernels::gemm::general::{GemmGeneral, GemmProblem, Layout, MatmulGeneral, Order};
 use tilus_kernels::gemm::persistent::MatmulPersistent;
 use tilus_kernels::gemm::Matmuls;
-use tilus_kernels::Error;
+use tilus_kernels::{Error, Operand};
 
 /// `len` values in `[-1, 1)` on a grid of 1/64 (exact in f16 and bf16), from `seed`.
 pub(crate) fn values(len: usize, seed: u64) -> Vec<f64> {
@@ -53,49 +53,75 @@ pub(crate) fn reference(
     (c, is_c)
 }
 
-/// Runs `p` on the interpreter in `T` with `config` and checks every element of C against
-/// the reference, within the output type's rounding (`eps` relative) of the f32 result.
-fn check<T: Matmuls + Copy>(
-    config: &MatmulGeneral,
-    p: &GemmProblem,
-    seed: u64,
-    (from, to, eps): (fn(f64) -> T, fn(T) -> f64, f64),
-) {
+/// The rounding of an output of `T` relative to its value: 2⁻¹⁰ for f16, 2⁻⁷ for bf16.
+pub(crate) fn eps<T: Operand>() -> f64 {
+    if T::NAME == "bf16" {
+        1.0 / 128.0
+    } else {
+        1.0 / 1024.0
+    }
+}
+
+/// Inputs of problem `p` from `seed`: A, B and C's old values (NaN where beta is 0: they
+/// must not be read), as f64 and in `T`.
+pub(crate) struct Inputs<T> {
+    pub a: Vec<f64>,
+    pub b: Vec<f64>,
+    pub c0: Vec<f64>,
+    pub ta: Vec<T>,
+    pub tb: Vec<T>,
+    pub tc: Vec<T>,
+}
+
+pub(crate) fn inputs<T: Operand>(p: &GemmProblem, seed: u64) -> Inputs<T> {
     let (la, lb, lc) = p.lengths().unwrap();
     let (a, b) = (values(la, seed), values(lb, seed + 1));
-    // C's old values, NaN where beta is 0 (they must not be read)
     let c0: Vec<f64> = values(lc, seed + 2)
         .into_iter()
         .map(|v| if p.beta == 0.0 { f64::NAN } else { v })
         .collect();
-    let (ha, hb): (Vec<T>, Vec<T>) = (
-        a.iter().map(|&v| from(v)).collect(),
-        b.iter().map(|&v| from(v)).collect(),
-    );
-    let mut hc: Vec<T> = c0.iter().map(|&v| from(v)).collect();
-    GemmGeneral::<T>::interpret(config, p, &ha, &hb, &mut hc).unwrap();
-    let (want, is_c) = reference(p, &a, &b, &c0);
-    for (i, (g, w)) in hc.iter().zip(&want).enumerate() {
-        let g = to(*g);
-        if !is_c[i] {
-            // not an element of C: untouched
-            let same = g == to(from(*w)) || (g.is_nan() && w.is_nan());
-            assert!(same, "{p:?}: element {i} outside C was written ({g})");
-            continue;
-        }
-        assert!(
-            (g - w).abs() <= eps * w.abs() + 1e-3,
-            "{p:?} ({config:?}): element {i} is {g}, the product {w}"
-        );
+    let to = |v: &[f64]| v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>();
+    Inputs {
+        ta: to(&a),
+        tb: to(&b),
+        tc: to(&c0),
+        a,
+        b,
+        c0,
     }
 }
 
-fn f16s() -> (fn(f64) -> f16, fn(f16) -> f64, f64) {
-    (f16::from_f64, f16::to_f64, 1.0 / 1024.0)
+/// The elements of `got` (C's buffer after the run) that are wrong: C's elements beyond
+/// `T`'s rounding of the f64 result, and any other element that changed.
+pub(crate) fn wrong<T: Operand>(p: &GemmProblem, x: &Inputs<T>, got: &[T]) -> Vec<String> {
+    let (want, is_c) = reference(p, &x.a, &x.b, &x.c0);
+    let mut bad = vec![];
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let g = g.to_f64();
+        let ok = if is_c[i] {
+            (g - w).abs() <= eps::<T>() * w.abs() + 1e-3
+        } else {
+            // not an element of C: untouched
+            g == T::from_f64(*w).to_f64() || (g.is_nan() && w.is_nan())
+        };
+        if !ok {
+            bad.push(format!("element {i}: {g}, want {w}"));
+        }
+    }
+    bad
 }
 
-fn bf16s() -> (fn(f64) -> bf16, fn(bf16) -> f64, f64) {
-    (bf16::from_f64, bf16::to_f64, 1.0 / 128.0)
+/// Runs `p` on the interpreter in `T` with `config` and checks every element of C's buffer.
+fn check<T: Matmuls>(config: &MatmulGeneral, p: &GemmProblem, seed: u64) {
+    let mut x = inputs::<T>(p, seed);
+    let mut c = std::mem::take(&mut x.tc);
+    GemmGeneral::<T>::interpret(config, p, &x.ta, &x.tb, &mut c).unwrap();
+    let bad = wrong(p, &x, &c);
+    assert!(
+        bad.is_empty(),
+        "{p:?} ({config:?}): {:?}",
+        &bad[..bad.len().min(4)]
+    );
 }
 
 /// A 128 × 128 cooperative tile (two consumer warp groups of 64 rows).
@@ -131,7 +157,7 @@ fn every_order_of_a_and_b_with_either_c() {
                     .a(stored(oa, (m, k), 8))
                     .b(stored(ob, (k, n), 16))
                     .c(stored(oc, (m, n), 8));
-                check(&tile(), &p, seed, f16s());
+                check::<f16>(&tile(), &p, seed);
                 seed += 3;
             }
         }
@@ -148,8 +174,8 @@ fn batches_share_an_operand_of_stride_zero_and_scale() {
     let b = stored(Order::RowMajor, (k, n), 8);
     let c = Layout::row_major(n + 8).batched((n + 8) * m + 8);
     let p = GemmProblem::new(3, (m, n, k)).a(a).b(b).c(c);
-    check(&tile(), &p, 300, f16s());
-    check(&tile(), &p.scales(0.5, -1.5), 310, f16s());
+    check::<f16>(&tile(), &p, 300);
+    check::<f16>(&tile(), &p.scales(0.5, -1.5), 310);
     // ping-pong warp groups, bf16, alpha only
     let pp = MatmulGeneral {
         tile: MatmulPersistent {
@@ -157,7 +183,7 @@ fn batches_share_an_operand_of_stride_zero_and_scale() {
             ..tile().tile
         },
     };
-    check(&pp, &p.scales(2.0, 0.0), 320, bf16s());
+    check::<bf16>(&pp, &p.scales(2.0, 0.0), 320);
     // C stored from registers
     let regs = MatmulGeneral {
         tile: MatmulPersistent {
@@ -165,7 +191,7 @@ fn batches_share_an_operand_of_stride_zero_and_scale() {
             ..tile().tile
         },
     };
-    check(&regs, &p.scales(1.0, 1.0), 330, bf16s());
+    check::<bf16>(&regs, &p.scales(1.0, 1.0), 330);
 }
 
 #[test]

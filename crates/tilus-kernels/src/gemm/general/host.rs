@@ -247,6 +247,46 @@ struct Launch {
     strides: [i32; 8],
 }
 
+/// The kernel's argument tuple of a checked problem.
+type Args<B, C> = (
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    B,
+    i32,
+    i32,
+    i32,
+    B,
+    i32,
+    i32,
+    i32,
+    C,
+    i32,
+    i32,
+    f32,
+    f32,
+);
+
+impl Launch {
+    /// The kernel's arguments on buffers `a`, `b` and `c` of the caller's problem `p` (a
+    /// column-major C swaps A and B).
+    fn args<B, C>(&self, p: &GemmProblem, (a, b): (B, B), c: C) -> Args<B, C> {
+        let (a, b) = if p.c.order == Order::ColMajor {
+            (b, a)
+        } else {
+            (a, b)
+        };
+        let [batch, m, n, k] = self.dims;
+        let [lda, sa, na, ldb, sb, nb, ldc, sc] = self.strides;
+        let (alpha, beta) = (self.p.alpha, self.p.beta);
+        (
+            batch, m, n, k, self.form, a, lda, sa, na, b, ldb, sb, nb, c, ldc, sc, alpha, beta,
+        )
+    }
+}
+
 /// Checks `p` against buffers of `lens` elements `(a, b, c)` of `elem` bytes, and gives the
 /// kernel's arguments.
 fn prepare(p: &GemmProblem, lens: (usize, usize, usize), elem: usize) -> Result<Launch> {
@@ -269,7 +309,7 @@ fn prepare(p: &GemmProblem, lens: (usize, usize, usize), elem: usize) -> Result<
             ("leading dimension", l.ld),
             ("batch stride", l.batch_stride),
         ] {
-            if (v * elem) % 16 != 0 {
+            if !(v * elem).is_multiple_of(16) {
                 return Err(bad(format!(
                     "{name}'s {what} is {v} elements ({} bytes); this GEMM reads and writes \
                      rows that start at multiples of 16 bytes (pad to a multiple of {})",
@@ -376,17 +416,7 @@ impl<T: Matmuls> GemmGeneral<T> {
         c: &mut CudaSlice<T>,
     ) -> Result<()> {
         let l = prepare(p, (a.len(), b.len(), c.len()), std::mem::size_of::<T>())?;
-        // a column-major C swapped A and B
-        let (a, b) = if p.c.order == Order::ColMajor {
-            (b, a)
-        } else {
-            (a, b)
-        };
-        let [batch, m, n, k] = l.dims;
-        let [lda, sa, na, ldb, sb, nb, ldc, sc] = l.strides;
-        let args = (
-            batch, m, n, k, l.form, a, lda, sa, na, b, ldb, sb, nb, c, ldc, sc, l.p.alpha, l.p.beta,
-        );
+        let args = l.args(p, (a, b), c);
         self.kernel.launch(stream, args)?;
         Ok(())
     }
@@ -400,16 +430,7 @@ impl<T: Matmuls> GemmGeneral<T> {
         c: &mut [T],
     ) -> Result<()> {
         let l = prepare(p, (a.len(), b.len(), c.len()), std::mem::size_of::<T>())?;
-        let (a, b) = if p.c.order == Order::ColMajor {
-            (b, a)
-        } else {
-            (a, b)
-        };
-        let [batch, m, n, k] = l.dims;
-        let [lda, sa, na, ldb, sb, nb, ldc, sc] = l.strides;
-        let args = (
-            batch, m, n, k, l.form, a, lda, sa, na, b, ldb, sb, nb, c, ldc, sc, l.p.alpha, l.p.beta,
-        );
+        let args = l.args(p, (a, b), c);
         tilus::interpret(&T::general(config.clone()), args)?;
         Ok(())
     }
