@@ -174,12 +174,7 @@ impl Tunable for MatmulStreamK {
     }
 
     fn from_binding(binding: &Binding) -> Result<Self, String> {
-        let get = |name: &str| {
-            binding
-                .get(name)
-                .ok_or_else(|| format!("the binding has no {name}"))
-                .and_then(|v| i32::try_from(v).map_err(|_| format!("{name} = {v} is out of range")))
-        };
+        let get = |name: &str| binding.get_i32(name);
         Ok(MatmulStreamK {
             tile: MatmulPersistent {
                 block_m: get("block_m")?,

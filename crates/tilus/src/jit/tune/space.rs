@@ -40,6 +40,23 @@ impl Binding {
     pub fn get(&self, name: &str) -> Option<i64> {
         self.0.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
     }
+
+    /// The value bound to `name` as an `i32` hyperparameter, or why there is none (what a
+    /// hand-written [`Tunable::from_binding`](crate::tune::Tunable::from_binding) reports).
+    ///
+    /// ```
+    /// use tilus::tune::Binding;
+    /// let b = Binding(vec![("stages".into(), 4), ("huge".into(), 1 << 40)]);
+    /// assert_eq!(b.get_i32("stages"), Ok(4));
+    /// assert!(b.get_i32("block_m").unwrap_err().contains("no block_m"));
+    /// assert!(b.get_i32("huge").unwrap_err().contains("out of range"));
+    /// ```
+    pub fn get_i32(&self, name: &str) -> Result<i32, String> {
+        let v = self
+            .get(name)
+            .ok_or_else(|| format!("the binding has no {name}"))?;
+        i32::try_from(v).map_err(|_| format!("{name} = {v} is out of range"))
+    }
 }
 
 impl fmt::Display for Binding {
