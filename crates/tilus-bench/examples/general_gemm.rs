@@ -5,7 +5,8 @@
 //! interleaved with cuBLAS in the same process. Each result is compared with cuBLAS's
 //! (elements outside one rounding step, NaN).
 //!
-//! `cargo run --release -p tilus-bench --example general_gemm [f16|bf16] [quick]`
+//! `cargo run --release -p tilus-bench --example general_gemm [f16|bf16] [quick] [odd]`
+//! (`odd`: only the odd and ragged K shapes)
 
 use std::sync::Arc;
 use tilus::cudarc::driver::{CudaSlice, CudaStream};
@@ -62,7 +63,11 @@ fn name(o: Order) -> &'static str {
     }
 }
 
-fn run<T: Operand>(stream: &Arc<CudaStream>, device: &Device, quick: bool) -> tilus::Result<()> {
+fn run<T: Operand>(
+    stream: &Arc<CudaStream>,
+    device: &Device,
+    (quick, only_odd): (bool, bool),
+) -> tilus::Result<()> {
     let cublas = Cublas::new(stream)?;
     let gemms: Vec<GemmGeneral<T>> = configs()
         .into_iter()
@@ -85,6 +90,14 @@ fn run<T: Operand>(stream: &Arc<CudaStream>, device: &Device, quick: bool) -> ti
     cases.push((32, (1024, 1024, 128), tn));
     cases.push((16, (2048, 2048, 2048), tn));
     cases.push((16, (2048, 2048, 2048), orders[3]));
+    // odd and ragged K (K-major operands of K elements per row: 4095 is not a multiple of 8,
+    // so A and B are loaded by the kernel's threads, not TMA)
+    for (m, n, k) in [(4096, 4096, 4095), (2048, 2048, 1000), (4000, 5000, 3000)] {
+        cases.push((1, (m, n, k), tn));
+    }
+    if only_odd {
+        cases.drain(..cases.len() - 3);
+    }
     if quick {
         cases.truncate(2);
     }
@@ -180,11 +193,12 @@ fn run<T: Operand>(stream: &Arc<CudaStream>, device: &Device, quick: bool) -> ti
 fn main() -> tilus::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "quick");
+    let odd = args.iter().any(|a| a == "odd");
     let device = Device::open(0)?;
     let stream = device.stream().clone();
     if args.iter().any(|a| a == "bf16") {
-        run::<half::bf16>(&stream, &device, quick)
+        run::<half::bf16>(&stream, &device, (quick, odd))
     } else {
-        run::<half::f16>(&stream, &device, quick)
+        run::<half::f16>(&stream, &device, (quick, odd))
     }
 }

@@ -20,6 +20,14 @@ pub const PRODUCER_REGISTERS: u32 = 40;
 /// threads at 168 (65536 / 384 in units of 8), `(3 · 168 - 40) / 2`.
 pub const CONSUMER_REGISTERS: u32 = 232;
 
+/// Registers per producer thread when its threads load an operand
+/// ([`RingOperands::loaded`]): the loads of a chunk in flight need more than TMA copies.
+pub const LOADING_PRODUCER_REGISTERS: u32 = 104;
+
+/// Registers per consumer thread beside a loading producer: the rest of the pool, `(3 · 168
+/// - 104) / 2`.
+pub const LOADING_CONSUMER_REGISTERS: u32 = 200;
+
 /// The tile shape of a block with two consumer warp groups.
 ///
 /// ```
@@ -115,6 +123,12 @@ pub struct RingOperands<T: Element> {
     /// operand every matrix of the batch shares); the batch coordinate of product `b` in
     /// each is `b % count`.
     pub batches: Option<(Val, Val)>,
+    /// A is loaded by the producer's threads (ordinary loads into registers, stored into the
+    /// stage), not copied by TMA: for views whose rows do not start at multiples of 16
+    /// bytes, which TMA cannot read.
+    pub a_loaded: bool,
+    /// B is loaded by the producer's threads.
+    pub b_loaded: bool,
 }
 
 impl<T: Element> RingOperands<T> {
@@ -132,6 +146,8 @@ impl<T: Element> RingOperands<T> {
             a_mn: false,
             b_mn: false,
             batches: None,
+            a_loaded: false,
+            b_loaded: false,
         }
     }
 
@@ -163,13 +179,25 @@ impl<T: Element> RingOperands<T> {
         }
     }
 
+    /// Whether the producer's threads load an operand (the whole producer warp group then
+    /// fills the ring: [`Cooperative::fill_loaded`]).
+    pub fn loaded(&self) -> bool {
+        self.a_loaded || self.b_loaded
+    }
+
     /// A tile of `rows` rows of A or B (along M or N) by `depth` of K, as its order stores
     /// it.
     fn tile_shape(mn: bool, stages: i32, rows: i32, depth: i32) -> [i32; 3] {
+        let [r, c] = Self::stage_shape(mn, rows, depth);
+        [stages, r, c]
+    }
+
+    /// One stage of [`RingOperands::tile_shape`].
+    fn stage_shape(mn: bool, rows: i32, depth: i32) -> [i32; 2] {
         if mn {
-            [stages, depth, rows]
+            [depth, rows]
         } else {
-            [stages, rows, depth]
+            [rows, depth]
         }
     }
 }
@@ -291,6 +319,82 @@ impl<T: Element> Cooperative<T> {
             .global_to_shared(&self.ops.gb, &self.sb.at(stage), at, bar);
     }
 
+    /// [`Cooperative::fill_at`] when the producer's threads load an operand
+    /// ([`RingOperands::a_loaded`], `b_loaded`), run by the whole producer warp group: every
+    /// thread waits for the stage, the loaded operands go from global memory through
+    /// registers into the stage in chunks (out-of-bounds elements read 0, as TMA fills them),
+    /// the threads publish their writes to the async proxy and meet, then one thread arrives
+    /// with the bytes the other operands' TMA copies will deliver and issues those copies.
+    #[track_caller]
+    pub fn fill_loaded(
+        &self,
+        k: &mut Kernel,
+        step: impl Into<Scalar>,
+        i: Val,
+        (batch, offset_m, offset_n): (Option<Val>, Val, Val),
+    ) {
+        let ops = &self.ops;
+        let slot = self.pipe.producer_wait(k, step);
+        let stage = slot.stage();
+        let offset_k = k.name_next("offset_k").let_i32(i * self.shape.block_k);
+        let (batch_a, batch_b) = ops.batch_of(k, batch);
+        let part_m = self.shape.block_m / self.shape.a_parts();
+        let a_rows = |k: &mut Kernel, p: usize| -> Val {
+            if p == 0 {
+                offset_m
+            } else {
+                k.name_next("offset_m1")
+                    .let_i32(offset_m + part_m * p as i32)
+            }
+        };
+        let mut tma_bytes = 0;
+        for (p, sa) in self.sa.iter().enumerate() {
+            let tile = sa.at(stage);
+            if ops.a_loaded {
+                let rows = a_rows(k, p);
+                let shape = RingOperands::<T>::stage_shape(ops.a_mn, part_m, self.shape.block_k);
+                load_into(
+                    k,
+                    (&ops.ga, ops.a_mn, batch_a),
+                    (&tile, shape),
+                    (rows, offset_k),
+                );
+            } else {
+                tma_bytes += tile.nbytes();
+            }
+        }
+        let b_tile = self.sb.at(stage);
+        if ops.b_loaded {
+            let shape =
+                RingOperands::<T>::stage_shape(ops.b_mn, self.shape.block_n, self.shape.block_k);
+            load_into(
+                k,
+                (&ops.gb, ops.b_mn, batch_b),
+                (&b_tile, shape),
+                (offset_n, offset_k),
+            );
+        } else {
+            tma_bytes += b_tile.nbytes();
+        }
+        k.fence_proxy_async();
+        k.sync_group();
+        self.pipe.producer_commit(k, &slot, tma_bytes);
+        let bar = slot.barrier();
+        k.single_thread(|k| {
+            if !ops.a_loaded {
+                for (p, sa) in self.sa.iter().enumerate() {
+                    let rows = a_rows(k, p);
+                    let at = RingOperands::<T>::offsets(ops.a_mn, batch_a, rows, offset_k);
+                    k.tma().global_to_shared(&ops.ga, &sa.at(stage), at, bar);
+                }
+            }
+            if !ops.b_loaded {
+                let at = RingOperands::<T>::offsets(ops.b_mn, batch_b, offset_n, offset_k);
+                k.tma().global_to_shared(&ops.gb, &b_tile, at, bar);
+            }
+        });
+    }
+
     /// The part of A consumer warp group `g` multiplies: its half, or all of A in ping-pong.
     fn a_of(&self, g: usize) -> &SharedTensor<T> {
         if self.shape.ping_pong {
@@ -336,5 +440,46 @@ impl<T: Element> Cooperative<T> {
     pub fn release(&self, k: &mut Kernel, step: impl Into<Scalar>) {
         let step = step.into();
         k.single_thread(|k| self.pipe.consumer_release_step(k, step));
+    }
+}
+
+/// Elements one producer thread loads per chunk of [`load_into`]: 8 (16 bytes of f16), so a
+/// chunk of the 128 threads is 1024 elements.
+const LOADED_PER_THREAD: i32 = 8;
+
+/// Loads the box of `view` (an operand in order `mn`, at batch coordinate `batch`) whose
+/// first element is `(row, k)` (row along M or N) into `tile` (one stage of the operand, of
+/// `[rows, cols]` as stored) through registers, in chunks of the tile's rows; run by a warp group. Elements
+/// outside the view read 0.
+#[track_caller]
+fn load_into<T: Element>(
+    k: &mut Kernel,
+    (view, mn, batch): (&GlobalTensor<T>, bool, Option<Val>),
+    (tile, [rows, cols]): (&SharedTensor<T>, [i32; 2]),
+    (row, k_at): (Val, Val),
+) {
+    // rows per chunk: 1024 elements, and at least 8 (a swizzle's pattern: where rows() may
+    // start)
+    let chunk = (128 * LOADED_PER_THREAD / cols).max(8).min(rows);
+    for c in 0..rows / chunk {
+        let first = c * chunk;
+        // the chunk's first stored row: along K (MN-major) or along M/N (K-major)
+        let (r, col) = if mn {
+            (Scalar::from(k_at) + first, Scalar::from(row))
+        } else {
+            (Scalar::from(row) + first, Scalar::from(k_at))
+        };
+        let mut at: Vec<Scalar> = batch.into_iter().map(Scalar::from).collect();
+        at.extend([r, col]);
+        let part = match batch {
+            Some(_) => {
+                let part = k
+                    .name_next("loaded")
+                    .load_global(view, at, [1, chunk, cols]);
+                k.reshape(&part, [chunk, cols])
+            }
+            None => k.name_next("loaded").load_global(view, at, [chunk, cols]),
+        };
+        k.store_shared(&tile.rows(first, chunk), &part);
     }
 }

@@ -17,7 +17,8 @@
 //! ablation that shows what the persistent grid is worth.
 
 use crate::gemm::cooperative::{
-    Cooperative, CooperativeShape, RingOperands, CONSUMER_REGISTERS, PRODUCER_REGISTERS,
+    Cooperative, CooperativeShape, RingOperands, CONSUMER_REGISTERS, LOADING_CONSUMER_REGISTERS,
+    LOADING_PRODUCER_REGISTERS, PRODUCER_REGISTERS,
 };
 use crate::gemm::pair::PairRing;
 use crate::gemm::pingpong::PingPongOrder;
@@ -392,28 +393,38 @@ impl MatmulPersistent {
 
         // stream-K's consumers keep its shares' bounds beside the accumulator: the producer
         // gives back all it can
+        let loading = matches!(&ring, Ring::One(r) if r.ops.loaded());
         let (producer_registers, consumer_registers) = if stream_k.is_some() {
             (STREAM_K_PRODUCER_REGISTERS, STREAM_K_CONSUMER_REGISTERS)
+        } else if loading {
+            (LOADING_PRODUCER_REGISTERS, LOADING_CONSUMER_REGISTERS)
         } else {
             (PRODUCER_REGISTERS, CONSUMER_REGISTERS)
         };
         // the producer: the first warp of the last warp group fills the ring, tile after tile
-        k.thread_group(256, 128, |k| {
-            k.set_max_registers(producer_registers);
-            k.single_warp(0, |k| {
-                for_each_tile(k, (0, 1), &|k, done, at, part| {
-                    k.name_next("i");
-                    k.for_range(0, part.steps, 1, |k, i| {
-                        let ki = k.name_next("k_step").let_i32(part.first + i);
-                        match &ring {
-                            Ring::One(r) => {
-                                r.fill_at(k, done + i, ki, (at.batch, at.rows, at.cols))
-                            }
-                            Ring::Pair(r) => r.fill(k, done + i, ki, at.rows, at.cols),
-                        }
-                    });
+        // (the whole warp group when its threads load an operand)
+        let loaded = matches!(&ring, Ring::One(r) if r.ops.loaded());
+        let fill = |k: &mut Kernel| {
+            for_each_tile(k, (0, 1), &|k, done, at, part| {
+                k.name_next("i");
+                k.for_range(0, part.steps, 1, |k, i| {
+                    let ki = k.name_next("k_step").let_i32(part.first + i);
+                    let place = (at.batch, at.rows, at.cols);
+                    match &ring {
+                        Ring::One(r) if loaded => r.fill_loaded(k, done + i, ki, place),
+                        Ring::One(r) => r.fill_at(k, done + i, ki, place),
+                        Ring::Pair(r) => r.fill(k, done + i, ki, at.rows, at.cols),
+                    }
                 });
             });
+        };
+        k.thread_group(256, 128, |k| {
+            k.set_max_registers(producer_registers);
+            if loaded {
+                fill(k);
+            } else {
+                k.single_warp(0, fill);
+            }
         });
 
         // the consumers: warp group g multiplies its rows of A by B, one product in flight;

@@ -62,3 +62,38 @@ fn the_general_gemm_takes_every_order_batch_and_scale() {
     let p = GemmProblem::new(5, (m, n, k)).a(stored(Order::RowMajor, (m, k), 0));
     run(&gemm_bf, &device, &p.scales(1.0, 1.0), seed + 60);
 }
+
+/// Leading dimensions and batch strides that TMA cannot take: the operands are loaded by the
+/// producer's threads, C stored from registers, every order of A and B.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn operands_without_16_byte_rows_are_loaded_on_the_gpu() {
+    tilus_bench::test_cache!();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let square = tilus_kernels::gemm::general::MatmulGeneral {
+        tile: tilus_kernels::gemm::persistent::MatmulPersistent {
+            block_m: 128,
+            block_n: 128,
+            ..Default::default()
+        },
+    };
+    let gemm = GemmGeneral::<f16>::fixed(square.clone(), &device);
+    let gemm_bf = GemmGeneral::<bf16>::fixed(Default::default(), &device);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_secs());
+    let orders = [Order::RowMajor, Order::ColMajor];
+    let (m, n, k) = (517, 389, 255);
+    let mut i = 0;
+    for oa in orders {
+        for ob in orders {
+            let p = GemmProblem::new(3, (m, n, k))
+                .a(stored(oa, (m, k), 1).batched(m * k + 3 * k + 1))
+                .b(stored(ob, (k, n), 0).batched(0))
+                .c(stored(Order::RowMajor, (m, n), 1).batched((n + 1) * m + 1));
+            run(&gemm, &device, &p, seed + i);
+            run(&gemm_bf, &device, &p.scales(-1.0, 0.5), seed + i + 100);
+            i += 3;
+        }
+    }
+}

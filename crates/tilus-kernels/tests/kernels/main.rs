@@ -24,6 +24,7 @@ mod interp_ops;
 mod interp_split_k;
 mod interp_stream_k;
 mod nvrtc_epilogue;
+mod nvrtc_general;
 mod nvrtc_memory;
 mod nvrtc_stream_k;
 mod ops_reference;

@@ -118,8 +118,7 @@ impl AddressArith for CExpr {
 /// The shared-space address of a view's first byte: the tile's, or its stage's (stages are
 /// `stage_bytes` apart, each aligned for the swizzle).
 pub(super) fn view_base(e: &Emitter, v: &SharedView) -> String {
-    let d = e.p.shared(v.tensor);
-    let rows = v.row_offset_elems(&d.shape) * d.dtype.nbytes() as i64;
+    let rows = e.p.sview_row_offset_bytes(v);
     let base = stage_base(e, v);
     if rows == 0 {
         base
@@ -410,6 +409,30 @@ fn store_shared(e: &mut Emitter, dst: &SharedView, src: &crate::ir::RegView) {
         return;
     }
     e.use_helper(Helper::Memory(MemoryHelper::StShared));
+    if dtype.bits() == 16 && runs_of_eight(e, dst, &l, threads) {
+        // 16 bytes at a time: each run of 8 locals is 8 consecutive elements of a row,
+        // starting at a multiple of 8 (a 16-byte chunk, which the swizzles keep whole)
+        let name = e.p.register(src.tensor).name.clone();
+        let ls = l.local_size();
+        let (tt, lt) = (l.thread_terms(), l.local_terms());
+        let tid = e.tid().name.clone();
+        e.open("");
+        for (dim, terms) in tt.iter().enumerate() {
+            let t = e.terms(terms, &tid, threads);
+            e.line(format!("const i32 tilus_t{dim} = {t};"));
+        }
+        e.line("#pragma unroll");
+        e.open(format!("for (int l = 0; l < {ls}; l += 8)"));
+        let coords: Vec<String> = (0..l.rank())
+            .map(|d| format!("tilus_t{d} + {}", e.terms(&lt[d], "l", ls)))
+            .collect();
+        let addr = smem_address(e, dst, &coords);
+        e.line(format!(
+            "tilus_st_shared_v4({addr}, {name}[(l >> 1)], {name}[(l >> 1) + 1], {name}[(l >> 1) + 2], {name}[(l >> 1) + 3]);"
+        ));
+        close_element_loop(e);
+        return;
+    }
     let addr = open_element_loop(e, dst, &l);
     let v = read(e, src.tensor, "l");
     if dtype.bits() == 16 {
@@ -420,6 +443,29 @@ fn store_shared(e: &mut Emitter, dst: &SharedView, src: &crate::ir::RegView) {
         e.line(format!("tilus_st_shared_u32({addr}, (u32)({v}));"));
     }
     close_element_loop(e);
+}
+
+/// Whether every thread's locals of the 16-bit tile in layout `l` come in runs of 8
+/// consecutive elements of a row, starting at a column that is a multiple of 8, and the
+/// shared view keeps such runs in one aligned 16-byte chunk (rows of a multiple of 8
+/// elements, column blocks too).
+fn runs_of_eight(e: &Emitter, dst: &SharedView, l: &RegisterLayout, threads: i64) -> bool {
+    let ls = l.local_size();
+    let sl = view_layout(e, dst);
+    if ls % 8 != 0 || l.rank() == 0 || sl.row_span() % 8 != 0 || sl.stage_stride.is_some() {
+        return false;
+    }
+    let last = l.rank() - 1;
+    (0..threads).all(|t| {
+        (0..ls).step_by(8).all(|g| {
+            let first = l.coords(t, g);
+            first[last] % 8 == 0
+                && (1..8).all(|j| {
+                    let c = l.coords(t, g + j);
+                    c[..last] == first[..last] && c[last] == first[last] + j
+                })
+        })
+    })
 }
 
 /// Opens a block with the thread's coordinate terms and an unrolled loop over its local
@@ -531,6 +577,9 @@ static __device__ __forceinline__ void tilus_st_shared_f32(u32 addr, float v) {
 }
 static __device__ __forceinline__ void tilus_st_shared_u32(u32 addr, u32 v) {
   asm volatile("st.shared.u32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
+}
+static __device__ __forceinline__ void tilus_st_shared_v4(u32 addr, u32 a, u32 b, u32 c, u32 d) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" :: "r"(addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
 }
 "#
         .into(),

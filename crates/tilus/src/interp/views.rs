@@ -85,8 +85,7 @@ pub(crate) fn place(
     layout_of(b, v.tensor, loc)?;
     let layout = p.sview_layout(v).expect("the tile's layout was just found");
     // rows of a tile or stage: from their first byte, as many bytes as they hold
-    let d = p.shared(v.tensor);
-    let start = range.0 + (v.row_offset_elems(&d.shape) * d.dtype.nbytes() as i64) as u64;
+    let start = range.0 + p.sview_row_offset_bytes(v) as u64;
     let range = match v.rows {
         Some(_) => (start, start + layout.nbytes() as u64),
         None => range,

@@ -161,11 +161,31 @@ impl Program {
             None => l.clone(),
         };
         // rows start at the swizzle's alignment (the verifier's rule): the same layout, fewer
-        // rows
+        // rows (in column blocks as far apart as the whole tile's rows)
         if let (Some((_, len)), 2) = (v.rows, l.shape.len()) {
+            if l.col_block.is_some() {
+                l.block_rows = Some(l.block_rows.unwrap_or(l.shape[0]));
+            }
             l.shape[0] = len;
         }
         Some(l)
+    }
+
+    /// Bytes from the first byte of a shared view's tile or stage to the view's first
+    /// element (its first row, for `rows()`); 0 before layouts are inferred.
+    pub fn sview_row_offset_bytes(&self, v: &super::SharedView) -> i64 {
+        let d = self.shared(v.tensor);
+        let Some(l) = d.layout.as_ref() else {
+            return 0;
+        };
+        let l = match v.stage {
+            Some(_) => l.stage_layout(),
+            None => l.clone(),
+        };
+        match (v.rows, l.shape.len()) {
+            (Some((start, _)), 2) => l.row_offset_bytes(start),
+            _ => 0,
+        }
     }
 
     /// A fresh statement identity.

@@ -206,19 +206,6 @@ impl SharedView {
         s
     }
 
-    /// Elements from the first element of the tile (or stage) to the view's first, as stored
-    /// row-major (rows `start ..` of a `[rows, cols]` tile start `start · cols` elements in).
-    pub fn row_offset_elems(&self, tile: &[i64]) -> i64 {
-        let s = match self.stage {
-            Some(_) => tile.get(1..).unwrap_or_default(),
-            None => tile,
-        };
-        match (self.rows, s) {
-            (Some((start, _)), [_, cols]) => start * cols,
-            _ => 0,
-        }
-    }
-
     /// The shape the instruction sees: [`SharedView::stored_shape`] with the last two
     /// dimensions swapped when transposed.
     pub fn shape(&self, tile: &[i64]) -> Vec<i64> {

@@ -155,6 +155,41 @@ impl Pipeline {
         ProducerSlot { stage, full }
     }
 
+    /// The producer's step `i` when its threads write the stage themselves (loads and
+    /// `store_shared`, beside or instead of copies): every calling thread waits until stage
+    /// `i % stages` is empty (an acquiring wait: the consumers' reads are over before the
+    /// threads' writes), and nothing is declared yet; [`Pipeline::producer_commit`] arrives
+    /// once the threads have written it.
+    #[track_caller]
+    pub fn producer_wait(&self, k: &mut Kernel, i: impl Into<Scalar>) -> ProducerSlot {
+        let i = i.into();
+        let stage = k.name_next("stage").let_i32(i.clone() % self.stages);
+        let free = k
+            .name_next("empty_phase")
+            .let_i32((i / self.stages + 1) % 2);
+        let (full, empty) = (self.full.at(stage), self.empty.at(stage));
+        k.mbarrier().wait(empty, free);
+        ProducerSlot { stage, full }
+    }
+
+    /// Completes [`Pipeline::producer_wait`]'s step: one thread of the calling group declares
+    /// the `bytes` the stage's copies will deliver (0 without copies) with the stage's one
+    /// producer arrival. Call it once every thread's writes to the stage are made visible to
+    /// the async proxy (`fence_proxy_async`) and the group has met (`sync_group`), and before
+    /// the copies are issued.
+    #[track_caller]
+    pub fn producer_commit(&self, k: &mut Kernel, slot: &ProducerSlot, bytes: impl Into<Scalar>) {
+        let loc = Loc::caller();
+        let bytes = bytes.into();
+        if k.group_threads() == 1 {
+            k.mbarrier().arrive_and_expect_tx(slot.full, bytes);
+        } else {
+            k.group(0, 1, GroupKind::SingleThread, loc, |k| {
+                k.mbarrier().arrive_and_expect_tx_at(slot.full, bytes, loc)
+            });
+        }
+    }
+
     /// The consumers' step `i`: waits until stage `i % stages` is full.
     #[track_caller]
     pub fn consumer_acquire(&self, k: &mut Kernel, i: impl Into<Scalar>) -> ConsumerSlot {

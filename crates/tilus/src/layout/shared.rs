@@ -98,6 +98,10 @@ pub struct SharedLayout {
     /// contiguous) wider than one span is laid out so: the tensor cores read one span of M
     /// per 8 rows of K, and each block is a TMA box of its own. `None`: plain rows.
     pub col_block: Option<i64>,
+    /// Rows between two column blocks when the layout is that of some rows of a tile in
+    /// column blocks (`rows()` of it: fewer rows than the blocks hold); `None`: the
+    /// layout's own rows.
+    pub block_rows: Option<i64>,
 }
 
 impl SharedLayout {
@@ -109,6 +113,7 @@ impl SharedLayout {
             swizzle: Swizzle::None,
             stage_stride: None,
             col_block: None,
+            block_rows: None,
         }
     }
 
@@ -121,6 +126,7 @@ impl SharedLayout {
             swizzle: Swizzle::widest_for_row(row_bytes),
             stage_stride: None,
             col_block: None,
+            block_rows: None,
         }
     }
 
@@ -140,6 +146,7 @@ impl SharedLayout {
             swizzle: Swizzle::B128,
             stage_stride: None,
             col_block: Some((span / elem_bytes) as i64),
+            block_rows: None,
         }
     }
 
@@ -159,6 +166,7 @@ impl SharedLayout {
             swizzle,
             stage_stride: None,
             col_block: None,
+            block_rows: None,
         };
         let natural = l.stage_bytes();
         let padded = natural.div_ceil(align.max(1)).saturating_mul(align.max(1));
@@ -177,6 +185,7 @@ impl SharedLayout {
             swizzle: self.swizzle,
             stage_stride: None,
             col_block: self.col_block,
+            block_rows: self.block_rows,
         }
     }
 
@@ -196,10 +205,28 @@ impl SharedLayout {
 
     /// Bytes the tile occupies (its stages' padding included).
     pub fn nbytes(&self) -> u32 {
-        match self.stage_stride {
-            Some(stride) => (self.shape[0] as u32).saturating_mul(stride),
-            None => self.shape.iter().product::<i64>() as u32 * self.elem_bytes,
+        match (
+            self.stage_stride,
+            self.col_block,
+            self.block_rows,
+            self.shape.as_slice(),
+        ) {
+            (Some(stride), ..) => (self.shape[0] as u32).saturating_mul(stride),
+            // some rows of a tile in column blocks: from the first block's first row to the
+            // last block's last
+            (None, Some(cb), Some(block_rows), [rows, cols]) => {
+                let blocks = cols / cb;
+                (((blocks - 1) * block_rows + rows) * cb) as u32 * self.elem_bytes
+            }
+            _ => self.shape.iter().product::<i64>() as u32 * self.elem_bytes,
         }
+    }
+
+    /// Bytes from a tile's (or stage's) first byte to that of its row `row`: the row's
+    /// run in the first column block for a tile in column blocks, the whole rows before it
+    /// otherwise.
+    pub fn row_offset_bytes(&self, row: i64) -> i64 {
+        row * self.row_span() * self.elem_bytes as i64
     }
 
     /// The address of the element at `coords`, from the (aligned) base of the buffer: the one
@@ -224,7 +251,7 @@ impl SharedLayout {
         let block = match (self.col_block, rank >= 2) {
             (Some(cb), true) => {
                 let c = coords.pop().expect("rank >= 2");
-                let rows = self.shape[rank - 2];
+                let rows = self.block_rows.unwrap_or(self.shape[rank - 2]);
                 let (blk, col) = c.div_rem(cb);
                 coords.push(col);
                 Some(blk.scaled(rows * cb))

@@ -145,7 +145,10 @@ pub fn descriptor_fields(l: &SharedLayout, mn_major: bool) -> u64 {
     let run_bytes = l.row_span() as u64 * l.elem_bytes as u64;
     let sbo = 8 * run_bytes;
     let lbo = if mn_major {
-        let rows = l.shape.len().checked_sub(2).map_or(1, |d| l.shape[d]) as u64;
+        let rows = l
+            .block_rows
+            .unwrap_or_else(|| l.shape.len().checked_sub(2).map_or(1, |d| l.shape[d]))
+            as u64;
         rows * run_bytes
     } else {
         16

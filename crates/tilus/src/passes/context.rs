@@ -165,6 +165,12 @@ impl Checker<'_> {
                 None => &d.shape[..],
             };
             let bytes_per_row = tile.get(1).copied().unwrap_or(0) * d.dtype.nbytes() as i64;
+            // where the rows start: by the layout once known (a row of a tile in column
+            // blocks starts within the first block)
+            let start_bytes = match &d.layout {
+                Some(_) => self.p.sview_row_offset_bytes(v),
+                None => start * bytes_per_row,
+            };
             let msg = if tile.len() != 2 {
                 Some(format!(
                     "{what}: rows() takes rows of a two-dimensional tile or stage; `{}` has {} dimension(s) there",
@@ -178,11 +184,11 @@ impl Checker<'_> {
                     d.name,
                     tile[0]
                 ))
-            } else if (start * bytes_per_row) % ROWS_ALIGN != 0 {
+            } else if start_bytes % ROWS_ALIGN != 0 {
                 Some(format!(
                     "{what}: rows of `{}` from row {start} start {} bytes into the tile, not a multiple of {ROWS_ALIGN} (a swizzle's pattern repeats every {ROWS_ALIGN} bytes: the rows must start where it does)",
                     d.name,
-                    start * bytes_per_row
+                    start_bytes
                 ))
             } else {
                 None

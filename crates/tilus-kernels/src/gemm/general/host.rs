@@ -303,22 +303,9 @@ fn prepare(p: &GemmProblem, lens: (usize, usize, usize), elem: usize) -> Result<
         }
     }
     let p = p.with_row_major_c();
-    // TMA reads rows that start on 16-byte boundaries
-    for (name, l) in [("A", &p.a), ("B", &p.b), ("C", &p.c)] {
-        for (what, v) in [
-            ("leading dimension", l.ld),
-            ("batch stride", l.batch_stride),
-        ] {
-            if !(v * elem).is_multiple_of(16) {
-                return Err(bad(format!(
-                    "{name}'s {what} is {v} elements ({} bytes); this GEMM reads and writes \
-                     rows that start at multiples of 16 bytes (pad to a multiple of {})",
-                    v * elem,
-                    16 / elem
-                )));
-            }
-        }
-    }
+    // TMA reads and writes rows that start on 16-byte boundaries; an operand whose rows do
+    // not is loaded by the kernel's threads (C: stored from registers)
+    let tma = |ld: usize, step: usize| [ld, step].iter().all(|v| (v * elem).is_multiple_of(16));
     let int = |name: &str, v: usize| dim(KERNEL, name, v, 0);
     let dims = [
         dim(KERNEL, "batch", p.batch, 1)?,
@@ -357,7 +344,9 @@ fn prepare(p: &GemmProblem, lens: (usize, usize, usize), elem: usize) -> Result<
         a_col_major: p.a.order == Order::ColMajor,
         b_col_major: p.b.order == Order::ColMajor,
         scaled: !(p.alpha == 1.0 && p.beta == 0.0),
-        c_tma: true,
+        c_tma: tma(p.c.ld, c_stride),
+        a_tma: tma(p.a.ld, a_step),
+        b_tma: tma(p.b.ld, b_step),
     };
     Ok(Launch {
         p,

@@ -93,7 +93,7 @@ const GENERAL_ARG_NAMES: &[&str] = &[
 ///
 /// ```
 /// use tilus_kernels::gemm::general::Form;
-/// let f = Form { a_col_major: true, b_col_major: false, scaled: true, c_tma: false };
+/// let f = Form { a_col_major: true, scaled: true, a_tma: true, ..Form::default() };
 /// assert_eq!(Form::from_bits(f.bits()), f);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -107,6 +107,10 @@ pub struct Form {
     /// C's leading dimension, batch stride and address allow TMA stores (multiples of 16
     /// bytes).
     pub c_tma: bool,
+    /// A's allow TMA copies; else the producer's threads load A.
+    pub a_tma: bool,
+    /// B's allow TMA copies; else the producer's threads load B.
+    pub b_tma: bool,
 }
 
 impl Form {
@@ -116,6 +120,8 @@ impl Form {
             | (self.b_col_major as i32) << 1
             | (self.scaled as i32) << 2
             | (self.c_tma as i32) << 3
+            | (self.a_tma as i32) << 4
+            | (self.b_tma as i32) << 5
     }
 
     /// The form of [`Form::bits`].
@@ -125,6 +131,8 @@ impl Form {
             b_col_major: bits & 2 != 0,
             scaled: bits & 4 != 0,
             c_tma: bits & 8 != 0,
+            a_tma: bits & 16 != 0,
+            b_tma: bits & 32 != 0,
         }
     }
 }
@@ -144,7 +152,7 @@ impl Form {
 /// let a = vec![half::f16::ONE; m * k];
 /// let b = vec![half::f16::from_f32(0.5); k * n];
 /// let mut c = vec![half::f16::NAN; m * n];
-/// let form = Form::default().bits();
+/// let form = Form { a_tma: true, b_tma: true, ..Form::default() }.bits();
 /// let (mi, ni, ki) = (m as i32, n as i32, k as i32);
 /// tilus::interpret(
 ///     &MatmulGeneral::default(),
@@ -270,6 +278,8 @@ impl MatmulGeneral {
             a_mn,
             b_mn,
             batches: Some((a_count, b_count)),
+            a_loaded: !form.a_tma,
+            b_loaded: !form.b_tma,
         };
         let gc = k.name_next("gc").global_view_strided::<T>(
             c_ptr,
@@ -293,7 +303,7 @@ impl MatmulGeneral {
             let epilogue = ScaleAndStore::new(stores, gc, shape, (alpha, beta));
             t.tiles_on(k, dims, operands, &epilogue, None);
         } else {
-            let defer = t.defer_stores != 0 && t.ping_pong == 0;
+            let defer = t.defer_stores != 0 && t.ping_pong == 0 && form.a_tma && form.b_tma;
             let epilogue = CastAndStore::new(stores, t.block_n, defer);
             t.tiles_on(k, dims, operands, &epilogue, None);
         }

@@ -209,6 +209,7 @@ fn tma_rows_wider_than_the_swizzle_span() {
             swizzle: Swizzle::B64,
             stage_stride: None,
             col_block: None,
+            block_rows: None,
         })
     })
     .fails_once(
