@@ -578,8 +578,11 @@ static __device__ __forceinline__ void tilus_st_shared_f32(u32 addr, float v) {
 static __device__ __forceinline__ void tilus_st_shared_u32(u32 addr, u32 v) {
   asm volatile("st.shared.u32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
 }
+// No memory clobber: global loads may be moved above it (shared and global memory do not
+// alias), so a warp's loads of the next rows are in flight while these are stored; the
+// volatile asm of fences and barriers stays in order with it.
 static __device__ __forceinline__ void tilus_st_shared_v4(u32 addr, u32 a, u32 b, u32 c, u32 d) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" :: "r"(addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" :: "r"(addr), "r"(a), "r"(b), "r"(c), "r"(d));
 }
 "#
         .into(),
