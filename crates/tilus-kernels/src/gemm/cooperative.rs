@@ -443,6 +443,10 @@ impl<T: Element> Cooperative<T> {
     }
 }
 
+/// Chunks of [`load_into`] whose loads are in flight together (`LOADED_PER_THREAD / 2`
+/// registers each).
+const LOADS_IN_FLIGHT: usize = 6;
+
 /// Elements one producer thread loads per chunk of [`load_into`]: 8 (16 bytes of f16), so a
 /// chunk of the 128 threads is 1024 elements.
 const LOADED_PER_THREAD: i32 = 8;
@@ -461,25 +465,32 @@ fn load_into<T: Element>(
     // rows per chunk: 1024 elements, and at least 8 (a swizzle's pattern: where rows() may
     // start)
     let chunk = (128 * LOADED_PER_THREAD / cols).max(8).min(rows);
-    for c in 0..rows / chunk {
-        let first = c * chunk;
-        // the chunk's first stored row: along K (MN-major) or along M/N (K-major)
-        let (r, col) = if mn {
-            (Scalar::from(k_at) + first, Scalar::from(row))
-        } else {
-            (Scalar::from(row) + first, Scalar::from(k_at))
-        };
-        let mut at: Vec<Scalar> = batch.into_iter().map(Scalar::from).collect();
-        at.extend([r, col]);
-        let part = match batch {
-            Some(_) => {
-                let part = k
-                    .name_next("loaded")
-                    .load_global(view, at, [1, chunk, cols]);
-                k.reshape(&part, [chunk, cols])
-            }
-            None => k.name_next("loaded").load_global(view, at, [chunk, cols]),
-        };
-        k.store_shared(&tile.rows(first, chunk), &part);
+    let chunks: Vec<i32> = (0..rows / chunk).map(|c| c * chunk).collect();
+    // the loads of a group of chunks are all in flight before the first of them is stored:
+    // each thread waits for memory once per group, not once per chunk
+    for group in chunks.chunks(LOADS_IN_FLIGHT) {
+        let parts: Vec<RegisterTensor<T>> = group
+            .iter()
+            .map(|&first| {
+                // the chunk's first stored row: along K (MN-major) or along M/N (K-major)
+                let (r, col) = if mn {
+                    (Scalar::from(k_at) + first, Scalar::from(row))
+                } else {
+                    (Scalar::from(row) + first, Scalar::from(k_at))
+                };
+                let mut at: Vec<Scalar> = batch.into_iter().map(Scalar::from).collect();
+                at.extend([r, col]);
+                match batch {
+                    Some(_) => {
+                        let part = k.name_next("loaded").load_global(view, at, [1, chunk, cols]);
+                        k.reshape(&part, [chunk, cols])
+                    }
+                    None => k.name_next("loaded").load_global(view, at, [chunk, cols]),
+                }
+            })
+            .collect();
+        for (&first, part) in group.iter().zip(&parts) {
+            k.store_shared(&tile.rows(first, chunk), part);
+        }
     }
 }
