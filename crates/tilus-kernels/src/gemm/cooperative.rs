@@ -482,7 +482,9 @@ fn load_into<T: Element>(
                 at.extend([r, col]);
                 match batch {
                     Some(_) => {
-                        let part = k.name_next("loaded").load_global(view, at, [1, chunk, cols]);
+                        let part = k
+                            .name_next("loaded")
+                            .load_global(view, at, [1, chunk, cols]);
                         k.reshape(&part, [chunk, cols])
                     }
                     None => k.name_next("loaded").load_global(view, at, [chunk, cols]),

@@ -1,7 +1,7 @@
 //! [`Matmuls`]: which kernels take each operand type (f16, and bf16 through [`Bf16`]), for
 //! the host APIs that launch them ([`super::SplitK`], [`super::Gemm`]).
 
-use crate::gemm::general::{GeneralArgsOf, MatmulGeneral};
+use crate::gemm::general::{GeneralArgsOf, MatmulGeneral, StageArgsOf, StageCopy};
 use crate::gemm::operand::{Bf16, MatmulArgsOf, PartialsArgsOf, ReduceArgsOf};
 use crate::gemm::persistent::MatmulPersistent;
 use crate::gemm::split_k::kernels::{MatmulSplitK, SplitKReduce};
@@ -32,6 +32,10 @@ pub trait Matmuls: Operand {
     type General: Tunable<Args = GeneralArgsOf<Self>> + AsRef<MatmulGeneral>;
     /// The general GEMM's kernel with this configuration.
     fn general(config: MatmulGeneral) -> Self::General;
+    /// The general GEMM's staging copy of operands TMA cannot read.
+    type Stage: tilus::Script<Args = StageArgsOf<Self>>;
+    /// The staging copy's kernel.
+    fn stage() -> Self::Stage;
     /// The partials' kernel with this configuration.
     fn partials(config: MatmulSplitK) -> Self::Partials;
     /// The sum's kernel.
@@ -45,6 +49,10 @@ impl Matmuls for f16 {
     type General = MatmulGeneral;
     fn general(config: MatmulGeneral) -> MatmulGeneral {
         config
+    }
+    type Stage = StageCopy;
+    fn stage() -> StageCopy {
+        StageCopy
     }
     fn partials(config: MatmulSplitK) -> MatmulSplitK {
         config
@@ -61,6 +69,10 @@ impl Matmuls for bf16 {
     type General = Bf16<MatmulGeneral>;
     fn general(config: MatmulGeneral) -> Bf16<MatmulGeneral> {
         Bf16(config)
+    }
+    type Stage = Bf16<StageCopy>;
+    fn stage() -> Bf16<StageCopy> {
+        Bf16(StageCopy)
     }
     fn partials(config: MatmulSplitK) -> Bf16<MatmulSplitK> {
         Bf16(config)

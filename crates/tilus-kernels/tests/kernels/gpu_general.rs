@@ -63,11 +63,12 @@ fn the_general_gemm_takes_every_order_batch_and_scale() {
     run(&gemm_bf, &device, &p.scales(1.0, 1.0), seed + 60);
 }
 
-/// Leading dimensions and batch strides that TMA cannot take: the operands are loaded by the
-/// producer's threads, C stored from registers, every order of A and B.
+/// Leading dimensions and batch strides that TMA cannot take: the operands are staged (f16)
+/// or loaded by the producer's threads (bf16), C stored from registers, every order of A and
+/// B.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn operands_without_16_byte_rows_are_loaded_on_the_gpu() {
+fn operands_without_16_byte_rows_are_staged_or_loaded_on_the_gpu() {
     tilus_bench::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
     let square = tilus_kernels::gemm::general::MatmulGeneral {
@@ -78,7 +79,7 @@ fn operands_without_16_byte_rows_are_loaded_on_the_gpu() {
         },
     };
     let gemm = GemmGeneral::<f16>::fixed(square.clone(), &device);
-    let gemm_bf = GemmGeneral::<bf16>::fixed(Default::default(), &device);
+    let gemm_bf = GemmGeneral::<bf16>::fixed(square.clone(), &device).without_staging();
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_secs());

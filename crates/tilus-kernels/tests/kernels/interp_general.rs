@@ -113,9 +113,19 @@ pub(crate) fn wrong<T: Operand>(p: &GemmProblem, x: &Inputs<T>, got: &[T]) -> Ve
 
 /// Runs `p` on the interpreter in `T` with `config` and checks every element of C's buffer.
 fn check<T: Matmuls>(config: &MatmulGeneral, p: &GemmProblem, seed: u64) {
+    check_with::<T>(config, p, seed, true)
+}
+
+/// [`check`], operands TMA cannot read staged or (`staging` false) loaded by the kernel's
+/// threads.
+fn check_with<T: Matmuls>(config: &MatmulGeneral, p: &GemmProblem, seed: u64, staging: bool) {
     let mut x = inputs::<T>(p, seed);
     let mut c = std::mem::take(&mut x.tc);
-    GemmGeneral::<T>::interpret(config, p, &x.ta, &x.tb, &mut c).unwrap();
+    if staging {
+        GemmGeneral::<T>::interpret(config, p, &x.ta, &x.tb, &mut c).unwrap();
+    } else {
+        GemmGeneral::<T>::interpret_without_staging(config, p, &x.ta, &x.tb, &mut c).unwrap();
+    }
     let bad = wrong(p, &x, &c);
     assert!(
         bad.is_empty(),
@@ -195,10 +205,11 @@ fn batches_share_an_operand_of_stride_zero_and_scale() {
 }
 
 /// Leading dimensions and batch strides whose rows do not start at multiples of 16 bytes
-/// (odd K, odd M, N): the producer's threads load those operands, C is stored from
-/// registers; every order, and an aligned operand beside a loaded one.
+/// (odd K, odd M, N): those operands are staged into workspaces TMA can read, or loaded by
+/// the kernel's threads; C is stored from registers; every order, and an aligned operand
+/// beside one that is not.
 #[test]
-fn operands_without_16_byte_rows_are_loaded_by_threads() {
+fn operands_without_16_byte_rows_are_staged_or_loaded_by_threads() {
     tilus_bench::test_cache!();
     let orders = [Order::RowMajor, Order::ColMajor];
     let mut seed = 400;
@@ -209,12 +220,12 @@ fn operands_without_16_byte_rows_are_loaded_by_threads() {
                     .a(stored(oa, (m, k), 1).batched(m * k + 2 * k + 3))
                     .b(stored(ob, (k, n), 0).batched(0))
                     .c(Layout::row_major(n + 3).batched((n + 3) * m + 5));
-                check::<f16>(&tile(), &p, seed);
+                check_with::<f16>(&tile(), &p, seed, seed % 2 == 0);
                 seed += 3;
             }
         }
     }
-    // A aligned (TMA), B loaded, ping-pong, bf16, scaled
+    // A aligned (TMA), B not, ping-pong, bf16, scaled: staged, and loaded
     let (m, n, k) = (136, 144, 99);
     let p = GemmProblem::new(1, (m, n, k))
         .a(Layout::row_major(104))
@@ -226,7 +237,8 @@ fn operands_without_16_byte_rows_are_loaded_by_threads() {
             ..tile().tile
         },
     };
-    check::<bf16>(&pp, &p, 450);
+    check_with::<bf16>(&pp, &p, 450, true);
+    check_with::<bf16>(&pp, &p, 460, false);
 }
 
 #[test]

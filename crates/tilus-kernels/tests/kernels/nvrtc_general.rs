@@ -84,7 +84,10 @@ fn every_form_of_every_config_compiles_without_spills() {
 #[test]
 #[ignore = "writes the generated code of a loading form to /tmp"]
 fn dump_loading_form() {
-    let form = Form { b_col_major: true, ..Form::default() };
+    let form = Form {
+        b_col_major: true,
+        ..Form::default()
+    };
     let src = tilus::emit(&MatmulGeneral::default(), &[4096, 4095, form.bits() as i64]).unwrap();
     std::fs::write("/tmp/general_loaded.cu", src).unwrap();
 }

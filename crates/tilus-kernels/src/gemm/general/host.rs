@@ -5,7 +5,7 @@
 
 use super::kernel::{Form, MatmulGeneral};
 use crate::gemm::Matmuls;
-use crate::host::dim;
+use crate::host::{dim, elements};
 use crate::{Error, Result};
 use std::sync::Arc;
 use tilus::cudarc::driver::{CudaSlice, CudaStream};
@@ -245,6 +245,46 @@ struct Launch {
     form: i32,
     /// `(lda, stride_a, a_batches, ldb, stride_b, b_batches, ldc, stride_c)`.
     strides: [i32; 8],
+    /// The copies of A and B (of the row-major-C problem) into workspaces TMA can read,
+    /// where they are staged.
+    stage: [Option<Stage>; 2],
+}
+
+/// One operand's staging copy ([`super::StageCopy`]): its matrices as stored and the
+/// workspace's rows.
+#[derive(Clone, Copy, Debug)]
+struct Stage {
+    /// Matrices (the batch, or 1 for a shared operand).
+    count: i32,
+    /// Rows and columns as stored.
+    rows: i32,
+    cols: i32,
+    /// The source's leading dimension and batch stride.
+    ld: i32,
+    step: i32,
+    /// The workspace's leading dimension: `cols` rounded up to 8 elements.
+    ld_out: i32,
+}
+
+impl Stage {
+    /// Elements of the workspace.
+    fn len(&self) -> usize {
+        self.count as usize * self.rows as usize * self.ld_out as usize
+    }
+
+    /// The copy's arguments from `src` into `dst`.
+    fn args<S, D>(&self, src: S, dst: D) -> (i32, i32, i32, S, i32, i32, D, i32) {
+        (
+            self.count,
+            self.rows,
+            self.cols,
+            src,
+            self.ld,
+            self.step,
+            dst,
+            self.ld_out,
+        )
+    }
 }
 
 /// The kernel's argument tuple of a checked problem.
@@ -270,14 +310,18 @@ type Args<B, C> = (
 );
 
 impl Launch {
-    /// The kernel's arguments on buffers `a`, `b` and `c` of the caller's problem `p` (a
-    /// column-major C swaps A and B).
-    fn args<B, C>(&self, p: &GemmProblem, (a, b): (B, B), c: C) -> Args<B, C> {
-        let (a, b) = if p.c.order == Order::ColMajor {
+    /// The kernel's A and B of the caller's `a` and `b` (a column-major C swaps them).
+    fn operands<B>(&self, caller: &GemmProblem, (a, b): (B, B)) -> (B, B) {
+        if caller.c.order == Order::ColMajor {
             (b, a)
         } else {
             (a, b)
-        };
+        }
+    }
+
+    /// The kernel's arguments on its operands `a` and `b` ([`Launch::operands`], or their
+    /// staged copies) and `c`.
+    fn args<B, C>(&self, (a, b): (B, B), c: C) -> Args<B, C> {
         let [batch, m, n, k] = self.dims;
         let [lda, sa, na, ldb, sb, nb, ldc, sc] = self.strides;
         let (alpha, beta) = (self.p.alpha, self.p.beta);
@@ -289,7 +333,12 @@ impl Launch {
 
 /// Checks `p` against buffers of `lens` elements `(a, b, c)` of `elem` bytes, and gives the
 /// kernel's arguments.
-fn prepare(p: &GemmProblem, lens: (usize, usize, usize), elem: usize) -> Result<Launch> {
+fn prepare(
+    p: &GemmProblem,
+    lens: (usize, usize, usize),
+    elem: usize,
+    staging: bool,
+) -> Result<Launch> {
     let bad = |message: String| Error::Shape {
         kernel: KERNEL,
         message,
@@ -328,13 +377,38 @@ fn prepare(p: &GemmProblem, lens: (usize, usize, usize), elem: usize) -> Result<
             (l.batch_stride, p.batch)
         }
     };
-    let (a_step, a_count) = operand(&p.a, p.a.stored(p.m, p.k).0);
-    let (b_step, b_count) = operand(&p.b, p.b.stored(p.k, p.n).0);
+    // an operand TMA cannot read is staged into a workspace it can (or loaded by the
+    // kernel's threads, without staging)
+    let plan =
+        |l: &Layout, (r, c): (usize, usize)| -> Result<(usize, usize, usize, Option<Stage>)> {
+            let (rows, cols) = l.stored(r, c);
+            let (step, count) = operand(l, rows);
+            if !staging || tma(l.ld, step) {
+                return Ok((l.ld, step, count, None));
+            }
+            let ld_out = cols.next_multiple_of(16 / elem);
+            let stage = Stage {
+                count: int("batches", count)?,
+                rows: int("rows", rows)?,
+                cols: int("cols", cols)?,
+                ld: int("ld", l.ld)?,
+                step: int("batch stride", step)?,
+                ld_out: int("staged leading dimension", ld_out)?,
+            };
+            elements(
+                KERNEL,
+                stage.count as usize * stage.rows as usize,
+                stage.ld_out as usize,
+            )?;
+            Ok((ld_out, rows * ld_out, count, Some(stage)))
+        };
+    let (lda, a_step, a_count, stage_a) = plan(&p.a, (p.m, p.k))?;
+    let (ldb, b_step, b_count, stage_b) = plan(&p.b, (p.k, p.n))?;
     let strides = [
-        int("lda", p.a.ld)?,
+        int("lda", lda)?,
         int("stride_a", a_step)?,
         int("a_batches", a_count)?,
-        int("ldb", p.b.ld)?,
+        int("ldb", ldb)?,
         int("stride_b", b_step)?,
         int("b_batches", b_count)?,
         int("ldc", p.c.ld)?,
@@ -345,14 +419,15 @@ fn prepare(p: &GemmProblem, lens: (usize, usize, usize), elem: usize) -> Result<
         b_col_major: p.b.order == Order::ColMajor,
         scaled: !(p.alpha == 1.0 && p.beta == 0.0),
         c_tma: tma(p.c.ld, c_stride),
-        a_tma: tma(p.a.ld, a_step),
-        b_tma: tma(p.b.ld, b_step),
+        a_tma: tma(lda, a_step),
+        b_tma: tma(ldb, b_step),
     };
     Ok(Launch {
         p,
         dims,
         form: form.bits(),
         strides,
+        stage: [stage_a, stage_b],
     })
 }
 
@@ -376,26 +451,53 @@ fn prepare(p: &GemmProblem, lens: (usize, usize, usize), elem: usize) -> Result<
 /// ```
 pub struct GemmGeneral<T: Matmuls> {
     kernel: FixedOrTuned<T::General>,
+    stage: tilus::Jit<T::Stage>,
+    /// Stage operands TMA cannot read (else the kernel's threads load them).
+    staging: bool,
+    /// The staged copies of A and B, grown on demand.
+    work: std::sync::Mutex<[Option<CudaSlice<T>>; 2]>,
 }
 
 impl<T: Matmuls> GemmGeneral<T> {
     /// Autotuned per shape and form (nothing is compiled until a problem is first run).
     pub fn new(device: &Device) -> Result<GemmGeneral<T>> {
         use tilus::tune::Tunable;
-        Ok(GemmGeneral {
-            kernel: FixedOrTuned::Tuned(T::General::autotuned(device)?),
-        })
+        Ok(GemmGeneral::with(
+            FixedOrTuned::Tuned(T::General::autotuned(device)?),
+            device,
+        ))
     }
 
     /// One configuration for every problem.
     pub fn fixed(config: MatmulGeneral, device: &Device) -> GemmGeneral<T> {
+        GemmGeneral::with(
+            FixedOrTuned::Fixed(tilus::Jit::new(T::general(config), device)),
+            device,
+        )
+    }
+
+    fn with(kernel: FixedOrTuned<T::General>, device: &Device) -> GemmGeneral<T> {
         GemmGeneral {
-            kernel: FixedOrTuned::Fixed(tilus::Jit::new(T::general(config), device)),
+            kernel,
+            stage: tilus::Jit::new(T::stage(), device),
+            staging: true,
+            work: std::sync::Mutex::new([None, None]),
+        }
+    }
+
+    /// The same, with operands TMA cannot read loaded by the kernel's threads instead of
+    /// staged (no workspace, no copy; slower where the product is compute-bound).
+    pub fn without_staging(self) -> GemmGeneral<T> {
+        GemmGeneral {
+            staging: false,
+            ..self
         }
     }
 
     /// Runs problem `p` on device buffers (each at least as long as [`GemmProblem::lengths`]
-    /// says); nothing is launched when the problem or the buffers do not fit.
+    /// says); nothing is launched when the problem or the buffers do not fit. Operands whose
+    /// rows TMA cannot read are first copied into workspaces it can (kept for the next
+    /// call), unless [`GemmGeneral::without_staging`].
     pub fn run(
         &self,
         stream: &Arc<CudaStream>,
@@ -404,13 +506,51 @@ impl<T: Matmuls> GemmGeneral<T> {
         b: &CudaSlice<T>,
         c: &mut CudaSlice<T>,
     ) -> Result<()> {
-        let l = prepare(p, (a.len(), b.len(), c.len()), std::mem::size_of::<T>())?;
-        let args = l.args(p, (a, b), c);
-        self.kernel.launch(stream, args)?;
+        let l = prepare(
+            p,
+            (a.len(), b.len(), c.len()),
+            std::mem::size_of::<T>(),
+            self.staging,
+        )?;
+        let ops = l.operands(p, (a, b));
+        let mut work = self.work.lock().unwrap_or_else(|e| e.into_inner());
+        for (i, stage) in l.stage.iter().enumerate() {
+            let Some(stage) = stage else { continue };
+            if work[i].as_ref().is_none_or(|w| w.len() < stage.len()) {
+                let w = stream
+                    .alloc_zeros::<T>(stage.len())
+                    .map_err(|e| tilus::Error::Driver {
+                        call: "cuMemAlloc",
+                        message: format!("the staged operand of {} elements: {e}", stage.len()),
+                    })?;
+                work[i] = Some(w);
+            }
+        }
+        let [wa, wb] = &mut *work;
+        for (stage, src, w) in [
+            (&l.stage[0], ops.0, &mut *wa),
+            (&l.stage[1], ops.1, &mut *wb),
+        ] {
+            if let (Some(stage), Some(w)) = (stage, w.as_mut()) {
+                self.stage.launch(stream, stage.args(src, w))?;
+            }
+        }
+        let a = if l.stage[0].is_some() {
+            wa.as_ref().unwrap_or(ops.0)
+        } else {
+            ops.0
+        };
+        let b = if l.stage[1].is_some() {
+            wb.as_ref().unwrap_or(ops.1)
+        } else {
+            ops.1
+        };
+        self.kernel.launch(stream, l.args((a, b), c))?;
         Ok(())
     }
 
-    /// Runs problem `p` with configuration `config` on the CPU interpreter, on host slices.
+    /// Runs problem `p` with configuration `config` on the CPU interpreter, on host slices,
+    /// staging operands TMA cannot read as [`GemmGeneral::run`] does.
     pub fn interpret(
         config: &MatmulGeneral,
         p: &GemmProblem,
@@ -418,9 +558,53 @@ impl<T: Matmuls> GemmGeneral<T> {
         b: &[T],
         c: &mut [T],
     ) -> Result<()> {
-        let l = prepare(p, (a.len(), b.len(), c.len()), std::mem::size_of::<T>())?;
-        let args = l.args(p, (a, b), c);
-        tilus::interpret(&T::general(config.clone()), args)?;
+        Self::interpret_with(config, true, p, (a, b), c)
+    }
+
+    /// [`GemmGeneral::interpret`] with such operands loaded by the kernel's threads
+    /// ([`GemmGeneral::without_staging`]).
+    pub fn interpret_without_staging(
+        config: &MatmulGeneral,
+        p: &GemmProblem,
+        a: &[T],
+        b: &[T],
+        c: &mut [T],
+    ) -> Result<()> {
+        Self::interpret_with(config, false, p, (a, b), c)
+    }
+
+    fn interpret_with(
+        config: &MatmulGeneral,
+        staging: bool,
+        p: &GemmProblem,
+        (a, b): (&[T], &[T]),
+        c: &mut [T],
+    ) -> Result<()> {
+        let l = prepare(
+            p,
+            (a.len(), b.len(), c.len()),
+            std::mem::size_of::<T>(),
+            staging,
+        )?;
+        let ops = l.operands(p, (a, b));
+        let mut staged: [Vec<T>; 2] = [vec![], vec![]];
+        for (i, src) in [ops.0, ops.1].into_iter().enumerate() {
+            if let Some(stage) = &l.stage[i] {
+                staged[i] = vec![T::NAN; stage.len()];
+                tilus::interpret(&T::stage(), stage.args(src, &mut staged[i][..]))?;
+            }
+        }
+        let a = if l.stage[0].is_some() {
+            &staged[0][..]
+        } else {
+            ops.0
+        };
+        let b = if l.stage[1].is_some() {
+            &staged[1][..]
+        } else {
+            ops.1
+        };
+        tilus::interpret(&T::general(config.clone()), l.args((a, b), c))?;
         Ok(())
     }
 }

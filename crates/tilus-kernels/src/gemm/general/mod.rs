@@ -11,6 +11,8 @@
 mod host;
 mod kernel;
 mod scale;
+mod stage;
 
 pub use host::{GemmGeneral, GemmProblem, Layout, Order};
 pub use kernel::{Form, GeneralArgsOf, MatmulGeneral};
+pub use stage::{StageArgsOf, StageCopy};
