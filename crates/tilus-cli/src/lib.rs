@@ -13,7 +13,8 @@
 //!   `tilus bench memory --kernels vector_add,softmax,layer_norm,rms_norm`:
 //!   verify the memory-bound kernels and time them beside a device-to-device copy;
 //!   `tilus bench tune [--version v2]`, `tilus bench launch`: host-side costs
-//! - `tilus soak`: many launches over random shapes, each checked against cuBLAS
+//! - `tilus soak`: many launches over random shapes, each checked against cuBLAS (`--layouts`:
+//!   the general GEMM's orders, strides and batches, each element checked exactly)
 //! - `tilus cache ls`, `tilus cache show NAME`, `tilus cache clean`: the compiled programs and
 //!   dispatch tables on disk
 //! - `tilus doctor`: what this machine can do (driver, GPU, NVRTC, cache)
@@ -53,6 +54,7 @@ mod plot;
 mod record;
 mod run;
 mod soak;
+mod soak_layouts;
 mod utc;
 
 use clap::{Parser, Subcommand};
@@ -155,9 +157,10 @@ enum Command {
         /// Launches (taking the versions in turn).
         #[arg(long, default_value_t = 10000)]
         launches: usize,
-        /// Largest M, N, K (at least 8).
-        #[arg(long, default_value_t = 8192)]
-        max: u64,
+        /// Largest M, N, K (at least 8; default 8192). With `--layouts`: the largest M and N
+        /// (K goes to twice it), at most 4096, default 512.
+        #[arg(long)]
+        max: Option<u64>,
         /// Distinct (N, K) pairs (each a compile-time specialization; at least 1).
         #[arg(long, default_value_t = 64)]
         pool: usize,
@@ -168,6 +171,11 @@ enum Command {
         /// bf16).
         #[arg(long, default_value = "f16")]
         dtype: String,
+        /// Soak the general GEMM instead (`gemm::general`): random batches, orders, leading
+        /// dimensions, batch strides and scales, every element checked exactly on the host
+        /// (`--max` is then the largest M and N, at most 4096; K goes to twice it).
+        #[arg(long)]
+        layouts: bool,
     },
     /// Draw the matmul series from recorded rows (`docs/perf/results.csv`): per shape, cuBLAS
     /// and each version's latest passed row, TFLOPS and the ratio to cuBLAS of its run, as
@@ -481,9 +489,24 @@ fn run(cli: Cli) -> CliResult<bool> {
             pool,
             seed,
             dtype,
-        } => soak::soak(soak::SoakArgs {
+            layouts: true,
+        } => soak_layouts::soak_layouts(soak_layouts::LayoutSoakArgs {
+            launches,
+            max: max.unwrap_or(512),
+            pool,
+            seed,
+            dtype,
+        }),
+        Command::Soak {
             launches,
             max,
+            pool,
+            seed,
+            dtype,
+            layouts: false,
+        } => soak::soak(soak::SoakArgs {
+            launches,
+            max: max.unwrap_or(8192),
             pool,
             seed,
             dtype,

@@ -279,6 +279,14 @@ fn every_subcommand_takes_sizes_by_one_rule() {
         .go()
         .assert_code(2)
         .assert_stderr("unknown --dtype `f32` (f16, bf16)");
+    tilus(&["soak", "--layouts", "--dtype", "f32"])
+        .go()
+        .assert_code(2)
+        .assert_stderr("unknown --dtype `f32` (f16, bf16)");
+    tilus(&["soak", "--layouts", "--max", "5000"])
+        .go()
+        .assert_code(2)
+        .assert_stderr("checks every element on the host; 1 to 4096");
     // the largest size the rule allows is traced (and rejected or accepted by the kernel)
     let max = format!("{0}x{0}x{0}", i32::MAX);
     tilus(&["ir", V0, "--size", &max]).go().assert_sane(false);
@@ -315,6 +323,7 @@ fn gpu_commands_without_a_gpu_fail_with_one_clear_message() {
         vec!["bench", "tune", "--version", "v3"],
         vec!["bench", "launch"],
         vec!["soak", "--launches", "10"],
+        vec!["soak", "--layouts", "--launches", "10"],
     ] {
         let o = tilus(&args).go();
         o.assert_code(1).assert_stderr("no CUDA GPU is usable");

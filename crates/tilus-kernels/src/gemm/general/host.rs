@@ -221,8 +221,8 @@ impl GemmProblem {
     }
 
     /// The same product with a row-major C: a column-major C is the transposed product
-    /// (`Cᵀ = Bᵀ · Aᵀ`) into a row-major `Cᵀ`.
-    fn with_row_major_c(self) -> GemmProblem {
+    /// (`Cᵀ = Bᵀ · Aᵀ`) into a row-major `Cᵀ`, A and B swapped.
+    pub fn with_row_major_c(self) -> GemmProblem {
         match self.c.order {
             Order::RowMajor => self,
             Order::ColMajor => GemmProblem {
@@ -429,6 +429,28 @@ fn prepare(
         strides,
         stage: [stage_a, stage_b],
     })
+}
+
+/// The compile-time constants `(n, k, form)` of the kernel that problem `p` runs in elements
+/// of `elem_bytes` bytes (with operands TMA cannot read staged, or not): each distinct triple
+/// is its own specialization, so a caller that will run many problems can compile them
+/// ahead, in parallel (`tilus::build(&kernel, &consts)` fills the cache the launches read).
+///
+/// ```
+/// use tilus_kernels::gemm::general::{specialization, Form, GemmProblem, Layout};
+/// let p = GemmProblem::new(1, (100, 200, 300)).a(Layout::col_major(100));
+/// let [n, k, form] = specialization(&p, 2, true)?;
+/// assert_eq!((n, k), (200, 300));
+/// assert!(Form::from_bits(form as i32).a_col_major);
+/// # Ok::<(), tilus_kernels::Error>(())
+/// ```
+pub fn specialization(p: &GemmProblem, elem_bytes: usize, staging: bool) -> Result<[i64; 3]> {
+    let (la, lb, lc) = p.lengths().map_err(|message| Error::Shape {
+        kernel: KERNEL,
+        message,
+    })?;
+    let l = prepare(p, (la, lb, lc), elem_bytes, staging)?;
+    Ok([l.dims[2] as i64, l.dims[3] as i64, l.form as i64])
 }
 
 /// The general GEMM on device buffers of `T` (f16 or bf16), [`MatmulGeneral`] autotuned per

@@ -13,6 +13,6 @@ mod kernel;
 mod scale;
 mod stage;
 
-pub use host::{GemmGeneral, GemmProblem, Layout, Order};
+pub use host::{specialization, GemmGeneral, GemmProblem, Layout, Order};
 pub use kernel::{Form, GeneralArgsOf, MatmulGeneral};
 pub use stage::{StageArgsOf, StageCopy};
