@@ -81,13 +81,17 @@ fn every_form_of_every_config_compiles_without_spills() {
     assert!(compiled >= 50, "only {compiled} configurations compiled");
 }
 
+/// The staging copy compiles once for every shape (no compile-time constant) and stores 16
+/// bytes at a time (its rows are a multiple of 8 elements, which the code can see).
 #[test]
-#[ignore = "writes the generated code of a loading form to /tmp"]
-fn dump_loading_form() {
-    let form = Form {
-        b_col_major: true,
-        ..Form::default()
-    };
-    let src = tilus::emit(&MatmulGeneral::default(), &[4096, 4095, form.bits() as i64]).unwrap();
-    std::fs::write("/tmp/general_loaded.cu", src).unwrap();
+fn the_staging_copy_stores_whole_vectors() {
+    tilus_bench::test_cache!();
+    let c = tilus::build(&tilus_kernels::gemm::general::StageCopy, &[]).unwrap();
+    assert_eq!(c.report.spill_stores, 0);
+    let stores: Vec<&str> = c
+        .source
+        .lines()
+        .filter(|l| l.contains("tilus_vec<"))
+        .collect();
+    assert!(!stores.is_empty(), "{}", c.source);
 }

@@ -262,7 +262,7 @@ struct Stage {
     /// The source's leading dimension and batch stride.
     ld: i32,
     step: i32,
-    /// The workspace's leading dimension: `cols` rounded up to 8 elements.
+    /// The workspace's leading dimension ([`super::staged_ld`]).
     ld_out: i32,
 }
 
@@ -273,16 +273,9 @@ impl Stage {
     }
 
     /// The copy's arguments from `src` into `dst`.
-    fn args<S, D>(&self, src: S, dst: D) -> (i32, i32, i32, S, i32, i32, D, i32) {
+    fn args<S, D>(&self, src: S, dst: D) -> (i32, i32, i32, S, i32, i32, D) {
         (
-            self.count,
-            self.rows,
-            self.cols,
-            src,
-            self.ld,
-            self.step,
-            dst,
-            self.ld_out,
+            self.count, self.rows, self.cols, src, self.ld, self.step, dst,
         )
     }
 }
@@ -386,7 +379,7 @@ fn prepare(
             if !staging || tma(l.ld, step) {
                 return Ok((l.ld, step, count, None));
             }
-            let ld_out = cols.next_multiple_of(16 / elem);
+            let ld_out = super::staged_ld(cols);
             let stage = Stage {
                 count: int("batches", count)?,
                 rows: int("rows", rows)?,

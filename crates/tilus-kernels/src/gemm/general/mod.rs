@@ -15,4 +15,4 @@ mod stage;
 
 pub use host::{specialization, GemmGeneral, GemmProblem, Layout, Order};
 pub use kernel::{Form, GeneralArgsOf, MatmulGeneral};
-pub use stage::{StageArgsOf, StageCopy};
+pub use stage::{staged_ld, StageArgsOf, StageCopy};
