@@ -4,7 +4,7 @@
 use super::interp_general::{inputs, stored, wrong};
 use half::{bf16, f16};
 use tilus::runtime::Device;
-use tilus_kernels::gemm::general::{GemmGeneral, GemmProblem, Order};
+use tilus_kernels::gemm::general::{GemmGeneral, GemmProblem, Layout, Order};
 use tilus_kernels::gemm::Matmuls;
 
 fn run<T: Matmuls>(gemm: &GemmGeneral<T>, device: &Device, p: &GemmProblem, seed: u64) {
@@ -49,6 +49,12 @@ fn the_general_gemm_takes_every_order_batch_and_scale() {
             }
         }
     }
+    // C's rows not a whole number of 16-byte granules though its leading dimension is: C is
+    // stored from registers (a TMA store would write the padding after each row)
+    let (m, n, k) = (241, 180, 252);
+    let p = GemmProblem::new(2, (m, n, k)).c(Layout::row_major(184).batched(184 * m + 8));
+    run(&gemm, &device, &p, seed + 40);
+    run(&gemm_bf, &device, &p.scales(1.0, 1.0), seed + 45);
     // a batch sharing B, and one sharing A
     let (m, n, k) = (304, 264, 136);
     let a = stored(Order::ColMajor, (m, k), 0);

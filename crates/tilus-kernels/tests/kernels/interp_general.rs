@@ -273,3 +273,24 @@ fn problems_that_do_not_fit_are_refused_before_anything_runs() {
     run(&p, &mut c).unwrap();
     assert!(c.iter().all(|&v| v == f16::from_f32(64.0)), "{:?}", &c[..4]);
 }
+
+/// C is stored by TMA only where its leading dimension, batch stride and rows are whole
+/// 16-byte granules: a TMA store writes a row's last granule whole, past the view's last
+/// column (the interpreter does not model it; the GPU test and the layouts soak do).
+#[test]
+fn c_is_stored_by_tma_only_in_whole_granules() {
+    use tilus_kernels::gemm::general::{specialization, Form};
+    let form = |p: &GemmProblem| {
+        let [_, _, bits] = specialization(p, 2, true).unwrap();
+        Form::from_bits(bits as i32)
+    };
+    let p = GemmProblem::new(2, (241, 184, 252));
+    assert!(form(&p).c_tma);
+    // rows of 180 elements (360 bytes) 184 apart: from registers
+    let q = GemmProblem::new(2, (241, 180, 252)).c(Layout::row_major(184).batched(184 * 241));
+    assert!(!form(&q).c_tma);
+    // a column-major C of 180 rows is a row-major Cᵀ of rows of 180 elements
+    let r = GemmProblem::new(1, (180, 64, 64)).c(Layout::col_major(184));
+    assert!(!form(&r).c_tma);
+    assert!(form(&r.c(Layout::col_major(184)).scales(1.0, 0.0)).a_tma);
+}
