@@ -55,12 +55,16 @@ pub struct TensorMapSpec {
     pub box_shape: Vec<u32>,
     /// The shared tile's swizzle.
     pub swizzle: Swizzle,
+    /// Whether a TMA store writes through it: a store writes a row's last 16-byte granule
+    /// whole, so the view's rows must be whole granules (measured on the H200: the elements
+    /// after rows of 360 bytes were overwritten).
+    pub stores: bool,
 }
 
 impl TensorMapSpec {
     /// The rules TMA imposes on a view, for its extents and strides (in elements, outermost
     /// first): extents in 1..=2^32, the innermost stride 1, the others multiples of 16 bytes below
-    /// 2^40. Returns the byte strides of the outer dimensions (outermost first), or a message. The
+    /// 2^40, and for a map stores write through, rows of whole 16-byte granules. Returns the byte strides of the outer dimensions (outermost first), or a message. The
     /// runtime checks them before encoding, the interpreter before running.
     pub fn check_view(&self, dims: &[i64], strides: &[i64]) -> Result<Vec<u64>, String> {
         let elem = self.dtype.nbytes() as i64;
@@ -70,6 +74,17 @@ impl TensorMapSpec {
         let rank = dims.len();
         if strides.len() != rank {
             return Err(format!("{} strides for {rank} extents", strides.len()));
+        }
+        if let (true, Some(&inner)) = (self.stores, dims.last()) {
+            if inner * elem % 16 != 0 {
+                return Err(format!(
+                    "a TMA store into a view whose rows are {} bytes ({inner} elements): TMA \
+                     writes a row's last 16 bytes whole, past the view's last column; the rows \
+                     must be a multiple of {} elements (or store from registers)",
+                    inner * elem,
+                    16 / elem
+                ));
+            }
         }
         if rank > 0 && strides[rank - 1] != 1 {
             return Err(format!(

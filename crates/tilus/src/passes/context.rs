@@ -370,6 +370,7 @@ impl LowerCx<'_> {
             global_strides: g.strides.clone(),
             box_shape,
             swizzle,
+            stores: false,
         });
         TensorMapId(self.tensor_maps.len() as u32 - 1)
     }

@@ -334,3 +334,33 @@ fn a_whole_producer_warp_issues_each_copy_once() {
         assert!(same, "whole_warp = {whole_warp}");
     }
 }
+
+/// A TMA store writes a row's last 16 bytes whole: into a view whose rows are not whole
+/// 16-byte granules (here 180 halves, 184 apart) it would overwrite the elements after each
+/// row, so the launch refuses it (the interpreter as the GPU), naming the argument; rows of
+/// 184 halves are stored.
+#[test]
+fn a_tma_store_into_rows_of_partial_granules_is_refused() {
+    let store = |k: &mut Kernel, (cols, dst): (Val, PtrVal<f16>)| {
+        k.blocks([1]);
+        k.warps(4);
+        let s = k.shared_tensor::<f16>([8, 64]);
+        let g = k.global_view_strided::<f16>(dst, (8, cols), (184, 1));
+        let ones = k.register_tensor::<f16>([8, 64], 1.0);
+        k.store_shared(&s, &ones);
+        k.fence_proxy_async();
+        k.sync();
+        k.single_thread(|k| {
+            k.tma().shared_to_global(&s, &g, [0, 128]);
+            k.tma().commit_group();
+            k.tma().wait_group(0);
+        });
+    };
+    let mut out = vec![f16::NAN; 8 * 184];
+    let e = interpret::<(i32, PtrMut<f16>)>(store, (180, &mut out[..])).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("writes a row's last 16 bytes whole"), "{msg}");
+    assert!(out.iter().all(|v| v.is_nan()), "nothing ran");
+    interpret::<(i32, PtrMut<f16>)>(store, (184, &mut out[..])).unwrap();
+    assert!(out[128..184].iter().all(|&v| v == f16::ONE));
+}

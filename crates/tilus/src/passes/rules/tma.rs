@@ -174,12 +174,16 @@ impl Rules for TmaInst {
     }
 
     fn lower(&mut self, cx: &mut LowerCx, _loc: Loc) {
-        let (view, tile, map) = match self {
-            TmaInst::GlobalToShared { src, dst, map, .. } => (*src, &*dst, map),
-            TmaInst::SharedToGlobal { src, dst, map, .. } => (*dst, &*src, map),
+        let (view, tile, map, store) = match self {
+            TmaInst::GlobalToShared { src, dst, map, .. } => (*src, &*dst, map, false),
+            TmaInst::SharedToGlobal { src, dst, map, .. } => (*dst, &*src, map, true),
             TmaInst::CommitGroup | TmaInst::WaitGroup { .. } => return,
         };
-        *map = Some(cx.tensor_map(view, tile));
+        let id = cx.tensor_map(view, tile);
+        if store {
+            cx.tensor_maps[id.0 as usize].stores = true;
+        }
+        *map = Some(id);
         cx.require_alignment(view, 16, "TMA needs a 16-byte aligned base address".into());
     }
 }
