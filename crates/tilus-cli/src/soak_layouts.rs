@@ -12,7 +12,7 @@
 use crate::out::{outln, CliError, CliResult};
 use half::{bf16, f16};
 use rayon::prelude::*;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::time::Instant;
 use tilus_bench::harness::{seed_inputs, Rng};
 use tilus_bench::operand::Operand;
@@ -212,24 +212,6 @@ fn run<T: Operand + Matmuls>(a: LayoutSoakArgs) -> CliResult<bool> {
             draw_problem(&mut rng, pair, max)
         })
         .collect();
-    // every specialization the launches need, compiled up front in parallel
-    let t = Instant::now();
-    let mut keys = BTreeSet::new();
-    for (i, p) in problems.iter().enumerate() {
-        let (_, _, staging) = kernels[i % kernels.len()];
-        let consts = specialization(p, std::mem::size_of::<T>(), staging)
-            .map_err(|e| CliError::Failed(e.to_string()))?;
-        keys.insert((i % kernels.len(), consts));
-    }
-    keys.par_iter().try_for_each(|(ki, consts)| {
-        tilus::build(&T::general(kernels[*ki].1.clone()), consts).map(|_| ())
-    })?;
-    outln!(
-        "compiled {} specializations of the general GEMM ({}) in {:.1} s",
-        keys.len(),
-        T::NAME,
-        t.elapsed().as_secs_f64()
-    );
     let gemms: Vec<GemmGeneral<T>> = kernels
         .iter()
         .map(|(_, config, staging)| {
@@ -241,6 +223,25 @@ fn run<T: Operand + Matmuls>(a: LayoutSoakArgs) -> CliResult<bool> {
             }
         })
         .collect();
+    // every specialization the launches need, compiled and loaded up front in parallel (one
+    // problem of each)
+    let t = Instant::now();
+    let mut keys = BTreeMap::new();
+    for (i, p) in problems.iter().enumerate() {
+        let (_, _, staging) = kernels[i % kernels.len()];
+        let consts = specialization(p, std::mem::size_of::<T>(), staging)
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+        keys.entry((i % kernels.len(), consts)).or_insert(*p);
+    }
+    keys.par_iter()
+        .try_for_each(|((ki, _), p)| gemms[*ki].warm(p))
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    outln!(
+        "compiled {} specializations of the general GEMM ({}) in {:.1} s",
+        keys.len(),
+        T::NAME,
+        t.elapsed().as_secs_f64()
+    );
     let t = Instant::now();
     let mut totals = vec![Found::default(); kernels.len()];
     let mut elements = 0usize;

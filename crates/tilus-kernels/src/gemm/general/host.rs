@@ -512,6 +512,26 @@ impl<T: Matmuls> GemmGeneral<T> {
         }
     }
 
+    /// Compiles and loads the kernels problem `p` will run (with a fixed configuration; an
+    /// autotuned one is chosen at its first run), so that its first run does not wait for
+    /// them. Callable from several threads at once: a caller with many problems prepares
+    /// their specializations in parallel.
+    pub fn warm(&self, p: &GemmProblem) -> Result<()> {
+        let [n, k, form] = specialization(p, std::mem::size_of::<T>(), self.staging)?;
+        if let FixedOrTuned::Fixed(jit) = &self.kernel {
+            jit.specialize(&[n, k, form])?;
+        }
+        let (la, lb, lc) = p.lengths().map_err(|message| Error::Shape {
+            kernel: KERNEL,
+            message,
+        })?;
+        let l = prepare(p, (la, lb, lc), std::mem::size_of::<T>(), self.staging)?;
+        if l.stage.iter().any(Option::is_some) {
+            self.stage.specialize(&[])?;
+        }
+        Ok(())
+    }
+
     /// Runs problem `p` on device buffers (each at least as long as [`GemmProblem::lengths`]
     /// says); nothing is launched when the problem or the buffers do not fit. Operands whose
     /// rows TMA cannot read are first copied into workspaces it can (kept for the next
