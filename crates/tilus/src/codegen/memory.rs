@@ -413,20 +413,7 @@ fn store_shared(e: &mut Emitter, dst: &SharedView, src: &crate::ir::RegView) {
         // 16 bytes at a time: each run of 8 locals is 8 consecutive elements of a row,
         // starting at a multiple of 8 (a 16-byte chunk, which the swizzles keep whole)
         let name = e.p.register(src.tensor).name.clone();
-        let ls = l.local_size();
-        let (tt, lt) = (l.thread_terms(), l.local_terms());
-        let tid = e.tid().name.clone();
-        e.open("");
-        for (dim, terms) in tt.iter().enumerate() {
-            let t = e.terms(terms, &tid, threads);
-            e.line(format!("const i32 tilus_t{dim} = {t};"));
-        }
-        e.line("#pragma unroll");
-        e.open(format!("for (int l = 0; l < {ls}; l += 8)"));
-        let coords: Vec<String> = (0..l.rank())
-            .map(|d| format!("tilus_t{d} + {}", e.terms(&lt[d], "l", ls)))
-            .collect();
-        let addr = smem_address(e, dst, &coords);
+        let addr = open_element_loop_by(e, dst, &l, 8);
         e.line(format!(
             "tilus_st_shared_v4({addr}, {name}[(l >> 1)], {name}[(l >> 1) + 1], {name}[(l >> 1) + 2], {name}[(l >> 1) + 3]);"
         ));
@@ -472,6 +459,16 @@ fn runs_of_eight(e: &Emitter, dst: &SharedView, l: &RegisterLayout, threads: i64
 /// elements, and returns the shared address of element `l` of `tile` (swizzle applied); the
 /// caller emits the access and closes both with [`close_element_loop`].
 fn open_element_loop(e: &mut Emitter, tile: &SharedView, l: &RegisterLayout) -> String {
+    open_element_loop_by(e, tile, l, 1)
+}
+
+/// [`open_element_loop`] stepping `step` locals at a time (`l` the first of each step).
+fn open_element_loop_by(
+    e: &mut Emitter,
+    tile: &SharedView,
+    l: &RegisterLayout,
+    step: i64,
+) -> String {
     let (tt, lt, ls) = (l.thread_terms(), l.local_terms(), l.local_size());
     let threads = e.tid().threads as i64;
     let tid = e.tid().name.clone();
@@ -481,7 +478,12 @@ fn open_element_loop(e: &mut Emitter, tile: &SharedView, l: &RegisterLayout) -> 
         e.line(format!("const i32 tilus_t{dim} = {t};"));
     }
     e.line("#pragma unroll");
-    e.open(format!("for (int l = 0; l < {ls}; ++l)"));
+    let advance = if step == 1 {
+        "++l".to_string()
+    } else {
+        format!("l += {step}")
+    };
+    e.open(format!("for (int l = 0; l < {ls}; {advance})"));
     let coords: Vec<String> = (0..l.rank())
         .map(|d| format!("tilus_t{d} + {}", e.terms(&lt[d], "l", ls)))
         .collect();

@@ -136,23 +136,9 @@ impl Pipeline {
         bytes: impl Into<Scalar>,
     ) -> ProducerSlot {
         let loc = Loc::caller();
-        let i = i.into();
-        let stage = k.name_next("stage").let_i32(i.clone() % self.stages);
-        let free = k
-            .name_next("empty_phase")
-            .let_i32((i / self.stages + 1) % 2);
-        let (full, empty) = (self.full.at(stage), self.empty.at(stage));
-        k.mbarrier().wait_relaxed(empty, free);
-        let bytes = bytes.into();
-        if k.group_threads() == 1 {
-            k.mbarrier().arrive_and_expect_tx(full, bytes);
-        } else {
-            // a warp declares the bytes from one thread (its copies are issued once too)
-            k.group(0, 1, GroupKind::SingleThread, loc, |k| {
-                k.mbarrier().arrive_and_expect_tx_at(full, bytes, loc)
-            });
-        }
-        ProducerSlot { stage, full }
+        let slot = self.wait_empty(k, i.into(), true);
+        self.declare(k, &slot, bytes.into(), loc);
+        slot
     }
 
     /// The producer's step `i` when its threads write the stage themselves (loads and
@@ -162,14 +148,7 @@ impl Pipeline {
     /// once the threads have written it.
     #[track_caller]
     pub fn producer_wait(&self, k: &mut Kernel, i: impl Into<Scalar>) -> ProducerSlot {
-        let i = i.into();
-        let stage = k.name_next("stage").let_i32(i.clone() % self.stages);
-        let free = k
-            .name_next("empty_phase")
-            .let_i32((i / self.stages + 1) % 2);
-        let (full, empty) = (self.full.at(stage), self.empty.at(stage));
-        k.mbarrier().wait(empty, free);
-        ProducerSlot { stage, full }
+        self.wait_empty(k, i.into(), false)
     }
 
     /// Completes [`Pipeline::producer_wait`]'s step: one thread of the calling group declares
@@ -179,11 +158,32 @@ impl Pipeline {
     /// the copies are issued.
     #[track_caller]
     pub fn producer_commit(&self, k: &mut Kernel, slot: &ProducerSlot, bytes: impl Into<Scalar>) {
-        let loc = Loc::caller();
-        let bytes = bytes.into();
-        if k.group_threads() == 1 {
-            k.mbarrier().arrive_and_expect_tx(slot.full, bytes);
+        self.declare(k, slot, bytes.into(), Loc::caller());
+    }
+
+    /// Waits until step `i`'s stage is empty (`relaxed`: only asynchronous copies follow).
+    #[track_caller]
+    fn wait_empty(&self, k: &mut Kernel, i: Scalar, relaxed: bool) -> ProducerSlot {
+        let stage = k.name_next("stage").let_i32(i.clone() % self.stages);
+        let free = k
+            .name_next("empty_phase")
+            .let_i32((i / self.stages + 1) % 2);
+        let (full, empty) = (self.full.at(stage), self.empty.at(stage));
+        if relaxed {
+            k.mbarrier().wait_relaxed(empty, free);
         } else {
+            k.mbarrier().wait(empty, free);
+        }
+        ProducerSlot { stage, full }
+    }
+
+    /// The producer's one arrival on the slot's full barrier with the bytes its copies will
+    /// deliver, from one thread of the calling group.
+    fn declare(&self, k: &mut Kernel, slot: &ProducerSlot, bytes: Scalar, loc: Loc) {
+        if k.group_threads() == 1 {
+            k.mbarrier().arrive_and_expect_tx_at(slot.full, bytes, loc);
+        } else {
+            // a warp declares the bytes from one thread (its copies are issued once too)
             k.group(0, 1, GroupKind::SingleThread, loc, |k| {
                 k.mbarrier().arrive_and_expect_tx_at(slot.full, bytes, loc)
             });
