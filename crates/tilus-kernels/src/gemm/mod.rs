@@ -19,6 +19,7 @@ pub mod persistent;
 mod picker;
 pub(crate) mod pingpong;
 pub mod products;
+pub mod ring_operands;
 pub mod split_k;
 pub mod stream_k;
 pub(crate) mod tile_epilogue;

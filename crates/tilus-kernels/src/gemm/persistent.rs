@@ -17,11 +17,12 @@
 //! ablation that shows what the persistent grid is worth.
 
 use crate::gemm::cooperative::{
-    Cooperative, CooperativeShape, RingOperands, CONSUMER_REGISTERS, LOADING_CONSUMER_REGISTERS,
+    Cooperative, CooperativeShape, CONSUMER_REGISTERS, LOADING_CONSUMER_REGISTERS,
     LOADING_PRODUCER_REGISTERS, PRODUCER_REGISTERS,
 };
 use crate::gemm::pair::PairRing;
 use crate::gemm::pingpong::PingPongOrder;
+use crate::gemm::ring_operands::RingOperands;
 use crate::gemm::stream_k::shares::{
     Part, Shares, StreamK, STREAM_K_CONSUMER_REGISTERS, STREAM_K_PRODUCER_REGISTERS,
 };

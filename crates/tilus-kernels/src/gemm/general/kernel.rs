@@ -1,8 +1,8 @@
 //! The kernel of the general GEMM: v6's main loop on operands in either order, from strided,
 //! batched views, with `C = alpha · A · B + beta · C` in its epilogue.
 
-use crate::gemm::cooperative::RingOperands;
 use crate::gemm::persistent::{MatmulPersistent, Operands};
+use crate::gemm::ring_operands::RingOperands;
 use crate::gemm::tile_epilogue::{CStores, CastAndStore, STORE_CHUNK};
 use tilus::lang::Element;
 use tilus::prelude::*;
