@@ -1,11 +1,12 @@
 //! The general GEMM beside cuBLAS's strided batched GEMM (same orders, strides and batches,
 //! cuBLAS in its default math mode), one table: every order of A and B at 4096³ and 8192³,
-//! and the batched shapes, f16 and bf16. Our kernel is timed in three configurations
-//! (128×256, 256×128 and 128×128 cooperative, 128×128 ping-pong) and the fastest reported; flushed timing,
-//! interleaved with cuBLAS in the same process. Each result is compared with cuBLAS's
-//! (elements outside one rounding step, NaN). The last column times the 128×128
-//! configuration with operands TMA cannot read loaded by the kernel's threads instead of
-//! staged (`GemmGeneral::without_staging`; the same kernel where every operand is aligned).
+//! the batched shapes, and odd and ragged K, f16 and bf16. Our kernel is timed in four
+//! configurations (128×256, 256×128 and 128×128 cooperative, 128×128 ping-pong) and the
+//! fastest reported; flushed timing, interleaved with cuBLAS in the same process. Each result
+//! is compared with cuBLAS's (elements outside one rounding step, NaN). The last column times
+//! the 128×128 configuration with operands TMA cannot read loaded by the kernel's threads
+//! instead of staged (`GemmGeneral::without_staging`; the same kernel where every operand is
+//! aligned).
 //!
 //! `cargo run --release -p tilus-bench --example general_gemm [f16|bf16] [quick] [odd]`
 //! (`odd`: only the odd and ragged K shapes)
