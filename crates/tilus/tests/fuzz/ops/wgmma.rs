@@ -123,9 +123,9 @@ fn mma<E: El, C: El>(
     }
 }
 
-/// A warp group's `wgmma` of two shared tiles (or registers and a shared tile); the `[N, K]`
-/// tile may first be written with `store_shared` (and, mostly, published with
-/// `fence_proxy_async` and a `sync`).
+/// A warp group's `wgmma` of two shared tiles (or registers and a shared tile), each K-major
+/// or (sometimes) MN-major as stored; the B tile may first be written with `store_shared`
+/// (and, mostly, published with `fence_proxy_async` and a `sync`).
 pub fn snippet_wgmma() -> BoxedStrategy<Vec<Op>> {
     (
         tame_dim(&[64, 64, 128]),
@@ -142,66 +142,79 @@ pub fn snippet_wgmma() -> BoxedStrategy<Vec<Op>> {
             Some((1, true)),
             Some((1, false)),
         ]),
+        // operands as stored MN-major: A `[K, M]` seen transposed, B `[K, N]` as it is
+        (prop::bool::weighted(0.3), prop::bool::weighted(0.3)),
     )
-        .prop_map(|(m, n, k, ab, a_in_registers, acc_inside, store, window)| {
-            let mut ops: Vec<Op> = crate::model::ops![
-                Memory::Shared(ab, vec![m, k]),
-                Memory::Shared(ab, vec![n, k])
-            ];
-            if let Some(fence) = store {
-                ops.extend(crate::model::ops![
-                    Memory::Register(ab, vec![n, k], Init::One),
-                    Memory::StoreShared(plain(0), plain(0)),
-                ]);
-                if fence {
-                    ops.push(Memory::FenceProxyAsync.into());
-                }
-                ops.push(Control::Sync.into());
-            }
-            // the accumulator is the most recent register tile when the mma runs
-            let a = if a_in_registers {
-                ops.push(Memory::LoadShared(plain(1)).into());
-                WgA::Register(plain(1))
-            } else {
-                WgA::Shared(plain(1))
-            };
-            // a window: the product into the first or the second half of an accumulator
-            // twice as wide, overwriting or adding
-            let cols = if window.is_some() {
-                n.saturating_mul(2)
-            } else {
-                n
-            };
-            let acc: Op = Memory::Register(Dt::F32, vec![m, cols], Init::Zero).into();
-            // the [N, K] tile seen as [K, N]
-            let b = T {
-                idx: 0,
-                transposed: true,
-            };
-            let mut body: Vec<Op> = crate::model::ops![
-                Wgmma::Fence,
-                match window {
-                    None => Wgmma::Mma(a, b, plain(0)),
-                    Some((half, overwrite)) => {
-                        Wgmma::MmaTo(
-                            a,
-                            b,
-                            plain(0),
-                            Some(i64::from(half) * i64::from(n)),
-                            overwrite,
-                        )
+        .prop_map(
+            |(m, n, k, ab, a_in_registers, acc_inside, store, window, (a_mn, b_mn))| {
+                // a register A is K-major
+                let a_mn = a_mn && !a_in_registers;
+                let (a_shape, b_shape) = (
+                    if a_mn { vec![k, m] } else { vec![m, k] },
+                    if b_mn { vec![k, n] } else { vec![n, k] },
+                );
+                let mut ops: Vec<Op> = crate::model::ops![
+                    Memory::Shared(ab, a_shape),
+                    Memory::Shared(ab, b_shape.clone())
+                ];
+                if let Some(fence) = store {
+                    ops.extend(crate::model::ops![
+                        Memory::Register(ab, b_shape, Init::One),
+                        Memory::StoreShared(plain(0), plain(0)),
+                    ]);
+                    if fence {
+                        ops.push(Memory::FenceProxyAsync.into());
                     }
-                },
-                Wgmma::Commit,
-                Wgmma::Wait(0),
-            ];
-            if acc_inside {
-                body.insert(0, acc);
-            } else {
-                ops.push(acc);
-            }
-            ops.push(Control::Group(Group::FourWarps(0), body).into());
-            ops
-        })
+                    ops.push(Control::Sync.into());
+                }
+                // the accumulator is the most recent register tile when the mma runs
+                let a = if a_in_registers {
+                    ops.push(Memory::LoadShared(plain(1)).into());
+                    WgA::Register(plain(1))
+                } else {
+                    WgA::Shared(T {
+                        idx: 1,
+                        transposed: a_mn,
+                    })
+                };
+                // a window: the product into the first or the second half of an accumulator
+                // twice as wide, overwriting or adding
+                let cols = if window.is_some() {
+                    n.saturating_mul(2)
+                } else {
+                    n
+                };
+                let acc: Op = Memory::Register(Dt::F32, vec![m, cols], Init::Zero).into();
+                // the [N, K] tile seen as [K, N], or the [K, N] tile as it is
+                let b = T {
+                    idx: 0,
+                    transposed: !b_mn,
+                };
+                let mut body: Vec<Op> = crate::model::ops![
+                    Wgmma::Fence,
+                    match window {
+                        None => Wgmma::Mma(a, b, plain(0)),
+                        Some((half, overwrite)) => {
+                            Wgmma::MmaTo(
+                                a,
+                                b,
+                                plain(0),
+                                Some(i64::from(half) * i64::from(n)),
+                                overwrite,
+                            )
+                        }
+                    },
+                    Wgmma::Commit,
+                    Wgmma::Wait(0),
+                ];
+                if acc_inside {
+                    body.insert(0, acc);
+                } else {
+                    ops.push(acc);
+                }
+                ops.push(Control::Group(Group::FourWarps(0), body).into());
+                ops
+            },
+        )
         .boxed()
 }
