@@ -104,3 +104,26 @@ fn operands_without_16_byte_rows_are_staged_or_loaded_on_the_gpu() {
         }
     }
 }
+
+/// The autotuned general GEMM (`GemmGeneral::new`): a configuration chosen per shape and form,
+/// right on a plain problem and on a batch with a column-major A.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_autotuned_general_gemm_is_right() {
+    tilus_bench::test_cache!();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let gemm = GemmGeneral::<f16>::new(&device).unwrap();
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_secs());
+    run(
+        &gemm,
+        &device,
+        &GemmProblem::new(1, (1000, 1024, 1024)),
+        seed,
+    );
+    let (m, n, k) = (512, 384, 640);
+    let a = stored(Order::ColMajor, (m, k), 0);
+    let p = GemmProblem::new(3, (m, n, k)).a(a.batched(m * k));
+    run(&gemm, &device, &p, seed + 1);
+}
