@@ -35,7 +35,7 @@ impl<S: Debug> Debug for Bf16<S> {
 /// whose body is `S`'s generic body `body::<bf16>` (the f16 kernel's `Script` impl calls the
 /// same body with `f16`).
 macro_rules! bf16_script {
-    ($s:ty, $name:literal, $args:ty, $names:expr, $body:ident) => {
+    ($s:ty, $name:expr, $args:ty, $names:expr, $body:ident) => {
         impl tilus::Script for $crate::gemm::operand::Bf16<$s> {
             type Args = $args;
 
@@ -58,6 +58,41 @@ macro_rules! bf16_script {
     };
 }
 pub(crate) use bf16_script;
+
+/// `impl Script` for kernel `S` in f16 (named `name`) and for `Bf16<S>` (named `name` then
+/// `_bf16`), both running `S`'s generic body `body`, with arguments `args<T>` named `names`.
+macro_rules! f16_and_bf16_scripts {
+    ($s:ty, $name:literal, $args:ident, $names:expr, $body:ident) => {
+        impl tilus::Script for $s {
+            type Args = $args<half::f16>;
+
+            fn name(&self) -> String {
+                $name.into()
+            }
+
+            fn arg_names() -> &'static [&'static str] {
+                $names
+            }
+
+            fn body(
+                &self,
+                k: &mut tilus::prelude::Kernel,
+                args: tilus::prelude::Handles<Self::Args>,
+            ) {
+                self.$body::<half::f16>(k, args);
+            }
+        }
+
+        $crate::gemm::operand::bf16_script!(
+            $s,
+            concat!($name, "_bf16"),
+            $args<half::bf16>,
+            $names,
+            $body
+        );
+    };
+}
+pub(crate) use f16_and_bf16_scripts;
 
 /// The f16 kernel's space, point for point.
 impl<S: Tunable> Tunable for Bf16<S>

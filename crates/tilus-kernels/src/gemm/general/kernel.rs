@@ -177,26 +177,10 @@ impl Default for MatmulGeneral {
     }
 }
 
-impl Script for MatmulGeneral {
-    type Args = GeneralArgsOf<f16>;
-
-    fn name(&self) -> String {
-        "matmul_general".into()
-    }
-
-    fn arg_names() -> &'static [&'static str] {
-        GENERAL_ARG_NAMES
-    }
-
-    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
-        self.general::<f16>(k, args);
-    }
-}
-
-crate::gemm::operand::bf16_script!(
+crate::gemm::operand::f16_and_bf16_scripts!(
     MatmulGeneral,
-    "matmul_general_bf16",
-    GeneralArgsOf<bf16>,
+    "matmul_general",
+    GeneralArgsOf,
     GENERAL_ARG_NAMES,
     general
 );

@@ -50,26 +50,10 @@ pub fn staged_ld(cols: usize) -> usize {
     cols.next_multiple_of(8)
 }
 
-impl Script for StageCopy {
-    type Args = StageArgsOf<f16>;
-
-    fn name(&self) -> String {
-        "gemm_stage_copy".into()
-    }
-
-    fn arg_names() -> &'static [&'static str] {
-        STAGE_ARG_NAMES
-    }
-
-    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
-        self.copy::<f16>(k, args);
-    }
-}
-
-crate::gemm::operand::bf16_script!(
+crate::gemm::operand::f16_and_bf16_scripts!(
     StageCopy,
-    "gemm_stage_copy_bf16",
-    StageArgsOf<bf16>,
+    "gemm_stage_copy",
+    StageArgsOf,
     STAGE_ARG_NAMES,
     copy
 );

@@ -99,26 +99,10 @@ pub(crate) type StreamKHandles<T> = (
     PtrVal<i32>,
 );
 
-impl Script for MatmulStreamK {
-    type Args = StreamKArgsOf<f16>;
-
-    fn name(&self) -> String {
-        "matmul_stream_k".into()
-    }
-
-    fn arg_names() -> &'static [&'static str] {
-        STREAM_K_ARG_NAMES
-    }
-
-    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
-        self.matmul::<f16>(k, args);
-    }
-}
-
-crate::gemm::operand::bf16_script!(
+crate::gemm::operand::f16_and_bf16_scripts!(
     MatmulStreamK,
-    "matmul_stream_k_bf16",
-    StreamKArgsOf<bf16>,
+    "matmul_stream_k",
+    StreamKArgsOf,
     STREAM_K_ARG_NAMES,
     matmul
 );
