@@ -29,6 +29,7 @@ use crate::gemm::stream_k::shares::{
 use crate::gemm::tile_epilogue::{CStores, CastAndStore, TileAt, TileEpilogue, STORE_CHUNK};
 use tilus::lang::Element;
 use tilus::prelude::*;
+use tilus::tune::Binding;
 
 /// The v6 kernel. Fields are compile-time hyperparameters.
 ///
@@ -111,6 +112,50 @@ impl Default for MatmulPersistent {
             ping_pong: 0,
             defer_stores: 1,
         }
+    }
+}
+
+impl MatmulPersistent {
+    /// Hyperparameter `name`'s field.
+    fn field_mut(&mut self, name: &str) -> Option<&mut i32> {
+        Some(match name {
+            "block_m" => &mut self.block_m,
+            "block_n" => &mut self.block_n,
+            "block_k" => &mut self.block_k,
+            "stages" => &mut self.stages,
+            "group_m" => &mut self.group_m,
+            "persistent" => &mut self.persistent,
+            "tma_store" => &mut self.tma_store,
+            "cluster_m" => &mut self.cluster_m,
+            "hilbert" => &mut self.hilbert,
+            "ping_pong" => &mut self.ping_pong,
+            "defer_stores" => &mut self.defer_stores,
+            _ => return None,
+        })
+    }
+
+    /// The default tile with hyperparameters `names` taken from `binding`: the configuration
+    /// of a kernel on v6's tile whose search space covers some of v6's hyperparameters (the
+    /// others keep their defaults).
+    pub(crate) fn from_subset(binding: &Binding, names: &[&str]) -> Result<Self, String> {
+        let mut t = MatmulPersistent::default();
+        for &name in names {
+            let value = binding.get_i32(name)?;
+            *t.field_mut(name)
+                .ok_or_else(|| format!("v6 has no hyperparameter {name}"))? = value;
+        }
+        Ok(t)
+    }
+
+    /// The binding of hyperparameters `names` ([`MatmulPersistent::from_subset`]'s inverse).
+    pub(crate) fn subset_binding(&self, names: &[&str]) -> Binding {
+        let mut t = self.clone();
+        Binding(
+            names
+                .iter()
+                .filter_map(|&n| t.field_mut(n).map(|v| (n.to_string(), i64::from(*v))))
+                .collect(),
+        )
     }
 }
 
@@ -516,5 +561,30 @@ impl MatmulPersistent {
     ) -> CStores<T> {
         let shape = (self.group_rows(), self.block_n, self.tma_store != 0);
         CStores::plan(k, gc, (n_size, width), shape)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::gemm::general::MatmulGeneral;
+    use crate::gemm::stream_k::MatmulStreamK;
+    use tilus::tune::Tunable;
+
+    /// The kernels on v6's tile whose spaces cover some of its hyperparameters give back
+    /// every point of their space, and refuse a point that lacks one.
+    #[test]
+    fn subsets_of_v6_round_trip_through_their_bindings() {
+        for b in MatmulGeneral::space().bindings() {
+            let config = MatmulGeneral::from_binding(&b).unwrap();
+            assert_eq!(config.to_binding(), Some(b));
+        }
+        for b in MatmulStreamK::space().bindings() {
+            let config = MatmulStreamK::from_binding(&b).unwrap();
+            assert_eq!(config.tile.cluster_m, b.get("cluster_m").unwrap() as i32);
+            assert_eq!(config.to_binding(), Some(b));
+        }
+        let short = tilus::tune::Binding(vec![("block_m".into(), 128)]);
+        let e = MatmulGeneral::from_binding(&short).unwrap_err();
+        assert!(e.contains("no block_n"), "{e}");
     }
 }

@@ -185,6 +185,16 @@ crate::gemm::operand::f16_and_bf16_scripts!(
     general
 );
 
+/// The hyperparameters the general GEMM's search space covers (v6's others keep their defaults).
+const GENERAL_TUNED: &[&str] = &[
+    "block_m",
+    "block_n",
+    "ping_pong",
+    "stages",
+    "group_m",
+    "tma_store",
+];
+
 /// v6's tiles, stages, orders and epilogue stores (blocks alone: pairs share K-major B
 /// tiles of contiguous operands).
 impl Tunable for MatmulGeneral {
@@ -207,31 +217,11 @@ impl Tunable for MatmulGeneral {
     }
 
     fn from_binding(binding: &Binding) -> Result<Self, String> {
-        let get = |name: &str| binding.get_i32(name);
-        Ok(MatmulGeneral {
-            tile: MatmulPersistent {
-                block_m: get("block_m")?,
-                block_n: get("block_n")?,
-                ping_pong: get("ping_pong")?,
-                stages: get("stages")?,
-                group_m: get("group_m")?,
-                tma_store: get("tma_store")?,
-                cluster_m: 1,
-                ..MatmulPersistent::default()
-            },
-        })
+        MatmulPersistent::from_subset(binding, GENERAL_TUNED).map(|tile| MatmulGeneral { tile })
     }
 
     fn to_binding(&self) -> Option<Binding> {
-        let t = &self.tile;
-        Some(Binding(vec![
-            ("block_m".into(), t.block_m.into()),
-            ("block_n".into(), t.block_n.into()),
-            ("ping_pong".into(), t.ping_pong.into()),
-            ("stages".into(), t.stages.into()),
-            ("group_m".into(), t.group_m.into()),
-            ("tma_store".into(), t.tma_store.into()),
-        ]))
+        Some(self.tile.subset_binding(GENERAL_TUNED))
     }
 }
 

@@ -143,6 +143,9 @@ impl MatmulStreamK {
     }
 }
 
+/// The hyperparameters stream-K's search space covers (v6's others keep their defaults).
+const STREAM_K_TUNED: &[&str] = &["block_m", "block_n", "stages", "group_m", "cluster_m"];
+
 /// The search space: v6's cooperative tiles, its stages and orders, alone or in pairs.
 impl Tunable for MatmulStreamK {
     fn space() -> Space {
@@ -158,27 +161,10 @@ impl Tunable for MatmulStreamK {
     }
 
     fn from_binding(binding: &Binding) -> Result<Self, String> {
-        let get = |name: &str| binding.get_i32(name);
-        Ok(MatmulStreamK {
-            tile: MatmulPersistent {
-                block_m: get("block_m")?,
-                block_n: get("block_n")?,
-                stages: get("stages")?,
-                group_m: get("group_m")?,
-                cluster_m: get("cluster_m")?,
-                ..MatmulPersistent::default()
-            },
-        })
+        MatmulPersistent::from_subset(binding, STREAM_K_TUNED).map(|tile| MatmulStreamK { tile })
     }
 
     fn to_binding(&self) -> Option<Binding> {
-        let t = &self.tile;
-        Some(Binding(vec![
-            ("block_m".into(), t.block_m.into()),
-            ("block_n".into(), t.block_n.into()),
-            ("stages".into(), t.stages.into()),
-            ("group_m".into(), t.group_m.into()),
-            ("cluster_m".into(), t.cluster_m.into()),
-        ]))
+        Some(self.tile.subset_binding(STREAM_K_TUNED))
     }
 }
