@@ -343,8 +343,7 @@ fn split_k_entry() -> Entry {
 /// Stream-K on v6's last rounds: its own entry (its workload passes the workspace and the
 /// flags), and the matmul version `stream_k`.
 fn stream_k_entry() -> Entry {
-    use crate::workloads::stream_k::StreamK;
-    use tilus_kernels::gemm::stream_k::MatmulStreamK;
+    use tilus_kernels::gemm::stream_k::{MatmulStreamK, StreamK};
     Entry {
         name: "hopper_matmul_stream_k",
         about: "v6 with stream-K: the last two rounds' tiles shared out by K steps",
@@ -359,31 +358,20 @@ fn stream_k_entry() -> Entry {
             fixed: |settings, device| {
                 let config = configured::<MatmulStreamK>(settings)?;
                 let shown = tilus::lang::config_string(&format!("{config:?}"));
-                Ok((
-                    Box::new(StreamK::<half::f16, _>::fixed(config, device)),
-                    shown,
-                ))
+                Ok((Box::new(StreamK::<half::f16>::fixed(config, device)), shown))
             },
-            tuned: |device| {
-                Ok(Box::new(StreamK::<half::f16, MatmulStreamK>::tuned(
-                    device,
-                )?))
-            },
+            tuned: |device| Ok(Box::new(StreamK::<half::f16>::tuned(device)?)),
             // its space spills a few words (the autotuner skips spilling kernels): the default
             tuned_in_bench: false,
             soak: true,
             bf16: Some(Bf16Version {
                 configure: configure::<Bf16<MatmulStreamK>>,
                 fixed: |settings, device| {
-                    let config = Bf16(configured::<MatmulStreamK>(settings)?);
-                    let shown = tilus::lang::config_string(&format!("{:?}", config.0));
-                    Ok((Box::new(StreamK::<bf16, _>::fixed(config, device)), shown))
+                    let config = configured::<MatmulStreamK>(settings)?;
+                    let shown = tilus::lang::config_string(&format!("{config:?}"));
+                    Ok((Box::new(StreamK::<bf16>::fixed(config, device)), shown))
                 },
-                tuned: |device| {
-                    Ok(Box::new(StreamK::<bf16, Bf16<MatmulStreamK>>::tuned(
-                        device,
-                    )?))
-                },
+                tuned: |device| Ok(Box::new(StreamK::<bf16>::tuned(device)?)),
             }),
         }),
         memory: None,

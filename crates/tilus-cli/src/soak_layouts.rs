@@ -65,8 +65,10 @@ fn kernels() -> Vec<(&'static str, MatmulGeneral, bool)> {
     ]
 }
 
-/// One random problem.
-fn draw_problem(rng: &mut Rng, (n, k): (usize, usize), max: usize) -> GemmProblem {
+/// One random problem on the pool's pair `(n, k)`; a column-major C (which runs as the
+/// transposed product, M in N's place) takes its M from the pool's N values `ns`, so that
+/// the specializations stay few.
+fn draw_problem(rng: &mut Rng, (n, k): (usize, usize), ns: &[usize], max: usize) -> GemmProblem {
     let mut pick = |hi: usize| ((rng.next_f64() * hi as f64) as usize).min(hi - 1);
     let batch = 1 + pick(3);
     let m = 1 + pick(max);
@@ -78,6 +80,10 @@ fn draw_problem(rng: &mut Rng, (n, k): (usize, usize), max: usize) -> GemmProble
         }
     };
     let (oa, ob, oc) = (order(pick(2)), order(pick(2)), order(pick(2)));
+    let m = match oc {
+        Order::RowMajor => m,
+        Order::ColMajor => ns[pick(ns.len())],
+    };
     let mut layout = |o: Order, (r, c): (usize, usize), shareable: bool| {
         let ld = match o {
             Order::RowMajor => c,
@@ -206,10 +212,11 @@ fn run<T: Operand + Matmuls>(a: LayoutSoakArgs) -> CliResult<bool> {
         })
         .collect();
     let kernels = kernels();
+    let ns: Vec<usize> = pairs.iter().map(|p| p.0).collect();
     let problems: Vec<GemmProblem> = (0..launches)
         .map(|_| {
             let pair = pairs[((rng.next_f64() * pool as f64) as usize).min(pool - 1)];
-            draw_problem(&mut rng, pair, max)
+            draw_problem(&mut rng, pair, &ns, max)
         })
         .collect();
     let gemms: Vec<GemmGeneral<T>> = kernels

@@ -41,3 +41,24 @@ pub enum Error {
 /// # Ok::<(), tilus_kernels::Error>(())
 /// ```
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// The library's error as the language's, for callers that speak only the language's (the
+/// autotuner's timed runs, `tilus bench`): a refused call becomes an argument error that
+/// names the kernel's rule.
+///
+/// ```
+/// let e = tilus_kernels::Error::Shape { kernel: "gemm", message: "`a` is short".into() };
+/// let t = tilus::Error::from(e);
+/// assert!(t.to_string().contains("`a` is short"), "{t}");
+/// ```
+impl From<Error> for tilus::Error {
+    fn from(e: Error) -> tilus::Error {
+        match e {
+            Error::Tilus(t) => t,
+            Error::Shape { kernel, message } => tilus::Error::Argument {
+                arg: kernel.into(),
+                message,
+            },
+        }
+    }
+}

@@ -5,6 +5,7 @@ use crate::gemm::general::{GeneralArgsOf, MatmulGeneral, StageArgsOf, StageCopy}
 use crate::gemm::operand::{Bf16, MatmulArgsOf, PartialsArgsOf, ReduceArgsOf};
 use crate::gemm::persistent::MatmulPersistent;
 use crate::gemm::split_k::kernels::{MatmulSplitK, SplitKReduce};
+use crate::gemm::stream_k::{MatmulStreamK, StreamKArgsOf};
 use crate::Operand;
 use half::{bf16, f16};
 use tilus::tune::Tunable;
@@ -38,6 +39,10 @@ pub trait Matmuls: Operand {
     fn stage() -> Self::Stage;
     /// The partials' kernel with this configuration.
     fn partials(config: MatmulSplitK) -> Self::Partials;
+    /// Stream-K.
+    type StreamK: Tunable<Args = StreamKArgsOf<Self>> + AsRef<MatmulStreamK>;
+    /// Stream-K's kernel with this configuration.
+    fn stream_k(config: MatmulStreamK) -> Self::StreamK;
     /// The sum's kernel.
     fn reduce() -> Self::Reduce;
 }
@@ -55,6 +60,10 @@ impl Matmuls for f16 {
         StageCopy
     }
     fn partials(config: MatmulSplitK) -> MatmulSplitK {
+        config
+    }
+    type StreamK = MatmulStreamK;
+    fn stream_k(config: MatmulStreamK) -> MatmulStreamK {
         config
     }
     fn reduce() -> SplitKReduce {
@@ -75,6 +84,10 @@ impl Matmuls for bf16 {
         Bf16(StageCopy)
     }
     fn partials(config: MatmulSplitK) -> Bf16<MatmulSplitK> {
+        Bf16(config)
+    }
+    type StreamK = Bf16<MatmulStreamK>;
+    fn stream_k(config: MatmulStreamK) -> Bf16<MatmulStreamK> {
         Bf16(config)
     }
     fn reduce() -> Bf16<SplitKReduce> {
@@ -102,6 +115,12 @@ impl AsRef<MatmulGeneral> for MatmulGeneral {
 
 impl AsRef<MatmulSplitK> for MatmulSplitK {
     fn as_ref(&self) -> &MatmulSplitK {
+        self
+    }
+}
+
+impl AsRef<MatmulStreamK> for MatmulStreamK {
+    fn as_ref(&self) -> &MatmulStreamK {
         self
     }
 }

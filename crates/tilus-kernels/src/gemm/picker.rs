@@ -1,9 +1,12 @@
 //! [`Gemm`]: one entry point for `C = A · Bᵀ` on f16 or bf16 device buffers of any shape, for users
 //! who do not write kernels. It holds the kernels that suit different shapes — v6 (a
-//! persistent, warp-specialized kernel: large problems) and split-K (small M: K in ranges, so
-//! that every multiprocessor has work) — each autotuned over its own space on first use of a
-//! problem, and picks between them per shape: a shape where more than one applies is timed
-//! with each once (CUDA events, the median of a few runs) and the faster is kept.
+//! persistent, warp-specialized kernel: large problems), stream-K (v6 with tiles shared out by
+//! K steps: shapes whose tiles do not fill the machine in whole rounds, fewer tiles than
+//! multiprocessors among them), split-K (small M: K in ranges, so that every multiprocessor
+//! has work) and the general GEMM (any K: rows TMA cannot read are staged first) — each
+//! autotuned over its own space on first use of a problem, and picks between them per shape:
+//! a shape where more than one applies is timed with each once (CUDA events, the median of a
+//! few runs) and the faster is kept.
 //!
 //! ```no_run
 //! use tilus_kernels::gemm::Gemm;
@@ -18,8 +21,10 @@
 //! # Ok(()) }
 //! ```
 
+use crate::gemm::general::{GemmGeneral, GemmProblem, Layout};
 use crate::gemm::matmuls::Matmuls;
 use crate::gemm::split_k::SplitK;
+use crate::gemm::stream_k::StreamK;
 use crate::host::{dim, elements, length};
 use half::f16;
 use std::collections::HashMap;
@@ -40,8 +45,8 @@ const CHOICE_ROUNDS: usize = 5;
 ///
 /// ```
 /// use tilus_kernels::gemm::{candidates, Kernel};
-/// let names: Vec<&str> = candidates(1).into_iter().map(Kernel::name).collect();
-/// assert_eq!(names, ["split_k", "v6"]);
+/// let names: Vec<&str> = candidates((1, 4096, 4096)).into_iter().map(Kernel::name).collect();
+/// assert_eq!(names, ["split_k", "stream_k", "v6"]);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kernel {
@@ -49,6 +54,10 @@ pub enum Kernel {
     V6,
     /// Split-K (`hopper_matmul_split_k` and its sum).
     SplitK,
+    /// Stream-K (`hopper_matmul_stream_k`).
+    StreamK,
+    /// The general GEMM (`gemm::general`), its operands staged into rows TMA can read.
+    General,
 }
 
 impl Kernel {
@@ -57,22 +66,29 @@ impl Kernel {
         match self {
             Kernel::V6 => "v6",
             Kernel::SplitK => "split_k",
+            Kernel::StreamK => "stream_k",
+            Kernel::General => "general",
         }
     }
 }
 
-/// The kernels that apply to a shape, the usual winner first.
+/// The kernels that apply to a shape `(m, n, k)`, the usual winner first: rows of K that do
+/// not start on 16-byte boundaries (K not a multiple of 8) only the general GEMM takes; the
+/// others are timed against each other (split-K only up to [`SPLIT_K_MAX_M`] rows).
 ///
 /// ```
 /// use tilus_kernels::gemm::{candidates, Kernel, SPLIT_K_MAX_M};
-/// assert_eq!(candidates(16), [Kernel::SplitK, Kernel::V6]); // timed once, the faster kept
-/// assert_eq!(candidates(SPLIT_K_MAX_M + 1), [Kernel::V6]);
+/// assert_eq!(candidates((16, 4096, 4096)), [Kernel::SplitK, Kernel::StreamK, Kernel::V6]);
+/// assert_eq!(candidates((SPLIT_K_MAX_M + 1, 4096, 4096)), [Kernel::V6, Kernel::StreamK]);
+/// assert_eq!(candidates((4096, 4096, 4095)), [Kernel::General]);
 /// ```
-pub fn candidates(m: usize) -> Vec<Kernel> {
-    if m <= SPLIT_K_MAX_M {
-        vec![Kernel::SplitK, Kernel::V6]
+pub fn candidates((m, _, k): (usize, usize, usize)) -> Vec<Kernel> {
+    if !k.is_multiple_of(8) {
+        vec![Kernel::General]
+    } else if m <= SPLIT_K_MAX_M {
+        vec![Kernel::SplitK, Kernel::StreamK, Kernel::V6]
     } else {
-        vec![Kernel::V6]
+        vec![Kernel::V6, Kernel::StreamK]
     }
 }
 
@@ -113,6 +129,8 @@ fn check_shape((m, n, k): (usize, usize, usize), [a, b, c]: [usize; 3]) -> crate
 pub struct Gemm<T: Matmuls = f16> {
     v6: Autotuned<T::V6>,
     split_k: SplitK<T>,
+    stream_k: StreamK<T>,
+    general: GemmGeneral<T>,
     chosen: Mutex<HashMap<(usize, usize, usize), Kernel>>,
 }
 
@@ -122,14 +140,17 @@ impl<T: Matmuls> Gemm<T> {
         Ok(Gemm {
             v6: T::V6::autotuned(device)?,
             split_k: SplitK::tuned(device)?,
+            // its space spills a few words (the autotuner skips spilling kernels): v6's
+            // default tile, 128 × 256
+            stream_k: StreamK::fixed(Default::default(), device),
+            general: GemmGeneral::new(device).map_err(tilus::Error::from)?,
             chosen: Mutex::new(HashMap::new()),
         })
     }
 
     /// `c = a · bᵀ` with `a` `[m, k]`, `b` `[n, k]` (both row-major, K innermost) and `c`
-    /// `[m, n]`, in `T` with f32 accumulation, on `stream`. The buffers are checked before
-    /// anything is launched (their lengths against the shape, the 16-byte alignment the
-    /// copies need: K a multiple of 8); `m = 0` launches nothing.
+    /// `[m, n]`, in `T` with f32 accumulation, on `stream`, for any K. The buffers are
+    /// checked against the shape before anything is launched; `m = 0` launches nothing.
     pub fn matmul(
         &self,
         stream: &Arc<CudaStream>,
@@ -139,6 +160,9 @@ impl<T: Matmuls> Gemm<T> {
         c: &mut CudaSlice<T>,
     ) -> crate::Result<()> {
         check_shape((m, n, k), [a.len(), b.len(), c.len()])?;
+        if m == 0 {
+            return Ok(());
+        }
         let dims = (m, n, k);
         let known = self.chosen_for(dims);
         let kernel = match known {
@@ -150,7 +174,7 @@ impl<T: Matmuls> Gemm<T> {
                 kernel
             }
         };
-        Ok(self.run(kernel, stream, dims, a, b, c)?)
+        self.run(kernel, stream, dims, a, b, c)
     }
 
     /// The kernel chosen for a shape, once it has run.
@@ -167,13 +191,23 @@ impl<T: Matmuls> Gemm<T> {
         a: &CudaSlice<T>,
         b: &CudaSlice<T>,
         c: &mut CudaSlice<T>,
-    ) -> tilus::Result<()> {
+    ) -> crate::Result<()> {
         match kernel {
             Kernel::V6 => self
                 .v6
-                .launch(stream, (m as i32, n as i32, k as i32, a, b, c)),
-            Kernel::SplitK => self.split_k.launch_on(stream, (m, n, k), (a, b), c),
+                .launch(stream, (m as i32, n as i32, k as i32, a, b, c))?,
+            Kernel::SplitK => self.split_k.launch_on(stream, (m, n, k), (a, b), c)?,
+            Kernel::StreamK => self.stream_k.launch_on(stream, (m, n, k), (a, b), c)?,
+            Kernel::General => {
+                // B `[n, k]` row-major is op(B) = `[k, n]` column-major
+                let p = GemmProblem::new(1, (m, n, k))
+                    .a(Layout::row_major(k))
+                    .b(Layout::col_major(k))
+                    .c(Layout::row_major(n));
+                self.general.run(stream, &p, a, b, c)?
+            }
         }
+        Ok(())
     }
 
     /// Times each candidate on the problem itself (its output is overwritten by the launch
@@ -185,8 +219,8 @@ impl<T: Matmuls> Gemm<T> {
         a: &CudaSlice<T>,
         b: &CudaSlice<T>,
         c: &mut CudaSlice<T>,
-    ) -> tilus::Result<Kernel> {
-        let options = candidates(dims.0);
+    ) -> crate::Result<Kernel> {
+        let options = candidates(dims);
         if options.len() == 1 {
             return Ok(options[0]);
         }
@@ -198,6 +232,7 @@ impl<T: Matmuls> Gemm<T> {
                 Box::new(move || {
                     let mut c = c.borrow_mut();
                     self.run(kernel, stream, dims, a, b, &mut c)
+                        .map_err(tilus::Error::from)
                 }) as Box<dyn FnMut() -> tilus::Result<()>>
             })
             .collect();
@@ -218,10 +253,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn small_m_weighs_split_k_against_v6_and_large_m_runs_v6() {
-        assert_eq!(candidates(1), vec![Kernel::SplitK, Kernel::V6]);
-        assert_eq!(candidates(SPLIT_K_MAX_M), vec![Kernel::SplitK, Kernel::V6]);
-        assert_eq!(candidates(SPLIT_K_MAX_M + 1), vec![Kernel::V6]);
+    fn small_m_weighs_split_k_and_k_off_16_bytes_runs_the_general_gemm() {
+        let (n, k) = (4096, 4096);
+        let small = vec![Kernel::SplitK, Kernel::StreamK, Kernel::V6];
+        assert_eq!(candidates((1, n, k)), small);
+        assert_eq!(candidates((SPLIT_K_MAX_M, n, k)), small);
+        assert_eq!(
+            candidates((SPLIT_K_MAX_M + 1, n, k)),
+            vec![Kernel::V6, Kernel::StreamK]
+        );
+        for k in [1, 7, 4095, 1001] {
+            assert_eq!(candidates((1, n, k)), vec![Kernel::General]);
+            assert_eq!(candidates((5000, n, k)), vec![Kernel::General]);
+        }
         assert_eq!(choice_key((100, 4096, 512)), (128, 4096, 512));
         assert_eq!(choice_key((128, 4096, 512)), (128, 4096, 512));
     }

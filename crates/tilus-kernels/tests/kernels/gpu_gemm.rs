@@ -1,5 +1,6 @@
-//! The `Gemm` entry point on the GPU against cuBLAS: small M (where split-K competes with
-//! v6), large and ragged shapes (v6 alone), and a second call of a shape reusing its choice.
+//! The `Gemm` entry point on the GPU against cuBLAS: small M (where split-K and stream-K compete
+//! with v6), mid-size, large and ragged shapes (v6 against stream-K), K off 16 bytes (the
+//! general GEMM, staged), and a second call of a shape reusing its choice.
 
 use half::{bf16, f16};
 use tilus::runtime::Device;
@@ -33,6 +34,9 @@ fn every_kind_of_shape<T: Operand>() {
         (200, 1000, 1000),
         (1000, 1500, 704),
         (4096, 4096, 4096),
+        (256, 4096, 4096),
+        (512, 2000, 1001),
+        (100, 4096, 4095),
     ];
     for (i, &(m, n, k)) in shapes.iter().enumerate() {
         let mut p = Problem::<T>::new(&stream, m, n, k, 500 + i as u64).unwrap();
@@ -45,7 +49,7 @@ fn every_kind_of_shape<T: Operand>() {
             let kernel = gemm
                 .chosen_for((m, n, k))
                 .expect("a choice once it has run");
-            assert!(candidates(m).contains(&kernel));
+            assert!(candidates((m, n, k)).contains(&kernel));
             assert!(
                 c.passed(),
                 "{} {m}x{n}x{k} call {call} on {}: {c:?}",
