@@ -145,18 +145,22 @@ impl Shares {
 /// multiprocessors); a grid of more walks every tile whole, as v6 does.
 pub const WORKSPACE_BLOCKS: i32 = 144;
 
-/// Slots of the workspace: one per block. A block's share ends inside one tile at most (the
-/// last it walks), so it leaves one partial at most.
-const SLOTS: i32 = WORKSPACE_BLOCKS;
+/// Partials' slots: one per block. A block's share ends inside one tile at most (the last it
+/// walks), so it leaves one partial at most.
+const BLOCK_SLOTS: i32 = WORKSPACE_BLOCKS;
 
-/// Elements of the f32 workspace: a slot of a `block_m × block_n` tile for each block.
+/// Slots of the workspace: the partials', then as many finishing slots (where a finisher
+/// stores its own product before it adds the others').
+const SLOTS: i32 = 2 * BLOCK_SLOTS;
+
+/// Elements of the f32 workspace: two slots of a `block_m × block_n` tile for each block.
 pub fn workspace_len(block_m: usize, block_n: usize) -> usize {
     SLOTS as usize * block_m * block_n
 }
 
-/// Flags: one per consumer warp group of each slot.
+/// Flags: one per consumer warp group of each partials' slot.
 pub fn flags_len() -> usize {
-    2 * SLOTS as usize
+    2 * BLOCK_SLOTS as usize
 }
 
 /// Stream-K's workspace and flags, and the epilogue that finishes tiles.
@@ -207,7 +211,7 @@ impl<T: Element> StreamK<T> {
             .global_view::<f32>(self.w_ptr, [rows, self.block_n]);
         let gflags = k
             .name_next("gflags")
-            .global_view::<i32>(self.flags_ptr, [SLOTS * 2]);
+            .global_view::<i32>(self.flags_ptr, [BLOCK_SLOTS * 2]);
         BoundStreamK {
             sk: self,
             gw,
@@ -217,10 +221,68 @@ impl<T: Element> StreamK<T> {
 }
 
 impl<T: Element> BoundStreamK<'_, T> {
+    /// The finisher's end of [`BoundStreamK::settle`], its product stored at `own` (its rows
+    /// of the finishing slot): waits for the partials of the walkers before it, then stores
+    /// C chunk by chunk, each the sum of its product's and their partials' columns.
+    fn finish(
+        &self,
+        k: &mut Kernel,
+        g: usize,
+        at: &TileAt,
+        share: Share,
+        own: Val,
+        slot_of: &dyn Fn(Scalar) -> Scalar,
+        flag_of: &dyn Fn(&mut Kernel, Scalar) -> Val,
+    ) {
+        let sk = self.sk;
+        let before = k
+            .name_next("partials")
+            .let_i32(share.worker - share.first_worker);
+        k.single_thread(|k| {
+            k.name_next("p");
+            k.for_range(0, before, 1, |k, p| {
+                let flag = flag_of(k, share.first_worker + p);
+                let seen = k.name_next("seen").var_i32(0);
+                k.while_(seen.eq_(0), |k| {
+                    let old = k.atomic_cas_scalar(&self.gflags, [flag], 1, 0);
+                    k.assign(seen, old);
+                });
+            });
+        });
+        k.fence_gpu();
+        // also orders the group's own stores before its loads below
+        k.sync_group();
+        let rows = sk.group_rows;
+        sk.epilogue.tile_from(k, g, at, &|k, start, width| {
+            let sum = k.name_next("partial").load_global(
+                &self.gw,
+                [own, Val::constant(start)],
+                [rows, width],
+            );
+            k.name_next("p");
+            k.for_range(0, before, 1, |k, p| {
+                let row = k
+                    .name_next("slot_row")
+                    .let_i32(slot_of(share.first_worker + p) * sk.block_m + rows * g as i32);
+                let more = k.name_next("more").load_global(
+                    &self.gw,
+                    [row, Val::constant(start)],
+                    [rows, width],
+                );
+                k.assign_tile(&sum, sum + more);
+            });
+            sum
+        });
+    }
+
     /// Consumer warp group `g` of a block of rank `rank` in its pair (0 alone), its share of
-    /// the tile at `at` multiplied into `acc`: the finisher of the tile adds the partials the
-    /// walkers before it left (those that took the tile's earlier steps, one or more) and
-    /// stores C; any other block leaves its partial in its own slot and raises its flag.
+    /// the tile at `at` multiplied into `acc`: the finisher of the tile stores its product in
+    /// its own finishing slot, adds the partials the walkers before it left (those that took
+    /// the tile's earlier steps, one or more) to it chunk by chunk and stores C; any other
+    /// block leaves its partial in its own slot and raises its flag. (The finisher stores its
+    /// accumulator first so that the sum does not hold a second tile of registers beside it:
+    /// the kernel is at the edge of its registers, and ptxas spills hundreds of bytes in the
+    /// main loop otherwise.)
     pub fn settle(
         &self,
         k: &mut Kernel,
@@ -233,76 +295,45 @@ impl<T: Element> BoundStreamK<'_, T> {
         let sk = self.sk;
         // walker `w`'s slot (a pair's blocks side by side), this warp group's rows and flag
         // in it: they change from tile to tile, so the compiler keeps no address of them
-        // alive across the main loop
+        // alive across the main loop; finishing slots follow the partials' slots
         let slot_of = |w: Scalar| w * sk.per_unit + rank.clone();
-        let row_of = |k: &mut Kernel, w: Scalar| {
-            k.name_next("slot_row")
-                .let_i32(slot_of(w) * sk.block_m + sk.group_rows * g as i32)
-        };
         let flag_of =
             |k: &mut Kernel, w: Scalar| k.name_next("flag").let_i32(slot_of(w) * 2 + g as i32);
+        let finishes = share.end.eq_(share.k_tiles);
         k.if_else(
-            share.end.eq_(share.k_tiles),
+            finishes.clone().and(share.first.eq_(0)),
+            // the whole tile: stored as v6 stores it
+            |k| sk.epilogue.tile(k, g, acc, at),
             |k| {
+                // a partial (its own slot) or the finisher's product (its finishing slot)
+                let row = k.name_next("own_row").var_i32(0);
+                let own = slot_of(share.worker.into());
                 k.if_else(
-                    share.first.gt(0),
-                    |k| {
-                        // the walkers before took the tile's first steps: their partials
-                        let before = k
-                            .name_next("partials")
-                            .let_i32(share.worker - share.first_worker);
-                        k.single_thread(|k| {
-                            k.name_next("p");
-                            k.for_range(0, before, 1, |k, p| {
-                                let flag = flag_of(k, share.first_worker + p);
-                                let seen = k.name_next("seen").var_i32(0);
-                                k.while_(seen.eq_(0), |k| {
-                                    let old = k.atomic_cas_scalar(&self.gflags, [flag], 1, 0);
-                                    k.assign(seen, old);
-                                });
-                            });
-                        });
-                        k.fence_gpu();
-                        k.sync_group();
-                        let rows = sk.group_rows;
-                        sk.epilogue.tile_plus(k, g, acc, at, &|k, start, width| {
-                            let first = row_of(k, share.first_worker.into());
-                            let sum = k.name_next("partial").load_global(
-                                &self.gw,
-                                [first, Val::constant(start)],
-                                [rows, width],
-                            );
-                            k.name_next("p");
-                            k.for_range(1, before, 1, |k, p| {
-                                let row = row_of(k, share.first_worker + p);
-                                let more = k.name_next("more").load_global(
-                                    &self.gw,
-                                    [row, Val::constant(start)],
-                                    [rows, width],
-                                );
-                                k.assign_tile(&sum, sum + more);
-                            });
-                            sum
-                        });
-                    },
-                    |k| sk.epilogue.tile(k, g, acc, at),
+                    finishes.clone(),
+                    |k| k.assign(row, (own.clone() + BLOCK_SLOTS) * sk.block_m),
+                    |k| k.assign(row, own.clone() * sk.block_m),
                 );
-            },
-            |k| {
-                let row = row_of(k, share.worker.into());
-                let flag = flag_of(k, share.worker.into());
-                // column by column, as the epilogue reads the accumulator
+                let row = k
+                    .name_next("slot_row")
+                    .let_i32(row + sk.group_rows * g as i32);
                 let width = STORE_CHUNK.min(sk.block_n);
                 for j in 0..sk.block_n / width {
                     k.name_next("acc_part");
                     let part = columns(k, (acc, sk.block_n), j * width, width);
                     k.store_global(&self.gw, &part, [row, Val::constant(j * width)]);
                 }
-                k.fence_gpu();
-                k.sync_group();
-                k.single_thread(|k| {
-                    k.atomic_exchange_scalar(&self.gflags, [flag], 1);
-                });
+                k.if_else(
+                    finishes.clone(),
+                    |k| self.finish(k, g, at, share, row, &slot_of, &flag_of),
+                    |k| {
+                        let flag = flag_of(k, share.worker.into());
+                        k.fence_gpu();
+                        k.sync_group();
+                        k.single_thread(|k| {
+                            k.atomic_exchange_scalar(&self.gflags, [flag], 1);
+                        });
+                    },
+                );
             },
         );
     }
