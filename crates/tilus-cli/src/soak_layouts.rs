@@ -281,6 +281,17 @@ fn run<T: Operand + Matmuls>(a: LayoutSoakArgs) -> CliResult<bool> {
         total.non_finite += f.non_finite;
         total.outside += f.outside;
         elements += p.batch * p.m * p.n;
+        if (i + 1) % 500 == 0 {
+            let bad: usize = totals
+                .iter()
+                .map(|f| f.wrong + f.non_finite + f.outside)
+                .sum();
+            outln!(
+                "{} launches, {elements} elements checked, {bad} bad, {:.1} s",
+                i + 1,
+                t.elapsed().as_secs_f64()
+            );
+        }
         if f.wrong + f.non_finite + f.outside > 0 {
             outln!(
                 "launch {i}: {} {p:?}: {} wrong, {} non-finite, {} outside C changed",

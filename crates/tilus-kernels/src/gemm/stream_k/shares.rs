@@ -231,8 +231,10 @@ impl<T: Element> BoundStreamK<'_, T> {
         at: &TileAt,
         share: Share,
         own: Val,
-        slot_of: &dyn Fn(Scalar) -> Scalar,
-        flag_of: &dyn Fn(&mut Kernel, Scalar) -> Val,
+        (slot_of, flag_of): (
+            &dyn Fn(Scalar) -> Scalar,
+            &dyn Fn(&mut Kernel, Scalar) -> Val,
+        ),
     ) {
         let sk = self.sk;
         let before = k
@@ -324,7 +326,7 @@ impl<T: Element> BoundStreamK<'_, T> {
                 }
                 k.if_else(
                     finishes.clone(),
-                    |k| self.finish(k, g, at, share, row, &slot_of, &flag_of),
+                    |k| self.finish(k, g, at, share, row, (&slot_of, &flag_of)),
                     |k| {
                         let flag = flag_of(k, share.worker.into());
                         k.fence_gpu();
