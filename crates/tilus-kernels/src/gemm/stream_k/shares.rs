@@ -220,6 +220,12 @@ impl<T: Element> StreamK<T> {
     }
 }
 
+/// A walker's slot, and one of its consumer warp group's flags, by walker.
+type SlotAndFlag<'a> = (
+    &'a dyn Fn(Scalar) -> Scalar,
+    &'a dyn Fn(&mut Kernel, Scalar) -> Val,
+);
+
 impl<T: Element> BoundStreamK<'_, T> {
     /// The finisher's end of [`BoundStreamK::settle`], its product stored at `own` (its rows
     /// of the finishing slot): waits for the partials of the walkers before it, then stores
@@ -231,10 +237,7 @@ impl<T: Element> BoundStreamK<'_, T> {
         at: &TileAt,
         share: Share,
         own: Val,
-        (slot_of, flag_of): (
-            &dyn Fn(Scalar) -> Scalar,
-            &dyn Fn(&mut Kernel, Scalar) -> Val,
-        ),
+        (slot_of, flag_of): SlotAndFlag<'_>,
     ) {
         let sk = self.sk;
         let before = k
