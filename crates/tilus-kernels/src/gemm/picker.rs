@@ -1,8 +1,8 @@
 //! [`Gemm`]: one entry point for `C = A · Bᵀ` on f16 or bf16 device buffers of any shape, for users
 //! who do not write kernels. It holds the kernels that suit different shapes — v6 (a
-//! persistent, warp-specialized kernel: large problems), stream-K (v6 with tiles shared out by
-//! K steps: shapes whose tiles do not fill the machine in whole rounds, fewer tiles than
-//! multiprocessors among them), split-K (small M: K in ranges, so that every multiprocessor
+//! persistent, warp-specialized kernel: large problems), stream-K (v6 with its last two
+//! rounds' tiles shared out by K steps: shapes whose tiles do not fill the machine in whole
+//! rounds), split-K (small M: K in ranges, so that every multiprocessor
 //! has work) and the general GEMM (any K: rows TMA cannot read are staged first) — each
 //! autotuned over its own space on first use of a problem, and picks between them per shape:
 //! a shape where more than one applies is timed with each once (CUDA events, the median of a
@@ -46,7 +46,7 @@ const CHOICE_ROUNDS: usize = 5;
 /// ```
 /// use tilus_kernels::gemm::{candidates, Kernel};
 /// let names: Vec<&str> = candidates((1, 4096, 4096)).into_iter().map(Kernel::name).collect();
-/// assert_eq!(names, ["split_k", "stream_k", "v6"]);
+/// assert_eq!(names, ["split_k", "v6"]);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kernel {
@@ -74,11 +74,12 @@ impl Kernel {
 
 /// The kernels that apply to a shape `(m, n, k)`, the usual winner first: rows of K that do
 /// not start on 16-byte boundaries (K not a multiple of 8) only the general GEMM takes; the
-/// others are timed against each other (split-K only up to [`SPLIT_K_MAX_M`] rows).
+/// others are timed against each other: split-K up to [`SPLIT_K_MAX_M`] rows, stream-K beyond
+/// (below, its tiles are fewer than a round and it shares none).
 ///
 /// ```
 /// use tilus_kernels::gemm::{candidates, Kernel, SPLIT_K_MAX_M};
-/// assert_eq!(candidates((16, 4096, 4096)), [Kernel::SplitK, Kernel::StreamK, Kernel::V6]);
+/// assert_eq!(candidates((16, 4096, 4096)), [Kernel::SplitK, Kernel::V6]);
 /// assert_eq!(candidates((SPLIT_K_MAX_M + 1, 4096, 4096)), [Kernel::V6, Kernel::StreamK]);
 /// assert_eq!(candidates((4096, 4096, 4095)), [Kernel::General]);
 /// ```
@@ -86,7 +87,7 @@ pub fn candidates((m, _, k): (usize, usize, usize)) -> Vec<Kernel> {
     if !k.is_multiple_of(8) {
         vec![Kernel::General]
     } else if m <= SPLIT_K_MAX_M {
-        vec![Kernel::SplitK, Kernel::StreamK, Kernel::V6]
+        vec![Kernel::SplitK, Kernel::V6]
     } else {
         vec![Kernel::V6, Kernel::StreamK]
     }
@@ -253,9 +254,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn small_m_weighs_split_k_and_k_off_16_bytes_runs_the_general_gemm() {
+    fn small_m_weighs_split_k_larger_m_stream_k_and_k_off_16_bytes_runs_the_general_gemm() {
         let (n, k) = (4096, 4096);
-        let small = vec![Kernel::SplitK, Kernel::StreamK, Kernel::V6];
+        let small = vec![Kernel::SplitK, Kernel::V6];
         assert_eq!(candidates((1, n, k)), small);
         assert_eq!(candidates((SPLIT_K_MAX_M, n, k)), small);
         assert_eq!(

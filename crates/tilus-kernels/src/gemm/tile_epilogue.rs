@@ -113,22 +113,24 @@ impl<T: Element> CastAndStore<T> {
 }
 
 impl<T: Element> CastAndStore<T> {
-    /// Consumer warp group `g`'s tile at `at`, its product in f32 given chunk by chunk by
-    /// `chunk(k, start, width)` (columns `start .. start + width`), each cast and stored as
-    /// [`TileEpilogue::tile`] stores an accumulator's. Stream-K's finisher sums the tile's
-    /// partials from its workspace so ([`crate::gemm::stream_k`]), its accumulator already
-    /// stored: no second tile of registers beside the accumulator.
-    pub fn tile_from(
+    /// Consumer warp group `g`'s tile at `at` whose product is `acc` plus `more(k, start,
+    /// width)` (its columns `start .. start + width`, in the accumulator's layout), added
+    /// chunk by chunk before the cast: stream-K's finisher adding the partial another block
+    /// left ([`crate::gemm::stream_k`]).
+    pub fn tile_plus(
         &self,
         k: &mut Kernel,
         g: usize,
+        acc: &RegisterTensor<f32>,
         at: &TileAt,
-        chunk: &dyn Fn(&mut Kernel, i32, i32) -> RegisterTensor<f32>,
+        more: &dyn Fn(&mut Kernel, i32, i32) -> RegisterTensor<f32>,
     ) {
         let width = self.stores.width;
         self.stores.store(k, g, at.place(), |k, j| {
-            let sum = chunk(k, j * width, width);
-            k.name_next("summed").cast::<T>(&sum)
+            k.name_next("acc_part");
+            let part = columns(k, (acc, self.block_n), j * width, width);
+            let extra = more(k, j * width, width);
+            k.name_next("summed").compute((part + extra).cast::<T>())
         });
     }
 }

@@ -1,5 +1,5 @@
-//! The `Gemm` entry point on the GPU against cuBLAS: small M (where split-K and stream-K compete
-//! with v6), mid-size, large and ragged shapes (v6 against stream-K), K off 16 bytes (the
+//! The `Gemm` entry point on the GPU against cuBLAS: small M (where split-K competes with v6),
+//! mid-size, large and ragged shapes (v6 against stream-K), K off 16 bytes (the
 //! general GEMM, staged), and a second call of a shape reusing its choice.
 
 use half::{bf16, f16};

@@ -1,7 +1,7 @@
 //! Stream-K on the GPU against cuBLAS (relative error under 1e-3, no NaN): each tile shape
 //! alone and in pairs, at shapes whose last rounds are shared (4096³: 512 tiles on 132
 //! multiprocessors; ragged ones), one of whole rounds and three of fewer tiles than
-//! multiprocessors (every tile split, among up to a dozen blocks), each launched three times on the
+//! multiprocessors (every tile walked whole), each launched three times on the
 //! same workspace (the flags back at zero each time), in f16 and bf16. (Not autotuned: its
 //! kernels spill a few words, and the autotuner skips spilling kernels.)
 

@@ -29,7 +29,7 @@ struct Scratch {
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let device = tilus::runtime::Device::open(0)?;
 /// let stream_k = StreamK::<half::f16>::fixed(Default::default(), &device);
-/// let (m, n, k) = (256, 4096, 4096); // 32 tiles: each split among four blocks
+/// let (m, n, k) = (4096, 4096, 4096); // 512 tiles: the last two rounds' shared
 /// let a = device.stream().clone_htod(&vec![half::f16::ONE; m * k])?;
 /// let b = device.stream().clone_htod(&vec![half::f16::ONE; n * k])?;
 /// let mut c = device.stream().alloc_zeros::<half::f16>(m * n)?;

@@ -23,18 +23,14 @@ pub struct Part {
     pub share: Option<Share>,
 }
 
-/// Where a block's share of a shared tile lies in the tile's K steps, and which walkers
-/// took the steps before it.
+/// Where a block's share of a shared tile lies in the tile's K steps.
 #[derive(Clone, Copy)]
 pub struct Share {
     first: Val,
     end: Val,
     k_tiles: Val,
-    /// This block's walker: its partial's slot and flags.
-    worker: Val,
-    /// The walker that took the tile's first K step: the walkers from it up to this one
-    /// (excluded) left partials of the tile, which its finisher adds.
-    first_worker: Val,
+    /// The shared tile's place among the shared tiles: its partial's slot and flag.
+    tile: Val,
 }
 
 impl Part {
@@ -55,22 +51,13 @@ pub struct Shares {
     pub whole_units: Val,
     lo: Val,
     hi: Val,
-    /// This block's walker, the walkers and the shared K steps.
-    worker: Val,
-    workers: Val,
-    steps: Val,
 }
 
 impl Shares {
     /// The shares of `units` units of `k_tiles` K steps among `workers` walkers (blocks, or
-    /// pairs) of `blocks` blocks, `worker` this block's, where the units are not whole rounds
-    /// and the workspace has a slot for every block (none otherwise): the last two rounds'
-    /// units where there are two rounds at least, every unit where there is less than one
-    /// (fewer tiles than multiprocessors: each split among the walkers that take its steps).
-    ///
-    /// The grid never has more walkers than K steps to share ([`Kernel::persistent_blocks`]
-    /// launches at most one block per step), so every walker's share has a step at least:
-    /// the walkers between a tile's first and its finisher all left a partial of it.
+    /// pairs) of `blocks` blocks, `worker` this block's: the last two rounds' units shared
+    /// where the units are not whole rounds, there are two rounds at least and the workspace
+    /// has a slot for every block; none otherwise.
     pub fn new(
         k: &mut Kernel,
         (units, workers, k_tiles): (Val, Val, Val),
@@ -80,12 +67,8 @@ impl Shares {
         let rest = k.name_next("rest_units").let_i32(units - rounds * workers);
         let shared = k.name_next("shared_units").var_i32(0);
         let fits = blocks.le(WORKSPACE_BLOCKS);
-        k.if_(rest.gt(0).and(fits), |k| {
-            k.if_else(
-                rounds.gt(0),
-                |k| k.assign(shared, rest + workers),
-                |k| k.assign(shared, rest),
-            );
+        k.if_(rest.gt(0).and(rounds.gt(0)).and(fits), |k| {
+            k.assign(shared, rest + workers);
         });
         let whole_units = k.name_next("whole_units").let_i32(units - shared);
         let steps = k.name_next("shared_steps").let_i32(shared * k_tiles);
@@ -97,9 +80,6 @@ impl Shares {
             whole_units,
             lo,
             hi,
-            worker,
-            workers,
-            steps,
         }
     }
 
@@ -119,11 +99,6 @@ impl Shares {
                 k.if_(hi.lt(start + k_tiles), |k| k.assign(end, hi - start));
                 let steps = k.name_next("share_steps").let_i32(end - from);
                 let unit = k.name_next("shared_unit").let_i32(self.whole_units + t);
-                // the walker whose share holds the tile's first step: the last whose share
-                // starts at it or before (walker `w`'s starts at `w · steps / workers`)
-                let first_worker = k
-                    .name_next("first_worker")
-                    .let_i32(((start + 1) * self.workers - 1) / self.steps);
                 let part = Part {
                     first: from,
                     steps,
@@ -131,8 +106,7 @@ impl Shares {
                         first: from,
                         end,
                         k_tiles,
-                        worker: self.worker,
-                        first_worker,
+                        tile: t,
                     }),
                 };
                 body(k, unit, &part);
@@ -145,22 +119,18 @@ impl Shares {
 /// multiprocessors); a grid of more walks every tile whole, as v6 does.
 pub const WORKSPACE_BLOCKS: i32 = 144;
 
-/// Partials' slots: one per block. A block's share ends inside one tile at most (the last it
-/// walks), so it leaves one partial at most.
-const BLOCK_SLOTS: i32 = WORKSPACE_BLOCKS;
+/// Slots of the workspace: the shared tiles (fewer than two rounds' worth, so fewer than two
+/// per block) each have one.
+const SLOTS: i32 = 2 * WORKSPACE_BLOCKS;
 
-/// Slots of the workspace: the partials', then as many finishing slots (where a finisher
-/// stores its own product before it adds the others').
-const SLOTS: i32 = 2 * BLOCK_SLOTS;
-
-/// Elements of the f32 workspace: two slots of a `block_m × block_n` tile for each block.
+/// Elements of the f32 workspace: a slot of a `block_m × block_n` tile for each shared tile.
 pub fn workspace_len(block_m: usize, block_n: usize) -> usize {
     SLOTS as usize * block_m * block_n
 }
 
-/// Flags: one per consumer warp group of each partials' slot.
+/// Flags: one per consumer warp group of each slot.
 pub fn flags_len() -> usize {
-    2 * BLOCK_SLOTS as usize
+    2 * SLOTS as usize
 }
 
 /// Stream-K's workspace and flags, and the epilogue that finishes tiles.
@@ -211,7 +181,7 @@ impl<T: Element> StreamK<T> {
             .global_view::<f32>(self.w_ptr, [rows, self.block_n]);
         let gflags = k
             .name_next("gflags")
-            .global_view::<i32>(self.flags_ptr, [BLOCK_SLOTS * 2]);
+            .global_view::<i32>(self.flags_ptr, [SLOTS * 2]);
         BoundStreamK {
             sk: self,
             gw,
@@ -220,74 +190,11 @@ impl<T: Element> StreamK<T> {
     }
 }
 
-/// A walker's slot, and one of its consumer warp group's flags, by walker.
-type SlotAndFlag<'a> = (
-    &'a dyn Fn(Scalar) -> Scalar,
-    &'a dyn Fn(&mut Kernel, Scalar) -> Val,
-);
-
 impl<T: Element> BoundStreamK<'_, T> {
-    /// The finisher's end of [`BoundStreamK::settle`], its product stored at `own` (its rows
-    /// of the finishing slot): waits for the partials of the walkers before it, then stores
-    /// C chunk by chunk, each the sum of its product's and their partials' columns.
-    fn finish(
-        &self,
-        k: &mut Kernel,
-        g: usize,
-        at: &TileAt,
-        share: Share,
-        own: Val,
-        (slot_of, flag_of): SlotAndFlag<'_>,
-    ) {
-        let sk = self.sk;
-        let before = k
-            .name_next("partials")
-            .let_i32(share.worker - share.first_worker);
-        k.single_thread(|k| {
-            k.name_next("p");
-            k.for_range(0, before, 1, |k, p| {
-                let flag = flag_of(k, share.first_worker + p);
-                let seen = k.name_next("seen").var_i32(0);
-                k.while_(seen.eq_(0), |k| {
-                    let old = k.atomic_cas_scalar(&self.gflags, [flag], 1, 0);
-                    k.assign(seen, old);
-                });
-            });
-        });
-        k.fence_gpu();
-        // also orders the group's own stores before its loads below
-        k.sync_group();
-        let rows = sk.group_rows;
-        sk.epilogue.tile_from(k, g, at, &|k, start, width| {
-            let sum = k.name_next("partial").load_global(
-                &self.gw,
-                [own, Val::constant(start)],
-                [rows, width],
-            );
-            k.name_next("p");
-            k.for_range(0, before, 1, |k, p| {
-                let row = k
-                    .name_next("slot_row")
-                    .let_i32(slot_of(share.first_worker + p) * sk.block_m + rows * g as i32);
-                let more = k.name_next("more").load_global(
-                    &self.gw,
-                    [row, Val::constant(start)],
-                    [rows, width],
-                );
-                k.assign_tile(&sum, sum + more);
-            });
-            sum
-        });
-    }
-
     /// Consumer warp group `g` of a block of rank `rank` in its pair (0 alone), its share of
-    /// the tile at `at` multiplied into `acc`: the finisher of the tile stores its product in
-    /// its own finishing slot, adds the partials the walkers before it left (those that took
-    /// the tile's earlier steps, one or more) to it chunk by chunk and stores C; any other
-    /// block leaves its partial in its own slot and raises its flag. (The finisher stores its
-    /// accumulator first so that the sum does not hold a second tile of registers beside it:
-    /// the kernel is at the edge of its registers, and ptxas spills hundreds of bytes in the
-    /// main loop otherwise.)
+    /// the tile at `at` multiplied into `acc`: the finisher of the tile adds the partial the
+    /// block before it left (when that block took the tile's first steps) and stores C; any
+    /// other block leaves its partial in the tile's slot and raises its flag.
     pub fn settle(
         &self,
         k: &mut Kernel,
@@ -298,47 +205,55 @@ impl<T: Element> BoundStreamK<'_, T> {
         rank: Scalar,
     ) {
         let sk = self.sk;
-        // walker `w`'s slot (a pair's blocks side by side), this warp group's rows and flag
-        // in it: they change from tile to tile, so the compiler keeps no address of them
-        // alive across the main loop; finishing slots follow the partials' slots
-        let slot_of = |w: Scalar| w * sk.per_unit + rank.clone();
-        let flag_of =
-            |k: &mut Kernel, w: Scalar| k.name_next("flag").let_i32(slot_of(w) * 2 + g as i32);
-        let finishes = share.end.eq_(share.k_tiles);
+        // the shared tile's slot (a pair's blocks side by side) and this warp group's rows
+        // and flag in it: they change from tile to tile, so the compiler keeps no address
+        // of them alive across the main loop
+        let slot = k.name_next("slot").let_i32(share.tile * sk.per_unit + rank);
+        let row = k
+            .name_next("slot_row")
+            .let_i32(slot * sk.block_m + sk.group_rows * g as i32);
+        let flag = k.name_next("flag").let_i32(slot * 2 + g as i32);
         k.if_else(
-            finishes.clone().and(share.first.eq_(0)),
-            // the whole tile: stored as v6 stores it
-            |k| sk.epilogue.tile(k, g, acc, at),
+            share.end.eq_(share.k_tiles),
             |k| {
-                // a partial (its own slot) or the finisher's product (its finishing slot)
-                let row = k.name_next("own_row").var_i32(0);
-                let own = slot_of(share.worker.into());
                 k.if_else(
-                    finishes.clone(),
-                    |k| k.assign(row, (own.clone() + BLOCK_SLOTS) * sk.block_m),
-                    |k| k.assign(row, own.clone() * sk.block_m),
+                    share.first.gt(0),
+                    |k| {
+                        // the block before took the tile's first steps: its partial
+                        k.single_thread(|k| {
+                            let seen = k.name_next("seen").var_i32(0);
+                            k.while_(seen.eq_(0), |k| {
+                                let old = k.atomic_cas_scalar(&self.gflags, [flag], 1, 0);
+                                k.assign(seen, old);
+                            });
+                        });
+                        k.fence_gpu();
+                        k.sync_group();
+                        let rows = sk.group_rows;
+                        sk.epilogue.tile_plus(k, g, acc, at, &|k, start, width| {
+                            k.name_next("partial").load_global(
+                                &self.gw,
+                                [row, Val::constant(start)],
+                                [rows, width],
+                            )
+                        });
+                    },
+                    |k| sk.epilogue.tile(k, g, acc, at),
                 );
-                let row = k
-                    .name_next("slot_row")
-                    .let_i32(row + sk.group_rows * g as i32);
+            },
+            |k| {
+                // column by column, as the epilogue reads the accumulator
                 let width = STORE_CHUNK.min(sk.block_n);
                 for j in 0..sk.block_n / width {
                     k.name_next("acc_part");
                     let part = columns(k, (acc, sk.block_n), j * width, width);
                     k.store_global(&self.gw, &part, [row, Val::constant(j * width)]);
                 }
-                k.if_else(
-                    finishes.clone(),
-                    |k| self.finish(k, g, at, share, row, (&slot_of, &flag_of)),
-                    |k| {
-                        let flag = flag_of(k, share.worker.into());
-                        k.fence_gpu();
-                        k.sync_group();
-                        k.single_thread(|k| {
-                            k.atomic_exchange_scalar(&self.gflags, [flag], 1);
-                        });
-                    },
-                );
+                k.fence_gpu();
+                k.sync_group();
+                k.single_thread(|k| {
+                    k.atomic_exchange_scalar(&self.gflags, [flag], 1);
+                });
             },
         );
     }
