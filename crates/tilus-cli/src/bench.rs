@@ -216,7 +216,7 @@ fn run<T: BenchOperand>(a: &MatmulArgs, checked: Checked) -> CliResult<bool> {
     let mut owned: Vec<Box<dyn Version<T>>> = vec![];
     for c in &chosen {
         let Some(entry) = &c.entry else {
-            outln!("{GEMM}: v6 or split-K by shape, each autotuned");
+            outln!("{GEMM}: v6, stream-K or split-K by shape, each autotuned (K off 16 bytes: the general GEMM)");
             owned.push(Box::new(tilus_kernels::gemm::Gemm::<T>::new(&device)?));
             continue;
         };

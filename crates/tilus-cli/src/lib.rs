@@ -214,7 +214,8 @@ enum BenchCommand {
     Matmul {
         /// Versions, comma-separated (v0 to v6, split_k, stream_k); `v6[persistent=0 group_m=1]` runs
         /// that configuration of v6, fixed, beside the others (an ablation); `matmul` is the
-        /// entry point that picks v6 or split-K by shape.
+        /// entry point that picks v6, stream-K or split-K by shape (and runs K off 16 bytes
+        /// through the general GEMM).
         #[arg(long, default_value = "v0")]
         versions: String,
         /// Sizes MxNxK, comma-separated.
