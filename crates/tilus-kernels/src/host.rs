@@ -37,6 +37,23 @@ pub(crate) fn length(kernel: &'static str, what: &str, len: usize, needed: usize
     }
 }
 
+/// A zeroed device buffer of `len` elements on `stream`, for a workspace the host API owns;
+/// a failed allocation names `what` (`the split-K workspace of 1024 f32`).
+pub(crate) fn device_zeros<
+    T: tilus::cudarc::driver::DeviceRepr + tilus::cudarc::driver::ValidAsZeroBits,
+>(
+    stream: &std::sync::Arc<tilus::cudarc::driver::CudaStream>,
+    len: usize,
+    what: &str,
+) -> tilus::Result<tilus::cudarc::driver::CudaSlice<T>> {
+    stream
+        .alloc_zeros::<T>(len)
+        .map_err(|e| tilus::Error::Driver {
+            call: "cuMemAlloc",
+            message: format!("{what}: {e}"),
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

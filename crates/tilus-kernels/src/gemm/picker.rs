@@ -93,6 +93,15 @@ pub fn candidates((m, _, k): (usize, usize, usize)) -> Vec<Kernel> {
     }
 }
 
+/// `Gemm`'s `C = A · Bᵀ` as the general GEMM's problem: A `[m, k]` and C `[m, n]` row-major;
+/// B `[n, k]` row-major is op(B) = `[k, n]` column-major.
+fn tn_problem((m, n, k): (usize, usize, usize)) -> GemmProblem {
+    GemmProblem::new(1, (m, n, k))
+        .a(Layout::row_major(k))
+        .b(Layout::col_major(k))
+        .c(Layout::row_major(n))
+}
+
 /// The shape a choice is kept for: M rounded up to a power of two (as the kernels' own
 /// autotuners bucket it), N and K exactly (they are compile-time constants of the kernels).
 fn choice_key((m, n, k): (usize, usize, usize)) -> (usize, usize, usize) {
@@ -199,14 +208,7 @@ impl<T: Matmuls> Gemm<T> {
                 .launch(stream, (m as i32, n as i32, k as i32, a, b, c))?,
             Kernel::SplitK => self.split_k.launch_on(stream, (m, n, k), (a, b), c)?,
             Kernel::StreamK => self.stream_k.launch_on(stream, (m, n, k), (a, b), c)?,
-            Kernel::General => {
-                // B `[n, k]` row-major is op(B) = `[k, n]` column-major
-                let p = GemmProblem::new(1, (m, n, k))
-                    .a(Layout::row_major(k))
-                    .b(Layout::col_major(k))
-                    .c(Layout::row_major(n));
-                self.general.run(stream, &p, a, b, c)?
-            }
+            Kernel::General => self.general.run(stream, &tn_problem((m, n, k)), a, b, c)?,
         }
         Ok(())
     }
@@ -252,6 +254,28 @@ impl<T: Matmuls> Gemm<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `Gemm` runs on the general GEMM at a K TMA cannot read is `A · Bᵀ` (on the
+    /// interpreter, against a host product; small integers, so every sum is exact).
+    #[test]
+    fn the_general_gemm_runs_gemms_product_at_an_odd_k() {
+        use crate::gemm::general::{GemmGeneral, MatmulGeneral};
+        let (m, n, k) = (70, 40, 13);
+        let value = |i: usize| f16::from_f32((i * 7 % 11) as f32 - 5.0);
+        let a: Vec<f16> = (0..m * k).map(value).collect();
+        let b: Vec<f16> = (0..n * k).map(|i| value(i + 3)).collect();
+        let mut c = vec![f16::NAN; m * n];
+        let p = tn_problem((m, n, k));
+        GemmGeneral::<f16>::interpret(&MatmulGeneral::default(), &p, &a, &b, &mut c).unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let exact: f32 = (0..k)
+                    .map(|x| a[i * k + x].to_f32() * b[j * k + x].to_f32())
+                    .sum();
+                assert_eq!(c[i * n + j].to_f32(), exact, "C[{i}, {j}]");
+            }
+        }
+    }
 
     #[test]
     fn small_m_weighs_split_k_larger_m_stream_k_and_k_off_16_bytes_runs_the_general_gemm() {

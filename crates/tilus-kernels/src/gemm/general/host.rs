@@ -555,12 +555,11 @@ impl<T: Matmuls> GemmGeneral<T> {
         for (i, stage) in l.stage.iter().enumerate() {
             let Some(stage) = stage else { continue };
             if work[i].as_ref().is_none_or(|w| w.len() < stage.len()) {
-                let w = stream
-                    .alloc_zeros::<T>(stage.len())
-                    .map_err(|e| tilus::Error::Driver {
-                        call: "cuMemAlloc",
-                        message: format!("the staged operand of {} elements: {e}", stage.len()),
-                    })?;
+                let w = crate::host::device_zeros(
+                    stream,
+                    stage.len(),
+                    &format!("the staged operand of {} elements", stage.len()),
+                )?;
                 work[i] = Some(w);
             }
         }

@@ -4,6 +4,7 @@
 use super::kernels::{counters_len, workspace_len, MatmulSplitK, MAX_SPLITS};
 use crate::gemm::matmuls::Matmuls;
 use crate::gemm::operand::PartialsArgsOf;
+use crate::host::device_zeros;
 use half::f16;
 use std::sync::Arc;
 use tilus::cudarc::driver::{CudaSlice, CudaStream};
@@ -109,18 +110,16 @@ impl<T: Matmuls> SplitK<T> {
             .as_ref()
             .is_none_or(|s| s.w.len() < len || s.counters.len() < counted)
         {
-            let alloc_err = |what: String| {
-                move |e: tilus::cudarc::driver::DriverError| tilus::Error::Driver {
-                    call: "cuMemAlloc",
-                    message: format!("{what}: {e}"),
-                }
-            };
-            let w = stream
-                .alloc_zeros::<f32>(len.max(1))
-                .map_err(alloc_err(format!("the split-K workspace of {len} f32")))?;
-            let counters = stream
-                .alloc_zeros::<i32>(counted.max(1))
-                .map_err(alloc_err(format!("split-K's {counted} tile counters")))?;
+            let w = device_zeros(
+                stream,
+                len.max(1),
+                &format!("the split-K workspace of {len} f32"),
+            )?;
+            let counters = device_zeros(
+                stream,
+                counted.max(1),
+                &format!("split-K's {counted} tile counters"),
+            )?;
             *guard = Some(Scratch { w, counters });
         }
         let Some(s) = guard.as_mut() else {

@@ -4,6 +4,7 @@
 use super::kernel::{MatmulStreamK, StreamKArgsOf};
 use super::shares::{flags_len, workspace_len};
 use crate::gemm::matmuls::Matmuls;
+use crate::host::device_zeros;
 use half::f16;
 use std::sync::{Arc, Mutex};
 use tilus::cudarc::driver::{CudaSlice, CudaStream};
@@ -66,19 +67,9 @@ impl<T: Matmuls> StreamK<T> {
     ) -> tilus::Result<R> {
         let mut guard = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         if guard.is_none() {
-            let alloc_err = |what: String| {
-                move |e: tilus::cudarc::driver::DriverError| tilus::Error::Driver {
-                    call: "cuMemAlloc",
-                    message: format!("{what}: {e}"),
-                }
-            };
             let len = workspace_elements();
-            let w = stream
-                .alloc_zeros::<f32>(len)
-                .map_err(alloc_err(format!("the stream-K workspace of {len} f32")))?;
-            let flags = stream
-                .alloc_zeros::<i32>(flags_len())
-                .map_err(alloc_err("the stream-K flags".into()))?;
+            let w = device_zeros(stream, len, &format!("the stream-K workspace of {len} f32"))?;
+            let flags = device_zeros(stream, flags_len(), "the stream-K flags")?;
             *guard = Some(Scratch { w, flags });
         }
         let Some(s) = guard.as_mut() else {
