@@ -9,8 +9,10 @@
 //!   build never fails for want of a commit.
 //!
 //! The script reruns when HEAD moves (a checkout, a commit: `HEAD`, the branch's ref file,
-//! `packed-refs`) or the index changes (staging). Edits to tracked files that are not staged do
-//! not rerun it, so `-dirty` can lag until the next commit or `git add`; the hash itself cannot.
+//! `packed-refs`), the index changes (staging), or anything under the workspace's sources
+//! changes (`crates/`, `examples/`, the manifests): an edit that is not staged makes the next
+//! build `-dirty` at once. (Before, such an edit left the mark off until the next commit or
+//! `git add`, and rows were recorded under a clean hash for code that was not committed.)
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -72,6 +74,15 @@ fn from_git() -> Option<String> {
     watch("HEAD");
     watch("index");
     watch("packed-refs");
+    // the sources: cargo scans a watched directory for any changed file
+    if let Some(top) = git(&["rev-parse", "--show-toplevel"]) {
+        for part in ["crates", "examples", "Cargo.toml", "Cargo.lock"] {
+            let p = Path::new(&top).join(part);
+            if p.exists() {
+                println!("cargo:rerun-if-changed={}", p.display());
+            }
+        }
+    }
     // the branch HEAD points to; none when HEAD is detached
     if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"]) {
         watch(&r);

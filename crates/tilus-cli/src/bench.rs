@@ -212,6 +212,9 @@ fn run<T: BenchOperand>(a: &MatmulArgs, checked: Checked) -> CliResult<bool> {
         results,
     } = checked;
     let device = tilus::runtime::Device::open(0)?;
+    if results.is_some() {
+        record::check_commit(record::COMMIT)?;
+    }
     let started = std::time::SystemTime::now();
     let mut owned: Vec<Box<dyn Version<T>>> = vec![];
     for c in &chosen {

@@ -238,7 +238,8 @@ enum BenchCommand {
         fixed: bool,
         /// Append one CSV row per kernel and shape (date, GPU, commit, TFLOPS beside cuBLAS's,
         /// check) to docs/perf/results.csv under the current directory; the file is checked
-        /// before the GPU is used and created with its header when missing.
+        /// before the GPU is used and created with its header when missing. A binary built from
+        /// uncommitted changes (its commit ends in `-dirty`) records nothing: commit first.
         #[arg(long)]
         record: bool,
         /// Append the rows to this file instead (implies --record).

@@ -25,9 +25,31 @@ pub const DEFAULT_PATH: &str = "docs/perf/results.csv";
 /// The commit this binary was built from (`build.rs`; `unknown` without git).
 pub const COMMIT: &str = env!("TILUS_COMMIT");
 
+/// Refuses to record rows for a binary built from a tree with uncommitted changes (its
+/// `commit` ends with `-dirty`): checked once the GPU is found, before anything is measured.
+pub fn check_commit(commit: &str) -> Result<(), RecordError> {
+    if commit.ends_with("-dirty") {
+        return Err(RecordError::Dirty {
+            commit: commit.to_string(),
+        });
+    }
+    Ok(())
+}
+
 /// Why rows cannot be recorded; nothing was written.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
+    /// The binary was built from a tree with uncommitted changes: its rows would name code
+    /// no one can check out.
+    #[error(
+        "cannot record: this binary was built from a tree with uncommitted changes \
+         ({commit}), so its rows would name code no one can check out; commit, rebuild and \
+         run again (without --record the table is printed as usual)"
+    )]
+    Dirty {
+        /// The commit the binary names, `-dirty` at its end.
+        commit: String,
+    },
     /// The file does not exist and neither does the directory it would go in.
     #[error(
         "cannot record to {}: the directory {} does not exist{}",
@@ -315,6 +337,19 @@ impl Results {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_of_a_binary_built_from_uncommitted_changes_are_refused() {
+        let e = check_commit("d08d593f2ce5-dirty").unwrap_err();
+        assert!(matches!(e, RecordError::Dirty { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("d08d593f2ce5-dirty") && msg.contains("commit, rebuild"),
+            "{msg}"
+        );
+        check_commit("d08d593f2ce5").unwrap();
+        check_commit("unknown").unwrap();
+    }
 
     /// A fresh directory for one test, removed when dropped.
     struct Dir(PathBuf);
