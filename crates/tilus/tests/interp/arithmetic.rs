@@ -20,7 +20,7 @@ fn every_case_matches_its_reference_on_every_shape() {
             let want = reference(case, &x, m, n, rows as usize, cols as usize);
             let d = max_rel_diff(&out, &want);
             assert!(
-                d <= case.tolerance(),
+                d <= case.interp_tolerance(),
                 "{case:?} on {rows}x{cols}, {warps} warps: relative difference {d}"
             );
         }
