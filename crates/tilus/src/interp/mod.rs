@@ -276,19 +276,8 @@ fn check_args(p: &Program, args: &[InterpValue<'_>]) -> Result<Vec<i64>> {
     Ok(ints)
 }
 
-/// What the interpreter adds to a launch's message on a misaligned buffer.
-const HOST_ADDRESS: &str = " (a host buffer stands for a device allocation here: a `Vec`'s \
-     elements start on 16 bytes; a static array's, or a sub-slice's that starts inside one, \
-     may not)";
-
-/// Checks the buffers against the launch plan's rules (sizes, alignment, TMA view extents and
-/// strides), as the GPU runtime does before a launch and with its messages.
-///
-/// A host buffer stands for a device allocation, which the driver aligns to 256 bytes, and
-/// the host's allocator aligns a `Vec`'s elements to 16 bytes at least: so a buffer whose first
-/// element is not aligned as the kernel's accesses need (a sub-slice that starts an element or
-/// two in, where a 16-byte vector or TMA reads) is refused here as a launch refuses its device
-/// counterpart. Empty buffers are not checked (their address is a placeholder).
+/// Checks the buffers against the launch plan's rules (sizes, TMA view extents and strides),
+/// as the GPU runtime does before a launch.
 fn check_rules(
     p: &Program,
     plan: &LaunchPlan,
@@ -300,30 +289,12 @@ fn check_rules(
         plan.eval_with(e, &int)
             .ok_or_else(|| arg_error(p, i, format!("cannot evaluate {e} on the host")))
     };
-    // a non-empty buffer's address, as a launch sees a device pointer
-    let address = |i: usize| match &args[i] {
-        InterpValue::Buffer(b) if !b.is_empty() => Some(b.bytes().as_ptr() as usize),
-        InterpValue::BufferMut(b) if !b.is_empty() => Some(b.bytes().as_ptr() as usize),
-        _ => None,
-    };
     for rule in &plan.pointer_rules {
         let len = match &args[rule.arg] {
             InterpValue::Buffer(b) => b.len(),
             InterpValue::BufferMut(b) => b.len(),
             InterpValue::Int(_) | InterpValue::Float(_) => 0,
         };
-        if let Some(ptr) = address(rule.arg) {
-            if rule.align > 0 && !ptr.is_multiple_of(rule.align as usize) {
-                return Err(arg_error(
-                    p,
-                    rule.arg,
-                    format!(
-                        "address 0x{ptr:x} is not {}-byte aligned ({}){HOST_ADDRESS}",
-                        rule.align, rule.why
-                    ),
-                ));
-            }
-        }
         for (stride, what) in &rule.nonnegative {
             let v = eval(stride, rule.arg)?;
             if v < 0 {
@@ -353,17 +324,6 @@ fn check_rules(
         let KernelParam::TensorMap(spec) = kp else {
             continue;
         };
-        if let Some(ptr) = address(spec.ptr_arg) {
-            if !ptr.is_multiple_of(16) {
-                return Err(arg_error(
-                    p,
-                    spec.ptr_arg,
-                    format!(
-                        "address 0x{ptr:x} is not 16-byte aligned, which TMA requires{HOST_ADDRESS}"
-                    ),
-                ));
-            }
-        }
         let dims: Vec<i64> = spec
             .global_shape
             .iter()
