@@ -94,3 +94,40 @@ pub fn entry_on_interpreter(
         r.check
     );
 }
+
+/// Shows that every `fence_gpu` of a kernel with a cross-block handshake is needed: `run`
+/// interprets the kernel with the options it is given (the same problem each time); with all
+/// fences it must succeed, and with each fence removed in turn
+/// ([`tilus::interp::Options::without_fence`]) it must fail with a missing release or acquire
+/// fence. Returns the fault of each removal, in the program's order of fences.
+pub fn every_fence_is_needed<T>(
+    what: &str,
+    mut run: impl FnMut(&tilus::interp::Options) -> tilus::Result<T>,
+) -> Vec<tilus::interp::Fault> {
+    use tilus::interp::{Fault, Options};
+    if let Err(e) = run(&Options::default()) {
+        panic!("{what} with all its fences: {e}");
+    }
+    let mut faults = vec![];
+    for n in 0.. {
+        let opts = Options {
+            without_fence: Some(n),
+            ..Options::default()
+        };
+        match run(&opts) {
+            Err(tilus::Error::Argument { arg, .. }) if arg == "without_fence" => break,
+            Err(tilus::Error::Interp { fault, .. })
+                if matches!(
+                    fault,
+                    Fault::MissingReleaseFence | Fault::MissingAcquireFence
+                ) =>
+            {
+                faults.push(fault)
+            }
+            Err(e) => panic!("{what} without fence {n}: another error than a missing fence: {e}"),
+            Ok(_) => panic!("{what} ran without its fence {n}: nothing reported it missing"),
+        }
+    }
+    assert!(!faults.is_empty(), "{what} has no fence_gpu");
+    faults
+}

@@ -158,6 +158,12 @@ pub enum Fault {
     /// The block finished while an asynchronous operation it issued could still read shared
     /// memory (no wait covered it).
     NotWaited,
+    /// A block signalled another (an atomic it then saw) over global stores that no
+    /// `fence_gpu` had published, and the other block read them: the release fence is missing.
+    MissingReleaseFence,
+    /// A block read global stores another block published, without a `fence_gpu` between the
+    /// atomic that saw the signal and the read: the acquire fence is missing.
+    MissingAcquireFence,
     /// A `while` loop ran more iterations than the interpreter allows
     /// ([`crate::interp::Options::max_loop_iterations`]): its condition never became false.
     RunawayLoop,
@@ -182,6 +188,12 @@ impl fmt::Display for Fault {
             Fault::Diverged => "diverged warp",
             Fault::MissingProxyFence => "async read of ordinary stores without a proxy fence",
             Fault::NotWaited => "asynchronous operation never waited for",
+            Fault::MissingReleaseFence => {
+                "signal over unpublished global writes (no release fence)"
+            }
+            Fault::MissingAcquireFence => {
+                "read of published global writes without an acquire fence"
+            }
             Fault::RunawayLoop => "a while loop that does not end",
             Fault::Unsupported => "not supported by the interpreter",
             Fault::Invalid => "invalid program",

@@ -93,6 +93,47 @@ fn partials_and_their_sum_are_exact_at_small_m() {
     same_bits(config, (16, 192, 512));
 }
 
+/// The serial sum's handshake (each split's partial, `fence_gpu`, its count; the last split
+/// sees the count, `fence_gpu`, then reads the partials) needs both fences: without either, the
+/// interpreter reports it.
+#[test]
+fn every_fence_of_the_serial_sum_is_needed() {
+    use tilus::interp::Fault;
+    tilus_bench::test_cache!();
+    let config = MatmulSplitK {
+        block_n: 64,
+        block_k: 64,
+        stages: 2,
+        splits: 3,
+        serial: 1,
+    };
+    let (m, n, k) = (5usize, 128usize, 320usize);
+    let mut rng = Rng::new(11);
+    let a = harness::seed_inputs::<f16>(m * k, k, &mut rng);
+    let b = harness::seed_inputs::<f16>(n * k, k, &mut rng);
+    let faults = tilus_bench::checks::every_fence_is_needed("split-K", |opts| {
+        let mut w = vec![f32::NAN; workspace_len(m, n, config.splits as usize)];
+        let mut counters = vec![0i32; counters_len(m, n)];
+        let mut c = vec![f16::NAN; m * n];
+        let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+        let args = (
+            mi,
+            ni,
+            ki,
+            &a[..],
+            &b[..],
+            &mut w[..],
+            &mut counters[..],
+            &mut c[..],
+        );
+        tilus::interpret_with(&config, args, opts)
+    });
+    assert_eq!(
+        faults,
+        vec![Fault::MissingReleaseFence, Fault::MissingAcquireFence]
+    );
+}
+
 /// Every configuration of the partials' space, and the sum for each split count, through
 /// NVRTC without spills (no GPU needed).
 #[test]

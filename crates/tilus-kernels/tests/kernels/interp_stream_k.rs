@@ -69,3 +69,49 @@ fn stream_k_shares_the_last_rounds_alone_and_in_pairs() {
     // pairs of 256 x 128: 9 units on 2 pairs, 3 shared
     check(pairs, (520, 380, 328), 3);
 }
+
+/// The finisher's handshake (the partial, `fence_gpu`, the flag raised; the flag seen,
+/// `fence_gpu`, the partial read) needs both fences, in single blocks and in pairs: without
+/// either, the interpreter reports it.
+#[test]
+fn every_fence_of_the_shared_tiles_is_needed() {
+    use tilus::interp::Fault;
+    tilus_bench::test_cache!();
+    let pairs = MatmulPersistent {
+        block_n: 128,
+        cluster_m: 2,
+        stages: 3,
+        ..MatmulPersistent::default()
+    };
+    for (tile, (m, n, k)) in [
+        (MatmulPersistent::default(), (520, 700, 328)),
+        (pairs, (520, 380, 328)),
+    ] {
+        let config = MatmulStreamK { tile };
+        let mut rng = Rng::new(5);
+        let a = harness::seed_inputs::<f16>(m * k, k, &mut rng);
+        let b = harness::seed_inputs::<f16>(n * k, k, &mut rng);
+        let t = &config.tile;
+        let w_len = workspace_len(t.block_m as usize, t.block_n as usize);
+        let faults = tilus_bench::checks::every_fence_is_needed("stream-K", |opts| {
+            let mut w = vec![f32::NAN; w_len];
+            let mut flags = vec![0i32; flags_len()];
+            let mut c = vec![f16::NAN; m * n];
+            let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+            let args = (
+                mi,
+                ni,
+                ki,
+                &a[..],
+                &b[..],
+                &mut c[..],
+                &mut w[..],
+                &mut flags[..],
+            );
+            tilus::interpret_with(&config, args, opts)
+        });
+        // each consumer warp group's pair of fences
+        let pair = [Fault::MissingAcquireFence, Fault::MissingReleaseFence];
+        assert_eq!(faults, pair.repeat(2), "{config:?}");
+    }
+}

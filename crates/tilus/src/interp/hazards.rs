@@ -18,7 +18,7 @@
 //!   missing proxy fence;
 //! - a block that finishes while an operation may still read shared memory never waited.
 
-use super::region::Span;
+use super::region::{overlaps, Span};
 use super::state::{threads_text, Block, Dirty, Fail, InFlight, Retire, Status, Touch, Work, R};
 use super::task::Task;
 use super::views;
@@ -27,11 +27,6 @@ use crate::ir::facts::{
     columns_overlap, Access, AsyncGroup, Completion, Effect, Facts, Memory, Ordering, Proxy,
 };
 use crate::ir::{BarrierArrayId, Loc};
-
-/// Whether two byte ranges share a byte.
-fn overlaps(a: (u64, u64), c: (u64, u64)) -> bool {
-    a.0 < c.1 && c.0 < a.1 && a.0 < a.1 && c.0 < c.1
-}
 
 /// The bytes a touch of shared memory covers (none for registers).
 fn touched(x: &Touch) -> (u64, u64) {

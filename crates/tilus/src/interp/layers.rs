@@ -7,12 +7,13 @@ use std::fs;
 use std::path::Path;
 
 /// The files by layer, bottom first: the block's state and tasks (and `region`, where shared
-/// bytes lie; `args` and `printf`, which name no other file), the shared views placed in the
+/// bytes lie; `publication`, the record of global writes across blocks that the state holds;
+/// `args` and `printf`, which name no other file), the shared views placed in the
 /// region, barriers and hazards, one file per instruction family (a family's directory counts
 /// as its file), and the scheduler. The front, `mod.rs`, is above them all: no file here names
 /// its items.
 const LAYERS: &[&[&str]] = &[
-    &["state", "task", "region", "args", "printf"],
+    &["state", "task", "region", "publication", "args", "printf"],
     &["views"],
     &["barrier", "hazards"],
     &[

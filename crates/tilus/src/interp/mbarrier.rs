@@ -4,6 +4,7 @@
 
 use super::barrier::{arrive, phase_completed, resolve, state, store, BarState};
 use super::hazards;
+use super::region::overlaps;
 use super::state::{Block, Fail, R};
 use super::task::{value, State, Step, Task};
 use crate::error::Fault;
@@ -160,7 +161,7 @@ fn alloc(b: &mut Block<'_, '_>, id: BarrierArrayId, loc: Loc) -> R<()> {
     for (j, s) in p.shareds.iter().enumerate() {
         let r = b.tile_range(crate::ir::SharedId(j as u32));
         let in_flight = hazards::writing(b, r).is_some();
-        if (b.live[j] || in_flight) && me.0 < r.1 && r.0 < me.1 {
+        if (b.live[j] || in_flight) && overlaps(me, r) {
             return Err(Fail::new(
                 Fault::SharedOverlap,
                 loc,
@@ -178,7 +179,7 @@ fn alloc(b: &mut Block<'_, '_>, id: BarrierArrayId, loc: Loc) -> R<()> {
             continue;
         }
         let o = other.offset.unwrap_or(0) as u64;
-        if me.0 < o + 8 * other.counts.len() as u64 && o < me.1 {
+        if overlaps(me, (o, o + 8 * other.counts.len() as u64)) {
             return Err(Fail::new(
                 Fault::SharedOverlap,
                 loc,

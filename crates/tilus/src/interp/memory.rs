@@ -7,6 +7,7 @@
 mod global;
 
 use super::hazards;
+use super::region::overlaps;
 use super::state::{bits_to_f32, bits_to_int, f32_to_bits, read_bits, Block, Fail, RegData, R};
 use super::task::{Step, Task};
 use super::views;
@@ -34,14 +35,10 @@ pub(crate) fn exec(
         // the fence's effect on the proxy-fence record is applied by `hazards::after`
         MemoryInst::FenceProxyAsync => {}
         // the interpreter's global memory is sequentially consistent: every store is seen by
-        // every later access, fence or not
-        MemoryInst::FenceGpu => {}
+        // every later access, fence or not; the fence counts for the publication rule
+        MemoryInst::FenceGpu => b.publication.fences += 1,
     }
     Ok(Step::Next)
-}
-
-fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
-    a.0 < b.1 && b.0 < a.1 && a.0 < a.1 && b.0 < b.1
 }
 
 /// Places a tile at its planned offset, after checking that no live buffer, barrier or copy in

@@ -72,7 +72,9 @@
 //! issued the product, or by a producer whose consumers freed the stage too early: the notes
 //! name the product and the consumers' arrivals since they issued it), live shared
 //! buffers that overlap, out-of-bounds global accesses, warps that reach a warp-collective
-//! instruction divided, and `while` loops that never end.
+//! instruction divided, `while` loops that never end, and cross-block handshakes without their
+//! release or acquire `fence_gpu` (a block that reads what another block stored before a
+//! signal it saw: `publication.rs`).
 
 mod args;
 mod arithmetic;
@@ -86,6 +88,7 @@ mod mbarrier;
 mod memory;
 mod mma;
 mod printf;
+mod publication;
 mod region;
 mod sched;
 mod shape;
@@ -126,6 +129,12 @@ pub struct Options {
     /// The multiprocessors of the modelled device: the most blocks a persistent grid runs
     /// (4 by default, so that a small problem gives each block several items).
     pub multiprocessors: u32,
+    /// Runs the program as if its `fence_gpu` statement number `n` (counting from 0, in
+    /// program order) were not there: a kernel's tests show that each of its fences is needed
+    /// (the run then reports [`Fault::MissingReleaseFence`] or
+    /// [`Fault::MissingAcquireFence`]). A number beyond the program's fences is an
+    /// [`Error::Argument`] that says how many there are.
+    pub without_fence: Option<usize>,
 }
 
 impl Default for Options {
@@ -136,6 +145,7 @@ impl Default for Options {
             max_loop_iterations: state::MAX_LOOP_ITERATIONS,
             output: Output::Stdout,
             multiprocessors: 4,
+            without_fence: None,
         }
     }
 }
@@ -389,6 +399,13 @@ pub fn run_program(
     check_rules(p, plan, args, &ints)?;
     let mut prep = Prepared::new(p).map_err(|(loc, m)| Error::script(loc, m))?;
     prep.max_loop_iterations = opts.max_loop_iterations;
+    if let Some(n) = opts.without_fence {
+        prep.without_fence = Some(fence_statement(p, n)?);
+    }
+    // the record of who published what to whom, where one block can see another's writes
+    let mut ledger = prep
+        .sequential
+        .then(|| publication::Ledger::new(args.len()));
     let total = grid[0]
         .checked_mul(grid[1])
         .and_then(|x| x.checked_mul(grid[2]))
@@ -413,7 +430,14 @@ pub fn run_program(
         let end = (start + batch).min(clusters);
         type BlockResult = (
             String,
-            std::result::Result<(Vec<state::GlobalWrite>, state::Stats), Error>,
+            std::result::Result<
+                (
+                    Vec<state::GlobalWrite>,
+                    Vec<publication::Event>,
+                    state::Stats,
+                ),
+                Error,
+            >,
         );
         let results: Vec<BlockResult> = {
             let views: Vec<Option<GlobalBuf<'_>>> = args
@@ -442,7 +466,10 @@ pub fn run_program(
                 }
                 let mut blocks: Vec<Block<'_, '_>> = members
                     .iter()
-                    .map(|m| Block::new(&prep, &views, &ints, m.map(|x| x as i64), grid))
+                    .map(|m| {
+                        let at = m.map(|x| x as i64);
+                        Block::new(&prep, &views, &ints, at, grid, ledger.as_ref())
+                    })
                     .collect();
                 let fault = if blocks.len() == 1 {
                     sched::run_block(&mut blocks[0]).err().map(|f| (0, f))
@@ -459,7 +486,7 @@ pub fn run_program(
                             m[0] + m[1] * grid[0] as u64 + m[2] * (grid[0] * grid[1]) as u64;
                         let printed = std::mem::take(&mut b.printed);
                         let r = match fault.take_if(|(at, _)| *at == i) {
-                            None => Ok((b.writes, b.stats)),
+                            None => Ok((b.writes, b.publication.events, b.stats)),
                             Some((_, f)) => Err(Error::Interp {
                                 kernel: p.name.clone(),
                                 block: m.map(|x| x as u32),
@@ -482,7 +509,11 @@ pub fn run_program(
         };
         for (printed, r) in results {
             emit(&printed, opts.output, &mut report);
-            let (writes, stats) = r?;
+            let (writes, events, stats) = r?;
+            if let Some(ledger) = ledger.as_mut() {
+                let lens: Vec<usize> = args.iter().map(arg_bytes).collect();
+                ledger.apply(events, &writes, &lens);
+            }
             for w in writes {
                 if let Some(InterpValue::BufferMut(buf)) = args.get_mut(w.arg as usize) {
                     let n = w.nbytes as usize;
@@ -504,6 +535,35 @@ pub fn run_program(
         start = end;
     }
     Ok(report)
+}
+
+/// The size in bytes of a buffer argument (0 for scalars).
+fn arg_bytes(v: &InterpValue<'_>) -> usize {
+    match v {
+        InterpValue::Buffer(b) => b.bytes().len(),
+        InterpValue::BufferMut(b) => b.bytes().len(),
+        InterpValue::Int(_) | InterpValue::Float(_) => 0,
+    }
+}
+
+/// The id of the program's `fence_gpu` statement number `n`, in program order.
+fn fence_statement(p: &Program, n: usize) -> Result<crate::ir::StmtId> {
+    let mut fences = vec![];
+    p.walk(&mut |s| {
+        if let crate::ir::StmtKind::Inst(crate::ir::Inst::Memory(crate::ir::MemoryInst::FenceGpu)) =
+            &s.kind
+        {
+            fences.push(s.id);
+        }
+    });
+    fences.get(n).copied().ok_or_else(|| Error::Argument {
+        arg: "without_fence".into(),
+        message: format!(
+            "`{}` has {} `fence_gpu` statements; fence {n} does not exist",
+            p.name,
+            fences.len()
+        ),
+    })
 }
 
 /// Hands a block's printed text to the output.

@@ -1,5 +1,6 @@
 //! Where shared accesses lie in the block's region: the bytes of a tile or of one stage of it,
-//! and a view's elements placed there. Data only, at the bottom of the interpreter's layers, so
+//! and a view's elements placed there, and whether two byte ranges overlap. Data only, at the
+//! bottom of the interpreter's layers, so
 //! that the block's state (what an operation in flight touches, the copies it carries) can name
 //! them; `views.rs` computes them from a view and a task.
 
@@ -29,4 +30,36 @@ pub(crate) struct Span {
     pub range: (u64, u64),
     /// The stage, for an access to one stage.
     pub stage: Option<i64>,
+}
+
+/// Whether two byte ranges `[start, end)` share a byte (an empty range shares none): the one
+/// test behind every overlap the interpreter reports (tiles, barriers, copies in flight,
+/// unpublished stores).
+pub(crate) fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
+    a.0 < b.1 && b.0 < a.1 && a.0 < a.1 && b.0 < b.1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::overlaps;
+
+    #[test]
+    fn ranges_that_share_one_byte_at_either_edge_overlap() {
+        assert!(overlaps((0, 8), (7, 16)));
+        assert!(overlaps((7, 16), (0, 8)));
+        assert!(overlaps((8, 9), (0, 9)));
+        assert!(overlaps((0, 9), (8, 9)));
+        assert!(overlaps((4, 5), (4, 5)));
+        // one inside the other
+        assert!(overlaps((0, 100), (40, 41)));
+    }
+
+    #[test]
+    fn ranges_that_only_touch_or_are_empty_do_not() {
+        assert!(!overlaps((0, 8), (8, 16)));
+        assert!(!overlaps((8, 16), (0, 8)));
+        assert!(!overlaps((4, 4), (0, 8)));
+        assert!(!overlaps((0, 8), (4, 4)));
+        assert!(!overlaps((0, 0), (0, 0)));
+    }
 }

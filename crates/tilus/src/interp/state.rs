@@ -3,6 +3,7 @@
 //! register files, barriers' side information, asynchronous operations in flight, the log of
 //! global writes). Data only: the families' files give it behaviour.
 
+use super::publication::{EventId, Ledger, Publication};
 use super::region::{Placed, Span};
 use crate::error::Fault;
 use crate::ir::facts::{Access, AsyncGroup, Memory, Proxy};
@@ -98,6 +99,9 @@ pub(crate) struct Prepared<'p> {
     /// Whether instructions return old values of atomics (which then depend on the order of
     /// blocks): blocks run one after another.
     pub sequential: bool,
+    /// A `fence_gpu` statement to run as if it were not there
+    /// (`Options::without_fence`).
+    pub without_fence: Option<StmtId>,
 }
 
 fn declared_in(p: &Program, stmts: &[Stmt], out: &mut Vec<VarId>) {
@@ -286,6 +290,7 @@ impl<'p> Prepared<'p> {
             max_loop_iterations: MAX_LOOP_ITERATIONS,
             reads_own_writes,
             sequential,
+            without_fence: None,
         })
     }
 
@@ -317,6 +322,8 @@ pub(crate) struct GlobalWrite {
     /// How the element is written: replaced, or combined with what the buffer holds when the
     /// write is applied (atomics).
     pub op: WriteOp,
+    /// The block's event (instruction execution) that wrote it ([`Block::event`]).
+    pub event: EventId,
 }
 
 /// How a [`GlobalWrite`] changes its element.
@@ -561,6 +568,11 @@ pub(crate) struct Block<'a, 'p> {
     /// What this block did to other blocks of its cluster, for the cluster scheduler to
     /// deliver.
     pub outbox: Vec<Remote>,
+    /// The run's record of global writes across blocks (runs whose blocks go one after
+    /// another), for the fence rule of `publication.rs`.
+    pub ledger: Option<&'a Ledger>,
+    /// This block's side of that record.
+    pub publication: Publication,
 }
 
 /// An operation on another block of the cluster.
@@ -625,6 +637,7 @@ impl<'a, 'p> Block<'a, 'p> {
         args: &'a [i64],
         bidx: [i64; 3],
         grid: [i64; 3],
+        ledger: Option<&'a Ledger>,
     ) -> Self {
         let p = prep.p;
         Block {
@@ -645,6 +658,8 @@ impl<'a, 'p> Block<'a, 'p> {
             stats: Stats::default(),
             printed: String::new(),
             outbox: vec![],
+            ledger,
+            publication: Publication::default(),
         }
     }
 

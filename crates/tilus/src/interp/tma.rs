@@ -7,6 +7,7 @@
 
 use super::barrier::{complete_tx, resolve};
 use super::hazards;
+use super::publication::Kind;
 use super::region::Placed;
 use super::state::{
     read_bits, write_bits, Block, CopyIn, Fail, GlobalWrite, Remote, RemoteCopy, Retire, Touch,
@@ -217,6 +218,7 @@ fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
     let (arg, buf) = b.view_buffer(c.dst, loc)?;
     let (off, _) = c.src.range;
     let eb = g.dtype.nbytes() as usize;
+    let event = b.event(Kind::Store, loc);
     walk_box(
         &tile_shape,
         &c.coords,
@@ -260,6 +262,7 @@ fn store(b: &mut Block<'_, '_>, c: CopyOut) -> R<()> {
                 bits,
                 nbytes: eb as u8,
                 op: WriteOp::Store,
+                event,
             });
             Ok(())
         },
@@ -301,7 +304,7 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
             ),
         ));
     }
-    let (_, buf) = b.view_buffer(c.src, loc)?;
+    let (arg, buf) = b.view_buffer(c.src, loc)?;
     let eb = g.dtype.nbytes() as usize;
     walk_box(
         &tile_shape,
@@ -326,6 +329,7 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
                         ),
                     ));
                     }
+                    b.check_published(arg, byte, eb, loc, "tma.global_to_shared reads")?;
                     read_bits(buf.bytes, byte, g.dtype)
                 }
                 None => 0,

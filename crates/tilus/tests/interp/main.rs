@@ -9,7 +9,7 @@
 //! test knows the call a diagnostic must name; `common::interp::expect_fault` checks it.
 //!
 //! A new instruction's interpreter tests go into its family's file here (`control`,
-//! `memory`, `arithmetic`, `mbarrier`, `tma`, `mma`, `wgmma`, `debug`); a new family gets a new file and a `mod`
+//! `memory` (and `fences`, between blocks), `arithmetic`, `mbarrier`, `tma`, `mma`, `wgmma`, `debug`); a new family gets a new file and a `mod`
 //! line below. The other test binaries and the shared harness: see `compiler/main.rs`.
 
 // `mark(.., k.sync())` passes the unit result of the marked call on purpose.
@@ -22,6 +22,7 @@ mod arithmetic;
 mod control;
 mod debug;
 mod divmod;
+mod fences;
 mod mbarrier;
 mod memory;
 mod mma;

@@ -10,6 +10,7 @@
 //! block apply in program order, and within one instruction in thread order; only the thread
 //! holding an element's first copy updates it.
 
+use super::super::publication::Kind;
 use super::super::state::{
     bits_to_f32, bits_to_int, f32_to_bits, Block, Fail, GlobalWrite, RegData, WriteOp, R,
 };
@@ -213,6 +214,7 @@ pub(super) fn store_global(
             }
         }
     }
+    let event = b.event(Kind::Store, loc);
     for (byte, bits) in writes {
         b.write_global(GlobalWrite {
             arg: view.arg as u32,
@@ -220,6 +222,7 @@ pub(super) fn store_global(
             bits,
             nbytes: view.eb() as u8,
             op: WriteOp::Store,
+            event,
         });
     }
     Ok(())
@@ -280,6 +283,7 @@ pub(super) fn load_global(
             let bits = match view.flat(&c) {
                 Some(flat) => {
                     let byte = view.byte(&c, flat, "load_global reads", t, loc)?;
+                    b.check_published(view.arg, byte, view.eb(), loc, "load_global reads")?;
                     Some(b.read_global(view.arg, byte, view.eb()))
                 }
                 None => None,
@@ -364,11 +368,13 @@ pub(super) fn atomic_global(
         }
     }
     let mut olds = vec![];
+    let event = b.event(Kind::Atomic, loc);
     for (t, l, byte, v, k) in ops {
         let Some(byte) = byte else {
             olds.push((t as usize * info.ls + l, 0));
             continue;
         };
+        b.atomic_reads(event, view.arg, byte, view.eb(), loc)?;
         let old = b.read_global(view.arg, byte, view.eb());
         b.write_global(GlobalWrite {
             arg: view.arg as u32,
@@ -380,6 +386,7 @@ pub(super) fn atomic_global(
                 dtype,
                 compare: k,
             },
+            event,
         });
         olds.push((t as usize * info.ls + l, old));
     }
@@ -428,6 +435,7 @@ pub(super) fn atomic_scalar(
         None => 0,
     };
     let mut old = 0;
+    let event = b.event(Kind::Atomic, loc);
     // every thread of the task runs it (the verifier allows one)
     for t in task.threads.clone() {
         let Some(flat) = view.flat(&idx) else {
@@ -435,6 +443,7 @@ pub(super) fn atomic_scalar(
             continue;
         };
         let byte = view.byte(&idx, flat, &format!("{name} updates"), t, loc)?;
+        b.atomic_reads(event, view.arg, byte, view.eb(), loc)?;
         old = b.read_global(view.arg, byte, view.eb());
         b.write_global(GlobalWrite {
             arg: view.arg as u32,
@@ -446,6 +455,7 @@ pub(super) fn atomic_scalar(
                 dtype,
                 compare: k,
             },
+            event,
         });
     }
     let t = b.program().var(*out).dtype;
