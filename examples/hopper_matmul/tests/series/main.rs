@@ -11,7 +11,9 @@
 //! - every configuration of each step's autotuning space through NVRTC, compiled without
 //!   spills or rejected with a reason
 //!   (`nvrtc_space_vN::every_config_of_the_vN_space_compiles_or_is_rejected_with_a_reason`):
-//!   `nvrtc_space` (v0), `nvrtc_space_v1`, `nvrtc_space_v2`, `nvrtc_v6` (v6);
+//!   `nvrtc_space_v0`, `nvrtc_space_v1`, `nvrtc_space_v2`, `nvrtc_space_v3`,
+//!   `nvrtc_space_v4`, `nvrtc_space_v5`, `nvrtc_space_v6` (the one step generic over the
+//!   element type: f16, and bf16 on a covering sample);
 //! - the GPU against cuBLAS: `gpu_v0`, `gpu_v1`, `gpu_v2`, `gpu_v3`, `gpu_v4`, `gpu_v5`,
 //!   `gpu_v6` (`#[ignore = "needs a CUDA GPU"]`, run them on a GPU host with
 //!   `--include-ignored`).
@@ -39,10 +41,13 @@ mod interp_v3_bugs;
 mod interp_v4;
 mod interp_v5;
 mod interp_v6;
-mod nvrtc_space;
+mod nvrtc_space_v0;
 mod nvrtc_space_v1;
 mod nvrtc_space_v2;
-mod nvrtc_v6;
+mod nvrtc_space_v3;
+mod nvrtc_space_v4;
+mod nvrtc_space_v5;
+mod nvrtc_space_v6;
 
 extern "C" fn before_main() {
     tilus_bench::test_cache!();
