@@ -133,39 +133,3 @@ fn every_fence_of_the_serial_sum_is_needed() {
         vec![Fault::MissingReleaseFence, Fault::MissingAcquireFence]
     );
 }
-
-/// Every configuration of the partials' space, and the sum for each split count, through
-/// NVRTC without spills (no GPU needed).
-#[test]
-fn every_split_k_config_compiles_without_spills() {
-    use tilus::tune::Tunable;
-    tilus_bench::test_cache!();
-    let space = <MatmulSplitK as Tunable>::space();
-    let configs: Vec<MatmulSplitK> = space
-        .bindings()
-        .iter()
-        .filter_map(|b| MatmulSplitK::from_binding(b).ok())
-        .collect();
-    assert_eq!(configs.len(), 16);
-    assert!(
-        configs.iter().all(|c| c.serial == 1),
-        "the space sums in one kernel"
-    );
-    // and each of them with the sum left to the second kernel, as a fixed choice
-    let unsummed: Vec<MatmulSplitK> = configs
-        .iter()
-        .map(|c| MatmulSplitK {
-            serial: 0,
-            ..c.clone()
-        })
-        .collect();
-    for config in configs.iter().chain(&unsummed) {
-        let c = tilus::build(config, &[4096, 4096]).unwrap_or_else(|e| panic!("{config:?}: {e}"));
-        assert_eq!(c.report.spill_stores, 0, "{config:?}: {:?}", c.report);
-    }
-    for splits in [2, 4, 8, 16] {
-        let c = tilus::build(&SplitKReduce, &[4096, splits])
-            .unwrap_or_else(|e| panic!("the sum of {splits}: {e}"));
-        assert_eq!(c.report.spill_stores, 0, "{:?}", c.report);
-    }
-}

@@ -1,10 +1,16 @@
-//! The kernel library's tests, one module per concern and family: the CPU interpreter against
-//! a host reference (`interp_split_k`, `interp_stream_k`, `interp_memory`, `interp_epilogue`,
-//! `interp_ops`: the host APIs' interpreter entries and their shape checks), every configuration
-//! of the autotuning spaces through NVRTC (`nvrtc_memory`, `nvrtc_stream_k`, `nvrtc_epilogue`),
-//! and the GPU (`gpu_gemm`, `gpu_split_k`, `gpu_stream_k`, `gpu_memory`;
-//! `#[ignore = "needs a CUDA GPU"]`, run them on a GPU host with `--include-ignored`). The
-//! `memory` modules are the memory-bound kernels (`vector_add`, `softmax`, `layer_norm`,
+//! The kernel library's tests, one module per concern and family:
+//!
+//! - the CPU interpreter against a host reference: `interp_general`, `interp_split_k`,
+//!   `interp_stream_k`, `interp_memory`, `interp_epilogue`, and `interp_ops` (the host APIs'
+//!   interpreter entries and their shape checks, on the references of `ops_reference`);
+//! - every configuration of the autotuning spaces through NVRTC, or a covering sample where a
+//!   space is large or for the second element type, in f16 and in bf16 for the kernels that
+//!   take it: `nvrtc_general`, `nvrtc_split_k`, `nvrtc_stream_k`, `nvrtc_epilogue` (f16 only),
+//!   `nvrtc_memory` (f16 and f32; v6 itself is the series' `nvrtc_space_v6`);
+//! - the GPU: `gpu_gemm`, `gpu_general`, `gpu_split_k`, `gpu_stream_k`, `gpu_memory`, `gpu_ops`
+//!   (`#[ignore = "needs a CUDA GPU"]`, run them on a GPU host with `--include-ignored`).
+//!
+//! The `memory` modules are the memory-bound kernels (`vector_add`, `softmax`, `layer_norm`,
 //! `rms_norm`, `tile_copy`).
 //!
 //! Every test that compiles calls `tilus_bench::test_cache!()` first, so that it compiles into
@@ -26,6 +32,7 @@ mod interp_stream_k;
 mod nvrtc_epilogue;
 mod nvrtc_general;
 mod nvrtc_memory;
+mod nvrtc_split_k;
 mod nvrtc_stream_k;
 mod ops_reference;
 

@@ -1,9 +1,13 @@
 //! Stream-K through the whole compiler, NVRTC included (no GPU needed): every configuration of
 //! its search space compiles, spilling no more than the few words it spills today, or is
-//! rejected for the shared memory it would need; and the emitted code fences around its flags.
+//! rejected for the shared memory it would need, in f16; in bf16 a covering sample of the space
+//! does (every fifth of its 24 configurations: every value of every hyperparameter); and the
+//! emitted code fences around its flags.
 
-use tilus::tune::Tunable;
+use std::collections::BTreeSet;
+use tilus::tune::{Binding, Tunable};
 use tilus::Error;
+use tilus_kernels::gemm::operand::Bf16;
 use tilus_kernels::gemm::stream_k::MatmulStreamK;
 
 /// Bytes of spills and stack the stream-K kernels take at most today.
@@ -34,6 +38,34 @@ fn every_config_of_the_stream_k_space_compiles_within_its_spill_bound() {
     }
     assert!(spilled.is_empty(), "spills: {spilled:#?}");
     assert!(compiled >= 16, "only {compiled} configurations compiled");
+}
+
+/// Every fifth configuration of the space (5 of 24; the sample takes every value of every
+/// hyperparameter: checked) in bf16: each compiles within the spill bound, with at most 255
+/// registers (none is rejected).
+#[test]
+fn a_covering_sample_of_the_stream_k_space_compiles_within_its_spill_bound_in_bf16() {
+    tilus_bench::test_cache!();
+    let space = <MatmulStreamK as Tunable>::space().bindings();
+    let sample: Vec<Binding> = space.iter().step_by(5).cloned().collect();
+    let values = |bs: &[Binding]| -> BTreeSet<(String, i64)> {
+        bs.iter().flat_map(|b| b.0.clone()).collect()
+    };
+    assert_eq!(
+        values(&sample),
+        values(&space),
+        "the sample covers the space"
+    );
+    for b in &sample {
+        let script = Bf16(MatmulStreamK::from_binding(b).unwrap());
+        let c = tilus::build(&script, &[4096, 4096]).unwrap_or_else(|e| panic!("{b}: {e}"));
+        assert!(
+            c.report.spill_stores <= SPILL_BOUND && c.report.stack_frame <= SPILL_BOUND,
+            "{b}: {:?}",
+            c.report
+        );
+        assert!(c.report.registers <= 255, "{b}: {:?}", c.report);
+    }
 }
 
 #[test]

@@ -1,7 +1,8 @@
-//! v0 on the CPU interpreter, against the f64 CPU reference: the default configuration and
-//! others (each TMA swizzle), at shapes that are multiples of the tile and shapes that are
-//! not (n and k are compile-time constants; k stays a multiple of 8 for TMA's 16-byte row
-//! stride). Plus a differential test against the GPU (ignored without one).
+//! v0 on the CPU interpreter, against the f64 CPU reference: every configuration of its space
+//! that compiles (each TMA swizzle) and a taller tile, at shapes that are multiples of the tile
+//! and shapes that are not (n and k are compile-time constants; k stays a multiple of 8 for
+//! TMA's 16-byte row stride), with K over several steps so that the barrier's phase flips more
+//! than once. Plus a differential test against the GPU (ignored without one).
 
 use half::f16;
 use hopper_matmul::v0::MatmulTma;
@@ -37,26 +38,44 @@ fn default_config_at_one_tile() {
     check(MatmulTma::default(), 64, 128, 64, 1);
 }
 
-#[test]
-fn default_config_at_shapes_that_are_not_multiples_of_the_tile() {
-    tilus_bench::test_cache!();
-    check(MatmulTma::default(), 100, 72, 48, 2);
-    check(MatmulTma::default(), 130, 136, 80, 3);
+/// Every configuration of the space that fits the register file (each TMA swizzle: block_k
+/// 16, 32 and 64, rows of 32, 64 and 128 bytes; one and two warps' rows of 64) and a tile
+/// taller than it is wide, outside the space.
+pub fn forms() -> Vec<MatmulTma> {
+    [
+        (64, 128, 16),
+        (64, 128, 32),
+        (64, 128, 64),
+        (128, 128, 16),
+        (128, 128, 32),
+        (128, 64, 64),
+    ]
+    .into_iter()
+    .map(|(block_m, block_n, block_k)| MatmulTma {
+        block_m,
+        block_n,
+        block_k,
+    })
+    .collect()
 }
 
 #[test]
-fn other_configs_cover_each_swizzle_and_a_taller_tile() {
+fn every_form_is_exact_at_multiples_and_ragged_shapes() {
     tilus_bench::test_cache!();
-    // block_k 16 / 32 / 64: 32-, 64- and 128-byte rows, the three TMA swizzles
-    for (bm, bn, bk) in [(64, 128, 16), (64, 128, 32), (128, 128, 32), (128, 64, 64)] {
-        let config = MatmulTma {
-            block_m: bm,
-            block_n: bn,
-            block_k: bk,
-        };
-        check(config.clone(), 64, 128, 64, 4);
-        check(config.clone(), 100, 72, 48, 5);
-        check(config, 130, 136, 80, 6);
+    for (i, config) in forms().into_iter().enumerate() {
+        let (bm, bn, bk) = (
+            config.block_m as usize,
+            config.block_n as usize,
+            config.block_k as usize,
+        );
+        // two tile rows and columns, four K steps: the barrier completes four times, its
+        // phase flipping each step
+        check(config.clone(), 2 * bm, 2 * bn, 4 * bk, 10 + i as u64);
+        // ragged in M, N and K: three K steps, the last one 8 wide
+        check(config.clone(), bm + 36, bn + 8, 2 * bk + 8, 20 + i as u64);
+        // the seed's ragged shapes
+        check(config.clone(), 100, 72, 48, 30 + i as u64);
+        check(config, 130, 136, 80, 40 + i as u64);
     }
 }
 

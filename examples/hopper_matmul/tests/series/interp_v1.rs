@@ -1,7 +1,8 @@
 //! v1 (WGMMA from shared memory) on the CPU interpreter, against the f64 CPU reference: every
-//! swizzle (block_k 16, 32, 64) and both warp-group row counts, at shapes that are multiples of
-//! the tile and shapes that are not. Plus a differential test against the GPU (ignored without
-//! one).
+//! configuration of its space that compiles (every swizzle, block_k 16, 32, 64, and both
+//! warp-group row counts), at shapes that are multiples of the tile and shapes that are not,
+//! with K over several steps so that the barrier's phase flips more than once. Plus a
+//! differential test against the GPU (ignored without one).
 
 use half::f16;
 use hopper_matmul::v1::MatmulWgmma;
@@ -27,25 +28,35 @@ fn check(config: MatmulWgmma, m: usize, n: usize, k: usize, seed: u64) {
     assert!(check.rel_err < 1e-3, "{check:?}");
 }
 
-#[test]
-fn default_config_at_multiples_and_non_multiples_of_the_tile() {
-    tilus_bench::test_cache!();
-    check(MatmulWgmma::default(), 128, 128, 64, 1);
-    check(MatmulWgmma::default(), 100, 72, 48, 2);
-    check(MatmulWgmma::default(), 130, 136, 80, 3);
+/// Every configuration of the space that fits the register file: the three block tiles that
+/// do (one and two warp groups' rows, 128 and 256 columns; 128 × 256 is rejected,
+/// `nvrtc_space_v1`), each with every swizzle (block_k 16, 32, 64).
+pub fn forms() -> Vec<MatmulWgmma> {
+    MatmulWgmma::configs()
+        .into_iter()
+        .filter(|c| (c.block_m, c.block_n) != (128, 256))
+        .collect()
 }
 
 #[test]
-fn every_swizzle_and_both_row_counts() {
+fn every_form_is_exact_at_multiples_and_ragged_shapes() {
     tilus_bench::test_cache!();
-    for (bm, bn, bk) in [(64, 128, 16), (64, 128, 32), (128, 128, 32), (64, 256, 64)] {
-        let config = MatmulWgmma {
-            block_m: bm,
-            block_n: bn,
-            block_k: bk,
-        };
-        check(config.clone(), 64, 128, 64, 4);
-        check(config, 130, 136, 80, 5);
+    let forms = forms();
+    assert_eq!(forms.len(), 9);
+    for (i, config) in forms.into_iter().enumerate() {
+        let (bm, bn, bk) = (
+            config.block_m as usize,
+            config.block_n as usize,
+            config.block_k as usize,
+        );
+        // two tile rows and columns, four K steps: the barrier completes four times, its
+        // phase flipping each step
+        check(config.clone(), 2 * bm, 2 * bn, 4 * bk, 10 + i as u64);
+        // ragged in M, N and K: three K steps, the last one 8 wide
+        check(config.clone(), bm + 36, bn + 8, 2 * bk + 8, 20 + i as u64);
+        // the seed's ragged shapes
+        check(config.clone(), 100, 72, 48, 30 + i as u64);
+        check(config, 130, 136, 80, 40 + i as u64);
     }
 }
 

@@ -1,7 +1,10 @@
 //! v6 (a persistent grid) on the CPU interpreter against the f64 CPU reference. The
 //! interpreter models a device of four multiprocessors, so each block walks several tiles and
 //! the ring runs on across them (wrapping mid-tile where the steps per tile are not a
-//! multiple of the stages); one block per tile as the ablation; ragged shapes.
+//! multiple of the stages); one block per tile as the ablation, with K long enough that each
+//! stage's barriers flip their phase twice within the one tile; ragged shapes. The forms cover
+//! every block tile of the space (cooperative and ping-pong), both ring depths, both epilogues,
+//! blocks alone and in pairs, grouped and Hilbert order, stores deferred or not.
 
 use hopper_matmul::v6::MatmulPersistent;
 use tilus_bench::checks::on_interpreter as check;
@@ -14,7 +17,11 @@ use tilus_kernels::gemm::operand::Bf16;
 /// taking tiles in turn, 128-row tiles and 64-row ones): persistent with either epilogue,
 /// one block per tile, in pairs; last, stores deferred to the next tile's main loop:
 /// persistent with either epilogue, one block per tile (the only tile's result stored after
-/// the loop), in pairs.
+/// the loop), in pairs. Then rings of four stages and the space's other tiles: ping-pong on
+/// 64 × 128 tiles (outside the space); 128 × 256 tiles as the default (groups of eight tile
+/// rows); 256 × 128 tiles in pairs (the TMA-store epilogue's 32-column chunks) and one block
+/// per tile storing from registers; ping-pong on 64 × 256 tiles, alone with TMA stores and in
+/// pairs storing from registers.
 pub fn forms() -> Vec<MatmulPersistent> {
     [
         (1, 2, 1, 1, 0, 0, 0),
@@ -51,19 +58,43 @@ pub fn forms() -> Vec<MatmulPersistent> {
             }
         },
     )
-    .chain([MatmulPersistent {
-        block_m: 64,
-        block_n: 128,
-        block_k: 64,
-        stages: 4,
-        group_m: 2,
-        persistent: 1,
-        tma_store: 1,
-        cluster_m: 1,
-        hilbert: 0,
-        ping_pong: 1,
-        defer_stores: 0,
-    }])
+    .chain(
+        [
+            (64, 128, 4, 2, 1, 1, 1, 0, 1, 0),
+            (128, 256, 4, 8, 1, 1, 1, 0, 0, 1),
+            (256, 128, 3, 1, 1, 1, 2, 0, 0, 1),
+            (256, 128, 4, 8, 0, 0, 1, 0, 0, 0),
+            (64, 256, 4, 8, 1, 1, 1, 0, 1, 1),
+            (64, 256, 3, 1, 1, 0, 2, 0, 1, 1),
+        ]
+        .into_iter()
+        .map(
+            |(
+                block_m,
+                block_n,
+                stages,
+                group_m,
+                persistent,
+                tma_store,
+                cluster_m,
+                hilbert,
+                ping_pong,
+                defer_stores,
+            )| MatmulPersistent {
+                block_m,
+                block_n,
+                block_k: 64,
+                stages,
+                group_m,
+                persistent,
+                tma_store,
+                cluster_m,
+                hilbert,
+                ping_pong,
+                defer_stores,
+            },
+        ),
+    )
     .collect()
 }
 
@@ -71,15 +102,26 @@ pub fn forms() -> Vec<MatmulPersistent> {
 fn every_form_is_exact_at_multiples_and_ragged_shapes() {
     tilus_bench::test_cache!();
     for (i, config) in forms().iter().enumerate() {
+        let (bm, bn, bk) = (
+            config.block_m as usize,
+            config.block_n as usize,
+            config.block_k as usize,
+        );
         // 3 × 3 tiles on the interpreter's four multiprocessors: three blocks of three tiles
         // alone (in ping-pong two for one warp group, one for the other), two pairs of three
         // units in pairs; 4 steps each
-        check(config, (384, 384, 256), 60 + i as u64);
-        // ragged in every dimension (stored from registers: rows of 600 bytes), 2 × 3 tiles,
-        // 3 steps per tile
-        check(config, (200, 300, 136), 70 + i as u64);
+        check(config, (3 * bm, 3 * bn, 4 * bk), 60 + i as u64);
+        // ragged in every dimension (stored from registers: rows of 600 bytes at 128-column
+        // tiles), 2 × 3 tiles, 3 steps per tile
+        check(config, (bm + 72, 2 * bn + 44, 2 * bk + 8), 70 + i as u64);
         // ragged, with rows a TMA store can take: the last tile's chunks are clipped
-        check(config, (200, 296, 136), 80 + i as u64);
+        check(config, (bm + 72, 2 * bn + 40, 2 * bk + 8), 80 + i as u64);
+        if config.persistent == 0 {
+            // one tile per block: K long enough for every stage to be filled three times
+            // (phases 0, 1, 0), ragged
+            let steps = 2 * config.stages as usize + 2;
+            check(config, (bm + 72, bn + 8, steps * bk + 8), 100 + i as u64);
+        }
     }
 }
 
