@@ -47,9 +47,15 @@ use tilus::tune::Binding;
 /// # Ok::<(), tilus::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
-#[tune(block_m, block_n, ping_pong = [(128, 128, 0), (128, 256, 0), (256, 128, 0), (128, 128, 1), (64, 256, 1)])]
+// the tile forms with the ring depths they take: 3 or 4 stages for the large tiles; 8 for the
+// small ones (128 × 64, and 64 × 128 in ping-pong), which fill the machine at mid sizes (M of
+// a few hundred) and starve with fewer stages in flight (docs/perf.md: 0.80× at 4, 1.07× at 8)
+#[tune(block_m, block_n, ping_pong, stages = [
+    (128, 128, 0, 3), (128, 128, 0, 4), (128, 256, 0, 3), (128, 256, 0, 4),
+    (256, 128, 0, 3), (256, 128, 0, 4), (128, 128, 1, 3), (128, 128, 1, 4),
+    (64, 256, 1, 3), (64, 256, 1, 4), (128, 64, 0, 8), (64, 128, 1, 8),
+])]
 #[tune(block_k = [64])]
-#[tune(stages = [3, 4])]
 #[tune(group_m = [1, 8])]
 #[tune(persistent = [1])]
 #[tune(tma_store = [0, 1])]

@@ -18,10 +18,11 @@ use tilus_kernels::gemm::operand::Bf16;
 /// one block per tile, in pairs; last, stores deferred to the next tile's main loop:
 /// persistent with either epilogue, one block per tile (the only tile's result stored after
 /// the loop), in pairs. Then rings of four stages and the space's other tiles: ping-pong on
-/// 64 × 128 tiles (outside the space); 128 × 256 tiles as the default (groups of eight tile
-/// rows); 256 × 128 tiles in pairs (the TMA-store epilogue's 32-column chunks) and one block
-/// per tile storing from registers; ping-pong on 64 × 256 tiles, alone with TMA stores and in
-/// pairs storing from registers.
+/// 64 × 128 tiles; 128 × 256 tiles as the default (groups of eight tile rows); 256 × 128
+/// tiles in pairs (the TMA-store epilogue's 32-column chunks) and one block per tile storing
+/// from registers; ping-pong on 64 × 256 tiles, alone with TMA stores and in pairs storing
+/// from registers; last the small tiles' rings of eight stages: 128 × 64 alone, ping-pong on
+/// 64 × 128 in pairs.
 pub fn forms() -> Vec<MatmulPersistent> {
     [
         (1, 2, 1, 1, 0, 0, 0),
@@ -66,6 +67,8 @@ pub fn forms() -> Vec<MatmulPersistent> {
             (256, 128, 4, 8, 0, 0, 1, 0, 0, 0),
             (64, 256, 4, 8, 1, 1, 1, 0, 1, 1),
             (64, 256, 3, 1, 1, 0, 2, 0, 1, 1),
+            (128, 64, 8, 8, 1, 1, 1, 0, 0, 1),
+            (64, 128, 8, 8, 1, 1, 2, 0, 1, 1),
         ]
         .into_iter()
         .map(
