@@ -149,12 +149,49 @@ pub(super) fn check(c: &mut Checker) {
         .iter()
         .map(|&t| format!("`{}` {}", p.registers[t].name, walk.regs[t]))
         .collect();
+    let advice = uneven(p, largest).unwrap_or_else(|| "use a smaller tile or more warps".into());
     c.err(
         p.registers[largest].loc,
         format!(
             "the register tiles alive together need {sum} registers per thread ({}), more than \
-             the {MAX_REGISTERS} a thread can have; use a smaller tile or more warps",
+             the {MAX_REGISTERS} a thread can have; {advice}",
             parts.join(" + "),
         ),
     );
+}
+
+/// Advice for a tile whose extents the block's threads do not divide: its layout gives each
+/// thread far more elements than an even share (a row of 1000 over 128 threads keeps copies
+/// of most of it), and more warps or a narrower tile would not change that; padding the
+/// extent to a multiple of the threads (and masking the loads and stores at the true extent)
+/// does. `None` where the tile is spread evenly enough.
+fn uneven(p: &Program, tile: usize) -> Option<String> {
+    let r = &p.registers[tile];
+    let layout = r.layout.as_ref()?;
+    let elements = layout.shape().iter().product::<i64>().max(1);
+    let threads = i64::from(p.threads()).max(1);
+    let even = (elements + threads - 1) / threads;
+    if layout.local_size() <= 2 * even {
+        return None;
+    }
+    let shape = layout.shape();
+    let last = *shape.last()?;
+    // the innermost extent rounded up to the threads times a 16-byte vector, or to the
+    // threads where that is smaller than the vector's whole
+    let vector = (16 / i64::from(r.dtype.bits() / 8).max(1)).max(1);
+    let unit = if last >= threads * vector {
+        threads * vector
+    } else {
+        threads
+    };
+    let padded = (last + unit - 1) / unit * unit;
+    Some(format!(
+        "`{}` {:?} does not divide evenly among the block's {threads} threads, so each keeps \
+         {} of its {elements} elements where {even} would be an even share: pad its last \
+         extent to {padded} (a multiple of the threads) and mask the loads and stores at {last}, \
+         rather than shrinking it or adding warps",
+        r.name,
+        shape,
+        layout.local_size(),
+    ))
 }

@@ -123,6 +123,30 @@ fn registers_over_255_per_thread() {
     .fails_once("the register tiles alive together need 256 registers per thread");
 }
 
+/// A row whose width the threads do not divide keeps much of itself in every thread (3000
+/// columns over 128 threads: 375 each, where 24 would be an even share): the register error
+/// says to pad the width, not to shrink the tile or add warps (which would not help).
+#[test]
+fn a_width_the_threads_do_not_divide_is_told_to_pad() {
+    let d = check::<OutF32>(|k, (o,)| {
+        k.warps(4);
+        let row: RegisterTensor<f32> = at(line!(), k.register_tensor([1, 3000], 1.0));
+        let g = k.global_view(o, [1, 3000]);
+        k.store_global(&g, &row, [0, 0]);
+    })
+    .fails_once("registers per thread");
+    assert!(
+        d.message
+            .contains("does not divide evenly among the block's 128 threads"),
+        "{d}"
+    );
+    assert!(d.message.contains("pad its last extent to 3072"), "{d}");
+    assert!(
+        !d.message.contains("use a smaller tile or more warps"),
+        "{d}"
+    );
+}
+
 /// The diagnostic should point at a tile that makes the difference, not at the first tile
 /// that happens to be alive.
 #[test]
