@@ -129,6 +129,7 @@ pub mod prelude {
         IntoTile, Kernel, Pipeline, ProducerSlot, Ptr, PtrMut, PtrVal, RegisterTensor, Scalar,
         Script, SharedTensor, Tile, TileMath, Val, WgmmaTarget,
     };
+    pub use crate::layout::padded_extent;
     pub use crate::script;
     /// The [`crate::tune::Tunable`] trait (for `T::space()`, `T::from_binding(..)`), so that
     /// tuned scripts need no second import.

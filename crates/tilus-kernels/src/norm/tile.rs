@@ -6,9 +6,6 @@
 //! output can be written, and keeping the row in registers between them is what makes the
 //! kernel one pass over memory.
 
-/// Halves per 16-byte vector.
-const VECTOR: i64 = 8;
-
 /// The width of the register tile that holds a row of `cols` halves in a block of `threads`:
 /// the row rounded up to a multiple of one 16-byte vector per thread when it spans the block
 /// (so that every thread holds the same number of whole vectors), to a power of two when it is
@@ -22,13 +19,7 @@ const VECTOR: i64 = 8;
 /// assert_eq!(tile_cols(77, 32), 128); // shorter than the block: a power of two
 /// ```
 pub fn tile_cols(cols: i64, threads: i64) -> i64 {
-    let span = VECTOR * threads.max(1);
-    let cols = cols.max(1);
-    if cols >= span {
-        (cols + span - 1) / span * span
-    } else {
-        (cols as u64).next_power_of_two() as i64
-    }
+    tilus::layout::padded_extent(cols, threads, 2)
 }
 
 #[cfg(test)]

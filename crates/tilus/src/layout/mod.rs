@@ -6,11 +6,13 @@
 //! tables.
 
 pub mod mma;
+mod padding;
 mod register;
 mod shared;
 pub mod wgmma;
 
 pub use mma::MmaPlan;
+pub use padding::padded_extent;
 pub use register::{Mode, RegisterLayout, Term, ThreadAxis};
 pub use shared::{AddressArith, SharedLayout, Swizzle};
 pub use wgmma::WgmmaPlan;

@@ -176,20 +176,12 @@ fn uneven(p: &Program, tile: usize) -> Option<String> {
     }
     let shape = layout.shape();
     let last = *shape.last()?;
-    // the innermost extent rounded up to the threads times a 16-byte vector, or to the
-    // threads where that is smaller than the vector's whole
-    let vector = (16 / i64::from(r.dtype.bits() / 8).max(1)).max(1);
-    let unit = if last >= threads * vector {
-        threads * vector
-    } else {
-        threads
-    };
-    let padded = (last + unit - 1) / unit * unit;
+    let padded = crate::layout::padded_extent(last, threads, i64::from(r.dtype.bits() / 8));
     Some(format!(
         "`{}` {:?} does not divide evenly among the block's {threads} threads, so each keeps \
          {} of its {elements} elements where {even} would be an even share: pad its last \
-         extent to {padded} (a multiple of the threads) and mask the loads and stores at {last}, \
-         rather than shrinking it or adding warps",
+         extent to {padded} (`tilus::layout::padded_extent`) and mask the loads and stores at \
+         {last}, rather than shrinking it or adding warps",
         r.name,
         shape,
         layout.local_size(),
