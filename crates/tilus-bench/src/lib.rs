@@ -25,6 +25,7 @@ pub mod registry;
 pub mod rows;
 pub mod run;
 pub mod size;
+pub mod spaces;
 pub mod testing;
 pub mod versions;
 pub mod workload;

@@ -3,7 +3,8 @@
 //! tiles), in two (256 × 128), in as many as the tile has chunks (128 × 128, in pairs of
 //! blocks), loaded from global memory (`tma_store = 0`, and C's rows not a multiple of 16
 //! bytes), in Hilbert order, and on ping-pong warp groups (128 × 128 tiles, staged and
-//! loaded; 64 × 256 ones, staged). The interpreter models four multiprocessors, so each block
+//! loaded; 64 × 256 ones, staged), and the small tiles with rings of eight stages (128 × 64,
+//! and 64 × 128 in ping-pong). The interpreter models four multiprocessors, so each block
 //! walks several tiles: the buffers' barriers run through several phases.
 
 use tilus_bench::checks::entry_on_interpreter;
@@ -32,7 +33,7 @@ const SIZES: [&[i64]; 2] = [&[520, 1000, 200], &[200, 300, 136]];
 fn every_form_of_the_gelu_epilogue_passes() {
     tilus_bench::test_cache!();
     let e = entry("matmul_epilogue_gelu");
-    let forms: [&[(&str, i64)]; 8] = [
+    let forms: [&[(&str, i64)]; 10] = [
         &[],
         &[("block_m", 256), ("block_n", 128)],
         &[("block_n", 128), ("stages", 3), ("cluster_m", 2)],
@@ -41,6 +42,13 @@ fn every_form_of_the_gelu_epilogue_passes() {
         &[("ping_pong", 1), ("block_n", 128)],
         &[("ping_pong", 1), ("block_n", 128), ("tma_store", 0)],
         &[("ping_pong", 1), ("block_m", 64)],
+        &[("block_n", 64), ("stages", 8)],
+        &[
+            ("ping_pong", 1),
+            ("block_m", 64),
+            ("block_n", 128),
+            ("stages", 8),
+        ],
     ];
     for (i, form) in forms.iter().enumerate() {
         for (j, size) in SIZES.iter().enumerate() {

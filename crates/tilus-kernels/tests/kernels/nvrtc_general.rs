@@ -4,8 +4,7 @@
 //! spilling, or is rejected for the shared memory it would need, in f16; in bf16 a covering
 //! sample of the configurations and of the forms does, and the staging copy compiles in both.
 
-use std::collections::BTreeSet;
-use tilus::tune::{Binding, Tunable};
+use tilus::tune::Tunable;
 use tilus::Error;
 use tilus_kernels::gemm::general::{Form, MatmulGeneral};
 use tilus_kernels::gemm::operand::Bf16;
@@ -93,16 +92,7 @@ fn every_form_of_every_config_compiles_without_spills() {
 #[test]
 fn a_covering_sample_of_the_forms_and_configs_compiles_without_spills_in_bf16() {
     tilus_bench::test_cache!();
-    let space = <MatmulGeneral as Tunable>::space().bindings();
-    let sample: Vec<Binding> = space.iter().step_by(7).cloned().collect();
-    let values = |bs: &[Binding]| -> BTreeSet<(String, i64)> {
-        bs.iter().flat_map(|b| b.0.clone()).collect()
-    };
-    assert_eq!(
-        values(&sample),
-        values(&space),
-        "the sample covers the space"
-    );
+    let sample = tilus_bench::spaces::covering_sample::<MatmulGeneral>(7);
     let forms = forms();
     let square = MatmulGeneral {
         tile: MatmulPersistent {

@@ -5,8 +5,8 @@
 //! 255 registers and within the shared memory a block has: in f16, and in bf16 (the whole
 //! space; the two-kernel form on a covering sample, each tile width and split count once).
 
-use tilus::tune::Tunable;
 use tilus::Script;
+use tilus_bench::spaces::{assert_clean, configs};
 use tilus_kernels::gemm::operand::Bf16;
 use tilus_kernels::gemm::split_k::{MatmulSplitK, SplitKReduce};
 
@@ -14,23 +14,12 @@ use tilus_kernels::gemm::split_k::{MatmulSplitK, SplitKReduce};
 /// memory within a block's.
 fn compiles_without_spills<S: Script>(script: &S, consts: &[i64]) {
     let c = tilus::build(script, consts).unwrap_or_else(|e| panic!("{script:?}: {e}"));
-    assert_eq!(c.report.spill_stores, 0, "{script:?}: {:?}", c.report);
-    assert_eq!(c.report.stack_frame, 0, "{script:?}: {:?}", c.report);
-    assert!(
-        c.report.registers > 0 && c.report.registers <= 255,
-        "{script:?}: {:?}",
-        c.report
-    );
-    assert!(c.plan.smem_bytes <= 227 * 1024, "{script:?}");
+    assert_clean(script, &c);
 }
 
 /// The partials' space: 16 configurations, each summing in the same kernel.
 fn space() -> Vec<MatmulSplitK> {
-    let configs: Vec<MatmulSplitK> = <MatmulSplitK as Tunable>::space()
-        .bindings()
-        .iter()
-        .map(|b| MatmulSplitK::from_binding(b).unwrap())
-        .collect();
+    let configs = configs::<MatmulSplitK>();
     assert_eq!(configs.len(), 16);
     assert!(
         configs.iter().all(|c| c.serial == 1),

@@ -4,8 +4,7 @@
 //! does (every fifth of its 24 configurations: every value of every hyperparameter); and the
 //! emitted code fences around its flags.
 
-use std::collections::BTreeSet;
-use tilus::tune::{Binding, Tunable};
+use tilus::tune::Tunable;
 use tilus::Error;
 use tilus_kernels::gemm::operand::Bf16;
 use tilus_kernels::gemm::stream_k::MatmulStreamK;
@@ -46,16 +45,7 @@ fn every_config_of_the_stream_k_space_compiles_within_its_spill_bound() {
 #[test]
 fn a_covering_sample_of_the_stream_k_space_compiles_within_its_spill_bound_in_bf16() {
     tilus_bench::test_cache!();
-    let space = <MatmulStreamK as Tunable>::space().bindings();
-    let sample: Vec<Binding> = space.iter().step_by(5).cloned().collect();
-    let values = |bs: &[Binding]| -> BTreeSet<(String, i64)> {
-        bs.iter().flat_map(|b| b.0.clone()).collect()
-    };
-    assert_eq!(
-        values(&sample),
-        values(&space),
-        "the sample covers the space"
-    );
+    let sample = tilus_bench::spaces::covering_sample::<MatmulStreamK>(5);
     for b in &sample {
         let script = Bf16(MatmulStreamK::from_binding(b).unwrap());
         let c = tilus::build(&script, &[4096, 4096]).unwrap_or_else(|e| panic!("{b}: {e}"));

@@ -5,34 +5,19 @@
 //! with the register budget as the reason, as v1's.
 
 use hopper_matmul::v2::MatmulStaged;
-use tilus::tune::Tunable;
 use tilus::Error;
+use tilus_bench::spaces::{assert_clean_wgmma, configs};
 
 #[test]
 fn every_config_of_the_v2_space_compiles_or_is_rejected_with_a_reason() {
     tilus_bench::test_cache!();
-    let space: Vec<MatmulStaged> = <MatmulStaged as Tunable>::space()
-        .bindings()
-        .iter()
-        .map(|b| MatmulStaged::from_binding(b).unwrap())
-        .collect();
+    let space = configs::<MatmulStaged>();
     assert_eq!(space.len(), 24);
     let mut compiled = 0;
     for config in space {
         match tilus::build(&config, &[4096, 4096]) {
             Ok(c) => {
-                assert_eq!(c.report.spill_stores, 0, "{config:?}: {:?}", c.report);
-                assert!(
-                    c.report.registers > 0 && c.report.registers <= 255,
-                    "{config:?}: {:?}",
-                    c.report
-                );
-                assert_eq!(c.report.stack_frame, 0, "{config:?}: {:?}", c.report);
-                assert!(c.plan.smem_bytes <= 227 * 1024, "{config:?}");
-                assert!(
-                    c.source.contains("wgmma.mma_async.sync.aligned.m64n"),
-                    "{config:?}"
-                );
+                assert_clean_wgmma(&config, &c);
                 compiled += 1;
             }
             Err(Error::Script(d)) => {

@@ -7,8 +7,8 @@
 //! moved) are rejected by the verifier with the register budget as the reason.
 
 use hopper_matmul::v3::MatmulSpecialized;
-use tilus::tune::Tunable;
 use tilus::Error;
+use tilus_bench::spaces::configs;
 
 /// `(block_m, block_n, block_k, stages, in_flight, register_split)` of the configurations that
 /// spill today: 128 × 128 tiles of four 64-deep stages with registers moved and no product in
@@ -20,11 +20,7 @@ const SPILLS: &[(i32, i32, i32, i32, i32, i32)] = &[(128, 128, 64, 4, 0, 1)];
 #[test]
 fn every_config_of_the_v3_space_compiles_or_is_rejected_with_a_reason() {
     tilus_bench::test_cache!();
-    let space: Vec<MatmulSpecialized> = <MatmulSpecialized as Tunable>::space()
-        .bindings()
-        .iter()
-        .map(|b| MatmulSpecialized::from_binding(b).unwrap())
-        .collect();
+    let space = configs::<MatmulSpecialized>();
     assert_eq!(space.len(), 72);
     let mut compiled = 0;
     let mut spilled = vec![];

@@ -5,31 +5,16 @@
 //! came from; none is rejected.
 
 use hopper_matmul::v4::MatmulPipelined;
-use tilus::tune::Tunable;
+use tilus_bench::spaces::{assert_clean_wgmma, configs};
 
 #[test]
 fn every_config_of_the_v4_space_compiles_or_is_rejected_with_a_reason() {
     tilus_bench::test_cache!();
-    let space: Vec<MatmulPipelined> = <MatmulPipelined as Tunable>::space()
-        .bindings()
-        .iter()
-        .map(|b| MatmulPipelined::from_binding(b).unwrap())
-        .collect();
+    let space = configs::<MatmulPipelined>();
     assert_eq!(space.len(), 16);
     for config in space {
         // none is rejected: every tile of the space fits the register file
         let c = tilus::build(&config, &[4096, 4096]).unwrap_or_else(|e| panic!("{config:?}: {e}"));
-        assert_eq!(c.report.spill_stores, 0, "{config:?}: {:?}", c.report);
-        assert_eq!(c.report.stack_frame, 0, "{config:?}: {:?}", c.report);
-        assert!(
-            c.report.registers > 0 && c.report.registers <= 255,
-            "{config:?}: {:?}",
-            c.report
-        );
-        assert!(c.plan.smem_bytes <= 227 * 1024, "{config:?}");
-        assert!(
-            c.source.contains("wgmma.mma_async.sync.aligned.m64n"),
-            "{config:?}"
-        );
+        assert_clean_wgmma(&config, &c);
     }
 }

@@ -5,31 +5,16 @@
 //! cubin came from; none is rejected.
 
 use hopper_matmul::v5::MatmulCooperative;
-use tilus::tune::Tunable;
+use tilus_bench::spaces::{assert_clean_wgmma, configs};
 
 #[test]
 fn every_config_of_the_v5_space_compiles_or_is_rejected_with_a_reason() {
     tilus_bench::test_cache!();
-    let space: Vec<MatmulCooperative> = <MatmulCooperative as Tunable>::space()
-        .bindings()
-        .iter()
-        .map(|b| MatmulCooperative::from_binding(b).unwrap())
-        .collect();
+    let space = configs::<MatmulCooperative>();
     assert_eq!(space.len(), 24);
     for config in space {
         // none is rejected: each warp group's half of every tile fits the register file
         let c = tilus::build(&config, &[4096, 4096]).unwrap_or_else(|e| panic!("{config:?}: {e}"));
-        assert_eq!(c.report.spill_stores, 0, "{config:?}: {:?}", c.report);
-        assert_eq!(c.report.stack_frame, 0, "{config:?}: {:?}", c.report);
-        assert!(
-            c.report.registers > 0 && c.report.registers <= 255,
-            "{config:?}: {:?}",
-            c.report
-        );
-        assert!(c.plan.smem_bytes <= 227 * 1024, "{config:?}");
-        assert!(
-            c.source.contains("wgmma.mma_async.sync.aligned.m64n"),
-            "{config:?}"
-        );
+        assert_clean_wgmma(&config, &c);
     }
 }

@@ -6,19 +6,9 @@
 //! instruction, not one element at a time.
 
 use hopper_matmul::v6::MatmulPersistent;
-use std::collections::BTreeSet;
-use tilus::tune::{Binding, Tunable};
+use tilus::tune::Tunable;
 use tilus::Error;
 use tilus_kernels::gemm::operand::Bf16;
-
-/// The searched space's configurations.
-fn searched() -> Vec<MatmulPersistent> {
-    <MatmulPersistent as Tunable>::space()
-        .bindings()
-        .iter()
-        .map(|b| MatmulPersistent::from_binding(b).unwrap())
-        .collect()
-}
 
 /// The pair forms beside the space (in it with other tile shapes).
 fn pairs() -> [MatmulPersistent; 2] {
@@ -57,7 +47,7 @@ fn compiled_without_spills<S: tilus::Script>(configs: impl Iterator<Item = S>) -
 #[test]
 fn every_config_of_the_v6_space_compiles_or_is_rejected_with_a_reason() {
     tilus_bench::test_cache!();
-    let space = searched();
+    let space = tilus_bench::spaces::configs::<MatmulPersistent>();
     let compiled = compiled_without_spills(space.into_iter().chain(pairs()));
     assert!(compiled >= 20, "only {compiled} configurations compiled");
 }
@@ -68,16 +58,7 @@ fn every_config_of_the_v6_space_compiles_or_is_rejected_with_a_reason() {
 #[test]
 fn a_covering_sample_of_the_v6_space_compiles_in_bf16_or_is_rejected_with_a_reason() {
     tilus_bench::test_cache!();
-    let space = <MatmulPersistent as Tunable>::space().bindings();
-    let sample: Vec<Binding> = space.iter().step_by(7).cloned().collect();
-    let values = |bs: &[Binding]| -> BTreeSet<(String, i64)> {
-        bs.iter().flat_map(|b| b.0.clone()).collect()
-    };
-    assert_eq!(
-        values(&sample),
-        values(&space),
-        "the sample covers the space"
-    );
+    let sample = tilus_bench::spaces::covering_sample::<MatmulPersistent>(7);
     let configs = sample
         .iter()
         .map(|b| Bf16(MatmulPersistent::from_binding(b).unwrap()))
@@ -154,7 +135,7 @@ fn v6_on_bf16_compiles_to_bf16_products_without_spills() {
 #[test]
 fn stores_in_each_tiles_own_epilogue_compile_without_spills_too() {
     tilus_bench::test_cache!();
-    let space: Vec<MatmulPersistent> = searched()
+    let space: Vec<MatmulPersistent> = tilus_bench::spaces::configs::<MatmulPersistent>()
         .into_iter()
         .filter(|c| c.ping_pong == 0)
         .collect();
