@@ -294,3 +294,18 @@ fn c_is_stored_by_tma_only_in_whole_granules() {
     assert!(!form(&r).c_tma);
     assert!(form(&r.c(Layout::col_major(184)).scales(1.0, 0.0)).a_tma);
 }
+
+/// The lengths a problem's buffers need (the checks before any launch, on the GPU or the
+/// interpreter): C's products may follow each other with no gap, `(rows - 1) · ld + cols`
+/// apart, and no closer.
+#[test]
+fn interp_checks_accept_products_of_c_without_a_gap_and_refuse_overlapping_ones() {
+    let one_c = 240 * 184 + 180;
+    let p = |stride| GemmProblem::new(2, (241, 180, 252)).c(Layout::row_major(184).batched(stride));
+    let (_, _, lc) = p(one_c)
+        .lengths()
+        .expect("products side by side are a problem");
+    assert_eq!(lc, 2 * one_c as usize);
+    let err = p(one_c - 1).lengths().unwrap_err();
+    assert!(err.contains("shorter than one product's"), "{err}");
+}

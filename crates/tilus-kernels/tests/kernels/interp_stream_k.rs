@@ -7,7 +7,7 @@
 use tilus::prelude::f16;
 use tilus_bench::harness::{self, Rng};
 use tilus_kernels::gemm::persistent::MatmulPersistent;
-use tilus_kernels::gemm::stream_k::{flags_len, workspace_len, MatmulStreamK};
+use tilus_kernels::gemm::stream_k::{flags_len, workspace_elements, workspace_len, MatmulStreamK};
 
 fn check(tile: MatmulPersistent, (m, n, k): (usize, usize, usize), seed: u64) {
     let config = MatmulStreamK { tile };
@@ -113,5 +113,17 @@ fn every_fence_of_the_shared_tiles_is_needed() {
         // each consumer warp group's pair of fences
         let pair = [Fault::MissingAcquireFence, Fault::MissingReleaseFence];
         assert_eq!(faults, pair.repeat(2), "{config:?}");
+    }
+}
+
+/// The workspace `StreamK` allocates once holds what every configuration of the space needs.
+#[test]
+fn interp_workspace_of_the_host_type_fits_every_configuration() {
+    let configs = tilus_bench::spaces::configs::<MatmulStreamK>();
+    assert!(!configs.is_empty());
+    for c in configs {
+        let t = &c.tile;
+        let need = workspace_len(t.block_m as usize, t.block_n as usize);
+        assert!(need <= workspace_elements(), "{c:?}: {need}");
     }
 }
