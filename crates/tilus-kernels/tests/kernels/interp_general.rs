@@ -305,7 +305,7 @@ fn interp_checks_accept_products_of_c_without_a_gap_and_refuse_overlapping_ones(
     let (_, _, lc) = p(one_c)
         .lengths()
         .expect("products side by side are a problem");
-    assert_eq!(lc, 2 * one_c as usize);
+    assert_eq!(lc, 2 * one_c);
     let err = p(one_c - 1).lengths().unwrap_err();
     assert!(err.contains("shorter than one product's"), "{err}");
 }
