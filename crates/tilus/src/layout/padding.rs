@@ -22,7 +22,7 @@ pub fn padded_extent(extent: i64, threads: i64, element_bytes: i64) -> i64 {
     let span = vector * threads.max(1);
     let extent = extent.max(1);
     if extent >= span {
-        (extent + span - 1) / span * span
+        (extent / span + i64::from(extent % span != 0)).saturating_mul(span)
     } else {
         (extent as u64).next_power_of_two() as i64
     }

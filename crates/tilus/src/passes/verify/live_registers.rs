@@ -168,10 +168,14 @@ pub(super) fn check(c: &mut Checker) {
 fn uneven(p: &Program, tile: usize) -> Option<String> {
     let r = &p.registers[tile];
     let layout = r.layout.as_ref()?;
-    let elements = layout.shape().iter().product::<i64>().max(1);
+    // tiles of more elements than an i64 holds are told about the budget alone
+    let elements = layout
+        .shape()
+        .iter()
+        .try_fold(1i64, |a, &x| a.checked_mul(x.max(1)))?;
     let threads = i64::from(p.threads()).max(1);
-    let even = (elements + threads - 1) / threads;
-    if layout.local_size() <= 2 * even {
+    let even = elements / threads + i64::from(elements % threads != 0);
+    if layout.local_size() <= even.saturating_mul(2) {
         return None;
     }
     let shape = layout.shape();
