@@ -27,12 +27,6 @@ pub fn forms() -> Vec<MatmulStaged> {
     .collect()
 }
 
-/// K steps enough for each stage to be filled three times and a step more: the prologue's
-/// fill, then two refills (phases 0, 1, 0).
-pub fn k_steps(stages: i32) -> usize {
-    2 * stages as usize + 2
-}
-
 #[test]
 fn every_form_is_exact_at_multiples_and_ragged_shapes() {
     tilus_bench::test_cache!();
@@ -42,7 +36,7 @@ fn every_form_is_exact_at_multiples_and_ragged_shapes() {
             config.block_n as usize,
             config.block_k as usize,
         );
-        let steps = k_steps(config.stages);
+        let steps = crate::k_steps(config.stages);
         // two tile rows and columns, whole K steps
         check(config, (2 * bm, 2 * bn, steps * bk), 10 + i as u64);
         // ragged in M, N and K: the last K step is 8 wide (TMA fills the rest with zeros)

@@ -55,7 +55,7 @@ fn every_form_is_exact_at_multiples_and_ragged_shapes() {
             config.block_k as usize,
         );
         // each stage is filled three times or more: phases 0, 1, 0 on both barriers
-        let steps = 2 * config.stages as usize + 2;
+        let steps = crate::k_steps(config.stages);
         // two tile rows and columns, whole K steps
         check(config, (2 * bm, 2 * bn, steps * bk), 10 + i as u64);
         // ragged in M, N and K: the last K step is 8 wide

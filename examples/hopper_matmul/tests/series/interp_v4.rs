@@ -43,7 +43,7 @@ fn every_form_is_exact_at_multiples_and_ragged_shapes() {
             config.block_k as usize,
         );
         // each stage is filled three times or more: phases 0, 1, 0 on both barriers
-        let steps = 2 * config.stages as usize + 2;
+        let steps = crate::k_steps(config.stages);
         // three tile rows (a group of two, then one of one) and two columns, whole K steps
         check(config, (3 * bm, 2 * bn, steps * bk), 60 + i as u64);
         // ragged in M, N and K: four tile rows and two columns, the last K step 8 wide

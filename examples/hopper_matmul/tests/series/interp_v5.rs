@@ -42,7 +42,7 @@ fn every_form_is_exact_at_multiples_and_ragged_shapes() {
             config.block_k as usize,
         );
         // each stage is filled three times or more: phases 0, 1, 0 on both barriers
-        let steps = 2 * config.stages as usize + 2;
+        let steps = crate::k_steps(config.stages);
         check(config, (bm, bn, steps * bk), 30 + i as u64);
         // ragged in M, N and K: two tile rows, one warp group's rows of the last one past M,
         // and two columns; the last K step 8 wide

@@ -122,7 +122,7 @@ fn every_form_is_exact_at_multiples_and_ragged_shapes() {
         if config.persistent == 0 {
             // one tile per block: K long enough for every stage to be filled three times
             // (phases 0, 1, 0), ragged
-            let steps = 2 * config.stages as usize + 2;
+            let steps = crate::k_steps(config.stages);
             check(config, (bm + 72, bn + 8, steps * bk + 8), 100 + i as u64);
         }
     }

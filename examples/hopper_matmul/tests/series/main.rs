@@ -49,6 +49,12 @@ mod nvrtc_space_v4;
 mod nvrtc_space_v5;
 mod nvrtc_space_v6;
 
+/// K steps enough for each stage to be filled three times and a step more: the prologue's
+/// fill, then two refills (phases 0, 1, 0).
+fn k_steps(stages: i32) -> usize {
+    2 * stages as usize + 2
+}
+
 extern "C" fn before_main() {
     tilus_bench::test_cache!();
 }
