@@ -164,6 +164,10 @@ pub enum Fault {
     /// A block read global stores another block published, without a `fence_gpu` between the
     /// atomic that saw the signal and the read: the acquire fence is missing.
     MissingAcquireFence,
+    /// Two warps of a block accessed the same shared bytes, at least one of them writing, with
+    /// no barrier ordering the accesses (compute-sanitizer's racecheck reports these on the
+    /// chip).
+    SharedRace,
     /// A `while` loop ran more iterations than the interpreter allows
     /// ([`crate::interp::Options::max_loop_iterations`]): its condition never became false.
     RunawayLoop,
@@ -194,6 +198,7 @@ impl fmt::Display for Fault {
             Fault::MissingAcquireFence => {
                 "read of published global writes without an acquire fence"
             }
+            Fault::SharedRace => "shared-memory race between warps",
             Fault::RunawayLoop => "a while loop that does not end",
             Fault::Unsupported => "not supported by the interpreter",
             Fault::Invalid => "invalid program",

@@ -189,6 +189,7 @@ fn settle(b: &mut Block<'_, '_>, a: BarrierArrayId, i: usize, mut s: BarState, l
         return Err(f);
     }
     if s.pending == 0 && s.tx == 0 {
+        b.races.completed((a, i), s.phase);
         s.phase ^= 1;
         s.pending = s.count;
         if let Some(m) = b.bar_meta(a, i) {

@@ -13,7 +13,15 @@ use std::path::Path;
 /// as its file), and the scheduler. The front, `mod.rs`, is above them all: no file here names
 /// its items.
 const LAYERS: &[&[&str]] = &[
-    &["state", "task", "region", "publication", "args", "printf"],
+    &[
+        "state",
+        "task",
+        "region",
+        "publication",
+        "races",
+        "args",
+        "printf",
+    ],
     &["views"],
     &["barrier", "hazards"],
     &[

@@ -30,6 +30,7 @@ pub(crate) fn exec(
         MbarrierInst::Arrive { bar, count } => {
             let (a, idx) = resolve(b, task, bar, i.name(), loc)?;
             let before = b.bar_phases(a, idx);
+            b.races.release((a, idx), &task.threads);
             for _ in &task.threads {
                 arrive_times(b, a, idx, *count, loc)?;
             }
@@ -39,6 +40,7 @@ pub(crate) fn exec(
             let (a, idx) = resolve(b, task, bar, i.name(), loc)?;
             let n = value(b, task, bytes, loc)?;
             let before = b.bar_phases(a, idx);
+            b.races.release((a, idx), &task.threads);
             for _ in &task.threads {
                 arrive(b, a, idx, n, loc)?;
             }
@@ -61,6 +63,7 @@ pub(crate) fn exec(
             }
             if to as usize == own {
                 let before = b.bar_phases(a, idx);
+                b.races.release((a, idx), &task.threads);
                 for _ in &task.threads {
                     arrive(b, a, idx, 0, loc)?;
                 }
@@ -80,6 +83,7 @@ pub(crate) fn exec(
             let (a, idx) = resolve(b, task, bar, i.name(), loc)?;
             let parity = (value(b, task, phase, loc)? & 1) as u32;
             if phase_completed(b, a, idx, parity) {
+                b.races.acquire((a, idx), parity, &task.threads);
                 Ok(Step::Next)
             } else {
                 Ok(Step::Wait(State::Barrier {

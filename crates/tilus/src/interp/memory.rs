@@ -7,6 +7,7 @@
 mod global;
 
 use super::hazards;
+use super::races::Access;
 use super::region::overlaps;
 use super::state::{bits_to_f32, bits_to_int, f32_to_bits, read_bits, Block, Fail, RegData, R};
 use super::task::{Step, Task};
@@ -239,6 +240,22 @@ fn load_shared(
         None => {}
     }
     b.regs[out.0 as usize] = data;
+    if bad.is_none() {
+        let eb = eb as usize;
+        let each = task.threads.iter().flat_map(|&t| {
+            let ft = info.flat_t[(t.saturating_sub(base) as usize) % info.nthreads];
+            info.flat_l[..info.ls].iter().map(move |&fl| {
+                (
+                    t,
+                    off as usize + layout.linear_byte_offset(ft + fl) as usize,
+                )
+            })
+        });
+        if let Some(race) = b.races.accesses(Access::Read, loc, eb, each) {
+            let tile = views::label(b, src.tensor, placed.stage);
+            return Err(race.fail("load_shared", &tile, loc));
+        }
+    }
     if let Some((t, l)) = bad {
         return Err(Fail::new(
             Fault::SharedOutOfBounds,
@@ -290,7 +307,7 @@ pub(super) fn store_shared(
     let (eb, dtype) = (d.dtype.nbytes(), d.dtype);
     let ls = rl.local_size() as usize;
     let nthreads = rl.num_threads().max(1) as u32;
-    let mut writes: Vec<(usize, u64)> = vec![];
+    let mut writes: Vec<(u32, usize, u64)> = vec![];
     {
         let data = b.regs[src.tensor.0 as usize].as_ref();
         let Some(data) = data else {
@@ -309,11 +326,16 @@ pub(super) fn store_shared(
                     RegData::Float(v) => f32_to_bits(v[t as usize * ls + l], dtype),
                     RegData::Int(v) => v[t as usize * ls + l] as u64,
                 };
-                writes.push((at, bits));
+                writes.push((t, at, bits));
             }
         }
     }
-    for (at, bits) in writes {
+    let each = writes.iter().map(|&(t, at, _)| (t, at));
+    if let Some(race) = b.races.accesses(Access::Write, loc, eb as usize, each) {
+        let tile = views::label(b, dst.tensor, placed.stage);
+        return Err(race.fail("store_shared", &tile, loc));
+    }
+    for (_, at, bits) in writes {
         if at + eb as usize <= b.smem.len() {
             super::state::write_bits(&mut b.smem, at, bits, eb as usize);
         }

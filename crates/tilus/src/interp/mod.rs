@@ -72,9 +72,10 @@
 //! issued the product, or by a producer whose consumers freed the stage too early: the notes
 //! name the product and the consumers' arrivals since they issued it), live shared
 //! buffers that overlap, out-of-bounds global accesses, warps that reach a warp-collective
-//! instruction divided, `while` loops that never end, and cross-block handshakes without their
+//! instruction divided, `while` loops that never end, cross-block handshakes without their
 //! release or acquire `fence_gpu` (a block that reads what another block stored before a
-//! signal it saw: `publication.rs`).
+//! signal it saw: `publication.rs`), and races between warps on shared memory (an access of
+//! bytes another warp wrote, or read, with no barrier ordering the two: `races.rs`).
 
 mod args;
 mod arithmetic;
@@ -89,6 +90,7 @@ mod memory;
 mod mma;
 mod printf;
 mod publication;
+mod races;
 mod region;
 mod sched;
 mod shape;

@@ -122,7 +122,7 @@ fn allocated_there(
 
 /// Completes a cluster barrier that every thread of every block of the cluster waits at;
 /// whether it did.
-fn release_cluster_sync(blocks: &[Block<'_, '_>], tasks: &mut [Vec<Task<'_>>]) -> bool {
+fn release_cluster_sync(blocks: &mut [Block<'_, '_>], tasks: &mut [Vec<Task<'_>>]) -> bool {
     let at_cluster_sync = |t: &Task<'_>| {
         matches!(
             t.state,
@@ -143,8 +143,11 @@ fn release_cluster_sync(blocks: &[Block<'_, '_>], tasks: &mut [Vec<Task<'_>>]) -
     if !all_there {
         return false;
     }
-    for t in tasks.iter_mut().flatten() {
-        if at_cluster_sync(t) {
+    for (b, ts) in blocks.iter_mut().zip(tasks.iter_mut()) {
+        // every thread of the block met there (another block's shared memory is not tracked)
+        let all: Vec<u32> = (0..b.prep.block_threads).collect();
+        b.races.sync(&all);
+        for t in ts.iter_mut().filter(|t| at_cluster_sync(t)) {
             t.state = State::Run;
             advance_pc(t);
         }
@@ -246,7 +249,7 @@ fn next_task(tasks: &[Task<'_>]) -> Option<usize> {
 
 /// Wakes waiters whose barrier phase completed and releases a block barrier that every thread
 /// reached; whether any task woke.
-fn wake(b: &Block<'_, '_>, tasks: &mut [Task<'_>]) -> bool {
+fn wake(b: &mut Block<'_, '_>, tasks: &mut [Task<'_>]) -> bool {
     let mut woke = false;
     for t in tasks.iter_mut() {
         if let State::Barrier {
@@ -257,6 +260,7 @@ fn wake(b: &Block<'_, '_>, tasks: &mut [Task<'_>]) -> bool {
         } = t.state
         {
             if barrier::phase_completed(b, array, index, parity) {
+                b.races.acquire((array, index), parity, &t.threads);
                 t.state = State::Run;
                 advance_pc(t);
                 woke = true;
@@ -266,11 +270,12 @@ fn wake(b: &Block<'_, '_>, tasks: &mut [Task<'_>]) -> bool {
     // a hardware barrier completes when as many threads as it counts wait on it: the block's
     // (0) all of them, a group's its threads
     // (a cluster's barrier is the cluster scheduler's: `release_cluster_sync`)
+    let block_threads = b.prep.block_threads;
     let barrier_of = |t: &Task<'_>| match t.state {
         State::Sync {
             scope: SyncScope::Block,
             ..
-        } => Some((0, b.prep.block_threads)),
+        } => Some((0, block_threads)),
         State::Sync {
             scope: SyncScope::Group(g),
             ..
@@ -285,13 +290,16 @@ fn wake(b: &Block<'_, '_>, tasks: &mut [Task<'_>]) -> bool {
             .map(|t| t.threads.len())
             .sum();
         if at > 0 && at == expected as usize {
+            let mut met = vec![];
             for t in tasks.iter_mut() {
                 if barrier_of(t).is_some_and(|(i, _)| i == id) {
+                    met.extend_from_slice(&t.threads);
                     t.state = State::Run;
                     advance_pc(t);
                     woke = true;
                 }
             }
+            b.races.sync(&met);
         }
     }
     woke

@@ -4,6 +4,7 @@
 //! global writes). Data only: the families' files give it behaviour.
 
 use super::publication::{EventId, Ledger, Publication};
+use super::races::Races;
 use super::region::{Placed, Span};
 use crate::error::Fault;
 use crate::ir::facts::{Access, AsyncGroup, Memory, Proxy};
@@ -573,6 +574,9 @@ pub(crate) struct Block<'a, 'p> {
     pub ledger: Option<&'a Ledger>,
     /// This block's side of that record.
     pub publication: Publication,
+    /// The warps' clocks and the shadow of shared memory that find races between warps
+    /// (`races.rs`).
+    pub races: Races,
 }
 
 /// An operation on another block of the cluster.
@@ -660,6 +664,7 @@ impl<'a, 'p> Block<'a, 'p> {
             outbox: vec![],
             ledger,
             publication: Publication::default(),
+            races: Races::new(prep.block_threads, p.smem_bytes as usize),
         }
     }
 

@@ -8,6 +8,7 @@
 use super::barrier::{complete_tx, resolve};
 use super::hazards;
 use super::publication::Kind;
+use super::races::Access;
 use super::region::Placed;
 use super::state::{
     read_bits, write_bits, Block, CopyIn, Fail, GlobalWrite, Remote, RemoteCopy, Retire, Touch,
@@ -72,6 +73,11 @@ pub(crate) fn exec(
             let coords = values(b, task, offsets, loc)?;
             let shape = values(b, task, &b.program().global(*src).shape, loc)?;
             let dst = views::place(b, task, dst, i.name(), loc)?;
+            let issuer = task.threads.first().copied().unwrap_or(0);
+            if let Some(race) = b.races.async_write(issuer, dst.range) {
+                let tile = views::label(b, dst.tensor, dst.stage);
+                return Err(race.fail(i.name(), &tile, loc));
+            }
             let touches = hazards::touches(b, task, facts, i.name(), loc)?;
             let strides = values(b, task, &b.program().global(*src).strides, loc)?;
             // one copy per thread, or per warp where a warp elects its issuing lane (the
@@ -133,6 +139,12 @@ pub(crate) fn exec(
             let coords = values(b, task, offsets, loc)?;
             let shape = values(b, task, &b.program().global(*dst).shape, loc)?;
             let src = views::place(b, task, src, i.name(), loc)?;
+            let issuer = task.threads.first().copied().unwrap_or(0);
+            let bytes = (src.range.0 as usize..src.range.1 as usize).map(|at| (issuer, at));
+            if let Some(race) = b.races.accesses(Access::Read, loc, 1, bytes) {
+                let tile = views::label(b, src.tensor, src.stage);
+                return Err(race.fail(i.name(), &tile, loc));
+            }
             let touches = hazards::touches(b, task, facts, i.name(), loc)?;
             let strides = values(b, task, &b.program().global(*dst).strides, loc)?;
             for (owner, threads) in hazards::owners(task, AsyncGroup::Bulk) {
@@ -347,6 +359,9 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
             ));
             }
             write_bits(&mut b.smem, at, bits, eb);
+            for byte in at..at + eb {
+                b.races.forget(byte);
+            }
             Ok(())
         },
     )?;

@@ -9,7 +9,7 @@
 //! test knows the call a diagnostic must name; `common::interp::expect_fault` checks it.
 //!
 //! A new instruction's interpreter tests go into its family's file here (`control`,
-//! `memory` (and `fences`, between blocks), `arithmetic`, `mbarrier`, `tma`, `mma`, `wgmma`, `debug`); a new family gets a new file and a `mod`
+//! `memory` (and `fences`, between blocks; `races`, between warps), `arithmetic`, `mbarrier`, `tma`, `mma`, `wgmma`, `debug`); a new family gets a new file and a `mod`
 //! line below. The other test binaries and the shared harness: see `compiler/main.rs`.
 
 // `mark(.., k.sync())` passes the unit result of the marked call on purpose.
@@ -26,6 +26,7 @@ mod fences;
 mod mbarrier;
 mod memory;
 mod mma;
+mod races;
 mod scalars;
 mod seed;
 mod shape;

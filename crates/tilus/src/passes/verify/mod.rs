@@ -5,9 +5,9 @@
 //! (`placement.rs`), that values are used where they exist (`scoping.rs`), asynchronous
 //! operands (`hazards.rs`), proxy fences (`fences.rs`), transaction counts
 //! (`transactions.rs`), `sync()` under conditions (`control.rs`), scalar types
-//! (`scalars.rs`), the register pool of `set_max_registers` (`registers.rs`) and the budgets
-//! once planned (`planned.rs`). Each family's own rules
-//! (shapes, dtypes, limits) live in `passes/rules/`.
+//! (`scalars.rs`), the register pool of `set_max_registers` (`registers.rs`) and, once
+//! planned, the budgets and races between warps on shared tiles (`planned.rs`, `races.rs`).
+//! Each family's own rules (shapes, dtypes, limits) live in `passes/rules/`.
 
 mod control;
 mod fences;
@@ -15,6 +15,7 @@ mod hazards;
 mod live_registers;
 mod placement;
 mod planned;
+mod races;
 mod registers;
 mod scalars;
 mod scoping;

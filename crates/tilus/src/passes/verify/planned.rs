@@ -1,6 +1,7 @@
 //! Rules that need layouts and the shared-memory plan: the shared-memory limit and the
 //! registers the tiles need, for every program; each family's own (the swizzle span of TMA
-//! boxes, wgmma operand layouts) through its rules.
+//! boxes, wgmma operand layouts) through its rules; races between warps on shared tiles
+//! (`races.rs`), which need the layouts to know which thread touches which bytes.
 
 use super::finish;
 use crate::ir::{Loc, Program, Stmt, StmtKind};
@@ -46,6 +47,9 @@ pub fn check_planned(p: &Program) -> Result<()> {
         });
     }
     check_divergent_block_scope(&mut c);
+    if c.diags.is_empty() {
+        super::races::check(&mut c);
+    }
     finish(c.diags)
 }
 
