@@ -18,11 +18,13 @@
 //! taken to run in step (the code the compiler emits for a warp does not diverge around shared
 //! accesses), so a warp never races with itself.
 //!
-//! The asynchronous proxy is `hazards.rs`'s: a TMA load into bytes counts as a write by the
-//! issuing warp when it is issued (a stage refilled while another warp still reads it races) and
-//! leaves the bytes without an ordinary writer when it lands (its readers wait on its barrier);
-//! a TMA store counts as a read by the issuing warp (the threads that filled the tile must have
-//! met it at a barrier first).
+//! TMA copies take part too (what they overlap while in flight is `hazards.rs`'s): a TMA load
+//! counts as a write by the issuing warp when it is issued (a stage refilled while another warp
+//! still reads it races), and when it lands its bytes are written by the *copy engine*, one
+//! more clock beside the warps', which the copy's `complete_tx` releases into its barrier: a
+//! warp reads them safely after waiting for that phase, or after meeting at a barrier a warp
+//! that waited (one thread waits, then `sync()`). A TMA store counts as a read by the issuing
+//! warp (the threads that filled the tile must have met it at a barrier first).
 
 use super::state::Fail;
 use crate::error::Fault;
@@ -92,13 +94,31 @@ pub(crate) struct Race {
     pub prior: Access,
     pub prior_thread: u32,
     pub prior_loc: Loc,
+    /// The earlier access is a TMA copy's landing (the copy engine's write).
+    pub prior_engine: bool,
 }
 
 impl Race {
     /// The fault: `inst` at `loc` accessed bytes of `tile` (how messages name it).
     pub fn fail(&self, inst: &str, tile: &str, loc: Loc) -> Fail {
         let who = |t: u32| format!("thread {t} (warp {})", t / 32);
-        let (now, then) = (who(self.thread), who(self.prior_thread));
+        let now = who(self.thread);
+        if self.prior_engine {
+            return Fail::new(
+                Fault::SharedRace,
+                loc,
+                format!(
+                    "{inst}: {now} {} bytes of `{tile}` (region byte {}) that a TMA copy wrote, \
+                     without waiting for the copy's barrier phase or meeting a thread that \
+                     did: the copy may not have landed yet. Wait on the barrier in these \
+                     threads, or `sync()` after the thread that waits",
+                    self.access.present(),
+                    self.byte
+                ),
+            )
+            .note(self.prior_loc, "the copy was issued here");
+        }
+        let then = who(self.prior_thread);
         let (verb, prior_verb) = (self.access.present(), self.prior.past());
         let risk = match (self.prior, self.access) {
             (Access::Write, Access::Read) => "the read may see the bytes before the write lands",
@@ -148,8 +168,10 @@ struct BarClock {
 
 /// The block's clocks and the shadow of its shared memory.
 pub(crate) struct Races {
-    /// Per warp, its vector clock.
+    /// Per warp, its vector clock (one entry per warp, and the copy engine's last).
     clocks: Vec<Vec<u32>>,
+    /// The copy engine's own clock: one step per landed copy.
+    engine: u32,
     bars: HashMap<(BarrierArrayId, usize), BarClock>,
     pages: Vec<Option<Box<[Cell]>>>,
     /// Read sets of bytes read by several unordered warps; slot 0 is unused, freed slots are
@@ -165,6 +187,11 @@ pub(crate) struct Races {
 
 fn warp(thread: u16) -> usize {
     thread as usize / 32
+}
+
+/// The pseudo-thread that stands for the copy engine: the first of the warp after the block's.
+fn engine_thread(warps: usize) -> u16 {
+    (warps * 32).min(NOBODY as usize - 1) as u16
 }
 
 /// A warp's bit in a cell's `writers` (warps past 31, which no block has, share the last).
@@ -184,13 +211,14 @@ impl Races {
         let warps = (block_threads as usize).div_ceil(32).max(1);
         let clocks = (0..warps)
             .map(|w| {
-                let mut c = vec![0; warps];
+                let mut c = vec![0; warps + 1];
                 c[w] = 1;
                 c
             })
             .collect();
         Races {
             clocks,
+            engine: 1,
             bars: HashMap::new(),
             pages: vec![None; smem_bytes.div_ceil(PAGE)],
             many: vec![vec![]],
@@ -231,6 +259,7 @@ impl Races {
             prior,
             prior_thread: e.thread as u32,
             prior_loc: self.locs[e.at as usize],
+            prior_engine: warp(e.thread) == self.clocks.len(),
         }
     }
 
@@ -351,7 +380,35 @@ impl Races {
         None
     }
 
-    /// The byte has no ordinary writer or reader left (an asynchronous write landed in it).
+    /// A TMA copy issued at `loc` lands in `bytes`: the copy engine writes them.
+    pub fn landed(&mut self, bytes: std::ops::Range<usize>, loc: Loc) {
+        let at = self.intern(loc);
+        let engine = engine_thread(self.clocks.len());
+        let now = Epoch {
+            thread: engine,
+            clock: self.engine,
+            at,
+        };
+        for byte in bytes {
+            self.forget(byte);
+            if let Some(c) = self.cell(byte) {
+                c.write = now;
+                c.writers = 0;
+            }
+        }
+    }
+
+    /// The copies landed so far complete their transactions on `bar`: a wait for the phase
+    /// orders the waiting warps after them.
+    pub fn engine_release(&mut self, bar: (BarrierArrayId, usize)) {
+        let n = self.clocks.len();
+        let b = self.bars.entry(bar).or_default();
+        b.released.resize(n + 1, 0);
+        b.released[n] = b.released[n].max(self.engine);
+        self.engine += 1;
+    }
+
+    /// The byte has no ordinary writer or reader left.
     pub fn forget(&mut self, byte: usize) {
         let Some(page) = self.pages.get(byte / PAGE) else {
             return;
@@ -385,7 +442,7 @@ impl Races {
     /// them knew.
     pub fn sync(&mut self, threads: &[u32]) {
         let ws = self.warps_of(threads);
-        let mut all = vec![0; self.clocks.len()];
+        let mut all = vec![0; self.clocks.len() + 1];
         for &w in &ws {
             join(&mut all, &self.clocks[w]);
         }
@@ -401,7 +458,7 @@ impl Races {
         let ws = self.warps_of(threads);
         let n = self.clocks.len();
         let b = self.bars.entry(bar).or_default();
-        b.released.resize(n, 0);
+        b.released.resize(n + 1, 0);
         for &w in &ws {
             join(&mut b.released, &self.clocks[w]);
         }
@@ -531,6 +588,25 @@ mod tests {
         r.completed(BAR, 1);
         r.acquire(BAR, 1, &[32]);
         assert!(r.accesses(Access::Read, THERE, 1, [(32, 1)]).is_none());
+    }
+
+    #[test]
+    fn a_landed_copy_is_read_safely_after_its_phase_or_a_barrier_with_a_waiter() {
+        let mut r = races();
+        r.landed(0..16, HERE);
+        r.engine_release(BAR);
+        r.completed(BAR, 0);
+        let race = r.accesses(Access::Read, THERE, 4, [(32, 0)]).unwrap();
+        assert!(race.prior_engine && race.prior_loc == HERE);
+        r.acquire(BAR, 0, &[0]);
+        assert!(r.accesses(Access::Read, THERE, 4, [(0, 0)]).is_none());
+        r.sync(&[0, 32]);
+        assert!(r.accesses(Access::Read, THERE, 4, [(32, 4)]).is_none());
+        // a copy that landed after the phase the waiter saw is not covered
+        r.landed(0..16, HERE);
+        r.engine_release(BAR);
+        r.acquire(BAR, 0, &[64]);
+        assert!(r.accesses(Access::Read, THERE, 4, [(64, 8)]).is_some());
     }
 
     #[test]

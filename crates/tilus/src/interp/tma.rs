@@ -359,14 +359,13 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
             ));
             }
             write_bits(&mut b.smem, at, bits, eb);
-            for byte in at..at + eb {
-                b.races.forget(byte);
-            }
+            b.races.landed(at..at + eb, loc);
             Ok(())
         },
     )?;
     let bytes = c.dst.shape.iter().product::<i64>() * eb as i64;
     let (a, i) = c.bar;
+    b.races.engine_release(c.bar);
     complete_tx(b, a, i, bytes, c.issue_phase, loc)?;
     Ok(())
 }
