@@ -43,7 +43,12 @@ fn value(e: &mut Emitter, r: RegId, l: &str) -> String {
 
 /// The C expression of a tile expression at one output element: `idx` gives, for each tile the
 /// expression reads (in order), the C index of its local element.
-fn expr_c(e: &mut Emitter, x: &TileExpr, idx: &mut std::slice::Iter<'_, String>) -> String {
+fn expr_c(
+    e: &mut Emitter,
+    x: &TileExpr,
+    idx: &mut std::slice::Iter<'_, String>,
+    coords: &[String],
+) -> String {
     let p = e.p;
     match x {
         TileExpr::Tile(v) => {
@@ -60,7 +65,7 @@ fn expr_c(e: &mut Emitter, x: &TileExpr, idx: &mut std::slice::Iter<'_, String>)
         }
         TileExpr::Unary(op, a) => {
             let t = a.dtype(p);
-            let a = expr_c(e, a, idx);
+            let a = expr_c(e, a, idx, coords);
             let float = t.is_float();
             match op {
                 UnaryOp::Neg => format!("(-{a})"),
@@ -95,7 +100,7 @@ fn expr_c(e: &mut Emitter, x: &TileExpr, idx: &mut std::slice::Iter<'_, String>)
         }
         TileExpr::Binary(op, a, b) => {
             let float = a.dtype(p).is_float();
-            let (a, b) = (expr_c(e, a, idx), expr_c(e, b, idx));
+            let (a, b) = (expr_c(e, a, idx, coords), expr_c(e, b, idx, coords));
             match op {
                 // rounded as written: no contraction into an fma, as the interpreter computes
                 BinaryOp::Add if float => format!("__fadd_rn({a}, {b})"),
@@ -110,14 +115,14 @@ fn expr_c(e: &mut Emitter, x: &TileExpr, idx: &mut std::slice::Iter<'_, String>)
             }
         }
         TileExpr::Select(c, a, b) => {
-            let c = expr_c(e, c, idx);
-            let (a, b) = (expr_c(e, a, idx), expr_c(e, b, idx));
+            let c = expr_c(e, c, idx, coords);
+            let (a, b) = (expr_c(e, a, idx, coords), expr_c(e, b, idx, coords));
             format!("({c} ? {a} : {b})")
         }
         TileExpr::MulAdd(a, b, c) => {
             let float = a.dtype(p).is_float();
-            let a = expr_c(e, a, idx);
-            let (b, c) = (expr_c(e, b, idx), expr_c(e, c, idx));
+            let a = expr_c(e, a, idx, coords);
+            let (b, c) = (expr_c(e, b, idx, coords), expr_c(e, c, idx, coords));
             if float {
                 format!("__fmaf_rn({a}, {b}, {c})")
             } else {
@@ -126,9 +131,11 @@ fn expr_c(e: &mut Emitter, x: &TileExpr, idx: &mut std::slice::Iter<'_, String>)
         }
         TileExpr::Cast(t, a) => {
             let from = a.dtype(p);
-            let a = expr_c(e, a, idx);
+            let a = expr_c(e, a, idx, coords);
             cast_c(e, &a, from, *t)
         }
+        TileExpr::Index { shape, dim } if shape[*dim] == 1 => "0".into(),
+        TileExpr::Index { shape, dim } => coords[coords.len() - shape.len() + dim].clone(),
     }
 }
 
@@ -220,13 +227,34 @@ fn emit_map(e: &mut Emitter, x: &TileExpr, out: RegId, declare: bool) {
     let tables = x
         .operand_locals(e.p, out)
         .expect("planned programs' operands fit their outputs (check_planned)");
+    // a fresh scope, so that values are named per element only where they must be
+    e.open("");
+    // indices: each element's coordinates, the thread's part named once
+    let indexed = x.has_index();
+    if indexed {
+        let (tid, threads) = (e.tid().name.clone(), e.tid().threads as i64);
+        for (d, terms) in ol.thread_terms().iter().enumerate() {
+            let t = e.terms(terms, &tid, threads);
+            e.line(format!("const i32 tilus_i{d} = {t};"));
+        }
+    }
     let mut vals = Vec::with_capacity(n);
     for l in 0..n {
         let idx: Vec<String> = tables.iter().map(|t| t[l].to_string()).collect();
-        vals.push(expr_c(e, x, &mut idx.iter()));
+        let coords: Vec<String> = match indexed {
+            true => ol
+                .local_coords(l as i64)
+                .iter()
+                .enumerate()
+                .map(|(d, &c)| match c {
+                    0 => format!("tilus_i{d}"),
+                    c => format!("(tilus_i{d} + {c})"),
+                })
+                .collect(),
+            false => vec![],
+        };
+        vals.push(expr_c(e, x, &mut idx.iter(), &coords));
     }
-    // a fresh scope, so that values are named per element only where they must be
-    e.open("");
     let named: Vec<String> = vals
         .iter()
         .enumerate()

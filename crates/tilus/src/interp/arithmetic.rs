@@ -110,6 +110,8 @@ struct Operands<'a> {
     scalars: Vec<V>,
     thread: usize,
     local: usize,
+    /// The output element's coordinates (for indices: [`TileExpr::Index`]).
+    coords: Vec<i64>,
 }
 
 impl Operands<'_> {
@@ -163,6 +165,10 @@ impl Operands<'_> {
             TileExpr::Cast(to, a) => {
                 let from = a.dtype(self.p);
                 convert(self.eval(a, next, loc)?, from, *to)
+            }
+            TileExpr::Index { shape, dim } => {
+                let at = self.coords.len() - shape.len() + dim;
+                V::I(if shape[*dim] == 1 { 0 } else { self.coords[at] })
             }
         })
     }
@@ -317,12 +323,22 @@ fn exec_map(
             scalars,
             thread: 0,
             local: 0,
+            coords: vec![],
         };
+        let (info, base) = (b.prep.reg(out), task.base());
+        let indexed = x.has_index();
         for &t in &task.threads {
             ops.thread = t as usize;
+            let ti = (t.saturating_sub(base) as usize) % info.nthreads.max(1);
             let mut row = Vec::with_capacity(ls);
             for l in 0..ls {
                 ops.local = l;
+                if indexed {
+                    let r = info.rank;
+                    ops.coords = (0..r)
+                        .map(|d| info.tc[ti * r + d] + info.lc[l * r + d])
+                        .collect();
+                }
                 row.push(ops.eval(x, &mut (0, 0), loc)?);
             }
             vals.push(row);

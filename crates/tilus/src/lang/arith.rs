@@ -30,7 +30,7 @@
 //! assert!(out.iter().all(|&v| v == 0.25));
 //! ```
 
-use super::{Element, Kernel, RegisterTensor, Scalar, Val};
+use super::{Dims, Element, Kernel, RegisterTensor, Scalar, Val};
 use crate::ir::{
     ArithInst, BinaryOp, DType, Expr, Inst, Loc, ReduceOp, SharedDecl, SharedId, StmtKind,
     TileExpr, UnaryOp,
@@ -423,6 +423,7 @@ impl Kernel {
         Ok(match e {
             TileExpr::Tile(v) => self.prog.view_shape(v),
             TileExpr::Scalar(_) => vec![],
+            TileExpr::Index { shape, .. } => shape.clone(),
             TileExpr::Unary(_, x) | TileExpr::Cast(_, x) => self.tile_shape(x)?,
             TileExpr::Binary(_, a, b) => {
                 let (sa, sb) = (self.tile_shape(a)?, self.tile_shape(b)?);
@@ -441,6 +442,39 @@ impl Kernel {
                     .ok_or_else(|| format!("shapes {sc:?} and {ab:?} do not broadcast"))?
             }
         })
+    }
+
+    /// The index along `dim` of each element of a tile of `shape`, as an `i32` expression that
+    /// broadcasts like a tile of that shape: `arange([1, 64], 1)` is `0, 1, .., 63` along a
+    /// row, repeated down the columns of whatever it meets. It takes no registers of its own:
+    /// each thread computes it from the coordinates its layout gives the result's elements, so
+    /// it fits any layout. Masks are comparisons of it:
+    ///
+    /// ```
+    /// # use tilus::prelude::*;
+    /// # fn body(k: &mut Kernel, s: RegisterTensor<f32>, q0: Val, k0: Val, len: Val) {
+    /// // causal attention: key k0 + j is visible to query q0 + i when k0 + j <= q0 + i,
+    /// // and exists when k0 + j < len
+    /// let (i, j) = (k.arange([64, 1], 0), k.arange([1, 64], 1));
+    /// let keep = (j.clone() + k0).le(i + q0).and((j + k0).lt(len));
+    /// let masked = k.compute(where_(keep, s, f32::NEG_INFINITY));
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn arange(&mut self, shape: impl Dims, dim: usize) -> Tile<i32> {
+        let loc = Loc::caller();
+        let shape = super::tensors::dims(self, loc, "arange", &shape.into_dims());
+        if dim >= shape.len() {
+            self.error(
+                loc,
+                format!(
+                    "arange: dimension {dim} of a tile of {} dimension(s)",
+                    shape.len()
+                ),
+            );
+        }
+        let dim = dim.min(shape.len() - 1);
+        Tile::new(TileExpr::Index { shape, dim })
     }
 
     /// Evaluates an elementwise expression into a new register tile of the current group (the

@@ -23,6 +23,7 @@ mod control;
 mod debug;
 mod divmod;
 mod fences;
+mod masks;
 mod mbarrier;
 mod memory;
 mod mma;

@@ -175,6 +175,16 @@ pub enum TileExpr {
     MulAdd(Box<TileExpr>, Box<TileExpr>, Box<TileExpr>),
     /// A conversion of each element to another type.
     Cast(DType, Box<TileExpr>),
+    /// The index along `dim` of each element of a tile of `shape` (`i32`): `arange` along one
+    /// dimension, broadcast like a tile of that shape. It has no registers: each thread
+    /// computes it from the coordinates its layout gives the output's elements, so it fits
+    /// any layout.
+    Index {
+        /// The extents it broadcasts as.
+        shape: Vec<i64>,
+        /// The dimension whose index it holds.
+        dim: usize,
+    },
 }
 
 impl TileExpr {
@@ -193,6 +203,44 @@ impl TileExpr {
             }
             TileExpr::Select(_, a, _) | TileExpr::MulAdd(a, _, _) => a.dtype(p),
             TileExpr::Cast(t, _) => *t,
+            TileExpr::Index { .. } => DType::I32,
+        }
+    }
+
+    /// The shapes of the expression's tiles and indices, in order of appearance: each must
+    /// broadcast to the output's.
+    pub fn shapes(&self, p: &Program) -> Vec<Vec<i64>> {
+        let mut out = vec![];
+        self.visit(&mut |x| match x {
+            TileExpr::Tile(v) => out.push(p.view_shape(v)),
+            TileExpr::Index { shape, .. } => out.push(shape.clone()),
+            _ => {}
+        });
+        out
+    }
+
+    /// Whether the expression reads an index ([`TileExpr::Index`]).
+    pub fn has_index(&self) -> bool {
+        let mut found = false;
+        self.visit(&mut |x| found |= matches!(x, TileExpr::Index { .. }));
+        found
+    }
+
+    /// Calls `f` on every node, parents first.
+    fn visit(&self, f: &mut impl FnMut(&TileExpr)) {
+        f(self);
+        match self {
+            TileExpr::Tile(_) | TileExpr::Scalar(_) | TileExpr::Index { .. } => {}
+            TileExpr::Unary(_, x) | TileExpr::Cast(_, x) => x.visit(f),
+            TileExpr::Binary(_, a, b) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            TileExpr::Select(a, b, c) | TileExpr::MulAdd(a, b, c) => {
+                a.visit(f);
+                b.visit(f);
+                c.visit(f);
+            }
         }
     }
 
@@ -200,7 +248,7 @@ impl TileExpr {
     pub fn tiles(&self, out: &mut Vec<RegView>) {
         match self {
             TileExpr::Tile(v) => out.push(*v),
-            TileExpr::Scalar(_) => {}
+            TileExpr::Scalar(_) | TileExpr::Index { .. } => {}
             TileExpr::Unary(_, x) | TileExpr::Cast(_, x) => x.tiles(out),
             TileExpr::Binary(_, a, b) => {
                 a.tiles(out);
@@ -217,7 +265,7 @@ impl TileExpr {
     /// Every scalar the expression reads.
     pub fn scalars<'a>(&'a self, out: &mut Vec<&'a Expr>) {
         match self {
-            TileExpr::Tile(_) => {}
+            TileExpr::Tile(_) | TileExpr::Index { .. } => {}
             TileExpr::Scalar(e) => out.push(e),
             TileExpr::Unary(_, x) | TileExpr::Cast(_, x) => x.scalars(out),
             TileExpr::Binary(_, a, b) => {
@@ -276,6 +324,7 @@ impl TileExpr {
                 c.describe(n)
             ),
             TileExpr::Cast(t, x) => format!("{t}({})", x.describe(n)),
+            TileExpr::Index { shape, dim } => format!("arange({shape:?}, {dim})"),
         }
     }
 }

@@ -22,6 +22,15 @@ fn check_types(c: &mut Checker, e: &TileExpr, loc: Loc) -> DType {
             p.register(v.tensor).dtype
         }
         TileExpr::Scalar(s) => s.dtype(),
+        TileExpr::Index { shape, dim } => {
+            if *dim >= shape.len() || shape.iter().any(|&n| n < 1) {
+                c.err(
+                    loc,
+                    format!("arange: dimension {dim} of a tile of extents {shape:?}"),
+                );
+            }
+            DType::I32
+        }
         TileExpr::Unary(op, x) => {
             let t = check_types(c, x, loc);
             if op.float_only() && !t.is_float() {
@@ -116,13 +125,6 @@ fn fitting_layout(
     })
 }
 
-/// The shapes of the tiles an expression reads.
-fn tile_shapes(p: &Program, e: &TileExpr) -> Vec<Vec<i64>> {
-    let mut tiles = vec![];
-    e.tiles(&mut tiles);
-    tiles.iter().map(|v| p.view_shape(v)).collect()
-}
-
 /// Whether a tile of `shape` broadcasts into `out`.
 fn broadcasts(shape: &[i64], out: &[i64]) -> bool {
     shape.len() <= out.len()
@@ -186,7 +188,7 @@ impl Rules for ArithInst {
                     c.err(loc, msg);
                 }
                 let oshape = d.shape.clone();
-                for s in tile_shapes(c.p, expr) {
+                for s in expr.shapes(c.p) {
                     if !broadcasts(&s, &oshape) {
                         c.err(
                             loc,

@@ -1,0 +1,112 @@
+//! Index tiles (`k.arange`) and the masks made of them, run by the interpreter
+//! (`interp/masks.rs`) and the GPU (`runtime/gpu.rs`) against the same host references, and
+//! compiled by the compile tests (`compiler/codegen.rs`).
+
+use half::f16;
+use tilus::prelude::*;
+
+/// `out[i][j] = a·bᵀ + 1000 j + i` for one `[16, 8 * n8]` tile: the index grid is added to an
+/// mma accumulator, so it is computed in the accumulator's fragment layout (lanes and
+/// registers that hold rows and columns in steps); `broadcast` builds it from a column
+/// `arange([16, 1], 0)` and a row of lower rank `arange([n], 0)` (aligned with the last
+/// dimension), otherwise from two full-shape ones.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct IndexOnAccumulator {
+    pub n8: i32,
+    pub broadcast: bool,
+}
+
+impl IndexOnAccumulator {
+    /// The host's result for `a` `[16, 16]` and `b` `[n, 16]` (f16, row-major).
+    pub fn expected(&self, a: &[f16], b: &[f16]) -> Vec<f32> {
+        let n = 8 * self.n8 as usize;
+        let mut out = vec![0.0; 16 * n];
+        for i in 0..16 {
+            for j in 0..n {
+                let dot: f32 = (0..16)
+                    .map(|k| a[i * 16 + k].to_f32() * b[j * 16 + k].to_f32())
+                    .sum();
+                out[i * n + j] = dot + (1000 * j + i) as f32;
+            }
+        }
+        out
+    }
+}
+
+impl Script for IndexOnAccumulator {
+    type Args = (Ptr<f16>, Ptr<f16>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (a, b, out): Handles<Self::Args>) {
+        let n = 8 * self.n8;
+        k.blocks([1]);
+        k.warps(1);
+        let ga = k.global_view(a, [16, 16]);
+        let gb = k.global_view(b, [n, 16]);
+        let go = k.global_view(out, [16, n]);
+        let ta = k.load_global(&ga, [0, 0], [16, 16]);
+        let tb = k.load_global(&gb, [0, 0], [n, 16]);
+        let acc = k.register_tensor::<f32>([16, n], 0.0);
+        k.dot(&ta, &tb.transpose(), &acc, &acc);
+        let grid = if self.broadcast {
+            k.arange([n], 0) * 1000 + k.arange([16, 1], 0)
+        } else {
+            k.arange([16, n], 1) * 1000 + k.arange([16, n], 0)
+        };
+        k.assign_tile(&acc, acc + grid.cast::<f32>());
+        k.store_global(&go, &acc, [0, 0]);
+    }
+}
+
+/// Causal, length-masked row sums and maxima of `[rows, cols]` tiles of scores: block `b`
+/// takes rows `b·rows ..` of `x` `[m, cols]`; element `(i, j)` counts when key `k0 + j` is
+/// visible to query `q0 + i` (`k0 + j <= q0 + i`) and exists (`k0 + j < len`). A row with no
+/// such key sums to 0 and has maximum −∞. `out` is `[m, 2]`: sum, maximum.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct CausalRows {
+    pub rows: i32,
+    pub cols: i32,
+    pub warps: u32,
+}
+
+impl CausalRows {
+    /// The host's `[m, 2]` result.
+    pub fn expected(&self, x: &[f32], m: usize, (q0, k0, len): (i32, i32, i32)) -> Vec<f32> {
+        let cols = self.cols as usize;
+        let mut out = vec![0.0; 2 * m];
+        for i in 0..m {
+            let (mut sum, mut max) = (0.0f64, f32::NEG_INFINITY);
+            for j in 0..cols {
+                let key = k0 + j as i32;
+                if key <= q0 + i as i32 && key < len {
+                    sum += f64::from(x[i * cols + j]);
+                    max = max.max(x[i * cols + j]);
+                }
+            }
+            out[2 * i] = sum as f32;
+            out[2 * i + 1] = max;
+        }
+        out
+    }
+}
+
+impl Script for CausalRows {
+    type Args = (i32, i32, i32, i32, Ptr<f32>, PtrMut<f32>);
+    fn arg_names() -> &'static [&'static str] {
+        &["m", "q0", "k0", "len", "x", "out"]
+    }
+    fn body(&self, k: &mut Kernel, (m, q0, k0, len, x, out): Handles<Self::Args>) {
+        let (rows, cols) = (self.rows, self.cols);
+        k.blocks([cdiv(m, rows)]);
+        k.warps(self.warps);
+        let gx = k.global_view(x, [m, Val::constant(cols)]);
+        let go = k.global_view(out, [m, Val::constant(2)]);
+        let first = k.let_i32(k.block_idx().x * rows);
+        let t = k.load_global(&gx, (first, 0), [rows, cols]);
+        let key = k.arange([1, cols], 1) + k0;
+        let query = k.arange([rows, 1], 0) + first + q0;
+        let keep = key.clone().le(query).and(key.lt(len));
+        let sum = k.sum(where_(keep.clone(), &t, 0.0), 1, true);
+        let max = k.max(where_(keep, &t, f32::NEG_INFINITY), 1, true);
+        k.store_global(&go, &sum, (first, 0));
+        k.store_global(&go, &max, (first, 1));
+    }
+}

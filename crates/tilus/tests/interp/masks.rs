@@ -1,0 +1,61 @@
+//! Index tiles and masks: `k.arange` in an mma accumulator's fragment layout (full-shape and
+//! broadcast forms), and causal, length-masked row sums and maxima over tiles whose rows stay
+//! in lanes, cross warps, or replicate, against the host on random scores.
+
+use crate::common::inputs::{f16s, random_f32};
+use crate::common::interp::run;
+use crate::common::scripts::masks::{CausalRows, IndexOnAccumulator};
+
+#[test]
+fn an_index_grid_lands_on_every_element_of_an_accumulator() {
+    for n8 in [1, 2, 4] {
+        for broadcast in [false, true] {
+            let s = IndexOnAccumulator { n8, broadcast };
+            let n = 8 * n8 as usize;
+            let (a, b) = (f16s(16 * 16), f16s(n * 16));
+            let mut out = vec![f32::NAN; 16 * n];
+            run(&s, (&a[..], &b[..], &mut out[..])).unwrap();
+            let want = s.expected(&a, &b);
+            for (i, (g, w)) in out.iter().zip(&want).enumerate() {
+                assert!(
+                    (g - w).abs() <= 1e-3 * w.abs().max(1.0),
+                    "{s:?} [{i}]: {g} vs {w}"
+                );
+            }
+        }
+    }
+}
+
+/// `(q0, k0, len)`: the diagonal inside the tile, a tile wholly visible, wholly in the
+/// future (every row empty), and a length that cuts the keys.
+const MASKS: [(i32, i32, i32); 4] = [
+    (0, 0, 1 << 20),
+    (500, 0, 1 << 20),
+    (0, 300, 1 << 20),
+    (7, 3, 20),
+];
+
+#[test]
+fn causal_and_length_masks_count_exactly_the_visible_keys() {
+    for (rows, cols, warps) in [
+        (16, 64, 4),
+        (64, 32, 4),
+        (8, 128, 2),
+        (32, 32, 1),
+        (4, 8, 4),
+    ] {
+        let s = CausalRows { rows, cols, warps };
+        let m = 3 * rows as usize - 1;
+        let x = random_f32(m * cols as usize, (rows * 31 + cols) as u64);
+        for mask in MASKS {
+            let (q0, k0, len) = mask;
+            let mut out = vec![f32::NAN; 2 * m];
+            run(&s, (m as i32, q0, k0, len, &x[..], &mut out[..])).unwrap();
+            let want = s.expected(&x, m, mask);
+            for (i, (g, w)) in out.iter().zip(&want).enumerate() {
+                let close = g == w || (g - w).abs() <= 1e-5 * w.abs().max(1.0);
+                assert!(close, "{s:?} {mask:?} [{i}]: {g} vs {w}");
+            }
+        }
+    }
+}
