@@ -104,8 +104,8 @@ impl Script for CausalRows {
         let key = k.arange([1, cols], 1) + k0;
         let query = k.arange([rows, 1], 0) + first + q0;
         let keep = key.clone().le(query).and(key.lt(len));
-        let sum = k.sum(where_(keep.clone(), &t, 0.0), 1, true);
-        let max = k.max(where_(keep, &t, f32::NEG_INFINITY), 1, true);
+        let sum = k.sum(where_(keep.clone(), t, 0.0), 1, true);
+        let max = k.max(where_(keep, t, f32::NEG_INFINITY), 1, true);
         k.store_global(&go, &sum, (first, 0));
         k.store_global(&go, &max, (first, 1));
     }
