@@ -997,3 +997,30 @@ fn an_assigned_tile_is_declared_once_and_written_in_the_loop() {
     assert!(body.contains("sum[0] = tilus_v0;"), "{src}");
     assert!(body.contains("__fmul_rn(decayed[0]"), "{src}");
 }
+
+/// Index tiles compile to the thread's coordinate terms, named once, plus each element's local
+/// offset: in an mma accumulator's fragment layout and in the masks of causal row sums, on
+/// every shape of the interpreter's test, without spills.
+#[test]
+fn index_tiles_and_masks_compile_to_coordinates_without_spills() {
+    use crate::common::scripts::masks::{CausalRows, IndexOnAccumulator};
+    for n8 in [1, 4] {
+        for broadcast in [false, true] {
+            let s = IndexOnAccumulator { n8, broadcast };
+            let c = build(&s, &[]);
+            assert_eq!(c.report.spill_stores, 0, "{s:?}");
+            assert!(c.source.contains("const i32 tilus_i1 = "), "{s:?}");
+        }
+    }
+    for (rows, cols, warps) in [
+        (16, 64, 4),
+        (64, 32, 4),
+        (8, 128, 2),
+        (32, 32, 1),
+        (4, 8, 4),
+    ] {
+        let s = CausalRows { rows, cols, warps };
+        let c = build(&s, &[]);
+        assert_eq!(c.report.spill_stores, 0, "{s:?}");
+    }
+}

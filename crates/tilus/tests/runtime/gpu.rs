@@ -159,6 +159,65 @@ fn assigned_tiles_carry_running_statistics_through_a_runtime_loop() {
     }
 }
 
+/// The interpreter's index and mask tests (`interp/masks.rs`) on the GPU: an index grid in an
+/// mma accumulator's fragment layout, and causal, length-masked row sums and maxima.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn index_tiles_and_masks_agree_with_the_host() {
+    use crate::common::scripts::masks::{CausalRows, IndexOnAccumulator};
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    for n8 in [1, 2, 4] {
+        for broadcast in [false, true] {
+            let s = IndexOnAccumulator { n8, broadcast };
+            let n = 8 * n8 as usize;
+            let (a, b) = (
+                random_f16(16 * 16, fresh_seed()),
+                random_f16(n * 16, fresh_seed()),
+            );
+            let (da, db) = (
+                device.stream().clone_htod(&a).unwrap(),
+                device.stream().clone_htod(&b).unwrap(),
+            );
+            let mut out = upload(&device, &vec![f32::NAN; 16 * n]);
+            tilus::Jit::new(s, &device)
+                .launch(device.stream(), (&da, &db, &mut out))
+                .unwrap();
+            let got = device.stream().clone_dtoh(&out).unwrap();
+            for (i, (g, w)) in got.iter().zip(&s.expected(&a, &b)).enumerate() {
+                assert!(
+                    (g - w).abs() <= 1e-3 * w.abs().max(1.0),
+                    "{s:?} [{i}]: {g} vs {w}"
+                );
+            }
+        }
+    }
+    let masks = [
+        (0, 0, 1 << 20),
+        (500, 0, 1 << 20),
+        (0, 300, 1 << 20),
+        (7, 3, 20),
+    ];
+    for (rows, cols, warps) in [(16, 64, 4), (64, 32, 4), (8, 128, 2), (32, 32, 1)] {
+        let s = CausalRows { rows, cols, warps };
+        let jit = tilus::Jit::new(s, &device);
+        let m = 3 * rows as usize - 1;
+        let x = random_f32(m * cols as usize, fresh_seed());
+        let dx = upload(&device, &x);
+        for mask in masks {
+            let (q0, k0, len) = mask;
+            let mut out = upload(&device, &vec![f32::NAN; 2 * m]);
+            jit.launch(device.stream(), (m as i32, q0, k0, len, &dx, &mut out))
+                .unwrap();
+            let got = device.stream().clone_dtoh(&out).unwrap();
+            for (i, (g, w)) in got.iter().zip(&s.expected(&x, m, mask)).enumerate() {
+                let close = g == w || (g - w).abs() <= 1e-5 * w.abs().max(1.0);
+                assert!(close, "{s:?} {mask:?} [{i}]: {g} vs {w}");
+            }
+        }
+    }
+}
+
 // ------------------------------------------------------------------------------------------
 // The proxy fence: with it, ordinary shared stores feed a wgmma correctly.
 // ------------------------------------------------------------------------------------------
