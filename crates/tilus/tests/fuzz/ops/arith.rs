@@ -112,6 +112,8 @@ pub enum Ex {
     MulAdd(Box<Ex>, Box<Ex>, Box<Ex>),
     /// The expression evaluated in another type, then cast to `E`.
     In(Dt, Box<Ex>),
+    /// `k.arange(shape, dim)`, cast to `E`.
+    Index(Vec<i32>, usize),
 }
 
 /// A boolean expression.
@@ -232,6 +234,8 @@ pub fn ex(m: Mode) -> BoxedStrategy<Ex> {
         1 => t(m).prop_map(Ex::Cast),
         2 => num(m).prop_map(Ex::Lit),
         1 => sc(m).prop_map(Ex::Scalar),
+        1 => (prop::collection::vec(prop::sample::select(vec![1, 2, 8, 32, 64]), 1..=3), 0..4usize)
+            .prop_map(|(s, d)| Ex::Index(s, d)),
     ];
     let (depth, size) = match m {
         Tame => (2, 6),
@@ -307,16 +311,23 @@ impl Arith {
                 }
             }
             Arith::Compute(dt, e) => {
-                let out = by_dt!(dt, |E| E::r(k.compute(tile::<E>(r, e))));
+                let out = by_dt!(dt, |E| {
+                    let x = tile::<E>(r, k, e);
+                    E::r(k.compute(x))
+                });
                 r.regs.push(out);
             }
             Arith::Assign(t, e) => {
                 if let Some(t) = r.reg(*t) {
-                    on!(t, R, |x: E| k.assign_tile(&x, tile::<E>(r, e)));
+                    on!(t, R, |x: E| {
+                        let v = tile::<E>(r, k, e);
+                        k.assign_tile(&x, v)
+                    });
                 }
             }
             Arith::Mask(c) => {
-                let out = k.compute(cond(r, c));
+                let c = cond(r, k, c);
+                let out = k.compute(c);
                 r.masks.push(out);
             }
             Arith::Reduce(op, t, d, keep) => {
@@ -330,7 +341,7 @@ impl Arith {
                 }
             }
             Arith::ReduceMask(op, c, d, keep) => {
-                let c = cond(r, c);
+                let c = cond(r, k, c);
                 let out = match op {
                     Logic::Any => k.any(c, *d, *keep),
                     Logic::All => k.all(c, *d, *keep),
@@ -342,7 +353,7 @@ impl Arith {
 }
 
 /// The expression `e` as a tile expression of type `E`.
-fn tile<E: El>(r: &Replay, e: &Ex) -> Tile<E> {
+fn tile<E: El>(r: &Replay, k: &mut Kernel, e: &Ex) -> Tile<E> {
     let one = || IntoTile::<E>::into_tile(1.0);
     match e {
         Ex::Tile(t) => r.reg_of::<E>(*t).map_or_else(one, |x| x.into_tile()),
@@ -353,7 +364,7 @@ fn tile<E: El>(r: &Replay, e: &Ex) -> Tile<E> {
         Ex::Lit(n) => n.value().into_tile(),
         Ex::Scalar(s) => r.scalar(s).into_tile(),
         Ex::Un(op, a) => {
-            let a = tile::<E>(r, a);
+            let a = tile::<E>(r, k, a);
             match op {
                 Un::Neg => -a,
                 Un::Abs => a.abs(),
@@ -369,7 +380,7 @@ fn tile<E: El>(r: &Replay, e: &Ex) -> Tile<E> {
             }
         }
         Ex::Bin(op, a, b) => {
-            let (a, b) = (tile::<E>(r, a), tile::<E>(r, b));
+            let (a, b) = (tile::<E>(r, k, a), tile::<E>(r, k, b));
             match op {
                 Bn::Add => a + b,
                 Bn::Sub => a - b,
@@ -379,17 +390,25 @@ fn tile<E: El>(r: &Replay, e: &Ex) -> Tile<E> {
                 Bn::Min => a.minimum(b),
             }
         }
-        Ex::Where(c, a, b) => where_(cond(r, c), tile::<E>(r, a), tile::<E>(r, b)),
-        Ex::MulAdd(a, b, c) => tile::<E>(r, a).mul_add(tile::<E>(r, b), tile::<E>(r, c)),
-        Ex::In(dt, a) => by_dt!(dt, |U| tile::<U>(r, a).cast::<E>()),
+        Ex::Where(c, a, b) => {
+            let c = cond(r, k, c);
+            let (a, b) = (tile::<E>(r, k, a), tile::<E>(r, k, b));
+            where_(c, a, b)
+        }
+        Ex::MulAdd(a, b, c) => {
+            let (a, b) = (tile::<E>(r, k, a), tile::<E>(r, k, b));
+            a.mul_add(b, tile::<E>(r, k, c))
+        }
+        Ex::In(dt, a) => by_dt!(dt, |U| tile::<U>(r, k, a).cast::<E>()),
+        Ex::Index(shape, dim) => k.arange(shape.clone(), *dim).cast::<E>(),
     }
 }
 
 /// The condition `c` as a boolean tile expression.
-fn cond(r: &Replay, c: &Cond) -> Tile<bool> {
+fn cond(r: &Replay, k: &mut Kernel, c: &Cond) -> Tile<bool> {
     match c {
         Cond::Cmp(op, dt, a, b) => by_dt!(dt, |U| {
-            let (a, b) = (tile::<U>(r, a), tile::<U>(r, b));
+            let (a, b) = (tile::<U>(r, k, a), tile::<U>(r, k, b));
             match op {
                 Cmp::Lt => a.lt(b),
                 Cmp::Le => a.le(b),
@@ -402,9 +421,15 @@ fn cond(r: &Replay, c: &Cond) -> Tile<bool> {
         Cond::Mask(i) => {
             pick(&r.masks, *i).map_or_else(|| IntoTile::<bool>::into_tile(1.0), |m| m.into_tile())
         }
-        Cond::And(a, b) => cond(r, a).and(cond(r, b)),
-        Cond::Or(a, b) => cond(r, a).or(cond(r, b)),
-        Cond::Not(a) => !cond(r, a),
+        Cond::And(a, b) => {
+            let a = cond(r, k, a);
+            a.and(cond(r, k, b))
+        }
+        Cond::Or(a, b) => {
+            let a = cond(r, k, a);
+            a.or(cond(r, k, b))
+        }
+        Cond::Not(a) => !cond(r, k, a),
     }
 }
 
@@ -524,6 +549,12 @@ impl Binder<'_> {
                 Ex::MulAdd(Box::new(x), Box::new(y), Box::new(self.ex(z, dt)))
             }
             Ex::In(d, a) => Ex::In(*d, Box::new(self.ex(a, *d))),
+            Ex::Index(_, dim) => {
+                let (_, shape) = self.m.tiles[self.pool[0]].clone();
+                self.read(&shape);
+                let dim = dim % shape.len();
+                Ex::Index(shape, dim)
+            }
         }
     }
 
