@@ -25,7 +25,7 @@ pub(super) fn emit(e: &mut Emitter, i: &ArithInst) {
 
 /// The C value of a tile's local element `l` (a C expression) in its compute type: `float` for
 /// every float type (16-bit floats convert exactly), the integer or `bool` otherwise.
-fn value(e: &mut Emitter, r: RegId, l: &str) -> String {
+pub(super) fn value(e: &mut Emitter, r: RegId, l: &str) -> String {
     let t = e.p.register(r).dtype;
     let raw = read(e, r, l);
     match t {
@@ -163,7 +163,7 @@ fn cast_c(e: &mut Emitter, a: &str, from: DType, to: DType) -> String {
 }
 
 /// Writes compute-type values into a tile's local elements: `vals[l]` for element `l`.
-fn store_values(e: &mut Emitter, out: RegId, vals: &[String]) {
+pub(super) fn store_values(e: &mut Emitter, out: RegId, vals: &[String]) {
     let d = e.p.register(out);
     let name = d.name.clone();
     match (storage(d), d.dtype) {

@@ -1,12 +1,19 @@
 //! Emitters for tiles seen with another shape: the result's registers are copies of the
 //! source's in the same thread (all of them, in order, for a reshape; the slice's, for a
-//! slice), which the CUDA compiler's register allocation turns into renamings.
+//! slice; the ones each element's thread already holds, for a layout conversion in
+//! registers), which the CUDA compiler's register allocation turns into renamings. A layout
+//! conversion whose threads need other threads' elements goes through its shared scratch.
 
-use super::memory::{declare, read, storage, word, Storage};
-use super::Emitter;
-use crate::ir::ShapeInst;
+use super::memory::{declare, layout, read, storage, word, MemoryHelper, Storage};
+use super::{Emitter, Helper};
+use crate::ir::{DType, RegId, RegView, ShapeInst, SharedId};
 
 pub(super) fn emit(e: &mut Emitter, i: &ShapeInst) {
+    if let ShapeInst::Convert { src, out, scratch } = i {
+        if i.converts_through_shared(e.p) {
+            return convert_through_shared(e, src, *out, *scratch);
+        }
+    }
     let (src, out) = i.operands();
     let table = i
         .source_locals(e.p)
@@ -55,4 +62,79 @@ pub(super) fn emit(e: &mut Emitter, i: &ShapeInst) {
             e.line(format!("{on}[{l}] = {v};"));
         }
     }
+}
+
+/// The row-major index of an element whose coordinates are a thread's named part
+/// (`{prefix}{d}`) plus local offsets `local`, as a C expression.
+fn row_major_index(prefix: &str, local: &[i64], shape: &[i64]) -> String {
+    let mut terms = vec![];
+    let mut stride = 1;
+    for d in (0..shape.len()).rev() {
+        let c = match local[d] {
+            0 => format!("{prefix}{d}"),
+            x => format!("({prefix}{d} + {x})"),
+        };
+        terms.push(if stride == 1 {
+            c
+        } else {
+            format!("{c} * {stride}")
+        });
+        stride *= shape[d];
+    }
+    terms.reverse();
+    terms.join(" + ")
+}
+
+/// `out = convert_layout(src)` through shared memory: every thread stores its elements (one
+/// 32-bit word each, row-major), the block meets, every thread loads the elements of its
+/// part of `out`, and the block meets again so that the scratch may be written again.
+fn convert_through_shared(e: &mut Emitter, src: &RegView, out: RegId, scratch: SharedId) {
+    declare(e, out);
+    let p = e.p;
+    let off = p
+        .shared(scratch)
+        .offset
+        .expect("scratch tiles are planned before codegen");
+    let (dt, shape) = (p.register(out).dtype, p.register(out).shape.clone());
+    let sl = src.layout_of(&layout(e, src.tensor));
+    let ol = layout(e, out);
+    let (tid, threads) = (e.tid().name.clone(), e.tid().threads as i64);
+    e.use_helper(Helper::Memory(MemoryHelper::StShared));
+    e.use_helper(Helper::Memory(MemoryHelper::LdShared32));
+    e.open("");
+    e.line(format!("const u32 tilus_scratch = tilus_smem + {off}u;"));
+    for (d, terms) in sl.thread_terms().iter().enumerate() {
+        let t = e.terms(terms, &tid, threads);
+        e.line(format!("const i32 tilus_s{d} = {t};"));
+    }
+    for l in 0..sl.local_size() {
+        let idx = row_major_index("tilus_s", &sl.local_coords(l), &shape);
+        let v = super::arithmetic::value(e, src.tensor, &l.to_string());
+        let put = if dt.is_float() {
+            format!("tilus_st_shared_f32(tilus_scratch + (u32)({idx}) * 4u, (float)({v}));")
+        } else {
+            format!("tilus_st_shared_u32(tilus_scratch + (u32)({idx}) * 4u, (u32)({v}));")
+        };
+        e.line(put);
+    }
+    e.line("__syncthreads();");
+    for (d, terms) in ol.thread_terms().iter().enumerate() {
+        let t = e.terms(terms, &tid, threads);
+        e.line(format!("const i32 tilus_o{d} = {t};"));
+    }
+    let vals: Vec<String> = (0..ol.local_size())
+        .map(|l| {
+            let idx = row_major_index("tilus_o", &ol.local_coords(l), &shape);
+            let raw = format!("tilus_ld_shared_u32(tilus_scratch + (u32)({idx}) * 4u)");
+            match dt {
+                t if t.is_float() => format!("__int_as_float((int){raw})"),
+                DType::Bool => format!("({raw} != 0u)"),
+                t => format!("(({}){raw})", super::c_type(t)),
+            }
+        })
+        .collect();
+    super::arithmetic::store_values(e, out, &vals);
+    // the scratch may be written again (a loop) only once every thread has read it
+    e.line("__syncthreads();");
+    e.close();
 }

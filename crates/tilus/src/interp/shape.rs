@@ -1,5 +1,7 @@
 //! Tiles seen with another shape, as `codegen/shape.rs` emits them: each thread's result
-//! registers are copies of its own source registers (the table the layouts give).
+//! registers are copies of its own source registers (the table the layouts give); a layout
+//! conversion whose threads need other threads' elements takes each element from the thread
+//! that holds it (the generated code's trip through shared memory).
 
 use super::state::{Block, Fail, RegData, R};
 use super::task::{Step, Task};
@@ -7,6 +9,9 @@ use crate::error::Fault;
 use crate::ir::{Loc, ShapeInst};
 
 pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &ShapeInst, loc: Loc) -> R<Step> {
+    if i.converts_through_shared(b.program()) {
+        return convert_across_threads(b, task, i, loc);
+    }
     let (src, out) = i.operands();
     let Some(table) = i.source_locals(b.program()) else {
         return Err(Fail::new(
@@ -41,5 +46,73 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &ShapeInst, lo
         }
     }
     b.regs[src.tensor.0 as usize] = Some(data);
+    Ok(Step::Next)
+}
+
+/// A layout conversion across threads: every element of the result comes from a thread of the
+/// task that holds it in the source.
+fn convert_across_threads(
+    b: &mut Block<'_, '_>,
+    task: &mut Task<'_>,
+    i: &ShapeInst,
+    loc: Loc,
+) -> R<Step> {
+    let p = b.program();
+    let (src, out) = i.operands();
+    let (Some(sl), Some(ol)) = (&p.register(src.tensor).layout, &p.register(out).layout) else {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            "convert_layout: a tile without a layout",
+        ));
+    };
+    let sl = src.layout_of(sl);
+    let shape = p.register(out).shape.clone();
+    let flat = |c: &[i64]| c.iter().zip(&shape).fold(0i64, |a, (&x, &n)| a * n + x);
+    let (ls_src, ls_out) = (b.prep.reg(src.tensor).ls, b.prep.reg(out).ls);
+    let (sn, on) = (sl.num_threads().max(1), ol.num_threads().max(1));
+    let base = task.base();
+    b.reg_mut(src.tensor);
+    let Some(data) = b.regs[src.tensor.0 as usize].take() else {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            "the source has no registers",
+        ));
+    };
+    let mut held: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
+    for &t in &task.threads {
+        let ti = i64::from(t.saturating_sub(base)) % sn;
+        for l in 0..ls_src {
+            held.entry(flat(&sl.coords(ti, l as i64)))
+                .or_insert(t as usize * ls_src + l);
+        }
+    }
+    let dst = b.reg_mut(out);
+    let mut missing = None;
+    for &t in &task.threads {
+        let ti = i64::from(t.saturating_sub(base)) % on;
+        for l in 0..ls_out {
+            let Some(&at) = held.get(&flat(&ol.coords(ti, l as i64))) else {
+                missing = Some(t);
+                continue;
+            };
+            let to = t as usize * ls_out + l;
+            match (&data, &mut *dst) {
+                (RegData::Float(x), RegData::Float(y)) => y[to] = x[at],
+                (RegData::Int(x), RegData::Int(y)) => y[to] = x[at],
+                (RegData::Float(x), RegData::Int(y)) => y[to] = x[at] as i64,
+                (RegData::Int(x), RegData::Float(y)) => y[to] = x[at] as f32,
+            }
+        }
+    }
+    b.regs[src.tensor.0 as usize] = Some(data);
+    if let Some(t) = missing {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            format!("convert_layout: thread {t} needs elements no thread of the block holds"),
+        ));
+    }
     Ok(Step::Next)
 }

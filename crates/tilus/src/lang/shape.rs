@@ -31,7 +31,7 @@
 //! ```
 
 use super::{Dims, Element, Kernel, RegisterTensor};
-use crate::ir::{Inst, Loc, ReshapeOp, ShapeInst, StmtKind};
+use crate::ir::{DType, Inst, Loc, ReshapeOp, ShapeInst, SharedDecl, SharedId, StmtKind};
 
 /// The number of elements of a shape, `None` past `i64`.
 fn count(shape: &[i64]) -> Option<i64> {
@@ -165,6 +165,50 @@ impl Kernel {
             out,
             loc,
         )
+    }
+
+    /// The tile's elements in the layout its uses need: a new tile of the same shape and type
+    /// whose layout is decided by what reads it (an mma or wgmma operand, a store, an
+    /// expression with other tiles), not by `src`. Where every thread already holds the
+    /// elements its part of the result needs (an mma or wgmma accumulator used as the next
+    /// product's register operand, flash attention's P), the conversion renames registers and
+    /// costs nothing; otherwise the elements go through a shared scratch tile (one 32-bit word
+    /// per element) behind two block barriers, so it must then run in the whole block.
+    /// `tilus ir` prints which (`in registers (free)`, or `through shared` with the bytes).
+    /// A side nothing constrains takes the other's layout.
+    ///
+    /// ```
+    /// # use tilus::prelude::*;
+    /// # fn body(k: &mut Kernel, a: RegisterTensor<f16>, b: RegisterTensor<f16>) {
+    /// // `a` was loaded for coalesced global reads; `dot` wants its fragment layout
+    /// let acc = k.register_tensor::<f32>([64, 64], 0.0);
+    /// let a = k.convert_layout(&a);
+    /// k.dot(&a, &b, &acc, &acc);
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn convert_layout<T: Element>(&mut self, src: &RegisterTensor<T>) -> RegisterTensor<T> {
+        let loc = Loc::caller();
+        let shape = self.prog.view_shape(&src.view);
+        let out = self.new_register::<T>(shape, loc);
+        // sized by layout inference, once the layouts say whether threads must exchange
+        let name = format!("{}_scratch", self.prog.register(out).name);
+        let scratch = SharedId(self.prog.shareds.len() as u32);
+        self.prog.shareds.push(SharedDecl {
+            name,
+            dtype: DType::F32,
+            shape: vec![0],
+            layout: None,
+            offset: None,
+            loc,
+        });
+        let inst = ShapeInst::Convert {
+            src: src.view,
+            out,
+            scratch,
+        };
+        self.push(StmtKind::Inst(Inst::Shape(inst)), loc);
+        RegisterTensor::plain(out)
     }
 
     /// Elements `start .. start + len` of the tile along `dim` (compile-time numbers): a

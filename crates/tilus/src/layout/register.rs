@@ -517,6 +517,34 @@ impl RegisterLayout {
         Some(table)
     }
 
+    /// For each local element of `self`, the local element of `src` (a layout of the same
+    /// shape) that holds the same coordinates in the same thread, the same table for every
+    /// thread: how a conversion from `src` to `self` stays in registers (renames). `None` when
+    /// some thread needs an element its part of `src` does not hold, or the tables differ
+    /// between threads (registers are indexed at compile time).
+    pub fn in_thread_locals(&self, src: &RegisterLayout) -> Option<Vec<usize>> {
+        if self.shape != src.shape {
+            return None;
+        }
+        let (mine, theirs) = (self.num_threads().max(1), src.num_threads().max(1));
+        let mut table: Option<Vec<usize>> = None;
+        for t in 0..mine.max(theirs) {
+            let held: std::collections::HashMap<Vec<i64>, usize> = (0..src.local_size())
+                .rev()
+                .map(|l| (src.coords(t % theirs, l), l as usize))
+                .collect();
+            let row: Vec<usize> = (0..self.local_size())
+                .map(|l| held.get(&self.coords(t % mine, l)).copied())
+                .collect::<Option<_>>()?;
+            match &table {
+                None => table = Some(row),
+                Some(x) if *x == row => {}
+                Some(_) => return None,
+            }
+        }
+        table
+    }
+
     /// Whether two layouts place every element identically (a functional comparison, which
     /// sees through different factorizations of the same mapping). Coordinates are the sum of
     /// a thread part and a local part that are both zero at index zero, so comparing the two
@@ -632,5 +660,32 @@ mod tests {
         assert!(u.same_mapping(&c));
         let lead = s.insert_dims(&[0]);
         assert_eq!(lead.shape(), &[1, 4]);
+    }
+}
+
+#[cfg(test)]
+mod in_thread_tests {
+    use super::RegisterLayout;
+
+    #[test]
+    fn a_conversion_stays_in_registers_only_where_each_thread_holds_its_elements() {
+        // [2, 4] per thread, 8 threads along rows: the same elements, locals column-major
+        let rows = RegisterLayout::local(&[2, 4]);
+        let cols = RegisterLayout::column_local(&[2, 4]);
+        let spread = RegisterLayout::spatial(&[8, 1]);
+        let (a, b) = (spread.compose(&rows), spread.compose(&cols));
+        assert_eq!(a.in_thread_locals(&a), Some((0..8).collect()));
+        // element (r, c) is local 4r + c row-major and 2c + r column-major
+        assert_eq!(b.in_thread_locals(&a), Some(vec![0, 4, 1, 5, 2, 6, 3, 7]));
+        assert_eq!(a.in_thread_locals(&b), Some(vec![0, 2, 4, 6, 1, 3, 5, 7]));
+        // thread t holding rows t and t + 8 instead of 2t and 2t + 1: other threads' rows
+        let strided = RegisterLayout::local(&[2, 1])
+            .compose(&spread)
+            .compose(&RegisterLayout::local(&[1, 4]));
+        assert_eq!(strided.shape(), a.shape());
+        assert_eq!(strided.in_thread_locals(&a), None);
+        // another shape never converts in place
+        let other = spread.compose(&RegisterLayout::local(&[4, 2]));
+        assert_eq!(other.in_thread_locals(&a), None);
     }
 }

@@ -280,8 +280,9 @@ impl LayoutCx<'_> {
                 if !have.same_mapping(&l) {
                     let msg = format!(
                         "register tensor `{}` needs layout {l} for {why} here, but {what} at {at} gave it {have}; \
-                         use two tensors (layout conversion is not supported yet)",
-                        decl.name
+                         convert it first (`let t2 = k.convert_layout(&{});` and use `t2` here: free where \
+                         each thread holds its elements already, through shared memory otherwise)",
+                        decl.name, decl.name
                     );
                     self.error(loc, msg);
                 }

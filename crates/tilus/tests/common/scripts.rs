@@ -7,6 +7,7 @@ use tilus::prelude::*;
 
 use super::mark;
 
+pub mod convert;
 pub mod global;
 pub mod masks;
 pub mod orders;

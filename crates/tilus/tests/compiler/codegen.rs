@@ -1024,3 +1024,46 @@ fn index_tiles_and_masks_compile_to_coordinates_without_spills() {
         assert_eq!(c.report.spill_stores, 0, "{s:?}");
     }
 }
+
+/// Layout conversions compile: through the scratch (a store per element, a barrier, a load
+/// per element, a barrier) where threads exchange elements, as register copies where they do
+/// not (no scratch, no barrier), without spills.
+#[test]
+fn layout_conversions_compile_through_shared_memory_or_registers() {
+    use crate::common::scripts::convert::{ChainedProducts, ConvertedOperand};
+    for s in [
+        ConvertedOperand {
+            m: 16,
+            n: 8,
+            k16: 1,
+            warps: 1,
+        },
+        ConvertedOperand {
+            m: 64,
+            n: 32,
+            k16: 2,
+            warps: 4,
+        },
+        ConvertedOperand {
+            m: 32,
+            n: 64,
+            k16: 4,
+            warps: 2,
+        },
+    ] {
+        let c = build(&s, &[]);
+        assert_eq!(c.report.spill_stores, 0, "{s:?}");
+        assert!(
+            c.source.contains("const u32 tilus_scratch = tilus_smem + "),
+            "{s:?}"
+        );
+        assert!(c.source.matches("__syncthreads();").count() >= 2, "{s:?}");
+    }
+    for d in [8, 64] {
+        let s = ChainedProducts { d };
+        let c = build(&s, &[]);
+        assert_eq!(c.report.spill_stores, 0, "{s:?}");
+        assert!(!c.source.contains("tilus_scratch"), "{s:?}");
+        assert!(!c.source.contains("__syncthreads();"), "{s:?}");
+    }
+}

@@ -20,6 +20,7 @@ mod common;
 
 mod arithmetic;
 mod control;
+mod convert;
 mod debug;
 mod divmod;
 mod fences;

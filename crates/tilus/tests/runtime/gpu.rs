@@ -218,6 +218,73 @@ fn index_tiles_and_masks_agree_with_the_host() {
     }
 }
 
+/// The interpreter's layout conversion tests (`interp/convert.rs`) on the GPU: a loaded tile
+/// converted to an mma operand through shared memory, an accumulator converted to the next
+/// product's operand in registers.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn layout_conversions_agree_with_the_host() {
+    use crate::common::scripts::convert::{ChainedProducts, ConvertedOperand};
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let put = |v: &[f16]| device.stream().clone_htod(v).unwrap();
+    let close = |got: &[f32], want: &[f32], what: String| {
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-3 * w.abs().max(1.0),
+                "{what} [{i}]: {g} vs {w}"
+            );
+        }
+    };
+    for s in [
+        ConvertedOperand {
+            m: 16,
+            n: 8,
+            k16: 1,
+            warps: 1,
+        },
+        ConvertedOperand {
+            m: 64,
+            n: 32,
+            k16: 2,
+            warps: 4,
+        },
+        ConvertedOperand {
+            m: 32,
+            n: 64,
+            k16: 4,
+            warps: 2,
+        },
+    ] {
+        let (m, n, k) = (s.m as usize, s.n as usize, 16 * s.k16 as usize);
+        let (a, b) = (
+            random_f16(m * k, fresh_seed()),
+            random_f16(n * k, fresh_seed()),
+        );
+        let mut c = upload(&device, &vec![f32::NAN; m * n]);
+        tilus::Jit::new(s, &device)
+            .launch(device.stream(), (&put(&a), &put(&b), &mut c))
+            .unwrap();
+        let got = device.stream().clone_dtoh(&c).unwrap();
+        close(&got, &s.expected(&a, &b), format!("{s:?}"));
+    }
+    for d in [8, 16, 64] {
+        let s = ChainedProducts { d };
+        let n = 16 * d as usize;
+        let (q, kt, v) = (
+            random_f16(256, fresh_seed()),
+            random_f16(256, fresh_seed()),
+            random_f16(n, fresh_seed()),
+        );
+        let mut o = upload(&device, &vec![f32::NAN; n]);
+        tilus::Jit::new(s, &device)
+            .launch(device.stream(), (&put(&q), &put(&kt), &put(&v), &mut o))
+            .unwrap();
+        let got = device.stream().clone_dtoh(&o).unwrap();
+        close(&got, &s.expected(&q, &kt, &v), format!("{s:?}"));
+    }
+}
+
 // ------------------------------------------------------------------------------------------
 // The proxy fence: with it, ordinary shared stores feed a wgmma correctly.
 // ------------------------------------------------------------------------------------------

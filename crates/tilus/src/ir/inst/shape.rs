@@ -3,11 +3,13 @@
 //! are instructions that define a new tile; each thread keeps exactly the registers it had (a
 //! reshape relabels them, a slice keeps some), so the generated code copies registers that the
 //! CUDA compiler's register allocation then removes, and no data moves between threads. Where
-//! the layout does not allow that, layout inference says so at the user's line.
+//! the layout does not allow that, layout inference says so at the user's line. A layout
+//! conversion (`convert_layout`) is the one member that may move data: in registers where each
+//! thread already holds what it needs, through a shared scratch tile otherwise.
 
-use super::facts::{Access, Effect, Facts, Memory};
+use super::facts::{Access, Effect, Facts, Memory, ThreadScope};
 use crate::ir::printer::Names;
-use crate::ir::{Program, RegId, RegView};
+use crate::ir::{Program, RegId, RegView, SharedId};
 use std::fmt::Write;
 
 /// How a reshape was asked for (for names and the printer; all three relabel the same way).
@@ -46,6 +48,19 @@ pub enum ShapeInst {
         /// The slice.
         out: RegId,
     },
+    /// `out` holds the elements of `src` (the same shape and type) in the layout its uses
+    /// give it. Where every thread already holds the elements its part of `out` needs, the
+    /// registers are renamed (free); otherwise every thread stores its elements into the
+    /// shared tile `scratch` (one 32-bit word per element, row-major), the block meets, every
+    /// thread loads its new ones, and the block meets again before the scratch is reused.
+    Convert {
+        /// The tile (or a transposed view of it).
+        src: RegView,
+        /// The tile in its new layout.
+        out: RegId,
+        /// The scratch: sized by layout inference, empty when the registers suffice.
+        scratch: SharedId,
+    },
 }
 
 impl ShapeInst {
@@ -58,13 +73,16 @@ impl ShapeInst {
                 ReshapeOp::Unsqueeze(_) => "unsqueeze",
             },
             ShapeInst::Slice { .. } => "slice",
+            ShapeInst::Convert { .. } => "convert_layout",
         }
     }
 
     /// The source view and the result.
     pub fn operands(&self) -> (&RegView, RegId) {
         match self {
-            ShapeInst::Reshape { src, out, .. } | ShapeInst::Slice { src, out, .. } => (src, *out),
+            ShapeInst::Reshape { src, out, .. }
+            | ShapeInst::Slice { src, out, .. }
+            | ShapeInst::Convert { src, out, .. } => (src, *out),
         }
     }
 
@@ -84,9 +102,35 @@ impl ShapeInst {
             }
             _ => None,
         };
-        Facts::default()
-            .effect(Effect::now(Memory::Register(src.tensor), Access::Read).on_columns(columns))
+        let f = match self {
+            // through shared memory behind block-wide barriers: the whole block
+            ShapeInst::Convert { scratch, .. } if self.converts_through_shared(p) => {
+                let mut f = Facts::scoped(ThreadScope::Block);
+                for access in [
+                    Access::Declare,
+                    Access::Write,
+                    Access::Read,
+                    Access::Release,
+                ] {
+                    f = f.effect(Effect::now(Memory::Shared(*scratch), access));
+                }
+                f
+            }
+            _ => Facts::default(),
+        };
+        f.effect(Effect::now(Memory::Register(src.tensor), Access::Read).on_columns(columns))
             .effect(Effect::now(Memory::Register(out), Access::Declare))
+    }
+
+    /// For a conversion: whether its scratch was given bytes (the threads do not all hold
+    /// what they need).
+    pub(crate) fn converts_through_shared(&self, p: &Program) -> bool {
+        match self {
+            ShapeInst::Convert { scratch, .. } => {
+                p.shared(*scratch).shape.iter().product::<i64>() > 0
+            }
+            _ => false,
+        }
     }
 
     /// For each local element of the result, the local element of the source (seen through its
@@ -106,6 +150,7 @@ impl ShapeInst {
                 let len = *p.register(out).shape.get(*dim)?;
                 l.slice_locals(*dim, *start, len).ok()?
             }
+            ShapeInst::Convert { .. } => return have.in_thread_locals(&l),
         };
         want.same_mapping(have).then_some(table)
     }
@@ -132,6 +177,19 @@ impl ShapeInst {
                 n.view(src),
                 start + d.shape.get(*dim).copied().unwrap_or(0)
             ),
+            ShapeInst::Convert { scratch, .. } => {
+                let s = n.p.shared(*scratch);
+                let how = if self.converts_through_shared(n.p) {
+                    format!(
+                        "through shared `{}` ({} B, 2 block barriers)",
+                        s.name,
+                        s.shape.iter().product::<i64>() * 4
+                    )
+                } else {
+                    "in registers (free)".to_string()
+                };
+                format!("{} = convert_layout({}) {how}", d.name, n.view(src))
+            }
         };
         if let Some(l) = &d.layout {
             let _ = write!(t, " {l}");

@@ -6,7 +6,7 @@
 //! nothing constrains wishes for a layout it can keep, as global accesses wish for vectors.
 
 use super::Rules;
-use crate::ir::{Loc, RegId, ReshapeOp, ShapeInst};
+use crate::ir::{Loc, Program, RegId, ReshapeOp, ShapeInst, SharedId};
 use crate::layout::RegisterLayout;
 use crate::passes::context::{Checker, LayoutCx, Scope};
 use crate::passes::infer_layout::default_layout;
@@ -23,6 +23,7 @@ fn derived(
             let len = *out_shape.get(*dim).ok_or("no such dimension")?;
             l.slice(*dim, *start, len)
         }
+        ShapeInst::Convert { .. } => Ok(l.clone()),
     }
 }
 
@@ -45,6 +46,7 @@ fn advice(inst: &ShapeInst, out_shape: &[i64]) -> String {
              `sync()`, `load_global` of the part)",
             start + out_shape.get(*dim).copied().unwrap_or(0)
         ),
+        ShapeInst::Convert { .. } => String::new(),
     }
 }
 
@@ -131,6 +133,15 @@ impl Rules for ShapeInst {
                     && to[*dim] > 0
                     && start + to[*dim] <= from[*dim]
             }
+            ShapeInst::Convert { .. } => {
+                if ts.bits() > 32 {
+                    c.err(
+                        loc,
+                        format!("{name}: {ts} tiles do not convert (one 32-bit word per element)"),
+                    );
+                }
+                from == to
+            }
         };
         if !fits {
             c.err(
@@ -141,6 +152,10 @@ impl Rules for ShapeInst {
     }
 
     fn propagate_layouts(&self, cx: &mut LayoutCx, loc: Loc) {
+        if let ShapeInst::Convert { .. } = self {
+            // the point of a conversion: each side's layout is its own uses'
+            return;
+        }
         let name = self.name();
         let (src, out) = self.operands();
         let p = cx.p;
@@ -190,6 +205,15 @@ impl Rules for ShapeInst {
     }
 
     fn prefer_layouts(&self, cx: &mut LayoutCx, loc: Loc) {
+        if let ShapeInst::Convert { src, out, .. } = self {
+            // a side nothing constrains takes the other's layout: the conversion is free
+            if let Some(l) = cx.get(src.tensor) {
+                cx.prefer(*out, src.layout_of(&l), loc, "convert_layout");
+            } else if let Some(l) = cx.get(*out) {
+                cx.prefer(src.tensor, src.layout_of(&l), loc, "convert_layout");
+            }
+            return;
+        }
         // a source nothing else constrains gets a layout its slice can keep
         let ShapeInst::Slice {
             src,
@@ -211,9 +235,33 @@ impl Rules for ShapeInst {
         }
     }
 
+    fn internal_shared(&self, p: &Program) -> Vec<(SharedId, Vec<i64>)> {
+        let ShapeInst::Convert { src, out, scratch } = self else {
+            return vec![];
+        };
+        let (Some(l), Some(o)) = (&p.register(src.tensor).layout, &p.register(*out).layout) else {
+            return vec![(*scratch, vec![0])];
+        };
+        // a tile beyond any register file is the register rule's to report
+        let elements: i64 = p.register(*out).shape.iter().product();
+        let in_registers = elements > 1 << 20 || o.in_thread_locals(&src.layout_of(l)).is_some();
+        vec![(*scratch, vec![if in_registers { 0 } else { elements }])]
+    }
+
     fn check_planned(&self, c: &mut Checker, loc: Loc) {
         let (src, out) = self.operands();
         let p = c.p;
+        if let ShapeInst::Convert { .. } = self {
+            let d = p.register(out);
+            if self.converts_through_shared(p) && d.group_threads != p.threads() {
+                let msg = format!(
+                    "convert_layout: the threads of `{}`'s new layout need elements that other                      threads hold, which meet in shared memory behind block-wide barriers;                      convert in the whole block, or choose layouts whose threads keep their                      elements",
+                    d.name
+                );
+                c.err(loc, msg);
+            }
+            return;
+        }
         let (Some(l), Some(have)) = (&p.register(src.tensor).layout, &p.register(out).layout)
         else {
             return;

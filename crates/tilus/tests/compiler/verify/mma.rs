@@ -195,7 +195,8 @@ fn conflicting_layouts_from_two_dots() {
         "{d}"
     );
     assert!(
-        d.message.contains("layout conversion is not supported yet"),
+        d.message
+            .contains("convert it first (`let t2 = k.convert_layout(&r0);`"),
         "{d}"
     );
 }

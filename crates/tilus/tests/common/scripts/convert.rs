@@ -1,0 +1,107 @@
+//! Layout conversions (`k.convert_layout`): a tile loaded for coalesced reads converted to an
+//! mma operand (threads exchange elements: through shared memory), and an mma accumulator
+//! converted to the next product's operand (each thread holds its part already: renames). The
+//! interpreter (`interp/convert.rs`) and the GPU (`runtime/gpu.rs`) run them against the same
+//! host references; the compile tests (`compiler/codegen.rs`) compile them.
+
+use half::f16;
+use tilus::prelude::*;
+
+/// `c[m, n] = a · bᵀ` for one `[m, n]` tile with `k` = 16 · `k16`, `a` and `b` f16 row-major:
+/// `a` is loaded with the global loads' own layout and converted to `dot`'s fragment layout,
+/// over `warps` warps.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct ConvertedOperand {
+    pub m: i32,
+    pub n: i32,
+    pub k16: i32,
+    pub warps: u32,
+}
+
+impl ConvertedOperand {
+    /// The host's product (f32 sums of f16 products).
+    pub fn expected(&self, a: &[f16], b: &[f16]) -> Vec<f32> {
+        let (m, n, k) = (self.m as usize, self.n as usize, 16 * self.k16 as usize);
+        let mut c = vec![0.0; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] = (0..k)
+                    .map(|x| a[i * k + x].to_f32() * b[j * k + x].to_f32())
+                    .sum();
+            }
+        }
+        c
+    }
+}
+
+impl Script for ConvertedOperand {
+    type Args = (Ptr<f16>, Ptr<f16>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (a, b, c): Handles<Self::Args>) {
+        let (m, n, kk) = (self.m, self.n, 16 * self.k16);
+        k.blocks([1]);
+        k.warps(self.warps);
+        let ga = k.global_view(a, [m, kk]);
+        let gb = k.global_view(b, [n, kk]);
+        let gc = k.global_view(c, [m, n]);
+        let loaded = k.load_global(&ga, [0, 0], [m, kk]);
+        let ta = k.convert_layout(&loaded);
+        let tb = k.load_global(&gb, [0, 0], [n, kk]);
+        let acc = k.register_tensor::<f32>([m, n], 0.0);
+        k.dot(&ta, &tb.transpose(), &acc, &acc);
+        k.store_global(&gc, &acc, [0, 0]);
+    }
+}
+
+/// Two products chained as attention chains them, in one warp: `s = q · kᵀ` (`[16, 16]`,
+/// f32), `p` = `s` rounded to f16 and converted to the next product's operand (each thread
+/// holds its part of the operand in the accumulator already), `o = p · v` (`v` `[16, d]`).
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct ChainedProducts {
+    pub d: i32,
+}
+
+impl ChainedProducts {
+    /// The host's result: `s` in f32, rounded to f16, times `v` in f32.
+    pub fn expected(&self, q: &[f16], kt: &[f16], v: &[f16]) -> Vec<f32> {
+        let d = self.d as usize;
+        let mut p = vec![0.0f32; 16 * 16];
+        for i in 0..16 {
+            for j in 0..16 {
+                let s: f32 = (0..16)
+                    .map(|x| q[i * 16 + x].to_f32() * kt[j * 16 + x].to_f32())
+                    .sum();
+                p[i * 16 + j] = f16::from_f32(s).to_f32();
+            }
+        }
+        let mut o = vec![0.0; 16 * d];
+        for i in 0..16 {
+            for j in 0..d {
+                o[i * d + j] = (0..16).map(|x| p[i * 16 + x] * v[x * d + j].to_f32()).sum();
+            }
+        }
+        o
+    }
+}
+
+impl Script for ChainedProducts {
+    type Args = (Ptr<f16>, Ptr<f16>, Ptr<f16>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (q, kt, v, o): Handles<Self::Args>) {
+        let d = self.d;
+        k.blocks([1]);
+        k.warps(1);
+        let gq = k.global_view(q, [16, 16]);
+        let gk = k.global_view(kt, [16, 16]);
+        let gv = k.global_view(v, [16, d]);
+        let go = k.global_view(o, [16, d]);
+        let tq = k.load_global(&gq, [0, 0], [16, 16]);
+        let tk = k.load_global(&gk, [0, 0], [16, 16]);
+        let s = k.register_tensor::<f32>([16, 16], 0.0);
+        k.dot(&tq, &tk.transpose(), &s, &s);
+        let p16 = k.cast::<f16>(&s);
+        let p = k.convert_layout(&p16);
+        let tv = k.load_global(&gv, [0, 0], [16, d]);
+        let acc = k.register_tensor::<f32>([16, d], 0.0);
+        k.dot(&p, &tv, &acc, &acc);
+        k.store_global(&go, &acc, [0, 0]);
+    }
+}

@@ -1,0 +1,77 @@
+//! Layout conversions: a loaded tile converted to an mma operand (through shared memory) and
+//! an accumulator converted to the next product's operand (in registers, as `tilus ir` says),
+//! against the host on random inputs.
+
+use crate::common::inputs::random_f16;
+use crate::common::interp::run;
+use crate::common::scripts::convert::{ChainedProducts, ConvertedOperand};
+
+/// The planned program as `tilus ir` prints it.
+fn ir<S: tilus::Script>(s: &S) -> String {
+    let traced = tilus::trace(s, &[]).unwrap();
+    tilus::ir::print_program(&tilus::passes::compile_program(traced).unwrap().0)
+}
+
+fn close(got: &[f32], want: &[f32], what: &str) {
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-3 * w.abs().max(1.0),
+            "{what} [{i}]: {g} vs {w}"
+        );
+    }
+}
+
+#[test]
+fn a_loaded_tile_converted_to_an_mma_operand_goes_through_shared_memory() {
+    for s in [
+        ConvertedOperand {
+            m: 16,
+            n: 8,
+            k16: 1,
+            warps: 1,
+        },
+        ConvertedOperand {
+            m: 64,
+            n: 32,
+            k16: 2,
+            warps: 4,
+        },
+        ConvertedOperand {
+            m: 32,
+            n: 64,
+            k16: 4,
+            warps: 2,
+        },
+    ] {
+        let ir = ir(&s);
+        assert!(
+            ir.contains("convert_layout(") && ir.contains("through shared"),
+            "{ir}"
+        );
+        let (m, n, k) = (s.m as usize, s.n as usize, 16 * s.k16 as usize);
+        let (a, b) = (random_f16(m * k, 5), random_f16(n * k, 6));
+        let mut c = vec![f32::NAN; m * n];
+        run(&s, (&a[..], &b[..], &mut c[..])).unwrap();
+        close(&c, &s.expected(&a, &b), &format!("{s:?}"));
+    }
+}
+
+#[test]
+fn an_accumulator_converted_to_the_next_products_operand_stays_in_registers() {
+    for d in [8, 16, 64] {
+        let s = ChainedProducts { d };
+        let ir = ir(&s);
+        assert!(
+            ir.contains("convert_layout(") && ir.contains("in registers (free)"),
+            "{ir}"
+        );
+        let (q, kt, v) = (
+            random_f16(256, 1),
+            random_f16(256, 2),
+            random_f16(16 * d as usize, 3),
+        );
+        let mut o = vec![f32::NAN; 16 * d as usize];
+        run(&s, (&q[..], &kt[..], &v[..], &mut o[..])).unwrap();
+        close(&o, &s.expected(&q, &kt, &v), &format!("{s:?}"));
+    }
+}
