@@ -174,3 +174,21 @@ fn a_reshape_whose_result_a_dot_fixes_that_its_source_cannot_give() {
          d1:2]) (from dot accumulator c at ",
     );
 }
+
+/// A conversion whose threads exchange elements meets in shared memory behind block
+/// barriers: in a thread group it is refused.
+#[test]
+fn a_conversion_through_shared_memory_in_a_thread_group() {
+    check::<OutF32>(|k, _| {
+        k.warps(8);
+        k.warp_group(4, |k| {
+            let a = k.register_tensor::<f16>([64, 16], 0.0);
+            let b = k.register_tensor::<f16>([16, 64], 0.0);
+            let c = k.register_tensor::<f32>([64, 64], 0.0);
+            let t = k.compute(a + 1.0);
+            let t2 = at(line!(), k.convert_layout(&t));
+            k.dot(&t2, &b, &c, &c);
+        });
+    })
+    .fails_once("convert_layout: the threads of");
+}

@@ -16,6 +16,8 @@ pub enum Shape {
     Unsqueeze(T, usize),
     /// `slice(tile, dim, start, len)`.
     Slice(T, usize, i32, i32),
+    /// `convert_layout(tile)`.
+    Convert(T),
 }
 
 /// A dimension index: mostly a real one, in wild mode also past the end.
@@ -61,6 +63,7 @@ impl Shape {
                     .prop_map(|(r, d, s, n)| Shape::Slice(r, d, s, n).into())
                     .boxed(),
             ),
+            (1, t(m).prop_map(|r| Shape::Convert(r).into()).boxed()),
         ]
     }
 
@@ -73,6 +76,7 @@ impl Shape {
             Shape::Squeeze(_, d) => k.squeeze(&x, *d),
             Shape::Unsqueeze(_, d) => k.unsqueeze(&x, *d),
             Shape::Slice(_, d, start, len) => k.slice(&x, *d, *start, *len),
+            Shape::Convert(_) => k.convert_layout(&x),
         }));
         r.regs.push(out);
     }
@@ -82,7 +86,8 @@ impl Shape {
             Shape::Reshape(t, _)
             | Shape::Squeeze(t, _)
             | Shape::Unsqueeze(t, _)
-            | Shape::Slice(t, ..) => *t,
+            | Shape::Slice(t, ..)
+            | Shape::Convert(t) => *t,
         }
     }
 }
