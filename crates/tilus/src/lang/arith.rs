@@ -670,4 +670,72 @@ impl Kernel {
     ) -> RegisterTensor<bool> {
         self.reduce(ReduceOp::All, x, dim, keepdim, Loc::caller())
     }
+
+    /// The largest element along `dim` and the index of its first occurrence, as two tiles
+    /// (the index `i32`): a maximum, then the smallest index along `dim` where the element
+    /// equals it (an index tile, [`Kernel::arange`], and a minimum). NaNs are skipped, as the
+    /// maximum skips them; a line of NaNs only gives index `i32::MAX`.
+    ///
+    /// ```
+    /// # use tilus::prelude::*;
+    /// # fn body(k: &mut Kernel, scores: RegisterTensor<f32>) {
+    /// let (best, at) = k.argmax(&scores, 1, true); // [rows, 1] each
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn argmax<T: Element>(
+        &mut self,
+        x: impl IntoTile<T>,
+        dim: usize,
+        keepdim: bool,
+    ) -> (RegisterTensor<T>, RegisterTensor<i32>) {
+        self.arg_extreme(ReduceOp::Max, x, dim, keepdim, Loc::caller())
+    }
+
+    /// The smallest element along `dim` and the index of its first occurrence, as
+    /// [`Kernel::argmax`] finds the largest.
+    #[track_caller]
+    pub fn argmin<T: Element>(
+        &mut self,
+        x: impl IntoTile<T>,
+        dim: usize,
+        keepdim: bool,
+    ) -> (RegisterTensor<T>, RegisterTensor<i32>) {
+        self.arg_extreme(ReduceOp::Min, x, dim, keepdim, Loc::caller())
+    }
+
+    fn arg_extreme<T: Element>(
+        &mut self,
+        op: ReduceOp,
+        x: impl IntoTile<T>,
+        dim: usize,
+        keepdim: bool,
+        loc: Loc,
+    ) -> (RegisterTensor<T>, RegisterTensor<i32>) {
+        let src: RegisterTensor<T> = match x.into_tile().e {
+            TileExpr::Tile(view) => RegisterTensor::of_view(view),
+            e => self.without_pending_name(|k| k.materialize(e, loc)),
+        };
+        let best = self.reduce(op, src, dim, true, loc);
+        let shape: Vec<i32> = self
+            .prog
+            .view_shape(&src.view)
+            .iter()
+            .map(|&n| n.clamp(1, i64::from(i32::MAX)) as i32)
+            .collect();
+        let index = if dim < shape.len() {
+            self.arange(shape, dim)
+        } else {
+            // the reduction reported the dimension; any index keeps the trace going
+            self.arange(vec![1], 0)
+        };
+        let first = where_(src.eq_(best), index, i32::MAX);
+        let at = self.reduce(ReduceOp::Min, first, dim, keepdim, loc);
+        let best = if keepdim || dim >= self.prog.view_shape(&best.view).len() {
+            best
+        } else {
+            self.squeeze(&best, dim)
+        };
+        (best, at)
+    }
 }

@@ -170,6 +170,14 @@ impl<T> RegisterTensor<T> {
         }
     }
 
+    /// The handle of a view of a tile.
+    pub(crate) fn of_view(view: RegView) -> RegisterTensor<T> {
+        RegisterTensor {
+            view,
+            _t: PhantomData,
+        }
+    }
+
     /// The transposed view: swaps the last two dimensions without moving data.
     pub fn transpose(&self) -> RegisterTensor<T> {
         RegisterTensor {

@@ -59,3 +59,32 @@ fn causal_and_length_masks_count_exactly_the_visible_keys() {
         }
     }
 }
+
+/// Rows with repeated extremes: values quantized to 1/8 in `[-1, 1)`.
+fn with_ties(len: usize, seed: u64) -> Vec<f32> {
+    random_f32(len, seed)
+        .iter()
+        .map(|v| (v * 8.0).floor() / 8.0)
+        .collect()
+}
+
+#[test]
+fn argmax_and_argmin_give_each_rows_extreme_and_its_first_index() {
+    use crate::common::scripts::masks::ArgExtremes;
+    for (rows, cols, warps) in [
+        (16, 64, 4),
+        (64, 32, 4),
+        (8, 128, 2),
+        (32, 32, 1),
+        (4, 8, 4),
+    ] {
+        let s = ArgExtremes { rows, cols, warps };
+        let m = 3 * rows as usize - 1;
+        let x = with_ties(m * cols as usize, (rows * 7 + cols) as u64);
+        let (mut vals, mut at) = (vec![f32::NAN; 2 * m], vec![-1i32; 2 * m]);
+        run(&s, (m as i32, &x[..], &mut vals[..], &mut at[..])).unwrap();
+        let (want_vals, want_at) = s.expected(&x, m);
+        assert_eq!(vals, want_vals, "{s:?}");
+        assert_eq!(at, want_at, "{s:?}");
+    }
+}

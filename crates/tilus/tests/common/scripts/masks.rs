@@ -110,3 +110,53 @@ impl Script for CausalRows {
         k.store_global(&go, &max, (first, 1));
     }
 }
+
+/// `k.argmax` and `k.argmin` along rows of `[rows, cols]` tiles of `x` `[m, cols]`: `vals`
+/// `[m, 2]` gets each row's maximum and minimum, `at` `[m, 2]` their first indices (the
+/// maximum's reduced without its dimension, the minimum's keeping it).
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct ArgExtremes {
+    pub rows: i32,
+    pub cols: i32,
+    pub warps: u32,
+}
+
+impl ArgExtremes {
+    /// The host's `(vals, at)`.
+    pub fn expected(&self, x: &[f32], m: usize) -> (Vec<f32>, Vec<i32>) {
+        let n = self.cols as usize;
+        let (mut vals, mut at) = (vec![0.0; 2 * m], vec![0; 2 * m]);
+        for i in 0..m {
+            let row = &x[i * n..(i + 1) * n];
+            let hi = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let lo = row.iter().copied().fold(f32::INFINITY, f32::min);
+            vals[2 * i] = hi;
+            vals[2 * i + 1] = lo;
+            at[2 * i] = row.iter().position(|&v| v == hi).unwrap() as i32;
+            at[2 * i + 1] = row.iter().position(|&v| v == lo).unwrap() as i32;
+        }
+        (vals, at)
+    }
+}
+
+impl Script for ArgExtremes {
+    type Args = (i32, Ptr<f32>, PtrMut<f32>, PtrMut<i32>);
+    fn body(&self, k: &mut Kernel, (m, x, vals, at): Handles<Self::Args>) {
+        let (rows, cols) = (self.rows, self.cols);
+        k.blocks([cdiv(m, rows)]);
+        k.warps(self.warps);
+        let gx = k.global_view(x, [m, Val::constant(cols)]);
+        let gv = k.global_view(vals, [m, Val::constant(2)]);
+        let ga = k.global_view(at, [m, Val::constant(2)]);
+        let first = k.let_i32(k.block_idx().x * rows);
+        let t = k.load_global(&gx, (first, 0), [rows, cols]);
+        let (hi, hi_at) = k.argmax(t, 1, false);
+        let (lo, lo_at) = k.argmin(t, 1, true);
+        let hi = k.unsqueeze(&hi, 1);
+        let hi_at = k.unsqueeze(&hi_at, 1);
+        k.store_global(&gv, &hi, (first, 0));
+        k.store_global(&ga, &hi_at, (first, 0));
+        k.store_global(&gv, &lo, (first, 1));
+        k.store_global(&ga, &lo_at, (first, 1));
+    }
+}
