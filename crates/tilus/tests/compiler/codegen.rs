@@ -1022,6 +1022,9 @@ fn index_tiles_and_masks_compile_to_coordinates_without_spills() {
         let s = CausalRows { rows, cols, warps };
         let c = build(&s, &[]);
         assert_eq!(c.report.spill_stores, 0, "{s:?}");
+        let s = crate::common::scripts::masks::ArgExtremes { rows, cols, warps };
+        let c = build(&s, &[]);
+        assert_eq!(c.report.spill_stores, 0, "{s:?}");
     }
 }
 

@@ -215,6 +215,25 @@ fn index_tiles_and_masks_agree_with_the_host() {
                 assert!(close, "{s:?} {mask:?} [{i}]: {g} vs {w}");
             }
         }
+        // argmax and argmin on values with ties (quantized to 1/8)
+        let s = crate::common::scripts::masks::ArgExtremes { rows, cols, warps };
+        let x: Vec<f32> = random_f32(m * cols as usize, fresh_seed())
+            .iter()
+            .map(|v| (v * 8.0).floor() / 8.0)
+            .collect();
+        let dx = upload(&device, &x);
+        let mut vals = upload(&device, &vec![f32::NAN; 2 * m]);
+        let mut at = device.stream().clone_htod(&vec![-1i32; 2 * m]).unwrap();
+        tilus::Jit::new(s, &device)
+            .launch(device.stream(), (m as i32, &dx, &mut vals, &mut at))
+            .unwrap();
+        let (want_vals, want_at) = s.expected(&x, m);
+        assert_eq!(
+            device.stream().clone_dtoh(&vals).unwrap(),
+            want_vals,
+            "{s:?}"
+        );
+        assert_eq!(device.stream().clone_dtoh(&at).unwrap(), want_at, "{s:?}");
     }
 }
 
