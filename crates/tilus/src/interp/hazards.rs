@@ -574,5 +574,27 @@ pub(crate) fn unfinished(b: &mut Block<'_, '_>) -> R<()> {
             ));
         }
     }
+    // a copy whose phase no wait saw may still be landing when the block ends, into shared
+    // memory the next block on the multiprocessor may own
+    for (j, metas) in b.bars.iter().enumerate() {
+        for (i, m) in metas.iter().flatten().enumerate() {
+            if let Some((phase, loc)) = m.last_copy {
+                if m.observed <= phase {
+                    let name = b.bar_name(crate::ir::BarrierArrayId(j as u32), i);
+                    return Err(Fail::new(
+                        Fault::NotWaited,
+                        loc,
+                        format!(
+                            "the block finished without waiting for this TMA copy: no wait on \
+                             barrier `{name}` saw the phase its bytes complete, so on the GPU \
+                             they may still be landing after the block ends, in shared memory \
+                             the next block on the multiprocessor may own; wait for the phase, \
+                             or do not issue copies past the last one used"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
     Ok(())
 }

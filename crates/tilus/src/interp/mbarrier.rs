@@ -84,6 +84,7 @@ pub(crate) fn exec(
             let parity = (value(b, task, phase, loc)? & 1) as u32;
             if phase_completed(b, a, idx, parity) {
                 b.races.acquire((a, idx), parity, &task.threads);
+                b.observe(a, idx);
                 Ok(Step::Next)
             } else {
                 Ok(Step::Wait(State::Barrier {

@@ -261,6 +261,7 @@ fn wake(b: &mut Block<'_, '_>, tasks: &mut [Task<'_>]) -> bool {
         {
             if barrier::phase_completed(b, array, index, parity) {
                 b.races.acquire((array, index), parity, &t.threads);
+                b.observe(array, index);
                 t.state = State::Run;
                 advance_pc(t);
                 woke = true;

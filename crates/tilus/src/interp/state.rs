@@ -427,6 +427,12 @@ pub(crate) struct BarMeta {
     pub arrivals: Vec<Loc>,
     /// `expects` of the phase that completed last.
     pub prev_expects: Vec<(Loc, i64)>,
+    /// Phases a wait has seen complete (the count of completed phases when a wait last
+    /// returned).
+    pub observed: u64,
+    /// The last TMA copy whose bytes completed on the barrier: the phase (its index) they
+    /// counted toward, and where the copy was issued.
+    pub last_copy: Option<(u64, Loc)>,
 }
 
 /// What an asynchronous operation touches, resolved when it was issued.
@@ -764,6 +770,13 @@ impl<'a, 'p> Block<'a, 'p> {
 
     pub fn bar_meta(&mut self, a: BarrierArrayId, i: usize) -> Option<&mut BarMeta> {
         self.bars[a.0 as usize].as_mut().and_then(|m| m.get_mut(i))
+    }
+
+    /// A wait on barrier `i` of `a` returned: the phases completed so far are seen.
+    pub fn observe(&mut self, a: BarrierArrayId, i: usize) {
+        if let Some(m) = self.bar_meta(a, i) {
+            m.observed = m.phases;
+        }
     }
 }
 

@@ -366,6 +366,10 @@ fn land(b: &mut Block<'_, '_>, c: CopyIn) -> R<()> {
     let bytes = c.dst.shape.iter().product::<i64>() * eb as i64;
     let (a, i) = c.bar;
     b.races.engine_release(c.bar);
+    let phase = b.bar_phases(a, i);
+    if let Some(m) = b.bar_meta(a, i) {
+        m.last_copy = Some((phase, loc));
+    }
     complete_tx(b, a, i, bytes, c.issue_phase, loc)?;
     Ok(())
 }

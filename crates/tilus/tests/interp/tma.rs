@@ -1,5 +1,6 @@
 //! TMA copies: a round trip and f32 tile copies are exact; reading a destination before the
-//! wait that covers it is a fault. TMA stores: the epilogue is exact; an unfenced source, a
+//! wait that covers it, or ending the block without a wait that sees a copy's phase, is a
+//! fault. TMA stores: the epilogue is exact; an unfenced source, a
 //! source written before the wait and a store never waited for are faults.
 
 use super::seed::run_matmul;
@@ -87,6 +88,37 @@ fn reading_a_tile_without_the_sync_after_the_single_thread_wait_is_a_read_before
         ],
     );
     assert_noted(&d, "tma_a");
+}
+
+/// A copy whose barrier phase no wait sees may still be landing when the block ends (into
+/// shared memory the next block may own): a fault at the copy, even though nothing read it.
+#[test]
+fn a_copy_no_wait_sees_is_a_fault_when_the_block_ends() {
+    let src = f16s(64 * 64);
+    let mut dst = vec![f16::ZERO; 64 * 64];
+    let r = interpret::<(Ptr<f16>, PtrMut<f16>)>(
+        |k, (src, dst)| {
+            k.warps(1);
+            let g = k.global_view(src, [64, 64]);
+            let s = k.shared_tensor::<f16>([64, 64]);
+            let bar = k.mbarrier().alloc([1]);
+            k.single_thread(|k| {
+                k.mbarrier().arrive_and_expect_tx(bar[0], s.nbytes());
+                #[rustfmt::skip]
+                mark("tma", line!(), k.tma().global_to_shared(&g, &s, [0, 0], bar[0]));
+            });
+            let o = k.global_view(dst, [64, 64]);
+            let z = k.register_tensor::<f16>([64, 64], 0.0);
+            k.store_global(&o, &z, [0, 0]);
+        },
+        (&src[..], &mut dst[..]),
+    );
+    expect_fault(
+        r,
+        Fault::NotWaited,
+        "tma",
+        &["without waiting for this TMA copy", "barrier `bar0[0]`"],
+    );
 }
 
 #[test]
