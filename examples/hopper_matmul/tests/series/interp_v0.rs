@@ -224,3 +224,14 @@ fn an_empty_problem_runs_nothing_as_on_the_gpu() {
     .unwrap();
     assert_eq!(report.blocks, 0);
 }
+
+/// `with` replaces the named hyperparameters of the default and refuses an unknown name.
+#[test]
+fn with_replaces_the_named_hyperparameters_only() {
+    let c = MatmulTma::with(&[("block_m".into(), 128), ("block_k".into(), 32)]).unwrap();
+    assert_eq!(
+        (c.block_m, c.block_n, c.block_k),
+        (128, MatmulTma::default().block_n, 32)
+    );
+    assert!(MatmulTma::with(&[("block_q".into(), 1)]).is_err());
+}

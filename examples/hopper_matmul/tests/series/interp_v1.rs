@@ -121,3 +121,14 @@ fn the_interpreter_agrees_with_the_gpu() {
         assert!(ulps <= 2, "{config:?} {m}x{n}x{k}: {ulps} ulp apart");
     }
 }
+
+/// `with` replaces the named hyperparameters of the default and refuses an unknown name.
+#[test]
+fn with_replaces_the_named_hyperparameters_only() {
+    let c = MatmulWgmma::with(&[("block_n".into(), 64), ("block_k".into(), 32)]).unwrap();
+    assert_eq!(
+        (c.block_m, c.block_n, c.block_k),
+        (MatmulWgmma::default().block_m, 64, 32)
+    );
+    assert!(MatmulWgmma::with(&[("block_q".into(), 1)]).is_err());
+}
