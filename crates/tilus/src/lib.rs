@@ -125,9 +125,9 @@ pub use tilus_macros::Tunable;
 /// Everything a script author needs.
 pub mod prelude {
     pub use crate::lang::{
-        cdiv, where_, Barrier, Barriers, Const, ConsumerSlot, FastDivisor, GlobalTensor, Handles,
-        IntoTile, Kernel, Pipeline, ProducerSlot, Ptr, PtrMut, PtrVal, RegisterTensor, Scalar,
-        Script, SharedTensor, Tile, TileMath, Val, WgmmaTarget,
+        cdiv, rand, randint, randn, where_, Barrier, Barriers, Const, ConsumerSlot, FastDivisor,
+        GlobalTensor, Handles, IntoTile, Kernel, Pipeline, ProducerSlot, Ptr, PtrMut, PtrVal,
+        RegisterTensor, Scalar, Script, SharedTensor, Tile, TileMath, Val, WgmmaTarget,
     };
     pub use crate::layout::padded_extent;
     pub use crate::script;

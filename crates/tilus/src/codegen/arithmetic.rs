@@ -3,7 +3,7 @@
 use super::memory::{read, storage, MemoryHelper, Storage};
 use super::{Emitter, Helper};
 use crate::ir::{
-    ArithInst, BinaryOp, DType, ReduceOp, RegId, RegView, SharedId, TileExpr, UnaryOp,
+    ArithInst, BinaryOp, DType, RandomKind, ReduceOp, RegId, RegView, SharedId, TileExpr, UnaryOp,
 };
 use crate::layout::RegisterLayout;
 
@@ -133,6 +133,21 @@ fn expr_c(
             let from = a.dtype(p);
             let a = expr_c(e, a, idx, coords);
             cast_c(e, &a, from, *t)
+        }
+        TileExpr::Random {
+            kind,
+            seed,
+            counter,
+        } => {
+            e.use_helper(Helper::Arith(ArithHelper::Philox));
+            let s = e.expr(seed);
+            let c = expr_c(e, counter, idx, coords);
+            let f = match kind {
+                RandomKind::Uniform => "tilus_rand",
+                RandomKind::Normal => "tilus_randn",
+                RandomKind::Int => "tilus_randint",
+            };
+            format!("{f}((u32)({s}), (u32)((u64)(i64)({s}) >> 32), (u32)({c}))")
         }
         TileExpr::Index { shape, dim } if shape[*dim] == 1 => "0".into(),
         TileExpr::Index { shape, dim } => coords[coords.len() - shape.len() + dim].clone(),
@@ -540,7 +555,44 @@ pub(crate) enum ArithHelper {
     RecipApprox,
     /// The hardware's one-instruction power of two.
     Exp2Approx,
+    /// Philox4x32-10 and the random numbers made of it.
+    Philox,
 }
+
+/// Philox4x32-10 (the interpreter's `ir::philox`, round for round) and the numbers `rand`,
+/// `randn` and `randint` make of its words.
+const PHILOX: &str = r#"// Philox4x32-10 for key (k0, k1) at counter (c0, 0, 0, 0).
+static __device__ __forceinline__ uint4 tilus_philox(u32 k0, u32 k1, u32 c0) {
+  u32 c1 = 0u, c2 = 0u, c3 = 0u;
+#pragma unroll
+  for (int r = 0; r < 10; ++r) {
+    const u32 hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
+    const u32 hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
+    c0 = hi1 ^ c1 ^ k0;
+    c1 = lo1;
+    c2 = hi0 ^ c3 ^ k1;
+    c3 = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return make_uint4(c0, c1, c2, c3);
+}
+// A float in [0, 1): the first word's top 24 bits times 2^-24.
+static __device__ __forceinline__ float tilus_rand(u32 k0, u32 k1, u32 offset) {
+  return __fmul_rn((float)(tilus_philox(k0, k1, offset).x >> 8), 5.9604644775390625e-08f);
+}
+// A standard normal float: Box-Muller from the first two words.
+static __device__ __forceinline__ float tilus_randn(u32 k0, u32 k1, u32 offset) {
+  const uint4 w = tilus_philox(k0, k1, offset);
+  const float u1 = __fmul_rn((float)((w.x >> 8) + 1u), 5.9604644775390625e-08f);
+  const float u2 = __fmul_rn((float)(w.y >> 8), 5.9604644775390625e-08f);
+  return __fmul_rn(sqrtf(__fmul_rn(-2.0f, logf(u1))), cosf(__fmul_rn(6.28318530717958647692f, u2)));
+}
+// The first word.
+static __device__ __forceinline__ u32 tilus_randint(u32 k0, u32 k1, u32 offset) {
+  return tilus_philox(k0, k1, offset).x;
+}
+"#;
 
 /// `float tilus_{name}(float x)`: the f32 function of one PTX instruction, with a comment.
 fn one_instruction(name: &str, ptx: &str, comment: &str) -> String {
@@ -554,6 +606,7 @@ fn one_instruction(name: &str, ptx: &str, comment: &str) -> String {
 /// The C++ text of a helper.
 pub(crate) fn helper_text(h: ArithHelper) -> String {
     match h {
+        ArithHelper::Philox => PHILOX.to_string(),
         ArithHelper::RecipApprox => one_instruction(
             "recip_approx",
             "rcp.approx.ftz.f32",

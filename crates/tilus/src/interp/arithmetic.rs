@@ -11,7 +11,8 @@ use super::state::{Block, Fail, RegData, R};
 use super::task::{self, State, Step, Task};
 use crate::error::Fault;
 use crate::ir::{
-    ArithInst, BinaryOp, DType, Loc, Program, ReduceOp, RegId, RegView, TileExpr, UnaryOp,
+    ArithInst, BinaryOp, DType, Loc, Program, RandomKind, ReduceOp, RegId, RegView, TileExpr,
+    UnaryOp,
 };
 
 pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &ArithInst, loc: Loc) -> R<Step> {
@@ -165,6 +166,17 @@ impl Operands<'_> {
             TileExpr::Cast(to, a) => {
                 let from = a.dtype(self.p);
                 convert(self.eval(a, next, loc)?, from, *to)
+            }
+            TileExpr::Random { kind, counter, .. } => {
+                let seed = self.scalars[next.1].i();
+                next.1 += 1;
+                let offset = self.eval(counter, next, loc)?.i();
+                let w = crate::ir::philox::words(seed, offset);
+                match kind {
+                    RandomKind::Uniform => V::F(crate::ir::philox::uniform(w[0])),
+                    RandomKind::Normal => V::F(crate::ir::philox::normal(w[0], w[1])),
+                    RandomKind::Int => V::I(i64::from(w[0])),
+                }
             }
             TileExpr::Index { shape, dim } => {
                 let at = self.coords.len() - shape.len() + dim;

@@ -32,8 +32,8 @@
 
 use super::{Dims, Element, Kernel, RegisterTensor, Scalar, Val};
 use crate::ir::{
-    ArithInst, BinaryOp, DType, Expr, Inst, Loc, ReduceOp, SharedDecl, SharedId, StmtKind,
-    TileExpr, UnaryOp,
+    ArithInst, BinaryOp, DType, Expr, Inst, Loc, RandomKind, ReduceOp, SharedDecl, SharedId,
+    StmtKind, TileExpr, UnaryOp,
 };
 use std::marker::PhantomData;
 use std::ops;
@@ -396,6 +396,46 @@ pub fn where_<T: Element>(
     ))
 }
 
+/// Philox4x32-10 random numbers ([`crate::ir::philox`]), uniform in `[0, 1)`: for each element,
+/// the generator's first word for `seed` at the element's offset (an integer expression, such as
+/// `k.arange(..) + base`), its top 24 bits times 2^-24. The same seed and offsets give the same
+/// bits on the GPU and the interpreter, in any layout; different offsets give independent
+/// numbers, so a kernel draws `rand(seed, global_index)` and needs no state.
+///
+/// ```
+/// # use tilus::prelude::*;
+/// # fn body(k: &mut Kernel, x: RegisterTensor<f32>, seed: Val, row0: Val) {
+/// // dropout with p = 0.1 on a [64, 128] tile whose first row is `row0` of a 128-wide matrix
+/// let offsets = (k.arange([64, 1], 0) + row0) * 128 + k.arange([1, 128], 1);
+/// let kept = k.compute(where_(rand(seed, offsets).ge(0.1), x / 0.9, 0.0));
+/// # }
+/// ```
+pub fn rand(seed: impl Into<Scalar>, offsets: impl IntoTile<i32>) -> Tile<f32> {
+    random(RandomKind::Uniform, seed.into(), offsets.into_tile())
+}
+
+/// Standard normal random numbers from the generator's first two words for `seed` at each
+/// offset (Box-Muller, as [`crate::ir::philox::normal`] computes it). The logarithm and cosine
+/// are the GPU's on the GPU and the host's in the interpreter: the values agree within a few
+/// ulps.
+pub fn randn(seed: impl Into<Scalar>, offsets: impl IntoTile<i32>) -> Tile<f32> {
+    random(RandomKind::Normal, seed.into(), offsets.into_tile())
+}
+
+/// The generator's first word for `seed` at each offset, as a `u32` (uniform over all 2^32
+/// values; bit for bit the same on the GPU and the interpreter).
+pub fn randint(seed: impl Into<Scalar>, offsets: impl IntoTile<i32>) -> Tile<u32> {
+    random(RandomKind::Int, seed.into(), offsets.into_tile())
+}
+
+fn random<T>(kind: RandomKind, seed: Scalar, offsets: Tile<i32>) -> Tile<T> {
+    Tile::new(TileExpr::Random {
+        kind,
+        seed: seed.0,
+        counter: Box::new(offsets.e),
+    })
+}
+
 /// The shape of `to` when a tile of shape `shape` broadcasts into it: `None` when it does not.
 pub(crate) fn broadcast_shape(a: &[i64], b: &[i64]) -> Option<Vec<i64>> {
     let rank = a.len().max(b.len());
@@ -424,6 +464,7 @@ impl Kernel {
             TileExpr::Tile(v) => self.prog.view_shape(v),
             TileExpr::Scalar(_) => vec![],
             TileExpr::Index { shape, .. } => shape.clone(),
+            TileExpr::Random { counter, .. } => self.tile_shape(counter)?,
             TileExpr::Unary(_, x) | TileExpr::Cast(_, x) => self.tile_shape(x)?,
             TileExpr::Binary(_, a, b) => {
                 let (sa, sb) = (self.tile_shape(a)?, self.tile_shape(b)?);

@@ -28,7 +28,7 @@ mod wgmma;
 pub use crate::ir::HostValue;
 pub use crate::ir::WgmmaTarget;
 pub use args::{Arg, ArgList, Const, Handles, HostArgs, Ptr, PtrMut, PtrVal};
-pub use arith::{where_, IntoTile, Tile, TileMath};
+pub use arith::{rand, randint, randn, where_, IntoTile, Tile, TileMath};
 pub use cluster::MAX_CLUSTER_BLOCKS;
 pub use debug::Printable;
 pub use divmod::FastDivisor;

@@ -1025,6 +1025,10 @@ fn index_tiles_and_masks_compile_to_coordinates_without_spills() {
         let s = crate::common::scripts::masks::ArgExtremes { rows, cols, warps };
         let c = build(&s, &[]);
         assert_eq!(c.report.spill_stores, 0, "{s:?}");
+        let s = crate::common::scripts::masks::RandomTiles { rows, cols, warps };
+        let c = build(&s, &[]);
+        assert_eq!(c.report.spill_stores, 0, "{s:?}");
+        assert!(c.source.contains("tilus_philox("), "{s:?}");
     }
 }
 

@@ -88,3 +88,23 @@ fn argmax_and_argmin_give_each_rows_extreme_and_its_first_index() {
         assert_eq!(at, want_at, "{s:?}");
     }
 }
+
+/// Philox random numbers at each element's row-major offset, in several layouts: the host's
+/// bits exactly (the normal values too: the interpreter computes them as the host does).
+#[test]
+fn random_numbers_are_the_generators_at_each_elements_offset() {
+    use crate::common::scripts::masks::RandomTiles;
+    for (rows, cols, warps) in [(16, 64, 4), (64, 32, 4), (8, 128, 2), (4, 8, 4)] {
+        let s = RandomTiles { rows, cols, warps };
+        let m = 2 * rows as usize + 3;
+        for seed in [0, 7, -123_456_789] {
+            let n = m * cols as usize;
+            let (mut u, mut z, mut i) = (vec![f32::NAN; n], vec![f32::NAN; n], vec![0u32; n]);
+            run(&s, (seed, m as i32, &mut u[..], &mut z[..], &mut i[..])).unwrap();
+            let (wu, wz, wi) = s.expected(seed, m);
+            assert_eq!(i, wi, "{s:?} seed {seed}");
+            assert_eq!(u, wu, "{s:?} seed {seed}");
+            assert_eq!(z, wz, "{s:?} seed {seed}");
+        }
+    }
+}

@@ -234,6 +234,34 @@ fn index_tiles_and_masks_agree_with_the_host() {
             "{s:?}"
         );
         assert_eq!(device.stream().clone_dtoh(&at).unwrap(), want_at, "{s:?}");
+        // Philox: the host's bits for rand and randint, a few ulps for randn
+        let s = crate::common::scripts::masks::RandomTiles { rows, cols, warps };
+        let seed = (fresh_seed() as i32) | 1;
+        let n = m * cols as usize;
+        let mut u = upload(&device, &vec![f32::NAN; n]);
+        let mut z = upload(&device, &vec![f32::NAN; n]);
+        let mut i = device.stream().clone_htod(&vec![0u32; n]).unwrap();
+        tilus::Jit::new(s, &device)
+            .launch(device.stream(), (seed, m as i32, &mut u, &mut z, &mut i))
+            .unwrap();
+        let (wu, wz, wi) = s.expected(seed, m);
+        assert_eq!(
+            device.stream().clone_dtoh(&i).unwrap(),
+            wi,
+            "{s:?} seed {seed}"
+        );
+        assert_eq!(
+            device.stream().clone_dtoh(&u).unwrap(),
+            wu,
+            "{s:?} seed {seed}"
+        );
+        let got = device.stream().clone_dtoh(&z).unwrap();
+        for (j, (g, w)) in got.iter().zip(&wz).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-5 * w.abs().max(1.0),
+                "{s:?} randn [{j}]: {g} vs {w}"
+            );
+        }
     }
 }
 

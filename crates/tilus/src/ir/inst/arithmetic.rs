@@ -185,6 +185,39 @@ pub enum TileExpr {
         /// The dimension whose index it holds.
         dim: usize,
     },
+    /// Philox4x32-10 random numbers ([`crate::ir::philox`]): for each element, the words the
+    /// generator gives `seed` (the key) at the element's `counter` (an integer expression:
+    /// offsets), as `kind` says.
+    Random {
+        /// What the words become.
+        kind: RandomKind,
+        /// The key: a scalar, its low and high 32 bits as a 64-bit value.
+        seed: Expr,
+        /// The counter's first word, per element.
+        counter: Box<TileExpr>,
+    },
+}
+
+/// What a [`TileExpr::Random`] makes of the generator's words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RandomKind {
+    /// A float in `[0, 1)`: the first word's top 24 bits times 2^-24 (`rand`).
+    Uniform,
+    /// A standard normal float by Box-Muller from the first two words (`randn`).
+    Normal,
+    /// The first word (`u32`: `randint`).
+    Int,
+}
+
+impl RandomKind {
+    /// How scripts write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RandomKind::Uniform => "rand",
+            RandomKind::Normal => "randn",
+            RandomKind::Int => "randint",
+        }
+    }
 }
 
 impl TileExpr {
@@ -204,6 +237,10 @@ impl TileExpr {
             TileExpr::Select(_, a, _) | TileExpr::MulAdd(a, _, _) => a.dtype(p),
             TileExpr::Cast(t, _) => *t,
             TileExpr::Index { .. } => DType::I32,
+            TileExpr::Random { kind, .. } => match kind {
+                RandomKind::Int => DType::U32,
+                _ => DType::F32,
+            },
         }
     }
 
@@ -232,6 +269,7 @@ impl TileExpr {
         match self {
             TileExpr::Tile(_) | TileExpr::Scalar(_) | TileExpr::Index { .. } => {}
             TileExpr::Unary(_, x) | TileExpr::Cast(_, x) => x.visit(f),
+            TileExpr::Random { counter, .. } => counter.visit(f),
             TileExpr::Binary(_, a, b) => {
                 a.visit(f);
                 b.visit(f);
@@ -250,6 +288,7 @@ impl TileExpr {
             TileExpr::Tile(v) => out.push(*v),
             TileExpr::Scalar(_) | TileExpr::Index { .. } => {}
             TileExpr::Unary(_, x) | TileExpr::Cast(_, x) => x.tiles(out),
+            TileExpr::Random { counter, .. } => counter.tiles(out),
             TileExpr::Binary(_, a, b) => {
                 a.tiles(out);
                 b.tiles(out);
@@ -268,6 +307,11 @@ impl TileExpr {
             TileExpr::Tile(_) | TileExpr::Index { .. } => {}
             TileExpr::Scalar(e) => out.push(e),
             TileExpr::Unary(_, x) | TileExpr::Cast(_, x) => x.scalars(out),
+            // the seed first: evaluation takes the scalars in this order
+            TileExpr::Random { seed, counter, .. } => {
+                out.push(seed);
+                counter.scalars(out);
+            }
             TileExpr::Binary(_, a, b) => {
                 a.scalars(out);
                 b.scalars(out);
@@ -325,6 +369,11 @@ impl TileExpr {
             ),
             TileExpr::Cast(t, x) => format!("{t}({})", x.describe(n)),
             TileExpr::Index { shape, dim } => format!("arange({shape:?}, {dim})"),
+            TileExpr::Random {
+                kind,
+                seed,
+                counter,
+            } => format!("{}({}, {})", kind.name(), n.e(seed), counter.describe(n)),
         }
     }
 }

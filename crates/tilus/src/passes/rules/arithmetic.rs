@@ -31,6 +31,24 @@ fn check_types(c: &mut Checker, e: &TileExpr, loc: Loc) -> DType {
             }
             DType::I32
         }
+        TileExpr::Random {
+            kind,
+            seed,
+            counter,
+        } => {
+            let t = check_types(c, counter, loc);
+            if !matches!(t, DType::I32 | DType::U32) {
+                let msg = format!("{}: the offsets are {t}, not i32 or u32", kind.name());
+                c.err(loc, msg);
+            }
+            if seed.dtype().is_float() {
+                c.err(
+                    loc,
+                    format!("{}: the seed is a float, not an integer", kind.name()),
+                );
+            }
+            e.dtype(c.p)
+        }
         TileExpr::Unary(op, x) => {
             let t = check_types(c, x, loc);
             if op.float_only() && !t.is_float() {

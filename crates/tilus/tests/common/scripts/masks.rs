@@ -160,3 +160,47 @@ impl Script for ArgExtremes {
         k.store_global(&ga, &lo_at, (first, 1));
     }
 }
+
+/// Random numbers over `[m, cols]` in `[rows, cols]` tiles, the offset of element `(i, j)` its
+/// row-major index `i · cols + j`: `uniform` gets `rand`, `normal` `randn`, `ints` `randint`.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct RandomTiles {
+    pub rows: i32,
+    pub cols: i32,
+    pub warps: u32,
+}
+
+impl RandomTiles {
+    /// The host's three results for `seed` (the generator of `tilus::ir::philox`, whose
+    /// rounds its own known-answer test checks).
+    pub fn expected(&self, seed: i32, m: usize) -> (Vec<f32>, Vec<f32>, Vec<u32>) {
+        use tilus::ir::philox::{normal, uniform, words};
+        let n = m * self.cols as usize;
+        let w: Vec<[u32; 4]> = (0..n).map(|o| words(i64::from(seed), o as i64)).collect();
+        (
+            w.iter().map(|w| uniform(w[0])).collect(),
+            w.iter().map(|w| normal(w[0], w[1])).collect(),
+            w.iter().map(|w| w[0]).collect(),
+        )
+    }
+}
+
+impl Script for RandomTiles {
+    type Args = (i32, i32, PtrMut<f32>, PtrMut<f32>, PtrMut<u32>);
+    fn body(&self, k: &mut Kernel, (seed, m, uniform, normal, ints): Handles<Self::Args>) {
+        let (rows, cols) = (self.rows, self.cols);
+        k.blocks([cdiv(m, rows)]);
+        k.warps(self.warps);
+        let gu = k.global_view(uniform, [m, Val::constant(cols)]);
+        let gn = k.global_view(normal, [m, Val::constant(cols)]);
+        let gi = k.global_view(ints, [m, Val::constant(cols)]);
+        let first = k.let_i32(k.block_idx().x * rows);
+        let offsets = (k.arange([rows, 1], 0) + first) * cols + k.arange([1, cols], 1);
+        let u = k.compute(rand(seed, offsets.clone()));
+        let n = k.compute(randn(seed, offsets.clone()));
+        let i = k.compute(randint(seed, offsets));
+        k.store_global(&gu, &u, (first, 0));
+        k.store_global(&gn, &n, (first, 0));
+        k.store_global(&gi, &i, (first, 0));
+    }
+}

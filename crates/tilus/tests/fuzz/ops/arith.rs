@@ -114,6 +114,9 @@ pub enum Ex {
     In(Dt, Box<Ex>),
     /// `k.arange(shape, dim)`, cast to `E`.
     Index(Vec<i32>, usize),
+    /// `rand` (0), `randn` (1) or `randint` (2) at the offsets of an `i32` expression, cast to
+    /// `E`.
+    Rand(u8, Box<Ex>),
 }
 
 /// A boolean expression.
@@ -254,7 +257,8 @@ pub fn ex(m: Mode) -> BoxedStrategy<Ex> {
                 .prop_map(|(c, a, b)| Ex::Where(Box::new(c), Box::new(a), Box::new(b))),
             1 => (inner.clone(), inner.clone(), inner.clone())
                 .prop_map(|(a, b, c)| Ex::MulAdd(Box::new(a), Box::new(b), Box::new(c))),
-            1 => (dt(m), inner).prop_map(|(d, a)| Ex::In(d, Box::new(a))),
+            1 => (dt(m), inner.clone()).prop_map(|(d, a)| Ex::In(d, Box::new(a))),
+            1 => (0..3u8, inner).prop_map(|(r, a)| Ex::Rand(r, Box::new(a))),
         ]
     })
     .boxed()
@@ -401,6 +405,14 @@ fn tile<E: El>(r: &Replay, k: &mut Kernel, e: &Ex) -> Tile<E> {
         }
         Ex::In(dt, a) => by_dt!(dt, |U| tile::<U>(r, k, a).cast::<E>()),
         Ex::Index(shape, dim) => k.arange(shape.clone(), *dim).cast::<E>(),
+        Ex::Rand(which, a) => {
+            let offsets = tile::<i32>(r, k, a);
+            match which {
+                0 => rand(7, offsets).cast::<E>(),
+                1 => randn(7, offsets).cast::<E>(),
+                _ => randint(7, offsets).cast::<E>(),
+            }
+        }
     }
 }
 
@@ -549,6 +561,7 @@ impl Binder<'_> {
                 Ex::MulAdd(Box::new(x), Box::new(y), Box::new(self.ex(z, dt)))
             }
             Ex::In(d, a) => Ex::In(*d, Box::new(self.ex(a, *d))),
+            Ex::Rand(which, a) => Ex::Rand(*which, Box::new(self.ex(a, Dt::I32))),
             Ex::Index(_, dim) => {
                 let (_, shape) = self.m.tiles[self.pool[0]].clone();
                 self.read(&shape);
