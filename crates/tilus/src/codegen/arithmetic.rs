@@ -3,7 +3,8 @@
 use super::memory::{read, storage, MemoryHelper, Storage};
 use super::{Emitter, Helper};
 use crate::ir::{
-    ArithInst, BinaryOp, DType, RandomKind, ReduceOp, RegId, RegView, SharedId, TileExpr, UnaryOp,
+    ArithInst, BinaryOp, DType, RandomKind, ReduceOp, RegId, RegView, ScanOp, SharedId, TileExpr,
+    UnaryOp,
 };
 use crate::layout::RegisterLayout;
 
@@ -20,7 +21,203 @@ pub(super) fn emit(e: &mut Emitter, i: &ArithInst) {
             scratch,
             ..
         } => emit_reduce(e, src, *op, *dim, *out, *scratch),
+        ArithInst::Scan {
+            src,
+            op,
+            dim,
+            exclusive,
+            out,
+            scratch,
+        } => {
+            let shared = i.scans_through_shared(e.p);
+            emit_scan(
+                e,
+                src,
+                (*op, *dim, *exclusive),
+                *out,
+                shared.then_some(*scratch),
+            );
+        }
     }
+}
+
+/// `a op b` in the compute type of `t`, rounded as written.
+fn scan_combine(op: ScanOp, t: DType, a: &str, b: &str) -> String {
+    match (op, t.is_float()) {
+        (ScanOp::Sum, true) => format!("__fadd_rn({a}, {b})"),
+        (ScanOp::Prod, true) => format!("__fmul_rn({a}, {b})"),
+        (ScanOp::Max, true) => format!("fmaxf({a}, {b})"),
+        (ScanOp::Min, true) => format!("fminf({a}, {b})"),
+        (ScanOp::Sum, false) => format!("({a} + {b})"),
+        (ScanOp::Prod, false) => format!("({a} * {b})"),
+        (ScanOp::Max, false) => format!("max({a}, {b})"),
+        (ScanOp::Min, false) => format!("min({a}, {b})"),
+    }
+}
+
+/// The value an exclusive scan gives a line's first element.
+fn scan_identity(op: ScanOp, t: DType) -> String {
+    let (lo, hi) = match t {
+        DType::I32 => ("(-2147483647 - 1)", "2147483647"),
+        DType::U32 => ("0u", "0xffffffffu"),
+        _ => ("(-INFINITY)", "INFINITY"),
+    };
+    match op {
+        ScanOp::Sum if t.is_float() => "0.0f".into(),
+        ScanOp::Prod if t.is_float() => "1.0f".into(),
+        ScanOp::Sum => format!("(({})0)", super::c_type(t)),
+        ScanOp::Prod => format!("(({})1)", super::c_type(t)),
+        ScanOp::Max => lo.into(),
+        ScanOp::Min => hi.into(),
+    }
+}
+
+/// `out = scan(src)` along `dim`: where each thread holds whole lines, a running value over
+/// each line's locals in the order of their coordinate; otherwise every thread stores its
+/// elements into `scratch` (row-major, a 32-bit word each), the block meets, thread `j` scans
+/// lines `j, j + threads, ..` in place, the block meets, every thread loads its results, and
+/// the block meets again before the scratch is reused.
+fn emit_scan(
+    e: &mut Emitter,
+    src: &RegView,
+    (op, dim, exclusive): (ScanOp, usize, bool),
+    out: RegId,
+    scratch: Option<SharedId>,
+) {
+    super::memory::declare(e, out);
+    let t = e.p.register(src.tensor).dtype;
+    let ty = compute_c_type(t);
+    let sl = view_layout(e, src);
+    let ls = sl.local_size();
+    e.open("");
+    let Some(scratch) = scratch else {
+        // lines of locals, each in the order of its coordinate along `dim`
+        let mut lines: Vec<(Vec<i64>, Vec<(i64, usize)>)> = vec![];
+        for l in 0..ls {
+            let mut c = sl.local_coords(l);
+            let at = c[dim];
+            c[dim] = 0;
+            match lines.iter_mut().find(|(k, _)| *k == c) {
+                Some((_, v)) => v.push((at, l as usize)),
+                None => lines.push((c, vec![(at, l as usize)])),
+            }
+        }
+        let mut vals = vec![String::new(); ls as usize];
+        for (_, mut line) in lines {
+            line.sort_unstable();
+            let mut acc: Option<String> = None;
+            for (_, l) in line {
+                let v = value(e, src.tensor, &l.to_string());
+                let next = match &acc {
+                    None => v,
+                    Some(a) => scan_combine(op, t, a, &v),
+                };
+                e.line(format!("const {ty} tilus_r{l} = {next};"));
+                vals[l] = if exclusive {
+                    acc.clone().unwrap_or_else(|| scan_identity(op, t))
+                } else {
+                    format!("tilus_r{l}")
+                };
+                acc = Some(format!("tilus_r{l}"));
+            }
+        }
+        store_values(e, out, &vals);
+        e.close();
+        return;
+    };
+    let shape = e.p.view_shape(src);
+    let off =
+        e.p.shared(scratch)
+            .offset
+            .expect("scratch tiles are planned before codegen");
+    let (n, inner) = (shape[dim], shape[dim + 1..].iter().product::<i64>());
+    let lines = shape.iter().product::<i64>() / n.max(1);
+    let (tid, threads) = (e.tid().name.clone(), e.tid().threads as i64);
+    e.use_helper(Helper::Memory(MemoryHelper::StShared));
+    e.use_helper(Helper::Memory(MemoryHelper::LdShared32));
+    e.line(format!("const u32 tilus_scratch = tilus_smem + {off}u;"));
+    let put = |addr: &str, v: &str| {
+        if t.is_float() {
+            format!("tilus_st_shared_f32({addr}, {v});")
+        } else {
+            format!("tilus_st_shared_u32({addr}, (u32)({v}));")
+        }
+    };
+    let get = |addr: &str| {
+        let raw = format!("tilus_ld_shared_u32({addr})");
+        if t.is_float() {
+            format!("__int_as_float((int){raw})")
+        } else {
+            format!("(({ty}){raw})")
+        }
+    };
+    // 1. every thread's elements, row-major
+    for (d, terms) in sl.thread_terms().iter().enumerate() {
+        let x = e.terms(terms, &tid, threads);
+        e.line(format!("const i32 tilus_s{d} = {x};"));
+    }
+    for l in 0..ls {
+        let idx = row_major(&sl.local_coords(l), &shape, "tilus_s");
+        let v = value(e, src.tensor, &l.to_string());
+        e.line(put(&format!("tilus_scratch + (u32)({idx}) * 4u"), &v));
+    }
+    e.line("__syncthreads();");
+    // 2. one thread per line, in place
+    e.open(format!(
+        "for (int tilus_line = {tid}; tilus_line < {lines}; tilus_line += {threads})"
+    ));
+    e.line(format!(
+        "const u32 tilus_at = tilus_scratch + (u32)((tilus_line / {inner}) * {} + tilus_line % {inner}) * 4u;",
+        n * inner
+    ));
+    e.line(format!("{ty} tilus_acc = {};", scan_identity(op, t)));
+    e.open(format!("for (int i = 0; i < {n}; ++i)"));
+    let at = format!("tilus_at + (u32)(i * {inner}) * 4u");
+    e.line(format!("const {ty} tilus_x = {};", get(&at)));
+    let first = "i == 0 ? tilus_x : ";
+    let next = format!("{first}{}", scan_combine(op, t, "tilus_acc", "tilus_x"));
+    if exclusive {
+        e.line(put(&at, "tilus_acc"));
+        e.line(format!("tilus_acc = {next};"));
+    } else {
+        e.line(format!("tilus_acc = {next};"));
+        e.line(put(&at, "tilus_acc"));
+    }
+    e.close();
+    e.close();
+    e.line("__syncthreads();");
+    // 3. every thread's results
+    let vals: Vec<String> = (0..ls)
+        .map(|l| {
+            let idx = row_major(&sl.local_coords(l), &shape, "tilus_s");
+            get(&format!("tilus_scratch + (u32)({idx}) * 4u"))
+        })
+        .collect();
+    store_values(e, out, &vals);
+    // the scratch may be written again (a loop) only once every thread has read it
+    e.line("__syncthreads();");
+    e.close();
+}
+
+/// The row-major index, as a C expression, of the element whose coordinates are a thread's
+/// named part (`{prefix}{d}`) plus `local`.
+fn row_major(local: &[i64], shape: &[i64], prefix: &str) -> String {
+    let mut terms = vec![];
+    let mut stride = 1;
+    for d in (0..shape.len()).rev() {
+        let c = match local[d] {
+            0 => format!("{prefix}{d}"),
+            x => format!("({prefix}{d} + {x})"),
+        };
+        terms.push(if stride == 1 {
+            c
+        } else {
+            format!("{c} * {stride}")
+        });
+        stride *= shape[d];
+    }
+    terms.reverse();
+    terms.join(" + ")
 }
 
 /// The C value of a tile's local element `l` (a C expression) in its compute type: `float` for

@@ -11,8 +11,8 @@ use super::state::{Block, Fail, RegData, R};
 use super::task::{self, State, Step, Task};
 use crate::error::Fault;
 use crate::ir::{
-    ArithInst, BinaryOp, DType, Loc, Program, RandomKind, ReduceOp, RegId, RegView, TileExpr,
-    UnaryOp,
+    ArithInst, BinaryOp, DType, Loc, Program, RandomKind, ReduceOp, RegId, RegView, ScanOp,
+    TileExpr, UnaryOp,
 };
 
 pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &ArithInst, loc: Loc) -> R<Step> {
@@ -32,7 +32,134 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &ArithInst, lo
             let across = crate::ir::reduce_crosses_warps(b.program(), *scratch);
             exec_reduce(b, task, src, *op, *dim, *out, across, loc)
         }
+        ArithInst::Scan {
+            src,
+            op,
+            dim,
+            exclusive,
+            out,
+            ..
+        } => {
+            if i.scans_through_shared(b.program())
+                && task.threads.len() < b.prep.block_threads as usize
+            {
+                // the whole block meets around the scratch
+                return Ok(Step::Wait(State::Converge {
+                    collective: true,
+                    loc,
+                }));
+            }
+            exec_scan(b, task, src, (*op, *dim, *exclusive), *out, loc)
+        }
     }
+}
+
+/// The identity an exclusive scan gives a line's first element.
+fn scan_identity(op: ScanOp, t: DType) -> V {
+    match (op, t) {
+        (ScanOp::Sum, t) if t.is_float() => V::F(0.0),
+        (ScanOp::Prod, t) if t.is_float() => V::F(1.0),
+        (ScanOp::Max, t) if t.is_float() => V::F(f32::NEG_INFINITY),
+        (ScanOp::Min, t) if t.is_float() => V::F(f32::INFINITY),
+        (ScanOp::Sum, _) => V::I(0),
+        (ScanOp::Prod, _) => V::I(1),
+        (ScanOp::Max, DType::U32) => V::I(0),
+        (ScanOp::Min, DType::U32) => V::I(i64::from(u32::MAX)),
+        (ScanOp::Max, _) => V::I(i64::from(i32::MIN)),
+        (ScanOp::Min, _) => V::I(i64::from(i32::MAX)),
+    }
+}
+
+/// A scan as the generated code runs it: each line along `dim` combined element after element
+/// in the order of its coordinate (in f32 for floats), whichever threads hold it.
+fn exec_scan(
+    b: &mut Block<'_, '_>,
+    task: &mut Task<'_>,
+    src: &RegView,
+    (op, dim, exclusive): (ScanOp, usize, bool),
+    out: RegId,
+    loc: Loc,
+) -> R<Step> {
+    let p = b.program();
+    let Some(sl) = p.register(src.tensor).layout.as_ref() else {
+        return Err(Fail::new(
+            Fault::Invalid,
+            loc,
+            "a scan of a tile without a layout",
+        ));
+    };
+    let sl = src.layout_of(sl);
+    let shape = p.view_shape(src);
+    let t = p.register(src.tensor).dtype;
+    let (n, inner) = (shape[dim], shape[dim + 1..].iter().product::<i64>());
+    let flat = |c: &[i64]| c.iter().zip(&shape).fold(0i64, |a, (&x, &m)| a * m + x);
+    let (ls, nt) = (b.prep.reg(src.tensor).ls, sl.num_threads().max(1));
+    let base = task.base();
+    b.reg_mut(src.tensor);
+    let data = b.regs[src.tensor.0 as usize]
+        .as_ref()
+        .expect("created above");
+    // every element the task's threads hold, by its row-major index
+    let mut elems: std::collections::HashMap<i64, V> = std::collections::HashMap::new();
+    for &th in &task.threads {
+        let ti = i64::from(th.saturating_sub(base)) % nt;
+        for l in 0..ls {
+            let v = get(data, th as usize * ls + l);
+            elems.entry(flat(&sl.coords(ti, l as i64))).or_insert(v);
+        }
+    }
+    // the scanned value of every element of the lines present
+    let mut scanned: std::collections::HashMap<i64, V> = std::collections::HashMap::new();
+    let bop = op.binary();
+    let starts: std::collections::BTreeSet<i64> =
+        elems.keys().map(|&f| f - (f / inner % n) * inner).collect();
+    for start in starts {
+        let mut acc: Option<V> = None;
+        for i in 0..n {
+            let at = start + i * inner;
+            let Some(&x) = elems.get(&at) else { continue };
+            let next = match acc {
+                None => x,
+                Some(a) => binary(bop, a, x, t).unwrap_or(a),
+            };
+            scanned.insert(
+                at,
+                if exclusive {
+                    acc.unwrap_or_else(|| scan_identity(op, t))
+                } else {
+                    next
+                },
+            );
+            acc = Some(next);
+        }
+    }
+    let ol = p
+        .register(out)
+        .layout
+        .as_ref()
+        .expect("a scan's result has its source's layout");
+    let (ols, ont) = (b.prep.reg(out).ls, ol.num_threads().max(1));
+    let mut vals = Vec::with_capacity(task.threads.len());
+    for &th in &task.threads {
+        let ti = i64::from(th.saturating_sub(base)) % ont;
+        let row: Vec<V> = (0..ols)
+            .map(|l| {
+                scanned
+                    .get(&flat(&ol.coords(ti, l as i64)))
+                    .copied()
+                    .unwrap_or(V::I(0))
+            })
+            .collect();
+        vals.push(row);
+    }
+    write_out(
+        b,
+        task,
+        out,
+        if t.is_float() { DType::F32 } else { t },
+        &vals,
+    );
+    Ok(Step::Next)
 }
 
 /// A value in its compute type: floats as f32, integers and booleans (0 or 1) as i64.

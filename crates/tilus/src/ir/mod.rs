@@ -22,7 +22,7 @@ pub use inst::facts;
 pub use inst::{
     b_mn_major, launch_registers, sets_max_registers, ArithInst, AtomicOp, BinaryOp, DebugInst,
     Facts, Inst, MbarrierInst, MemoryInst, MmaInst, RandomKind, ReduceOp, RegistersInst, ReshapeOp,
-    ShapeInst, TileExpr, TmaInst, UnaryOp, WgmmaA, WgmmaInst, WgmmaTarget,
+    ScanOp, ShapeInst, TileExpr, TmaInst, UnaryOp, WgmmaA, WgmmaInst, WgmmaTarget,
 };
 pub(crate) use inst::{debug, reduce_crosses_warps, reduce_locals, registers, subsets};
 pub use launch::{

@@ -32,8 +32,8 @@
 
 use super::{Dims, Element, Kernel, RegisterTensor, Scalar, Val};
 use crate::ir::{
-    ArithInst, BinaryOp, DType, Expr, Inst, Loc, RandomKind, ReduceOp, SharedDecl, SharedId,
-    StmtKind, TileExpr, UnaryOp,
+    ArithInst, BinaryOp, DType, Expr, Inst, Loc, RandomKind, ReduceOp, ScanOp, SharedDecl,
+    SharedId, StmtKind, TileExpr, UnaryOp,
 };
 use std::marker::PhantomData;
 use std::ops;
@@ -710,6 +710,116 @@ impl Kernel {
         keepdim: bool,
     ) -> RegisterTensor<bool> {
         self.reduce(ReduceOp::All, x, dim, keepdim, Loc::caller())
+    }
+
+    /// Running sums along `dim`: element `i` of each line is the sum of elements `0 ..= i`
+    /// (`exclusive`: `0 .. i`, the first 0), in the tile's shape and layout. Each line is
+    /// summed in order, element after element (in f32 for floats, 16-bit results rounded once;
+    /// wrapping for integers), so the GPU and the interpreter give the same bits. Where every
+    /// thread holds whole lines it runs in registers; otherwise the tile goes through a shared
+    /// scratch tile, one thread per line, behind block barriers (`tilus ir` says which), and
+    /// must then run in the whole block.
+    ///
+    /// ```
+    /// # use tilus::prelude::*;
+    /// # fn body(k: &mut Kernel, p: RegisterTensor<f32>) {
+    /// let cdf = k.cumsum(&p, 1, false); // running probability mass along each row
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn cumsum<T: Element>(
+        &mut self,
+        x: impl IntoTile<T>,
+        dim: usize,
+        exclusive: bool,
+    ) -> RegisterTensor<T> {
+        self.scan(ScanOp::Sum, x, dim, exclusive, Loc::caller())
+    }
+
+    /// Running products along `dim`, as [`Kernel::cumsum`] (the exclusive first is 1).
+    #[track_caller]
+    pub fn cumprod<T: Element>(
+        &mut self,
+        x: impl IntoTile<T>,
+        dim: usize,
+        exclusive: bool,
+    ) -> RegisterTensor<T> {
+        self.scan(ScanOp::Prod, x, dim, exclusive, Loc::caller())
+    }
+
+    /// Running maxima along `dim`, as [`Kernel::cumsum`] (the exclusive first is the type's
+    /// lowest value, −∞ for floats).
+    #[track_caller]
+    pub fn cummax<T: Element>(
+        &mut self,
+        x: impl IntoTile<T>,
+        dim: usize,
+        exclusive: bool,
+    ) -> RegisterTensor<T> {
+        self.scan(ScanOp::Max, x, dim, exclusive, Loc::caller())
+    }
+
+    /// Running minima along `dim`, as [`Kernel::cumsum`] (the exclusive first is the type's
+    /// highest value, +∞ for floats).
+    #[track_caller]
+    pub fn cummin<T: Element>(
+        &mut self,
+        x: impl IntoTile<T>,
+        dim: usize,
+        exclusive: bool,
+    ) -> RegisterTensor<T> {
+        self.scan(ScanOp::Min, x, dim, exclusive, Loc::caller())
+    }
+
+    fn scan<T: Element>(
+        &mut self,
+        op: ScanOp,
+        x: impl IntoTile<T>,
+        dim: usize,
+        exclusive: bool,
+        loc: Loc,
+    ) -> RegisterTensor<T> {
+        let src = match x.into_tile().e {
+            TileExpr::Tile(v) => v,
+            e => {
+                let t: RegisterTensor<T> = self.without_pending_name(|k| k.materialize(e, loc));
+                t.view
+            }
+        };
+        let shape = self.prog.view_shape(&src);
+        if dim >= shape.len() {
+            self.error(
+                loc,
+                format!(
+                    "{}: dimension {dim} of a tile of {} dimension(s)",
+                    op.name(),
+                    shape.len()
+                ),
+            );
+        }
+        let out = self.new_register::<T>(shape, loc);
+        // sized by layout inference, once the layouts say whether lines span threads
+        let name = format!("{}_scratch", self.prog.register(out).name);
+        let scratch = SharedId(self.prog.shareds.len() as u32);
+        self.prog.shareds.push(SharedDecl {
+            name,
+            dtype: DType::F32,
+            shape: vec![0],
+            layout: None,
+            offset: None,
+            loc,
+        });
+        let dim = dim.min(self.prog.view_shape(&src).len().saturating_sub(1));
+        let inst = ArithInst::Scan {
+            src,
+            op,
+            dim,
+            exclusive,
+            out,
+            scratch,
+        };
+        self.push(StmtKind::Inst(Inst::Arith(inst)), loc);
+        RegisterTensor::plain(out)
     }
 
     /// The largest element along `dim` and the index of its first occurrence, as two tiles

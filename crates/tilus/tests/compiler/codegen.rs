@@ -1074,3 +1074,35 @@ fn layout_conversions_compile_through_shared_memory_or_registers() {
         assert!(!c.source.contains("__syncthreads();"), "{s:?}");
     }
 }
+
+/// Scans compile in both forms without spills: a running value over each thread's locals where
+/// threads hold whole lines, a scan of each line by one thread in the scratch otherwise.
+#[test]
+fn scans_compile_in_registers_or_through_shared_memory() {
+    use crate::common::scripts::masks::Scans;
+    let (mut registers, mut shared) = (0, 0);
+    for (rows, cols, warps) in [
+        (16, 64, 4),
+        (64, 32, 4),
+        (8, 128, 2),
+        (32, 8, 1),
+        (128, 4, 4),
+    ] {
+        for dim in [0, 1] {
+            let s = Scans {
+                rows,
+                cols,
+                warps,
+                dim,
+            };
+            let c = build(&s, &[]);
+            assert_eq!(c.report.spill_stores, 0, "{s:?}");
+            if c.source.contains("tilus_line") {
+                shared += 1;
+            } else {
+                registers += 1;
+            }
+        }
+    }
+    assert!(registers > 0 && shared > 0, "{registers} {shared}");
+}

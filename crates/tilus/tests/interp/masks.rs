@@ -108,3 +108,60 @@ fn random_numbers_are_the_generators_at_each_elements_offset() {
         }
     }
 }
+
+/// Running sums, products, maxima and minima along rows and columns, in registers where each
+/// thread holds whole lines and through shared memory where lines span threads: the host's
+/// bits (each line combined in order).
+#[test]
+fn scans_combine_each_line_in_order() {
+    use crate::common::scripts::masks::Scans;
+    let (mut in_registers, mut through_shared) = (0, 0);
+    // rows of 4 f32 are one 16-byte vector per thread: whole lines along dimension 1
+    for (rows, cols, warps) in [
+        (16, 64, 4),
+        (64, 32, 4),
+        (8, 128, 2),
+        (32, 8, 1),
+        (128, 4, 4),
+    ] {
+        for dim in [0, 1] {
+            let s = Scans {
+                rows,
+                cols,
+                warps,
+                dim,
+            };
+            let traced = tilus::trace(&s, &[]).unwrap();
+            let ir = tilus::ir::print_program(&tilus::passes::compile_program(traced).unwrap().0);
+            in_registers += ir.matches(") in registers").count();
+            through_shared += ir.matches(") through shared").count();
+            let m = 2 * rows as usize + 3;
+            let n = m * cols as usize;
+            // products of values near 1 stay finite
+            let x: Vec<f32> = random_f32(n, (rows + cols) as u64)
+                .iter()
+                .map(|v| 1.0 + v / 8.0)
+                .collect();
+            let xi: Vec<i32> = (0..n)
+                .map(|i| (i as i32).wrapping_mul(2_654_435_761u32 as i32))
+                .collect();
+            let (mut out, mut outi) = (vec![f32::NAN; 5 * n], vec![0i32; n]);
+            run(&s, (m as i32, &x[..], &xi[..], &mut out[..], &mut outi[..])).unwrap();
+            let (want, wanti) = s.expected(&x, &xi, m);
+            assert_eq!(outi, wanti, "{s:?}");
+            for (j, (g, w)) in out.iter().zip(&want).enumerate() {
+                assert_eq!(
+                    g.to_bits(),
+                    w.to_bits(),
+                    "{s:?} result {} [{}]: {g} vs {w}",
+                    j / n,
+                    j % n
+                );
+            }
+        }
+    }
+    assert!(
+        in_registers > 0 && through_shared > 0,
+        "{in_registers} {through_shared}"
+    );
+}

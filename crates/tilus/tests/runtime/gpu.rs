@@ -332,6 +332,55 @@ fn layout_conversions_agree_with_the_host() {
     }
 }
 
+/// The interpreter's scan test (`interp/masks.rs`) on the GPU: the host's bits, each line
+/// combined in order, in registers and through shared memory.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn scans_agree_with_the_host_bit_for_bit() {
+    use crate::common::scripts::masks::Scans;
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    for (rows, cols, warps) in [
+        (16, 64, 4),
+        (64, 32, 4),
+        (8, 128, 2),
+        (32, 8, 1),
+        (128, 4, 4),
+    ] {
+        for dim in [0, 1] {
+            let s = Scans {
+                rows,
+                cols,
+                warps,
+                dim,
+            };
+            let m = 40 * rows as usize + 3;
+            let n = m * cols as usize;
+            let x: Vec<f32> = random_f32(n, fresh_seed())
+                .iter()
+                .map(|v| 1.0 + v / 8.0)
+                .collect();
+            let xi: Vec<i32> = (0..n)
+                .map(|i| (i as i32).wrapping_mul(2_654_435_761u32 as i32))
+                .collect();
+            let (dx, dxi) = (
+                upload(&device, &x),
+                device.stream().clone_htod(&xi).unwrap(),
+            );
+            let mut out = upload(&device, &vec![f32::NAN; 5 * n]);
+            let mut outi = device.stream().clone_htod(&vec![0i32; n]).unwrap();
+            tilus::Jit::new(s, &device)
+                .launch(device.stream(), (m as i32, &dx, &dxi, &mut out, &mut outi))
+                .unwrap();
+            let (want, wanti) = s.expected(&x, &xi, m);
+            assert_eq!(device.stream().clone_dtoh(&outi).unwrap(), wanti, "{s:?}");
+            let got = device.stream().clone_dtoh(&out).unwrap();
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "{s:?}");
+        }
+    }
+}
+
 // ------------------------------------------------------------------------------------------
 // The proxy fence: with it, ordinary shared stores feed a wgmma correctly.
 // ------------------------------------------------------------------------------------------

@@ -451,6 +451,61 @@ pub enum ArithInst {
         /// The shared scratch tile of a reduction across warps; chosen by layout inference.
         scratch: Option<SharedId>,
     },
+    /// `out` = the running `op` of `src` along `dim` (inclusive: element `i` combines elements
+    /// `0 ..= i`; exclusive: `0 .. i`, the first the identity), in the same shape and layout.
+    /// Each line along `dim` is combined in order, element after element, in f32 for floats
+    /// (16-bit results rounded once) and wrapping for integers: where each thread holds whole
+    /// lines, in its registers; otherwise the tile goes through the shared `scratch`, one
+    /// thread scans each line there, and the block meets before and after.
+    Scan {
+        /// The tile.
+        src: RegView,
+        /// The combination.
+        op: ScanOp,
+        /// The dimension scanned.
+        dim: usize,
+        /// Whether element `i` leaves itself out.
+        exclusive: bool,
+        /// The result.
+        out: RegId,
+        /// The scratch: sized by layout inference, empty when the threads hold whole lines.
+        scratch: SharedId,
+    },
+}
+
+/// A running combination ([`ArithInst::Scan`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ScanOp {
+    /// Running sums.
+    Sum,
+    /// Running products.
+    Prod,
+    /// Running maxima.
+    Max,
+    /// Running minima.
+    Min,
+}
+
+impl ScanOp {
+    /// How scripts write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScanOp::Sum => "cumsum",
+            ScanOp::Prod => "cumprod",
+            ScanOp::Max => "cummax",
+            ScanOp::Min => "cummin",
+        }
+    }
+
+    /// The elementwise operation it runs.
+    pub fn binary(self) -> BinaryOp {
+        match self {
+            ScanOp::Sum => BinaryOp::Add,
+            ScanOp::Prod => BinaryOp::Mul,
+            ScanOp::Max => BinaryOp::Max,
+            ScanOp::Min => BinaryOp::Min,
+        }
+    }
 }
 
 /// For each local element of a reduction's operand (seen through its view), the local element
@@ -495,6 +550,15 @@ impl ArithInst {
                 ReduceOp::Any => "any",
                 ReduceOp::All => "all",
             },
+            ArithInst::Scan { op, .. } => op.name(),
+        }
+    }
+
+    /// For a scan: whether its scratch was given bytes (some line spans several threads).
+    pub(crate) fn scans_through_shared(&self, p: &Program) -> bool {
+        match self {
+            ArithInst::Scan { scratch, .. } => p.shared(*scratch).shape.iter().product::<i64>() > 0,
+            _ => false,
         }
     }
 
@@ -521,6 +585,27 @@ impl ArithInst {
                     Effect::now(Memory::Register(*out), Access::Write)
                 };
                 f.effect(written).reads(scalars)
+            }
+            ArithInst::Scan {
+                src, out, scratch, ..
+            } => {
+                let mut f = if self.scans_through_shared(p) {
+                    // one thread per line in shared memory, behind block-wide barriers
+                    let mut f = Facts::scoped(ThreadScope::Block);
+                    for access in [
+                        Access::Declare,
+                        Access::Write,
+                        Access::Read,
+                        Access::Release,
+                    ] {
+                        f = f.effect(Effect::now(Memory::Shared(*scratch), access));
+                    }
+                    f
+                } else {
+                    Facts::default()
+                };
+                f = f.effect(read(src.tensor)).effect(declare(*out));
+                f
             }
             ArithInst::Reduce {
                 src, out, scratch, ..
@@ -596,6 +681,35 @@ impl ArithInst {
                 if let Some(s) = scratch {
                     let _ = write!(t, " scratch={}", n.p.shared(*s).name);
                 }
+                if let Some(l) = &d.layout {
+                    let _ = write!(t, " {l}");
+                }
+                t
+            }
+            ArithInst::Scan {
+                src,
+                op,
+                dim,
+                exclusive,
+                out,
+                scratch,
+            } => {
+                let d = n.p.register(*out);
+                let how = if self.scans_through_shared(n.p) {
+                    format!(
+                        "through shared `{}` ({} B, 2 block barriers)",
+                        n.p.shared(*scratch).name,
+                        n.p.shared(*scratch).shape.iter().product::<i64>() * 4
+                    )
+                } else {
+                    "in registers".to_string()
+                };
+                let mut t = format!(
+                    "{} = {}({}, dim={dim}, exclusive={exclusive}) {how}",
+                    d.name,
+                    op.name(),
+                    n.view(src)
+                );
                 if let Some(l) = &d.layout {
                     let _ = write!(t, " {l}");
                 }

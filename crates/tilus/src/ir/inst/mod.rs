@@ -15,7 +15,7 @@ mod tma;
 mod wgmma;
 
 pub(crate) use arithmetic::{reduce_crosses_warps, reduce_locals, subsets};
-pub use arithmetic::{ArithInst, BinaryOp, RandomKind, ReduceOp, TileExpr, UnaryOp};
+pub use arithmetic::{ArithInst, BinaryOp, RandomKind, ReduceOp, ScanOp, TileExpr, UnaryOp};
 pub use debug::DebugInst;
 pub use facts::Facts;
 pub use mbarrier::MbarrierInst;

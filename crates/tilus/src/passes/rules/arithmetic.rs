@@ -218,6 +218,28 @@ impl Rules for ArithInst {
                     check_assigned(c, *out, loc);
                 }
             }
+            ArithInst::Scan {
+                src, op, dim, out, ..
+            } => {
+                let name = op.name();
+                c.check_view(src, name, loc);
+                let s = c.view_shape(src);
+                if *dim >= s.len() {
+                    let msg = format!(
+                        "{name}: dimension {dim} of a tile of {} dimension(s)",
+                        s.len()
+                    );
+                    c.err(loc, msg);
+                }
+                let (t, o) = (c.p.register(src.tensor).dtype, c.p.register(*out).dtype);
+                if t == DType::Bool || t.bits() > 32 {
+                    c.err(loc, format!("{name} of a {t} tile"));
+                }
+                if o != t || c.p.register(*out).shape != s {
+                    let msg = format!("{name}: the result's type or shape differs from the tile's");
+                    c.err(loc, msg);
+                }
+            }
             ArithInst::Reduce {
                 src, op, dim, out, ..
             } => {
@@ -248,8 +270,22 @@ impl Rules for ArithInst {
 
     fn check_planned(&self, c: &mut Checker, loc: Loc) {
         let p = c.p;
+        if let ArithInst::Scan { op, out, .. } = self {
+            let d = p.register(*out);
+            if self.scans_through_shared(p) && d.group_threads != p.threads() {
+                let msg = format!(
+                    "{}: the lines of `{}` along the scanned dimension span several threads, which \
+                     meet in shared memory behind block-wide barriers; scan in the whole block, \
+                     or keep each line in one thread",
+                    op.name(),
+                    d.name
+                );
+                c.err(loc, msg);
+            }
+            return;
+        }
         let (src, op, dim, out) = match self {
-            ArithInst::Cast { .. } => return,
+            ArithInst::Cast { .. } | ArithInst::Scan { .. } => return,
             ArithInst::Map { expr, out } | ArithInst::Assign { expr, out } => {
                 if expr.operand_locals(p, *out).is_none() {
                     let msg = format!(
@@ -323,6 +359,13 @@ impl Rules for ArithInst {
 
     fn propagate_layouts(&self, cx: &mut LayoutCx, loc: Loc) {
         match self {
+            ArithInst::Scan { src, out, op, .. } => {
+                if let Some(l) = cx.get(src.tensor) {
+                    cx.require(*out, src.layout_of(&l), loc, op.name());
+                } else if let Some(l) = cx.get(*out) {
+                    cx.require(src.tensor, src.layout_of(&l), loc, op.name());
+                }
+            }
             ArithInst::Cast { src, out } => {
                 if let Some(l) = cx.get(src.tensor) {
                     cx.require(*out, src.layout_of(&l), loc, "cast");
@@ -375,6 +418,19 @@ impl Rules for ArithInst {
     }
 
     fn internal_shared(&self, p: &Program) -> Vec<(SharedId, Vec<i64>)> {
+        if let ArithInst::Scan {
+            src, dim, scratch, ..
+        } = self
+        {
+            let Some(l) = p.register(src.tensor).layout.as_ref() else {
+                return vec![(*scratch, vec![0])];
+            };
+            let l = src.layout_of(l);
+            // whole lines in each thread: no thread holds part of another's line
+            let in_registers = *dim >= l.rank() || l.thread_bits(*dim) == Some(0);
+            let elements: i64 = p.view_shape(src).iter().product();
+            return vec![(*scratch, vec![if in_registers { 0 } else { elements }])];
+        }
         let ArithInst::Reduce {
             src,
             dim,

@@ -204,3 +204,90 @@ impl Script for RandomTiles {
         k.store_global(&gi, &i, (first, 0));
     }
 }
+
+/// Scans of `[rows, cols]` tiles of `x` (f32) and `xi` (i32) along `dim`: `out` is
+/// `[5, m, cols]`: inclusive and exclusive running sums, running products, maxima and minima
+/// of `x`; `outi` `[m, cols]` the inclusive running sums of `xi` (wrapping).
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct Scans {
+    pub rows: i32,
+    pub cols: i32,
+    pub warps: u32,
+    pub dim: usize,
+}
+
+impl Scans {
+    /// The host's `(out, outi)`: each line combined in order, in f32 (and wrapping i32).
+    pub fn expected(&self, x: &[f32], xi: &[i32], m: usize) -> (Vec<f32>, Vec<i32>) {
+        let (rows, cols) = (self.rows as usize, self.cols as usize);
+        let mut out = vec![0.0f32; 5 * m * cols];
+        let mut outi = vec![0i32; m * cols];
+        // the lines of each [rows, cols] tile along `dim`
+        for tile in 0..m.div_ceil(rows) {
+            let (lines, len) = if self.dim == 1 {
+                (rows, cols)
+            } else {
+                (cols, rows)
+            };
+            for line in 0..lines {
+                let at = |i: usize| {
+                    let (r, c) = if self.dim == 1 { (line, i) } else { (i, line) };
+                    (tile * rows + r < m).then_some((tile * rows + r) * cols + c)
+                };
+                let (mut s, mut p, mut hi, mut lo, mut si) =
+                    (0.0f32, 1.0f32, f32::NEG_INFINITY, f32::INFINITY, 0i32);
+                for i in 0..len {
+                    // rows past `m` read 0 (load_global's fill) and are not written
+                    let j = at(i);
+                    let v = j.map_or(0.0, |j| x[j]);
+                    let w = j.map_or(0, |j| xi[j]);
+                    let before = s;
+                    s += v;
+                    p *= v;
+                    hi = hi.max(v);
+                    lo = lo.min(v);
+                    si = si.wrapping_add(w);
+                    if let Some(j) = j {
+                        let n = m * cols;
+                        out[j] = s;
+                        out[n + j] = before;
+                        out[2 * n + j] = p;
+                        out[3 * n + j] = hi;
+                        out[4 * n + j] = lo;
+                        outi[j] = si;
+                    }
+                }
+            }
+        }
+        (out, outi)
+    }
+}
+
+impl Script for Scans {
+    type Args = (i32, Ptr<f32>, Ptr<i32>, PtrMut<f32>, PtrMut<i32>);
+    fn body(&self, k: &mut Kernel, (m, x, xi, out, outi): Handles<Self::Args>) {
+        let (rows, cols, dim) = (self.rows, self.cols, self.dim);
+        k.blocks([cdiv(m, rows)]);
+        k.warps(self.warps);
+        let gx = k.global_view(x, [m, Val::constant(cols)]);
+        let gi = k.global_view(xi, [m, Val::constant(cols)]);
+        let go = k.global_view(out, [Val::constant(5), m, Val::constant(cols)]);
+        let goi = k.global_view(outi, [m, Val::constant(cols)]);
+        let first = k.let_i32(k.block_idx().x * rows);
+        let t = k.load_global(&gx, (first, 0), [rows, cols]);
+        let ti = k.load_global(&gi, (first, 0), [rows, cols]);
+        let results = [
+            k.cumsum(t, dim, false),
+            k.cumsum(t, dim, true),
+            k.cumprod(t, dim, false),
+            k.cummax(t, dim, false),
+            k.cummin(t, dim, false),
+        ];
+        for (i, r) in results.iter().enumerate() {
+            let r = k.unsqueeze(r, 0);
+            k.store_global(&go, &r, (i as i32, first, 0));
+        }
+        let si = k.cumsum(ti, dim, false);
+        k.store_global(&goi, &si, (first, 0));
+    }
+}
