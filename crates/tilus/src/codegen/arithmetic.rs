@@ -60,7 +60,7 @@ fn scan_identity(op: ScanOp, t: DType) -> String {
     let (lo, hi) = match t {
         DType::I32 => ("(-2147483647 - 1)", "2147483647"),
         DType::U32 => ("0u", "0xffffffffu"),
-        _ => ("(-INFINITY)", "INFINITY"),
+        _ => ("__int_as_float(0xff800000)", "__int_as_float(0x7f800000)"),
     };
     match op {
         ScanOp::Sum if t.is_float() => "0.0f".into(),
@@ -92,7 +92,9 @@ fn emit_scan(
     e.open("");
     let Some(scratch) = scratch else {
         // lines of locals, each in the order of its coordinate along `dim`
-        let mut lines: Vec<(Vec<i64>, Vec<(i64, usize)>)> = vec![];
+        // (the line's other coordinates, its (coordinate along `dim`, local) pairs)
+        type Line = (Vec<i64>, Vec<(i64, usize)>);
+        let mut lines: Vec<Line> = vec![];
         for l in 0..ls {
             let mut c = sl.local_coords(l);
             let at = c[dim];
