@@ -160,6 +160,9 @@ pub enum Arith {
     Reduce(Red, T, usize, bool),
     /// `any`/`all(cond, dim, keepdim)`: a new boolean tile.
     ReduceMask(Logic, Cond, usize, bool),
+    /// `cumsum` (0), `cumprod` (1), `cummax` (2) or `cummin` (3) of a tile along `dim`,
+    /// exclusive or not.
+    Scan(u8, T, usize, bool),
 }
 
 fn num(m: Mode) -> BoxedStrategy<Num> {
@@ -303,6 +306,12 @@ impl Arith {
                     .prop_map(|(o, c, d, k)| Arith::ReduceMask(o, c, d, k).into())
                     .boxed(),
             ),
+            (
+                1,
+                (0..4u8, t(m), dim(m), prop::bool::ANY)
+                    .prop_map(|(o, r, d, x)| Arith::Scan(o, r, d, x).into())
+                    .boxed(),
+            ),
         ]
     }
 
@@ -340,6 +349,17 @@ impl Arith {
                         Red::Sum => k.sum(x, *d, *keep),
                         Red::Max => k.max(x, *d, *keep),
                         Red::Min => k.min(x, *d, *keep),
+                    }));
+                    r.regs.push(out);
+                }
+            }
+            Arith::Scan(which, t, d, excl) => {
+                if let Some(t) = r.reg(*t) {
+                    let out = on!(t, R, |x: E| E::r(match which {
+                        0 => k.cumsum(x, *d, *excl),
+                        1 => k.cumprod(x, *d, *excl),
+                        2 => k.cummax(x, *d, *excl),
+                        _ => k.cummin(x, *d, *excl),
                     }));
                     r.regs.push(out);
                 }
