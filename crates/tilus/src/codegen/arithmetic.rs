@@ -333,6 +333,11 @@ fn expr_c(
             let a = expr_c(e, a, idx, coords);
             cast_c(e, &a, from, *t)
         }
+        TileExpr::Bitcast(to, a) => {
+            let from = a.dtype(p);
+            let a = expr_c(e, a, idx, coords);
+            bitcast_c(e, &a, from, *to)
+        }
         TileExpr::Random {
             kind,
             seed,
@@ -350,6 +355,33 @@ fn expr_c(
         }
         TileExpr::Index { shape, dim } if shape[*dim] == 1 => "0".into(),
         TileExpr::Index { shape, dim } => coords[coords.len() - shape.len() + dim].clone(),
+    }
+}
+
+/// A C value of compute type `from` whose bits are read as type `to` of the same width, in
+/// `to`'s compute type (16-bit floats through their bits: a value of one is exact in f32).
+fn bitcast_c(e: &mut Emitter, a: &str, from: DType, to: DType) -> String {
+    let helper = |e: &mut Emitter, t: DType| {
+        e.use_helper(Helper::Arith(if t == DType::F16 {
+            ArithHelper::CvtF16
+        } else {
+            ArithHelper::CvtBf16
+        }));
+        if t == DType::F16 {
+            "f16"
+        } else {
+            "bf16"
+        }
+    };
+    match (from, to) {
+        (f @ (DType::F16 | DType::BF16), t @ (DType::F16 | DType::BF16)) => {
+            let (f, t) = (helper(e, f), helper(e, t));
+            format!("tilus_{t}_to_f32(tilus_cvt_{f}({a}))")
+        }
+        (DType::F32, DType::I32) => format!("__float_as_int({a})"),
+        (DType::F32, _) => format!("__float_as_uint({a})"),
+        (_, DType::F32) => format!("__uint_as_float((u32)({a}))"),
+        (_, t) => format!("(({})({a}))", super::c_type(t)),
     }
 }
 

@@ -215,6 +215,24 @@ fn convert(v: V, from: DType, to: DType) -> V {
     }
 }
 
+/// A value's bits (in type `from`) read as type `to` of the same width, as `view` in the
+/// generated code.
+fn bitcast(v: V, from: DType, to: DType) -> V {
+    let bits: u32 = match from {
+        DType::F32 => v.f().to_bits(),
+        DType::F16 => u32::from(half::f16::from_f32(v.f()).to_bits()),
+        DType::BF16 => u32::from(half::bf16::from_f32(v.f()).to_bits()),
+        _ => v.i() as u32,
+    };
+    match to {
+        DType::F32 => V::F(f32::from_bits(bits)),
+        DType::F16 => V::F(half::f16::from_bits(bits as u16).to_f32()),
+        DType::BF16 => V::F(half::bf16::from_bits(bits as u16).to_f32()),
+        DType::I32 => V::I(i64::from(bits as i32)),
+        _ => V::I(i64::from(bits)),
+    }
+}
+
 /// The expression's scalars, evaluated once for the task (they are the same in every thread).
 fn scalars(b: &Block<'_, '_>, task: &Task<'_>, x: &TileExpr, loc: Loc) -> R<Vec<V>> {
     let mut list = vec![];
@@ -293,6 +311,10 @@ impl Operands<'_> {
             TileExpr::Cast(to, a) => {
                 let from = a.dtype(self.p);
                 convert(self.eval(a, next, loc)?, from, *to)
+            }
+            TileExpr::Bitcast(to, a) => {
+                let from = a.dtype(self.p);
+                bitcast(self.eval(a, next, loc)?, from, *to)
             }
             TileExpr::Random { kind, counter, .. } => {
                 let seed = self.scalars[next.1].i();

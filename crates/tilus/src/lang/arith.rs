@@ -349,6 +349,12 @@ pub trait TileMath<T: Element>: IntoTile<T> + Sized {
     fn cast<U: Element>(self) -> Tile<U> {
         Tile::new(TileExpr::Cast(U::DTYPE, Box::new(self.into_tile().e)))
     }
+    /// Each element's bits read as a `U` of the same width (`f32`, `i32`, `u32`; `f16`,
+    /// `bf16`): `x.view::<u32>()` is the f32 bit pattern, for sign tricks, packing and
+    /// hashing.
+    fn view<U: Element>(self) -> Tile<U> {
+        Tile::new(TileExpr::Bitcast(U::DTYPE, Box::new(self.into_tile().e)))
+    }
 }
 
 impl<T: Element> TileMath<T> for Tile<T> {}
@@ -465,7 +471,9 @@ impl Kernel {
             TileExpr::Scalar(_) => vec![],
             TileExpr::Index { shape, .. } => shape.clone(),
             TileExpr::Random { counter, .. } => self.tile_shape(counter)?,
-            TileExpr::Unary(_, x) | TileExpr::Cast(_, x) => self.tile_shape(x)?,
+            TileExpr::Unary(_, x) | TileExpr::Cast(_, x) | TileExpr::Bitcast(_, x) => {
+                self.tile_shape(x)?
+            }
             TileExpr::Binary(_, a, b) => {
                 let (sa, sb) = (self.tile_shape(a)?, self.tile_shape(b)?);
                 broadcast_shape(&sa, &sb)

@@ -1106,3 +1106,18 @@ fn scans_compile_in_registers_or_through_shared_memory() {
     }
     assert!(registers > 0 && shared > 0, "{registers} {shared}");
 }
+
+/// Bit views compile to the hardware's reinterpretations, without spills.
+#[test]
+fn bit_views_compile() {
+    use crate::common::scripts::masks::BitViews;
+    for (rows, cols, warps) in [(16, 64, 4), (8, 128, 2), (4, 8, 4)] {
+        let s = BitViews { rows, cols, warps };
+        let c = build(&s, &[]);
+        assert_eq!(c.report.spill_stores, 0, "{s:?}");
+        assert!(
+            c.source.contains("__float_as_uint(") && c.source.contains("__uint_as_float("),
+            "{s:?}"
+        );
+    }
+}

@@ -165,3 +165,45 @@ fn scans_combine_each_line_in_order() {
         "{in_registers} {through_shared}"
     );
 }
+
+/// Bit views: f32 as u32, an integer step on the bits viewed back, f16 bits as bf16.
+#[test]
+fn views_keep_the_bits() {
+    use crate::common::scripts::masks::BitViews;
+    for (rows, cols, warps) in [(16, 64, 4), (8, 128, 2), (4, 8, 4)] {
+        let s = BitViews { rows, cols, warps };
+        let m = 2 * rows as usize + 1;
+        let n = m * cols as usize;
+        let x = random_f32(n, 3);
+        let h: Vec<half::f16> = random_f32(n, 4)
+            .iter()
+            .map(|&v| half::f16::from_f32(v * 100.0))
+            .collect();
+        let (mut bits, mut next) = (vec![0u32; n], vec![f32::NAN; n]);
+        let mut hb = vec![half::bf16::ZERO; n];
+        run(
+            &s,
+            (
+                m as i32,
+                &x[..],
+                &h[..],
+                &mut bits[..],
+                &mut next[..],
+                &mut hb[..],
+            ),
+        )
+        .unwrap();
+        let (wb, wn, wh) = BitViews::expected(&x, &h);
+        assert_eq!(bits, wb, "{s:?}");
+        assert_eq!(
+            next.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            wn.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "{s:?}"
+        );
+        assert_eq!(
+            hb.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            wh.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "{s:?}"
+        );
+    }
+}

@@ -381,6 +381,58 @@ fn scans_agree_with_the_host_bit_for_bit() {
     }
 }
 
+/// The interpreter's bit-view test (`interp/masks.rs`) on the GPU.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bit_views_keep_the_bits() {
+    use crate::common::scripts::masks::BitViews;
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    for (rows, cols, warps) in [(16, 64, 4), (8, 128, 2), (4, 8, 4)] {
+        let s = BitViews { rows, cols, warps };
+        let m = 100 * rows as usize + 1;
+        let n = m * cols as usize;
+        let x = random_f32(n, fresh_seed());
+        let h: Vec<f16> = random_f32(n, fresh_seed())
+            .iter()
+            .map(|&v| f16::from_f32(v * 100.0))
+            .collect();
+        let (dx, dh) = (upload(&device, &x), device.stream().clone_htod(&h).unwrap());
+        let mut bits = device.stream().clone_htod(&vec![0u32; n]).unwrap();
+        let mut next = upload(&device, &vec![f32::NAN; n]);
+        let mut hb = device
+            .stream()
+            .clone_htod(&vec![half::bf16::ZERO; n])
+            .unwrap();
+        tilus::Jit::new(s, &device)
+            .launch(
+                device.stream(),
+                (m as i32, &dx, &dh, &mut bits, &mut next, &mut hb),
+            )
+            .unwrap();
+        let (wb, wn, wh) = BitViews::expected(&x, &h);
+        assert_eq!(device.stream().clone_dtoh(&bits).unwrap(), wb, "{s:?}");
+        let f32_bits = |v: Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            f32_bits(device.stream().clone_dtoh(&next).unwrap()),
+            f32_bits(wn),
+            "{s:?}"
+        );
+        let got: Vec<u16> = device
+            .stream()
+            .clone_dtoh(&hb)
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        assert_eq!(
+            got,
+            wh.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "{s:?}"
+        );
+    }
+}
+
 // ------------------------------------------------------------------------------------------
 // The proxy fence: with it, ordinary shared stores feed a wgmma correctly.
 // ------------------------------------------------------------------------------------------

@@ -175,6 +175,9 @@ pub enum TileExpr {
     MulAdd(Box<TileExpr>, Box<TileExpr>, Box<TileExpr>),
     /// A conversion of each element to another type.
     Cast(DType, Box<TileExpr>),
+    /// The same bits read as another type of the same width (`f32`, `i32` and `u32`; `f16`
+    /// and `bf16`): `view`.
+    Bitcast(DType, Box<TileExpr>),
     /// The index along `dim` of each element of a tile of `shape` (`i32`): `arange` along one
     /// dimension, broadcast like a tile of that shape. It has no registers: each thread
     /// computes it from the coordinates its layout gives the output's elements, so it fits
@@ -235,7 +238,7 @@ impl TileExpr {
                 }
             }
             TileExpr::Select(_, a, _) | TileExpr::MulAdd(a, _, _) => a.dtype(p),
-            TileExpr::Cast(t, _) => *t,
+            TileExpr::Cast(t, _) | TileExpr::Bitcast(t, _) => *t,
             TileExpr::Index { .. } => DType::I32,
             TileExpr::Random { kind, .. } => match kind {
                 RandomKind::Int => DType::U32,
@@ -268,7 +271,7 @@ impl TileExpr {
         f(self);
         match self {
             TileExpr::Tile(_) | TileExpr::Scalar(_) | TileExpr::Index { .. } => {}
-            TileExpr::Unary(_, x) | TileExpr::Cast(_, x) => x.visit(f),
+            TileExpr::Unary(_, x) | TileExpr::Cast(_, x) | TileExpr::Bitcast(_, x) => x.visit(f),
             TileExpr::Random { counter, .. } => counter.visit(f),
             TileExpr::Binary(_, a, b) => {
                 a.visit(f);
@@ -287,7 +290,7 @@ impl TileExpr {
         match self {
             TileExpr::Tile(v) => out.push(*v),
             TileExpr::Scalar(_) | TileExpr::Index { .. } => {}
-            TileExpr::Unary(_, x) | TileExpr::Cast(_, x) => x.tiles(out),
+            TileExpr::Unary(_, x) | TileExpr::Cast(_, x) | TileExpr::Bitcast(_, x) => x.tiles(out),
             TileExpr::Random { counter, .. } => counter.tiles(out),
             TileExpr::Binary(_, a, b) => {
                 a.tiles(out);
@@ -306,7 +309,9 @@ impl TileExpr {
         match self {
             TileExpr::Tile(_) | TileExpr::Index { .. } => {}
             TileExpr::Scalar(e) => out.push(e),
-            TileExpr::Unary(_, x) | TileExpr::Cast(_, x) => x.scalars(out),
+            TileExpr::Unary(_, x) | TileExpr::Cast(_, x) | TileExpr::Bitcast(_, x) => {
+                x.scalars(out)
+            }
             // the seed first: evaluation takes the scalars in this order
             TileExpr::Random { seed, counter, .. } => {
                 out.push(seed);
@@ -368,6 +373,7 @@ impl TileExpr {
                 c.describe(n)
             ),
             TileExpr::Cast(t, x) => format!("{t}({})", x.describe(n)),
+            TileExpr::Bitcast(t, x) => format!("view<{t}>({})", x.describe(n)),
             TileExpr::Index { shape, dim } => format!("arange({shape:?}, {dim})"),
             TileExpr::Random {
                 kind,

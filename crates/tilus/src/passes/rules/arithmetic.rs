@@ -111,6 +111,19 @@ fn check_types(c: &mut Checker, e: &TileExpr, loc: Loc) -> DType {
             check_types(c, x, loc);
             *t
         }
+        TileExpr::Bitcast(t, x) => {
+            let from = check_types(c, x, loc);
+            if from.bits() != t.bits() || from == DType::Bool || *t == DType::Bool {
+                let msg = format!(
+                    "view: {from} ({} bits) as {t} ({} bits): a view keeps the bits, so both \
+                     must be numeric types of one width",
+                    from.bits(),
+                    t.bits()
+                );
+                c.err(loc, msg);
+            }
+            *t
+        }
     }
 }
 

@@ -291,3 +291,58 @@ impl Script for Scans {
         k.store_global(&goi, &si, (first, 0));
     }
 }
+
+/// Bit views (`view`) over `[rows, cols]` tiles of `x` (f32) and `h` (f16): `bits` gets each
+/// f32's bits as u32, `next` the f32 whose bits are one more (`view::<i32>() + 1`, viewed
+/// back), `hb` each f16's bits read as a bf16.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct BitViews {
+    pub rows: i32,
+    pub cols: i32,
+    pub warps: u32,
+}
+
+impl BitViews {
+    /// The host's `(bits, next, hb)`.
+    pub fn expected(x: &[f32], h: &[f16]) -> (Vec<u32>, Vec<f32>, Vec<half::bf16>) {
+        (
+            x.iter().map(|v| v.to_bits()).collect(),
+            x.iter().map(|v| f32::from_bits(v.to_bits() + 1)).collect(),
+            h.iter()
+                .map(|v| half::bf16::from_bits(v.to_bits()))
+                .collect(),
+        )
+    }
+}
+
+impl Script for BitViews {
+    type Args = (
+        i32,
+        Ptr<f32>,
+        Ptr<f16>,
+        PtrMut<u32>,
+        PtrMut<f32>,
+        PtrMut<half::bf16>,
+    );
+    fn body(&self, k: &mut Kernel, (m, x, h, bits, next, hb): Handles<Self::Args>) {
+        let (rows, cols) = (self.rows, self.cols);
+        k.blocks([cdiv(m, rows)]);
+        k.warps(self.warps);
+        let shape = [m, Val::constant(cols)];
+        let (gx, gh) = (k.global_view(x, shape), k.global_view(h, shape));
+        let (gb, gn, ghb) = (
+            k.global_view(bits, shape),
+            k.global_view(next, shape),
+            k.global_view(hb, shape),
+        );
+        let first = k.let_i32(k.block_idx().x * rows);
+        let tx = k.load_global(&gx, (first, 0), [rows, cols]);
+        let th = k.load_global(&gh, (first, 0), [rows, cols]);
+        let b = k.compute(tx.view::<u32>());
+        let n = k.compute((tx.view::<i32>() + 1).view::<f32>());
+        let v = k.compute(th.view::<half::bf16>());
+        k.store_global(&gb, &b, (first, 0));
+        k.store_global(&gn, &n, (first, 0));
+        k.store_global(&ghb, &v, (first, 0));
+    }
+}
