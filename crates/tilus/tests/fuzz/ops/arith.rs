@@ -12,6 +12,7 @@
 //! a model of the tiles it creates (their types and shapes).
 
 use proptest::prelude::*;
+use tilus::ir::DType;
 use tilus::prelude::*;
 
 use crate::model::{plain, Dt, Op, Sc, T};
@@ -117,6 +118,19 @@ pub enum Ex {
     /// `rand` (0), `randn` (1) or `randint` (2) at the offsets of an `i32` expression, cast to
     /// `E`.
     Rand(u8, Box<Ex>),
+    /// `view::<E>()` of an expression of the type of `E`'s width that is not `E` (i32 for f32,
+    /// f32 for i32, bf16 for f16, f16 for bf16).
+    View(Box<Ex>),
+}
+
+/// The type of the same width a view of type `dt` reads (see [`Ex::View`]).
+fn view_partner(dt: Dt) -> Dt {
+    match dt {
+        Dt::F32 => Dt::I32,
+        Dt::I32 => Dt::F32,
+        Dt::F16 => Dt::Bf16,
+        Dt::Bf16 => Dt::F16,
+    }
 }
 
 /// A boolean expression.
@@ -261,7 +275,8 @@ pub fn ex(m: Mode) -> BoxedStrategy<Ex> {
             1 => (inner.clone(), inner.clone(), inner.clone())
                 .prop_map(|(a, b, c)| Ex::MulAdd(Box::new(a), Box::new(b), Box::new(c))),
             1 => (dt(m), inner.clone()).prop_map(|(d, a)| Ex::In(d, Box::new(a))),
-            1 => (0..3u8, inner).prop_map(|(r, a)| Ex::Rand(r, Box::new(a))),
+            1 => (0..3u8, inner.clone()).prop_map(|(r, a)| Ex::Rand(r, Box::new(a))),
+            1 => inner.prop_map(|a| Ex::View(Box::new(a))),
         ]
     })
     .boxed()
@@ -425,6 +440,13 @@ fn tile<E: El>(r: &Replay, k: &mut Kernel, e: &Ex) -> Tile<E> {
         }
         Ex::In(dt, a) => by_dt!(dt, |U| tile::<U>(r, k, a).cast::<E>()),
         Ex::Index(shape, dim) => k.arange(shape.clone(), *dim).cast::<E>(),
+        Ex::View(a) => match E::DTYPE {
+            DType::F32 => tile::<i32>(r, k, a).view::<E>(),
+            DType::I32 | DType::U32 => tile::<f32>(r, k, a).view::<E>(),
+            DType::F16 => tile::<bf16>(r, k, a).view::<E>(),
+            DType::BF16 => tile::<f16>(r, k, a).view::<E>(),
+            _ => tile::<E>(r, k, a),
+        },
         Ex::Rand(which, a) => {
             let offsets = tile::<i32>(r, k, a);
             match which {
@@ -582,6 +604,7 @@ impl Binder<'_> {
             }
             Ex::In(d, a) => Ex::In(*d, Box::new(self.ex(a, *d))),
             Ex::Rand(which, a) => Ex::Rand(*which, Box::new(self.ex(a, Dt::I32))),
+            Ex::View(a) => Ex::View(Box::new(self.ex(a, view_partner(dt)))),
             Ex::Index(_, dim) => {
                 let (_, shape) = self.m.tiles[self.pool[0]].clone();
                 self.read(&shape);
