@@ -22,5 +22,7 @@ pub(super) fn emit(e: &mut Emitter, i: &RegistersInst) {
                  // from {start}"
             ));
         }
+        // layout inference's input: nothing to run
+        RegistersInst::Layout { .. } => {}
     }
 }

@@ -1,7 +1,10 @@
-//! Moving registers between warp groups: [`Kernel::set_max_registers`].
+//! Moving registers between warp groups ([`Kernel::set_max_registers`]), and fixing how a
+//! tile is spread over the threads ([`Kernel::annotate_layout`]).
 
 use super::kernel::Kernel;
+use super::{Element, RegisterTensor};
 use crate::ir::{Inst, Loc, RegistersInst, StmtKind};
+use crate::layout::RegisterLayout;
 
 impl Kernel {
     /// From here on, every thread of the current warp groups owns `n` registers (`setmaxnreg`,
@@ -23,5 +26,44 @@ impl Kernel {
             StmtKind::Inst(Inst::Registers(RegistersInst::SetMax(n))),
             Loc::caller(),
         );
+    }
+
+    /// The extents of a register tile (of the view: a transposed view's are swapped).
+    pub fn shape_of<T: Element>(&self, t: &RegisterTensor<T>) -> Vec<i64> {
+        self.prog.view_shape(&t.view)
+    }
+
+    /// Fixes the layout of `t`: layout inference starts from it, as from a tensor-core
+    /// operand's, and every other instruction on `t` adapts to it or says at its line that it
+    /// needs another (then `k.convert_layout` moves the data). For a tile whose best layout
+    /// the inference would not find by itself: the threads along the dimension a later
+    /// reduction or scan runs on, or a conversion made free.
+    ///
+    /// ```
+    /// # use tilus::prelude::*;
+    /// # use tilus::layout::RegisterLayout;
+    /// # fn body(k: &mut Kernel, x: RegisterTensor<f32>) {
+    /// // a [128, 4] tile: one row of 4 per thread, 128 threads down the rows
+    /// let rows = RegisterLayout::spatial(&[128, 1]).compose(&RegisterLayout::local(&[1, 4]));
+    /// k.annotate_layout(&x, rows);
+    /// # }
+    /// ```
+    ///
+    /// The verifier checks that the layout has the tile's shape and spreads it over the
+    /// tile's group (every element held, none twice, no more threads than the group has).
+    #[track_caller]
+    pub fn annotate_layout<T: Element>(&mut self, t: &RegisterTensor<T>, layout: RegisterLayout) {
+        let loc = Loc::caller();
+        if t.view.transposed {
+            self.error(
+                loc,
+                "annotate_layout: the tile itself, not a transposed view",
+            );
+        }
+        let inst = RegistersInst::Layout {
+            tile: t.view.tensor,
+            layout,
+        };
+        self.push(StmtKind::Inst(Inst::Registers(inst)), loc);
     }
 }

@@ -207,3 +207,28 @@ fn views_keep_the_bits() {
         );
     }
 }
+
+/// `annotate_layout` fixes a tile's layout: a whole row per thread keeps a row scan in
+/// registers, where the loads' own layout sends it through shared memory; both give the host's
+/// running sums.
+#[test]
+fn an_annotated_layout_keeps_a_row_scan_in_registers() {
+    use crate::common::scripts::masks::AnnotatedScan;
+    let x = random_f32(128 * 8, 11);
+    let mut want = x.clone();
+    for row in want.chunks_mut(8) {
+        for j in 1..8 {
+            row[j] += row[j - 1];
+        }
+    }
+    for (annotate, how) in [(false, ") through shared"), (true, ") in registers")] {
+        let s = AnnotatedScan { annotate };
+        let traced = tilus::trace(&s, &[]).unwrap();
+        let ir = tilus::ir::print_program(&tilus::passes::compile_program(traced).unwrap().0);
+        assert!(ir.contains(how), "{s:?}: {ir}");
+        assert_eq!(annotate, ir.contains("annotate_layout("), "{ir}");
+        let mut out = vec![f32::NAN; 128 * 8];
+        run(&s, (&x[..], &mut out[..])).unwrap();
+        assert_eq!(out, want, "{s:?}");
+    }
+}

@@ -1,4 +1,5 @@
-//! The registers family: how many registers the threads of a warp group own. A block starts
+//! The registers family: how many registers the threads of a warp group own, and how a tile
+//! is spread over them (`annotate_layout`: a layout the script fixes). A block starts
 //! with the same allotment per thread everywhere (what its size and occupancy leave); warp
 //! groups that need few (a producer issuing copies) give registers back to the block's pool
 //! and warp groups that need many (consumers holding accumulators) take them
@@ -19,6 +20,15 @@ pub const SM_REGISTERS: u32 = 65536;
 pub enum RegistersInst {
     /// Every thread of the executing warp groups owns `n` registers from here on.
     SetMax(u32),
+    /// `tile` has `layout`, as the script says: layout inference starts from it like a
+    /// tensor-core operand's (anything that needs another layout is a diagnostic naming this
+    /// line). No code.
+    Layout {
+        /// The tile.
+        tile: crate::ir::RegId,
+        /// Its layout.
+        layout: crate::layout::RegisterLayout,
+    },
 }
 
 impl RegistersInst {
@@ -26,6 +36,7 @@ impl RegistersInst {
     pub fn name(&self) -> &'static str {
         match self {
             RegistersInst::SetMax(_) => "set_max_registers",
+            RegistersInst::Layout { .. } => "annotate_layout",
         }
     }
 
@@ -34,13 +45,17 @@ impl RegistersInst {
     pub fn facts<'a>(&'a self, _p: &'a Program) -> Facts<'a> {
         match self {
             RegistersInst::SetMax(_) => Facts::scoped(ThreadScope::WarpGroups),
+            RegistersInst::Layout { .. } => Facts::default(),
         }
     }
 
     /// The instruction as the IR printer shows it.
-    pub(crate) fn describe(&self, _n: &Names) -> String {
+    pub(crate) fn describe(&self, n: &Names) -> String {
         match self {
             RegistersInst::SetMax(n) => format!("set_max_registers({n})"),
+            RegistersInst::Layout { tile, layout } => {
+                format!("annotate_layout({}, {layout})", n.p.register(*tile).name)
+            }
         }
     }
 }
@@ -59,7 +74,8 @@ pub fn launch_registers(p: &Program) -> u32 {
 pub fn sets_max_registers(p: &Program) -> bool {
     let mut found = false;
     p.walk(&mut |s| {
-        if let crate::ir::StmtKind::Inst(super::Inst::Registers(_)) = &s.kind {
+        if let crate::ir::StmtKind::Inst(super::Inst::Registers(RegistersInst::SetMax(_))) = &s.kind
+        {
             found = true;
         }
     });

@@ -346,3 +346,29 @@ impl Script for BitViews {
         k.store_global(&ghb, &v, (first, 0));
     }
 }
+
+/// Running sums along the rows of a `[128, 8]` tile over 4 warps: loaded with 16-byte vectors
+/// (two threads per row: the scan goes through shared memory), or with `annotate_layout`
+/// giving each thread a whole row (the scan stays in registers).
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct AnnotatedScan {
+    pub annotate: bool,
+}
+
+impl Script for AnnotatedScan {
+    type Args = (Ptr<f32>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (x, out): Handles<Self::Args>) {
+        use tilus::layout::RegisterLayout;
+        k.blocks([1]);
+        k.warps(4);
+        let gx = k.global_view(x, [128, 8]);
+        let go = k.global_view(out, [128, 8]);
+        let t = k.load_global(&gx, [0, 0], [128, 8]);
+        if self.annotate {
+            let rows = RegisterLayout::spatial(&[128, 1]).compose(&RegisterLayout::local(&[1, 8]));
+            k.annotate_layout(&t, rows);
+        }
+        let s = k.cumsum(t, 1, false);
+        k.store_global(&go, &s, [0, 0]);
+    }
+}

@@ -192,3 +192,41 @@ fn a_conversion_through_shared_memory_in_a_thread_group() {
     })
     .fails_once("convert_layout: the threads of");
 }
+
+/// `annotate_layout` with another shape, or with more threads than the group has.
+#[test]
+fn an_annotated_layout_of_another_shape_or_too_many_threads() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let x = k.register_tensor::<f32>([4, 32], 1.0);
+        let l = tilus::layout::RegisterLayout::spatial(&[32, 1])
+            .compose(&tilus::layout::RegisterLayout::local(&[1, 4]));
+        at(line!(), k.annotate_layout(&x, l));
+    })
+    .fails_once("annotate_layout: a layout of shape [32, 4] for `r0`, a [4, 32] tile");
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let x = k.register_tensor::<f32>([64, 4], 1.0);
+        let l = tilus::layout::RegisterLayout::spatial(&[64, 1])
+            .compose(&tilus::layout::RegisterLayout::local(&[1, 4]));
+        at(line!(), k.annotate_layout(&x, l));
+    })
+    .fails_once("does not spread `r0` over its 32 threads");
+}
+
+/// A tile annotated one way and used as a `dot` operand, which needs another: the
+/// conflict names the annotation.
+#[test]
+fn an_annotated_layout_that_a_dot_cannot_use() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let a = k.register_tensor::<f16>([16, 16], 0.0);
+        let b = k.register_tensor::<f16>([16, 8], 0.0);
+        let c = k.register_tensor::<f32>([16, 8], 0.0);
+        let rows = tilus::layout::RegisterLayout::spatial(&[16, 2])
+            .compose(&tilus::layout::RegisterLayout::local(&[1, 8]));
+        note(line!(), k.annotate_layout(&a, rows));
+        at(line!(), k.dot(&a, &b, &c, &c));
+    })
+    .fails_once_noting("but annotate_layout at");
+}
