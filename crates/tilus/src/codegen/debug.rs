@@ -13,6 +13,12 @@ pub(super) fn emit(e: &mut Emitter, i: &DebugInst) {
     match i {
         DebugInst::Printf { pieces, args } => emit_printf(e, pieces, args),
         DebugInst::PrintRegister { src, scratch } => emit_print_register(e, src, *scratch),
+        DebugInst::Assume { var, divisor } => {
+            let name = e.p.var(*var).name.clone();
+            e.line(format!(
+                "__builtin_assume({name} % {divisor} == 0);  // checked at launch"
+            ));
+        }
         DebugInst::PrintShared { src } => {
             let opened = open_first_thread(e);
             let d = e.p.shared(src.tensor);

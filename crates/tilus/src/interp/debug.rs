@@ -16,6 +16,8 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &DebugInst, lo
     // the first thread of the group prints, when it is here
     let first = task.threads.contains(&task.base());
     match i {
+        // checked with the arguments before the first block runs
+        DebugInst::Assume { .. } => {}
         DebugInst::Printf { pieces, args } => {
             if first {
                 let vals = args

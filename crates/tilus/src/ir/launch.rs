@@ -275,6 +275,9 @@ pub struct LaunchPlan {
     pub pointers: Vec<(usize, bool)>,
     /// The kernel's 32-bit integers that depend on runtime arguments, checked at launch.
     pub index_guards: Vec<IndexGuard>,
+    /// `(argument, divisor, where)`: what the script assumed divides an integer argument
+    /// (`k.assume`), checked at launch with the index guards.
+    pub assumed: Vec<(usize, i64, Loc)>,
     /// A persistent grid: the launch caps the grid along x at the device's multiprocessors.
     pub persistent: bool,
     /// Blocks per cluster along x, y, z (`[1, 1, 1]`: no clusters): the grid must be a
@@ -323,6 +326,21 @@ impl LaunchPlan {
         int: &dyn Fn(usize) -> Option<i64>,
         arg_name: &dyn Fn(usize) -> String,
     ) -> Result<(), (String, String)> {
+        for &(arg, divisor, loc) in &self.assumed {
+            let v = int(arg);
+            if v.is_none_or(|v| v % divisor != 0) {
+                let value = v.map_or_else(|| "no value".to_string(), |v| v.to_string());
+                return Err((
+                    arg_name(arg),
+                    format!(
+                        "the script assumes `{}` is a multiple of {divisor} (assume at {loc}), \
+                         and it is {value}: the kernel is compiled for such values only; pass \
+                         one, or drop the assumption",
+                        arg_name(arg)
+                    ),
+                ));
+            }
+        }
         for g in &self.index_guards {
             if let Err(v) = g.check(int) {
                 let mut args = vec![];
@@ -408,6 +426,7 @@ mod tests {
             arg_vars: vec![],
             pointers: vec![],
             index_guards: vec![],
+            assumed: vec![],
             persistent,
             cluster,
         }

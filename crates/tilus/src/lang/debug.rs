@@ -41,8 +41,30 @@
 //! );
 //! ```
 
-use super::{Kernel, RegisterTensor, Scalars, SharedTensor};
-use crate::ir::{DebugInst, Inst, Loc, SharedDecl, SharedId, StmtKind};
+use super::{Kernel, RegisterTensor, Scalar, Scalars, SharedTensor};
+use crate::ir::{BinOp, DebugInst, Expr, Inst, Loc, SharedDecl, SharedId, StmtKind, VarId};
+
+/// The `(argument, divisor)` facts of `x % c == 0` conditions joined by `and`; `None` for
+/// any other condition.
+fn divisibility_facts(e: &Expr, out: &mut Vec<(VarId, i64)>) -> Option<()> {
+    match e {
+        Expr::Binary(BinOp::And, a, b) => {
+            divisibility_facts(a, out)?;
+            divisibility_facts(b, out)
+        }
+        Expr::Binary(BinOp::Eq, a, zero) if zero.as_int() == Some(0) => match &**a {
+            Expr::Binary(BinOp::Rem, x, c) => match (&**x, c.as_int()) {
+                (Expr::Var(v, _), Some(c)) => {
+                    out.push((*v, c));
+                    Some(())
+                }
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    }
+}
 
 /// The literal pieces of a format string around its `{}` placeholders (`{{` and `}}` stand for
 /// braces), or why it is not one.
@@ -116,6 +138,39 @@ impl<T> Printable for SharedTensor<T> {
 }
 
 impl Kernel {
+    /// Promises that integer arguments are multiples of constants: `cond` is `x % c == 0`,
+    /// or several joined by `and`, with `x` an integer argument of the kernel. Lowering uses
+    /// it (a row stride the promise makes a multiple of 4 floats lets loads and stores move
+    /// 16 bytes at a time); the launch and the interpreter check it, with the arguments,
+    /// before anything runs (an argument error naming the argument and this line); the
+    /// generated code passes it on to the CUDA compiler (`__builtin_assume`).
+    ///
+    /// ```
+    /// # use tilus::prelude::*;
+    /// # fn body(k: &mut Kernel, n: Val) {
+    /// k.assume((n % 8).eq_(0)); // rows of n halves are whole 16-byte vectors
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn assume(&mut self, cond: impl Into<Scalar>) {
+        let loc = Loc::caller();
+        let cond = cond.into();
+        let mut facts = vec![];
+        if divisibility_facts(&cond.0, &mut facts).is_none() {
+            self.error(
+                loc,
+                "assume: the condition must be `x % c == 0` (joined by `and`) with `x` an \
+                 integer argument of the kernel and `c` a constant: the only promises the \
+                 launch can check",
+            );
+            return;
+        }
+        for (var, divisor) in facts {
+            let inst = DebugInst::Assume { var, divisor };
+            self.push(StmtKind::Inst(Inst::Debug(inst)), loc);
+        }
+    }
+
     /// Prints one line: `format` with the values of `args` in place of its `{}` placeholders
     /// (`{{` and `}}` print braces), and a newline. Values are integers and conditions
     /// (`true`/`false`); `args` is a tuple or an array, `()` for none:

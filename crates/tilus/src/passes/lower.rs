@@ -58,8 +58,39 @@ fn divisibility_in(p: &Program, body: &[Stmt]) -> Vec<i64> {
             }
         }
     }
+    // what the script assumed of its arguments holds everywhere (the launch checks it)
+    for (var, divisor, _) in assumed(body) {
+        let pow2 = 1i64 << divisor.trailing_zeros().min(30);
+        divs[var.0 as usize] = divs[var.0 as usize].max(pow2);
+    }
     go(body, p, &mut divs);
     divs
+}
+
+/// Every `assume` of a statement list: (argument variable, divisor, where).
+fn assumed(body: &[Stmt]) -> Vec<(crate::ir::VarId, i64, crate::ir::Loc)> {
+    let mut out = vec![];
+    for s in body {
+        match &s.kind {
+            StmtKind::Inst(crate::ir::Inst::Debug(crate::ir::DebugInst::Assume {
+                var,
+                divisor,
+            })) if *divisor > 0 => out.push((*var, *divisor, s.loc)),
+            StmtKind::For { body, .. }
+            | StmtKind::While { body, .. }
+            | StmtKind::ThreadGroup { body, .. } => out.extend(assumed(body)),
+            StmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                out.extend(assumed(then_body));
+                out.extend(assumed(else_body));
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// `max(a, b)` as an expression the host evaluates: `a + (b - a) * (a < b)`, in 64 bits.
@@ -216,6 +247,13 @@ fn launch_plan(p: &Program, alignments: &[(crate::ir::GlobalId, u32, String)]) -
         smem_bytes: p.smem_bytes,
         params,
         pointer_rules: rules,
+        assumed: assumed(&p.body)
+            .into_iter()
+            .filter_map(|(v, d, loc)| {
+                let arg = arg_vars.iter().find(|(x, _)| *x == v)?.1;
+                Some((arg, d, loc))
+            })
+            .collect(),
         arg_vars,
         index_guards: vec![],
         persistent: p.persistent,

@@ -1121,3 +1121,23 @@ fn bit_views_compile() {
         );
     }
 }
+
+/// `assume(n % 4 == 0)` lets a copy of f32 rows of stride `n` move 16 bytes per access, and
+/// is passed on to the CUDA compiler; without it the accesses are scalar.
+#[test]
+fn an_assumed_multiple_widens_the_row_accesses() {
+    use crate::common::scripts::masks::AssumedRows;
+    let plain = tilus::emit(&AssumedRows { assume: false }, &[]).unwrap();
+    let promised = tilus::emit(&AssumedRows { assume: true }, &[]).unwrap();
+    assert!(
+        promised.contains("__builtin_assume(n % 4 == 0);"),
+        "{promised}"
+    );
+    assert!(promised.contains("vector=4"), "{promised}");
+    assert!(
+        !plain.contains("vector=4") && !plain.contains("__builtin_assume"),
+        "{plain}"
+    );
+    let c = build(&AssumedRows { assume: true }, &[]);
+    assert_eq!(c.report.spill_stores, 0);
+}

@@ -232,3 +232,42 @@ fn an_annotated_layout_keeps_a_row_scan_in_registers() {
         assert_eq!(out, want, "{s:?}");
     }
 }
+
+/// An assumed multiple is checked with the arguments before anything runs: a copy whose
+/// stride breaks the promise is refused, naming the argument and the line; one that keeps it
+/// copies exactly.
+#[test]
+fn a_broken_assumption_is_refused_before_anything_runs() {
+    use crate::common::scripts::masks::AssumedRows;
+    for n in [128usize, 132, 8] {
+        let x = random_f32(40 * n, n as u64);
+        let mut out = vec![f32::NAN; 40 * n];
+        run(
+            &AssumedRows { assume: true },
+            (40, n as i32, &x[..], &mut out[..]),
+        )
+        .unwrap();
+        assert_eq!(out, x, "n = {n}");
+    }
+    let x = random_f32(40 * 130, 1);
+    let mut out = vec![f32::NAN; 40 * 130];
+    let e = run(
+        &AssumedRows { assume: true },
+        (40, 130, &x[..], &mut out[..]),
+    )
+    .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("`n` is a multiple of 4") && msg.contains("it is 130"),
+        "{msg}"
+    );
+    assert!(msg.contains("masks.rs"), "{msg}");
+    assert!(out.iter().all(|v| v.is_nan()), "nothing ran");
+    // without the promise, any stride
+    run(
+        &AssumedRows { assume: false },
+        (40, 130, &x[..], &mut out[..]),
+    )
+    .unwrap();
+    assert_eq!(out, x);
+}

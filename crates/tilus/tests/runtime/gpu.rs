@@ -433,6 +433,34 @@ fn bit_views_keep_the_bits() {
     }
 }
 
+/// An assumed multiple on the GPU: kept, the copy moves 16 bytes per access and is exact;
+/// broken, the launch is refused before anything runs.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_assumption_is_checked_at_launch() {
+    use crate::common::scripts::masks::AssumedRows;
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let jit = tilus::Jit::new(AssumedRows { assume: true }, &device);
+    for n in [128usize, 4100] {
+        let x = random_f32(300 * n, fresh_seed());
+        let dx = upload(&device, &x);
+        let mut out = upload(&device, &vec![f32::NAN; 300 * n]);
+        jit.launch(device.stream(), (300, n as i32, &dx, &mut out))
+            .unwrap();
+        assert_eq!(device.stream().clone_dtoh(&out).unwrap(), x, "n = {n}");
+    }
+    let x = random_f32(300 * 130, 1);
+    let dx = upload(&device, &x);
+    let mut out = upload(&device, &vec![f32::NAN; 300 * 130]);
+    let e = jit
+        .launch(device.stream(), (300, 130, &dx, &mut out))
+        .unwrap_err();
+    assert!(e.to_string().contains("it is 130"), "{e}");
+    let got = device.stream().clone_dtoh(&out).unwrap();
+    assert!(got.iter().all(|v| v.is_nan()), "nothing ran");
+}
+
 // ------------------------------------------------------------------------------------------
 // The proxy fence: with it, ordinary shared stores feed a wgmma correctly.
 // ------------------------------------------------------------------------------------------

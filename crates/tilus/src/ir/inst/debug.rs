@@ -43,6 +43,16 @@ pub enum DebugInst {
         /// The tile, possibly transposed.
         src: SharedView,
     },
+    /// The script's promise that integer argument `var` is a multiple of `divisor`: lowering
+    /// uses it (vector widths along strides made of it), the launch and the interpreter check
+    /// it before anything runs, and the generated code tells the CUDA compiler
+    /// (`__builtin_assume`).
+    Assume {
+        /// The argument's variable.
+        var: crate::ir::VarId,
+        /// What divides it (positive).
+        divisor: i64,
+    },
 }
 
 impl DebugInst {
@@ -51,6 +61,7 @@ impl DebugInst {
         match self {
             DebugInst::Printf { .. } => "printf",
             DebugInst::PrintRegister { .. } | DebugInst::PrintShared { .. } => "print_tensor",
+            DebugInst::Assume { .. } => "assume",
         }
     }
 
@@ -75,6 +86,7 @@ impl DebugInst {
             DebugInst::PrintShared { src } => {
                 Facts::default().effect(Effect::shared(src, Access::Read))
             }
+            DebugInst::Assume { .. } => Facts::default(),
         }
     }
 
@@ -98,6 +110,9 @@ impl DebugInst {
                 n.p.shared(*scratch).name
             ),
             DebugInst::PrintShared { src } => format!("print_tensor({})", n.sview(src)),
+            DebugInst::Assume { var, divisor } => {
+                format!("assume({} % {divisor} == 0)", n.p.var(*var).name)
+            }
         }
     }
 }

@@ -11,6 +11,20 @@ impl Rules for DebugInst {
     fn check(&self, c: &mut Checker, loc: Loc, _scope: &Scope) {
         let p = c.p;
         match self {
+            DebugInst::Assume { var, divisor } => {
+                let v = p.var(*var);
+                if !matches!(v.kind, crate::ir::VarKind::Param(_)) {
+                    let msg = format!(
+                        "assume: `{}` is not an integer argument of the kernel: only arguments \
+                         are checked at launch, so only they can be assumed",
+                        v.name
+                    );
+                    c.err(loc, msg);
+                }
+                if *divisor < 2 {
+                    c.err(loc, format!("assume: a multiple of {divisor} says nothing"));
+                }
+            }
             DebugInst::Printf { pieces, args } => {
                 if pieces.len() != args.len() + 1 {
                     let msg = format!(

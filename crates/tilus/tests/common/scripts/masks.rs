@@ -372,3 +372,32 @@ impl Script for AnnotatedScan {
         k.store_global(&go, &s, [0, 0]);
     }
 }
+
+/// Copies `[m, n]` f32 (row-major) in `[16, 64]` tiles; `assume`: the script promises
+/// `n % 4 == 0`, so rows start on 16-byte boundaries and loads and stores move 16 bytes.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct AssumedRows {
+    pub assume: bool,
+}
+
+impl Script for AssumedRows {
+    type Args = (i32, i32, Ptr<f32>, PtrMut<f32>);
+    fn arg_names() -> &'static [&'static str] {
+        &["m", "n", "x", "out"]
+    }
+    fn body(&self, k: &mut Kernel, (m, n, x, out): Handles<Self::Args>) {
+        k.blocks([cdiv(m, 16), cdiv(n, 64)]);
+        k.warps(4);
+        if self.assume {
+            k.assume((n % 4).eq_(0));
+        }
+        let gx = k.global_view(x, [m, n]);
+        let go = k.global_view(out, [m, n]);
+        let (r0, c0) = (
+            k.let_i32(k.block_idx().x * 16),
+            k.let_i32(k.block_idx().y * 64),
+        );
+        let t = k.load_global(&gx, (r0, c0), [16, 64]);
+        k.store_global(&go, &t, (r0, c0));
+    }
+}

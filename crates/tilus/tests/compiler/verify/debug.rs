@@ -115,3 +115,26 @@ fn print_tensor_of_a_register_tile_larger_than_shared_memory() {
     .fails_once("more than the 232448 a block can have");
     assert!(d.message.contains("`big_print` 262144 B"), "{d}");
 }
+
+/// `assume` takes `x % c == 0` of integer arguments only: a local value, another form and a
+/// divisor that says nothing are diagnostics at the call.
+#[test]
+fn assumptions_the_launch_cannot_check() {
+    check::<(i32, PtrMut<f32>)>(|k, (n, _)| {
+        k.warps(1);
+        let twice = k.let_i32(n * 2);
+        at(line!(), k.assume((twice % 4).eq_(0)));
+    })
+    .fails_once("assume: `v0` is not an integer argument of the kernel");
+    check::<(i32, PtrMut<f32>)>(|k, (n, _)| {
+        k.warps(1);
+        at(line!(), k.assume(n.lt(100)));
+    })
+    .fails_once("assume: the condition must be `x % c == 0`");
+    check::<(i32, PtrMut<f32>)>(|k, (n, _)| {
+        k.warps(1);
+        let one = std::hint::black_box(1);
+        at(line!(), k.assume((n % one).eq_(0)));
+    })
+    .fails_once("assume: a multiple of 1 says nothing");
+}

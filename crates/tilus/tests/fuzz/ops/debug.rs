@@ -31,6 +31,8 @@ pub enum Print {
     Mask(usize),
     /// `print_tensor` of a shared tile.
     Shared(T),
+    /// `assume(x % c == 0)` of a scalar (an argument, or anything in wild programs).
+    Assume(Sc, i32),
 }
 
 impl Print {
@@ -53,6 +55,12 @@ impl Print {
             (1, t(m).prop_map(|t| Print::Register(t).into()).boxed()),
             (1, (0usize..3).prop_map(|i| Print::Mask(i).into()).boxed()),
             (1, t(m).prop_map(|t| Print::Shared(t).into()).boxed()),
+            (
+                1,
+                (sc(m), prop::sample::select(vec![1, 2, 4, 8, 16, 0, -4]))
+                    .prop_map(|(x, c)| Print::Assume(x, c).into())
+                    .boxed(),
+            ),
         ]
     }
 
@@ -61,6 +69,10 @@ impl Print {
             Print::Printf(f, values) => {
                 let values = r.scalars(values);
                 k.printf(FORMATS[f % FORMATS.len()], values);
+            }
+            Print::Assume(x, c) => {
+                let x = r.scalar(x);
+                k.assume((x % *c).eq_(0));
             }
             Print::Register(t) => {
                 if let Some(t) = r.reg(*t) {
