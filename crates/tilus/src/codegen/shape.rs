@@ -6,12 +6,18 @@
 
 use super::memory::{declare, layout, read, storage, word, MemoryHelper, Storage};
 use super::{Emitter, Helper};
-use crate::ir::{DType, RegId, RegView, ShapeInst, SharedId};
+use crate::ir::{DType, RegId, RegView, Repeat, ShapeInst, SharedId};
 
 pub(super) fn emit(e: &mut Emitter, i: &ShapeInst) {
-    if let ShapeInst::Convert { src, out, scratch } = i {
+    if let ShapeInst::Convert {
+        src,
+        out,
+        scratch,
+        map,
+    } = i
+    {
         if i.converts_through_shared(e.p) {
-            return convert_through_shared(e, src, *out, *scratch);
+            return convert_through_shared(e, src, *out, *scratch, *map);
         }
     }
     let (src, out) = i.operands();
@@ -64,15 +70,21 @@ pub(super) fn emit(e: &mut Emitter, i: &ShapeInst) {
     }
 }
 
-/// The row-major index of an element whose coordinates are a thread's named part
-/// (`{prefix}{d}`) plus local offsets `local`, as a C expression.
-fn row_major_index(prefix: &str, local: &[i64], shape: &[i64]) -> String {
+/// The row-major index in a tile of `shape` of an element whose coordinates are a thread's
+/// named part (`{prefix}{d}`) plus local offsets `local`, seen through `map` (the element of
+/// the repeated source), as a C expression.
+fn row_major_index(prefix: &str, local: &[i64], shape: &[i64], map: Repeat) -> String {
     let mut terms = vec![];
     let mut stride = 1;
     for d in (0..shape.len()).rev() {
         let c = match local[d] {
             0 => format!("{prefix}{d}"),
             x => format!("({prefix}{d} + {x})"),
+        };
+        let c = match map {
+            Repeat::Tile { dim, .. } if dim == d => format!("({c} % {})", shape[d]),
+            Repeat::Interleave { dim, times } if dim == d => format!("({c} / {times})"),
+            _ => c,
         };
         terms.push(if stride == 1 {
             c
@@ -88,14 +100,21 @@ fn row_major_index(prefix: &str, local: &[i64], shape: &[i64]) -> String {
 /// `out = convert_layout(src)` through shared memory: every thread stores its elements (one
 /// 32-bit word each, row-major), the block meets, every thread loads the elements of its
 /// part of `out`, and the block meets again so that the scratch may be written again.
-fn convert_through_shared(e: &mut Emitter, src: &RegView, out: RegId, scratch: SharedId) {
+fn convert_through_shared(
+    e: &mut Emitter,
+    src: &RegView,
+    out: RegId,
+    scratch: SharedId,
+    map: Repeat,
+) {
     declare(e, out);
     let p = e.p;
     let off = p
         .shared(scratch)
         .offset
         .expect("scratch tiles are planned before codegen");
-    let (dt, shape) = (p.register(out).dtype, p.register(out).shape.clone());
+    // the scratch holds the source, row-major; each result element reads its source element
+    let (dt, shape) = (p.register(out).dtype, p.view_shape(src));
     let sl = src.layout_of(&layout(e, src.tensor));
     let ol = layout(e, out);
     let (tid, threads) = (e.tid().name.clone(), e.tid().threads as i64);
@@ -108,7 +127,7 @@ fn convert_through_shared(e: &mut Emitter, src: &RegView, out: RegId, scratch: S
         e.line(format!("const i32 tilus_s{d} = {t};"));
     }
     for l in 0..sl.local_size() {
-        let idx = row_major_index("tilus_s", &sl.local_coords(l), &shape);
+        let idx = row_major_index("tilus_s", &sl.local_coords(l), &shape, Repeat::Same);
         let v = super::arithmetic::value(e, src.tensor, &l.to_string());
         let put = if dt.is_float() {
             format!("tilus_st_shared_f32(tilus_scratch + (u32)({idx}) * 4u, (float)({v}));")
@@ -124,7 +143,7 @@ fn convert_through_shared(e: &mut Emitter, src: &RegView, out: RegId, scratch: S
     }
     let vals: Vec<String> = (0..ol.local_size())
         .map(|l| {
-            let idx = row_major_index("tilus_o", &ol.local_coords(l), &shape);
+            let idx = row_major_index("tilus_o", &ol.local_coords(l), &shape, map);
             let raw = format!("tilus_ld_shared_u32(tilus_scratch + (u32)({idx}) * 4u)");
             match dt {
                 t if t.is_float() => format!("__int_as_float((int){raw})"),

@@ -67,7 +67,11 @@ fn convert_across_threads(
         ));
     };
     let sl = src.layout_of(sl);
-    let shape = p.register(out).shape.clone();
+    let map = match i {
+        ShapeInst::Convert { map, .. } => *map,
+        _ => crate::ir::Repeat::Same,
+    };
+    let shape = p.view_shape(src);
     let flat = |c: &[i64]| c.iter().zip(&shape).fold(0i64, |a, (&x, &n)| a * n + x);
     let (ls_src, ls_out) = (b.prep.reg(src.tensor).ls, b.prep.reg(out).ls);
     let (sn, on) = (sl.num_threads().max(1), ol.num_threads().max(1));
@@ -93,7 +97,7 @@ fn convert_across_threads(
     for &t in &task.threads {
         let ti = i64::from(t.saturating_sub(base)) % on;
         for l in 0..ls_out {
-            let Some(&at) = held.get(&flat(&ol.coords(ti, l as i64))) else {
+            let Some(&at) = held.get(&flat(&map.source(&ol.coords(ti, l as i64), &shape))) else {
                 missing = Some(t);
                 continue;
             };

@@ -21,8 +21,8 @@ pub use expr::{wrap_to, BinOp, Expr, ExprPrinter, VarDecl, VarId, VarKind};
 pub use inst::facts;
 pub use inst::{
     b_mn_major, launch_registers, sets_max_registers, ArithInst, AtomicOp, BinaryOp, DebugInst,
-    Facts, Inst, MbarrierInst, MemoryInst, MmaInst, RandomKind, ReduceOp, RegistersInst, ReshapeOp,
-    ScanOp, ShapeInst, TileExpr, TmaInst, UnaryOp, WgmmaA, WgmmaInst, WgmmaTarget,
+    Facts, Inst, MbarrierInst, MemoryInst, MmaInst, RandomKind, ReduceOp, RegistersInst, Repeat,
+    ReshapeOp, ScanOp, ShapeInst, TileExpr, TmaInst, UnaryOp, WgmmaA, WgmmaInst, WgmmaTarget,
 };
 pub(crate) use inst::{debug, reduce_crosses_warps, reduce_locals, registers, subsets};
 pub use launch::{

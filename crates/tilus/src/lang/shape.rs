@@ -31,7 +31,7 @@
 //! ```
 
 use super::{Dims, Element, Kernel, RegisterTensor};
-use crate::ir::{DType, Inst, Loc, ReshapeOp, ShapeInst, SharedDecl, SharedId, StmtKind};
+use crate::ir::{DType, Inst, Loc, Repeat, ReshapeOp, ShapeInst, SharedDecl, SharedId, StmtKind};
 
 /// The number of elements of a shape, `None` past `i64`.
 fn count(shape: &[i64]) -> Option<i64> {
@@ -206,6 +206,92 @@ impl Kernel {
             src: src.view,
             out,
             scratch,
+            map: Repeat::Same,
+        };
+        self.push(StmtKind::Inst(Inst::Shape(inst)), loc);
+        RegisterTensor::plain(out)
+    }
+
+    /// The tile `times` over along `dim`: element `i` of the result is element `i % n` of
+    /// `t` (`n` its extent there); `[2, 3]` repeated twice along 1 is `[2, 6]`. Like
+    /// [`Kernel::convert_layout`], the result takes the layout its uses give it: in registers
+    /// where every thread already holds the source elements its part needs (free), through a
+    /// shared scratch behind two block barriers otherwise (`tilus ir` says which).
+    #[track_caller]
+    pub fn repeat<T: Element>(
+        &mut self,
+        t: &RegisterTensor<T>,
+        dim: usize,
+        times: i32,
+    ) -> RegisterTensor<T> {
+        let map = Repeat::Tile {
+            dim,
+            times: i64::from(times),
+        };
+        self.repeated(t, map, "repeat", Loc::caller())
+    }
+
+    /// Each element `times` over along `dim`: element `i` of the result is element
+    /// `i / times` of `t`; a `[rows, k / 128]` tile of scales interleaved 128 times along 1
+    /// gives every element of a `[rows, k]` tile its group's scale. The layouts as for
+    /// [`Kernel::repeat`].
+    #[track_caller]
+    pub fn repeat_interleave<T: Element>(
+        &mut self,
+        t: &RegisterTensor<T>,
+        dim: usize,
+        times: i32,
+    ) -> RegisterTensor<T> {
+        let map = Repeat::Interleave {
+            dim,
+            times: i64::from(times),
+        };
+        self.repeated(t, map, "repeat_interleave", Loc::caller())
+    }
+
+    fn repeated<T: Element>(
+        &mut self,
+        src: &RegisterTensor<T>,
+        map: Repeat,
+        name: &str,
+        loc: Loc,
+    ) -> RegisterTensor<T> {
+        let from = self.prog.view_shape(&src.view);
+        let (dim, times) = match map {
+            Repeat::Tile { dim, times } | Repeat::Interleave { dim, times } => (dim, times),
+            Repeat::Same => (0, 1),
+        };
+        let fits = dim < from.len() && times >= 1 && count(&map.shape(&from)).is_some();
+        if !fits {
+            self.error(
+                loc,
+                format!(
+                    "{name}: dimension {dim} of a {from:?} tile, {times} time(s): a dimension of \
+                     the tile, at least once"
+                ),
+            );
+        }
+        let (shape, map) = if fits {
+            (map.shape(&from), map)
+        } else {
+            (from, Repeat::Same)
+        };
+        let out = self.new_register::<T>(shape, loc);
+        let scratch_name = format!("{}_scratch", self.prog.register(out).name);
+        let scratch = SharedId(self.prog.shareds.len() as u32);
+        self.prog.shareds.push(SharedDecl {
+            name: scratch_name,
+            dtype: DType::F32,
+            shape: vec![0],
+            layout: None,
+            offset: None,
+            loc,
+        });
+        let inst = ShapeInst::Convert {
+            src: src.view,
+            out,
+            scratch,
+            map,
         };
         self.push(StmtKind::Inst(Inst::Shape(inst)), loc);
         RegisterTensor::plain(out)

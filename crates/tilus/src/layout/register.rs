@@ -526,6 +526,19 @@ impl RegisterLayout {
         if self.shape != src.shape {
             return None;
         }
+        self.in_thread_locals_of(src, &|c: &[i64]| c.to_vec())
+    }
+
+    /// [`RegisterLayout::in_thread_locals`] where element `c` of `self` is element `source(c)`
+    /// of `src` (a repetition: `src` may be smaller).
+    pub fn in_thread_locals_of(
+        &self,
+        src: &RegisterLayout,
+        source: &dyn Fn(&[i64]) -> Vec<i64>,
+    ) -> Option<Vec<usize>> {
+        if self.rank() != src.rank() {
+            return None;
+        }
         let (mine, theirs) = (self.num_threads().max(1), src.num_threads().max(1));
         let mut table: Option<Vec<usize>> = None;
         for t in 0..mine.max(theirs) {
@@ -534,7 +547,7 @@ impl RegisterLayout {
                 .map(|l| (src.coords(t % theirs, l), l as usize))
                 .collect();
             let row: Vec<usize> = (0..self.local_size())
-                .map(|l| held.get(&self.coords(t % mine, l)).copied())
+                .map(|l| held.get(&source(&self.coords(t % mine, l))).copied())
                 .collect::<Option<_>>()?;
             match &table {
                 None => table = Some(row),

@@ -1141,3 +1141,29 @@ fn an_assumed_multiple_widens_the_row_accesses() {
     let c = build(&AssumedRows { assume: true }, &[]);
     assert_eq!(c.report.spill_stores, 0);
 }
+
+/// Repetitions compile without spills, reading each result element's source element.
+#[test]
+fn repeats_compile() {
+    use crate::common::scripts::convert::Repeats;
+    for s in [
+        Repeats {
+            rows: 16,
+            cols: 64,
+            warps: 4,
+        },
+        Repeats {
+            rows: 8,
+            cols: 128,
+            warps: 2,
+        },
+        Repeats {
+            rows: 32,
+            cols: 16,
+            warps: 1,
+        },
+    ] {
+        let c = build(&s, &[]);
+        assert_eq!(c.report.spill_stores, 0, "{s:?}");
+    }
+}

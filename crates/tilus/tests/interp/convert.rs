@@ -75,3 +75,44 @@ fn an_accumulator_converted_to_the_next_products_operand_stays_in_registers() {
         close(&o, &s.expected(&q, &kt, &v), &format!("{s:?}"));
     }
 }
+
+#[test]
+fn repeats_take_each_element_from_its_source() {
+    use crate::common::inputs::random_f32;
+    use crate::common::scripts::convert::Repeats;
+    for s in [
+        Repeats {
+            rows: 16,
+            cols: 64,
+            warps: 4,
+        },
+        Repeats {
+            rows: 8,
+            cols: 128,
+            warps: 2,
+        },
+        Repeats {
+            rows: 32,
+            cols: 16,
+            warps: 1,
+        },
+    ] {
+        let (r, c) = (s.rows as usize, s.cols as usize);
+        let (x, sc) = (random_f32(r * c, 8), random_f32(r * c / 8, 9));
+        let (mut t, mut i, mut p) = (
+            vec![f32::NAN; 3 * r * c],
+            vec![f32::NAN; 2 * r * c],
+            vec![f32::NAN; r * c],
+        );
+        run(&s, (&x[..], &sc[..], &mut t[..], &mut i[..], &mut p[..])).unwrap();
+        let (wt, wi, wp) = s.expected(&x, &sc);
+        assert_eq!(t, wt, "{s:?} repeat");
+        assert_eq!(i, wi, "{s:?} repeat_interleave");
+        assert_eq!(p, wp, "{s:?} scales");
+        let text = ir(&s);
+        assert!(
+            text.contains("repeat(") && text.contains("repeat_interleave("),
+            "{text}"
+        );
+    }
+}

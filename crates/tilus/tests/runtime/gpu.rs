@@ -461,6 +461,49 @@ fn an_assumption_is_checked_at_launch() {
     assert!(got.iter().all(|v| v.is_nan()), "nothing ran");
 }
 
+/// The interpreter's repetition test (`interp/convert.rs`) on the GPU.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn repeats_agree_with_the_host() {
+    use crate::common::scripts::convert::Repeats;
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    for s in [
+        Repeats {
+            rows: 16,
+            cols: 64,
+            warps: 4,
+        },
+        Repeats {
+            rows: 8,
+            cols: 128,
+            warps: 2,
+        },
+        Repeats {
+            rows: 32,
+            cols: 16,
+            warps: 1,
+        },
+    ] {
+        let (r, c) = (s.rows as usize, s.cols as usize);
+        let (x, sc) = (
+            random_f32(r * c, fresh_seed()),
+            random_f32(r * c / 8, fresh_seed()),
+        );
+        let (dx, ds) = (upload(&device, &x), upload(&device, &sc));
+        let mut t = upload(&device, &vec![f32::NAN; 3 * r * c]);
+        let mut i = upload(&device, &vec![f32::NAN; 2 * r * c]);
+        let mut p = upload(&device, &vec![f32::NAN; r * c]);
+        tilus::Jit::new(s, &device)
+            .launch(device.stream(), (&dx, &ds, &mut t, &mut i, &mut p))
+            .unwrap();
+        let (wt, wi, wp) = s.expected(&x, &sc);
+        assert_eq!(device.stream().clone_dtoh(&t).unwrap(), wt, "{s:?}");
+        assert_eq!(device.stream().clone_dtoh(&i).unwrap(), wi, "{s:?}");
+        assert_eq!(device.stream().clone_dtoh(&p).unwrap(), wp, "{s:?}");
+    }
+}
+
 // ------------------------------------------------------------------------------------------
 // The proxy fence: with it, ordinary shared stores feed a wgmma correctly.
 // ------------------------------------------------------------------------------------------

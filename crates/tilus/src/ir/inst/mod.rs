@@ -22,7 +22,7 @@ pub use mbarrier::MbarrierInst;
 pub use memory::{AtomicOp, MemoryInst};
 pub use mma::MmaInst;
 pub use registers::{launch_registers, sets_max_registers, RegistersInst};
-pub use shape::{ReshapeOp, ShapeInst};
+pub use shape::{Repeat, ReshapeOp, ShapeInst};
 pub use tma::TmaInst;
 pub use wgmma::{b_mn_major, WgmmaA, WgmmaInst, WgmmaTarget};
 

@@ -60,7 +60,58 @@ pub enum ShapeInst {
         out: RegId,
         /// The scratch: sized by layout inference, empty when the registers suffice.
         scratch: SharedId,
+        /// Which element of `src` each element of `out` is (`repeat`, `repeat_interleave`).
+        map: Repeat,
     },
+}
+
+/// Which element of a conversion's source each element of its result is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Repeat {
+    /// The same coordinates: a layout conversion.
+    Same,
+    /// The source `times` over along `dim` (`repeat`): result `i` is source `i % n`.
+    Tile {
+        /// The dimension repeated.
+        dim: usize,
+        /// How many copies.
+        times: i64,
+    },
+    /// Each element `times` over along `dim` (`repeat_interleave`): result `i` is source
+    /// `i / times`.
+    Interleave {
+        /// The dimension repeated.
+        dim: usize,
+        /// How many copies of each element.
+        times: i64,
+    },
+}
+
+impl Repeat {
+    /// The source coordinates of the result element at `c`, for a source of `shape`.
+    pub fn source(&self, c: &[i64], shape: &[i64]) -> Vec<i64> {
+        let mut c = c.to_vec();
+        match *self {
+            Repeat::Same => {}
+            Repeat::Tile { dim, .. } => c[dim] %= shape[dim].max(1),
+            Repeat::Interleave { dim, times } => c[dim] /= times.max(1),
+        }
+        c
+    }
+
+    /// The result's shape for a source of `shape`.
+    pub fn shape(&self, shape: &[i64]) -> Vec<i64> {
+        let mut s = shape.to_vec();
+        match *self {
+            Repeat::Same => {}
+            Repeat::Tile { dim, times } | Repeat::Interleave { dim, times } => {
+                if let Some(n) = s.get_mut(dim) {
+                    *n = n.saturating_mul(times);
+                }
+            }
+        }
+        s
+    }
 }
 
 impl ShapeInst {
@@ -73,7 +124,11 @@ impl ShapeInst {
                 ReshapeOp::Unsqueeze(_) => "unsqueeze",
             },
             ShapeInst::Slice { .. } => "slice",
-            ShapeInst::Convert { .. } => "convert_layout",
+            ShapeInst::Convert { map, .. } => match map {
+                Repeat::Same => "convert_layout",
+                Repeat::Tile { .. } => "repeat",
+                Repeat::Interleave { .. } => "repeat_interleave",
+            },
         }
     }
 
@@ -150,7 +205,10 @@ impl ShapeInst {
                 let len = *p.register(out).shape.get(*dim)?;
                 l.slice_locals(*dim, *start, len).ok()?
             }
-            ShapeInst::Convert { .. } => return have.in_thread_locals(&l),
+            ShapeInst::Convert { map, .. } => {
+                let shape = p.view_shape(src);
+                return have.in_thread_locals_of(&l, &|c: &[i64]| map.source(c, &shape));
+            }
         };
         want.same_mapping(have).then_some(table)
     }
@@ -177,7 +235,7 @@ impl ShapeInst {
                 n.view(src),
                 start + d.shape.get(*dim).copied().unwrap_or(0)
             ),
-            ShapeInst::Convert { scratch, .. } => {
+            ShapeInst::Convert { scratch, map, .. } => {
                 let s = n.p.shared(*scratch);
                 let how = if self.converts_through_shared(n.p) {
                     format!(
@@ -188,7 +246,13 @@ impl ShapeInst {
                 } else {
                     "in registers (free)".to_string()
                 };
-                format!("{} = convert_layout({}) {how}", d.name, n.view(src))
+                let args = match map {
+                    Repeat::Same => String::new(),
+                    Repeat::Tile { dim, times } | Repeat::Interleave { dim, times } => {
+                        format!(", dim={dim}, times={times}")
+                    }
+                };
+                format!("{} = {}({}{args}) {how}", d.name, self.name(), n.view(src))
             }
         };
         if let Some(l) = &d.layout {

@@ -133,14 +133,23 @@ impl Rules for ShapeInst {
                     && to[*dim] > 0
                     && start + to[*dim] <= from[*dim]
             }
-            ShapeInst::Convert { .. } => {
+            ShapeInst::Convert { map, .. } => {
                 if ts.bits() > 32 {
                     c.err(
                         loc,
                         format!("{name}: {ts} tiles do not convert (one 32-bit word per element)"),
                     );
                 }
-                from == to
+                match *map {
+                    crate::ir::Repeat::Tile { dim, times }
+                    | crate::ir::Repeat::Interleave { dim, times }
+                        if dim >= from.len() || times < 1 =>
+                    {
+                        // the builder reported it
+                        true
+                    }
+                    _ => map.shape(&from) == to,
+                }
             }
         };
         if !fits {
@@ -205,7 +214,10 @@ impl Rules for ShapeInst {
     }
 
     fn prefer_layouts(&self, cx: &mut LayoutCx, loc: Loc) {
-        if let ShapeInst::Convert { src, out, .. } = self {
+        if let ShapeInst::Convert { src, out, map, .. } = self {
+            if *map != crate::ir::Repeat::Same {
+                return;
+            }
             // a side nothing constrains takes the other's layout: the conversion is free
             if let Some(l) = cx.get(src.tensor) {
                 cx.prefer(*out, src.layout_of(&l), loc, "convert_layout");
@@ -236,15 +248,25 @@ impl Rules for ShapeInst {
     }
 
     fn internal_shared(&self, p: &Program) -> Vec<(SharedId, Vec<i64>)> {
-        let ShapeInst::Convert { src, out, scratch } = self else {
+        let ShapeInst::Convert {
+            src,
+            out,
+            scratch,
+            map,
+        } = self
+        else {
             return vec![];
         };
         let (Some(l), Some(o)) = (&p.register(src.tensor).layout, &p.register(*out).layout) else {
             return vec![(*scratch, vec![0])];
         };
-        // a tile beyond any register file is the register rule's to report
-        let elements: i64 = p.register(*out).shape.iter().product();
-        let in_registers = elements > 1 << 20 || o.in_thread_locals(&src.layout_of(l)).is_some();
+        // a tile beyond any register file is the register rule's to report; the scratch
+        // holds the source
+        let shape = p.view_shape(src);
+        let elements: i64 = shape.iter().product();
+        let source = |c: &[i64]| map.source(c, &shape);
+        let in_registers = p.register(*out).shape.iter().product::<i64>() > 1 << 20
+            || o.in_thread_locals_of(&src.layout_of(l), &source).is_some();
         vec![(*scratch, vec![if in_registers { 0 } else { elements }])]
     }
 

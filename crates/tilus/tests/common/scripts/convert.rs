@@ -105,3 +105,52 @@ impl Script for ChainedProducts {
         k.store_global(&go, &acc, [0, 0]);
     }
 }
+
+/// Repetitions of a `[rows, cols]` tile of `x` (f32): `tiled` gets it 3 times along the rows'
+/// dimension 1 (`[rows, 3 cols]`), `interleaved` each row twice (`[2 rows, cols]`), and
+/// `scaled` the tile times per-group scales (`s` `[rows, cols / 8]` interleaved 8 times along
+/// 1, the way group-wise dequantization spreads its scales).
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct Repeats {
+    pub rows: i32,
+    pub cols: i32,
+    pub warps: u32,
+}
+
+impl Repeats {
+    /// The host's `(tiled, interleaved, scaled)`.
+    pub fn expected(&self, x: &[f32], s: &[f32]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+        let (r, c) = (self.rows as usize, self.cols as usize);
+        let tiled = (0..r * 3 * c)
+            .map(|i| x[(i / (3 * c)) * c + i % (3 * c) % c])
+            .collect();
+        let inter = (0..2 * r * c).map(|i| x[(i / c / 2) * c + i % c]).collect();
+        let scaled = (0..r * c)
+            .map(|i| x[i] * s[(i / c) * (c / 8) + (i % c) / 8])
+            .collect();
+        (tiled, inter, scaled)
+    }
+}
+
+impl Script for Repeats {
+    type Args = (Ptr<f32>, Ptr<f32>, PtrMut<f32>, PtrMut<f32>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (x, s, tiled, inter, scaled): Handles<Self::Args>) {
+        let (rows, cols) = (self.rows, self.cols);
+        k.blocks([1]);
+        k.warps(self.warps);
+        let gx = k.global_view(x, [rows, cols]);
+        let gs = k.global_view(s, [rows, cols / 8]);
+        let gt = k.global_view(tiled, [rows, 3 * cols]);
+        let gi = k.global_view(inter, [2 * rows, cols]);
+        let gc = k.global_view(scaled, [rows, cols]);
+        let t = k.load_global(&gx, [0, 0], [rows, cols]);
+        let ts = k.load_global(&gs, [0, 0], [rows, cols / 8]);
+        let r1 = k.repeat(&t, 1, 3);
+        let r2 = k.repeat_interleave(&t, 0, 2);
+        let spread = k.repeat_interleave(&ts, 1, 8);
+        let prod = k.compute(t * spread);
+        k.store_global(&gt, &r1, [0, 0]);
+        k.store_global(&gi, &r2, [0, 0]);
+        k.store_global(&gc, &prod, [0, 0]);
+    }
+}

@@ -18,6 +18,8 @@ pub enum Shape {
     Slice(T, usize, i32, i32),
     /// `convert_layout(tile)`.
     Convert(T),
+    /// `repeat` (`interleave` false) or `repeat_interleave(tile, dim, times)`.
+    Repeat(T, usize, i32, bool),
 }
 
 /// A dimension index: mostly a real one, in wild mode also past the end.
@@ -64,6 +66,17 @@ impl Shape {
                     .boxed(),
             ),
             (1, t(m).prop_map(|r| Shape::Convert(r).into()).boxed()),
+            (
+                1,
+                (
+                    t(m),
+                    dim(m),
+                    prop::sample::select(vec![1, 2, 3, 0]),
+                    prop::bool::ANY,
+                )
+                    .prop_map(|(r, d, n, i)| Shape::Repeat(r, d, n, i).into())
+                    .boxed(),
+            ),
         ]
     }
 
@@ -77,6 +90,8 @@ impl Shape {
             Shape::Unsqueeze(_, d) => k.unsqueeze(&x, *d),
             Shape::Slice(_, d, start, len) => k.slice(&x, *d, *start, *len),
             Shape::Convert(_) => k.convert_layout(&x),
+            Shape::Repeat(_, d, n, false) => k.repeat(&x, *d, *n),
+            Shape::Repeat(_, d, n, true) => k.repeat_interleave(&x, *d, *n),
         }));
         r.regs.push(out);
     }
@@ -87,7 +102,8 @@ impl Shape {
             | Shape::Squeeze(t, _)
             | Shape::Unsqueeze(t, _)
             | Shape::Slice(t, ..)
-            | Shape::Convert(t) => *t,
+            | Shape::Convert(t)
+            | Shape::Repeat(t, ..) => *t,
         }
     }
 }
