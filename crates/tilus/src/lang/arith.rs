@@ -65,6 +65,21 @@ impl<T> Tile<T> {
 
 /// Anything that can stand for a tile of `T` in an expression: register tiles, expressions,
 /// and scalars (broadcast to every element).
+///
+/// An operand of another element type is refused with a message that says to cast it:
+///
+/// ```compile_fail,E0277
+/// # use tilus::prelude::*;
+/// # fn body(k: &mut Kernel, x: RegisterTensor<f32>, i: RegisterTensor<i32>) {
+/// let y = k.compute(x + i); // an i32 tile in an f32 expression
+/// # }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot stand for a tile of `{T}` in this expression",
+    label = "not a `{T}` tile, expression or scalar",
+    note = "the operands of an expression share one element type; convert the others first: \
+            `x.cast::<f32>()` (a tile or expression), `Scalar::from(..)` for a scalar"
+)]
 pub trait IntoTile<T> {
     /// The expression.
     fn into_tile(self) -> Tile<T>;

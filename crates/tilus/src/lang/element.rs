@@ -3,6 +3,18 @@
 use crate::ir::DType;
 
 /// A Rust type with a matching [`DType`].
+///
+/// ```compile_fail,E0277
+/// # use tilus::prelude::*;
+/// # fn body(k: &mut Kernel) {
+/// let t = k.register_tensor::<f64>([16, 16], 0.0); // no f64 tiles
+/// # }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an element type of tiles",
+    label = "not a tile element type",
+    note = "tiles hold f16, bf16, f32, i32, u32 or bool (`half::f16`, `half::bf16`)"
+)]
 pub trait Element: Copy + Send + Sync + 'static {
     /// The IR element type.
     const DTYPE: DType;

@@ -224,6 +224,20 @@ impl ops::Neg for Val {
 /// A list of scalars: shapes of global views, offsets, grid sizes. An array of one kind
 /// (`[om, on]`, `[64, 64]`), or a tuple that mixes variables and integer literals
 /// (`(om, 0)`, `(m, 64, k)`), as Rust arrays cannot.
+///
+/// ```compile_fail,E0277
+/// # use tilus::prelude::*;
+/// # fn body(k: &mut Kernel, g: GlobalTensor<f32>) {
+/// let t = k.load_global(&g, &[0, 0], [16, 64]); // a reference to offsets, not offsets
+/// # }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a list of integer scalars (offsets, extents, grid sizes)",
+    label = "expected `[a, b]` of one kind, or a tuple `(a, 0, ..)` mixing kinds",
+    note = "an array takes one kind of element: `[om, on]` or `[64, 64]`; to mix variables, \
+            `Const` values and integer literals write a tuple: `(om, 0)`, `(m, 64, k)` (rustc's \
+            hint to write `[x; n]` repeats one value and is not what is meant)"
+)]
 pub trait Scalars {
     /// The expressions.
     fn into_exprs(self) -> Vec<Expr>;
@@ -272,6 +286,20 @@ impl<T: Into<Scalar>> Scalars for Vec<T> {
 }
 
 /// A compile-time shape (an array of `i32`).
+///
+/// ```compile_fail,E0277
+/// # use tilus::prelude::*;
+/// # fn body(k: &mut Kernel, n: Val) {
+/// let t = k.register_tensor::<f32>([n, 64], 0.0); // a tile's extents are known when traced
+/// # }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tile shape",
+    label = "expected compile-time `i32` extents: `[64, 128]` or a `Vec<i32>`",
+    note = "a tile's extents are fixed when the script is traced; a runtime extent is covered \
+            by tiles of a fixed size (`cdiv(n, 64)` blocks) whose tails the loads and stores \
+            mask, or a `Const` argument read with `.value()`"
+)]
 pub trait Dims {
     /// The extents.
     fn into_dims(self) -> Vec<i32>;
