@@ -212,6 +212,7 @@ pub(super) fn emit(e: &mut Emitter, i: &MemoryInst) {
         MemoryInst::StoreGlobal { .. } => global::store_global(e, i),
         MemoryInst::LoadGlobal { .. } => global::load_global(e, i),
         MemoryInst::AtomicGlobal { .. } => global::atomic_global(e, i),
+        MemoryInst::ScatterGlobal { .. } => global::scatter_global(e, i),
         MemoryInst::AtomicScalar { .. } => global::atomic_scalar(e, i),
         MemoryInst::StoreShared { dst, src } => store_shared(e, dst, src),
         MemoryInst::FenceProxyAsync => {

@@ -1167,3 +1167,33 @@ fn repeats_compile() {
         assert_eq!(c.report.spill_stores, 0, "{s:?}");
     }
 }
+
+/// Scatters compile to one guarded store or atomic per element, without spills.
+#[test]
+fn scatters_compile() {
+    use crate::common::scripts::global::Scatters;
+    for s in [
+        Scatters {
+            rows: 16,
+            cols: 64,
+            warps: 4,
+        },
+        Scatters {
+            rows: 8,
+            cols: 32,
+            warps: 1,
+        },
+        Scatters {
+            rows: 32,
+            cols: 8,
+            warps: 2,
+        },
+    ] {
+        let c = build(&s, &[]);
+        assert_eq!(c.report.spill_stores, 0, "{s:?}");
+        assert!(
+            c.source.contains("store_global_at(") && c.source.contains("atomic_add_at("),
+            "{s:?}"
+        );
+    }
+}

@@ -524,3 +524,65 @@ fn a_stage_index_outside_the_stages_is_out_of_bounds() {
         );
     }
 }
+
+/// Scatters: rows stored at the rows a permutation gives them (those sent outside the view
+/// skipped), and a histogram by atomic additions at the bins a tile gives each element.
+#[test]
+fn scatters_store_and_add_at_the_coordinates_their_tiles_hold() {
+    use crate::common::inputs::random_f32;
+    use crate::common::scripts::global::Scatters;
+    for s in [
+        Scatters {
+            rows: 16,
+            cols: 64,
+            warps: 4,
+        },
+        Scatters {
+            rows: 8,
+            cols: 32,
+            warps: 1,
+        },
+        Scatters {
+            rows: 32,
+            cols: 8,
+            warps: 2,
+        },
+    ] {
+        let m = 3 * s.rows as usize - 5;
+        let n = s.cols as usize;
+        let x = random_f32(m * n, 21);
+        // a reversal, with every seventh row sent past the view
+        let perm: Vec<i32> = (0..m)
+            .map(|i| {
+                if i % 7 == 3 {
+                    (m + 2) as i32
+                } else {
+                    (m - 1 - i) as i32
+                }
+            })
+            .collect();
+        let bins: Vec<i32> = (0..m * n).map(|i| ((i * 7919) % 16) as i32).collect();
+        let (mut out, mut hist) = (vec![f32::NAN; m * n], vec![0.0f32; 16]);
+        run(
+            &s,
+            (
+                m as i32,
+                &x[..],
+                &perm[..],
+                &bins[..],
+                &mut out[..],
+                &mut hist[..],
+            ),
+        )
+        .unwrap();
+        let (want, want_hist) = s.expected(&x, &perm, &bins, m);
+        let same = |a: f32, b: f32| a == b || (a.is_nan() && b.is_nan());
+        assert!(out.iter().zip(&want).all(|(a, b)| same(*a, *b)), "{s:?}");
+        for (g, w) in hist.iter().zip(&want_hist) {
+            assert!(
+                (g - w).abs() <= 1e-4 * w.abs().max(1.0),
+                "{s:?}: {g} vs {w}"
+            );
+        }
+    }
+}

@@ -504,6 +504,70 @@ fn repeats_agree_with_the_host() {
     }
 }
 
+/// The interpreter's scatter test (`interp/memory.rs`) on the GPU.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn scatters_agree_with_the_host() {
+    use crate::common::scripts::global::Scatters;
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    for s in [
+        Scatters {
+            rows: 16,
+            cols: 64,
+            warps: 4,
+        },
+        Scatters {
+            rows: 8,
+            cols: 32,
+            warps: 1,
+        },
+        Scatters {
+            rows: 32,
+            cols: 8,
+            warps: 2,
+        },
+    ] {
+        let m = 300 * s.rows as usize - 5;
+        let n = s.cols as usize;
+        let x = random_f32(m * n, fresh_seed());
+        let perm: Vec<i32> = (0..m)
+            .map(|i| {
+                if i % 7 == 3 {
+                    (m + 2) as i32
+                } else {
+                    (m - 1 - i) as i32
+                }
+            })
+            .collect();
+        let bins: Vec<i32> = (0..m * n).map(|i| ((i * 7919) % 16) as i32).collect();
+        let (dx, dp, db) = (
+            upload(&device, &x),
+            device.stream().clone_htod(&perm).unwrap(),
+            device.stream().clone_htod(&bins).unwrap(),
+        );
+        let mut out = upload(&device, &vec![f32::NAN; m * n]);
+        let mut hist = upload(&device, &[0.0f32; 16]);
+        tilus::Jit::new(s, &device)
+            .launch(
+                device.stream(),
+                (m as i32, &dx, &dp, &db, &mut out, &mut hist),
+            )
+            .unwrap();
+        let (want, want_hist) = s.expected(&x, &perm, &bins, m);
+        let got = device.stream().clone_dtoh(&out).unwrap();
+        let same = |a: f32, b: f32| a == b || (a.is_nan() && b.is_nan());
+        assert!(got.iter().zip(&want).all(|(a, b)| same(*a, *b)), "{s:?}");
+        let got = device.stream().clone_dtoh(&hist).unwrap();
+        for (g, w) in got.iter().zip(&want_hist) {
+            assert!(
+                (g - w).abs() <= 1e-3 * w.abs().max(1.0),
+                "{s:?}: {g} vs {w}"
+            );
+        }
+    }
+}
+
 // ------------------------------------------------------------------------------------------
 // The proxy fence: with it, ordinary shared stores feed a wgmma correctly.
 // ------------------------------------------------------------------------------------------

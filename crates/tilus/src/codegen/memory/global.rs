@@ -537,3 +537,74 @@ pub(super) fn atomic_scalar(e: &mut Emitter, i: &MemoryInst) {
         ));
     }
 }
+
+/// `store_global_at` / `atomic_add_at`: each element of the values to the coordinates its
+/// index tiles hold (the same layout, so register `l` of each is the same element), skipped
+/// outside the view; one thread per element (the first copy of a replicated layout).
+pub(super) fn scatter_global(e: &mut Emitter, i: &MemoryInst) {
+    let MemoryInst::ScatterGlobal {
+        dst,
+        src,
+        index,
+        add,
+    } = i
+    else {
+        return;
+    };
+    let d = e.p.global(*dst);
+    let (dtype, ptr) = (d.dtype, e.p.var(d.ptr).name.clone());
+    let shape: Vec<String> = d.shape.iter().map(|s| e.expr(s)).collect();
+    let strides: Vec<String> = d.strides.iter().map(|s| stride_text(e, s)).collect();
+    let rank = shape.len();
+    let l = layout(e, src.tensor);
+    let l = l.permute(&src.perm(l.rank()));
+    let f = add.then(|| use_atomic(e, AtomicOp::Add, dtype, false));
+    let tid = e.tid().name.clone();
+    let threads = e.tid().threads as i64;
+    let mut first: Vec<String> = l
+        .replica_terms()
+        .iter()
+        .map(|t| format!("{} == 0", e.terms(std::slice::from_ref(t), &tid, threads)))
+        .collect();
+    if l.num_threads() < threads {
+        first.push(format!("{tid} < {}", l.num_threads()));
+    }
+    let guard = !first.is_empty();
+    if guard {
+        e.open(format!("if ({})", first.join(" && ")));
+    }
+    e.line("#pragma unroll");
+    e.open(format!("for (int l = 0; l < {}; ++l)", l.local_size()));
+    let mut inside = vec![];
+    let mut addr = vec![];
+    for (dd, v) in index.iter().enumerate().take(rank) {
+        let c = read(e, v.tensor, "l");
+        e.line(format!("const i32 tilus_c{dd} = {c};"));
+        inside.push(format!("(u32)(tilus_c{dd}) < (u32)({})", shape[dd]));
+        match strides[dd].as_str() {
+            "0" => {}
+            "1" => addr.push(format!("tilus_c{dd}")),
+            s => addr.push(format!("(i64)tilus_c{dd} * {s}")),
+        }
+    }
+    let place = if addr.is_empty() {
+        ptr
+    } else {
+        format!("{ptr} + {}", addr.join(" + "))
+    };
+    let v = read(e, src.tensor, "l");
+    let access = match &f {
+        Some(f) => format!("{f}({place}, {v})"),
+        None => format!("*({place}) = {v}"),
+    };
+    let cond = if inside.is_empty() {
+        "true".to_string()
+    } else {
+        inside.join(" && ")
+    };
+    e.line(format!("if ({cond}) {access};"));
+    e.close();
+    if guard {
+        e.close();
+    }
+}

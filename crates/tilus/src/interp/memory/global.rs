@@ -462,3 +462,79 @@ pub(super) fn atomic_scalar(
     task.env[out.0 as usize] = Some(crate::ir::wrap_to(bits_to_int(old, dtype), t));
     Ok(())
 }
+
+/// `store_global_at` / `atomic_add_at` as `codegen/memory/global.rs` emits them: each element
+/// of the values, from the thread holding its first copy, to the coordinates its index tiles
+/// hold; elements outside the view are skipped.
+pub(super) fn scatter_global(
+    b: &mut Block<'_, '_>,
+    task: &Task<'_>,
+    i: &MemoryInst,
+    loc: Loc,
+) -> R<()> {
+    let MemoryInst::ScatterGlobal {
+        dst,
+        src,
+        index,
+        add,
+    } = i
+    else {
+        return Ok(());
+    };
+    let name = i.name();
+    let view = View::new(b, task, *dst, loc)?;
+    let info = b.prep.reg(src.tensor);
+    let layout = b.program().register(src.tensor).layout.clone();
+    let first = |ti: usize| layout.as_ref().is_none_or(|l| l.is_first_copy(ti as i64));
+    let base = task.base();
+    let dtype = view.dtype;
+    let mut ops = vec![];
+    {
+        let data = written(b, src, name, loc)?;
+        let idx = index
+            .iter()
+            .map(|v| written(b, v, name, loc))
+            .collect::<R<Vec<_>>>()?;
+        let mut c = vec![0i64; idx.len()];
+        for &t in &task.threads {
+            let rel = t.saturating_sub(base) as usize;
+            if !first(rel) {
+                continue;
+            }
+            for l in 0..info.ls {
+                let at = t as usize * info.ls + l;
+                for (d, x) in idx.iter().enumerate() {
+                    c[d] = match x {
+                        RegData::Int(v) => v[at],
+                        RegData::Float(v) => v[at] as i64,
+                    };
+                }
+                let Some(flat) = view.flat(&c) else { continue };
+                let byte = view.byte(&c, flat, &format!("{name} writes"), t, loc)?;
+                ops.push((byte, bits_of(data, at, dtype)));
+            }
+        }
+    }
+    let event = b.event(if *add { Kind::Atomic } else { Kind::Store }, loc);
+    for (byte, bits) in ops {
+        let op = if *add {
+            b.atomic_reads(event, view.arg, byte, view.eb(), loc)?;
+            WriteOp::Atomic {
+                op: crate::ir::AtomicOp::Add,
+                dtype,
+                compare: 0,
+            }
+        } else {
+            WriteOp::Store
+        };
+        b.write_global(GlobalWrite {
+            arg: view.arg as u32,
+            byte,
+            bits,
+            nbytes: view.eb() as u8,
+            op,
+            event,
+        });
+    }
+    Ok(())
+}

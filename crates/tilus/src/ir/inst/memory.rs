@@ -123,6 +123,20 @@ pub enum MemoryInst {
         /// Position of the tile's first element in the view.
         offsets: Vec<Expr>,
     },
+    /// Stores (or, `add`, atomically adds) each element of `src` at the coordinates of the view
+    /// the index tiles give it, one tile per dimension of the view (same shape and layout as
+    /// `src`); elements whose coordinates fall outside the view are skipped. Each element is
+    /// written once, by one thread holding it.
+    ScatterGlobal {
+        /// Destination view.
+        dst: GlobalId,
+        /// The values.
+        src: RegView,
+        /// Per dimension of the view, each element's coordinate (`i32` tiles).
+        index: Vec<RegView>,
+        /// Atomic addition instead of a store.
+        add: bool,
+    },
     /// An atomic read-modify-write of one element of a view by one thread; the old value
     /// becomes the scalar variable `out`.
     AtomicScalar {
@@ -162,6 +176,8 @@ impl MemoryInst {
                 AtomicOp::Exchange => "atomic_exchange",
                 AtomicOp::Cas => "atomic_cas",
             },
+            MemoryInst::ScatterGlobal { add: false, .. } => "store_global_at",
+            MemoryInst::ScatterGlobal { add: true, .. } => "atomic_add_at",
             MemoryInst::AtomicScalar { op, .. } => match op {
                 AtomicOp::Add => "atomic_add_scalar",
                 AtomicOp::Min => "atomic_min_scalar",
@@ -253,6 +269,19 @@ impl MemoryInst {
                     f = f.effect(reg(*o, Declare));
                 }
                 f.reads(offsets)
+            }
+            MemoryInst::ScatterGlobal {
+                dst,
+                src,
+                index,
+                add,
+            } => {
+                let mut f = Facts::default().effect(reg(src.tensor, Read));
+                for v in index {
+                    f = f.effect(reg(v.tensor, Read).role("index"));
+                }
+                let how = if *add { Update } else { Write };
+                f.effect(Effect::now(Memory::Global(*dst), how))
             }
             MemoryInst::AtomicScalar {
                 dst,
@@ -393,6 +422,18 @@ impl MemoryInst {
                 }
                 let _ = write!(t, "{}, offsets=[{}])", n.view(src), n.list(offsets));
                 t
+            }
+            MemoryInst::ScatterGlobal {
+                dst, src, index, ..
+            } => {
+                let idx: Vec<String> = index.iter().map(|v| n.view(v)).collect();
+                format!(
+                    "{}({}, {}, at=[{}])",
+                    self.name(),
+                    p.global(*dst).name,
+                    n.view(src),
+                    idx.join(", ")
+                )
             }
             MemoryInst::AtomicScalar {
                 dst,

@@ -220,6 +220,52 @@ impl Rules for MemoryInst {
                 }
                 ranks(c, *src, "load_global", r.shape.len(), offsets.len(), loc);
             }
+            MemoryInst::ScatterGlobal {
+                dst,
+                src,
+                index,
+                add,
+            } => {
+                let name = self.name();
+                let (g, r) = (p.global(*dst), p.register(src.tensor));
+                c.check_view(src, name, loc);
+                writable(c, *dst, name, loc);
+                if g.dtype != r.dtype {
+                    let msg = format!(
+                        "{name}: a {} tile into a {} view; cast it first",
+                        r.dtype, g.dtype
+                    );
+                    c.err(loc, msg);
+                } else if *add {
+                    check_atomic_dtype(c, name, AtomicOp::Add, false, g.dtype, loc);
+                } else if g.dtype.bits() != 32 {
+                    let msg = format!(
+                        "{name}: {} elements; scatters store 32-bit elements",
+                        g.dtype
+                    );
+                    c.err(loc, msg);
+                }
+                if index.len() != g.shape.len() {
+                    let msg = format!(
+                        "{name}: {} index tile(s) for a view of {} dimension(s): one per dimension",
+                        index.len(),
+                        g.shape.len()
+                    );
+                    c.err(loc, msg);
+                }
+                let shape = c.view_shape(src);
+                for v in index {
+                    c.check_view(v, name, loc);
+                    let t = p.register(v.tensor).dtype;
+                    if t != DType::I32 || c.view_shape(v) != shape {
+                        let msg = format!(
+                            "{name}: an index tile is {t} {:?}; it must be i32 of the values' shape {shape:?}",
+                            c.view_shape(v)
+                        );
+                        c.err(loc, msg);
+                    }
+                }
+            }
             MemoryInst::AtomicGlobal {
                 op,
                 dst,
@@ -319,6 +365,26 @@ impl Rules for MemoryInst {
     }
 
     fn propagate_layouts(&self, cx: &mut LayoutCx, loc: Loc) {
+        // a scatter's values and index tiles share one layout
+        if let MemoryInst::ScatterGlobal { src, index, .. } = self {
+            let shape = cx.p.view_shape(src);
+            let known = cx.get(src.tensor).map(|l| src.layout_of(&l)).or_else(|| {
+                index
+                    .iter()
+                    .find_map(|v| cx.get(v.tensor).map(|l| v.layout_of(&l)))
+            });
+            let Some(l) = known.filter(|l| l.shape() == &shape[..]) else {
+                return;
+            };
+            let why = "its scatter's other tiles";
+            cx.require(src.tensor, src.layout_of(&l), loc, why);
+            for v in index {
+                if cx.p.view_shape(v) == shape {
+                    cx.require(v.tensor, v.layout_of(&l), loc, why);
+                }
+            }
+            return;
+        }
         // an atomic's tiles (values, compared values, old values) share one layout
         let MemoryInst::AtomicGlobal {
             src, compare, out, ..
@@ -395,6 +461,7 @@ impl Rules for MemoryInst {
             | MemoryInst::FenceProxyAsync
             | MemoryInst::FenceGpu
             | MemoryInst::AtomicGlobal { .. }
+            | MemoryInst::ScatterGlobal { .. }
             | MemoryInst::AtomicScalar { .. } => {}
         }
     }

@@ -438,3 +438,61 @@ impl Script for SplitKMatmul {
         k.atomic_add(&gc, &acc, [om, on]);
     }
 }
+
+/// Scatters over `[rows, cols]` tiles of `x` `[m, cols]` (f32): `out[perm[i], j] = x[i, j]`
+/// (`store_global_at`; rows sent past the view are skipped) and `hist[bins[i, j]] +=
+/// x[i, j]` over 16 bins (`atomic_add_at`).
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct Scatters {
+    pub rows: i32,
+    pub cols: i32,
+    pub warps: u32,
+}
+
+impl Scatters {
+    /// The host's `(out, hist)` (`out` starts as NaN everywhere).
+    pub fn expected(
+        &self,
+        x: &[f32],
+        perm: &[i32],
+        bins: &[i32],
+        m: usize,
+    ) -> (Vec<f32>, Vec<f32>) {
+        let n = self.cols as usize;
+        let mut out = vec![f32::NAN; m * n];
+        let mut hist = vec![0.0f32; 16];
+        for i in 0..m {
+            let to = perm[i];
+            for j in 0..n {
+                if (0..m as i32).contains(&to) {
+                    out[to as usize * n + j] = x[i * n + j];
+                }
+                hist[bins[i * n + j] as usize] += x[i * n + j];
+            }
+        }
+        (out, hist)
+    }
+}
+
+impl Script for Scatters {
+    type Args = (i32, Ptr<f32>, Ptr<i32>, Ptr<i32>, PtrMut<f32>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (m, x, perm, bins, out, hist): Handles<Self::Args>) {
+        let (rows, cols) = (self.rows, self.cols);
+        k.blocks([cdiv(m, rows)]);
+        k.warps(self.warps);
+        let gx = k.global_view(x, [m, Val::constant(cols)]);
+        let gp = k.global_view(perm, [m, Val::constant(1)]);
+        let gb = k.global_view(bins, [m, Val::constant(cols)]);
+        let go = k.global_view(out, [m, Val::constant(cols)]);
+        let gh = k.global_view(hist, [16]);
+        let first = k.let_i32(k.block_idx().x * rows);
+        let t = k.load_global(&gx, (first, 0), [rows, cols]);
+        // rows past `m` read a destination far outside the view: skipped
+        let to = k.load_global_or(&gp, (first, 0), [rows, 1], -1.0);
+        let b = k.load_global(&gb, (first, 0), [rows, cols]);
+        let c = k.arange([1, cols], 1);
+        k.store_global_at(&go, &t, (to, c));
+        // rows past `m` read 0 from `x`: adding them changes nothing
+        k.atomic_add_at(&gh, &t, (b,));
+    }
+}

@@ -707,3 +707,24 @@ fn load_global_and_atomics_compile() {
     })
     .compiles("a strided load and two atomics");
 }
+
+/// A scatter takes one `i32` coordinate per dimension of the view, and stores 32-bit elements.
+#[test]
+fn scatters_with_the_wrong_coordinates() {
+    check::<(PtrMut<f32>,)>(|k, (out,)| {
+        k.warps(1);
+        let g = k.global_view(out, [64, 64]);
+        let t = k.register_tensor::<f32>([32], 1.0);
+        let i = k.arange([32], 0);
+        at(line!(), k.store_global_at(&g, &t, (i,)));
+    })
+    .fails_once("store_global_at: 1 index tile(s) for a view of 2 dimension(s)");
+    check::<(PtrMut<f16>,)>(|k, (out,)| {
+        k.warps(1);
+        let g = k.global_view(out, [64]);
+        let t = k.register_tensor::<f16>([32], 1.0);
+        let i = k.arange([32], 0);
+        at(line!(), k.store_global_at(&g, &t, (i,)));
+    })
+    .fails_once("store_global_at: f16 elements; scatters store 32-bit elements");
+}

@@ -52,6 +52,9 @@ pub enum Memory {
     FenceGpu,
     /// `store_global(global, register of the view's type, offsets)`.
     StoreGlobal(usize, T, Vec<Sc>),
+    /// `store_global_at` (or `atomic_add_at`, `add`) of a tile into a view at coordinates made
+    /// of `arange` along each of the first `n` dimensions of the tile.
+    Scatter(usize, T, usize, bool),
     /// `tile.at(stage)`: one stage of a shared tile, a new shared handle.
     At(T, Stage),
     /// `global_view_strided(pointer, shape, strides)`.
@@ -145,6 +148,12 @@ impl Memory {
                 3,
                 (0usize..8, t(m), scs(m))
                     .prop_map(|(g, r, o)| Memory::StoreGlobal(g, r, o).into())
+                    .boxed(),
+            ),
+            (
+                1,
+                (0usize..4, t(m), 1usize..4, prop::bool::ANY)
+                    .prop_map(|(g, r, n, a)| Memory::Scatter(g, r, n, a).into())
                     .boxed(),
             ),
         ];
@@ -295,6 +304,24 @@ impl Memory {
                     }
                 });
             }
+            Memory::Scatter(g, t, n, add) => {
+                let Some(g) = pick(&r.globals, *g) else {
+                    return;
+                };
+                on!(g, G, |g: E| {
+                    if let Some(t) = r.reg_of::<E>(*t) {
+                        let shape: Vec<i32> = k.shape_of(&t).iter().map(|&x| x as i32).collect();
+                        let at: Vec<Tile<i32>> = (0..*n)
+                            .map(|d| k.arange(shape.clone(), d.min(shape.len() - 1)))
+                            .collect();
+                        if *add {
+                            k.atomic_add_at(&g, &t, ScatterAt(at));
+                        } else {
+                            k.store_global_at(&g, &t, ScatterAt(at));
+                        }
+                    }
+                });
+            }
             Memory::At(t, stage) => {
                 if let Some(s) = r.shared(*t) {
                     let v = match *stage {
@@ -418,4 +445,13 @@ pub fn snippet_load_store() -> BoxedStrategy<Vec<Op>> {
             ops
         })
         .boxed()
+}
+
+/// Coordinates of any count, for the fuzzer's scatters.
+struct ScatterAt(Vec<Tile<i32>>);
+
+impl tilus::lang::IndexTiles for ScatterAt {
+    fn into_tiles(self) -> Vec<Tile<i32>> {
+        self.0
+    }
 }
