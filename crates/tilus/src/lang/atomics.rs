@@ -224,3 +224,54 @@ fn typed(e: Expr, dtype: DType) -> Expr {
         e => Expr::Cast(dtype, Box::new(e)),
     }
 }
+
+impl Kernel {
+    /// Waits until the element of `sem` at `index` holds `value`, for the whole block: one
+    /// thread spins on it (an atomic read), the block meets, and every thread runs
+    /// `fence_gpu` (acquire) so that what the releasing block published is seen. With
+    /// [`Kernel::release_semaphore`], blocks take turns: block `b` waits for `b`, works, and
+    /// releases `b + 1` (a serial reduction, a fix-up in order).
+    ///
+    /// The interpreter runs such a kernel's blocks one after another in block order, so a
+    /// block that waits for a later one never sees its value: a `while` that does not end
+    /// (`RunawayLoop`); on the GPU, waiting for a block that is not resident deadlocks too.
+    #[track_caller]
+    pub fn lock_semaphore(
+        &mut self,
+        sem: &GlobalTensor<i32>,
+        index: impl Scalars,
+        value: impl Into<Scalar>,
+    ) {
+        let index: Vec<Scalar> = index.into_exprs().into_iter().map(Scalar).collect();
+        let value = value.into();
+        self.single_thread(|k| {
+            let seen = k.atomic_add_scalar(sem, index.clone(), 0);
+            let now = k.var_i32(seen);
+            k.while_(now.ne_(value.clone()), |k| {
+                let again = k.atomic_add_scalar(sem, index.clone(), 0);
+                k.assign(now, again);
+            });
+        });
+        self.sync();
+        self.fence_gpu();
+    }
+
+    /// Sets the element of `sem` at `index` to `value` once the whole block's global writes
+    /// are published: the block meets, every thread runs `fence_gpu` (release), and one
+    /// thread stores the value atomically. See [`Kernel::lock_semaphore`].
+    #[track_caller]
+    pub fn release_semaphore(
+        &mut self,
+        sem: &GlobalTensor<i32>,
+        index: impl Scalars,
+        value: impl Into<Scalar>,
+    ) {
+        let index: Vec<Scalar> = index.into_exprs().into_iter().map(Scalar).collect();
+        let value = value.into();
+        self.sync();
+        self.fence_gpu();
+        self.single_thread(|k| {
+            k.atomic_exchange_scalar(sem, index, value);
+        });
+    }
+}

@@ -172,3 +172,54 @@ fn the_last_block_sees_every_earlier_ticket_and_needs_both_fences() {
     assert_eq!(fault(sums(Some(0))).0, Fault::MissingReleaseFence);
     assert_eq!(fault(sums(Some(1))).0, Fault::MissingAcquireFence);
 }
+
+/// Blocks take turns through a semaphore: block `b` waits until it reads `b`, adds `b + 1` to
+/// a running row, and releases `b + 1`. Both of the semaphore's fences are needed.
+#[derive(Clone, Debug, Hash)]
+struct Turns {
+    blocks: i32,
+}
+
+impl Script for Turns {
+    type Args = (PtrMut<i32>, PtrMut<i32>);
+    fn body(&self, k: &mut Kernel, (sem, acc): Handles<Self::Args>) {
+        k.blocks([self.blocks]);
+        k.warps(1);
+        let s = k.global_view(sem, [1]);
+        let a = k.global_view(acc, [32]);
+        let b = k.let_i32(k.block_idx().x);
+        k.lock_semaphore(&s, [0], b);
+        let row = k.load_global(&a, [0], [32]);
+        let next = k.compute(row + (b + 1));
+        k.store_global(&a, &next, [0]);
+        k.release_semaphore(&s, [0], b + 1);
+    }
+}
+
+#[test]
+fn blocks_take_turns_through_a_semaphore_and_need_both_its_fences() {
+    crate::common::cache_dir();
+    let run = |without_fence| {
+        let (mut sem, mut acc) = (vec![0i32], vec![5i32; 32]);
+        let opts = Options {
+            without_fence,
+            ..Options::default()
+        };
+        tilus::interpret_with(&Turns { blocks: 6 }, (&mut sem[..], &mut acc[..]), &opts)
+            .map(|_| (sem, acc))
+    };
+    let (sem, acc) = run(None).unwrap();
+    assert_eq!(sem, vec![6]);
+    // and the GPU's code compiles
+    let c = tilus::build(&Turns { blocks: 6 }, &[]).unwrap();
+    assert!(c.source.contains("__threadfence()") || c.source.contains("fence.acq_rel.gpu"));
+    assert!(acc.iter().all(|&v| v == 5 + 21), "{acc:?}");
+    // the release's fence (the program's second), then the acquire's (its first)
+    for (n, kind) in [
+        (1, Fault::MissingReleaseFence),
+        (0, Fault::MissingAcquireFence),
+    ] {
+        let (f, _) = fault(run(Some(n)));
+        assert_eq!(f, kind, "without fence {n}");
+    }
+}
