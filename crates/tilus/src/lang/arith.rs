@@ -32,8 +32,8 @@
 
 use super::{Dims, Element, Kernel, RegisterTensor, Scalar, Val};
 use crate::ir::{
-    ArithInst, BinaryOp, DType, Expr, Inst, Loc, RandomKind, ReduceOp, ScanOp, SharedDecl,
-    SharedId, StmtKind, TileExpr, UnaryOp,
+    ArithInst, BinaryOp, DType, Expr, Inst, Loc, RandomKind, ReduceOp, ScanOp, StmtKind, TileExpr,
+    UnaryOp,
 };
 use std::marker::PhantomData;
 use std::ops;
@@ -635,17 +635,7 @@ impl Kernel {
             shape = vec![1];
         }
         let out = self.new_register::<T>(shape, loc);
-        // sized by layout inference, once the layouts say whether warps must meet
-        let name = format!("{}_scratch", self.prog.register(out).name);
-        let scratch = SharedId(self.prog.shareds.len() as u32);
-        self.prog.shareds.push(SharedDecl {
-            name,
-            dtype: DType::F32,
-            shape: vec![0],
-            layout: None,
-            offset: None,
-            loc,
-        });
+        let scratch = self.scratch_for(out, loc);
         let inst = ArithInst::Reduce {
             src,
             op,
@@ -821,17 +811,7 @@ impl Kernel {
             );
         }
         let out = self.new_register::<T>(shape, loc);
-        // sized by layout inference, once the layouts say whether lines span threads
-        let name = format!("{}_scratch", self.prog.register(out).name);
-        let scratch = SharedId(self.prog.shareds.len() as u32);
-        self.prog.shareds.push(SharedDecl {
-            name,
-            dtype: DType::F32,
-            shape: vec![0],
-            layout: None,
-            offset: None,
-            loc,
-        });
+        let scratch = self.scratch_for(out, loc);
         let dim = dim.min(self.prog.view_shape(&src).len().saturating_sub(1));
         let inst = ArithInst::Scan {
             src,

@@ -31,7 +31,7 @@
 //! ```
 
 use super::{Dims, Element, Kernel, RegisterTensor};
-use crate::ir::{DType, Inst, Loc, Repeat, ReshapeOp, ShapeInst, SharedDecl, SharedId, StmtKind};
+use crate::ir::{Inst, Loc, Repeat, ReshapeOp, ShapeInst, StmtKind};
 
 /// The number of elements of a shape, `None` past `i64`.
 fn count(shape: &[i64]) -> Option<i64> {
@@ -191,17 +191,7 @@ impl Kernel {
         let loc = Loc::caller();
         let shape = self.prog.view_shape(&src.view);
         let out = self.new_register::<T>(shape, loc);
-        // sized by layout inference, once the layouts say whether threads must exchange
-        let name = format!("{}_scratch", self.prog.register(out).name);
-        let scratch = SharedId(self.prog.shareds.len() as u32);
-        self.prog.shareds.push(SharedDecl {
-            name,
-            dtype: DType::F32,
-            shape: vec![0],
-            layout: None,
-            offset: None,
-            loc,
-        });
+        let scratch = self.scratch_for(out, loc);
         let inst = ShapeInst::Convert {
             src: src.view,
             out,
@@ -277,16 +267,7 @@ impl Kernel {
             (from, Repeat::Same)
         };
         let out = self.new_register::<T>(shape, loc);
-        let scratch_name = format!("{}_scratch", self.prog.register(out).name);
-        let scratch = SharedId(self.prog.shareds.len() as u32);
-        self.prog.shareds.push(SharedDecl {
-            name: scratch_name,
-            dtype: DType::F32,
-            shape: vec![0],
-            layout: None,
-            offset: None,
-            loc,
-        });
+        let scratch = self.scratch_for(out, loc);
         let inst = ShapeInst::Convert {
             src: src.view,
             out,

@@ -3,7 +3,7 @@
 
 use super::{Dims, Element, Kernel, PtrVal, Scalar, Scalars, Val};
 use crate::ir::{
-    ArithInst, GlobalDecl, GlobalId, Inst, Loc, MemoryInst, RegId, RegView, RegisterDecl,
+    ArithInst, DType, GlobalDecl, GlobalId, Inst, Loc, MemoryInst, RegId, RegView, RegisterDecl,
     SharedDecl, SharedId, SharedView, StmtKind,
 };
 use std::marker::PhantomData;
@@ -214,6 +214,23 @@ pub(crate) fn dims(k: &mut Kernel, loc: Loc, what: &str, shape: &[i32]) -> Vec<i
 }
 
 impl Kernel {
+    /// Declares the shared scratch tile of the instruction that defines `out` (a reduction,
+    /// scan or conversion whose threads may exchange elements): `{out}_scratch`, f32 words,
+    /// empty until layout inference sizes it (`Rules::internal_shared`).
+    pub(crate) fn scratch_for(&mut self, out: crate::ir::RegId, loc: Loc) -> SharedId {
+        let name = format!("{}_scratch", self.prog.register(out).name);
+        let scratch = SharedId(self.prog.shareds.len() as u32);
+        self.prog.shareds.push(SharedDecl {
+            name,
+            dtype: DType::F32,
+            shape: vec![0],
+            layout: None,
+            offset: None,
+            loc,
+        });
+        scratch
+    }
+
     /// Interprets a pointer argument as a row-major tensor of the given shape.
     #[track_caller]
     pub fn global_view<T: Element>(

@@ -1081,13 +1081,7 @@ fn layout_conversions_compile_through_shared_memory_or_registers() {
 fn scans_compile_in_registers_or_through_shared_memory() {
     use crate::common::scripts::masks::Scans;
     let (mut registers, mut shared) = (0, 0);
-    for (rows, cols, warps) in [
-        (16, 64, 4),
-        (64, 32, 4),
-        (8, 128, 2),
-        (32, 8, 1),
-        (128, 4, 4),
-    ] {
+    for (rows, cols, warps) in Scans::SHAPES {
         for dim in [0, 1] {
             let s = Scans {
                 rows,
@@ -1146,23 +1140,7 @@ fn an_assumed_multiple_widens_the_row_accesses() {
 #[test]
 fn repeats_compile() {
     use crate::common::scripts::convert::Repeats;
-    for s in [
-        Repeats {
-            rows: 16,
-            cols: 64,
-            warps: 4,
-        },
-        Repeats {
-            rows: 8,
-            cols: 128,
-            warps: 2,
-        },
-        Repeats {
-            rows: 32,
-            cols: 16,
-            warps: 1,
-        },
-    ] {
+    for s in Repeats::FORMS {
         let c = build(&s, &[]);
         assert_eq!(c.report.spill_stores, 0, "{s:?}");
     }
@@ -1172,23 +1150,7 @@ fn repeats_compile() {
 #[test]
 fn scatters_compile() {
     use crate::common::scripts::global::Scatters;
-    for s in [
-        Scatters {
-            rows: 16,
-            cols: 64,
-            warps: 4,
-        },
-        Scatters {
-            rows: 8,
-            cols: 32,
-            warps: 1,
-        },
-        Scatters {
-            rows: 32,
-            cols: 8,
-            warps: 2,
-        },
-    ] {
+    for s in Scatters::FORMS {
         let c = build(&s, &[]);
         assert_eq!(c.report.spill_stores, 0, "{s:?}");
         assert!(

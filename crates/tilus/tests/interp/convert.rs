@@ -80,23 +80,7 @@ fn an_accumulator_converted_to_the_next_products_operand_stays_in_registers() {
 fn repeats_take_each_element_from_its_source() {
     use crate::common::inputs::random_f32;
     use crate::common::scripts::convert::Repeats;
-    for s in [
-        Repeats {
-            rows: 16,
-            cols: 64,
-            warps: 4,
-        },
-        Repeats {
-            rows: 8,
-            cols: 128,
-            warps: 2,
-        },
-        Repeats {
-            rows: 32,
-            cols: 16,
-            warps: 1,
-        },
-    ] {
+    for s in Repeats::FORMS {
         let (r, c) = (s.rows as usize, s.cols as usize);
         let (x, sc) = (random_f32(r * c, 8), random_f32(r * c / 8, 9));
         let (mut t, mut i, mut p) = (

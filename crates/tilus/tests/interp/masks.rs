@@ -117,13 +117,7 @@ fn scans_combine_each_line_in_order() {
     use crate::common::scripts::masks::Scans;
     let (mut in_registers, mut through_shared) = (0, 0);
     // rows of 4 f32 are one 16-byte vector per thread: whole lines along dimension 1
-    for (rows, cols, warps) in [
-        (16, 64, 4),
-        (64, 32, 4),
-        (8, 128, 2),
-        (32, 8, 1),
-        (128, 4, 4),
-    ] {
+    for (rows, cols, warps) in Scans::SHAPES {
         for dim in [0, 1] {
             let s = Scans {
                 rows,

@@ -531,23 +531,7 @@ fn a_stage_index_outside_the_stages_is_out_of_bounds() {
 fn scatters_store_and_add_at_the_coordinates_their_tiles_hold() {
     use crate::common::inputs::random_f32;
     use crate::common::scripts::global::Scatters;
-    for s in [
-        Scatters {
-            rows: 16,
-            cols: 64,
-            warps: 4,
-        },
-        Scatters {
-            rows: 8,
-            cols: 32,
-            warps: 1,
-        },
-        Scatters {
-            rows: 32,
-            cols: 8,
-            warps: 2,
-        },
-    ] {
+    for s in Scatters::FORMS {
         let m = 3 * s.rows as usize - 5;
         let n = s.cols as usize;
         let x = random_f32(m * n, 21);

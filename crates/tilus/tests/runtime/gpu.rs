@@ -340,13 +340,7 @@ fn scans_agree_with_the_host_bit_for_bit() {
     use crate::common::scripts::masks::Scans;
     cache_dir();
     let device = Device::open(0).expect("a Hopper GPU");
-    for (rows, cols, warps) in [
-        (16, 64, 4),
-        (64, 32, 4),
-        (8, 128, 2),
-        (32, 8, 1),
-        (128, 4, 4),
-    ] {
+    for (rows, cols, warps) in Scans::SHAPES {
         for dim in [0, 1] {
             let s = Scans {
                 rows,
@@ -468,23 +462,7 @@ fn repeats_agree_with_the_host() {
     use crate::common::scripts::convert::Repeats;
     cache_dir();
     let device = Device::open(0).expect("a Hopper GPU");
-    for s in [
-        Repeats {
-            rows: 16,
-            cols: 64,
-            warps: 4,
-        },
-        Repeats {
-            rows: 8,
-            cols: 128,
-            warps: 2,
-        },
-        Repeats {
-            rows: 32,
-            cols: 16,
-            warps: 1,
-        },
-    ] {
+    for s in Repeats::FORMS {
         let (r, c) = (s.rows as usize, s.cols as usize);
         let (x, sc) = (
             random_f32(r * c, fresh_seed()),
@@ -511,23 +489,7 @@ fn scatters_agree_with_the_host() {
     use crate::common::scripts::global::Scatters;
     cache_dir();
     let device = Device::open(0).expect("a Hopper GPU");
-    for s in [
-        Scatters {
-            rows: 16,
-            cols: 64,
-            warps: 4,
-        },
-        Scatters {
-            rows: 8,
-            cols: 32,
-            warps: 1,
-        },
-        Scatters {
-            rows: 32,
-            cols: 8,
-            warps: 2,
-        },
-    ] {
+    for s in Scatters::FORMS {
         let m = 300 * s.rows as usize - 5;
         let n = s.cols as usize;
         let x = random_f32(m * n, fresh_seed());

@@ -118,6 +118,25 @@ pub struct Repeats {
 }
 
 impl Repeats {
+    /// The forms every test runs: warps over rows and columns, one warp.
+    pub const FORMS: [Repeats; 3] = [
+        Repeats {
+            rows: 16,
+            cols: 64,
+            warps: 4,
+        },
+        Repeats {
+            rows: 8,
+            cols: 128,
+            warps: 2,
+        },
+        Repeats {
+            rows: 32,
+            cols: 16,
+            warps: 1,
+        },
+    ];
+
     /// The host's `(tiled, interleaved, scaled)`.
     pub fn expected(&self, x: &[f32], s: &[f32]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
         let (r, c) = (self.rows as usize, self.cols as usize);

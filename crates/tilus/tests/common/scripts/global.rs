@@ -450,6 +450,25 @@ pub struct Scatters {
 }
 
 impl Scatters {
+    /// The forms every test runs.
+    pub const FORMS: [Scatters; 3] = [
+        Scatters {
+            rows: 16,
+            cols: 64,
+            warps: 4,
+        },
+        Scatters {
+            rows: 8,
+            cols: 32,
+            warps: 1,
+        },
+        Scatters {
+            rows: 32,
+            cols: 8,
+            warps: 2,
+        },
+    ];
+
     /// The host's `(out, hist)` (`out` starts as NaN everywhere).
     pub fn expected(
         &self,

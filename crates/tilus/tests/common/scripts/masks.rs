@@ -217,6 +217,16 @@ pub struct Scans {
 }
 
 impl Scans {
+    /// `(rows, cols, warps)` of every test: lines across lanes and warps, and (rows of 4 f32,
+    /// one 16-byte vector per thread) whole lines in each thread.
+    pub const SHAPES: [(i32, i32, u32); 5] = [
+        (16, 64, 4),
+        (64, 32, 4),
+        (8, 128, 2),
+        (32, 8, 1),
+        (128, 4, 4),
+    ];
+
     /// The host's `(out, outi)`: each line combined in order, in f32 (and wrapping i32).
     pub fn expected(&self, x: &[f32], xi: &[i32], m: usize) -> (Vec<f32>, Vec<i32>) {
         let (rows, cols) = (self.rows as usize, self.cols as usize);
