@@ -339,3 +339,62 @@ fn a_group_barrier_orders_its_own_warps_only() {
     );
     assert_noted(&d, "store");
 }
+
+/// A ring of two stages indexed by the loop (`s.at(i % 2)`): warp 0 fills the stage, warp 1
+/// drains it after a barrier, one barrier per round. Without the barrier, within a round the
+/// fill and the drain name the same stage for certain (one variable, not written in between),
+/// so the verifier reports it; the interpreter reports it in the stage the round computed.
+#[derive(Clone, Debug, Hash)]
+struct StagedRing {
+    with_sync: bool,
+}
+
+impl Script for StagedRing {
+    type Args = Args;
+    fn body(&self, k: &mut Kernel, (src, out): Handles<Args>) {
+        k.blocks([1]);
+        k.warps(2);
+        let g = k.global_view(src, [8 * 32, 32]);
+        let o = k.global_view(out, [8 * 32, 32]);
+        let ring = k.shared_tensor::<f32>([2, 32, 32]);
+        let with_sync = self.with_sync;
+        k.for_range(0, 8, 1, |k, i| {
+            let stage = k.let_i32(i % 2);
+            k.single_warp(0, |k| {
+                let t = k.load_global(&g, (i * 32, 0), [32, 32]);
+                mark("fill", line!(), k.store_shared(&ring.at(stage), &t));
+            });
+            if with_sync {
+                k.sync();
+            }
+            k.single_warp(1, |k| {
+                let t = mark("drain", line!(), k.load_shared(&ring.at(stage)));
+                k.store_global(&o, &t, (i * 32, 0));
+            });
+        });
+    }
+}
+
+#[test]
+fn a_ring_indexed_by_the_loop_needs_its_barrier_in_every_round() {
+    copies(&StagedRing { with_sync: true }, 8 * 32 * 32);
+    let racy = StagedRing { with_sync: false };
+    crate::common::clear_marks();
+    let program = tilus::trace(&racy, &[]).unwrap();
+    let verdict = tilus::passes::compile_program(program);
+    let msg = match verdict {
+        Err(Error::Script(d)) => d[0].message.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(msg.contains("load_shared reads bytes of `s0`"), "{msg}");
+    let d = expect_fault(
+        unverified(&racy, 8 * 32 * 32),
+        Fault::SharedRace,
+        "drain",
+        &[
+            "load_shared: thread 32 (warp 1) reads bytes of `s0[0]`",
+            "thread 0 (warp 0) wrote",
+        ],
+    );
+    assert_noted(&d, "fill");
+}
