@@ -1038,26 +1038,7 @@ fn index_tiles_and_masks_compile_to_coordinates_without_spills() {
 #[test]
 fn layout_conversions_compile_through_shared_memory_or_registers() {
     use crate::common::scripts::convert::{ChainedProducts, ConvertedOperand};
-    for s in [
-        ConvertedOperand {
-            m: 16,
-            n: 8,
-            k16: 1,
-            warps: 1,
-        },
-        ConvertedOperand {
-            m: 64,
-            n: 32,
-            k16: 2,
-            warps: 4,
-        },
-        ConvertedOperand {
-            m: 32,
-            n: 64,
-            k16: 4,
-            warps: 2,
-        },
-    ] {
+    for s in ConvertedOperand::FORMS {
         let c = build(&s, &[]);
         assert_eq!(c.report.spill_stores, 0, "{s:?}");
         assert!(

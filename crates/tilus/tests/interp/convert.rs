@@ -23,26 +23,7 @@ fn close(got: &[f32], want: &[f32], what: &str) {
 
 #[test]
 fn a_loaded_tile_converted_to_an_mma_operand_goes_through_shared_memory() {
-    for s in [
-        ConvertedOperand {
-            m: 16,
-            n: 8,
-            k16: 1,
-            warps: 1,
-        },
-        ConvertedOperand {
-            m: 64,
-            n: 32,
-            k16: 2,
-            warps: 4,
-        },
-        ConvertedOperand {
-            m: 32,
-            n: 64,
-            k16: 4,
-            warps: 2,
-        },
-    ] {
+    for s in ConvertedOperand::FORMS {
         let ir = ir(&s);
         assert!(
             ir.contains("convert_layout(") && ir.contains("through shared"),

@@ -283,26 +283,7 @@ fn layout_conversions_agree_with_the_host() {
             );
         }
     };
-    for s in [
-        ConvertedOperand {
-            m: 16,
-            n: 8,
-            k16: 1,
-            warps: 1,
-        },
-        ConvertedOperand {
-            m: 64,
-            n: 32,
-            k16: 2,
-            warps: 4,
-        },
-        ConvertedOperand {
-            m: 32,
-            n: 64,
-            k16: 4,
-            warps: 2,
-        },
-    ] {
+    for s in ConvertedOperand::FORMS {
         let (m, n, k) = (s.m as usize, s.n as usize, 16 * s.k16 as usize);
         let (a, b) = (
             random_f16(m * k, fresh_seed()),

@@ -134,6 +134,27 @@ fn close_walk(e: &mut Emitter) {
     e.close();
 }
 
+/// Opens `if (..)` around the code that only the thread holding each element's first copy
+/// runs (replicated copies do not repeat an update; a group larger than the layout wraps
+/// around); whether it opened one (the caller closes it).
+fn open_first_copy(e: &mut Emitter, l: &RegisterLayout) -> bool {
+    let tid = e.tid().name.clone();
+    let threads = e.tid().threads as i64;
+    let mut first: Vec<String> = l
+        .replica_terms()
+        .iter()
+        .map(|t| format!("{} == 0", e.terms(std::slice::from_ref(t), &tid, threads)))
+        .collect();
+    if l.num_threads() < threads {
+        first.push(format!("{tid} < {}", l.num_threads()));
+    }
+    if first.is_empty() {
+        return false;
+    }
+    e.open(format!("if ({})", first.join(" && ")));
+    true
+}
+
 /// The C text of a constant element of `dtype`: the bits of a 16-bit float, a float literal,
 /// an integer.
 fn constant(e: &Emitter, v: &Expr, dtype: DType) -> String {
@@ -433,20 +454,7 @@ pub(super) fn atomic_global(e: &mut Emitter, i: &MemoryInst) {
     let f = use_atomic(e, *op, dtype, returns);
     // one thread per element: the first copy of a replicated layout, and no thread past the
     // layout's (a larger group wraps around)
-    let tid = e.tid().name.clone();
-    let threads = e.tid().threads as i64;
-    let mut first: Vec<String> = l
-        .replica_terms()
-        .iter()
-        .map(|t| format!("{} == 0", e.terms(std::slice::from_ref(t), &tid, threads)))
-        .collect();
-    if l.num_threads() < threads {
-        first.push(format!("{tid} < {}", l.num_threads()));
-    }
-    let guard = !first.is_empty();
-    if guard {
-        e.open(format!("if ({})", first.join(" && ")));
-    }
+    let guard = open_first_copy(e, &l);
     let w = open_walk(e, *dst, &l, offsets, 1);
     let place = w.place.clone();
     let v = read(e, src.tensor, "l");
@@ -559,20 +567,7 @@ pub(super) fn scatter_global(e: &mut Emitter, i: &MemoryInst) {
     let l = layout(e, src.tensor);
     let l = l.permute(&src.perm(l.rank()));
     let f = add.then(|| use_atomic(e, AtomicOp::Add, dtype, false));
-    let tid = e.tid().name.clone();
-    let threads = e.tid().threads as i64;
-    let mut first: Vec<String> = l
-        .replica_terms()
-        .iter()
-        .map(|t| format!("{} == 0", e.terms(std::slice::from_ref(t), &tid, threads)))
-        .collect();
-    if l.num_threads() < threads {
-        first.push(format!("{tid} < {}", l.num_threads()));
-    }
-    let guard = !first.is_empty();
-    if guard {
-        e.open(format!("if ({})", first.join(" && ")));
-    }
+    let guard = open_first_copy(e, &l);
     e.line("#pragma unroll");
     e.open(format!("for (int l = 0; l < {}; ++l)", l.local_size()));
     let mut inside = vec![];

@@ -19,6 +19,28 @@ pub struct ConvertedOperand {
 }
 
 impl ConvertedOperand {
+    /// The forms every test runs: one warp, and warps over rows and columns.
+    pub const FORMS: [ConvertedOperand; 3] = [
+        ConvertedOperand {
+            m: 16,
+            n: 8,
+            k16: 1,
+            warps: 1,
+        },
+        ConvertedOperand {
+            m: 64,
+            n: 32,
+            k16: 2,
+            warps: 4,
+        },
+        ConvertedOperand {
+            m: 32,
+            n: 64,
+            k16: 4,
+            warps: 2,
+        },
+    ];
+
     /// The host's product (f32 sums of f16 products).
     pub fn expected(&self, a: &[f16], b: &[f16]) -> Vec<f32> {
         let (m, n, k) = (self.m as usize, self.n as usize, 16 * self.k16 as usize);
