@@ -309,3 +309,18 @@ fn interp_checks_accept_products_of_c_without_a_gap_and_refuse_overlapping_ones(
     let err = p(one_c - 1).lengths().unwrap_err();
     assert!(err.contains("shorter than one product's"), "{err}");
 }
+
+/// Every configuration of the space comes back from its binding as itself (the autotuner's
+/// cache and `--set` go through it), and the binding of a configuration is its own.
+#[test]
+fn interp_every_configuration_round_trips_through_its_binding() {
+    use tilus::tune::Tunable;
+    let space = MatmulGeneral::space();
+    let mut seen = 0;
+    for b in space.bindings() {
+        let c = MatmulGeneral::from_binding(&b).unwrap();
+        assert_eq!(c.to_binding().as_ref(), Some(&b), "{c:?}");
+        seen += 1;
+    }
+    assert!(seen > 1);
+}
