@@ -188,18 +188,7 @@ impl Kernel {
     /// ```
     #[track_caller]
     pub fn convert_layout<T: Element>(&mut self, src: &RegisterTensor<T>) -> RegisterTensor<T> {
-        let loc = Loc::caller();
-        let shape = self.prog.view_shape(&src.view);
-        let out = self.new_register::<T>(shape, loc);
-        let scratch = self.scratch_for(out, loc);
-        let inst = ShapeInst::Convert {
-            src: src.view,
-            out,
-            scratch,
-            map: Repeat::Same,
-        };
-        self.push(StmtKind::Inst(Inst::Shape(inst)), loc);
-        RegisterTensor::plain(out)
+        self.repeated(src, Repeat::Same, "convert_layout", Loc::caller())
     }
 
     /// The tile `times` over along `dim`: element `i` of the result is element `i % n` of
