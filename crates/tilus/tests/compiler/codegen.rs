@@ -1012,13 +1012,7 @@ fn index_tiles_and_masks_compile_to_coordinates_without_spills() {
             assert!(c.source.contains("const i32 tilus_i1 = "), "{s:?}");
         }
     }
-    for (rows, cols, warps) in [
-        (16, 64, 4),
-        (64, 32, 4),
-        (8, 128, 2),
-        (32, 32, 1),
-        (4, 8, 4),
-    ] {
+    for (rows, cols, warps) in crate::common::scripts::masks::ROW_SHAPES {
         let s = CausalRows { rows, cols, warps };
         let c = build(&s, &[]);
         assert_eq!(c.report.spill_stores, 0, "{s:?}");
@@ -1086,7 +1080,7 @@ fn scans_compile_in_registers_or_through_shared_memory() {
 #[test]
 fn bit_views_compile() {
     use crate::common::scripts::masks::BitViews;
-    for (rows, cols, warps) in [(16, 64, 4), (8, 128, 2), (4, 8, 4)] {
+    for (rows, cols, warps) in crate::common::scripts::masks::VIEW_SHAPES {
         let s = BitViews { rows, cols, warps };
         let c = build(&s, &[]);
         assert_eq!(c.report.spill_stores, 0, "{s:?}");

@@ -37,13 +37,7 @@ const MASKS: [(i32, i32, i32); 4] = [
 
 #[test]
 fn causal_and_length_masks_count_exactly_the_visible_keys() {
-    for (rows, cols, warps) in [
-        (16, 64, 4),
-        (64, 32, 4),
-        (8, 128, 2),
-        (32, 32, 1),
-        (4, 8, 4),
-    ] {
+    for (rows, cols, warps) in crate::common::scripts::masks::ROW_SHAPES {
         let s = CausalRows { rows, cols, warps };
         let m = 3 * rows as usize - 1;
         let x = random_f32(m * cols as usize, (rows * 31 + cols) as u64);
@@ -71,13 +65,7 @@ fn with_ties(len: usize, seed: u64) -> Vec<f32> {
 #[test]
 fn argmax_and_argmin_give_each_rows_extreme_and_its_first_index() {
     use crate::common::scripts::masks::ArgExtremes;
-    for (rows, cols, warps) in [
-        (16, 64, 4),
-        (64, 32, 4),
-        (8, 128, 2),
-        (32, 32, 1),
-        (4, 8, 4),
-    ] {
+    for (rows, cols, warps) in crate::common::scripts::masks::ROW_SHAPES {
         let s = ArgExtremes { rows, cols, warps };
         let m = 3 * rows as usize - 1;
         let x = with_ties(m * cols as usize, (rows * 7 + cols) as u64);
@@ -164,7 +152,7 @@ fn scans_combine_each_line_in_order() {
 #[test]
 fn views_keep_the_bits() {
     use crate::common::scripts::masks::BitViews;
-    for (rows, cols, warps) in [(16, 64, 4), (8, 128, 2), (4, 8, 4)] {
+    for (rows, cols, warps) in crate::common::scripts::masks::VIEW_SHAPES {
         let s = BitViews { rows, cols, warps };
         let m = 2 * rows as usize + 1;
         let n = m * cols as usize;

@@ -363,7 +363,7 @@ fn bit_views_keep_the_bits() {
     use crate::common::scripts::masks::BitViews;
     cache_dir();
     let device = Device::open(0).expect("a Hopper GPU");
-    for (rows, cols, warps) in [(16, 64, 4), (8, 128, 2), (4, 8, 4)] {
+    for (rows, cols, warps) in crate::common::scripts::masks::VIEW_SHAPES {
         let s = BitViews { rows, cols, warps };
         let m = 100 * rows as usize + 1;
         let n = m * cols as usize;

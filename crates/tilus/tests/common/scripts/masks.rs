@@ -5,6 +5,19 @@
 use half::f16;
 use tilus::prelude::*;
 
+/// `(rows, cols, warps)` of the row-wise mask, argmax and random tests: rows in lanes, across
+/// warps, wide rows, one warp, a tile smaller than the threads (replicated).
+pub const ROW_SHAPES: [(i32, i32, u32); 5] = [
+    (16, 64, 4),
+    (64, 32, 4),
+    (8, 128, 2),
+    (32, 32, 1),
+    (4, 8, 4),
+];
+
+/// `(rows, cols, warps)` of the bit-view tests.
+pub const VIEW_SHAPES: [(i32, i32, u32); 3] = [(16, 64, 4), (8, 128, 2), (4, 8, 4)];
+
 /// `out[i][j] = a·bᵀ + 1000 j + i` for one `[16, 8 * n8]` tile: the index grid is added to an
 /// mma accumulator, so it is computed in the accumulator's fragment layout (lanes and
 /// registers that hold rows and columns in steps); `broadcast` builds it from a column
