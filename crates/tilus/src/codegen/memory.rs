@@ -5,6 +5,8 @@
 
 mod global;
 
+pub(super) use global::{open_first_copy, stride_text as global_stride_text};
+
 use super::{c_type, Emitter, Helper};
 use crate::ir::{AtomicOp, DType, MemoryInst, RegId, RegisterDecl, SharedView};
 use crate::layout::{AddressArith, RegisterLayout, SharedLayout, Swizzle};

@@ -5,6 +5,7 @@
 
 mod arithmetic;
 mod control;
+mod cp_async;
 mod debug;
 mod mbarrier;
 mod memory;
@@ -243,6 +244,7 @@ impl<'p> Emitter<'p> {
                 Inst::Shape(v) => shape::emit(self, v),
                 Inst::Debug(d) => debug::emit(self, d),
                 Inst::Registers(r) => registers::emit(self, r),
+                Inst::CpAsync(c) => cp_async::emit(self, c),
             },
             crate::ir::StmtKind::Let { .. }
             | crate::ir::StmtKind::Assign { .. }

@@ -95,8 +95,8 @@ pub(crate) fn touches(
         .collect()
 }
 
-/// An operation in flight that writes some of the bytes `range` through the async proxy (a
-/// TMA copy into them), with the touch that writes them.
+/// An operation in flight that writes some of the bytes `range` (a TMA copy into them, or
+/// copies by threads), with the touch that writes them.
 pub(crate) fn writing_into<'b>(
     b: &'b Block<'_, '_>,
     range: (u64, u64),
@@ -106,13 +106,12 @@ pub(crate) fn writing_into<'b>(
             matches!(x.memory, Memory::Shared(_))
                 && overlaps(touched(x), range)
                 && x.access.writes()
-                && x.proxy == Proxy::Async
         })?;
         Some((op, x))
     })
 }
 
-/// An operation in flight that writes some of the bytes `range` through the async proxy.
+/// An operation in flight that writes some of the bytes `range`.
 pub(crate) fn writing<'b>(b: &'b Block<'_, '_>, range: (u64, u64)) -> Option<&'b InFlight> {
     writing_into(b, range).map(|(op, _)| op)
 }
@@ -185,6 +184,18 @@ pub(crate) fn owners(task: &Task<'_>, kind: AsyncGroup) -> Vec<(u32, Vec<u32>)> 
                 .collect()
         }
         AsyncGroup::Bulk => task.threads.iter().map(|&t| (t, vec![t])).collect(),
+        // per thread on the GPU; the threads of a warp issue, commit and wait together here
+        AsyncGroup::CpAsync => {
+            let mut warps: Vec<u32> = task.threads.iter().map(|t| t / 32).collect();
+            warps.dedup();
+            warps
+                .into_iter()
+                .map(|w| {
+                    let mine = task.threads.iter().copied().filter(|t| t / 32 == w);
+                    (w, mine.collect())
+                })
+                .collect()
+        }
     }
 }
 
@@ -332,7 +343,8 @@ pub(crate) fn check(
                     continue;
                 };
                 let me = views::label(b, t, stage);
-                let own_async_write = e.proxy == Proxy::Async && e.access == Access::Write;
+                // a write that itself lands later (a copy into another part of the tile)
+                let own_async_write = e.completes != Completion::Now && e.access == Access::Write;
                 if !own_async_write {
                     if let Some((op, x)) = writing_into(b, range) {
                         let dst = match (x.memory, x.bytes) {
@@ -525,7 +537,8 @@ pub(crate) fn after(
     }
     for e in &facts.effects {
         if let (Memory::Shared(t), Proxy::Generic, true) = (e.memory, e.proxy, e.access.writes()) {
-            if e.access == Access::Declare {
+            // writes that land later are recorded when they land (`cp_async.rs`)
+            if e.access == Access::Declare || e.completes != Completion::Now {
                 continue;
             }
             let bytes = views::bytes(b, task, t, e.stage, inst, loc)?.range;
@@ -557,15 +570,19 @@ pub(crate) fn unfinished(b: &mut Block<'_, '_>) -> R<()> {
     prune(b);
     for op in &b.inflight {
         let read = op.touches.iter().find_map(|x| match (x.memory, x.bytes) {
-            (Memory::Shared(t), Some(span)) if x.access.reads() => Some((t, span.stage)),
+            (Memory::Shared(t), Some(span)) if x.access.reads() || x.access.writes() => Some((
+                t,
+                span.stage,
+                if x.access.reads() { "read" } else { "write" },
+            )),
             _ => None,
         });
-        if let (Some((t, stage)), Retire::Group { kind, .. }) = (read, op.retire) {
+        if let (Some((t, stage, verb)), Retire::Group { kind, .. }) = (read, op.retire) {
             return Err(Fail::new(
                 Fault::NotWaited,
                 op.loc,
                 format!(
-                    "the block finished while this {} may still read shared tensor `{}`: {} (and {}) before the end",
+                    "the block finished while this {} may still {verb} shared tensor `{}`: {} (and {}) before the end",
                     short(op.inst),
                     views::label(b, t, stage),
                     kind.wait_name(),

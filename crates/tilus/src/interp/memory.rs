@@ -6,6 +6,8 @@
 
 mod global;
 
+pub(super) use global::{check_aligned, planned_width, whole_vector, View};
+
 use super::hazards;
 use super::races::Access;
 use super::region::overlaps;

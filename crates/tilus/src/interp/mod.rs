@@ -81,6 +81,7 @@ mod args;
 mod arithmetic;
 mod barrier;
 mod control;
+mod cp_async;
 mod debug;
 mod hazards;
 #[cfg(test)]

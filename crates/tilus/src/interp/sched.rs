@@ -21,7 +21,8 @@
 use super::state::{eval, threads_text, Block, Fail, Remote, R};
 use super::task::{Frame, FrameKind, State, Step, Task};
 use super::{
-    arithmetic, barrier, control, debug, hazards, mbarrier, memory, mma, shape, tma, wgmma,
+    arithmetic, barrier, control, cp_async, debug, hazards, mbarrier, memory, mma, shape, tma,
+    wgmma,
 };
 use crate::error::Fault;
 use crate::ir::facts::ThreadScope;
@@ -529,6 +530,7 @@ fn exec_inst<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>, i: &'p Inst, s: &'p
         Inst::Debug(d) => debug::exec(b, task, d, loc)?,
         // registers hold values in the interpreter whatever their number: nothing to run
         Inst::Registers(_) => Step::Next,
+        Inst::CpAsync(c) => cp_async::exec(b, task, c, facts, loc)?,
     };
     if let Step::Next | Step::Yield = step {
         hazards::after(b, task, facts, i.name(), loc)?;

@@ -20,9 +20,10 @@ pub use dtype::DType;
 pub use expr::{wrap_to, BinOp, Expr, ExprPrinter, VarDecl, VarId, VarKind};
 pub use inst::facts;
 pub use inst::{
-    b_mn_major, launch_registers, sets_max_registers, ArithInst, AtomicOp, BinaryOp, DebugInst,
-    Facts, Inst, MbarrierInst, MemoryInst, MmaInst, RandomKind, ReduceOp, RegistersInst, Repeat,
-    ReshapeOp, ScanOp, ShapeInst, TileExpr, TmaInst, UnaryOp, WgmmaA, WgmmaInst, WgmmaTarget,
+    b_mn_major, launch_registers, sets_max_registers, ArithInst, AtomicOp, BinaryOp, CpAsyncInst,
+    DebugInst, Facts, Inst, MbarrierInst, MemoryInst, MmaInst, RandomKind, ReduceOp, RegistersInst,
+    Repeat, ReshapeOp, ScanOp, ShapeInst, TileExpr, TmaInst, UnaryOp, WgmmaA, WgmmaInst,
+    WgmmaTarget,
 };
 pub(crate) use inst::{debug, reduce_crosses_warps, reduce_locals, registers, subsets};
 pub use launch::{

@@ -7,6 +7,7 @@ mod args;
 mod arith;
 mod atomics;
 mod cluster;
+mod copy_async;
 mod debug;
 mod divmod;
 mod element;

@@ -9,15 +9,15 @@ use crate::ir::facts::AsyncGroup;
 pub(crate) struct AsyncGroups<T> {
     /// Per kind (in [`kind_index`] order): issued since the last commit, then committed
     /// groups, oldest first.
-    open: [Vec<T>; 2],
-    committed: [Vec<Vec<T>>; 2],
+    open: [Vec<T>; 3],
+    committed: [Vec<Vec<T>>; 3],
 }
 
 impl<T> Default for AsyncGroups<T> {
     fn default() -> Self {
         AsyncGroups {
-            open: [vec![], vec![]],
-            committed: [vec![], vec![]],
+            open: [vec![], vec![], vec![]],
+            committed: [vec![], vec![], vec![]],
         }
     }
 }
@@ -26,6 +26,7 @@ fn kind_index(k: AsyncGroup) -> usize {
     match k {
         AsyncGroup::Wgmma => 0,
         AsyncGroup::Bulk => 1,
+        AsyncGroup::CpAsync => 2,
     }
 }
 

@@ -8,6 +8,7 @@ use tilus::prelude::*;
 use super::mark;
 
 pub mod convert;
+pub mod copy_async;
 pub mod global;
 pub mod masks;
 pub mod orders;

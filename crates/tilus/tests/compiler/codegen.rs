@@ -1134,3 +1134,42 @@ fn scatters_compile() {
         );
     }
 }
+
+// ------------------------------------------------------------------------------------------
+// cp_async: copies by threads, one `cp.async` per vector of the widest size the view keeps
+// aligned, the bytes inside the view as the source size; groups committed and waited for.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn copies_by_threads_compile_with_the_width_the_view_allows() {
+    use crate::common::scripts::copy_async::{CopyBox, RingRowSums};
+    let [aligned, _, odd, pitch_102, _, _] = CopyBox::CASES;
+    let src = tilus::emit(&aligned, &[]).unwrap();
+    assert!(
+        src.contains("cp.async.cg.shared.global [%0], [%1], 16, %2;"),
+        "{src}"
+    );
+    assert!(src.contains("tilus_cp_async_16("), "{src}");
+    assert!(src.contains("cp.async.commit_group;"), "{src}");
+    assert!(src.contains("cp.async.wait_group 0;"), "{src}");
+    let narrow = tilus::emit(&pitch_102, &[]).unwrap();
+    assert!(
+        narrow.contains("cp.async.ca.shared.global [%0], [%1], 4, %2;"),
+        "{narrow}"
+    );
+    // 2-byte elements one at a time: ordinary loads and stores, no cp.async
+    let single = tilus::emit(&odd, &[]).unwrap();
+    assert!(!single.contains("shared.global"), "{single}");
+    assert!(single.contains("tilus_st_shared_u16("), "{single}");
+    for s in CopyBox::CASES {
+        let c = build(&s, &[]);
+        assert_eq!(c.report.spill_stores, 0, "{s:?}");
+    }
+    for stages in [2, 3, 4] {
+        let c = build(&RingRowSums::new(stages), &[]);
+        assert!(c
+            .source
+            .contains(&format!("cp.async.wait_group {};", stages - 2)));
+        assert_eq!(c.report.spill_stores, 0);
+    }
+}

@@ -21,6 +21,7 @@ mod common;
 mod arithmetic;
 mod control;
 mod convert;
+mod copy_async;
 mod debug;
 mod divmod;
 mod fences;

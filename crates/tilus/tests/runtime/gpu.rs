@@ -1505,3 +1505,62 @@ fn wgmma_takes_either_operand_order_as_stored() {
         assert!(worst < 1e-4, "{script:?} (seed {seed}): off by {worst}");
     }
 }
+
+// ------------------------------------------------------------------------------------------
+// cp_async: the interpreter's copies by threads (`interp/copy_async.rs`) on the GPU.
+// ------------------------------------------------------------------------------------------
+
+/// Every box lands bit for bit, zeros outside the view, at each vector width (16, 8, 4 bytes
+/// and ordinary 2-byte copies), from one to four warps; the source is fresh random data and
+/// the output starts as NaN.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn copies_by_threads_land_exactly_on_the_gpu() {
+    use crate::common::scripts::copy_async::CopyBox;
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    for s in CopyBox::CASES {
+        let src: Vec<f16> = random_f16(s.src_len(), fresh_seed());
+        let d_src = stream.clone_htod(&src).unwrap();
+        let nan = f16::from_f32(f32::NAN);
+        let mut d_out = stream
+            .clone_htod(&vec![nan; (s.rows * s.cols) as usize])
+            .unwrap();
+        tilus::Jit::new(s.clone(), &device)
+            .launch(stream, (&d_src, &mut d_out))
+            .unwrap();
+        let got = stream.clone_dtoh(&d_out).unwrap();
+        let want = s.expected(&src);
+        let bits = |v: &[f16]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want), "{s:?}");
+    }
+}
+
+/// The ring of copies in flight sums rows as the host does (f64 reference, f32 tolerance).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_ring_of_copies_in_flight_sums_rows_on_the_gpu() {
+    use crate::common::scripts::copy_async::RingRowSums;
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let rows = RingRowSums::ROWS as usize;
+    for stages in [2, 3, 4] {
+        let jit = tilus::Jit::new(RingRowSums::new(stages), &device);
+        for k_size in [1usize, 33, 257, 4000] {
+            let x = random_f32(rows * k_size, fresh_seed());
+            let dx = upload(&device, &x);
+            let mut out = upload(&device, &vec![f32::NAN; rows]);
+            jit.launch(stream, (k_size as i32, &dx, &mut out)).unwrap();
+            let got = stream.clone_dtoh(&out).unwrap();
+            let want = RingRowSums::expected(&x, k_size);
+            for (r, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    (f64::from(*g) - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                    "stages {stages}, k {k_size}, row {r}: {g} vs {w}"
+                );
+            }
+        }
+    }
+}

@@ -11,7 +11,7 @@ use crate::layout::RegisterLayout;
 
 /// The C text of a stride in 64-bit arithmetic (`1` for a unit stride, so that the address
 /// drops the product); row-major strides print as `(i64)n`.
-fn stride_text(e: &Emitter, s: &Expr) -> String {
+pub(in crate::codegen) fn stride_text(e: &Emitter, s: &Expr) -> String {
     if let Some(v @ (0 | 1)) = s.eval(&|_| None) {
         return v.to_string();
     }
@@ -137,7 +137,7 @@ fn close_walk(e: &mut Emitter) {
 /// Opens `if (..)` around the code that only the thread holding each element's first copy
 /// runs (replicated copies do not repeat an update; a group larger than the layout wraps
 /// around); whether it opened one (the caller closes it).
-fn open_first_copy(e: &mut Emitter, l: &RegisterLayout) -> bool {
+pub(in crate::codegen) fn open_first_copy(e: &mut Emitter, l: &RegisterLayout) -> bool {
     let tid = e.tid().name.clone();
     let threads = e.tid().threads as i64;
     let mut first: Vec<String> = l

@@ -19,18 +19,18 @@ use crate::error::Fault;
 use crate::ir::{DType, Expr, GlobalId, Loc, MemoryInst, RegView};
 
 /// A view as one instruction sees it: extents and strides evaluated, its buffer.
-struct View {
-    name: String,
-    dtype: DType,
-    shape: Vec<i64>,
-    strides: Vec<i64>,
-    arg: usize,
+pub(in crate::interp) struct View {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<i64>,
+    pub strides: Vec<i64>,
+    pub arg: usize,
     /// Elements the buffer holds.
     len: usize,
 }
 
 impl View {
-    fn new(b: &Block<'_, '_>, task: &Task<'_>, g: GlobalId, loc: Loc) -> R<View> {
+    pub fn new(b: &Block<'_, '_>, task: &Task<'_>, g: GlobalId, loc: Loc) -> R<View> {
         let d = b.program().global(g);
         let shape = values(b, task, &d.shape, loc)?;
         let strides = values(b, task, &d.strides, loc)?;
@@ -46,12 +46,12 @@ impl View {
         })
     }
 
-    fn eb(&self) -> usize {
+    pub fn eb(&self) -> usize {
         self.dtype.nbytes() as usize
     }
 
     /// The element offset of coordinates inside the view (`None` outside it).
-    fn flat(&self, c: &[i64]) -> Option<i64> {
+    pub fn flat(&self, c: &[i64]) -> Option<i64> {
         let inside = c.len() == self.shape.len()
             && c.iter().zip(&self.shape).all(|(x, n)| (0..*n).contains(x));
         inside.then(|| {
@@ -62,7 +62,7 @@ impl View {
     }
 
     /// The byte of an element inside the view, or the fault of one outside the buffer.
-    fn byte(&self, c: &[i64], flat: i64, what: &str, thread: u32, loc: Loc) -> R<usize> {
+    pub fn byte(&self, c: &[i64], flat: i64, what: &str, thread: u32, loc: Loc) -> R<usize> {
         if flat >= 0 && (flat as u64) < self.len as u64 {
             return Ok(flat as usize * self.eb());
         }
@@ -110,7 +110,7 @@ fn check_rank(name: &str, view: &View, tile: usize, offsets: usize, loc: Loc) ->
     Ok(())
 }
 
-fn planned_width(name: &str, vector: Option<u32>, loc: Loc) -> R<usize> {
+pub(in crate::interp) fn planned_width(name: &str, vector: Option<u32>, loc: Loc) -> R<usize> {
     vector.map(|w| w.max(1) as usize).ok_or_else(|| {
         Fail::new(
             Fault::Invalid,
@@ -146,7 +146,7 @@ fn written<'d>(b: &'d Block<'_, '_>, r: &RegView, name: &str, loc: Loc) -> R<&'d
 
 /// Whether the vector of `width` elements starting at local `l` lies whole inside the view
 /// (what the generated code checks before a vector access).
-fn whole_vector(view: &View, c: &[i64], width: usize) -> bool {
+pub(in crate::interp) fn whole_vector(view: &View, c: &[i64], width: usize) -> bool {
     let Some(last) = c.len().checked_sub(1) else {
         return false;
     };
@@ -157,7 +157,13 @@ fn whole_vector(view: &View, c: &[i64], width: usize) -> bool {
 
 /// A vector the generated code accesses at once must be aligned to its width within the
 /// buffer (lowering proved it; a violation is a lowering error).
-fn check_aligned(name: &str, view: &View, flat: i64, width: usize, loc: Loc) -> R<()> {
+pub(in crate::interp) fn check_aligned(
+    name: &str,
+    view: &View,
+    flat: i64,
+    width: usize,
+    loc: Loc,
+) -> R<()> {
     if width > 1 && flat % width as i64 != 0 {
         return Err(Fail::new(
             Fault::Invalid,

@@ -67,6 +67,9 @@ pub enum AsyncGroup {
     Wgmma,
     /// `cp.async.bulk.commit_group` / `cp.async.bulk.wait_group`: per thread (TMA stores).
     Bulk,
+    /// `cp.async.commit_group` / `cp.async.wait_group`: per thread (copies into shared memory
+    /// by threads).
+    CpAsync,
 }
 
 impl AsyncGroup {
@@ -75,6 +78,7 @@ impl AsyncGroup {
         match self {
             AsyncGroup::Wgmma => "wgmma.wait_group(..)",
             AsyncGroup::Bulk => "tma.wait_group(..)",
+            AsyncGroup::CpAsync => "copy_async_wait_group(..)",
         }
     }
 
@@ -83,6 +87,7 @@ impl AsyncGroup {
         match self {
             AsyncGroup::Wgmma => "wgmma.commit_group()",
             AsyncGroup::Bulk => "tma.commit_group()",
+            AsyncGroup::CpAsync => "copy_async_commit_group()",
         }
     }
 }

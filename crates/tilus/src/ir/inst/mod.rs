@@ -4,6 +4,7 @@
 //! and `interp/`, so adding an instruction touches its family and nothing else.
 
 mod arithmetic;
+mod cp_async;
 pub(crate) mod debug;
 pub mod facts;
 mod mbarrier;
@@ -16,6 +17,7 @@ mod wgmma;
 
 pub(crate) use arithmetic::{reduce_crosses_warps, reduce_locals, subsets};
 pub use arithmetic::{ArithInst, BinaryOp, RandomKind, ReduceOp, ScanOp, TileExpr, UnaryOp};
+pub use cp_async::CpAsyncInst;
 pub use debug::DebugInst;
 pub use facts::Facts;
 pub use mbarrier::MbarrierInst;
@@ -50,6 +52,8 @@ pub enum Inst {
     Debug(DebugInst),
     /// Registers moved between warp groups.
     Registers(RegistersInst),
+    /// Copies by threads into shared memory, waited for in groups.
+    CpAsync(CpAsyncInst),
 }
 
 impl Inst {
@@ -65,6 +69,7 @@ impl Inst {
             Inst::Shape(i) => i.name(),
             Inst::Debug(i) => i.name(),
             Inst::Registers(i) => i.name(),
+            Inst::CpAsync(i) => i.name(),
         }
     }
 
@@ -80,6 +85,7 @@ impl Inst {
             Inst::Shape(i) => i.facts(p),
             Inst::Debug(i) => i.facts(p),
             Inst::Registers(i) => i.facts(p),
+            Inst::CpAsync(i) => i.facts(p),
         }
     }
 
@@ -95,6 +101,7 @@ impl Inst {
             Inst::Shape(i) => i.describe(n),
             Inst::Debug(i) => i.describe(n),
             Inst::Registers(i) => i.describe(n),
+            Inst::CpAsync(i) => i.describe(n),
         }
     }
 }

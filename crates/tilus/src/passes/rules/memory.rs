@@ -472,7 +472,7 @@ impl Rules for MemoryInst {
 /// to 16 bytes) for which each thread's consecutive locals are adjacent along the innermost
 /// dimension, the thread terms keep vectors whole, the innermost stride is 1, and the other
 /// strides and the innermost offset keep vectors aligned (their divisibility).
-fn global_vector_width(
+pub(super) fn global_vector_width(
     cx: &LowerCx,
     g: GlobalId,
     layout: &RegisterLayout,

@@ -8,6 +8,7 @@
 //! until it says what it does at every stage.
 
 mod arithmetic;
+mod cp_async;
 mod debug;
 mod mbarrier;
 mod memory;
@@ -59,6 +60,7 @@ impl Rules for Inst {
             Inst::Shape(i) => i.check(c, loc, scope),
             Inst::Debug(i) => i.check(c, loc, scope),
             Inst::Registers(i) => i.check(c, loc, scope),
+            Inst::CpAsync(i) => i.check(c, loc, scope),
         }
     }
 
@@ -73,6 +75,7 @@ impl Rules for Inst {
             Inst::Shape(i) => i.check_planned(c, loc),
             Inst::Debug(i) => i.check_planned(c, loc),
             Inst::Registers(i) => i.check_planned(c, loc),
+            Inst::CpAsync(i) => i.check_planned(c, loc),
         }
     }
 
@@ -87,6 +90,7 @@ impl Rules for Inst {
             Inst::Shape(i) => i.anchor_layouts(cx, loc),
             Inst::Debug(i) => i.anchor_layouts(cx, loc),
             Inst::Registers(i) => i.anchor_layouts(cx, loc),
+            Inst::CpAsync(i) => i.anchor_layouts(cx, loc),
         }
     }
 
@@ -101,6 +105,7 @@ impl Rules for Inst {
             Inst::Shape(i) => i.propagate_layouts(cx, loc),
             Inst::Debug(i) => i.propagate_layouts(cx, loc),
             Inst::Registers(i) => i.propagate_layouts(cx, loc),
+            Inst::CpAsync(i) => i.propagate_layouts(cx, loc),
         }
     }
 
@@ -115,6 +120,7 @@ impl Rules for Inst {
             Inst::Shape(i) => i.internal_shared(p),
             Inst::Debug(i) => i.internal_shared(p),
             Inst::Registers(i) => i.internal_shared(p),
+            Inst::CpAsync(i) => i.internal_shared(p),
         }
     }
 
@@ -129,6 +135,7 @@ impl Rules for Inst {
             Inst::Shape(i) => i.prefer_layouts(cx, loc),
             Inst::Debug(i) => i.prefer_layouts(cx, loc),
             Inst::Registers(i) => i.prefer_layouts(cx, loc),
+            Inst::CpAsync(i) => i.prefer_layouts(cx, loc),
         }
     }
 
@@ -143,6 +150,7 @@ impl Rules for Inst {
             Inst::Shape(i) => i.lower(cx, loc),
             Inst::Debug(i) => i.lower(cx, loc),
             Inst::Registers(i) => i.lower(cx, loc),
+            Inst::CpAsync(i) => i.lower(cx, loc),
         }
     }
 }

@@ -75,8 +75,10 @@ fn walk(c: &mut Checker, stmts: &[Stmt], st: &mut AsyncGroups<Pending>, clock: &
                         continue;
                     }
                     let chained = |p: &Pending| {
-                        // accumulating into the same accumulator chains in hardware order
-                        e.access == Access::Update
+                        // accumulating into the same accumulator chains in hardware order;
+                        // copies of one kind into a tile fill their parts of it
+                        matches!(e.access, Access::Update | Access::Write)
+                            && (e.access == Access::Update || p.writes && !p.reads)
                             && matches!(e.completes, Completion::Group(k) if k == p.kind)
                     };
                     let here = clock.stamp(e.stage);
@@ -167,7 +169,7 @@ pub(super) fn check(c: &mut Checker) {
     walk(c, body, &mut st, &mut Clock::default());
     let left: Vec<Pending> = st
         .in_flight()
-        .filter(|p| p.reads && matches!(p.memory, Memory::Shared(_)))
+        .filter(|p| matches!(p.memory, Memory::Shared(_)))
         .cloned()
         .collect();
     for p in left {
@@ -175,9 +177,10 @@ pub(super) fn check(c: &mut Checker) {
         c.err_once(
             p.loc,
             format!(
-                "the kernel ends while this {} may still be reading shared tensor `{what}`; \
+                "the kernel ends while this {} may still be {} shared tensor `{what}`; \
                  {} (and {}) before the end",
                 short(p.inst),
+                if p.reads { "reading" } else { "writing" },
                 p.kind.wait_name(),
                 p.kind.commit_name()
             ),
