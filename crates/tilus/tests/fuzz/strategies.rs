@@ -16,6 +16,7 @@ use crate::ops::arith::snippet_arith;
 use crate::ops::control::{
     cond, group, snippet_branch, snippet_count, warps, Control, LetKind, To,
 };
+use crate::ops::cp_async::snippet_copy_async;
 use crate::ops::mbarrier::Mbarrier;
 use crate::ops::memory::{snippet_load_store, snippet_stage, snippet_store, Memory};
 use crate::ops::mma::snippet_dot;
@@ -237,6 +238,7 @@ fn chunk() -> BoxedStrategy<Vec<Op>> {
         2 => snippet_store(),
         2 => snippet_load_store(),
         2 => snippet_tma_store(),
+        2 => snippet_copy_async(),
         3 => snippet_arith(),
         1 => snippet_views(),
         1 => snippet_stage(),

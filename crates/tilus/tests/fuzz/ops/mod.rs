@@ -19,6 +19,7 @@
 
 pub mod arith;
 pub mod control;
+pub mod cp_async;
 pub mod debug;
 pub mod mbarrier;
 pub mod memory;
@@ -84,6 +85,7 @@ families! {
     Wgmma: wgmma,
     Print: debug,
     Registers: registers,
+    CpAsync: cp_async,
 }
 
 impl Op {
