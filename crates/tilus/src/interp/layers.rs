@@ -27,6 +27,7 @@ const LAYERS: &[&[&str]] = &[
     &[
         "arithmetic",
         "control",
+        "cp_async",
         "debug",
         "mbarrier",
         "memory",

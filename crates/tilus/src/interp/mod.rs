@@ -289,6 +289,10 @@ fn check_args(p: &Program, args: &[InterpValue<'_>]) -> Result<Vec<i64>> {
     Ok(ints)
 }
 
+/// The alignment the host allocator gives every buffer (glibc's malloc, and Rust's system
+/// allocator through it): the interpreter checks alignments up to this one on host addresses.
+const HOST_ALIGNMENT: u32 = 16;
+
 /// Checks the buffers against the launch plan's rules (sizes, TMA view extents and strides),
 /// as the GPU runtime does before a launch.
 fn check_rules(
@@ -303,11 +307,26 @@ fn check_rules(
             .ok_or_else(|| arg_error(p, i, format!("cannot evaluate {e} on the host")))
     };
     for rule in &plan.pointer_rules {
-        let len = match &args[rule.arg] {
-            InterpValue::Buffer(b) => b.len(),
-            InterpValue::BufferMut(b) => b.len(),
-            InterpValue::Int(_) | InterpValue::Float(_) => 0,
+        let (len, addr) = match &args[rule.arg] {
+            InterpValue::Buffer(b) => (b.len(), b.bytes().as_ptr() as u64),
+            InterpValue::BufferMut(b) => (b.len(), b.bytes().as_ptr() as u64),
+            InterpValue::Int(_) | InterpValue::Float(_) => (0, 0),
         };
+        // The host address stands for the device address: the allocator puts a buffer's first
+        // element on a 16-byte boundary, as a device allocation would (at 256), and a
+        // sub-slice is offset as the same device sub-slice would be; so a view that is not
+        // aligned as the code assumes is refused as a launch refuses it, with its message.
+        // (An empty buffer's address means nothing.)
+        if len > 0 && rule.align <= HOST_ALIGNMENT && addr % u64::from(rule.align) != 0 {
+            return Err(arg_error(
+                p,
+                rule.arg,
+                format!(
+                    "address 0x{addr:x} is not {}-byte aligned ({})",
+                    rule.align, rule.why
+                ),
+            ));
+        }
         for (stride, what) in &rule.nonnegative {
             let v = eval(stride, rule.arg)?;
             if v < 0 {

@@ -66,6 +66,28 @@ fn f32_tile_copies_are_exact_at_odd_shapes() {
     }
 }
 
+/// A source that starts mid-granule (a sub-slice one element in) is refused before anything
+/// runs, with the message a launch gives for the same device sub-slice
+/// (`runtime/launch_checks.rs`); the same data from its start copies exactly.
+#[test]
+fn a_source_off_its_16_byte_alignment_is_refused_as_a_launch_refuses_it() {
+    let (m, n) = (16usize, 32usize);
+    let data = TileCopy::input(m, n + 1);
+    let script = TileCopy { rows: 16, cols: 32 };
+    let mut out = vec![f32::NAN; m * n];
+    match run(&script, (m as i32, n as i32, &data[1..], &mut out)) {
+        Err(tilus::Error::Argument { arg, message }) => {
+            assert_eq!(arg, "src");
+            assert!(message.contains("is not 16-byte aligned"), "{message}");
+            assert!(message.contains("TMA"), "{message}");
+        }
+        other => panic!("expected an argument error, got {other:?}"),
+    }
+    assert!(out.iter().all(|x| x.is_nan()), "nothing ran");
+    run(&script, (m as i32, n as i32, &data[..m * n], &mut out)).unwrap();
+    assert_eq!(out, data[..m * n]);
+}
+
 // ------------------------------------------------------------------------------------------
 // Reads of TMA destinations before the wait that covers them.
 // ------------------------------------------------------------------------------------------
