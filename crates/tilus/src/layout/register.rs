@@ -572,11 +572,26 @@ impl RegisterLayout {
 
     /// Whether every element of the shape is held by at least one thread and no thread holds
     /// the same element twice.
+    ///
+    /// A layout that holds more than [`MAX_CHECKED_ELEMENTS`] copies in all is not valid: no
+    /// register budget holds it, and checking it would take that much memory.
     pub fn is_valid(&self) -> bool {
-        let total: i64 = self.shape.iter().product();
+        let total = self
+            .shape
+            .iter()
+            .try_fold(1i64, |a, &d| if d < 0 { None } else { a.checked_mul(d) });
+        let held = self.num_threads().checked_mul(self.local_size());
+        let (Some(total), Some(held)) = (total, held) else {
+            return false;
+        };
+        // every element at least once needs at least as many copies as elements
+        if held < total || held > MAX_CHECKED_ELEMENTS {
+            return false;
+        }
         let mut seen = vec![false; total as usize];
+        let mut mine = Vec::with_capacity(self.local_size() as usize);
         for t in 0..self.num_threads() {
-            let mut mine = vec![false; total as usize];
+            mine.clear();
             for l in 0..self.local_size() {
                 let c = self.coords(t, l);
                 let mut flat = 0;
@@ -586,16 +601,22 @@ impl RegisterLayout {
                     }
                     flat = flat * self.shape[d] + x;
                 }
-                if mine[flat as usize] {
-                    return false;
-                }
-                mine[flat as usize] = true;
+                mine.push(flat);
                 seen[flat as usize] = true;
+            }
+            // no thread holds an element twice
+            mine.sort_unstable();
+            if mine.windows(2).any(|w| w[0] == w[1]) {
+                return false;
             }
         }
         seen.iter().all(|s| *s)
     }
 }
+
+/// The most element copies [`RegisterLayout::is_valid`] checks (a layout of more is not
+/// valid): 2^24, sixteen times the registers of a whole block.
+pub const MAX_CHECKED_ELEMENTS: i64 = 1 << 24;
 
 impl fmt::Display for RegisterLayout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -673,6 +694,16 @@ mod tests {
         assert!(u.same_mapping(&c));
         let lead = s.insert_dims(&[0]);
         assert_eq!(lead.shape(), &[1, 4]);
+    }
+
+    #[test]
+    fn validity_allows_replicas_and_refuses_layouts_too_large_to_check() {
+        assert!(tile().is_valid());
+        // replicas on other threads are fine
+        assert!(tile().compose(&RegisterLayout::replicate(2, 1)).is_valid());
+        // 2^40 elements: refused at once, nothing allocated
+        assert!(!RegisterLayout::local(&[1 << 20, 1 << 20]).is_valid());
+        assert!(!RegisterLayout::spatial(&[1 << 13, 1 << 12]).is_valid());
     }
 }
 
