@@ -98,11 +98,8 @@ impl Script for CopyBox {
         let g = k.global_view_strided(src, [self.view.0, self.view.1], [self.pitch, 1]);
         let o = k.global_view(out, [rows, cols]);
         let s = k.shared_tensor::<f16>([rows, cols]);
-        mark(
-            "copy",
-            line!(),
-            k.copy_async(&g, [self.at.0, self.at.1], &s),
-        );
+        let at = [self.at.0, self.at.1];
+        mark("copy", line!(), k.copy_async(&g, at, &s));
         let write_out = |k: &mut Kernel| {
             k.single_warp(0, |k| {
                 let t = mark("read", line!(), k.load_shared(&s));
