@@ -446,6 +446,35 @@ impl Kernel {
             src: src.view,
             offsets,
             vector: None,
+            mask: None,
+        };
+        self.push(StmtKind::Inst(Inst::Memory(inst)), loc);
+    }
+
+    /// [`Kernel::store_global`] of the elements where `mask` is true (a bool tile or
+    /// expression, broadcast to the tile's shape: `k.arange([1, 64], 1).lt(len)`, a causal
+    /// comparison); the others, and those outside the view, are left as they are. Vectors the
+    /// mask keeps whole are stored at once, the rest element by element.
+    #[track_caller]
+    pub fn store_global_where<T: Element>(
+        &mut self,
+        dst: &GlobalTensor<T>,
+        src: &RegisterTensor<T>,
+        offsets: impl Scalars,
+        mask: impl super::IntoTile<bool>,
+    ) {
+        let loc = Loc::caller();
+        let shape = self.prog.view_shape(&src.view);
+        let kept = self.new_register::<bool>(shape, loc);
+        let expr = mask.into_tile().e;
+        let map = crate::ir::ArithInst::Map { expr, out: kept };
+        self.push(StmtKind::Inst(Inst::Arith(map)), loc);
+        let inst = MemoryInst::StoreGlobal {
+            dst: dst.id,
+            src: src.view,
+            offsets: offsets.into_exprs(),
+            vector: None,
+            mask: Some(RegView::plain(kept)),
         };
         self.push(StmtKind::Inst(Inst::Memory(inst)), loc);
     }

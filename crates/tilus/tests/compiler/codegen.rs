@@ -1173,3 +1173,32 @@ fn copies_by_threads_compile_with_the_width_the_view_allows() {
         assert_eq!(c.report.spill_stores, 0);
     }
 }
+
+#[test]
+fn a_masked_store_keeps_whole_vectors_and_checks_the_rest_element_by_element() {
+    use crate::common::scripts::masks::MaskedStore;
+    let s = MaskedStore {
+        rows: 16,
+        cols: 64,
+        warps: 4,
+        aligned: true,
+    };
+    let src = tilus::emit(&s, &[]).unwrap();
+    // 16-byte vectors where the mask keeps all eight elements
+    assert!(src.contains("tilus_vec<u32, 4>"), "{src}");
+    assert!(src.contains("for (int j = 0; j < 8; ++j)"), "{src}");
+    // a runtime row pitch with nothing known of it: element by element, the mask in the test
+    let plain = tilus::emit(
+        &MaskedStore {
+            aligned: false,
+            ..s.clone()
+        },
+        &[],
+    )
+    .unwrap();
+    assert!(plain.contains("(u32)(n) && r1[l + 0])"), "{plain}");
+    for warps in [1, 2, 4] {
+        let c = build(&MaskedStore { warps, ..s.clone() }, &[]);
+        assert_eq!(c.report.spill_stores, 0);
+    }
+}

@@ -253,3 +253,31 @@ fn a_broken_assumption_is_refused_before_anything_runs() {
     .unwrap();
     assert_eq!(out, x);
 }
+
+#[test]
+fn a_masked_store_writes_exactly_the_kept_elements() {
+    use crate::common::inputs::{fresh_seed, random_f16};
+    use crate::common::scripts::masks::MaskedStore;
+    for ((rows, cols, warps), (m, n), (shift, len)) in MaskedStore::CASES {
+        // rows of whole 16-byte vectors: vectorized where the mask keeps a vector
+        let aligned = n % 8 == 0;
+        let s = MaskedStore {
+            rows,
+            cols,
+            warps,
+            aligned,
+        };
+        let x = random_f16(m * n, fresh_seed());
+        let before = random_f16(m * n, fresh_seed());
+        let mut out = before.clone();
+        let args = (m as i32, n as i32, shift, len, &x[..], &mut out[..]);
+        run(&s, args).unwrap_or_else(|e| panic!("{s:?}: {e}"));
+        let want = s.expected(&x, &before, n, (shift, len));
+        let bits = |v: &[half::f16]| v.iter().map(|h| h.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&out),
+            bits(&want),
+            "{s:?} {m}x{n} shift {shift} len {len}"
+        );
+    }
+}

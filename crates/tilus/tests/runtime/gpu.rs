@@ -1564,3 +1564,33 @@ fn a_ring_of_copies_in_flight_sums_rows_on_the_gpu() {
         }
     }
 }
+
+/// The interpreter's masked store (`interp/masks.rs`) on the GPU: only the kept elements
+/// change, bit for bit.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_masked_store_writes_exactly_the_kept_elements_on_the_gpu() {
+    use crate::common::scripts::masks::MaskedStore;
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    for ((rows, cols, warps), (m, n), (shift, len)) in MaskedStore::CASES {
+        let s = MaskedStore {
+            rows,
+            cols,
+            warps,
+            aligned: n % 8 == 0,
+        };
+        let x = random_f16(m * n, fresh_seed());
+        let before = random_f16(m * n, fresh_seed());
+        let dx = stream.clone_htod(&x).unwrap();
+        let mut dout = stream.clone_htod(&before).unwrap();
+        tilus::Jit::new(s.clone(), &device)
+            .launch(stream, (m as i32, n as i32, shift, len, &dx, &mut dout))
+            .unwrap();
+        let got = stream.clone_dtoh(&dout).unwrap();
+        let want = s.expected(&x, &before, n, (shift, len));
+        let bits = |v: &[f16]| v.iter().map(|h| h.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want), "{s:?} {m}x{n}");
+    }
+}

@@ -190,6 +190,7 @@ pub(super) fn store_global(e: &mut Emitter, i: &MemoryInst) {
         src,
         offsets,
         vector,
+        mask,
     } = i
     else {
         return;
@@ -200,8 +201,17 @@ pub(super) fn store_global(e: &mut Emitter, i: &MemoryInst) {
     let l = layout(e, src.tensor).permute(&src.perm(rank));
     let w = open_walk(e, *dst, &l, offsets, width);
     let place = w.place.clone();
-    // the whole vector must be inside the view
-    e.open(format!("if ({})", w.inside(width - 1)));
+    // a mask's element `l + j` of this thread (its layout is the tile's)
+    let kept = |e: &Emitter, j: &str| mask.map(|m| read(e, m.tensor, &format!("l + {j}")));
+    // the whole vector must be inside the view (and kept by the mask)
+    let mut whole = w.inside(width - 1);
+    if mask.is_some() {
+        let all: Vec<String> = (0..width)
+            .map(|j| kept(e, &j.to_string()).unwrap_or_default())
+            .collect();
+        whole = format!("{whole} && {}", all.join(" && "));
+    }
+    e.open(format!("if ({whole})"));
     let elem_bytes = dtype.nbytes() as i64;
     let bytes = width * elem_bytes;
     let value = |e: &mut Emitter, lidx: &str| -> String {
@@ -248,7 +258,23 @@ pub(super) fn store_global(e: &mut Emitter, i: &MemoryInst) {
         }
     }
     e.close();
-    if w.may_straddle {
+    if let Some(m) = mask {
+        // some of the vector's elements: those inside the view that the mask keeps
+        e.open("else");
+        e.line("#pragma unroll");
+        e.open(format!("for (int j = 0; j < {width}; ++j)"));
+        let inside = format!(
+            "{} && (u32)({} + j) < (u32)({}) && {}",
+            w.outer_or_true(),
+            w.last.0,
+            w.last.1,
+            read(e, m.tensor, "l + j")
+        );
+        let v = read(e, src.tensor, "l + j");
+        e.line(format!("if ({inside}) ({place})[j] = {v};"));
+        e.close();
+        e.close();
+    } else if w.may_straddle {
         // the view's end cuts the vector: the elements inside, one by one
         e.open(format!("else if ({})", w.inside(0)));
         let v = read(e, src.tensor, "l");

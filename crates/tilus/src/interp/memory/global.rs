@@ -189,6 +189,7 @@ pub(super) fn store_global(
         src,
         offsets,
         vector,
+        mask,
     } = i
     else {
         return Ok(());
@@ -204,6 +205,10 @@ pub(super) fn store_global(
     let mut writes = vec![];
     {
         let data = written(b, src, "store_global", loc)?;
+        let kept = match mask {
+            Some(m) => Some(written(b, m, "store_global_where", loc)?),
+            None => None,
+        };
         let mut c = vec![0i64; rank];
         for &t in &task.threads {
             let ti = (t.saturating_sub(base) as usize) % info.nthreads;
@@ -214,6 +219,10 @@ pub(super) fn store_global(
                     check_aligned("store_global", &view, flat, width, loc)?;
                 }
                 let Some(flat) = view.flat(&c) else { continue };
+                let idx = t as usize * info.ls + l;
+                if kept.is_some_and(|m| bits_of(m, idx, DType::Bool) == 0) {
+                    continue;
+                }
                 let byte = view.byte(&c, flat, "store_global writes", t, loc)?;
                 let bits = bits_of(data, t as usize * info.ls + l, view.dtype);
                 writes.push((byte, bits));

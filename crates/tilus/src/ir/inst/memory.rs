@@ -79,7 +79,8 @@ pub enum MemoryInst {
     /// relaxed: a block that stores results and then takes a ticket with an atomic fences in
     /// between, and the block that takes the last ticket fences before it reads the others'.
     FenceGpu,
-    /// Writes a register tile into global memory at `offsets`, skipping out-of-bounds elements.
+    /// Writes a register tile into global memory at `offsets`, skipping out-of-bounds elements
+    /// (and, with a mask, the elements where it is false).
     StoreGlobal {
         /// Destination view.
         dst: GlobalId,
@@ -90,6 +91,8 @@ pub enum MemoryInst {
         /// Elements per vector store; chosen by lowering (the launch checks the alignment it
         /// assumes).
         vector: Option<u32>,
+        /// A bool tile of the tile's shape and layout: only its true elements are stored.
+        mask: Option<RegView>,
     },
     /// Reads the box of a view at `offsets` into a new register tile; elements outside the
     /// view read `fill`.
@@ -220,15 +223,21 @@ impl MemoryInst {
             // global memory is not tracked by the hazard checks: no effect to state
             MemoryInst::FenceGpu => Facts::default(),
             MemoryInst::StoreGlobal {
-                dst, src, offsets, ..
+                dst,
+                src,
+                offsets,
+                mask,
+                ..
             } => {
                 let region = Region {
                     offsets,
                     extent: p.view_shape(src),
                 };
-                Facts::default()
-                    .effect(reg(src.tensor, Read))
-                    .effect(Effect::now(Memory::Global(*dst), Write).on(region))
+                let mut f = Facts::default().effect(reg(src.tensor, Read));
+                if let Some(m) = mask {
+                    f = f.effect(reg(m.tensor, Read).role("mask"));
+                }
+                f.effect(Effect::now(Memory::Global(*dst), Write).on(region))
                     .reads(offsets)
             }
             MemoryInst::LoadGlobal {
@@ -365,9 +374,14 @@ impl MemoryInst {
                 src,
                 offsets,
                 vector,
+                mask,
             } => {
+                let where_ = mask
+                    .as_ref()
+                    .map(|m| format!(", where={}", n.view(m)))
+                    .unwrap_or_default();
                 let mut t = format!(
-                    "store_global({}, {}, offsets=[{}])",
+                    "store_global({}, {}, offsets=[{}]{where_})",
                     p.global(*dst).name,
                     n.view(src),
                     n.list(offsets)

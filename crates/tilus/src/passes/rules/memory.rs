@@ -188,11 +188,26 @@ impl Rules for MemoryInst {
             }
             MemoryInst::FenceProxyAsync | MemoryInst::FenceGpu => {}
             MemoryInst::StoreGlobal {
-                dst, src, offsets, ..
+                dst,
+                src,
+                offsets,
+                mask,
+                ..
             } => {
                 let g = p.global(*dst);
                 let r = p.register(src.tensor);
                 c.check_view(src, "store_global", loc);
+                if let Some(m) = mask {
+                    c.check_view(m, "store_global_where", loc);
+                    let (t, shape) = (p.register(m.tensor).dtype, c.view_shape(m));
+                    if t != DType::Bool || shape != c.view_shape(src) {
+                        let msg = format!(
+                            "store_global_where: the mask is {t} {shape:?}; it must be bool of the tile's shape {:?}",
+                            c.view_shape(src)
+                        );
+                        c.err(loc, msg);
+                    }
+                }
                 writable(c, *dst, "store_global", loc);
                 if g.dtype != r.dtype {
                     c.err(
@@ -365,6 +380,26 @@ impl Rules for MemoryInst {
     }
 
     fn propagate_layouts(&self, cx: &mut LayoutCx, loc: Loc) {
+        // a masked store's mask has its values' layout
+        if let MemoryInst::StoreGlobal {
+            src, mask: Some(m), ..
+        } = self
+        {
+            let shape = cx.p.view_shape(src);
+            let known = cx
+                .get(src.tensor)
+                .map(|l| src.layout_of(&l))
+                .or_else(|| cx.get(m.tensor).map(|l| m.layout_of(&l)));
+            let Some(l) = known.filter(|l| l.shape() == &shape[..]) else {
+                return;
+            };
+            let why = "its masked store's other tile";
+            cx.require(src.tensor, src.layout_of(&l), loc, why);
+            if cx.p.view_shape(m) == shape {
+                cx.require(m.tensor, m.layout_of(&l), loc, why);
+            }
+            return;
+        }
         // a scatter's values and index tiles share one layout
         if let MemoryInst::ScatterGlobal { src, index, .. } = self {
             let shape = cx.p.view_shape(src);
@@ -420,6 +455,7 @@ impl Rules for MemoryInst {
                 src,
                 offsets,
                 vector,
+                ..
             } => {
                 let width = cx.p.register(src.tensor).layout.as_ref().map_or(1, |l| {
                     global_vector_width(cx, *dst, &src.layout_of(l), offsets)

@@ -424,3 +424,69 @@ impl Script for AssumedRows {
         k.store_global(&go, &t, (r0, c0));
     }
 }
+
+/// A masked store: block `b` loads rows `b·rows ..` of an `[m, n]` f16 matrix and stores back
+/// into an `[m, n]` output only the elements a causal mask keeps (column `c0 + j` at most row
+/// `b·rows + i + shift`) below a ragged length (`c0 + j < len`), for column tiles `c0` across
+/// the row; the output's other elements keep what the host put there.
+#[derive(Clone, Debug, Hash)]
+pub struct MaskedStore {
+    pub rows: i32,
+    pub cols: i32,
+    pub warps: u32,
+    /// `k.assume(n % 8 == 0)`: rows of whole 16-byte vectors, so that the store is
+    /// vectorized where the mask keeps a vector whole.
+    pub aligned: bool,
+}
+
+/// `(rows, cols, warps)`, `(m, n)` and `(shift, len)` of a masked-store test.
+pub type MaskedCase = ((i32, i32, u32), (usize, usize), (i32, i32));
+
+impl MaskedStore {
+    /// Vectors the mask keeps whole, cuts and drops; ragged edges; rows of whole 16-byte
+    /// vectors (`n % 8 == 0`: run `aligned`); a tile smaller than the threads.
+    pub const CASES: [MaskedCase; 5] = [
+        ((16, 64, 4), (48, 200), (0, 150)),
+        ((16, 64, 4), (40, 264), (7, 259)),
+        ((32, 32, 2), (70, 70), (5, 70)),
+        ((8, 128, 4), (8, 300), (-3, 299)),
+        ((4, 8, 4), (9, 13), (2, 11)),
+    ];
+
+    /// The host reference: `out` where the mask drops an element, `x` where it keeps it.
+    pub fn expected(&self, x: &[f16], out: &[f16], n: usize, (shift, len): (i32, i32)) -> Vec<f16> {
+        let mut want = out.to_vec();
+        for (idx, w) in want.iter_mut().enumerate() {
+            let (r, c) = ((idx / n) as i32, (idx % n) as i32);
+            if c <= r + shift && c < len {
+                *w = x[idx];
+            }
+        }
+        want
+    }
+}
+
+impl Script for MaskedStore {
+    type Args = (i32, i32, i32, i32, Ptr<f16>, PtrMut<f16>);
+    fn arg_names() -> &'static [&'static str] {
+        &["m", "n", "shift", "len", "x", "out"]
+    }
+    fn body(&self, k: &mut Kernel, (m, n, shift, len, x, out): Handles<Self::Args>) {
+        let (rows, cols) = (self.rows, self.cols);
+        k.blocks([cdiv(m, rows)]);
+        k.warps(self.warps);
+        if self.aligned {
+            k.assume((n % 8).eq_(0));
+        }
+        let gx = k.global_view(x, [m, n]);
+        let go = k.global_view(out, [m, n]);
+        let r0 = k.let_i32(k.block_idx().x * rows);
+        k.for_range(0, cdiv(n, cols), 1, |k, t| {
+            let c0 = k.let_i32(t * cols);
+            let tile = k.load_global(&gx, [r0, c0], [rows, cols]);
+            let (i, j) = (k.arange([rows, 1], 0), k.arange([1, cols], 1));
+            let keep = (j.clone() + c0).le(i + r0 + shift).and((j + c0).lt(len));
+            k.store_global_where(&go, &tile, [r0, c0], keep);
+        });
+    }
+}

@@ -52,6 +52,9 @@ pub enum Memory {
     FenceGpu,
     /// `store_global(global, register of the view's type, offsets)`.
     StoreGlobal(usize, T, Vec<Sc>),
+    /// `store_global_where(global, register, offsets, arange(..) < bound)` along the tile's
+    /// dimension `dim` (clamped to its rank).
+    StoreGlobalWhere(usize, T, Vec<Sc>, usize, Sc),
     /// `store_global_at` (or `atomic_add_at`, `add`) of a tile into a view at coordinates made
     /// of `arange` along each of the first `n` dimensions of the tile.
     Scatter(usize, T, usize, bool),
@@ -148,6 +151,12 @@ impl Memory {
                 3,
                 (0usize..8, t(m), scs(m))
                     .prop_map(|(g, r, o)| Memory::StoreGlobal(g, r, o).into())
+                    .boxed(),
+            ),
+            (
+                1,
+                (0usize..8, t(m), scs(m), 0usize..3, sc(m))
+                    .prop_map(|(g, r, o, d, b)| Memory::StoreGlobalWhere(g, r, o, d, b).into())
                     .boxed(),
             ),
             (
@@ -301,6 +310,21 @@ impl Memory {
                 on!(g, G, |g: E| {
                     if let Some(t) = r.reg_of::<E>(*t) {
                         k.store_global(&g, &t, offsets);
+                    }
+                });
+            }
+            Memory::StoreGlobalWhere(g, t, offsets, dim, bound) => {
+                let Some(g) = pick(&r.globals, *g) else {
+                    return;
+                };
+                let offsets = r.scalars(offsets);
+                let bound = r.scalar(bound);
+                on!(g, G, |g: E| {
+                    if let Some(t) = r.reg_of::<E>(*t) {
+                        let shape: Vec<i32> = k.shape_of(&t).iter().map(|&x| x as i32).collect();
+                        let d = (*dim).min(shape.len().saturating_sub(1));
+                        let keep = k.arange(shape, d).lt(bound);
+                        k.store_global_where(&g, &t, offsets, keep);
                     }
                 });
             }
