@@ -171,6 +171,9 @@ pub enum Fault {
     /// A `while` loop ran more iterations than the interpreter allows
     /// ([`crate::interp::Options::max_loop_iterations`]): its condition never became false.
     RunawayLoop,
+    /// A workspace declared `zeroed` (`global_tensor(.., true)`) was not all zeros when the
+    /// kernel ended: the next launch would find what this one left.
+    DirtyWorkspace,
     /// The program uses something the interpreter does not implement yet.
     Unsupported,
     /// The program cannot run as written (an expression that cannot be evaluated, a barrier
@@ -200,6 +203,7 @@ impl fmt::Display for Fault {
             }
             Fault::SharedRace => "shared-memory race between warps",
             Fault::RunawayLoop => "a while loop that does not end",
+            Fault::DirtyWorkspace => "a zeroed workspace left dirty",
             Fault::Unsupported => "not supported by the interpreter",
             Fault::Invalid => "invalid program",
         })

@@ -289,6 +289,12 @@ impl<'p> Emitter<'p> {
                 KernelParam::FastDivisor { var, .. } => {
                     params.push(format!("const u64 {}", p.var(*var).name));
                 }
+                KernelParam::Workspace { var, zeroed, .. } => {
+                    let v = p.var(*var);
+                    let t = c_type(v.pointee.unwrap_or(DType::U32));
+                    let note = if *zeroed { "  /* left zeroed */" } else { "" };
+                    params.push(format!("{t}* __restrict__ {}{note}", v.name));
+                }
             }
         }
         let cluster = if p.clustered {

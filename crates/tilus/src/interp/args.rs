@@ -147,6 +147,27 @@ impl<'a> InterpValue<'a> {
         InterpValue::BufferMut(HostBufferMut::new(s))
     }
 
+    /// The same value, borrowed for a shorter time (buffers keep their bytes).
+    pub(crate) fn reborrow(&mut self) -> InterpValue<'_> {
+        match self {
+            InterpValue::Int(v) => InterpValue::Int(*v),
+            InterpValue::Float(v) => InterpValue::Float(*v),
+            InterpValue::Buffer(b) => InterpValue::Buffer(HostBuffer {
+                dtype: b.dtype,
+                bytes: b.bytes,
+            }),
+            InterpValue::BufferMut(b) => InterpValue::BufferMut(HostBufferMut {
+                dtype: b.dtype,
+                bytes: &mut *b.bytes,
+            }),
+        }
+    }
+
+    /// A writable buffer of `dtype` elements over raw bytes (a workspace the run owns).
+    pub(crate) fn bytes_mut(dtype: DType, bytes: &'a mut [u8]) -> InterpValue<'a> {
+        InterpValue::BufferMut(HostBufferMut { dtype, bytes })
+    }
+
     /// The integer, when this is a scalar.
     pub fn as_int(&self) -> Option<i64> {
         match self {

@@ -419,6 +419,15 @@ pub fn run_program(
         })?;
     let grid = launched.map(i64::from);
     check_rules(p, plan, args, &ints)?;
+    // the kernel's workspaces: fresh and zeroed, buffers after the arguments
+    let mut workspaces = new_workspaces(p, plan, &ints)?;
+    let mut all: Vec<InterpValue<'_>> = args.iter_mut().map(InterpValue::reborrow).collect();
+    all.extend(
+        workspaces
+            .iter_mut()
+            .map(|w| InterpValue::bytes_mut(w.dtype, &mut w.bytes[..])),
+    );
+    let args = &mut all[..];
     let mut prep = Prepared::new(p).map_err(|(loc, m)| Error::script(loc, m))?;
     prep.max_loop_iterations = opts.max_loop_iterations;
     if let Some(n) = opts.without_fence {
@@ -556,7 +565,72 @@ pub fn run_program(
         }
         start = end;
     }
+    drop(all);
+    check_workspaces(p, &workspaces)?;
     Ok(report)
+}
+
+/// A workspace as the interpreter holds it for one run.
+struct HeldWorkspace {
+    bytes: Vec<u8>,
+    dtype: crate::ir::DType,
+    var: crate::ir::VarId,
+}
+
+/// The kernel's workspaces for one run, zeroed, sized by the launch plan.
+fn new_workspaces(p: &Program, plan: &LaunchPlan, ints: &[i64]) -> Result<Vec<HeldWorkspace>> {
+    let mut out = vec![];
+    for kp in &plan.params {
+        let KernelParam::Workspace {
+            var, name, bytes, ..
+        } = kp
+        else {
+            continue;
+        };
+        let n = plan
+            .eval_with(bytes, &|a| ints.get(a).copied())
+            .filter(|&n| (0..=1 << 34).contains(&n))
+            .ok_or_else(|| Error::Argument {
+                arg: format!("workspace `{name}`"),
+                message: format!("it would hold {bytes} bytes, which the interpreter cannot give"),
+            })?;
+        out.push(HeldWorkspace {
+            bytes: vec![0; n as usize],
+            dtype: p.var(*var).pointee.unwrap_or(crate::ir::DType::U32),
+            var: *var,
+        });
+    }
+    Ok(out)
+}
+
+/// A workspace declared `zeroed` must be all zeros when the kernel ends.
+fn check_workspaces(p: &Program, workspaces: &[HeldWorkspace]) -> Result<()> {
+    for w in workspaces {
+        let v = p.var(w.var);
+        let crate::ir::VarKind::Workspace(decl) = &v.kind else {
+            continue;
+        };
+        let Some(at) = w.bytes.iter().position(|&b| b != 0).filter(|_| decl.zeroed) else {
+            continue;
+        };
+        let eb = v.pointee.map_or(1, |t| t.nbytes() as usize);
+        let left = w.bytes.iter().filter(|&&b| b != 0).count();
+        let message = format!(
+            "global_tensor `{}` is declared zeroed, but the kernel ended with element {} not              zero ({left} nonzero byte(s) in all): the next launch would find them; reset what              the kernel sets before it ends (the block that reads a flag last sets it back to 0)",
+            v.name,
+            at / eb
+        );
+        return Err(Error::Interp {
+            kernel: p.name.clone(),
+            block: [0, 0, 0],
+            fault: Fault::DirtyWorkspace,
+            diagnostics: vec![crate::Diagnostic {
+                loc: decl.loc,
+                message,
+            }],
+        });
+    }
+    Ok(())
 }
 
 /// The size in bytes of a buffer argument (0 for scalars).

@@ -250,12 +250,22 @@ impl<'p> Prepared<'p> {
                     .into(),
             ));
         }
+        // workspaces are buffers after the arguments, in the order of their variables
+        let workspaces: Vec<crate::ir::VarId> = (0..p.vars.len() as u32)
+            .map(crate::ir::VarId)
+            .filter(|&v| matches!(p.var(v).kind, crate::ir::VarKind::Workspace(_)))
+            .collect();
         let global_arg: Vec<Option<usize>> = p
             .globals
             .iter()
-            .map(|g| p.param_of(g.ptr).map(|(i, _)| i))
+            .map(|g| {
+                p.param_of(g.ptr).map(|(i, _)| i).or_else(|| {
+                    let w = workspaces.iter().position(|&v| v == g.ptr)?;
+                    Some(p.params.len() + w)
+                })
+            })
             .collect();
-        let mut reads_own_writes = vec![false; p.params.len()];
+        let mut reads_own_writes = vec![false; p.params.len() + workspaces.len()];
         let mut sequential = false;
         for f in facts.iter().flatten() {
             for e in &f.effects {

@@ -24,6 +24,22 @@ pub enum VarKind {
     /// The number of blocks the launch runs along x (`gridDim.x`): for a persistent grid, the
     /// work capped at the device's multiprocessors.
     LaunchedBlocks,
+    /// A pointer to a global workspace the kernel owns (`global_tensor`): the host allocates
+    /// it (zeroed) and passes it at launch, the same buffer launch after launch.
+    Workspace(Box<Workspace>),
+}
+
+/// A kernel-lifetime global buffer ([`VarKind::Workspace`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Workspace {
+    /// Elements it holds, over runtime arguments and constants.
+    pub elems: Expr,
+    /// Whether the kernel promises to leave it all zeros when it ends (`zeroed`), so that
+    /// each launch finds it zeroed without a memset; otherwise its contents at a launch's
+    /// start are whatever the last launch left.
+    pub zeroed: bool,
+    /// Where it was declared.
+    pub loc: super::Loc,
 }
 
 impl VarKind {
@@ -32,7 +48,10 @@ impl VarKind {
     pub fn is_parameter(&self) -> bool {
         matches!(
             self,
-            VarKind::Param(_) | VarKind::FastDivisor(_) | VarKind::LaunchedBlocks
+            VarKind::Param(_)
+                | VarKind::FastDivisor(_)
+                | VarKind::LaunchedBlocks
+                | VarKind::Workspace(_)
         )
     }
 }

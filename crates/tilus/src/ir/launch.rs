@@ -139,6 +139,18 @@ pub enum KernelParam {
         /// The divisor, over runtime arguments and constants.
         divisor: Expr,
     },
+    /// The device pointer of a workspace the kernel owns (`global_tensor`): allocated zeroed
+    /// by the host on first use (again when a launch needs more), kept between launches.
+    Workspace {
+        /// The pointer variable (of kind [`crate::ir::VarKind::Workspace`]).
+        var: VarId,
+        /// Its name, for messages.
+        name: String,
+        /// Bytes it must hold, over runtime arguments and constants.
+        bytes: Expr,
+        /// Whether the kernel leaves it zeroed (see [`crate::ir::Workspace::zeroed`]).
+        zeroed: bool,
+    },
 }
 
 /// What the kernel requires of a pointer argument.

@@ -17,7 +17,7 @@ mod tensor;
 
 pub use divisor::{fast_divide, fast_divisor_bits, MAX_FAST_DIVISOR};
 pub use dtype::DType;
-pub use expr::{wrap_to, BinOp, Expr, ExprPrinter, VarDecl, VarId, VarKind};
+pub use expr::{wrap_to, BinOp, Expr, ExprPrinter, VarDecl, VarId, VarKind, Workspace};
 pub use inst::facts;
 pub use inst::{
     b_mn_major, launch_registers, sets_max_registers, ArithInst, AtomicOp, BinaryOp, CpAsyncInst,

@@ -34,6 +34,16 @@ impl<T> Clone for PtrVal<T> {
 }
 impl<T> Copy for PtrVal<T> {}
 
+impl<T> PtrVal<T> {
+    /// The handle of a pointer variable the builder declared.
+    pub(crate) fn of_var(var: crate::ir::VarId) -> PtrVal<T> {
+        PtrVal {
+            var,
+            _t: PhantomData,
+        }
+    }
+}
+
 /// One argument kind of a script.
 pub trait Arg {
     /// What the body sees.

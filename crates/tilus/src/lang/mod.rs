@@ -26,6 +26,7 @@ mod shared_writes;
 mod tensors;
 mod tma;
 mod wgmma;
+mod workspace;
 
 pub use crate::ir::HostValue;
 pub use crate::ir::WgmmaTarget;

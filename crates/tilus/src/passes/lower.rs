@@ -151,6 +151,20 @@ fn launch_plan(p: &Program, alignments: &[(crate::ir::GlobalId, u32, String)]) -
                 divisor: (**divisor).clone(),
             });
         }
+        if let crate::ir::VarKind::Workspace(w) = &v.kind {
+            let elem = v.pointee.map_or(1, |t| t.nbytes());
+            let bytes = Expr::Binary(
+                crate::ir::BinOp::Mul,
+                Box::new(w.elems.clone()),
+                Box::new(Expr::Int(i64::from(elem), w.elems.dtype())),
+            );
+            params.push(KernelParam::Workspace {
+                var: crate::ir::VarId(i as u32),
+                name: v.name.clone(),
+                bytes,
+                zeroed: w.zeroed,
+            });
+        }
     }
 
     let mut rules: Vec<PointerRule> = vec![];

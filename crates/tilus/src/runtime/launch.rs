@@ -7,7 +7,7 @@ use crate::compile::CompiledProgram;
 use crate::ir::{fast_divisor_bits, HostValue, KernelParam, LaunchPlan};
 use crate::{Error, Result};
 use cudarc::driver::sys::CUfunction_attribute_enum as Attr;
-use cudarc::driver::{CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr};
 use cudarc::nvrtc::Ptx;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -27,6 +27,12 @@ pub struct LoadedKernel {
     maps: std::sync::Mutex<MapCache>,
     /// The device's multiprocessors: the most blocks a persistent grid launches.
     multiprocessors: u32,
+    /// The workspaces the kernel owns (`global_tensor`), one per workspace parameter in
+    /// order, allocated zeroed on the first launch that needs them (again, larger, when a
+    /// launch needs more) and kept between launches.
+    workspaces: std::sync::Mutex<Vec<Option<CudaSlice<u8>>>>,
+    /// Where workspaces are allocated and zeroed (the device's stream).
+    alloc: Arc<CudaStream>,
 }
 
 impl LoadedKernel {
@@ -86,6 +92,16 @@ impl LoadedKernel {
             arg_names,
             maps: std::sync::Mutex::new(vec![None; n_maps]),
             multiprocessors: multiprocessors.max(1) as u32,
+            workspaces: std::sync::Mutex::new(
+                compiled
+                    .plan
+                    .params
+                    .iter()
+                    .filter(|p| matches!(p, KernelParam::Workspace { .. }))
+                    .map(|_| None)
+                    .collect(),
+            ),
+            alloc: device.stream().clone(),
         })
     }
 
@@ -104,7 +120,7 @@ impl LoadedKernel {
     /// Checks the arguments and launches on `stream`. `values` holds every script argument in
     /// order (constants included).
     pub fn launch(&self, stream: &CudaStream, values: &[HostValue]) -> Result<()> {
-        self.prepare_and(values, |grid, args| {
+        self.prepare_and(values, Some(stream), |grid, args| {
             // SAFETY: `args` has one pointer per kernel parameter, in the order and with the
             // types the generated signature declares (scalars are read through their low bytes
             // on this little-endian target); buffers were checked; storage outlives the call.
@@ -126,7 +142,7 @@ impl LoadedKernel {
     /// checks, grid, tensor maps, the parameter list. For measuring the library's own share of
     /// the launch cost.
     pub fn dry_run(&self, values: &[HostValue]) -> Result<()> {
-        self.prepare_and(values, |_, args| {
+        self.prepare_and(values, None, |_, args| {
             std::hint::black_box(args);
             Ok(())
         })
@@ -135,6 +151,7 @@ impl LoadedKernel {
     fn prepare_and(
         &self,
         values: &[HostValue],
+        stream: Option<&CudaStream>,
         launch: impl FnOnce([u32; 3], &mut [*mut c_void]) -> Result<()>,
     ) -> Result<()> {
         let plan = &self.plan;
@@ -243,8 +260,9 @@ impl LoadedKernel {
         // it. `load` checked that the counts fit.
         let mut scalars = [0u64; MAX_PARAMS];
         let mut maps = [EMPTY_MAP; MAX_MAPS];
-        let (mut ns, mut nm) = (0, 0);
+        let (mut ns, mut nm, mut nw) = (0, 0, 0);
         let mut cache = self.maps.lock().unwrap_or_else(|e| e.into_inner());
+        let mut workspaces = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
         for p in &plan.params {
             match p {
                 KernelParam::Scalar { arg, dtype } => {
@@ -302,16 +320,31 @@ impl LoadedKernel {
                     })?;
                     ns += 1;
                 }
+                KernelParam::Workspace { name, bytes, .. } => {
+                    let what = || format!("workspace `{name}`");
+                    let need = eval(bytes, &what)?;
+                    if need < 0 {
+                        return Err(Error::Argument {
+                            arg: what(),
+                            message: format!("it would hold {need} bytes"),
+                        });
+                    }
+                    scalars[ns] = self.workspace(&mut workspaces[nw], need as usize, stream)?;
+                    ns += 1;
+                    nw += 1;
+                }
             }
         }
         drop(cache);
+        drop(workspaces);
         let mut args = [std::ptr::null_mut::<c_void>(); MAX_PARAMS];
         let (mut si, mut mi) = (0, 0);
         for (slot, p) in args.iter_mut().zip(&plan.params) {
             match p {
                 KernelParam::Scalar { .. }
                 | KernelParam::Pointer { .. }
-                | KernelParam::FastDivisor { .. } => {
+                | KernelParam::FastDivisor { .. }
+                | KernelParam::Workspace { .. } => {
                     // Little-endian: a pointer to the u64 is also a pointer to its low 32 bits.
                     *slot = &mut scalars[si] as *mut u64 as *mut c_void;
                     si += 1;
@@ -323,6 +356,37 @@ impl LoadedKernel {
             }
         }
         launch(grid, &mut args[..plan.params.len()])
+    }
+}
+
+impl LoadedKernel {
+    /// The device address of a workspace of at least `bytes` bytes in `slot`: the one already
+    /// there, or a new zeroed one (after the launches in flight on `stream`, which may use the
+    /// old one, have finished). A dry run (`stream` = `None`) allocates nothing.
+    fn workspace(
+        &self,
+        slot: &mut Option<CudaSlice<u8>>,
+        bytes: usize,
+        stream: Option<&CudaStream>,
+    ) -> Result<u64> {
+        let fits = slot.as_ref().is_some_and(|b| b.len() >= bytes.max(1));
+        if let (false, Some(stream)) = (fits, stream) {
+            if slot.is_some() {
+                stream
+                    .synchronize()
+                    .map_err(driver_err("cuStreamSynchronize"))?;
+            }
+            let buf = self
+                .alloc
+                .alloc_zeros::<u8>(bytes.max(1).next_multiple_of(256))
+                .map_err(driver_err("cuMemAlloc"))?;
+            // zeroed before any launch, on whichever stream, reads it
+            self.alloc
+                .synchronize()
+                .map_err(driver_err("cuStreamSynchronize"))?;
+            *slot = Some(buf);
+        }
+        Ok(slot.as_ref().map_or(0, |b| b.device_ptr(&self.alloc).0))
     }
 }
 

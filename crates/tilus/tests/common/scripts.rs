@@ -13,6 +13,7 @@ pub mod global;
 pub mod masks;
 pub mod orders;
 pub mod windows;
+pub mod workspace;
 
 /// This file, as diagnostics name it.
 pub const FILE: &str = file!();

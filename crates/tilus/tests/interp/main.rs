@@ -35,3 +35,4 @@ mod seed;
 mod shape;
 mod tma;
 mod wgmma;
+mod workspace;

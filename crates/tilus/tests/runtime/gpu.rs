@@ -1594,3 +1594,27 @@ fn a_masked_store_writes_exactly_the_kept_elements_on_the_gpu() {
         assert_eq!(bits(&got), bits(&want), "{s:?} {m}x{n}");
     }
 }
+
+/// The interpreter's workspace test (`interp/workspace.rs`) on the GPU: blocks take turns
+/// through a semaphore in a kernel-owned, zeroed workspace; the second and third launches
+/// find it zeroed again (the last block released 0), and a launch with more blocks reuses it.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn blocks_take_turns_through_a_kernel_owned_workspace_on_the_gpu() {
+    use crate::common::scripts::workspace::TakeTurns;
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let jit = tilus::Jit::new(TakeTurns { no_reset: false }, &device);
+    for n in [3usize, 3, 40] {
+        let x = random_f32(n * TakeTurns::COLS, fresh_seed());
+        let before = random_f32(TakeTurns::COLS, fresh_seed());
+        let dx = upload(&device, &x);
+        let mut dout = upload(&device, &before);
+        jit.launch(stream, (n as i32, &dx, &mut dout)).unwrap();
+        let got = stream.clone_dtoh(&dout).unwrap();
+        let want = TakeTurns::expected(&x, &before);
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want), "{n} blocks");
+    }
+}
