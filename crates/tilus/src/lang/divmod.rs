@@ -53,10 +53,7 @@ impl Kernel {
             (Ok(e), _) => e,
             (Err(_), None) => return plain(divisor),
             (Err(what), Some(loc)) => {
-                let what = match what {
-                    Some(var) => format!("`{}`", self.prog.var(var).name),
-                    None => "the block index".to_string(),
-                };
+                let what = self.kernel_value_name(what);
                 self.error(
                     loc,
                     format!(
@@ -82,6 +79,15 @@ impl Kernel {
         FastDivisor {
             divisor,
             packed: Some(Val::var(id, DType::U64)),
+        }
+    }
+
+    /// How messages name what [`Kernel::host_expr`] found the host cannot compute: a variable
+    /// (in backquotes), or the block index.
+    pub(crate) fn kernel_value_name(&self, what: Option<VarId>) -> String {
+        match what {
+            Some(var) => format!("`{}`", self.prog.var(var).name),
+            None => "the block index".to_string(),
         }
     }
 

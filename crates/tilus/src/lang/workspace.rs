@@ -41,10 +41,7 @@ impl Kernel {
         let elems = match self.host_expr(&elems) {
             Ok(e) => e,
             Err(what) => {
-                let what = match what {
-                    Some(var) => format!("`{}`", self.prog.var(var).name),
-                    None => "the block index".to_string(),
-                };
+                let what = self.kernel_value_name(what);
                 self.error(
                     loc,
                     format!(

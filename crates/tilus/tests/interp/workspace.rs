@@ -67,3 +67,29 @@ fn the_workspace_is_a_kernel_parameter_sized_by_the_host() {
         "{src}"
     );
 }
+
+/// A workspace sized by what only the kernel knows (the block index).
+#[derive(Clone, Debug, Hash)]
+struct SizedByTheBlock;
+
+impl tilus::Script for SizedByTheBlock {
+    type Args = (i32,);
+    fn body(&self, k: &mut tilus::prelude::Kernel, (n,): tilus::prelude::Handles<Self::Args>) {
+        k.blocks([n]);
+        k.warps(1);
+        let b = k.let_i32(k.block_idx().x + 1);
+        crate::common::mark("workspace", line!(), k.global_tensor::<i32>([b], false));
+    }
+}
+
+#[test]
+fn a_workspace_the_host_cannot_size_is_an_error_at_its_line() {
+    crate::common::clear_marks();
+    let d = match tilus::trace(&SizedByTheBlock, &[]) {
+        Err(tilus::Error::Script(d)) => d,
+        other => panic!("expected the builder's diagnostic, got {other:?}"),
+    };
+    let at = crate::common::marked("workspace").unwrap();
+    assert_eq!((d[0].loc.file, d[0].loc.line), (at.file, at.line), "{d:#?}");
+    assert!(d[0].message.contains("known to the host"), "{}", d[0]);
+}
