@@ -1048,6 +1048,13 @@ fn layout_conversions_compile_through_shared_memory_or_registers() {
         assert!(!c.source.contains("tilus_scratch"), "{s:?}");
         assert!(!c.source.contains("__syncthreads();"), "{s:?}");
     }
+    // a WGMMA accumulator as the next WGMMA's register operand: renames only
+    for d in [16, 64] {
+        let s = crate::common::scripts::convert::ChainedWgmma { d };
+        let c = build(&s, &[]);
+        assert_eq!(c.report.spill_stores, 0, "{s:?}");
+        assert!(!c.source.contains("tilus_scratch"), "{s:?}");
+    }
 }
 
 /// Scans compile in both forms without spills: a running value over each thread's locals where

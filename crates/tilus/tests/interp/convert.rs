@@ -2,7 +2,7 @@
 //! an accumulator converted to the next product's operand (in registers, as `tilus ir` says),
 //! against the host on random inputs.
 
-use crate::common::inputs::random_f16;
+use crate::common::inputs::{fresh_seed, random_f16};
 use crate::common::interp::run;
 use crate::common::scripts::convert::{ChainedProducts, ConvertedOperand};
 
@@ -79,5 +79,27 @@ fn repeats_take_each_element_from_its_source() {
             text.contains("repeat(") && text.contains("repeat_interleave("),
             "{text}"
         );
+    }
+}
+
+#[test]
+fn a_wgmma_accumulator_converted_to_the_next_wgmmas_register_operand_stays_in_registers() {
+    use crate::common::scripts::convert::ChainedWgmma;
+    for d in [16, 64] {
+        let s = ChainedWgmma { d };
+        let ir = ir(&s);
+        assert!(
+            ir.contains("convert_layout(") && ir.contains("in registers (free)"),
+            "{ir}"
+        );
+        let (keys, head) = (ChainedWgmma::KEYS, ChainedWgmma::HEAD);
+        let (q, kt, v) = (
+            random_f16(64 * head, fresh_seed()),
+            random_f16(keys * head, fresh_seed()),
+            random_f16(keys * d as usize, fresh_seed()),
+        );
+        let mut o = vec![f32::NAN; 64 * d as usize];
+        run(&s, (&q[..], &kt[..], &v[..], &mut o[..])).unwrap();
+        close(&o, &s.expected(&q, &kt, &v), &format!("{s:?}"));
     }
 }

@@ -311,6 +311,22 @@ fn layout_conversions_agree_with_the_host() {
         let got = device.stream().clone_dtoh(&o).unwrap();
         close(&got, &s.expected(&q, &kt, &v), format!("{s:?}"));
     }
+    for d in [16, 64] {
+        use crate::common::scripts::convert::ChainedWgmma;
+        let s = ChainedWgmma { d };
+        let (keys, head) = (ChainedWgmma::KEYS, ChainedWgmma::HEAD);
+        let (q, kt, v) = (
+            random_f16(64 * head, fresh_seed()),
+            random_f16(keys * head, fresh_seed()),
+            random_f16(keys * d as usize, fresh_seed()),
+        );
+        let mut o = upload(&device, &vec![f32::NAN; 64 * d as usize]);
+        tilus::Jit::new(s, &device)
+            .launch(device.stream(), (&put(&q), &put(&kt), &put(&v), &mut o))
+            .unwrap();
+        let got = device.stream().clone_dtoh(&o).unwrap();
+        close(&got, &s.expected(&q, &kt, &v), format!("{s:?}"));
+    }
 }
 
 /// The interpreter's scan test (`interp/masks.rs`) on the GPU: the host's bits, each line

@@ -128,6 +128,84 @@ impl Script for ChainedProducts {
     }
 }
 
+/// [`ChainedProducts`] on WGMMA, as a flash attention forward chains them in one warp group:
+/// `s = q · kᵀ` (`[64, 64]`, f32, both operands from shared memory), `p` = `s` rounded to f16
+/// and converted to the register A operand of the next product (the accumulator's fragment
+/// and the operand's coincide per thread: renames), `o = p · v` with `v` `[64, d]` read as
+/// stored (an MN-major B operand).
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct ChainedWgmma {
+    pub d: i32,
+}
+
+impl ChainedWgmma {
+    /// Keys (the first product's N, the second's K) and the head width of `q` and `k`.
+    pub const KEYS: usize = 64;
+    /// The head width of `q` and `k` (the first product's K).
+    pub const HEAD: usize = 16;
+
+    /// The host's result: `s` in f32, rounded to f16, times `v` in f32 (64 query rows).
+    pub fn expected(&self, q: &[f16], kt: &[f16], v: &[f16]) -> Vec<f32> {
+        let (d, keys, head) = (self.d as usize, Self::KEYS, Self::HEAD);
+        let mut p = vec![0.0f32; 64 * keys];
+        for i in 0..64 {
+            for j in 0..keys {
+                let s: f32 = (0..head)
+                    .map(|x| q[i * head + x].to_f32() * kt[j * head + x].to_f32())
+                    .sum();
+                p[i * keys + j] = f16::from_f32(s).to_f32();
+            }
+        }
+        let mut o = vec![0.0; 64 * d];
+        for i in 0..64 {
+            for j in 0..d {
+                o[i * d + j] = (0..keys)
+                    .map(|x| p[i * keys + x] * v[x * d + j].to_f32())
+                    .sum();
+            }
+        }
+        o
+    }
+}
+
+impl Script for ChainedWgmma {
+    type Args = (Ptr<f16>, Ptr<f16>, Ptr<f16>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (q, kt, v, o): Handles<Self::Args>) {
+        let (d, keys, head) = (self.d, Self::KEYS as i32, Self::HEAD as i32);
+        k.blocks([1]);
+        k.warps(4);
+        let gq = k.global_view(q, [64, head]);
+        let gk = k.global_view(kt, [keys, head]);
+        let gv = k.global_view(v, [keys, d]);
+        let go = k.global_view(o, [64, d]);
+        let sq = k.shared_tensor::<f16>([64, head]);
+        let sk = k.shared_tensor::<f16>([keys, head]);
+        let sv = k.shared_tensor::<f16>([keys, d]);
+        let bar = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            let bytes = sq.nbytes() + sk.nbytes() + sv.nbytes();
+            k.mbarrier().arrive_and_expect_tx(bar[0], bytes);
+            k.tma().global_to_shared(&gq, &sq, [0, 0], bar[0]);
+            k.tma().global_to_shared(&gk, &sk, [0, 0], bar[0]);
+            k.tma().global_to_shared(&gv, &sv, [0, 0], bar[0]);
+        });
+        k.mbarrier().wait(bar[0], 0u32);
+        let s = k.register_tensor::<f32>([64, keys], 0.0);
+        k.wgmma().fence();
+        k.wgmma().mma(&sq, &sk.transpose(), &s);
+        k.wgmma().commit_group();
+        k.wgmma().wait_group(0);
+        let p16 = k.cast::<f16>(&s);
+        let p = k.convert_layout(&p16);
+        let acc = k.register_tensor::<f32>([64, d], 0.0);
+        k.wgmma().fence();
+        k.wgmma().mma(&p, &sv, &acc);
+        k.wgmma().commit_group();
+        k.wgmma().wait_group(0);
+        k.store_global(&go, &acc, [0, 0]);
+    }
+}
+
 /// Repetitions of a `[rows, cols]` tile of `x` (f32): `tiled` gets it 3 times along the rows'
 /// dimension 1 (`[rows, 3 cols]`), `interleaved` each row twice (`[2 rows, cols]`), and
 /// `scaled` the tile times per-group scales (`s` `[rows, cols / 8]` interleaved 8 times along
