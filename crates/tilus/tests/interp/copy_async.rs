@@ -182,3 +182,39 @@ fn a_ring_without_the_sync_after_its_wait_races() {
         &[],
     );
 }
+
+/// A copy of a one-dimensional tile from a two-dimensional view (the verifier's error).
+#[derive(Clone, Debug, Hash)]
+struct RankMismatch;
+
+impl tilus::Script for RankMismatch {
+    type Args = (tilus::prelude::Ptr<f16>, tilus::prelude::PtrMut<f16>);
+    fn body(
+        &self,
+        k: &mut tilus::prelude::Kernel,
+        (src, _out): tilus::prelude::Handles<Self::Args>,
+    ) {
+        k.blocks([1]);
+        k.warps(1);
+        let g = k.global_view(src, [16, 16]);
+        let s = k.shared_tensor::<f16>([16]);
+        crate::common::mark("copy", line!(), k.copy_async(&g, [0, 0], &s));
+        k.copy_async_wait_all();
+    }
+}
+
+#[test]
+fn a_copy_whose_tile_and_view_ranks_differ_is_refused_by_both() {
+    let d = diagnostics_of(&RankMismatch, &[]);
+    assert!(d[0].message.contains("all three must agree"), "{}", d[0]);
+    let (p, plan) = plan_unverified(&RankMismatch);
+    let src = vec![f16::ONE; 256];
+    let mut out = vec![f16::ZERO; 16];
+    let mut args = vec![InterpValue::buffer(&src), InterpValue::buffer_mut(&mut out)];
+    expect_fault(
+        run_planned(&p, &plan, &mut args),
+        Fault::Invalid,
+        "copy",
+        &["has 2 dimensions, the tile 1 and the offsets 2"],
+    );
+}
