@@ -118,6 +118,25 @@ fn a_read_before_the_wait_is_rejected_and_faults() {
 #[test]
 fn a_missing_sync_after_the_wait_is_a_race() {
     let s = with_bug(CopyBug::NoSync);
+    // the verifier: the read names the copy's line
+    let d = diagnostics_of(&s, &[]);
+    let (read, copy) = (marked("read").unwrap(), marked("copy").unwrap());
+    assert_eq!(
+        (d[0].loc.file, d[0].loc.line),
+        (read.file, read.line),
+        "{d:#?}"
+    );
+    assert!(
+        d[0].message
+            .contains(&format!("{}:{}", copy.file, copy.line)),
+        "{}",
+        d[0]
+    );
+    assert!(
+        d[0].message.contains("copy_async_wait_group that covers"),
+        "{}",
+        d[0]
+    );
     let d = expect_fault(unverified_box(&s), Fault::SharedRace, "read", &[]);
     assert_noted(&d, "copy");
     // with one warp, its own copies are all it reads: no race

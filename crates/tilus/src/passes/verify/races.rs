@@ -1,5 +1,6 @@
 //! Races on shared memory between warps, found before anything runs: an ordinary write
-//! (`store_shared`) and a read or write of the same bytes of a tile by threads of another warp,
+//! (`store_shared`, or the copies of `copy_async`, counted where they are issued) and a read
+//! or write of the same bytes of a tile by threads of another warp,
 //! with no barrier between them in the program's text. The planned layouts say which thread
 //! touches which bytes, so a tile that each warp writes and reads back in its own part needs
 //! no barrier and is not reported.
@@ -11,7 +12,9 @@
 //! walked twice, so that the end of one iteration meets the start of the next.
 
 use super::stages::{Clock, Stage};
-use crate::ir::{Inst, Loc, MemoryInst, Program, RegView, SharedView, Stmt, StmtKind, SyncScope};
+use crate::ir::{
+    CpAsyncInst, Inst, Loc, MemoryInst, Program, RegView, SharedView, Stmt, StmtKind, SyncScope,
+};
 use crate::layout::RegisterLayout;
 use crate::passes::context::Checker;
 use std::collections::HashMap;
@@ -30,7 +33,10 @@ struct Pending {
     view: SharedView,
     stage: Stage,
     write: bool,
-    /// The warps ordered after it (its own, and those of group barriers it met), one bit each.
+    /// The warps that made it, one bit each: each is ordered after its own part of the access
+    /// (`conflict` leaves a warp's own bytes alone), not after the other warps' parts.
+    by: u32,
+    /// The warps ordered after all of it (those of group barriers it met), one bit each.
     known: u32,
     bytes: Rc<Bytes>,
     loc: Loc,
@@ -164,11 +170,17 @@ impl Walk<'_, '_> {
                 if write { "writes" } else { "reads" },
                 if e.write { "wrote" } else { "read" },
             );
+            let after = if e.inst == "copy_async" {
+                " (after the copy_async_wait_group that covers the copy: a wait covers only its \
+                 own thread's copies)"
+            } else {
+                ""
+            };
             let msg = format!(
                 "{inst} {verb} bytes of `{}` (byte {byte}) in warp {wn} that {} {prior} in warp \
                  {wt} at {}, with no barrier between them: on the GPU the two warps run in any \
                  order. Put a `sync()` (or `sync_group()` of a group holding both warps) between \
-                 them, or hand the tile over through an mbarrier",
+                 them{after}, or hand the tile over through an mbarrier",
                 p.shared(view.tensor).name,
                 e.inst,
                 e.loc,
@@ -176,12 +188,13 @@ impl Walk<'_, '_> {
             self.c.err_once(s.loc, msg);
             return;
         }
-        let known = bytes.values().fold(0, |a, &w| a | w);
+        let by = bytes.values().fold(0, |a, &w| a | w);
         st.pending.push(Pending {
             view: view.clone(),
             stage: here,
             write,
-            known,
+            by,
+            known: 0,
             bytes: Rc::new(bytes),
             loc: s.loc,
             inst,
@@ -224,7 +237,7 @@ impl Walk<'_, '_> {
                         // the group's warps learn what any of them did before
                         let group = warps_of(threads);
                         for e in &mut st.pending {
-                            if e.known & group != 0 {
+                            if (e.by | e.known) & group != 0 {
                                 e.known |= group;
                             }
                         }
@@ -255,6 +268,19 @@ impl Walk<'_, '_> {
                             write: false,
                             threads,
                             inst: "load_shared",
+                        };
+                        self.access(st, u, s);
+                    }
+                }
+                StmtKind::Inst(Inst::CpAsync(c @ CpAsyncInst::Copy { dst, .. })) => {
+                    // its bytes land at a wait, but are written by the copying warps
+                    if let Some(rl) = c.layout(p) {
+                        let u = Use {
+                            view: dst,
+                            rl: &rl,
+                            write: true,
+                            threads,
+                            inst: "copy_async",
                         };
                         self.access(st, u, s);
                     }
