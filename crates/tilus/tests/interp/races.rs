@@ -145,6 +145,51 @@ impl Script for ScratchRounds {
     }
 }
 
+/// Every warp stores its part of a tile, then warp 0 alone reads the whole tile back: with
+/// `sync()` between them, or not. Warp 0 took part in the store, but it is ordered after its
+/// own part only.
+#[derive(Clone, Debug, Hash)]
+struct GatherByOne {
+    with_sync: bool,
+}
+
+impl Script for GatherByOne {
+    type Args = Args;
+    fn body(&self, k: &mut Kernel, (src, out): Handles<Args>) {
+        k.blocks([1]);
+        k.warps(4);
+        let g = k.global_view(src, [32, 32]);
+        let o = k.global_view(out, [32, 32]);
+        let s = k.shared_tensor::<f32>([32, 32]);
+        let t = k.load_global(&g, [0, 0], [32, 32]);
+        mark("store", line!(), k.store_shared(&s, &t));
+        if self.with_sync {
+            k.sync();
+        }
+        k.single_warp(0, |k| {
+            let t = mark("load", line!(), k.load_shared(&s));
+            k.store_global(&o, &t, [0, 0]);
+        });
+    }
+}
+
+#[test]
+fn a_warp_that_stored_a_part_needs_a_barrier_before_reading_the_others_parts() {
+    copies(&GatherByOne { with_sync: true }, 32 * 32);
+    let racy = GatherByOne { with_sync: false };
+    rejected(
+        &racy,
+        "load",
+        "store",
+        &[
+            "load_shared reads bytes of `s0`",
+            "in warp 0 that store_shared wrote in warp",
+        ],
+    );
+    let d = expect_fault(unverified(&racy, 32 * 32), Fault::SharedRace, "load", &[]);
+    assert_noted(&d, "store");
+}
+
 #[test]
 fn a_reduction_scratch_written_again_needs_a_barrier_after_its_reads() {
     let len = 4 * ROUNDS as usize * 32;
