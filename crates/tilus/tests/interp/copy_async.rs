@@ -166,6 +166,28 @@ fn a_kernel_that_ends_with_a_copy_in_flight_is_rejected_and_faults() {
     );
 }
 
+#[test]
+fn ordinary_stores_into_a_tile_a_copy_is_filling_fault_and_a_second_copy_does_not() {
+    let s = with_bug(CopyBug::StoreWhileInFlight);
+    let d = expect_fault(
+        unverified_box(&s),
+        Fault::ReadBeforeWait,
+        "store",
+        &[
+            "store_shared writes shared tensor",
+            "a copy_async into it is still in flight",
+        ],
+    );
+    assert_noted(&d, "copy");
+    // two copies of the same box in flight land the same bytes: no fault, the right result
+    let twice = with_bug(CopyBug::CopyTwice);
+    let src = source(&twice);
+    let mut out = vec![f16::NAN; (twice.rows * twice.cols) as usize];
+    run(&twice, (&src[..], &mut out[..])).unwrap();
+    let bits = |v: &[f16]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&out), bits(&twice.expected(&src)));
+}
+
 fn unverified_ring(bug: RingBug) -> tilus::Result<tilus::interp::Report> {
     let s = RingRowSums {
         bug: Some(bug),

@@ -17,6 +17,10 @@ pub enum CopyBug {
     NoSync,
     /// The kernel ends with the copy in flight (nothing reads the tile).
     NeverWaited,
+    /// Warp 0 overwrites the tile with ordinary stores while the copy is in flight.
+    StoreWhileInFlight,
+    /// Not a bug: the same box copied twice before one wait (both land the same bytes).
+    CopyTwice,
 }
 
 /// Copies the `[rows, cols]` box at `at` of a `[view.0, view.1]` f16 view whose rows are
@@ -121,6 +125,19 @@ impl Script for CopyBox {
                 write_out(k);
             }
             Some(CopyBug::NeverWaited) => {}
+            Some(CopyBug::StoreWhileInFlight) => {
+                k.single_warp(0, |k| {
+                    let zeros = k.register_tensor::<f16>([rows, cols], 0.0);
+                    mark("store", line!(), k.store_shared(&s, &zeros));
+                });
+                k.copy_async_wait_all();
+            }
+            Some(CopyBug::CopyTwice) => {
+                k.copy_async(&g, at, &s);
+                k.copy_async_wait_all();
+                k.sync();
+                write_out(k);
+            }
         }
     }
 }
