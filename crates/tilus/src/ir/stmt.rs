@@ -138,6 +138,24 @@ impl StmtKind {
             }
         }
     }
+
+    /// [`StmtKind::bodies`], to change them.
+    pub fn bodies_mut(&mut self) -> Vec<&mut Vec<Stmt>> {
+        match self {
+            StmtKind::For { body, .. }
+            | StmtKind::While { body, .. }
+            | StmtKind::ThreadGroup { body, .. } => vec![body],
+            StmtKind::If {
+                then_body,
+                else_body,
+                ..
+            } => vec![then_body, else_body],
+            StmtKind::Let { .. }
+            | StmtKind::Assign { .. }
+            | StmtKind::Sync { .. }
+            | StmtKind::Inst(_) => vec![],
+        }
+    }
 }
 
 /// The threads a group barrier waits for: whole warps of one thread group, on a hardware

@@ -269,12 +269,7 @@ impl LayoutCx<'_> {
                 self.changed = true;
             }
             Some((have, at, what)) => {
-                // A layout that needs more registers than a thread has fails the register
-                // check after inference whatever else is asked of it; comparing it element by
-                // element would take as long as the tile is large.
-                let bits =
-                    (have.local_size().max(0) as u64).saturating_mul(u64::from(decl.dtype.bits()));
-                if bits > u64::from(crate::passes::MAX_REGISTERS) * 32 {
+                if crate::passes::exceeds_registers(have, decl.dtype) {
                     return;
                 }
                 if !have.same_mapping(&l) {

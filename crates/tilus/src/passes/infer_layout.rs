@@ -200,6 +200,8 @@ pub fn run(mut p: Program) -> Result<Program> {
     for (r, l) in p.registers.iter_mut().zip(layouts) {
         r.layout = l.map(|(l, _, _)| l);
     }
+    // operands of elementwise expressions the layouts leave apart meet through conversions
+    super::convert_operands::insert(&mut p);
     // the shared tiles instructions use internally, now that layouts say what they need
     let mut sizes = vec![];
     p.walk(&mut |s| {

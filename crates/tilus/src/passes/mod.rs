@@ -9,6 +9,7 @@
 
 mod async_groups;
 mod context;
+mod convert_operands;
 pub mod infer_layout;
 pub mod lower;
 pub mod plan_shared;
@@ -23,6 +24,17 @@ use crate::Result;
 pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
 /// Registers a thread may use.
 pub const MAX_REGISTERS: u32 = 255;
+
+/// Whether a layout of `dtype` elements keeps more per thread than its registers hold (the
+/// register check rejects such a tile whatever else is asked of it; comparing it element by
+/// element would take as long as the tile is large).
+pub(crate) fn exceeds_registers(
+    l: &crate::layout::RegisterLayout,
+    dtype: crate::ir::DType,
+) -> bool {
+    let bits = (l.local_size().max(0) as u64).saturating_mul(u64::from(dtype.bits()));
+    bits > u64::from(MAX_REGISTERS) * 32
+}
 
 /// Runs every pass: the result is a checked, laid-out, planned program and its launch plan.
 pub fn compile_program(program: Program) -> Result<(Program, LaunchPlan)> {

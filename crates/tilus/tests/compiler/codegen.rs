@@ -1048,6 +1048,10 @@ fn layout_conversions_compile_through_shared_memory_or_registers() {
         assert!(!c.source.contains("tilus_scratch"), "{s:?}");
         assert!(!c.source.contains("__syncthreads();"), "{s:?}");
     }
+    // operands of an expression in other layouts: the inserted conversion, through shared memory
+    let c = build(&crate::common::scripts::convert::ImplicitConvert, &[]);
+    assert_eq!(c.report.spill_stores, 0);
+    assert!(c.source.contains("tilus_scratch"));
     // a WGMMA accumulator as the next WGMMA's register operand: renames only
     for d in [16, 64] {
         let s = crate::common::scripts::convert::ChainedWgmma { d };

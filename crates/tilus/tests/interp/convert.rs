@@ -2,7 +2,7 @@
 //! an accumulator converted to the next product's operand (in registers, as `tilus ir` says),
 //! against the host on random inputs.
 
-use crate::common::inputs::{fresh_seed, random_f16};
+use crate::common::inputs::{fresh_seed, random_f16, random_f32};
 use crate::common::interp::run;
 use crate::common::scripts::convert::{ChainedProducts, ConvertedOperand};
 
@@ -101,5 +101,30 @@ fn a_wgmma_accumulator_converted_to_the_next_wgmmas_register_operand_stays_in_re
         let mut o = vec![f32::NAN; 64 * d as usize];
         run(&s, (&q[..], &kt[..], &v[..], &mut o[..])).unwrap();
         close(&o, &s.expected(&q, &kt, &v), &format!("{s:?}"));
+    }
+}
+
+#[test]
+fn operands_of_an_expression_in_other_layouts_meet_through_an_inserted_conversion() {
+    use crate::common::scripts::convert::ImplicitConvert;
+    {
+        let s = ImplicitConvert;
+        let ir = ir(&s);
+        assert!(
+            ir.contains("convert_layout(") && ir.contains("through shared"),
+            "{ir}"
+        );
+        let (x, y) = (
+            random_f32(1024, fresh_seed()),
+            random_f32(1024, fresh_seed()),
+        );
+        let mut out = vec![f32::NAN; 1024];
+        run(&s, (&x[..], &y[..], &mut out[..])).unwrap();
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&out),
+            bits(&ImplicitConvert::expected(&x, &y)),
+            "{s:?}"
+        );
     }
 }

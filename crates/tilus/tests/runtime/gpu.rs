@@ -311,6 +311,26 @@ fn layout_conversions_agree_with_the_host() {
         let got = device.stream().clone_dtoh(&o).unwrap();
         close(&got, &s.expected(&q, &kt, &v), format!("{s:?}"));
     }
+    {
+        use crate::common::scripts::convert::ImplicitConvert;
+        let (x, y) = (
+            random_f32(1024, fresh_seed()),
+            random_f32(1024, fresh_seed()),
+        );
+        let mut o = upload(&device, &vec![f32::NAN; 1024]);
+        tilus::Jit::new(ImplicitConvert, &device)
+            .launch(
+                device.stream(),
+                (&upload(&device, &x), &upload(&device, &y), &mut o),
+            )
+            .unwrap();
+        let got = device.stream().clone_dtoh(&o).unwrap();
+        close(
+            &got,
+            &ImplicitConvert::expected(&x, &y),
+            "ImplicitConvert".into(),
+        );
+    }
     for d in [16, 64] {
         use crate::common::scripts::convert::ChainedWgmma;
         let s = ChainedWgmma { d };

@@ -304,6 +304,27 @@ impl TileExpr {
         }
     }
 
+    /// Calls `f` on every register tile the expression reads, to change it.
+    pub fn tiles_mut(&mut self, f: &mut dyn FnMut(&mut RegView)) {
+        match self {
+            TileExpr::Tile(v) => f(v),
+            TileExpr::Scalar(_) | TileExpr::Index { .. } => {}
+            TileExpr::Unary(_, x) | TileExpr::Cast(_, x) | TileExpr::Bitcast(_, x) => {
+                x.tiles_mut(f)
+            }
+            TileExpr::Random { counter, .. } => counter.tiles_mut(f),
+            TileExpr::Binary(_, a, b) => {
+                a.tiles_mut(f);
+                b.tiles_mut(f);
+            }
+            TileExpr::Select(c, a, b) | TileExpr::MulAdd(c, a, b) => {
+                c.tiles_mut(f);
+                a.tiles_mut(f);
+                b.tiles_mut(f);
+            }
+        }
+    }
+
     /// Every scalar the expression reads.
     pub fn scalars<'a>(&'a self, out: &mut Vec<&'a Expr>) {
         match self {

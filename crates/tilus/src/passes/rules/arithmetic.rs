@@ -408,7 +408,19 @@ impl Rules for ArithInst {
                     for v in &tiles {
                         let need = l.broadcast_operand(&p.view_shape(v));
                         // back through the view: transposes are involutions
-                        cx.require(v.tensor, v.layout_of(&need), loc, "compute");
+                        let need = v.layout_of(&need);
+                        // an operand of the output's shape that something else laid out
+                        // otherwise is converted just before the expression
+                        // (`passes/convert_operands.rs`)
+                        let dtype = p.register(v.tensor).dtype;
+                        let other = cx.get(v.tensor).filter(|have| {
+                            !crate::passes::exceeds_registers(have, dtype)
+                                && !have.same_mapping(&need)
+                        });
+                        if other.is_some() && p.view_shape(v) == oshape {
+                            continue;
+                        }
+                        cx.require(v.tensor, need, loc, "compute");
                     }
                 }
             }

@@ -206,6 +206,41 @@ impl Script for ChainedWgmma {
     }
 }
 
+/// `out = 2·x + y` over `[128, 8]` f32 tiles whose layouts the script pins apart (`x` a row per
+/// thread, `y` a column of 8 rows per thread): the expression's operands meet through a
+/// conversion the compiler inserts (through shared memory: the threads exchange elements).
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct ImplicitConvert;
+
+impl ImplicitConvert {
+    /// The host's result.
+    pub fn expected(x: &[f32], y: &[f32]) -> Vec<f32> {
+        x.iter().zip(y).map(|(a, b)| 2.0 * a + b).collect()
+    }
+}
+
+impl Script for ImplicitConvert {
+    type Args = (Ptr<f32>, Ptr<f32>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (x, y, out): Handles<Self::Args>) {
+        use tilus::layout::RegisterLayout;
+        k.blocks([1]);
+        k.warps(4);
+        let gx = k.global_view(x, [128, 8]);
+        let gy = k.global_view(y, [128, 8]);
+        let go = k.global_view(out, [128, 8]);
+        let tx = k.load_global(&gx, [0, 0], [128, 8]);
+        let ty = k.load_global(&gy, [0, 0], [128, 8]);
+        // x: thread t holds row t
+        let rows = RegisterLayout::spatial(&[128, 1]).compose(&RegisterLayout::local(&[1, 8]));
+        k.annotate_layout(&tx, rows);
+        // y: thread t holds column t % 8 of rows 8·(t / 8) .. +8
+        let columns = RegisterLayout::spatial(&[16, 8]).compose(&RegisterLayout::local(&[8, 1]));
+        k.annotate_layout(&ty, columns);
+        let r = k.compute(tx * 2.0 + ty);
+        k.store_global(&go, &r, [0, 0]);
+    }
+}
+
 /// Repetitions of a `[rows, cols]` tile of `x` (f32): `tiled` gets it 3 times along the rows'
 /// dimension 1 (`[rows, 3 cols]`), `interleaved` each row twice (`[2 rows, cols]`), and
 /// `scaled` the tile times per-group scales (`s` `[rows, cols / 8]` interleaved 8 times along
