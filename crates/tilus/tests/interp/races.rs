@@ -58,28 +58,36 @@ fn rejected<S: Script<Args = Args>>(script: &S, key: &str, other: &str, phrases:
 
 type Args = (Ptr<f32>, PtrMut<f32>);
 
-/// Warp 0 stores a tile, warp 1 loads it and writes it out: with `sync()` between them, or not.
+/// Warp 0 stores a tile, warp 1 loads it and writes it out (`gather`: every warp stores its
+/// part and warp 0 loads the whole tile, a part of which it stored itself; it is ordered after
+/// that part only): with `sync()` between them, or not.
 #[derive(Clone, Debug, Hash)]
 struct Handoff {
     with_sync: bool,
+    gather: bool,
 }
 
 impl Script for Handoff {
     type Args = Args;
     fn body(&self, k: &mut Kernel, (src, out): Handles<Args>) {
         k.blocks([1]);
-        k.warps(2);
+        k.warps(if self.gather { 4 } else { 2 });
         let g = k.global_view(src, [32, 32]);
         let o = k.global_view(out, [32, 32]);
         let s = k.shared_tensor::<f32>([32, 32]);
-        k.single_warp(0, |k| {
+        let store = |k: &mut Kernel| {
             let t = k.load_global(&g, [0, 0], [32, 32]);
             mark("store", line!(), k.store_shared(&s, &t));
-        });
+        };
+        if self.gather {
+            store(k);
+        } else {
+            k.single_warp(0, store);
+        }
         if self.with_sync {
             k.sync();
         }
-        k.single_warp(1, |k| {
+        k.single_warp(if self.gather { 0 } else { 1 }, |k| {
             let t = mark("load", line!(), k.load_shared(&s));
             k.store_global(&o, &t, [0, 0]);
         });
@@ -88,8 +96,17 @@ impl Script for Handoff {
 
 #[test]
 fn a_load_of_another_warps_store_needs_a_barrier_between() {
-    copies(&Handoff { with_sync: true }, 32 * 32);
-    let racy = Handoff { with_sync: false };
+    copies(
+        &Handoff {
+            with_sync: true,
+            gather: false,
+        },
+        32 * 32,
+    );
+    let racy = Handoff {
+        with_sync: false,
+        gather: false,
+    };
     rejected(
         &racy,
         "load",
@@ -145,38 +162,19 @@ impl Script for ScratchRounds {
     }
 }
 
-/// Every warp stores its part of a tile, then warp 0 alone reads the whole tile back: with
-/// `sync()` between them, or not. Warp 0 took part in the store, but it is ordered after its
-/// own part only.
-#[derive(Clone, Debug, Hash)]
-struct GatherByOne {
-    with_sync: bool,
-}
-
-impl Script for GatherByOne {
-    type Args = Args;
-    fn body(&self, k: &mut Kernel, (src, out): Handles<Args>) {
-        k.blocks([1]);
-        k.warps(4);
-        let g = k.global_view(src, [32, 32]);
-        let o = k.global_view(out, [32, 32]);
-        let s = k.shared_tensor::<f32>([32, 32]);
-        let t = k.load_global(&g, [0, 0], [32, 32]);
-        mark("store", line!(), k.store_shared(&s, &t));
-        if self.with_sync {
-            k.sync();
-        }
-        k.single_warp(0, |k| {
-            let t = mark("load", line!(), k.load_shared(&s));
-            k.store_global(&o, &t, [0, 0]);
-        });
-    }
-}
-
 #[test]
 fn a_warp_that_stored_a_part_needs_a_barrier_before_reading_the_others_parts() {
-    copies(&GatherByOne { with_sync: true }, 32 * 32);
-    let racy = GatherByOne { with_sync: false };
+    copies(
+        &Handoff {
+            with_sync: true,
+            gather: true,
+        },
+        32 * 32,
+    );
+    let racy = Handoff {
+        with_sync: false,
+        gather: true,
+    };
     rejected(
         &racy,
         "load",
