@@ -52,6 +52,8 @@ pub enum Memory {
     FenceGpu,
     /// `store_global(global, register of the view's type, offsets)`.
     StoreGlobal(usize, T, Vec<Sc>),
+    /// `global_tensor::<dt>(shape, zeroed)`: a workspace the kernel owns, a new global view.
+    Workspace(Dt, Vec<Sc>, bool),
     /// `store_global_where(global, register, offsets, arange(..) < bound)` along the tile's
     /// dimension `dim` (clamped to its rank).
     StoreGlobalWhere(usize, T, Vec<Sc>, usize, Sc),
@@ -123,6 +125,12 @@ impl Memory {
                 3,
                 (0usize..8, scs(m))
                     .prop_map(|(p, s)| Memory::GlobalView(p, s).into())
+                    .boxed(),
+            ),
+            (
+                1,
+                (dt(m), scs(m), prop::bool::ANY)
+                    .prop_map(|(d, s, z)| Memory::Workspace(d, s, z).into())
                     .boxed(),
             ),
             (
@@ -208,6 +216,11 @@ impl Memory {
             Memory::GlobalView(ptr, shape) => {
                 let shape = r.scalars(shape);
                 let g = on!(r.ptrs[ptr % 8], P, |p: E| E::g(k.global_view(p, shape)));
+                r.globals.push(g);
+            }
+            Memory::Workspace(dt, shape, zeroed) => {
+                let shape = r.scalars(shape);
+                let g = by_dt!(dt, |E| E::g(k.global_tensor::<E>(shape.clone(), *zeroed)));
                 r.globals.push(g);
             }
             Memory::Shared(dt, shape) => {
