@@ -380,71 +380,28 @@ impl Rules for MemoryInst {
     }
 
     fn propagate_layouts(&self, cx: &mut LayoutCx, loc: Loc) {
-        // a masked store's mask has its values' layout
-        if let MemoryInst::StoreGlobal {
-            src, mask: Some(m), ..
-        } = self
-        {
-            let shape = cx.p.view_shape(src);
-            let known = cx
-                .get(src.tensor)
-                .map(|l| src.layout_of(&l))
-                .or_else(|| cx.get(m.tensor).map(|l| m.layout_of(&l)));
-            let Some(l) = known.filter(|l| l.shape() == &shape[..]) else {
-                return;
-            };
-            let why = "its masked store's other tile";
-            cx.require(src.tensor, src.layout_of(&l), loc, why);
-            if cx.p.view_shape(m) == shape {
-                cx.require(m.tensor, m.layout_of(&l), loc, why);
+        // the tiles an instruction reads or writes element by element together share one
+        // layout: a masked store's values and mask, a scatter's values and index tiles, an
+        // atomic's values, compared values and old values
+        match self {
+            MemoryInst::StoreGlobal {
+                src, mask: Some(m), ..
+            } => share_layout(cx, &[*src, *m], loc, "its masked store's other tile"),
+            MemoryInst::ScatterGlobal { src, index, .. } => {
+                let tiles: Vec<RegView> =
+                    std::iter::once(*src).chain(index.iter().copied()).collect();
+                share_layout(cx, &tiles, loc, "its scatter's other tiles");
             }
-            return;
-        }
-        // a scatter's values and index tiles share one layout
-        if let MemoryInst::ScatterGlobal { src, index, .. } = self {
-            let shape = cx.p.view_shape(src);
-            let known = cx.get(src.tensor).map(|l| src.layout_of(&l)).or_else(|| {
-                index
-                    .iter()
-                    .find_map(|v| cx.get(v.tensor).map(|l| v.layout_of(&l)))
-            });
-            let Some(l) = known.filter(|l| l.shape() == &shape[..]) else {
-                return;
-            };
-            let why = "its scatter's other tiles";
-            cx.require(src.tensor, src.layout_of(&l), loc, why);
-            for v in index {
-                if cx.p.view_shape(v) == shape {
-                    cx.require(v.tensor, v.layout_of(&l), loc, why);
-                }
+            MemoryInst::AtomicGlobal {
+                src, compare, out, ..
+            } => {
+                let tiles: Vec<RegView> = std::iter::once(*src)
+                    .chain(*compare)
+                    .chain(out.map(RegView::plain))
+                    .collect();
+                share_layout(cx, &tiles, loc, "its atomic's other tiles");
             }
-            return;
-        }
-        // an atomic's tiles (values, compared values, old values) share one layout
-        let MemoryInst::AtomicGlobal {
-            src, compare, out, ..
-        } = self
-        else {
-            return;
-        };
-        let shape = cx.p.view_shape(src);
-        let known = cx
-            .get(src.tensor)
-            .map(|l| src.layout_of(&l))
-            .or_else(|| compare.and_then(|c| cx.get(c.tensor).map(|l| c.layout_of(&l))))
-            .or_else(|| out.and_then(|o| cx.get(o)));
-        let Some(view) = known.filter(|l| l.shape() == &shape[..]) else {
-            return;
-        };
-        let why = "its atomic's other tiles";
-        cx.require(src.tensor, src.layout_of(&view), loc, why);
-        if let Some(c) = compare {
-            if cx.p.view_shape(c) == shape {
-                cx.require(c.tensor, c.layout_of(&view), loc, why);
-            }
-        }
-        if let Some(o) = out {
-            cx.require(*o, view, loc, why);
+            _ => {}
         }
     }
 
@@ -499,6 +456,26 @@ impl Rules for MemoryInst {
             | MemoryInst::AtomicGlobal { .. }
             | MemoryInst::ScatterGlobal { .. }
             | MemoryInst::AtomicScalar { .. } => {}
+        }
+    }
+}
+
+/// Gives every tile of `tiles` of the first one's shape the layout the first of them with a
+/// known layout has (seen through each tile's view).
+fn share_layout(cx: &mut LayoutCx, tiles: &[RegView], loc: Loc, why: &'static str) {
+    let Some(first) = tiles.first() else {
+        return;
+    };
+    let shape = cx.p.view_shape(first);
+    let known = tiles
+        .iter()
+        .find_map(|v| cx.get(v.tensor).map(|l| v.layout_of(&l)));
+    let Some(l) = known.filter(|l| l.shape() == &shape[..]) else {
+        return;
+    };
+    for v in tiles {
+        if cx.p.view_shape(v) == shape {
+            cx.require(v.tensor, v.layout_of(&l), loc, why);
         }
     }
 }
