@@ -26,5 +26,5 @@ pub(crate) mod tile_epilogue;
 
 pub use matmuls::Matmuls;
 pub use operand::Bf16;
-pub use picker::{candidates, Gemm, Kernel, SPLIT_K_MAX_M};
+pub use picker::{candidates, Gemm, Kernel, SPLIT_K_MAX_M, STREAM_K_NARROW_MIN_M};
 pub use split_k::SplitK;

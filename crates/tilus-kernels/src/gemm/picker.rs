@@ -2,7 +2,8 @@
 //! who do not write kernels. It holds the kernels that suit different shapes — v6 (a
 //! persistent, warp-specialized kernel: large problems), stream-K (v6 with its last two
 //! rounds' tiles shared out by K steps: shapes whose tiles do not fill the machine in whole
-//! rounds), split-K (small M: K in ranges, so that every multiprocessor
+//! rounds; a second, 128 × 128 form shares out every tile of mid-size shapes whose 128 × 128
+//! tiles are about one round), split-K (small M: K in ranges, so that every multiprocessor
 //! has work) and the general GEMM (any K: rows TMA cannot read are staged first) — each
 //! autotuned over its own space on first use of a problem, and picks between them per shape:
 //! a shape where more than one applies is timed with each once (CUDA events, the median of a
@@ -24,7 +25,7 @@
 use crate::gemm::general::{GemmGeneral, GemmProblem, Layout};
 use crate::gemm::matmuls::Matmuls;
 use crate::gemm::split_k::SplitK;
-use crate::gemm::stream_k::StreamK;
+use crate::gemm::stream_k::{MatmulStreamK, StreamK};
 use crate::host::{dim, elements, length};
 use half::f16;
 use std::collections::HashMap;
@@ -54,8 +55,11 @@ pub enum Kernel {
     V6,
     /// Split-K (`hopper_matmul_split_k` and its sum).
     SplitK,
-    /// Stream-K (`hopper_matmul_stream_k`).
+    /// Stream-K (`hopper_matmul_stream_k`) on v6's default 128 × 256 tiles.
     StreamK,
+    /// Stream-K on 128 × 128 tiles with six stages: mid-size shapes (M of 128 to a few
+    /// thousand, long K) whose larger tiles leave multiprocessors idle.
+    StreamKNarrow,
     /// The general GEMM (`gemm::general`), its operands staged into rows TMA can read.
     General,
 }
@@ -67,6 +71,7 @@ impl Kernel {
             Kernel::V6 => "v6",
             Kernel::SplitK => "split_k",
             Kernel::StreamK => "stream_k",
+            Kernel::StreamKNarrow => "stream_k_128x128",
             Kernel::General => "general",
         }
     }
@@ -74,23 +79,51 @@ impl Kernel {
 
 /// The kernels that apply to a shape `(m, n, k)`, the usual winner first: rows of K that do
 /// not start on 16-byte boundaries (K not a multiple of 8) only the general GEMM takes; the
-/// others are timed against each other: split-K up to [`SPLIT_K_MAX_M`] rows, stream-K beyond
-/// (below, its tiles are fewer than a round and it shares none).
+/// others are timed against each other: split-K up to [`SPLIT_K_MAX_M`] rows, stream-K on
+/// v6's tiles beyond (below, its tiles are fewer than a round and it shares none), and
+/// stream-K on 128 × 128 tiles from [`STREAM_K_NARROW_MIN_M`] rows (at 256 × 8192 × 8192,
+/// 512 × 4096 × 4096 and 2048 × 1024 × 8192 it ran 0.91× cuBLAS where the others reached
+/// 0.84–0.90×; see docs/perf.md).
 ///
 /// ```
 /// use tilus_kernels::gemm::{candidates, Kernel, SPLIT_K_MAX_M};
 /// assert_eq!(candidates((16, 4096, 4096)), [Kernel::SplitK, Kernel::V6]);
-/// assert_eq!(candidates((SPLIT_K_MAX_M + 1, 4096, 4096)), [Kernel::V6, Kernel::StreamK]);
+/// assert_eq!(
+///     candidates((SPLIT_K_MAX_M, 4096, 4096)),
+///     [Kernel::SplitK, Kernel::V6, Kernel::StreamKNarrow]
+/// );
+/// assert_eq!(
+///     candidates((SPLIT_K_MAX_M + 1, 4096, 4096)),
+///     [Kernel::V6, Kernel::StreamK, Kernel::StreamKNarrow]
+/// );
 /// assert_eq!(candidates((4096, 4096, 4095)), [Kernel::General]);
 /// ```
 pub fn candidates((m, _, k): (usize, usize, usize)) -> Vec<Kernel> {
-    if !k.is_multiple_of(8) {
-        vec![Kernel::General]
+    let mut options = if !k.is_multiple_of(8) {
+        return vec![Kernel::General];
     } else if m <= SPLIT_K_MAX_M {
         vec![Kernel::SplitK, Kernel::V6]
     } else {
         vec![Kernel::V6, Kernel::StreamK]
+    };
+    if m >= STREAM_K_NARROW_MIN_M {
+        options.push(Kernel::StreamKNarrow);
     }
+    options
+}
+
+/// Smallest M for which stream-K on 128 × 128 tiles is a candidate: below, a row of its tiles
+/// is all there is and split-K or v6's narrow tiles win (0.65× cuBLAS at 128 × 4096 × 4096).
+/// A bucket's first M (choices are kept per power of two), so that every M of a bucket has
+/// the same candidates.
+pub const STREAM_K_NARROW_MIN_M: usize = 129;
+
+/// Stream-K's 128 × 128 form, six stages deep ([`Kernel::StreamKNarrow`]).
+fn stream_k_narrow() -> MatmulStreamK {
+    let mut config = MatmulStreamK::default();
+    config.tile.block_n = 128;
+    config.tile.stages = 6;
+    config
 }
 
 /// `Gemm`'s `C = A · Bᵀ` as the general GEMM's problem: A `[m, k]` and C `[m, n]` row-major;
@@ -140,6 +173,7 @@ pub struct Gemm<T: Matmuls = f16> {
     v6: Autotuned<T::V6>,
     split_k: SplitK<T>,
     stream_k: StreamK<T>,
+    stream_k_narrow: StreamK<T>,
     general: GemmGeneral<T>,
     chosen: Mutex<HashMap<(usize, usize, usize), Kernel>>,
 }
@@ -153,6 +187,7 @@ impl<T: Matmuls> Gemm<T> {
             // its space spills a few words (the autotuner skips spilling kernels): v6's
             // default tile, 128 × 256
             stream_k: StreamK::fixed(Default::default(), device),
+            stream_k_narrow: StreamK::fixed(stream_k_narrow(), device),
             general: GemmGeneral::new(device).map_err(tilus::Error::from)?,
             chosen: Mutex::new(HashMap::new()),
         })
@@ -208,6 +243,10 @@ impl<T: Matmuls> Gemm<T> {
                 .launch(stream, (m as i32, n as i32, k as i32, a, b, c))?,
             Kernel::SplitK => self.split_k.launch_on(stream, (m, n, k), (a, b), c)?,
             Kernel::StreamK => self.stream_k.launch_on(stream, (m, n, k), (a, b), c)?,
+            Kernel::StreamKNarrow => {
+                self.stream_k_narrow
+                    .launch_on(stream, (m, n, k), (a, b), c)?
+            }
             Kernel::General => self.general.run(stream, &tn_problem((m, n, k)), a, b, c)?,
         }
         Ok(())
@@ -282,10 +321,18 @@ mod tests {
         let (n, k) = (4096, 4096);
         let small = vec![Kernel::SplitK, Kernel::V6];
         assert_eq!(candidates((1, n, k)), small);
-        assert_eq!(candidates((SPLIT_K_MAX_M, n, k)), small);
+        assert_eq!(candidates((STREAM_K_NARROW_MIN_M - 1, n, k)), small);
+        let mid = vec![Kernel::SplitK, Kernel::V6, Kernel::StreamKNarrow];
+        assert_eq!(candidates((STREAM_K_NARROW_MIN_M, n, k)), mid);
+        assert_eq!(candidates((SPLIT_K_MAX_M, n, k)), mid);
         assert_eq!(
             candidates((SPLIT_K_MAX_M + 1, n, k)),
-            vec![Kernel::V6, Kernel::StreamK]
+            vec![Kernel::V6, Kernel::StreamK, Kernel::StreamKNarrow]
+        );
+        let narrow = stream_k_narrow().tile;
+        assert_eq!(
+            (narrow.block_m, narrow.block_n, narrow.stages),
+            (128, 128, 6)
         );
         for k in [1, 7, 4095, 1001] {
             assert_eq!(candidates((1, n, k)), vec![Kernel::General]);
