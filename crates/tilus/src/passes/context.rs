@@ -255,6 +255,21 @@ pub(crate) struct LayoutCx<'p> {
     /// The tile whose preferences this round grants (the first tile, in declaration order,
     /// that is still open); `None` grants the first wish for any tile.
     pub prefer_target: Option<RegId>,
+    /// The layouts tensor-core instructions want of their register operands, as seen through
+    /// the operands' views, by the threads of the instruction's group: granted once every
+    /// instruction has fixed its results' layouts ([`LayoutCx::settle_operands`]).
+    pub operand_wishes: Vec<OperandWish>,
+}
+
+/// A register operand's wanted layout (see [`LayoutCx::operand_wishes`]).
+pub(crate) struct OperandWish {
+    pub view: RegView,
+    /// As seen through `view`.
+    pub layout: RegisterLayout,
+    /// Threads of the instruction's group.
+    pub group: u32,
+    pub loc: Loc,
+    pub why: &'static str,
 }
 
 impl LayoutCx<'_> {
@@ -282,6 +297,46 @@ impl LayoutCx<'_> {
                     self.error(loc, msg);
                 }
             }
+        }
+    }
+
+    /// Asks for operand `view` (of an instruction run by `group` threads) to be laid out as
+    /// `layout` (as seen through the view); settled by [`LayoutCx::settle_operands`].
+    pub fn wish_operand(
+        &mut self,
+        view: RegView,
+        layout: RegisterLayout,
+        group: u32,
+        loc: Loc,
+        why: &'static str,
+    ) {
+        self.operand_wishes.push(OperandWish {
+            view,
+            layout,
+            group,
+            loc,
+            why,
+        });
+    }
+
+    /// Grants the operand wishes: an operand nothing else laid out gets the layout its
+    /// instruction wants; one that another instruction laid out otherwise keeps that layout
+    /// and is converted just before its use (`passes/convert_operands.rs`) where a
+    /// conversion can be made there, and is a diagnostic naming both otherwise.
+    pub fn settle_operands(&mut self) {
+        for w in std::mem::take(&mut self.operand_wishes) {
+            let need = w.view.layout_of(&w.layout);
+            let decl = self.p.register(w.view.tensor);
+            if let Some((have, _, _)) = &self.layouts[w.view.tensor.0 as usize] {
+                let seen = w.view.layout_of(have);
+                if !crate::passes::exceeds_registers(have, decl.dtype)
+                    && !have.same_mapping(&need)
+                    && crate::passes::convertible(&w.layout, &seen, w.group, self.p.threads())
+                {
+                    continue;
+                }
+            }
+            self.require(w.view.tensor, need, w.loc, w.why);
         }
     }
 

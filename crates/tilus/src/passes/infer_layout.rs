@@ -154,10 +154,13 @@ pub fn run(mut p: Program) -> Result<Program> {
         changed: false,
         preferred: false,
         prefer_target: None,
+        operand_wishes: vec![],
     };
     for_each_inst_mut(&mut body, &mut |inst, loc| {
         inst.anchor_layouts(&mut cx, loc)
     });
+    // tensor-core operands once every result is fixed: one laid out otherwise is converted
+    cx.settle_operands();
     // Until every tile has a layout: propagate to a fixpoint, then settle the first open tile
     // (its preference, else its default), and propagate that too, so that the tiles computed
     // from it agree with it.
@@ -200,7 +203,8 @@ pub fn run(mut p: Program) -> Result<Program> {
     for (r, l) in p.registers.iter_mut().zip(layouts) {
         r.layout = l.map(|(l, _, _)| l);
     }
-    // operands of elementwise expressions the layouts leave apart meet through conversions
+    // operands the layouts leave apart (of elementwise expressions, casts, tensor-core
+    // instructions) meet through conversions
     super::convert_operands::insert(&mut p);
     // the shared tiles instructions use internally, now that layouts say what they need
     let mut sizes = vec![];

@@ -36,6 +36,19 @@ pub(crate) fn exceeds_registers(
     bits > u64::from(MAX_REGISTERS) * 32
 }
 
+/// Whether a tile laid out as `src` can be converted to `target` (both as seen through the
+/// same view) by threads `group` of a block of `block` threads: in registers where each thread
+/// holds its elements already, through shared memory (behind block barriers) only in the whole
+/// block.
+pub(crate) fn convertible(
+    target: &crate::layout::RegisterLayout,
+    src: &crate::layout::RegisterLayout,
+    group: u32,
+    block: u32,
+) -> bool {
+    target.shape() == src.shape() && (group == block || target.in_thread_locals(src).is_some())
+}
+
 /// Runs every pass: the result is a checked, laid-out, planned program and its launch plan.
 pub fn compile_program(program: Program) -> Result<(Program, LaunchPlan)> {
     verify::check(&program)?;

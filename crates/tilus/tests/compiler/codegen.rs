@@ -1032,7 +1032,7 @@ fn index_tiles_and_masks_compile_to_coordinates_without_spills() {
 #[test]
 fn layout_conversions_compile_through_shared_memory_or_registers() {
     use crate::common::scripts::convert::{ChainedProducts, ConvertedOperand};
-    for s in ConvertedOperand::FORMS {
+    for s in ConvertedOperand::both_forms() {
         let c = build(&s, &[]);
         assert_eq!(c.report.spill_stores, 0, "{s:?}");
         assert!(
@@ -1041,20 +1041,26 @@ fn layout_conversions_compile_through_shared_memory_or_registers() {
         );
         assert!(c.source.matches("__syncthreads();").count() >= 2, "{s:?}");
     }
-    for d in [8, 64] {
-        let s = ChainedProducts { d };
+    for (d, implicit) in [8, 64].into_iter().flat_map(|d| [(d, false), (d, true)]) {
+        let s = ChainedProducts { d, implicit };
         let c = build(&s, &[]);
         assert_eq!(c.report.spill_stores, 0, "{s:?}");
         assert!(!c.source.contains("tilus_scratch"), "{s:?}");
         assert!(!c.source.contains("__syncthreads();"), "{s:?}");
+    }
+    // a cast's source laid out apart from its result: converted before the cast
+    for s in ConvertedOperand::FORMS.map(crate::common::scripts::convert::CastOperand) {
+        let c = build(&s, &[]);
+        assert_eq!(c.report.spill_stores, 0, "{s:?}");
+        assert!(c.source.contains("tilus_scratch"), "{s:?}");
     }
     // operands of an expression in other layouts: the inserted conversion, through shared memory
     let c = build(&crate::common::scripts::convert::ImplicitConvert, &[]);
     assert_eq!(c.report.spill_stores, 0);
     assert!(c.source.contains("tilus_scratch"));
     // a WGMMA accumulator as the next WGMMA's register operand: renames only
-    for d in [16, 64] {
-        let s = crate::common::scripts::convert::ChainedWgmma { d };
+    for (d, implicit) in [16, 64].into_iter().flat_map(|d| [(d, false), (d, true)]) {
+        let s = crate::common::scripts::convert::ChainedWgmma { d, implicit };
         let c = build(&s, &[]);
         assert_eq!(c.report.spill_stores, 0, "{s:?}");
         assert!(!c.source.contains("tilus_scratch"), "{s:?}");

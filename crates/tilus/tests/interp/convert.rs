@@ -23,7 +23,7 @@ fn close(got: &[f32], want: &[f32], what: &str) {
 
 #[test]
 fn a_loaded_tile_converted_to_an_mma_operand_goes_through_shared_memory() {
-    for s in ConvertedOperand::FORMS {
+    for s in ConvertedOperand::both_forms() {
         let ir = ir(&s);
         assert!(
             ir.contains("convert_layout(") && ir.contains("through shared"),
@@ -38,12 +38,37 @@ fn a_loaded_tile_converted_to_an_mma_operand_goes_through_shared_memory() {
 }
 
 #[test]
-fn an_accumulator_converted_to_the_next_products_operand_stays_in_registers() {
-    for d in [8, 16, 64] {
-        let s = ChainedProducts { d };
+fn a_cast_whose_source_and_result_are_laid_out_apart_converts_its_source() {
+    use crate::common::scripts::convert::CastOperand;
+    for s in ConvertedOperand::FORMS.map(CastOperand) {
         let ir = ir(&s);
         assert!(
-            ir.contains("convert_layout(") && ir.contains("in registers (free)"),
+            ir.contains("convert_layout(") && ir.contains("through shared"),
+            "{ir}"
+        );
+        let (m, n, k) = (s.0.m as usize, s.0.n as usize, 16 * s.0.k16 as usize);
+        let (a, b) = (
+            random_f32(m * k, fresh_seed()),
+            random_f16(n * k, fresh_seed()),
+        );
+        let mut c = vec![f32::NAN; m * n];
+        run(&s, (&a[..], &b[..], &mut c[..])).unwrap();
+        close(&c, &s.expected(&a, &b), &format!("{s:?}"));
+    }
+}
+
+#[test]
+fn an_accumulator_converted_to_the_next_products_operand_stays_in_registers() {
+    for (d, implicit) in [8, 16, 64]
+        .into_iter()
+        .flat_map(|d| [(d, false), (d, true)])
+    {
+        let s = ChainedProducts { d, implicit };
+        let ir = ir(&s);
+        // left implicit, the operand is the cast's result in the fragment layout (the
+        // accumulator's is the same mapping) or a conversion in registers
+        assert!(
+            (implicit || ir.contains("convert_layout(")) && !ir.contains("through shared"),
             "{ir}"
         );
         let (q, kt, v) = (
@@ -85,11 +110,13 @@ fn repeats_take_each_element_from_its_source() {
 #[test]
 fn a_wgmma_accumulator_converted_to_the_next_wgmmas_register_operand_stays_in_registers() {
     use crate::common::scripts::convert::ChainedWgmma;
-    for d in [16, 64] {
-        let s = ChainedWgmma { d };
+    for (d, implicit) in [16, 64].into_iter().flat_map(|d| [(d, false), (d, true)]) {
+        let s = ChainedWgmma { d, implicit };
         let ir = ir(&s);
+        // left implicit, the operand is the cast's result in the fragment layout (the
+        // accumulator's is the same mapping) or a conversion in registers
         assert!(
-            ir.contains("convert_layout(") && ir.contains("in registers (free)"),
+            (implicit || ir.contains("convert_layout(")) && !ir.contains("through shared"),
             "{ir}"
         );
         let (keys, head) = (ChainedWgmma::KEYS, ChainedWgmma::HEAD);

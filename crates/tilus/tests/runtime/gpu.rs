@@ -283,7 +283,7 @@ fn layout_conversions_agree_with_the_host() {
             );
         }
     };
-    for s in ConvertedOperand::FORMS {
+    for s in ConvertedOperand::both_forms() {
         let (m, n, k) = (s.m as usize, s.n as usize, 16 * s.k16 as usize);
         let (a, b) = (
             random_f16(m * k, fresh_seed()),
@@ -296,8 +296,24 @@ fn layout_conversions_agree_with_the_host() {
         let got = device.stream().clone_dtoh(&c).unwrap();
         close(&got, &s.expected(&a, &b), format!("{s:?}"));
     }
-    for d in [8, 16, 64] {
-        let s = ChainedProducts { d };
+    for s in ConvertedOperand::FORMS.map(crate::common::scripts::convert::CastOperand) {
+        let (m, n, k) = (s.0.m as usize, s.0.n as usize, 16 * s.0.k16 as usize);
+        let (a, b) = (
+            random_f32(m * k, fresh_seed()),
+            random_f16(n * k, fresh_seed()),
+        );
+        let mut c = upload(&device, &vec![f32::NAN; m * n]);
+        tilus::Jit::new(s, &device)
+            .launch(device.stream(), (&upload(&device, &a), &put(&b), &mut c))
+            .unwrap();
+        let got = device.stream().clone_dtoh(&c).unwrap();
+        close(&got, &s.expected(&a, &b), format!("{s:?}"));
+    }
+    for (d, implicit) in [8, 16, 64]
+        .into_iter()
+        .flat_map(|d| [(d, false), (d, true)])
+    {
+        let s = ChainedProducts { d, implicit };
         let n = 16 * d as usize;
         let (q, kt, v) = (
             random_f16(256, fresh_seed()),
@@ -331,9 +347,9 @@ fn layout_conversions_agree_with_the_host() {
             "ImplicitConvert".into(),
         );
     }
-    for d in [16, 64] {
+    for (d, implicit) in [16, 64].into_iter().flat_map(|d| [(d, false), (d, true)]) {
         use crate::common::scripts::convert::ChainedWgmma;
-        let s = ChainedWgmma { d };
+        let s = ChainedWgmma { d, implicit };
         let (keys, head) = (ChainedWgmma::KEYS, ChainedWgmma::HEAD);
         let (q, kt, v) = (
             random_f16(64 * head, fresh_seed()),

@@ -131,6 +131,22 @@ fn check_types(c: &mut Checker, e: &TileExpr, loc: Loc) -> DType {
 /// operands laid out so far fit, among those a tile of its shape gets by default or for a
 /// vectorized access (the layouts the operands' own sources most likely had, before a
 /// reduction collapsed them). `None` when no operand has a layout yet, or none fits.
+/// Whether a cast whose source (laid out `have`) and result (laid out `ol`) were both laid
+/// out by other instructions, differently, gets its source converted to the result's layout.
+fn cast_converts(
+    cx: &LayoutCx,
+    src: &RegView,
+    out: RegId,
+    (have, ol): (&RegisterLayout, &RegisterLayout),
+) -> bool {
+    let p = cx.p;
+    let d = p.register(src.tensor);
+    let seen = src.layout_of(have);
+    !crate::passes::exceeds_registers(have, d.dtype)
+        && !seen.same_mapping(ol)
+        && crate::passes::convertible(ol, &seen, p.register(out).group_threads, p.threads())
+}
+
 fn fitting_layout(
     cx: &LayoutCx,
     tiles: &[RegView],
@@ -298,7 +314,26 @@ impl Rules for ArithInst {
             return;
         }
         let (src, op, dim, out) = match self {
-            ArithInst::Cast { .. } | ArithInst::Scan { .. } => return,
+            ArithInst::Cast { src, out } => {
+                let (Some(l), Some(ol)) =
+                    (&p.register(src.tensor).layout, &p.register(*out).layout)
+                else {
+                    return;
+                };
+                if !src.layout_of(l).same_mapping(ol) {
+                    let msg = format!(
+                        "cast: `{}` is laid out as {} and its cast `{}` as {ol}, which no \
+                         conversion here can join (a conversion through shared memory needs the \
+                         whole block); convert it first where the whole block runs",
+                        p.register(src.tensor).name,
+                        src.layout_of(l),
+                        p.register(*out).name
+                    );
+                    c.err(loc, msg);
+                }
+                return;
+            }
+            ArithInst::Scan { .. } => return,
             ArithInst::Map { expr, out } | ArithInst::Assign { expr, out } => {
                 if expr.operand_locals(p, *out).is_none() {
                     let msg = format!(
@@ -379,13 +414,14 @@ impl Rules for ArithInst {
                     cx.require(src.tensor, src.layout_of(&l), loc, op.name());
                 }
             }
-            ArithInst::Cast { src, out } => {
-                if let Some(l) = cx.get(src.tensor) {
-                    cx.require(*out, src.layout_of(&l), loc, "cast");
-                } else if let Some(l) = cx.get(*out) {
-                    cx.require(src.tensor, src.layout_of(&l), loc, "cast");
-                }
-            }
+            ArithInst::Cast { src, out } => match (cx.get(src.tensor), cx.get(*out)) {
+                // both laid out otherwise: the source is converted just before the cast
+                // (`passes/convert_operands.rs`)
+                (Some(have), Some(ol)) if cast_converts(cx, src, *out, (&have, &ol)) => {}
+                (Some(l), _) => cx.require(*out, src.layout_of(&l), loc, "cast"),
+                (None, Some(l)) => cx.require(src.tensor, src.layout_of(&l), loc, "cast"),
+                (None, None) => {}
+            },
             ArithInst::Map { expr, out } | ArithInst::Assign { expr, out } => {
                 let p = cx.p;
                 let oshape = p.register(*out).shape.clone();

@@ -71,14 +71,10 @@ impl Rules for MmaInst {
                     return;
                 };
                 *plan = Some(pl);
-                cx.require(a.tensor, a.layout_of(&pl.a_layout()), loc, "dot operand a");
-                cx.require(b.tensor, b.layout_of(&pl.b_layout()), loc, "dot operand b");
-                cx.require(
-                    c.tensor,
-                    c.layout_of(&pl.c_layout()),
-                    loc,
-                    "dot accumulator c",
-                );
+                let group = cx.p.register(*out).group_threads;
+                cx.wish_operand(*a, pl.a_layout(), group, loc, "dot operand a");
+                cx.wish_operand(*b, pl.b_layout(), group, loc, "dot operand b");
+                cx.wish_operand(*c, pl.c_layout(), group, loc, "dot accumulator c");
                 cx.require(*out, pl.c_layout(), loc, "dot output");
             }
         }

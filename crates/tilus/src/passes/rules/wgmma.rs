@@ -142,12 +142,8 @@ impl Rules for WgmmaInst {
                 *plan = Some(pl);
                 cx.require(*d, whole.d_layout(), loc, "wgmma accumulator");
                 if let WgmmaA::Register(v) = a {
-                    cx.require(
-                        v.tensor,
-                        v.layout_of(&pl.a_layout()),
-                        loc,
-                        "wgmma operand a",
-                    );
+                    let group = cx.p.register(*d).group_threads;
+                    cx.wish_operand(*v, pl.a_layout(), group, loc, "wgmma operand a");
                 }
             }
             Err(why) => cx.error(loc, format!("wgmma.mma: {why}")),

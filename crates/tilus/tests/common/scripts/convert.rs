@@ -2,20 +2,23 @@
 //! mma operand (threads exchange elements: through shared memory), and an mma accumulator
 //! converted to the next product's operand (each thread holds its part already: renames). The
 //! interpreter (`interp/convert.rs`) and the GPU (`runtime/gpu.rs`) run them against the same
-//! host references; the compile tests (`compiler/codegen.rs`) compile them.
+//! host references; the compile tests (`compiler/codegen.rs`) compile them. Each has an
+//! `implicit` form that leaves the conversion out: the compiler inserts it at the use.
 
 use half::f16;
 use tilus::prelude::*;
 
 /// `c[m, n] = a · bᵀ` for one `[m, n]` tile with `k` = 16 · `k16`, `a` and `b` f16 row-major:
 /// `a` is loaded with the global loads' own layout and converted to `dot`'s fragment layout,
-/// over `warps` warps.
+/// over `warps` warps. `implicit`: `a` is pinned to the loads' vectorized layout
+/// (`annotate_layout`) and given to `dot` as it is.
 #[derive(Clone, Copy, Debug, Hash)]
 pub struct ConvertedOperand {
     pub m: i32,
     pub n: i32,
     pub k16: i32,
     pub warps: u32,
+    pub implicit: bool,
 }
 
 impl ConvertedOperand {
@@ -26,20 +29,36 @@ impl ConvertedOperand {
             n: 8,
             k16: 1,
             warps: 1,
+            implicit: false,
         },
         ConvertedOperand {
             m: 64,
             n: 32,
             k16: 2,
             warps: 4,
+            implicit: false,
         },
         ConvertedOperand {
             m: 32,
             n: 64,
             k16: 4,
             warps: 2,
+            implicit: false,
         },
     ];
+
+    /// [`ConvertedOperand::FORMS`], explicit and implicit.
+    pub fn both_forms() -> impl Iterator<Item = ConvertedOperand> {
+        Self::FORMS.into_iter().flat_map(|s| {
+            [
+                s,
+                ConvertedOperand {
+                    implicit: true,
+                    ..s
+                },
+            ]
+        })
+    }
 
     /// The host's product (f32 sums of f16 products).
     pub fn expected(&self, a: &[f16], b: &[f16]) -> Vec<f32> {
@@ -66,7 +85,56 @@ impl Script for ConvertedOperand {
         let gb = k.global_view(b, [n, kk]);
         let gc = k.global_view(c, [m, n]);
         let loaded = k.load_global(&ga, [0, 0], [m, kk]);
-        let ta = k.convert_layout(&loaded);
+        let ta = if self.implicit {
+            let coalesced = tilus::passes::infer_layout::vectorized_layout(
+                &[i64::from(m), i64::from(kk)],
+                32 * i64::from(self.warps),
+                2,
+            );
+            k.annotate_layout(&loaded, coalesced);
+            loaded
+        } else {
+            k.convert_layout(&loaded)
+        };
+        let tb = k.load_global(&gb, [0, 0], [n, kk]);
+        let acc = k.register_tensor::<f32>([m, n], 0.0);
+        k.dot(&ta, &tb.transpose(), &acc, &acc);
+        k.store_global(&gc, &acc, [0, 0]);
+    }
+}
+
+/// `c[m, n] = f16(a) · bᵀ` as [`ConvertedOperand`], with `a` f32, pinned to the loads'
+/// vectorized layout and cast to f16 for `dot`: the cast's source and result are laid out
+/// apart, and the compiler converts the source just before the cast (through shared memory).
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct CastOperand(pub ConvertedOperand);
+
+impl CastOperand {
+    /// The host's product of `a` rounded to f16 and `b`.
+    pub fn expected(&self, a: &[f32], b: &[f16]) -> Vec<f32> {
+        let a: Vec<f16> = a.iter().map(|&x| f16::from_f32(x)).collect();
+        self.0.expected(&a, b)
+    }
+}
+
+impl Script for CastOperand {
+    type Args = (Ptr<f32>, Ptr<f16>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (a, b, c): Handles<Self::Args>) {
+        let s = self.0;
+        let (m, n, kk) = (s.m, s.n, 16 * s.k16);
+        k.blocks([1]);
+        k.warps(s.warps);
+        let ga = k.global_view(a, [m, kk]);
+        let gb = k.global_view(b, [n, kk]);
+        let gc = k.global_view(c, [m, n]);
+        let loaded = k.load_global(&ga, [0, 0], [m, kk]);
+        let coalesced = tilus::passes::infer_layout::vectorized_layout(
+            &[i64::from(m), i64::from(kk)],
+            32 * i64::from(s.warps),
+            4,
+        );
+        k.annotate_layout(&loaded, coalesced);
+        let ta = k.cast::<f16>(&loaded);
         let tb = k.load_global(&gb, [0, 0], [n, kk]);
         let acc = k.register_tensor::<f32>([m, n], 0.0);
         k.dot(&ta, &tb.transpose(), &acc, &acc);
@@ -77,9 +145,11 @@ impl Script for ConvertedOperand {
 /// Two products chained as attention chains them, in one warp: `s = q · kᵀ` (`[16, 16]`,
 /// f32), `p` = `s` rounded to f16 and converted to the next product's operand (each thread
 /// holds its part of the operand in the accumulator already), `o = p · v` (`v` `[16, d]`).
+/// `implicit`: `p` goes to the product as cast (the compiler converts it).
 #[derive(Clone, Copy, Debug, Hash)]
 pub struct ChainedProducts {
     pub d: i32,
+    pub implicit: bool,
 }
 
 impl ChainedProducts {
@@ -120,7 +190,11 @@ impl Script for ChainedProducts {
         let s = k.register_tensor::<f32>([16, 16], 0.0);
         k.dot(&tq, &tk.transpose(), &s, &s);
         let p16 = k.cast::<f16>(&s);
-        let p = k.convert_layout(&p16);
+        let p = if self.implicit {
+            p16
+        } else {
+            k.convert_layout(&p16)
+        };
         let tv = k.load_global(&gv, [0, 0], [16, d]);
         let acc = k.register_tensor::<f32>([16, d], 0.0);
         k.dot(&p, &tv, &acc, &acc);
@@ -132,10 +206,11 @@ impl Script for ChainedProducts {
 /// `s = q · kᵀ` (`[64, 64]`, f32, both operands from shared memory), `p` = `s` rounded to f16
 /// and converted to the register A operand of the next product (the accumulator's fragment
 /// and the operand's coincide per thread: renames), `o = p · v` with `v` `[64, d]` read as
-/// stored (an MN-major B operand).
+/// stored (an MN-major B operand). `implicit`: `p` goes to the product as cast.
 #[derive(Clone, Copy, Debug, Hash)]
 pub struct ChainedWgmma {
     pub d: i32,
+    pub implicit: bool,
 }
 
 impl ChainedWgmma {
@@ -196,7 +271,11 @@ impl Script for ChainedWgmma {
         k.wgmma().commit_group();
         k.wgmma().wait_group(0);
         let p16 = k.cast::<f16>(&s);
-        let p = k.convert_layout(&p16);
+        let p = if self.implicit {
+            p16
+        } else {
+            k.convert_layout(&p16)
+        };
         let acc = k.register_tensor::<f32>([64, d], 0.0);
         k.wgmma().fence();
         k.wgmma().mma(&p, &sv, &acc);
