@@ -323,8 +323,16 @@ impl<T: Element> CStores<T> {
         let buffer = staging[g].at(Val::constant(j % self.buffers));
         let part = part(k);
         // the store that last used this buffer (`buffers` stores ago, perhaps the last
-        // tile's) has read it; then every thread may overwrite it
-        let pending = if alone { 0 } else { self.buffers as u32 - 1 };
+        // tile's) has read it; then every thread may overwrite it. A tile whose chunks do not
+        // fill the buffers in whole turns (three chunks, two buffers) ends on another buffer
+        // than the rotation: its next tile's first chunk reuses the buffer of the very last
+        // store, so it waits for all of them.
+        let off_turn = j == 0 && self.chunks % self.buffers != 0;
+        let pending = if alone || off_turn {
+            0
+        } else {
+            self.buffers as u32 - 1
+        };
         k.single_thread(|k| k.tma().wait_group_read(pending));
         k.sync_group();
         stage_and_store(k, (&buffer, &part), &self.gc, at, |_| {});

@@ -68,6 +68,14 @@ fn stream_k_shares_the_last_rounds_alone_and_in_pairs() {
     };
     // pairs of 256 x 128: 9 units on 2 pairs, 3 shared
     check(pairs, (520, 380, 328), 3);
+    // 128 x 192: three chunks of C per tile through two staging buffers, so a tile's first
+    // chunk reuses the buffer of the tile before's last store; 15 tiles, 3 shared
+    let three_chunks = MatmulPersistent {
+        block_n: 192,
+        stages: 4,
+        ..MatmulPersistent::default()
+    };
+    check(three_chunks, (520, 560, 328), 4);
 }
 
 /// The finisher's handshake (the partial, `fence_gpu`, the flag raised; the flag seen,
