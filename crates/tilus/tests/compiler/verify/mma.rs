@@ -175,18 +175,22 @@ fn dot_into_a_transposed_view() {
     .fails_once("dot: the output must not be a transposed view");
 }
 
-/// One tile, two products that need it laid out differently.
+/// One tile, two products that need it laid out differently, in a thread group (where a
+/// conversion through shared memory cannot be inserted: the group cannot meet at block
+/// barriers).
 #[test]
 fn conflicting_layouts_from_two_dots() {
     let d = check::<OutF32>(|k, _| {
-        k.warps(4);
-        let a: RegisterTensor<f16> = k.register_tensor([64, 32], 0.0);
-        let b1: RegisterTensor<f16> = k.register_tensor([32, 128], 0.0);
-        let c1: RegisterTensor<f32> = k.register_tensor([64, 128], 0.0);
-        let b2: RegisterTensor<f16> = k.register_tensor([32, 16], 0.0);
-        let c2: RegisterTensor<f32> = k.register_tensor([64, 16], 0.0);
-        note(line!(), k.dot(&a, &b1, &c1, &c1));
-        at(line!(), k.dot(&a, &b2, &c2, &c2));
+        k.warps(8);
+        k.thread_group(0, 128, |k| {
+            let a: RegisterTensor<f16> = k.register_tensor([64, 32], 0.0);
+            let b1: RegisterTensor<f16> = k.register_tensor([32, 128], 0.0);
+            let c1: RegisterTensor<f32> = k.register_tensor([64, 128], 0.0);
+            let b2: RegisterTensor<f16> = k.register_tensor([32, 16], 0.0);
+            let c2: RegisterTensor<f32> = k.register_tensor([64, 16], 0.0);
+            note(line!(), k.dot(&a, &b1, &c1, &c1));
+            at(line!(), k.dot(&a, &b2, &c2, &c2));
+        });
     })
     .fails_once_noting("register tensor `r0` needs layout");
     assert!(
@@ -201,18 +205,64 @@ fn conflicting_layouts_from_two_dots() {
     );
 }
 
-/// Back-to-back products: the f32 accumulator cast to f16 is not in the A-operand layout.
+/// The same two products by the whole block: the operand is converted for the second,
+/// through shared memory.
+#[test]
+fn conflicting_layouts_from_two_dots_meet_through_a_conversion_in_the_block() {
+    let p = check::<OutF32>(|k, _| {
+        k.warps(4);
+        let a: RegisterTensor<f16> = k.register_tensor([64, 32], 0.0);
+        let b1: RegisterTensor<f16> = k.register_tensor([32, 128], 0.0);
+        let c1: RegisterTensor<f32> = k.register_tensor([64, 128], 0.0);
+        let b2: RegisterTensor<f16> = k.register_tensor([32, 16], 0.0);
+        let c2: RegisterTensor<f32> = k.register_tensor([64, 16], 0.0);
+        k.dot(&a, &b1, &c1, &c1);
+        k.dot(&a, &b2, &c2, &c2);
+    })
+    .compiles("the second dot's operand is converted");
+    let ir = tilus::ir::print_program(&p);
+    assert!(
+        ir.contains("convert_layout(r0)") && ir.contains("through shared"),
+        "{ir}"
+    );
+}
+
+/// Back-to-back products in a thread group: the f32 accumulator cast to f16 is not in the
+/// A-operand layout, and only shared memory could convert it.
 #[test]
 fn conflicting_layouts_through_a_cast() {
     check::<OutF32>(|k, _| {
+        k.warps(8);
+        k.thread_group(0, 128, |k| {
+            let a: RegisterTensor<f16> = k.register_tensor([64, 64], 0.0);
+            let b: RegisterTensor<f16> = k.register_tensor([64, 64], 0.0);
+            let c: RegisterTensor<f32> = k.register_tensor([64, 64], 0.0);
+            k.dot(&a, &b, &c, &c);
+            let h: RegisterTensor<f16> = at(line!(), k.cast(&c));
+            let c2: RegisterTensor<f32> = k.register_tensor([64, 64], 0.0);
+            note(line!(), k.dot(&h, &b, &c2, &c2));
+        });
+    })
+    .fails_once_noting("for cast here, but dot operand a at");
+}
+
+/// The same products by the whole block: the cast's source is converted before the cast.
+#[test]
+fn back_to_back_products_meet_through_a_conversion_before_the_cast() {
+    let p = check::<OutF32>(|k, _| {
         k.warps(4);
         let a: RegisterTensor<f16> = k.register_tensor([64, 64], 0.0);
         let b: RegisterTensor<f16> = k.register_tensor([64, 64], 0.0);
         let c: RegisterTensor<f32> = k.register_tensor([64, 64], 0.0);
         k.dot(&a, &b, &c, &c);
-        let h: RegisterTensor<f16> = at(line!(), k.cast(&c));
+        let h: RegisterTensor<f16> = k.cast(&c);
         let c2: RegisterTensor<f32> = k.register_tensor([64, 64], 0.0);
-        note(line!(), k.dot(&h, &b, &c2, &c2));
+        k.dot(&h, &b, &c2, &c2);
     })
-    .fails_once_noting("for cast here, but dot operand a at");
+    .compiles("the cast's source is converted");
+    let ir = tilus::ir::print_program(&p);
+    assert!(
+        ir.contains("convert_layout(r2)") && ir.contains("through shared"),
+        "{ir}"
+    );
 }

@@ -219,14 +219,34 @@ fn an_annotated_layout_of_another_shape_or_too_many_threads() {
 #[test]
 fn an_annotated_layout_that_a_dot_cannot_use() {
     check::<OutF32>(|k, _| {
+        k.warps(2);
+        k.thread_group(0, 32, |k| {
+            let a = k.register_tensor::<f16>([16, 16], 0.0);
+            let b = k.register_tensor::<f16>([16, 8], 0.0);
+            let c = k.register_tensor::<f32>([16, 8], 0.0);
+            let rows = tilus::layout::RegisterLayout::spatial(&[16, 2])
+                .compose(&tilus::layout::RegisterLayout::local(&[1, 8]));
+            note(line!(), k.annotate_layout(&a, rows));
+            at(line!(), k.dot(&a, &b, &c, &c));
+        });
+    })
+    .fails_once_noting("but annotate_layout at");
+}
+
+/// The same annotation in the whole block: the dot gets a converted copy.
+#[test]
+fn an_annotated_layout_reaches_a_dot_through_a_conversion() {
+    let p = check::<OutF32>(|k, _| {
         k.warps(1);
         let a = k.register_tensor::<f16>([16, 16], 0.0);
         let b = k.register_tensor::<f16>([16, 8], 0.0);
         let c = k.register_tensor::<f32>([16, 8], 0.0);
         let rows = tilus::layout::RegisterLayout::spatial(&[16, 2])
             .compose(&tilus::layout::RegisterLayout::local(&[1, 8]));
-        note(line!(), k.annotate_layout(&a, rows));
-        at(line!(), k.dot(&a, &b, &c, &c));
+        k.annotate_layout(&a, rows);
+        k.dot(&a, &b, &c, &c);
     })
-    .fails_once_noting("but annotate_layout at");
+    .compiles("the dot's operand is converted");
+    let ir = tilus::ir::print_program(&p);
+    assert!(ir.contains("convert_layout(r0)"), "{ir}");
 }
