@@ -49,11 +49,14 @@ use tilus::tune::Binding;
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Tunable)]
 // the tile forms with the ring depths they take: 3 or 4 stages for the large tiles; 8 for the
 // small ones (128 × 64, and 64 × 128 in ping-pong), which fill the machine at mid sizes (M of
-// a few hundred) and starve with fewer stages in flight (docs/perf.md: 0.80× at 4, 1.07× at 8)
+// a few hundred) and starve with fewer stages in flight (docs/perf.md: 0.80× at 4, 1.07× at 8);
+// 12 for 64 × 64 in ping-pong, cuBLAS's tile at M = 128 (0.94× there against 0.84-0.86× for
+// the others)
 #[tune(block_m, block_n, ping_pong, stages = [
     (128, 128, 0, 3), (128, 128, 0, 4), (128, 256, 0, 3), (128, 256, 0, 4),
     (256, 128, 0, 3), (256, 128, 0, 4), (128, 128, 1, 3), (128, 128, 1, 4),
     (64, 256, 1, 3), (64, 256, 1, 4), (128, 64, 0, 8), (64, 128, 1, 8),
+    (64, 64, 1, 12),
 ])]
 #[tune(block_k = [64])]
 #[tune(group_m = [1, 8])]

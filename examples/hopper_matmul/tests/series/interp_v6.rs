@@ -22,7 +22,7 @@ use tilus_kernels::gemm::operand::Bf16;
 /// tiles in pairs (the TMA-store epilogue's 32-column chunks) and one block per tile storing
 /// from registers; ping-pong on 64 × 256 tiles, alone with TMA stores and in pairs storing
 /// from registers; last the small tiles' rings of eight stages: 128 × 64 alone, ping-pong on
-/// 64 × 128 in pairs.
+/// 64 × 128 in pairs; and ping-pong on 64 × 64 with twelve stages (one chunk per tile).
 pub fn forms() -> Vec<MatmulPersistent> {
     [
         (1, 2, 1, 1, 0, 0, 0),
@@ -69,6 +69,7 @@ pub fn forms() -> Vec<MatmulPersistent> {
             (64, 256, 3, 1, 1, 0, 2, 0, 1, 1),
             (128, 64, 8, 8, 1, 1, 1, 0, 0, 1),
             (64, 128, 8, 8, 1, 1, 2, 0, 1, 1),
+            (64, 64, 12, 8, 1, 1, 1, 0, 1, 1),
         ]
         .into_iter()
         .map(

@@ -1,7 +1,7 @@
 //! v6 through the whole compiler, NVRTC included (no GPU needed): every configuration of its
 //! search space, and the pair forms beside it, compiles without spills or is rejected for the
 //! shared memory it would need, in f16; in bf16 a covering sample of the space does (every
-//! seventh of its 96 configurations: every value of every hyperparameter); the TMA-store
+//! seventh of its 104 configurations: every value of every hyperparameter); the TMA-store
 //! epilogue writes the accumulator to shared memory with `stmatrix`, four 8x8 matrices per
 //! instruction, not one element at a time.
 
