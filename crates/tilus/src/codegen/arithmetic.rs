@@ -526,6 +526,21 @@ fn compute_c_type(t: DType) -> &'static str {
 /// split `dim` within a warp meet by butterfly shuffles over the lane bits; those in other
 /// warps through the scratch tile behind two block barriers. The folding order is the
 /// interpreter's (`interp/arithmetic.rs`), so that both give the same bits.
+/// The C value that leaves a reduction unchanged: what a masked-off register counts as.
+fn reduce_identity(op: ReduceOp, t: DType) -> String {
+    match (op, t) {
+        (ReduceOp::Sum, _) => scan_identity(ScanOp::Sum, t),
+        (ReduceOp::Max, DType::I64) => "(-9223372036854775807LL - 1)".into(),
+        (ReduceOp::Min, DType::I64) => "9223372036854775807LL".into(),
+        (ReduceOp::Max, DType::U64) => "0ull".into(),
+        (ReduceOp::Min, DType::U64) => "0xffffffffffffffffull".into(),
+        (ReduceOp::Max, _) => scan_identity(ScanOp::Max, t),
+        (ReduceOp::Min, _) => scan_identity(ScanOp::Min, t),
+        (ReduceOp::Any, _) => "false".into(),
+        (ReduceOp::All, _) => "true".into(),
+    }
+}
+
 fn emit_reduce(
     e: &mut Emitter,
     src: &RegView,
@@ -556,10 +571,33 @@ fn emit_reduce(
     };
     e.open("");
     e.line(format!("{ty} tilus_acc[{n_out}];"));
-    // 1. this thread's elements, in local order
+    // 1. this thread's elements, in local order (a masked-off register as the identity)
     let mut seen = vec![false; n_out];
+    let tid = e.tid().name.clone();
+    let threads = e.tid().threads as i64;
+    let (tt, masked) = (sl.thread_terms(), sl.masked_dims());
     for (i, &j) in table.iter().enumerate() {
-        let v = value(e, src.tensor, &i.to_string());
+        let mut v = value(e, src.tensor, &i.to_string());
+        let local = sl.local_coords(i as i64);
+        let outside: Vec<String> = masked
+            .iter()
+            .filter(|&&(d, n)| {
+                // the largest coordinate any thread gives this local
+                let most: i64 = tt[d].iter().map(|t| (t.modulus - 1) * t.stride).sum();
+                local[d] + most >= n
+            })
+            .map(|&(d, n)| {
+                let at = e.terms(&tt[d], &tid, threads);
+                format!("({at}) + {} < {n}", local[d])
+            })
+            .collect();
+        if !outside.is_empty() {
+            v = format!(
+                "(({}) ? {v} : {})",
+                outside.join(" && "),
+                reduce_identity(op, t)
+            );
+        }
         if seen[j] {
             let c = combine(&format!("tilus_acc[{j}]"), &v);
             e.line(format!("tilus_acc[{j}] = {c};"));
@@ -569,7 +607,6 @@ fn emit_reduce(
         }
     }
     let bits = sl.thread_bits(dim).unwrap_or(0);
-    let tid = e.tid().name.clone();
     // 2. lanes of the same warp, by butterflies over the lane bits
     for b in 0..5 {
         if bits & (1 << b) != 0 {

@@ -523,6 +523,27 @@ fn combine(op: ReduceOp, a: V, b: V, t: DType) -> V {
     binary(bop, a, b, ct).expect("reductions do not divide")
 }
 
+/// The value that leaves a reduction unchanged: what a masked-off register counts as.
+fn reduce_identity(op: ReduceOp, t: DType) -> V {
+    match (op, t) {
+        (ReduceOp::Sum, _) => scan_identity(ScanOp::Sum, t),
+        (ReduceOp::Max | ReduceOp::Min, t) if t.is_float() || t.bits() <= 32 => {
+            let op = if op == ReduceOp::Max {
+                ScanOp::Max
+            } else {
+                ScanOp::Min
+            };
+            scan_identity(op, t)
+        }
+        (ReduceOp::Max, DType::U64) => V::I(0),
+        (ReduceOp::Min, DType::U64) => V::I(-1),
+        (ReduceOp::Max, _) => V::I(i64::MIN),
+        (ReduceOp::Min, _) => V::I(i64::MAX),
+        (ReduceOp::Any, _) => V::I(0),
+        (ReduceOp::All, _) => V::I(1),
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn exec_reduce(
     b: &mut Block<'_, '_>,
@@ -572,14 +593,21 @@ fn exec_reduce(
     let data = b.regs[src.tensor.0 as usize]
         .as_ref()
         .expect("created above");
-    // 1. each thread's own elements, in local order
+    // 1. each thread's own elements, in local order (a masked-off register as the identity)
+    let info = b.prep.reg(src.tensor);
+    let identity = reduce_identity(op, t);
     let mut acc: Vec<Vec<V>> = task
         .threads
         .iter()
         .map(|&th| {
             let mut row: Vec<Option<V>> = vec![None; n_out];
+            let ti = (th - base) as usize % info.nthreads;
             for (i, &j) in table.iter().enumerate().take(ls) {
-                let v = get(data, th as usize * ls + i);
+                let v = if info.holds(ti, i) {
+                    get(data, th as usize * ls + i)
+                } else {
+                    identity
+                };
                 row[j] = Some(match row[j] {
                     None => v,
                     Some(a) => combine(op, a, v, t),

@@ -65,6 +65,24 @@ pub(crate) struct RegInfo {
     pub flat_t: Vec<i64>,
     /// Row-major element offset within the tile of each local's part.
     pub flat_l: Vec<i64>,
+    /// The tile's extents where its layout is masked (registers beyond them hold no element);
+    /// `None` otherwise.
+    pub masked: Option<Vec<i64>>,
+}
+
+impl RegInfo {
+    /// Whether local `l` of layout thread `ti` holds an element of the tile (always, unless
+    /// the layout is masked).
+    pub fn holds(&self, ti: usize, l: usize) -> bool {
+        let Some(shape) = &self.masked else {
+            return true;
+        };
+        let (t, c) = (
+            &self.tc[ti * self.rank..(ti + 1) * self.rank],
+            &self.lc[l * self.rank..(l + 1) * self.rank],
+        );
+        t.iter().zip(c).zip(shape).all(|((a, b), n)| a + b < *n)
+    }
 }
 
 /// Iterations one `while` loop may run by default before the interpreter stops it: the
@@ -173,6 +191,7 @@ impl<'p> Prepared<'p> {
                 lc,
                 flat_t,
                 flat_l,
+                masked: l.is_masked().then(|| l.shape().to_vec()),
             }));
         }
         for s in &p.shareds {

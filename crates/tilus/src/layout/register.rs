@@ -194,6 +194,57 @@ impl RegisterLayout {
         self.shape.len()
     }
 
+    /// The extent of dimension `dim` that the modes cover: the shape's, or more in a masked
+    /// layout ([`RegisterLayout::masked_to`]).
+    pub fn covered(&self, dim: usize) -> i64 {
+        self.modes
+            .iter()
+            .filter(|m| m.dim == dim)
+            .map(|m| m.size)
+            .fold(1, i64::saturating_mul)
+    }
+
+    /// The dimensions whose modes cover more than the tensor's extent, with those extents
+    /// (empty unless the layout is masked).
+    pub fn masked_dims(&self) -> Vec<(usize, i64)> {
+        (0..self.rank())
+            .filter(|&d| self.covered(d) > self.shape[d])
+            .map(|d| (d, self.shape[d]))
+            .collect()
+    }
+
+    /// Whether some registers of the layout hold no element of the tensor (a masked layout).
+    pub fn is_masked(&self) -> bool {
+        !self.masked_dims().is_empty()
+    }
+
+    /// This layout for a smaller tensor of `shape` (of the same rank, no extent larger than
+    /// this layout's): a *masked* layout. The threads and registers are this layout's; those
+    /// at coordinates beyond `shape` hold no element (the rest of a last vector, the threads
+    /// past the end of a row), and instructions leave them out: loads fill them, stores skip
+    /// them, reductions take them as their identity. How a width that does not divide among
+    /// the threads is laid out: 1000 columns over 128 threads as 1024 = 128 × 8.
+    pub fn masked_to(&self, shape: &[i64]) -> RegisterLayout {
+        assert_eq!(shape.len(), self.rank(), "a masked layout keeps the rank");
+        assert!(
+            shape
+                .iter()
+                .zip(&self.shape)
+                .all(|(s, c)| *s >= 0 && s <= c),
+            "a masked layout covers its shape"
+        );
+        RegisterLayout {
+            shape: shape.to_vec(),
+            ..self.clone()
+        }
+    }
+
+    /// Whether coordinates `c` (as [`RegisterLayout::coords`] gives them) name an element of
+    /// the tensor, not a masked-off register.
+    pub fn holds(&self, c: &[i64]) -> bool {
+        c.iter().zip(&self.shape).all(|(x, n)| x < n)
+    }
+
     /// Number of threads the layout spreads over.
     pub fn num_threads(&self) -> i64 {
         self.spatial
@@ -571,7 +622,7 @@ impl RegisterLayout {
     }
 
     /// Whether every element of the shape is held by at least one thread and no thread holds
-    /// the same element twice.
+    /// the same element twice (in a masked layout, the registers beyond the shape hold none).
     ///
     /// A layout that holds more than [`MAX_CHECKED_ELEMENTS`] copies in all is not valid: no
     /// register budget holds it, and checking it would take that much memory.
@@ -590,15 +641,20 @@ impl RegisterLayout {
         }
         let mut seen = vec![false; total as usize];
         let mut mine = Vec::with_capacity(self.local_size() as usize);
+        let cover: Vec<i64> = (0..self.rank()).map(|d| self.covered(d)).collect();
         for t in 0..self.num_threads() {
             mine.clear();
             for l in 0..self.local_size() {
                 let c = self.coords(t, l);
                 let mut flat = 0;
+                if c.iter().zip(&cover).any(|(&x, &n)| x < 0 || x >= n) {
+                    return false;
+                }
+                // a masked-off register holds nothing
+                if !self.holds(&c) {
+                    continue;
+                }
                 for (d, &x) in c.iter().enumerate() {
-                    if x < 0 || x >= self.shape[d] {
-                        return false;
-                    }
                     flat = flat * self.shape[d] + x;
                 }
                 mine.push(flat);

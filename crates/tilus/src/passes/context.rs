@@ -259,6 +259,8 @@ pub(crate) struct LayoutCx<'p> {
     /// the operands' views, by the threads of the instruction's group: granted once every
     /// instruction has fixed its results' layouts ([`LayoutCx::settle_operands`]).
     pub operand_wishes: Vec<OperandWish>,
+    /// Per register tile, whether it may get a masked layout (`infer_layout::fitted_layout`).
+    pub maskable: Vec<bool>,
 }
 
 /// A register operand's wanted layout (see [`LayoutCx::operand_wishes`]).

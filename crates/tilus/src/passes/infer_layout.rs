@@ -88,6 +88,127 @@ pub fn vectorized_layout(shape: &[i64], threads: i64, elem_bytes: u32) -> Regist
     default_layout(&outer, threads).compose(&RegisterLayout::local(&vector))
 }
 
+/// A masked layout ([`RegisterLayout::masked_to`]) for a tile whose innermost extent does not
+/// divide among `threads` in vectors of up to 16 bytes of `elem_bytes` elements: the
+/// extent padded to a whole number of vectors for every thread along it (1000 f16 columns
+/// over 128 threads: 1024, one 8-element vector each), the vectors spread over the threads
+/// as [`vectorized_layout`] spreads them. `None` where the extent divides already.
+pub fn masked_layout(shape: &[i64], threads: i64, elem_bytes: u32) -> Option<RegisterLayout> {
+    let rank = shape.len();
+    let n = *shape.last()?;
+    if n <= 1 || threads <= 1 || shape.iter().any(|&d| d <= 0) {
+        return None;
+    }
+    let mut v = (16 / elem_bytes.max(1)) as i64;
+    while v > 1 && n % v != 0 {
+        v /= 2;
+    }
+    let vectors = n / v;
+    let step = threads.min((vectors as u64).next_power_of_two() as i64);
+    let padded = (vectors + step - 1) / step * step;
+    if padded == vectors {
+        return None;
+    }
+    // `v`-element vectors over the padded row: the padding is a whole number of vectors, so
+    // no vector holds elements and masked-off registers both
+    let mut outer = shape.to_vec();
+    outer[rank - 1] = padded;
+    let mut vector = vec![1i64; rank];
+    vector[rank - 1] = v;
+    let whole = default_layout(&outer, threads).compose(&RegisterLayout::local(&vector));
+    Some(whole.masked_to(shape))
+}
+
+/// The layout a tile nothing constrains gets: [`vectorized_layout`], or where the tile may
+/// be masked (`maskable`: only instructions that take masked tiles touch it) its
+/// [`masked_layout`] if that needs at most half the registers per thread (a width that
+/// does not divide among the threads otherwise leaves most of them idle and the rest
+/// holding long rows).
+pub fn fitted_layout(
+    shape: &[i64],
+    threads: i64,
+    elem_bytes: u32,
+    maskable: bool,
+) -> RegisterLayout {
+    let plain = vectorized_layout(shape, threads, elem_bytes);
+    if !maskable {
+        return plain;
+    }
+    match masked_layout(shape, threads, elem_bytes) {
+        Some(m) if m.local_size().saturating_mul(2) <= plain.local_size() => m,
+        _ => plain,
+    }
+}
+
+/// Whether an instruction takes register tiles in masked layouts: global loads and stores
+/// (masked-off registers are filled and not stored), elementwise expressions and casts (they
+/// compute on them, and nothing reads the result there), reductions (they count them as the
+/// identity), register declarations and layout annotations. Any other use of a tile keeps
+/// it unmasked.
+pub(crate) fn takes_masked(i: &Inst) -> bool {
+    use crate::ir::{ArithInst, MemoryInst, RegistersInst};
+    matches!(
+        i,
+        Inst::Registers(RegistersInst::Layout { .. })
+            | Inst::Memory(
+                MemoryInst::LoadGlobal { .. }
+                    | MemoryInst::StoreGlobal { .. }
+                    | MemoryInst::AllocRegister { .. }
+            )
+            | Inst::Arith(
+                ArithInst::Map { .. }
+                    | ArithInst::Assign { .. }
+                    | ArithInst::Cast { .. }
+                    | ArithInst::Reduce { .. }
+            )
+    )
+}
+
+/// Which register tiles may get a masked layout: a tile may when every instruction that
+/// touches it takes masked tiles ([`takes_masked`]), and so may every tile it meets in those
+/// instructions (a layout passes between them).
+fn maskable_tiles(p: &Program) -> Vec<bool> {
+    let n = p.registers.len();
+    let mut ok = vec![true; n];
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn root(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    p.walk(&mut |s| {
+        let StmtKind::Inst(i) = &s.kind else {
+            return;
+        };
+        let tiles: Vec<usize> = i
+            .facts(p)
+            .effects
+            .iter()
+            .filter_map(|e| match e.memory {
+                Memory::Register(t) => Some(t.0 as usize),
+                _ => None,
+            })
+            .collect();
+        if !takes_masked(i) {
+            for &t in &tiles {
+                ok[t] = false;
+            }
+        }
+        for w in tiles.windows(2) {
+            let (a, b) = (root(&mut parent, w[0]), root(&mut parent, w[1]));
+            parent[a] = b;
+        }
+    });
+    let mut group_ok = vec![true; n];
+    for (t, &fine) in ok.iter().enumerate() {
+        let r = root(&mut parent, t);
+        group_ok[r] &= fine;
+    }
+    (0..n).map(|t| group_ok[root(&mut parent, t)]).collect()
+}
+
 /// Infers every layout the program leaves open.
 pub fn run(mut p: Program) -> Result<Program> {
     // Shared tiles the async proxy reads or writes (TMA boxes, wgmma operands read through
@@ -142,6 +263,8 @@ pub fn run(mut p: Program) -> Result<Program> {
 
     // Register tiles: the tensor-core instructions fix their operands' layouts, elementwise
     // instructions pass layouts on until nothing changes, the rest get a default.
+    // before the body is taken out to be walked
+    let maskable = maskable_tiles(&p);
     let mut body = std::mem::take(&mut p.body);
     let mut cx = LayoutCx {
         p: &p,
@@ -155,6 +278,7 @@ pub fn run(mut p: Program) -> Result<Program> {
         preferred: false,
         prefer_target: None,
         operand_wishes: vec![],
+        maskable,
     };
     for_each_inst_mut(&mut body, &mut |inst, loc| {
         inst.anchor_layouts(&mut cx, loc)
@@ -192,7 +316,13 @@ pub fn run(mut p: Program) -> Result<Program> {
             continue;
         }
         let r = &cx.p.registers[i];
-        let l = default_layout(&r.shape, r.group_threads.max(1) as i64);
+        let threads = r.group_threads.max(1) as i64;
+        let l = if r.shape.iter().all(|&d| d > 0) {
+            // one element per vector: the default layout, or its masked form
+            fitted_layout(&r.shape, threads, 16, cx.maskable[i])
+        } else {
+            default_layout(&r.shape, threads)
+        };
         cx.layouts[i] = Some((l, r.loc, "its default"));
     }
     let LayoutCx { layouts, diags, .. } = cx;

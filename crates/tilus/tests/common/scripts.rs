@@ -12,6 +12,7 @@ pub mod copy_async;
 pub mod global;
 pub mod masks;
 pub mod orders;
+pub mod widths;
 pub mod windows;
 pub mod workspace;
 

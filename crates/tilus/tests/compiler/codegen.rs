@@ -1067,6 +1067,23 @@ fn layout_conversions_compile_through_shared_memory_or_registers() {
     }
 }
 
+/// Masked layouts compile without spills, the masked-off registers kept out of the stores
+/// by a check of the tile coordinate and out of the reductions by their identity.
+#[test]
+fn masked_layouts_compile_with_their_checks() {
+    use crate::common::scripts::widths::AnyWidth;
+    for s in AnyWidth::FORMS {
+        let c = build(&s, &[]);
+        assert_eq!(c.report.spill_stores, 0, "{s:?}");
+        assert!(
+            c.source.contains(&format!(" - (0)) < {}u", s.cols)),
+            "{s:?}: no check of the tile's columns\n{}",
+            c.source
+        );
+        assert!(c.source.contains("__int_as_float(0xff800000)"), "{s:?}");
+    }
+}
+
 /// Scans compile in both forms without spills: a running value over each thread's locals where
 /// threads hold whole lines, a scan of each line by one thread in the scratch otherwise.
 #[test]

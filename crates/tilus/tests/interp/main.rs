@@ -35,4 +35,5 @@ mod seed;
 mod shape;
 mod tma;
 mod wgmma;
+mod widths;
 mod workspace;

@@ -270,6 +270,32 @@ fn index_tiles_and_masks_agree_with_the_host() {
 /// product's operand in registers.
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn widths_that_do_not_divide_agree_with_the_host() {
+    use crate::common::scripts::widths::AnyWidth;
+    let device = Device::open(0).unwrap();
+    for s in AnyWidth::FORMS {
+        let (x, w, y0) = s.inputs();
+        let mut y = upload(&device, &y0);
+        let mut stats = upload(&device, &vec![f32::NAN; 3 * s.rows as usize]);
+        tilus::Jit::new(s, &device)
+            .launch(
+                device.stream(),
+                (
+                    &upload(&device, &x),
+                    &upload(&device, &w),
+                    &mut y,
+                    &mut stats,
+                ),
+            )
+            .unwrap();
+        let y = device.stream().clone_dtoh(&y).unwrap();
+        let stats = device.stream().clone_dtoh(&stats).unwrap();
+        s.check((&x, &w, &y0), &y, &stats);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn layout_conversions_agree_with_the_host() {
     use crate::common::scripts::convert::{ChainedProducts, ConvertedOperand};
     cache_dir();

@@ -30,7 +30,8 @@ pub(in crate::codegen) fn stride_text(e: &Emitter, s: &Expr) -> String {
 /// What the walk over a tile's elements in a view has set up: the per-element bounds check
 /// pieces and the address of the current vector's first element.
 struct Walk {
-    /// `(u32)(tilus_cD) < (u32)(nD)` for every dimension but the innermost.
+    /// `(u32)(tilus_cD) < (u32)(nD)` for every dimension but the innermost, and for each
+    /// dimension of a masked layout, that the coordinate is within the tile.
     outer: Vec<String>,
     /// The innermost coordinate and extent.
     last: (String, String),
@@ -81,6 +82,7 @@ fn open_walk(
     let shape = d.shape.clone();
     let strides: Vec<String> = d.strides.iter().map(|s| stride_text(e, s)).collect();
     let (tt, lt, ls) = (l.thread_terms(), l.local_terms(), l.local_size());
+    let masked = l.masked_dims();
     let threads = e.tid().threads as i64;
     let tid = e.tid().name.clone();
     let rank = shape.len();
@@ -107,6 +109,14 @@ fn open_walk(
             outer.push(format!(
                 "(u32)(tilus_c{dd}) < (u32)({})",
                 e.expr(&shape[dd])
+            ));
+        }
+        // a masked layout's registers beyond the tile hold nothing (whole vectors: the
+        // padding is a whole number of them)
+        if let Some(&(_, n)) = masked.iter().find(|(d, _)| *d == dd) {
+            outer.push(format!(
+                "(u32)(tilus_c{dd} - ({})) < {n}u",
+                e.expr(&offsets[dd])
             ));
         }
         match strides[dd].as_str() {

@@ -220,7 +220,7 @@ pub(super) fn store_global(
                 }
                 let Some(flat) = view.flat(&c) else { continue };
                 let idx = t as usize * info.ls + l;
-                if kept.is_some_and(|m| bits_of(m, idx, DType::Bool) == 0) {
+                if kept.is_some_and(|m| bits_of(m, idx, DType::Bool) == 0) || !info.holds(ti, l) {
                     continue;
                 }
                 let byte = view.byte(&c, flat, "store_global writes", t, loc)?;
@@ -295,7 +295,9 @@ pub(super) fn load_global(
                 check_aligned("load_global", &view, flat, width, loc)?;
             }
             let idx = t as usize * info.ls + l;
-            let bits = match view.flat(&c) {
+            // a masked-off register is filled, as an element outside the view
+            let flat = view.flat(&c).filter(|_| info.holds(ti, l));
+            let bits = match flat {
                 Some(flat) => {
                     let byte = view.byte(&c, flat, "load_global reads", t, loc)?;
                     b.check_published(view.arg, byte, view.eb(), loc, "load_global reads")?;

@@ -152,7 +152,7 @@ fn fitting_layout(
     tiles: &[RegView],
     out: crate::ir::RegId,
 ) -> Option<RegisterLayout> {
-    use crate::passes::infer_layout::{default_layout, vectorized_layout};
+    use crate::passes::infer_layout::{default_layout, masked_layout, vectorized_layout};
     let p = cx.p;
     let d = p.register(out);
     let known: Vec<(Vec<i64>, RegisterLayout)> = tiles
@@ -163,8 +163,14 @@ fn fitting_layout(
         return None;
     }
     let threads = d.group_threads.max(1) as i64;
+    // masked operands (a width that does not divide among the threads) meet a masked result
+    let masked = [1, 2, 4, 8]
+        .into_iter()
+        .filter(|_| cx.maskable[out.0 as usize])
+        .filter_map(|eb| masked_layout(&d.shape, threads, eb));
     let candidates = std::iter::once(default_layout(&d.shape, threads))
-        .chain([2, 4, 8].map(|eb| vectorized_layout(&d.shape, threads, eb)));
+        .chain([2, 4, 8].map(|eb| vectorized_layout(&d.shape, threads, eb)))
+        .chain(masked);
     candidates.into_iter().find(|c| {
         known
             .iter()

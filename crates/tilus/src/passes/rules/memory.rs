@@ -375,7 +375,9 @@ impl Rules for MemoryInst {
             return;
         }
         let threads = d.group_threads.max(1) as i64;
-        let l = crate::passes::infer_layout::vectorized_layout(&shape, threads, d.dtype.nbytes());
+        let maskable = cx.maskable[tile.0 as usize];
+        let l =
+            crate::passes::infer_layout::fitted_layout(&shape, threads, d.dtype.nbytes(), maskable);
         cx.prefer(tile, view.layout_of(&l), loc, "coalesced global access");
     }
 

@@ -185,9 +185,12 @@ fn uneven(p: &Program, tile: usize) -> Option<String> {
         "`{}` {:?} does not divide evenly among the block's {threads} threads, so each keeps \
          {} of its {elements} elements where {even} would be an even share: pad its last \
          extent to {padded} (`tilus::layout::padded_extent`) and mask the loads and stores at \
-         {last}, rather than shrinking it or adding warps",
+         {last}, rather than shrinking it or adding warps (a tile that only global loads and \
+         stores, expressions, casts and reductions touch, and the tiles it meets there, get that \
+         padding by themselves: a masked layout; another instruction uses `{}` or one of them)",
         r.name,
         shape,
         layout.local_size(),
+        r.name,
     ))
 }

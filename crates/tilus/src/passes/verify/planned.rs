@@ -43,6 +43,7 @@ pub fn check_planned(p: &Program) -> Result<()> {
         p.walk(&mut |s| {
             if let StmtKind::Inst(i) = &s.kind {
                 i.check_planned(&mut c, s.loc);
+                check_masked_uses(&mut c, i, s.loc);
             }
         });
     }
@@ -51,6 +52,34 @@ pub fn check_planned(p: &Program) -> Result<()> {
         super::races::check(&mut c);
     }
     finish(c.diags)
+}
+
+/// Masked layouts (a width that does not divide among the threads) only reach the
+/// instructions that take them (`infer_layout::takes_masked`); an annotated masked layout
+/// given to another is refused here, before anything reads a masked-off register.
+fn check_masked_uses(c: &mut Checker, i: &crate::ir::Inst, loc: Loc) {
+    use crate::ir::facts::Memory;
+    if crate::passes::infer_layout::takes_masked(i) {
+        return;
+    }
+    let p = c.p;
+    for e in i.facts(p).effects {
+        let Memory::Register(t) = e.memory else {
+            continue;
+        };
+        let d = p.register(t);
+        if let Some(l) = d.layout.as_ref().filter(|l| l.is_masked()) {
+            let msg = format!(
+                "{}: `{}` has a masked layout ({l}: its width does not divide among the \
+                 threads), which only global loads and stores, expressions, casts and \
+                 reductions take; give it a width that divides (pad it to the threads times \
+                 the vector)",
+                i.name(),
+                d.name
+            );
+            c.err(loc, msg);
+        }
+    }
 }
 
 /// Instructions whose scope the plan makes block-wide (a reduction whose warps meet in shared

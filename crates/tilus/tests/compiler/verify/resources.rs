@@ -123,9 +123,10 @@ fn registers_over_255_per_thread() {
     .fails_once("the register tiles alive together need 256 registers per thread");
 }
 
-/// A row whose width the threads do not divide keeps much of itself in every thread (3000
-/// columns over 128 threads: 375 each, where 24 would be an even share): the register error
-/// says to pad the width, not to shrink the tile or add warps (which would not help).
+/// A row whose width the threads do not divide, which also goes to shared memory (so it
+/// cannot be masked), keeps much of itself in every thread (3000 columns over 128 threads:
+/// 375 each, where 24 would be an even share): the register error says to pad the width,
+/// not to shrink the tile or add warps (which would not help).
 #[test]
 fn a_width_the_threads_do_not_divide_is_told_to_pad() {
     let d = check::<OutF32>(|k, (o,)| {
@@ -133,6 +134,8 @@ fn a_width_the_threads_do_not_divide_is_told_to_pad() {
         let row: RegisterTensor<f32> = at(line!(), k.register_tensor([1, 3000], 1.0));
         let g = k.global_view(o, [1, 3000]);
         k.store_global(&g, &row, [0, 0]);
+        let s = k.shared_tensor::<f32>([1, 3000]);
+        k.store_shared(&s, &row);
     })
     .fails_once("registers per thread");
     assert!(
@@ -145,6 +148,22 @@ fn a_width_the_threads_do_not_divide_is_told_to_pad() {
         !d.message.contains("use a smaller tile or more warps"),
         "{d}"
     );
+}
+
+/// The same row, only stored to global memory: it gets a masked layout (3072 columns
+/// covered, 24 registers a thread) and compiles.
+#[test]
+fn a_width_the_threads_do_not_divide_is_masked_where_only_stores_use_it() {
+    let p = check::<OutF32>(|k, (o,)| {
+        k.warps(4);
+        let row: RegisterTensor<f32> = k.register_tensor([1, 3000], 1.0);
+        let g = k.global_view(o, [1, 3000]);
+        k.store_global(&g, &row, [0, 0]);
+    })
+    .compiles("a masked layout");
+    let l = p.registers[0].layout.clone().expect("laid out");
+    assert!(l.is_masked() && l.covered(1) == 3072, "{l}");
+    assert_eq!(l.local_size(), 24, "{l}");
 }
 
 /// The diagnostic should point at a tile that makes the difference, not at the first tile
