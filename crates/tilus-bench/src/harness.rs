@@ -460,8 +460,9 @@ pub struct Row {
     /// cuBLAS time / this time, from the same run.
     pub ratio: f64,
     /// Whether this row's output matched the reference before it was timed; `None` for a row
-    /// that was not checked (cuBLAS itself, the reference). Kept so a recorded failure stays a
-    /// failure instead of a missing row.
+    /// that was not checked (cuBLAS itself, the reference; a version the compiler refused at
+    /// this shape, untimed). Kept so a recorded failure stays a failure instead of a missing
+    /// row.
     pub passed: Option<bool>,
 }
 

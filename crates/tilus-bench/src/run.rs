@@ -154,7 +154,10 @@ impl Default for BenchOptions {
 /// cuBLAS. Prints a `check` line per version and shape on stdout; returns the table rows and
 /// whether every check passed. The rows come shape by shape, in the order of `shapes`: cuBLAS
 /// first, then each version in the order of `versions`, each with its check
-/// ([`Row::passed`]); a version that failed its check is timed and reported all the same.
+/// ([`Row::passed`]); a version that failed its check is timed and reported all the same. A
+/// version the compiler refuses at a shape (its configuration breaks a rule there: a
+/// `REFUSED` check line with the first diagnostic) keeps its row, untimed (NaN, `passed`
+/// `None`), and the other versions run.
 pub fn verify_and_bench<T: Operand>(
     device: &Device,
     versions: &[&dyn Version<T>],
@@ -185,11 +188,25 @@ pub fn verify_and_bench_to<T: Operand>(
     for (i, &(m, n, k)) in shapes.iter().enumerate() {
         let mut p = Problem::<T>::new(&stream, m, n, k, opts.seed.wrapping_add(i as u64))?;
         blas.reference(&stream, &p)?;
-        // each version's check at this shape, carried into its row
-        let mut passed = Vec::with_capacity(versions.len());
+        // each version's check at this shape, carried into its row (`None`: the compiler
+        // refused the version here, so it is neither launched nor timed, and the others run)
+        let mut passed: Vec<Option<bool>> = Vec::with_capacity(versions.len());
         for v in versions {
             p.poison(&stream)?;
-            v.launch(&stream, &mut p)?;
+            match v.launch(&stream, &mut p) {
+                Err(tilus::Error::Script(d)) => {
+                    let why = d.first().map(|d| d.to_string()).unwrap_or_default();
+                    writeln!(
+                        out,
+                        "check {:>4} {m}x{n}x{k}: REFUSED before launch ({why})",
+                        v.name()
+                    )?;
+                    all_ok = false;
+                    passed.push(None);
+                    continue;
+                }
+                launched => launched?,
+            }
             stream.synchronize().map_err(|e| tilus::Error::Driver {
                 call: "cuStreamSynchronize",
                 message: format!("{e:?}"),
@@ -197,7 +214,7 @@ pub fn verify_and_bench_to<T: Operand>(
             let c = harness::check(&stream, &p)?;
             let ok = c.passed();
             all_ok &= ok;
-            passed.push(ok);
+            passed.push(Some(ok));
             let config = v
                 .describe(&stream, &mut p)
                 .map(|c| format!(" [{c}]"))
@@ -219,22 +236,26 @@ pub fn verify_and_bench_to<T: Operand>(
         let p = std::cell::RefCell::new(p);
         let mut fs: Vec<Box<dyn FnMut() -> HarnessResult<()>>> =
             vec![Box::new(|| Ok(blas.matmul(&stream, &p.borrow(), false)?))];
-        for v in versions {
+        for (v, _) in versions.iter().zip(&passed).filter(|(_, ok)| ok.is_some()) {
             let (s, p) = (&stream, &p);
             fs.push(Box::new(move || Ok(v.launch(s, &mut p.borrow_mut())?)));
         }
         let mut refs: Vec<&mut dyn FnMut() -> HarnessResult<()>> =
             fs.iter_mut().map(|f| f.as_mut() as _).collect();
-        let times =
+        let timed =
             harness::time_interleaved(&stream, &mut refs, (opts.warmup, opts.rounds), opts.timing)?;
+        // a refused version's row keeps its place, untimed (NaN)
+        let mut timed = timed.into_iter();
+        let mut times = vec![timed.next().expect("cuBLAS is timed")];
+        times.extend(
+            passed
+                .iter()
+                .map(|ok| ok.and_then(|_| timed.next()).unwrap_or(f64::NAN)),
+        );
         let flops = p.borrow().flops();
         // cuBLAS is the reference: it has no check of its own
-        let names = std::iter::once(("cublas".to_string(), None)).chain(
-            versions
-                .iter()
-                .zip(&passed)
-                .map(|(v, &ok)| (v.name(), Some(ok))),
-        );
+        let names = std::iter::once(("cublas".to_string(), None))
+            .chain(versions.iter().zip(&passed).map(|(v, &ok)| (v.name(), ok)));
         for ((name, passed), t) in names.zip(&times) {
             rows.push(Row {
                 m,

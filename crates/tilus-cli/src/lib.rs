@@ -578,7 +578,10 @@ pub fn main(registry: Registry) -> ExitCode {
     match run(cli).and_then(|ok| out::flush().map(|_| ok)) {
         Ok(true) | Err(CliError::Closed) => ExitCode::SUCCESS,
         Ok(false) => {
-            warnln!("error: the output does not match the reference (see above)");
+            warnln!(
+                "error: the output does not match the reference, or a version was refused \
+                 (see above)"
+            );
             ExitCode::FAILURE
         }
         Err(CliError::Usage(m)) => {

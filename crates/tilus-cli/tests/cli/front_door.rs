@@ -466,6 +466,32 @@ fn run_on_a_gpu_checks_against_cublas() {
     }
 }
 
+/// A version the compiler refuses at a shape (stream-K on 128 × 192 tiles with five stages
+/// needs more shared memory than a block has) is reported with its first diagnostic and left
+/// untimed; the other versions are checked and timed all the same, and the run says it
+/// failed.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_refused_version_does_not_stop_the_others() {
+    tilus(&[
+        "bench",
+        "matmul",
+        "--versions",
+        "v6[block_n=128],stream_k[block_n=192 stages=5]",
+        "--sizes",
+        "256x512x256",
+        "--rounds",
+        "2",
+    ])
+    .with_gpu()
+    .go()
+    .assert_code(1)
+    .assert_stdout("REFUSED before launch")
+    .assert_stdout("bytes of shared memory")
+    .assert_stdout("256x512x256: PASS")
+    .assert_stdout("NaN");
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_memory_bound_kernels_run_on_a_gpu_and_their_benchmark_compares_them_with_a_copy() {
