@@ -761,6 +761,29 @@ mod tests {
         assert!(!RegisterLayout::local(&[1 << 20, 1 << 20]).is_valid());
         assert!(!RegisterLayout::spatial(&[1 << 13, 1 << 12]).is_valid());
     }
+
+    /// [4, 8] covered, [3, 6] held: the registers at row 3 or column 6 and 7 hold nothing, and
+    /// the first coordinate past each extent is out.
+    #[test]
+    fn a_masked_layout_holds_its_shape_and_nothing_past_it() {
+        let m = tile().masked_to(&[3, 6]);
+        assert_eq!(m.shape(), &[3, 6]);
+        assert_eq!((m.covered(0), m.covered(1)), (4, 8));
+        assert_eq!(m.masked_dims(), vec![(0, 3), (1, 6)]);
+        assert!(m.is_masked() && !tile().is_masked());
+        assert!(m.holds(&[2, 5]));
+        assert!(!m.holds(&[3, 0]) && !m.holds(&[0, 6]));
+        // every held element once, the masked-off registers skipped
+        assert!(m.is_valid());
+        let held = (0..m.num_threads())
+            .flat_map(|t| (0..m.local_size()).map(move |l| (t, l)))
+            .filter(|&(t, l)| m.holds(&m.coords(t, l)))
+            .count();
+        assert_eq!(held, 18);
+        // only one dimension masked
+        assert_eq!(tile().masked_to(&[4, 7]).masked_dims(), vec![(1, 7)]);
+        assert!(tile().masked_to(&[4, 7]).is_valid());
+    }
 }
 
 #[cfg(test)]
