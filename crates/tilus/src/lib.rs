@@ -107,6 +107,7 @@ pub use cudarc;
 mod jit;
 pub mod lang;
 pub mod layout;
+pub mod lowp;
 pub mod passes;
 pub mod runtime;
 
@@ -125,9 +126,9 @@ pub use tilus_macros::Tunable;
 /// Everything a script author needs.
 pub mod prelude {
     pub use crate::lang::{
-        cdiv, rand, randint, randn, where_, Barrier, Barriers, Const, ConsumerSlot, FastDivisor,
-        GlobalTensor, Handles, IntoTile, Kernel, Pipeline, ProducerSlot, Ptr, PtrMut, PtrVal,
-        RegisterTensor, Scalar, Script, SharedTensor, Tile, TileMath, Val, WgmmaTarget,
+        cdiv, rand, randint, randn, where_, Barrier, Barriers, Const, ConsumerSlot, Element,
+        FastDivisor, GlobalTensor, Handles, IntoTile, Kernel, Pipeline, ProducerSlot, Ptr, PtrMut,
+        PtrVal, RegisterTensor, Scalar, Script, SharedTensor, Tile, TileMath, Val, WgmmaTarget,
     };
     pub use crate::layout::padded_extent;
     pub use crate::script;

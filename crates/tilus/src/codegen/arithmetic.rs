@@ -58,15 +58,15 @@ fn scan_combine(op: ScanOp, t: DType, a: &str, b: &str) -> String {
 /// The value an exclusive scan gives a line's first element.
 fn scan_identity(op: ScanOp, t: DType) -> String {
     let (lo, hi) = match t {
-        DType::I32 => ("(-2147483647 - 1)", "2147483647"),
-        DType::U32 => ("0u", "0xffffffffu"),
+        DType::I32 | DType::Int(_) => ("(-2147483647 - 1)", "2147483647"),
+        DType::U32 | DType::UInt(_) => ("0u", "0xffffffffu"),
         _ => ("__int_as_float(0xff800000)", "__int_as_float(0x7f800000)"),
     };
     match op {
         ScanOp::Sum if t.is_float() => "0.0f".into(),
         ScanOp::Prod if t.is_float() => "1.0f".into(),
-        ScanOp::Sum => format!("(({})0)", super::c_type(t)),
-        ScanOp::Prod => format!("(({})1)", super::c_type(t)),
+        ScanOp::Sum => format!("(({})0)", compute_c_type(t)),
+        ScanOp::Prod => format!("(({})1)", compute_c_type(t)),
         ScanOp::Max => lo.into(),
         ScanOp::Min => hi.into(),
     }
@@ -236,6 +236,7 @@ pub(super) fn value(e: &mut Emitter, r: RegId, l: &str) -> String {
             e.use_helper(Helper::Arith(ArithHelper::CvtBf16));
             format!("tilus_bf16_to_f32({raw})")
         }
+        t if t.is_lowp() => super::lowp::decode(e, t, &raw),
         _ => raw,
     }
 }
@@ -401,6 +402,11 @@ fn cast_c(e: &mut Emitter, a: &str, from: DType, to: DType) -> String {
             e.use_helper(Helper::Arith(h));
             format!("tilus_{t}_to_f32(tilus_cvt_{t}((float)({a})))")
         }
+        // the value the code of `to` holds: rounded (floats) or wrapped (integers)
+        (_, t) if t.is_lowp() => {
+            let code = super::lowp::encode(e, t, a, from);
+            super::lowp::decode(e, t, &code)
+        }
         (_, DType::F32) => format!("((float)({a}))"),
         (true, DType::Bool) => format!("({a} != 0.0f)"),
         (true, t) if t.is_int() => format!("(({})__float2ll_rz({a}))", super::c_type(t)),
@@ -438,6 +444,12 @@ pub(super) fn store_values(e: &mut Emitter, out: RegId, vals: &[String]) {
                 e.line(format!("{name}[{l}] = tilus_cvt_{n}({v});"));
             }
         }
+        (Storage::Plain, t) if t.is_lowp() => {
+            for (l, v) in vals.iter().enumerate() {
+                let code = super::lowp::encode(e, t, v, t);
+                e.line(format!("{name}[{l}] = (u8){code};"));
+            }
+        }
         (Storage::Plain, _) => {
             for (l, v) in vals.iter().enumerate() {
                 e.line(format!("{name}[{l}] = {v};"));
@@ -463,7 +475,7 @@ fn emit_map(e: &mut Emitter, x: &TileExpr, out: RegId, declare: bool) {
     // a conversion to the output's own 16-bit type at the top is the rounding the store does
     // anyway: rounding twice gives the same bits, but costs three conversions per element
     let x = match x {
-        TileExpr::Cast(t, inner) if *t == out_t && out_t.is_float() && out_t.bits() == 16 => {
+        TileExpr::Cast(t, inner) if *t == out_t && out_t.is_float() && out_t.bits() <= 16 => {
             inner.as_ref()
         }
         _ => x,
@@ -517,7 +529,9 @@ fn emit_map(e: &mut Emitter, x: &TileExpr, out: RegId, declare: bool) {
 /// The C type values of a tile's elements are computed in.
 fn compute_c_type(t: DType) -> &'static str {
     match t {
-        DType::F16 | DType::BF16 | DType::F32 => "float",
+        DType::F16 | DType::BF16 | DType::F32 | DType::Float { .. } => "float",
+        DType::Int(_) => "i32",
+        DType::UInt(_) => "u32",
         t => super::c_type(t),
     }
 }
@@ -726,6 +740,24 @@ fn emit_cast(e: &mut Emitter, src: &RegView, out: &RegId) {
                 e.line("#pragma unroll");
                 e.line(format!("for (int l = 0; l < {n}; ++l) {on}[l] = {a};"));
             }
+        }
+        // low-precision codes convert through their compute values, element by element
+        // (into one: each source value encodes once, as the interpreter rounds it once)
+        (s, o) if o.is_lowp() => {
+            for l in 0..n {
+                let v = value(e, src.tensor, &l.to_string());
+                let code = super::lowp::encode(e, o, &v, s);
+                e.line(format!("{on}[{l}] = (u8){code};"));
+            }
+        }
+        (s, o) if s.is_lowp() => {
+            let vals: Vec<String> = (0..n)
+                .map(|l| {
+                    let v = value(e, src.tensor, &l.to_string());
+                    cast_c(e, &v, s, o)
+                })
+                .collect();
+            store_values(e, *out, &vals);
         }
         (s, o) if !s.is_float() || s == DType::F32 && !o.is_float() => {
             let a = read(e, src.tensor, "l");

@@ -69,8 +69,10 @@ fn scalar_arg(e: &mut Emitter, a: &Expr) -> String {
         DType::U32 => format!("(unsigned)({c})"),
         DType::I64 => format!("(long long)({c})"),
         DType::U64 => format!("(unsigned long long)({c})"),
+        DType::Int(_) => format!("(int)({c})"),
+        DType::UInt(_) => format!("(unsigned)({c})"),
         // float scalars are held in `float` (16-bit ones widened exactly)
-        DType::F16 | DType::BF16 | DType::F32 => {
+        DType::F16 | DType::BF16 | DType::F32 | DType::Float { .. } => {
             e.use_helper(Helper::Debug(DebugHelper::Float));
             format!("tilus_print_float((float)({c}))")
         }
@@ -117,6 +119,19 @@ fn element_arg(e: &mut Emitter, dtype: DType, addr: &str) -> String {
         DType::I64 => format!("(long long)tilus_print_ld64({addr})"),
         DType::U64 => format!("(unsigned long long)tilus_print_ld64({addr})"),
         DType::Bool => format!("(tilus_print_ld8({addr}) ? \"true\" : \"false\")"),
+        // the print scratch keeps a low-precision element's code in a byte of its own
+        t @ DType::Float { .. } => {
+            let v = super::lowp::decode(e, t, &format!("tilus_print_ld8({addr})"));
+            float(e, v)
+        }
+        t @ DType::Int(_) => format!(
+            "(int){}",
+            super::lowp::decode(e, t, &format!("tilus_print_ld8({addr})"))
+        ),
+        t @ DType::UInt(_) => format!(
+            "(unsigned){}",
+            super::lowp::decode(e, t, &format!("tilus_print_ld8({addr})"))
+        ),
     }
 }
 
@@ -261,7 +276,9 @@ fn emit_print_register(e: &mut Emitter, src: &RegView, scratch: SharedId) {
     e.line(match dtype {
         DType::F16 | DType::BF16 => format!("tilus_print_st16({addr}, {v});"),
         DType::F32 => format!("tilus_print_st32({addr}, __float_as_uint({v}));"),
-        DType::Bool => format!("tilus_print_st8({addr}, (u32)({v}));"),
+        DType::Bool | DType::Int(_) | DType::UInt(_) | DType::Float { .. } => {
+            format!("tilus_print_st8({addr}, (u32)({v}));")
+        }
         DType::I32 | DType::U32 => format!("tilus_print_st32({addr}, (u32)({v}));"),
         DType::I64 | DType::U64 => format!("tilus_print_st64({addr}, (u64)({v}));"),
     });

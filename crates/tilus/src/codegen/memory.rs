@@ -190,18 +190,28 @@ pub(super) fn emit(e: &mut Emitter, i: &MemoryInst) {
             let d = e.p.register(*out);
             let n = layout(e, *out).local_size();
             let name = d.name.clone();
+            let x = v.as_int().map(|i| i as f64).unwrap_or_else(|| match v {
+                crate::ir::Expr::Float(b, _) => f64::from_bits(*b),
+                _ => 0.0,
+            });
+            let half_bits = |t: DType| -> u32 {
+                u32::from(if t == DType::BF16 {
+                    half::bf16::from_f64(x).to_bits()
+                } else {
+                    half::f16::from_f64(x).to_bits()
+                })
+            };
             let (count, value) = match (storage(d), d.dtype) {
                 (Storage::Packed16, t) => {
-                    let x = v.as_int().map(|i| i as f64).unwrap_or_else(|| match v {
-                        crate::ir::Expr::Float(b, _) => f64::from_bits(*b),
-                        _ => 0.0,
-                    });
-                    let bits = if t == DType::BF16 {
-                        half::bf16::from_f64(x).to_bits()
-                    } else {
-                        half::f16::from_f64(x).to_bits()
-                    } as u32;
+                    let bits = half_bits(t);
                     (n / 2, format!("0x{:08x}u", bits | (bits << 16)))
+                }
+                // a tile of 16-bit floats keeps their bits, a low-precision tile its codes
+                (Storage::Plain, t @ (DType::F16 | DType::BF16)) => {
+                    (n, format!("(u16)0x{:04x}", half_bits(t)))
+                }
+                (Storage::Plain, t) if t.is_lowp() => {
+                    (n, format!("(u8)0x{:02x}", global::lowp_code(x, t)))
                 }
                 (Storage::Plain, _) => (n, e.expr(v)),
             };

@@ -7,6 +7,7 @@ mod arithmetic;
 mod control;
 mod cp_async;
 mod debug;
+mod lowp;
 mod mbarrier;
 mod memory;
 mod mma;
@@ -108,6 +109,8 @@ pub(crate) fn c_type(t: DType) -> &'static str {
         DType::U64 => "u64",
         DType::F16 | DType::BF16 => "u16",
         DType::F32 => "float",
+        // one code per element (packed only in memory)
+        DType::Int(_) | DType::UInt(_) | DType::Float { .. } => "u8",
     }
 }
 

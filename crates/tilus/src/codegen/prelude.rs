@@ -4,7 +4,7 @@
 //! of an instruction family are defined in its emitter's file; this one holds the few every
 //! family shares.
 
-use super::{arithmetic, cp_async, debug, mbarrier, memory, mma, tma, wgmma};
+use super::{arithmetic, cp_async, debug, lowp, mbarrier, memory, mma, tma, wgmma};
 
 /// A helper function or type the kernel body uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -27,6 +27,8 @@ pub(crate) enum Helper {
     Debug(debug::DebugHelper),
     /// cp.async copies and groups.
     CpAsync(cp_async::CpAsyncHelper),
+    /// Low-precision types' codes.
+    Lowp(lowp::LowpHelper),
 }
 
 /// Helpers every family may use.
@@ -73,6 +75,7 @@ fn helper(h: Helper) -> String {
         Helper::Wgmma(h) => wgmma::helper_text(h),
         Helper::Debug(h) => debug::helper_text(h),
         Helper::CpAsync(h) => cp_async::helper_text(h),
+        Helper::Lowp(h) => lowp::helper_text(h),
     }
 }
 

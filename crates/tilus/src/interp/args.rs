@@ -12,11 +12,16 @@ mod sealed {
     impl Sealed for f32 {}
     impl Sealed for i32 {}
     impl Sealed for u32 {}
+    impl Sealed for crate::lowp::I8 {}
+    impl Sealed for crate::lowp::U8 {}
+    impl Sealed for crate::lowp::F8E4M3 {}
+    impl Sealed for crate::lowp::F8E5M2 {}
 }
 
 /// An element type whose host slices the interpreter may view as plain bytes: no padding, and
-/// every bit pattern is a valid value. Sealed: implemented for `f16`, `bf16`, `f32`, `i32` and
-/// `u32`, the element types of the language; a user's own type could not promise this.
+/// every bit pattern is a valid value. Sealed: implemented for `f16`, `bf16`, `f32`, `i32`,
+/// `u32` and the byte-wide low-precision types (`tilus::lowp::{I8, U8, F8E4M3, F8E5M2}`, a
+/// code a byte), the element types of the language; a user's own type could not promise this.
 pub trait Pod: Copy + sealed::Sealed {
     /// The element type.
     const DTYPE: DType;
@@ -35,6 +40,18 @@ impl Pod for i32 {
 }
 impl Pod for u32 {
     const DTYPE: DType = DType::U32;
+}
+impl Pod for crate::lowp::I8 {
+    const DTYPE: DType = DType::I8;
+}
+impl Pod for crate::lowp::U8 {
+    const DTYPE: DType = DType::U8;
+}
+impl Pod for crate::lowp::F8E4M3 {
+    const DTYPE: DType = DType::F8E4M3;
+}
+impl Pod for crate::lowp::F8E5M2 {
+    const DTYPE: DType = DType::F8E5M2;
 }
 
 /// A read-only host buffer: its element type and its bytes (native byte order).
@@ -58,6 +75,15 @@ impl<'a> HostBuffer<'a> {
         }
     }
 
+    /// Views bytes of low-precision codes of type `T` (one a byte for 8-bit types, packed
+    /// for narrower ones: [`crate::lowp::pack`]) as an interpreter buffer.
+    pub fn lowp<T: crate::lowp::LowpElement>(bytes: &'a [u8]) -> HostBuffer<'a> {
+        HostBuffer {
+            dtype: T::DTYPE,
+            bytes,
+        }
+    }
+
     /// Element type.
     pub fn dtype(&self) -> DType {
         self.dtype
@@ -65,7 +91,7 @@ impl<'a> HostBuffer<'a> {
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.bytes.len() / self.dtype.nbytes() as usize
+        self.bytes.len() * 8 / self.dtype.bits() as usize
     }
 
     /// Whether the buffer has no elements.
@@ -99,6 +125,15 @@ impl<'a> HostBufferMut<'a> {
         }
     }
 
+    /// Views bytes of low-precision codes of type `T` (see [`HostBuffer::lowp`]) as a
+    /// writable interpreter buffer.
+    pub fn lowp<T: crate::lowp::LowpElement>(bytes: &'a mut [u8]) -> HostBufferMut<'a> {
+        HostBufferMut {
+            dtype: T::DTYPE,
+            bytes,
+        }
+    }
+
     /// Element type.
     pub fn dtype(&self) -> DType {
         self.dtype
@@ -106,7 +141,7 @@ impl<'a> HostBufferMut<'a> {
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.bytes.len() / self.dtype.nbytes() as usize
+        self.bytes.len() * 8 / self.dtype.bits() as usize
     }
 
     /// Whether the buffer has no elements.

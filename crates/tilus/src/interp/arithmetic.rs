@@ -211,6 +211,18 @@ fn convert(v: V, from: DType, to: DType) -> V {
             V::F(x) => (x != 0.0) as i64,
             V::I(x) => (x != 0) as i64,
         }),
+        t @ DType::Float { .. } => {
+            let f = t.float_format().expect("verified types are valid");
+            V::F(f.decode(f.encode(v.f() as f64)) as f32)
+        }
+        // from floats: toward zero, as `__float2int_rz` (NaN gives 0), then the low bits
+        t @ (DType::Int(_) | DType::UInt(_)) => V::I(crate::ir::wrap_to(
+            match v {
+                V::F(x) => x as i32 as i64,
+                V::I(x) => x,
+            },
+            t,
+        )),
         t => V::I(crate::ir::wrap_to(v.i(), t)),
     }
 }

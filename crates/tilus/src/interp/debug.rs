@@ -71,7 +71,9 @@ fn scalar_arg(b: &Block<'_, '_>, task: &Task<'_>, a: &Expr, loc: Loc) -> R<Arg> 
 /// The element at `bits` as the argument its `printf` conversion takes.
 fn element_arg(bits: u64, t: DType) -> Arg {
     match t {
-        DType::F16 | DType::BF16 | DType::F32 => Arg::Float(bits_to_f32(bits, t) as f64),
+        DType::F16 | DType::BF16 | DType::F32 | DType::Float { .. } => {
+            Arg::Float(bits_to_f32(bits, t) as f64)
+        }
         DType::Bool => Arg::Str(
             if bits_to_int(bits, t) != 0 {
                 "true"
@@ -80,8 +82,8 @@ fn element_arg(bits: u64, t: DType) -> Arg {
             }
             .into(),
         ),
-        DType::U32 | DType::U64 => Arg::UInt(bits_to_int(bits, t) as u64),
-        DType::I32 | DType::I64 => Arg::Int(bits_to_int(bits, t)),
+        DType::U32 | DType::U64 | DType::UInt(_) => Arg::UInt(bits_to_int(bits, t) as u64),
+        DType::I32 | DType::I64 | DType::Int(_) => Arg::Int(bits_to_int(bits, t)),
     }
 }
 

@@ -841,7 +841,11 @@ pub(crate) fn bits_to_f32(bits: u64, dtype: DType) -> f32 {
     match dtype {
         DType::F16 => half::f16::from_bits(bits as u16).to_f32(),
         DType::BF16 => half::bf16::from_bits(bits as u16).to_f32(),
-        _ => f32::from_bits(bits as u32),
+        t => match t.float_format() {
+            // exact: every low-precision float is an f32
+            Some(f) => f.decode(bits as u32) as f32,
+            None => f32::from_bits(bits as u32),
+        },
     }
 }
 
@@ -850,7 +854,10 @@ pub(crate) fn f32_to_bits(v: f32, dtype: DType) -> u64 {
     match dtype {
         DType::F16 => half::f16::from_f32(v).to_bits() as u64,
         DType::BF16 => half::bf16::from_f32(v).to_bits() as u64,
-        _ => v.to_bits() as u64,
+        t => match t.float_format() {
+            Some(f) => f.encode(v as f64) as u64,
+            None => v.to_bits() as u64,
+        },
     }
 }
 
@@ -860,6 +867,7 @@ pub(crate) fn bits_to_int(bits: u64, dtype: DType) -> i64 {
         DType::I32 => bits as u32 as i32 as i64,
         DType::U32 => bits as u32 as i64,
         DType::Bool => (bits & 0xFF != 0) as i64,
+        t @ (DType::Int(_) | DType::UInt(_)) => crate::ir::wrap_to(bits as i64, t),
         _ => bits as i64,
     }
 }
@@ -910,7 +918,11 @@ pub(crate) fn round_float(v: f64, t: DType) -> f64 {
     match t {
         DType::F16 => half::f16::from_f64(v).to_f64(),
         DType::BF16 => half::bf16::from_f64(v).to_f64(),
-        _ => v as f32 as f64,
+        t => match t.float_format() {
+            // from the f32 the generated code computes in
+            Some(f) => f.decode(f.encode(v as f32 as f64)),
+            None => v as f32 as f64,
+        },
     }
 }
 

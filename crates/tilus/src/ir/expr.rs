@@ -209,6 +209,9 @@ pub fn wrap_to(v: i64, dtype: DType) -> i64 {
         DType::I32 => v as i32 as i64,
         DType::U32 => v as u32 as i64,
         DType::Bool => (v != 0) as i64,
+        // two's complement in `b` bits: shift the low bits to the top and back
+        DType::Int(b) => (v << (64 - b as u32)) >> (64 - b as u32),
+        DType::UInt(b) => v & ((1i64 << b) - 1),
         _ => v,
     }
 }

@@ -16,7 +16,7 @@ mod stmt;
 mod tensor;
 
 pub use divisor::{fast_divide, fast_divisor_bits, MAX_FAST_DIVISOR};
-pub use dtype::DType;
+pub use dtype::{DType, FloatFormat};
 pub use expr::{wrap_to, BinOp, Expr, ExprPrinter, VarDecl, VarId, VarKind, Workspace};
 pub use inst::facts;
 pub use inst::{

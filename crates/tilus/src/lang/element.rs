@@ -13,7 +13,7 @@ use crate::ir::DType;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an element type of tiles",
     label = "not a tile element type",
-    note = "tiles hold f16, bf16, f32, i32, u32 or bool (`half::f16`, `half::bf16`)"
+    note = "tiles hold f16, bf16, f32, i32, u32, bool (`half::f16`, `half::bf16`) or the low-precision types of `tilus::lowp`"
 )]
 pub trait Element: Copy + Send + Sync + 'static {
     /// The IR element type.
@@ -37,4 +37,14 @@ impl Element for u32 {
 }
 impl Element for bool {
     const DTYPE: DType = DType::Bool;
+}
+
+impl<const B: u8> Element for crate::lowp::Int<B> {
+    const DTYPE: DType = <Self as crate::lowp::LowpElement>::DTYPE;
+}
+impl<const B: u8> Element for crate::lowp::UInt<B> {
+    const DTYPE: DType = <Self as crate::lowp::LowpElement>::DTYPE;
+}
+impl<const E: u8, const M: u8> Element for crate::lowp::Float<E, M> {
+    const DTYPE: DType = <Self as crate::lowp::LowpElement>::DTYPE;
 }

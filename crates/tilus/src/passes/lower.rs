@@ -152,7 +152,8 @@ fn launch_plan(p: &Program, alignments: &[(crate::ir::GlobalId, u32, String)]) -
             });
         }
         if let crate::ir::VarKind::Workspace(w) = &v.kind {
-            let elem = v.pointee.map_or(1, |t| t.nbytes());
+            // a byte per element at least (packed types round up: a workspace to spare)
+            let elem = v.pointee.map_or(1, |t| t.bits().div_ceil(8));
             let bytes = Expr::Binary(
                 crate::ir::BinOp::Mul,
                 Box::new(w.elems.clone()),

@@ -39,7 +39,13 @@ pub fn encode(
         DType::U32 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT32,
         DType::I64 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_INT64,
         DType::U64 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT64,
-        DType::Bool => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        // TMA moves bytes: a byte-wide element of any type is one
+        t if t.bits() == 8 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        t => {
+            return Err(bad(format!(
+                "{t} elements are narrower than a byte, which TMA cannot copy on this device"
+            )))
+        }
     };
     let swizzle = match spec.swizzle {
         Swizzle::None => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,

@@ -10,6 +10,7 @@ use super::mark;
 pub mod convert;
 pub mod copy_async;
 pub mod global;
+pub mod lowp;
 pub mod masks;
 pub mod orders;
 pub mod widths;

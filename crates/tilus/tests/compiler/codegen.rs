@@ -1236,3 +1236,52 @@ fn a_masked_store_keeps_whole_vectors_and_checks_the_rest_element_by_element() {
         assert_eq!(c.report.spill_stores, 0);
     }
 }
+
+/// The low-precision types compile for every conversion the interpreter checks: FP8 encodes by
+/// the hardware's `cvt.rn.satfinite`, the narrower floats by the integer algorithm, each type's
+/// decoder once; byte-wide codes load and store as vectors.
+#[test]
+fn low_precision_conversions_compile() {
+    use crate::common::scripts::lowp::{DecodeCodes, EncodeValues, RoundTrip};
+    use tilus::lowp::*;
+    let c = build(&DecodeCodes::<F8E4M3>::new(2), &[]);
+    assert!(c.source.contains("tilus_from_f8e4m3("), "{}", c.source);
+    assert!(
+        c.source.contains("tilus_vec<u8, "),
+        "no vector load of codes\n{}",
+        c.source
+    );
+    let c = build(&DecodeCodes::<I8>::new(2), &[]);
+    assert!(
+        c.source.contains("<< 24)) >> 24)"),
+        "i8 codes sign-extend\n{}",
+        c.source
+    );
+    let c = build(&EncodeValues::<F8E5M2>::new(1000, 4), &[]);
+    assert!(
+        c.source.contains("cvt.rn.satfinite.e5m2x2.f32"),
+        "{}",
+        c.source
+    );
+    assert_eq!(c.report.spill_stores, 0);
+    let c = build(&EncodeValues::<F8E4M3>::new(512, 4), &[]);
+    assert!(
+        c.source.contains("cvt.rn.satfinite.e4m3x2.f32"),
+        "{}",
+        c.source
+    );
+    let c = build(&RoundTrip::<F4E2M1>::new(300, 4), &[]);
+    assert!(
+        c.source.contains("tilus_to_f4e2m1(") && c.source.contains("rintf("),
+        "{}",
+        c.source
+    );
+    assert_eq!(c.source.matches("float tilus_from_f4e2m1(").count(), 1);
+    for s in [
+        build(&RoundTrip::<F6E3M2>::new(96, 1), &[]),
+        build(&RoundTrip::<I4>::new(96, 1), &[]),
+        build(&RoundTrip::<Float<5, 1>>::new(96, 1), &[]),
+    ] {
+        assert_eq!(s.report.spill_stores, 0);
+    }
+}

@@ -25,6 +25,7 @@ mod copy_async;
 mod debug;
 mod divmod;
 mod fences;
+mod lowp;
 mod masks;
 mod mbarrier;
 mod memory;

@@ -1696,3 +1696,65 @@ fn blocks_take_turns_through_a_kernel_owned_workspace_on_the_gpu() {
         assert_eq!(bits(&got), bits(&want), "{n} blocks");
     }
 }
+
+/// The interpreter's low-precision tests (`interp/lowp.rs`) on the GPU, against the same plain
+/// references: every code of the 8-bit types decoded, f32 and f16 values encoded into FP8
+/// (the hardware's `cvt.rn.satfinite`), and every type's round trip through registers (the
+/// narrower floats' integer algorithm, the integers' truncation and wrap).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn low_precision_conversions_agree_with_the_references() {
+    use crate::common::scripts::lowp::{
+        check_decoded, check_encoded, check_round_trip, encode_inputs, round_trip_inputs,
+        DecodeCodes, EncodeValues, RoundTrip,
+    };
+    use tilus::lowp::*;
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    macro_rules! decode_all { ($($T:ty),*) => {$({
+        let t = <$T as LowpElement>::DTYPE;
+        let codes: Vec<$T> = (0..=255).map(<$T>::from_code).collect();
+        let mut f = stream.clone_htod(&vec![f32::NAN; 256]).unwrap();
+        let mut h = stream.clone_htod(&vec![f16::NAN; 256]).unwrap();
+        let mut b = stream.clone_htod(&vec![half::bf16::NAN; 256]).unwrap();
+        tilus::Jit::new(DecodeCodes::<$T>::new(2), &device)
+            .launch(stream, (&stream.clone_htod(&codes).unwrap(), &mut f, &mut h, &mut b))
+            .unwrap();
+        let (f, h, b) = (
+            stream.clone_dtoh(&f).unwrap(),
+            stream.clone_dtoh(&h).unwrap(),
+            stream.clone_dtoh(&b).unwrap(),
+        );
+        check_decoded(t, &f, &h, &b);
+    })*}}
+    decode_all!(F8E4M3, F8E5M2, I8, U8);
+    macro_rules! encode_all { ($($T:ty),*) => {$({
+        let t = <$T as LowpElement>::DTYPE;
+        let (x, h) = encode_inputs(t);
+        let n = x.len();
+        let mut cx = stream.clone_htod(&vec![<$T>::from_code(0xa5); n]).unwrap();
+        let mut ch = stream.clone_htod(&vec![<$T>::from_code(0xa5); n]).unwrap();
+        let (dx, dh) = (stream.clone_htod(&x).unwrap(), stream.clone_htod(&h).unwrap());
+        tilus::Jit::new(EncodeValues::<$T>::new(n as i32, 4), &device)
+            .launch(stream, (&dx, &dh, &mut cx, &mut ch))
+            .unwrap();
+        let codes = |v: Vec<$T>| v.iter().map(|c| c.code()).collect::<Vec<u8>>();
+        let (cx, ch) = (codes(stream.clone_dtoh(&cx).unwrap()), codes(stream.clone_dtoh(&ch).unwrap()));
+        check_encoded(t, (&x, &h), &cx, &ch);
+    })*}}
+    encode_all!(F8E4M3, F8E5M2);
+    macro_rules! round_trip { ($($T:ty),*) => {$({
+        let t = <$T as LowpElement>::DTYPE;
+        let x = round_trip_inputs(t);
+        let n = x.len();
+        let mut y = upload(&device, &vec![f32::NAN; n]);
+        let mut z = upload(&device, &vec![f32::NAN; n]);
+        tilus::Jit::new(RoundTrip::<$T>::new(n as i32, 4), &device)
+            .launch(stream, (&upload(&device, &x), &mut y, &mut z))
+            .unwrap();
+        let (y, z) = (stream.clone_dtoh(&y).unwrap(), stream.clone_dtoh(&z).unwrap());
+        check_round_trip(t, &x, &y, &z);
+    })*}}
+    crate::for_round_trip_types!(round_trip);
+}

@@ -177,7 +177,17 @@ fn constant(e: &Emitter, v: &Expr, dtype: DType) -> String {
         DType::F16 => format!("(u16)0x{:04x}", half::f16::from_f64(x).to_bits()),
         DType::BF16 => format!("(u16)0x{:04x}", half::bf16::from_f64(x).to_bits()),
         DType::F32 => e.expr(&Expr::Float(x.to_bits(), DType::F32)),
+        t if t.is_lowp() => format!("(u8)0x{:02x}", lowp_code(x, t)),
         t => e.expr(&Expr::Int(crate::ir::wrap_to(x as i64, t), t)),
+    }
+}
+
+/// The code of a constant `x` in low-precision type `t`: rounded from the f32 the value is
+/// written as (floats), or its integer part's low bits (integers).
+pub(in crate::codegen) fn lowp_code(x: f64, t: DType) -> u64 {
+    match t.float_format() {
+        Some(f) => f.encode(x as f32 as f64) as u64,
+        None => (crate::ir::wrap_to(x as i64, t) as u64) & ((1u64 << t.bits()) - 1),
     }
 }
 
@@ -228,6 +238,19 @@ pub(super) fn store_global(e: &mut Emitter, i: &MemoryInst) {
         // value of one 32-bit word starting at local `lidx`
         if dtype.bits() == 16 {
             word(e, src.tensor, lidx)
+        } else if dtype.bits() == 8 {
+            // four byte-wide elements (codes, or booleans), the first in the low byte
+            let parts: Vec<String> = (0..4)
+                .map(|k| {
+                    let v = read(e, src.tensor, &format!("{lidx} + {k}"));
+                    if k == 0 {
+                        format!("(u32)(u8){v}")
+                    } else {
+                        format!("((u32)(u8){v} << {})", 8 * k)
+                    }
+                })
+                .collect();
+            format!("({})", parts.join(" | "))
         } else {
             e.use_helper(Helper::Core(Core::FloatBits));
             let v = read(e, src.tensor, lidx);
@@ -239,7 +262,13 @@ pub(super) fn store_global(e: &mut Emitter, i: &MemoryInst) {
         }
     };
     match bytes {
-        4 if dtype.bits() == 16 => {
+        2 if dtype.bits() == 8 => {
+            let (a, b) = (read(e, src.tensor, "l"), read(e, src.tensor, "l + 1"));
+            e.line(format!(
+                "*reinterpret_cast<u16*>({place}) = (u16)((u32)(u8){a} | ((u32)(u8){b} << 8));"
+            ));
+        }
+        4 if dtype.bits() <= 16 => {
             let v = value(e, "l");
             e.line(format!("*reinterpret_cast<u32*>({place}) = {v};"));
         }

@@ -250,11 +250,7 @@ fn fill_value(e: &Expr, dtype: DType) -> (f32, i64) {
         Expr::Int(v, _) => *v as f64,
         _ => 0.0,
     };
-    let f = match dtype {
-        DType::F16 => half::f16::from_f64(x).to_f32(),
-        DType::BF16 => half::bf16::from_f64(x).to_f32(),
-        _ => x as f32,
-    };
+    let f = crate::interp::state::round_float(x, dtype) as f32;
     (f, crate::ir::wrap_to(x as i64, dtype))
 }
 

@@ -127,12 +127,12 @@ fn escape_percent(s: &str) -> String {
 pub(crate) fn scalar_conversion(t: DType) -> &'static str {
     match t {
         DType::Bool => "%s",
-        DType::I32 => "%d",
-        DType::U32 => "%u",
+        DType::I32 | DType::Int(_) => "%d",
+        DType::U32 | DType::UInt(_) => "%u",
         DType::I64 => "%lld",
         DType::U64 => "%llu",
         // floats are not scalars of scripts; the verifier rejects them
-        DType::F16 | DType::BF16 | DType::F32 => "%.6g",
+        DType::F16 | DType::BF16 | DType::F32 | DType::Float { .. } => "%.6g",
     }
 }
 
@@ -155,9 +155,9 @@ pub(crate) fn printf_format(pieces: &[String], args: &[Expr]) -> String {
 /// whatever its sign bit), booleans passed as `true` and `false`.
 pub(crate) fn element_conversion(t: DType) -> &'static str {
     match t {
-        DType::F16 | DType::BF16 | DType::F32 => "%9.6g",
-        DType::I32 => "%6d",
-        DType::U32 => "%6u",
+        DType::F16 | DType::BF16 | DType::F32 | DType::Float { .. } => "%9.6g",
+        DType::I32 | DType::Int(_) => "%6d",
+        DType::U32 | DType::UInt(_) => "%6u",
         DType::I64 => "%6lld",
         DType::U64 => "%6llu",
         DType::Bool => "%5s",

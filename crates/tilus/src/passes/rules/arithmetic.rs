@@ -113,7 +113,13 @@ fn check_types(c: &mut Checker, e: &TileExpr, loc: Loc) -> DType {
         }
         TileExpr::Bitcast(t, x) => {
             let from = check_types(c, x, loc);
-            if from.bits() != t.bits() || from == DType::Bool || *t == DType::Bool {
+            if from.is_lowp() || t.is_lowp() {
+                let msg = format!(
+                    "view: {from} as {t}: the low-precision types' codes are not viewed \
+                     element by element; cast them (their values convert exactly to f32)"
+                );
+                c.err(loc, msg);
+            } else if from.bits() != t.bits() || from == DType::Bool || *t == DType::Bool {
                 let msg = format!(
                     "view: {from} ({} bits) as {t} ({} bits): a view keeps the bits, so both \
                      must be numeric types of one width",
@@ -224,7 +230,11 @@ impl Rules for ArithInst {
                     || (from == DType::F32 && to.is_float())
                     || (from.is_float() && to == DType::F32)
                     || (!from.is_float() && !to.is_float())
-                    || (from == DType::F32 && to.is_int());
+                    || (from == DType::F32 && to.is_int())
+                    // the low-precision types convert to and from every numeric type
+                    || ((from.is_lowp() || to.is_lowp())
+                        && from != DType::Bool
+                        && to != DType::Bool);
                 if !supported {
                     c.err(
                         loc,

@@ -49,7 +49,7 @@ fn atomic_dtypes(op: AtomicOp, scalar: bool) -> &'static [DType] {
 fn check_atomic_dtype(c: &mut Checker, name: &str, op: AtomicOp, scalar: bool, t: DType, loc: Loc) {
     let ok = atomic_dtypes(op, scalar);
     if !ok.contains(&t) {
-        let list: Vec<&str> = ok.iter().map(|t| t.name()).collect();
+        let list: Vec<String> = ok.iter().map(|t| t.name()).collect();
         let hint = if scalar {
             "; use the tile form for other types".to_string()
         } else if t.bits() == 16 {
@@ -67,12 +67,33 @@ fn check_atomic_dtype(c: &mut Checker, name: &str, op: AtomicOp, scalar: bool, t
     }
 }
 
+/// A global view's or shared tile's element type: a valid one, of whole bytes (elements
+/// narrower than a byte live in register tiles only, for now).
+fn check_element_type(c: &mut Checker, name: &str, t: DType, loc: Loc) {
+    if !t.is_valid() {
+        c.err(
+            loc,
+            format!("{name}: no element type {t:?} (see DType::is_valid)"),
+        );
+    } else if t.is_subbyte() {
+        c.err(
+            loc,
+            format!(
+                "{name}<{t}>: elements narrower than a byte are not supported in memory yet \
+                 (global views and shared tiles take 8-bit and wider elements); register \
+                 tiles of {t} work"
+            ),
+        );
+    }
+}
+
 impl Rules for MemoryInst {
     fn check(&self, c: &mut Checker, loc: Loc, scope: &Scope) {
         let p = c.p;
         match self {
             MemoryInst::GlobalView(g) => {
                 let d = p.global(*g);
+                check_element_type(c, "global_view", d.dtype, loc);
                 let ptr = p.var(d.ptr);
                 if ptr.pointee != Some(d.dtype) {
                     c.err(
@@ -118,6 +139,7 @@ impl Rules for MemoryInst {
                 }
             }
             MemoryInst::AllocShared(id) => {
+                check_element_type(c, "shared_tensor", p.shared(*id).dtype, loc);
                 c.live_shared.insert(*id, (scope.loop_id, scope.branch_id));
             }
             MemoryInst::FreeShared(id) => {

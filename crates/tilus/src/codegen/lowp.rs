@@ -1,0 +1,144 @@
+//! Conversions of the low-precision element types (`DType::Int`, `DType::UInt`,
+//! `DType::Float`) between their codes and the compute types. A register tile of such a type
+//! keeps one code per element (a `u8`); its values are computed in `float` (floats) or `i32`
+//! (integers), as the 16-bit floats are in `float`.
+//!
+//! The floats follow `ir::FloatFormat`'s rules, bit for bit: decoding is exact, and encoding
+//! rounds to nearest even and saturates. The FP8 formats encode with the hardware's
+//! `cvt.rn.satfinite` (whose rules those are); the others through one integer algorithm: the
+//! value's count of quanta (the format's spacing in its binade) rounded by `rintf`, which is
+//! already the code once the binade's index is added in.
+
+use super::{Emitter, Helper};
+use crate::ir::{DType, FloatFormat};
+
+/// A conversion function of one low-precision float type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum LowpHelper {
+    /// `float tilus_from_<t>(u32 code)`: the exact value.
+    Decode(DType),
+    /// `u32 tilus_to_<t>(float x)`: the code, rounded and saturated.
+    Encode(DType),
+}
+
+/// The compute-type value (a C expression) of the code `code` of low-precision type `t`.
+pub(super) fn decode(e: &mut Emitter, t: DType, code: &str) -> String {
+    match t {
+        DType::Int(b) => {
+            let s = 32 - b as u32;
+            format!("(((i32)((u32)({code}) << {s})) >> {s})")
+        }
+        DType::UInt(b) => format!("((u32)({code}) & {}u)", mask(b)),
+        _ => {
+            e.use_helper(Helper::Lowp(LowpHelper::Decode(t)));
+            format!("tilus_from_{}((u32)({code}))", t.name())
+        }
+    }
+}
+
+/// The code (a `u32` C expression) of a compute-type value `v` of type `from` converted to
+/// low-precision type `t`. Integers keep their low bits (as C's conversions between integers
+/// do); floats to integers truncate toward zero first.
+pub(super) fn encode(e: &mut Emitter, t: DType, v: &str, from: DType) -> String {
+    match t {
+        DType::Int(b) | DType::UInt(b) => {
+            let int = if from.is_float() {
+                format!("(u32)__float2int_rz({v})")
+            } else {
+                format!("(u32)({v})")
+            };
+            format!("({int} & {}u)", mask(b))
+        }
+        _ => {
+            e.use_helper(Helper::Lowp(LowpHelper::Encode(t)));
+            let f = if from.is_float() {
+                v.to_string()
+            } else {
+                format!("(float)({v})")
+            };
+            format!("tilus_to_{}({f})", t.name())
+        }
+    }
+}
+
+fn mask(b: u8) -> u32 {
+    ((1u64 << b) - 1) as u32
+}
+
+/// The C text of a helper.
+pub(crate) fn helper_text(h: LowpHelper) -> String {
+    match h {
+        LowpHelper::Decode(t) => decode_text(t),
+        LowpHelper::Encode(t) => encode_text(t),
+    }
+}
+
+fn format_of(t: DType) -> FloatFormat {
+    t.float_format()
+        .expect("lowp helpers are for the verified low-precision floats")
+}
+
+fn decode_text(t: DType) -> String {
+    let f = format_of(t);
+    let (name, e, m) = (t.name(), f.exp, f.man);
+    let emask = (1u32 << e) - 1;
+    let mmask = (1u32 << m) - 1;
+    // subnormals: m quanta of 2^(1 - bias - man); normals: the f32 with the exponent rebiased
+    let sub_scale = super::float_literal(f.decode(1));
+    let rebias = 127 - f.bias();
+    let special = if f.has_inf() {
+        format!(
+            "  if (e == {emask}u) v = m == 0u ? __int_as_float(0x7f800000) : __int_as_float(0x7fffffff);\n"
+        )
+    } else if f.has_nan() {
+        format!("  if (e == {emask}u && m == {mmask}u) v = __int_as_float(0x7fffffff);\n")
+    } else {
+        String::new()
+    };
+    format!(
+        "// {name} -> f32, exact (a sign bit; exponent: {e} bits, bias {bias}; mantissa: {m}).\n\
+         static __device__ __forceinline__ float tilus_from_{name}(u32 c) {{\n  \
+         const u32 e = (c >> {m}) & {emask}u, m = c & {mmask}u;\n  \
+         float v = e == 0u ? (float)m * {sub_scale} : __uint_as_float(((e + {rebias}u) << 23) | (m << {shift}));\n\
+         {special}  \
+         return (c >> {sign}) & 1u ? -v : v;\n}}\n",
+        bias = f.bias(),
+        shift = 23 - m,
+        sign = e + m,
+    )
+}
+
+fn encode_text(t: DType) -> String {
+    let f = format_of(t);
+    let name = t.name();
+    if f.bits() == 8 {
+        let ptx = if f.has_inf() { "e5m2x2" } else { "e4m3x2" };
+        return format!(
+            "// f32 -> {name}: round to nearest even, saturate to the largest finite value\n\
+             // (infinities included), NaN to NaN.\n\
+             static __device__ __forceinline__ u32 tilus_to_{name}(float x) {{\n  \
+             u16 r;\n  asm(\"cvt.rn.satfinite.{ptx}.f32 %0, %1, %2;\" : \"=h\"(r) : \"f\"(0.0f), \"f\"(x));\n  \
+             return (u32)r & 0xffu;\n}}\n"
+        );
+    }
+    let (e, m) = (f.exp, f.man);
+    let emin = 1 - f.bias();
+    let max = super::float_literal(f.max_value());
+    let nan = f.nan_code().unwrap_or(f.max_code());
+    format!(
+        "// f32 -> {name}: round to nearest even, saturate to the largest finite value\n\
+         // (infinities included); NaN becomes {nan:#x}. q counts quanta of the value's binade (at\n\
+         // least the subnormals'), so the code is the binade's index times 2^{m} plus q.\n\
+         static __device__ __forceinline__ u32 tilus_to_{name}(float x) {{\n  \
+         const u32 s = (__float_as_uint(x) >> 31) << {sign};\n  \
+         const float a = fabsf(x);\n  \
+         if (a != a) return {nan}u;\n  \
+         if (a >= {max}) return s | {maxc}u;\n  \
+         const i32 b = max((i32)((__float_as_uint(a) >> 23) & 255u) - 127, {emin});\n  \
+         const u32 q = (u32)rintf(a * __uint_as_float((u32)(127 + {m} - b) << 23));\n  \
+         return s | min((u32)(b - ({emin})) * {step}u + q, {maxc}u);\n}}\n",
+        sign = e + m,
+        maxc = f.max_code(),
+        step = 1u32 << m,
+    )
+}

@@ -1,0 +1,376 @@
+//! Low-precision element types against plain references written here from the formats'
+//! definitions, apart from the library's codec: [`reference_value`] reads a code's fields,
+//! [`reference_code`] searches every code for the nearest value.
+//! - [`DecodeCodes`]: every code of an 8-bit type loaded from memory and cast to f32, f16 and
+//!   bf16;
+//! - [`EncodeValues`]: f32 and f16 values cast to an 8-bit type and stored as codes;
+//! - [`RoundTrip`]: f32 → type → f32 in registers, for every type (those narrower than a byte
+//!   included).
+//!
+//! Run by the interpreter (`interp/lowp.rs`) and the GPU (`runtime/gpu.rs`), compiled by the
+//! compile tests (`compiler/codegen.rs`).
+
+use half::{bf16, f16};
+use std::marker::PhantomData;
+use tilus::ir::DType;
+use tilus::lowp::LowpElement;
+use tilus::prelude::*;
+
+/// The value of `code` in `t`, from its fields: integers sign-extended or not; floats
+/// `(-1)^s · 2^(e - bias) · 1.m`, or `0.m · 2^(1 - bias)` below the smallest exponent, with
+/// the specials of the OCP formats (E5: infinities and NaNs at the top exponent; E4M3: NaN at
+/// all ones; the others: none).
+pub fn reference_value(t: DType, code: u32) -> f64 {
+    match t {
+        DType::Int(b) => {
+            let c = code & ((1 << b) - 1);
+            if c >= 1 << (b - 1) {
+                c as f64 - (1u32 << b) as f64
+            } else {
+                c as f64
+            }
+        }
+        DType::UInt(b) => (code & ((1 << b) - 1)) as f64,
+        DType::Float { exp, man } => {
+            let (exp, man) = (exp as u32, man as u32);
+            let sign = (code >> (exp + man)) & 1;
+            let e = (code >> man) & ((1 << exp) - 1);
+            let m = code & ((1 << man) - 1);
+            let top = (1 << exp) - 1;
+            if exp == 5 && e == top {
+                return if m != 0 {
+                    f64::NAN
+                } else if sign == 1 {
+                    f64::NEG_INFINITY
+                } else {
+                    f64::INFINITY
+                };
+            }
+            if (exp, man) == (4, 3) && e == top && m == (1 << man) - 1 {
+                return f64::NAN;
+            }
+            let bias = (1i32 << (exp - 1)) - 1;
+            let fraction = m as f64 / (1u32 << man) as f64;
+            let magnitude = if e == 0 {
+                fraction * 2f64.powi(1 - bias)
+            } else {
+                (1.0 + fraction) * 2f64.powi(e as i32 - bias)
+            };
+            if sign == 1 {
+                -magnitude
+            } else {
+                magnitude
+            }
+        }
+        _ => unreachable!("not a low-precision type"),
+    }
+}
+
+/// The code a conversion of `x` into float type `t` must give, by search: among the finite
+/// codes of `x`'s sign, the nearest value (the largest past the top: saturation), ties to the
+/// even code; NaN to the format's all-ones code where it has NaN, else to the largest positive.
+pub fn reference_code(t: DType, x: f64) -> u32 {
+    let bits = t.bits();
+    let sign = 1u32 << (bits - 1);
+    if x.is_nan() {
+        let all = sign - 1;
+        return if reference_value(t, all).is_nan() {
+            all
+        } else {
+            (0..sign)
+                .filter(|&c| reference_value(t, c).is_finite())
+                .max_by(|&a, &b| reference_value(t, a).total_cmp(&reference_value(t, b)))
+                .unwrap()
+        };
+    }
+    let s = if x.is_sign_negative() { sign } else { 0 };
+    // past twice the largest value (an infinity too) the largest is the nearest: clamp there,
+    // where the distances still differ
+    let largest = (0..sign)
+        .map(|c| reference_value(t, c))
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let a = x.abs().min(2.0 * largest);
+    let mut best: Option<(f64, u32)> = None;
+    for c in 0..sign {
+        let v = reference_value(t, c);
+        if !v.is_finite() {
+            continue;
+        }
+        let d = (v - a).abs();
+        best = match best {
+            Some((bd, bc)) if bd < d || (bd == d && bc % 2 == 0) => Some((bd, bc)),
+            _ => Some((d, c)),
+        };
+    }
+    s | best.unwrap().1
+}
+
+/// f32 inputs that drive every branch of a conversion into float type `t`: every value,
+/// the midpoints of neighbours and points a little either side, past the largest,
+/// infinities, NaN, zeros of both signs, tiny values, and `random` values in range.
+pub fn float_inputs(t: DType, random: &[f32]) -> Vec<f32> {
+    let n = 1u32 << t.bits();
+    let mut values: Vec<f64> = (0..n / 2)
+        .map(|c| reference_value(t, c))
+        .filter(|v| v.is_finite())
+        .collect();
+    values.sort_by(f64::total_cmp);
+    let max = *values.last().unwrap();
+    let mut x = vec![];
+    for w in values.windows(2) {
+        let (lo, hi) = (w[0], w[1]);
+        let mid = (lo + hi) / 2.0;
+        x.extend([lo, mid, mid - (hi - lo) / 16.0, mid + (hi - lo) / 16.0]);
+    }
+    x.extend([max, max * 1.01, max * 1.5, max * 1e6, 1e-30, 0.0]);
+    let mut out: Vec<f32> = x.iter().flat_map(|&v| [v as f32, -(v as f32)]).collect();
+    out.extend([f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -0.0]);
+    out.extend(random.iter().map(|&r| r * max as f32 * 1.2));
+    out
+}
+
+/// Every code of 8-bit type `T` loaded from memory (`[256]` codes) and cast to f32, f16 and
+/// bf16 (all exact).
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct DecodeCodes<T> {
+    pub warps: u32,
+    pub _t: PhantomData<fn() -> T>,
+}
+
+impl<T> DecodeCodes<T> {
+    pub fn new(warps: u32) -> Self {
+        DecodeCodes {
+            warps,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> Script for DecodeCodes<T> {
+    type Args = (Ptr<T>, PtrMut<f32>, PtrMut<f16>, PtrMut<bf16>);
+    fn body(&self, k: &mut Kernel, (codes, f, h, b): Handles<Self::Args>) {
+        k.blocks([1]);
+        k.warps(self.warps);
+        let g = k.global_view(codes, [256]);
+        let (gf, gh, gb) = (
+            k.global_view(f, [256]),
+            k.global_view(h, [256]),
+            k.global_view(b, [256]),
+        );
+        let t = k.load_global(&g, [0], [256]);
+        let tf = k.cast::<f32>(&t);
+        let th = k.cast::<f16>(&t);
+        let tb = k.cast::<bf16>(&t);
+        k.store_global(&gf, &tf, [0]);
+        k.store_global(&gh, &th, [0]);
+        k.store_global(&gb, &tb, [0]);
+    }
+}
+
+/// `n` f32 values and `n` f16 values cast to 8-bit type `T` and stored as codes.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct EncodeValues<T> {
+    pub n: i32,
+    pub warps: u32,
+    pub _t: PhantomData<fn() -> T>,
+}
+
+impl<T> EncodeValues<T> {
+    pub fn new(n: i32, warps: u32) -> Self {
+        EncodeValues {
+            n,
+            warps,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> Script for EncodeValues<T> {
+    type Args = (Ptr<f32>, Ptr<f16>, PtrMut<T>, PtrMut<T>);
+    fn body(&self, k: &mut Kernel, (x, h, cx, ch): Handles<Self::Args>) {
+        let n = self.n;
+        k.blocks([1]);
+        k.warps(self.warps);
+        let (gx, gh) = (k.global_view(x, [n]), k.global_view(h, [n]));
+        let (gcx, gch) = (k.global_view(cx, [n]), k.global_view(ch, [n]));
+        let tx = k.load_global(&gx, [0], [n]);
+        let th = k.load_global(&gh, [0], [n]);
+        let ox = k.cast::<T>(&tx);
+        let oh = k.cast::<T>(&th);
+        k.store_global(&gcx, &ox, [0]);
+        k.store_global(&gch, &oh, [0]);
+    }
+}
+
+/// `y = f32(T(x))` for `n` values, in registers: `T` any low-precision type. A second output
+/// goes through an elementwise expression into a `T` tile (`z = f32(T(x · 1 + 0))`), the path
+/// a kernel's arithmetic on such tiles takes.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct RoundTrip<T> {
+    pub n: i32,
+    pub warps: u32,
+    pub _t: PhantomData<fn() -> T>,
+}
+
+impl<T> RoundTrip<T> {
+    pub fn new(n: i32, warps: u32) -> Self {
+        RoundTrip {
+            n,
+            warps,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> Script for RoundTrip<T> {
+    type Args = (Ptr<f32>, PtrMut<f32>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (x, y, z): Handles<Self::Args>) {
+        let n = self.n;
+        k.blocks([1]);
+        k.warps(self.warps);
+        let gx = k.global_view(x, [n]);
+        let (gy, gz) = (k.global_view(y, [n]), k.global_view(z, [n]));
+        let tx = k.load_global(&gx, [0], [n]);
+        let low = k.cast::<T>(&tx);
+        let back = k.cast::<f32>(&low);
+        k.store_global(&gy, &back, [0]);
+        let mapped = k.compute::<T>((tx * 1.0 + 0.0).cast::<T>());
+        let again = k.cast::<f32>(&mapped);
+        k.store_global(&gz, &again, [0]);
+    }
+}
+
+/// What `y` must hold for input `x` in [`RoundTrip`]: the value of the reference code for
+/// floats; for integers, `x` truncated toward zero and wrapped to the type's bits.
+pub fn round_trip_expected(t: DType, x: f32) -> f32 {
+    match t {
+        DType::Float { .. } => reference_value(t, reference_code(t, f64::from(x))) as f32,
+        _ => {
+            let i = x as i32; // toward zero, saturating, NaN to 0: as `__float2int_rz`
+            reference_value(t, i as u32) as f32
+        }
+    }
+}
+
+/// Same value, or both NaN (a NaN's sign and payload are not compared).
+fn same(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+/// Checks [`DecodeCodes`]' outputs for type `t` (code `c` at index `c`).
+pub fn check_decoded(t: DType, f: &[f32], h: &[f16], b: &[bf16]) {
+    for c in 0..256u32 {
+        let want = reference_value(t, c);
+        let i = c as usize;
+        assert!(
+            same(f64::from(f[i]), want),
+            "{t} code {c:#04x}: f32 {} vs {want}",
+            f[i]
+        );
+        assert!(
+            same(h[i].to_f64(), want),
+            "{t} code {c:#04x}: f16 {} vs {want}",
+            h[i]
+        );
+        assert!(
+            same(b[i].to_f64(), want),
+            "{t} code {c:#04x}: bf16 {} vs {want}",
+            b[i]
+        );
+    }
+}
+
+/// [`EncodeValues`]' inputs for type `t`: f32 values and the same rounded to f16.
+pub fn encode_inputs(t: DType) -> (Vec<f32>, Vec<f16>) {
+    use crate::common::inputs::{fresh_seed, random_f32};
+    let x = float_inputs(t, &random_f32(512, fresh_seed()));
+    let h = x.iter().map(|&v| f16::from_f32(v)).collect();
+    (x, h)
+}
+
+/// Checks [`EncodeValues`]' codes for type `t`.
+pub fn check_encoded(t: DType, (x, h): (&[f32], &[f16]), cx: &[u8], ch: &[u8]) {
+    for i in 0..x.len() {
+        let want = reference_code(t, f64::from(x[i]));
+        assert_eq!(
+            u32::from(cx[i]),
+            want,
+            "{t}: f32 {} gave {:#04x}, not {want:#04x}",
+            x[i],
+            cx[i]
+        );
+        let want = reference_code(t, h[i].to_f64());
+        assert_eq!(
+            u32::from(ch[i]),
+            want,
+            "{t}: f16 {} gave {:#04x}, not {want:#04x}",
+            h[i],
+            ch[i]
+        );
+    }
+}
+
+/// [`RoundTrip`]'s inputs for type `t`: [`float_inputs`] for floats; for integers every value
+/// in quarter steps past both ends, fractions of both signs, huge values and NaN.
+pub fn round_trip_inputs(t: DType) -> Vec<f32> {
+    use crate::common::inputs::{fresh_seed, random_f32};
+    let random = random_f32(256, fresh_seed());
+    match t {
+        DType::Float { .. } => float_inputs(t, &random),
+        _ => {
+            let mut x: Vec<f32> = (-300..300).map(|v| v as f32 * 0.75).collect();
+            x.extend([f32::NAN, 1e10, -1e10, -0.5, 0.5]);
+            x.extend(random.iter().map(|r| r * 600.0));
+            x
+        }
+    }
+}
+
+/// Checks [`RoundTrip`]'s outputs for type `t`.
+pub fn check_round_trip(t: DType, x: &[f32], y: &[f32], z: &[f32]) {
+    for i in 0..x.len() {
+        let want = round_trip_expected(t, x[i]);
+        assert!(
+            same(f64::from(y[i]), f64::from(want)),
+            "{t}: cast of {} gave {}, not {want}",
+            x[i],
+            y[i]
+        );
+        let want = round_trip_expected(t, x[i] * 1.0 + 0.0);
+        assert!(
+            same(f64::from(z[i]), f64::from(want)),
+            "{t}: compute of {} gave {}, not {want}",
+            x[i],
+            z[i]
+        );
+    }
+}
+
+/// The types [`RoundTrip`] runs over: every float format of the issue and a few others
+/// (E4M2, E5M1, E1M4, E1M2), integers of 8, 5, 4, 3 and 1 bits signed, 8, 4 and 2 unsigned.
+#[macro_export]
+macro_rules! for_round_trip_types {
+    ($m:ident) => {
+        $m!(
+            tilus::lowp::F8E4M3,
+            tilus::lowp::F8E5M2,
+            tilus::lowp::Float<4, 2>,
+            tilus::lowp::Float<5, 1>,
+            tilus::lowp::F6E3M2,
+            tilus::lowp::F6E2M3,
+            tilus::lowp::Float<1, 4>,
+            tilus::lowp::F4E2M1,
+            tilus::lowp::Float<1, 2>,
+            tilus::lowp::F3E1M1,
+            tilus::lowp::I8,
+            tilus::lowp::U8,
+            tilus::lowp::Int<5>,
+            tilus::lowp::I4,
+            tilus::lowp::Int<3>,
+            tilus::lowp::U4,
+            tilus::lowp::U2,
+            tilus::lowp::Int<1>
+        )
+    };
+}

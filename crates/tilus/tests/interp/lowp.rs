@@ -1,0 +1,59 @@
+//! Low-precision types on the interpreter: every code of the 8-bit types decoded from memory,
+//! values encoded into them, and every type's round trip through registers, against the plain
+//! references of `common/scripts/lowp.rs`.
+
+use half::{bf16, f16};
+use tilus::lowp::*;
+
+use crate::common::interp::run;
+use crate::common::scripts::lowp::{
+    check_decoded, check_encoded, check_round_trip, encode_inputs, round_trip_inputs, DecodeCodes,
+    EncodeValues, RoundTrip,
+};
+
+/// Runs [`DecodeCodes`] for each type and checks every code.
+macro_rules! decode_all { ($($T:ty),*) => {$({
+    let t = <$T as LowpElement>::DTYPE;
+    let codes: Vec<$T> = (0..=255).map(<$T>::from_code).collect();
+    let mut f = vec![f32::NAN; 256];
+    let mut h = vec![f16::NAN; 256];
+    let mut b = vec![bf16::NAN; 256];
+    run(&DecodeCodes::<$T>::new(2), (&codes[..], &mut f[..], &mut h[..], &mut b[..])).unwrap();
+    check_decoded(t, &f, &h, &b);
+})*}}
+
+#[test]
+fn every_code_of_the_8_bit_types_decodes_as_the_reference_says() {
+    decode_all!(F8E4M3, F8E5M2, I8, U8);
+}
+
+/// Runs [`EncodeValues`] for each type and checks every code.
+macro_rules! encode_all { ($($T:ty),*) => {$({
+    let t = <$T as LowpElement>::DTYPE;
+    let (x, h) = encode_inputs(t);
+    let n = x.len();
+    let (mut cx, mut ch) = (vec![<$T>::from_code(0xa5); n], vec![<$T>::from_code(0xa5); n]);
+    run(&EncodeValues::<$T>::new(n as i32, 4), (&x[..], &h[..], &mut cx[..], &mut ch[..])).unwrap();
+    let codes = |v: &[$T]| v.iter().map(|c| c.code()).collect::<Vec<u8>>();
+    check_encoded(t, (&x, &h), &codes(&cx), &codes(&ch));
+})*}}
+
+#[test]
+fn f32_and_f16_values_encode_into_fp8_rounding_to_even_and_saturating() {
+    encode_all!(F8E4M3, F8E5M2);
+}
+
+/// Runs [`RoundTrip`] for each type and checks every value.
+macro_rules! round_trip { ($($T:ty),*) => {$({
+    let t = <$T as LowpElement>::DTYPE;
+    let x = round_trip_inputs(t);
+    let n = x.len();
+    let (mut y, mut z) = (vec![f32::NAN; n], vec![f32::NAN; n]);
+    run(&RoundTrip::<$T>::new(n as i32, 4), (&x[..], &mut y[..], &mut z[..])).unwrap();
+    check_round_trip(t, &x, &y, &z);
+})*}}
+
+#[test]
+fn every_low_precision_type_round_trips_through_registers_as_the_reference_says() {
+    crate::for_round_trip_types!(round_trip);
+}
