@@ -4,6 +4,7 @@
 //! `store_global`, atomics) is in `memory/global.rs`.
 
 mod global;
+mod packed;
 
 pub(super) use global::{open_first_copy, stride_text as global_stride_text};
 

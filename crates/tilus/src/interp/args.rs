@@ -12,6 +12,8 @@ mod sealed {
     impl Sealed for f32 {}
     impl Sealed for i32 {}
     impl Sealed for u32 {}
+    impl Sealed for u8 {}
+    impl Sealed for i8 {}
     impl Sealed for crate::lowp::I8 {}
     impl Sealed for crate::lowp::U8 {}
     impl Sealed for crate::lowp::F8E4M3 {}
@@ -40,6 +42,12 @@ impl Pod for i32 {
 }
 impl Pod for u32 {
     const DTYPE: DType = DType::U32;
+}
+impl Pod for u8 {
+    const DTYPE: DType = DType::U8;
+}
+impl Pod for i8 {
+    const DTYPE: DType = DType::I8;
 }
 impl Pod for crate::lowp::I8 {
     const DTYPE: DType = DType::I8;

@@ -550,7 +550,7 @@ pub fn run_program(
                     let n = w.nbytes as usize;
                     let bits = match w.op {
                         state::WriteOp::Store => w.bits,
-                        state::WriteOp::Atomic { .. } => {
+                        state::WriteOp::Atomic { .. } | state::WriteOp::Bits { .. } => {
                             w.apply(state::read_n(buf.bytes_mut(), w.byte, n))
                         }
                     };

@@ -361,6 +361,9 @@ pub(crate) struct GlobalWrite {
 pub(crate) enum WriteOp {
     /// The element becomes `bits`.
     Store,
+    /// The bits under `mask` become those of `bits`, the others stay (a byte holding
+    /// packed elements of which this write stores some).
+    Bits { mask: u64 },
     /// The element becomes `combine(op, dtype, element, bits, compare)`.
     Atomic {
         op: AtomicOp,
@@ -374,6 +377,7 @@ impl GlobalWrite {
     pub fn apply(&self, current: u64) -> u64 {
         match self.op {
             WriteOp::Store => self.bits,
+            WriteOp::Bits { mask } => (current & !mask) | (self.bits & mask),
             WriteOp::Atomic { op, dtype, compare } => {
                 combine(op, dtype, current, self.bits, compare)
             }

@@ -35,6 +35,14 @@ impl Element for i32 {
 impl Element for u32 {
     const DTYPE: DType = DType::U32;
 }
+/// Bytes: the element of a buffer of packed low-precision codes
+/// ([`crate::lang::Kernel::global_view_packed`]), or 8-bit integers.
+impl Element for u8 {
+    const DTYPE: DType = DType::U8;
+}
+impl Element for i8 {
+    const DTYPE: DType = DType::I8;
+}
 impl Element for bool {
     const DTYPE: DType = DType::Bool;
 }

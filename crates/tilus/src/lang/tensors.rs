@@ -311,6 +311,90 @@ impl Kernel {
         }
     }
 
+    /// Interprets a buffer of bytes as a row-major tensor of packed low-precision elements of
+    /// type `T` (narrower than a byte: [`crate::lowp::pack`] lays them out, the first in the
+    /// low bits of the first byte). Shape, offsets and strides count elements; each thread's
+    /// loads and stores move whole bytes (the verifier says so where a tile's layout or the
+    /// view's strides would split one).
+    #[track_caller]
+    pub fn global_view_packed<T: Element>(
+        &mut self,
+        ptr: PtrVal<u8>,
+        shape: impl Scalars,
+    ) -> GlobalTensor<T> {
+        let loc = Loc::caller();
+        let shape = shape.into_exprs();
+        let strides = GlobalDecl::row_major_strides(&shape);
+        self.packed_view(ptr, shape, strides, true, loc)
+    }
+
+    /// [`Kernel::global_view_packed`] with strides (in elements), as
+    /// [`Kernel::global_view_strided`]: the innermost stride must be 1 and the others whole
+    /// bytes.
+    #[track_caller]
+    pub fn global_view_packed_strided<T: Element>(
+        &mut self,
+        ptr: PtrVal<u8>,
+        shape: impl Scalars,
+        strides: impl Scalars,
+    ) -> GlobalTensor<T> {
+        let loc = Loc::caller();
+        let shape = shape.into_exprs();
+        let mut strides = strides.into_exprs();
+        if strides.len() != shape.len() {
+            self.error(
+                loc,
+                format!(
+                    "global_view_packed_strided: {} extents but {} strides; give one stride per \
+                     dimension",
+                    shape.len(),
+                    strides.len()
+                ),
+            );
+            strides.resize(shape.len(), crate::ir::Expr::i32(1));
+        }
+        self.packed_view(ptr, shape, strides, false, loc)
+    }
+
+    fn packed_view<T: Element>(
+        &mut self,
+        ptr: PtrVal<u8>,
+        shape: Vec<crate::ir::Expr>,
+        strides: Vec<crate::ir::Expr>,
+        row_major: bool,
+        loc: Loc,
+    ) -> GlobalTensor<T> {
+        if !T::DTYPE.is_subbyte() {
+            self.error(
+                loc,
+                format!(
+                    "global_view_packed<{}>: the type has whole bytes per element; view its \
+                     buffer with global_view",
+                    T::DTYPE
+                ),
+            );
+        }
+        let name = self.fresh_name("g");
+        let id = GlobalId(self.prog.globals.len() as u32);
+        self.prog.globals.push(GlobalDecl {
+            name,
+            dtype: T::DTYPE,
+            ptr: ptr.var,
+            shape,
+            strides,
+            row_major,
+            loc,
+        });
+        self.push(
+            StmtKind::Inst(Inst::Memory(MemoryInst::GlobalView(id))),
+            loc,
+        );
+        GlobalTensor {
+            id,
+            _t: PhantomData,
+        }
+    }
+
     /// Allocates a tile in shared memory. Its bytes are reserved until [`Kernel::free_shared`]
     /// or the end of the kernel.
     #[track_caller]

@@ -72,9 +72,24 @@ pub fn default_layout(shape: &[i64], threads: i64) -> RegisterLayout {
 /// the threads as [`default_layout`] spreads elements, so that consecutive threads touch
 /// consecutive vectors. With `v = 1` it is the default layout.
 pub fn vectorized_layout(shape: &[i64], threads: i64, elem_bytes: u32) -> RegisterLayout {
+    vectorized_layout_bits(shape, threads, elem_bytes * 8)
+}
+
+fn prev_power_of_two(x: u32) -> u32 {
+    if x == 0 {
+        0
+    } else {
+        1 << (31 - x.leading_zeros())
+    }
+}
+
+/// [`vectorized_layout`] for elements of `elem_bits` bits (a vector of 16 bytes holds
+/// `128 / elem_bits` of them: 32 4-bit elements).
+pub fn vectorized_layout_bits(shape: &[i64], threads: i64, elem_bits: u32) -> RegisterLayout {
     let rank = shape.len();
     let total = shape.iter().fold(1i64, |a, &d| a.saturating_mul(d));
-    let mut v = (16 / elem_bytes.max(1)) as i64;
+    // the widest power of two that fits 16 bytes (16 six-bit elements, 12 bytes)
+    let mut v = prev_power_of_two(128 / elem_bits.max(1)) as i64;
     while v > 1 && (rank == 0 || shape[rank - 1] % v != 0 || total / v < threads) {
         v /= 2;
     }
@@ -94,12 +109,18 @@ pub fn vectorized_layout(shape: &[i64], threads: i64, elem_bytes: u32) -> Regist
 /// over 128 threads: 1024, one 8-element vector each), the vectors spread over the threads
 /// as [`vectorized_layout`] spreads them. `None` where the extent divides already.
 pub fn masked_layout(shape: &[i64], threads: i64, elem_bytes: u32) -> Option<RegisterLayout> {
+    masked_layout_bits(shape, threads, elem_bytes * 8)
+}
+
+/// [`masked_layout`] for elements of `elem_bits` bits.
+pub fn masked_layout_bits(shape: &[i64], threads: i64, elem_bits: u32) -> Option<RegisterLayout> {
     let rank = shape.len();
     let n = *shape.last()?;
     if n <= 1 || threads <= 1 || shape.iter().any(|&d| d <= 0) {
         return None;
     }
-    let mut v = (16 / elem_bytes.max(1)) as i64;
+    // the widest power of two that fits 16 bytes (16 six-bit elements, 12 bytes)
+    let mut v = prev_power_of_two(128 / elem_bits.max(1)) as i64;
     while v > 1 && n % v != 0 {
         v /= 2;
     }
@@ -130,11 +151,21 @@ pub fn fitted_layout(
     elem_bytes: u32,
     maskable: bool,
 ) -> RegisterLayout {
-    let plain = vectorized_layout(shape, threads, elem_bytes);
+    fitted_layout_bits(shape, threads, elem_bytes * 8, maskable)
+}
+
+/// [`fitted_layout`] for elements of `elem_bits` bits.
+pub fn fitted_layout_bits(
+    shape: &[i64],
+    threads: i64,
+    elem_bits: u32,
+    maskable: bool,
+) -> RegisterLayout {
+    let plain = vectorized_layout_bits(shape, threads, elem_bits);
     if !maskable {
         return plain;
     }
-    match masked_layout(shape, threads, elem_bytes) {
+    match masked_layout_bits(shape, threads, elem_bits) {
         Some(m) if m.local_size().saturating_mul(2) <= plain.local_size() => m,
         _ => plain,
     }

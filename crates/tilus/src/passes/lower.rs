@@ -19,7 +19,7 @@ pub fn var_divisibility(p: &Program) -> Vec<i64> {
     divisibility_in(p, &p.body)
 }
 
-fn divisibility_in(p: &Program, body: &[Stmt]) -> Vec<i64> {
+pub(crate) fn divisibility_in(p: &Program, body: &[Stmt]) -> Vec<i64> {
     let mut divs = vec![1i64; p.vars.len()];
     fn go(stmts: &[Stmt], p: &Program, divs: &mut Vec<i64>) {
         for s in stmts {
@@ -217,7 +217,21 @@ fn launch_plan(p: &Program, alignments: &[(crate::ir::GlobalId, u32, String)]) -
             if let (Memory::Global(g), Access::Declare) = (e.memory, e.access) {
                 let d = p.global(g);
                 if let Some((arg, _)) = p.param_of(d.ptr) {
-                    let eb = d.dtype.nbytes();
+                    // packed elements: the bytes that hold them, counted as bytes
+                    let (eb, min) = if d.dtype.is_subbyte() {
+                        let m = d.min_elements();
+                        let t = m.dtype();
+                        let bits =
+                            Expr::binary(BinOp::Mul, m, Expr::Int(i64::from(d.dtype.bits()), t));
+                        let bytes = Expr::binary(
+                            BinOp::Div,
+                            Expr::binary(BinOp::Add, bits, Expr::Int(7, t)),
+                            Expr::Int(8, t),
+                        );
+                        (1, bytes)
+                    } else {
+                        (d.dtype.nbytes(), d.min_elements())
+                    };
                     // runtime strides: checked at launch (constant ones by the verifier)
                     let nonneg = d
                         .strides
@@ -226,14 +240,7 @@ fn launch_plan(p: &Program, alignments: &[(crate::ir::GlobalId, u32, String)]) -
                         .filter(|(_, s)| !d.row_major && s.eval(&|_| None).is_none())
                         .map(|(i, s)| (s.clone(), format!("stride {i} of view `{}`", d.name)))
                         .collect();
-                    add(
-                        arg,
-                        eb,
-                        Some(d.min_elements()),
-                        eb,
-                        "element alignment".into(),
-                        nonneg,
-                    );
+                    add(arg, eb, Some(min), eb, "element alignment".into(), nonneg);
                 }
             }
         }
@@ -241,7 +248,14 @@ fn launch_plan(p: &Program, alignments: &[(crate::ir::GlobalId, u32, String)]) -
     for (g, bytes, why) in alignments {
         let d = p.global(*g);
         if let Some((arg, _)) = p.param_of(d.ptr) {
-            add(arg, *bytes, None, d.dtype.nbytes(), why.clone(), vec![]);
+            add(
+                arg,
+                *bytes,
+                None,
+                d.dtype.bits().div_ceil(8),
+                why.clone(),
+                vec![],
+            );
         }
     }
 

@@ -1285,3 +1285,39 @@ fn low_precision_conversions_compile() {
         assert_eq!(s.report.spill_stores, 0);
     }
 }
+
+/// Packed views compile for every width: whole vectors of 1 to 16 bytes in one access, 3, 5,
+/// 6 and 7-bit vectors byte by byte, the cut vectors' bytes rewritten under their masks.
+#[test]
+fn packed_views_compile_for_every_width() {
+    use crate::common::scripts::lowp::{packed_forms, PackedViews};
+    use tilus::lowp::*;
+    fn each<
+        T: tilus::lang::Element + tilus::lowp::LowpElement + std::hash::Hash + std::fmt::Debug,
+    >(
+        forms: Vec<PackedViews<T>>,
+    ) -> Vec<String> {
+        forms
+            .iter()
+            .map(|s| {
+                let c = build(s, &[]);
+                assert_eq!(c.report.spill_stores, 0, "{s:?}");
+                c.source
+            })
+            .collect()
+    }
+    let i4 = each(packed_forms::<I4>(4));
+    assert!(i4[0].contains("tilus_vec<u32, 1> tilus_v = "), "{}", i4[0]);
+    // the second form's rows end inside vectors: bytes rewritten under a mask
+    assert!(i4[1].contains("& ~tilus_m"), "{}", i4[1]);
+    let i3 = each(packed_forms::<Int<3>>(3));
+    assert!(
+        !i3[0].contains("tilus_v = ") && i3[0].contains("[2] << 16)"),
+        "3-bit vectors move byte by byte\n{}",
+        i3[0]
+    );
+    each(packed_forms::<F6E3M2>(6));
+    each(packed_forms::<U2>(2));
+    each(packed_forms::<Int<1>>(1));
+    each(packed_forms::<F4E2M1>(4));
+}

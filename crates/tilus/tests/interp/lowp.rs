@@ -57,3 +57,20 @@ macro_rules! round_trip { ($($T:ty),*) => {$({
 fn every_low_precision_type_round_trips_through_registers_as_the_reference_says() {
     crate::for_round_trip_types!(round_trip);
 }
+
+/// Runs [`PackedViews`] in each form for each type and checks every element and bit.
+macro_rules! packed_views { ($($T:ty),*) => {$({
+    let t = <$T as LowpElement>::DTYPE;
+    for s in crate::common::scripts::lowp::packed_forms::<$T>(t.bits()) {
+        let (w, x, out0) = s.inputs(t);
+        let mut dec = vec![f32::NAN; (s.rows * s.cols) as usize];
+        let mut out = out0.clone();
+        run(&s, (&w[..], &mut dec[..], &x[..], &mut out[..])).unwrap();
+        s.check(t, (&w, &x, &out0), &dec, &out);
+    }
+})*}}
+
+#[test]
+fn packed_views_load_and_store_every_element_and_leave_the_other_bits() {
+    packed_views!(I4, U4, F4E2M1, F6E3M2, F6E2M3, Int<3>, F3E1M1, U2, Float<1, 2>, Int<1>, Int<5>, Float<4, 2>);
+}

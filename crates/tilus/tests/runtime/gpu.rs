@@ -1758,3 +1758,30 @@ fn low_precision_conversions_agree_with_the_references() {
     })*}}
     crate::for_round_trip_types!(round_trip);
 }
+
+/// The interpreter's packed-view test (`interp/lowp.rs`) on the GPU: every element of views
+/// of packed elements loaded and stored, the bits past each row's end left as they were.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn packed_views_agree_with_the_references() {
+    use crate::common::scripts::lowp::packed_forms;
+    use tilus::lowp::*;
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    macro_rules! packed_views { ($($T:ty),*) => {$({
+        let t = <$T as LowpElement>::DTYPE;
+        for s in packed_forms::<$T>(t.bits()) {
+            let (w, x, out0) = s.inputs(t);
+            let mut dec = stream.clone_htod(&vec![f32::NAN; (s.rows * s.cols) as usize]).unwrap();
+            let mut out = stream.clone_htod(&out0).unwrap();
+            let (dw, dx) = (stream.clone_htod(&w).unwrap(), stream.clone_htod(&x).unwrap());
+            tilus::Jit::new(s, &device)
+                .launch(stream, (&dw, &mut dec, &dx, &mut out))
+                .unwrap();
+            let (dec, out) = (stream.clone_dtoh(&dec).unwrap(), stream.clone_dtoh(&out).unwrap());
+            s.check(t, (&w, &x, &out0), &dec, &out);
+        }
+    })*}}
+    packed_views!(I4, U4, F4E2M1, F6E3M2, F6E2M3, Int<3>, F3E1M1, U2, Float<1, 2>, Int<1>, Int<5>, Float<4, 2>);
+}

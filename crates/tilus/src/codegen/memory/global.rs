@@ -29,23 +29,24 @@ pub(in crate::codegen) fn stride_text(e: &Emitter, s: &Expr) -> String {
 
 /// What the walk over a tile's elements in a view has set up: the per-element bounds check
 /// pieces and the address of the current vector's first element.
-struct Walk {
+pub(super) struct Walk {
     /// `(u32)(tilus_cD) < (u32)(nD)` for every dimension but the innermost, and for each
     /// dimension of a masked layout, that the coordinate is within the tile.
-    outer: Vec<String>,
+    pub outer: Vec<String>,
     /// The innermost coordinate and extent.
-    last: (String, String),
-    /// `ptr + (i64)tilus_c0 * s0 + ...`.
-    place: String,
+    pub last: (String, String),
+    /// `ptr + (i64)tilus_c0 * s0 + ...` (for packed elements, the byte of the vector's
+    /// first one: the element offset times the bits, over 8).
+    pub place: String,
     /// Whether a vector may be cut by the view's end (the innermost extent is not a known
     /// multiple of the width), so that it needs the element fallback.
-    may_straddle: bool,
+    pub may_straddle: bool,
 }
 
 impl Walk {
     /// The check that the current coordinates, moved by `plus` along the innermost dimension,
     /// are inside the view (`plus = width - 1`: the whole vector).
-    fn inside(&self, plus: i64) -> String {
+    pub fn inside(&self, plus: i64) -> String {
         let (c, n) = &self.last;
         let c = if plus > 0 {
             format!("{c} + {plus}")
@@ -58,7 +59,7 @@ impl Walk {
     }
 
     /// The checks of the outer dimensions (`true` for a 1-D view).
-    fn outer_or_true(&self) -> String {
+    pub fn outer_or_true(&self) -> String {
         if self.outer.is_empty() {
             "true".into()
         } else {
@@ -70,7 +71,7 @@ impl Walk {
 /// Opens a block with each dimension's thread coordinate and an unrolled loop over the
 /// thread's locals in steps of `width`, and sets up the checks and the address of the
 /// current vector. The caller emits the accesses and closes both.
-fn open_walk(
+pub(super) fn open_walk(
     e: &mut Emitter,
     g: GlobalId,
     l: &RegisterLayout,
@@ -127,11 +128,15 @@ fn open_walk(
         }
     }
     let n_last = shape[rank - 1].eval(&|_| None);
+    let bits = d.dtype.bits();
     Walk {
         outer,
         last: (format!("tilus_c{}", rank - 1), e.expr(&shape[rank - 1])),
         place: if addr.is_empty() {
             ptr
+        } else if bits < 8 {
+            // a vector of packed elements starts on a byte (the verifier saw to it)
+            format!("{ptr} + ((i64)({}) * {bits} >> 3)", addr.join(" + "))
         } else {
             format!("{ptr} + {}", addr.join(" + "))
         },
@@ -139,7 +144,7 @@ fn open_walk(
     }
 }
 
-fn close_walk(e: &mut Emitter) {
+pub(super) fn close_walk(e: &mut Emitter) {
     e.close();
     e.close();
 }
@@ -167,7 +172,7 @@ pub(in crate::codegen) fn open_first_copy(e: &mut Emitter, l: &RegisterLayout) -
 
 /// The C text of a constant element of `dtype`: the bits of a 16-bit float, a float literal,
 /// an integer.
-fn constant(e: &Emitter, v: &Expr, dtype: DType) -> String {
+pub(super) fn constant(e: &Emitter, v: &Expr, dtype: DType) -> String {
     let x = match v {
         Expr::Float(b, _) => f64::from_bits(*b),
         Expr::Int(i, _) => *i as f64,
@@ -193,7 +198,7 @@ pub(in crate::codegen) fn lowp_code(x: f64, t: DType) -> u64 {
 
 /// Sets local element `l` (a C expression) of tile `r` to `v` (a C value of the element's
 /// storage type). Packed 16-bit pairs are set low half first, as every walk does.
-fn set(e: &mut Emitter, r: RegId, l: &str, v: &str) {
+pub(super) fn set(e: &mut Emitter, r: RegId, l: &str, v: &str) {
     let d = e.p.register(r);
     let name = d.name.clone();
     match storage(d) {
@@ -217,6 +222,9 @@ pub(super) fn store_global(e: &mut Emitter, i: &MemoryInst) {
     };
     let width = vector.expect("vector widths are chosen by lowering") as i64;
     let dtype = e.p.global(*dst).dtype;
+    if dtype.is_subbyte() {
+        return super::packed::store_packed(e, i);
+    }
     let rank = e.p.global(*dst).shape.len();
     let l = layout(e, src.tensor).permute(&src.perm(rank));
     let w = open_walk(e, *dst, &l, offsets, width);
@@ -340,9 +348,12 @@ pub(super) fn load_global(e: &mut Emitter, i: &MemoryInst) {
     else {
         return;
     };
+    let dtype = e.p.global(*src).dtype;
+    if dtype.is_subbyte() {
+        return super::packed::load_packed(e, i);
+    }
     declare(e, *out);
     let width = vector.expect("vector widths are chosen by lowering") as i64;
-    let dtype = e.p.global(*src).dtype;
     let l = layout(e, *out);
     let packed = storage(e.p.register(*out)) == Storage::Packed16;
     let name = e.reg_name(*out);

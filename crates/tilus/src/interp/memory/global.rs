@@ -35,19 +35,25 @@ impl View {
         let shape = values(b, task, &d.shape, loc)?;
         let strides = values(b, task, &d.strides, loc)?;
         let (arg, buf) = b.view_buffer(g, loc)?;
-        let eb = d.dtype.nbytes() as usize;
         Ok(View {
             name: d.name.clone(),
             dtype: d.dtype,
             shape,
             strides,
             arg,
-            len: buf.bytes.len() / eb,
+            // packed elements count by bits
+            len: buf.bytes.len() * 8 / d.dtype.bits() as usize,
         })
     }
 
     pub fn eb(&self) -> usize {
         self.dtype.nbytes() as usize
+    }
+
+    /// The first bit of an element inside the view (packed types), or the fault of one
+    /// outside the buffer.
+    pub fn bit(&self, c: &[i64], flat: i64, what: &str, thread: u32, loc: Loc) -> R<usize> {
+        self.byte_or_bit(c, flat, what, thread, loc, self.dtype.bits() as usize)
     }
 
     /// The element offset of coordinates inside the view (`None` outside it).
@@ -63,8 +69,20 @@ impl View {
 
     /// The byte of an element inside the view, or the fault of one outside the buffer.
     pub fn byte(&self, c: &[i64], flat: i64, what: &str, thread: u32, loc: Loc) -> R<usize> {
+        self.byte_or_bit(c, flat, what, thread, loc, self.eb())
+    }
+
+    fn byte_or_bit(
+        &self,
+        c: &[i64],
+        flat: i64,
+        what: &str,
+        thread: u32,
+        loc: Loc,
+        unit: usize,
+    ) -> R<usize> {
         if flat >= 0 && (flat as u64) < self.len as u64 {
-            return Ok(flat as usize * self.eb());
+            return Ok(flat as usize * unit);
         }
         Err(Fail::new(
             Fault::GlobalOutOfBounds,
@@ -223,24 +241,53 @@ pub(super) fn store_global(
                 if kept.is_some_and(|m| bits_of(m, idx, DType::Bool) == 0) || !info.holds(ti, l) {
                     continue;
                 }
-                let byte = view.byte(&c, flat, "store_global writes", t, loc)?;
                 let bits = bits_of(data, t as usize * info.ls + l, view.dtype);
-                writes.push((byte, bits));
+                if view.dtype.is_subbyte() {
+                    // the bytes the element's bits fall in, each rewritten under its mask
+                    let at = view.bit(&c, flat, "store_global writes", t, loc)?;
+                    let w = view.dtype.bits();
+                    let mask = ((1u64 << w) - 1) << (at % 8);
+                    let code = (bits & ((1u64 << w) - 1)) << (at % 8);
+                    for k in 0..(at % 8 + w as usize).div_ceil(8) {
+                        let m = (mask >> (8 * k)) & 0xff;
+                        writes.push((
+                            at / 8 + k,
+                            (code >> (8 * k)) & 0xff,
+                            1,
+                            WriteOp::Bits { mask: m },
+                        ));
+                    }
+                } else {
+                    let byte = view.byte(&c, flat, "store_global writes", t, loc)?;
+                    writes.push((byte, bits, view.eb(), WriteOp::Store));
+                }
             }
         }
     }
     let event = b.event(Kind::Store, loc);
-    for (byte, bits) in writes {
+    for (byte, bits, nbytes, op) in writes {
         b.write_global(GlobalWrite {
             arg: view.arg as u32,
             byte,
             bits,
-            nbytes: view.eb() as u8,
-            op: WriteOp::Store,
+            nbytes: nbytes as u8,
+            op,
             event,
         });
     }
     Ok(())
+}
+
+/// The code of the packed element whose first bit is `at` in buffer `arg`, as the block sees
+/// it (its bytes checked as published).
+fn read_packed(b: &mut Block<'_, '_>, view: &View, at: usize, loc: Loc) -> R<u64> {
+    let w = view.dtype.bits() as usize;
+    let n = (at % 8 + w).div_ceil(8);
+    b.check_published(view.arg, at / 8, n, loc, "load_global reads")?;
+    let raw = (0..n).fold(0u64, |acc, k| {
+        acc | (b.read_global(view.arg, at / 8 + k, 1) & 0xff) << (8 * k)
+    });
+    Ok((raw >> (at % 8)) & ((1u64 << w) - 1))
 }
 
 /// The value of a constant element (a fill value) as the tile stores it.
@@ -294,6 +341,10 @@ pub(super) fn load_global(
             // a masked-off register is filled, as an element outside the view
             let flat = view.flat(&c).filter(|_| info.holds(ti, l));
             let bits = match flat {
+                Some(flat) if view.dtype.is_subbyte() => {
+                    let at = view.bit(&c, flat, "load_global reads", t, loc)?;
+                    Some(read_packed(b, &view, at, loc)?)
+                }
                 Some(flat) => {
                     let byte = view.byte(&c, flat, "load_global reads", t, loc)?;
                     b.check_published(view.arg, byte, view.eb(), loc, "load_global reads")?;

@@ -67,21 +67,22 @@ fn check_atomic_dtype(c: &mut Checker, name: &str, op: AtomicOp, scalar: bool, t
     }
 }
 
-/// A global view's or shared tile's element type: a valid one, of whole bytes (elements
-/// narrower than a byte live in register tiles only, for now).
-fn check_element_type(c: &mut Checker, name: &str, t: DType, loc: Loc) {
+/// A global view's or shared tile's element type: a valid one; narrower than a byte only
+/// where `packed` (global views: their loads and stores move whole bytes; shared tiles take
+/// 8-bit and wider elements for now).
+fn check_element_type(c: &mut Checker, name: &str, t: DType, packed: bool, loc: Loc) {
     if !t.is_valid() {
         c.err(
             loc,
             format!("{name}: no element type {t:?} (see DType::is_valid)"),
         );
-    } else if t.is_subbyte() {
+    } else if t.is_subbyte() && !packed {
         c.err(
             loc,
             format!(
-                "{name}<{t}>: elements narrower than a byte are not supported in memory yet \
-                 (global views and shared tiles take 8-bit and wider elements); register \
-                 tiles of {t} work"
+                "{name}<{t}>: shared tiles of elements narrower than a byte are not supported \
+                 yet (they take 8-bit and wider elements); load {t} from global memory into \
+                 registers, or keep the packed bytes in a u8 tile"
             ),
         );
     }
@@ -93,9 +94,11 @@ impl Rules for MemoryInst {
         match self {
             MemoryInst::GlobalView(g) => {
                 let d = p.global(*g);
-                check_element_type(c, "global_view", d.dtype, loc);
+                check_element_type(c, "global_view", d.dtype, true, loc);
                 let ptr = p.var(d.ptr);
-                if ptr.pointee != Some(d.dtype) {
+                // packed elements lie in a buffer of bytes
+                let bytes_of_packed = d.dtype.is_subbyte() && ptr.pointee == Some(DType::U8);
+                if ptr.pointee != Some(d.dtype) && !bytes_of_packed {
                     c.err(
                         loc,
                         format!(
@@ -139,7 +142,7 @@ impl Rules for MemoryInst {
                 }
             }
             MemoryInst::AllocShared(id) => {
-                check_element_type(c, "shared_tensor", p.shared(*id).dtype, loc);
+                check_element_type(c, "shared_tensor", p.shared(*id).dtype, false, loc);
                 c.live_shared.insert(*id, (scope.loop_id, scope.branch_id));
             }
             MemoryInst::FreeShared(id) => {
@@ -267,7 +270,14 @@ impl Rules for MemoryInst {
                 let (g, r) = (p.global(*dst), p.register(src.tensor));
                 c.check_view(src, name, loc);
                 writable(c, *dst, name, loc);
-                if g.dtype != r.dtype {
+                if g.dtype.is_subbyte() {
+                    let msg = format!(
+                        "{name} into a view of packed {} elements: threads would share bytes; \
+                         store whole rows with store_global",
+                        g.dtype
+                    );
+                    c.err(loc, msg);
+                } else if g.dtype != r.dtype {
                     let msg = format!(
                         "{name}: a {} tile into a {} view; cast it first",
                         r.dtype, g.dtype
@@ -361,6 +371,7 @@ impl Rules for MemoryInst {
     }
 
     fn check_planned(&self, c: &mut Checker, loc: Loc) {
+        check_packed_vectors(self, c, loc);
         // old values go to the thread that updated the element: none may hold a copy of it
         let MemoryInst::AtomicGlobal {
             src, out: Some(_), ..
@@ -383,6 +394,27 @@ impl Rules for MemoryInst {
         }
     }
 
+    fn anchor_layouts(&mut self, cx: &mut LayoutCx, loc: Loc) {
+        // packed elements move in whole bytes per thread: their tiles take the vectorized
+        // layout from the start, and a tile computed in another layout is converted (a cast)
+        let (tile, view, g) = match self {
+            MemoryInst::LoadGlobal { out, src, .. } => (*out, RegView::plain(*out), *src),
+            MemoryInst::StoreGlobal { src, dst, .. } => (src.tensor, *src, *dst),
+            _ => return,
+        };
+        let t = cx.p.global(g).dtype;
+        let shape = cx.p.view_shape(&view);
+        if !t.is_subbyte() || shape.is_empty() || shape.iter().any(|&n| n <= 0) {
+            return;
+        }
+        let d = cx.p.register(tile);
+        let threads = d.group_threads.max(1) as i64;
+        let maskable = cx.maskable[tile.0 as usize];
+        let l =
+            crate::passes::infer_layout::fitted_layout_bits(&shape, threads, t.bits(), maskable);
+        cx.require(tile, view.layout_of(&l), loc, "packed global access");
+    }
+
     fn prefer_layouts(&self, cx: &mut LayoutCx, loc: Loc) {
         // tiles that only move between registers and global memory: 16-byte vectors along the
         // view's innermost dimension, consecutive threads on consecutive vectors
@@ -398,8 +430,12 @@ impl Rules for MemoryInst {
         }
         let threads = d.group_threads.max(1) as i64;
         let maskable = cx.maskable[tile.0 as usize];
-        let l =
-            crate::passes::infer_layout::fitted_layout(&shape, threads, d.dtype.nbytes(), maskable);
+        let l = crate::passes::infer_layout::fitted_layout_bits(
+            &shape,
+            threads,
+            d.dtype.bits(),
+            maskable,
+        );
         cx.prefer(tile, view.layout_of(&l), loc, "coalesced global access");
     }
 
@@ -442,7 +478,7 @@ impl Rules for MemoryInst {
                     global_vector_width(cx, *dst, &src.layout_of(l), offsets)
                 });
                 *vector = Some(width);
-                let bytes = width * cx.p.global(*dst).dtype.nbytes();
+                let bytes = vector_alignment(width, cx.p.global(*dst).dtype);
                 cx.require_alignment(
                     *dst,
                     bytes,
@@ -462,7 +498,7 @@ impl Rules for MemoryInst {
                         .as_ref()
                         .map_or(1, |l| global_vector_width(cx, *src, l, offsets));
                 *vector = Some(width);
-                let bytes = width * cx.p.global(*src).dtype.nbytes();
+                let bytes = vector_alignment(width, cx.p.global(*src).dtype);
                 cx.require_alignment(
                     *src,
                     bytes,
@@ -481,6 +517,70 @@ impl Rules for MemoryInst {
             | MemoryInst::ScatterGlobal { .. }
             | MemoryInst::AtomicScalar { .. } => {}
         }
+    }
+}
+
+/// The alignment a vector of `width` elements of `t` needs: its bytes, or for packed elements
+/// whose vectors are not a power of two bytes long (3, 5, 6, 7 bits), 1 (they move byte by
+/// byte).
+fn vector_alignment(width: u32, t: DType) -> u32 {
+    let bytes = (width * t.bits()).div_ceil(8);
+    if bytes.is_power_of_two() {
+        bytes
+    } else {
+        1
+    }
+}
+
+/// Elements of a view narrower than a byte move in whole bytes: the vector width lowering
+/// will choose must cover at least `8 / gcd(bits, 8)` elements (two 4-bit, four 2-bit, eight
+/// of 1, 3, 5, 6 or 7 bits), so that no byte is shared between threads or split between
+/// vectors.
+fn check_packed_vectors(i: &MemoryInst, c: &mut Checker, loc: Loc) {
+    let (g, view, offsets) = match i {
+        MemoryInst::LoadGlobal {
+            src, out, offsets, ..
+        } => (*src, RegView::plain(*out), offsets),
+        MemoryInst::StoreGlobal {
+            dst, src, offsets, ..
+        } => (*dst, *src, offsets),
+        _ => return,
+    };
+    let p = c.p;
+    let t = p.global(g).dtype;
+    if !t.is_subbyte() {
+        return;
+    }
+    let Some(layout) = p.register(view.tensor).layout.as_ref() else {
+        return;
+    };
+    let need = 8 / gcd(t.bits(), 8);
+    let cx = LowerCx {
+        p,
+        tensor_maps: vec![],
+        alignments: vec![],
+        divisibility: crate::passes::lower::divisibility_in(p, &p.body),
+    };
+    let width = global_vector_width(&cx, g, &view.layout_of(layout), offsets);
+    if width < need {
+        let msg = format!(
+            "{}: {t} elements are packed ({} bits each), so each thread must move whole bytes: at \
+             least {need} consecutive elements of the innermost dimension per thread, starting at \
+             a multiple of {need} (the view's innermost stride 1, its other strides and the \
+             innermost offset multiples of {need}); here the layout `{layout}` and the view allow \
+             {width}",
+            i.name(),
+            t.bits(),
+        );
+        c.err(loc, msg);
+    }
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 
@@ -522,11 +622,11 @@ pub(super) fn global_vector_width(
         return 1;
     }
     let last = rank - 1;
-    let max_bytes = 16u32;
-    let elem = g.dtype.nbytes();
+    let max_bits = 128u32;
+    let elem = g.dtype.bits();
     let mut width = 1u32;
     let mut cand = 2u32;
-    while cand * elem <= max_bytes && (layout.local_size() as u32).is_multiple_of(cand) {
+    while cand * elem <= max_bits && (layout.local_size() as u32).is_multiple_of(cand) {
         let ok_locals = (0..layout.local_size()).step_by(cand as usize).all(|l| {
             let base = layout.local_coords(l);
             base[last] % cand as i64 == 0

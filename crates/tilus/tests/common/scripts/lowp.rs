@@ -374,3 +374,143 @@ macro_rules! for_round_trip_types {
         )
     };
 }
+
+/// Packed views (elements narrower than a byte, `global_view_packed_strided`): a `[rows, cols]`
+/// view with a row pitch of `ld` elements, loaded into a `[8, 128]` tile (the view smaller:
+/// vectors the view's end cuts, rows past it), decoded to f32 and stored; and f32 values cast
+/// to the type and stored into a second packed view of the same shape, whose bits past each
+/// row's `cols` elements (the rest of its pitch) must stay as they were.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct PackedViews<T> {
+    pub rows: i32,
+    pub cols: i32,
+    pub ld: i32,
+    pub warps: u32,
+    pub _t: PhantomData<fn() -> T>,
+}
+
+/// The tile [`PackedViews`] moves.
+pub const PACKED_TILE: [i32; 2] = [8, 128];
+
+impl<T> PackedViews<T> {
+    pub fn new(rows: i32, cols: i32, ld: i32, warps: u32) -> Self {
+        PackedViews {
+            rows,
+            cols,
+            ld,
+            warps,
+            _t: PhantomData,
+        }
+    }
+
+    /// Bytes of a packed `[rows, ld]` buffer of `t`.
+    pub fn packed_bytes(&self, t: DType) -> usize {
+        (self.rows as usize * self.ld as usize * t.bits() as usize).div_ceil(8)
+    }
+}
+
+impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> Script for PackedViews<T> {
+    type Args = (Ptr<u8>, PtrMut<f32>, Ptr<f32>, PtrMut<u8>);
+    fn body(&self, k: &mut Kernel, (w, dec, x, out): Handles<Self::Args>) {
+        let (rows, cols, ld) = (self.rows, self.cols, self.ld);
+        k.blocks([1]);
+        k.warps(self.warps);
+        let gw = k.global_view_packed_strided::<T>(w, [rows, cols], (ld, 1));
+        let gd = k.global_view(dec, [rows, cols]);
+        let gx = k.global_view(x, [rows, cols]);
+        let go = k.global_view_packed_strided::<T>(out, [rows, cols], (ld, 1));
+        let tw = k.load_global(&gw, [0, 0], PACKED_TILE);
+        let tf = k.cast::<f32>(&tw);
+        k.store_global(&gd, &tf, [0, 0]);
+        let tx = k.load_global(&gx, [0, 0], PACKED_TILE);
+        let to = k.cast::<T>(&tx);
+        k.store_global(&go, &to, [0, 0]);
+    }
+}
+
+/// The code of element `i` of a packed buffer of `t`.
+pub fn packed_code(t: DType, bytes: &[u8], i: usize) -> u32 {
+    let b = t.bits() as usize;
+    let at = i * b;
+    let lo = u32::from(bytes[at / 8]);
+    let hi = bytes.get(at / 8 + 1).map_or(0, |&x| u32::from(x));
+    (((hi << 8) | lo) >> (at % 8)) & ((1 << b) - 1)
+}
+
+impl<T: std::fmt::Debug> PackedViews<T> {
+    /// Fresh inputs for type `t`: random packed bytes, f32 values over the type's range (and
+    /// past it), and the output buffer's bytes before the launch.
+    pub fn inputs(&self, t: DType) -> (Vec<u8>, Vec<f32>, Vec<u8>) {
+        use crate::common::inputs::{fresh_seed, random_f32};
+        let bytes = |seed: u64| -> Vec<u8> {
+            random_f32(self.packed_bytes(t), seed)
+                .iter()
+                .map(|v| (v.to_bits() >> 7) as u8)
+                .collect()
+        };
+        let range = match t {
+            DType::Float { .. } => (0..1u32 << t.bits())
+                .map(|c| reference_value(t, c))
+                .filter(|v| v.is_finite())
+                .fold(0.0, f64::max) as f32,
+            _ => (1u32 << t.bits()) as f32,
+        };
+        let n = (self.rows * self.cols) as usize;
+        let x = random_f32(n, fresh_seed())
+            .iter()
+            .map(|v| v * range * 1.25)
+            .collect();
+        (bytes(fresh_seed()), x, bytes(fresh_seed()))
+    }
+
+    /// Checks a run: `dec` the reference values of `w`'s codes, `out`'s codes those of `x`
+    /// converted, and every other bit of `out` as it was (`out0`).
+    pub fn check(&self, t: DType, (w, x, out0): (&[u8], &[f32], &[u8]), dec: &[f32], out: &[u8]) {
+        let (rows, cols, ld) = (self.rows as usize, self.cols as usize, self.ld as usize);
+        let mut want = out0.to_vec();
+        for r in 0..rows {
+            for c in 0..cols {
+                let v = reference_value(t, packed_code(t, w, r * ld + c));
+                let got = f64::from(dec[r * cols + c]);
+                assert!(
+                    same(got, v),
+                    "{t} {self:?} [{r}, {c}]: decoded {got}, not {v}"
+                );
+                let code = match t {
+                    DType::Float { .. } => reference_code(t, f64::from(x[r * cols + c])),
+                    _ => (x[r * cols + c] as i32) as u32 & ((1 << t.bits()) - 1),
+                };
+                let at = (r * ld + c) * t.bits() as usize;
+                for bit in 0..t.bits() as usize {
+                    let (byte, sh) = ((at + bit) / 8, (at + bit) % 8);
+                    want[byte] = (want[byte] & !(1 << sh)) | ((((code >> bit) & 1) as u8) << sh);
+                }
+            }
+        }
+        for (i, (&g, &e)) in out.iter().zip(&want).enumerate() {
+            assert_eq!(
+                g, e,
+                "{t} {self:?}: byte {i} of the packed output is {g:#04x}, not {e:#04x}"
+            );
+        }
+    }
+}
+
+/// The forms [`PackedViews`] runs for `bits`-bit elements: a view that fills whole vectors,
+/// one whose row ends cut vectors (with a pitch of whole bytes past it), and a single row.
+pub fn packed_forms<T>(bits: u32) -> Vec<PackedViews<T>> {
+    let step = (8 / gcd(bits, 8)) as i32;
+    vec![
+        PackedViews::new(8, 128, 128, 4),
+        PackedViews::new(5, 77, 80 + 2 * step, 4),
+        PackedViews::new(1, 100, 104, 2),
+    ]
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
