@@ -25,6 +25,20 @@ pub(super) fn emit(e: &mut Emitter, i: &ShapeInst) {
         .source_locals(e.p)
         .expect("planned programs' shape views fit their layouts (check_planned)");
     declare(e, out);
+    if let Some(k) = i.unpack_count(e.p) {
+        // part `l % k` of word `l / k`: the element's bits shifted down and masked
+        let b = e.p.register(out).dtype.bits() as usize;
+        let mask = (1u64 << b) - 1;
+        let on = e.p.register(out).name.clone();
+        for (l, &s) in table.iter().enumerate() {
+            let v = read(e, src.tensor, &s.to_string());
+            let shift = (l % k as usize) * b;
+            e.line(format!(
+                "{on}[{l}] = (u8)(((u32)({v}) >> {shift}) & {mask}u);"
+            ));
+        }
+        return;
+    }
     let (sd, od) = (e.p.register(src.tensor), e.p.register(out));
     let (sp, op) = (
         storage(sd) == Storage::Packed16,

@@ -33,9 +33,32 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &ShapeInst, lo
             "the source has no registers",
         ));
     };
+    let unpack = i.unpack_count(b.program()).map(|k| {
+        let t = b.program().register(out).dtype;
+        (k as usize, t.bits(), t)
+    });
     let dst = b.reg_mut(out);
     for &t in &task.threads {
         let (from, to) = (t as usize * ls_src, t as usize * ls_out);
+        if let Some((k, bits, dtype)) = unpack {
+            // each element's code from its word, then its value
+            let RegData::Int(words) = &data else {
+                return Err(Fail::new(
+                    Fault::Invalid,
+                    loc,
+                    "unpack: words that are not integers",
+                ));
+            };
+            for (l, &s) in table.iter().enumerate().take(ls_out) {
+                let code =
+                    ((words[from + s] as u64) >> ((l % k) as u32 * bits)) & ((1 << bits) - 1);
+                match &mut *dst {
+                    RegData::Float(y) => y[to + l] = super::state::bits_to_f32(code, dtype),
+                    RegData::Int(y) => y[to + l] = super::state::bits_to_int(code, dtype),
+                }
+            }
+            continue;
+        }
         for (l, &s) in table.iter().enumerate().take(ls_out) {
             match (&data, &mut *dst) {
                 (RegData::Float(x), RegData::Float(y)) => y[to + l] = x[from + s],

@@ -267,6 +267,31 @@ impl Kernel {
         RegisterTensor::plain(out)
     }
 
+    /// The low-precision elements packed in a tile of integer words (`u8`, `i8`, `u32` or
+    /// `i32`): each word of `w` bits holds `w / b` elements of `T` (`b` bits, dividing `w`),
+    /// the first in its low bits, consecutive along the innermost dimension, so the result's
+    /// innermost extent is `w / b` times the words'. Every thread reads its elements out of its
+    /// own words (no data moves): the result's layout is the words' with each word's elements
+    /// as consecutive local elements. How weights prepacked by the host
+    /// ([`crate::lowp::pack`]) and loaded as words become values: `k.cast::<f16>(&k.unpack::<I4>(&w))`.
+    #[track_caller]
+    pub fn unpack<T: Element>(
+        &mut self,
+        words: &RegisterTensor<impl Element>,
+    ) -> RegisterTensor<T> {
+        let loc = Loc::caller();
+        let mut shape = self.prog.view_shape(&words.view);
+        let (w, b) = (
+            self.prog.register(words.view.tensor).dtype.bits(),
+            T::DTYPE.bits(),
+        );
+        if let Some(last) = shape.last_mut() {
+            *last *= i64::from(w / b.max(1)).max(1);
+        }
+        let view = words.view;
+        self.shape_view(|out| ShapeInst::Unpack { src: view, out }, shape, loc)
+    }
+
     /// Elements `start .. start + len` of the tile along `dim` (compile-time numbers): a
     /// smaller tile made of the local elements of that range, which every thread must hold
     /// whole (a range that only some threads hold, or that cuts apart the elements a thread

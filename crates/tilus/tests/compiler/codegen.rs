@@ -1321,3 +1321,16 @@ fn packed_views_compile_for_every_width() {
     each(packed_forms::<Int<1>>(1));
     each(packed_forms::<F4E2M1>(4));
 }
+
+/// Unpacking words compiles to shifts and masks of each thread's own words, without spills.
+#[test]
+fn unpacking_words_compiles_to_shifts_of_the_threads_own_words() {
+    use crate::common::scripts::lowp::UnpackWords;
+    use tilus::lowp::*;
+    let c = build(&UnpackWords::<I4>::new(16, 64, 4), &[]);
+    assert_eq!(c.report.spill_stores, 0);
+    assert!(c.source.contains(">> 28) & 15u)"), "{}", c.source);
+    let c = build(&UnpackWords::<F4E2M1>::new(4, 256, 1), &[]);
+    assert_eq!(c.report.spill_stores, 0);
+    build(&UnpackWords::<Int<1>>::new(4, 256, 1), &[]);
+}

@@ -74,3 +74,21 @@ macro_rules! packed_views { ($($T:ty),*) => {$({
 fn packed_views_load_and_store_every_element_and_leave_the_other_bits() {
     packed_views!(I4, U4, F4E2M1, F6E3M2, F6E2M3, Int<3>, F3E1M1, U2, Float<1, 2>, Int<1>, Int<5>, Float<4, 2>);
 }
+
+/// Runs [`UnpackWords`] for each type at two shapes and checks every element.
+macro_rules! unpack_words { ($($T:ty),*) => {$({
+    let t = <$T as LowpElement>::DTYPE;
+    for (rows, cols, warps) in [(4, 256, 1), (16, 64, 4)] {
+        let s = crate::common::scripts::lowp::UnpackWords::<$T>::new(rows, cols, warps);
+        let (w32, w8) = s.inputs(t);
+        let n = (rows * cols) as usize;
+        let (mut y32, mut y8) = (vec![f32::NAN; n], vec![f32::NAN; n]);
+        run(&s, (&w32[..], &w8[..], &mut y32[..], &mut y8[..])).unwrap();
+        s.check(t, &w8, &y32, &y8);
+    }
+})*}}
+
+#[test]
+fn words_unpack_into_every_element_they_hold() {
+    unpack_words!(I4, U4, F4E2M1, U2, I2, Int<1>, UInt<1>, Float<1, 2>);
+}

@@ -1785,3 +1785,32 @@ fn packed_views_agree_with_the_references() {
     })*}}
     packed_views!(I4, U4, F4E2M1, F6E3M2, F6E2M3, Int<3>, F3E1M1, U2, Float<1, 2>, Int<1>, Int<5>, Float<4, 2>);
 }
+
+/// The interpreter's unpack test (`interp/lowp.rs`) on the GPU: every element of u32 and u8
+/// words unpacked and decoded as the reference says.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn unpacked_words_agree_with_the_references() {
+    use crate::common::scripts::lowp::UnpackWords;
+    use tilus::lowp::*;
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    macro_rules! unpack_words { ($($T:ty),*) => {$({
+        let t = <$T as LowpElement>::DTYPE;
+        for (rows, cols, warps) in [(4, 256, 1), (16, 64, 4)] {
+            let s = UnpackWords::<$T>::new(rows, cols, warps);
+            let (w32, w8) = s.inputs(t);
+            let n = (rows * cols) as usize;
+            let mut y32 = stream.clone_htod(&vec![f32::NAN; n]).unwrap();
+            let mut y8 = stream.clone_htod(&vec![f32::NAN; n]).unwrap();
+            let (d32, d8) = (stream.clone_htod(&w32).unwrap(), stream.clone_htod(&w8).unwrap());
+            tilus::Jit::new(s, &device)
+                .launch(stream, (&d32, &d8, &mut y32, &mut y8))
+                .unwrap();
+            let (y32, y8) = (stream.clone_dtoh(&y32).unwrap(), stream.clone_dtoh(&y8).unwrap());
+            s.check(t, &w8, &y32, &y8);
+        }
+    })*}}
+    unpack_words!(I4, U4, F4E2M1, U2, I2, Int<1>, UInt<1>, Float<1, 2>);
+}

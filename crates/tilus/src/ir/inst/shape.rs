@@ -63,6 +63,16 @@ pub enum ShapeInst {
         /// Which element of `src` each element of `out` is (`repeat`, `repeat_interleave`).
         map: Repeat,
     },
+    /// `out` holds the low-precision elements packed in `src`'s integer words: each word of
+    /// `w` bits holds `w / b` elements of `out`'s `b`-bit type, the first in its low bits,
+    /// consecutive along the innermost dimension (`out`'s innermost extent is `w / b` times
+    /// `src`'s). Every thread keeps its words and reads its elements out of them.
+    Unpack {
+        /// The words (or a transposed view of them).
+        src: RegView,
+        /// The elements.
+        out: RegId,
+    },
 }
 
 /// Which element of a conversion's source each element of its result is.
@@ -124,6 +134,7 @@ impl ShapeInst {
                 ReshapeOp::Unsqueeze(_) => "unsqueeze",
             },
             ShapeInst::Slice { .. } => "slice",
+            ShapeInst::Unpack { .. } => "unpack",
             ShapeInst::Convert { map, .. } => match map {
                 Repeat::Same => "convert_layout",
                 Repeat::Tile { .. } => "repeat",
@@ -137,6 +148,7 @@ impl ShapeInst {
         match self {
             ShapeInst::Reshape { src, out, .. }
             | ShapeInst::Slice { src, out, .. }
+            | ShapeInst::Unpack { src, out }
             | ShapeInst::Convert { src, out, .. } => (src, *out),
         }
     }
@@ -205,12 +217,31 @@ impl ShapeInst {
                 let len = *p.register(out).shape.get(*dim)?;
                 l.slice_locals(*dim, *start, len).ok()?
             }
+            ShapeInst::Unpack { .. } => {
+                let k = self.unpack_count(p)?;
+                let want = l.unpacked(k);
+                let n = want.local_size().max(0) as usize;
+                (want, (0..n).map(|i| i / k as usize).collect())
+            }
             ShapeInst::Convert { map, .. } => {
                 let shape = p.view_shape(src);
                 return have.in_thread_locals_of(&l, &|c: &[i64]| map.source(c, &shape));
             }
         };
         want.same_mapping(have).then_some(table)
+    }
+
+    /// For an unpack: how many elements each word holds (`None` for the other members, or
+    /// where the types do not divide).
+    pub fn unpack_count(&self, p: &Program) -> Option<i64> {
+        let ShapeInst::Unpack { src, out } = self else {
+            return None;
+        };
+        let (w, b) = (
+            p.register(src.tensor).dtype.bits(),
+            p.register(*out).dtype.bits(),
+        );
+        (b > 0 && b < w && w % b == 0).then_some(i64::from(w / b))
     }
 
     /// The instruction as the IR printer shows it.
@@ -235,6 +266,9 @@ impl ShapeInst {
                 n.view(src),
                 start + d.shape.get(*dim).copied().unwrap_or(0)
             ),
+            ShapeInst::Unpack { .. } => {
+                format!("{} = unpack<{}>({})", d.name, d.dtype, n.view(src))
+            }
             ShapeInst::Convert { scratch, map, .. } => {
                 let s = n.p.shared(*scratch);
                 let how = if self.converts_through_shared(n.p) {

@@ -149,6 +149,17 @@ impl RegisterLayout {
             .map(|(l, _)| l.normalized())
     }
 
+    /// The layout of the elements packed `k` to a word in a tile laid out as `self`: each
+    /// word becomes `k` consecutive elements along the innermost dimension, in the same
+    /// thread, local `i` of the result being part `i % k` of word `i / k`.
+    pub fn unpacked(&self, k: i64) -> RegisterLayout {
+        let mut inner = vec![1; self.rank()];
+        if let Some(last) = inner.last_mut() {
+            *last = k;
+        }
+        self.compose(&RegisterLayout::local(&inner))
+    }
+
     /// [`RegisterLayout::slice`] and, for each local element of the slice, the local element
     /// of `self` it is (one entry per register of a thread: for layouts that fit in registers).
     pub fn slice_locals(

@@ -23,6 +23,13 @@ fn derived(
             let len = *out_shape.get(*dim).ok_or("no such dimension")?;
             l.slice(*dim, *start, len)
         }
+        ShapeInst::Unpack { .. } => {
+            let (from, to) = (l.shape().last(), out_shape.last());
+            match (from, to) {
+                (Some(&f), Some(&t)) if f > 0 && t % f == 0 => Ok(l.unpacked(t / f)),
+                _ => Err("the innermost extents do not divide".into()),
+            }
+        }
         ShapeInst::Convert { .. } => Ok(l.clone()),
     }
 }
@@ -46,7 +53,7 @@ fn advice(inst: &ShapeInst, out_shape: &[i64]) -> String {
              `sync()`, `load_global` of the part)",
             start + out_shape.get(*dim).copied().unwrap_or(0)
         ),
-        ShapeInst::Convert { .. } => String::new(),
+        ShapeInst::Unpack { .. } | ShapeInst::Convert { .. } => String::new(),
     }
 }
 
@@ -106,7 +113,21 @@ impl Rules for ShapeInst {
         let from = c.view_shape(src);
         let to = p.register(out).shape.clone();
         let (ts, to_t) = (p.register(src.tensor).dtype, p.register(out).dtype);
-        if ts != to_t {
+        if let ShapeInst::Unpack { .. } = self {
+            let words = matches!(ts, crate::ir::DType::U32 | crate::ir::DType::I32)
+                || ts == crate::ir::DType::U8
+                || ts == crate::ir::DType::I8;
+            if !words || !to_t.is_lowp() || self.unpack_count(p).is_none() {
+                c.err(
+                    loc,
+                    format!(
+                        "unpack: {to_t} elements from {ts} words; unpack takes words of u8, i8, \
+                         u32 or i32 and a low-precision type whose width divides theirs (1, 2, \
+                         4 or 8 bits; 3, 5, 6 and 7-bit elements come from packed global views)"
+                    ),
+                );
+            }
+        } else if ts != to_t {
             c.err(loc, format!("{name}: a {ts} tile into a {to_t} tile"));
         }
         let fits = match self {
@@ -132,6 +153,17 @@ impl Rules for ShapeInst {
                     && (0..from.len()).all(|d| d == *dim || from[d] == to[d])
                     && to[*dim] > 0
                     && start + to[*dim] <= from[*dim]
+            }
+            ShapeInst::Unpack { .. } => {
+                // types that do not divide were reported above
+                let Some(k) = self.unpack_count(p) else {
+                    return;
+                };
+                let mut want = from.clone();
+                if let Some(last) = want.last_mut() {
+                    *last = last.saturating_mul(k);
+                }
+                !from.is_empty() && want == to
             }
             ShapeInst::Convert { map, .. } => {
                 if ts.bits() > 32 {

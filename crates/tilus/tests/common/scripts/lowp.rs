@@ -514,3 +514,83 @@ fn gcd(a: u32, b: u32) -> u32 {
         gcd(b, a % b)
     }
 }
+
+/// Words unpacked into low-precision elements (`k.unpack`): `[rows, cols / k]` u32 words (`k`
+/// elements of `T` each) loaded, unpacked, cast to f32 and stored as `[rows, cols]`; the same
+/// from u8 words into a second output.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct UnpackWords<T> {
+    pub rows: i32,
+    pub cols: i32,
+    pub warps: u32,
+    pub _t: PhantomData<fn() -> T>,
+}
+
+impl<T> UnpackWords<T> {
+    pub fn new(rows: i32, cols: i32, warps: u32) -> Self {
+        UnpackWords {
+            rows,
+            cols,
+            warps,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> Script for UnpackWords<T> {
+    type Args = (Ptr<u32>, Ptr<u8>, PtrMut<f32>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (w32, w8, y32, y8): Handles<Self::Args>) {
+        let (rows, cols) = (self.rows, self.cols);
+        let b = <T as LowpElement>::DTYPE.bits() as i32;
+        k.blocks([1]);
+        k.warps(self.warps);
+        let g32 = k.global_view(w32, [rows, cols * b / 32]);
+        let g8 = k.global_view(w8, [rows, cols * b / 8]);
+        let (gy32, gy8) = (
+            k.global_view(y32, [rows, cols]),
+            k.global_view(y8, [rows, cols]),
+        );
+        let words = k.load_global(&g32, [0, 0], [rows, cols * b / 32]);
+        let elems = k.unpack::<T>(&words);
+        let vals = k.cast::<f32>(&elems);
+        k.store_global(&gy32, &vals, [0, 0]);
+        let bytes = k.load_global(&g8, [0, 0], [rows, cols * b / 8]);
+        let elems = k.unpack::<T>(&bytes);
+        let vals = k.cast::<f32>(&elems);
+        k.store_global(&gy8, &vals, [0, 0]);
+    }
+}
+
+impl<T: std::fmt::Debug> UnpackWords<T> {
+    /// Random packed bytes for `rows * cols` elements of `t`, and the same as u32 words.
+    pub fn inputs(&self, t: DType) -> (Vec<u32>, Vec<u8>) {
+        use crate::common::inputs::{fresh_seed, random_f32};
+        let n = (self.rows * self.cols) as usize * t.bits() as usize / 8;
+        let bytes: Vec<u8> = random_f32(n, fresh_seed())
+            .iter()
+            .map(|v| (v.to_bits() >> 9) as u8)
+            .collect();
+        let words = bytes
+            .chunks(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        (words, bytes)
+    }
+
+    /// Checks both outputs: element `i` the reference value of code `i` of the bytes.
+    pub fn check(&self, t: DType, bytes: &[u8], y32: &[f32], y8: &[f32]) {
+        for i in 0..(self.rows * self.cols) as usize {
+            let want = reference_value(t, packed_code(t, bytes, i));
+            assert!(
+                same(f64::from(y32[i]), want),
+                "{t} {self:?} [{i}] from u32: {} vs {want}",
+                y32[i]
+            );
+            assert!(
+                same(f64::from(y8[i]), want),
+                "{t} {self:?} [{i}] from u8: {} vs {want}",
+                y8[i]
+            );
+        }
+    }
+}

@@ -250,3 +250,46 @@ fn an_annotated_layout_reaches_a_dot_through_a_conversion() {
     let ir = tilus::ir::print_program(&p);
     assert!(ir.contains("convert_layout(r0)"), "{ir}");
 }
+
+#[test]
+fn unpacking_elements_whose_width_does_not_divide_the_words() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let w = k.register_tensor::<u32>([4, 32], 0.0);
+        let _ = at(line!(), k.unpack::<tilus::lowp::Int<3>>(&w));
+    })
+    .fails_once("unpack: i3 elements from u32 words; unpack takes words of u8, i8, u32 or i32");
+}
+
+#[test]
+fn unpacking_floats_or_into_a_word_type() {
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let w = k.register_tensor::<f32>([4, 32], 0.0);
+        let _ = at(line!(), k.unpack::<tilus::lowp::I4>(&w));
+    })
+    .fails_once("unpack: i4 elements from f32 words");
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let w = k.register_tensor::<u32>([4, 32], 0.0);
+        let _ = at(line!(), k.unpack::<i32>(&w));
+    })
+    .fails_once("unpack: i32 elements from u32 words");
+}
+
+/// A packed global view whose rows are not whole bytes, and a tile whose threads would share
+/// bytes: the verifier names the width the threads need.
+#[test]
+fn packed_accesses_that_would_split_bytes() {
+    check::<(tilus::lang::Ptr<u8>,)>(|k, (w,)| {
+        k.warps(1);
+        let g = k.global_view_packed_strided::<tilus::lowp::I4>(w, [4, 63], (63, 1));
+        let _ = at(line!(), k.load_global(&g, [0, 0], [4, 64]));
+    })
+    .fails_once("load_global: i4 elements are packed (4 bits each), so each thread must move whole bytes: at least 2 consecutive elements");
+    check::<(tilus::lang::Ptr<u8>,)>(|k, (w,)| {
+        k.warps(1);
+        let _ = at(line!(), k.global_view_packed::<f32>(w, [4, 64]));
+    })
+    .fails_once("global_view_packed<f32>: the type has whole bytes per element");
+}
