@@ -316,6 +316,31 @@ mod tests {
         }
     }
 
+    /// The kernels' names tell them apart (reports and the cached choice name them), and the
+    /// narrow stream-K candidate is another configuration than stream-K's default.
+    #[test]
+    fn kernels_have_distinct_names_and_the_narrow_stream_k_its_own_tiles() {
+        let all = [
+            Kernel::V6,
+            Kernel::SplitK,
+            Kernel::StreamK,
+            Kernel::StreamKNarrow,
+            Kernel::General,
+        ];
+        let names: std::collections::BTreeSet<&str> = all.iter().map(|k| k.name()).collect();
+        assert_eq!(names.len(), all.len());
+        assert!(names
+            .iter()
+            .all(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')));
+        assert!(!names.contains(""));
+        let narrow = stream_k_narrow();
+        assert_eq!((narrow.tile.block_n, narrow.tile.stages), (128, 6));
+        assert_ne!((narrow.tile.block_n, narrow.tile.stages), {
+            let d = MatmulStreamK::default();
+            (d.tile.block_n, d.tile.stages)
+        });
+    }
+
     #[test]
     fn small_m_weighs_split_k_larger_m_stream_k_and_k_off_16_bytes_runs_the_general_gemm() {
         let (n, k) = (4096, 4096);
