@@ -562,14 +562,22 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> Script for Un
 }
 
 impl<T: std::fmt::Debug> UnpackWords<T> {
-    /// Random packed bytes for `rows * cols` elements of `t`, and the same as u32 words.
+    /// Packed bytes for `rows * cols` elements of `t`, every code in order first and random
+    /// codes after, and the same as u32 words.
     pub fn inputs(&self, t: DType) -> (Vec<u32>, Vec<u8>) {
         use crate::common::inputs::{fresh_seed, random_f32};
-        let n = (self.rows * self.cols) as usize * t.bits() as usize / 8;
-        let bytes: Vec<u8> = random_f32(n, fresh_seed())
-            .iter()
-            .map(|v| (v.to_bits() >> 9) as u8)
+        let (n, b) = ((self.rows * self.cols) as usize, t.bits() as usize);
+        let random = random_f32(n, fresh_seed());
+        let codes: Vec<u32> = (0..n)
+            .map(|i| match i < 1 << b {
+                true => i as u32,
+                false => random[i].to_bits() >> 9,
+            } & ((1 << b) - 1))
             .collect();
+        let mut bytes = vec![0u8; n * b / 8];
+        for (i, c) in codes.iter().enumerate() {
+            bytes[i * b / 8] |= (c << (i * b % 8)) as u8;
+        }
         let words = bytes
             .chunks(4)
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
