@@ -58,12 +58,12 @@ fn descriptor(e: &mut Emitter, v: &SharedView, mn_major: bool) -> String {
 }
 
 /// The descriptor's start-address increment (16-byte units) of the sub-tile whose first row
-/// of M or N is `row` (a C expression) at K step `ki`: the layout's address of that element
-/// before the swizzle, `(row, 16 ki)` of a K-major tile as stored, `(16 ki, row)` of an
-/// MN-major one.
-fn start(e: &Emitter, v: &SharedView, row: String, mn_major: bool) -> String {
+/// of M or N is `row` (a C expression) at K step `ki` of `deep` elements: the layout's address
+/// of that element before the swizzle, `(row, deep ki)` of a K-major tile as stored,
+/// `(deep ki, row)` of an MN-major one.
+fn start(e: &Emitter, v: &SharedView, row: String, mn_major: bool, deep: i64) -> String {
     let l = view_layout(e, v);
-    let (row, k) = (CExpr(row), CExpr("ki * 16".into()));
+    let (row, k) = (CExpr(row), CExpr(format!("ki * {deep}")));
     let coords = if mn_major { vec![k, row] } else { vec![row, k] };
     let at = l.unswizzled_address(coords);
     format!("(u64)(({}) >> 4)", at.0)
@@ -93,13 +93,18 @@ pub(super) fn emit(e: &mut Emitter, i: &WgmmaInst) {
             plan,
         } => {
             let p = plan.expect("wgmma plans are chosen by layout inference");
-            let bf16 = e.p.shared(b.tensor).dtype == DType::BF16;
+            let ta = match a {
+                WgmmaA::Shared(v) => e.p.shared(v.tensor).dtype,
+                WgmmaA::Register(v) => e.p.register(v.tensor).dtype,
+            };
             let rs = matches!(a, WgmmaA::Register(_));
             let f16acc = e.p.register(*d).dtype == DType::F16;
             let (mn_a, mn_b) = (a.mn_major(), b_mn_major(b));
             let form = MmaForm {
                 n: p.n as u16,
-                bf16,
+                k: p.k_inst as u8,
+                ta: InputType::of(ta),
+                tb: InputType::of(e.p.shared(b.tensor).dtype),
                 rs,
                 f16acc,
                 mn_a,
@@ -113,12 +118,12 @@ pub(super) fn emit(e: &mut Emitter, i: &WgmmaInst) {
             e.line(format!("const u64 tilus_db = {db};"));
             // Address fields advance in 16-byte units: 16 rows of K per K step, a row block of
             // 64 rows of M or an N chunk of `n` apart in the tile.
-            let b_off = start(e, b, format!("chunk * {}", p.n), mn_b);
+            let b_off = start(e, b, format!("chunk * {}", p.n), mn_b, p.k_inst);
             let a_arg = match a {
                 WgmmaA::Shared(v) => {
                     let da = descriptor(e, v, mn_a);
                     e.line(format!("const u64 tilus_da = {da};"));
-                    let a_off = start(e, v, "mi * 64".into(), mn_a);
+                    let a_off = start(e, v, "mi * 64".into(), mn_a, p.k_inst);
                     format!("tilus_da + {a_off}")
                 }
                 WgmmaA::Register(v) => {
@@ -172,17 +177,51 @@ pub(crate) enum WgmmaHelper {
     Desc,
     /// Keeps the compiler from moving accumulator accesses across asynchronous wgmma work.
     FenceOperand,
-    /// One `wgmma.mma_async m64nNk16` of the given form.
+    /// One `wgmma.mma_async m64nNk16` (or `k32`) of the given form.
     Mma(MmaForm),
 }
 
-/// The form of one `wgmma.mma_async m64nNk16`: what its helper's name and text depend on.
+/// An input type of wgmma.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum InputType {
+    F16,
+    Bf16,
+    E4m3,
+    E5m2,
+}
+
+impl InputType {
+    fn of(t: DType) -> InputType {
+        match t {
+            DType::BF16 => InputType::Bf16,
+            DType::F8E4M3 => InputType::E4m3,
+            DType::F8E5M2 => InputType::E5m2,
+            _ => InputType::F16,
+        }
+    }
+
+    /// The PTX type's name.
+    fn ptx(self) -> &'static str {
+        match self {
+            InputType::F16 => "f16",
+            InputType::Bf16 => "bf16",
+            InputType::E4m3 => "e4m3",
+            InputType::E5m2 => "e5m2",
+        }
+    }
+}
+
+/// The form of one `wgmma.mma_async m64nNkK`: what its helper's name and text depend on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct MmaForm {
     /// Columns of the instruction.
     pub n: u16,
-    /// bf16 inputs (else f16).
-    pub bf16: bool,
+    /// Depth of the instruction: 16, or 32 for FP8.
+    pub k: u8,
+    /// Type of A.
+    pub ta: InputType,
+    /// Type of B.
+    pub tb: InputType,
     /// A from registers (else shared).
     pub rs: bool,
     /// f16 accumulation (else f32).
@@ -234,21 +273,26 @@ pub(crate) fn wgmma_name(f: MmaForm) -> String {
         if f.mn_a { "_mn_a" } else { "" },
         if f.mn_b { "_mn_b" } else { "" }
     );
+    let types = if f.ta == f.tb {
+        f.ta.ptx().to_string()
+    } else {
+        format!("{}_{}", f.ta.ptx(), f.tb.ptx())
+    };
     format!(
-        "tilus_wgmma_m64n{}k16_{}_{}{}{order}",
+        "tilus_wgmma_m64n{}k{}_{types}_{}{}{order}",
         f.n,
-        if f.bf16 { "bf16" } else { "f16" },
+        f.k,
         if f.rs { "rs" } else { "ss" },
         if f.f16acc { "_f16acc" } else { "" }
     )
 }
 
 fn wgmma_helper(f: MmaForm) -> String {
-    let MmaForm {
-        bf16, rs, f16acc, ..
-    } = f;
-    let n = f.n as usize;
-    let t = if bf16 { "bf16" } else { "f16" };
+    let MmaForm { rs, f16acc, .. } = f;
+    let (n, k) = (f.n as usize, f.k);
+    let (at, bt) = (f.ta.ptx(), f.tb.ptx());
+    // 8-bit inputs have no transpose bits: their operands are K-major
+    let fp8 = f.k == 32;
     // f32 accumulators: one register per element; f16: two elements per 32-bit register.
     let (regs, dt, dc, dty) = if f16acc {
         (n / 4, "f16", "r", "u32")
@@ -271,16 +315,23 @@ fn wgmma_helper(f: MmaForm) -> String {
             "u64 a",
             format!("%{regs}"),
             "\"l\"(a), ".to_string(),
-            (regs + 1, format!("1, 1, {ta}, {tb}")),
+            (
+                regs + 1,
+                if fp8 {
+                    "1, 1".to_string()
+                } else {
+                    format!("1, 1, {ta}, {tb}")
+                },
+            ),
         )
     };
     let (b_index, imm) = rest;
     format!(
-        "// d[0..{regs}] = A(64x16) * B(16x{n}) + (scale_d ? d : 0), {t} inputs, {dt} accumulation; B (and A\n\
+        "// d[0..{regs}] = A(64x{k}) * B({k}x{n}) + (scale_d ? d : 0), {at} and {bt} inputs, {dt} accumulation; B (and A\n\
          // unless it is in registers) read from shared memory through descriptors.\n\
          static __device__ __forceinline__ void {name}({dty}* d, {a_param}, u64 b, int scale_d) {{\n  \
          asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\n\"\n    \
-         \"wgmma.mma_async.sync.aligned.m64n{n}k16.{dt}.{t}.{t} {{{d}}}, {a_operand}, %{b_index}, p, {imm};\\n}}\\n\"\n    \
+         \"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{dt}.{at}.{bt} {{{d}}}, {a_operand}, %{b_index}, p, {imm};\\n}}\\n\"\n    \
          : {d_ops}\n    : {a_inputs}\"l\"(b), \"r\"(scale_d));\n}}\n",
         scale = b_index + 1,
         d = d_list.join(", "),

@@ -150,7 +150,7 @@ fn shared_elem(b: &Block<'_, '_>, v: &SharedOperand, row: i64, col: i64) -> Opti
 fn run(b: &mut Block<'_, '_>, op: &WgOp) -> R<()> {
     let wg = op.wg;
     let p = op.plan;
-    let (m, n, k) = (p.rep_m * 64, p.total_n(), p.k_steps * 16);
+    let (m, n, k, kd) = (p.rep_m * 64, p.total_n(), p.k_steps * p.k_inst, p.k_inst);
     let bad = |what: &str| {
         Fail::new(
             Fault::Invalid,
@@ -248,15 +248,16 @@ fn run(b: &mut Block<'_, '_>, op: &WgOp) -> R<()> {
         }
     }
     // the codegen's order: K steps outer, then row blocks and N chunks; one instruction adds
-    // a 64 x n x 16 product
+    // a 64 x n x 16 product (x 32 for FP8, whose tensor cores round their partial sums more
+    // coarsely than this f32 sum: exact only where every partial sum is small)
     for ki in 0..p.k_steps {
         for r in 0..m {
-            let arow = &am[(r * k + ki * 16) as usize..(r * k + ki * 16 + 16) as usize];
+            let arow = &am[(r * k + ki * kd) as usize..(r * k + ki * kd + kd) as usize];
             for c in 0..n {
                 let at = (r * full + start + c) as usize;
                 let mut acc = dm[at];
                 for (kk, x) in arow.iter().enumerate() {
-                    acc += x * bm[((ki * 16 + kk as i64) * n + c) as usize];
+                    acc += x * bm[((ki * kd + kk as i64) * n + c) as usize];
                 }
                 dm[at] = round(acc);
             }

@@ -68,11 +68,15 @@ impl Wgmma<'_> {
     /// The instruction's transpose bits say which; an MN-major tile wider than 128 bytes is
     /// stored in column blocks of 128 bytes (layout inference chooses it, and TMA copies
     /// fill it block by block), so no data is transposed anywhere.
+    ///
+    /// FP8 operands (`F8E4M3`, `F8E5M2`, mixed as the hardware allows) are K-major shared
+    /// tiles only (`a` `[M, K]`, `b` an `[N, K]` tile seen through `.transpose()`), 32 of K
+    /// per instruction, into an f32 accumulator.
     #[track_caller]
-    pub fn mma<T: Element, C: Element>(
+    pub fn mma<T: Element, U: Element, C: Element>(
         self,
         a: &impl WgmmaOperand<T>,
-        b: &SharedTensor<T>,
+        b: &SharedTensor<U>,
         d: &RegisterTensor<C>,
     ) {
         self.mma_to(a, b, d, WgmmaTarget::all());
@@ -86,10 +90,10 @@ impl Wgmma<'_> {
     /// them), so a warp group can start a product in the columns it has finished with while
     /// it still reads the others.
     #[track_caller]
-    pub fn mma_to<T: Element, C: Element>(
+    pub fn mma_to<T: Element, U: Element, C: Element>(
         self,
         a: &impl WgmmaOperand<T>,
-        b: &SharedTensor<T>,
+        b: &SharedTensor<U>,
         d: &RegisterTensor<C>,
         target: WgmmaTarget,
     ) {

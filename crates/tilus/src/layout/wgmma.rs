@@ -8,12 +8,14 @@ use super::{RegisterLayout, SharedLayout, Swizzle};
 pub const WGMMA_M: i64 = 64;
 /// Depth of one wgmma instruction for 16-bit inputs.
 pub const WGMMA_K: i64 = 16;
+/// Depth of one wgmma instruction for 8-bit (FP8) inputs: the same 32 bytes of K.
+pub const WGMMA_K_FP8: i64 = 32;
 /// Widest N of one instruction.
 pub const WGMMA_MAX_N: i64 = 256;
 
-/// How a warp group's `[M, K] x [K, N]` product is cut into `m64nNk16` instructions:
-/// `rep_m` row blocks of 64, `n_chunks` column chunks of `n` (a multiple of 8, at most 256),
-/// `k_steps` steps of 16.
+/// How a warp group's `[M, K] x [K, N]` product is cut into `m64nNk16` instructions (`k32`
+/// for FP8): `rep_m` row blocks of 64, `n_chunks` column chunks of `n` (a multiple of 8, at
+/// most 256), `k_steps` steps of `k_inst`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct WgmmaPlan {
     /// Row blocks of 64.
@@ -22,18 +24,25 @@ pub struct WgmmaPlan {
     pub n: i64,
     /// Instructions along N.
     pub n_chunks: i64,
-    /// Steps of 16 along K.
+    /// Steps of `k_inst` along K.
     pub k_steps: i64,
+    /// Depth of one instruction: 16 (16-bit inputs) or 32 (FP8).
+    pub k_inst: i64,
 }
 
 impl WgmmaPlan {
-    /// The plan for `[m, k] x [k, n]`, or why there is none.
+    /// The plan for `[m, k] x [k, n]` of 16-bit inputs, or why there is none.
     pub fn choose(m: i64, n: i64, k: i64) -> Result<WgmmaPlan, String> {
+        Self::choose_deep(m, n, k, WGMMA_K)
+    }
+
+    /// The plan for `[m, k] x [k, n]` with instructions `k_inst` deep (16, or 32 for FP8).
+    pub fn choose_deep(m: i64, n: i64, k: i64, k_inst: i64) -> Result<WgmmaPlan, String> {
         if m % WGMMA_M != 0 || m <= 0 {
             return Err(format!("M = {m} must be a positive multiple of 64"));
         }
-        if k % WGMMA_K != 0 || k <= 0 {
-            return Err(format!("K = {k} must be a positive multiple of 16"));
+        if k % k_inst != 0 || k <= 0 {
+            return Err(format!("K = {k} must be a positive multiple of {k_inst}"));
         }
         if n % 8 != 0 || n <= 0 {
             return Err(format!("N = {n} must be a positive multiple of 8"));
@@ -48,7 +57,8 @@ impl WgmmaPlan {
             rep_m: m / WGMMA_M,
             n: inst_n,
             n_chunks: n / inst_n,
-            k_steps: k / WGMMA_K,
+            k_steps: k / k_inst,
+            k_inst,
         })
     }
 

@@ -1334,3 +1334,23 @@ fn unpacking_words_compiles_to_shifts_of_the_threads_own_words() {
     assert_eq!(c.report.spill_stores, 0);
     build(&UnpackWords::<Int<1>>::new(4, 256, 1), &[]);
 }
+
+/// FP8 wgmma compiles: `m64nNk32` with the two input types, no transpose bits, descriptors of
+/// 128-byte K-major rows stepping 32 bytes per K step.
+#[test]
+fn fp8_wgmma_compiles_with_k32_instructions() {
+    use crate::common::scripts::lowp::Fp8Tile;
+    use tilus::lowp::*;
+    let c = build(&Fp8Tile::<F8E4M3, F8E4M3>::new(128, 128, 128), &[]);
+    assert!(
+        c.source
+            .contains("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3")
+            && c.source.contains(", p, 1, 1;"),
+        "{}",
+        c.source
+    );
+    assert!(c.source.contains("ki * 32"), "{}", c.source);
+    assert_eq!(c.report.spill_stores, 0);
+    let c = build(&Fp8Tile::<F8E4M3, F8E5M2>::new(64, 64, 64), &[]);
+    assert!(c.source.contains("m64n64k32.f32.e4m3.e5m2"), "{}", c.source);
+}

@@ -92,3 +92,19 @@ macro_rules! unpack_words { ($($T:ty),*) => {$({
 fn words_unpack_into_every_element_they_hold() {
     unpack_words!(I4, U4, F4E2M1, U2, I2, Int<1>, UInt<1>, Float<1, 2>);
 }
+
+/// Runs [`Fp8Tile`] for a pair of types at two shapes and checks every element.
+macro_rules! fp8_tile { ($(($A:ty, $B:ty)),*) => {$({
+    for (m, n, kk) in [(64, 64, 64), (128, 128, 128)] {
+        let s = crate::common::scripts::lowp::Fp8Tile::<$A, $B>::new(m, n, kk);
+        let (a, b) = s.inputs();
+        let mut c = vec![f32::NAN; (m * n) as usize];
+        run(&s, (&a[..], &b[..], &mut c[..])).unwrap();
+        s.check(&a, &b, &c);
+    }
+})*}}
+
+#[test]
+fn fp8_tensor_core_products_agree_with_the_host() {
+    fp8_tile!((F8E4M3, F8E4M3), (F8E5M2, F8E5M2), (F8E4M3, F8E5M2));
+}

@@ -1814,3 +1814,26 @@ fn unpacked_words_agree_with_the_references() {
     })*}}
     unpack_words!(I4, U4, F4E2M1, U2, I2, Int<1>, UInt<1>, Float<1, 2>);
 }
+
+/// The interpreter's FP8 tensor-core test (`interp/lowp.rs`) on the GPU: products of FP8
+/// tiles exact against the host (operands whose partial sums every accumulation keeps).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fp8_tensor_core_products_agree_with_the_host() {
+    use crate::common::scripts::lowp::Fp8Tile;
+    use tilus::lowp::*;
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    macro_rules! fp8_tile { ($(($A:ty, $B:ty)),*) => {$({
+        for (m, n, kk) in [(64, 64, 64), (128, 128, 128)] {
+            let s = Fp8Tile::<$A, $B>::new(m, n, kk);
+            let (a, b) = s.inputs();
+            let mut c = stream.clone_htod(&vec![f32::NAN; (m * n) as usize]).unwrap();
+            let (da, db) = (stream.clone_htod(&a).unwrap(), stream.clone_htod(&b).unwrap());
+            tilus::Jit::new(s, &device).launch(stream, (&da, &db, &mut c)).unwrap();
+            s.check(&a, &b, &stream.clone_dtoh(&c).unwrap());
+        }
+    })*}}
+    fp8_tile!((F8E4M3, F8E4M3), (F8E5M2, F8E5M2), (F8E4M3, F8E5M2));
+}

@@ -184,8 +184,8 @@ impl WgmmaInst {
                 if let Some(pl) = plan {
                     let _ = write!(
                         t,
-                        " wgmma=m64n{}k16 repeat={}x{}x{}",
-                        pl.n, pl.rep_m, pl.n_chunks, pl.k_steps
+                        " wgmma=m64n{}k{} repeat={}x{}x{}",
+                        pl.n, pl.k_inst, pl.rep_m, pl.n_chunks, pl.k_steps
                     );
                 }
                 t

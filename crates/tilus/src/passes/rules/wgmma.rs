@@ -55,10 +55,32 @@ impl Rules for WgmmaInst {
                 }
             }
         }
+        let fp8 = |t: DType| t == DType::F8E4M3 || t == DType::F8E5M2;
+        if fp8(ta) && fp8(tb) {
+            // FP8: K-major shared operands only, f32 accumulation
+            let a_ok = matches!(a, WgmmaA::Shared(_)) && !a.mn_major();
+            if !a_ok || b_mn_major(b) {
+                c.err(
+                    loc,
+                    "wgmma.mma: FP8 operands must be K-major tiles in shared memory: a [M, K] \
+                     as stored, b an [N, K] tile seen through .transpose() (the hardware has no \
+                     transpose or register operand for 8-bit types)",
+                );
+            }
+            if td != DType::F32 {
+                c.err(
+                    loc,
+                    format!("wgmma.mma: FP8 products accumulate in f32, not {td}"),
+                );
+            }
+            return;
+        }
         if ta != tb || !matches!(ta, DType::F16 | DType::BF16) {
             c.err(
                 loc,
-                format!("wgmma.mma: operands must both be f16 or both bf16, got {ta} and {tb}"),
+                format!(
+                    "wgmma.mma: operands must both be f16, both bf16, or each f8e4m3 or f8e5m2; got {ta} and {tb}"
+                ),
             );
         }
         // f32 accumulation always; f16 accumulation as an explicit choice (an f16
@@ -130,9 +152,15 @@ impl Rules for WgmmaInst {
         // product covers N of the accumulator's columns, whose layout is the whole
         // accumulator's
         let (k, n) = (bshape[0], bshape[1]);
-        let plans = WgmmaPlan::choose(dshape[0], dshape[1], k).and_then(|whole| {
+        // 32 bytes of K per instruction: 16 of 16-bit elements, 32 of FP8
+        let deep = if cx.p.shared(b.tensor).dtype.bits() == 8 {
+            crate::layout::wgmma::WGMMA_K_FP8
+        } else {
+            crate::layout::wgmma::WGMMA_K
+        };
+        let plans = WgmmaPlan::choose_deep(dshape[0], dshape[1], k, deep).and_then(|whole| {
             let product = match target.window {
-                Some(_) => WgmmaPlan::choose(dshape[0], n, k)?,
+                Some(_) => WgmmaPlan::choose_deep(dshape[0], n, k, deep)?,
                 None => whole,
             };
             Ok((product, whole))

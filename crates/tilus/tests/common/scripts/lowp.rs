@@ -602,3 +602,103 @@ impl<T: std::fmt::Debug> UnpackWords<T> {
         }
     }
 }
+
+/// FP8 tensor cores: `c[m, n] = a · bᵀ` for one tile, `a [m, k]` and `b [n, k]` of FP8 types
+/// `A` and `B` loaded by TMA into shared memory and multiplied by `wgmma` (K-major, 32 deep
+/// per instruction), f32 accumulation.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct Fp8Tile<A, B> {
+    pub m: i32,
+    pub n: i32,
+    pub k: i32,
+    pub _t: PhantomData<fn() -> (A, B)>,
+}
+
+impl<A, B> Fp8Tile<A, B> {
+    pub fn new(m: i32, n: i32, k: i32) -> Self {
+        Fp8Tile {
+            m,
+            n,
+            k,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<A, B> Script for Fp8Tile<A, B>
+where
+    A: Element + LowpElement + std::hash::Hash + std::fmt::Debug,
+    B: Element + LowpElement + std::hash::Hash + std::fmt::Debug,
+{
+    type Args = (Ptr<A>, Ptr<B>, PtrMut<f32>);
+    fn body(&self, k: &mut Kernel, (a_ptr, b_ptr, c_ptr): Handles<Self::Args>) {
+        let s = *self;
+        k.blocks([1]);
+        k.warps(4);
+        let ga = k.global_view::<A>(a_ptr, [s.m, s.k]);
+        let gb = k.global_view::<B>(b_ptr, [s.n, s.k]);
+        let sa = k.shared_tensor::<A>([s.m, s.k]);
+        let sb = k.shared_tensor::<B>([s.n, s.k]);
+        let acc = k.register_tensor::<f32>([s.m, s.n], 0.0);
+        let bar = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            k.mbarrier()
+                .arrive_and_expect_tx(bar[0], sa.nbytes() + sb.nbytes());
+            k.tma().global_to_shared(&ga, &sa, [0, 0], bar[0]);
+            k.tma().global_to_shared(&gb, &sb, [0, 0], bar[0]);
+        });
+        k.mbarrier().wait(bar[0], 0u32);
+        k.wgmma().fence();
+        k.wgmma().mma(&sa, &sb.transpose(), &acc);
+        k.wgmma().commit_group();
+        k.wgmma().wait_group(0);
+        let gc = k.global_view::<f32>(c_ptr, [s.m, s.n]);
+        k.store_global(&gc, &acc, [0, 0]);
+    }
+}
+
+impl<A: LowpElement, B: LowpElement> Fp8Tile<A, B> {
+    /// Inputs whose products and sums are exact in any accumulation: multiples of 1/2 in
+    /// [-4, 4] (every partial sum a multiple of 1/4 below 2^11).
+    pub fn inputs(&self) -> (Vec<A>, Vec<B>) {
+        use crate::common::inputs::{fresh_seed, random_f32};
+        let half_steps = |n: usize| -> Vec<f32> {
+            random_f32(n, fresh_seed())
+                .iter()
+                .map(|v| (v * 8.0).round().clamp(-8.0, 8.0) / 2.0)
+                .collect()
+        };
+        let code = |t: DType, x: f32| reference_code(t, f64::from(x)) as u8;
+        let a = half_steps((self.m * self.k) as usize)
+            .iter()
+            .map(|&x| A::from_code(code(A::DTYPE, x)))
+            .collect();
+        let b = half_steps((self.n * self.k) as usize)
+            .iter()
+            .map(|&x| B::from_code(code(B::DTYPE, x)))
+            .collect();
+        (a, b)
+    }
+
+    /// Checks `c` against the host's product of the decoded operands (exact).
+    pub fn check(&self, a: &[A], b: &[B], c: &[f32]) {
+        let (m, n, k) = (self.m as usize, self.n as usize, self.k as usize);
+        for i in 0..m {
+            for j in 0..n {
+                let want: f64 = (0..k)
+                    .map(|x| {
+                        reference_value(A::DTYPE, u32::from(a[i * k + x].code()))
+                            * reference_value(B::DTYPE, u32::from(b[j * k + x].code()))
+                    })
+                    .sum();
+                assert_eq!(
+                    f64::from(c[i * n + j]),
+                    want,
+                    "{}x{} C[{i}, {j}]",
+                    A::DTYPE,
+                    B::DTYPE
+                );
+            }
+        }
+    }
+}

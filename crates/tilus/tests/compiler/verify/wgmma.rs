@@ -253,3 +253,42 @@ fn a_window_past_the_accumulators_columns_is_an_error() {
     })
     .fails("is not within the accumulator's 96 columns");
 }
+
+/// FP8 operands are K-major shared tiles into an f32 accumulator: an MN-major B (a `[K, N]`
+/// tile as stored), an A from registers, an f16 accumulator and an FP8 A with an f16 B are
+/// each refused at the product's line.
+#[test]
+fn fp8_operands_only_k_major_in_shared_memory_into_f32() {
+    use tilus::lowp::{F8E4M3, F8E5M2};
+    type Args = (PtrMut<f32>,);
+    check::<Args>(|k, _| {
+        k.warps(4);
+        let sa = k.shared_tensor::<F8E4M3>([64, 64]);
+        let sb = k.shared_tensor::<F8E4M3>([64, 64]);
+        let acc = k.register_tensor::<f32>([64, 64], 0.0);
+        at(line!(), k.wgmma().mma(&sa, &sb, &acc));
+        k.wgmma().commit_group();
+        k.wgmma().wait_group(0);
+    })
+    .fails_once("wgmma.mma: FP8 operands must be K-major tiles in shared memory");
+    check::<Args>(|k, _| {
+        k.warps(4);
+        let sa = k.shared_tensor::<F8E4M3>([64, 64]);
+        let sb = k.shared_tensor::<F8E5M2>([64, 64]);
+        let acc = k.register_tensor::<f16>([64, 64], 0.0);
+        at(line!(), k.wgmma().mma(&sa, &sb.transpose(), &acc));
+        k.wgmma().commit_group();
+        k.wgmma().wait_group(0);
+    })
+    .fails_once("wgmma.mma: FP8 products accumulate in f32, not f16");
+    check::<Args>(|k, _| {
+        k.warps(4);
+        let sa = k.shared_tensor::<F8E4M3>([64, 64]);
+        let sb = k.shared_tensor::<f16>([64, 64]);
+        let acc = k.register_tensor::<f32>([64, 64], 0.0);
+        at(line!(), k.wgmma().mma(&sa, &sb.transpose(), &acc));
+        k.wgmma().commit_group();
+        k.wgmma().wait_group(0);
+    })
+    .fails_once("wgmma.mma: operands must both be f16, both bf16, or each f8e4m3 or f8e5m2; got f8e4m3 and f16");
+}
