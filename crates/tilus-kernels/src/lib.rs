@@ -8,7 +8,8 @@
 //!   persistent kernel and split-K), and the fused epilogue ([`gemm::epilogue`]);
 //! - [`norm`]: softmax, layer norm and RMSNorm over the rows of a matrix;
 //! - [`elementwise`]: `c = a + b`;
-//! - [`copy`]: a 2-D copy through shared memory by TMA.
+//! - [`copy`]: a 2-D copy through shared memory by TMA;
+//! - [`quant`]: `C = A · dequant(W)ᵀ` with weights in low-precision types.
 //!
 //! ```no_run
 //! use tilus_kernels::norm::RmsNormOp;
@@ -32,6 +33,7 @@ pub mod gemm;
 mod host;
 pub mod norm;
 mod operand;
+pub mod quant;
 
 pub use error::{Error, Result};
 pub use operand::Operand;

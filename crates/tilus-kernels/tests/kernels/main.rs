@@ -1,13 +1,16 @@
 //! The kernel library's tests, one module per concern and family:
 //!
 //! - the CPU interpreter against a host reference: `interp_general`, `interp_split_k`,
-//!   `interp_stream_k`, `interp_memory`, `interp_epilogue`, and `interp_ops` (the host APIs'
-//!   interpreter entries and their shape checks, on the references of `ops_reference`);
+//!   `interp_stream_k`, `interp_memory`, `interp_epilogue`, `interp_quant` (on the exact
+//!   reference of `quant_reference`), and `interp_ops` (the host APIs' interpreter entries and
+//!   their shape checks, on the references of `ops_reference`);
 //! - every configuration of the autotuning spaces through NVRTC, or a covering sample where a
 //!   space is large or for the second element type, in f16 and in bf16 for the kernels that
 //!   take it: `nvrtc_general`, `nvrtc_split_k`, `nvrtc_stream_k`, `nvrtc_epilogue` (f16 only),
-//!   `nvrtc_memory` (f16 and f32; v6 itself is the series' `nvrtc_space_v6`);
-//! - the GPU: `gpu_gemm`, `gpu_general`, `gpu_split_k`, `gpu_stream_k`, `gpu_memory`, `gpu_ops`
+//!   `nvrtc_memory` (f16 and f32; v6 itself is the series' `nvrtc_space_v6`), `nvrtc_quant`
+//!   (every kind of weight type);
+//! - the GPU: `gpu_gemm`, `gpu_general`, `gpu_split_k`, `gpu_stream_k`, `gpu_memory`, `gpu_ops`,
+//!   `gpu_quant`
 //!   (`#[ignore = "needs a CUDA GPU"]`, run them on a GPU host with `--include-ignored`).
 //!
 //! The `memory` modules are the memory-bound kernels (`vector_add`, `softmax`, `layer_norm`,
@@ -21,20 +24,24 @@ mod gpu_gemm;
 mod gpu_general;
 mod gpu_memory;
 mod gpu_ops;
+mod gpu_quant;
 mod gpu_split_k;
 mod gpu_stream_k;
 mod interp_epilogue;
 mod interp_general;
 mod interp_memory;
 mod interp_ops;
+mod interp_quant;
 mod interp_split_k;
 mod interp_stream_k;
 mod nvrtc_epilogue;
 mod nvrtc_general;
 mod nvrtc_memory;
+mod nvrtc_quant;
 mod nvrtc_split_k;
 mod nvrtc_stream_k;
 mod ops_reference;
+mod quant_reference;
 
 extern "C" fn before_main() {
     tilus_bench::test_cache!();

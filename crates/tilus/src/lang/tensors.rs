@@ -312,8 +312,9 @@ impl Kernel {
     }
 
     /// Interprets a buffer of bytes as a row-major tensor of packed low-precision elements of
-    /// type `T` (narrower than a byte: [`crate::lowp::pack`] lays them out, the first in the
-    /// low bits of the first byte). Shape, offsets and strides count elements; each thread's
+    /// type `T` ([`crate::lowp::pack`] lays them out, the first in the low bits of the first
+    /// byte; 8-bit types are a code a byte), so that code generic over the weight type takes
+    /// bytes for every width. Shape, offsets and strides count elements; each thread's
     /// loads and stores move whole bytes (the verifier says so where a tile's layout or the
     /// view's strides would split one).
     #[track_caller]
@@ -364,12 +365,12 @@ impl Kernel {
         row_major: bool,
         loc: Loc,
     ) -> GlobalTensor<T> {
-        if !T::DTYPE.is_subbyte() {
+        if !T::DTYPE.is_lowp() {
             self.error(
                 loc,
                 format!(
-                    "global_view_packed<{}>: the type has whole bytes per element; view its \
-                     buffer with global_view",
+                    "global_view_packed<{}>: not a low-precision type; view its buffer with \
+                     global_view",
                     T::DTYPE
                 ),
             );

@@ -97,7 +97,7 @@ impl Rules for MemoryInst {
                 check_element_type(c, "global_view", d.dtype, true, loc);
                 let ptr = p.var(d.ptr);
                 // packed elements lie in a buffer of bytes
-                let bytes_of_packed = d.dtype.is_subbyte() && ptr.pointee == Some(DType::U8);
+                let bytes_of_packed = d.dtype.is_lowp() && ptr.pointee == Some(DType::U8);
                 if ptr.pointee != Some(d.dtype) && !bytes_of_packed {
                     c.err(
                         loc,

@@ -291,5 +291,5 @@ fn packed_accesses_that_would_split_bytes() {
         k.warps(1);
         let _ = at(line!(), k.global_view_packed::<f32>(w, [4, 64]));
     })
-    .fails_once("global_view_packed<f32>: the type has whole bytes per element");
+    .fails_once("global_view_packed<f32>: not a low-precision type");
 }

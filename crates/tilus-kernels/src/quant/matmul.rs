@@ -1,0 +1,133 @@
+//! `quant_matmul`: `C [M, N] = A [M, K] · dequant(W)ᵀ` with `A` f16 and `W [N, K]` in a
+//! low-precision type, packed along K, its scales (and zero points) per group along K or per
+//! row ([`super::Scheme`]). This is the path for few rows of A (decoding: M of 1 to 16), where
+//! the time is the weights' bytes: each block reads `block_n` rows of W in 16-byte vectors of
+//! packed codes, dequantizes them in registers (`(q - z) · s` in f32) and multiplies them with
+//! the `block_m` rows of A it shares them with, accumulating each row's products
+//! elementwise (`mul_add`) over the K steps and summing them along K once at the end.
+//!
+//! The rows of A past M, the rows of W past N and the columns past K read zeros (the views
+//! end there), so every shape is taken; the groups' scales are loaded once per K step, which
+//! lies within one group (`block_k` divides the group).
+
+use half::f16;
+use std::marker::PhantomData;
+use tilus::lowp::LowpElement;
+use tilus::prelude::*;
+
+/// The kernel for weights of type `T`. Fields are compile-time hyperparameters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct QuantMatmul<T> {
+    /// Rows of W (columns of C) per block.
+    pub block_n: i32,
+    /// Elements of K per step (a divisor of the group).
+    pub block_k: i32,
+    /// Rows of A per block (each block reads its rows of W once for all of them).
+    pub block_m: i32,
+    /// Warps per block.
+    pub warps: u32,
+    /// Elements of a row of W that share a scale (0: the whole row).
+    pub group: i32,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> QuantMatmul<T> {
+    /// The kernel for `group` (0: per channel) with its default tiles: 16 rows of W, 256 of
+    /// K per step (or the group, if smaller), 4 rows of A, 4 warps.
+    pub fn new(group: i32) -> QuantMatmul<T> {
+        let block_k = if group > 0 { group.min(256) } else { 256 };
+        QuantMatmul {
+            block_n: 16,
+            block_k,
+            block_m: 4,
+            warps: 4,
+            group,
+            _t: PhantomData,
+        }
+    }
+
+    /// The same kernel with `block_m` rows of A per block.
+    pub fn with_block_m(mut self, block_m: i32) -> QuantMatmul<T> {
+        self.block_m = block_m;
+        self
+    }
+}
+
+impl<T> Script for QuantMatmul<T>
+where
+    T: Element + LowpElement + std::hash::Hash + std::fmt::Debug,
+{
+    // m, n: runtime; k: a compile-time constant (a layer's width: the packed rows' pitch, whose
+    // bytes the vectors must not split); a [m, k] f16; w: packed [n, k]; scales and zeros
+    // [n, groups] f16; c [m, n] f16
+    type Args = (
+        i32,
+        i32,
+        Const<i32>,
+        Ptr<f16>,
+        Ptr<u8>,
+        Ptr<f16>,
+        Ptr<f16>,
+        PtrMut<f16>,
+    );
+
+    fn arg_names() -> &'static [&'static str] {
+        &["m", "n", "k", "a", "w", "scales", "zeros", "c"]
+    }
+
+    fn name(&self) -> String {
+        format!("quant_matmul_{}", <T as LowpElement>::DTYPE)
+    }
+
+    fn body(&self, k: &mut Kernel, (m, n, kk, a, w, s, z, c): Handles<Self::Args>) {
+        let (bn, bk, bm) = (self.block_n, self.block_k, self.block_m);
+        let t = <T as LowpElement>::DTYPE;
+        let unsigned = matches!(t, tilus::ir::DType::UInt(_));
+        k.blocks([cdiv(n, bn), cdiv(m, bm)]);
+        k.warps(self.warps);
+        let n0 = k.let_i32(bn * k.block_idx().x);
+        let m0 = k.let_i32(bm * k.block_idx().y);
+        let width = kk.as_const().unwrap_or(1).max(1);
+        let groups = if self.group > 0 {
+            (width + self.group as i64 - 1) / self.group as i64
+        } else {
+            1
+        } as i32;
+        let ga = k.global_view::<f16>(a, [m, kk]);
+        let gw = k.global_view_packed::<T>(w, [n, kk]);
+        let gs = k.global_view::<f16>(s, [n, Val::constant(groups)]);
+        // zero points only for unsigned types (the others pass a buffer that is never viewed)
+        let gz = unsigned.then(|| k.global_view::<f16>(z, [n, Val::constant(groups)]));
+        let gc = k.global_view::<f16>(c, [m, n]);
+        // per row of A, the products summed elementwise over the K steps; reduced along K once,
+        // at the end
+        let accs: Vec<RegisterTensor<f32>> = (0..bm)
+            .map(|_| k.register_tensor::<f32>([bn, bk], 0.0))
+            .collect();
+        let group = self.group;
+        k.for_range(0, kk, bk, |k, k0| {
+            let g = if group > 0 {
+                k.let_i32(k0 / group)
+            } else {
+                k.let_i32(0)
+            };
+            let codes = k.load_global(&gw, (n0, k0), [bn, bk]);
+            let scale = k.load_global(&gs, (n0, g), [bn, 1]);
+            let deq = if let Some(gz) = &gz {
+                let zero = k.load_global(gz, (n0, g), [bn, 1]);
+                k.compute((codes.cast::<f32>() - zero.cast::<f32>()) * scale.cast::<f32>())
+            } else {
+                k.compute(codes.cast::<f32>() * scale.cast::<f32>())
+            };
+            for (i, acc) in accs.iter().enumerate() {
+                let row = k.load_global(&ga, (m0 + i as i32, k0), [1, bk]);
+                k.assign_tile(acc, row.cast::<f32>().mul_add(deq, acc));
+            }
+        });
+        for (i, acc) in accs.iter().enumerate() {
+            let sum = k.sum(acc, 1, true);
+            let out = k.compute(sum.cast::<f16>());
+            k.store_global(&gc, &out.transpose(), (m0 + i as i32, n0));
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! Quantized matmul: `C = A · dequant(W)ᵀ` with weights in a low-precision type (integers of
+//! 1 to 8 bits, FP8, FP6, FP4, ...), packed, scaled per group along K.
+//!
+//! - [`Scheme`], [`quantize`], [`Quantized`]: how weights are quantized, the host's quantizer
+//!   and its exact dequantization (the reference);
+//! - [`QuantMatmul`]: the kernel for few rows of A, its time the weights' bytes;
+//! - [`QuantMatmulOp`]: the host API on device buffers, and the same on the interpreter.
+
+mod matmul;
+mod op;
+mod scheme;
+
+pub use matmul::QuantMatmul;
+pub use op::QuantMatmulOp;
+pub use scheme::{quantize, Quantized, Scheme};

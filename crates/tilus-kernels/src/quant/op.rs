@@ -1,0 +1,178 @@
+//! The host API of [`QuantMatmul`]: shapes and buffers checked before anything is launched.
+
+use super::{QuantMatmul, Quantized, Scheme};
+use crate::host::{dim, elements, length};
+use half::f16;
+use std::sync::Arc;
+use tilus::cudarc::driver::{CudaSlice, CudaStream};
+use tilus::ir::DType;
+use tilus::lowp::LowpElement;
+use tilus::prelude::*;
+use tilus::runtime::Device;
+
+const NAME: &str = "quant_matmul";
+
+/// `C = A · dequant(W)ᵀ` on device buffers with weights of type `T` quantized by `scheme`
+/// ([`super::quantize`] on the host, then uploaded: the packed codes, the scales, the zero
+/// points of unsigned types).
+pub struct QuantMatmulOp<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> {
+    jit: tilus::Jit<QuantMatmul<T>>,
+    scheme: Scheme,
+    /// Passed for the zero points of types without them (never read).
+    no_zeros: CudaSlice<f16>,
+}
+
+impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp<T> {
+    /// The kernel for `scheme` bound to `device` (compiled on first use of each K).
+    pub fn new(device: &Device, scheme: Scheme) -> crate::Result<Self> {
+        let group = group_arg(scheme)?;
+        let no_zeros =
+            crate::host::device_zeros::<f16>(device.stream(), 1, "quant_matmul's zero points")?;
+        Ok(QuantMatmulOp {
+            jit: tilus::Jit::new(QuantMatmul::new(group), device),
+            scheme,
+            no_zeros,
+        })
+    }
+
+    /// `c [m, n] = a [m, k] · dequant(w)ᵀ` on `stream`: `w` the packed codes
+    /// (`n · k · bits / 8` bytes), `scales` (and `zeros`, for unsigned types) `n · groups`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &self,
+        stream: &Arc<CudaStream>,
+        shape: (usize, usize, usize),
+        a: &CudaSlice<f16>,
+        (w, scales, zeros): (&CudaSlice<u8>, &CudaSlice<f16>, Option<&CudaSlice<f16>>),
+        c: &mut CudaSlice<f16>,
+    ) -> crate::Result<()> {
+        let lens = Lengths {
+            a: a.len(),
+            w: w.len(),
+            scales: scales.len(),
+            zeros: zeros.map(|z| z.len()),
+            c: c.len(),
+        };
+        let (m, n, k) = checked::<T>(shape, self.scheme, &lens)?;
+        let z = zeros.unwrap_or(&self.no_zeros);
+        Ok(self.jit.launch(stream, (m, n, k, a, w, scales, z, c))?)
+    }
+
+    /// The same computation by `config` on the CPU interpreter, on host slices.
+    pub fn interpret(
+        config: &QuantMatmul<T>,
+        (m, a): (usize, &[f16]),
+        w: &Quantized,
+        c: &mut [f16],
+    ) -> crate::Result<()> {
+        let (n, k) = w.shape;
+        if w.dtype != <T as LowpElement>::DTYPE {
+            return Err(crate::Error::Shape {
+                kernel: NAME,
+                message: format!(
+                    "weights of {}, a kernel for {}",
+                    w.dtype,
+                    <T as LowpElement>::DTYPE
+                ),
+            });
+        }
+        if group_arg(w.scheme)? != config.group {
+            return Err(crate::Error::Shape {
+                kernel: NAME,
+                message: format!(
+                    "weights in groups of {:?}, a kernel for groups of {}",
+                    w.scheme.group, config.group
+                ),
+            });
+        }
+        let unsigned = matches!(<T as LowpElement>::DTYPE, DType::UInt(_));
+        let lens = Lengths {
+            a: a.len(),
+            w: w.packed.len(),
+            scales: w.scales.len(),
+            zeros: unsigned.then_some(w.zeros.len()),
+            c: c.len(),
+        };
+        let (m, n, k) = checked::<T>((m, n, k), w.scheme, &lens)?;
+        let one = [f16::ZERO];
+        let zeros: &[f16] = if unsigned { &w.zeros } else { &one };
+        tilus::interpret(config, (m, n, k, a, &w.packed[..], &w.scales[..], zeros, c))?;
+        Ok(())
+    }
+}
+
+/// The kernel's `group` for a scheme: a positive multiple of 32 (whose steps of K stay in one
+/// group), or 0 per channel.
+fn group_arg(scheme: Scheme) -> crate::Result<i32> {
+    match scheme.group {
+        None => Ok(0),
+        Some(g) if g >= 32 && g % 32 == 0 && g <= 1 << 20 => Ok(g as i32),
+        Some(g) => Err(crate::Error::Shape {
+            kernel: NAME,
+            message: format!(
+                "groups of {g}: a positive multiple of 32 (32, 64, 128, ...) is needed"
+            ),
+        }),
+    }
+}
+
+struct Lengths {
+    a: usize,
+    w: usize,
+    scales: usize,
+    zeros: Option<usize>,
+    c: usize,
+}
+
+/// The kernel's `(m, n, k)` once the buffers' lengths fit the shape: K a multiple of the
+/// group, packed rows of whole bytes.
+fn checked<T: LowpElement>(
+    (m, n, k): (usize, usize, usize),
+    scheme: Scheme,
+    lens: &Lengths,
+) -> crate::Result<(i32, i32, i32)> {
+    let dims = (
+        dim(NAME, "m", m, 1)?,
+        dim(NAME, "n", n, 1)?,
+        dim(NAME, "k", k, 1)?,
+    );
+    let bits = T::DTYPE.bits() as usize;
+    let bad = |message: String| crate::Error::Shape {
+        kernel: NAME,
+        message,
+    };
+    if !(k * bits).is_multiple_of(8) {
+        return Err(bad(format!(
+            "k = {k}: rows of {} must be whole bytes (k a multiple of {})",
+            T::DTYPE,
+            8 / gcd(bits, 8)
+        )));
+    }
+    if let Some(g) = scheme.group {
+        if k % g != 0 {
+            return Err(bad(format!("k = {k} is not a multiple of the group ({g})")));
+        }
+    }
+    let groups = scheme.groups(k);
+    length(NAME, "a", lens.a, elements(NAME, m, k)?)?;
+    length(NAME, "w", lens.w, elements(NAME, n, k * bits / 8)?)?;
+    length(NAME, "scales", lens.scales, elements(NAME, n, groups)?)?;
+    match (T::DTYPE, lens.zeros) {
+        (DType::UInt(_), Some(z)) => length(NAME, "zeros", z, n * groups)?,
+        (DType::UInt(_), None) => {
+            return Err(bad(format!("{} weights need zero points", T::DTYPE)))
+        }
+        (_, Some(_)) => return Err(bad(format!("{} weights have no zero points", T::DTYPE))),
+        (_, None) => {}
+    }
+    length(NAME, "c", lens.c, elements(NAME, m, n)?)?;
+    Ok(dims)
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}

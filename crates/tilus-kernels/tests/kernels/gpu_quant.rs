@@ -1,0 +1,59 @@
+//! The quantized matmul on the GPU against the exact reference (`quant_reference`): weights of
+//! every kind, decoding sizes (M of 1 and 16) and a few rows past a block's, N and K of a
+//! layer.
+
+use half::f16;
+use tilus::lowp::*;
+use tilus::prelude::Element;
+use tilus::runtime::Device;
+use tilus_bench::harness::Rng;
+use tilus_kernels::quant::{quantize, QuantMatmulOp, Scheme};
+
+use crate::quant_reference::{assert_matches, reference, seed};
+
+fn check<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+    device: &Device,
+    (m, n, k): (usize, usize, usize),
+    scheme: Scheme,
+    rng: &mut Rng,
+) {
+    let stream = device.stream();
+    let w: Vec<f32> = (0..n * k)
+        .map(|_| (rng.next_f64() * 2.0 - 1.0) as f32)
+        .collect();
+    let a: Vec<f16> = (0..m * k)
+        .map(|_| f16::from_f64(rng.next_f64() * 2.0 - 1.0))
+        .collect();
+    let q = quantize::<T>(&w, (n, k), scheme);
+    let op = QuantMatmulOp::<T>::new(device, scheme).unwrap();
+    let put = |v: &[f16]| stream.clone_htod(v).unwrap();
+    let (da, ds) = (put(&a), put(&q.scales));
+    let dz = (!q.zeros.is_empty()).then(|| put(&q.zeros));
+    let dw = stream.clone_htod(&q.packed).unwrap();
+    let mut dc = put(&vec![f16::NAN; m * n]);
+    op.run(stream, (m, n, k), &da, (&dw, &ds, dz.as_ref()), &mut dc)
+        .unwrap();
+    let c = stream.clone_dtoh(&dc).unwrap();
+    let what = format!("{} {scheme:?} ({m}, {n}, {k})", <T as LowpElement>::DTYPE);
+    assert_matches(&what, &c, reference(&a, &q, m), n);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_quant_matmul_matches_the_exact_product_for_every_kind_of_weight() {
+    tilus_bench::test_cache!();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let mut rng = Rng::new(seed());
+    let g128 = Scheme::grouped(128);
+    for m in [1, 16, 5] {
+        check::<I4>(&device, (m, 1024, 4096), g128, &mut rng);
+        check::<U4>(&device, (m, 1000, 2048), g128, &mut rng);
+    }
+    check::<I8>(&device, (16, 512, 4096), g128, &mut rng);
+    check::<F8E4M3>(&device, (1, 512, 4096), g128, &mut rng);
+    check::<F8E5M2>(&device, (3, 256, 2048), Scheme::per_channel(), &mut rng);
+    check::<F6E3M2>(&device, (1, 256, 4096), g128, &mut rng);
+    check::<F4E2M1>(&device, (16, 256, 2048), Scheme::grouped(32), &mut rng);
+    check::<Int<3>>(&device, (1, 256, 4096), Scheme::grouped(64), &mut rng);
+    check::<I2>(&device, (2, 256, 4096), g128, &mut rng);
+}

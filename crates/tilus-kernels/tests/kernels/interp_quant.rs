@@ -1,0 +1,79 @@
+//! The quantized matmul (`quant_matmul`) on the CPU interpreter against the exact reference:
+//! every weight dequantized on the host (code, zero point, f16 scale, in f64) and the product
+//! summed in f64. Types of every kind (signed and unsigned integers of 2 to 8 bits, FP8, FP6,
+//! FP4), groups of 32, 64 and 128 and per channel, M below, at and past a block's rows, N past
+//! a block's, K of one and of several steps.
+
+use half::f16;
+use tilus::lowp::*;
+use tilus::prelude::Element;
+use tilus_bench::harness::Rng;
+use tilus_kernels::quant::{quantize, QuantMatmul, QuantMatmulOp, Scheme};
+
+use crate::quant_reference::{assert_matches, reference, seed};
+
+/// Runs the kernel for type `T` at `(m, n, k)` with `scheme` and checks C: within the f16
+/// output's rounding of the exact sum (and the f32 sums' error, bounded by the magnitude of
+/// the terms), no NaN.
+fn check<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+    (m, n, k): (usize, usize, usize),
+    scheme: Scheme,
+    block_m: i32,
+    rng: &mut Rng,
+) {
+    let w: Vec<f32> = (0..n * k)
+        .map(|_| (rng.next_f64() * 2.0 - 1.0) as f32)
+        .collect();
+    let a: Vec<f16> = (0..m * k)
+        .map(|_| f16::from_f64(rng.next_f64() * 2.0 - 1.0))
+        .collect();
+    let q = quantize::<T>(&w, (n, k), scheme);
+    let group = scheme.group.map_or(0, |g| g as i32);
+    let config = QuantMatmul::<T>::new(group).with_block_m(block_m);
+    let mut c = vec![f16::NAN; m * n];
+    QuantMatmulOp::<T>::interpret(&config, (m, &a), &q, &mut c).unwrap();
+    let what = format!("{} {scheme:?} ({m}, {n}, {k})", <T as LowpElement>::DTYPE);
+    assert_matches(&what, &c, reference(&a, &q, m), n);
+}
+
+#[test]
+fn interp_quant_matmul_matches_the_exact_product_for_every_kind_of_weight() {
+    let mut rng = Rng::new(seed());
+    let g128 = Scheme::grouped(128);
+    check::<I4>((1, 16, 256), g128, 4, &mut rng);
+    check::<U4>((3, 40, 256), g128, 4, &mut rng);
+    check::<I8>((5, 16, 128), Scheme::grouped(64), 4, &mut rng);
+    check::<F8E4M3>((2, 24, 256), g128, 2, &mut rng);
+    check::<F8E5M2>((1, 16, 128), Scheme::per_channel(), 1, &mut rng);
+    check::<F6E3M2>((1, 16, 256), g128, 1, &mut rng);
+    check::<F4E2M1>((4, 17, 128), Scheme::grouped(32), 4, &mut rng);
+    check::<Int<3>>((1, 16, 256), g128, 1, &mut rng);
+    check::<I2>((2, 16, 256), Scheme::grouped(64), 2, &mut rng);
+    check::<U2>((1, 16, 512), Scheme::per_channel(), 1, &mut rng);
+}
+
+#[test]
+fn interp_quant_matmul_refuses_shapes_it_cannot_take_before_running() {
+    let q = quantize::<I4>(&vec![0.5; 16 * 128], (16, 128), Scheme::grouped(64));
+    let a = vec![f16::ONE; 2 * 128];
+    let mut c = vec![f16::NAN; 2 * 16];
+    let wrong_group = QuantMatmul::<I4>::new(128);
+    let e = QuantMatmulOp::<I4>::interpret(&wrong_group, (2, &a), &q, &mut c).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("groups of Some(64), a kernel for groups of 128"),
+        "{e}"
+    );
+    let e = QuantMatmulOp::<I4>::interpret(&QuantMatmul::new(64), (3, &a), &q, &mut c).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("`a` has 256 elements; the shape needs 384"),
+        "{e}"
+    );
+    let e = QuantMatmulOp::<U4>::interpret(&QuantMatmul::new(64), (2, &a), &q, &mut c).unwrap_err();
+    assert!(
+        e.to_string().contains("weights of i4, a kernel for u4"),
+        "{e}"
+    );
+    assert!(c.iter().all(|v| v.is_nan()), "nothing ran");
+}

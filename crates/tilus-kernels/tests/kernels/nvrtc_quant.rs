@@ -1,0 +1,43 @@
+//! The quantized matmul through the whole compiler, NVRTC included (no GPU needed), at the
+//! benchmark's K (8192, 4096) for every kind of weight type and group: it compiles without
+//! spills, reads its weights in 16-byte vectors of packed codes (byte by byte for 3- and 6-bit
+//! types, whose vectors are not a power of two bytes), and dequantizes with the type's
+//! conversion.
+
+use tilus::lowp::*;
+use tilus::prelude::Element;
+use tilus_kernels::quant::QuantMatmul;
+
+fn build<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+    group: i32,
+    k: i64,
+) -> tilus::compile::CompiledProgram {
+    let s = QuantMatmul::<T>::new(group);
+    let what = format!("{} group {group} k {k}", <T as LowpElement>::DTYPE);
+    let program = tilus::trace(&s, &[k]).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let (program, plan) =
+        tilus::passes::compile_program(program).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let c = tilus::compile::compile(&program, &plan).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
+    c
+}
+
+#[test]
+fn nvrtc_quant_matmul_compiles_for_every_kind_of_weight() {
+    tilus_bench::test_cache!();
+    let c = build::<I4>(128, 8192);
+    assert!(
+        c.source.contains("tilus_vec<u32, "),
+        "i4 weights in vectors\n{}",
+        c.source
+    );
+    build::<U4>(128, 8192);
+    build::<I8>(128, 4096);
+    let c = build::<F8E4M3>(128, 8192);
+    assert!(c.source.contains("tilus_from_f8e4m3("), "{}", c.source);
+    build::<F8E5M2>(0, 4096);
+    build::<F6E3M2>(128, 8192);
+    build::<F4E2M1>(32, 4096);
+    build::<Int<3>>(64, 8192);
+    build::<I2>(128, 4096);
+}

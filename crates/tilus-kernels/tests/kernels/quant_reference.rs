@@ -1,0 +1,53 @@
+//! The quantized matmul's reference, shared by its interpreter and GPU tests: every weight
+//! dequantized exactly on the host and the product summed in f64, and the check of C against it.
+
+use half::f16;
+use tilus_kernels::quant::Quantized;
+
+/// A seed from `TILUS_TEST_SEED`, or a fresh one (printed, so that a failure can be replayed).
+pub fn seed() -> u64 {
+    let s = std::env::var("TILUS_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(7, |d| d.as_nanos() as u64)
+        });
+    println!("inputs from seed {s} (replay with TILUS_TEST_SEED={s})");
+    s
+}
+
+/// `C = A · dequant(W)ᵀ` in f64.
+pub fn reference(a: &[f16], w: &Quantized, m: usize) -> (Vec<f64>, Vec<f64>) {
+    let (n, k) = w.shape;
+    let deq: Vec<f64> = (0..n * k).map(|i| w.dequantized(i / k, i % k)).collect();
+    let mut c = vec![0.0; m * n];
+    let mut mag = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            for x in 0..k {
+                let p = a[i * k + x].to_f64() * deq[j * k + x];
+                c[i * n + j] += p;
+                mag[i * n + j] += p.abs();
+            }
+        }
+    }
+    (c, mag)
+}
+
+/// Every element of C (`[m, n]` f16) within the f16 output's rounding of the exact sum (and
+/// the f32 sums' error, bounded by the terms' magnitude), none NaN.
+pub fn assert_matches(what: &str, c: &[f16], (want, mag): (Vec<f64>, Vec<f64>), n: usize) {
+    assert_eq!(c.len(), want.len(), "{what}");
+    for (i, (&got, (&e, &s))) in c.iter().zip(want.iter().zip(&mag)).enumerate() {
+        let got = got.to_f64();
+        let tol = e.abs() * 2f64.powi(-10) + s * 1e-6 + 1e-7;
+        assert!(
+            (got - e).abs() <= tol,
+            "{what}: C[{}, {}] = {got}, exactly {e}",
+            i / n,
+            i % n
+        );
+    }
+}
