@@ -4,12 +4,15 @@
 //! - [`Scheme`], [`quantize`], [`Quantized`]: how weights are quantized, the host's quantizer
 //!   and its exact dequantization (the reference);
 //! - [`QuantMatmul`]: the kernel for few rows of A, its time the weights' bytes;
+//! - [`QuantMatmulTc`]: the tensor-core kernel for many rows of A (`Cᵀ = dequant(W) · Aᵀ`);
 //! - [`QuantMatmulOp`]: the host API on device buffers, and the same on the interpreter.
 
 mod matmul;
 mod op;
 mod scheme;
+mod tensor_core;
 
 pub use matmul::QuantMatmul;
-pub use op::QuantMatmulOp;
+pub use op::{uses_tensor_cores, QuantMatmulOp, TENSOR_CORE_MIN_M};
 pub use scheme::{quantize, Quantized, Scheme};
+pub use tensor_core::QuantMatmulTc;

@@ -1,6 +1,6 @@
 //! The host API of [`QuantMatmul`]: shapes and buffers checked before anything is launched.
 
-use super::{QuantMatmul, Quantized, Scheme};
+use super::{QuantMatmul, QuantMatmulTc, Quantized, Scheme};
 use crate::host::{dim, elements, length};
 use half::f16;
 use std::sync::Arc;
@@ -17,6 +17,7 @@ const NAME: &str = "quant_matmul";
 /// points of unsigned types).
 pub struct QuantMatmulOp<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> {
     jit: tilus::Jit<QuantMatmul<T>>,
+    tc: tilus::Jit<QuantMatmulTc<T>>,
     scheme: Scheme,
     /// Passed for the zero points of types without them (never read).
     no_zeros: CudaSlice<f16>,
@@ -30,6 +31,7 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
             crate::host::device_zeros::<f16>(device.stream(), 1, "quant_matmul's zero points")?;
         Ok(QuantMatmulOp {
             jit: tilus::Jit::new(QuantMatmul::new(group), device),
+            tc: tilus::Jit::new(QuantMatmulTc::new(group), device),
             scheme,
             no_zeros,
         })
@@ -55,7 +57,12 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         };
         let (m, n, k) = checked::<T>(shape, self.scheme, &lens)?;
         let z = zeros.unwrap_or(&self.no_zeros);
-        Ok(self.jit.launch(stream, (m, n, k, a, w, scales, z, c))?)
+        let args = (m, n, k, a, w, scales, z, c);
+        if uses_tensor_cores(shape) {
+            Ok(self.tc.launch(stream, args)?)
+        } else {
+            Ok(self.jit.launch(stream, args)?)
+        }
     }
 
     /// The same computation by `config` on the CPU interpreter, on host slices.
@@ -65,40 +72,96 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         w: &Quantized,
         c: &mut [f16],
     ) -> crate::Result<()> {
-        let (n, k) = w.shape;
-        if w.dtype != <T as LowpElement>::DTYPE {
-            return Err(crate::Error::Shape {
-                kernel: NAME,
-                message: format!(
-                    "weights of {}, a kernel for {}",
-                    w.dtype,
-                    <T as LowpElement>::DTYPE
-                ),
-            });
-        }
-        if group_arg(w.scheme)? != config.group {
-            return Err(crate::Error::Shape {
-                kernel: NAME,
-                message: format!(
-                    "weights in groups of {:?}, a kernel for groups of {}",
-                    w.scheme.group, config.group
-                ),
-            });
-        }
-        let unsigned = matches!(<T as LowpElement>::DTYPE, DType::UInt(_));
-        let lens = Lengths {
-            a: a.len(),
-            w: w.packed.len(),
-            scales: w.scales.len(),
-            zeros: unsigned.then_some(w.zeros.len()),
-            c: c.len(),
-        };
-        let (m, n, k) = checked::<T>((m, n, k), w.scheme, &lens)?;
-        let one = [f16::ZERO];
-        let zeros: &[f16] = if unsigned { &w.zeros } else { &one };
-        tilus::interpret(config, (m, n, k, a, &w.packed[..], &w.scales[..], zeros, c))?;
-        Ok(())
+        interpret_script::<T, _>(config, config.group, (m, a), w, c)
     }
+
+    /// The computation by the tensor-core kernel `config` on the CPU interpreter.
+    pub fn interpret_tc(
+        config: &QuantMatmulTc<T>,
+        (m, a): (usize, &[f16]),
+        w: &Quantized,
+        c: &mut [f16],
+    ) -> crate::Result<()> {
+        if !w.shape.1.is_multiple_of(8) {
+            return Err(crate::Error::Shape {
+                kernel: NAME,
+                message: format!(
+                    "k = {}: the tensor-core kernel reads rows of A by TMA, whole 16-byte units (k a multiple of 8)",
+                    w.shape.1
+                ),
+            });
+        }
+        interpret_script::<T, _>(config, config.group, (m, a), w, c)
+    }
+}
+
+/// Rows of A from which the tensor-core kernel runs (below, the weights' bytes are the time,
+/// and the few-rows kernel reads them best); it also needs rows of A of whole 16-byte units
+/// (K a multiple of 8) for TMA.
+pub const TENSOR_CORE_MIN_M: usize = 32;
+
+/// Whether [`QuantMatmulOp::run`] takes the tensor-core kernel for `(m, n, k)`.
+pub fn uses_tensor_cores((m, _, k): (usize, usize, usize)) -> bool {
+    m >= TENSOR_CORE_MIN_M && k.is_multiple_of(8)
+}
+
+/// The arguments both quantized kernels take.
+type QuantArgs = (
+    i32,
+    i32,
+    Const<i32>,
+    Ptr<f16>,
+    Ptr<u8>,
+    Ptr<f16>,
+    Ptr<f16>,
+    PtrMut<f16>,
+);
+
+/// Runs `script` (for groups of `group`) on the interpreter once the weights and buffers fit.
+fn interpret_script<T, S>(
+    script: &S,
+    group: i32,
+    (m, a): (usize, &[f16]),
+    w: &Quantized,
+    c: &mut [f16],
+) -> crate::Result<()>
+where
+    T: Element + LowpElement + std::hash::Hash + std::fmt::Debug,
+    S: Script<Args = QuantArgs>,
+{
+    let (n, k) = w.shape;
+    if w.dtype != <T as LowpElement>::DTYPE {
+        return Err(crate::Error::Shape {
+            kernel: NAME,
+            message: format!(
+                "weights of {}, a kernel for {}",
+                w.dtype,
+                <T as LowpElement>::DTYPE
+            ),
+        });
+    }
+    if group_arg(w.scheme)? != group {
+        return Err(crate::Error::Shape {
+            kernel: NAME,
+            message: format!(
+                "weights in groups of {:?}, a kernel for groups of {group}",
+                w.scheme.group
+            ),
+        });
+    }
+    let unsigned = matches!(<T as LowpElement>::DTYPE, DType::UInt(_));
+    let lens = Lengths {
+        a: a.len(),
+        w: w.packed.len(),
+        scales: w.scales.len(),
+        zeros: unsigned.then_some(w.zeros.len()),
+        c: c.len(),
+    };
+    let (m, n, k) = checked::<T>((m, n, k), w.scheme, &lens)?;
+    let one = [f16::ZERO];
+    let zeros: &[f16] = if unsigned { &w.zeros } else { &one };
+    tilus::interpret(script, (m, n, k, a, &w.packed[..], &w.scales[..], zeros, c))?;
+    Ok(())
 }
 
 /// The kernel's `group` for a scheme: a positive multiple of 32 (whose steps of K stay in one

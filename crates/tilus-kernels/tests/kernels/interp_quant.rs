@@ -10,7 +10,7 @@ use tilus::prelude::Element;
 use tilus_bench::harness::Rng;
 use tilus_kernels::quant::{quantize, QuantMatmul, QuantMatmulOp, Scheme};
 
-use crate::quant_reference::{assert_matches, reference, seed};
+use crate::quant_reference::{assert_matches, reference, reference_f16_weights, seed};
 
 /// Runs the kernel for type `T` at `(m, n, k)` with `scheme` and checks C: within the f16
 /// output's rounding of the exact sum (and the f32 sums' error, bounded by the magnitude of
@@ -76,4 +76,38 @@ fn interp_quant_matmul_refuses_shapes_it_cannot_take_before_running() {
         "{e}"
     );
     assert!(c.iter().all(|v| v.is_nan()), "nothing ran");
+}
+
+/// The tensor-core kernel for type `T` at `(m, n, k)`: as [`check`].
+fn check_tc<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+    (m, n, k): (usize, usize, usize),
+    scheme: Scheme,
+    rng: &mut Rng,
+) {
+    let w: Vec<f32> = (0..n * k)
+        .map(|_| (rng.next_f64() * 2.0 - 1.0) as f32)
+        .collect();
+    let a: Vec<f16> = (0..m * k)
+        .map(|_| f16::from_f64(rng.next_f64() * 2.0 - 1.0))
+        .collect();
+    let q = quantize::<T>(&w, (n, k), scheme);
+    let config =
+        tilus_kernels::quant::QuantMatmulTc::<T>::new(scheme.group.map_or(0, |g| g as i32));
+    let mut c = vec![f16::NAN; m * n];
+    QuantMatmulOp::<T>::interpret_tc(&config, (m, &a), &q, &mut c).unwrap();
+    let what = format!(
+        "tensor cores {} {scheme:?} ({m}, {n}, {k})",
+        <T as LowpElement>::DTYPE
+    );
+    assert_matches(&what, &c, reference_f16_weights(&a, &q, m), n);
+}
+
+#[test]
+fn interp_quant_matmul_on_tensor_cores_matches_the_product_of_the_f16_weights() {
+    let mut rng = Rng::new(seed());
+    check_tc::<I4>((70, 80, 128), Scheme::grouped(64), &mut rng);
+    check_tc::<U4>((130, 64, 128), Scheme::grouped(128), &mut rng);
+    check_tc::<F8E4M3>((64, 64, 192), Scheme::per_channel(), &mut rng);
+    check_tc::<I2>((20, 64, 128), Scheme::grouped(64), &mut rng);
+    check_tc::<F6E3M2>((8, 64, 128), Scheme::grouped(128), &mut rng);
 }

@@ -36,6 +36,27 @@ pub fn reference(a: &[f16], w: &Quantized, m: usize) -> (Vec<f64>, Vec<f64>) {
     (c, mag)
 }
 
+/// `C = A · dequant(W)ᵀ` in f64 with every dequantized weight rounded to f16 first: what the
+/// tensor-core kernel multiplies (its f16 operands), summed exactly.
+pub fn reference_f16_weights(a: &[f16], w: &Quantized, m: usize) -> (Vec<f64>, Vec<f64>) {
+    let (n, k) = w.shape;
+    let deq: Vec<f64> = (0..n * k)
+        .map(|i| f16::from_f64(w.dequantized(i / k, i % k)).to_f64())
+        .collect();
+    let mut c = vec![0.0; m * n];
+    let mut mag = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            for x in 0..k {
+                let p = a[i * k + x].to_f64() * deq[j * k + x];
+                c[i * n + j] += p;
+                mag[i * n + j] += p.abs();
+            }
+        }
+    }
+    (c, mag)
+}
+
 /// Every element of C (`[m, n]` f16) within the f16 output's rounding of the exact sum (and
 /// the f32 sums' error, bounded by the terms' magnitude), none NaN.
 pub fn assert_matches(what: &str, c: &[f16], (want, mag): (Vec<f64>, Vec<f64>), n: usize) {
