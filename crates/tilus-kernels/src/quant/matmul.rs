@@ -2,7 +2,8 @@
 //! low-precision type, packed along K, its scales (and zero points) per group along K or per
 //! row ([`super::Scheme`]). This is the path for few rows of A (decoding: M of 1 to 16), where
 //! the time is the weights' bytes: each block reads `block_n` rows of W in 16-byte vectors of
-//! packed codes, dequantizes them in registers (`(q - z) · s` in f32) and multiplies them with
+//! packed codes, dequantizes them in registers (`(q - z) · s` in f32, rounded to f16 as the
+//! tensor-core path and cuBLAS on the dequantized weights see them) and multiplies them with
 //! the `block_m` rows of A it shares them with, accumulating each row's products
 //! elementwise (`mul_add`) over the K steps and summing them along K once at the end.
 //!
@@ -113,11 +114,21 @@ where
             };
             let codes = k.load_global(&gw, (n0, k0), [bn, bk]);
             let scale = k.load_global(&gs, (n0, g), [bn, 1]);
+            // the dequantized weights rounded to f16, as every path (and cuBLAS on the
+            // dequantized matrix) multiplies them
             let deq = if let Some(gz) = &gz {
                 let zero = k.load_global(gz, (n0, g), [bn, 1]);
-                k.compute((codes.cast::<f32>() - zero.cast::<f32>()) * scale.cast::<f32>())
+                k.compute(
+                    ((codes.cast::<f32>() - zero.cast::<f32>()) * scale.cast::<f32>())
+                        .cast::<f16>()
+                        .cast::<f32>(),
+                )
             } else {
-                k.compute(codes.cast::<f32>() * scale.cast::<f32>())
+                k.compute(
+                    (codes.cast::<f32>() * scale.cast::<f32>())
+                        .cast::<f16>()
+                        .cast::<f32>(),
+                )
             };
             for (i, acc) in accs.iter().enumerate() {
                 let row = k.load_global(&ga, (m0 + i as i32, k0), [1, bk]);

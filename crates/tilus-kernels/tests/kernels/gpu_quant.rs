@@ -9,7 +9,7 @@ use tilus::runtime::Device;
 use tilus_bench::harness::Rng;
 use tilus_kernels::quant::{quantize, QuantMatmulOp, Scheme};
 
-use crate::quant_reference::{assert_matches, reference, reference_f16_weights, seed};
+use crate::quant_reference::{assert_matches, reference, seed};
 
 fn check<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
     device: &Device,
@@ -101,5 +101,5 @@ fn check_tc<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
         "tensor cores {} {scheme:?} ({m}, {n}, {k})",
         <T as LowpElement>::DTYPE
     );
-    assert_matches(&what, &c, reference_f16_weights(&a, &q, m), n);
+    assert_matches(&what, &c, reference(&a, &q, m), n);
 }

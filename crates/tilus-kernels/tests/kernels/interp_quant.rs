@@ -1,6 +1,6 @@
 //! The quantized matmul (`quant_matmul`) on the CPU interpreter against the exact reference:
-//! every weight dequantized on the host (code, zero point, f16 scale, in f64) and the product
-//! summed in f64. Types of every kind (signed and unsigned integers of 2 to 8 bits, FP8, FP6,
+//! every weight dequantized on the host (code, zero point, f16 scale, in f64, then rounded to
+//! f16 as the kernels multiply it) and the product summed in f64. Types of every kind (signed and unsigned integers of 2 to 8 bits, FP8, FP6,
 //! FP4), groups of 32, 64 and 128 and per channel, M below, at and past a block's rows, N past
 //! a block's, K of one and of several steps.
 
@@ -10,7 +10,7 @@ use tilus::prelude::Element;
 use tilus_bench::harness::Rng;
 use tilus_kernels::quant::{quantize, QuantMatmul, QuantMatmulOp, Scheme};
 
-use crate::quant_reference::{assert_matches, reference, reference_f16_weights, seed};
+use crate::quant_reference::{assert_matches, reference, seed};
 
 /// Runs the kernel for type `T` at `(m, n, k)` with `scheme` and checks C: within the f16
 /// output's rounding of the exact sum (and the f32 sums' error, bounded by the magnitude of
@@ -99,7 +99,7 @@ fn check_tc<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
         "tensor cores {} {scheme:?} ({m}, {n}, {k})",
         <T as LowpElement>::DTYPE
     );
-    assert_matches(&what, &c, reference_f16_weights(&a, &q, m), n);
+    assert_matches(&what, &c, reference(&a, &q, m), n);
 }
 
 #[test]
