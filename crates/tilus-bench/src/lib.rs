@@ -20,6 +20,7 @@ pub mod epilogue_pass;
 mod error;
 pub mod harness;
 pub mod operand;
+pub mod quant_bench;
 pub mod referee;
 pub mod registry;
 pub mod rows;

@@ -44,6 +44,7 @@
 mod bench;
 mod bench_epilogue;
 mod bench_memory;
+mod bench_quant;
 mod bench_tune;
 mod cache;
 mod check;
@@ -301,6 +302,28 @@ enum BenchCommand {
         #[arg(long)]
         fixed: bool,
     },
+    /// The quantized matmul (`tilus_kernels::quant`) against cuBLAS f16 on the dequantized
+    /// weights: verified against cuBLAS, then timed interleaved; the packed weights' bytes
+    /// per second too.
+    Quant {
+        /// Sizes MxNxK (M rows of activations, N x K weights), comma-separated.
+        #[arg(long, default_value = "1x28672x8192,16x28672x8192,4096x28672x8192")]
+        sizes: String,
+        /// Weight types, comma-separated (i8, i4, i3, i2, u4, f8e4m3, f8e5m2, f6e3m2, f4e2m1).
+        #[arg(long, default_value = "i4,i8,f8e4m3")]
+        dtypes: String,
+        /// Elements of K that share a scale (0: one per row).
+        #[arg(long, default_value_t = 128)]
+        group: usize,
+        /// Warm-up rounds.
+        #[arg(long, default_value_t = 5)]
+        warmup: usize,
+        /// Timed rounds (the median is reported; at least 1).
+        #[arg(long, default_value_t = 20)]
+        rounds: usize,
+        #[command(flatten)]
+        timing: TimingArg,
+    },
     /// Cold and warm first calls of an autotuned matmul version (a fresh cache, then new
     /// processes).
     Tune {
@@ -449,6 +472,24 @@ fn run(cli: Cli) -> CliResult<bool> {
                 sets,
                 fixed,
             }),
+            BenchCommand::Quant {
+                sizes,
+                dtypes,
+                group,
+                warmup,
+                rounds,
+                timing,
+            } => bench_quant::quant(
+                &sizes,
+                &dtypes,
+                group,
+                &BenchOptions {
+                    warmup,
+                    rounds,
+                    timing: timing.value,
+                    ..BenchOptions::default()
+                },
+            ),
             BenchCommand::Tune { size, version } => bench_tune::tune(&size, &version),
             BenchCommand::Launch { size, launches } => bench_tune::launch(&size, launches),
             BenchCommand::FirstCall {

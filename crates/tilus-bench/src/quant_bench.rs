@@ -1,0 +1,175 @@
+//! `tilus bench quant`: the quantized matmul ([`tilus_kernels::quant::QuantMatmulOp`], which
+//! picks its kernel by M) against cuBLAS f16 on the dequantized weights, in one process and
+//! interleaved round by round. The weights are random, quantized on the host; cuBLAS gets the
+//! same weights dequantized and rounded to f16 (what the kernels multiply), so the outputs are
+//! checked against cuBLAS's (reduced-precision reductions disallowed) before anything is timed.
+//! The table gives each one's time and TFLOPS, the ratio (cuBLAS's time over each), and the
+//! bytes of packed weights read per second.
+
+use crate::alloc;
+use crate::buffers::{download, drv, poisoned, upload};
+use crate::harness::{self, Check, Cublas, Problem, Rng, Row};
+use crate::run::BenchOptions;
+use crate::Result;
+use half::f16;
+use std::io::Write;
+use tilus::lowp::*;
+use tilus::prelude::Element;
+use tilus::runtime::Device;
+use tilus_kernels::quant::{quantize, uses_tensor_cores, QuantMatmulOp, Scheme};
+
+/// The weight types `tilus bench quant --dtypes` takes.
+pub const DTYPES: &[&str] = &[
+    "i8", "i4", "i3", "i2", "u4", "f8e4m3", "f8e5m2", "f6e3m2", "f4e2m1",
+];
+
+/// What one shape and type measured.
+pub struct QuantReport {
+    /// cuBLAS's row, then the quantized matmul's.
+    pub rows: Vec<Row>,
+    /// The quantized matmul's output against cuBLAS's.
+    pub check: Check,
+    /// Bytes of packed weights (with their scales and zero points) read per second by the
+    /// quantized matmul, in GB/s.
+    pub weight_gbps: f64,
+    /// Which kernel ran: `tensor cores` or `few rows`.
+    pub kernel: &'static str,
+}
+
+/// Verifies and times the quantized matmul with weights of type `dtype` (a name of
+/// [`DTYPES`]) at `m × n × k`, quantized by `scheme`.
+pub fn bench_quant_named(
+    out: &mut dyn Write,
+    device: &Device,
+    dtype: &str,
+    shape: (usize, usize, usize),
+    scheme: Scheme,
+    opts: &BenchOptions,
+) -> Result<QuantReport> {
+    match dtype {
+        "i8" => bench_quant::<I8>(out, device, shape, scheme, opts),
+        "i4" => bench_quant::<I4>(out, device, shape, scheme, opts),
+        "i3" => bench_quant::<Int<3>>(out, device, shape, scheme, opts),
+        "i2" => bench_quant::<I2>(out, device, shape, scheme, opts),
+        "u4" => bench_quant::<U4>(out, device, shape, scheme, opts),
+        "f8e4m3" => bench_quant::<F8E4M3>(out, device, shape, scheme, opts),
+        "f8e5m2" => bench_quant::<F8E5M2>(out, device, shape, scheme, opts),
+        "f6e3m2" => bench_quant::<F6E3M2>(out, device, shape, scheme, opts),
+        "f4e2m1" => bench_quant::<F4E2M1>(out, device, shape, scheme, opts),
+        other => Err(crate::Error::Usage(format!(
+            "no weight type `{other}` (one of {})",
+            DTYPES.join(", ")
+        ))),
+    }
+}
+
+/// [`bench_quant_named`] for weights of type `T`.
+pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+    out: &mut dyn Write,
+    device: &Device,
+    (m, n, k): (usize, usize, usize),
+    scheme: Scheme,
+    opts: &BenchOptions,
+) -> Result<QuantReport> {
+    let what = format!("a {m}x{n}x{k} quantized matmul");
+    let [mk, nk, mn] = Problem::ensure_host(m, n, k)?;
+    // the weights in f32, their dequantized f16 copy and the packed codes at once
+    alloc::ensure(&what, nk as u128 * 7)?;
+    let stream = device.stream().clone();
+    let t = <T as LowpElement>::DTYPE;
+    let mut rng = Rng::new(opts.seed);
+    let w: Vec<f32> = (0..nk)
+        .map(|_| (rng.next_f64() * 2.0 - 1.0) as f32)
+        .collect();
+    let q = quantize::<T>(&w, (n, k), scheme);
+    drop(w);
+    let deq: Vec<f16> = (0..nk)
+        .map(|i| f16::from_f64(q.dequantized(i / k, i % k)))
+        .collect();
+    let a: Vec<f16> = (0..mk)
+        .map(|_| f16::from_f64(rng.next_f64() * 2.0 - 1.0))
+        .collect();
+    let p = Problem {
+        m,
+        n,
+        k,
+        a: upload(&stream, &a)?,
+        b: upload(&stream, &deq)?,
+        c: poisoned::<f16>(&stream, &what, mn)?,
+        c_ref: poisoned::<f16>(&stream, &what, mn)?,
+    };
+    drop(deq);
+    let blas = Cublas::new(&stream)?;
+    let op = QuantMatmulOp::<T>::new(device, scheme)?;
+    let dw = stream.clone_htod(&q.packed).map_err(drv("cuMemcpyHtoD"))?;
+    let ds = upload(&stream, &q.scales)?;
+    let dz = if q.zeros.is_empty() {
+        None
+    } else {
+        Some(upload(&stream, &q.zeros)?)
+    };
+    let mut c = poisoned::<f16>(&stream, &what, mn)?;
+    let weights = (dw.clone(), ds.clone(), dz.clone());
+    let run = |c: &mut tilus::cudarc::driver::CudaSlice<f16>| -> Result<()> {
+        op.run(
+            &stream,
+            (m, n, k),
+            &p.a,
+            (&weights.0, &weights.1, weights.2.as_ref()),
+            c,
+        )
+        .map_err(crate::Error::from)
+    };
+    // correctness first
+    run(&mut c)?;
+    blas.reference(&stream, &p)?;
+    stream
+        .synchronize()
+        .map_err(crate::buffers::drv("cuStreamSynchronize"))?;
+    let check = harness::compare(
+        &download(&stream, &what, &c)?,
+        &download(&stream, &what, &p.c_ref)?,
+    );
+    let kernel = if uses_tensor_cores((m, n, k)) {
+        "tensor cores"
+    } else {
+        "few rows"
+    };
+    writeln!(
+        out,
+        "quant_matmul {t} {scheme:?} {m}x{n}x{k}: the {kernel} kernel"
+    )?;
+    let mut t_cublas = || Ok(blas.matmul(&stream, &p, true)?);
+    let mut t_quant = || run(&mut c);
+    let mut timed: Vec<&mut dyn FnMut() -> Result<()>> = vec![&mut t_cublas, &mut t_quant];
+    let ms =
+        harness::time_interleaved(&stream, &mut timed, (opts.warmup, opts.rounds), opts.timing)?;
+    let flops = 2.0 * m as f64 * n as f64 * k as f64;
+    let bytes = (q.packed.len() + 2 * (q.scales.len() + q.zeros.len())) as f64;
+    let names = [
+        "cublas f16, dequantized weights".to_string(),
+        format!("quant_matmul {t}"),
+    ];
+    let passed = [None, Some(check.passed())];
+    let rows = names
+        .iter()
+        .zip(&ms)
+        .zip(passed)
+        .map(|((name, &time), passed)| Row {
+            m,
+            n,
+            k,
+            name: name.clone(),
+            latency_ms: time,
+            tflops: flops / (time * 1e-3) / 1e12,
+            ratio: ms[0] / time,
+            passed,
+        })
+        .collect();
+    Ok(QuantReport {
+        rows,
+        check,
+        weight_gbps: bytes / (ms[1] * 1e-3) / 1e9,
+        kernel,
+    })
+}
