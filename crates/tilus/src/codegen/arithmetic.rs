@@ -743,6 +743,20 @@ fn emit_cast(e: &mut Emitter, src: &RegView, out: &RegId) {
         }
         // low-precision codes convert through their compute values, element by element
         // (into one: each source value encodes once, as the interpreter rounds it once)
+        // FP8 pairs to f16 pairs in one instruction (exact, as the element-wise decoding)
+        (s @ (DType::F8E4M3 | DType::F8E5M2), DType::F16) if out_packed => {
+            e.use_helper(Helper::Lowp(super::lowp::LowpHelper::PairToF16(s)));
+            let f = format!("tilus_f16x2_from_{}x2", s.name());
+            for w in 0..n / 2 {
+                let (a, b) = (
+                    read(e, src.tensor, &(2 * w).to_string()),
+                    read(e, src.tensor, &(2 * w + 1).to_string()),
+                );
+                e.line(format!(
+                    "{on}[{w}] = {f}((u16)((u32){a} | ((u32){b} << 8)));"
+                ));
+            }
+        }
         (s, o) if o.is_lowp() => {
             for l in 0..n {
                 let v = value(e, src.tensor, &l.to_string());

@@ -19,6 +19,9 @@ pub(crate) enum LowpHelper {
     Decode(DType),
     /// `u32 tilus_to_<t>(float x)`: the code, rounded and saturated.
     Encode(DType),
+    /// `u32 tilus_f16x2_from_<t>x2(u16 codes)`: two FP8 codes (the first in the low byte) as
+    /// two f16 (the first in the low half), by the hardware's exact conversion.
+    PairToF16(DType),
 }
 
 /// The compute-type value (a C expression) of the code `code` of low-precision type `t`.
@@ -70,6 +73,21 @@ pub(crate) fn helper_text(h: LowpHelper) -> String {
     match h {
         LowpHelper::Decode(t) => decode_text(t),
         LowpHelper::Encode(t) => encode_text(t),
+        LowpHelper::PairToF16(t) => {
+            let (name, ptx) = (
+                t.name(),
+                if t == DType::F8E5M2 {
+                    "e5m2x2"
+                } else {
+                    "e4m3x2"
+                },
+            );
+            format!(
+                "// Two {name} codes (the first in the low byte) as two f16 (the first in the low half), exact.\n\
+                 static __device__ __forceinline__ u32 tilus_f16x2_from_{name}x2(u16 x) {{\n  \
+                 u32 r;\n  asm(\"cvt.rn.f16x2.{ptx} %0, %1;\" : \"=r\"(r) : \"h\"(x));\n  return r;\n}}\n"
+            )
+        }
     }
 }
 

@@ -1246,6 +1246,10 @@ fn low_precision_conversions_compile() {
     use tilus::lowp::*;
     let c = build(&DecodeCodes::<F8E4M3>::new(2), &[]);
     assert!(c.source.contains("tilus_from_f8e4m3("), "{}", c.source);
+    // to f16 by pairs, in one instruction each
+    assert!(c.source.contains("cvt.rn.f16x2.e4m3x2"), "{}", c.source);
+    let c5 = build(&DecodeCodes::<F8E5M2>::new(2), &[]);
+    assert!(c5.source.contains("cvt.rn.f16x2.e5m2x2"), "{}", c5.source);
     assert!(
         c.source.contains("tilus_vec<u8, "),
         "no vector load of codes\n{}",
