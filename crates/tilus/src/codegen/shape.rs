@@ -39,6 +39,22 @@ pub(super) fn emit(e: &mut Emitter, i: &ShapeInst) {
         }
         return;
     }
+    if let Some(k) = i.pack_count(e.p) {
+        // word `j`: the codes of locals `k j ..` shifted into place, the first lowest
+        let b = e.p.register(src.tensor).dtype.bits() as i64;
+        let od = e.p.register(out);
+        let (on, ty) = (od.name.clone(), super::c_type(od.dtype));
+        for (j, &s) in table.iter().enumerate() {
+            let parts: Vec<String> = (0..k)
+                .map(|x| {
+                    let v = read(e, src.tensor, &(s as i64 + x).to_string());
+                    format!("((u32)({v}) << {})", x * b)
+                })
+                .collect();
+            e.line(format!("{on}[{j}] = ({ty})({});", parts.join(" | ")));
+        }
+        return;
+    }
     let (sd, od) = (e.p.register(src.tensor), e.p.register(out));
     let (sp, op) = (
         storage(sd) == Storage::Packed16,

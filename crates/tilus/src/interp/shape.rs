@@ -33,6 +33,10 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &ShapeInst, lo
             "the source has no registers",
         ));
     };
+    let pack = i.pack_count(b.program()).map(|k| {
+        let t = b.program().register(src.tensor).dtype;
+        (k as usize, t.bits(), t, b.program().register(out).dtype)
+    });
     let unpack = i.unpack_count(b.program()).map(|k| {
         let t = b.program().register(out).dtype;
         (k as usize, t.bits(), t)
@@ -40,6 +44,28 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, i: &ShapeInst, lo
     let dst = b.reg_mut(out);
     for &t in &task.threads {
         let (from, to) = (t as usize * ls_src, t as usize * ls_out);
+        if let Some((k, bits, t, word)) = pack {
+            // each element's code (from its value), shifted into its word
+            let RegData::Int(y) = &mut *dst else {
+                return Err(Fail::new(
+                    Fault::Invalid,
+                    loc,
+                    "pack: words that are not integers",
+                ));
+            };
+            for (j, &s) in table.iter().enumerate().take(ls_out) {
+                let mut w = 0u64;
+                for x in 0..k {
+                    let code = match &data {
+                        RegData::Float(v) => super::state::f32_to_bits(v[from + s + x], t),
+                        RegData::Int(v) => v[from + s + x] as u64,
+                    } & ((1 << bits) - 1);
+                    w |= code << (x as u32 * bits);
+                }
+                y[to + j] = crate::ir::wrap_to(w as i64, word);
+            }
+            continue;
+        }
         if let Some((k, bits, dtype)) = unpack {
             // each element's code from its word, then its value
             let RegData::Int(words) = &data else {

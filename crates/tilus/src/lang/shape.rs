@@ -267,6 +267,27 @@ impl Kernel {
         RegisterTensor::plain(out)
     }
 
+    /// The inverse of [`Kernel::unpack`]: integer words (`u8`, `i8`, `u32` or `i32`) each
+    /// packing `w / b` consecutive elements of the innermost dimension, the first in the low
+    /// bits, so the result's innermost extent is `b / w` times the elements'. Every thread packs
+    /// its own elements: their layout must give each thread whole words' worth of consecutive
+    /// elements (a vectorized layout does). How values quantized in a kernel are stored packed:
+    /// `k.store_global(&gw, &k.pack::<u32>(&k.cast::<I4>(&x)), ..)`.
+    #[track_caller]
+    pub fn pack<W: Element>(&mut self, elems: &RegisterTensor<impl Element>) -> RegisterTensor<W> {
+        let loc = Loc::caller();
+        let mut shape = self.prog.view_shape(&elems.view);
+        let (b, w) = (
+            self.prog.register(elems.view.tensor).dtype.bits(),
+            W::DTYPE.bits(),
+        );
+        if let Some(last) = shape.last_mut() {
+            *last /= i64::from(w / b.max(1)).max(1);
+        }
+        let view = elems.view;
+        self.shape_view(|out| ShapeInst::Pack { src: view, out }, shape, loc)
+    }
+
     /// The low-precision elements packed in a tile of integer words (`u8`, `i8`, `u32` or
     /// `i32`): each word of `w` bits holds `w / b` elements of `T` (`b` bits, dividing `w`),
     /// the first in its low bits, consecutive along the innermost dimension, so the result's

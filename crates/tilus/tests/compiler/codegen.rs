@@ -1339,6 +1339,18 @@ fn unpacking_words_compiles_to_shifts_of_the_threads_own_words() {
     build(&UnpackWords::<Int<1>>::new(4, 256, 1), &[]);
 }
 
+/// Packing elements into words compiles to shifts and ors of each thread's own codes.
+#[test]
+fn packing_words_compiles_to_shifts_of_the_threads_own_codes() {
+    use crate::common::scripts::lowp::PackWords;
+    use tilus::lowp::*;
+    let c = build(&PackWords::<I4>::new(16, 256, 4), &[]);
+    assert_eq!(c.report.spill_stores, 0);
+    assert!(c.source.contains(" << 28)"), "{}", c.source);
+    build(&PackWords::<U2>::new(4, 256, 1), &[]);
+    build(&PackWords::<Int<1>>::new(16, 256, 4), &[]);
+}
+
 /// FP8 wgmma compiles: `m64nNk32` with the two input types, no transpose bits, descriptors of
 /// 128-byte K-major rows stepping 32 bytes per K step.
 #[test]

@@ -108,3 +108,22 @@ macro_rules! fp8_tile { ($(($A:ty, $B:ty)),*) => {$({
 fn fp8_tensor_core_products_agree_with_the_host() {
     fp8_tile!((F8E4M3, F8E4M3), (F8E5M2, F8E5M2), (F8E4M3, F8E5M2));
 }
+
+/// Runs [`PackWords`] for each type at two shapes and checks every word.
+macro_rules! pack_words { ($($T:ty),*) => {$({
+    let t = <$T as LowpElement>::DTYPE;
+    // every thread holds whole u32 words' worth of elements: 32 of them, for 1-bit types
+    for (rows, cols, warps) in [(4, 256, 1), (16, 256, 4)] {
+        let s = crate::common::scripts::lowp::PackWords::<$T>::new(rows, cols, warps);
+        let x = s.inputs(t);
+        let n = (rows * cols) as usize * t.bits() as usize;
+        let (mut w32, mut w8) = (vec![0xdead_beefu32; n / 32], vec![0xa5u8; n / 8]);
+        run(&s, (&x[..], &mut w32[..], &mut w8[..])).unwrap();
+        s.check(t, &x, &w32, &w8);
+    }
+})*}}
+
+#[test]
+fn elements_pack_into_the_words_the_host_packs() {
+    pack_words!(I4, U4, F4E2M1, U2, I2, Int<1>, Float<1, 2>);
+}

@@ -1815,6 +1815,33 @@ fn unpacked_words_agree_with_the_references() {
     unpack_words!(I4, U4, F4E2M1, U2, I2, Int<1>, UInt<1>, Float<1, 2>);
 }
 
+/// The interpreter's pack test (`interp/lowp.rs`) on the GPU: values cast and packed into u32
+/// and u8 words as the host packs them.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn packed_words_agree_with_the_host() {
+    use crate::common::scripts::lowp::PackWords;
+    use tilus::lowp::*;
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    macro_rules! pack_words { ($($T:ty),*) => {$({
+        let t = <$T as LowpElement>::DTYPE;
+        for (rows, cols, warps) in [(4, 256, 1), (16, 256, 4)] {
+            let s = PackWords::<$T>::new(rows, cols, warps);
+            let x = s.inputs(t);
+            let n = (rows * cols) as usize * t.bits() as usize;
+            let mut w32 = stream.clone_htod(&vec![0xdead_beefu32; n / 32]).unwrap();
+            let mut w8 = stream.clone_htod(&vec![0xa5u8; n / 8]).unwrap();
+            let dx = stream.clone_htod(&x).unwrap();
+            tilus::Jit::new(s, &device).launch(stream, (&dx, &mut w32, &mut w8)).unwrap();
+            let (w32, w8) = (stream.clone_dtoh(&w32).unwrap(), stream.clone_dtoh(&w8).unwrap());
+            s.check(t, &x, &w32, &w8);
+        }
+    })*}}
+    pack_words!(I4, U4, F4E2M1, U2, I2, Int<1>, Float<1, 2>);
+}
+
 /// The interpreter's FP8 tensor-core test (`interp/lowp.rs`) on the GPU: products of FP8
 /// tiles exact against the host (operands whose partial sums every accumulation keeps).
 #[test]

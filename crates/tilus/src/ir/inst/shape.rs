@@ -73,6 +73,15 @@ pub enum ShapeInst {
         /// The elements.
         out: RegId,
     },
+    /// The inverse of [`ShapeInst::Unpack`]: `out`'s integer words each pack `w / b`
+    /// consecutive low-precision elements of `src` along the innermost dimension, the first in
+    /// the low bits. Every thread packs its own elements.
+    Pack {
+        /// The elements (or a transposed view of them).
+        src: RegView,
+        /// The words.
+        out: RegId,
+    },
 }
 
 /// Which element of a conversion's source each element of its result is.
@@ -135,6 +144,7 @@ impl ShapeInst {
             },
             ShapeInst::Slice { .. } => "slice",
             ShapeInst::Unpack { .. } => "unpack",
+            ShapeInst::Pack { .. } => "pack",
             ShapeInst::Convert { map, .. } => match map {
                 Repeat::Same => "convert_layout",
                 Repeat::Tile { .. } => "repeat",
@@ -149,6 +159,7 @@ impl ShapeInst {
             ShapeInst::Reshape { src, out, .. }
             | ShapeInst::Slice { src, out, .. }
             | ShapeInst::Unpack { src, out }
+            | ShapeInst::Pack { src, out }
             | ShapeInst::Convert { src, out, .. } => (src, *out),
         }
     }
@@ -223,6 +234,13 @@ impl ShapeInst {
                 let n = want.local_size().max(0) as usize;
                 (want, (0..n).map(|i| i / k as usize).collect())
             }
+            // word `j` packs source locals `k j .. k j + k`: the table names the first
+            ShapeInst::Pack { .. } => {
+                let k = self.pack_count(p)?;
+                let want = l.packed(k).ok()?;
+                let n = want.local_size().max(0) as usize;
+                (want, (0..n).map(|j| j * k as usize).collect())
+            }
             ShapeInst::Convert { map, .. } => {
                 let shape = p.view_shape(src);
                 return have.in_thread_locals_of(&l, &|c: &[i64]| map.source(c, &shape));
@@ -238,6 +256,19 @@ impl ShapeInst {
             return None;
         };
         let (w, b) = (
+            p.register(src.tensor).dtype.bits(),
+            p.register(*out).dtype.bits(),
+        );
+        (b > 0 && b < w && w % b == 0).then_some(i64::from(w / b))
+    }
+
+    /// For a pack: how many elements each word packs (`None` for the other members, or where
+    /// the types do not divide).
+    pub fn pack_count(&self, p: &Program) -> Option<i64> {
+        let ShapeInst::Pack { src, out } = self else {
+            return None;
+        };
+        let (b, w) = (
             p.register(src.tensor).dtype.bits(),
             p.register(*out).dtype.bits(),
         );
@@ -268,6 +299,9 @@ impl ShapeInst {
             ),
             ShapeInst::Unpack { .. } => {
                 format!("{} = unpack<{}>({})", d.name, d.dtype, n.view(src))
+            }
+            ShapeInst::Pack { .. } => {
+                format!("{} = pack<{}>({})", d.name, d.dtype, n.view(src))
             }
             ShapeInst::Convert { scratch, map, .. } => {
                 let s = n.p.shared(*scratch);

@@ -160,6 +160,37 @@ impl RegisterLayout {
         self.compose(&RegisterLayout::local(&inner))
     }
 
+    /// The layout of words packing `k` consecutive elements each, of a tile laid out as `self`
+    /// (the inverse of [`RegisterLayout::unpacked`]): every thread must hold its elements of
+    /// the innermost dimension `k` at a time, as its fastest local elements; `Err` says how
+    /// the layout does not.
+    pub fn packed(&self, k: i64) -> Result<RegisterLayout, String> {
+        let last = self
+            .rank()
+            .checked_sub(1)
+            .ok_or("a tile of rank 0 has no elements to pack")?;
+        if k <= 0 || self.shape[last] % k != 0 {
+            return Err(format!(
+                "the innermost extent {} is not a multiple of {k}",
+                self.shape[last]
+            ));
+        }
+        let fast = self.local.last().copied();
+        let inner = self.modes.iter().rposition(|m| m.dim == last);
+        match (fast, inner) {
+            (Some(f), Some(i)) if f == i && self.modes[f].size % k == 0 => {
+                let mut l = self.clone();
+                l.modes[f].size /= k;
+                l.shape[last] /= k;
+                Ok(l.normalized())
+            }
+            _ => Err(format!(
+                "each thread must hold its elements of the innermost dimension {k} at a time, \
+                 as its fastest-varying local elements (a vectorized layout does)"
+            )),
+        }
+    }
+
     /// [`RegisterLayout::slice`] and, for each local element of the slice, the local element
     /// of `self` it is (one entry per register of a thread: for layouts that fit in registers).
     pub fn slice_locals(

@@ -30,6 +30,13 @@ fn derived(
                 _ => Err("the innermost extents do not divide".into()),
             }
         }
+        ShapeInst::Pack { .. } => {
+            let (from, to) = (l.shape().last(), out_shape.last());
+            match (from, to) {
+                (Some(&f), Some(&t)) if t > 0 && f % t == 0 => l.packed(f / t),
+                _ => Err("the innermost extents do not divide".into()),
+            }
+        }
         ShapeInst::Convert { .. } => Ok(l.clone()),
     }
 }
@@ -53,6 +60,11 @@ fn advice(inst: &ShapeInst, out_shape: &[i64]) -> String {
              `sync()`, `load_global` of the part)",
             start + out_shape.get(*dim).copied().unwrap_or(0)
         ),
+        ShapeInst::Pack { .. } => "pack packs each thread's own elements, so it needs a layout \
+             that gives every thread whole words' worth of consecutive elements of the innermost \
+             dimension: compute the elements in a vectorized layout (what global loads get), \
+             or convert them first (`k.convert_layout`)"
+            .to_string(),
         ShapeInst::Unpack { .. } | ShapeInst::Convert { .. } => String::new(),
     }
 }
@@ -113,7 +125,21 @@ impl Rules for ShapeInst {
         let from = c.view_shape(src);
         let to = p.register(out).shape.clone();
         let (ts, to_t) = (p.register(src.tensor).dtype, p.register(out).dtype);
-        if let ShapeInst::Unpack { .. } = self {
+        if let ShapeInst::Pack { .. } = self {
+            let words = matches!(to_t, crate::ir::DType::U32 | crate::ir::DType::I32)
+                || to_t == crate::ir::DType::U8
+                || to_t == crate::ir::DType::I8;
+            if !words || !ts.is_lowp() || self.pack_count(p).is_none() {
+                c.err(
+                    loc,
+                    format!(
+                        "pack: {ts} elements into {to_t} words; pack takes a low-precision type \
+                         whose width divides the words' (1, 2, 4 or 8 bits) and words of u8, \
+                         i8, u32 or i32"
+                    ),
+                );
+            }
+        } else if let ShapeInst::Unpack { .. } = self {
             let words = matches!(ts, crate::ir::DType::U32 | crate::ir::DType::I32)
                 || ts == crate::ir::DType::U8
                 || ts == crate::ir::DType::I8;
@@ -154,6 +180,24 @@ impl Rules for ShapeInst {
                     && to[*dim] > 0
                     && start + to[*dim] <= from[*dim]
             }
+            ShapeInst::Pack { .. } => {
+                // types that do not divide were reported above
+                let Some(k) = self.pack_count(p) else {
+                    return;
+                };
+                let mut want = from.clone();
+                if let Some(last) = want.last_mut() {
+                    if *last % k != 0 {
+                        c.err(
+                            loc,
+                            format!("pack: the innermost extent {last} is not a multiple of {k}"),
+                        );
+                        return;
+                    }
+                    *last /= k;
+                }
+                !from.is_empty() && want == to
+            }
             ShapeInst::Unpack { .. } => {
                 // types that do not divide were reported above
                 let Some(k) = self.unpack_count(p) else {
@@ -192,6 +236,24 @@ impl Rules for ShapeInst {
         }
     }
 
+    fn anchor_layouts(&mut self, cx: &mut LayoutCx, loc: Loc) {
+        // a pack needs whole words' worth of consecutive elements in each thread: its source
+        // takes the vectorized layout of its width from the start (a cast from another layout
+        // converts)
+        let ShapeInst::Pack { src, .. } = self else {
+            return;
+        };
+        let shape = cx.p.view_shape(src);
+        let d = cx.p.register(src.tensor);
+        if shape.is_empty() || shape.iter().any(|&n| n <= 0) || !d.dtype.is_lowp() {
+            return;
+        }
+        let threads = d.group_threads.max(1) as i64;
+        let l =
+            crate::passes::infer_layout::fitted_layout_bits(&shape, threads, d.dtype.bits(), false);
+        cx.require(src.tensor, src.layout_of(&l), loc, "pack");
+    }
+
     fn propagate_layouts(&self, cx: &mut LayoutCx, loc: Loc) {
         if let ShapeInst::Convert { .. } = self {
             // the point of a conversion: each side's layout is its own uses'
@@ -225,6 +287,11 @@ impl Rules for ShapeInst {
                     );
                     cx.error(loc, msg);
                 }
+            }
+        } else if let (Some(o), ShapeInst::Pack { .. }) = (cx.get(out), self) {
+            // back through a pack: each word's elements, consecutive in its thread
+            if let Some(k) = self.pack_count(p) {
+                cx.require(src.tensor, src.layout_of(&o.unpacked(k)), loc, name);
             }
         } else if let (Some(o), ShapeInst::Reshape { .. }) = (cx.get(out), self) {
             // back through the reshape (and the view: transposes are involutions)

@@ -702,3 +702,80 @@ impl<A: LowpElement, B: LowpElement> Fp8Tile<A, B> {
         }
     }
 }
+
+/// Elements packed into words (`k.pack`): `[rows, cols]` f32 values cast to `T`, packed into
+/// u32 words and into u8 words, both stored; the host packs the reference codes the same way.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct PackWords<T> {
+    pub rows: i32,
+    pub cols: i32,
+    pub warps: u32,
+    pub _t: PhantomData<fn() -> T>,
+}
+
+impl<T> PackWords<T> {
+    pub fn new(rows: i32, cols: i32, warps: u32) -> Self {
+        PackWords {
+            rows,
+            cols,
+            warps,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> Script for PackWords<T> {
+    type Args = (Ptr<f32>, PtrMut<u32>, PtrMut<u8>);
+    fn body(&self, k: &mut Kernel, (x, w32, w8): Handles<Self::Args>) {
+        let (rows, cols) = (self.rows, self.cols);
+        let b = <T as LowpElement>::DTYPE.bits() as i32;
+        k.blocks([1]);
+        k.warps(self.warps);
+        let gx = k.global_view(x, [rows, cols]);
+        let g32 = k.global_view(w32, [rows, cols * b / 32]);
+        let g8 = k.global_view(w8, [rows, cols * b / 8]);
+        let tx = k.load_global(&gx, [0, 0], [rows, cols]);
+        let codes = k.cast::<T>(&tx);
+        let words = k.pack::<u32>(&codes);
+        k.store_global(&g32, &words, [0, 0]);
+        let bytes = k.pack::<u8>(&codes);
+        k.store_global(&g8, &bytes, [0, 0]);
+    }
+}
+
+impl<T: std::fmt::Debug> PackWords<T> {
+    /// Values over the type's range (and past it) for every element.
+    pub fn inputs(&self, t: DType) -> Vec<f32> {
+        use crate::common::inputs::{fresh_seed, random_f32};
+        let range = match t {
+            DType::Float { .. } => (0..1u32 << t.bits())
+                .map(|c| reference_value(t, c))
+                .filter(|v| v.is_finite())
+                .fold(0.0, f64::max) as f32,
+            _ => (1u32 << t.bits()) as f32,
+        };
+        random_f32((self.rows * self.cols) as usize, fresh_seed())
+            .iter()
+            .map(|v| v * range * 1.25)
+            .collect()
+    }
+
+    /// Checks both outputs: the words the host packs from each value's reference code.
+    pub fn check(&self, t: DType, x: &[f32], w32: &[u32], w8: &[u8]) {
+        let b = t.bits() as usize;
+        let mut want = vec![0u8; x.len() * b / 8];
+        for (i, &v) in x.iter().enumerate() {
+            let code = match t {
+                DType::Float { .. } => reference_code(t, f64::from(v)),
+                _ => (v as i32) as u32 & ((1 << b) - 1),
+            };
+            want[i * b / 8] |= (code << (i * b % 8)) as u8;
+        }
+        assert_eq!(w8, &want[..], "{t} {self:?}: u8 words");
+        let words: Vec<u32> = want
+            .chunks(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        assert_eq!(w32, &words[..], "{t} {self:?}: u32 words");
+    }
+}

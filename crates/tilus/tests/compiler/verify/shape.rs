@@ -277,6 +277,24 @@ fn unpacking_floats_or_into_a_word_type() {
     .fails_once("unpack: i32 elements from u32 words");
 }
 
+#[test]
+fn packing_into_words_a_thread_cannot_fill() {
+    // 1024 two-bit elements over 128 threads: 8 each, half a u32 word
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        let x = k.register_tensor::<f32>([16, 64], 0.0);
+        let c = k.cast::<tilus::lowp::U2>(&x);
+        let _ = at(line!(), k.pack::<u32>(&c));
+    })
+    .fails_once("each thread must hold its elements of the innermost dimension 16 at a time");
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let x = k.register_tensor::<f32>([4, 64], 0.0);
+        let _ = at(line!(), k.pack::<u32>(&x));
+    })
+    .fails_once("pack: f32 elements into u32 words");
+}
+
 /// A packed global view whose rows are not whole bytes, and a tile whose threads would share
 /// bytes: the verifier names the width the threads need.
 #[test]
