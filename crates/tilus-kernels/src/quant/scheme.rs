@@ -184,6 +184,18 @@ mod tests {
         for scheme in [Scheme::grouped(32), Scheme::per_channel()] {
             let q = quantize::<I4>(&w, (n, k), scheme);
             assert_eq!(q.packed.len(), n * k / 2);
+            // each group's largest magnitude takes the type's largest code: the whole range used
+            for r in 0..n {
+                for g in 0..scheme.groups(k) {
+                    let width = scheme.group.unwrap_or(k);
+                    let top = (g * width..((g + 1) * width).min(k))
+                        .map(|x| {
+                            tilus::ir::wrap_to(i64::from(q.code(r, x)), tilus::ir::DType::I4).abs()
+                        })
+                        .max();
+                    assert_eq!(top, Some(7), "i4 row {r} group {g}");
+                }
+            }
             for r in 0..n {
                 for x in 0..k {
                     let g = r * scheme.groups(k) + scheme.group_of(x);
