@@ -11,6 +11,7 @@
 //! end there), so every shape is taken; the groups' scales are loaded once per K step, which
 //! lies within one group (`block_k` divides the group).
 
+use super::views::{QuantArgs, QuantViews, ARG_NAMES};
 use half::f16;
 use std::marker::PhantomData;
 use tilus::lowp::LowpElement;
@@ -58,87 +59,41 @@ impl<T> Script for QuantMatmul<T>
 where
     T: Element + LowpElement + std::hash::Hash + std::fmt::Debug,
 {
-    // m, n: runtime; k: a compile-time constant (a layer's width: the packed rows' pitch, whose
-    // bytes the vectors must not split); a [m, k] f16; w: packed [n, k]; scales and zeros
-    // [n, groups] f16; c [m, n] f16
-    type Args = (
-        i32,
-        i32,
-        Const<i32>,
-        Ptr<f16>,
-        Ptr<u8>,
-        Ptr<f16>,
-        Ptr<f16>,
-        PtrMut<f16>,
-    );
+    type Args = QuantArgs;
 
     fn arg_names() -> &'static [&'static str] {
-        &["m", "n", "k", "a", "w", "scales", "zeros", "c"]
+        ARG_NAMES
     }
 
     fn name(&self) -> String {
         format!("quant_matmul_{}", <T as LowpElement>::DTYPE)
     }
 
-    fn body(&self, k: &mut Kernel, (m, n, kk, a, w, s, z, c): Handles<Self::Args>) {
+    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
         let (bn, bk, bm) = (self.block_n, self.block_k, self.block_m);
-        let t = <T as LowpElement>::DTYPE;
-        let unsigned = matches!(t, tilus::ir::DType::UInt(_));
+        let (m, n, kk) = (args.0, args.1, args.2);
         k.blocks([cdiv(n, bn), cdiv(m, bm)]);
         k.warps(self.warps);
         let n0 = k.let_i32(bn * k.block_idx().x);
         let m0 = k.let_i32(bm * k.block_idx().y);
-        let width = kk.as_const().unwrap_or(1).max(1);
-        let groups = if self.group > 0 {
-            (width + self.group as i64 - 1) / self.group as i64
-        } else {
-            1
-        } as i32;
-        let ga = k.global_view::<f16>(a, [m, kk]);
-        let gw = k.global_view_packed::<T>(w, [n, kk]);
-        let gs = k.global_view::<f16>(s, [n, Val::constant(groups)]);
-        // zero points only for unsigned types (the others pass a buffer that is never viewed)
-        let gz = unsigned.then(|| k.global_view::<f16>(z, [n, Val::constant(groups)]));
-        let gc = k.global_view::<f16>(c, [m, n]);
+        let v = QuantViews::<T>::new(k, args, self.group);
         // per row of A, the products summed elementwise over the K steps; reduced along K once,
         // at the end
         let accs: Vec<RegisterTensor<f32>> = (0..bm)
             .map(|_| k.register_tensor::<f32>([bn, bk], 0.0))
             .collect();
-        let group = self.group;
         k.for_range(0, kk, bk, |k, k0| {
-            let g = if group > 0 {
-                k.let_i32(k0 / group)
-            } else {
-                k.let_i32(0)
-            };
-            let codes = k.load_global(&gw, (n0, k0), [bn, bk]);
-            let scale = k.load_global(&gs, (n0, g), [bn, 1]);
-            // the dequantized weights rounded to f16, as every path (and cuBLAS on the
-            // dequantized matrix) multiplies them
-            let deq = if let Some(gz) = &gz {
-                let zero = k.load_global(gz, (n0, g), [bn, 1]);
-                k.compute(
-                    ((codes.cast::<f32>() - zero.cast::<f32>()) * scale.cast::<f32>())
-                        .cast::<f16>()
-                        .cast::<f32>(),
-                )
-            } else {
-                k.compute(
-                    (codes.cast::<f32>() * scale.cast::<f32>())
-                        .cast::<f16>()
-                        .cast::<f32>(),
-                )
-            };
+            let deq = v.dequantized(k, (n0, k0), [bn, bk]);
+            let deq = k.compute(deq.cast::<f32>());
             for (i, acc) in accs.iter().enumerate() {
-                let row = k.load_global(&ga, (m0 + i as i32, k0), [1, bk]);
+                let row = k.load_global(&v.a, (m0 + i as i32, k0), [1, bk]);
                 k.assign_tile(acc, row.cast::<f32>().mul_add(deq, acc));
             }
         });
         for (i, acc) in accs.iter().enumerate() {
             let sum = k.sum(acc, 1, true);
             let out = k.compute(sum.cast::<f16>());
-            k.store_global(&gc, &out.transpose(), (m0 + i as i32, n0));
+            k.store_global(&v.c, &out.transpose(), (m0 + i as i32, n0));
         }
     }
 }

@@ -11,8 +11,10 @@ mod matmul;
 mod op;
 mod scheme;
 mod tensor_core;
+mod views;
 
 pub use matmul::QuantMatmul;
 pub use op::{uses_tensor_cores, QuantMatmulOp, TENSOR_CORE_MIN_M};
 pub use scheme::{quantize, Quantized, Scheme};
 pub use tensor_core::QuantMatmulTc;
+pub use views::QuantArgs;

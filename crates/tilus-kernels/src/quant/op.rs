@@ -1,5 +1,6 @@
 //! The host API of [`QuantMatmul`]: shapes and buffers checked before anything is launched.
 
+use super::views::QuantArgs;
 use super::{QuantMatmul, QuantMatmulTc, Quantized, Scheme};
 use crate::host::{dim, elements, length};
 use half::f16;
@@ -104,18 +105,6 @@ pub const TENSOR_CORE_MIN_M: usize = 32;
 pub fn uses_tensor_cores((m, _, k): (usize, usize, usize)) -> bool {
     m >= TENSOR_CORE_MIN_M && k.is_multiple_of(8)
 }
-
-/// The arguments both quantized kernels take.
-type QuantArgs = (
-    i32,
-    i32,
-    Const<i32>,
-    Ptr<f16>,
-    Ptr<u8>,
-    Ptr<f16>,
-    Ptr<f16>,
-    PtrMut<f16>,
-);
 
 /// Runs `script` (for groups of `group`) on the interpreter once the weights and buffers fit.
 fn interpret_script<T, S>(

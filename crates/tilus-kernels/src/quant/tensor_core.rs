@@ -11,6 +11,7 @@
 //! bytes. This first form keeps one stage and reads W with the loads' own layout (converted to
 //! the fragment's): correct for every type, not yet tuned.
 
+use super::views::{QuantArgs, QuantViews, ARG_NAMES};
 use half::f16;
 use std::marker::PhantomData;
 use tilus::lowp::LowpElement;
@@ -48,70 +49,34 @@ impl<T> Script for QuantMatmulTc<T>
 where
     T: Element + LowpElement + std::hash::Hash + std::fmt::Debug,
 {
-    // as QuantMatmul's: m, n runtime; k a compile-time constant
-    type Args = (
-        i32,
-        i32,
-        Const<i32>,
-        Ptr<f16>,
-        Ptr<u8>,
-        Ptr<f16>,
-        Ptr<f16>,
-        PtrMut<f16>,
-    );
+    type Args = QuantArgs;
 
     fn arg_names() -> &'static [&'static str] {
-        &["m", "n", "k", "a", "w", "scales", "zeros", "c"]
+        ARG_NAMES
     }
 
     fn name(&self) -> String {
         format!("quant_matmul_tc_{}", <T as LowpElement>::DTYPE)
     }
 
-    fn body(&self, k: &mut Kernel, (m, n, kk, a, w, s, z, c): Handles<Self::Args>) {
+    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
         let (bn, bm, bk) = (self.block_n, self.block_m, self.block_k);
-        let unsigned = matches!(<T as LowpElement>::DTYPE, tilus::ir::DType::UInt(_));
+        let (m, n, kk) = (args.0, args.1, args.2);
         k.blocks([cdiv(n, bn), cdiv(m, bm)]);
         k.warps(4);
         let n0 = k.let_i32(bn * k.block_idx().x);
         let m0 = k.let_i32(bm * k.block_idx().y);
-        let width = kk.as_const().unwrap_or(1).max(1);
-        let groups = if self.group > 0 {
-            (width + self.group as i64 - 1) / self.group as i64
-        } else {
-            1
-        } as i32;
-        let ga = k.global_view::<f16>(a, [m, kk]);
-        let gw = k.global_view_packed::<T>(w, [n, kk]);
-        let gs = k.global_view::<f16>(s, [n, Val::constant(groups)]);
-        let gz = unsigned.then(|| k.global_view::<f16>(z, [n, Val::constant(groups)]));
-        let gc = k.global_view::<f16>(c, [m, n]);
+        let v = QuantViews::<T>::new(k, args, self.group);
         let sa = k.shared_tensor::<f16>([bm, bk]);
         let acc = k.register_tensor::<f32>([bn, bm], 0.0);
         let bar = k.mbarrier().alloc([1]);
-        let group = self.group;
         k.for_range(0, kk, bk, |k, k0| {
             // A's step on its way while the warp group dequantizes W's
             k.single_thread(|k| {
                 k.mbarrier().arrive_and_expect_tx(bar[0], sa.nbytes());
-                k.tma().global_to_shared(&ga, &sa, (m0, k0), bar[0]);
+                k.tma().global_to_shared(&v.a, &sa, (m0, k0), bar[0]);
             });
-            let g = if group > 0 {
-                k.let_i32(k0 / group)
-            } else {
-                k.let_i32(0)
-            };
-            let codes = k.load_global(&gw, (n0, k0), [bn, bk]);
-            let scale = k.load_global(&gs, (n0, g), [bn, 1]);
-            let deq = if let Some(gz) = &gz {
-                let zero = k.load_global(gz, (n0, g), [bn, 1]);
-                k.compute(
-                    ((codes.cast::<f32>() - zero.cast::<f32>()) * scale.cast::<f32>())
-                        .cast::<f16>(),
-                )
-            } else {
-                k.compute((codes.cast::<f32>() * scale.cast::<f32>()).cast::<f16>())
-            };
+            let deq = v.dequantized(k, (n0, k0), [bn, bk]);
             k.mbarrier().wait(bar[0], (k0 / bk) % 2);
             k.wgmma().fence();
             k.wgmma().mma(&deq, &sa.transpose(), &acc);
@@ -121,6 +86,6 @@ where
             k.sync();
         });
         let out = k.compute(acc.cast::<f16>());
-        k.store_global(&gc, &out.transpose(), (m0, n0));
+        k.store_global(&v.c, &out.transpose(), (m0, n0));
     }
 }

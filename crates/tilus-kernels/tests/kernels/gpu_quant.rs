@@ -7,9 +7,9 @@ use tilus::lowp::*;
 use tilus::prelude::Element;
 use tilus::runtime::Device;
 use tilus_bench::harness::Rng;
-use tilus_kernels::quant::{quantize, QuantMatmulOp, Scheme};
+use tilus_kernels::quant::{QuantMatmulOp, Scheme};
 
-use crate::quant_reference::{assert_matches, reference, seed};
+use crate::quant_reference::{assert_matches, inputs, reference, seed};
 
 fn check<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
     device: &Device,
@@ -18,13 +18,7 @@ fn check<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
     rng: &mut Rng,
 ) {
     let stream = device.stream();
-    let w: Vec<f32> = (0..n * k)
-        .map(|_| (rng.next_f64() * 2.0 - 1.0) as f32)
-        .collect();
-    let a: Vec<f16> = (0..m * k)
-        .map(|_| f16::from_f64(rng.next_f64() * 2.0 - 1.0))
-        .collect();
-    let q = quantize::<T>(&w, (n, k), scheme);
+    let (a, q) = inputs::<T>(rng, (m, n, k), scheme);
     let op = QuantMatmulOp::<T>::new(device, scheme).unwrap();
     let put = |v: &[f16]| stream.clone_htod(v).unwrap();
     let (da, ds) = (put(&a), put(&q.scales));
@@ -34,7 +28,15 @@ fn check<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
     op.run(stream, (m, n, k), &da, (&dw, &ds, dz.as_ref()), &mut dc)
         .unwrap();
     let c = stream.clone_dtoh(&dc).unwrap();
-    let what = format!("{} {scheme:?} ({m}, {n}, {k})", <T as LowpElement>::DTYPE);
+    let kernel = if tilus_kernels::quant::uses_tensor_cores((m, n, k)) {
+        "tensor cores"
+    } else {
+        "few rows"
+    };
+    let what = format!(
+        "{kernel} {} {scheme:?} ({m}, {n}, {k})",
+        <T as LowpElement>::DTYPE
+    );
     assert_matches(&what, &c, reference(&a, &q, m), n);
 }
 
@@ -68,38 +70,8 @@ fn gpu_quant_matmul_on_tensor_cores_matches_the_product_of_the_f16_weights() {
     let mut rng = Rng::new(seed());
     let g128 = Scheme::grouped(128);
     assert!(tilus_kernels::quant::uses_tensor_cores((200, 512, 2048)));
-    check_tc::<I4>(&device, (200, 512, 2048), g128, &mut rng);
-    check_tc::<U4>(&device, (64, 256, 1024), g128, &mut rng);
-    check_tc::<F8E4M3>(&device, (129, 192, 1024), Scheme::per_channel(), &mut rng);
-    check_tc::<F4E2M1>(&device, (300, 128, 512), Scheme::grouped(32), &mut rng);
-}
-
-fn check_tc<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
-    device: &Device,
-    (m, n, k): (usize, usize, usize),
-    scheme: Scheme,
-    rng: &mut Rng,
-) {
-    let stream = device.stream();
-    let w: Vec<f32> = (0..n * k)
-        .map(|_| (rng.next_f64() * 2.0 - 1.0) as f32)
-        .collect();
-    let a: Vec<f16> = (0..m * k)
-        .map(|_| f16::from_f64(rng.next_f64() * 2.0 - 1.0))
-        .collect();
-    let q = quantize::<T>(&w, (n, k), scheme);
-    let op = QuantMatmulOp::<T>::new(device, scheme).unwrap();
-    let put = |v: &[f16]| stream.clone_htod(v).unwrap();
-    let (da, ds) = (put(&a), put(&q.scales));
-    let dz = (!q.zeros.is_empty()).then(|| put(&q.zeros));
-    let dw = stream.clone_htod(&q.packed).unwrap();
-    let mut dc = put(&vec![f16::NAN; m * n]);
-    op.run(stream, (m, n, k), &da, (&dw, &ds, dz.as_ref()), &mut dc)
-        .unwrap();
-    let c = stream.clone_dtoh(&dc).unwrap();
-    let what = format!(
-        "tensor cores {} {scheme:?} ({m}, {n}, {k})",
-        <T as LowpElement>::DTYPE
-    );
-    assert_matches(&what, &c, reference(&a, &q, m), n);
+    check::<I4>(&device, (200, 512, 2048), g128, &mut rng);
+    check::<U4>(&device, (64, 256, 1024), g128, &mut rng);
+    check::<F8E4M3>(&device, (129, 192, 1024), Scheme::per_channel(), &mut rng);
+    check::<F4E2M1>(&device, (300, 128, 512), Scheme::grouped(32), &mut rng);
 }

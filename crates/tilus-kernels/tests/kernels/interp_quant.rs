@@ -10,7 +10,7 @@ use tilus::prelude::Element;
 use tilus_bench::harness::Rng;
 use tilus_kernels::quant::{quantize, QuantMatmul, QuantMatmulOp, Scheme};
 
-use crate::quant_reference::{assert_matches, reference, seed};
+use crate::quant_reference::{assert_matches, inputs, reference, seed};
 
 /// Runs the kernel for type `T` at `(m, n, k)` with `scheme` and checks C: within the f16
 /// output's rounding of the exact sum (and the f32 sums' error, bounded by the magnitude of
@@ -21,13 +21,7 @@ fn check<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
     block_m: i32,
     rng: &mut Rng,
 ) {
-    let w: Vec<f32> = (0..n * k)
-        .map(|_| (rng.next_f64() * 2.0 - 1.0) as f32)
-        .collect();
-    let a: Vec<f16> = (0..m * k)
-        .map(|_| f16::from_f64(rng.next_f64() * 2.0 - 1.0))
-        .collect();
-    let q = quantize::<T>(&w, (n, k), scheme);
+    let (a, q) = inputs::<T>(rng, (m, n, k), scheme);
     let group = scheme.group.map_or(0, |g| g as i32);
     let config = QuantMatmul::<T>::new(group).with_block_m(block_m);
     let mut c = vec![f16::NAN; m * n];
@@ -84,13 +78,7 @@ fn check_tc<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
     scheme: Scheme,
     rng: &mut Rng,
 ) {
-    let w: Vec<f32> = (0..n * k)
-        .map(|_| (rng.next_f64() * 2.0 - 1.0) as f32)
-        .collect();
-    let a: Vec<f16> = (0..m * k)
-        .map(|_| f16::from_f64(rng.next_f64() * 2.0 - 1.0))
-        .collect();
-    let q = quantize::<T>(&w, (n, k), scheme);
+    let (a, q) = inputs::<T>(rng, (m, n, k), scheme);
     let config =
         tilus_kernels::quant::QuantMatmulTc::<T>::new(scheme.group.map_or(0, |g| g as i32));
     let mut c = vec![f16::NAN; m * n];

@@ -3,7 +3,25 @@
 //! of C against it.
 
 use half::f16;
-use tilus_kernels::quant::Quantized;
+use tilus::lowp::LowpElement;
+use tilus_bench::harness::Rng;
+use tilus_kernels::quant::{quantize, Quantized, Scheme};
+
+/// Random inputs of an `(m, n, k)` product: `A` f16 and `W` in `[-1, 1)`, `W` quantized into
+/// `T` by `scheme` on the host.
+pub fn inputs<T: LowpElement>(
+    rng: &mut Rng,
+    (m, n, k): (usize, usize, usize),
+    scheme: Scheme,
+) -> (Vec<f16>, Quantized) {
+    let w: Vec<f32> = (0..n * k)
+        .map(|_| (rng.next_f64() * 2.0 - 1.0) as f32)
+        .collect();
+    let a: Vec<f16> = (0..m * k)
+        .map(|_| f16::from_f64(rng.next_f64() * 2.0 - 1.0))
+        .collect();
+    (a, quantize::<T>(&w, (n, k), scheme))
+}
 
 /// A seed from `TILUS_TEST_SEED`, or a fresh one (printed, so that a failure can be replayed).
 pub fn seed() -> u64 {

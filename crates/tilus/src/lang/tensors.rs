@@ -238,28 +238,9 @@ impl Kernel {
         ptr: PtrVal<T>,
         shape: impl Scalars,
     ) -> GlobalTensor<T> {
-        let loc = Loc::caller();
-        let name = self.fresh_name("g");
-        let id = GlobalId(self.prog.globals.len() as u32);
         let shape = shape.into_exprs();
         let strides = GlobalDecl::row_major_strides(&shape);
-        self.prog.globals.push(GlobalDecl {
-            name,
-            dtype: T::DTYPE,
-            ptr: ptr.var,
-            shape,
-            strides,
-            row_major: true,
-            loc,
-        });
-        self.push(
-            StmtKind::Inst(Inst::Memory(MemoryInst::GlobalView(id))),
-            loc,
-        );
-        GlobalTensor {
-            id,
-            _t: PhantomData,
-        }
+        self.view_decl(T::DTYPE, ptr.var, (shape, strides, true), Loc::caller())
     }
 
     /// Interprets a pointer argument as a tensor of the given shape whose neighbours along
@@ -277,38 +258,8 @@ impl Kernel {
         strides: impl Scalars,
     ) -> GlobalTensor<T> {
         let loc = Loc::caller();
-        let shape = shape.into_exprs();
-        let mut strides = strides.into_exprs();
-        if strides.len() != shape.len() {
-            self.error(
-                loc,
-                format!(
-                    "global_view_strided: {} extents but {} strides; give one stride per dimension",
-                    shape.len(),
-                    strides.len()
-                ),
-            );
-            strides.resize(shape.len(), crate::ir::Expr::i32(1));
-        }
-        let name = self.fresh_name("g");
-        let id = GlobalId(self.prog.globals.len() as u32);
-        self.prog.globals.push(GlobalDecl {
-            name,
-            dtype: T::DTYPE,
-            ptr: ptr.var,
-            shape,
-            strides,
-            row_major: false,
-            loc,
-        });
-        self.push(
-            StmtKind::Inst(Inst::Memory(MemoryInst::GlobalView(id))),
-            loc,
-        );
-        GlobalTensor {
-            id,
-            _t: PhantomData,
-        }
+        let (shape, strides) = self.strides_of("global_view_strided", shape, strides, loc);
+        self.view_decl(T::DTYPE, ptr.var, (shape, strides, false), loc)
     }
 
     /// Interprets a buffer of bytes as a row-major tensor of packed low-precision elements of
@@ -326,7 +277,8 @@ impl Kernel {
         let loc = Loc::caller();
         let shape = shape.into_exprs();
         let strides = GlobalDecl::row_major_strides(&shape);
-        self.packed_view(ptr, shape, strides, true, loc)
+        self.check_packed::<T>(loc);
+        self.view_decl(T::DTYPE, ptr.var, (shape, strides, true), loc)
     }
 
     /// [`Kernel::global_view_packed`] with strides (in elements), as
@@ -340,31 +292,38 @@ impl Kernel {
         strides: impl Scalars,
     ) -> GlobalTensor<T> {
         let loc = Loc::caller();
+        let (shape, strides) = self.strides_of("global_view_packed_strided", shape, strides, loc);
+        self.check_packed::<T>(loc);
+        self.view_decl(T::DTYPE, ptr.var, (shape, strides, false), loc)
+    }
+
+    /// A strided view's extents and strides, one stride per extent (a diagnostic, and strides
+    /// of 1 where they are missing, otherwise).
+    fn strides_of(
+        &mut self,
+        name: &str,
+        shape: impl Scalars,
+        strides: impl Scalars,
+        loc: Loc,
+    ) -> (Vec<crate::ir::Expr>, Vec<crate::ir::Expr>) {
         let shape = shape.into_exprs();
         let mut strides = strides.into_exprs();
         if strides.len() != shape.len() {
             self.error(
                 loc,
                 format!(
-                    "global_view_packed_strided: {} extents but {} strides; give one stride per \
-                     dimension",
+                    "{name}: {} extents but {} strides; give one stride per dimension",
                     shape.len(),
                     strides.len()
                 ),
             );
             strides.resize(shape.len(), crate::ir::Expr::i32(1));
         }
-        self.packed_view(ptr, shape, strides, false, loc)
+        (shape, strides)
     }
 
-    fn packed_view<T: Element>(
-        &mut self,
-        ptr: PtrVal<u8>,
-        shape: Vec<crate::ir::Expr>,
-        strides: Vec<crate::ir::Expr>,
-        row_major: bool,
-        loc: Loc,
-    ) -> GlobalTensor<T> {
+    /// A packed view takes low-precision types only.
+    fn check_packed<T: Element>(&mut self, loc: Loc) {
         if !T::DTYPE.is_lowp() {
             self.error(
                 loc,
@@ -375,12 +334,22 @@ impl Kernel {
                 ),
             );
         }
+    }
+
+    /// Declares a view of `dtype` over pointer `ptr`.
+    fn view_decl<T: Element>(
+        &mut self,
+        dtype: crate::ir::DType,
+        ptr: crate::ir::VarId,
+        (shape, strides, row_major): (Vec<crate::ir::Expr>, Vec<crate::ir::Expr>, bool),
+        loc: Loc,
+    ) -> GlobalTensor<T> {
         let name = self.fresh_name("g");
         let id = GlobalId(self.prog.globals.len() as u32);
         self.prog.globals.push(GlobalDecl {
             name,
-            dtype: T::DTYPE,
-            ptr: ptr.var,
+            dtype,
+            ptr,
             shape,
             strides,
             row_major,
