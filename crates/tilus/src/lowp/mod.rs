@@ -222,6 +222,25 @@ unsafe impl cudarc::driver::ValidAsZeroBits for F8E5M2 {}
 mod tests {
     use super::*;
 
+    /// The compile-time check of the element types (a `const fn`, so that `Int<9>` fails to
+    /// compile) agrees with `DType::is_valid` on every width.
+    #[test]
+    fn the_const_check_agrees_with_is_valid() {
+        let mut types = vec![];
+        for b in 0..=9 {
+            types.extend([DType::Int(b), DType::UInt(b)]);
+        }
+        for exp in 0..=6 {
+            for man in 0..=7 {
+                types.push(DType::Float { exp, man });
+            }
+        }
+        for t in types {
+            let passes = std::panic::catch_unwind(|| checked(t)).is_ok();
+            assert_eq!(passes, t.is_valid(), "{t:?}");
+        }
+    }
+
     #[test]
     fn packing_is_little_endian_and_round_trips() {
         let v: Vec<U4> = [1u8, 2, 3, 0xf, 0].iter().map(|&c| UInt(c)).collect();
