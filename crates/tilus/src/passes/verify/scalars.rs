@@ -5,8 +5,18 @@
 use crate::ir::{ArithInst, BinOp, DebugInst, Expr, Inst, Loc, MemoryInst, Program, StmtKind};
 use crate::passes::context::Checker;
 
-/// What an expression mixes that it must not: `None` when its types are consistent.
+/// What an expression mixes that it must not: `None` when its types are consistent. The
+/// low-precision types are element types of tiles only: no scalar holds one (a constant of a
+/// tile's type, such as a load's fill value, is the tile's).
 fn mixed(e: &Expr) -> Option<String> {
+    let constant = matches!(e, Expr::Int(..) | Expr::Float(..));
+    if e.dtype().is_lowp() && !constant {
+        return Some(format!(
+            "a {} scalar: the low-precision types are element types of tiles only; keep \
+             scalars in i32, u32 or f32 (a tile converts with `k.cast`)",
+            e.dtype()
+        ));
+    }
     match e {
         Expr::Binary(op, a, b) => {
             if let Some(m) = mixed(a).or_else(|| mixed(b)) {

@@ -87,3 +87,14 @@ fn a_hilbert_square_whose_side_is_not_a_power_of_two() {
     })
     .fails_once("hilbert_tile: the side of a square is a power of two, not 6");
 }
+
+/// Low-precision types are element types of tiles only: a scalar cast to one is refused (the
+/// interpreter and the generated code would disagree on what it holds).
+#[test]
+fn a_low_precision_scalar() {
+    check::<(i32, PtrMut<f32>)>(|k, (n, _)| {
+        k.warps(1);
+        let _ = at(line!(), k.let_i32(n.cast::<tilus::lowp::I4>().cast::<i32>()));
+    })
+    .fails_once("a scalar expression mixes types: a i4 scalar: the low-precision types are element types of tiles only");
+}
