@@ -253,6 +253,9 @@ mod tests {
         assert_eq!(unpack::<Int<3>>(&p, 11), w);
         assert_eq!(w[0].value(), 3, "-5 wraps to 3 in three bits");
         assert_eq!(Int::<3>::wrapping(-1).value(), -1);
+        assert_eq!(UInt::<4>::wrapping(17).value(), 1);
+        assert_eq!(UInt::<2>::wrapping(-1).value(), 3);
+        assert_eq!(UInt::<8>::wrapping(200).code(), 200);
         let f: Vec<F6E3M2> = [0.0f32, 28.0, -0.0625, 100.0]
             .iter()
             .map(|&x| Float::from_f32(x))
