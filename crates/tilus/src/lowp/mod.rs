@@ -262,5 +262,9 @@ mod tests {
             .collect();
         assert_eq!(unpack::<F6E3M2>(&pack(&f), 4), f);
         assert_eq!(f[3].to_f32(), 28.0, "saturates");
+        // from f64, rounded once: 2.6 between 2 and 3 of e2m1, 5.1 between 4 and 6
+        assert_eq!(F4E2M1::from_f64(2.6).to_f64(), 3.0);
+        assert_eq!(F4E2M1::from_f64(5.1).to_f64(), 6.0);
+        assert_eq!(F4E2M1::from_f64(-0.25).to_f64(), -0.0);
     }
 }
