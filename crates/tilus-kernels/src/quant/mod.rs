@@ -14,7 +14,7 @@ mod tensor_core;
 mod views;
 
 pub use matmul::QuantMatmul;
-pub use op::{uses_tensor_cores, QuantMatmulOp, TENSOR_CORE_MIN_M};
+pub use op::{plan, uses_tensor_cores, Plan, QuantMatmulOp, TENSOR_CORE_MIN_M};
 pub use scheme::{quantize, Quantized, Scheme};
 pub use tensor_core::QuantMatmulTc;
 pub use views::QuantArgs;

@@ -17,8 +17,10 @@ const NAME: &str = "quant_matmul";
 /// ([`super::quantize`] on the host, then uploaded: the packed codes, the scales, the zero
 /// points of unsigned types).
 pub struct QuantMatmulOp<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> {
-    jit: tilus::Jit<QuantMatmul<T>>,
-    tc: tilus::Jit<QuantMatmulTc<T>>,
+    /// The few-rows kernel for 1, 2 and 4 rows of A per block.
+    few: [tilus::Jit<QuantMatmul<T>>; 3],
+    /// The tensor-core kernel for 16, 32, 64 and 128 rows of A per block.
+    tc: [tilus::Jit<QuantMatmulTc<T>>; 4],
     scheme: Scheme,
     /// Passed for the zero points of types without them (never read).
     no_zeros: CudaSlice<f16>,
@@ -30,9 +32,11 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         let group = group_arg(scheme)?;
         let no_zeros =
             crate::host::device_zeros::<f16>(device.stream(), 1, "quant_matmul's zero points")?;
+        let few = |bm| tilus::Jit::new(QuantMatmul::new(group).with_block_m(bm), device);
+        let tc = |bm| tilus::Jit::new(QuantMatmulTc::new(group).with_block_m(bm), device);
         Ok(QuantMatmulOp {
-            jit: tilus::Jit::new(QuantMatmul::new(group), device),
-            tc: tilus::Jit::new(QuantMatmulTc::new(group), device),
+            few: [few(1), few(2), few(4)],
+            tc: [tc(16), tc(32), tc(64), tc(128)],
             scheme,
             no_zeros,
         })
@@ -59,10 +63,15 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         let (m, n, k) = checked::<T>(shape, self.scheme, &lens)?;
         let z = zeros.unwrap_or(&self.no_zeros);
         let args = (m, n, k, a, w, scales, z, c);
-        if uses_tensor_cores(shape) {
-            Ok(self.tc.launch(stream, args)?)
-        } else {
-            Ok(self.jit.launch(stream, args)?)
+        match plan(shape) {
+            Plan::FewRows { block_m } => {
+                let i = block_m.trailing_zeros() as usize;
+                Ok(self.few[i].launch(stream, args)?)
+            }
+            Plan::TensorCores { block_m } => {
+                let i = (block_m / 16).trailing_zeros() as usize;
+                Ok(self.tc[i].launch(stream, args)?)
+            }
         }
     }
 
@@ -96,14 +105,43 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
     }
 }
 
-/// Rows of A from which the tensor-core kernel runs (below, the weights' bytes are the time,
-/// and the few-rows kernel reads them best); it also needs rows of A of whole 16-byte units
-/// (K a multiple of 8) for TMA.
-pub const TENSOR_CORE_MIN_M: usize = 32;
+/// Rows of A from which the tensor-core kernel runs: below, the few-rows kernel takes all of
+/// them in one block, reading each row of W once. The tensor-core kernel also needs rows of A
+/// of whole 16-byte units (K a multiple of 8) for TMA.
+pub const TENSOR_CORE_MIN_M: usize = 5;
+
+/// Which kernel [`QuantMatmulOp::run`] launches, and with how many rows of A per block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// [`QuantMatmul`] with 1, 2 or 4 rows per block: every row of A in one block.
+    FewRows {
+        /// Rows of A per block.
+        block_m: i32,
+    },
+    /// [`QuantMatmulTc`] with 16, 32, 64 or 128 rows per block (the fewest that hold M, up to
+    /// 128): each row of W read once up to 128 rows of A.
+    TensorCores {
+        /// Rows of A per block.
+        block_m: i32,
+    },
+}
+
+/// The kernel for `(m, n, k)`.
+pub fn plan((m, _, k): (usize, usize, usize)) -> Plan {
+    if m >= TENSOR_CORE_MIN_M && k.is_multiple_of(8) {
+        Plan::TensorCores {
+            block_m: m.next_power_of_two().clamp(16, 128) as i32,
+        }
+    } else {
+        Plan::FewRows {
+            block_m: m.next_power_of_two().min(4) as i32,
+        }
+    }
+}
 
 /// Whether [`QuantMatmulOp::run`] takes the tensor-core kernel for `(m, n, k)`.
-pub fn uses_tensor_cores((m, _, k): (usize, usize, usize)) -> bool {
-    m >= TENSOR_CORE_MIN_M && k.is_multiple_of(8)
+pub fn uses_tensor_cores(shape: (usize, usize, usize)) -> bool {
+    matches!(plan(shape), Plan::TensorCores { .. })
 }
 
 /// Runs `script` (for groups of `group`) on the interpreter once the weights and buffers fit.
@@ -226,5 +264,31 @@ fn gcd(a: usize, b: usize) -> usize {
         a
     } else {
         gcd(b, a % b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every row of A in one block up to 4 rows; the tensor cores from 5, the fewest rows per
+    /// block that hold M (up to 128); a K whose rows of A TMA cannot read stays on the
+    /// few-rows kernel.
+    #[test]
+    fn plans_take_every_row_of_a_in_one_block_up_to_128() {
+        let few = |b| Plan::FewRows { block_m: b };
+        let tc = |b| Plan::TensorCores { block_m: b };
+        assert_eq!(plan((1, 4096, 4096)), few(1));
+        assert_eq!(plan((2, 4096, 4096)), few(2));
+        assert_eq!(plan((3, 4096, 4096)), few(4));
+        assert_eq!(plan((4, 4096, 4096)), few(4));
+        assert_eq!(plan((5, 4096, 4096)), tc(16));
+        assert_eq!(plan((16, 4096, 4096)), tc(16));
+        assert_eq!(plan((17, 4096, 4096)), tc(32));
+        assert_eq!(plan((64, 4096, 4096)), tc(64));
+        assert_eq!(plan((100, 4096, 4096)), tc(128));
+        assert_eq!(plan((4096, 4096, 4096)), tc(128));
+        assert_eq!(plan((300, 4096, 4092)), few(4));
+        assert!(uses_tensor_cores((16, 1, 8)) && !uses_tensor_cores((4, 1, 8)));
     }
 }

@@ -45,6 +45,14 @@ impl<T> QuantMatmulTc<T> {
     }
 }
 
+impl<T> QuantMatmulTc<T> {
+    /// The same kernel with `block_m` rows of A per block (a multiple of 8, at most 256).
+    pub fn with_block_m(mut self, block_m: i32) -> QuantMatmulTc<T> {
+        self.block_m = block_m;
+        self
+    }
+}
+
 impl<T> Script for QuantMatmulTc<T>
 where
     T: Element + LowpElement + std::hash::Hash + std::fmt::Debug,

@@ -79,8 +79,14 @@ fn check_tc<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
     rng: &mut Rng,
 ) {
     let (a, q) = inputs::<T>(rng, (m, n, k), scheme);
+    // the rows of A per block the host API would choose for m
+    let block_m = match tilus_kernels::quant::plan((m.max(5), n, k)) {
+        tilus_kernels::quant::Plan::TensorCores { block_m } => block_m,
+        _ => 128,
+    };
     let config =
-        tilus_kernels::quant::QuantMatmulTc::<T>::new(scheme.group.map_or(0, |g| g as i32));
+        tilus_kernels::quant::QuantMatmulTc::<T>::new(scheme.group.map_or(0, |g| g as i32))
+            .with_block_m(block_m);
     let mut c = vec![f16::NAN; m * n];
     QuantMatmulOp::<T>::interpret_tc(&config, (m, &a), &q, &mut c).unwrap();
     let what = format!(
@@ -98,4 +104,5 @@ fn interp_quant_matmul_on_tensor_cores_matches_the_product_of_the_f16_weights() 
     check_tc::<F8E4M3>((64, 64, 192), Scheme::per_channel(), &mut rng);
     check_tc::<I2>((20, 64, 128), Scheme::grouped(64), &mut rng);
     check_tc::<F6E3M2>((8, 64, 128), Scheme::grouped(128), &mut rng);
+    check_tc::<I4>((20, 64, 128), Scheme::grouped(128), &mut rng);
 }

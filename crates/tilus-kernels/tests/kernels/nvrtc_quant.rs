@@ -48,8 +48,9 @@ fn nvrtc_quant_matmul_on_tensor_cores_compiles_for_every_kind_of_weight() {
     fn tc<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
         group: i32,
         k: i64,
+        block_m: i32,
     ) -> String {
-        let s = tilus_kernels::quant::QuantMatmulTc::<T>::new(group);
+        let s = tilus_kernels::quant::QuantMatmulTc::<T>::new(group).with_block_m(block_m);
         let what = format!("tc {} group {group} k {k}", <T as LowpElement>::DTYPE);
         let program = tilus::trace(&s, &[k]).unwrap_or_else(|e| panic!("{what}: {e}"));
         let (program, plan) =
@@ -58,13 +59,13 @@ fn nvrtc_quant_matmul_on_tensor_cores_compiles_for_every_kind_of_weight() {
         assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
         c.source
     }
-    let s = tc::<I4>(128, 8192);
+    let s = tc::<I4>(128, 8192, 128);
     assert!(
         s.contains("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"),
         "{s}"
     );
-    tc::<U4>(128, 4096);
-    tc::<F8E4M3>(0, 4096);
-    tc::<I2>(64, 4096);
-    tc::<F6E3M2>(128, 8192);
+    tc::<U4>(128, 4096, 16);
+    tc::<F8E4M3>(0, 4096, 32);
+    tc::<I2>(64, 4096, 64);
+    tc::<F6E3M2>(128, 8192, 128);
 }
