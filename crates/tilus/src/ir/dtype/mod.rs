@@ -255,7 +255,16 @@ mod tests {
         }
         // 16 integers; floats: sign + e + m = 3..=7 with e in 1..=5, m >= 1 (15), and 2 of 8 bits
         assert_eq!(valid, 16 + 15 + 2);
-        for t in [DType::F16, DType::BF16, DType::F32, DType::I32, DType::Bool] {
+        for t in [
+            DType::F16,
+            DType::BF16,
+            DType::F32,
+            DType::I32,
+            DType::U32,
+            DType::I64,
+            DType::U64,
+            DType::Bool,
+        ] {
             assert_eq!(DType::from_name(&t.name()), Some(t));
         }
         assert_eq!(DType::F8E4M3.name(), "f8e4m3");
