@@ -272,7 +272,7 @@ impl Kernel {
     /// bits, so the result's innermost extent is `b / w` times the elements'. Every thread packs
     /// its own elements: their layout must give each thread whole words' worth of consecutive
     /// elements (a vectorized layout does). How values quantized in a kernel are stored packed:
-    /// `k.store_global(&gw, &k.pack::<u32>(&k.cast::<I4>(&x)), ..)`.
+    /// `let q = k.cast::<I4>(&x); let words = k.pack::<u32>(&q);`, then `store_global`.
     #[track_caller]
     pub fn pack<W: Element>(&mut self, elems: &RegisterTensor<impl Element>) -> RegisterTensor<W> {
         let loc = Loc::caller();
@@ -294,7 +294,8 @@ impl Kernel {
     /// innermost extent is `w / b` times the words'. Every thread reads its elements out of its
     /// own words (no data moves): the result's layout is the words' with each word's elements
     /// as consecutive local elements. How weights prepacked by the host
-    /// ([`crate::lowp::pack`]) and loaded as words become values: `k.cast::<f16>(&k.unpack::<I4>(&w))`.
+    /// ([`crate::lowp::pack`]) and loaded as words become values:
+    /// `let q = k.unpack::<I4>(&words); let w = k.cast::<f16>(&q);`.
     #[track_caller]
     pub fn unpack<T: Element>(
         &mut self,

@@ -1,5 +1,6 @@
 //! Shape: register tiles seen with another shape (`reshape`, `squeeze`, `unsqueeze`) or in
-//! part (`slice`), whose layouts may or may not allow it.
+//! part (`slice`), whose layouts may or may not allow it; low-precision elements packed into
+//! words and unpacked from them (`pack`, `unpack`, through a cast to the type and back).
 
 use proptest::prelude::*;
 use tilus::prelude::*;
@@ -20,6 +21,15 @@ pub enum Shape {
     Convert(T),
     /// `repeat` (`interleave` false) or `repeat_interleave(tile, dim, times)`.
     Repeat(T, usize, i32, bool),
+    /// `pack::<i32>(cast::<L>(tile))`, `L` the low-precision type of [`lowp_type`].
+    Pack(T, u8),
+    /// `cast::<f32>(unpack::<L>(tile))`.
+    Unpack(T, u8),
+}
+
+/// The low-precision types the pack and unpack ops take, by number.
+fn lowp_type(n: u8) -> &'static str {
+    ["i4", "f4e2m1", "u2", "i8"][n as usize % 4]
 }
 
 /// A dimension index: mostly a real one, in wild mode also past the end.
@@ -77,6 +87,18 @@ impl Shape {
                     .prop_map(|(r, d, n, i)| Shape::Repeat(r, d, n, i).into())
                     .boxed(),
             ),
+            (
+                1,
+                (t(m), 0u8..4)
+                    .prop_map(|(r, n)| Shape::Pack(r, n).into())
+                    .boxed(),
+            ),
+            (
+                1,
+                (t(m), 0u8..4)
+                    .prop_map(|(r, n)| Shape::Unpack(r, n).into())
+                    .boxed(),
+            ),
         ]
     }
 
@@ -84,6 +106,46 @@ impl Shape {
         let Some(src) = r.reg(self.tile()) else {
             return;
         };
+        if let Shape::Pack(_, n) | Shape::Unpack(_, n) = self {
+            use tilus::lowp::{F4E2M1, I4, I8, U2};
+            let pack = matches!(self, Shape::Pack(..));
+            let out = on!(src, R, |x: E| match (lowp_type(*n), pack) {
+                ("i4", true) => {
+                    let q = k.cast::<I4>(&x);
+                    R::I32(k.pack::<i32>(&q))
+                }
+                ("f4e2m1", true) => {
+                    let q = k.cast::<F4E2M1>(&x);
+                    R::I32(k.pack::<i32>(&q))
+                }
+                ("u2", true) => {
+                    let q = k.cast::<U2>(&x);
+                    R::I32(k.pack::<i32>(&q))
+                }
+                (_, true) => {
+                    let q = k.cast::<I8>(&x);
+                    R::I32(k.pack::<i32>(&q))
+                }
+                ("i4", false) => {
+                    let q = k.unpack::<I4>(&x);
+                    R::F32(k.cast::<f32>(&q))
+                }
+                ("f4e2m1", false) => {
+                    let q = k.unpack::<F4E2M1>(&x);
+                    R::F32(k.cast::<f32>(&q))
+                }
+                ("u2", false) => {
+                    let q = k.unpack::<U2>(&x);
+                    R::F32(k.cast::<f32>(&q))
+                }
+                (_, false) => {
+                    let q = k.unpack::<I8>(&x);
+                    R::F32(k.cast::<f32>(&q))
+                }
+            });
+            r.regs.push(out);
+            return;
+        }
         let out = on!(src, R, |x: E| E::r(match self {
             Shape::Reshape(_, shape) => k.reshape(&x, shape.clone()),
             Shape::Squeeze(_, d) => k.squeeze(&x, *d),
@@ -92,6 +154,7 @@ impl Shape {
             Shape::Convert(_) => k.convert_layout(&x),
             Shape::Repeat(_, d, n, false) => k.repeat(&x, *d, *n),
             Shape::Repeat(_, d, n, true) => k.repeat_interleave(&x, *d, *n),
+            Shape::Pack(..) | Shape::Unpack(..) => unreachable!("replayed above"),
         }));
         r.regs.push(out);
     }
@@ -103,7 +166,9 @@ impl Shape {
             | Shape::Unsqueeze(t, _)
             | Shape::Slice(t, ..)
             | Shape::Convert(t)
-            | Shape::Repeat(t, ..) => *t,
+            | Shape::Repeat(t, ..)
+            | Shape::Pack(t, _)
+            | Shape::Unpack(t, _) => *t,
         }
     }
 }
