@@ -16,6 +16,41 @@ const NAME: &str = "quant_matmul";
 /// `C = A · dequant(W)ᵀ` on device buffers with weights of type `T` quantized by `scheme`
 /// ([`super::quantize`] on the host, then uploaded: the packed codes, the scales, the zero
 /// points of unsigned types).
+///
+/// ```no_run
+/// use half::f16;
+/// use tilus::lowp::I4;
+/// use tilus_kernels::quant::{quantize, QuantMatmulOp, Scheme};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let device = tilus::runtime::Device::open(0)?;
+/// let stream = device.stream();
+/// let (m, n, k) = (1, 4096, 4096);
+/// let q = quantize::<I4>(&vec![0.25; n * k], (n, k), Scheme::grouped(128));
+/// let op = QuantMatmulOp::<I4>::new(&device, Scheme::grouped(128))?;
+/// let (w, s) = (stream.clone_htod(&q.packed)?, stream.clone_htod(&q.scales)?);
+/// let a = stream.clone_htod(&vec![f16::ONE; m * k])?;
+/// let mut c = stream.alloc_zeros::<f16>(m * n)?;
+/// op.run(stream, (m, n, k), &a, (&w, &s, None), &mut c)?;
+/// # Ok(()) }
+/// ```
+///
+/// The same on the CPU interpreter, on host slices:
+///
+/// ```
+/// use half::f16;
+/// use tilus::lowp::I4;
+/// use tilus_kernels::quant::{quantize, QuantMatmul, QuantMatmulOp, Scheme};
+/// let (m, n, k) = (2, 16, 128);
+/// let w: Vec<f32> = (0..n * k).map(|i| ((i % 7) as f32 - 3.0) / 4.0).collect();
+/// let q = quantize::<I4>(&w, (n, k), Scheme::grouped(64));
+/// let a = vec![f16::ONE; m * k];
+/// let mut c = vec![f16::NAN; m * n];
+/// QuantMatmulOp::<I4>::interpret(&QuantMatmul::new(64).with_block_m(2), (m, &a), &q, &mut c)?;
+/// // A is all ones: each output is its row of W, dequantized (to f16) and summed
+/// let row0: f64 = (0..k).map(|x| f16::from_f64(q.dequantized(0, x)).to_f64()).sum();
+/// assert!((c[0].to_f64() - row0).abs() <= row0.abs() * 1e-3 + 1e-3);
+/// # Ok::<(), tilus_kernels::Error>(())
+/// ```
 pub struct QuantMatmulOp<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> {
     /// The few-rows kernel for 1, 2 and 4 rows of A per block.
     few: [tilus::Jit<QuantMatmul<T>>; 3],
