@@ -119,12 +119,12 @@ impl DType {
         }
     }
 
-    /// Width of one element in bytes. Only for types of whole bytes: memory of a narrower
-    /// type is addressed in bits ([`DType::is_subbyte`]), and the verifier keeps such types
-    /// away from every instruction that addresses memory by bytes.
+    /// Width of one element in bytes, rounded up: a type narrower than a byte counts one.
+    /// Memory of such a type is packed and addressed in bits ([`DType::is_subbyte`]); the
+    /// verifier keeps it away from every instruction that addresses memory by bytes, and the
+    /// rounding keeps the sizes a refused program is still checked with from being zero.
     pub fn nbytes(self) -> u32 {
-        debug_assert!(!self.is_subbyte(), "{self} has no whole bytes per element");
-        self.bits() / 8
+        self.bits().div_ceil(8)
     }
 
     /// Whether elements are narrower than a byte (packed in memory).

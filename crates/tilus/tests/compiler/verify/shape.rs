@@ -311,3 +311,23 @@ fn packed_accesses_that_would_split_bytes() {
     })
     .fails_once("global_view_packed<f32>: not a low-precision type");
 }
+
+/// Shared tiles of elements narrower than a byte are refused with a message, even where an
+/// instruction that counts bytes (a TMA copy) uses them: no panic, one diagnostic.
+#[test]
+fn a_shared_tile_of_packed_elements_is_refused_with_a_message() {
+    check::<(tilus::lang::Ptr<u8>,)>(|k, (w,)| {
+        k.warps(1);
+        let g = k.global_view_packed::<tilus::lowp::I4>(w, [64, 128]);
+        let s = at(line!(), k.shared_tensor::<tilus::lowp::I4>([64, 128]));
+        let bar = k.mbarrier().alloc([1]);
+        k.single_thread(|k| {
+            k.mbarrier().arrive_and_expect_tx(bar[0], 4096);
+            k.tma().global_to_shared(&g, &s, [0, 0], bar[0]);
+        });
+        k.mbarrier().wait(bar[0], 0u32);
+    })
+    .fails(
+        "shared_tensor<i4>: shared tiles of elements narrower than a byte are not supported yet",
+    );
+}
