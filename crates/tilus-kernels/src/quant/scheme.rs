@@ -209,6 +209,20 @@ mod tests {
             }
             let u = quantize::<U4>(&w, (n, k), scheme);
             assert_eq!(u.zeros.len(), u.scales.len());
+            // each group's range spans the codes, 0 ..= 15 (within one step of each end)
+            for r in 0..n {
+                for g in 0..scheme.groups(k) {
+                    let width = scheme.group.unwrap_or(k);
+                    let codes: Vec<u32> = (g * width..((g + 1) * width).min(k))
+                        .map(|x| u.code(r, x))
+                        .collect();
+                    let (lo, hi) = (codes.iter().min(), codes.iter().max());
+                    assert!(
+                        lo <= Some(&1) && hi >= Some(&14),
+                        "u4 row {r} group {g}: {lo:?}..{hi:?}"
+                    );
+                }
+            }
             for r in 0..n {
                 for x in 0..k {
                     let g = r * scheme.groups(k) + scheme.group_of(x);
