@@ -251,6 +251,7 @@ mod tests {
                 assert!(t.bits() <= 8 && t.bits() >= 1);
             } else {
                 assert_eq!(DType::from_name(&t.name()), None, "{t:?}");
+                assert_eq!(t.float_format(), None, "{t:?}");
             }
         }
         // 16 integers; floats: sign + e + m = 3..=7 with e in 1..=5, m >= 1 (15), and 2 of 8 bits
