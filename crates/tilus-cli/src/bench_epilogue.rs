@@ -55,6 +55,16 @@ fn one<A: Activation>(
     Ok(r.fused.passed())
 }
 
+/// The `MxNxK` sizes of a comma-separated list.
+pub(crate) fn matmul_shapes(sizes: &str) -> CliResult<Vec<(usize, usize, usize)>> {
+    Ok(
+        Size::parse_list(tilus_bench::workloads::matmul::DIMS, sizes)?
+            .iter()
+            .map(|s| s.dims().map(|[m, n, k]| (m, n, k)))
+            .collect::<Result<_, _>>()?,
+    )
+}
+
 /// Runs the benchmark (the fused kernel autotuned, or v6's default with `sets` applied when
 /// there are any); `Ok(false)` when the fused kernel's check failed.
 pub(crate) fn epilogue(
@@ -63,11 +73,7 @@ pub(crate) fn epilogue(
     opts: &BenchOptions,
     sets: &[String],
 ) -> CliResult<bool> {
-    let shapes: Vec<(usize, usize, usize)> =
-        Size::parse_list(tilus_bench::workloads::matmul::DIMS, sizes)?
-            .iter()
-            .map(|s| s.dims().map(|[m, n, k]| (m, n, k)))
-            .collect::<Result<_, _>>()?;
+    let shapes = matmul_shapes(sizes)?;
     if opts.rounds == 0 {
         return Err(CliError::Usage("--rounds must be at least 1".into()));
     }

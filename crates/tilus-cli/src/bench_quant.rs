@@ -4,7 +4,6 @@
 use crate::out::{outln, CliError, CliResult};
 use tilus_bench::quant_bench::{bench_quant_named, DTYPES};
 use tilus_bench::run::BenchOptions;
-use tilus_bench::size::Size;
 use tilus_kernels::quant::Scheme;
 
 /// Runs the benchmark for every size and weight type; `Ok(false)` when a check failed.
@@ -14,11 +13,7 @@ pub(crate) fn quant(
     group: usize,
     opts: &BenchOptions,
 ) -> CliResult<bool> {
-    let shapes: Vec<(usize, usize, usize)> =
-        Size::parse_list(tilus_bench::workloads::matmul::DIMS, sizes)?
-            .iter()
-            .map(|s| s.dims().map(|[m, n, k]| (m, n, k)))
-            .collect::<Result<_, _>>()?;
+    let shapes = crate::bench_epilogue::matmul_shapes(sizes)?;
     let types: Vec<&str> = dtypes.split(',').map(str::trim).collect();
     if let Some(bad) = types.iter().find(|t| !DTYPES.contains(t)) {
         return Err(CliError::Usage(format!(

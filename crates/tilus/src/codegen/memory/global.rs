@@ -6,7 +6,7 @@
 
 use super::super::{c_type, Core, Emitter, Helper};
 use super::{declare, layout, read, storage, word, MemoryHelper, Storage};
-use crate::ir::{AtomicOp, DType, Expr, GlobalId, MemoryInst, RegId};
+use crate::ir::{AtomicOp, DType, Expr, GlobalId, MemoryInst, RegId, RegView};
 use crate::layout::RegisterLayout;
 
 /// The C text of a stride in 64-bit arithmetic (`1` for a unit stride, so that the address
@@ -56,6 +56,19 @@ impl Walk {
         let mut all = self.outer.clone();
         all.push(format!("(u32)({c}) < (u32)({n})"));
         all.join(" && ")
+    }
+
+    /// The check that the whole vector of `width` elements at local `l` is inside the view
+    /// and, with a mask (a bool tile laid out as the stored one), kept by it.
+    pub fn whole_and_kept(&self, e: &Emitter, width: i64, mask: Option<&RegView>) -> String {
+        let mut whole = self.inside(width - 1);
+        if let Some(m) = mask {
+            let all: Vec<String> = (0..width)
+                .map(|j| read(e, m.tensor, &format!("l + {j}")))
+                .collect();
+            whole = format!("{whole} && {}", all.join(" && "));
+        }
+        whole
     }
 
     /// The checks of the outer dimensions (`true` for a 1-D view).
@@ -223,22 +236,14 @@ pub(super) fn store_global(e: &mut Emitter, i: &MemoryInst) {
     let width = vector.expect("vector widths are chosen by lowering") as i64;
     let dtype = e.p.global(*dst).dtype;
     if dtype.is_subbyte() {
-        return super::packed::store_packed(e, i);
+        return super::packed::store_packed(e, (*dst, src, offsets, mask.as_ref()), width);
     }
     let rank = e.p.global(*dst).shape.len();
     let l = layout(e, src.tensor).permute(&src.perm(rank));
     let w = open_walk(e, *dst, &l, offsets, width);
     let place = w.place.clone();
-    // a mask's element `l + j` of this thread (its layout is the tile's)
-    let kept = |e: &Emitter, j: &str| mask.map(|m| read(e, m.tensor, &format!("l + {j}")));
     // the whole vector must be inside the view (and kept by the mask)
-    let mut whole = w.inside(width - 1);
-    if mask.is_some() {
-        let all: Vec<String> = (0..width)
-            .map(|j| kept(e, &j.to_string()).unwrap_or_default())
-            .collect();
-        whole = format!("{whole} && {}", all.join(" && "));
-    }
+    let whole = w.whole_and_kept(e, width, mask.as_ref());
     e.open(format!("if ({whole})"));
     let elem_bytes = dtype.nbytes() as i64;
     let bytes = width * elem_bytes;

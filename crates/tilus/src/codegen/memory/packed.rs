@@ -12,7 +12,7 @@ use super::super::Emitter;
 use super::global::{close_walk, constant, open_walk, set};
 use super::{declare, layout, read, MemoryHelper};
 use crate::codegen::Helper;
-use crate::ir::MemoryInst;
+use crate::ir::{Expr, GlobalId, MemoryInst, RegView};
 
 /// The C expression of element `j`'s code among the vector's words `{w}0, {w}1, ...`.
 fn code_of(j: i64, bits: i64, w: &str) -> String {
@@ -131,24 +131,19 @@ pub(super) fn load_packed(e: &mut Emitter, i: &MemoryInst) {
     close_walk(e);
 }
 
-pub(super) fn store_packed(e: &mut Emitter, i: &MemoryInst) {
-    let MemoryInst::StoreGlobal {
-        dst,
-        src,
-        offsets,
-        vector,
-        mask,
-    } = i
-    else {
-        return;
-    };
-    let width = vector.expect("vector widths are chosen by lowering") as i64;
-    let g = e.p.global(*dst);
+/// `store_global` of `src` into packed view `dst` at `offsets` in vectors of `width`
+/// elements, the elements `mask` keeps.
+pub(super) fn store_packed(
+    e: &mut Emitter,
+    (dst, src, offsets, mask): (GlobalId, &RegView, &[Expr], Option<&RegView>),
+    width: i64,
+) {
+    let g = e.p.global(dst);
     let (dtype, rank) = (g.dtype, g.shape.len());
     let bits = dtype.bits() as i64;
     let bytes = width * bits / 8;
     let l = layout(e, src.tensor).permute(&src.perm(rank));
-    let w = open_walk(e, *dst, &l, offsets, width);
+    let w = open_walk(e, dst, &l, offsets, width);
     let place = w.place.clone();
     let (ty, words) = vector_type(bytes);
     // each element's code, and which words (and bytes) its bits fall in
@@ -172,11 +167,7 @@ pub(super) fn store_packed(e: &mut Emitter, i: &MemoryInst) {
         parts.join(" | ")
     };
     let kept = |e: &Emitter, j: i64| mask.map(|m| read(e, m.tensor, &format!("l + {j}")));
-    let mut whole = w.inside(width - 1);
-    if mask.is_some() {
-        let all: Vec<String> = (0..width).map(|j| kept(e, j).unwrap_or_default()).collect();
-        whole = format!("{whole} && {}", all.join(" && "));
-    }
+    let whole = w.whole_and_kept(e, width, mask);
     // 1. the whole vector inside (and kept): one access
     e.open(format!("if ({whole})"));
     match ty {
