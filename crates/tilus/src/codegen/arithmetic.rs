@@ -331,6 +331,12 @@ fn expr_c(
         }
         TileExpr::Cast(t, a) => {
             let from = a.dtype(p);
+            // a tile of low-precision codes straight to a float (small integers without the
+            // slow conversion)
+            if let (TileExpr::Tile(v), true) = (a.as_ref(), t.is_float() && from.is_lowp()) {
+                let l = idx.next().cloned().unwrap_or_else(|| "0".into());
+                return lowp_float_value(e, v.tensor, &l, *t);
+            }
             let a = expr_c(e, a, idx, coords);
             cast_c(e, &a, from, *t)
         }
@@ -383,6 +389,20 @@ fn bitcast_c(e: &mut Emitter, a: &str, from: DType, to: DType) -> String {
         (DType::F32, _) => format!("__float_as_uint({a})"),
         (_, DType::F32) => format!("__uint_as_float((u32)({a}))"),
         (_, t) => format!("(({})({a}))", super::c_type(t)),
+    }
+}
+
+/// The value of a low-precision tile's local element `l` (a C expression) converted to float
+/// type `to`, in `to`'s compute type: small integers by the exponent trick, the others
+/// through their compute values.
+fn lowp_float_value(e: &mut Emitter, r: RegId, l: &str, to: DType) -> String {
+    let t = e.p.register(r).dtype;
+    match super::lowp::small_int_to_f32(t, &read(e, r, l)) {
+        Some(f) => cast_c(e, &f, DType::F32, to),
+        None => {
+            let v = value(e, r, l);
+            cast_c(e, &v, t, to)
+        }
     }
 }
 
@@ -756,6 +776,24 @@ fn emit_cast(e: &mut Emitter, src: &RegView, out: &RegId) {
                     "{on}[{w}] = {f}((u16)((u32){a} | ((u32){b} << 8)));"
                 ));
             }
+        }
+        // small integer pairs to f16 pairs by the exponent trick (exact)
+        (s @ (DType::Int(_) | DType::UInt(_)), DType::F16) if out_packed => {
+            e.use_helper(Helper::Lowp(super::lowp::LowpHelper::BiasedToF16));
+            for w in 0..n / 2 {
+                let (a, b) = (
+                    read(e, src.tensor, &(2 * w).to_string()),
+                    read(e, src.tensor, &(2 * w + 1).to_string()),
+                );
+                let pair = super::lowp::small_ints_to_f16x2(s, &a, &b);
+                e.line(format!("{on}[{w}] = {pair};"));
+            }
+        }
+        (s, o) if s.is_lowp() && o.is_float() => {
+            let vals: Vec<String> = (0..n)
+                .map(|l| lowp_float_value(e, src.tensor, &l.to_string(), o))
+                .collect();
+            store_values(e, *out, &vals);
         }
         (s, o) if o.is_lowp() => {
             for l in 0..n {

@@ -22,6 +22,9 @@ pub(crate) enum LowpHelper {
     /// `u32 tilus_f16x2_from_<t>x2(u16 codes)`: two FP8 codes (the first in the low byte) as
     /// two f16 (the first in the low half), by the hardware's exact conversion.
     PairToF16(DType),
+    /// `u32 tilus_f16x2_from_biased(u32 u0, u32 u1, u32 bias)`: two integers below 1024 (the
+    /// first in the low half) as two f16, each less the f16 pair `bias`, exact.
+    BiasedToF16,
 }
 
 /// The compute-type value (a C expression) of the code `code` of low-precision type `t`.
@@ -64,6 +67,47 @@ pub(super) fn encode(e: &mut Emitter, t: DType, v: &str, from: DType) -> String 
     }
 }
 
+/// The `float` value (a C expression) of the code `code` of a small integer type, by the
+/// exponent trick instead of the integer-to-float conversion (a quarter of the ALU's rate):
+/// the code's bits (offset to unsigned for signed types) become the low mantissa bits of
+/// 2^23, whose subtraction leaves the value exactly; one logic operation and one subtraction.
+/// `None` for any other type.
+pub(super) fn small_int_to_f32(t: DType, code: &str) -> Option<String> {
+    let (b, offset) = match t {
+        DType::Int(b) => (b, 1u32 << (b - 1)),
+        DType::UInt(b) => (b, 0),
+        _ => return None,
+    };
+    // (code & mask) ^ (2^23's bits | the sign bit): the unsigned code plus the offset
+    let bits = format!(
+        "((((u32)({code})) & {}u) ^ {:#x}u)",
+        mask(b),
+        0x4B00_0000u32 | offset
+    );
+    Some(format!(
+        "__fsub_rn(__uint_as_float({bits}), {}.0f)",
+        (1u32 << 23) + offset
+    ))
+}
+
+/// Two codes `a`, `b` of a small integer type as an f16 pair (a `u32` C expression), by the
+/// exponent trick of [`small_int_to_f32`] in 16 bits: `1024 + u` is the f16 whose low mantissa
+/// bits are `u`, less `1024 + offset` in one packed subtraction.
+pub(super) fn small_ints_to_f16x2(t: DType, a: &str, b: &str) -> String {
+    let (b_, offset) = match t {
+        DType::Int(b) => (b, 1u32 << (b - 1)),
+        DType::UInt(b) => (b, 0),
+        _ => unreachable!("small_ints_to_f16x2 of {t}"),
+    };
+    let unsigned = |c: &str| format!("(((u32)({c}) & {}u) ^ {offset}u)", mask(b_));
+    format!(
+        "tilus_f16x2_from_biased({}, {}, {:#x}u)",
+        unsigned(a),
+        unsigned(b),
+        (0x6400 + offset) * 0x1_0001
+    )
+}
+
 fn mask(b: u8) -> u32 {
     ((1u64 << b) - 1) as u32
 }
@@ -73,6 +117,12 @@ pub(crate) fn helper_text(h: LowpHelper) -> String {
     match h {
         LowpHelper::Decode(t) => decode_text(t),
         LowpHelper::Encode(t) => encode_text(t),
+        LowpHelper::BiasedToF16 => "// Two integers below 1024 (the first in the low half) as two f16, less the f16 pair\n\
+             // `bias`: 1024 + u is the f16 whose low mantissa bits are u; exact.\n\
+             static __device__ __forceinline__ u32 tilus_f16x2_from_biased(u32 u0, u32 u1, u32 bias) {\n  \
+             u32 r, x = u0 | (u1 << 16) | 0x64006400u;\n  \
+             asm(\"sub.rn.f16x2 %0, %1, %2;\" : \"=r\"(r) : \"r\"(x), \"r\"(bias));\n  return r;\n}\n"
+            .to_string(),
         LowpHelper::PairToF16(t) => {
             let (name, ptx) = (
                 t.name(),

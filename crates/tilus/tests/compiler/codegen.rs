@@ -1255,10 +1255,24 @@ fn low_precision_conversions_compile() {
         "no vector load of codes\n{}",
         c.source
     );
+    // small integers to floats by the exponent trick, not the slow integer conversion
     let c = build(&DecodeCodes::<I8>::new(2), &[]);
     assert!(
-        c.source.contains("<< 24)) >> 24)"),
-        "i8 codes sign-extend\n{}",
+        c.source.contains("& 255u) ^ 0x4b000080u)") && c.source.contains("8388736.0f"),
+        "i8 codes by 2^23's exponent\n{}",
+        c.source
+    );
+    assert!(!c.source.contains(">> 24)"), "{}", c.source);
+    // and to f16 pairs in one packed subtraction
+    assert!(
+        c.source.contains("tilus_f16x2_from_biased(") && c.source.contains("0x64806480u)"),
+        "{}",
+        c.source
+    );
+    let c = build(&DecodeCodes::<U4>::new(2), &[]);
+    assert!(
+        c.source.contains("& 15u) ^ 0x4b000000u)") && c.source.contains("8388608.0f"),
+        "u4 codes by 2^23's exponent\n{}",
         c.source
     );
     let c = build(&EncodeValues::<F8E5M2>::new(1000, 4), &[]);
