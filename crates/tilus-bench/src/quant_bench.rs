@@ -16,12 +16,18 @@ use std::io::Write;
 use tilus::lowp::*;
 use tilus::prelude::Element;
 use tilus::runtime::Device;
-use tilus_kernels::quant::{quantize, uses_tensor_cores, QuantMatmulOp, Scheme};
+use tilus_kernels::quant::{
+    plan, quantize, uses_tensor_cores, Plan, QuantMatmul, QuantMatmulOp, Scheme,
+};
 
 /// The weight types `tilus bench quant --dtypes` takes.
 pub const DTYPES: &[&str] = &[
     "i8", "i4", "i3", "i2", "u4", "f8e4m3", "f8e5m2", "f6e3m2", "f4e2m1",
 ];
+
+/// Tiles of the few-rows kernel timed beside the one the host API picks (`tilus bench quant
+/// --few-rows`): rows of W per block, tiles of K per step, warps.
+pub type FewRowsTiles = (i32, i32, u32);
 
 /// What one shape and type measured.
 pub struct QuantReport {
@@ -44,18 +50,19 @@ pub fn bench_quant_named(
     dtype: &str,
     shape: (usize, usize, usize),
     scheme: Scheme,
+    variants: &[FewRowsTiles],
     opts: &BenchOptions,
 ) -> Result<QuantReport> {
     match dtype {
-        "i8" => bench_quant::<I8>(out, device, shape, scheme, opts),
-        "i4" => bench_quant::<I4>(out, device, shape, scheme, opts),
-        "i3" => bench_quant::<Int<3>>(out, device, shape, scheme, opts),
-        "i2" => bench_quant::<I2>(out, device, shape, scheme, opts),
-        "u4" => bench_quant::<U4>(out, device, shape, scheme, opts),
-        "f8e4m3" => bench_quant::<F8E4M3>(out, device, shape, scheme, opts),
-        "f8e5m2" => bench_quant::<F8E5M2>(out, device, shape, scheme, opts),
-        "f6e3m2" => bench_quant::<F6E3M2>(out, device, shape, scheme, opts),
-        "f4e2m1" => bench_quant::<F4E2M1>(out, device, shape, scheme, opts),
+        "i8" => bench_quant::<I8>(out, device, shape, scheme, variants, opts),
+        "i4" => bench_quant::<I4>(out, device, shape, scheme, variants, opts),
+        "i3" => bench_quant::<Int<3>>(out, device, shape, scheme, variants, opts),
+        "i2" => bench_quant::<I2>(out, device, shape, scheme, variants, opts),
+        "u4" => bench_quant::<U4>(out, device, shape, scheme, variants, opts),
+        "f8e4m3" => bench_quant::<F8E4M3>(out, device, shape, scheme, variants, opts),
+        "f8e5m2" => bench_quant::<F8E5M2>(out, device, shape, scheme, variants, opts),
+        "f6e3m2" => bench_quant::<F6E3M2>(out, device, shape, scheme, variants, opts),
+        "f4e2m1" => bench_quant::<F4E2M1>(out, device, shape, scheme, variants, opts),
         other => Err(crate::Error::Usage(format!(
             "no weight type `{other}` (one of {})",
             DTYPES.join(", ")
@@ -69,6 +76,7 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
     device: &Device,
     (m, n, k): (usize, usize, usize),
     scheme: Scheme,
+    variants: &[FewRowsTiles],
     opts: &BenchOptions,
 ) -> Result<QuantReport> {
     let what = format!("a {m}x{n}x{k} quantized matmul");
@@ -139,18 +147,65 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
         out,
         "quant_matmul {t} {scheme:?} {m}x{n}x{k}: the {kernel} kernel"
     )?;
+    // the few-rows kernel with other tiles, each checked as the picked one
+    let mut others = Vec::new();
+    if let (Plan::FewRows { block_m }, false) = (plan((m, n, k)), variants.is_empty()) {
+        let group = scheme.group.map_or(0, |g| g as i32);
+        let dims = (m as i32, n as i32, k as i32);
+        for &(bn, steps, warps) in variants {
+            let config = QuantMatmul::<T>::new(group)
+                .with_block_m(block_m)
+                .with_tiles(bn, steps, warps);
+            let jit = tilus::Jit::new(config, device);
+            let mut cv = poisoned::<f16>(&stream, &what, mn)?;
+            let zeros = weights.2.as_ref().unwrap_or(&weights.1);
+            let args = |cv| {
+                (
+                    dims.0, dims.1, dims.2, &p.a, &weights.0, &weights.1, zeros, cv,
+                )
+            };
+            jit.launch(&stream, args(&mut cv))
+                .map_err(tilus_kernels::Error::from)?;
+            let got = download(&stream, &what, &cv)?;
+            let vcheck = harness::compare(&got, &download(&stream, &what, &p.c_ref)?);
+            let name = format!("quant_matmul {t} few rows n{bn} s{steps} w{warps}");
+            others.push((name, vcheck, jit, cv));
+        }
+    }
     let mut t_cublas = || Ok(blas.matmul(&stream, &p, true)?);
     let mut t_quant = || run(&mut c);
-    let mut timed: Vec<&mut dyn FnMut() -> Result<()>> = vec![&mut t_cublas, &mut t_quant];
+    let mut timed: Vec<Box<dyn FnMut() -> Result<()> + '_>> =
+        vec![Box::new(&mut t_cublas), Box::new(&mut t_quant)];
+    let dims = (m as i32, n as i32, k as i32);
+    let zeros = weights.2.as_ref().unwrap_or(&weights.1);
+    for (_, _, jit, cv) in others.iter_mut() {
+        let (a, w, sc) = (&p.a, &weights.0, &weights.1);
+        let stream = &stream;
+        timed.push(Box::new(move || {
+            jit.launch(stream, (dims.0, dims.1, dims.2, a, w, sc, zeros, &mut *cv))
+                .map_err(tilus_kernels::Error::from)?;
+            Ok(())
+        }));
+    }
+    let mut refs: Vec<&mut dyn FnMut() -> Result<()>> = timed
+        .iter_mut()
+        .map(|f| f.as_mut() as &mut dyn FnMut() -> Result<()>)
+        .collect();
     let ms =
-        harness::time_interleaved(&stream, &mut timed, (opts.warmup, opts.rounds), opts.timing)?;
+        harness::time_interleaved(&stream, &mut refs, (opts.warmup, opts.rounds), opts.timing)?;
+    drop(refs);
+    drop(timed);
     let flops = 2.0 * m as f64 * n as f64 * k as f64;
     let bytes = (q.packed.len() + 2 * (q.scales.len() + q.zeros.len())) as f64;
-    let names = [
+    let mut names = vec![
         "cublas f16, dequantized weights".to_string(),
         format!("quant_matmul {t}"),
     ];
-    let passed = [None, Some(check.passed())];
+    let mut passed = vec![None, Some(check.passed())];
+    for (name, vcheck, _, _) in &others {
+        names.push(name.clone());
+        passed.push(Some(vcheck.passed()));
+    }
     let rows = names
         .iter()
         .zip(&ms)

@@ -2,7 +2,7 @@
 //! (see `tilus_bench::quant_bench`).
 
 use crate::out::{outln, CliError, CliResult};
-use tilus_bench::quant_bench::{bench_quant_named, DTYPES};
+use tilus_bench::quant_bench::{bench_quant_named, FewRowsTiles, DTYPES};
 use tilus_bench::run::BenchOptions;
 use tilus_kernels::quant::Scheme;
 
@@ -10,9 +10,10 @@ use tilus_kernels::quant::Scheme;
 pub(crate) fn quant(
     sizes: &str,
     dtypes: &str,
-    group: usize,
+    (group, few_rows): (usize, &str),
     opts: &BenchOptions,
 ) -> CliResult<bool> {
+    let variants = few_rows_tiles(few_rows)?;
     let shapes = crate::bench_epilogue::matmul_shapes(sizes)?;
     let types: Vec<&str> = dtypes.split(',').map(str::trim).collect();
     if let Some(bad) = types.iter().find(|t| !DTYPES.contains(t)) {
@@ -38,7 +39,7 @@ pub(crate) fn quant(
     let mut stdout = std::io::stdout();
     for &shape in &shapes {
         for t in &types {
-            let r = bench_quant_named(&mut stdout, &device, t, shape, scheme, opts)?;
+            let r = bench_quant_named(&mut stdout, &device, t, shape, scheme, &variants, opts)?;
             let c = &r.check;
             outln!(
                 "check   quant_matmul {t}: {} (non-finite {}, mismatches {} of {}, max |diff| {:.3e}, relative error {:.3e})",
@@ -56,8 +57,53 @@ pub(crate) fn quant(
                 r.kernel,
                 r.rows[1].ratio
             );
-            ok &= c.passed();
+            ok &= c.passed() && r.rows.iter().all(|row| row.passed != Some(false));
         }
     }
     Ok(ok)
+}
+
+/// The `--few-rows` list: `NxSxW` triples, comma-separated (empty: none).
+fn few_rows_tiles(list: &str) -> CliResult<Vec<FewRowsTiles>> {
+    let bad = |item: &str| {
+        CliError::Usage(format!(
+            "--few-rows: `{item}` is not NxSxW (rows of W per block, tiles of K per step, warps; positive)"
+        ))
+    };
+    list.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(|item| {
+            let parts: Vec<&str> = item.split('x').collect();
+            match parts[..] {
+                [n, s, w] => match (n.parse::<i32>(), s.parse::<i32>(), w.parse::<u32>()) {
+                    (Ok(n), Ok(s), Ok(w)) if n > 0 && s > 0 && w > 0 => Ok((n, s, w)),
+                    _ => Err(bad(item)),
+                },
+                _ => Err(bad(item)),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::few_rows_tiles;
+
+    #[test]
+    fn few_rows_tiles_parse_triples_and_refuse_the_rest() {
+        assert_eq!(few_rows_tiles("").unwrap(), vec![]);
+        assert_eq!(
+            few_rows_tiles("16x2x4, 32x4x8").unwrap(),
+            vec![(16, 2, 4), (32, 4, 8)]
+        );
+        for bad in ["16x2", "16x0x4", "ax2x4", "16x2x4x1"] {
+            match few_rows_tiles(bad) {
+                Err(crate::out::CliError::Usage(e)) => {
+                    assert!(e.contains(bad) && e.contains("NxSxW"), "{e}")
+                }
+                other => panic!("{bad}: {:?}", other.map_err(|_| ())),
+            }
+        }
+    }
 }

@@ -315,6 +315,10 @@ enum BenchCommand {
         /// Elements of K that share a scale (0: one per row).
         #[arg(long, default_value_t = 128)]
         group: usize,
+        /// Tiles of the few-rows kernel to time beside the picked one where M is few rows,
+        /// comma-separated NxSxW: rows of W per block, tiles of K per step, warps.
+        #[arg(long, default_value = "")]
+        few_rows: String,
         /// Warm-up rounds.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
@@ -476,13 +480,14 @@ fn run(cli: Cli) -> CliResult<bool> {
                 sizes,
                 dtypes,
                 group,
+                few_rows,
                 warmup,
                 rounds,
                 timing,
             } => bench_quant::quant(
                 &sizes,
                 &dtypes,
-                group,
+                (group, &few_rows),
                 &BenchOptions {
                     warmup,
                     rounds,

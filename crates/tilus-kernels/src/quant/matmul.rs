@@ -5,7 +5,9 @@
 //! packed codes, dequantizes them in registers (`(q - z) · s` in f32, rounded to f16 as the
 //! tensor-core path and cuBLAS on the dequantized weights see them) and multiplies them with
 //! the `block_m` rows of A it shares them with, accumulating each row's products
-//! elementwise (`mul_add`) over the K steps and summing them along K once at the end.
+//! elementwise (`mul_add`) over the K steps and summing them along K once at the end. Each
+//! step loads `steps` tiles of W along K before it converts the first: the time is the
+//! bytes in flight.
 //!
 //! The rows of A past M, the rows of W past N and the columns past K read zeros (the views
 //! end there), so every shape is taken; the groups' scales are loaded once per K step, which
@@ -26,6 +28,9 @@ pub struct QuantMatmul<T> {
     pub block_k: i32,
     /// Rows of A per block (each block reads its rows of W once for all of them).
     pub block_m: i32,
+    /// Tiles of `block_k` per step: each step loads all of them before it converts the
+    /// first, so that more bytes are in flight per thread (the steps past K read zeros).
+    pub steps: i32,
     /// Warps per block.
     pub warps: u32,
     /// Elements of a row of W that share a scale (0: the whole row).
@@ -34,13 +39,14 @@ pub struct QuantMatmul<T> {
 }
 
 impl<T> QuantMatmul<T> {
-    /// The kernel for `group` (0: per channel) with its default tiles: 16 rows of W, 256 of
-    /// K per step (or the group, if smaller), 4 rows of A, 4 warps.
+    /// The kernel for `group` (0: per channel) with its default tiles: 16 rows of W, tiles of
+    /// 256 of K (or the group, if smaller), 256 of K per step, 4 rows of A, 4 warps.
     pub fn new(group: i32) -> QuantMatmul<T> {
         let block_k = if group > 0 { group.min(256) } else { 256 };
         QuantMatmul {
             block_n: 16,
             block_k,
+            steps: 256 / block_k,
             block_m: 4,
             warps: 4,
             group,
@@ -51,6 +57,13 @@ impl<T> QuantMatmul<T> {
     /// The same kernel with `block_m` rows of A per block.
     pub fn with_block_m(mut self, block_m: i32) -> QuantMatmul<T> {
         self.block_m = block_m;
+        self
+    }
+
+    /// The same kernel with `block_n` rows of W per block, `steps` tiles of K per step and
+    /// `warps` warps.
+    pub fn with_tiles(mut self, block_n: i32, steps: i32, warps: u32) -> QuantMatmul<T> {
+        (self.block_n, self.steps, self.warps) = (block_n, steps, warps);
         self
     }
 }
@@ -70,7 +83,7 @@ where
     }
 
     fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
-        let (bn, bk, bm) = (self.block_n, self.block_k, self.block_m);
+        let (bn, bk, bm, steps) = (self.block_n, self.block_k, self.block_m, self.steps);
         let (m, n, kk) = (args.0, args.1, args.2);
         k.blocks([cdiv(n, bn), cdiv(m, bm)]);
         k.warps(self.warps);
@@ -82,12 +95,22 @@ where
         let accs: Vec<RegisterTensor<f32>> = (0..bm)
             .map(|_| k.register_tensor::<f32>([bn, bk], 0.0))
             .collect();
-        k.for_range(0, kk, bk, |k, k0| {
-            let deq = v.dequantized(k, (n0, k0), [bn, bk]);
-            let deq = k.compute(deq.cast::<f32>());
-            for (i, acc) in accs.iter().enumerate() {
-                let row = k.load_global(&v.a, (m0 + i as i32, k0), [1, bk]);
-                k.assign_tile(acc, row.cast::<f32>().mul_add(deq, acc));
+        k.for_range(0, kk, bk * steps, |k, k0| {
+            // every load of W's step first, then the arithmetic (the rows of A, read by every
+            // block, come from the caches)
+            let tiles: Vec<_> = (0..steps)
+                .map(|j| {
+                    let kj = k.let_i32(k0 + j * bk);
+                    (kj, v.load(k, (n0, kj), [bn, bk]))
+                })
+                .collect();
+            for (kj, tile) in &tiles {
+                let deq = tile.dequantized(k);
+                let deq = k.compute(deq.cast::<f32>());
+                for (i, acc) in accs.iter().enumerate() {
+                    let row = k.load_global(&v.a, (m0 + i as i32, *kj), [1, bk]);
+                    k.assign_tile(acc, row.cast::<f32>().mul_add(deq, acc));
+                }
             }
         });
         for (i, acc) in accs.iter().enumerate() {

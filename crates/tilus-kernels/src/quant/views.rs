@@ -61,24 +61,48 @@ impl<T: Element + LowpElement> QuantViews<T> {
     pub fn dequantized(
         &self,
         k: &mut Kernel,
-        (n0, k0): (Val, Val),
-        [rows, cols]: [i32; 2],
+        at: (Val, Val),
+        shape: [i32; 2],
     ) -> RegisterTensor<f16> {
+        let raw = self.load(k, at, shape);
+        raw.dequantized(k)
+    }
+
+    /// The codes of the `[rows, cols]` tile of W at `(n0, k0)` and their scales (and zero
+    /// points), loaded but not yet converted: a kernel issues several such loads before it
+    /// uses the first, to keep more bytes in flight. The tile lies in one group along K.
+    pub fn load(&self, k: &mut Kernel, (n0, k0): (Val, Val), [rows, cols]: [i32; 2]) -> RawTile<T> {
         let g = if self.group > 0 {
             k.let_i32(k0 / self.group)
         } else {
             k.let_i32(0)
         };
-        let codes = k.load_global(&self.w, (n0, k0), [rows, cols]);
-        let scale = k.load_global(&self.scales, (n0, g), [rows, 1]);
-        match &self.zeros {
-            Some(gz) => {
-                let zero = k.load_global(gz, (n0, g), [rows, 1]);
-                k.compute(
-                    ((codes.cast::<f32>() - zero.cast::<f32>()) * scale.cast::<f32>())
-                        .cast::<f16>(),
-                )
-            }
+        RawTile {
+            codes: k.load_global(&self.w, (n0, k0), [rows, cols]),
+            scale: k.load_global(&self.scales, (n0, g), [rows, 1]),
+            zero: self
+                .zeros
+                .as_ref()
+                .map(|gz| k.load_global(gz, (n0, g), [rows, 1])),
+        }
+    }
+}
+
+/// A tile of W as loaded by [`QuantViews::load`].
+pub(crate) struct RawTile<T> {
+    codes: RegisterTensor<T>,
+    scale: RegisterTensor<f16>,
+    zero: Option<RegisterTensor<f16>>,
+}
+
+impl<T: Element + LowpElement> RawTile<T> {
+    /// The tile dequantized: `(q - z) · s` rounded to f16.
+    pub fn dequantized(&self, k: &mut Kernel) -> RegisterTensor<f16> {
+        let (codes, scale) = (&self.codes, &self.scale);
+        match &self.zero {
+            Some(zero) => k.compute(
+                ((codes.cast::<f32>() - zero.cast::<f32>()) * scale.cast::<f32>()).cast::<f16>(),
+            ),
             None => k.compute((codes.cast::<f32>() * scale.cast::<f32>()).cast::<f16>()),
         }
     }
