@@ -16,9 +16,7 @@ use std::io::Write;
 use tilus::lowp::*;
 use tilus::prelude::Element;
 use tilus::runtime::Device;
-use tilus_kernels::quant::{
-    plan, quantize, uses_tensor_cores, Plan, QuantMatmul, QuantMatmulOp, Scheme,
-};
+use tilus_kernels::quant::{kernel_name, plan, quantize, Plan, QuantMatmul, QuantMatmulOp, Scheme};
 
 /// The weight types `tilus bench quant --dtypes` takes.
 pub const DTYPES: &[&str] = &[
@@ -38,7 +36,7 @@ pub struct QuantReport {
     /// Bytes of packed weights (with their scales and zero points) read per second by the
     /// quantized matmul, in GB/s.
     pub weight_gbps: f64,
-    /// Which kernel ran: `tensor cores` or `few rows`.
+    /// Which kernel ran: `few rows`, `tensor cores` or `ring`.
     pub kernel: &'static str,
 }
 
@@ -138,18 +136,14 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
         &download(&stream, &what, &c)?,
         &download(&stream, &what, &p.c_ref)?,
     );
-    let kernel = if uses_tensor_cores((m, n, k)) {
-        "tensor cores"
-    } else {
-        "few rows"
-    };
+    let kernel = kernel_name((m, n, k), scheme);
     writeln!(
         out,
         "quant_matmul {t} {scheme:?} {m}x{n}x{k}: the {kernel} kernel"
     )?;
     // the few-rows kernel with other tiles, each checked as the picked one
     let mut others = Vec::new();
-    if let (Plan::FewRows { block_m }, false) = (plan((m, n, k)), variants.is_empty()) {
+    if let (Plan::FewRows { block_m }, false) = (plan((m, n, k), scheme), variants.is_empty()) {
         let group = scheme.group.map_or(0, |g| g as i32);
         let dims = (m as i32, n as i32, k as i32);
         for &(bn, steps, warps) in variants {

@@ -98,7 +98,15 @@ pub struct Cooperative<T: Element = f16> {
     pub pipe: Pipeline,
     pub(crate) stage_bytes: i32,
     pub(crate) shape: CooperativeShape,
+    /// B's loader when the producer's threads fill B some other way than by loading its view
+    /// ([`StageLoader`]: the quantized matmul's dequantizing load); None: [`load_into`].
+    pub(crate) b_loader: Option<StageLoader<T>>,
 }
+
+/// A loader of one stage of B by the producer's warp group: `(kernel, tile, (row, k_at))`
+/// fills `tile` (`[block_n, block_k]`, K-major) with the operand's box whose first element
+/// is `(row, k_at)`, zeros outside it, as [`load_into`] does from a view.
+pub type StageLoader<T> = std::rc::Rc<dyn Fn(&mut Kernel, &SharedTensor<T>, (Val, Val))>;
 
 impl<T: Element> Cooperative<T> {
     /// Declares the views of A `[m, k]` and B `[n, k]`, the staged tiles and the pipeline
@@ -153,6 +161,7 @@ impl<T: Element> Cooperative<T> {
             pipe,
             stage_bytes,
             shape,
+            b_loader: None,
         }
     }
 
@@ -262,7 +271,9 @@ impl<T: Element> Cooperative<T> {
             }
         }
         let b_tile = self.sb.at(stage);
-        if ops.b_loaded {
+        if let (true, Some(loader)) = (ops.b_loaded, &self.b_loader) {
+            loader(k, &b_tile, (offset_n, offset_k));
+        } else if ops.b_loaded {
             let shape =
                 RingOperands::<T>::stage_shape(ops.b_mn, self.shape.block_n, self.shape.block_k);
             load_into(

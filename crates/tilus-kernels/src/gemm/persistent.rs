@@ -229,6 +229,9 @@ pub(crate) enum Operands<T: Element> {
     Views {
         ops: RingOperands<T>,
         batch: Option<Val>,
+        /// B's loader, where the producer's threads fill B other than from its view (then
+        /// `ops.b_loaded`, and B's view is not read).
+        b_loader: Option<crate::gemm::cooperative::StageLoader<T>>,
     },
 }
 
@@ -376,8 +379,10 @@ impl MatmulPersistent {
             Operands::Pointers(a_ptr, b_ptr) => {
                 Ring::One(Cooperative::new(k, shape, dims, (a_ptr, b_ptr)))
             }
-            Operands::Views { ops, .. } => {
-                Ring::One(Cooperative::with_operands(k, shape, ops, shape.releases()))
+            Operands::Views { ops, b_loader, .. } => {
+                let mut ring = Cooperative::with_operands(k, shape, ops, shape.releases());
+                ring.b_loader = b_loader;
+                Ring::One(ring)
             }
         };
         let rank = match &ring {

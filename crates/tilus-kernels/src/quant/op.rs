@@ -1,7 +1,7 @@
 //! The host API of [`QuantMatmul`]: shapes and buffers checked before anything is launched.
 
 use super::views::QuantArgs;
-use super::{QuantMatmul, QuantMatmulTc, Quantized, Scheme};
+use super::{QuantMatmul, QuantMatmulRing, QuantMatmulTc, Quantized, Scheme};
 use crate::host::{dim, elements, length};
 use half::f16;
 use std::sync::Arc;
@@ -56,6 +56,8 @@ pub struct QuantMatmulOp<T: Element + LowpElement + std::hash::Hash + std::fmt::
     few: [tilus::Jit<QuantMatmul<T>>; 3],
     /// The tensor-core kernel for 16, 32, 64 and 128 rows of A per block.
     tc: [tilus::Jit<QuantMatmulTc<T>>; 4],
+    /// The ring kernel (W dequantized by the producer of the persistent GEMM's ring).
+    ring: tilus::Jit<QuantMatmulRing<T>>,
     scheme: Scheme,
     /// Passed for the zero points of types without them (never read).
     no_zeros: CudaSlice<f16>,
@@ -72,6 +74,7 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         Ok(QuantMatmulOp {
             few: [few(1), few(2), few(4)],
             tc: [tc(16), tc(32), tc(64), tc(128)],
+            ring: tilus::Jit::new(QuantMatmulRing::new(group), device),
             scheme,
             no_zeros,
         })
@@ -98,7 +101,7 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         let (m, n, k) = checked::<T>(shape, self.scheme, &lens)?;
         let z = zeros.unwrap_or(&self.no_zeros);
         let args = (m, n, k, a, w, scales, z, c);
-        match plan(shape) {
+        match plan(shape, self.scheme) {
             Plan::FewRows { block_m } => {
                 let i = block_m.trailing_zeros() as usize;
                 Ok(self.few[i].launch(stream, args)?)
@@ -107,6 +110,7 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
                 let i = (block_m / 16).trailing_zeros() as usize;
                 Ok(self.tc[i].launch(stream, args)?)
             }
+            Plan::Ring => Ok(self.ring.launch(stream, args)?),
         }
     }
 
@@ -138,6 +142,31 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         }
         interpret_script::<T, _>(config, config.group, (m, a), w, c)
     }
+
+    /// The computation by the ring kernel `config` on the CPU interpreter.
+    pub fn interpret_ring(
+        config: &QuantMatmulRing<T>,
+        (m, a): (usize, &[f16]),
+        w: &Quantized,
+        c: &mut [f16],
+    ) -> crate::Result<()> {
+        ring_fits(w.shape.1, config.group)?;
+        interpret_script::<T, _>(config, config.group, (m, a), w, c)
+    }
+}
+
+/// Whether the ring kernel takes weights of `k` columns in groups of `group`: rows of A of
+/// whole 16-byte units (TMA), and K steps of 64 within one group.
+fn ring_fits(k: usize, group: i32) -> crate::Result<()> {
+    if !k.is_multiple_of(8) || (group != 0 && group < 64) {
+        return Err(crate::Error::Shape {
+            kernel: NAME,
+            message: format!(
+                "k = {k}, groups of {group}: the ring kernel reads rows of A by TMA (k a multiple of 8) and K steps of 64 in one group (groups of 64 or more, or per channel)"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Rows of A from which the tensor-core kernel runs: below, the few-rows kernel takes all of
@@ -159,11 +188,22 @@ pub enum Plan {
         /// Rows of A per block.
         block_m: i32,
     },
+    /// [`QuantMatmulRing`]: more rows of A than one tile of the tensor-core kernel holds,
+    /// groups of 64 or more (or per channel).
+    Ring,
 }
 
-/// The kernel for `(m, n, k)`.
-pub fn plan((m, _, k): (usize, usize, usize)) -> Plan {
-    if m >= TENSOR_CORE_MIN_M && k.is_multiple_of(8) {
+/// Rows of A from which [`QuantMatmulOp::run`] takes the ring kernel (where the scheme
+/// allows): past one tile of [`QuantMatmulTc`], which reads each row of W once per 128 rows
+/// of A and dequantizes it each time on the warps that multiply.
+pub const RING_MIN_M: usize = 129;
+
+/// The kernel for `(m, n, k)` with weights quantized by `scheme`.
+pub fn plan((m, _, k): (usize, usize, usize), scheme: Scheme) -> Plan {
+    let group = scheme.group.map_or(0, |g| g as i32);
+    if m >= RING_MIN_M && ring_fits(k, group).is_ok() {
+        Plan::Ring
+    } else if m >= TENSOR_CORE_MIN_M && k.is_multiple_of(8) {
         Plan::TensorCores {
             block_m: m.next_power_of_two().clamp(16, 128) as i32,
         }
@@ -174,9 +214,13 @@ pub fn plan((m, _, k): (usize, usize, usize)) -> Plan {
     }
 }
 
-/// Whether [`QuantMatmulOp::run`] takes the tensor-core kernel for `(m, n, k)`.
-pub fn uses_tensor_cores(shape: (usize, usize, usize)) -> bool {
-    matches!(plan(shape), Plan::TensorCores { .. })
+/// The kernel [`QuantMatmulOp::run`] takes for `(m, n, k)` and `scheme`, in words.
+pub fn kernel_name(shape: (usize, usize, usize), scheme: Scheme) -> &'static str {
+    match plan(shape, scheme) {
+        Plan::FewRows { .. } => "few rows",
+        Plan::TensorCores { .. } => "tensor cores",
+        Plan::Ring => "ring",
+    }
 }
 
 /// Runs `script` (for groups of `group`) on the interpreter once the weights and buffers fit.
@@ -307,23 +351,29 @@ mod tests {
     use super::*;
 
     /// Every row of A in one block up to 4 rows; the tensor cores from 5, the fewest rows per
-    /// block that hold M (up to 128); a K whose rows of A TMA cannot read stays on the
-    /// few-rows kernel.
+    /// block that hold M (up to 128); the ring past 128 rows where the groups allow; a K whose
+    /// rows of A TMA cannot read stays on the few-rows kernel.
     #[test]
-    fn plans_take_every_row_of_a_in_one_block_up_to_128() {
+    fn plans_take_every_row_of_a_in_one_block_up_to_128_then_the_ring() {
         let few = |b| Plan::FewRows { block_m: b };
         let tc = |b| Plan::TensorCores { block_m: b };
-        assert_eq!(plan((1, 4096, 4096)), few(1));
-        assert_eq!(plan((2, 4096, 4096)), few(2));
-        assert_eq!(plan((3, 4096, 4096)), few(4));
-        assert_eq!(plan((4, 4096, 4096)), few(4));
-        assert_eq!(plan((5, 4096, 4096)), tc(16));
-        assert_eq!(plan((16, 4096, 4096)), tc(16));
-        assert_eq!(plan((17, 4096, 4096)), tc(32));
-        assert_eq!(plan((64, 4096, 4096)), tc(64));
-        assert_eq!(plan((100, 4096, 4096)), tc(128));
-        assert_eq!(plan((4096, 4096, 4096)), tc(128));
-        assert_eq!(plan((300, 4096, 4092)), few(4));
-        assert!(uses_tensor_cores((16, 1, 8)) && !uses_tensor_cores((4, 1, 8)));
+        let g = Scheme::grouped(128);
+        assert_eq!(plan((1, 4096, 4096), g), few(1));
+        assert_eq!(plan((2, 4096, 4096), g), few(2));
+        assert_eq!(plan((3, 4096, 4096), g), few(4));
+        assert_eq!(plan((4, 4096, 4096), g), few(4));
+        assert_eq!(plan((5, 4096, 4096), g), tc(16));
+        assert_eq!(plan((16, 4096, 4096), g), tc(16));
+        assert_eq!(plan((17, 4096, 4096), g), tc(32));
+        assert_eq!(plan((64, 4096, 4096), g), tc(64));
+        assert_eq!(plan((100, 4096, 4096), g), tc(128));
+        assert_eq!(plan((128, 4096, 4096), g), tc(128));
+        assert_eq!(plan((129, 4096, 4096), g), Plan::Ring);
+        assert_eq!(plan((4096, 4096, 4096), Scheme::per_channel()), Plan::Ring);
+        assert_eq!(plan((4096, 4096, 4096), Scheme::grouped(32)), tc(128));
+        assert_eq!(plan((300, 4096, 4092), g), few(4));
+        assert_eq!(kernel_name((16, 1, 8), g), "tensor cores");
+        assert_eq!(kernel_name((4, 1, 8), g), "few rows");
+        assert_eq!(kernel_name((200, 1, 128), g), "ring");
     }
 }

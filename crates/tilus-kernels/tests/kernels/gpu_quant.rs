@@ -28,11 +28,7 @@ fn check<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
     op.run(stream, (m, n, k), &da, (&dw, &ds, dz.as_ref()), &mut dc)
         .unwrap();
     let c = stream.clone_dtoh(&dc).unwrap();
-    let kernel = if tilus_kernels::quant::uses_tensor_cores((m, n, k)) {
-        "tensor cores"
-    } else {
-        "few rows"
-    };
+    let kernel = tilus_kernels::quant::kernel_name((m, n, k), scheme);
     let what = format!(
         "{kernel} {} {scheme:?} ({m}, {n}, {k})",
         <T as LowpElement>::DTYPE
@@ -69,9 +65,33 @@ fn gpu_quant_matmul_on_tensor_cores_matches_the_product_of_the_f16_weights() {
     let device = Device::open(0).expect("a Hopper GPU");
     let mut rng = Rng::new(seed());
     let g128 = Scheme::grouped(128);
-    assert!(tilus_kernels::quant::uses_tensor_cores((200, 512, 2048)));
-    check::<I4>(&device, (200, 512, 2048), g128, &mut rng);
+    assert_eq!(
+        tilus_kernels::quant::kernel_name((100, 512, 2048), g128),
+        "tensor cores"
+    );
+    check::<I4>(&device, (100, 512, 2048), g128, &mut rng);
     check::<U4>(&device, (64, 256, 1024), g128, &mut rng);
-    check::<F8E4M3>(&device, (129, 192, 1024), Scheme::per_channel(), &mut rng);
+    check::<F8E4M3>(&device, (29, 192, 1024), Scheme::per_channel(), &mut rng);
     check::<F4E2M1>(&device, (300, 128, 512), Scheme::grouped(32), &mut rng);
+}
+
+/// Rows of A from [`tilus_kernels::quant::RING_MIN_M`] take the ring kernel (groups of 64 or
+/// more): its product against the exact one of the weights rounded to f16, with more tiles
+/// than multiprocessors and ragged edges.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_quant_matmul_on_the_ring_matches_the_product_of_the_f16_weights() {
+    tilus_bench::test_cache!();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let mut rng = Rng::new(seed());
+    let g128 = Scheme::grouped(128);
+    assert_eq!(
+        tilus_kernels::quant::kernel_name((200, 512, 2048), g128),
+        "ring"
+    );
+    check::<I4>(&device, (200, 512, 2048), g128, &mut rng);
+    check::<U4>(&device, (1000, 4104, 1024), g128, &mut rng);
+    check::<F8E4M3>(&device, (129, 192, 1024), Scheme::per_channel(), &mut rng);
+    check::<I8>(&device, (2048, 2048, 4096), Scheme::grouped(64), &mut rng);
+    check::<F6E3M2>(&device, (300, 1000, 512), g128, &mut rng);
 }

@@ -8,7 +8,7 @@ use half::f16;
 use tilus::lowp::*;
 use tilus::prelude::Element;
 use tilus_bench::harness::Rng;
-use tilus_kernels::quant::{quantize, QuantMatmul, QuantMatmulOp, Scheme};
+use tilus_kernels::quant::{quantize, QuantMatmul, QuantMatmulOp, QuantMatmulRing, Scheme};
 
 use crate::quant_reference::{assert_matches, inputs, reference, seed};
 
@@ -80,7 +80,7 @@ fn check_tc<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
 ) {
     let (a, q) = inputs::<T>(rng, (m, n, k), scheme);
     // the rows of A per block the host API would choose for m
-    let block_m = match tilus_kernels::quant::plan((m.max(5), n, k)) {
+    let block_m = match tilus_kernels::quant::plan((m.clamp(5, 128), n, k), scheme) {
         tilus_kernels::quant::Plan::TensorCores { block_m } => block_m,
         _ => 128,
     };
@@ -105,4 +105,33 @@ fn interp_quant_matmul_on_tensor_cores_matches_the_product_of_the_f16_weights() 
     check_tc::<I2>((20, 64, 128), Scheme::grouped(64), &mut rng);
     check_tc::<F6E3M2>((8, 64, 128), Scheme::grouped(128), &mut rng);
     check_tc::<I4>((20, 64, 128), Scheme::grouped(128), &mut rng);
+}
+
+/// The ring kernel (the persistent GEMM's ring, W dequantized by its producer) for type `T`
+/// at `(m, n, k)`, with tiles of `block_m` rows of A by `block_n` of W: as [`check`].
+fn check_ring<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+    (m, n, k): (usize, usize, usize),
+    scheme: Scheme,
+    (block_m, block_n): (i32, i32),
+    rng: &mut Rng,
+) {
+    let (a, q) = inputs::<T>(rng, (m, n, k), scheme);
+    let group = scheme.group.map_or(0, |g| g as i32);
+    let config = QuantMatmulRing::<T>::new(group).with_tiles(block_m, block_n);
+    let mut c = vec![f16::NAN; m * n];
+    QuantMatmulOp::<T>::interpret_ring(&config, (m, &a), &q, &mut c).unwrap();
+    let what = format!(
+        "ring {} {scheme:?} ({m}, {n}, {k}) tiles {block_m}x{block_n}",
+        <T as LowpElement>::DTYPE
+    );
+    assert_matches(&what, &c, reference(&a, &q, m), n);
+}
+
+#[test]
+fn interp_quant_matmul_on_the_ring_matches_the_product_of_the_f16_weights() {
+    let mut rng = Rng::new(seed());
+    // more tiles than blocks' first round, ragged M and N, K of several steps
+    check_ring::<I4>((150, 136, 192), Scheme::grouped(64), (128, 64), &mut rng);
+    check_ring::<U4>((40, 64, 256), Scheme::grouped(128), (128, 128), &mut rng);
+    check_ring::<F8E4M3>((64, 72, 128), Scheme::per_channel(), (256, 64), &mut rng);
 }

@@ -69,3 +69,32 @@ fn nvrtc_quant_matmul_on_tensor_cores_compiles_for_every_kind_of_weight() {
     tc::<I2>(64, 4096, 64);
     tc::<F6E3M2>(128, 8192, 128);
 }
+
+#[test]
+fn nvrtc_quant_matmul_on_the_ring_compiles_for_every_kind_of_weight() {
+    tilus_bench::test_cache!();
+    fn ring<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+        group: i32,
+        k: i64,
+        (block_m, block_n): (i32, i32),
+    ) -> String {
+        let s = tilus_kernels::quant::QuantMatmulRing::<T>::new(group).with_tiles(block_m, block_n);
+        let what = format!("ring {} group {group} k {k}", <T as LowpElement>::DTYPE);
+        let program = tilus::trace(&s, &[k]).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let (program, plan) =
+            tilus::passes::compile_program(program).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let c = tilus::compile::compile(&program, &plan).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
+        c.source
+    }
+    let s = ring::<I4>(128, 8192, (256, 128));
+    assert!(
+        s.contains("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"),
+        "{s}"
+    );
+    ring::<U4>(128, 4096, (128, 128));
+    ring::<I8>(64, 4096, (256, 128));
+    ring::<F8E4M3>(0, 8192, (128, 256));
+    ring::<F6E3M2>(128, 8192, (256, 128));
+    ring::<Int<3>>(128, 4096, (256, 64));
+}

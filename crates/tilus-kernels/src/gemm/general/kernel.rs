@@ -270,6 +270,7 @@ impl MatmulGeneral {
         let operands = Operands::Views {
             ops,
             batch: Some(batch),
+            b_loader: None,
         };
         let dims = (m_size, n_size, k_size);
         if form.scaled {

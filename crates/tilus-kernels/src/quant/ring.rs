@@ -1,0 +1,155 @@
+//! `quant_matmul_ring`: the quantized matmul for many rows of A (prefill, large batches) on
+//! the persistent GEMM's ring (`gemm/persistent.rs`, the series' v6): `C = A · dequant(W)ᵀ`
+//! as `C = A · Bᵀ` with B the dequantized weights. TMA brings A's tiles as in the GEMM; the
+//! producer warp group loads B's from the packed codes instead, dequantizes them in
+//! registers (`(q - z) · s` rounded to f16, as every path) and stores them, f16, into the
+//! stage the consumers' WGMMAs read. The dequantization thus runs on the producer's warps
+//! while the tensor cores work on earlier stages: it is hidden where the producer keeps up.
+//!
+//! W's rows are B's (`block_n` per tile); each K step of 64 lies in one group (groups of 64
+//! or more, or per channel). Rows of A past M arrive as zeros (TMA), rows of W past N load
+//! zeros, and C is stored from registers under its bounds: every M and N are taken.
+
+use super::views::{QuantArgs, QuantViews, ARG_NAMES};
+use crate::gemm::cooperative::StageLoader;
+use crate::gemm::persistent::{MatmulPersistent, Operands};
+use crate::gemm::ring_operands::RingOperands;
+use crate::gemm::tile_epilogue::{CStores, CastAndStore, STORE_CHUNK};
+use half::f16;
+use std::marker::PhantomData;
+use std::rc::Rc;
+use tilus::lowp::LowpElement;
+use tilus::prelude::*;
+
+/// Rows of W dequantized per chunk of a stage: 2048 elements, 16 per producer thread.
+const CHUNK_ELEMENTS: i32 = 2048;
+
+/// Chunks of a stage whose loads are in flight together before the first is converted.
+const CHUNKS_IN_FLIGHT: usize = 2;
+
+/// The kernel for weights of type `T`. Fields are compile-time hyperparameters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct QuantMatmulRing<T> {
+    /// Rows of A per tile (two consumer warp groups of half of them): 128 or 256.
+    pub block_m: i32,
+    /// Rows of W per tile: 64 to 256, a multiple of 64 (WGMMA's N), the producer's work.
+    pub block_n: i32,
+    /// Stages of the ring.
+    pub stages: i32,
+    /// Elements of a row of W that share a scale (0: the whole row; otherwise 64 or more).
+    pub group: i32,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> QuantMatmulRing<T> {
+    /// The kernel for `group` (0: per channel): tiles of 256 rows of A by 128 of W, four
+    /// stages (the fewer rows of W, the less the producer dequantizes per product).
+    pub fn new(group: i32) -> QuantMatmulRing<T> {
+        QuantMatmulRing {
+            block_m: 256,
+            block_n: 128,
+            stages: 4,
+            group,
+            _t: PhantomData,
+        }
+    }
+
+    /// The same kernel with tiles of `block_m` rows of A by `block_n` of W.
+    pub fn with_tiles(mut self, block_m: i32, block_n: i32) -> QuantMatmulRing<T> {
+        (self.block_m, self.block_n) = (block_m, block_n);
+        self
+    }
+
+    /// The GEMM's configuration this kernel runs: one block per tile, cooperative warp
+    /// groups, each tile stored from its registers in its own epilogue.
+    fn gemm(&self) -> MatmulPersistent {
+        MatmulPersistent {
+            block_m: self.block_m,
+            block_n: self.block_n,
+            block_k: 64,
+            stages: self.stages,
+            group_m: 8,
+            persistent: 1,
+            tma_store: 0,
+            cluster_m: 1,
+            hilbert: 0,
+            ping_pong: 0,
+            defer_stores: 0,
+        }
+    }
+}
+
+impl<T> Script for QuantMatmulRing<T>
+where
+    T: Element + LowpElement + std::hash::Hash + std::fmt::Debug,
+{
+    type Args = QuantArgs;
+
+    fn arg_names() -> &'static [&'static str] {
+        ARG_NAMES
+    }
+
+    fn name(&self) -> String {
+        format!("quant_matmul_ring_{}", <T as LowpElement>::DTYPE)
+    }
+
+    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
+        let (m, n, kk) = (args.0, args.1, args.2);
+        let v = QuantViews::<T>::new(k, args, self.group);
+        let gemm = self.gemm();
+        let ops = RingOperands {
+            ga: v.a,
+            // B has no f16 view: the loader reads W's codes; A's view stands in, never read
+            gb: v.a,
+            a_mn: false,
+            b_mn: false,
+            batches: None,
+            a_loaded: false,
+            b_loaded: true,
+        };
+        let gc = v.c;
+        let stage = [gemm.block_n, gemm.block_k];
+        let loader: StageLoader<f16> = Rc::new(move |k, tile, (row, k_at)| {
+            dequantize_into(k, &v, (tile, stage), (row, k_at));
+        });
+        let width = if gemm.group_rows() > 64 {
+            STORE_CHUNK / 2
+        } else {
+            STORE_CHUNK
+        };
+        let stores = CStores::plan(k, gc, (n, width), (gemm.group_rows(), gemm.block_n, false));
+        let epilogue = CastAndStore::new(stores, gemm.block_n, false);
+        let operands = Operands::Views {
+            ops,
+            batch: None,
+            b_loader: Some(loader),
+        };
+        gemm.tiles_on(k, (m, n, kk), operands, &epilogue, None);
+    }
+}
+
+/// Fills `tile` (`[rows, cols]` f16, one stage of B) with W's rows `row ..` dequantized, columns `k_at .. k_at + block_k`, in chunks
+/// of [`CHUNK_ELEMENTS`], [`CHUNKS_IN_FLIGHT`] chunks' loads in flight before the first is
+/// converted. Run by the producer's warp group.
+fn dequantize_into<T: Element + LowpElement>(
+    k: &mut Kernel,
+    v: &QuantViews<T>,
+    (tile, [rows, cols]): (&SharedTensor<f16>, [i32; 2]),
+    (row, k_at): (Val, Val),
+) {
+    let chunk = (CHUNK_ELEMENTS / cols).clamp(8, rows);
+    let firsts: Vec<i32> = (0..rows / chunk).map(|c| c * chunk).collect();
+    for group in firsts.chunks(CHUNKS_IN_FLIGHT) {
+        let raws: Vec<_> = group
+            .iter()
+            .map(|&first| {
+                let r = k.let_i32(row + first);
+                v.load(k, (r, k_at), [chunk, cols])
+            })
+            .collect();
+        for (&first, raw) in group.iter().zip(&raws) {
+            let deq = raw.dequantized(k);
+            k.store_shared(&tile.rows(first, chunk), &deq);
+        }
+    }
+}
