@@ -266,10 +266,16 @@ mod tests {
         // (row 1 swaps 16-byte chunks 0 and 1 of its 128 bytes)
         assert_eq!(l.byte_offset(&[1, 65]), 8192 + 128 + 16 + 2);
         assert_eq!(l.byte_offset(&[1, 8]), 128);
-        // a tile one span wide is the plain swizzled layout
+        // a tile one span wide is the plain swizzled layout, and so is a wider one whose rows
+        // are no whole number of spans (192 bytes: no column blocks of 128)
         assert_eq!(
             SharedLayout::column_blocked(&[64, 64], 2),
             SharedLayout::swizzled_for_tma(&[64, 64], 2)
         );
+        assert_eq!(
+            SharedLayout::column_blocked(&[64, 96], 2),
+            SharedLayout::swizzled_for_tma(&[64, 96], 2)
+        );
+        assert_eq!(SharedLayout::column_blocked(&[64, 96], 2).col_block, None);
     }
 }
