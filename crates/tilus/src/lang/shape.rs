@@ -314,6 +314,47 @@ impl Kernel {
         self.shape_view(|out| ShapeInst::Unpack { src: view, out }, shape, loc)
     }
 
+    /// The tile's registers seen as another tile: the source takes layout `from`, and each
+    /// thread's local element `l` there is its local element `l` of the result, whose layout
+    /// is `to` (and shape `to`'s). No data moves; the elements take new coordinates. Both
+    /// layouts must hold each element once and give the same threads as many registers.
+    ///
+    /// The way to data the host arranged in the order threads need it: weights prepacked so
+    /// that a plain load gives each thread its tensor-core fragment are loaded with a simple
+    /// layout and relabelled as the fragment's tile.
+    ///
+    /// ```
+    /// # use tilus::prelude::*;
+    /// # use tilus::layout::RegisterLayout;
+    /// # fn body(k: &mut Kernel, x: RegisterTensor<f32>) {
+    /// // a [32, 4] tile, a row per thread, seen as [4, 32]: thread t's row is column t
+    /// let rows = RegisterLayout::spatial(&[32, 1]).compose(&RegisterLayout::local(&[1, 4]));
+    /// let cols = RegisterLayout::spatial(&[1, 32]).compose(&RegisterLayout::local(&[4, 1]));
+    /// let y = k.relabel(&x, rows, cols);
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn relabel<T: Element>(
+        &mut self,
+        src: &RegisterTensor<T>,
+        from: crate::layout::RegisterLayout,
+        to: crate::layout::RegisterLayout,
+    ) -> RegisterTensor<T> {
+        let loc = Loc::caller();
+        let shape = to.shape().to_vec();
+        let view = src.view;
+        self.shape_view(
+            |out| ShapeInst::Relabel {
+                src: view,
+                out,
+                from,
+                to,
+            },
+            shape,
+            loc,
+        )
+    }
+
     /// Elements `start .. start + len` of the tile along `dim` (compile-time numbers): a
     /// smaller tile made of the local elements of that range, which every thread must hold
     /// whole (a range that only some threads hold, or that cuts apart the elements a thread

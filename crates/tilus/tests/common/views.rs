@@ -276,3 +276,41 @@ impl Script for ColumnSlice {
         k.store_global(&out, &part, [0, 0]);
     }
 }
+
+/// A `[64, 8]` tile loaded a row per thread (two warps), relabelled as an `[8, 64]` tile a
+/// column per thread: thread `t`'s row is column `t` of the result, which is stored. A
+/// transpose without data moving, the result of the relabelling the stored tile checks.
+/// `threads`: the threads the relabelled layout spreads over (64 is right; another count is
+/// the verifier's to refuse).
+#[derive(Clone, Debug, Hash)]
+pub struct Relabelled {
+    /// Threads of the relabelled layout.
+    pub threads: i64,
+}
+
+/// Rows of [`Relabelled`]'s source (a thread each).
+pub const RELABEL_ROWS: usize = 64;
+/// Columns of [`Relabelled`]'s source (a thread's registers).
+pub const RELABEL_COLS: usize = 8;
+
+impl Script for Relabelled {
+    type Args = (Ptr<f16>, PtrMut<f16>);
+    fn arg_names() -> &'static [&'static str] {
+        &["x", "y"]
+    }
+    fn body(&self, k: &mut Kernel, (x, y): Handles<Self::Args>) {
+        use tilus::layout::RegisterLayout;
+        let (r, c) = (RELABEL_ROWS as i64, RELABEL_COLS as i64);
+        k.blocks([1]);
+        k.warps(2);
+        let gx = k.global_view::<f16>(x, [r as i32, c as i32]);
+        let gy = k.global_view::<f16>(y, [c as i32, r as i32]);
+        let t = k.load_global(&gx, [0, 0], [r as i32, c as i32]);
+        let rows = RegisterLayout::spatial(&[r, 1]).compose(&RegisterLayout::local(&[1, c]));
+        let n = self.threads;
+        let cols =
+            RegisterLayout::spatial(&[1, n]).compose(&RegisterLayout::local(&[c * r / n, 1]));
+        let seen = k.relabel(&t, rows, cols);
+        k.store_global(&gy, &seen, [0, 0]);
+    }
+}

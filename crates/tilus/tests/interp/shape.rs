@@ -7,7 +7,7 @@ use crate::common::interp::{interpret, run};
 use crate::common::scripts::global::small_ints;
 use crate::common::views::{
     column_slice_expected, dot_expected, dot_inputs, expected, loaded_expected, ColumnSlice,
-    DotViews, LoadedViews, ShapeViews, COLS, LOADED, ROWS,
+    DotViews, LoadedViews, Relabelled, ShapeViews, COLS, LOADED, RELABEL_COLS, RELABEL_ROWS, ROWS,
 };
 use half::f16;
 use tilus::prelude::*;
@@ -159,4 +159,19 @@ fn a_slice_gives_an_unconstrained_source_a_layout_it_can_keep() {
     let mut out = vec![f32::NAN; ROWS * 16];
     run(&ColumnSlice, (&x[..], &mut out[..])).unwrap();
     assert_eq!(out, column_slice_expected(&x));
+}
+
+/// A relabelled tile holds each thread's registers at their new coordinates: a row per
+/// thread relabelled as a column per thread is the transpose.
+#[test]
+fn a_relabelled_tile_holds_each_threads_registers_at_their_new_coordinates() {
+    let (r, c) = (RELABEL_ROWS, RELABEL_COLS);
+    let x = random_f16(r * c, fresh_seed());
+    let mut y = vec![f16::NAN; r * c];
+    run(&Relabelled { threads: r as i64 }, (&x[..], &mut y[..])).unwrap();
+    for t in 0..r {
+        for j in 0..c {
+            assert_eq!(y[j * r + t].to_bits(), x[t * c + j].to_bits(), "({t}, {j})");
+        }
+    }
 }

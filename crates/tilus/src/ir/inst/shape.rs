@@ -73,6 +73,22 @@ pub enum ShapeInst {
         /// The elements.
         out: RegId,
     },
+    /// `out` holds, in every thread, that thread's registers of `src` in the same order, seen
+    /// through layout `to` (a tile of `to`'s shape): local element `l` of a thread in `src`'s
+    /// layout `from` is local element `l` of the same thread in `to`. No data moves: the
+    /// elements take new coordinates. How data the host arranged in the order the threads
+    /// need (weights prepacked into the tensor cores' fragments) is loaded plainly and then
+    /// seen as the operand it is.
+    Relabel {
+        /// The tile (or a transposed view of it), which takes layout `from`.
+        src: RegView,
+        /// The relabelled tile, of layout `to`.
+        out: RegId,
+        /// The source's layout.
+        from: crate::layout::RegisterLayout,
+        /// The result's layout.
+        to: crate::layout::RegisterLayout,
+    },
     /// The inverse of [`ShapeInst::Unpack`]: `out`'s integer words each pack `w / b`
     /// consecutive low-precision elements of `src` along the innermost dimension, the first in
     /// the low bits. Every thread packs its own elements.
@@ -145,6 +161,7 @@ impl ShapeInst {
             ShapeInst::Slice { .. } => "slice",
             ShapeInst::Unpack { .. } => "unpack",
             ShapeInst::Pack { .. } => "pack",
+            ShapeInst::Relabel { .. } => "relabel",
             ShapeInst::Convert { map, .. } => match map {
                 Repeat::Same => "convert_layout",
                 Repeat::Tile { .. } => "repeat",
@@ -160,6 +177,7 @@ impl ShapeInst {
             | ShapeInst::Slice { src, out, .. }
             | ShapeInst::Unpack { src, out }
             | ShapeInst::Pack { src, out }
+            | ShapeInst::Relabel { src, out, .. }
             | ShapeInst::Convert { src, out, .. } => (src, *out),
         }
     }
@@ -245,6 +263,14 @@ impl ShapeInst {
                 let shape = p.view_shape(src);
                 return have.in_thread_locals_of(&l, &|c: &[i64]| map.source(c, &shape));
             }
+            // local for local, once the source has the layout the relabelling names
+            ShapeInst::Relabel { from, to, .. } => {
+                if !l.same_mapping(from) || from.local_size() != to.local_size() {
+                    return None;
+                }
+                let n = to.local_size().max(0) as usize;
+                (to.clone(), (0..n).collect())
+            }
         };
         want.same_mapping(have).then_some(table)
     }
@@ -302,6 +328,9 @@ impl ShapeInst {
             }
             ShapeInst::Pack { .. } => {
                 format!("{} = pack<{}>({})", d.name, d.dtype, n.view(src))
+            }
+            ShapeInst::Relabel { from, .. } => {
+                format!("{} = relabel({} {from})", d.name, n.view(src))
             }
             ShapeInst::Convert { scratch, map, .. } => {
                 let s = n.p.shared(*scratch);

@@ -38,6 +38,13 @@ fn derived(
             }
         }
         ShapeInst::Convert { .. } => Ok(l.clone()),
+        ShapeInst::Relabel { from, to, .. } => {
+            if l.same_mapping(from) {
+                Ok(to.clone())
+            } else {
+                Err(format!("relabel names the source's layout {from}"))
+            }
+        }
     }
 }
 
@@ -64,6 +71,10 @@ fn advice(inst: &ShapeInst, out_shape: &[i64]) -> String {
              that gives every thread whole words' worth of consecutive elements of the innermost \
              dimension: compute the elements in a vectorized layout (what global loads get), \
              or convert them first (`k.convert_layout`)"
+            .to_string(),
+        ShapeInst::Relabel { .. } => "relabel keeps every thread's registers, so the source \
+             must have the layout it names: give the source that layout (`annotate_layout`), or \
+             name the one it has"
             .to_string(),
         ShapeInst::Unpack { .. } | ShapeInst::Convert { .. } => String::new(),
     }
@@ -209,6 +220,40 @@ impl Rules for ShapeInst {
                 }
                 !from.is_empty() && want == to
             }
+            ShapeInst::Relabel {
+                from: lf, to: lt, ..
+            } => {
+                let once = |l: &RegisterLayout| {
+                    l.is_valid() && l.replica_terms().iter().all(|t| t.modulus <= 1)
+                };
+                let threads = i64::from(p.register(src.tensor).group_threads.max(1));
+                if !once(lf) || !once(lt) {
+                    c.err(
+                        loc,
+                        format!(
+                            "relabel: the layouts {lf} and {lt} must each hold every element \
+                             of their tile once (no replicas)"
+                        ),
+                    );
+                } else if lf.local_size() != lt.local_size()
+                    || lf.num_threads() != lt.num_threads()
+                    || lf.num_threads() > threads
+                {
+                    c.err(
+                        loc,
+                        format!(
+                            "relabel: {lf} and {lt} must give the same threads (at most the \
+                             tile's {threads}) the same number of registers ({} and {} threads, \
+                             {} and {} registers each)",
+                            lf.num_threads(),
+                            lt.num_threads(),
+                            lf.local_size(),
+                            lt.local_size()
+                        ),
+                    );
+                }
+                lf.shape() == &from[..] && lt.shape() == &to[..]
+            }
             ShapeInst::Convert { map, .. } => {
                 if ts.bits() > 32 {
                     c.err(
@@ -237,6 +282,12 @@ impl Rules for ShapeInst {
     }
 
     fn anchor_layouts(&mut self, cx: &mut LayoutCx, loc: Loc) {
+        // a relabelling names both sides' layouts
+        if let ShapeInst::Relabel { src, out, from, to } = self {
+            cx.require(src.tensor, src.layout_of(from), loc, "relabel");
+            cx.require(*out, to.clone(), loc, "relabel");
+            return;
+        }
         // a pack needs whole words' worth of consecutive elements in each thread: its source
         // takes the vectorized layout of its width from the start (a cast from another layout
         // converts)

@@ -331,3 +331,46 @@ fn a_shared_tile_of_packed_elements_is_refused_with_a_message() {
         "shared_tensor<i4>: shared tiles of elements narrower than a byte are not supported yet",
     );
 }
+
+#[test]
+fn a_relabelling_whose_layouts_give_threads_other_numbers_of_registers() {
+    use tilus::layout::RegisterLayout;
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let x = k.register_tensor::<f32>([32, 4], 1.0);
+        let rows = RegisterLayout::spatial(&[32, 1]).compose(&RegisterLayout::local(&[1, 4]));
+        let half = RegisterLayout::spatial(&[1, 16]).compose(&RegisterLayout::local(&[8, 1]));
+        let _ = at(line!(), k.relabel(&x, rows, half));
+    })
+    .fails_once("relabel: layout([32, 4], threads=[d0:32], locals=[d1:4]) and layout([8, 16], threads=[d1:16], locals=[d0:8]) must give the same threads (at most the tile's 32) the same number of registers (32 and 16 threads, 4 and 8 registers each)");
+}
+
+#[test]
+fn a_relabelling_whose_source_layout_is_not_its_tiles() {
+    use tilus::layout::RegisterLayout;
+    check::<OutF32>(|k, _| {
+        k.warps(1);
+        let x = k.register_tensor::<f32>([32, 4], 1.0);
+        // a layout of 32 threads and 4 registers each, but of a [16, 8] tile
+        let other = RegisterLayout::spatial(&[16, 2]).compose(&RegisterLayout::local(&[1, 4]));
+        let to = RegisterLayout::spatial(&[1, 32]).compose(&RegisterLayout::local(&[4, 1]));
+        let _ = at(line!(), k.relabel(&x, other, to));
+    })
+    .fails_once("relabel: a [32, 4] tile does not give the [4, 32] tile it defines");
+}
+
+#[test]
+fn a_relabelled_tile_compiles() {
+    use tilus::layout::RegisterLayout;
+    check::<OutF32>(|k, (o,)| {
+        k.blocks([1]);
+        k.warps(1);
+        let x = k.register_tensor::<f32>([32, 4], 1.0);
+        let rows = RegisterLayout::spatial(&[32, 1]).compose(&RegisterLayout::local(&[1, 4]));
+        let cols = RegisterLayout::spatial(&[1, 32]).compose(&RegisterLayout::local(&[4, 1]));
+        let y = k.relabel(&x, rows, cols);
+        let g = k.global_view(o, [4, 32]);
+        k.store_global(&g, &y, [0, 0]);
+    })
+    .compiles("a row per thread seen as a column per thread");
+}
