@@ -16,6 +16,7 @@ use std::io::Write;
 use tilus::lowp::*;
 use tilus::prelude::Element;
 use tilus::runtime::Device;
+use tilus_kernels::quant::prepack::{prepack, prepackable};
 use tilus_kernels::quant::{kernel_name, plan, quantize, Plan, QuantMatmul, QuantMatmulOp, Scheme};
 
 /// The weight types `tilus bench quant --dtypes` takes.
@@ -166,6 +167,24 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
             others.push((name, vcheck, jit, cv));
         }
     }
+    // the fragment kernel on the weights prepacked, where it takes them
+    let group = scheme.group.map_or(0, |g| g as i32);
+    let mut fragments = None;
+    if prepackable(t) && m <= 128 && k % 8 == 0 && (group == 0 || group >= 64) {
+        let pre = prepack(&q)?;
+        let words = stream.clone_htod(&pre.words).map_err(drv("cuMemcpyHtoD"))?;
+        let mut cf = poisoned::<f16>(&stream, &what, mn)?;
+        op.run_fragments(
+            &stream,
+            (m, n, k),
+            &p.a,
+            (&words, &weights.1, weights.2.as_ref()),
+            &mut cf,
+        )?;
+        let got = download(&stream, &what, &cf)?;
+        let fcheck = harness::compare(&got, &download(&stream, &what, &p.c_ref)?);
+        fragments = Some((words, cf, fcheck));
+    }
     let mut t_cublas = || Ok(blas.matmul(&stream, &p, true)?);
     let mut t_quant = || run(&mut c);
     let mut timed: Vec<Box<dyn FnMut() -> Result<()> + '_>> =
@@ -178,6 +197,14 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
         timed.push(Box::new(move || {
             jit.launch(stream, (dims.0, dims.1, dims.2, a, w, sc, zeros, &mut *cv))
                 .map_err(tilus_kernels::Error::from)?;
+            Ok(())
+        }));
+    }
+    if let Some((words, cf, _)) = fragments.as_mut() {
+        let (op, a, sc, z, stream) = (&op, &p.a, &weights.1, weights.2.as_ref(), &stream);
+        let words = &*words;
+        timed.push(Box::new(move || {
+            op.run_fragments(stream, (m, n, k), a, (words, sc, z), &mut *cf)?;
             Ok(())
         }));
     }
@@ -199,6 +226,10 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
     for (name, vcheck, _, _) in &others {
         names.push(name.clone());
         passed.push(Some(vcheck.passed()));
+    }
+    if let Some((_, _, fcheck)) = &fragments {
+        names.push(format!("quant_matmul {t} fragments (prepacked)"));
+        passed.push(Some(fcheck.passed()));
     }
     let rows = names
         .iter()

@@ -4,21 +4,28 @@
 //! - [`Scheme`], [`quantize`], [`Quantized`]: how weights are quantized, the host's quantizer
 //!   and its exact dequantization (the reference);
 //! - [`QuantMatmul`]: the kernel for few rows of A, its time the weights' bytes;
+//! - [`prepack`], [`QuantMatmulFragments`]: weights rewritten in the order the tensor cores'
+//!   register fragments hold them, and the kernel for few rows of A that reads them, each
+//!   thread's codes one plain load away from its fragment;
 //! - [`QuantMatmulTc`]: the tensor-core kernel for rows of A up to a few hundred
 //!   (`Cᵀ = dequant(W) · Aᵀ`, W in registers);
 //! - [`QuantMatmulRing`]: the tensor-core kernel for many rows of A, on the persistent GEMM's
 //!   ring, whose producer dequantizes W into shared memory;
 //! - [`QuantMatmulOp`]: the host API on device buffers, and the same on the interpreter.
 
+mod fragments;
 mod matmul;
 mod op;
+pub mod prepack;
 mod ring;
 mod scheme;
 mod tensor_core;
 mod views;
 
+pub use fragments::{FragmentArgs, QuantMatmulFragments};
 pub use matmul::QuantMatmul;
 pub use op::{kernel_name, plan, Plan, QuantMatmulOp, RING_MIN_M, TENSOR_CORE_MIN_M};
+pub use prepack::{prepack, Prepacked};
 pub use ring::QuantMatmulRing;
 pub use scheme::{quantize, Quantized, Scheme};
 pub use tensor_core::QuantMatmulTc;

@@ -1,7 +1,9 @@
 //! The host API of [`QuantMatmul`]: shapes and buffers checked before anything is launched.
 
 use super::views::QuantArgs;
-use super::{QuantMatmul, QuantMatmulRing, QuantMatmulTc, Quantized, Scheme};
+use super::{
+    Prepacked, QuantMatmul, QuantMatmulFragments, QuantMatmulRing, QuantMatmulTc, Quantized, Scheme,
+};
 use crate::host::{dim, elements, length};
 use half::f16;
 use std::sync::Arc;
@@ -58,6 +60,9 @@ pub struct QuantMatmulOp<T: Element + LowpElement + std::hash::Hash + std::fmt::
     tc: [tilus::Jit<QuantMatmulTc<T>>; 4],
     /// The ring kernel (W dequantized by the producer of the persistent GEMM's ring).
     ring: tilus::Jit<QuantMatmulRing<T>>,
+    /// The fragment kernel on prepacked weights, for 8, 16, 32, 64 and 128 rows of A per
+    /// block.
+    fragments: [tilus::Jit<QuantMatmulFragments<T>>; 5],
     scheme: Scheme,
     /// Passed for the zero points of types without them (never read).
     no_zeros: CudaSlice<f16>,
@@ -75,6 +80,8 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
             few: [few(1), few(2), few(4)],
             tc: [tc(16), tc(32), tc(64), tc(128)],
             ring: tilus::Jit::new(QuantMatmulRing::new(group), device),
+            fragments: [8, 16, 32, 64, 128]
+                .map(|bm| tilus::Jit::new(QuantMatmulFragments::new(group, bm), device)),
             scheme,
             no_zeros,
         })
@@ -114,6 +121,56 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         }
     }
 
+    /// `c [m, n] = a [m, k] · dequant(w)ᵀ` on `stream` by the fragment kernel, on weights
+    /// prepacked by [`super::prepack`] and uploaded (`words`, `scales` and, for unsigned
+    /// types, `zeros` as [`Prepacked`] holds them), `shape` W's: up to 128 rows of A (the
+    /// fewest rows per block of 8, 16, 32, 64 and 128 that hold them), K a multiple of 8,
+    /// groups of 64 or more (or per channel).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_fragments(
+        &self,
+        stream: &Arc<CudaStream>,
+        (m, n, k): (usize, usize, usize),
+        a: &CudaSlice<f16>,
+        (words, scales, zeros): (&CudaSlice<u32>, &CudaSlice<f16>, Option<&CudaSlice<f16>>),
+        c: &mut CudaSlice<f16>,
+    ) -> crate::Result<()> {
+        let t = <T as LowpElement>::DTYPE;
+        let bad = |message: String| crate::Error::Shape {
+            kernel: NAME,
+            message,
+        };
+        if !super::prepack::prepackable(t) {
+            return Err(bad(format!(
+                "{t} weights do not prepack: the fragment kernel takes types of 1, 2, 4 or 8 bits"
+            )));
+        }
+        if !(1..=128).contains(&m) {
+            return Err(bad(format!(
+                "m = {m}: the fragment kernel takes 1 to 128 rows of A (`run` takes any)"
+            )));
+        }
+        let group = group_arg(self.scheme)?;
+        ring_fits(k, group)?;
+        let (tiles_n, tiles_k) = (
+            n.div_ceil(super::prepack::TILE_N),
+            k.div_ceil(super::prepack::TILE_K),
+        );
+        let want = tiles_n * tiles_k * super::prepack::THREADS * Prepacked::words_per_thread(t);
+        length(NAME, "words", words.len(), want)?;
+        let lens = Lengths {
+            a: a.len(),
+            w: n * (k * t.bits() as usize / 8),
+            scales: scales.len(),
+            zeros: zeros.map(|z| z.len()),
+            c: c.len(),
+        };
+        let (mi, ni, ki) = checked::<T>((m, n, k), self.scheme, &lens)?;
+        let z = zeros.unwrap_or(&self.no_zeros);
+        let i = (m.next_power_of_two().max(8).trailing_zeros() - 3) as usize;
+        Ok(self.fragments[i].launch(stream, (mi, ni, ki, a, words, scales, z, c))?)
+    }
+
     /// The same computation by `config` on the CPU interpreter, on host slices.
     pub fn interpret(
         config: &QuantMatmul<T>,
@@ -143,6 +200,31 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         interpret_script::<T, _>(config, config.group, (m, a), w, c)
     }
 
+    /// The computation by the fragment kernel `config` on the CPU interpreter, on weights
+    /// prepacked by [`super::prepack`].
+    pub fn interpret_fragments(
+        config: &QuantMatmulFragments<T>,
+        (m, a): (usize, &[f16]),
+        w: &Prepacked,
+        c: &mut [f16],
+    ) -> crate::Result<()> {
+        let (n, k) = w.shape;
+        fragments_fit::<T>(w, config.group)?;
+        let unsigned = matches!(<T as LowpElement>::DTYPE, DType::UInt(_));
+        let lens = Lengths {
+            a: a.len(),
+            w: k * <T as LowpElement>::DTYPE.bits() as usize / 8 * n,
+            scales: w.scales.len(),
+            zeros: unsigned.then_some(w.zeros.len()),
+            c: c.len(),
+        };
+        let (m, n, k) = checked::<T>((m, n, k), w.scheme, &lens)?;
+        let one = [f16::ZERO];
+        let zeros: &[f16] = if unsigned { &w.zeros } else { &one };
+        tilus::interpret(config, (m, n, k, a, &w.words[..], &w.scales[..], zeros, c))?;
+        Ok(())
+    }
+
     /// The computation by the ring kernel `config` on the CPU interpreter.
     pub fn interpret_ring(
         config: &QuantMatmulRing<T>,
@@ -153,6 +235,39 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         ring_fits(w.shape.1, config.group)?;
         interpret_script::<T, _>(config, config.group, (m, a), w, c)
     }
+}
+
+/// Whether the fragment kernel takes prepacked weights `w` with a kernel for groups of
+/// `group`: its type, rows of A of whole 16-byte units (TMA), K steps of 64 in one group.
+fn fragments_fit<T: LowpElement>(w: &Prepacked, group: i32) -> crate::Result<()> {
+    let bad = |message: String| crate::Error::Shape {
+        kernel: NAME,
+        message,
+    };
+    if w.dtype != T::DTYPE {
+        return Err(bad(format!(
+            "weights of {}, a kernel for {}",
+            w.dtype,
+            T::DTYPE
+        )));
+    }
+    if group_arg(w.scheme)? != group {
+        return Err(bad(format!(
+            "weights in groups of {:?}, a kernel for groups of {group}",
+            w.scheme.group
+        )));
+    }
+    let (n, k) = w.shape;
+    let (tiles_n, tiles_k) = w.tiles();
+    if w.words.len()
+        != tiles_n * tiles_k * super::prepack::THREADS * Prepacked::words_per_thread(w.dtype)
+    {
+        return Err(bad(format!(
+            "{} prepacked words for [{n}, {k}]: prepack them with quant::prepack",
+            w.words.len()
+        )));
+    }
+    ring_fits(k, group)
 }
 
 /// Whether the ring kernel takes weights of `k` columns in groups of `group`: rows of A of

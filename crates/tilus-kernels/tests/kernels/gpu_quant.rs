@@ -95,3 +95,47 @@ fn gpu_quant_matmul_on_the_ring_matches_the_product_of_the_f16_weights() {
     check::<I8>(&device, (2048, 2048, 4096), Scheme::grouped(64), &mut rng);
     check::<F6E3M2>(&device, (300, 1000, 512), g128, &mut rng);
 }
+
+/// The fragment kernel on prepacked weights of type `T` at `(m, n, k)`: its product against
+/// the exact one of the weights rounded to f16.
+fn check_fragments<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+    device: &Device,
+    (m, n, k): (usize, usize, usize),
+    scheme: Scheme,
+    rng: &mut Rng,
+) {
+    let stream = device.stream();
+    let (a, q) = inputs::<T>(rng, (m, n, k), scheme);
+    let p = tilus_kernels::quant::prepack(&q).unwrap();
+    let op = QuantMatmulOp::<T>::new(device, scheme).unwrap();
+    let put = |v: &[f16]| stream.clone_htod(v).unwrap();
+    let (da, ds) = (put(&a), put(&p.scales));
+    let dz = (!p.zeros.is_empty()).then(|| put(&p.zeros));
+    let dw = stream.clone_htod(&p.words).unwrap();
+    let mut dc = put(&vec![f16::NAN; m * n]);
+    op.run_fragments(stream, (m, n, k), &da, (&dw, &ds, dz.as_ref()), &mut dc)
+        .unwrap();
+    let c = stream.clone_dtoh(&dc).unwrap();
+    let what = format!(
+        "fragments {} {scheme:?} ({m}, {n}, {k})",
+        <T as LowpElement>::DTYPE
+    );
+    assert_matches(&what, &c, reference(&a, &q, m), n);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_quant_matmul_on_prepacked_fragments_matches_the_product_of_the_f16_weights() {
+    tilus_bench::test_cache!();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let mut rng = Rng::new(seed());
+    let g128 = Scheme::grouped(128);
+    for m in [1, 16, 100] {
+        check_fragments::<I4>(&device, (m, 1000, 4096), g128, &mut rng);
+    }
+    check_fragments::<U4>(&device, (3, 512, 2048), g128, &mut rng);
+    check_fragments::<I8>(&device, (64, 520, 1024), Scheme::per_channel(), &mut rng);
+    check_fragments::<F8E4M3>(&device, (1, 256, 4096), Scheme::grouped(64), &mut rng);
+    check_fragments::<F4E2M1>(&device, (9, 256, 2048), g128, &mut rng);
+    check_fragments::<I2>(&device, (2, 192, 4096), g128, &mut rng);
+}

@@ -135,3 +135,36 @@ fn interp_quant_matmul_on_the_ring_matches_the_product_of_the_f16_weights() {
     check_ring::<U4>((40, 64, 256), Scheme::grouped(128), (128, 128), &mut rng);
     check_ring::<F8E4M3>((64, 72, 128), Scheme::per_channel(), (256, 64), &mut rng);
 }
+
+/// The fragment kernel on prepacked weights of type `T` at `(m, n, k)`: as [`check`].
+fn check_fragments<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+    (m, n, k): (usize, usize, usize),
+    scheme: Scheme,
+    (block_m, stages): (i32, i32),
+    rng: &mut Rng,
+) {
+    let (a, q) = inputs::<T>(rng, (m, n, k), scheme);
+    let p = tilus_kernels::quant::prepack(&q).unwrap();
+    let group = scheme.group.map_or(0, |g| g as i32);
+    let config =
+        tilus_kernels::quant::QuantMatmulFragments::<T>::new(group, block_m).with_stages(stages);
+    let mut c = vec![f16::NAN; m * n];
+    QuantMatmulOp::<T>::interpret_fragments(&config, (m, &a), &p, &mut c).unwrap();
+    let what = format!(
+        "fragments {} {scheme:?} ({m}, {n}, {k}) block_m {block_m} stages {stages}",
+        <T as LowpElement>::DTYPE
+    );
+    assert_matches(&what, &c, reference(&a, &q, m), n);
+}
+
+#[test]
+fn interp_quant_matmul_on_prepacked_fragments_matches_the_product_of_the_f16_weights() {
+    let mut rng = Rng::new(seed());
+    // steps not a multiple of the stages, ragged N (the prepack's padding), M below a block
+    check_fragments::<I4>((1, 72, 320), Scheme::grouped(64), (8, 2), &mut rng);
+    check_fragments::<U4>((5, 64, 256), Scheme::grouped(128), (8, 4), &mut rng);
+    check_fragments::<I8>((16, 130, 192), Scheme::per_channel(), (16, 3), &mut rng);
+    check_fragments::<F8E4M3>((3, 64, 128), Scheme::grouped(64), (8, 1), &mut rng);
+    check_fragments::<F4E2M1>((20, 64, 192), Scheme::grouped(64), (32, 2), &mut rng);
+    check_fragments::<I2>((2, 64, 128), Scheme::grouped(128), (8, 2), &mut rng);
+}

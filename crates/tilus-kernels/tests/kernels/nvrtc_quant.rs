@@ -98,3 +98,40 @@ fn nvrtc_quant_matmul_on_the_ring_compiles_for_every_kind_of_weight() {
     ring::<F6E3M2>(128, 8192, (256, 128));
     ring::<Int<3>>(128, 4096, (256, 64));
 }
+
+#[test]
+fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weight() {
+    tilus_bench::test_cache!();
+    fn frag<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+        group: i32,
+        k: i64,
+        block_m: i32,
+    ) -> String {
+        let s = tilus_kernels::quant::QuantMatmulFragments::<T>::new(group, block_m);
+        let what = format!(
+            "fragments {} group {group} k {k}",
+            <T as LowpElement>::DTYPE
+        );
+        let program = tilus::trace(&s, &[k]).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let (program, plan) =
+            tilus::passes::compile_program(program).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let c = tilus::compile::compile(&program, &plan).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
+        c.source
+    }
+    let s = frag::<I4>(128, 8192, 8);
+    // the words in 16-byte vectors, the codes to f32 without the integer conversion, the
+    // product on the tensor cores with the dequantized weights as the register operand
+    assert!(s.contains("tilus_vec<u32, 4>"), "{s}");
+    assert!(s.contains("0x4b000008u"), "{s}");
+    assert!(
+        s.contains("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16"),
+        "{s}"
+    );
+    assert!(!s.contains("tilus_convert"), "no layout conversion\n{s}");
+    frag::<U4>(128, 4096, 16);
+    frag::<I8>(64, 8192, 64);
+    frag::<F8E4M3>(0, 8192, 8);
+    frag::<F4E2M1>(128, 4096, 128);
+    frag::<I2>(128, 4096, 32);
+}

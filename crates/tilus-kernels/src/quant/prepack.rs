@@ -1,0 +1,171 @@
+//! The prepack step: quantized weights rewritten in the order the fragment kernel
+//! ([`super::QuantMatmulFragments`]) reads them, so that each thread's plain load of a few
+//! words brings exactly the codes of its tensor-core fragment and no data moves between
+//! threads before the products.
+//!
+//! W is cut into tiles of [`TILE_N`] rows by [`TILE_K`] columns (the last ones padded with
+//! code 0), tile row by tile row; a tile is 128 runs of words, one per thread of the warp
+//! group, and thread `t`'s run holds, in its local order, the codes of the elements the
+//! register-A fragment layout of WGMMA (`m64k16`, four deep) gives thread `t`: code `l` in
+//! word `l / (32 / b)`, from its low bits up (as [`tilus::lowp::pack`] packs a row).
+
+use super::Quantized;
+use half::f16;
+use tilus::ir::DType;
+use tilus::layout::{RegisterLayout, WgmmaPlan};
+
+/// Rows of W per tile: one WGMMA's M.
+pub const TILE_N: usize = 64;
+/// Columns of W per tile: four WGMMA steps of 16.
+pub const TILE_K: usize = 64;
+/// Threads that share a tile (a warp group).
+pub const THREADS: usize = 128;
+/// Codes per thread per tile.
+pub const CODES: usize = TILE_N * TILE_K / THREADS;
+
+/// The layout of a `[TILE_N, TILE_K]` tile of dequantized weights as WGMMA's register
+/// operand: the order the prepacked codes follow.
+pub fn fragment_layout() -> RegisterLayout {
+    WgmmaPlan::choose(TILE_N as i64, 8, TILE_K as i64)
+        .expect("a 64 x 64 operand is a WGMMA plan")
+        .a_layout()
+}
+
+/// Weights prepacked for the fragment kernel: the codes in fragment order (as words), the
+/// scales and zero points as quantized.
+#[derive(Clone, Debug)]
+pub struct Prepacked {
+    /// Rows and columns of W.
+    pub shape: (usize, usize),
+    /// The codes: `tiles_n · tiles_k · 128` runs of `words_per_thread` words.
+    pub words: Vec<u32>,
+    /// One scale per group, row-major `[N, groups]`.
+    pub scales: Vec<f16>,
+    /// One zero point per group for unsigned types (empty otherwise).
+    pub zeros: Vec<f16>,
+    /// The groups.
+    pub scheme: super::Scheme,
+    /// The element type.
+    pub dtype: DType,
+}
+
+impl Prepacked {
+    /// Words of one thread's codes in one tile: its `CODES` codes of `b` bits.
+    pub fn words_per_thread(dtype: DType) -> usize {
+        CODES * dtype.bits() as usize / 32
+    }
+
+    /// Tiles along N and along K.
+    pub fn tiles(&self) -> (usize, usize) {
+        (self.shape.0.div_ceil(TILE_N), self.shape.1.div_ceil(TILE_K))
+    }
+}
+
+/// Whether the fragment kernel takes weights of type `t`: whole codes in each 32-bit word
+/// (1, 2, 4 or 8 bits).
+pub fn prepackable(t: DType) -> bool {
+    t.is_lowp() && matches!(t.bits(), 1 | 2 | 4 | 8)
+}
+
+/// `q` prepacked for the fragment kernel, or why it cannot be (a type whose codes do not
+/// divide a word).
+pub fn prepack(q: &Quantized) -> crate::Result<Prepacked> {
+    if !prepackable(q.dtype) {
+        return Err(crate::Error::Shape {
+            kernel: "quant_matmul",
+            message: format!(
+                "{} weights do not prepack: the fragment kernel takes types of 1, 2, 4 or 8 bits",
+                q.dtype
+            ),
+        });
+    }
+    let (n, k) = q.shape;
+    let bits = q.dtype.bits() as usize;
+    let per_word = 32 / bits;
+    let words_per_thread = Prepacked::words_per_thread(q.dtype);
+    let (tiles_n, tiles_k) = (n.div_ceil(TILE_N), k.div_ceil(TILE_K));
+    let layout = fragment_layout();
+    // each thread's elements of a tile, in its local order
+    let places: Vec<Vec<(usize, usize)>> = (0..THREADS)
+        .map(|t| {
+            (0..CODES)
+                .map(|l| {
+                    let c = layout.coords(t as i64, l as i64);
+                    (c[0] as usize, c[1] as usize)
+                })
+                .collect()
+        })
+        .collect();
+    let mut words = vec![0u32; tiles_n * tiles_k * THREADS * words_per_thread];
+    for tn in 0..tiles_n {
+        for tk in 0..tiles_k {
+            for (t, places) in places.iter().enumerate() {
+                let run = ((tn * tiles_k + tk) * THREADS + t) * words_per_thread;
+                for (l, &(r, c)) in places.iter().enumerate() {
+                    let (row, col) = (tn * TILE_N + r, tk * TILE_K + c);
+                    if row < n && col < k {
+                        let code = q.code(row, col);
+                        words[run + l / per_word] |= code << ((l % per_word) * bits);
+                    }
+                }
+            }
+        }
+    }
+    Ok(Prepacked {
+        shape: q.shape,
+        words,
+        scales: q.scales.clone(),
+        zeros: q.zeros.clone(),
+        scheme: q.scheme,
+        dtype: q.dtype,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::quant::{quantize, Scheme};
+    use tilus::lowp::{I4, I8};
+
+    /// Every code lands once, where the fragment layout puts its element; padding is code 0.
+    #[test]
+    fn prepacked_codes_sit_where_the_fragments_read_them() {
+        let (n, k) = (70, 128);
+        let w: Vec<f32> = (0..n * k)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
+            .collect();
+        let q = quantize::<I4>(&w, (n, k), Scheme::grouped(64));
+        let p = prepack(&q).unwrap();
+        assert_eq!(p.tiles(), (2, 2));
+        assert_eq!(p.words.len(), 2 * 2 * 128 * 4);
+        let layout = fragment_layout();
+        let mut seen = vec![0u32; n * k];
+        for tn in 0..2 {
+            for tk in 0..2 {
+                for t in 0..128 {
+                    for l in 0..CODES {
+                        let word = p.words[((tn * 2 + tk) * 128 + t) * 4 + l / 8];
+                        let code = (word >> ((l % 8) * 4)) & 15;
+                        let c = layout.coords(t as i64, l as i64);
+                        let (r, x) = (tn * 64 + c[0] as usize, tk * 64 + c[1] as usize);
+                        if r < n {
+                            assert_eq!(code, q.code(r, x), "({r}, {x})");
+                            seen[r * k + x] += 1;
+                        } else {
+                            assert_eq!(code, 0, "padding ({r}, {x})");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(seen.iter().all(|&s| s == 1));
+        // thread 0 holds rows 0 and 8, columns 0, 1, 8, 9 of each step of 16
+        assert_eq!(layout.coords(0, 0), vec![0, 0]);
+        assert_eq!(layout.coords(0, 1), vec![0, 1]);
+        let q8 = quantize::<I8>(&w, (n, k), Scheme::per_channel());
+        assert_eq!(prepack(&q8).unwrap().words.len(), 2 * 2 * 128 * 8);
+        let q3 = quantize::<tilus::lowp::Int<3>>(&w, (n, k), Scheme::per_channel());
+        let e = prepack(&q3).unwrap_err().to_string();
+        assert!(e.contains("i3 weights do not prepack"), "{e}");
+    }
+}
