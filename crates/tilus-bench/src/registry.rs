@@ -21,6 +21,7 @@ use half::bf16;
 use std::sync::Arc;
 use tilus::cudarc::driver::CudaStream;
 use tilus::lang::{DynScript, HostValue};
+use tilus::lowp::I4;
 use tilus::runtime::{Device, LoadedKernel};
 use tilus::tune::Tunable;
 use tilus_kernels::gemm::epilogue::{Activation, GeluTanh, Identity, MatmulEpilogue, Relu};
@@ -540,6 +541,24 @@ pub fn entries() -> Vec<Entry> {
             "v6 + fused epilogue: C = gelu_tanh(alpha·A·Bᵀ + beta·D + bias)",
             &EPILOGUE_GELU,
         ),
+        quant_entry::<tilus_kernels::quant::QuantMatmul<I4>>(
+            "quant_matmul_i4",
+            "C = A·dequant(W)ᵀ, int4 weights in groups of 128: few rows of A, the weights' bytes",
+            &crate::workloads::quant::QUANT_PACKED,
+            &[3, 136, 256],
+        ),
+        quant_entry::<tilus_kernels::quant::QuantMatmulFragments<I4>>(
+            "quant_matmul_fragments_i4",
+            "the same on prepacked weights: each thread's codes one load from its WGMMA fragment",
+            &crate::workloads::quant::QUANT_PREPACKED,
+            &[5, 130, 256],
+        ),
+        quant_entry::<tilus_kernels::quant::QuantMatmulRing<I4>>(
+            "quant_matmul_ring_i4",
+            "the same for many rows of A: v6's ring, its producer dequantizing W into the stages",
+            &crate::workloads::quant::QUANT_PACKED,
+            &[300, 136, 256],
+        ),
         Entry {
             name: "tile_copy",
             about: "TMA load -> shared -> TMA store (the epilogue's building block)",
@@ -588,6 +607,28 @@ pub fn entries() -> Vec<Entry> {
             crate::workloads::rms_norm::traffic_of,
         ),
     ]
+}
+
+/// The entry of a quantized matmul on int4 weights (`(m, n, k, a, w, scales, zeros, c)`,
+/// `k` a compile-time constant), run at `run_size` when no size is given.
+fn quant_entry<S: Tunable + Default + 'static>(
+    name: &'static str,
+    about: &'static str,
+    workload: &'static crate::workloads::quant::QuantWorkload,
+    run_size: &'static [i64],
+) -> Entry {
+    Entry {
+        name,
+        about,
+        workload,
+        configure: configure::<S>,
+        space: space::<S>,
+        consts: crate::workloads::quant::consts,
+        compile_size: &[16, 28672, 8192],
+        run_size,
+        matmul: None,
+        memory: None,
+    }
 }
 
 /// The kernels a command line knows: the built-in ones ([`Registry::builtin`]: the tutorial

@@ -6,6 +6,7 @@ pub mod add;
 pub mod epilogue;
 pub mod layer_norm;
 pub mod matmul;
+pub mod quant;
 pub mod rms_norm;
 pub mod rows;
 pub mod softmax;

@@ -37,7 +37,7 @@ pub type FragmentArgs = (
 
 /// The kernel for weights of type `T` (1, 2, 4 or 8 bits). Fields are compile-time
 /// hyperparameters.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct QuantMatmulFragments<T> {
     /// Rows of A per block: WGMMA's N, a multiple of 8 up to 256.
     pub block_m: i32,
@@ -82,11 +82,14 @@ where
     }
 
     fn body(&self, k: &mut Kernel, (m, n, kk, a, w, s, z, c): Handles<Self::Args>) {
-        let (bm, stages) = (self.block_m, self.stages.max(1));
         let t = <T as LowpElement>::DTYPE;
         let run = Prepacked::words_per_thread(t) as i32;
         let width = kk.as_const().unwrap_or(1).max(1);
-        let tiles_k = (width + TILE_K as i64 - 1) / TILE_K as i64;
+        let tiles_k = ((width + TILE_K as i64 - 1) / TILE_K as i64) as i32;
+        // no more stages than steps: every copy issued is waited for
+        let (bm, stages) = (self.block_m, self.stages.clamp(1, tiles_k.max(1)));
+        // the runs of one tile row of W (an expression: the host checks the buffer by it)
+        let row_runs = Scalar::from(Val::constant(tiles_k)) * THREADS as i32;
         let groups = if self.group > 0 {
             (width + self.group as i64 - 1) / self.group as i64
         } else {
@@ -100,22 +103,16 @@ where
         // (an expression of the arguments: the host checks the buffer against it)
         let tiles_n = cdiv(n, TILE_N as i32);
         let ga = k.global_view::<f16>(a, [m, kk]);
-        let gw = k.global_view::<u32>(
-            w,
-            [
-                tiles_n * (tiles_k as i32 * THREADS as i32),
-                Val::constant(run).into(),
-            ],
-        );
+        let gw = k.global_view::<u32>(w, [tiles_n * row_runs.clone(), Val::constant(run).into()]);
         let gs = k.global_view::<f16>(s, [n, Val::constant(groups)]);
         let unsigned = matches!(t, tilus::ir::DType::UInt(_));
         let gz = unsigned.then(|| k.global_view::<f16>(z, [n, Val::constant(groups)]));
         let gc = k.global_view::<f16>(c, [m, n]);
-        let steps = tiles_k as i32;
+        let steps = tiles_k;
         let sa = k.shared_tensor::<f16>([stages, bm, TILE_K as i32]);
         let bars = k.mbarrier().alloc_counts(&vec![1; stages as usize]);
         let acc = k.register_tensor::<f32>([TILE_N as i32, bm], 0.0);
-        let first_run = k.let_i32(tn * (tiles_k as i32 * THREADS as i32));
+        let first_run = k.let_i32(tn * row_runs);
         let group = self.group;
         // step `i`'s words, scales and zero points, and A's tile on its way into stage `j`
         let fetch = |k: &mut Kernel, i: Val, j: i32| {
@@ -199,5 +196,16 @@ where
         });
         let out = k.compute(acc.cast::<f16>());
         k.store_global(&gc, &out.transpose(), (m0, n0));
+    }
+}
+
+// by hand: the type marker is named in the kernel's name, not among its hyperparameters
+impl<T> std::fmt::Debug for QuantMatmulFragments<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QuantMatmulFragments")
+            .field("block_m", &self.block_m)
+            .field("stages", &self.stages)
+            .field("group", &self.group)
+            .finish()
     }
 }

@@ -20,6 +20,7 @@ pub mod prepack;
 mod ring;
 mod scheme;
 mod tensor_core;
+mod tuning;
 mod views;
 
 pub use fragments::{FragmentArgs, QuantMatmulFragments};
