@@ -24,9 +24,6 @@ use tilus::prelude::*;
 /// Rows of W dequantized per chunk of a stage: 2048 elements, 16 per producer thread.
 const CHUNK_ELEMENTS: i32 = 2048;
 
-/// Chunks of a stage whose loads are in flight together before the first is converted.
-const CHUNKS_IN_FLIGHT: usize = 2;
-
 /// The kernel for weights of type `T`. Fields are compile-time hyperparameters.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct QuantMatmulRing<T> {
@@ -36,6 +33,9 @@ pub struct QuantMatmulRing<T> {
     pub block_n: i32,
     /// Stages of the ring.
     pub stages: i32,
+    /// Chunks of a stage (of [`CHUNK_ELEMENTS`]) whose loads the producer has in flight
+    /// together before it converts the first.
+    pub in_flight: i32,
     /// Elements of a row of W that share a scale (0: the whole row; otherwise 64 or more).
     pub group: i32,
     _t: PhantomData<fn() -> T>,
@@ -49,6 +49,7 @@ impl<T> QuantMatmulRing<T> {
             block_m: 256,
             block_n: 128,
             stages: 4,
+            in_flight: 2,
             group,
             _t: PhantomData,
         }
@@ -109,8 +110,9 @@ where
         };
         let gc = v.c;
         let stage = [gemm.block_n, gemm.block_k];
+        let in_flight = self.in_flight.max(1) as usize;
         let loader: StageLoader<f16> = Rc::new(move |k, tile, (row, k_at)| {
-            dequantize_into(k, &v, (tile, stage), (row, k_at));
+            dequantize_into(k, &v, (tile, stage, in_flight), (row, k_at));
         });
         let width = if gemm.group_rows() > 64 {
             STORE_CHUNK / 2
@@ -129,17 +131,17 @@ where
 }
 
 /// Fills `tile` (`[rows, cols]` f16, one stage of B) with W's rows `row ..` dequantized, columns `k_at .. k_at + block_k`, in chunks
-/// of [`CHUNK_ELEMENTS`], [`CHUNKS_IN_FLIGHT`] chunks' loads in flight before the first is
+/// of [`CHUNK_ELEMENTS`], `in_flight` chunks' loads in flight before the first is
 /// converted. Run by the producer's warp group.
 fn dequantize_into<T: Element + LowpElement>(
     k: &mut Kernel,
     v: &QuantViews<T>,
-    (tile, [rows, cols]): (&SharedTensor<f16>, [i32; 2]),
+    (tile, [rows, cols], in_flight): (&SharedTensor<f16>, [i32; 2], usize),
     (row, k_at): (Val, Val),
 ) {
     let chunk = (CHUNK_ELEMENTS / cols).clamp(8, rows);
     let firsts: Vec<i32> = (0..rows / chunk).map(|c| c * chunk).collect();
-    for group in firsts.chunks(CHUNKS_IN_FLIGHT) {
+    for group in firsts.chunks(in_flight) {
         let raws: Vec<_> = group
             .iter()
             .map(|&first| {
@@ -161,6 +163,7 @@ impl<T> std::fmt::Debug for QuantMatmulRing<T> {
             .field("block_m", &self.block_m)
             .field("block_n", &self.block_n)
             .field("stages", &self.stages)
+            .field("in_flight", &self.in_flight)
             .field("group", &self.group)
             .finish()
     }

@@ -108,6 +108,7 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulRing<T> {
                 ],
             )
             .and_then(|s| s.values("stages", &[3, 4, 5]))
+            .and_then(|s| s.values("in_flight", &[2, 4]))
             .and_then(|s| s.values("group", &[GROUP]))
             .expect("the ring kernel's space is well formed")
     }
@@ -116,6 +117,7 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulRing<T> {
         let mut k = QuantMatmulRing::new(b.get_i32("group")?)
             .with_tiles(b.get_i32("block_m")?, b.get_i32("block_n")?);
         k.stages = b.get_i32("stages")?;
+        k.in_flight = b.get_i32("in_flight")?;
         Ok(k)
     }
 
@@ -124,6 +126,7 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulRing<T> {
             ("block_m", self.block_m.into()),
             ("block_n", self.block_n.into()),
             ("stages", self.stages.into()),
+            ("in_flight", self.in_flight.into()),
             ("group", self.group.into()),
         ]))
     }

@@ -97,6 +97,13 @@ fn nvrtc_quant_matmul_on_the_ring_compiles_for_every_kind_of_weight() {
     ring::<F8E4M3>(0, 8192, (128, 256));
     ring::<F6E3M2>(128, 8192, (256, 128));
     ring::<Int<3>>(128, 4096, (256, 64));
+    // a whole stage's loads in flight
+    let mut s = tilus_kernels::quant::QuantMatmulRing::<I4>::new(128);
+    s.in_flight = 4;
+    let program = tilus::trace(&s, &[8192]).unwrap();
+    let (program, plan) = tilus::passes::compile_program(program).unwrap();
+    let c = tilus::compile::compile(&program, &plan).unwrap();
+    assert_eq!(c.report.spill_stores, 0, "in_flight 4: {:?}", c.report);
 }
 
 #[test]
