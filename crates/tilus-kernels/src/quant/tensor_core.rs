@@ -24,7 +24,8 @@ pub struct QuantMatmulTc<T> {
     pub block_n: i32,
     /// Rows of A per block: a multiple of 8, at most 256 (wgmma's N).
     pub block_m: i32,
-    /// Elements of K per step: 64 (128-byte rows of A), a divisor of the group.
+    /// Elements of K per step: 64 (128-byte rows of A), or 32 for groups of 32 (a step lies
+    /// in one group).
     pub block_k: i32,
     /// Elements of a row of W that share a scale (0: the whole row).
     pub group: i32,
@@ -33,12 +34,12 @@ pub struct QuantMatmulTc<T> {
 
 impl<T> QuantMatmulTc<T> {
     /// The kernel for `group` (0: per channel): 64 rows of W and 128 of A per block, 64 of K
-    /// per step.
+    /// per step (32 for groups of 32: a step lies in one group).
     pub fn new(group: i32) -> QuantMatmulTc<T> {
         QuantMatmulTc {
             block_n: 64,
             block_m: 128,
-            block_k: 64,
+            block_k: if group > 0 { group.min(64) } else { 64 },
             group,
             _t: PhantomData,
         }

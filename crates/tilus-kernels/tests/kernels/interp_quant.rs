@@ -105,6 +105,8 @@ fn interp_quant_matmul_on_tensor_cores_matches_the_product_of_the_f16_weights() 
     check_tc::<I2>((20, 64, 128), Scheme::grouped(64), &mut rng);
     check_tc::<F6E3M2>((8, 64, 128), Scheme::grouped(128), &mut rng);
     check_tc::<I4>((20, 64, 128), Scheme::grouped(128), &mut rng);
+    // groups of 32: steps of 32 (a step of 64 would span two groups' scales)
+    check_tc::<F4E2M1>((16, 64, 128), Scheme::grouped(32), &mut rng);
 }
 
 /// The ring kernel (the persistent GEMM's ring, W dequantized by its producer) for type `T`
