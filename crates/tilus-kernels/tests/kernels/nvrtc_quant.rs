@@ -34,7 +34,11 @@ fn nvrtc_quant_matmul_compiles_for_every_kind_of_weight() {
     build::<U4>(128, 8192);
     build::<I8>(128, 4096);
     let c = build::<F8E4M3>(128, 8192);
-    assert!(c.source.contains("tilus_from_f8e4m3("), "{}", c.source);
+    assert!(
+        c.source.contains("tilus_f16x2_from_f8e4m3x2("),
+        "{}",
+        c.source
+    );
     build::<F8E5M2>(0, 4096);
     build::<F6E3M2>(128, 8192);
     build::<F4E2M1>(32, 4096);

@@ -397,7 +397,8 @@ fn bitcast_c(e: &mut Emitter, a: &str, from: DType, to: DType) -> String {
 /// through their compute values.
 fn lowp_float_value(e: &mut Emitter, r: RegId, l: &str, to: DType) -> String {
     let t = e.p.register(r).dtype;
-    match super::lowp::small_int_to_f32(t, &read(e, r, l)) {
+    let code = read(e, r, l);
+    match super::lowp::fast_to_f32(e, t, &code) {
         Some(f) => cast_c(e, &f, DType::F32, to),
         None => {
             let v = value(e, r, l);

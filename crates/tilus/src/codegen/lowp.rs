@@ -78,16 +78,40 @@ pub(super) fn small_int_to_f32(t: DType, code: &str) -> Option<String> {
         DType::UInt(b) => (b, 0),
         _ => return None,
     };
+    Some(biased_to_f32(b, offset, code))
+}
+
+/// The `float` value (a C expression) of the code `code` of low-precision type `t` where a
+/// fast form exists: small integers by the exponent trick ([`small_int_to_f32`]), FP8 by the
+/// hardware's exact conversion to f16 (`cvt.rn.f16x2.e4m3x2`, the code alone in the pair)
+/// and f16's to f32, instead of the decoder's integer arithmetic. `None` for the others.
+pub(super) fn fast_to_f32(e: &mut Emitter, t: DType, code: &str) -> Option<String> {
+    match t {
+        DType::F8E4M3 | DType::F8E5M2 => {
+            e.use_helper(Helper::Lowp(LowpHelper::PairToF16(t)));
+            e.use_helper(Helper::Arith(super::arithmetic::ArithHelper::CvtF16));
+            Some(format!(
+                "tilus_f16_to_f32((u16)tilus_f16x2_from_{}x2((u16)((u32)({code}) & 255u)))",
+                t.name()
+            ))
+        }
+        t => small_int_to_f32(t, code),
+    }
+}
+
+/// `(code & mask(b)) ^ offset` as a float, by the exponent trick: those bits become the low
+/// mantissa bits of 2^23, whose subtraction (with the offset) leaves the value.
+fn biased_to_f32(b: u8, offset: u32, code: &str) -> String {
     // (code & mask) ^ (2^23's bits | the sign bit): the unsigned code plus the offset
     let bits = format!(
         "((((u32)({code})) & {}u) ^ {:#x}u)",
         mask(b),
         0x4B00_0000u32 | offset
     );
-    Some(format!(
+    format!(
         "__fsub_rn(__uint_as_float({bits}), {}.0f)",
         (1u32 << 23) + offset
-    ))
+    )
 }
 
 /// Two codes `a`, `b` of a small integer type as an f16 pair (a `u32` C expression), by the
