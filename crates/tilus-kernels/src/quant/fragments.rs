@@ -114,8 +114,8 @@ where
         let acc = k.register_tensor::<f32>([TILE_N as i32, bm], 0.0);
         let first_run = k.let_i32(tn * row_runs);
         let group = self.group;
-        // step `i`'s words, scales and zero points, and A's tile on its way into stage `j`
-        let fetch = |k: &mut Kernel, i: Val, j: i32| {
+        // A's tile of step `i` on its way into stage `j`
+        let fetch_a = |k: &mut Kernel, i: Val, j: i32| {
             k.single_thread(|k| {
                 let stage = sa.at(Val::constant(j));
                 k.mbarrier()
@@ -124,6 +124,9 @@ where
                 k.tma()
                     .global_to_shared(&ga, &stage, (m0, k0), bars[j as usize]);
             });
+        };
+        // step `i`'s words, scales and zero points
+        let fetch_w = |k: &mut Kernel, i: Val| {
             let row = k.let_i32(first_run + i * THREADS as i32);
             let words = k.load_global(&gw, (row, Val::constant(0)), [THREADS as i32, run]);
             // a run per thread, as the prepack wrote it
@@ -142,7 +145,8 @@ where
         // the registers that carry each stage's words, scales and zero points across steps
         let held: Vec<_> = (0..stages)
             .map(|j| {
-                let (words, scale, zero) = fetch(k, Val::constant(j), j);
+                fetch_a(k, Val::constant(j), j);
+                let (words, scale, zero) = fetch_w(k, Val::constant(j));
                 let w = k.register_tensor::<u32>([THREADS as i32, run], None::<f64>);
                 k.assign_tile(&w, words);
                 let s = k.register_tensor::<f16>([TILE_N as i32, 1], None::<f64>);
@@ -175,22 +179,25 @@ where
                             k.compute((codes.cast::<f32>() * scale.cast::<f32>()).cast::<f16>())
                         }
                     };
-                    k.mbarrier().wait(bars[j as usize], (i0 / stages) % 2);
-                    k.wgmma().fence();
-                    k.wgmma()
-                        .mma(&deq, &sa.at(Val::constant(j)).transpose(), &acc);
-                    k.wgmma().commit_group();
-                    k.wgmma().wait_group(0);
-                    // the stage and the registers take step i + stages
+                    // the registers are free once converted: they take step i + stages
                     let next = k.let_i32(i + stages);
                     k.if_(next.lt(steps), |k| {
-                        let (w2, s2, z2) = fetch(k, next, j);
+                        let (w2, s2, z2) = fetch_w(k, next);
                         k.assign_tile(words, w2);
                         k.assign_tile(scale, s2);
                         if let (Some(z), Some(z2)) = (zero, z2) {
                             k.assign_tile(z, z2);
                         }
                     });
+                    k.mbarrier().wait(bars[j as usize], (i0 / stages) % 2);
+                    k.wgmma().fence();
+                    k.wgmma()
+                        .mma(&deq, &sa.at(Val::constant(j)).transpose(), &acc);
+                    k.wgmma().commit_group();
+                    k.wgmma().wait_group(0);
+                    // the stage is free once its product is complete: it takes step
+                    // i + stages (the words of that step are on their way already)
+                    k.if_(next.lt(steps), |k| fetch_a(k, next, j));
                 });
             }
         });
