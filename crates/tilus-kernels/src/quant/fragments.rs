@@ -163,42 +163,49 @@ where
         let plain = RegisterLayout::spatial(&[THREADS as i64, 1])
             .compose(&RegisterLayout::local(&[1, CODES as i64]));
         let fragment = fragment_layout();
+        // each pass takes `stages` steps: all of them dequantized first (their registers then
+        // take the steps a pass later), then their products issued back to back and waited
+        // for once, then their stages of A refilled
         k.for_range(0, steps, stages, |k, i0| {
+            let mut deqs = Vec::new();
             for (j, (words, scale, zero)) in held.iter().enumerate() {
                 let j = j as i32;
                 let i = k.let_i32(i0 + j);
+                let codes = k.unpack::<T>(words);
+                let codes = k.relabel(&codes, plain.clone(), fragment.clone());
+                let deq = match zero {
+                    Some(zero) => k.compute(
+                        ((codes.cast::<f32>() - zero.cast::<f32>()) * scale.cast::<f32>())
+                            .cast::<f16>(),
+                    ),
+                    None => k.compute((codes.cast::<f32>() * scale.cast::<f32>()).cast::<f16>()),
+                };
+                let next = k.let_i32(i + stages);
+                k.if_(next.lt(steps), |k| {
+                    let (w2, s2, z2) = fetch_w(k, next);
+                    k.assign_tile(words, w2);
+                    k.assign_tile(scale, s2);
+                    if let (Some(z), Some(z2)) = (zero, z2) {
+                        k.assign_tile(z, z2);
+                    }
+                });
+                deqs.push((i, deq));
+            }
+            for (j, (i, deq)) in deqs.iter().enumerate() {
+                let j = j as i32;
                 k.if_(i.lt(steps), |k| {
-                    let codes = k.unpack::<T>(words);
-                    let codes = k.relabel(&codes, plain.clone(), fragment.clone());
-                    let deq = match zero {
-                        Some(zero) => k.compute(
-                            ((codes.cast::<f32>() - zero.cast::<f32>()) * scale.cast::<f32>())
-                                .cast::<f16>(),
-                        ),
-                        None => {
-                            k.compute((codes.cast::<f32>() * scale.cast::<f32>()).cast::<f16>())
-                        }
-                    };
-                    // the registers are free once converted: they take step i + stages
-                    let next = k.let_i32(i + stages);
-                    k.if_(next.lt(steps), |k| {
-                        let (w2, s2, z2) = fetch_w(k, next);
-                        k.assign_tile(words, w2);
-                        k.assign_tile(scale, s2);
-                        if let (Some(z), Some(z2)) = (zero, z2) {
-                            k.assign_tile(z, z2);
-                        }
-                    });
                     k.mbarrier().wait(bars[j as usize], (i0 / stages) % 2);
                     k.wgmma().fence();
                     k.wgmma()
-                        .mma(&deq, &sa.at(Val::constant(j)).transpose(), &acc);
+                        .mma(deq, &sa.at(Val::constant(j)).transpose(), &acc);
                     k.wgmma().commit_group();
-                    k.wgmma().wait_group(0);
-                    // the stage is free once its product is complete: it takes step
-                    // i + stages (the words of that step are on their way already)
-                    k.if_(next.lt(steps), |k| fetch_a(k, next, j));
                 });
+            }
+            k.wgmma().wait_group(0);
+            // the stages are free once their products are complete
+            for (j, (i, _)) in deqs.iter().enumerate() {
+                let next = k.let_i32(*i + stages);
+                k.if_(next.lt(steps), |k| fetch_a(k, next, j as i32));
             }
         });
         let out = k.compute(acc.cast::<f16>());
