@@ -103,10 +103,24 @@ pub struct Cooperative<T: Element = f16> {
     pub(crate) b_loader: Option<StageLoader<T>>,
 }
 
-/// A loader of one stage of B by the producer's warp group: `(kernel, tile, (row, k_at))`
-/// fills `tile` (`[block_n, block_k]`, K-major) with the operand's box whose first element
-/// is `(row, k_at)`, zeros outside it, as [`load_into`] does from a view.
-pub type StageLoader<T> = std::rc::Rc<dyn Fn(&mut Kernel, &SharedTensor<T>, (Val, Val))>;
+/// A loader of one stage of B by the producer's warp group: `(kernel, tile, at)` fills
+/// `tile` (`[block_n, block_k]`, K-major) with the operand's box at `at`, zeros outside it,
+/// as [`load_into`] does from a view.
+pub type StageLoader<T> = std::rc::Rc<dyn Fn(&mut Kernel, &SharedTensor<T>, &StageAt)>;
+
+/// Where a [`StageLoader`]'s stage lies: the box's first element `(row, k_at)`, and the ring
+/// step and the tile's K step it fills (a loader that prefetches ahead counts by them).
+pub struct StageAt {
+    /// The box's first row (along N).
+    pub row: Val,
+    /// The box's first element along K.
+    pub k_at: Val,
+    /// The ring step: steps of every tile the producer has filled before this one, counted
+    /// across tiles.
+    pub step: Scalar,
+    /// The K step within the tile.
+    pub k_step: Val,
+}
 
 impl<T: Element> Cooperative<T> {
     /// Declares the views of A `[m, k]` and B `[n, k]`, the staged tiles and the pipeline
@@ -241,7 +255,8 @@ impl<T: Element> Cooperative<T> {
         (batch, offset_m, offset_n): (Option<Val>, Val, Val),
     ) {
         let ops = &self.ops;
-        let slot = self.pipe.producer_wait(k, step);
+        let step: Scalar = step.into();
+        let slot = self.pipe.producer_wait(k, step.clone());
         let stage = slot.stage();
         let offset_k = k.name_next("offset_k").let_i32(i * self.shape.block_k);
         let (batch_a, batch_b) = ops.batch_of(k, batch);
@@ -272,7 +287,13 @@ impl<T: Element> Cooperative<T> {
         }
         let b_tile = self.sb.at(stage);
         if let (true, Some(loader)) = (ops.b_loaded, &self.b_loader) {
-            loader(k, &b_tile, (offset_n, offset_k));
+            let at = StageAt {
+                row: offset_n,
+                k_at: offset_k,
+                step: step.clone(),
+                k_step: i,
+            };
+            loader(k, &b_tile, &at);
         } else if ops.b_loaded {
             let shape =
                 RingOperands::<T>::stage_shape(ops.b_mn, self.shape.block_n, self.shape.block_k);

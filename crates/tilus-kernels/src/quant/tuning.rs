@@ -109,6 +109,7 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulRing<T> {
             )
             .and_then(|s| s.values("stages", &[3, 4, 5]))
             .and_then(|s| s.values("in_flight", &[2, 4]))
+            .and_then(|s| s.values("code_stages", &[0, 4]))
             .and_then(|s| s.values("group", &[GROUP]))
             .expect("the ring kernel's space is well formed")
     }
@@ -118,6 +119,7 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulRing<T> {
             .with_tiles(b.get_i32("block_m")?, b.get_i32("block_n")?);
         k.stages = b.get_i32("stages")?;
         k.in_flight = b.get_i32("in_flight")?;
+        k.code_stages = b.get_i32("code_stages")?;
         Ok(k)
     }
 
@@ -127,6 +129,7 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulRing<T> {
             ("block_n", self.block_n.into()),
             ("stages", self.stages.into()),
             ("in_flight", self.in_flight.into()),
+            ("code_stages", self.code_stages.into()),
             ("group", self.group.into()),
         ]))
     }

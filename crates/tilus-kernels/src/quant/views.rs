@@ -88,6 +88,33 @@ impl<T: Element + LowpElement> QuantViews<T> {
     }
 }
 
+impl<T: Element + LowpElement> QuantViews<T> {
+    /// A tile of codes `codes` (`[rows, cols]`, from elsewhere than W's view: a shared
+    /// stage) of W at `(n0, k0)` with its scales (and zero points) loaded; the tile lies in
+    /// one group along K.
+    pub fn with_codes(
+        &self,
+        k: &mut Kernel,
+        codes: RegisterTensor<T>,
+        (n0, k0): (Val, Val),
+        rows: i32,
+    ) -> RawTile<T> {
+        let g = if self.group > 0 {
+            k.let_i32(k0 / self.group)
+        } else {
+            k.let_i32(0)
+        };
+        RawTile {
+            codes,
+            scale: k.load_global(&self.scales, (n0, g), [rows, 1]),
+            zero: self
+                .zeros
+                .as_ref()
+                .map(|gz| k.load_global(gz, (n0, g), [rows, 1])),
+        }
+    }
+}
+
 /// A tile of W as loaded by [`QuantViews::load`].
 pub(crate) struct RawTile<T> {
     codes: RegisterTensor<T>,

@@ -114,12 +114,13 @@ fn interp_quant_matmul_on_tensor_cores_matches_the_product_of_the_f16_weights() 
 fn check_ring<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
     (m, n, k): (usize, usize, usize),
     scheme: Scheme,
-    (block_m, block_n): (i32, i32),
+    (block_m, block_n, code_stages): (i32, i32, i32),
     rng: &mut Rng,
 ) {
     let (a, q) = inputs::<T>(rng, (m, n, k), scheme);
     let group = scheme.group.map_or(0, |g| g as i32);
-    let config = QuantMatmulRing::<T>::new(group).with_tiles(block_m, block_n);
+    let mut config = QuantMatmulRing::<T>::new(group).with_tiles(block_m, block_n);
+    config.code_stages = code_stages;
     let mut c = vec![f16::NAN; m * n];
     QuantMatmulOp::<T>::interpret_ring(&config, (m, &a), &q, &mut c).unwrap();
     let what = format!(
@@ -133,9 +134,12 @@ fn check_ring<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
 fn interp_quant_matmul_on_the_ring_matches_the_product_of_the_f16_weights() {
     let mut rng = Rng::new(seed());
     // more tiles than blocks' first round, ragged M and N, K of several steps
-    check_ring::<I4>((150, 136, 192), Scheme::grouped(64), (128, 64), &mut rng);
-    check_ring::<U4>((40, 64, 256), Scheme::grouped(128), (128, 128), &mut rng);
-    check_ring::<F8E4M3>((64, 72, 128), Scheme::per_channel(), (256, 64), &mut rng);
+    // (the codes brought by TMA into the producer's own ring, and loaded by its threads)
+    check_ring::<I4>((150, 136, 192), Scheme::grouped(64), (128, 64, 4), &mut rng);
+    check_ring::<U4>((40, 64, 256), Scheme::grouped(128), (128, 128, 0), &mut rng);
+    check_ring::<F8E4M3>((64, 72, 128), Scheme::per_channel(), (256, 64, 2), &mut rng);
+    check_ring::<I2>((130, 64, 512), Scheme::grouped(128), (128, 64, 3), &mut rng);
+    check_ring::<Int<3>>((129, 64, 128), Scheme::grouped(64), (128, 64, 4), &mut rng);
 }
 
 /// The fragment kernel on prepacked weights of type `T` at `(m, n, k)`: as [`check`].

@@ -98,7 +98,7 @@ fn nvrtc_quant_matmul_on_the_ring_compiles_for_every_kind_of_weight() {
     );
     ring::<U4>(128, 4096, (128, 128));
     ring::<I8>(64, 4096, (256, 128));
-    ring::<F8E4M3>(0, 8192, (128, 256));
+    ring::<F8E4M3>(0, 8192, (256, 128));
     ring::<F6E3M2>(128, 8192, (256, 128));
     ring::<Int<3>>(128, 4096, (256, 64));
     // a whole stage's loads in flight

@@ -276,7 +276,8 @@ impl ShapeInst {
     }
 
     /// For an unpack: how many elements each word holds (`None` for the other members, or
-    /// where the types do not divide).
+    /// where the types do not divide); one for 8-bit elements in 8-bit words (the same bits,
+    /// seen as codes).
     pub fn unpack_count(&self, p: &Program) -> Option<i64> {
         let ShapeInst::Unpack { src, out } = self else {
             return None;
@@ -285,7 +286,7 @@ impl ShapeInst {
             p.register(src.tensor).dtype.bits(),
             p.register(*out).dtype.bits(),
         );
-        (b > 0 && b < w && w % b == 0).then_some(i64::from(w / b))
+        (b > 0 && b <= w && w % b == 0).then_some(i64::from(w / b))
     }
 
     /// For a pack: how many elements each word packs (`None` for the other members, or where
