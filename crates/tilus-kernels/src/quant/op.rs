@@ -210,17 +210,11 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
     ) -> crate::Result<()> {
         let (n, k) = w.shape;
         fragments_fit::<T>(w, config.group)?;
-        let unsigned = matches!(<T as LowpElement>::DTYPE, DType::UInt(_));
-        let lens = Lengths {
-            a: a.len(),
-            w: k * <T as LowpElement>::DTYPE.bits() as usize / 8 * n,
-            scales: w.scales.len(),
-            zeros: unsigned.then_some(w.zeros.len()),
-            c: c.len(),
-        };
-        let (m, n, k) = checked::<T>((m, n, k), w.scheme, &lens)?;
-        let one = [f16::ZERO];
-        let zeros: &[f16] = if unsigned { &w.zeros } else { &one };
+        // the words' count is checked above; the packed codes' length stands for them here
+        let codes = k * <T as LowpElement>::DTYPE.bits() as usize / 8 * n;
+        let lens = (a.len(), codes, c.len());
+        let (dims, zeros) = host_dims::<T>((m, n, k), w.scheme, lens, (&w.scales, &w.zeros))?;
+        let (m, n, k) = dims;
         tilus::interpret(config, (m, n, k, a, &w.words[..], &w.scales[..], zeros, c))?;
         Ok(())
     }
@@ -370,19 +364,37 @@ where
             ),
         });
     }
-    let unsigned = matches!(<T as LowpElement>::DTYPE, DType::UInt(_));
-    let lens = Lengths {
-        a: a.len(),
-        w: w.packed.len(),
-        scales: w.scales.len(),
-        zeros: unsigned.then_some(w.zeros.len()),
-        c: c.len(),
-    };
-    let (m, n, k) = checked::<T>((m, n, k), w.scheme, &lens)?;
-    let one = [f16::ZERO];
-    let zeros: &[f16] = if unsigned { &w.zeros } else { &one };
+    let lens = (a.len(), w.packed.len(), c.len());
+    let (dims, zeros) = host_dims::<T>((m, n, k), w.scheme, lens, (&w.scales, &w.zeros))?;
+    let (m, n, k) = dims;
     tilus::interpret(script, (m, n, k, a, &w.packed[..], &w.scales[..], zeros, c))?;
     Ok(())
+}
+
+/// A kernel's `(m, n, k)` and the zero points it is given.
+type HostDims<'z> = ((i32, i32, i32), &'z [f16]);
+
+/// Passed for the zero points of types without them (never read).
+static NO_ZEROS: [f16; 1] = [f16::ZERO];
+
+/// The kernel's `(m, n, k)` for host buffers of lengths `(a, w, c)` (`w`: the packed codes')
+/// and the zero points to pass (a stand-in for types without them), once the lengths fit.
+fn host_dims<'z, T: LowpElement>(
+    shape: (usize, usize, usize),
+    scheme: Scheme,
+    (a, w, c): (usize, usize, usize),
+    (scales, zeros): (&[f16], &'z [f16]),
+) -> crate::Result<HostDims<'z>> {
+    let unsigned = matches!(T::DTYPE, DType::UInt(_));
+    let lens = Lengths {
+        a,
+        w,
+        scales: scales.len(),
+        zeros: unsigned.then_some(zeros.len()),
+        c,
+    };
+    let dims = checked::<T>(shape, scheme, &lens)?;
+    Ok((dims, if unsigned { zeros } else { &NO_ZEROS }))
 }
 
 /// The kernel's `group` for a scheme: a positive multiple of 32 (whose steps of K stay in one

@@ -11,10 +11,13 @@ use tilus_kernels::quant::{QuantMatmulOp, Scheme};
 
 use crate::quant_reference::{assert_matches, inputs, reference, seed};
 
-fn check<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+/// Runs `QuantMatmulOp` (`run`, or `run_fragments` on the weights prepacked when
+/// `prepacked`) for type `T` at `(m, n, k)` and checks C against the exact product.
+fn run_and_check<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
     device: &Device,
     (m, n, k): (usize, usize, usize),
     scheme: Scheme,
+    prepacked: bool,
     rng: &mut Rng,
 ) {
     let stream = device.stream();
@@ -23,17 +26,35 @@ fn check<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
     let put = |v: &[f16]| stream.clone_htod(v).unwrap();
     let (da, ds) = (put(&a), put(&q.scales));
     let dz = (!q.zeros.is_empty()).then(|| put(&q.zeros));
-    let dw = stream.clone_htod(&q.packed).unwrap();
     let mut dc = put(&vec![f16::NAN; m * n]);
-    op.run(stream, (m, n, k), &da, (&dw, &ds, dz.as_ref()), &mut dc)
-        .unwrap();
+    let kernel = if prepacked {
+        let p = tilus_kernels::quant::prepack(&q).unwrap();
+        let dw = stream.clone_htod(&p.words).unwrap();
+        op.run_fragments(stream, (m, n, k), &da, (&dw, &ds, dz.as_ref()), &mut dc)
+            .unwrap();
+        "fragments"
+    } else {
+        let dw = stream.clone_htod(&q.packed).unwrap();
+        op.run(stream, (m, n, k), &da, (&dw, &ds, dz.as_ref()), &mut dc)
+            .unwrap();
+        tilus_kernels::quant::kernel_name((m, n, k), scheme)
+    };
     let c = stream.clone_dtoh(&dc).unwrap();
-    let kernel = tilus_kernels::quant::kernel_name((m, n, k), scheme);
     let what = format!(
         "{kernel} {} {scheme:?} ({m}, {n}, {k})",
         <T as LowpElement>::DTYPE
     );
     assert_matches(&what, &c, reference(&a, &q, m), n);
+}
+
+/// [`run_and_check`] through `run`.
+fn check<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+    device: &Device,
+    shape: (usize, usize, usize),
+    scheme: Scheme,
+    rng: &mut Rng,
+) {
+    run_and_check::<T>(device, shape, scheme, false, rng);
 }
 
 #[test]
@@ -96,31 +117,14 @@ fn gpu_quant_matmul_on_the_ring_matches_the_product_of_the_f16_weights() {
     check::<F6E3M2>(&device, (300, 1000, 512), g128, &mut rng);
 }
 
-/// The fragment kernel on prepacked weights of type `T` at `(m, n, k)`: its product against
-/// the exact one of the weights rounded to f16.
+/// [`run_and_check`] through `run_fragments`, on prepacked weights.
 fn check_fragments<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
     device: &Device,
-    (m, n, k): (usize, usize, usize),
+    shape: (usize, usize, usize),
     scheme: Scheme,
     rng: &mut Rng,
 ) {
-    let stream = device.stream();
-    let (a, q) = inputs::<T>(rng, (m, n, k), scheme);
-    let p = tilus_kernels::quant::prepack(&q).unwrap();
-    let op = QuantMatmulOp::<T>::new(device, scheme).unwrap();
-    let put = |v: &[f16]| stream.clone_htod(v).unwrap();
-    let (da, ds) = (put(&a), put(&p.scales));
-    let dz = (!p.zeros.is_empty()).then(|| put(&p.zeros));
-    let dw = stream.clone_htod(&p.words).unwrap();
-    let mut dc = put(&vec![f16::NAN; m * n]);
-    op.run_fragments(stream, (m, n, k), &da, (&dw, &ds, dz.as_ref()), &mut dc)
-        .unwrap();
-    let c = stream.clone_dtoh(&dc).unwrap();
-    let what = format!(
-        "fragments {} {scheme:?} ({m}, {n}, {k})",
-        <T as LowpElement>::DTYPE
-    );
-    assert_matches(&what, &c, reference(&a, &q, m), n);
+    run_and_check::<T>(device, shape, scheme, true, rng);
 }
 
 #[test]

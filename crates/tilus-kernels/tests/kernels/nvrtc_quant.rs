@@ -8,18 +8,24 @@ use tilus::lowp::*;
 use tilus::prelude::Element;
 use tilus_kernels::quant::QuantMatmul;
 
-fn build<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
-    group: i32,
-    k: i64,
-) -> tilus::compile::CompiledProgram {
-    let s = QuantMatmul::<T>::new(group);
-    let what = format!("{} group {group} k {k}", <T as LowpElement>::DTYPE);
-    let program = tilus::trace(&s, &[k]).unwrap_or_else(|e| panic!("{what}: {e}"));
+/// `script` traced at K = `k`, planned and compiled by NVRTC, without spills (`what` names it
+/// in failures).
+fn compiled<S: tilus::Script>(script: &S, k: i64, what: &str) -> tilus::compile::CompiledProgram {
+    let program = tilus::trace(script, &[k]).unwrap_or_else(|e| panic!("{what}: {e}"));
     let (program, plan) =
         tilus::passes::compile_program(program).unwrap_or_else(|e| panic!("{what}: {e}"));
     let c = tilus::compile::compile(&program, &plan).unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
     c
+}
+
+/// The few-rows kernel for type `T` and `group` at K = `k`.
+fn build<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+    group: i32,
+    k: i64,
+) -> tilus::compile::CompiledProgram {
+    let what = format!("{} group {group} k {k}", <T as LowpElement>::DTYPE);
+    compiled(&QuantMatmul::<T>::new(group), k, &what)
 }
 
 #[test]
@@ -54,14 +60,13 @@ fn nvrtc_quant_matmul_on_tensor_cores_compiles_for_every_kind_of_weight() {
         k: i64,
         block_m: i32,
     ) -> String {
-        let s = tilus_kernels::quant::QuantMatmulTc::<T>::new(group).with_block_m(block_m);
         let what = format!("tc {} group {group} k {k}", <T as LowpElement>::DTYPE);
-        let program = tilus::trace(&s, &[k]).unwrap_or_else(|e| panic!("{what}: {e}"));
-        let (program, plan) =
-            tilus::passes::compile_program(program).unwrap_or_else(|e| panic!("{what}: {e}"));
-        let c = tilus::compile::compile(&program, &plan).unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
-        c.source
+        compiled(
+            &tilus_kernels::quant::QuantMatmulTc::<T>::new(group).with_block_m(block_m),
+            k,
+            &what,
+        )
+        .source
     }
     let s = tc::<I4>(128, 8192, 128);
     assert!(
@@ -82,14 +87,13 @@ fn nvrtc_quant_matmul_on_the_ring_compiles_for_every_kind_of_weight() {
         k: i64,
         (block_m, block_n): (i32, i32),
     ) -> String {
-        let s = tilus_kernels::quant::QuantMatmulRing::<T>::new(group).with_tiles(block_m, block_n);
         let what = format!("ring {} group {group} k {k}", <T as LowpElement>::DTYPE);
-        let program = tilus::trace(&s, &[k]).unwrap_or_else(|e| panic!("{what}: {e}"));
-        let (program, plan) =
-            tilus::passes::compile_program(program).unwrap_or_else(|e| panic!("{what}: {e}"));
-        let c = tilus::compile::compile(&program, &plan).unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
-        c.source
+        compiled(
+            &tilus_kernels::quant::QuantMatmulRing::<T>::new(group).with_tiles(block_m, block_n),
+            k,
+            &what,
+        )
+        .source
     }
     let s = ring::<I4>(128, 8192, (256, 128));
     assert!(
@@ -104,10 +108,7 @@ fn nvrtc_quant_matmul_on_the_ring_compiles_for_every_kind_of_weight() {
     // a whole stage's loads in flight
     let mut s = tilus_kernels::quant::QuantMatmulRing::<I4>::new(128);
     s.in_flight = 4;
-    let program = tilus::trace(&s, &[8192]).unwrap();
-    let (program, plan) = tilus::passes::compile_program(program).unwrap();
-    let c = tilus::compile::compile(&program, &plan).unwrap();
-    assert_eq!(c.report.spill_stores, 0, "in_flight 4: {:?}", c.report);
+    compiled(&s, 8192, "ring i4 in_flight 4");
 }
 
 #[test]
@@ -118,17 +119,16 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
         k: i64,
         block_m: i32,
     ) -> String {
-        let s = tilus_kernels::quant::QuantMatmulFragments::<T>::new(group, block_m);
         let what = format!(
             "fragments {} group {group} k {k}",
             <T as LowpElement>::DTYPE
         );
-        let program = tilus::trace(&s, &[k]).unwrap_or_else(|e| panic!("{what}: {e}"));
-        let (program, plan) =
-            tilus::passes::compile_program(program).unwrap_or_else(|e| panic!("{what}: {e}"));
-        let c = tilus::compile::compile(&program, &plan).unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
-        c.source
+        compiled(
+            &tilus_kernels::quant::QuantMatmulFragments::<T>::new(group, block_m),
+            k,
+            &what,
+        )
+        .source
     }
     let s = frag::<I4>(128, 8192, 8);
     // the words in 16-byte vectors, the codes to f32 without the integer conversion, the
