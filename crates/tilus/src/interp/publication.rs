@@ -306,3 +306,22 @@ impl Block<'_, '_> {
             .map_or_else(|| format!("arg{arg}"), |p| p.name.clone())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The writers of a range are each event once, in order, skipping bytes no one wrote
+    /// (stored as 0, events as their id + 1).
+    #[test]
+    fn writers_name_each_event_once_and_skip_unwritten_bytes() {
+        let mut l = Ledger::new(2);
+        l.last[1] = vec![0, 3, 3, 0, 0, 5, 5, 3, 0];
+        let all: Vec<EventId> = l.writers(1, 0, 9).collect();
+        assert_eq!(all, vec![2, 4, 2]);
+        // a range that starts inside a run, and one past the buffer's end
+        assert_eq!(l.writers(1, 2, 2).collect::<Vec<_>>(), vec![2]);
+        assert_eq!(l.writers(1, 6, 100).collect::<Vec<_>>(), vec![4, 2]);
+        assert_eq!(l.writers(0, 0, 4).count(), 0);
+    }
+}

@@ -101,7 +101,9 @@ fn run_unverified(
 fn run_wgmma(script: &WgmmaTile) -> tilus::Result<Vec<f32>> {
     let (a, b) = wgmma_inputs();
     let mut c = vec![f32::NAN; 64 * 64];
-    run(script, (&a[..], &b[..], &mut c[..]))?;
+    let report = run(script, (&a[..], &b[..], &mut c[..]))?;
+    // one 64 x 64 x 64 product: four m64n64k16 instructions, as the report counts them
+    assert_eq!(report.mma_instructions, 4, "{script:?}");
     Ok(c)
 }
 
