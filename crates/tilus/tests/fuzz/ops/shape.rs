@@ -1,6 +1,7 @@
 //! Shape: register tiles seen with another shape (`reshape`, `squeeze`, `unsqueeze`) or in
 //! part (`slice`), whose layouts may or may not allow it; low-precision elements packed into
-//! words and unpacked from them (`pack`, `unpack`, through a cast to the type and back).
+//! words and unpacked from them (`pack`, `unpack`, through a cast to the type and back);
+//! registers relabelled (`relabel`).
 
 use proptest::prelude::*;
 use tilus::prelude::*;
@@ -25,6 +26,10 @@ pub enum Shape {
     Pack(T, u8),
     /// `cast::<f32>(unpack::<L>(tile))`.
     Unpack(T, u8),
+    /// `relabel(tile, rows, cols)`: a `[r, c]` tile a row per thread seen as `[c, r]` a
+    /// column per thread (a transpose without moving data); other ranks all in one thread,
+    /// relabelled as themselves.
+    Relabel(T),
 }
 
 /// The low-precision types the pack and unpack ops take, by number.
@@ -99,6 +104,7 @@ impl Shape {
                     .prop_map(|(r, n)| Shape::Unpack(r, n).into())
                     .boxed(),
             ),
+            (1, t(m).prop_map(|r| Shape::Relabel(r).into()).boxed()),
         ]
     }
 
@@ -154,6 +160,18 @@ impl Shape {
             Shape::Convert(_) => k.convert_layout(&x),
             Shape::Repeat(_, d, n, false) => k.repeat(&x, *d, *n),
             Shape::Repeat(_, d, n, true) => k.repeat_interleave(&x, *d, *n),
+            Shape::Relabel(_) => {
+                use tilus::layout::RegisterLayout;
+                let shape = k.shape_of(&x);
+                let (from, to) = match shape[..] {
+                    [r, c] => (
+                        RegisterLayout::spatial(&[r, 1]).compose(&RegisterLayout::local(&[1, c])),
+                        RegisterLayout::spatial(&[1, r]).compose(&RegisterLayout::local(&[c, 1])),
+                    ),
+                    _ => (RegisterLayout::local(&shape), RegisterLayout::local(&shape)),
+                };
+                k.relabel(&x, from, to)
+            }
             Shape::Pack(..) | Shape::Unpack(..) => unreachable!("replayed above"),
         }));
         r.regs.push(out);
@@ -168,7 +186,8 @@ impl Shape {
             | Shape::Convert(t)
             | Shape::Repeat(t, ..)
             | Shape::Pack(t, _)
-            | Shape::Unpack(t, _) => *t,
+            | Shape::Unpack(t, _)
+            | Shape::Relabel(t) => *t,
         }
     }
 }
