@@ -126,6 +126,24 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
     /// types, `zeros` as [`Prepacked`] holds them), `shape` W's: up to 128 rows of A (the
     /// fewest rows per block of 8, 16, 32, 64 and 128 that hold them), K a multiple of 8,
     /// groups of 64 or more (or per channel).
+    ///
+    /// ```no_run
+    /// use half::f16;
+    /// use tilus::lowp::I4;
+    /// use tilus_kernels::quant::{prepack, quantize, QuantMatmulOp, Scheme};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let device = tilus::runtime::Device::open(0)?;
+    /// let stream = device.stream();
+    /// let (m, n, k) = (1, 4096, 4096);
+    /// let q = quantize::<I4>(&vec![0.25; n * k], (n, k), Scheme::grouped(128));
+    /// let p = prepack(&q)?; // once, when the weights are loaded
+    /// let op = QuantMatmulOp::<I4>::new(&device, Scheme::grouped(128))?;
+    /// let (w, s) = (stream.clone_htod(&p.words)?, stream.clone_htod(&p.scales)?);
+    /// let a = stream.clone_htod(&vec![f16::ONE; m * k])?;
+    /// let mut c = stream.alloc_zeros::<f16>(m * n)?;
+    /// op.run_fragments(stream, (m, n, k), &a, (&w, &s, None), &mut c)?;
+    /// # Ok(()) }
+    /// ```
     #[allow(clippy::too_many_arguments)]
     pub fn run_fragments(
         &self,
