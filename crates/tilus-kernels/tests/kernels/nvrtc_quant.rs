@@ -100,7 +100,17 @@ fn nvrtc_quant_matmul_on_the_ring_compiles_for_every_kind_of_weight() {
         s.contains("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"),
         "{s}"
     );
-    ring::<U4>(128, 4096, (128, 128));
+    // int4's codes come by TMA into the producer's own ring; u4's (zero points) by its loads
+    assert!(
+        s.contains("= global_view<u8>(w_"),
+        "the codes' byte view\n{s}"
+    );
+    assert!(
+        s.contains("shared_tensor<u8>[4, 128, 32]"),
+        "the codes' ring\n{s}"
+    );
+    let u = ring::<U4>(128, 4096, (128, 128));
+    assert!(!u.contains("shared_tensor<u8>"), "{u}");
     ring::<I8>(64, 4096, (256, 128));
     ring::<F8E4M3>(0, 8192, (256, 128));
     ring::<F6E3M2>(128, 8192, (256, 128));
