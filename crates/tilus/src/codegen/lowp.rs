@@ -67,22 +67,20 @@ pub(super) fn encode(e: &mut Emitter, t: DType, v: &str, from: DType) -> String 
     }
 }
 
-/// The `float` value (a C expression) of the code `code` of a small integer type, by the
-/// exponent trick instead of the integer-to-float conversion (a quarter of the ALU's rate):
-/// the code's bits (offset to unsigned for signed types) become the low mantissa bits of
-/// 2^23, whose subtraction leaves the value exactly; one logic operation and one subtraction.
-/// `None` for any other type.
-pub(super) fn small_int_to_f32(t: DType, code: &str) -> Option<String> {
-    let (b, offset) = match t {
-        DType::Int(b) => (b, 1u32 << (b - 1)),
-        DType::UInt(b) => (b, 0),
-        _ => return None,
-    };
-    Some(biased_to_f32(b, offset, code))
+/// A small integer type's width and the offset that makes its codes unsigned (the sign bit
+/// for signed types); `None` for any other type.
+fn int_offset(t: DType) -> Option<(u8, u32)> {
+    match t {
+        DType::Int(b) => Some((b, 1u32 << (b - 1))),
+        DType::UInt(b) => Some((b, 0)),
+        _ => None,
+    }
 }
 
 /// The `float` value (a C expression) of the code `code` of low-precision type `t` where a
-/// fast form exists: small integers by the exponent trick ([`small_int_to_f32`]), FP8 by the
+/// fast form exists: small integers by the exponent trick (the code's bits, offset to unsigned,
+/// become the low mantissa bits of 2^23, whose subtraction leaves the value exactly: one logic
+/// operation and one add instead of the integer conversion at a quarter of the ALU's rate), FP8 by the
 /// hardware's exact conversion to f16 (`cvt.rn.f16x2.e4m3x2`, the code alone in the pair)
 /// and f16's to f32, instead of the decoder's integer arithmetic. `None` for the others.
 pub(super) fn fast_to_f32(e: &mut Emitter, t: DType, code: &str) -> Option<String> {
@@ -95,7 +93,7 @@ pub(super) fn fast_to_f32(e: &mut Emitter, t: DType, code: &str) -> Option<Strin
                 t.name()
             ))
         }
-        t => small_int_to_f32(t, code),
+        t => int_offset(t).map(|(b, offset)| biased_to_f32(b, offset, code)),
     }
 }
 
@@ -115,14 +113,10 @@ fn biased_to_f32(b: u8, offset: u32, code: &str) -> String {
 }
 
 /// Two codes `a`, `b` of a small integer type as an f16 pair (a `u32` C expression), by the
-/// exponent trick of [`small_int_to_f32`] in 16 bits: `1024 + u` is the f16 whose low mantissa
+/// exponent trick of [`fast_to_f32`] in 16 bits: `1024 + u` is the f16 whose low mantissa
 /// bits are `u`, less `1024 + offset` in one packed subtraction.
 pub(super) fn small_ints_to_f16x2(t: DType, a: &str, b: &str) -> String {
-    let (b_, offset) = match t {
-        DType::Int(b) => (b, 1u32 << (b - 1)),
-        DType::UInt(b) => (b, 0),
-        _ => unreachable!("small_ints_to_f16x2 of {t}"),
-    };
+    let (b_, offset) = int_offset(t).expect("small_ints_to_f16x2 takes integer types");
     let unsigned = |c: &str| format!("(((u32)({c}) & {}u) ^ {offset}u)", mask(b_));
     format!(
         "tilus_f16x2_from_biased({}, {}, {:#x}u)",
