@@ -100,7 +100,7 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
     ) -> crate::Result<()> {
         let lens = Lengths {
             a: a.len(),
-            w: w.len(),
+            w: Some(w.len()),
             scales: scales.len(),
             zeros: zeros.map(|z| z.len()),
             c: c.len(),
@@ -178,7 +178,7 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         length(NAME, "words", words.len(), want)?;
         let lens = Lengths {
             a: a.len(),
-            w: n * (k * t.bits() as usize / 8),
+            w: None,
             scales: scales.len(),
             zeros: zeros.map(|z| z.len()),
             c: c.len(),
@@ -228,9 +228,8 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
     ) -> crate::Result<()> {
         let (n, k) = w.shape;
         fragments_fit::<T>(w, config.group)?;
-        // the words' count is checked above; the packed codes' length stands for them here
-        let codes = k * <T as LowpElement>::DTYPE.bits() as usize / 8 * n;
-        let lens = (a.len(), codes, c.len());
+        // (the words' count is checked above)
+        let lens = (a.len(), None, c.len());
         let (dims, zeros) = host_dims::<T>((m, n, k), w.scheme, lens, (&w.scales, &w.zeros))?;
         let (m, n, k) = dims;
         tilus::interpret(config, (m, n, k, a, &w.words[..], &w.scales[..], zeros, c))?;
@@ -382,7 +381,7 @@ where
             ),
         });
     }
-    let lens = (a.len(), w.packed.len(), c.len());
+    let lens = (a.len(), Some(w.packed.len()), c.len());
     let (dims, zeros) = host_dims::<T>((m, n, k), w.scheme, lens, (&w.scales, &w.zeros))?;
     let (m, n, k) = dims;
     tilus::interpret(script, (m, n, k, a, &w.packed[..], &w.scales[..], zeros, c))?;
@@ -395,12 +394,12 @@ type HostDims<'z> = ((i32, i32, i32), &'z [f16]);
 /// Passed for the zero points of types without them (never read).
 static NO_ZEROS: [f16; 1] = [f16::ZERO];
 
-/// The kernel's `(m, n, k)` for host buffers of lengths `(a, w, c)` (`w`: the packed codes')
-/// and the zero points to pass (a stand-in for types without them), once the lengths fit.
+/// The kernel's `(m, n, k)` for host buffers of lengths `(a, w, c)` (`w`: the packed codes';
+/// None for prepacked words, checked apart) and the zero points to pass (a stand-in for types without them), once the lengths fit.
 fn host_dims<'z, T: LowpElement>(
     shape: (usize, usize, usize),
     scheme: Scheme,
-    (a, w, c): (usize, usize, usize),
+    (a, w, c): (usize, Option<usize>, usize),
     (scales, zeros): (&[f16], &'z [f16]),
 ) -> crate::Result<HostDims<'z>> {
     let unsigned = matches!(T::DTYPE, DType::UInt(_));
@@ -432,7 +431,8 @@ fn group_arg(scheme: Scheme) -> crate::Result<i32> {
 
 struct Lengths {
     a: usize,
-    w: usize,
+    /// The packed codes' (None: prepacked words, whose count the caller checks).
+    w: Option<usize>,
     scales: usize,
     zeros: Option<usize>,
     c: usize,
@@ -469,7 +469,9 @@ fn checked<T: LowpElement>(
     }
     let groups = scheme.groups(k);
     length(NAME, "a", lens.a, elements(NAME, m, k)?)?;
-    length(NAME, "w", lens.w, elements(NAME, n, k * bits / 8)?)?;
+    if let Some(w) = lens.w {
+        length(NAME, "w", w, elements(NAME, n, k * bits / 8)?)?;
+    }
     length(NAME, "scales", lens.scales, elements(NAME, n, groups)?)?;
     match (T::DTYPE, lens.zeros) {
         (DType::UInt(_), Some(z)) => length(NAME, "zeros", z, n * groups)?,
