@@ -227,6 +227,7 @@ pub(super) fn emit(e: &mut Emitter, i: &MemoryInst) {
         MemoryInst::AtomicGlobal { .. } => global::atomic_global(e, i),
         MemoryInst::ScatterGlobal { .. } => global::scatter_global(e, i),
         MemoryInst::AtomicScalar { .. } => global::atomic_scalar(e, i),
+        MemoryInst::LoadScalar { .. } => global::load_scalar(e, i),
         MemoryInst::StoreShared { dst, src } => store_shared(e, dst, src),
         MemoryInst::FenceProxyAsync => {
             e.use_helper(Helper::Memory(MemoryHelper::FenceProxyAsync));

@@ -35,6 +35,7 @@ pub(crate) fn exec(
         MemoryInst::AtomicGlobal { .. } => global::atomic_global(b, task, i, loc)?,
         MemoryInst::ScatterGlobal { .. } => global::scatter_global(b, task, i, loc)?,
         MemoryInst::AtomicScalar { .. } => global::atomic_scalar(b, task, i, loc)?,
+        MemoryInst::LoadScalar { .. } => global::load_scalar(b, task, i, loc)?,
         MemoryInst::StoreShared { dst, src } => store_shared(b, task, dst, src, loc)?,
         // the fence's effect on the proxy-fence record is applied by `hazards::after`
         MemoryInst::FenceProxyAsync => {}

@@ -562,6 +562,29 @@ impl Kernel {
         self.load_global_at(src, offsets, shape, fill, Loc::caller())
     }
 
+    /// Every thread of the current group reads the element of `src` at `index` (0 outside
+    /// the view) into a scalar: sizes and offsets the host leaves in memory, such as a packed
+    /// batch's cumulative sequence lengths. i32, u32 and f32 views. The threads read one
+    /// address, so the value is the same in each (the caches serve it once).
+    #[track_caller]
+    pub fn load_global_scalar<T: Element>(
+        &mut self,
+        src: &GlobalTensor<T>,
+        index: impl Scalars,
+    ) -> Val {
+        let loc = Loc::caller();
+        let dtype = T::DTYPE;
+        let name = self.fresh_name("x");
+        let out = self.new_var(name, dtype, crate::ir::VarKind::Let);
+        let inst = MemoryInst::LoadScalar {
+            src: src.id,
+            index: index.into_exprs(),
+            out,
+        };
+        self.push(StmtKind::Inst(Inst::Memory(inst)), loc);
+        Val::var(out, dtype)
+    }
+
     fn load_global_at<T: Element>(
         &mut self,
         src: &GlobalTensor<T>,

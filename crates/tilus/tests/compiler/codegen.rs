@@ -404,7 +404,8 @@ fn a_cast_to_the_outputs_16_bit_type_rounds_once() {
 // ------------------------------------------------------------------------------------------
 
 use crate::common::scripts::global::{
-    ColumnStats, LastBlockSums, MaskedLoad, SplitKMatmul, SplitSum, StridedCopy, SwapTiles, Tickets,
+    ColumnStats, LastBlockSums, MaskedLoad, SegmentSums, SplitKMatmul, SplitSum, StridedCopy,
+    SwapTiles, Tickets,
 };
 use crate::common::Body;
 use tilus::prelude::*;
@@ -524,6 +525,18 @@ fn atomics_compile_to_red_and_atom() {
         "atom.global.cas.b32 %0, [%1], %2, %3;",
         "const u32 old4 = tilus_atom_cas_u32(flag, 0u, ((u32)((v0 + 1))));",
         "atom.global.exch.b32",
+    ] {
+        assert!(
+            c.source.contains(needle),
+            "missing `{needle}` in\n{}",
+            c.source
+        );
+    }
+    // scalars read from memory: a bounds check against the view, 0 outside it
+    let c = built(&SegmentSums, &[]);
+    for needle in [
+        "const i32 x0 = ((u32)(v0) < (u32)((segments + 1))) ? *(offsets + v0) : 0;",
+        "const float x2 = ((u32)(v0) < (u32)(segments)) ? *(weights + v0) : 0.0f;",
     ] {
         assert!(
             c.source.contains(needle),

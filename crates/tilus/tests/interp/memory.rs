@@ -156,8 +156,8 @@ fn with_the_fence_the_interpreter_computes_the_product() {
 // ------------------------------------------------------------------------------------------
 
 use crate::common::scripts::global::{
-    small_ints, ColumnStats, LastBlockSums, MaskedLoad, SplitKMatmul, SplitSum, StridedCopy,
-    StridedTma, SwapTiles, Tickets,
+    small_ints, ColumnStats, LastBlockSums, MaskedLoad, SegmentSums, SplitKMatmul, SplitSum,
+    StridedCopy, StridedTma, SwapTiles, Tickets,
 };
 use half::f16;
 
@@ -262,6 +262,35 @@ fn the_block_with_the_last_ticket_sums_every_block_s_row() {
     run(&LastBlockSums, args).unwrap();
     assert_eq!(out, LastBlockSums::reference(&rows));
     assert_eq!(ticket, vec![nb as i32]);
+}
+
+/// `load_global_scalar` reads the segments' bounds and weights the host left in memory
+/// (segments of 0, 1, 31, 32, 33 and 100 elements), and 0 past the view's end.
+#[test]
+fn scalars_read_from_memory_bound_each_block_s_segment() {
+    let lens = [5, 0, 1, 31, 32, 33, 100, 7];
+    let mut offsets = vec![0i32];
+    for l in lens {
+        offsets.push(offsets.last().unwrap() + l);
+    }
+    let n = *offsets.last().unwrap() as usize;
+    let x: Vec<f32> = (0..n).map(|i| (i * 37 % 101) as f32 - 50.0).collect();
+    let weights: Vec<f32> = (0..lens.len()).map(|i| 0.5 + i as f32).collect();
+    let mut out = vec![f32::NAN; lens.len() + 1];
+    let segs = lens.len() as i32;
+    run(
+        &SegmentSums,
+        (
+            segs,
+            n as i32,
+            &x[..],
+            &offsets[..],
+            &weights[..],
+            &mut out[..],
+        ),
+    )
+    .unwrap();
+    assert_eq!(out, SegmentSums::reference(&x, &offsets, &weights));
 }
 
 /// Scalar atomics return the old value; the interpreter runs blocks one after another when

@@ -806,8 +806,8 @@ fn arithmetic_gives_the_interpreters_bits_and_meets_the_reference() {
 // ------------------------------------------------------------------------------------------
 
 use crate::common::scripts::global::{
-    small_ints, ColumnStats, LastBlockSums, MaskedLoad, SplitKMatmul, SplitSum, StridedCopy,
-    StridedTma, SwapTiles, Tickets,
+    small_ints, ColumnStats, LastBlockSums, MaskedLoad, SegmentSums, SplitKMatmul, SplitSum,
+    StridedCopy, StridedTma, SwapTiles, Tickets,
 };
 
 #[test]
@@ -920,6 +920,38 @@ fn atomic_add_max_and_min_combine_columns_on_the_gpu() {
         );
         assert_eq!(got, ColumnStats::expected(m, n, &src), "{s:?}");
     }
+}
+
+/// Segment bounds and weights read from memory by every thread (`load_global_scalar`), on the
+/// GPU as on the interpreter: exact sums of small integers.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn scalars_read_from_memory_bound_each_block_s_segment_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let lens = [5, 0, 1, 31, 32, 33, 1000, 7, 64];
+    let mut offsets = vec![0i32];
+    for l in lens {
+        offsets.push(offsets.last().unwrap() + l);
+    }
+    let n = *offsets.last().unwrap() as usize;
+    let x: Vec<f32> = (0..n).map(|i| (i * 37 % 101) as f32 - 50.0).collect();
+    let weights: Vec<f32> = (0..lens.len()).map(|i| 0.5 + i as f32).collect();
+    let (dx, doff, dw) = (
+        stream.clone_htod(&x).unwrap(),
+        stream.clone_htod(&offsets).unwrap(),
+        stream.clone_htod(&weights).unwrap(),
+    );
+    let mut out = stream.clone_htod(&vec![f32::NAN; lens.len() + 1]).unwrap();
+    tilus::Jit::new(SegmentSums, &device)
+        .launch(
+            stream,
+            (lens.len() as i32, n as i32, &dx, &doff, &dw, &mut out),
+        )
+        .unwrap();
+    let out = stream.clone_dtoh(&out).unwrap();
+    assert_eq!(out, SegmentSums::reference(&x, &offsets, &weights));
 }
 
 /// On the GPU the blocks take the tickets in any order: the order is a permutation, and

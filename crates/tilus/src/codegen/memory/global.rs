@@ -559,35 +559,23 @@ pub(super) fn atomic_global(e: &mut Emitter, i: &MemoryInst) {
     }
 }
 
-pub(super) fn atomic_scalar(e: &mut Emitter, i: &MemoryInst) {
-    let MemoryInst::AtomicScalar {
-        op,
-        dst,
-        index,
-        value,
-        compare,
-        out,
-    } = i
-    else {
-        return;
-    };
-    let d = e.p.global(*dst);
-    let dtype = d.dtype;
+/// One element of a view as C sees it: the bounds checks left at run time (none when the
+/// index and the view are constants) and the pointer to it; `None` when the index is a
+/// constant outside the view.
+struct ScalarAt {
+    inside: Vec<String>,
+    ptr: String,
+}
+
+fn scalar_at(e: &mut Emitter, d: &crate::ir::GlobalDecl, index: &[Expr]) -> Option<ScalarAt> {
     let ptr = e.p.var(d.ptr).name.clone();
-    let name = e.p.var(*out).name.clone();
-    let zero = constant(e, &Expr::Int(0, dtype), dtype);
-    // bounds checks and address terms, folded where the index and the view are constants
     let mut inside = vec![];
     let mut addr = vec![];
     for (k, x) in index.iter().enumerate() {
         let (cx, cn) = (x.eval(&|_| None), d.shape[k].eval(&|_| None));
         match (cx, cn) {
             (Some(i), Some(n)) if (0..n).contains(&i) => {}
-            (Some(_), Some(_)) => {
-                // always outside the view: nothing is updated
-                e.line(format!("const {} {name} = {zero};", c_type(dtype)));
-                return;
-            }
+            (Some(_), Some(_)) => return None,
             _ => inside.push(format!(
                 "(u32)({}) < (u32)({})",
                 e.expr(x),
@@ -606,24 +594,73 @@ pub(super) fn atomic_scalar(e: &mut Emitter, i: &MemoryInst) {
             )),
         }
     }
-    let f = use_atomic(e, *op, dtype, true);
-    let mut args = if addr.is_empty() {
+    let ptr = if addr.is_empty() {
         ptr
     } else {
         format!("{ptr} + {}", addr.join(" + "))
     };
+    Some(ScalarAt { inside, ptr })
+}
+
+/// `const T name = (checks) ? value : zero;`, or without the checks where none are left.
+fn define_checked(e: &mut Emitter, dtype: DType, name: &str, inside: &[String], value: &str) {
+    let t = c_type(dtype);
+    let zero = constant(e, &Expr::Int(0, dtype), dtype);
+    if inside.is_empty() {
+        e.line(format!("const {t} {name} = {value};"));
+    } else {
+        let inside = inside.join(" && ");
+        e.line(format!("const {t} {name} = ({inside}) ? {value} : {zero};"));
+    }
+}
+
+pub(super) fn atomic_scalar(e: &mut Emitter, i: &MemoryInst) {
+    let MemoryInst::AtomicScalar {
+        op,
+        dst,
+        index,
+        value,
+        compare,
+        out,
+    } = i
+    else {
+        return;
+    };
+    let d = e.p.global(*dst).clone();
+    let dtype = d.dtype;
+    let name = e.p.var(*out).name.clone();
+    let Some(at) = scalar_at(e, &d, index) else {
+        // always outside the view: nothing is updated
+        let zero = constant(e, &Expr::Int(0, dtype), dtype);
+        define_checked(e, dtype, &name, &[], &zero);
+        return;
+    };
+    let f = use_atomic(e, *op, dtype, true);
+    let mut args = at.ptr;
     if let Some(c) = compare {
         args = format!("{args}, {}", e.expr(c));
     }
     let v = e.expr(value);
-    let t = c_type(dtype);
-    if inside.is_empty() {
-        e.line(format!("const {t} {name} = {f}({args}, {v});"));
-    } else {
-        let inside = inside.join(" && ");
-        e.line(format!(
-            "const {t} {name} = ({inside}) ? {f}({args}, {v}) : {zero};"
-        ));
+    define_checked(e, dtype, &name, &at.inside, &format!("{f}({args}, {v})"));
+}
+
+/// `load_global_scalar`: every thread reads the element (0 outside the view).
+pub(super) fn load_scalar(e: &mut Emitter, i: &MemoryInst) {
+    let MemoryInst::LoadScalar { src, index, out } = i else {
+        return;
+    };
+    let d = e.p.global(*src).clone();
+    let dtype = d.dtype;
+    let name = e.p.var(*out).name.clone();
+    match scalar_at(e, &d, index) {
+        Some(at) => define_checked(e, dtype, &name, &at.inside, &format!("*({})", at.ptr)),
+        None => define_checked(
+            e,
+            dtype,
+            &name,
+            &[],
+            &constant(e, &Expr::Int(0, dtype), dtype),
+        ),
     }
 }
 

@@ -527,6 +527,38 @@ pub(super) fn atomic_scalar(
     Ok(())
 }
 
+/// `load_global_scalar`: the element (0 outside the view) into the task's variable; every
+/// thread reads it, so each read is checked against the publication rules.
+pub(super) fn load_scalar(
+    b: &mut Block<'_, '_>,
+    task: &mut Task<'_>,
+    i: &MemoryInst,
+    loc: Loc,
+) -> R<()> {
+    let MemoryInst::LoadScalar { src, index, out } = i else {
+        return Ok(());
+    };
+    let view = View::new(b, task, *src, loc)?;
+    let idx = values(b, task, index, loc)?;
+    let dtype = view.dtype;
+    let mut bits = None;
+    if let Some(flat) = view.flat(&idx) {
+        for t in task.threads.clone() {
+            let byte = view.byte(&idx, flat, "load_global_scalar reads", t, loc)?;
+            b.check_published(view.arg, byte, view.eb(), loc, "load_global_scalar reads")?;
+            bits = Some(b.read_global(view.arg, byte, view.eb()));
+        }
+    }
+    let bits = bits.unwrap_or(0);
+    // scalar variables hold integers as themselves and floats as their f64 bits
+    task.env[out.0 as usize] = Some(if dtype.is_float() {
+        (bits_to_f32(bits, dtype) as f64).to_bits() as i64
+    } else {
+        bits_to_int(bits, dtype)
+    });
+    Ok(())
+}
+
 /// `store_global_at` / `atomic_add_at` as `codegen/memory/global.rs` emits them: each element
 /// of the values, from the thread holding its first copy, to the coordinates its index tiles
 /// hold; elements outside the view are skipped.

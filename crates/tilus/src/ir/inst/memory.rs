@@ -156,6 +156,17 @@ pub enum MemoryInst {
         /// The variable that receives the old value.
         out: VarId,
     },
+    /// `load_global_scalar`: every thread of the group reads one element of a view into a
+    /// scalar variable (0 outside the view): sizes and offsets the host left in memory (a
+    /// packed batch's sequence offsets, a work list).
+    LoadScalar {
+        /// Source view.
+        src: GlobalId,
+        /// The element's coordinates in the view.
+        index: Vec<Expr>,
+        /// The variable that receives the value.
+        out: VarId,
+    },
 }
 
 impl MemoryInst {
@@ -188,6 +199,7 @@ impl MemoryInst {
                 AtomicOp::Exchange => "atomic_exchange_scalar",
                 AtomicOp::Cas => "atomic_cas_scalar",
             },
+            MemoryInst::LoadScalar { .. } => "load_global_scalar",
         }
     }
 
@@ -309,6 +321,16 @@ impl MemoryInst {
                     .reads(index)
                     .reads([value])
                     .reads(compare.iter())
+                    .defines(*out)
+            }
+            MemoryInst::LoadScalar { src, index, out } => {
+                let region = Region {
+                    offsets: index,
+                    extent: vec![1; index.len()],
+                };
+                Facts::default()
+                    .effect(Effect::now(Memory::Global(*src), Read).on(region))
+                    .reads(index)
                     .defines(*out)
             }
         }
@@ -470,6 +492,13 @@ impl MemoryInst {
                 let _ = write!(t, "{})", n.e(value));
                 t
             }
+            MemoryInst::LoadScalar { src, index, out } => format!(
+                "{} = {}({}, [{}])",
+                n.name(*out),
+                self.name(),
+                p.global(*src).name,
+                n.list(index)
+            ),
         }
     }
 }

@@ -352,6 +352,29 @@ impl Rules for MemoryInst {
                 }
                 ranks(c, *dst, name, r.shape.len(), offsets.len(), loc);
             }
+            MemoryInst::LoadScalar { src, index, .. } => {
+                let name = self.name();
+                let g = p.global(*src);
+                if ![DType::I32, DType::U32, DType::F32].contains(&g.dtype) {
+                    c.err(
+                        loc,
+                        format!(
+                            "{name} on a {} view is not supported: it takes i32, u32 and f32 \
+                             views (load a tile with `load_global` for other types)",
+                            g.dtype
+                        ),
+                    );
+                }
+                if index.len() != g.shape.len() {
+                    let msg = format!(
+                        "{name}: view `{}` has {} dimensions, the index {}",
+                        g.name,
+                        g.shape.len(),
+                        index.len()
+                    );
+                    c.err(loc, msg);
+                }
+            }
             MemoryInst::AtomicScalar { op, dst, index, .. } => {
                 let name = self.name();
                 let g = p.global(*dst);
@@ -515,7 +538,8 @@ impl Rules for MemoryInst {
             | MemoryInst::FenceGpu
             | MemoryInst::AtomicGlobal { .. }
             | MemoryInst::ScatterGlobal { .. }
-            | MemoryInst::AtomicScalar { .. } => {}
+            | MemoryInst::AtomicScalar { .. }
+            | MemoryInst::LoadScalar { .. } => {}
         }
     }
 }

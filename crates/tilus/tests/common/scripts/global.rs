@@ -515,3 +515,58 @@ impl Script for Scatters {
         k.atomic_add_at(&gh, &t, (b,));
     }
 }
+
+/// Sums over segments the host lays out in memory (a packed batch's shape): block `b` reads
+/// `offsets[b]` and `offsets[b + 1]` (`load_global_scalar`) and `weights[b]`, walks
+/// `x[offsets[b] .. offsets[b + 1]]` 32 elements at a time, and writes the sum times the
+/// weight to `out[b]`. The last block also reads `offsets[segments + 1]`, outside the view
+/// (0), and stores it to `out[segments]`.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct SegmentSums;
+
+impl SegmentSums {
+    /// `out` for these segments.
+    pub fn reference(x: &[f32], offsets: &[i32], weights: &[f32]) -> Vec<f32> {
+        let mut out: Vec<f32> = offsets
+            .windows(2)
+            .zip(weights)
+            .map(|(w, &f)| x[w[0] as usize..w[1] as usize].iter().sum::<f32>() * f)
+            .collect();
+        out.push(0.0);
+        out
+    }
+}
+
+impl Script for SegmentSums {
+    type Args = (i32, i32, Ptr<f32>, Ptr<i32>, Ptr<f32>, PtrMut<f32>);
+    fn arg_names() -> &'static [&'static str] {
+        &["segments", "n", "x", "offsets", "weights", "out"]
+    }
+    fn body(&self, k: &mut Kernel, (segs, n, x, offsets, weights, out): Handles<Self::Args>) {
+        k.blocks([segs]);
+        k.warps(1);
+        let gx = k.global_view(x, [n]);
+        let go = k.global_view(offsets, [segs + 1]);
+        let gw = k.global_view(weights, [segs]);
+        let gout = k.global_view(out, [segs + 1]);
+        let b = k.let_i32(k.block_idx().x);
+        let start = k.load_global_scalar(&go, [b]);
+        let end = k.load_global_scalar(&go, [b + 1]);
+        let weight = k.load_global_scalar(&gw, [b]);
+        let acc = k.register_tensor::<f32>([32], 0.0);
+        k.for_range(start, end, 32, |k, i| {
+            let t = k.load_global(&gx, [i], [32]);
+            let keep = (k.arange([32], 0) + i).lt(end);
+            k.assign_tile(&acc, acc + where_(keep, t, 0.0f32));
+        });
+        let total = k.sum(acc, 0, true);
+        let weighted = k.compute(total * weight);
+        k.store_global(&gout, &weighted, [b]);
+        k.if_(b.eq_(segs - 1), |k| {
+            let past = k.load_global_scalar(&go, [segs + 1]);
+            let t = k.register_tensor::<f32>([1], 0.0);
+            k.assign_tile(&t, t + past.cast::<f32>());
+            k.store_global(&gout, &t, [segs]);
+        });
+    }
+}

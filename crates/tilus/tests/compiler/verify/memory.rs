@@ -654,6 +654,29 @@ fn scalar_atomics_run_on_one_thread() {
     );
 }
 
+#[test]
+fn a_scalar_read_of_a_16_bit_view() {
+    check::<InF16>(|k, (a,)| {
+        k.warps(1);
+        let g = k.global_view(a, [4]);
+        at(line!(), k.load_global_scalar(&g, [0]));
+    })
+    .fails_once(
+        "load_global_scalar on a f16 view is not supported: it takes i32, u32 and f32 views \
+         (load a tile with `load_global` for other types)",
+    );
+}
+
+#[test]
+fn a_scalar_read_with_too_few_coordinates() {
+    check::<(Ptr<i32>,)>(|k, (a,)| {
+        k.warps(1);
+        let g = k.global_view(a, [4, 4]);
+        at(line!(), k.load_global_scalar(&g, [1]));
+    })
+    .fails_once("load_global_scalar: view `g0` has 2 dimensions, the index 1");
+}
+
 /// The old value of a scalar atomic is a variable of the thread group that ran it.
 #[test]
 fn the_old_value_of_a_scalar_atomic_outside_its_group() {
