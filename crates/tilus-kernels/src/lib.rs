@@ -9,7 +9,8 @@
 //! - [`norm`]: softmax, layer norm and RMSNorm over the rows of a matrix;
 //! - [`elementwise`]: `c = a + b`;
 //! - [`copy`]: a 2-D copy through shared memory by TMA;
-//! - [`quant`]: `C = A · dequant(W)ᵀ` with weights in low-precision types.
+//! - [`quant`]: `C = A · dequant(W)ᵀ` with weights in low-precision types;
+//! - [`attention`]: flash attention forward (causal, GQA, packed batches).
 //!
 //! ```no_run
 //! use tilus_kernels::norm::RmsNormOp;
@@ -26,6 +27,7 @@
 
 #![warn(missing_docs)]
 
+pub mod attention;
 pub mod copy;
 pub mod elementwise;
 mod error;

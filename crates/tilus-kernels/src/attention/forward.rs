@@ -1,0 +1,335 @@
+//! `flash_forward`: `O = softmax(scale · Q·Kᵀ) · V` per head, with the log-sum-exp of each
+//! row, on the tensor cores, one warp group per block of 64 queries.
+//!
+//! Each block takes 64 queries of one head of one sequence. Q's tile arrives once by TMA; the
+//! keys and values stream through a ring of `stages` stages (TMA, one barrier per stage, the
+//! phase from the step). Per block of keys: `S = Q·Kᵀ` by WGMMA from shared memory into
+//! registers (overwriting: no zeroing), the online softmax in base 2 with the scale folded in
+//! (the running maximum `m`, the running sum `l`, the output rescaled when `m` grows), `P`
+//! rounded to the element type and kept in registers as the A operand of `O += P·V` (the
+//! accumulator's fragment and the operand's coincide per thread: no data moves), V used as
+//! stored (an MN-major B operand).
+//!
+//! Sequences are packed: the rows of sequence `b` are `cu[b] .. cu[b + 1]` of Q (and of K and
+//! V by their own offsets), read by every thread with `load_global_scalar`; a fixed-length
+//! batch is the case `cu[b] = b · s`. Blocks past their sequence's queries do nothing; keys
+//! past its keys, and for causal attention keys past the diagonal (aligned to the bottom
+//! right: query `i` sees keys up to `i + s_kv - s_q`), are masked, and only on the blocks of
+//! keys that hold such keys: the others run without a mask. A row that sees no key gets
+//! zeros and a log-sum-exp of −∞. GQA: query head `h` reads key and value head
+//! `h / (hq / hkv)`.
+
+use half::{bf16, f16};
+use std::marker::PhantomData;
+use tilus::lang::WgmmaTarget;
+use tilus::prelude::*;
+
+/// Queries per block: WGMMA's M, one warp group.
+pub const BLOCK_Q: i32 = 64;
+
+/// The element types the kernel takes (f16 and bf16): their names, for the kernel's.
+pub trait AttentionElement:
+    Element + tilus::interp::Pod + tilus::cudarc::driver::DeviceRepr + std::fmt::Debug
+{
+    /// `f16` or `bf16`.
+    const NAME: &'static str;
+    /// The value, exactly.
+    fn to_f64(self) -> f64;
+    /// `x` rounded to the nearest value of the type.
+    fn from_f64(x: f64) -> Self;
+}
+
+impl AttentionElement for f16 {
+    const NAME: &'static str = "f16";
+    fn to_f64(self) -> f64 {
+        f16::to_f64(self)
+    }
+    fn from_f64(x: f64) -> Self {
+        f16::from_f64(x)
+    }
+}
+
+impl AttentionElement for bf16 {
+    const NAME: &'static str = "bf16";
+    fn to_f64(self) -> f64 {
+        bf16::to_f64(self)
+    }
+    fn from_f64(x: f64) -> Self {
+        bf16::from_f64(x)
+    }
+}
+
+/// The arguments: `batch`, `hq`, `hkv`, the longest sequence of queries, the rows of Q (all
+/// sequences') and of K and V, `scale_log2` (the softmax scale times `log2(e)`), `q
+/// [rows_q, hq, d]`, `k` and `v` `[rows_kv, hkv, d]`, the cumulative offsets `cu_q` and
+/// `cu_kv` (`batch + 1` each), `o [rows_q, hq, d]`, `lse [hq, rows_q]` (natural log).
+pub type FlashArgs<T> = (
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    f32,
+    Ptr<T>,
+    Ptr<T>,
+    Ptr<T>,
+    Ptr<i32>,
+    Ptr<i32>,
+    PtrMut<T>,
+    PtrMut<f32>,
+);
+
+/// The kernel for elements of type `T`. Fields are compile-time hyperparameters.
+pub struct FlashForward<T> {
+    /// The head dimension: 64, 128 or 256.
+    pub head_dim: i32,
+    /// Keys per step (WGMMA's N of `S = Q·Kᵀ`, its K of `O += P·V`): 64 or 128.
+    pub block_kv: i32,
+    /// Stages of the key and value ring.
+    pub stages: i32,
+    /// Causal attention (queries see the keys up to their diagonal).
+    pub causal: bool,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> FlashForward<T> {
+    /// The kernel for `head_dim`, causal or not: 128 keys per step below head dimension 256
+    /// (64 there: the output's accumulator takes the registers), two stages.
+    pub fn new(head_dim: i32, causal: bool) -> FlashForward<T> {
+        FlashForward {
+            head_dim,
+            block_kv: if head_dim >= 256 { 64 } else { 128 },
+            stages: 2,
+            causal,
+            _t: PhantomData,
+        }
+    }
+
+    /// The same kernel with `block_kv` keys per step and `stages` stages.
+    pub fn with_tiles(mut self, block_kv: i32, stages: i32) -> FlashForward<T> {
+        (self.block_kv, self.stages) = (block_kv, stages);
+        self
+    }
+}
+
+impl<T: AttentionElement> Script for FlashForward<T> {
+    type Args = FlashArgs<T>;
+
+    fn arg_names() -> &'static [&'static str] {
+        &[
+            "batch",
+            "hq",
+            "hkv",
+            "max_q",
+            "rows_q",
+            "rows_kv",
+            "scale_log2",
+            "q",
+            "k",
+            "v",
+            "cu_q",
+            "cu_kv",
+            "o",
+            "lse",
+        ]
+    }
+
+    fn name(&self) -> String {
+        format!("flash_forward_{}", T::NAME)
+    }
+
+    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
+        let (batch, hq, hkv, max_q, rows_q, rows_kv, scale_log2) =
+            (args.0, args.1, args.2, args.3, args.4, args.5, args.6);
+        let (q, kp, vp, cu_q, cu_kv, o, lse) =
+            (args.7, args.8, args.9, args.10, args.11, args.12, args.13);
+        let (d, bq, bkv, stages) = (self.head_dim, BLOCK_Q, self.block_kv, self.stages);
+        k.blocks([cdiv(max_q, bq), hq.into(), batch.into()]);
+        k.warps(4);
+        let (rq, rkv) = (Scalar::from(rows_q), Scalar::from(rows_kv));
+        let gq = k.global_view::<T>(q, [rq.clone(), hq * d]);
+        let gk = k.global_view::<T>(kp, [rkv.clone(), hkv * d]);
+        let gv = k.global_view::<T>(vp, [rkv, hkv * d]);
+        let go = k.global_view::<T>(o, [rq, hq * d]);
+        let gl = k.global_view::<f32>(lse, [hq, rows_q]);
+        let gcq = k.global_view::<i32>(cu_q, [batch + 1]);
+        let gck = k.global_view::<i32>(cu_kv, [batch + 1]);
+        // Q and K in chunks of 64 along the head dimension: a K-major WGMMA operand's rows
+        // are at most 128 bytes (the swizzle's span), so S = Q·Kᵀ is a sum over the chunks
+        let chunks = d / 64;
+        let sq = k.shared_tensor::<T>([chunks, bq, 64]);
+        let sk = k.shared_tensor::<T>([stages * chunks, bkv, 64]);
+        let sv = k.shared_tensor::<T>([stages, bkv, d]);
+        let qbar = k.mbarrier().alloc([1]);
+        let full = k.mbarrier().alloc_counts(&vec![1; stages as usize]);
+
+        let b = k.let_i32(k.block_idx().z);
+        let h = k.let_i32(k.block_idx().y);
+        let q0 = k.let_i32(k.block_idx().x * bq);
+        let q_start = k.load_global_scalar(&gcq, [b]);
+        let q_end = k.load_global_scalar(&gcq, [b + 1]);
+        let kv_start = k.load_global_scalar(&gck, [b]);
+        let kv_end = k.load_global_scalar(&gck, [b + 1]);
+        let seq_q = k.let_i32(q_end - q_start);
+        let seq_kv = k.let_i32(kv_end - kv_start);
+        let hk = k.let_i32(h / (hq / hkv));
+        k.if_(q0.lt(seq_q), |k| {
+            // the keys the block sees: all of them, or up to its last query's diagonal
+            let shift = k.let_i32(seq_kv - seq_q);
+            let seen = k.var_i32(seq_kv);
+            let unmasked = k.var_i32(seq_kv);
+            if self.causal {
+                k.if_((q0 + bq + shift).lt(seen), |k| {
+                    k.assign(seen, q0 + bq + shift)
+                });
+                // keys every query of the block sees: up to its first query's diagonal
+                k.if_((q0 + 1 + shift).lt(unmasked), |k| {
+                    k.assign(unmasked, q0 + 1 + shift)
+                });
+            }
+            k.if_(seen.lt(0), |k| k.assign(seen, 0));
+            k.if_(unmasked.lt(0), |k| k.assign(unmasked, 0));
+            let steps = k.let_i32(cdiv(seen, bkv));
+            let free_steps = k.let_i32(unmasked / bkv);
+
+            // step `j`'s keys and values into `stage`
+            let fetch = |k: &mut Kernel, stage: Val, j: Scalar| {
+                let (vs, bar) = (sv.at(stage), full.at(stage));
+                k.mbarrier()
+                    .arrive_and_expect_tx(bar, sk.nbytes() / stages + vs.nbytes());
+                let row = kv_start + j * bkv;
+                for c in 0..chunks {
+                    let ks = sk.at(k.let_i32(stage * chunks + c));
+                    let col = hk * d + c * 64;
+                    k.tma().global_to_shared(&gk, &ks, (row.clone(), col), bar);
+                }
+                k.tma().global_to_shared(&gv, &vs, (row, hk * d), bar);
+            };
+            k.single_thread(|k| {
+                k.mbarrier().arrive_and_expect_tx(qbar[0], sq.nbytes());
+                for c in 0..chunks {
+                    let col = h * d + c * 64;
+                    let qs = sq.at(Val::constant(c));
+                    k.tma()
+                        .global_to_shared(&gq, &qs, (q_start + q0, col), qbar[0]);
+                }
+                for s in 0..stages {
+                    k.if_(Scalar::from(s).lt(steps), |k| {
+                        fetch(k, Val::constant(s), Scalar::from(s))
+                    });
+                }
+            });
+            k.mbarrier().wait(qbar[0], 0u32);
+
+            let m = k.register_tensor::<f32>([bq, 1], f64::NEG_INFINITY);
+            let l = k.register_tensor::<f32>([bq, 1], 0.0);
+            let acc = k.register_tensor::<f32>([bq, d], 0.0);
+            let s = k.register_tensor::<f32>([bq, bkv], None::<f64>);
+            let step = |k: &mut Kernel, j: Val, masked: bool| {
+                let stage = k.let_i32(j % stages);
+                k.mbarrier().wait(full.at(stage), j / stages % 2);
+                k.wgmma().fence();
+                for c in 0..chunks {
+                    let target = if c == 0 {
+                        WgmmaTarget::all().overwriting()
+                    } else {
+                        WgmmaTarget::all()
+                    };
+                    let ks = sk.at(k.let_i32(stage * chunks + c));
+                    k.wgmma()
+                        .mma_to(&sq.at(Val::constant(c)), &ks.transpose(), &s, target);
+                }
+                k.wgmma().commit_group();
+                k.wgmma().wait_group(0);
+                // the scores in base 2; −∞ where a key is past the sequence or the diagonal
+                let x = if masked {
+                    let key = k.arange([1, bkv], 1) + j * bkv;
+                    let query = k.arange([bq, 1], 0) + q0;
+                    let mut keep = key.clone().lt(seq_kv);
+                    if self.causal {
+                        keep = keep.and(key.le(query + shift));
+                    }
+                    k.compute(where_(keep, s * scale_log2, f32::NEG_INFINITY))
+                } else {
+                    k.compute(s * scale_log2)
+                };
+                let row_max = k.max(x, 1, true);
+                let m_new = k.compute(row_max.maximum(m));
+                // a row that has seen no key yet keeps −∞: subtract 0 instead (no −∞ − −∞)
+                let m_sub = k.compute(where_(m_new.eq_(f32::NEG_INFINITY), 0.0f32, m_new));
+                let alpha = k.compute((m - m_sub).exp2_approx());
+                let p = k.compute((x - m_sub).exp2_approx());
+                let row_sum = k.sum(p, 1, true);
+                k.assign_tile(&l, l * alpha + row_sum);
+                k.assign_tile(&acc, acc * alpha);
+                k.assign_tile(&m, m_new);
+                let p16 = k.cast::<T>(&p);
+                k.wgmma().fence();
+                k.wgmma().mma(&p16, &sv.at(stage), &acc);
+                k.wgmma().commit_group();
+                k.wgmma().wait_group(0);
+                // every warp is done with the stage: refill it with the keys `stages` ahead
+                k.sync();
+                k.single_thread(|k| {
+                    let next = j + stages;
+                    k.if_(next.clone().lt(steps), |k| fetch(k, stage, next));
+                });
+            };
+            k.for_range(0, free_steps, 1, |k, j| step(k, j, false));
+            k.for_range(free_steps, steps, 1, |k, j| step(k, j, true));
+
+            // O = acc / l and lse = (m + log2 l) · ln 2; rows that saw no key: 0 and −∞
+            let seen_any = l.gt(0.0f32);
+            let out = k.compute(where_(seen_any.clone(), acc / l, 0.0f32).cast::<T>());
+            let lse_rows = k.compute(where_(
+                seen_any,
+                m * std::f32::consts::LN_2 + l.log(),
+                f32::NEG_INFINITY,
+            ));
+            let rows = k.arange([bq, 1], 0) + q0;
+            let keep = rows.lt(seq_q);
+            k.store_global_where(&go, &out, (q_start + q0, h * d), keep);
+            let cols = k.arange([1, bq], 1) + q0;
+            let keep = cols.lt(seq_q);
+            k.store_global_where(&gl, &lse_rows.transpose(), (h, q_start + q0), keep);
+        });
+    }
+}
+
+// by hand: the element type is named in the kernel's name, not among its hyperparameters
+// (and the derives would ask it for `Hash`)
+impl<T> Clone for FlashForward<T> {
+    fn clone(&self) -> Self {
+        FlashForward {
+            _t: PhantomData,
+            ..*self
+        }
+    }
+}
+
+impl<T> PartialEq for FlashForward<T> {
+    fn eq(&self, o: &Self) -> bool {
+        (self.head_dim, self.block_kv, self.stages, self.causal)
+            == (o.head_dim, o.block_kv, o.stages, o.causal)
+    }
+}
+
+impl<T> Eq for FlashForward<T> {}
+
+impl<T> std::hash::Hash for FlashForward<T> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (self.head_dim, self.block_kv, self.stages, self.causal).hash(h);
+    }
+}
+
+impl<T> std::fmt::Debug for FlashForward<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlashForward")
+            .field("head_dim", &self.head_dim)
+            .field("block_kv", &self.block_kv)
+            .field("stages", &self.stages)
+            .field("causal", &self.causal)
+            .finish()
+    }
+}

@@ -1,0 +1,201 @@
+//! The host API of [`FlashForward`]: the batch, the heads and the buffers checked before
+//! anything is launched.
+
+use super::sequences::Offsets;
+use super::{AttentionElement, FlashForward, Heads, Sequences};
+use crate::host::length;
+use std::sync::{Arc, Mutex};
+use tilus::cudarc::driver::{CudaSlice, CudaStream};
+use tilus::runtime::Device;
+
+const NAME: &str = "flash_forward";
+
+/// The buffers' lengths a call needs, checked; the kernel's integer arguments.
+struct Checked {
+    off: Offsets,
+    hq: i32,
+    hkv: i32,
+}
+
+fn checked(
+    seqs: &Sequences,
+    heads: Heads,
+    (q, k, v): (usize, usize, usize),
+    (o, lse): (usize, usize),
+) -> crate::Result<Checked> {
+    let (hq, hkv, d) = heads.checked()?;
+    let off = seqs.offsets()?;
+    let e = |a, b| crate::host::elements(NAME, a, b);
+    let (rows_q, rows_kv) = (off.rows_q(), off.rows_kv());
+    let q_len = e(e(rows_q, hq as usize)?, d as usize)?;
+    let kv_len = e(e(rows_kv, hkv as usize)?, d as usize)?;
+    // the views' extents are i32 arguments
+    crate::host::dim(NAME, "rows_q · q_heads · head_dim", q_len, 0)?;
+    crate::host::dim(NAME, "rows_kv · kv_heads · head_dim", kv_len, 0)?;
+    length(NAME, "q", q, q_len)?;
+    length(NAME, "k", k, kv_len)?;
+    length(NAME, "v", v, kv_len)?;
+    length(NAME, "o", o, q_len)?;
+    length(NAME, "lse", lse, rows_q * hq as usize)?;
+    Ok(Checked { off, hq, hkv })
+}
+
+/// A batch's offsets and their copies on the device (`cu_q`, `cu_kv`).
+type Uploaded = (Offsets, CudaSlice<i32>, CudaSlice<i32>);
+
+/// Flash attention forward on device buffers of `T` (f16 or bf16): `o = softmax(scale ·
+/// q·kᵀ) · v` per head and sequence, and `lse`, each row's natural log-sum-exp of its scaled
+/// scores. Layouts: `q` and `o` `[rows_q, q_heads, head_dim]`, `k` and `v` `[rows_kv,
+/// kv_heads, head_dim]`, `lse` `[q_heads, rows_q]`.
+///
+/// ```no_run
+/// use half::f16;
+/// use tilus_kernels::attention::{FlashForwardOp, Heads, Sequences};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let device = tilus::runtime::Device::open(0)?;
+/// let stream = device.stream();
+/// let (batch, seq, heads) = (2, 1024, Heads::new(32, 8, 128));
+/// let seqs = Sequences::Fixed { batch, seq_q: seq, seq_kv: seq };
+/// let n = batch * seq * heads.q_heads * heads.head_dim;
+/// let nkv = batch * seq * heads.kv_heads * heads.head_dim;
+/// let q = stream.clone_htod(&vec![f16::from_f32(0.1); n])?;
+/// let (k, v) = (stream.clone_htod(&vec![f16::ONE; nkv])?, stream.clone_htod(&vec![f16::ONE; nkv])?);
+/// let mut o = stream.alloc_zeros::<f16>(n)?;
+/// let mut lse = stream.alloc_zeros::<f32>(batch * seq * heads.q_heads)?;
+/// let op = FlashForwardOp::<f16>::new(&device);
+/// op.run(stream, &seqs, heads, 1.0 / 128f32.sqrt(), true, (&q, &k, &v), (&mut o, &mut lse))?;
+/// # Ok(()) }
+/// ```
+///
+/// The same on the CPU interpreter, on host slices:
+///
+/// ```
+/// use half::f16;
+/// use tilus_kernels::attention::{FlashForward, FlashForwardOp, Heads, Sequences};
+/// let heads = Heads::new(2, 1, 64);
+/// let seqs = Sequences::Packed { cu_q: vec![0, 3, 70], cu_kv: vec![0, 5, 72] };
+/// let (q, kv) = (vec![f16::ONE; 70 * 2 * 64], vec![f16::ONE; 72 * 64]);
+/// let (mut o, mut lse) = (vec![f16::NAN; 70 * 2 * 64], vec![f32::NAN; 2 * 70]);
+/// let config = FlashForward::<f16>::new(64, false);
+/// FlashForwardOp::interpret(&config, &seqs, heads, 0.125, (&q, &kv, &kv), (&mut o, &mut lse))?;
+/// // equal scores: every row averages its values (ones), over 5 keys in the first sequence
+/// assert!(o.iter().all(|&x| x == f16::ONE));
+/// assert!((lse[0] - (8.0 + 5f32.ln())).abs() < 1e-4);
+/// # Ok::<(), tilus_kernels::Error>(())
+/// ```
+pub struct FlashForwardOp<T: AttentionElement> {
+    /// The kernels by head dimension (64, 128, 256), causal and not.
+    kernels: [[tilus::Jit<FlashForward<T>>; 2]; 3],
+    /// The last batch's offsets as uploaded (a batch of the same shape reuses them).
+    offsets: Mutex<Option<Uploaded>>,
+}
+
+impl<T: AttentionElement> FlashForwardOp<T> {
+    /// The kernels bound to `device` (each compiled on its first use).
+    pub fn new(device: &Device) -> Self {
+        let jit = |d, causal| tilus::Jit::new(FlashForward::<T>::new(d, causal), device);
+        FlashForwardOp {
+            kernels: [64, 128, 256].map(|d| [jit(d, false), jit(d, true)]),
+            offsets: Mutex::new(None),
+        }
+    }
+
+    /// `o`, `lse` of `q`, `k`, `v` for the batch `seqs` on `stream` (see the type's doc).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &self,
+        stream: &Arc<CudaStream>,
+        seqs: &Sequences,
+        heads: Heads,
+        scale: f32,
+        causal: bool,
+        (q, k, v): (&CudaSlice<T>, &CudaSlice<T>, &CudaSlice<T>),
+        (o, lse): (&mut CudaSlice<T>, &mut CudaSlice<f32>),
+    ) -> crate::Result<()> {
+        let lens = (q.len(), k.len(), v.len());
+        let c = checked(seqs, heads, lens, (o.len(), lse.len()))?;
+        if c.off.max_q == 0 {
+            return Ok(());
+        }
+        let mut cache = self.offsets.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.as_ref().map(|(off, ..)| off) != Some(&c.off) {
+            let up = |x: &[i32]| {
+                stream.clone_htod(x).map_err(|e| tilus::Error::Driver {
+                    call: "cuMemcpyHtoD",
+                    message: format!("flash_forward's sequence offsets: {e}"),
+                })
+            };
+            *cache = Some((c.off.clone(), up(&c.off.cu_q)?, up(&c.off.cu_kv)?));
+        }
+        let (_, cu_q, cu_kv) = cache.as_ref().expect("uploaded above");
+        let i = [64, 128, 256]
+            .iter()
+            .position(|&d| d == heads.head_dim)
+            .expect("checked head dimension");
+        let args = (
+            c.off.batch() as i32,
+            c.hq,
+            c.hkv,
+            c.off.max_q,
+            c.off.rows_q() as i32,
+            c.off.rows_kv() as i32,
+            scale * std::f32::consts::LOG2_E,
+            q,
+            k,
+            v,
+            cu_q,
+            cu_kv,
+            o,
+            lse,
+        );
+        Ok(self.kernels[i][causal as usize].launch(stream, args)?)
+    }
+
+    /// The computation by the kernel `config` on the CPU interpreter (its head dimension and
+    /// causality are the config's).
+    pub fn interpret(
+        config: &FlashForward<T>,
+        seqs: &Sequences,
+        heads: Heads,
+        scale: f32,
+        (q, k, v): (&[T], &[T], &[T]),
+        (o, lse): (&mut [T], &mut [f32]),
+    ) -> crate::Result<()> {
+        let c = checked(
+            seqs,
+            heads,
+            (q.len(), k.len(), v.len()),
+            (o.len(), lse.len()),
+        )?;
+        if heads.head_dim as i32 != config.head_dim {
+            return Err(crate::Error::Shape {
+                kernel: NAME,
+                message: format!(
+                    "head_dim = {}, a kernel for {}",
+                    heads.head_dim, config.head_dim
+                ),
+            });
+        }
+        if c.off.max_q == 0 {
+            return Ok(());
+        }
+        let args = (
+            c.off.batch() as i32,
+            c.hq,
+            c.hkv,
+            c.off.max_q,
+            c.off.rows_q() as i32,
+            c.off.rows_kv() as i32,
+            scale * std::f32::consts::LOG2_E,
+            q,
+            k,
+            v,
+            &c.off.cu_q[..],
+            &c.off.cu_kv[..],
+            o,
+            lse,
+        );
+        tilus::interpret(config, args)?;
+        Ok(())
+    }
+}

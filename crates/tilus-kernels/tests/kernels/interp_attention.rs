@@ -1,0 +1,149 @@
+//! Flash attention forward (`flash_forward`) on the CPU interpreter against the host's f64
+//! attention: fixed and packed batches, causal and not, GQA and MQA, sequences of one query,
+//! of ragged blocks, of more key blocks than the ring has stages (its phases flip several
+//! times), queries that see no key, head dimensions 64, 128 and 256, f16 and bf16.
+
+use half::{bf16, f16};
+use tilus_bench::harness::Rng;
+use tilus_kernels::attention::{
+    reference, AttentionElement, FlashForward, FlashForwardOp, Heads, Sequences,
+};
+
+use crate::quant_reference::seed;
+
+/// Random inputs in (-1, 1) of every shape the batch needs.
+fn inputs<T: AttentionElement>(rng: &mut Rng, n: usize) -> Vec<T> {
+    (0..n)
+        .map(|_| T::from_f64(rng.next_f64() * 2.0 - 1.0))
+        .collect()
+}
+
+/// Runs `config` on the batch and checks O and the log-sum-exp against the f64 reference:
+/// O within the element type's rounding of P and of O itself, the log-sum-exp within 1e-3;
+/// no NaN anywhere.
+pub(crate) fn check<T: AttentionElement>(
+    config: &FlashForward<T>,
+    seqs: &Sequences,
+    heads: Heads,
+    rng: &mut Rng,
+) {
+    let (rows_q, rows_kv) = match seqs {
+        Sequences::Fixed {
+            batch,
+            seq_q,
+            seq_kv,
+        } => (batch * seq_q, batch * seq_kv),
+        Sequences::Packed { cu_q, cu_kv } => (
+            *cu_q.last().unwrap() as usize,
+            *cu_kv.last().unwrap() as usize,
+        ),
+    };
+    let (hq, hkv, d) = (heads.q_heads, heads.kv_heads, heads.head_dim);
+    let q = inputs::<T>(rng, rows_q * hq * d);
+    let k = inputs::<T>(rng, rows_kv * hkv * d);
+    let v = inputs::<T>(rng, rows_kv * hkv * d);
+    let scale = 1.5 / (d as f32).sqrt();
+    let mut o = vec![T::from_f64(f64::NAN); rows_q * hq * d];
+    let mut lse = vec![f32::NAN; rows_q * hq];
+    FlashForwardOp::interpret(config, seqs, heads, scale, (&q, &k, &v), (&mut o, &mut lse))
+        .unwrap_or_else(|e| panic!("{config:?} {seqs:?}: {e}"));
+    let (want_o, want_lse) =
+        reference::attention(seqs, heads, scale as f64, config.causal, &q, &k, &v);
+    // P is rounded to the element type before O += P·V, then O itself
+    let eps = if T::NAME == "bf16" {
+        1.0 / 128.0
+    } else {
+        1.0 / 1024.0
+    };
+    for (i, (got, want)) in o.iter().zip(&want_o).enumerate() {
+        let got = got.to_f64();
+        assert!(
+            (got - want).abs() <= 2.0 * eps * (1.0 + want.abs()),
+            "{config:?} {seqs:?}: o[{i}] (row {}, head {}, column {}) = {got}, expected {want}",
+            i / (hq * d),
+            i / d % hq,
+            i % d
+        );
+    }
+    for (i, (&got, &want)) in lse.iter().zip(&want_lse).enumerate() {
+        let ok = if want == f64::NEG_INFINITY {
+            got == f32::NEG_INFINITY
+        } else {
+            (got as f64 - want).abs() <= 1e-3 * (1.0 + want.abs())
+        };
+        assert!(
+            ok,
+            "{config:?} {seqs:?}: lse[{i}] (head {}, row {}) = {got}, expected {want}",
+            i / rows_q,
+            i % rows_q
+        );
+    }
+}
+
+#[test]
+fn interp_flash_forward_matches_the_reference_on_a_fixed_batch_with_gqa() {
+    let mut rng = Rng::new(seed());
+    let seqs = Sequences::Fixed {
+        batch: 2,
+        seq_q: 70,
+        seq_kv: 70,
+    };
+    let config = FlashForward::<f16>::new(64, false).with_tiles(64, 2);
+    check(&config, &seqs, Heads::new(2, 1, 64), &mut rng);
+}
+
+/// Packed sequences of their own lengths, causal: one query over many keys, a ragged block,
+/// more queries than keys (the first rows see no key: zeros and −∞), an empty sequence of
+/// queries, and 330 keys in blocks of 64 past a ring of 2 stages (its phases flip twice).
+#[test]
+fn interp_flash_forward_matches_the_reference_on_packed_causal_sequences() {
+    let mut rng = Rng::new(seed());
+    let seqs = Sequences::Packed {
+        cu_q: vec![0, 1, 71, 201, 201, 331],
+        cu_kv: vec![0, 90, 160, 220, 227, 557],
+    };
+    let config = FlashForward::<f16>::new(64, true).with_tiles(64, 2);
+    check(&config, &seqs, Heads::new(4, 2, 64), &mut rng);
+}
+
+/// The same batch without the mask, three stages, MQA (one key head for three query heads).
+#[test]
+fn interp_flash_forward_matches_the_reference_on_packed_sequences_with_mqa() {
+    let mut rng = Rng::new(seed());
+    let seqs = Sequences::Packed {
+        cu_q: vec![0, 1, 71, 201, 201, 331],
+        cu_kv: vec![0, 90, 160, 220, 227, 557],
+    };
+    let config = FlashForward::<f16>::new(64, false).with_tiles(64, 3);
+    check(&config, &seqs, Heads::new(3, 1, 64), &mut rng);
+}
+
+/// Head dimensions 128 and 256 with their default tiles (128 and 64 keys per step), causal
+/// and not, and bf16.
+#[test]
+fn interp_flash_forward_matches_the_reference_at_every_head_dimension_and_in_bf16() {
+    let mut rng = Rng::new(seed());
+    let seqs = Sequences::Fixed {
+        batch: 1,
+        seq_q: 100,
+        seq_kv: 200,
+    };
+    for causal in [false, true] {
+        let heads = Heads::new(2, 2, 128);
+        check(
+            &FlashForward::<f16>::new(128, causal),
+            &seqs,
+            heads,
+            &mut rng,
+        );
+        let heads = Heads::new(1, 1, 256);
+        check(
+            &FlashForward::<bf16>::new(256, causal),
+            &seqs,
+            heads,
+            &mut rng,
+        );
+    }
+    let heads = Heads::new(2, 1, 64);
+    check(&FlashForward::<bf16>::new(64, true), &seqs, heads, &mut rng);
+}
