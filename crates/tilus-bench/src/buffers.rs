@@ -32,6 +32,16 @@ impl Sample for f16 {
     const NAN: Self = f16::NAN;
 }
 
+impl Sample for half::bf16 {
+    fn from_f64(v: f64) -> Self {
+        half::bf16::from_f64(v)
+    }
+    fn to_f64(self) -> f64 {
+        half::bf16::to_f64(self)
+    }
+    const NAN: Self = half::bf16::NAN;
+}
+
 impl Sample for f32 {
     fn from_f64(v: f64) -> Self {
         v as f32

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod alloc;
+pub mod attention_bench;
 pub mod bandwidth;
 pub mod buffers;
 pub mod checks;

@@ -42,6 +42,7 @@
 //! `TILUS_LOG=debug` (any `tracing` filter) prints the autotuner's decisions and timings.
 
 mod bench;
+mod bench_attention;
 mod bench_epilogue;
 mod bench_memory;
 mod bench_quant;
@@ -302,6 +303,40 @@ enum BenchCommand {
         #[arg(long)]
         fixed: bool,
     },
+    /// Flash attention forward (`tilus_kernels::attention`) on batches of sequences of one
+    /// length: sampled rows verified against the exact attention, then timed (its peers,
+    /// cuDNN and FlashAttention, by `scripts/peers/attention.py` in the same device call).
+    Attention {
+        /// Head dimensions, comma-separated (64, 128, 256).
+        #[arg(long, default_value = "64,128,256")]
+        head_dims: String,
+        /// Sequence lengths, comma-separated.
+        #[arg(long, default_value = "1024,4096,16384")]
+        seqs: String,
+        /// Tokens per batch: the batch is tokens / sequence length.
+        #[arg(long, default_value_t = 16384)]
+        tokens: usize,
+        /// Query heads × head dimension.
+        #[arg(long, default_value_t = 2048)]
+        width: usize,
+        /// Key heads (0: as many as query heads).
+        #[arg(long, default_value_t = 0)]
+        kv_heads: usize,
+        /// Causal, non-causal or both, comma-separated (`false,true`).
+        #[arg(long, default_value = "false,true")]
+        causal: String,
+        /// Element types, comma-separated (f16, bf16).
+        #[arg(long, default_value = "f16")]
+        dtypes: String,
+        /// Warm-up rounds.
+        #[arg(long, default_value_t = 5)]
+        warmup: usize,
+        /// Timed rounds (the median is reported; at least 1).
+        #[arg(long, default_value_t = 20)]
+        rounds: usize,
+        #[command(flatten)]
+        timing: TimingArg,
+    },
     /// The quantized matmul (`tilus_kernels::quant`) against cuBLAS f16 on the dequantized
     /// weights: verified against cuBLAS, then timed interleaved; the packed weights' bytes
     /// per second too.
@@ -476,6 +511,34 @@ fn run(cli: Cli) -> CliResult<bool> {
                 sets,
                 fixed,
             }),
+            BenchCommand::Attention {
+                head_dims,
+                seqs,
+                tokens,
+                width,
+                kv_heads,
+                causal,
+                dtypes,
+                warmup,
+                rounds,
+                timing,
+            } => bench_attention::attention(
+                &bench_attention::Grid {
+                    head_dims,
+                    seqs,
+                    tokens,
+                    width,
+                    kv_heads,
+                    causal,
+                    dtypes,
+                },
+                &BenchOptions {
+                    warmup,
+                    rounds,
+                    timing: timing.value,
+                    ..BenchOptions::default()
+                },
+            ),
             BenchCommand::Quant {
                 sizes,
                 dtypes,

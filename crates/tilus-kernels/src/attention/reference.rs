@@ -2,13 +2,66 @@
 
 use super::{AttentionElement, Heads, Sequences};
 
+/// One row's exact attention: the output of query `row` (a row of Q, counted over the whole
+/// packed batch) at query head `h`, and its natural log-sum-exp; zeros and −∞ for a row that
+/// sees no key. `q`, `k`, `v` as [`attention`] takes them.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_row<T: AttentionElement>(
+    seqs: &Sequences,
+    heads: Heads,
+    scale: f64,
+    causal: bool,
+    (q, k, v): (&[T], &[T], &[T]),
+    row: usize,
+    h: usize,
+) -> (Vec<f64>, f64) {
+    let off = seqs.offsets().expect("a valid batch");
+    let (hq, hkv, d) = (heads.q_heads, heads.kv_heads, heads.head_dim);
+    let b = off.cu_q.partition_point(|&c| c as usize <= row) - 1;
+    let (q0, q1) = (off.cu_q[b] as usize, off.cu_q[b + 1] as usize);
+    let (k0, k1) = (off.cu_kv[b] as usize, off.cu_kv[b + 1] as usize);
+    let i = row - q0;
+    let shift = (k1 - k0) as i64 - (q1 - q0) as i64;
+    let last = if causal {
+        (i as i64 + shift).min((k1 - k0) as i64 - 1)
+    } else {
+        (k1 - k0) as i64 - 1
+    };
+    let mut out = vec![0.0; d];
+    if last < 0 {
+        return (out, f64::NEG_INFINITY);
+    }
+    let hk = h / (hq / hkv);
+    let qi = &q[(row * hq + h) * d..][..d];
+    let scores: Vec<f64> = (0..=last as usize)
+        .map(|j| {
+            let kj = &k[((k0 + j) * hkv + hk) * d..][..d];
+            let dot: f64 = qi
+                .iter()
+                .zip(kj)
+                .map(|(a, b)| a.to_f64() * b.to_f64())
+                .sum();
+            dot * scale
+        })
+        .collect();
+    let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let sum: f64 = scores.iter().map(|s| (s - max).exp()).sum();
+    for (j, s) in scores.iter().enumerate() {
+        let p = (s - max).exp() / sum;
+        let vj = &v[((k0 + j) * hkv + hk) * d..][..d];
+        for (x, y) in out.iter_mut().zip(vj) {
+            *x += p * y.to_f64();
+        }
+    }
+    (out, max + sum.ln())
+}
+
 /// The exact attention of one batch: `O` (`[rows_q, q_heads, head_dim]`) and the natural
 /// log-sum-exp of each row's scaled scores (`[q_heads, rows_q]`), in f64 from the inputs'
 /// values. Causal attention aligns the diagonal to the bottom right (query `i` of a sequence
 /// sees keys up to `i + s_kv - s_q`); a row that sees no key gets zeros and −∞.
 ///
 /// Panics on a batch the kernel's host API would refuse (it is a test's tool).
-#[allow(clippy::too_many_arguments)]
 pub fn attention<T: AttentionElement>(
     seqs: &Sequences,
     heads: Heads,
@@ -26,46 +79,11 @@ pub fn attention<T: AttentionElement>(
     assert_eq!(v.len(), rows_kv * hkv * d, "v's length");
     let mut o = vec![0.0; rows_q * hq * d];
     let mut lse = vec![f64::NEG_INFINITY; hq * rows_q];
-    let mut scores = Vec::new();
-    for b in 0..off.batch() {
-        let (q0, q1) = (off.cu_q[b] as usize, off.cu_q[b + 1] as usize);
-        let (k0, k1) = (off.cu_kv[b] as usize, off.cu_kv[b + 1] as usize);
-        let shift = (k1 - k0) as i64 - (q1 - q0) as i64;
+    for row in 0..rows_q {
         for h in 0..hq {
-            let hk = h / (hq / hkv);
-            for i in 0..q1 - q0 {
-                let row = q0 + i;
-                let last = if causal {
-                    (i as i64 + shift).min((k1 - k0) as i64 - 1)
-                } else {
-                    (k1 - k0) as i64 - 1
-                };
-                if last < 0 {
-                    continue;
-                }
-                let qi = &q[(row * hq + h) * d..][..d];
-                scores.clear();
-                for j in 0..=last as usize {
-                    let kj = &k[((k0 + j) * hkv + hk) * d..][..d];
-                    let dot: f64 = qi
-                        .iter()
-                        .zip(kj)
-                        .map(|(a, b)| a.to_f64() * b.to_f64())
-                        .sum();
-                    scores.push(dot * scale);
-                }
-                let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let sum: f64 = scores.iter().map(|s| (s - max).exp()).sum();
-                lse[h * rows_q + row] = max + sum.ln();
-                let out = &mut o[(row * hq + h) * d..][..d];
-                for (j, s) in scores.iter().enumerate() {
-                    let p = (s - max).exp() / sum;
-                    let vj = &v[((k0 + j) * hkv + hk) * d..][..d];
-                    for (x, y) in out.iter_mut().zip(vj) {
-                        *x += p * y.to_f64();
-                    }
-                }
-            }
+            let (out, l) = attention_row(seqs, heads, scale, causal, (q, k, v), row, h);
+            o[(row * hq + h) * d..][..d].copy_from_slice(&out);
+            lse[h * rows_q + row] = l;
         }
     }
     (o, lse)

@@ -5,39 +5,19 @@
 
 use half::{bf16, f16};
 use tilus_bench::harness::Rng;
-use tilus_kernels::attention::{
-    reference, AttentionElement, FlashForward, FlashForwardOp, Heads, Sequences,
-};
+use tilus_kernels::attention::{AttentionElement, FlashForward, FlashForwardOp, Heads, Sequences};
 
+use crate::attention_reference::{assert_matches, inputs, rows};
 use crate::quant_reference::seed;
 
-/// Random inputs in (-1, 1) of every shape the batch needs.
-fn inputs<T: AttentionElement>(rng: &mut Rng, n: usize) -> Vec<T> {
-    (0..n)
-        .map(|_| T::from_f64(rng.next_f64() * 2.0 - 1.0))
-        .collect()
-}
-
-/// Runs `config` on the batch and checks O and the log-sum-exp against the f64 reference:
-/// O within the element type's rounding of P and of O itself, the log-sum-exp within 1e-3;
-/// no NaN anywhere.
-pub(crate) fn check<T: AttentionElement>(
+/// Runs `config` on the interpreter on random inputs and checks its output.
+fn check<T: AttentionElement>(
     config: &FlashForward<T>,
     seqs: &Sequences,
     heads: Heads,
     rng: &mut Rng,
 ) {
-    let (rows_q, rows_kv) = match seqs {
-        Sequences::Fixed {
-            batch,
-            seq_q,
-            seq_kv,
-        } => (batch * seq_q, batch * seq_kv),
-        Sequences::Packed { cu_q, cu_kv } => (
-            *cu_q.last().unwrap() as usize,
-            *cu_kv.last().unwrap() as usize,
-        ),
-    };
+    let (rows_q, rows_kv) = rows(seqs);
     let (hq, hkv, d) = (heads.q_heads, heads.kv_heads, heads.head_dim);
     let q = inputs::<T>(rng, rows_q * hq * d);
     let k = inputs::<T>(rng, rows_kv * hkv * d);
@@ -47,37 +27,14 @@ pub(crate) fn check<T: AttentionElement>(
     let mut lse = vec![f32::NAN; rows_q * hq];
     FlashForwardOp::interpret(config, seqs, heads, scale, (&q, &k, &v), (&mut o, &mut lse))
         .unwrap_or_else(|e| panic!("{config:?} {seqs:?}: {e}"));
-    let (want_o, want_lse) =
-        reference::attention(seqs, heads, scale as f64, config.causal, &q, &k, &v);
-    // P is rounded to the element type before O += P·V, then O itself
-    let eps = if T::NAME == "bf16" {
-        1.0 / 128.0
-    } else {
-        1.0 / 1024.0
-    };
-    for (i, (got, want)) in o.iter().zip(&want_o).enumerate() {
-        let got = got.to_f64();
-        assert!(
-            (got - want).abs() <= 2.0 * eps * (1.0 + want.abs()),
-            "{config:?} {seqs:?}: o[{i}] (row {}, head {}, column {}) = {got}, expected {want}",
-            i / (hq * d),
-            i / d % hq,
-            i % d
-        );
-    }
-    for (i, (&got, &want)) in lse.iter().zip(&want_lse).enumerate() {
-        let ok = if want == f64::NEG_INFINITY {
-            got == f32::NEG_INFINITY
-        } else {
-            (got as f64 - want).abs() <= 1e-3 * (1.0 + want.abs())
-        };
-        assert!(
-            ok,
-            "{config:?} {seqs:?}: lse[{i}] (head {}, row {}) = {got}, expected {want}",
-            i / rows_q,
-            i % rows_q
-        );
-    }
+    let what = format!("{config:?} {seqs:?}");
+    let causal = config.causal;
+    assert_matches(
+        &what,
+        (seqs, heads, scale, causal),
+        (&q, &k, &v),
+        (&o, &lse),
+    );
 }
 
 #[test]

@@ -2,15 +2,15 @@
 //!
 //! - the CPU interpreter against a host reference: `interp_general`, `interp_split_k`,
 //!   `interp_stream_k`, `interp_memory`, `interp_epilogue`, `interp_quant` (on the exact
-//!   reference of `quant_reference`), and `interp_ops` (the host APIs' interpreter entries and
+//!   reference of `quant_reference`), `interp_attention` (on `attention_reference`), and `interp_ops` (the host APIs' interpreter entries and
 //!   their shape checks, on the references of `ops_reference`);
 //! - every configuration of the autotuning spaces through NVRTC, or a covering sample where a
 //!   space is large or for the second element type, in f16 and in bf16 for the kernels that
 //!   take it: `nvrtc_general`, `nvrtc_split_k`, `nvrtc_stream_k`, `nvrtc_epilogue` (f16 only),
 //!   `nvrtc_memory` (f16 and f32; v6 itself is the series' `nvrtc_space_v6`), `nvrtc_quant`
-//!   (every kind of weight type);
+//!   (every kind of weight type), `nvrtc_attention`;
 //! - the GPU: `gpu_gemm`, `gpu_general`, `gpu_split_k`, `gpu_stream_k`, `gpu_memory`, `gpu_ops`,
-//!   `gpu_quant`
+//!   `gpu_quant`, `gpu_attention`
 //!   (`#[ignore = "needs a CUDA GPU"]`, run them on a GPU host with `--include-ignored`).
 //!
 //! The `memory` modules are the memory-bound kernels (`vector_add`, `softmax`, `layer_norm`,
@@ -20,6 +20,8 @@
 //! a cache under cargo's temporary directory and never into the user's; on Linux the process
 //! also does so before `main`, so that the variable is set before any test thread runs.
 
+mod attention_reference;
+mod gpu_attention;
 mod gpu_gemm;
 mod gpu_general;
 mod gpu_memory;

@@ -1,0 +1,158 @@
+//! `tilus bench attention`: flash attention forward ([`tilus_kernels::attention`]) on batches
+//! of `tokens` tokens in sequences of one length, verified on sampled rows against the exact
+//! f64 attention, then timed. Its peers (PyTorch's `scaled_dot_product_attention` on cuDNN,
+//! FlashAttention) cannot run in this process: `scripts/peers/attention.py` times them on the
+//! same shapes, in the same device call.
+
+use crate::buffers::{download, poisoned, upload, Sample};
+use crate::harness::{self, Rng};
+use crate::run::BenchOptions;
+use crate::Result;
+use tilus::runtime::Device;
+use tilus_kernels::attention::{reference, AttentionElement, FlashForwardOp, Heads, Sequences};
+
+/// One benchmark's shape.
+#[derive(Clone, Copy, Debug)]
+pub struct AttentionCase {
+    /// Sequences.
+    pub batch: usize,
+    /// Tokens per sequence (queries and keys).
+    pub seq: usize,
+    /// The heads.
+    pub heads: Heads,
+    /// Causal attention.
+    pub causal: bool,
+}
+
+impl AttentionCase {
+    /// The products' floating-point operations, `4 · b · h · s² · d`, halved for causal
+    /// attention (the convention of FlashAttention's and cuDNN's figures).
+    pub fn flops(&self) -> f64 {
+        let h = self.heads;
+        let full =
+            4.0 * (self.batch * h.q_heads) as f64 * (self.seq as f64).powi(2) * h.head_dim as f64;
+        if self.causal {
+            full / 2.0
+        } else {
+            full
+        }
+    }
+}
+
+/// What one case measured.
+pub struct AttentionReport {
+    /// The median time, in milliseconds.
+    pub ms: f64,
+    /// TFLOPS by [`AttentionCase::flops`].
+    pub tflops: f64,
+    /// Rows checked against the exact attention.
+    pub rows_checked: usize,
+    /// The largest error of an output element, relative to `1 + |expected|`.
+    pub max_err: f64,
+    /// The largest error of a log-sum-exp.
+    pub max_lse_err: f64,
+    /// Every sampled element within the element type's tolerance, none NaN.
+    pub passed: bool,
+}
+
+/// Verifies and times the kernel on `case` with elements of `T`.
+pub fn bench_attention<T: AttentionElement + Sample>(
+    device: &Device,
+    case: AttentionCase,
+    opts: &BenchOptions,
+) -> Result<AttentionReport> {
+    let stream = device.stream().clone();
+    let h = case.heads;
+    let (rows, d) = (case.batch * case.seq, h.head_dim);
+    let what = format!("attention {case:?}");
+    crate::alloc::ensure(
+        &what,
+        (rows * d * (2 * h.q_heads + 2 * h.kv_heads)) as u128 * 4,
+    )?;
+    let mut rng = Rng::new(opts.seed);
+    let mut draw = |n: usize| -> Vec<T> {
+        (0..n)
+            .map(|_| <T as Sample>::from_f64(rng.next_f64() * 2.0 - 1.0))
+            .collect()
+    };
+    let (q, k, v) = (
+        draw(rows * h.q_heads * d),
+        draw(rows * h.kv_heads * d),
+        draw(rows * h.kv_heads * d),
+    );
+    let (dq, dk, dv) = (
+        upload(&stream, &q)?,
+        upload(&stream, &k)?,
+        upload(&stream, &v)?,
+    );
+    let mut o = poisoned::<T>(&stream, &what, rows * h.q_heads * d)?;
+    let mut lse = poisoned::<f32>(&stream, &what, rows * h.q_heads)?;
+    let seqs = Sequences::Fixed {
+        batch: case.batch,
+        seq_q: case.seq,
+        seq_kv: case.seq,
+    };
+    let scale = 1.0 / (d as f32).sqrt();
+    let op = FlashForwardOp::<T>::new(device);
+    type Out<T> = tilus::cudarc::driver::CudaSlice<T>;
+    let run = |o: &mut Out<T>, lse: &mut Out<f32>| -> Result<()> {
+        op.run(
+            &stream,
+            &seqs,
+            h,
+            scale,
+            case.causal,
+            (&dq, &dk, &dv),
+            (o, lse),
+        )?;
+        Ok(())
+    };
+    run(&mut o, &mut lse)?;
+    stream
+        .synchronize()
+        .map_err(crate::buffers::drv("cuStreamSynchronize"))?;
+    let got_o = download(&stream, &what, &o)?;
+    let got_lse = download(&stream, &what, &lse)?;
+    // sampled rows (the first and last of the batch among them) against the exact attention
+    let eps = if T::NAME == "bf16" {
+        1.0 / 128.0
+    } else {
+        1.0 / 1024.0
+    };
+    let mut pick = Rng::new(opts.seed ^ 0x5eed);
+    let mut samples = vec![(0, 0), (rows - 1, h.q_heads - 1)];
+    samples.extend((0..62).map(|_| {
+        let r = (pick.next_f64() * rows as f64) as usize;
+        let hh = (pick.next_f64() * h.q_heads as f64) as usize;
+        (r.min(rows - 1), hh.min(h.q_heads - 1))
+    }));
+    let (mut max_err, mut max_lse_err, mut passed) = (0.0f64, 0.0f64, true);
+    for &(r, hh) in &samples {
+        let (want, want_lse) =
+            reference::attention_row(&seqs, h, scale as f64, case.causal, (&q, &k, &v), r, hh);
+        for (x, w) in got_o[(r * h.q_heads + hh) * d..][..d].iter().zip(&want) {
+            let err = (<T as Sample>::to_f64(*x) - w).abs() / (1.0 + w.abs());
+            passed &= err <= 2.0 * eps; // NaN fails
+            max_err = max_err.max(if err.is_nan() { f64::INFINITY } else { err });
+        }
+        let l = got_lse[hh * rows + r] as f64;
+        let err = (l - want_lse).abs() / (1.0 + want_lse.abs());
+        passed &= err <= 1e-3;
+        max_lse_err = max_lse_err.max(if err.is_nan() { f64::INFINITY } else { err });
+    }
+    let mut timed = || run(&mut o, &mut lse);
+    let ms = harness::time_interleaved(
+        &stream,
+        &mut [&mut timed],
+        (opts.warmup, opts.rounds),
+        opts.timing,
+    )?[0];
+    Ok(AttentionReport {
+        ms,
+        tflops: case.flops() / (ms * 1e-3) / 1e12,
+        rows_checked: samples.len(),
+        max_err,
+        max_lse_err,
+        passed,
+    })
+}

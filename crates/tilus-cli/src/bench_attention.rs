@@ -1,0 +1,146 @@
+//! `tilus bench attention`: flash attention forward on a grid of head dimensions, sequence
+//! lengths and masks (see `tilus_bench::attention_bench`), one line per case.
+
+use crate::out::{outln, CliError, CliResult};
+use half::{bf16, f16};
+use tilus_bench::attention_bench::{bench_attention, AttentionCase, AttentionReport};
+use tilus_bench::run::BenchOptions;
+use tilus_kernels::attention::Heads;
+
+/// The command's grid, as given.
+pub(crate) struct Grid {
+    pub head_dims: String,
+    pub seqs: String,
+    pub tokens: usize,
+    pub width: usize,
+    pub kv_heads: usize,
+    pub causal: String,
+    pub dtypes: String,
+}
+
+fn list<T: std::str::FromStr>(flag: &str, s: &str) -> CliResult<Vec<T>> {
+    s.split(',')
+        .map(str::trim)
+        .map(|x| {
+            x.parse()
+                .map_err(|_| CliError::Usage(format!("--{flag}: `{x}` is not a valid value")))
+        })
+        .collect()
+}
+
+/// The cases of the grid, in order, or the first flag that does not make sense.
+fn cases(g: &Grid) -> CliResult<Vec<(String, AttentionCase)>> {
+    let dims: Vec<usize> = list("head-dims", &g.head_dims)?;
+    let seqs: Vec<usize> = list("seqs", &g.seqs)?;
+    let causal: Vec<bool> = list("causal", &g.causal)?;
+    let dtypes: Vec<String> = list("dtypes", &g.dtypes)?;
+    if let Some(t) = dtypes.iter().find(|t| *t != "f16" && *t != "bf16") {
+        return Err(CliError::Usage(format!("--dtypes: `{t}` (f16 or bf16)")));
+    }
+    let mut out = Vec::new();
+    for t in &dtypes {
+        for &d in &dims {
+            if d == 0 || !g.width.is_multiple_of(d) {
+                return Err(CliError::Usage(format!(
+                    "--width {} is not a whole number of heads of {d}",
+                    g.width
+                )));
+            }
+            let hq = g.width / d;
+            let hkv = if g.kv_heads == 0 { hq } else { g.kv_heads };
+            for &s in &seqs {
+                if s == 0 || !g.tokens.is_multiple_of(s) {
+                    return Err(CliError::Usage(format!(
+                        "--tokens {} is not a whole number of sequences of {s}",
+                        g.tokens
+                    )));
+                }
+                for &c in &causal {
+                    let case = AttentionCase {
+                        batch: g.tokens / s,
+                        seq: s,
+                        heads: Heads::new(hq, hkv, d),
+                        causal: c,
+                    };
+                    out.push((t.clone(), case));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Runs every case; `Ok(false)` when a check failed.
+pub(crate) fn attention(g: &Grid, opts: &BenchOptions) -> CliResult<bool> {
+    if opts.rounds == 0 {
+        return Err(CliError::Usage("--rounds must be at least 1".into()));
+    }
+    let cases = cases(g)?;
+    let device = tilus::runtime::Device::open(0)?;
+    outln!("GPU: {}", device.name());
+    let mut ok = true;
+    for (t, case) in cases {
+        let r: AttentionReport = match t.as_str() {
+            "bf16" => bench_attention::<bf16>(&device, case, opts)?,
+            _ => bench_attention::<f16>(&device, case, opts)?,
+        };
+        let h = case.heads;
+        outln!(
+            "attention {t} d={} s={} b={} heads={}/{} causal={}: {:.4} ms {:.1} TFLOPS check {} ({} rows, max err {:.2e}, lse {:.2e})",
+            h.head_dim,
+            case.seq,
+            case.batch,
+            h.q_heads,
+            h.kv_heads,
+            case.causal,
+            r.ms,
+            r.tflops,
+            if r.passed { "PASS" } else { "FAIL" },
+            r.rows_checked,
+            r.max_err,
+            r.max_lse_err
+        );
+        ok &= r.passed;
+    }
+    Ok(ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid(dims: &str, seqs: &str) -> Grid {
+        Grid {
+            head_dims: dims.into(),
+            seqs: seqs.into(),
+            tokens: 16384,
+            width: 2048,
+            kv_heads: 0,
+            causal: "false,true".into(),
+            dtypes: "f16,bf16".into(),
+        }
+    }
+
+    #[test]
+    fn the_grid_takes_whole_heads_and_sequences_and_refuses_the_rest() {
+        let c = cases(&grid("64,128", "1024,16384")).unwrap();
+        assert_eq!(c.len(), 2 * 2 * 2 * 2);
+        let (t, first) = &c[0];
+        assert_eq!((t.as_str(), first.batch, first.seq), ("f16", 16, 1024));
+        assert_eq!((first.heads.q_heads, first.heads.kv_heads), (32, 32));
+        assert!(!first.causal && c[1].1.causal);
+        for (dims, seqs, needle) in [
+            ("96", "1024", "--width 2048"),
+            ("64", "1000", "--tokens 16384"),
+            ("x", "1024", "--head-dims"),
+        ] {
+            match cases(&grid(dims, seqs)) {
+                Err(CliError::Usage(e)) => assert!(e.contains(needle), "{e}"),
+                other => panic!(
+                    "{dims} {seqs}: {:?}",
+                    other.map(|c| c.len()).map_err(|_| ())
+                ),
+            }
+        }
+    }
+}
