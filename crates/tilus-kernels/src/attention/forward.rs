@@ -19,6 +19,7 @@
 //! zeros and a log-sum-exp of −∞. GQA: query head `h` reads key and value head
 //! `h / (hq / hkv)`.
 
+use super::softmax::{Mask, OnlineSoftmax, Place};
 use half::{bf16, f16};
 use std::marker::PhantomData;
 use tilus::lang::WgmmaTarget;
@@ -167,38 +168,16 @@ impl<T: AttentionElement> Script for FlashForward<T> {
         let b = k.let_i32(k.block_idx().z);
         let h = k.let_i32(k.block_idx().y);
         let q0 = k.let_i32(k.block_idx().x * bq);
-        let q_start = k.load_global_scalar(&gcq, [b]);
-        let q_end = k.load_global_scalar(&gcq, [b + 1]);
-        let kv_start = k.load_global_scalar(&gck, [b]);
-        let kv_end = k.load_global_scalar(&gck, [b + 1]);
-        let seq_q = k.let_i32(q_end - q_start);
-        let seq_kv = k.let_i32(kv_end - kv_start);
+        let place = Place::read(k, b, &gcq, &gck);
         let hk = k.let_i32(h / (hq / hkv));
-        k.if_(q0.lt(seq_q), |k| {
-            // the keys the block sees: all of them, or up to its last query's diagonal
-            let shift = k.let_i32(seq_kv - seq_q);
-            let seen = k.var_i32(seq_kv);
-            let unmasked = k.var_i32(seq_kv);
-            if self.causal {
-                k.if_((q0 + bq + shift).lt(seen), |k| {
-                    k.assign(seen, q0 + bq + shift)
-                });
-                // keys every query of the block sees: up to its first query's diagonal
-                k.if_((q0 + 1 + shift).lt(unmasked), |k| {
-                    k.assign(unmasked, q0 + 1 + shift)
-                });
-            }
-            k.if_(seen.lt(0), |k| k.assign(seen, 0));
-            k.if_(unmasked.lt(0), |k| k.assign(unmasked, 0));
-            let steps = k.let_i32(cdiv(seen, bkv));
-            let free_steps = k.let_i32(unmasked / bkv);
-
+        k.if_(q0.lt(place.seq_q), |k| {
+            let (steps, free_steps) = place.key_blocks(k, q0, bq, bkv, self.causal);
             // step `j`'s keys and values into `stage`
             let fetch = |k: &mut Kernel, stage: Val, j: Scalar| {
                 let (vs, bar) = (sv.at(stage), full.at(stage));
                 k.mbarrier()
                     .arrive_and_expect_tx(bar, sk.nbytes() / stages + vs.nbytes());
-                let row = kv_start + j * bkv;
+                let row = place.kv_start + j * bkv;
                 for c in 0..chunks {
                     let ks = sk.at(k.let_i32(stage * chunks + c));
                     let col = hk * d + c * 64;
@@ -212,7 +191,7 @@ impl<T: AttentionElement> Script for FlashForward<T> {
                     let col = h * d + c * 64;
                     let qs = sq.at(Val::constant(c));
                     k.tma()
-                        .global_to_shared(&gq, &qs, (q_start + q0, col), qbar[0]);
+                        .global_to_shared(&gq, &qs, (place.q_start + q0, col), qbar[0]);
                 }
                 for s in 0..stages {
                     k.if_(Scalar::from(s).lt(steps), |k| {
@@ -222,8 +201,7 @@ impl<T: AttentionElement> Script for FlashForward<T> {
             });
             k.mbarrier().wait(qbar[0], 0u32);
 
-            let m = k.register_tensor::<f32>([bq, 1], f64::NEG_INFINITY);
-            let l = k.register_tensor::<f32>([bq, 1], 0.0);
+            let softmax = OnlineSoftmax::new(k, bq, bkv, scale_log2, self.causal);
             let acc = k.register_tensor::<f32>([bq, d], 0.0);
             let s = k.register_tensor::<f32>([bq, bkv], None::<f64>);
             let step = |k: &mut Kernel, j: Val, masked: bool| {
@@ -242,28 +220,9 @@ impl<T: AttentionElement> Script for FlashForward<T> {
                 }
                 k.wgmma().commit_group();
                 k.wgmma().wait_group(0);
-                // the scores in base 2; −∞ where a key is past the sequence or the diagonal
-                let x = if masked {
-                    let key = k.arange([1, bkv], 1) + j * bkv;
-                    let query = k.arange([bq, 1], 0) + q0;
-                    let mut keep = key.clone().lt(seq_kv);
-                    if self.causal {
-                        keep = keep.and(key.le(query + shift));
-                    }
-                    k.compute(where_(keep, s * scale_log2, f32::NEG_INFINITY))
-                } else {
-                    k.compute(s * scale_log2)
-                };
-                let row_max = k.max(x, 1, true);
-                let m_new = k.compute(row_max.maximum(m));
-                // a row that has seen no key yet keeps −∞: subtract 0 instead (no −∞ − −∞)
-                let m_sub = k.compute(where_(m_new.eq_(f32::NEG_INFINITY), 0.0f32, m_new));
-                let alpha = k.compute((m - m_sub).exp2_approx());
-                let p = k.compute((x - m_sub).exp2_approx());
-                let row_sum = k.sum(p, 1, true);
-                k.assign_tile(&l, l * alpha + row_sum);
+                let mask = masked.then_some(Mask { j, r0: q0 });
+                let (p, alpha) = softmax.update(k, &s, &place, mask);
                 k.assign_tile(&acc, acc * alpha);
-                k.assign_tile(&m, m_new);
                 let p16 = k.cast::<T>(&p);
                 k.wgmma().fence();
                 k.wgmma().mma(&p16, &sv.at(stage), &acc);
@@ -278,21 +237,7 @@ impl<T: AttentionElement> Script for FlashForward<T> {
             };
             k.for_range(0, free_steps, 1, |k, j| step(k, j, false));
             k.for_range(free_steps, steps, 1, |k, j| step(k, j, true));
-
-            // O = acc / l and lse = (m + log2 l) · ln 2; rows that saw no key: 0 and −∞
-            let seen_any = l.gt(0.0f32);
-            let out = k.compute(where_(seen_any.clone(), acc / l, 0.0f32).cast::<T>());
-            let lse_rows = k.compute(where_(
-                seen_any,
-                m * std::f32::consts::LN_2 + l.log(),
-                f32::NEG_INFINITY,
-            ));
-            let rows = k.arange([bq, 1], 0) + q0;
-            let keep = rows.lt(seq_q);
-            k.store_global_where(&go, &out, (q_start + q0, h * d), keep);
-            let cols = k.arange([1, bq], 1) + q0;
-            let keep = cols.lt(seq_q);
-            k.store_global_where(&gl, &lse_rows.transpose(), (h, q_start + q0), keep);
+            softmax.store(k, &acc, (&go, &gl), &place, q0, (h, h * d));
         });
     }
 }

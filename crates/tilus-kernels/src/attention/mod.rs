@@ -12,6 +12,7 @@ mod forward;
 mod op;
 pub mod reference;
 mod sequences;
+mod softmax;
 
 pub use forward::{AttentionElement, FlashArgs, FlashForward, BLOCK_Q};
 pub use op::FlashForwardOp;
