@@ -5,18 +5,39 @@
 
 use half::{bf16, f16};
 use tilus_bench::harness::Rng;
-use tilus_kernels::attention::{AttentionElement, FlashForward, FlashForwardOp, Heads, Sequences};
+use tilus_kernels::attention::{
+    AttentionElement, FlashForward, FlashForwardOp, FlashForwardWs, Heads, Sequences,
+};
 
 use crate::attention_reference::{assert_matches, inputs, rows};
 use crate::quant_reference::seed;
 
+/// A kernel of either kind.
+enum Config<T> {
+    Plain(FlashForward<T>),
+    Specialized(FlashForwardWs<T>),
+}
+
+impl<T: AttentionElement> Config<T> {
+    fn causal(&self) -> bool {
+        match self {
+            Config::Plain(c) => c.causal,
+            Config::Specialized(c) => c.causal,
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Config<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Config::Plain(c) => c.fmt(f),
+            Config::Specialized(c) => c.fmt(f),
+        }
+    }
+}
+
 /// Runs `config` on the interpreter on random inputs and checks its output.
-fn check<T: AttentionElement>(
-    config: &FlashForward<T>,
-    seqs: &Sequences,
-    heads: Heads,
-    rng: &mut Rng,
-) {
+fn check<T: AttentionElement>(config: Config<T>, seqs: &Sequences, heads: Heads, rng: &mut Rng) {
     let (rows_q, rows_kv) = rows(seqs);
     let (hq, hkv, d) = (heads.q_heads, heads.kv_heads, heads.head_dim);
     let q = inputs::<T>(rng, rows_q * hq * d);
@@ -25,10 +46,14 @@ fn check<T: AttentionElement>(
     let scale = 1.5 / (d as f32).sqrt();
     let mut o = vec![T::from_f64(f64::NAN); rows_q * hq * d];
     let mut lse = vec![f32::NAN; rows_q * hq];
-    FlashForwardOp::interpret(config, seqs, heads, scale, (&q, &k, &v), (&mut o, &mut lse))
-        .unwrap_or_else(|e| panic!("{config:?} {seqs:?}: {e}"));
+    let (ins, outs) = ((&q[..], &k[..], &v[..]), (&mut o[..], &mut lse[..]));
+    match &config {
+        Config::Plain(c) => FlashForwardOp::interpret(c, seqs, heads, scale, ins, outs),
+        Config::Specialized(c) => FlashForwardOp::interpret_ws(c, seqs, heads, scale, ins, outs),
+    }
+    .unwrap_or_else(|e| panic!("{config:?} {seqs:?}: {e}"));
     let what = format!("{config:?} {seqs:?}");
-    let causal = config.causal;
+    let causal = config.causal();
     assert_matches(
         &what,
         (seqs, heads, scale, causal),
@@ -46,7 +71,7 @@ fn interp_flash_forward_matches_the_reference_on_a_fixed_batch_with_gqa() {
         seq_kv: 70,
     };
     let config = FlashForward::<f16>::new(64, false).with_tiles(64, 2);
-    check(&config, &seqs, Heads::new(2, 1, 64), &mut rng);
+    check(Config::Plain(config), &seqs, Heads::new(2, 1, 64), &mut rng);
 }
 
 /// Packed sequences of their own lengths, causal: one query over many keys, a ragged block,
@@ -60,7 +85,7 @@ fn interp_flash_forward_matches_the_reference_on_packed_causal_sequences() {
         cu_kv: vec![0, 90, 160, 220, 227, 557],
     };
     let config = FlashForward::<f16>::new(64, true).with_tiles(64, 2);
-    check(&config, &seqs, Heads::new(4, 2, 64), &mut rng);
+    check(Config::Plain(config), &seqs, Heads::new(4, 2, 64), &mut rng);
 }
 
 /// The same batch without the mask, three stages, MQA (one key head for three query heads).
@@ -72,7 +97,7 @@ fn interp_flash_forward_matches_the_reference_on_packed_sequences_with_mqa() {
         cu_kv: vec![0, 90, 160, 220, 227, 557],
     };
     let config = FlashForward::<f16>::new(64, false).with_tiles(64, 3);
-    check(&config, &seqs, Heads::new(3, 1, 64), &mut rng);
+    check(Config::Plain(config), &seqs, Heads::new(3, 1, 64), &mut rng);
 }
 
 /// Head dimensions 128 and 256 with their default tiles (128 and 64 keys per step), causal
@@ -88,19 +113,77 @@ fn interp_flash_forward_matches_the_reference_at_every_head_dimension_and_in_bf1
     for causal in [false, true] {
         let heads = Heads::new(2, 2, 128);
         check(
-            &FlashForward::<f16>::new(128, causal),
+            Config::Plain(FlashForward::<f16>::new(128, causal)),
             &seqs,
             heads,
             &mut rng,
         );
         let heads = Heads::new(1, 1, 256);
         check(
-            &FlashForward::<bf16>::new(256, causal),
+            Config::Plain(FlashForward::<bf16>::new(256, causal)),
             &seqs,
             heads,
             &mut rng,
         );
     }
     let heads = Heads::new(2, 1, 64);
-    check(&FlashForward::<bf16>::new(64, true), &seqs, heads, &mut rng);
+    check(
+        Config::Plain(FlashForward::<bf16>::new(64, true)),
+        &seqs,
+        heads,
+        &mut rng,
+    );
+}
+
+/// The warp-specialized kernel on the batches above: packed causal sequences (queries that
+/// see no key, more key blocks than stages), GQA and MQA, every head dimension, bf16, and
+/// each schedule (the softmax under the products or not, ping-pong or not).
+#[test]
+fn interp_flash_forward_ws_matches_the_reference_on_every_path() {
+    let mut rng = Rng::new(seed());
+    let packed = Sequences::Packed {
+        cu_q: vec![0, 1, 71, 201, 201, 331],
+        cu_kv: vec![0, 90, 160, 220, 227, 557],
+    };
+    for (overlap, ping_pong) in [(true, true), (false, false), (true, false), (false, true)] {
+        for causal in [true, false] {
+            let config = FlashForwardWs::<f16>::new(64, causal)
+                .with_tiles(64, 2)
+                .with_schedule(overlap, ping_pong);
+            check(
+                Config::Specialized(config),
+                &packed,
+                Heads::new(4, 2, 64),
+                &mut rng,
+            );
+        }
+    }
+    let mqa = FlashForwardWs::<bf16>::new(64, true).with_tiles(64, 3);
+    check(
+        Config::Specialized(mqa),
+        &packed,
+        Heads::new(3, 1, 64),
+        &mut rng,
+    );
+    let fixed = Sequences::Fixed {
+        batch: 1,
+        seq_q: 150,
+        seq_kv: 200,
+    };
+    for causal in [false, true] {
+        let c = FlashForwardWs::<f16>::new(128, causal);
+        check(
+            Config::Specialized(c),
+            &fixed,
+            Heads::new(2, 2, 128),
+            &mut rng,
+        );
+        let c = FlashForwardWs::<bf16>::new(256, causal);
+        check(
+            Config::Specialized(c),
+            &fixed,
+            Heads::new(1, 1, 256),
+            &mut rng,
+        );
+    }
 }

@@ -4,9 +4,9 @@
 //! through shared memory), the scores' exponentials in one instruction each.
 
 use half::{bf16, f16};
-use tilus_kernels::attention::{AttentionElement, FlashForward};
+use tilus_kernels::attention::{AttentionElement, FlashForward, FlashForwardWs};
 
-fn compiled<T: AttentionElement>(config: &FlashForward<T>) -> tilus::compile::CompiledProgram {
+fn compiled<T: AttentionElement, S: tilus::Script>(config: &S) -> tilus::compile::CompiledProgram {
     let what = format!("{} {config:?}", T::NAME);
     let program = tilus::trace(config, &[]).unwrap_or_else(|e| panic!("{what}: {e}"));
     let (program, plan) =
@@ -28,10 +28,38 @@ fn nvrtc_flash_forward_compiles_at_every_head_dimension_without_spills() {
     tilus_bench::test_cache!();
     for causal in [false, true] {
         for d in [64, 128, 256] {
-            compiled(&FlashForward::<f16>::new(d, causal));
-            compiled(&FlashForward::<bf16>::new(d, causal));
+            compiled::<f16, _>(&FlashForward::<f16>::new(d, causal));
+            compiled::<bf16, _>(&FlashForward::<bf16>::new(d, causal));
         }
-        compiled(&FlashForward::<f16>::new(64, causal).with_tiles(64, 3));
-        compiled(&FlashForward::<f16>::new(128, causal).with_tiles(64, 4));
+        compiled::<f16, _>(&FlashForward::<f16>::new(64, causal).with_tiles(64, 3));
+        compiled::<f16, _>(&FlashForward::<f16>::new(128, causal).with_tiles(64, 4));
+    }
+}
+
+/// The warp-specialized kernel: every head dimension, causal and not, f16 and bf16, and each
+/// schedule; the producer gives up registers and the consumers take them (`setmaxnreg`).
+#[test]
+fn nvrtc_flash_forward_ws_compiles_at_every_head_dimension_without_spills() {
+    tilus_bench::test_cache!();
+    for causal in [false, true] {
+        for d in [64, 128, 256] {
+            let c = compiled::<f16, _>(&FlashForwardWs::<f16>::new(d, causal));
+            assert!(
+                c.source.contains("setmaxnreg.dec.sync.aligned.u32 40"),
+                "{}",
+                c.source
+            );
+            assert!(
+                c.source.contains("setmaxnreg.inc.sync.aligned.u32 232"),
+                "{}",
+                c.source
+            );
+            compiled::<bf16, _>(&FlashForwardWs::<bf16>::new(d, causal));
+        }
+        for (overlap, ping_pong) in [(false, false), (true, false), (false, true)] {
+            let c = FlashForwardWs::<f16>::new(128, causal).with_schedule(overlap, ping_pong);
+            compiled::<f16, _>(&c);
+        }
+        compiled::<f16, _>(&FlashForwardWs::<f16>::new(64, causal).with_tiles(128, 4));
     }
 }

@@ -1,0 +1,307 @@
+//! `flash_forward_ws`: flash attention forward with warp specialization, FlashAttention-3's
+//! structure. Each block takes 128 queries of one head: a producer warp group (few registers,
+//! `setmaxnreg`) copies Q once and streams K and V through a ring ([`Pipeline`]: a full and
+//! an empty barrier per stage), and two consumer warp groups (the registers the producer gave
+//! up) each own 64 of the queries.
+//!
+//! A consumer's step `t` issues two products together, `S_t = Q·K_tᵀ` and `O += P_{t-1}·V_{t-1}`,
+//! then runs the softmax of `S_t` while the second is still on the tensor cores (`overlap`:
+//! it waits for the first product only), then waits for the second, frees its stage,
+//! rescales `O` and keeps `P_t` for the next step. With `ping_pong`, the two consumers issue
+//! their products in turns ([`PingPongOrder`]: a warp group issues step `t`'s products once
+//! the other has issued its own), so that one's softmax runs while the other's products do.
+//!
+//! Both consumers walk the same blocks of keys (the block's: up to its last query's diagonal
+//! when causal; the mask takes the rows a block does not reach), so that their turns and the
+//! ring's releases line up. Everything else (packed sequences, GQA, masks only on the blocks
+//! that need them, the log-sum-exp) is as in [`super::FlashForward`].
+
+use super::forward::{AttentionElement, FlashArgs, BLOCK_Q};
+use super::softmax::{Mask, OnlineSoftmax, Place};
+use crate::gemm::pingpong::PingPongOrder;
+use std::marker::PhantomData;
+use tilus::lang::WgmmaTarget;
+use tilus::prelude::*;
+
+/// Registers per thread of the producer warp group (`setmaxnreg.dec`).
+pub const PRODUCER_REGISTERS: u32 = 40;
+/// Registers per thread of the consumer warp groups (`setmaxnreg.inc`).
+pub const CONSUMER_REGISTERS: u32 = 232;
+
+/// The kernel for elements of type `T`. Fields are compile-time hyperparameters.
+pub struct FlashForwardWs<T> {
+    /// The head dimension: 64, 128 or 256.
+    pub head_dim: i32,
+    /// Keys per step: 64 or 128.
+    pub block_kv: i32,
+    /// Stages of the key and value ring.
+    pub stages: i32,
+    /// Causal attention.
+    pub causal: bool,
+    /// The softmax of a step runs while the step's `P·V` product of the step before is on
+    /// the tensor cores (otherwise each step waits for both products first).
+    pub overlap: bool,
+    /// The consumers issue their products in turns.
+    pub ping_pong: bool,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> FlashForwardWs<T> {
+    /// The kernel for `head_dim`, causal or not: 128 keys per step below head dimension 256
+    /// (64 there), two stages, overlap and ping-pong on.
+    pub fn new(head_dim: i32, causal: bool) -> FlashForwardWs<T> {
+        FlashForwardWs {
+            head_dim,
+            block_kv: if head_dim >= 256 { 64 } else { 128 },
+            stages: 2,
+            causal,
+            overlap: true,
+            ping_pong: true,
+            _t: PhantomData,
+        }
+    }
+
+    /// The same kernel with `block_kv` keys per step and `stages` stages.
+    pub fn with_tiles(mut self, block_kv: i32, stages: i32) -> FlashForwardWs<T> {
+        (self.block_kv, self.stages) = (block_kv, stages);
+        self
+    }
+
+    /// The same kernel with the softmax overlapped or not, and ping-pong or not.
+    pub fn with_schedule(mut self, overlap: bool, ping_pong: bool) -> FlashForwardWs<T> {
+        (self.overlap, self.ping_pong) = (overlap, ping_pong);
+        self
+    }
+
+    fn key(&self) -> (i32, i32, i32, bool, bool, bool) {
+        let s = self;
+        (
+            s.head_dim,
+            s.block_kv,
+            s.stages,
+            s.causal,
+            s.overlap,
+            s.ping_pong,
+        )
+    }
+}
+
+impl<T: AttentionElement> Script for FlashForwardWs<T> {
+    type Args = FlashArgs<T>;
+
+    fn arg_names() -> &'static [&'static str] {
+        <super::FlashForward<T> as Script>::arg_names()
+    }
+
+    fn name(&self) -> String {
+        format!("flash_forward_ws_{}", T::NAME)
+    }
+
+    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
+        let (batch, hq, hkv, max_q, rows_q, rows_kv, scale_log2) =
+            (args.0, args.1, args.2, args.3, args.4, args.5, args.6);
+        let (q, kp, vp, cu_q, cu_kv, o, lse) =
+            (args.7, args.8, args.9, args.10, args.11, args.12, args.13);
+        let (d, bkv, stages, causal) = (self.head_dim, self.block_kv, self.stages, self.causal);
+        let (rows, bq) = (BLOCK_Q, 2 * BLOCK_Q);
+        k.blocks([cdiv(max_q, bq), hq.into(), batch.into()]);
+        k.warps(12);
+        let (rq, rkv) = (Scalar::from(rows_q), Scalar::from(rows_kv));
+        let gq = k.global_view::<T>(q, [rq.clone(), hq * d]);
+        let gk = k.global_view::<T>(kp, [rkv.clone(), hkv * d]);
+        let gv = k.global_view::<T>(vp, [rkv, hkv * d]);
+        let go = k.global_view::<T>(o, [rq, hq * d]);
+        let gl = k.global_view::<f32>(lse, [hq, rows_q]);
+        let gcq = k.global_view::<i32>(cu_q, [batch + 1]);
+        let gck = k.global_view::<i32>(cu_kv, [batch + 1]);
+        // Q and K in chunks of 64 along the head dimension (K-major operand rows of at most
+        // 128 bytes); Q's chunks of consumer `g` at `g · chunks ..`
+        let chunks = d / 64;
+        let sq = k.shared_tensor::<T>([2 * chunks, rows, 64]);
+        let sk = k.shared_tensor::<T>([stages * chunks, bkv, 64]);
+        let sv = k.shared_tensor::<T>([stages, bkv, d]);
+        let qbar = k.mbarrier().alloc([1]);
+        // keys and values in rings of their own, so that a stage of keys is freed as soon as
+        // its scores are computed; one arrival per consumer warp group frees a stage
+        let pipe_k = Pipeline::new(k, stages as u32, 2);
+        let pipe_v = Pipeline::new(k, stages as u32, 2);
+        let order = self.ping_pong.then(|| PingPongOrder::new(k));
+
+        let b = k.let_i32(k.block_idx().z);
+        let h = k.let_i32(k.block_idx().y);
+        let q0 = k.let_i32(k.block_idx().x * bq);
+        let place = Place::read(k, b, &gcq, &gck);
+        let hk = k.let_i32(h / (hq / hkv));
+        k.if_(q0.lt(place.seq_q), |k| {
+            let (steps, free) = place.key_blocks(k, q0, bq, bkv, causal);
+
+            // the producer: Q once, then each step's keys and values into the ring
+            k.thread_group(256, 128, |k| {
+                k.set_max_registers(PRODUCER_REGISTERS);
+                k.single_thread(|k| {
+                    k.mbarrier().arrive_and_expect_tx(qbar[0], sq.nbytes());
+                    for g in 0..2 {
+                        for c in 0..chunks {
+                            let qs = sq.at(Val::constant(g * chunks + c));
+                            let at = (place.q_start + q0 + g * rows, h * d + c * 64);
+                            k.tma().global_to_shared(&gq, &qs, at, qbar[0]);
+                        }
+                    }
+                    k.for_range(0, steps, 1, |k, j| {
+                        let row = k.let_i32(place.kv_start + j * bkv);
+                        let slot = pipe_k.producer_acquire(k, j, sk.nbytes() / stages);
+                        for c in 0..chunks {
+                            let ks = sk.at(k.let_i32(slot.stage() * chunks + c));
+                            let col = hk * d + c * 64;
+                            k.tma()
+                                .global_to_shared(&gk, &ks, (row, col), slot.barrier());
+                        }
+                        let slot = pipe_v.producer_acquire(k, j, sv.nbytes() / stages);
+                        let vs = sv.at(slot.stage());
+                        k.tma()
+                            .global_to_shared(&gv, &vs, (row, hk * d), slot.barrier());
+                    });
+                });
+            });
+
+            // the consumers: warp group `g` owns queries `q0 + 64 g ..`
+            for g in 0..2usize {
+                k.thread_group(128 * g as u32, 128, |k| {
+                    k.set_max_registers(CONSUMER_REGISTERS);
+                    let r0 = k.let_i32(q0 + rows * g as i32);
+                    let softmax = OnlineSoftmax::new(k, rows, bkv, scale_log2, causal);
+                    let acc = k.register_tensor::<f32>([rows, d], 0.0);
+                    let s = k.register_tensor::<f32>([rows, bkv], None::<f64>);
+                    let p = k.register_tensor::<T>([rows, bkv], None::<f64>);
+                    k.mbarrier().wait(qbar[0], 0u32);
+                    // S = Q·K_tᵀ from stage `stage`, over the head dimension's chunks
+                    let scores = |k: &mut Kernel, stage: Val| {
+                        for c in 0..chunks {
+                            let target = if c == 0 {
+                                WgmmaTarget::all().overwriting()
+                            } else {
+                                WgmmaTarget::all()
+                            };
+                            let qs = sq.at(Val::constant(g as i32 * chunks + c));
+                            let ks = sk.at(k.let_i32(stage * chunks + c));
+                            k.wgmma().mma_to(&qs, &ks.transpose(), &s, target);
+                        }
+                        k.wgmma().commit_group();
+                    };
+                    // O += P·V from the stage of step `t`
+                    let values = |k: &mut Kernel, stage: Val| {
+                        k.wgmma().mma(&p, &sv.at(stage), &acc);
+                        k.wgmma().commit_group();
+                    };
+                    let wait_turn = |k: &mut Kernel, t: Val| {
+                        if let Some(order) = &order {
+                            order.wait_turn(k, g, t);
+                        }
+                    };
+                    let pass_turn = |k: &mut Kernel| {
+                        if let Some(order) = &order {
+                            order.pass_turn(k, g);
+                        }
+                    };
+                    let release = |k: &mut Kernel, pipe: &Pipeline, t: Scalar| {
+                        k.single_thread(|k| pipe.consumer_release_step(k, t));
+                    };
+                    k.if_(steps.gt(0), |k| {
+                        // step 0: its scores only
+                        let first = |k: &mut Kernel, masked: bool| {
+                            let slot = pipe_k.consumer_acquire(k, 0);
+                            wait_turn(k, Val::constant(0));
+                            k.wgmma().fence();
+                            scores(k, slot.stage());
+                            pass_turn(k);
+                            k.wgmma().wait_group(0);
+                            drop(slot);
+                            release(k, &pipe_k, Scalar::from(0));
+                            let mask = masked.then_some(Mask {
+                                j: Val::constant(0),
+                                r0,
+                            });
+                            let (pt, _) = softmax.update(k, &s, &place, mask);
+                            k.assign_tile(&p, pt.cast::<T>());
+                        };
+                        k.if_else(free.gt(0), |k| first(k, false), |k| first(k, true));
+                        // step t: S_t and O += P_{t-1}·V_{t-1} together, the softmax of S_t
+                        // under the second
+                        let step = |k: &mut Kernel, t: Val, masked: bool| {
+                            let keys = pipe_k.consumer_acquire(k, t);
+                            let vals = pipe_v.consumer_acquire(k, t - 1);
+                            wait_turn(k, t);
+                            k.wgmma().fence();
+                            scores(k, keys.stage());
+                            values(k, vals.stage());
+                            pass_turn(k);
+                            // the scores are done (the products complete in order)
+                            k.wgmma().wait_group(if self.overlap { 1 } else { 0 });
+                            drop(keys);
+                            release(k, &pipe_k, t.into());
+                            let mask = masked.then_some(Mask { j: t, r0 });
+                            let (pt, alpha) = softmax.update(k, &s, &place, mask);
+                            k.wgmma().wait_group(0);
+                            drop(vals);
+                            release(k, &pipe_v, t - 1);
+                            k.assign_tile(&acc, acc * alpha);
+                            k.assign_tile(&p, pt.cast::<T>());
+                        };
+                        let masked_from = k.var_i32(free);
+                        k.if_(masked_from.lt(1), |k| k.assign(masked_from, 1));
+                        k.for_range(1, masked_from, 1, |k, t| step(k, t, false));
+                        k.for_range(masked_from, steps, 1, |k, t| step(k, t, true));
+                        // the last step's values
+                        let vals = pipe_v.consumer_acquire(k, steps - 1);
+                        wait_turn(k, steps);
+                        k.wgmma().fence();
+                        values(k, vals.stage());
+                        pass_turn(k);
+                        k.wgmma().wait_group(0);
+                        drop(vals);
+                        release(k, &pipe_v, steps - 1);
+                    });
+                    softmax.store(k, &acc, (&go, &gl), &place, r0, (h, h * d));
+                });
+            }
+        });
+    }
+}
+
+// by hand: the element type is named in the kernel's name, not among its hyperparameters
+// (and the derives would ask it for `Hash`)
+impl<T> Clone for FlashForwardWs<T> {
+    fn clone(&self) -> Self {
+        FlashForwardWs {
+            _t: PhantomData,
+            ..*self
+        }
+    }
+}
+
+impl<T> PartialEq for FlashForwardWs<T> {
+    fn eq(&self, o: &Self) -> bool {
+        self.key() == o.key()
+    }
+}
+
+impl<T> Eq for FlashForwardWs<T> {}
+
+impl<T> std::hash::Hash for FlashForwardWs<T> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.key().hash(h);
+    }
+}
+
+impl<T> std::fmt::Debug for FlashForwardWs<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlashForwardWs")
+            .field("head_dim", &self.head_dim)
+            .field("block_kv", &self.block_kv)
+            .field("stages", &self.stages)
+            .field("causal", &self.causal)
+            .field("overlap", &self.overlap)
+            .field("ping_pong", &self.ping_pong)
+            .finish()
+    }
+}
