@@ -9,7 +9,9 @@ use crate::harness::{self, Rng};
 use crate::run::BenchOptions;
 use crate::Result;
 use tilus::runtime::Device;
-use tilus_kernels::attention::{reference, AttentionElement, FlashForwardOp, Heads, Sequences};
+use tilus_kernels::attention::{
+    reference, AttentionElement, FlashForwardOp, Heads, Sequences, Variant,
+};
 
 /// One benchmark's shape.
 #[derive(Clone, Copy, Debug)]
@@ -39,8 +41,10 @@ impl AttentionCase {
     }
 }
 
-/// What one case measured.
+/// What one kernel measured on one case.
 pub struct AttentionReport {
+    /// The kernel.
+    pub variant: Variant,
     /// The median time, in milliseconds.
     pub ms: f64,
     /// TFLOPS by [`AttentionCase::flops`].
@@ -55,12 +59,14 @@ pub struct AttentionReport {
     pub passed: bool,
 }
 
-/// Verifies and times the kernel on `case` with elements of `T`.
+/// Verifies each kernel of `variants` on `case` with elements of `T`, then times them
+/// interleaved round by round.
 pub fn bench_attention<T: AttentionElement + Sample>(
     device: &Device,
     case: AttentionCase,
+    variants: &[Variant],
     opts: &BenchOptions,
-) -> Result<AttentionReport> {
+) -> Result<Vec<AttentionReport>> {
     let stream = device.stream().clone();
     let h = case.heads;
     let (rows, d) = (case.batch * case.seq, h.head_dim);
@@ -85,8 +91,6 @@ pub fn bench_attention<T: AttentionElement + Sample>(
         upload(&stream, &k)?,
         upload(&stream, &v)?,
     );
-    let mut o = poisoned::<T>(&stream, &what, rows * h.q_heads * d)?;
-    let mut lse = poisoned::<f32>(&stream, &what, rows * h.q_heads)?;
     let seqs = Sequences::Fixed {
         batch: case.batch,
         seq_q: case.seq,
@@ -95,30 +99,21 @@ pub fn bench_attention<T: AttentionElement + Sample>(
     let scale = 1.0 / (d as f32).sqrt();
     let op = FlashForwardOp::<T>::new(device);
     type Out<T> = tilus::cudarc::driver::CudaSlice<T>;
-    let run = |o: &mut Out<T>, lse: &mut Out<f32>| -> Result<()> {
-        op.run(
+    let run = |variant: Variant, o: &mut Out<T>, lse: &mut Out<f32>| -> Result<()> {
+        let inputs = (&dq, &dk, &dv);
+        op.run_variant(
+            variant,
             &stream,
             &seqs,
             h,
             scale,
             case.causal,
-            (&dq, &dk, &dv),
+            inputs,
             (o, lse),
         )?;
         Ok(())
     };
-    run(&mut o, &mut lse)?;
-    stream
-        .synchronize()
-        .map_err(crate::buffers::drv("cuStreamSynchronize"))?;
-    let got_o = download(&stream, &what, &o)?;
-    let got_lse = download(&stream, &what, &lse)?;
     // sampled rows (the first and last of the batch among them) against the exact attention
-    let eps = if T::NAME == "bf16" {
-        1.0 / 128.0
-    } else {
-        1.0 / 1024.0
-    };
     let mut pick = Rng::new(opts.seed ^ 0x5eed);
     let mut samples = vec![(0, 0), (rows - 1, h.q_heads - 1)];
     samples.extend((0..62).map(|_| {
@@ -126,33 +121,72 @@ pub fn bench_attention<T: AttentionElement + Sample>(
         let hh = (pick.next_f64() * h.q_heads as f64) as usize;
         (r.min(rows - 1), hh.min(h.q_heads - 1))
     }));
-    let (mut max_err, mut max_lse_err, mut passed) = (0.0f64, 0.0f64, true);
-    for &(r, hh) in &samples {
-        let (want, want_lse) =
-            reference::attention_row(&seqs, h, scale as f64, case.causal, (&q, &k, &v), r, hh);
-        for (x, w) in got_o[(r * h.q_heads + hh) * d..][..d].iter().zip(&want) {
-            let err = (<T as Sample>::to_f64(*x) - w).abs() / (1.0 + w.abs());
-            passed &= err <= 2.0 * eps; // NaN fails
-            max_err = max_err.max(if err.is_nan() { f64::INFINITY } else { err });
+    let wanted: Vec<(Vec<f64>, f64)> = samples
+        .iter()
+        .map(|&(r, hh)| {
+            let inputs = (&q[..], &k[..], &v[..]);
+            reference::attention_row(&seqs, h, scale as f64, case.causal, inputs, r, hh)
+        })
+        .collect();
+    let eps = if T::NAME == "bf16" {
+        1.0 / 128.0
+    } else {
+        1.0 / 1024.0
+    };
+    let mut outs = Vec::new();
+    let mut checks = Vec::new();
+    for &variant in variants {
+        let mut o = poisoned::<T>(&stream, &what, rows * h.q_heads * d)?;
+        let mut lse = poisoned::<f32>(&stream, &what, rows * h.q_heads)?;
+        run(variant, &mut o, &mut lse)?;
+        stream
+            .synchronize()
+            .map_err(crate::buffers::drv("cuStreamSynchronize"))?;
+        let got_o = download(&stream, &what, &o)?;
+        let got_lse = download(&stream, &what, &lse)?;
+        let (mut max_err, mut max_lse_err, mut passed) = (0.0f64, 0.0f64, true);
+        for (&(r, hh), (want, want_lse)) in samples.iter().zip(&wanted) {
+            for (x, w) in got_o[(r * h.q_heads + hh) * d..][..d].iter().zip(want) {
+                let err = (<T as Sample>::to_f64(*x) - w).abs() / (1.0 + w.abs());
+                passed &= err <= 2.0 * eps; // NaN fails
+                max_err = max_err.max(if err.is_nan() { f64::INFINITY } else { err });
+            }
+            let l = got_lse[hh * rows + r] as f64;
+            let err = (l - want_lse).abs() / (1.0 + want_lse.abs());
+            passed &= err <= 1e-3;
+            max_lse_err = max_lse_err.max(if err.is_nan() { f64::INFINITY } else { err });
         }
-        let l = got_lse[hh * rows + r] as f64;
-        let err = (l - want_lse).abs() / (1.0 + want_lse.abs());
-        passed &= err <= 1e-3;
-        max_lse_err = max_lse_err.max(if err.is_nan() { f64::INFINITY } else { err });
+        checks.push((max_err, max_lse_err, passed));
+        outs.push((o, lse));
     }
-    let mut timed = || run(&mut o, &mut lse);
-    let ms = harness::time_interleaved(
-        &stream,
-        &mut [&mut timed],
-        (opts.warmup, opts.rounds),
-        opts.timing,
-    )?[0];
-    Ok(AttentionReport {
-        ms,
-        tflops: case.flops() / (ms * 1e-3) / 1e12,
-        rows_checked: samples.len(),
-        max_err,
-        max_lse_err,
-        passed,
-    })
+    let mut timed: Vec<Box<dyn FnMut() -> Result<()> + '_>> = variants
+        .iter()
+        .zip(outs.iter_mut())
+        .map(|(&variant, (o, lse))| {
+            let run = &run;
+            Box::new(move || run(variant, o, lse)) as Box<dyn FnMut() -> Result<()> + '_>
+        })
+        .collect();
+    let mut refs: Vec<&mut dyn FnMut() -> Result<()>> = timed
+        .iter_mut()
+        .map(|f| f.as_mut() as &mut dyn FnMut() -> Result<()>)
+        .collect();
+    let ms =
+        harness::time_interleaved(&stream, &mut refs, (opts.warmup, opts.rounds), opts.timing)?;
+    Ok(variants
+        .iter()
+        .zip(ms)
+        .zip(checks)
+        .map(
+            |((&variant, ms), (max_err, max_lse_err, passed))| AttentionReport {
+                variant,
+                ms,
+                tflops: case.flops() / (ms * 1e-3) / 1e12,
+                rows_checked: samples.len(),
+                max_err,
+                max_lse_err,
+                passed,
+            },
+        )
+        .collect())
 }

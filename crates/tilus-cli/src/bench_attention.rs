@@ -5,7 +5,7 @@ use crate::out::{outln, CliError, CliResult};
 use half::{bf16, f16};
 use tilus_bench::attention_bench::{bench_attention, AttentionCase, AttentionReport};
 use tilus_bench::run::BenchOptions;
-use tilus_kernels::attention::Heads;
+use tilus_kernels::attention::{Heads, Variant};
 
 /// The command's grid, as given.
 pub(crate) struct Grid {
@@ -16,6 +16,29 @@ pub(crate) struct Grid {
     pub kv_heads: usize,
     pub causal: String,
     pub dtypes: String,
+    pub variants: String,
+}
+
+/// The `--variants` list.
+fn variants(list: &str) -> CliResult<Vec<Variant>> {
+    if list.trim() == "all" {
+        return Ok(Variant::ALL.to_vec());
+    }
+    list.split(',')
+        .map(str::trim)
+        .map(|name| {
+            Variant::ALL
+                .into_iter()
+                .find(|v| v.name() == name)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
+                    CliError::Usage(format!(
+                        "--variants: no kernel `{name}` (one of {}, or all)",
+                        names.join(", ")
+                    ))
+                })
+        })
+        .collect()
 }
 
 fn list<T: std::str::FromStr>(flag: &str, s: &str) -> CliResult<Vec<T>> {
@@ -76,31 +99,35 @@ pub(crate) fn attention(g: &Grid, opts: &BenchOptions) -> CliResult<bool> {
         return Err(CliError::Usage("--rounds must be at least 1".into()));
     }
     let cases = cases(g)?;
+    let variants = variants(&g.variants)?;
     let device = tilus::runtime::Device::open(0)?;
     outln!("GPU: {}", device.name());
     let mut ok = true;
     for (t, case) in cases {
-        let r: AttentionReport = match t.as_str() {
-            "bf16" => bench_attention::<bf16>(&device, case, opts)?,
-            _ => bench_attention::<f16>(&device, case, opts)?,
+        let reports: Vec<AttentionReport> = match t.as_str() {
+            "bf16" => bench_attention::<bf16>(&device, case, &variants, opts)?,
+            _ => bench_attention::<f16>(&device, case, &variants, opts)?,
         };
         let h = case.heads;
-        outln!(
-            "attention {t} d={} s={} b={} heads={}/{} causal={}: {:.4} ms {:.1} TFLOPS check {} ({} rows, max err {:.2e}, lse {:.2e})",
-            h.head_dim,
-            case.seq,
-            case.batch,
-            h.q_heads,
-            h.kv_heads,
-            case.causal,
-            r.ms,
-            r.tflops,
-            if r.passed { "PASS" } else { "FAIL" },
-            r.rows_checked,
-            r.max_err,
-            r.max_lse_err
-        );
-        ok &= r.passed;
+        for r in &reports {
+            outln!(
+                "attention {} {t} d={} s={} b={} heads={}/{} causal={}: {:.4} ms {:.1} TFLOPS check {} ({} rows, max err {:.2e}, lse {:.2e})",
+                r.variant.name(),
+                h.head_dim,
+                case.seq,
+                case.batch,
+                h.q_heads,
+                h.kv_heads,
+                case.causal,
+                r.ms,
+                r.tflops,
+                if r.passed { "PASS" } else { "FAIL" },
+                r.rows_checked,
+                r.max_err,
+                r.max_lse_err
+            );
+            ok &= r.passed;
+        }
     }
     Ok(ok)
 }
@@ -118,6 +145,20 @@ mod tests {
             kv_heads: 0,
             causal: "false,true".into(),
             dtypes: "f16,bf16".into(),
+            variants: "all".into(),
+        }
+    }
+
+    #[test]
+    fn variants_are_named_or_all() {
+        assert_eq!(variants("all").unwrap(), Variant::ALL.to_vec());
+        assert_eq!(
+            variants("plain, ws+overlap+pingpong").unwrap(),
+            vec![Variant::Plain, Variant::DEFAULT]
+        );
+        match variants("fast") {
+            Err(CliError::Usage(e)) => assert!(e.contains("`fast`") && e.contains("plain"), "{e}"),
+            _ => panic!("`fast` is no kernel"),
         }
     }
 

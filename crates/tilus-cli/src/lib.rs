@@ -328,6 +328,10 @@ enum BenchCommand {
         /// Element types, comma-separated (f16, bf16).
         #[arg(long, default_value = "f16")]
         dtypes: String,
+        /// Kernels, comma-separated: plain, ws, ws+overlap, ws+pingpong, ws+overlap+pingpong
+        /// (`all`: each of them).
+        #[arg(long, default_value = "all")]
+        variants: String,
         /// Warm-up rounds.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
@@ -519,6 +523,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 kv_heads,
                 causal,
                 dtypes,
+                variants,
                 warmup,
                 rounds,
                 timing,
@@ -531,6 +536,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                     kv_heads,
                     causal,
                     dtypes,
+                    variants,
                 },
                 &BenchOptions {
                     warmup,

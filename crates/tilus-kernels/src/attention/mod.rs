@@ -19,6 +19,6 @@ mod softmax;
 mod specialized;
 
 pub use forward::{AttentionElement, FlashArgs, FlashForward, BLOCK_Q};
-pub use op::FlashForwardOp;
+pub use op::{FlashForwardOp, Variant};
 pub use sequences::{Heads, Sequences};
 pub use specialized::{FlashForwardWs, CONSUMER_REGISTERS, PRODUCER_REGISTERS};

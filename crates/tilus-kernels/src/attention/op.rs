@@ -84,26 +84,119 @@ type Uploaded = (Offsets, CudaSlice<i32>, CudaSlice<i32>);
 /// # Ok::<(), tilus_kernels::Error>(())
 /// ```
 pub struct FlashForwardOp<T: AttentionElement> {
-    /// The kernels by head dimension (64, 128, 256), causal and not.
-    kernels: [[tilus::Jit<FlashForward<T>>; 2]; 3],
+    /// The plain kernels by head dimension (64, 128, 256), causal and not.
+    plain: [[tilus::Jit<FlashForward<T>>; 2]; 3],
+    /// The warp-specialized kernels by head dimension, causal and not, and schedule
+    /// ([`Variant::schedule_index`]).
+    specialized: [[[tilus::Jit<FlashForwardWs<T>>; 4]; 2]; 3],
     /// The last batch's offsets as uploaded (a batch of the same shape reuses them).
     offsets: Mutex<Option<Uploaded>>,
+}
+
+/// Which kernel runs: [`FlashForwardOp::run`] takes [`Variant::DEFAULT`] (the whole Hopper
+/// schedule); [`FlashForwardOp::run_variant`] any of them (the tutorial's ablation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// [`FlashForward`]: one warp group, no specialization.
+    Plain,
+    /// [`FlashForwardWs`] with its schedule.
+    Specialized {
+        /// The softmax under the products.
+        overlap: bool,
+        /// The consumers' products in turns.
+        ping_pong: bool,
+    },
+}
+
+impl Variant {
+    /// What [`FlashForwardOp::run`] launches.
+    pub const DEFAULT: Variant = Variant::Specialized {
+        overlap: true,
+        ping_pong: true,
+    };
+
+    /// Every variant, simplest first.
+    pub const ALL: [Variant; 5] = [
+        Variant::Plain,
+        Variant::Specialized {
+            overlap: false,
+            ping_pong: false,
+        },
+        Variant::Specialized {
+            overlap: true,
+            ping_pong: false,
+        },
+        Variant::Specialized {
+            overlap: false,
+            ping_pong: true,
+        },
+        Variant::DEFAULT,
+    ];
+
+    /// A short name: `plain`, `ws`, `ws+overlap`, `ws+pingpong`, `ws+overlap+pingpong`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Variant::Plain => "plain",
+            Variant::Specialized {
+                overlap: false,
+                ping_pong: false,
+            } => "ws",
+            Variant::Specialized {
+                overlap: true,
+                ping_pong: false,
+            } => "ws+overlap",
+            Variant::Specialized {
+                overlap: false,
+                ping_pong: true,
+            } => "ws+pingpong",
+            Variant::Specialized { .. } => "ws+overlap+pingpong",
+        }
+    }
+
+    fn schedule_index(overlap: bool, ping_pong: bool) -> usize {
+        overlap as usize + 2 * ping_pong as usize
+    }
 }
 
 impl<T: AttentionElement> FlashForwardOp<T> {
     /// The kernels bound to `device` (each compiled on its first use).
     pub fn new(device: &Device) -> Self {
-        let jit = |d, causal| tilus::Jit::new(FlashForward::<T>::new(d, causal), device);
+        let plain = |d, causal| tilus::Jit::new(FlashForward::<T>::new(d, causal), device);
+        let ws = |d, causal| {
+            [(false, false), (true, false), (false, true), (true, true)].map(|(o, p)| {
+                let c = FlashForwardWs::<T>::new(d, causal).with_schedule(o, p);
+                tilus::Jit::new(c, device)
+            })
+        };
         FlashForwardOp {
-            kernels: [64, 128, 256].map(|d| [jit(d, false), jit(d, true)]),
+            plain: [64, 128, 256].map(|d| [plain(d, false), plain(d, true)]),
+            specialized: [64, 128, 256].map(|d| [ws(d, false), ws(d, true)]),
             offsets: Mutex::new(None),
         }
     }
 
-    /// `o`, `lse` of `q`, `k`, `v` for the batch `seqs` on `stream` (see the type's doc).
+    /// `o`, `lse` of `q`, `k`, `v` for the batch `seqs` on `stream` (see the type's doc), by
+    /// [`Variant::DEFAULT`].
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
+        stream: &Arc<CudaStream>,
+        seqs: &Sequences,
+        heads: Heads,
+        scale: f32,
+        causal: bool,
+        inputs: (&CudaSlice<T>, &CudaSlice<T>, &CudaSlice<T>),
+        outputs: (&mut CudaSlice<T>, &mut CudaSlice<f32>),
+    ) -> crate::Result<()> {
+        let v = Variant::DEFAULT;
+        self.run_variant(v, stream, seqs, heads, scale, causal, inputs, outputs)
+    }
+
+    /// [`FlashForwardOp::run`] by the kernel `variant`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_variant(
+        &self,
+        variant: Variant,
         stream: &Arc<CudaStream>,
         seqs: &Sequences,
         heads: Heads,
@@ -148,7 +241,13 @@ impl<T: AttentionElement> FlashForwardOp<T> {
             o,
             lse,
         );
-        Ok(self.kernels[i][causal as usize].launch(stream, args)?)
+        match variant {
+            Variant::Plain => Ok(self.plain[i][causal as usize].launch(stream, args)?),
+            Variant::Specialized { overlap, ping_pong } => {
+                let s = Variant::schedule_index(overlap, ping_pong);
+                Ok(self.specialized[i][causal as usize][s].launch(stream, args)?)
+            }
+        }
     }
 
     /// The computation by the kernel `config` on the CPU interpreter (its head dimension and

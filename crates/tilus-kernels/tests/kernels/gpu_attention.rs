@@ -5,13 +5,14 @@
 use half::{bf16, f16};
 use tilus::runtime::Device;
 use tilus_bench::harness::Rng;
-use tilus_kernels::attention::{AttentionElement, FlashForwardOp, Heads, Sequences};
+use tilus_kernels::attention::{AttentionElement, FlashForwardOp, Heads, Sequences, Variant};
 
 use crate::attention_reference::{assert_matches, inputs, rows};
 use crate::quant_reference::seed;
 
-/// Runs the host API on random inputs and checks its output.
+/// Runs the host API (the kernel `variant`) on random inputs and checks its output.
 fn run_and_check<T: AttentionElement>(
+    variant: Variant,
     device: &Device,
     seqs: &Sequences,
     heads: Heads,
@@ -44,7 +45,11 @@ fn run_and_check<T: AttentionElement>(
         stream.clone_dtoh(&o).unwrap(),
         stream.clone_dtoh(&lse).unwrap(),
     );
-    let what = format!("{} {seqs:?} {heads:?} causal {causal}", T::NAME);
+    let what = format!(
+        "{} {} {seqs:?} {heads:?} causal {causal}",
+        variant.name(),
+        T::NAME
+    );
     assert_matches(
         &what,
         (seqs, heads, scale, causal),
@@ -67,8 +72,8 @@ fn gpu_flash_forward_matches_the_reference_at_every_head_dimension() {
     for d in [64, 128, 256] {
         for causal in [false, true] {
             let heads = Heads::new(4, 2, d);
-            run_and_check::<f16>(&device, &seqs, heads, causal, &mut rng);
-            run_and_check::<bf16>(&device, &seqs, heads, causal, &mut rng);
+            run_and_check::<f16>(Variant::DEFAULT, &device, &seqs, heads, causal, &mut rng);
+            run_and_check::<bf16>(Variant::DEFAULT, &device, &seqs, heads, causal, &mut rng);
         }
     }
 }
@@ -84,7 +89,41 @@ fn gpu_flash_forward_matches_the_reference_on_packed_sequences() {
         cu_kv: vec![0, 90, 160, 220, 227, 557, 1300],
     };
     for causal in [false, true] {
-        run_and_check::<f16>(&device, &seqs, Heads::new(8, 2, 128), causal, &mut rng);
-        run_and_check::<bf16>(&device, &seqs, Heads::new(3, 1, 64), causal, &mut rng);
+        run_and_check::<f16>(
+            Variant::DEFAULT,
+            &device,
+            &seqs,
+            Heads::new(8, 2, 128),
+            causal,
+            &mut rng,
+        );
+        run_and_check::<bf16>(
+            Variant::DEFAULT,
+            &device,
+            &seqs,
+            Heads::new(3, 1, 64),
+            causal,
+            &mut rng,
+        );
+    }
+}
+
+/// Every kernel of the ablation (the plain one, each schedule of the specialized one) on a
+/// packed batch, causal and not: on the GPU, where the warp groups really run at once.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_flash_forward_every_variant_matches_the_reference() {
+    tilus_bench::test_cache!();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let mut rng = Rng::new(seed());
+    let seqs = Sequences::Packed {
+        cu_q: vec![0, 5, 700, 1333],
+        cu_kv: vec![0, 900, 1100, 2000],
+    };
+    for variant in Variant::ALL {
+        for causal in [false, true] {
+            let heads = Heads::new(4, 1, 128);
+            run_and_check::<f16>(variant, &device, &seqs, heads, causal, &mut rng);
+        }
     }
 }
