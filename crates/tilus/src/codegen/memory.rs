@@ -379,6 +379,15 @@ fn load_shared(e: &mut Emitter, src: &SharedView, out: RegId) {
             e.use_helper(Helper::Memory(MemoryHelper::LdShared16));
             e.line(format!("{name}[l] = tilus_ld_shared_u16({addr});"));
         }
+        (_, 8) => {
+            // one byte, at any address (a wider load would be misaligned at odd bytes)
+            e.use_helper(Helper::Memory(MemoryHelper::LdShared8));
+            e.line(format!("const u32 v = tilus_ld_shared_u8({addr});"));
+            e.line(format!(
+                "{name}[l] = *reinterpret_cast<const {}*>(&v);",
+                c_type(dtype)
+            ));
+        }
         _ => {
             e.use_helper(Helper::Memory(MemoryHelper::LdShared32));
             e.line(format!("const u32 v = tilus_ld_shared_u32({addr});"));
@@ -439,6 +448,9 @@ fn store_shared(e: &mut Emitter, dst: &SharedView, src: &crate::ir::RegView) {
     let v = read(e, src.tensor, "l");
     if dtype.bits() == 16 {
         e.line(format!("tilus_st_shared_u16({addr}, {v});"));
+    } else if dtype.bits() == 8 {
+        // one byte: a wider store would overwrite the neighbours (and be misaligned)
+        e.line(format!("tilus_st_shared_u8({addr}, (u32)({v}));"));
     } else if dtype == DType::F32 {
         e.line(format!("tilus_st_shared_f32({addr}, {v});"));
     } else {
@@ -517,6 +529,8 @@ pub(crate) enum MemoryHelper {
     Ldmatrix,
     /// `stmatrix` x1/x2/x4.
     Stmatrix,
+    /// 8-bit shared load (zero-extended).
+    LdShared8,
     /// 16-bit shared load.
     LdShared16,
     /// 32-bit shared load.
@@ -572,6 +586,13 @@ static __device__ __forceinline__ void tilus_stmatrix_x1(const u32* r, u32 addr)
 }
 "#
         .into(),
+        MemoryHelper::LdShared8 => r#"static __device__ __forceinline__ u32 tilus_ld_shared_u8(u32 addr) {
+  u32 v;
+  asm volatile("ld.shared.u8 %0, [%1];" : "=r"(v) : "r"(addr));
+  return v;
+}
+"#
+        .into(),
         MemoryHelper::LdShared16 => r#"static __device__ __forceinline__ u16 tilus_ld_shared_u16(u32 addr) {
   u16 v;
   asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr));
@@ -588,6 +609,9 @@ static __device__ __forceinline__ void tilus_stmatrix_x1(const u32* r, u32 addr)
         .into(),
         MemoryHelper::StShared => r#"static __device__ __forceinline__ void tilus_st_shared_u16(u32 addr, u16 v) {
   asm volatile("st.shared.u16 [%0], %1;" :: "r"(addr), "h"(v) : "memory");
+}
+static __device__ __forceinline__ void tilus_st_shared_u8(u32 addr, u32 v) {
+  asm volatile("st.shared.u8 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
 }
 static __device__ __forceinline__ void tilus_st_shared_f32(u32 addr, float v) {
   asm volatile("st.shared.f32 [%0], %1;" :: "r"(addr), "f"(v) : "memory");

@@ -404,8 +404,8 @@ fn a_cast_to_the_outputs_16_bit_type_rounds_once() {
 // ------------------------------------------------------------------------------------------
 
 use crate::common::scripts::global::{
-    ColumnStats, LastBlockSums, MaskedLoad, SegmentSums, SplitKMatmul, SplitSum, StridedCopy,
-    SwapTiles, Tickets,
+    ColumnStats, LastBlockSums, MaskedLoad, SegmentSums, SharedBytes, SplitKMatmul, SplitSum,
+    StridedCopy, SwapTiles, Tickets,
 };
 use crate::common::Body;
 use tilus::prelude::*;
@@ -532,6 +532,17 @@ fn atomics_compile_to_red_and_atom() {
             c.source
         );
     }
+    // bytes in shared memory move one at a time (a wider access is misaligned at odd bytes,
+    // and a wider store overwrites the neighbours)
+    let c = built(&SharedBytes, &[]);
+    for needle in ["tilus_st_shared_u8(", "tilus_ld_shared_u8("] {
+        assert!(
+            c.source.contains(needle),
+            "missing `{needle}` in\n{}",
+            c.source
+        );
+    }
+    assert!(!c.source.contains("tilus_ld_shared_u32("), "{}", c.source);
     // scalars read from memory: a bounds check against the view, 0 outside it
     let c = built(&SegmentSums, &[]);
     for needle in [

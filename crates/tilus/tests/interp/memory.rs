@@ -156,8 +156,8 @@ fn with_the_fence_the_interpreter_computes_the_product() {
 // ------------------------------------------------------------------------------------------
 
 use crate::common::scripts::global::{
-    small_ints, ColumnStats, LastBlockSums, MaskedLoad, SegmentSums, SplitKMatmul, SplitSum,
-    StridedCopy, StridedTma, SwapTiles, Tickets,
+    small_ints, ColumnStats, LastBlockSums, MaskedLoad, SegmentSums, SharedBytes, SplitKMatmul,
+    SplitSum, StridedCopy, StridedTma, SwapTiles, Tickets,
 };
 use half::f16;
 
@@ -262,6 +262,15 @@ fn the_block_with_the_last_ticket_sums_every_block_s_row() {
     run(&LastBlockSums, args).unwrap();
     assert_eq!(out, LastBlockSums::reference(&rows));
     assert_eq!(ticket, vec![nb as i32]);
+}
+
+/// Bytes through shared memory and back in another layout: every byte where it was.
+#[test]
+fn bytes_through_shared_memory_keep_their_places() {
+    let x: Vec<u8> = (0..16 * 32).map(|i| (i * 37 % 251) as u8).collect();
+    let mut out = vec![0u8; 16 * 32];
+    run(&SharedBytes, (&x[..], &mut out[..])).unwrap();
+    assert_eq!(out, x);
 }
 
 /// `load_global_scalar` reads the segments' bounds and weights the host left in memory

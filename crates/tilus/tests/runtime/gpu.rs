@@ -806,8 +806,8 @@ fn arithmetic_gives_the_interpreters_bits_and_meets_the_reference() {
 // ------------------------------------------------------------------------------------------
 
 use crate::common::scripts::global::{
-    small_ints, ColumnStats, LastBlockSums, MaskedLoad, SegmentSums, SplitKMatmul, SplitSum,
-    StridedCopy, StridedTma, SwapTiles, Tickets,
+    small_ints, ColumnStats, LastBlockSums, MaskedLoad, SegmentSums, SharedBytes, SplitKMatmul,
+    SplitSum, StridedCopy, StridedTma, SwapTiles, Tickets,
 };
 
 #[test]
@@ -920,6 +920,23 @@ fn atomic_add_max_and_min_combine_columns_on_the_gpu() {
         );
         assert_eq!(got, ColumnStats::expected(m, n, &src), "{s:?}");
     }
+}
+
+/// Bytes through shared memory on the GPU: stored and loaded one byte at a time, so odd
+/// addresses are no fault and no neighbour is overwritten.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bytes_through_shared_memory_keep_their_places_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let x: Vec<u8> = (0..16 * 32).map(|i| (i * 37 % 251) as u8).collect();
+    let dx = stream.clone_htod(&x).unwrap();
+    let mut out = stream.clone_htod(&vec![0u8; 16 * 32]).unwrap();
+    tilus::Jit::new(SharedBytes, &device)
+        .launch(stream, (&dx, &mut out))
+        .unwrap();
+    assert_eq!(stream.clone_dtoh(&out).unwrap(), x);
 }
 
 /// Segment bounds and weights read from memory by every thread (`load_global_scalar`), on the

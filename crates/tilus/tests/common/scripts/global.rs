@@ -570,3 +570,30 @@ impl Script for SegmentSums {
         });
     }
 }
+
+/// Bytes through shared memory: a `[16, 32]` u8 tile (signed bytes in `i8`, FP8 codes in
+/// `F8E4M3`, ... are bytes too) loaded from global memory, stored to a shared tile by
+/// ordinary stores, read back by every thread in another layout (each thread a column, so
+/// most bytes sit at odd addresses) and stored out: `out` equals `x`.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct SharedBytes;
+
+impl Script for SharedBytes {
+    type Args = (Ptr<u8>, PtrMut<u8>);
+    fn body(&self, k: &mut Kernel, (x, out): Handles<Self::Args>) {
+        use tilus::layout::RegisterLayout;
+        k.blocks([1]);
+        k.warps(1);
+        let gx = k.global_view(x, [16, 32]);
+        let go = k.global_view(out, [16, 32]);
+        let t = k.load_global(&gx, [0, 0], [16, 32]);
+        let s = k.shared_tensor::<u8>([16, 32]);
+        k.store_shared(&s, &t);
+        k.sync();
+        let r = k.load_shared(&s);
+        // lane t holds column t of every row
+        let columns = RegisterLayout::spatial(&[1, 32]).compose(&RegisterLayout::local(&[16, 1]));
+        k.annotate_layout(&r, columns);
+        k.store_global(&go, &r, [0, 0]);
+    }
+}
