@@ -10,8 +10,28 @@ use crate::run::BenchOptions;
 use crate::Result;
 use tilus::runtime::Device;
 use tilus_kernels::attention::{
-    reference, AttentionElement, FlashForwardOp, Heads, Sequences, Variant,
+    reference, AttentionElement, FlashForwardOp, FlashForwardWs, Heads, Sequences, Variant,
 };
+
+/// A kernel to time: one of the ablation's, or the specialized kernel with other tiles (keys
+/// per step, stages) and the schedule of [`Variant::for_head_dim`]'s specialized kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timed {
+    /// A variant with its default tiles.
+    Variant(Variant),
+    /// `FlashForwardWs` with these keys per step and stages (overlap on, ping-pong off).
+    Tiles(i32, i32),
+}
+
+impl Timed {
+    /// How the tables name it.
+    pub fn name(&self) -> String {
+        match self {
+            Timed::Variant(v) => v.name().to_string(),
+            Timed::Tiles(kv, st) => format!("ws+overlap kv{kv} s{st}"),
+        }
+    }
+}
 
 /// One benchmark's shape.
 #[derive(Clone, Copy, Debug)]
@@ -44,7 +64,7 @@ impl AttentionCase {
 /// What one kernel measured on one case.
 pub struct AttentionReport {
     /// The kernel.
-    pub variant: Variant,
+    pub kernel: Timed,
     /// The median time, in milliseconds.
     pub ms: f64,
     /// TFLOPS by [`AttentionCase::flops`].
@@ -64,7 +84,7 @@ pub struct AttentionReport {
 pub fn bench_attention<T: AttentionElement + Sample>(
     device: &Device,
     case: AttentionCase,
-    variants: &[Variant],
+    kernels: &[Timed],
     opts: &BenchOptions,
 ) -> Result<Vec<AttentionReport>> {
     let stream = device.stream().clone();
@@ -99,18 +119,19 @@ pub fn bench_attention<T: AttentionElement + Sample>(
     let scale = 1.0 / (d as f32).sqrt();
     let op = FlashForwardOp::<T>::new(device);
     type Out<T> = tilus::cudarc::driver::CudaSlice<T>;
-    let run = |variant: Variant, o: &mut Out<T>, lse: &mut Out<f32>| -> Result<()> {
+    let run = |kernel: Timed, o: &mut Out<T>, lse: &mut Out<f32>| -> Result<()> {
         let inputs = (&dq, &dk, &dv);
-        op.run_variant(
-            variant,
-            &stream,
-            &seqs,
-            h,
-            scale,
-            case.causal,
-            inputs,
-            (o, lse),
-        )?;
+        match kernel {
+            Timed::Variant(v) => {
+                op.run_variant(v, &stream, &seqs, h, scale, case.causal, inputs, (o, lse))?
+            }
+            Timed::Tiles(kv, st) => {
+                let config = FlashForwardWs::<T>::new(d as i32, case.causal)
+                    .with_tiles(kv, st)
+                    .with_schedule(true, false);
+                op.run_specialized(&config, &stream, (&seqs, h, scale), inputs, (o, lse))?
+            }
+        }
         Ok(())
     };
     // sampled rows (the first and last of the batch among them) against the exact attention
@@ -135,7 +156,7 @@ pub fn bench_attention<T: AttentionElement + Sample>(
     };
     let mut outs = Vec::new();
     let mut checks = Vec::new();
-    for &variant in variants {
+    for &variant in kernels {
         let mut o = poisoned::<T>(&stream, &what, rows * h.q_heads * d)?;
         let mut lse = poisoned::<f32>(&stream, &what, rows * h.q_heads)?;
         run(variant, &mut o, &mut lse)?;
@@ -159,7 +180,7 @@ pub fn bench_attention<T: AttentionElement + Sample>(
         checks.push((max_err, max_lse_err, passed));
         outs.push((o, lse));
     }
-    let mut timed: Vec<Box<dyn FnMut() -> Result<()> + '_>> = variants
+    let mut timed: Vec<Box<dyn FnMut() -> Result<()> + '_>> = kernels
         .iter()
         .zip(outs.iter_mut())
         .map(|(&variant, (o, lse))| {
@@ -173,13 +194,13 @@ pub fn bench_attention<T: AttentionElement + Sample>(
         .collect();
     let ms =
         harness::time_interleaved(&stream, &mut refs, (opts.warmup, opts.rounds), opts.timing)?;
-    Ok(variants
+    Ok(kernels
         .iter()
         .zip(ms)
         .zip(checks)
         .map(
-            |((&variant, ms), (max_err, max_lse_err, passed))| AttentionReport {
-                variant,
+            |((&kernel, ms), (max_err, max_lse_err, passed))| AttentionReport {
+                kernel,
                 ms,
                 tflops: case.flops() / (ms * 1e-3) / 1e12,
                 rows_checked: samples.len(),

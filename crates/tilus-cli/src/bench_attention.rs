@@ -3,7 +3,7 @@
 
 use crate::out::{outln, CliError, CliResult};
 use half::{bf16, f16};
-use tilus_bench::attention_bench::{bench_attention, AttentionCase, AttentionReport};
+use tilus_bench::attention_bench::{bench_attention, AttentionCase, AttentionReport, Timed};
 use tilus_bench::run::BenchOptions;
 use tilus_kernels::attention::{Heads, Variant};
 
@@ -17,6 +17,27 @@ pub(crate) struct Grid {
     pub causal: String,
     pub dtypes: String,
     pub variants: String,
+    pub ws_tiles: String,
+}
+
+/// The `--ws-tiles` list: `KVxSTAGES` pairs (empty: none).
+fn ws_tiles(list: &str) -> CliResult<Vec<Timed>> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(|item| {
+            let bad = || {
+                CliError::Usage(format!(
+                    "--ws-tiles: `{item}` is not KVxSTAGES (keys per step 64 or 128, stages 2 to 4)"
+                ))
+            };
+            let (kv, st) = item.split_once('x').ok_or_else(bad)?;
+            match (kv.parse::<i32>(), st.parse::<i32>()) {
+                (Ok(kv @ (64 | 128)), Ok(st @ 2..=4)) => Ok(Timed::Tiles(kv, st)),
+                _ => Err(bad()),
+            }
+        })
+        .collect()
 }
 
 /// The `--variants` list.
@@ -99,20 +120,24 @@ pub(crate) fn attention(g: &Grid, opts: &BenchOptions) -> CliResult<bool> {
         return Err(CliError::Usage("--rounds must be at least 1".into()));
     }
     let cases = cases(g)?;
-    let variants = variants(&g.variants)?;
+    let mut kernels: Vec<Timed> = variants(&g.variants)?
+        .into_iter()
+        .map(Timed::Variant)
+        .collect();
+    kernels.extend(ws_tiles(&g.ws_tiles)?);
     let device = tilus::runtime::Device::open(0)?;
     outln!("GPU: {}", device.name());
     let mut ok = true;
     for (t, case) in cases {
         let reports: Vec<AttentionReport> = match t.as_str() {
-            "bf16" => bench_attention::<bf16>(&device, case, &variants, opts)?,
-            _ => bench_attention::<f16>(&device, case, &variants, opts)?,
+            "bf16" => bench_attention::<bf16>(&device, case, &kernels, opts)?,
+            _ => bench_attention::<f16>(&device, case, &kernels, opts)?,
         };
         let h = case.heads;
         for r in &reports {
             outln!(
                 "attention {} {t} d={} s={} b={} heads={}/{} causal={}: {:.4} ms {:.1} TFLOPS check {} ({} rows, max err {:.2e}, lse {:.2e})",
-                r.variant.name(),
+                r.kernel.name(),
                 h.head_dim,
                 case.seq,
                 case.batch,
@@ -146,6 +171,22 @@ mod tests {
             causal: "false,true".into(),
             dtypes: "f16,bf16".into(),
             variants: "all".into(),
+            ws_tiles: String::new(),
+        }
+    }
+
+    #[test]
+    fn tiles_are_pairs_of_keys_and_stages() {
+        assert_eq!(ws_tiles("").unwrap(), vec![]);
+        assert_eq!(
+            ws_tiles("128x3, 64x4").unwrap(),
+            vec![Timed::Tiles(128, 3), Timed::Tiles(64, 4)]
+        );
+        for bad in ["128", "96x2", "128x9", "ax2"] {
+            match ws_tiles(bad) {
+                Err(CliError::Usage(e)) => assert!(e.contains(bad), "{e}"),
+                _ => panic!("`{bad}` was taken"),
+            }
         }
     }
 

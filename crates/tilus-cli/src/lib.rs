@@ -332,6 +332,10 @@ enum BenchCommand {
         /// (`all`: each of them).
         #[arg(long, default_value = "all")]
         variants: String,
+        /// The specialized kernel (softmax under the products, no ping-pong) with other tiles
+        /// too, comma-separated KVxSTAGES: keys per step (64, 128) and stages (2 to 4).
+        #[arg(long, default_value = "")]
+        ws_tiles: String,
         /// Warm-up rounds.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
@@ -524,6 +528,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 causal,
                 dtypes,
                 variants,
+                ws_tiles,
                 warmup,
                 rounds,
                 timing,
@@ -537,6 +542,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                     causal,
                     dtypes,
                     variants,
+                    ws_tiles,
                 },
                 &BenchOptions {
                     warmup,

@@ -19,7 +19,7 @@
 //! zeros and a log-sum-exp of −∞. GQA: query head `h` reads key and value head
 //! `h / (hq / hkv)`.
 
-use super::softmax::{Mask, OnlineSoftmax, Place};
+use super::softmax::{query_block, Mask, OnlineSoftmax, Place};
 use half::{bf16, f16};
 use std::marker::PhantomData;
 use tilus::lang::WgmmaTarget;
@@ -167,7 +167,8 @@ impl<T: AttentionElement> Script for FlashForward<T> {
 
         let b = k.let_i32(k.block_idx().z);
         let h = k.let_i32(k.block_idx().y);
-        let q0 = k.let_i32(k.block_idx().x * bq);
+        let qb = query_block(k, max_q, bq, self.causal);
+        let q0 = k.let_i32(qb * bq);
         let place = Place::read(k, b, &gcq, &gck);
         let hk = k.let_i32(h / (hq / hkv));
         k.if_(q0.lt(place.seq_q), |k| {

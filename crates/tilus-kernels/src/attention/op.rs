@@ -4,6 +4,7 @@
 use super::sequences::Offsets;
 use super::{AttentionElement, FlashArgs, FlashForward, FlashForwardWs, Heads, Sequences};
 use crate::host::length;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tilus::cudarc::driver::{CudaSlice, CudaStream};
 use tilus::runtime::Device;
@@ -39,6 +40,27 @@ fn checked(
     length(NAME, "lse", lse, rows_q * hq as usize)?;
     Ok(Checked { off, hq, hkv })
 }
+
+/// Kernels of other tiles, by their configuration.
+type Kept<T> = HashMap<FlashForwardWs<T>, Arc<tilus::Jit<FlashForwardWs<T>>>>;
+
+/// The kernels' arguments on device buffers.
+type DeviceArgs<'b, T> = (
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    f32,
+    &'b CudaSlice<T>,
+    &'b CudaSlice<T>,
+    &'b CudaSlice<T>,
+    &'b CudaSlice<i32>,
+    &'b CudaSlice<i32>,
+    &'b mut CudaSlice<T>,
+    &'b mut CudaSlice<f32>,
+);
 
 /// A batch's offsets and their copies on the device (`cu_q`, `cu_kv`).
 type Uploaded = (Offsets, CudaSlice<i32>, CudaSlice<i32>);
@@ -91,10 +113,14 @@ pub struct FlashForwardOp<T: AttentionElement> {
     specialized: [[[tilus::Jit<FlashForwardWs<T>>; 4]; 2]; 3],
     /// The last batch's offsets as uploaded (a batch of the same shape reuses them).
     offsets: Mutex<Option<Uploaded>>,
+    /// Kernels of other tiles, by their configuration ([`FlashForwardOp::run_specialized`]).
+    kept: Mutex<Kept<T>>,
+    device: Device,
 }
 
-/// Which kernel runs: [`FlashForwardOp::run`] takes [`Variant::DEFAULT`] (the whole Hopper
-/// schedule); [`FlashForwardOp::run_variant`] any of them (the tutorial's ablation).
+/// Which kernel runs: [`FlashForwardOp::run`] takes [`Variant::for_head_dim`] (the fastest
+/// measured, docs/perf.md); [`FlashForwardOp::run_variant`] any of them (the tutorial's
+/// ablation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Variant {
     /// [`FlashForward`]: one warp group, no specialization.
@@ -109,11 +135,27 @@ pub enum Variant {
 }
 
 impl Variant {
-    /// What [`FlashForwardOp::run`] launches.
+    /// The whole schedule: specialization, the softmax under the products, ping-pong.
     pub const DEFAULT: Variant = Variant::Specialized {
         overlap: true,
         ping_pong: true,
     };
+
+    /// What [`FlashForwardOp::run`] launches for heads of `head_dim`, by the measurements of
+    /// docs/perf.md ("Flash attention forward, first measurements"): the plain kernel at
+    /// head dimension 64, where a step's products are too short for the specialized one's
+    /// hand-offs; elsewhere the specialized one with the softmax under the products, without
+    /// ping-pong (whose turns cost 1–3% there).
+    pub fn for_head_dim(head_dim: usize) -> Variant {
+        if head_dim <= 64 {
+            Variant::Plain
+        } else {
+            Variant::Specialized {
+                overlap: true,
+                ping_pong: false,
+            }
+        }
+    }
 
     /// Every variant, simplest first.
     pub const ALL: [Variant; 5] = [
@@ -172,11 +214,13 @@ impl<T: AttentionElement> FlashForwardOp<T> {
             plain: [64, 128, 256].map(|d| [plain(d, false), plain(d, true)]),
             specialized: [64, 128, 256].map(|d| [ws(d, false), ws(d, true)]),
             offsets: Mutex::new(None),
+            kept: Mutex::new(HashMap::new()),
+            device: device.clone(),
         }
     }
 
     /// `o`, `lse` of `q`, `k`, `v` for the batch `seqs` on `stream` (see the type's doc), by
-    /// [`Variant::DEFAULT`].
+    /// [`Variant::for_head_dim`].
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
@@ -188,7 +232,7 @@ impl<T: AttentionElement> FlashForwardOp<T> {
         inputs: (&CudaSlice<T>, &CudaSlice<T>, &CudaSlice<T>),
         outputs: (&mut CudaSlice<T>, &mut CudaSlice<f32>),
     ) -> crate::Result<()> {
-        let v = Variant::DEFAULT;
+        let v = Variant::for_head_dim(heads.head_dim);
         self.run_variant(v, stream, seqs, heads, scale, causal, inputs, outputs)
     }
 
@@ -202,8 +246,56 @@ impl<T: AttentionElement> FlashForwardOp<T> {
         heads: Heads,
         scale: f32,
         causal: bool,
+        inputs: (&CudaSlice<T>, &CudaSlice<T>, &CudaSlice<T>),
+        outputs: (&mut CudaSlice<T>, &mut CudaSlice<f32>),
+    ) -> crate::Result<()> {
+        self.launch(
+            stream,
+            (seqs, heads, scale),
+            inputs,
+            outputs,
+            |i, args| match variant {
+                Variant::Plain => self.plain[i][causal as usize].launch(stream, args),
+                Variant::Specialized { overlap, ping_pong } => {
+                    let s = Variant::schedule_index(overlap, ping_pong);
+                    self.specialized[i][causal as usize][s].launch(stream, args)
+                }
+            },
+        )
+    }
+
+    /// [`FlashForwardOp::run`] by the warp-specialized kernel `config` (any tiles and
+    /// schedule; its head dimension and causality are the config's). Each config is compiled
+    /// once and kept.
+    pub fn run_specialized(
+        &self,
+        config: &FlashForwardWs<T>,
+        stream: &Arc<CudaStream>,
+        (seqs, heads, scale): (&Sequences, Heads, f32),
+        inputs: (&CudaSlice<T>, &CudaSlice<T>, &CudaSlice<T>),
+        outputs: (&mut CudaSlice<T>, &mut CudaSlice<f32>),
+    ) -> crate::Result<()> {
+        fits(heads, config.head_dim)?;
+        let jit = {
+            let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+            kept.entry(config.clone())
+                .or_insert_with(|| Arc::new(tilus::Jit::new(config.clone(), &self.device)))
+                .clone()
+        };
+        self.launch(stream, (seqs, heads, scale), inputs, outputs, |_, args| {
+            jit.launch(stream, args)
+        })
+    }
+
+    /// Checks the call, uploads the batch's offsets if they changed, and launches by
+    /// `launch` (given the head dimension's index among 64, 128, 256 and the arguments).
+    fn launch(
+        &self,
+        stream: &Arc<CudaStream>,
+        (seqs, heads, scale): (&Sequences, Heads, f32),
         (q, k, v): (&CudaSlice<T>, &CudaSlice<T>, &CudaSlice<T>),
         (o, lse): (&mut CudaSlice<T>, &mut CudaSlice<f32>),
+        launch: impl FnOnce(usize, DeviceArgs<'_, T>) -> tilus::Result<()>,
     ) -> crate::Result<()> {
         let lens = (q.len(), k.len(), v.len());
         let c = checked(seqs, heads, lens, (o.len(), lse.len()))?;
@@ -220,6 +312,7 @@ impl<T: AttentionElement> FlashForwardOp<T> {
             };
             *cache = Some((c.off.clone(), up(&c.off.cu_q)?, up(&c.off.cu_kv)?));
         }
+        // (the lock is held until the launch is queued)
         let (_, cu_q, cu_kv) = cache.as_ref().expect("uploaded above");
         let i = [64, 128, 256]
             .iter()
@@ -241,13 +334,7 @@ impl<T: AttentionElement> FlashForwardOp<T> {
             o,
             lse,
         );
-        match variant {
-            Variant::Plain => Ok(self.plain[i][causal as usize].launch(stream, args)?),
-            Variant::Specialized { overlap, ping_pong } => {
-                let s = Variant::schedule_index(overlap, ping_pong);
-                Ok(self.specialized[i][causal as usize][s].launch(stream, args)?)
-            }
-        }
+        Ok(launch(i, args)?)
     }
 
     /// The computation by the kernel `config` on the CPU interpreter (its head dimension and
@@ -276,6 +363,17 @@ impl<T: AttentionElement> FlashForwardOp<T> {
         let shape = (config.head_dim, config.causal);
         interpret_script(config, shape, seqs, heads, scale, inputs, outputs)
     }
+}
+
+/// Whether a kernel for `head_dim` takes these heads.
+fn fits(heads: Heads, head_dim: i32) -> crate::Result<()> {
+    if heads.head_dim as i32 != head_dim {
+        return Err(crate::Error::Shape {
+            kernel: NAME,
+            message: format!("head_dim = {}, a kernel for {head_dim}", heads.head_dim),
+        });
+    }
+    Ok(())
 }
 
 /// Runs `config` (a kernel for `head_dim`, causal or not) on the interpreter.

@@ -5,6 +5,17 @@
 
 use tilus::prelude::*;
 
+/// The block of queries a block takes: `blockIdx.x`, or for causal attention the blocks in
+/// reverse, so that the blocks with the most keys (the last queries) start first and the
+/// short ones fill the last wave.
+pub(crate) fn query_block(k: &mut Kernel, max_q: Val, bq: i32, causal: bool) -> Val {
+    if causal {
+        k.let_i32(cdiv(max_q, bq) - 1 - k.block_idx().x)
+    } else {
+        k.let_i32(k.block_idx().x)
+    }
+}
+
 /// Where a block's sequence lies, read by every thread from the batch's offsets.
 pub(crate) struct Place {
     /// The sequence's first row of Q, and of K and V.
