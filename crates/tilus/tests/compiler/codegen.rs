@@ -270,7 +270,13 @@ fn both_operand_sources_and_both_accumulators_compile_to_wgmma() {
 #[test]
 fn a_window_of_the_accumulator_is_its_registers_from_the_windows_first_column() {
     use crate::common::scripts::windows::WgmmaWindows;
-    let c = build(&WgmmaWindows { early: false }, &[]);
+    let c = build(
+        &WgmmaWindows {
+            early: false,
+            swapped: false,
+        },
+        &[],
+    );
     assert_eq!(c.report.spill_stores, 0);
     // columns 64.. of a [64, 128] accumulator: its local registers from 32 on; the
     // overwriting product's first K step with scale-d 0

@@ -324,27 +324,31 @@ fn refilling_the_stage_a_wgmma_reads_is_an_overwrite_before_wait() {
 
 /// [`StagedMatmul`]'s product, warp-specialized: thread 128 (warp 4) copies step `t` into stage
 /// `t % 2` once the stage is empty; warp group 0 multiplies it once it is full, waits for the
-/// product, then frees the stage (128 arrivals). Marked calls: `refill`, `mma`, `release`.
+/// product, then frees the stage (128 arrivals). With `second_group`, the roles swap places:
+/// warp 0 copies and warp group 1 (warps 4 to 7) multiplies. Marked calls: `refill`, `mma`,
+/// `release`.
 #[derive(Clone, Debug, Hash)]
 struct SpecializedMatmul {
     k_tiles: i32,
     /// Planted bug: free the stage between `commit_group` and `wait_group(0)`.
     release_before_wait: bool,
+    second_group: bool,
 }
 
 impl Script for SpecializedMatmul {
     type Args = (Ptr<f16>, Ptr<f16>, PtrMut<f32>);
     fn body(&self, k: &mut Kernel, (a, b, c): Handles<Self::Args>) {
         let (mn, bk, tiles) = (StagedMatmul::MN, StagedMatmul::BK, self.k_tiles);
+        let (producer, consumer) = if self.second_group { (0, 4) } else { (4, 0) };
         k.blocks([1]);
-        k.warps(5);
+        k.warps(if self.second_group { 8 } else { 5 });
         let ga = k.global_view::<f16>(a, [mn, bk * tiles]);
         let gb = k.global_view::<f16>(b, [mn, bk * tiles]);
         let sa = k.shared_tensor::<f16>([2, mn, bk]);
         let sb = k.shared_tensor::<f16>([2, mn, bk]);
         let full = k.mbarrier().alloc([1, 1]);
         let empty = k.mbarrier().alloc([128, 128]);
-        k.single_warp(4, |k| {
+        k.single_warp(producer, |k| {
             k.single_thread(|k| {
                 k.for_range(0, tiles, 1, |k, t| {
                     let s = k.name_next("stage").let_i32(t % 2);
@@ -360,7 +364,7 @@ impl Script for SpecializedMatmul {
                 });
             });
         });
-        k.warp_group(0, |k| {
+        k.warp_group(consumer, |k| {
             let acc = k.register_tensor::<f32>([mn, mn], 0.0);
             k.for_range(0, tiles, 1, |k, t| {
                 let s = k.name_next("stage").let_i32(t % 2);
@@ -393,12 +397,31 @@ fn a_warp_specialized_wgmma_pipeline_is_exact() {
         let script = SpecializedMatmul {
             k_tiles,
             release_before_wait: false,
+            second_group: k_tiles == 2,
         };
         run(&script, (&a[..], &b[..], &mut c[..]))
             .unwrap_or_else(|e| panic!("{k_tiles} K steps: {e}"));
         let want = StagedMatmul::expected(&a, &b, k_tiles);
         assert_eq!(c, want, "{k_tiles} K steps");
     }
+}
+
+/// The same bug in warp group 1: the fault names its threads.
+#[test]
+fn freeing_a_stage_early_in_the_second_warp_group_names_its_threads() {
+    let (a, b) = StagedMatmul::inputs(4, 13);
+    let mut c = vec![f32::NAN; 64 * 64];
+    let script = SpecializedMatmul {
+        k_tiles: 4,
+        release_before_wait: true,
+        second_group: true,
+    };
+    expect_fault(
+        run(&script, (&a[..], &b[..], &mut c[..])),
+        Fault::OverwriteBeforeWait,
+        "refill",
+        &["threads 128-255 issued it and must wgmma.wait_group"],
+    );
 }
 
 #[test]
@@ -408,6 +431,7 @@ fn freeing_a_stage_before_its_wgmma_completes_lets_the_producer_overwrite_it() {
     let script = SpecializedMatmul {
         k_tiles: 4,
         release_before_wait: true,
+        second_group: false,
     };
     let d = expect_fault(
         run(&script, (&a[..], &b[..], &mut c[..])),
@@ -435,18 +459,27 @@ fn freeing_a_stage_before_its_wgmma_completes_lets_the_producer_overwrite_it() {
 #[test]
 fn windows_of_the_accumulator_overwrite_or_add_to_their_columns_only() {
     let (a, b) = matmul_inputs(64, 128, 64);
-    let mut c = vec![f32::NAN; 64 * 128];
-    run(&WgmmaWindows { early: false }, (&a[..], &b[..], &mut c[..])).unwrap();
-    // small multiples of 1/16: every sum is exact in f32
-    for (i, (got, want)) in c.iter().zip(WgmmaWindows::expect(&a, &b)).enumerate() {
-        assert_eq!(*got as f64, want, "element {i}");
+    for swapped in [false, true] {
+        let s = WgmmaWindows {
+            early: false,
+            swapped,
+        };
+        let mut c = vec![f32::NAN; 64 * 128];
+        run(&s, (&a[..], &b[..], &mut c[..])).unwrap();
+        // small multiples of 1/16: every sum is exact in f32
+        for (i, (got, want)) in c.iter().zip(s.expect(&a, &b)).enumerate() {
+            assert_eq!(*got as f64, want, "{s:?}: element {i}");
+        }
     }
 }
 
 #[test]
 fn reading_a_window_in_flight_is_a_read_before_wait() {
     // the verifier rejects this statically; the planned program runs unverified
-    let (program, plan) = plan_unverified(&WgmmaWindows { early: true });
+    let (program, plan) = plan_unverified(&WgmmaWindows {
+        early: true,
+        swapped: false,
+    });
     let (a, b) = matmul_inputs(64, 128, 64);
     let r = run_unverified(&(program, plan), (&a, &b), 64 * 128);
     let d = expect_fault(

@@ -685,22 +685,28 @@ fn products_into_windows_of_the_accumulator_overwrite_or_add_to_their_columns() 
     let seed = fresh_seed();
     let a = random_f16(64 * 64, seed);
     let b = random_f16(2 * WINDOW * 64, seed + 1);
-    let want = WgmmaWindows::expect(&a, &b);
-    let (da, db) = (
-        stream.clone_htod(&a).unwrap(),
-        stream.clone_htod(&b).unwrap(),
-    );
-    let mut dc = stream.clone_htod(&vec![f32::NAN; want.len()]).unwrap();
-    tilus::Jit::new(WgmmaWindows { early: false }, &device)
-        .launch(stream, (&da, &db, &mut dc))
-        .unwrap();
-    let c = stream.clone_dtoh(&dc).unwrap();
-    for (i, (got, w)) in c.iter().zip(&want).enumerate() {
-        let got = *got as f64;
-        assert!(
-            (got - w).abs() <= 1e-4 + 1e-4 * w.abs(),
-            "seed {seed}, element {i}: {got} vs {w}"
+    for swapped in [false, true] {
+        let script = WgmmaWindows {
+            early: false,
+            swapped,
+        };
+        let want = script.expect(&a, &b);
+        let (da, db) = (
+            stream.clone_htod(&a).unwrap(),
+            stream.clone_htod(&b).unwrap(),
         );
+        let mut dc = stream.clone_htod(&vec![f32::NAN; want.len()]).unwrap();
+        tilus::Jit::new(script, &device)
+            .launch(stream, (&da, &db, &mut dc))
+            .unwrap();
+        let c = stream.clone_dtoh(&dc).unwrap();
+        for (i, (got, w)) in c.iter().zip(&want).enumerate() {
+            let got = *got as f64;
+            assert!(
+                (got - w).abs() <= 1e-4 + 1e-4 * w.abs(),
+                "seed {seed}, swapped {swapped}, element {i}: {got} vs {w}"
+            );
+        }
     }
 }
 

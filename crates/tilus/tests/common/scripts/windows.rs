@@ -13,16 +13,17 @@ pub const WINDOW: usize = 64;
 /// `a @ b[0..64]ᵀ` (the accumulator's initial 5.0s ignored), columns 64..128 accumulating
 /// `a @ b[64..128]ᵀ` onto the 5.0s; the first window is stored while the second is still
 /// in flight. `early`: a slice of the second window's columns is read before its wait (a
-/// fault; the verifier rejects it). Marked calls: `mma` (the second window's product),
-/// `read` (the early read).
+/// fault; the verifier rejects it). `swapped`: the first window adds and the second
+/// overwrites. Marked calls: `mma` (the second window's product), `read` (the early read).
 #[derive(Clone, Copy, Debug, Hash)]
 pub struct WgmmaWindows {
     pub early: bool,
+    pub swapped: bool,
 }
 
 impl WgmmaWindows {
     /// What the kernel stores, from the inputs: `5 + ...` on the added window.
-    pub fn expect(a: &[f16], b: &[f16]) -> Vec<f64> {
+    pub fn expect(&self, a: &[f16], b: &[f16]) -> Vec<f64> {
         let k = 64;
         let mut c = vec![0.0; 64 * 2 * WINDOW];
         for i in 0..64 {
@@ -30,7 +31,8 @@ impl WgmmaWindows {
                 let dot: f64 = (0..k)
                     .map(|x| a[i * k + x].to_f64() * b[j * k + x].to_f64())
                     .sum();
-                c[i * 2 * WINDOW + j] = if j < WINDOW { dot } else { 5.0 + dot };
+                let added = (j >= WINDOW) != self.swapped;
+                c[i * 2 * WINDOW + j] = if added { 5.0 + dot } else { dot };
             }
         }
         c
@@ -50,11 +52,15 @@ impl Script for WgmmaWindows {
         copy_in(k, &[(&ga, &sa), (&gb, &sb)]);
         let acc = k.register_tensor::<f32>([64, 2 * w], 5.0);
         k.wgmma().fence();
-        let left = WgmmaTarget::window(0).overwriting();
+        let (mut left, mut right) = (WgmmaTarget::window(0), WgmmaTarget::window(i64::from(w)));
+        if self.swapped {
+            right = right.overwriting();
+        } else {
+            left = left.overwriting();
+        }
         k.wgmma()
             .mma_to(&sa, &sb.rows(0, w).transpose(), &acc, left);
         k.wgmma().commit_group();
-        let right = WgmmaTarget::window(i64::from(w));
         #[rustfmt::skip]
         mark("mma", line!(), k.wgmma().mma_to(&sa, &sb.rows(w, w).transpose(), &acc, right));
         k.wgmma().commit_group();
