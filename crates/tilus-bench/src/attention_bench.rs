@@ -19,8 +19,9 @@ use tilus_kernels::attention::{
 pub enum Timed {
     /// A variant with its default tiles.
     Variant(Variant),
-    /// `FlashForwardWs` with these keys per step and stages (overlap on, ping-pong off).
-    Tiles(i32, i32),
+    /// `FlashForwardWs` with these keys per step and stages (overlap on, ping-pong off), on a
+    /// persistent grid or not.
+    Tiles(i32, i32, bool),
 }
 
 impl Timed {
@@ -28,7 +29,8 @@ impl Timed {
     pub fn name(&self) -> String {
         match self {
             Timed::Variant(v) => v.name().to_string(),
-            Timed::Tiles(kv, st) => format!("ws+overlap kv{kv} s{st}"),
+            Timed::Tiles(kv, st, false) => format!("ws+overlap kv{kv} s{st}"),
+            Timed::Tiles(kv, st, true) => format!("ws+overlap kv{kv} s{st} persistent"),
         }
     }
 }
@@ -125,10 +127,11 @@ pub fn bench_attention<T: AttentionElement + Sample>(
             Timed::Variant(v) => {
                 op.run_variant(v, &stream, &seqs, h, scale, case.causal, inputs, (o, lse))?
             }
-            Timed::Tiles(kv, st) => {
+            Timed::Tiles(kv, st, persistent) => {
                 let config = FlashForwardWs::<T>::new(d as i32, case.causal)
                     .with_tiles(kv, st)
-                    .with_schedule(true, false);
+                    .with_schedule(true, false)
+                    .with_persistent(persistent);
                 op.run_specialized(&config, &stream, (&seqs, h, scale), inputs, (o, lse))?
             }
         }

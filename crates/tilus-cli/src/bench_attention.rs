@@ -20,7 +20,8 @@ pub(crate) struct Grid {
     pub ws_tiles: String,
 }
 
-/// The `--ws-tiles` list: `KVxSTAGES` pairs (empty: none).
+/// The `--ws-tiles` list: `KVxSTAGES` pairs, `p` after one for a persistent grid (empty:
+/// none).
 fn ws_tiles(list: &str) -> CliResult<Vec<Timed>> {
     list.split(',')
         .map(str::trim)
@@ -28,12 +29,16 @@ fn ws_tiles(list: &str) -> CliResult<Vec<Timed>> {
         .map(|item| {
             let bad = || {
                 CliError::Usage(format!(
-                    "--ws-tiles: `{item}` is not KVxSTAGES (keys per step 64 or 128, stages 2 to 4)"
+                    "--ws-tiles: `{item}` is not KVxSTAGES (keys per step 64 or 128, stages 2 to 4; a `p` after them: a persistent grid)"
                 ))
             };
             let (kv, st) = item.split_once('x').ok_or_else(bad)?;
+            let (st, persistent) = match st.strip_suffix('p') {
+                Some(st) => (st, true),
+                None => (st, false),
+            };
             match (kv.parse::<i32>(), st.parse::<i32>()) {
-                (Ok(kv @ (64 | 128)), Ok(st @ 2..=4)) => Ok(Timed::Tiles(kv, st)),
+                (Ok(kv @ (64 | 128)), Ok(st @ 2..=4)) => Ok(Timed::Tiles(kv, st, persistent)),
                 _ => Err(bad()),
             }
         })
@@ -179,8 +184,8 @@ mod tests {
     fn tiles_are_pairs_of_keys_and_stages() {
         assert_eq!(ws_tiles("").unwrap(), vec![]);
         assert_eq!(
-            ws_tiles("128x3, 64x4").unwrap(),
-            vec![Timed::Tiles(128, 3), Timed::Tiles(64, 4)]
+            ws_tiles("128x3, 64x4p").unwrap(),
+            vec![Timed::Tiles(128, 3, false), Timed::Tiles(64, 4, true)]
         );
         for bad in ["128", "96x2", "128x9", "ax2"] {
             match ws_tiles(bad) {

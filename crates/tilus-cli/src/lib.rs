@@ -333,7 +333,8 @@ enum BenchCommand {
         #[arg(long, default_value = "all")]
         variants: String,
         /// The specialized kernel (softmax under the products, no ping-pong) with other tiles
-        /// too, comma-separated KVxSTAGES: keys per step (64, 128) and stages (2 to 4).
+        /// too, comma-separated KVxSTAGES: keys per step (64, 128) and stages (2 to 4), `p`
+        /// after them for a persistent grid (`128x2p`).
         #[arg(long, default_value = "")]
         ws_tiles: String,
         /// Warm-up rounds.

@@ -11,13 +11,19 @@
 //! their products in turns ([`PingPongOrder`]: a warp group issues step `t`'s products once
 //! the other has issued its own), so that one's softmax runs while the other's products do.
 //!
+//! The work is numbered in items (a block of 128 queries of one head of one sequence), the
+//! blocks of queries outermost and, for causal attention, in reverse: the longest first. A
+//! block takes one item, or with `persistent` (one block per multiprocessor) every
+//! `blocks`-th item, its rings and Q's barrier going on from one item to the next, so that
+//! the next item's copies are in flight while the last one's output is stored.
+//!
 //! Both consumers walk the same blocks of keys (the block's: up to its last query's diagonal
 //! when causal; the mask takes the rows a block does not reach), so that their turns and the
 //! ring's releases line up. Everything else (packed sequences, GQA, masks only on the blocks
 //! that need them, the log-sum-exp) is as in [`super::FlashForward`].
 
 use super::forward::{AttentionElement, FlashArgs, BLOCK_Q};
-use super::softmax::{query_block, Mask, OnlineSoftmax, Place};
+use super::softmax::{Mask, OnlineSoftmax, Place};
 use crate::gemm::pingpong::PingPongOrder;
 use std::marker::PhantomData;
 use tilus::lang::WgmmaTarget;
@@ -43,6 +49,9 @@ pub struct FlashForwardWs<T> {
     pub overlap: bool,
     /// The consumers issue their products in turns.
     pub ping_pong: bool,
+    /// A persistent grid (one block per multiprocessor, each taking items in turn) instead
+    /// of one block per item.
+    pub persistent: bool,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -58,6 +67,7 @@ impl<T> FlashForwardWs<T> {
             causal,
             overlap: true,
             ping_pong: false,
+            persistent: false,
             _t: PhantomData,
         }
     }
@@ -74,16 +84,16 @@ impl<T> FlashForwardWs<T> {
         self
     }
 
-    fn key(&self) -> (i32, i32, i32, bool, bool, bool) {
+    /// The same kernel on a persistent grid, or not.
+    pub fn with_persistent(mut self, persistent: bool) -> FlashForwardWs<T> {
+        self.persistent = persistent;
+        self
+    }
+
+    fn key(&self) -> (i32, i32, i32, [bool; 4]) {
         let s = self;
-        (
-            s.head_dim,
-            s.block_kv,
-            s.stages,
-            s.causal,
-            s.overlap,
-            s.ping_pong,
-        )
+        let flags = [s.causal, s.overlap, s.ping_pong, s.persistent];
+        (s.head_dim, s.block_kv, s.stages, flags)
     }
 }
 
@@ -105,8 +115,22 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
             (args.7, args.8, args.9, args.10, args.11, args.12, args.13);
         let (d, bkv, stages, causal) = (self.head_dim, self.block_kv, self.stages, self.causal);
         let (rows, bq) = (BLOCK_Q, 2 * BLOCK_Q);
-        k.blocks([cdiv(max_q, bq), hq.into(), batch.into()]);
+        // the work: a block of 128 queries of one head of one sequence per item, the blocks
+        // of queries outermost (see `Item`)
+        let items = cdiv(max_q, bq) * hq * batch;
+        let stride = if self.persistent {
+            k.persistent_blocks(items.clone())
+        } else {
+            k.blocks([items.clone()]);
+            Val::constant(1)
+        };
         k.warps(12);
+        let first = k.let_i32(k.block_idx().x);
+        let end = if self.persistent {
+            k.let_i32(items)
+        } else {
+            k.let_i32(first + 1)
+        };
         let (rq, rkv) = (Scalar::from(rows_q), Scalar::from(rows_kv));
         let gq = k.global_view::<T>(q, [rq.clone(), hq * d]);
         let gk = k.global_view::<T>(kp, [rkv.clone(), hkv * d]);
@@ -121,152 +145,225 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
         let sq = k.shared_tensor::<T>([2 * chunks, rows, 64]);
         let sk = k.shared_tensor::<T>([stages * chunks, bkv, 64]);
         let sv = k.shared_tensor::<T>([stages, bkv, d]);
-        let qbar = k.mbarrier().alloc([1]);
-        // keys and values in rings of their own, so that a stage of keys is freed as soon as
-        // its scores are computed; one arrival per consumer warp group frees a stage
+        // Q once per item (freed by both consumers after their last scores), keys and values
+        // in rings of their own, so that a stage of keys is freed as soon as its scores are
+        // computed; one arrival per consumer warp group frees a stage
+        let pipe_q = Pipeline::new(k, 1, 2);
         let pipe_k = Pipeline::new(k, stages as u32, 2);
         let pipe_v = Pipeline::new(k, stages as u32, 2);
         let order = self.ping_pong.then(|| PingPongOrder::new(k));
+        let item_of = |k: &mut Kernel, item: Val| {
+            Item::decode(k, item, (max_q, hq, hkv, batch), bq, causal, (&gcq, &gck))
+        };
 
-        let b = k.let_i32(k.block_idx().z);
-        let h = k.let_i32(k.block_idx().y);
-        let qb = query_block(k, max_q, bq, causal);
-        let q0 = k.let_i32(qb * bq);
-        let place = Place::read(k, b, &gcq, &gck);
-        let hk = k.let_i32(h / (hq / hkv));
-        k.if_(q0.lt(place.seq_q), |k| {
-            let (steps, free) = place.key_blocks(k, q0, bq, bkv, causal);
-
-            // the producer: Q once, then each step's keys and values into the ring
-            k.thread_group(256, 128, |k| {
-                k.set_max_registers(PRODUCER_REGISTERS);
-                k.single_thread(|k| {
-                    k.mbarrier().arrive_and_expect_tx(qbar[0], sq.nbytes());
-                    for g in 0..2 {
-                        for c in 0..chunks {
-                            let qs = sq.at(Val::constant(g * chunks + c));
-                            let at = (place.q_start + q0 + g * rows, h * d + c * 64);
-                            k.tma().global_to_shared(&gq, &qs, at, qbar[0]);
+        // the producer: per item with work, Q once, then each step's keys and values into
+        // the rings (their steps counted over the block's items)
+        k.thread_group(256, 128, |k| {
+            k.set_max_registers(PRODUCER_REGISTERS);
+            k.single_thread(|k| {
+                let done = k.var_i32(0);
+                let n = k.var_i32(0);
+                k.for_range(first, end, stride, |k, item| {
+                    let it = item_of(k, item);
+                    let (steps, _) = it.place.key_blocks(k, it.q0, bq, bkv, causal);
+                    k.if_(it.q0.lt(it.place.seq_q).and(steps.gt(0)), |k| {
+                        let slot = pipe_q.producer_acquire(k, n, sq.nbytes());
+                        for g in 0..2 {
+                            for c in 0..chunks {
+                                let qs = sq.at(Val::constant(g * chunks + c));
+                                let at = (it.place.q_start + it.q0 + g * rows, it.h * d + c * 64);
+                                k.tma().global_to_shared(&gq, &qs, at, slot.barrier());
+                            }
                         }
-                    }
-                    k.for_range(0, steps, 1, |k, j| {
-                        let row = k.let_i32(place.kv_start + j * bkv);
-                        let slot = pipe_k.producer_acquire(k, j, sk.nbytes() / stages);
-                        for c in 0..chunks {
-                            let ks = sk.at(k.let_i32(slot.stage() * chunks + c));
-                            let col = hk * d + c * 64;
+                        k.for_range(0, steps, 1, |k, j| {
+                            let row = k.let_i32(it.place.kv_start + j * bkv);
+                            let step = k.let_i32(done + j);
+                            let slot = pipe_k.producer_acquire(k, step, sk.nbytes() / stages);
+                            for c in 0..chunks {
+                                let ks = sk.at(k.let_i32(slot.stage() * chunks + c));
+                                let col = it.hk * d + c * 64;
+                                k.tma()
+                                    .global_to_shared(&gk, &ks, (row, col), slot.barrier());
+                            }
+                            let slot = pipe_v.producer_acquire(k, step, sv.nbytes() / stages);
+                            let vs = sv.at(slot.stage());
                             k.tma()
-                                .global_to_shared(&gk, &ks, (row, col), slot.barrier());
-                        }
-                        let slot = pipe_v.producer_acquire(k, j, sv.nbytes() / stages);
-                        let vs = sv.at(slot.stage());
-                        k.tma()
-                            .global_to_shared(&gv, &vs, (row, hk * d), slot.barrier());
+                                .global_to_shared(&gv, &vs, (row, it.hk * d), slot.barrier());
+                        });
+                        k.assign(done, done + steps);
+                        k.assign(n, n + 1);
                     });
                 });
             });
+        });
 
-            // the consumers: warp group `g` owns queries `q0 + 64 g ..`
-            for g in 0..2usize {
-                k.thread_group(128 * g as u32, 128, |k| {
-                    k.set_max_registers(CONSUMER_REGISTERS);
-                    let r0 = k.let_i32(q0 + rows * g as i32);
-                    let softmax = OnlineSoftmax::new(k, rows, bkv, scale_log2, causal);
-                    let acc = k.register_tensor::<f32>([rows, d], 0.0);
-                    let s = k.register_tensor::<f32>([rows, bkv], None::<f64>);
-                    let p = k.register_tensor::<T>([rows, bkv], None::<f64>);
-                    k.mbarrier().wait(qbar[0], 0u32);
-                    // S = Q·K_tᵀ from stage `stage`, over the head dimension's chunks
-                    let scores = |k: &mut Kernel, stage: Val| {
-                        for c in 0..chunks {
-                            let target = if c == 0 {
-                                WgmmaTarget::all().overwriting()
-                            } else {
-                                WgmmaTarget::all()
-                            };
-                            let qs = sq.at(Val::constant(g as i32 * chunks + c));
-                            let ks = sk.at(k.let_i32(stage * chunks + c));
-                            k.wgmma().mma_to(&qs, &ks.transpose(), &s, target);
-                        }
-                        k.wgmma().commit_group();
-                    };
-                    // O += P·V from the stage of step `t`
-                    let values = |k: &mut Kernel, stage: Val| {
-                        k.wgmma().mma(&p, &sv.at(stage), &acc);
-                        k.wgmma().commit_group();
-                    };
-                    let wait_turn = |k: &mut Kernel, t: Val| {
-                        if let Some(order) = &order {
-                            order.wait_turn(k, g, t);
-                        }
-                    };
-                    let pass_turn = |k: &mut Kernel| {
-                        if let Some(order) = &order {
-                            order.pass_turn(k, g);
-                        }
-                    };
-                    let release = |k: &mut Kernel, pipe: &Pipeline, t: Scalar| {
-                        k.single_thread(|k| pipe.consumer_release_step(k, t));
-                    };
-                    k.if_(steps.gt(0), |k| {
-                        // step 0: its scores only
-                        let first = |k: &mut Kernel, masked: bool| {
-                            let slot = pipe_k.consumer_acquire(k, 0);
-                            wait_turn(k, Val::constant(0));
-                            k.wgmma().fence();
-                            scores(k, slot.stage());
-                            pass_turn(k);
-                            k.wgmma().wait_group(0);
-                            drop(slot);
-                            release(k, &pipe_k, Scalar::from(0));
-                            let mask = masked.then_some(Mask {
-                                j: Val::constant(0),
-                                r0,
-                            });
-                            let (pt, _) = softmax.update(k, &s, &place, mask);
-                            k.assign_tile(&p, pt.cast::<T>());
+        // the consumers: warp group `g` owns queries `q0 + 64 g ..` of each item
+        for g in 0..2usize {
+            k.thread_group(128 * g as u32, 128, |k| {
+                k.set_max_registers(CONSUMER_REGISTERS);
+                let softmax = OnlineSoftmax::new(k, rows, bkv, scale_log2, causal);
+                let acc = k.register_tensor::<f32>([rows, d], 0.0);
+                let s = k.register_tensor::<f32>([rows, bkv], None::<f64>);
+                let p = k.register_tensor::<T>([rows, bkv], None::<f64>);
+                // ring steps, items with work and turns taken in the block's earlier items
+                let done = k.var_i32(0);
+                let n = k.var_i32(0);
+                let turns = k.var_i32(0);
+                // S = Q·K_tᵀ from stage `stage`, over the head dimension's chunks
+                let scores = |k: &mut Kernel, stage: Val| {
+                    for c in 0..chunks {
+                        let target = if c == 0 {
+                            WgmmaTarget::all().overwriting()
+                        } else {
+                            WgmmaTarget::all()
                         };
-                        k.if_else(free.gt(0), |k| first(k, false), |k| first(k, true));
-                        // step t: S_t and O += P_{t-1}·V_{t-1} together, the softmax of S_t
-                        // under the second
-                        let step = |k: &mut Kernel, t: Val, masked: bool| {
-                            let keys = pipe_k.consumer_acquire(k, t);
-                            let vals = pipe_v.consumer_acquire(k, t - 1);
-                            wait_turn(k, t);
+                        let qs = sq.at(Val::constant(g as i32 * chunks + c));
+                        let ks = sk.at(k.let_i32(stage * chunks + c));
+                        k.wgmma().mma_to(&qs, &ks.transpose(), &s, target);
+                    }
+                    k.wgmma().commit_group();
+                };
+                // O += P·V from the stage of step `t`
+                let values = |k: &mut Kernel, stage: Val| {
+                    k.wgmma().mma(&p, &sv.at(stage), &acc);
+                    k.wgmma().commit_group();
+                };
+                let wait_turn = |k: &mut Kernel, t: Scalar| {
+                    if let Some(order) = &order {
+                        let index = k.let_i32(turns + t);
+                        order.wait_turn(k, g, index);
+                    }
+                };
+                let pass_turn = |k: &mut Kernel| {
+                    if let Some(order) = &order {
+                        order.pass_turn(k, g);
+                    }
+                };
+                let release = |k: &mut Kernel, pipe: &Pipeline, step: Scalar| {
+                    k.single_thread(|k| pipe.consumer_release_step(k, step));
+                };
+                k.for_range(first, end, stride, |k, item| {
+                    let it = item_of(k, item);
+                    let (steps, free) = it.place.key_blocks(k, it.q0, bq, bkv, causal);
+                    let r0 = k.let_i32(it.q0 + rows * g as i32);
+                    k.if_(it.q0.lt(it.place.seq_q), |k| {
+                        k.assign_tile(&softmax.m, f32::NEG_INFINITY);
+                        k.assign_tile(&softmax.l, 0.0f32);
+                        k.assign_tile(&acc, 0.0f32);
+                        k.if_(steps.gt(0), |k| {
+                            let q_slot = pipe_q.consumer_acquire(k, n);
+                            drop(q_slot); // freed by step, after the item's last scores
+                            let last = k.let_i32(steps - 1);
+                            let free_q = |k: &mut Kernel, t: Scalar| {
+                                k.if_(t.eq_(last), |k| release(k, &pipe_q, n.into()));
+                            };
+                            // step 0: its scores only
+                            let first_step = |k: &mut Kernel, masked: bool| {
+                                let slot = pipe_k.consumer_acquire(k, done);
+                                wait_turn(k, Scalar::from(0));
+                                k.wgmma().fence();
+                                scores(k, slot.stage());
+                                pass_turn(k);
+                                k.wgmma().wait_group(0);
+                                drop(slot);
+                                release(k, &pipe_k, done.into());
+                                free_q(k, Scalar::from(0));
+                                let mask = masked.then_some(Mask {
+                                    j: Val::constant(0),
+                                    r0,
+                                });
+                                let (pt, _) = softmax.update(k, &s, &it.place, mask);
+                                k.assign_tile(&p, pt.cast::<T>());
+                            };
+                            k.if_else(
+                                free.gt(0),
+                                |k| first_step(k, false),
+                                |k| first_step(k, true),
+                            );
+                            // step t: S_t and O += P_{t-1}·V_{t-1} together, the softmax of
+                            // S_t under the second
+                            let step = |k: &mut Kernel, t: Val, masked: bool| {
+                                let ring = k.let_i32(done + t);
+                                let keys = pipe_k.consumer_acquire(k, ring);
+                                let vals = pipe_v.consumer_acquire(k, ring - 1);
+                                wait_turn(k, t.into());
+                                k.wgmma().fence();
+                                scores(k, keys.stage());
+                                values(k, vals.stage());
+                                pass_turn(k);
+                                // the scores are done (the products complete in order)
+                                k.wgmma().wait_group(if self.overlap { 1 } else { 0 });
+                                drop(keys);
+                                release(k, &pipe_k, ring.into());
+                                free_q(k, t.into());
+                                let mask = masked.then_some(Mask { j: t, r0 });
+                                let (pt, alpha) = softmax.update(k, &s, &it.place, mask);
+                                k.wgmma().wait_group(0);
+                                drop(vals);
+                                release(k, &pipe_v, ring - 1);
+                                k.assign_tile(&acc, acc * alpha);
+                                k.assign_tile(&p, pt.cast::<T>());
+                            };
+                            let masked_from = k.var_i32(free);
+                            k.if_(masked_from.lt(1), |k| k.assign(masked_from, 1));
+                            k.for_range(1, masked_from, 1, |k, t| step(k, t, false));
+                            k.for_range(masked_from, steps, 1, |k, t| step(k, t, true));
+                            // the last step's values
+                            let vals = pipe_v.consumer_acquire(k, done + last);
+                            wait_turn(k, steps.into());
                             k.wgmma().fence();
-                            scores(k, keys.stage());
                             values(k, vals.stage());
                             pass_turn(k);
-                            // the scores are done (the products complete in order)
-                            k.wgmma().wait_group(if self.overlap { 1 } else { 0 });
-                            drop(keys);
-                            release(k, &pipe_k, t.into());
-                            let mask = masked.then_some(Mask { j: t, r0 });
-                            let (pt, alpha) = softmax.update(k, &s, &place, mask);
                             k.wgmma().wait_group(0);
                             drop(vals);
-                            release(k, &pipe_v, t - 1);
-                            k.assign_tile(&acc, acc * alpha);
-                            k.assign_tile(&p, pt.cast::<T>());
-                        };
-                        let masked_from = k.var_i32(free);
-                        k.if_(masked_from.lt(1), |k| k.assign(masked_from, 1));
-                        k.for_range(1, masked_from, 1, |k, t| step(k, t, false));
-                        k.for_range(masked_from, steps, 1, |k, t| step(k, t, true));
-                        // the last step's values
-                        let vals = pipe_v.consumer_acquire(k, steps - 1);
-                        wait_turn(k, steps);
-                        k.wgmma().fence();
-                        values(k, vals.stage());
-                        pass_turn(k);
-                        k.wgmma().wait_group(0);
-                        drop(vals);
-                        release(k, &pipe_v, steps - 1);
+                            release(k, &pipe_v, done + last);
+                            k.assign(done, done + steps);
+                            k.assign(n, n + 1);
+                            k.assign(turns, turns + steps + 1);
+                        });
+                        let col = it.h * d;
+                        softmax.store(k, &acc, (&go, &gl), &it.place, r0, (it.h, col));
                     });
-                    softmax.store(k, &acc, (&go, &gl), &place, r0, (h, h * d));
                 });
-            }
-        });
+            });
+        }
+    }
+}
+
+/// One item of the work: a block of 128 queries of one head of one sequence. Items are
+/// numbered with the blocks of queries outermost, then the sequences, then the heads, so
+/// that every head's first blocks come first; for causal attention the blocks of queries
+/// go in reverse, the longest first, so that the short ones fill the last wave.
+struct Item {
+    q0: Val,
+    h: Val,
+    hk: Val,
+    place: Place,
+}
+
+impl Item {
+    fn decode(
+        k: &mut Kernel,
+        item: Val,
+        (max_q, hq, hkv, batch): (Val, Val, Val, Val),
+        bq: i32,
+        causal: bool,
+        (cu_q, cu_kv): (&GlobalTensor<i32>, &GlobalTensor<i32>),
+    ) -> Item {
+        let per_block = k.let_i32(hq * batch);
+        let rank = k.let_i32(item / per_block);
+        let rest = k.let_i32(item % per_block);
+        let h = k.let_i32(rest % hq);
+        let b = k.let_i32(rest / hq);
+        let qb = if causal {
+            k.let_i32(cdiv(max_q, bq) - 1 - rank)
+        } else {
+            rank
+        };
+        let q0 = k.let_i32(qb * bq);
+        let place = Place::read(k, b, cu_q, cu_kv);
+        let hk = k.let_i32(h / (hq / hkv));
+        Item { q0, h, hk, place }
     }
 }
 
@@ -304,6 +401,7 @@ impl<T> std::fmt::Debug for FlashForwardWs<T> {
             .field("causal", &self.causal)
             .field("overlap", &self.overlap)
             .field("ping_pong", &self.ping_pong)
+            .field("persistent", &self.persistent)
             .finish()
     }
 }

@@ -5,7 +5,9 @@
 use half::{bf16, f16};
 use tilus::runtime::Device;
 use tilus_bench::harness::Rng;
-use tilus_kernels::attention::{AttentionElement, FlashForwardOp, Heads, Sequences, Variant};
+use tilus_kernels::attention::{
+    AttentionElement, FlashForwardOp, FlashForwardWs, Heads, Sequences, Variant,
+};
 
 use crate::attention_reference::{assert_matches, inputs, rows};
 use crate::quant_reference::seed;
@@ -125,5 +127,53 @@ fn gpu_flash_forward_every_variant_matches_the_reference() {
             let heads = Heads::new(4, 1, 128);
             run_and_check::<f16>(variant, &device, &seqs, heads, causal, &mut rng);
         }
+    }
+}
+
+/// The specialized kernel on a persistent grid (each block several items, rings and Q's
+/// barrier going on between them), causal and not, against the exact attention.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_flash_forward_on_a_persistent_grid_matches_the_reference() {
+    tilus_bench::test_cache!();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let mut rng = Rng::new(seed());
+    let seqs = Sequences::Packed {
+        cu_q: vec![0, 5, 700, 1333, 3000],
+        cu_kv: vec![0, 900, 1100, 2000, 3667],
+    };
+    let heads = Heads::new(8, 2, 128);
+    let (rows_q, rows_kv) = rows(&seqs);
+    let q = inputs::<f16>(&mut rng, rows_q * 8 * 128);
+    let k = inputs::<f16>(&mut rng, rows_kv * 2 * 128);
+    let v = inputs::<f16>(&mut rng, rows_kv * 2 * 128);
+    let put = |x: &[f16]| stream.clone_htod(x).unwrap();
+    let (dq, dk, dv) = (put(&q), put(&k), put(&v));
+    let op = FlashForwardOp::<f16>::new(&device);
+    for causal in [false, true] {
+        let config = FlashForwardWs::<f16>::new(128, causal).with_persistent(true);
+        let mut o = put(&vec![f16::NAN; rows_q * 8 * 128]);
+        let mut lse = stream.clone_htod(&vec![f32::NAN; rows_q * 8]).unwrap();
+        let scale = 1.5 / 128f32.sqrt();
+        op.run_specialized(
+            &config,
+            stream,
+            (&seqs, heads, scale),
+            (&dq, &dk, &dv),
+            (&mut o, &mut lse),
+        )
+        .unwrap();
+        let (o, lse) = (
+            stream.clone_dtoh(&o).unwrap(),
+            stream.clone_dtoh(&lse).unwrap(),
+        );
+        let what = format!("persistent causal {causal}");
+        assert_matches(
+            &what,
+            (&seqs, heads, scale, causal),
+            (&q, &k, &v),
+            (&o, &lse),
+        );
     }
 }

@@ -165,6 +165,21 @@ fn interp_flash_forward_ws_matches_the_reference_on_every_path() {
         Heads::new(3, 1, 64),
         &mut rng,
     );
+    // a persistent grid (the interpreter's 4 multiprocessors): each block takes several
+    // items, its rings and Q's barrier going on from one to the next, an empty sequence
+    // among them
+    for (causal, ping_pong) in [(true, false), (false, true)] {
+        let config = FlashForwardWs::<f16>::new(64, causal)
+            .with_tiles(64, 2)
+            .with_schedule(true, ping_pong)
+            .with_persistent(true);
+        check(
+            Config::Specialized(config),
+            &packed,
+            Heads::new(2, 1, 64),
+            &mut rng,
+        );
+    }
     let fixed = Sequences::Fixed {
         batch: 1,
         seq_q: 150,

@@ -61,5 +61,7 @@ fn nvrtc_flash_forward_ws_compiles_at_every_head_dimension_without_spills() {
             compiled::<f16, _>(&c);
         }
         compiled::<f16, _>(&FlashForwardWs::<f16>::new(64, causal).with_tiles(128, 4));
+        let persistent = FlashForwardWs::<f16>::new(128, causal).with_persistent(true);
+        compiled::<f16, _>(&persistent);
     }
 }
