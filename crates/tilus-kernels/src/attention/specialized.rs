@@ -163,7 +163,7 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
             k.single_thread(|k| {
                 let done = k.var_i32(0);
                 let n = k.var_i32(0);
-                k.for_range(first, end, stride, |k, item| {
+                each_item(k, self.persistent, (first, end, stride), |k, item| {
                     let it = item_of(k, item);
                     let (steps, _) = it.place.key_blocks(k, it.q0, bq, bkv, causal);
                     k.if_(it.q0.lt(it.place.seq_q).and(steps.gt(0)), |k| {
@@ -242,7 +242,7 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
                 let release = |k: &mut Kernel, pipe: &Pipeline, step: Scalar| {
                     k.single_thread(|k| pipe.consumer_release_step(k, step));
                 };
-                k.for_range(first, end, stride, |k, item| {
+                each_item(k, self.persistent, (first, end, stride), |k, item| {
                     let it = item_of(k, item);
                     let (steps, free) = it.place.key_blocks(k, it.q0, bq, bkv, causal);
                     let r0 = k.let_i32(it.q0 + rows * g as i32);
@@ -327,6 +327,21 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
                 });
             });
         }
+    }
+}
+
+/// Runs `body` for the block's items: its own (`blockIdx.x`), or on a persistent grid every
+/// `stride`-th from it (a loop only there: one item's code has no loop around it).
+fn each_item(
+    k: &mut Kernel,
+    persistent: bool,
+    (first, end, stride): (Val, Val, Val),
+    body: impl FnOnce(&mut Kernel, Val),
+) {
+    if persistent {
+        k.for_range(first, end, stride, body);
+    } else {
+        body(k, first);
     }
 }
 
