@@ -12,7 +12,8 @@
 //! the other has issued its own), so that one's softmax runs while the other's products do.
 //!
 //! The work is numbered in items (a block of 128 queries of one head of one sequence), the
-//! blocks of queries outermost and, for causal attention, in reverse: the longest first. A
+//! blocks of queries fastest (the blocks running at once share keys and values in L2) and,
+//! for causal attention, each head's in reverse: the longest first. A
 //! block takes one item, or with `persistent` (one block per multiprocessor) every
 //! `blocks`-th item, its rings and Q's barrier going on from one item to the next, so that
 //! the next item's copies are in flight while the last one's output is stored.
@@ -116,7 +117,7 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
         let (d, bkv, stages, causal) = (self.head_dim, self.block_kv, self.stages, self.causal);
         let (rows, bq) = (BLOCK_Q, 2 * BLOCK_Q);
         // the work: a block of 128 queries of one head of one sequence per item, the blocks
-        // of queries outermost (see `Item`)
+        // of queries fastest (see `Item`)
         let items = cdiv(max_q, bq) * hq * batch;
         let stride = if self.persistent {
             k.persistent_blocks(items.clone())
@@ -153,7 +154,7 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
         let pipe_v = Pipeline::new(k, stages as u32, 2);
         let order = self.ping_pong.then(|| PingPongOrder::new(k));
         let item_of = |k: &mut Kernel, item: Val| {
-            Item::decode(k, item, (max_q, hq, hkv, batch), bq, causal, (&gcq, &gck))
+            Item::decode(k, item, (max_q, hq, hkv), bq, causal, (&gcq, &gck))
         };
 
         // the producer: per item with work, Q once, then each step's keys and values into
@@ -346,9 +347,10 @@ fn each_item(
 }
 
 /// One item of the work: a block of 128 queries of one head of one sequence. Items are
-/// numbered with the blocks of queries outermost, then the sequences, then the heads, so
-/// that every head's first blocks come first; for causal attention the blocks of queries
-/// go in reverse, the longest first, so that the short ones fill the last wave.
+/// numbered with the blocks of queries fastest, then the heads, then the sequences, so that
+/// the blocks running at once share their heads' keys and values in L2; for causal attention
+/// each head's blocks of queries go in reverse, the longest first, so that the short ones
+/// fill the last wave.
 struct Item {
     q0: Val,
     h: Val,
@@ -360,18 +362,18 @@ impl Item {
     fn decode(
         k: &mut Kernel,
         item: Val,
-        (max_q, hq, hkv, batch): (Val, Val, Val, Val),
+        (max_q, hq, hkv): (Val, Val, Val),
         bq: i32,
         causal: bool,
         (cu_q, cu_kv): (&GlobalTensor<i32>, &GlobalTensor<i32>),
     ) -> Item {
-        let per_block = k.let_i32(hq * batch);
-        let rank = k.let_i32(item / per_block);
-        let rest = k.let_i32(item % per_block);
+        let blocks = k.let_i32(cdiv(max_q, bq));
+        let rank = k.let_i32(item % blocks);
+        let rest = k.let_i32(item / blocks);
         let h = k.let_i32(rest % hq);
         let b = k.let_i32(rest / hq);
         let qb = if causal {
-            k.let_i32(cdiv(max_q, bq) - 1 - rank)
+            k.let_i32(blocks - 1 - rank)
         } else {
             rank
         };
