@@ -19,7 +19,7 @@
 //! zeros and a log-sum-exp of −∞. GQA: query head `h` reads key and value head
 //! `h / (hq / hkv)`.
 
-use super::softmax::{query_block, Mask, OnlineSoftmax, Place};
+use super::softmax::{query_block, Mask, OnlineSoftmax, Place, Views};
 use half::{bf16, f16};
 use std::marker::PhantomData;
 use tilus::lang::WgmmaTarget;
@@ -81,6 +81,18 @@ pub type FlashArgs<T> = (
     PtrMut<f32>,
 );
 
+/// What the host API asks of either attention kernel: the head dimension it was built for.
+pub trait FlashKernel<T>: Script<Args = FlashArgs<T>> {
+    /// The head dimension: 64, 128 or 256.
+    fn head_dim(&self) -> i32;
+}
+
+impl<T: AttentionElement> FlashKernel<T> for FlashForward<T> {
+    fn head_dim(&self) -> i32 {
+        self.head_dim
+    }
+}
+
 /// The kernel for elements of type `T`. Fields are compile-time hyperparameters.
 pub struct FlashForward<T> {
     /// The head dimension: 64, 128 or 256.
@@ -141,21 +153,19 @@ impl<T: AttentionElement> Script for FlashForward<T> {
     }
 
     fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
-        let (batch, hq, hkv, max_q, rows_q, rows_kv, scale_log2) =
-            (args.0, args.1, args.2, args.3, args.4, args.5, args.6);
-        let (q, kp, vp, cu_q, cu_kv, o, lse) =
-            (args.7, args.8, args.9, args.10, args.11, args.12, args.13);
+        let (batch, hq, hkv, max_q, scale_log2) = (args.0, args.1, args.2, args.3, args.6);
         let (d, bq, bkv, stages) = (self.head_dim, BLOCK_Q, self.block_kv, self.stages);
         k.blocks([cdiv(max_q, bq), hq.into(), batch.into()]);
         k.warps(4);
-        let (rq, rkv) = (Scalar::from(rows_q), Scalar::from(rows_kv));
-        let gq = k.global_view::<T>(q, [rq.clone(), hq * d]);
-        let gk = k.global_view::<T>(kp, [rkv.clone(), hkv * d]);
-        let gv = k.global_view::<T>(vp, [rkv, hkv * d]);
-        let go = k.global_view::<T>(o, [rq, hq * d]);
-        let gl = k.global_view::<f32>(lse, [hq, rows_q]);
-        let gcq = k.global_view::<i32>(cu_q, [batch + 1]);
-        let gck = k.global_view::<i32>(cu_kv, [batch + 1]);
+        let Views {
+            q: gq,
+            k: gk,
+            v: gv,
+            o: go,
+            lse: gl,
+            cu_q: gcq,
+            cu_kv: gck,
+        } = Views::new(k, &args, d);
         // Q and K in chunks of 64 along the head dimension: a K-major WGMMA operand's rows
         // are at most 128 bytes (the swizzle's span), so S = Q·Kᵀ is a sum over the chunks
         let chunks = d / 64;

@@ -18,7 +18,7 @@ mod sequences;
 mod softmax;
 mod specialized;
 
-pub use forward::{AttentionElement, FlashArgs, FlashForward, BLOCK_Q};
+pub use forward::{AttentionElement, FlashArgs, FlashForward, FlashKernel, BLOCK_Q};
 pub use op::{FlashForwardOp, Variant};
 pub use sequences::{Heads, Sequences};
 pub use specialized::{FlashForwardWs, CONSUMER_REGISTERS, PRODUCER_REGISTERS};

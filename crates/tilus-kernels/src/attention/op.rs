@@ -2,7 +2,7 @@
 //! anything is launched.
 
 use super::sequences::Offsets;
-use super::{AttentionElement, FlashArgs, FlashForward, FlashForwardWs, Heads, Sequences};
+use super::{AttentionElement, FlashForward, FlashForwardWs, FlashKernel, Heads, Sequences};
 use crate::host::length;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -337,31 +337,44 @@ impl<T: AttentionElement> FlashForwardOp<T> {
         Ok(launch(i, args)?)
     }
 
-    /// The computation by the kernel `config` on the CPU interpreter (its head dimension and
-    /// causality are the config's).
-    pub fn interpret(
-        config: &FlashForward<T>,
+    /// The computation by the kernel `config` ([`FlashForward`] or [`FlashForwardWs`]) on
+    /// the CPU interpreter (its head dimension and causality are the config's).
+    pub fn interpret<S: FlashKernel<T>>(
+        config: &S,
         seqs: &Sequences,
         heads: Heads,
         scale: f32,
-        inputs: (&[T], &[T], &[T]),
-        outputs: (&mut [T], &mut [f32]),
+        (q, k, v): (&[T], &[T], &[T]),
+        (o, lse): (&mut [T], &mut [f32]),
     ) -> crate::Result<()> {
-        let shape = (config.head_dim, config.causal);
-        interpret_script(config, shape, seqs, heads, scale, inputs, outputs)
-    }
-
-    /// [`FlashForwardOp::interpret`] by the warp-specialized kernel `config`.
-    pub fn interpret_ws(
-        config: &FlashForwardWs<T>,
-        seqs: &Sequences,
-        heads: Heads,
-        scale: f32,
-        inputs: (&[T], &[T], &[T]),
-        outputs: (&mut [T], &mut [f32]),
-    ) -> crate::Result<()> {
-        let shape = (config.head_dim, config.causal);
-        interpret_script(config, shape, seqs, heads, scale, inputs, outputs)
+        let c = checked(
+            seqs,
+            heads,
+            (q.len(), k.len(), v.len()),
+            (o.len(), lse.len()),
+        )?;
+        fits(heads, config.head_dim())?;
+        if c.off.max_q == 0 {
+            return Ok(());
+        }
+        let args = (
+            c.off.batch() as i32,
+            c.hq,
+            c.hkv,
+            c.off.max_q,
+            c.off.rows_q() as i32,
+            c.off.rows_kv() as i32,
+            scale * std::f32::consts::LOG2_E,
+            q,
+            k,
+            v,
+            &c.off.cu_q[..],
+            &c.off.cu_kv[..],
+            o,
+            lse,
+        );
+        tilus::interpret(config, args)?;
+        Ok(())
     }
 }
 
@@ -373,50 +386,5 @@ fn fits(heads: Heads, head_dim: i32) -> crate::Result<()> {
             message: format!("head_dim = {}, a kernel for {head_dim}", heads.head_dim),
         });
     }
-    Ok(())
-}
-
-/// Runs `config` (a kernel for `head_dim`, causal or not) on the interpreter.
-fn interpret_script<T: AttentionElement, S: tilus::Script<Args = FlashArgs<T>>>(
-    config: &S,
-    (head_dim, _causal): (i32, bool),
-    seqs: &Sequences,
-    heads: Heads,
-    scale: f32,
-    (q, k, v): (&[T], &[T], &[T]),
-    (o, lse): (&mut [T], &mut [f32]),
-) -> crate::Result<()> {
-    let c = checked(
-        seqs,
-        heads,
-        (q.len(), k.len(), v.len()),
-        (o.len(), lse.len()),
-    )?;
-    if heads.head_dim as i32 != head_dim {
-        return Err(crate::Error::Shape {
-            kernel: NAME,
-            message: format!("head_dim = {}, a kernel for {head_dim}", heads.head_dim),
-        });
-    }
-    if c.off.max_q == 0 {
-        return Ok(());
-    }
-    let args = (
-        c.off.batch() as i32,
-        c.hq,
-        c.hkv,
-        c.off.max_q,
-        c.off.rows_q() as i32,
-        c.off.rows_kv() as i32,
-        scale * std::f32::consts::LOG2_E,
-        q,
-        k,
-        v,
-        &c.off.cu_q[..],
-        &c.off.cu_kv[..],
-        o,
-        lse,
-    );
-    tilus::interpret(config, args)?;
     Ok(())
 }

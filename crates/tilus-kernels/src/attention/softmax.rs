@@ -5,6 +5,36 @@
 
 use tilus::prelude::*;
 
+/// The kernels' global views: Q, K, V and O as `[rows, heads · d]` (a TMA box of one head
+/// is `[rows, d]` at column `h · d`), the log-sum-exp `[hq, rows_q]`, the offsets
+/// `[batch + 1]`.
+pub(crate) struct Views<T> {
+    pub q: GlobalTensor<T>,
+    pub k: GlobalTensor<T>,
+    pub v: GlobalTensor<T>,
+    pub o: GlobalTensor<T>,
+    pub lse: GlobalTensor<f32>,
+    pub cu_q: GlobalTensor<i32>,
+    pub cu_kv: GlobalTensor<i32>,
+}
+
+impl<T: Element> Views<T> {
+    /// The views of the arguments for heads of `d`.
+    pub fn new(k: &mut Kernel, args: &Handles<super::FlashArgs<T>>, d: i32) -> Views<T> {
+        let (batch, hq, hkv, rows_q, rows_kv) = (args.0, args.1, args.2, args.4, args.5);
+        let (rq, rkv) = (Scalar::from(rows_q), Scalar::from(rows_kv));
+        Views {
+            q: k.global_view::<T>(args.7, [rq.clone(), hq * d]),
+            k: k.global_view::<T>(args.8, [rkv.clone(), hkv * d]),
+            v: k.global_view::<T>(args.9, [rkv, hkv * d]),
+            o: k.global_view::<T>(args.12, [rq, hq * d]),
+            lse: k.global_view::<f32>(args.13, [hq, rows_q]),
+            cu_q: k.global_view::<i32>(args.10, [batch + 1]),
+            cu_kv: k.global_view::<i32>(args.11, [batch + 1]),
+        }
+    }
+}
+
 /// The block of queries a block takes: `blockIdx.x`, or for causal attention the blocks in
 /// reverse, so that the blocks with the most keys (the last queries) start first and the
 /// short ones fill the last wave.

@@ -24,7 +24,7 @@
 //! that need them, the log-sum-exp) is as in [`super::FlashForward`].
 
 use super::forward::{AttentionElement, FlashArgs, BLOCK_Q};
-use super::softmax::{Mask, OnlineSoftmax, Place};
+use super::softmax::{Mask, OnlineSoftmax, Place, Views};
 use crate::gemm::pingpong::PingPongOrder;
 use std::marker::PhantomData;
 use tilus::lang::WgmmaTarget;
@@ -110,10 +110,7 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
     }
 
     fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
-        let (batch, hq, hkv, max_q, rows_q, rows_kv, scale_log2) =
-            (args.0, args.1, args.2, args.3, args.4, args.5, args.6);
-        let (q, kp, vp, cu_q, cu_kv, o, lse) =
-            (args.7, args.8, args.9, args.10, args.11, args.12, args.13);
+        let (batch, hq, hkv, max_q, scale_log2) = (args.0, args.1, args.2, args.3, args.6);
         let (d, bkv, stages, causal) = (self.head_dim, self.block_kv, self.stages, self.causal);
         let (rows, bq) = (BLOCK_Q, 2 * BLOCK_Q);
         // the work: a block of 128 queries of one head of one sequence per item, the blocks
@@ -132,14 +129,15 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
         } else {
             k.let_i32(first + 1)
         };
-        let (rq, rkv) = (Scalar::from(rows_q), Scalar::from(rows_kv));
-        let gq = k.global_view::<T>(q, [rq.clone(), hq * d]);
-        let gk = k.global_view::<T>(kp, [rkv.clone(), hkv * d]);
-        let gv = k.global_view::<T>(vp, [rkv, hkv * d]);
-        let go = k.global_view::<T>(o, [rq, hq * d]);
-        let gl = k.global_view::<f32>(lse, [hq, rows_q]);
-        let gcq = k.global_view::<i32>(cu_q, [batch + 1]);
-        let gck = k.global_view::<i32>(cu_kv, [batch + 1]);
+        let Views {
+            q: gq,
+            k: gk,
+            v: gv,
+            o: go,
+            lse: gl,
+            cu_q: gcq,
+            cu_kv: gck,
+        } = Views::new(k, &args, d);
         // Q and K in chunks of 64 along the head dimension (K-major operand rows of at most
         // 128 bytes); Q's chunks of consumer `g` at `g · chunks ..`
         let chunks = d / 64;
@@ -381,6 +379,12 @@ impl Item {
         let place = Place::read(k, b, cu_q, cu_kv);
         let hk = k.let_i32(h / (hq / hkv));
         Item { q0, h, hk, place }
+    }
+}
+
+impl<T: AttentionElement> super::FlashKernel<T> for FlashForwardWs<T> {
+    fn head_dim(&self) -> i32 {
+        self.head_dim
     }
 }
 

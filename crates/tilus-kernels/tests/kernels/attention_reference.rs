@@ -11,6 +11,20 @@ pub fn inputs<T: AttentionElement>(rng: &mut Rng, n: usize) -> Vec<T> {
         .collect()
 }
 
+/// Random Q, K and V for the batch and heads.
+pub fn batch<T: AttentionElement>(
+    rng: &mut Rng,
+    seqs: &Sequences,
+    heads: Heads,
+) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let (rows_q, rows_kv) = rows(seqs);
+    let (hq, hkv, d) = (heads.q_heads, heads.kv_heads, heads.head_dim);
+    let q = inputs::<T>(rng, rows_q * hq * d);
+    let k = inputs::<T>(rng, rows_kv * hkv * d);
+    let v = inputs::<T>(rng, rows_kv * hkv * d);
+    (q, k, v)
+}
+
 /// The batch's rows of Q and of K.
 pub fn rows(seqs: &Sequences) -> (usize, usize) {
     match seqs {

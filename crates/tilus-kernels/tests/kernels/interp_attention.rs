@@ -9,7 +9,7 @@ use tilus_kernels::attention::{
     AttentionElement, FlashForward, FlashForwardOp, FlashForwardWs, Heads, Sequences,
 };
 
-use crate::attention_reference::{assert_matches, inputs, rows};
+use crate::attention_reference::{assert_matches, batch, rows};
 use crate::quant_reference::seed;
 
 /// A kernel of either kind.
@@ -38,18 +38,16 @@ impl<T> std::fmt::Debug for Config<T> {
 
 /// Runs `config` on the interpreter on random inputs and checks its output.
 fn check<T: AttentionElement>(config: Config<T>, seqs: &Sequences, heads: Heads, rng: &mut Rng) {
-    let (rows_q, rows_kv) = rows(seqs);
-    let (hq, hkv, d) = (heads.q_heads, heads.kv_heads, heads.head_dim);
-    let q = inputs::<T>(rng, rows_q * hq * d);
-    let k = inputs::<T>(rng, rows_kv * hkv * d);
-    let v = inputs::<T>(rng, rows_kv * hkv * d);
+    let (rows_q, _) = rows(seqs);
+    let (hq, d) = (heads.q_heads, heads.head_dim);
+    let (q, k, v) = batch::<T>(rng, seqs, heads);
     let scale = 1.5 / (d as f32).sqrt();
     let mut o = vec![T::from_f64(f64::NAN); rows_q * hq * d];
     let mut lse = vec![f32::NAN; rows_q * hq];
     let (ins, outs) = ((&q[..], &k[..], &v[..]), (&mut o[..], &mut lse[..]));
     match &config {
         Config::Plain(c) => FlashForwardOp::interpret(c, seqs, heads, scale, ins, outs),
-        Config::Specialized(c) => FlashForwardOp::interpret_ws(c, seqs, heads, scale, ins, outs),
+        Config::Specialized(c) => FlashForwardOp::interpret(c, seqs, heads, scale, ins, outs),
     }
     .unwrap_or_else(|e| panic!("{config:?} {seqs:?}: {e}"));
     let what = format!("{config:?} {seqs:?}");

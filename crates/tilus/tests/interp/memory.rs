@@ -278,13 +278,8 @@ fn bytes_through_shared_memory_keep_their_places() {
 #[test]
 fn scalars_read_from_memory_bound_each_block_s_segment() {
     let lens = [5, 0, 1, 31, 32, 33, 100, 7];
-    let mut offsets = vec![0i32];
-    for l in lens {
-        offsets.push(offsets.last().unwrap() + l);
-    }
-    let n = *offsets.last().unwrap() as usize;
-    let x: Vec<f32> = (0..n).map(|i| (i * 37 % 101) as f32 - 50.0).collect();
-    let weights: Vec<f32> = (0..lens.len()).map(|i| 0.5 + i as f32).collect();
+    let (offsets, x, weights) = SegmentSums::inputs(&lens);
+    let n = x.len();
     let mut out = vec![f32::NAN; lens.len() + 1];
     let segs = lens.len() as i32;
     run(

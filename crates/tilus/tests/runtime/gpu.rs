@@ -954,13 +954,8 @@ fn scalars_read_from_memory_bound_each_block_s_segment_on_the_gpu() {
     let device = Device::open(0).expect("a Hopper GPU");
     let stream = device.stream();
     let lens = [5, 0, 1, 31, 32, 33, 1000, 7, 64];
-    let mut offsets = vec![0i32];
-    for l in lens {
-        offsets.push(offsets.last().unwrap() + l);
-    }
-    let n = *offsets.last().unwrap() as usize;
-    let x: Vec<f32> = (0..n).map(|i| (i * 37 % 101) as f32 - 50.0).collect();
-    let weights: Vec<f32> = (0..lens.len()).map(|i| 0.5 + i as f32).collect();
+    let (offsets, x, weights) = SegmentSums::inputs(&lens);
+    let n = x.len();
     let (dx, doff, dw) = (
         stream.clone_htod(&x).unwrap(),
         stream.clone_htod(&offsets).unwrap(),

@@ -67,6 +67,18 @@ fn check_atomic_dtype(c: &mut Checker, name: &str, op: AtomicOp, scalar: bool, t
     }
 }
 
+/// A scalar access's index: as many coordinates as the view has dimensions.
+fn index_rank(c: &mut Checker, name: &str, g: &crate::ir::GlobalDecl, coords: usize, loc: Loc) {
+    if coords != g.shape.len() {
+        let msg = format!(
+            "{name}: view `{}` has {} dimensions, the index {coords}",
+            g.name,
+            g.shape.len()
+        );
+        c.err(loc, msg);
+    }
+}
+
 /// A global view's or shared tile's element type: a valid one; narrower than a byte only
 /// where `packed` (global views: their loads and stores move whole bytes; shared tiles take
 /// 8-bit and wider elements for now).
@@ -365,30 +377,14 @@ impl Rules for MemoryInst {
                         ),
                     );
                 }
-                if index.len() != g.shape.len() {
-                    let msg = format!(
-                        "{name}: view `{}` has {} dimensions, the index {}",
-                        g.name,
-                        g.shape.len(),
-                        index.len()
-                    );
-                    c.err(loc, msg);
-                }
+                index_rank(c, name, g, index.len(), loc);
             }
             MemoryInst::AtomicScalar { op, dst, index, .. } => {
                 let name = self.name();
                 let g = p.global(*dst);
                 writable(c, *dst, name, loc);
                 check_atomic_dtype(c, name, *op, true, g.dtype, loc);
-                if index.len() != g.shape.len() {
-                    let msg = format!(
-                        "{name}: view `{}` has {} dimensions, the index {}",
-                        g.name,
-                        g.shape.len(),
-                        index.len()
-                    );
-                    c.err(loc, msg);
-                }
+                index_rank(c, name, g, index.len(), loc);
             }
         }
     }

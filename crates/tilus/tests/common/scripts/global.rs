@@ -525,6 +525,19 @@ impl Script for Scatters {
 pub struct SegmentSums;
 
 impl SegmentSums {
+    /// Segments of lengths `lens`: their offsets, the values (small integers, every sum
+    /// exact) and a weight per segment.
+    pub fn inputs(lens: &[i32]) -> (Vec<i32>, Vec<f32>, Vec<f32>) {
+        let mut offsets = vec![0i32];
+        for l in lens {
+            offsets.push(offsets.last().unwrap() + l);
+        }
+        let n = *offsets.last().unwrap() as usize;
+        let x: Vec<f32> = (0..n).map(|i| (i * 37 % 101) as f32 - 50.0).collect();
+        let weights: Vec<f32> = (0..lens.len()).map(|i| 0.5 + i as f32).collect();
+        (offsets, x, weights)
+    }
+
     /// `out` for these segments.
     pub fn reference(x: &[f32], offsets: &[i32], weights: &[f32]) -> Vec<f32> {
         let mut out: Vec<f32> = offsets
