@@ -70,6 +70,8 @@ pub enum Memory {
     Atomic(AtomicOp, usize, T, T, Vec<Sc>),
     /// A scalar atomic: `(op, global, index, value, compared value for cas)`.
     AtomicScalar(AtomicOp, usize, Vec<Sc>, Sc, Sc),
+    /// `load_global_scalar(global, index)`: a new scalar.
+    LoadScalar(usize, Vec<Sc>),
 }
 
 /// The stage `at` takes.
@@ -199,6 +201,12 @@ impl Memory {
                     .prop_map(|(op, g, i, v, c)| Memory::AtomicScalar(op, g, i, v, c).into())
                     .boxed(),
             ),
+            (
+                1,
+                (0usize..8, scs(m))
+                    .prop_map(|(g, i)| Memory::LoadScalar(g, i).into())
+                    .boxed(),
+            ),
         ]);
         if m == Wild || top {
             arms.push((
@@ -314,6 +322,14 @@ impl Memory {
                     AtomicOp::Cas => k.atomic_cas_scalar(&g, index, c, v),
                 });
                 r.vals.push(old);
+            }
+            Memory::LoadScalar(g, index) => {
+                let Some(g) = pick(&r.globals, *g) else {
+                    return;
+                };
+                let index = r.scalars(index);
+                let x = on!(g, G, |g: E| k.load_global_scalar(&g, index));
+                r.vals.push(x);
             }
             Memory::StoreGlobal(g, t, offsets) => {
                 let Some(g) = pick(&r.globals, *g) else {
