@@ -22,3 +22,35 @@ pub use forward::{AttentionElement, FlashArgs, FlashForward, FlashKernel, BLOCK_
 pub use op::{FlashForwardOp, Variant};
 pub use sequences::{Heads, Sequences};
 pub use specialized::{FlashForwardWs, CONSUMER_REGISTERS, PRODUCER_REGISTERS};
+
+#[cfg(test)]
+mod tests {
+    use super::{FlashForward, FlashForwardWs};
+    use half::f16;
+
+    /// The configurations are keys (the host API keeps kernels of other tiles by them): equal
+    /// exactly when every hyperparameter is.
+    #[test]
+    fn configurations_are_equal_when_every_hyperparameter_is() {
+        let plain = FlashForward::<f16>::new(128, true);
+        assert!(plain == FlashForward::new(128, true));
+        assert!(plain != FlashForward::new(128, false));
+        assert!(plain != FlashForward::new(128, true).with_tiles(64, 2));
+        let ws = FlashForwardWs::<f16>::new(128, false);
+        assert!(ws == FlashForwardWs::new(128, false));
+        for other in [
+            FlashForwardWs::new(64, false),
+            FlashForwardWs::new(128, true),
+            ws.clone().with_tiles(128, 3),
+            ws.clone().with_schedule(false, false),
+            ws.clone().with_schedule(true, true),
+            ws.clone().with_persistent(true),
+        ] {
+            assert!(ws != other, "{other:?}");
+        }
+        let kept: std::collections::HashSet<_> = [ws.clone(), ws.clone().with_persistent(true)]
+            .into_iter()
+            .collect();
+        assert_eq!(kept.len(), 2);
+    }
+}

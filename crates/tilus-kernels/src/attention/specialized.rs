@@ -116,19 +116,16 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
         // the work: a block of 128 queries of one head of one sequence per item, the blocks
         // of queries fastest (see `Item`)
         let items = cdiv(max_q, bq) * hq * batch;
-        let stride = if self.persistent {
-            k.persistent_blocks(items.clone())
+        // a persistent grid's loop: the items' end and the blocks launched
+        let round = if self.persistent {
+            let blocks = k.persistent_blocks(items.clone());
+            Some((k.let_i32(items), blocks))
         } else {
-            k.blocks([items.clone()]);
-            Val::constant(1)
+            k.blocks([items]);
+            None
         };
         k.warps(12);
         let first = k.let_i32(k.block_idx().x);
-        let end = if self.persistent {
-            k.let_i32(items)
-        } else {
-            k.let_i32(first + 1)
-        };
         let Views {
             q: gq,
             k: gk,
@@ -162,7 +159,7 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
             k.single_thread(|k| {
                 let done = k.var_i32(0);
                 let n = k.var_i32(0);
-                each_item(k, self.persistent, (first, end, stride), |k, item| {
+                each_item(k, first, round, |k, item| {
                     let it = item_of(k, item);
                     let (steps, _) = it.place.key_blocks(k, it.q0, bq, bkv, causal);
                     k.if_(it.q0.lt(it.place.seq_q).and(steps.gt(0)), |k| {
@@ -241,7 +238,7 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
                 let release = |k: &mut Kernel, pipe: &Pipeline, step: Scalar| {
                     k.single_thread(|k| pipe.consumer_release_step(k, step));
                 };
-                each_item(k, self.persistent, (first, end, stride), |k, item| {
+                each_item(k, first, round, |k, item| {
                     let it = item_of(k, item);
                     let (steps, free) = it.place.key_blocks(k, it.q0, bq, bkv, causal);
                     let r0 = k.let_i32(it.q0 + rows * g as i32);
@@ -329,18 +326,18 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
     }
 }
 
-/// Runs `body` for the block's items: its own (`blockIdx.x`), or on a persistent grid every
-/// `stride`-th from it (a loop only there: one item's code has no loop around it).
+/// Runs `body` for the block's items: its own (`first`, `blockIdx.x`), or on a persistent
+/// grid (`round`: the items' end and the blocks launched) every `blocks`-th from it (a loop
+/// only there: one item's code has no loop around it).
 fn each_item(
     k: &mut Kernel,
-    persistent: bool,
-    (first, end, stride): (Val, Val, Val),
+    first: Val,
+    round: Option<(Val, Val)>,
     body: impl FnOnce(&mut Kernel, Val),
 ) {
-    if persistent {
-        k.for_range(first, end, stride, body);
-    } else {
-        body(k, first);
+    match round {
+        Some((end, stride)) => k.for_range(first, end, stride, body),
+        None => body(k, first),
     }
 }
 
