@@ -584,6 +584,35 @@ mod tests {
     use crate::gemm::stream_k::MatmulStreamK;
     use tilus::tune::Tunable;
 
+    /// Every hyperparameter of v6 can be set by name and read back (what `--set` and the
+    /// subset spaces rely on), each into its own field.
+    #[test]
+    fn every_hyperparameter_is_set_and_read_by_name() {
+        let names = [
+            "block_m",
+            "block_n",
+            "block_k",
+            "stages",
+            "group_m",
+            "persistent",
+            "tma_store",
+            "cluster_m",
+            "hilbert",
+            "ping_pong",
+            "defer_stores",
+        ];
+        let b = tilus::tune::Binding(
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| (n.to_string(), 100 + i as i64))
+                .collect(),
+        );
+        let t = super::MatmulPersistent::from_subset(&b, &names).unwrap();
+        assert_eq!(t.subset_binding(&names), b);
+        assert_eq!((t.block_k, t.defer_stores), (102, 110));
+    }
+
     /// The kernels on v6's tile whose spaces cover some of its hyperparameters give back
     /// every point of their space, and refuse a point that lacks one.
     #[test]
