@@ -157,15 +157,7 @@ impl<T: AttentionElement> Script for FlashForward<T> {
         let (d, bq, bkv, stages) = (self.head_dim, BLOCK_Q, self.block_kv, self.stages);
         k.blocks([cdiv(max_q, bq), hq.into(), batch.into()]);
         k.warps(4);
-        let Views {
-            q: gq,
-            k: gk,
-            v: gv,
-            o: go,
-            lse: gl,
-            cu_q: gcq,
-            cu_kv: gck,
-        } = Views::new(k, &args, d);
+        let views = Views::new(k, &args, d);
         // Q and K in chunks of 64 along the head dimension: a K-major WGMMA operand's rows
         // are at most 128 bytes (the swizzle's span), so S = Q·Kᵀ is a sum over the chunks
         let chunks = d / 64;
@@ -179,7 +171,7 @@ impl<T: AttentionElement> Script for FlashForward<T> {
         let h = k.let_i32(k.block_idx().y);
         let qb = query_block(k, max_q, bq, self.causal);
         let q0 = k.let_i32(qb * bq);
-        let place = Place::read(k, b, &gcq, &gck);
+        let place = Place::read(k, b, &views.cu_q, &views.cu_kv);
         let hk = k.let_i32(h / (hq / hkv));
         k.if_(q0.lt(place.seq_q), |k| {
             let (steps, free_steps) = place.key_blocks(k, q0, bq, bkv, self.causal);
@@ -192,9 +184,10 @@ impl<T: AttentionElement> Script for FlashForward<T> {
                 for c in 0..chunks {
                     let ks = sk.at(k.let_i32(stage * chunks + c));
                     let col = hk * d + c * 64;
-                    k.tma().global_to_shared(&gk, &ks, (row.clone(), col), bar);
+                    k.tma()
+                        .global_to_shared(&views.k, &ks, (row.clone(), col), bar);
                 }
-                k.tma().global_to_shared(&gv, &vs, (row, hk * d), bar);
+                k.tma().global_to_shared(&views.v, &vs, (row, hk * d), bar);
             };
             k.single_thread(|k| {
                 k.mbarrier().arrive_and_expect_tx(qbar[0], sq.nbytes());
@@ -202,7 +195,7 @@ impl<T: AttentionElement> Script for FlashForward<T> {
                     let col = h * d + c * 64;
                     let qs = sq.at(Val::constant(c));
                     k.tma()
-                        .global_to_shared(&gq, &qs, (place.q_start + q0, col), qbar[0]);
+                        .global_to_shared(&views.q, &qs, (place.q_start + q0, col), qbar[0]);
                 }
                 for s in 0..stages {
                     k.if_(Scalar::from(s).lt(steps), |k| {
@@ -248,7 +241,7 @@ impl<T: AttentionElement> Script for FlashForward<T> {
             };
             k.for_range(0, free_steps, 1, |k, j| step(k, j, false));
             k.for_range(free_steps, steps, 1, |k, j| step(k, j, true));
-            softmax.store(k, &acc, (&go, &gl), &place, q0, (h, h * d));
+            softmax.store(k, &acc, (&views.o, &views.lse), &place, q0, (h, h * d));
         });
     }
 }

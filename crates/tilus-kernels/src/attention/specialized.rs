@@ -126,15 +126,7 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
         };
         k.warps(12);
         let first = k.let_i32(k.block_idx().x);
-        let Views {
-            q: gq,
-            k: gk,
-            v: gv,
-            o: go,
-            lse: gl,
-            cu_q: gcq,
-            cu_kv: gck,
-        } = Views::new(k, &args, d);
+        let views = Views::new(k, &args, d);
         // Q and K in chunks of 64 along the head dimension (K-major operand rows of at most
         // 128 bytes); Q's chunks of consumer `g` at `g · chunks ..`
         let chunks = d / 64;
@@ -149,7 +141,14 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
         let pipe_v = Pipeline::new(k, stages as u32, 2);
         let order = self.ping_pong.then(|| PingPongOrder::new(k));
         let item_of = |k: &mut Kernel, item: Val| {
-            Item::decode(k, item, (max_q, hq, hkv), bq, causal, (&gcq, &gck))
+            Item::decode(
+                k,
+                item,
+                (max_q, hq, hkv),
+                bq,
+                causal,
+                (&views.cu_q, &views.cu_kv),
+            )
         };
 
         // the producer: per item with work, Q once, then each step's keys and values into
@@ -168,7 +167,7 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
                             for c in 0..chunks {
                                 let qs = sq.at(Val::constant(g * chunks + c));
                                 let at = (it.place.q_start + it.q0 + g * rows, it.h * d + c * 64);
-                                k.tma().global_to_shared(&gq, &qs, at, slot.barrier());
+                                k.tma().global_to_shared(&views.q, &qs, at, slot.barrier());
                             }
                         }
                         k.for_range(0, steps, 1, |k, j| {
@@ -179,12 +178,16 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
                                 let ks = sk.at(k.let_i32(slot.stage() * chunks + c));
                                 let col = it.hk * d + c * 64;
                                 k.tma()
-                                    .global_to_shared(&gk, &ks, (row, col), slot.barrier());
+                                    .global_to_shared(&views.k, &ks, (row, col), slot.barrier());
                             }
                             let slot = pipe_v.producer_acquire(k, step, sv.nbytes() / stages);
                             let vs = sv.at(slot.stage());
-                            k.tma()
-                                .global_to_shared(&gv, &vs, (row, it.hk * d), slot.barrier());
+                            k.tma().global_to_shared(
+                                &views.v,
+                                &vs,
+                                (row, it.hk * d),
+                                slot.barrier(),
+                            );
                         });
                         k.assign(done, done + steps);
                         k.assign(n, n + 1);
@@ -318,7 +321,7 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
                             k.assign(turns, turns + steps + 1);
                         });
                         let col = it.h * d;
-                        softmax.store(k, &acc, (&go, &gl), &it.place, r0, (it.h, col));
+                        softmax.store(k, &acc, (&views.o, &views.lse), &it.place, r0, (it.h, col));
                     });
                 });
             });
