@@ -19,11 +19,18 @@ struct Checked {
 }
 
 fn checked(
-    seqs: &Sequences,
-    heads: Heads,
+    (seqs, heads, scale): (&Sequences, Heads, f32),
     (q, k, v): (usize, usize, usize),
     (o, lse): (usize, usize),
 ) -> crate::Result<Checked> {
+    // the kernels keep each row's maximum of raw scores, the maximum of scaled ones only
+    // where the scale is positive
+    if !(scale > 0.0 && scale.is_finite()) {
+        return Err(crate::Error::Shape {
+            kernel: NAME,
+            message: format!("scale = {scale}: the softmax scale must be positive and finite"),
+        });
+    }
     let (hq, hkv, d) = heads.checked()?;
     let off = seqs.offsets()?;
     let e = |a, b| crate::host::elements(NAME, a, b);
@@ -298,7 +305,7 @@ impl<T: AttentionElement> FlashForwardOp<T> {
         launch: impl FnOnce(usize, DeviceArgs<'_, T>) -> tilus::Result<()>,
     ) -> crate::Result<()> {
         let lens = (q.len(), k.len(), v.len());
-        let c = checked(seqs, heads, lens, (o.len(), lse.len()))?;
+        let c = checked((seqs, heads, scale), lens, (o.len(), lse.len()))?;
         if c.off.max_q == 0 {
             return Ok(());
         }
@@ -348,8 +355,7 @@ impl<T: AttentionElement> FlashForwardOp<T> {
         (o, lse): (&mut [T], &mut [f32]),
     ) -> crate::Result<()> {
         let c = checked(
-            seqs,
-            heads,
+            (seqs, heads, scale),
             (q.len(), k.len(), v.len()),
             (o.len(), lse.len()),
         )?;

@@ -120,7 +120,7 @@ pub(crate) struct Mask {
     pub r0: Val,
 }
 
-/// The running maximum `m` (base 2, scaled) and sum `l` of each of `rows` rows.
+/// The running maximum `m` (of raw scores) and sum `l` of each of `rows` rows.
 pub(crate) struct OnlineSoftmax {
     pub m: RegisterTensor<f32>,
     pub l: RegisterTensor<f32>,
@@ -143,10 +143,16 @@ impl OnlineSoftmax {
         }
     }
 
-    /// Folds the block of raw scores `s` in: the scores in base 2 (−∞ where `mask` says a key
-    /// is past the sequence or the diagonal), the new maxima, `l` rescaled and summed. Returns
+    /// Folds the block of raw scores `s` in: the raw scores (−∞ where `mask` says a key is
+    /// past the sequence or the diagonal), the new maxima, `l` rescaled and summed. Returns
     /// `P` (each score's exponential against the new maximum) and `alpha`, the factor the
     /// output accumulated so far is to be rescaled by.
+    ///
+    /// The maxima are kept in raw scores, and the scale enters once per score, in
+    /// `exp2(s · c − m · c)`: one multiply-add before the exponential, where scaling the
+    /// scores first costs a multiply more per score (the softmax runs under the tensor cores'
+    /// products and its arithmetic is what may not fit there). A positive scale keeps the
+    /// maximum of raw scores the maximum of scaled ones; the host API refuses any other.
     pub fn update(
         &self,
         k: &mut Kernel,
@@ -155,7 +161,8 @@ impl OnlineSoftmax {
         mask: Option<Mask>,
     ) -> (RegisterTensor<f32>, RegisterTensor<f32>) {
         let (m, l) = (&self.m, &self.l);
-        let x = match mask {
+        let c = self.scale_log2;
+        let masked = match mask {
             Some(Mask { j, r0 }) => {
                 let key = k.arange([1, self.bkv], 1) + j * self.bkv;
                 let query = k.arange([self.rows, 1], 0) + r0;
@@ -163,24 +170,27 @@ impl OnlineSoftmax {
                 if self.causal {
                     keep = keep.and(key.le(query + place.shift));
                 }
-                k.compute(where_(keep, *s * self.scale_log2, f32::NEG_INFINITY))
+                Some(k.compute(where_(keep, *s, f32::NEG_INFINITY)))
             }
-            None => k.compute(*s * self.scale_log2),
+            None => None,
         };
-        let row_max = k.max(x, 1, true);
+        let x = masked.as_ref().unwrap_or(s);
+        let row_max = k.max(*x, 1, true);
         let m_new = k.compute(row_max.maximum(*m));
-        // a row that has seen no key yet keeps −∞: subtract 0 instead (no −∞ − −∞)
-        let m_sub = k.compute(where_(m_new.eq_(f32::NEG_INFINITY), 0.0f32, m_new));
-        let alpha = k.compute((*m - m_sub).exp2_approx());
-        let p = k.compute((x - m_sub).exp2_approx());
+        // the new maximum in base 2; a row that has seen no key yet keeps −∞: subtract 0
+        // instead (no −∞ − −∞)
+        let m_sub = k.compute(where_(m_new.eq_(f32::NEG_INFINITY), 0.0f32, m_new * c));
+        let alpha = k.compute((*m * c - m_sub).exp2_approx());
+        let p = k.compute((*x * c - m_sub).exp2_approx());
         let row_sum = k.sum(p, 1, true);
         k.assign_tile(l, *l * alpha + row_sum);
         k.assign_tile(m, m_new);
         (p, alpha)
     }
 
-    /// The output `acc / l` in `T` and each row's natural log-sum-exp `(m + log2 l) · ln 2`
-    /// as a `[1, rows]` row; a row that saw no key: zeros and −∞.
+    /// The output `acc / l` in `T` and each row's natural log-sum-exp `m · c · ln 2 + ln l`
+    /// (`c` the scale in base 2, so `c · ln 2` is the softmax scale) as a `[1, rows]` row; a
+    /// row that saw no key: zeros and −∞.
     pub fn finish<T: Element>(
         &self,
         k: &mut Kernel,
@@ -191,7 +201,7 @@ impl OnlineSoftmax {
         let out = k.compute(where_(seen_any.clone(), *acc / *l, 0.0f32).cast::<T>());
         let lse = k.compute(where_(
             seen_any,
-            *m * std::f32::consts::LN_2 + l.log(),
+            *m * self.scale_log2 * std::f32::consts::LN_2 + l.log(),
             f32::NEG_INFINITY,
         ));
         (out, lse)

@@ -200,3 +200,55 @@ fn interp_flash_forward_ws_matches_the_reference_on_every_path() {
         );
     }
 }
+
+/// Calls the host API cannot take are refused before anything runs, with the rule they
+/// break, and the outputs are left as they were: a scale that is not positive and finite
+/// (the kernels keep maxima of raw scores), a head dimension without a kernel, query heads
+/// that are not a multiple of the key heads, offsets that decrease, and buffers of the wrong
+/// length.
+#[test]
+fn interp_flash_forward_refuses_calls_it_cannot_take_and_touches_nothing() {
+    let mut rng = Rng::new(seed());
+    let seqs = Sequences::Fixed {
+        batch: 1,
+        seq_q: 3,
+        seq_kv: 5,
+    };
+    let heads = Heads::new(2, 1, 64);
+    let (q, k, v) = batch::<f16>(&mut rng, &seqs, heads);
+    let config = FlashForward::<f16>::new(64, false);
+    let refused = |seqs: &Sequences,
+                   heads: Heads,
+                   scale: f32,
+                   (q, k, v): (&[f16], &[f16], &[f16]),
+                   rule: &str| {
+        let mut o = vec![f16::NAN; 3 * 2 * 64];
+        let mut lse = vec![f32::NAN; 3 * 2];
+        let got =
+            FlashForwardOp::interpret(&config, seqs, heads, scale, (q, k, v), (&mut o, &mut lse));
+        match got {
+            Err(tilus_kernels::Error::Shape { message, .. }) => {
+                assert!(message.contains(rule), "{message:?} does not say {rule:?}")
+            }
+            other => panic!("scale {scale}, {seqs:?}, {heads:?}: {other:?}, not refused"),
+        }
+        assert!(o.iter().all(|x| x.is_nan()) && lse.iter().all(|x| x.is_nan()));
+    };
+    let ins = (&q[..], &k[..], &v[..]);
+    for scale in [0.0, -0.125, f32::NAN, f32::INFINITY] {
+        refused(&seqs, heads, scale, ins, "positive and finite");
+    }
+    refused(&seqs, Heads::new(2, 1, 96), 0.1, ins, "head_dim = 96");
+    refused(&seqs, Heads::new(3, 2, 64), 0.1, ins, "multiple");
+    let backwards = Sequences::Packed {
+        cu_q: vec![0, 3, 2],
+        cu_kv: vec![0, 5, 5],
+    };
+    refused(&backwards, heads, 0.1, ins, "cu_q");
+    refused(&seqs, heads, 0.1, (&q[1..], &k[..], &v[..]), "q");
+    // the same call with a good scale runs
+    let mut o = vec![f16::NAN; 3 * 2 * 64];
+    let mut lse = vec![f32::NAN; 3 * 2];
+    FlashForwardOp::interpret(&config, &seqs, heads, 0.1, ins, (&mut o, &mut lse)).unwrap();
+    assert!(o.iter().all(|x| x.is_finite()));
+}
