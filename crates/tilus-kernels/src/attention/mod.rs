@@ -11,6 +11,7 @@
 //! - [`FlashForwardOp`]: the host API on device buffers, and the same on the interpreter;
 //! - [`reference`]: the host's attention in f64, the tests' referee.
 
+pub mod decode;
 mod forward;
 mod op;
 pub mod reference;

@@ -160,20 +160,30 @@ impl OnlineSoftmax {
         place: &Place,
         mask: Option<Mask>,
     ) -> (RegisterTensor<f32>, RegisterTensor<f32>) {
+        let keep = mask.map(|Mask { j, r0 }| {
+            let key = k.arange([1, self.bkv], 1) + j * self.bkv;
+            let query = k.arange([self.rows, 1], 0) + r0;
+            let keep = key.clone().lt(place.seq_kv);
+            if self.causal {
+                keep.and(key.le(query + place.shift))
+            } else {
+                keep
+            }
+        });
+        self.fold(k, s, keep)
+    }
+
+    /// [`OnlineSoftmax::update`] with the scores to keep given as a `[rows, bkv]` tile
+    /// (`None`: all of them), for kernels whose rows are not consecutive queries.
+    pub fn fold(
+        &self,
+        k: &mut Kernel,
+        s: &RegisterTensor<f32>,
+        keep: Option<Tile<bool>>,
+    ) -> (RegisterTensor<f32>, RegisterTensor<f32>) {
         let (m, l) = (&self.m, &self.l);
         let c = self.scale_log2;
-        let masked = match mask {
-            Some(Mask { j, r0 }) => {
-                let key = k.arange([1, self.bkv], 1) + j * self.bkv;
-                let query = k.arange([self.rows, 1], 0) + r0;
-                let mut keep = key.clone().lt(place.seq_kv);
-                if self.causal {
-                    keep = keep.and(key.le(query + place.shift));
-                }
-                Some(k.compute(where_(keep, *s, f32::NEG_INFINITY)))
-            }
-            None => None,
-        };
+        let masked = keep.map(|keep| k.compute(where_(keep, *s, f32::NEG_INFINITY)));
         let x = masked.as_ref().unwrap_or(s);
         let row_max = k.max(*x, 1, true);
         let m_new = k.compute(row_max.maximum(*m));

@@ -21,6 +21,7 @@
 //! also does so before `main`, so that the variable is set before any test thread runs.
 
 mod attention_reference;
+mod decode_reference;
 mod gpu_attention;
 mod gpu_gemm;
 mod gpu_general;
@@ -30,6 +31,7 @@ mod gpu_quant;
 mod gpu_split_k;
 mod gpu_stream_k;
 mod interp_attention;
+mod interp_decode;
 mod interp_epilogue;
 mod interp_general;
 mod interp_memory;

@@ -1,0 +1,374 @@
+//! The decode kernel: one warp group per block of key-value cache, split along the context.
+//!
+//! A block takes one key-value head `hk` of one sequence `b`, a share of its context (split
+//! `x` of `splits`, `split_keys` keys each) and up to 64 rows of queries: every query head of
+//! the group that reads `hk` (`hq / hkv` of them), for each of the sequence's new tokens. The
+//! rows of one token are a *slot* of `slot` rows (the group rounded up to 8, where a swizzled
+//! shared tile's rows may start), so that one TMA box per token and chunk brings them: Q's
+//! heads of one token are consecutive rows of `q [rows, d]`. A slot's rows past the group
+//! hold the next group's heads (computed, never stored).
+//!
+//! The keys and values stream through a ring of `stages` stages by TMA, as in
+//! `flash_forward`; each step's rows come from the cache's pages: one box per page the step
+//! covers (`box_rows` rows each: a page, or the whole step when pages hold several steps),
+//! the page read from the sequence's row of the block table. A contiguous cache is read as
+//! rows `b · capacity + position`. Rows past the context hold whatever the cache held there
+//! (a page's tail, another page clamped in its place): their scores are masked, and the
+//! step that holds them zeroes its values' rows in shared memory before `P·V` (zero times a
+//! NaN left in a cache is NaN).
+//!
+//! New token `t` (of `queries`) sits at position `context − queries + t` and sees the keys up
+//! to it. Each block writes its rows' output in f32, normalized by its own sum, and their
+//! log-sum-exp, to its partial slot (its own 64 rows, only the real ones written); `DecodeMerge` weighs
+//! the splits by their log-sum-exp into the output.
+
+use super::super::forward::AttentionElement;
+use super::super::softmax::OnlineSoftmax;
+use std::marker::PhantomData;
+use tilus::lang::WgmmaTarget;
+use tilus::prelude::*;
+
+/// Rows of queries per block: WGMMA's M, one warp group.
+pub const BLOCK_ROWS: i32 = 64;
+
+/// The arguments: `batch`, `hq`, `hkv`, `splits`, `split_keys` (keys per split, a multiple
+/// of the step), `page_size` (for a contiguous cache: its capacity per sequence),
+/// `pages_per_seq` (the block table's row length), `rows_cache` (the cache's rows: pages ·
+/// page size), `scale_log2` (the softmax scale times `log2(e)`), `q [batch · queries · hq,
+/// d]`, the caches `k` and `v` `[rows_cache, hkv · d]`, `table [batch, pages_per_seq]`,
+/// `lens [batch]` (context lengths, the new tokens included), the partial outputs
+/// `o_part [batch · hkv · row blocks · splits · 64, d]` (each block's 64 rows, the splits of
+/// one block of rows consecutive) and their log-sum-exp `lse_part [same rows]`.
+pub type DecodeArgs<T> = (
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    f32,
+    Ptr<T>,
+    Ptr<T>,
+    Ptr<T>,
+    Ptr<i32>,
+    Ptr<i32>,
+    PtrMut<f32>,
+    PtrMut<f32>,
+);
+
+/// The decode kernel for elements of type `T`. Fields are compile-time hyperparameters.
+pub struct DecodeAttention<T> {
+    /// The head dimension: 64, 128 or 256.
+    pub head_dim: i32,
+    /// New tokens per sequence: 1 to 8.
+    pub queries: i32,
+    /// Rows per token: the query heads per key-value head rounded up to 8 (at most 64).
+    pub slot: i32,
+    /// Keys per step: 64 or 128.
+    pub block_kv: i32,
+    /// Stages of the key and value ring.
+    pub stages: i32,
+    /// Rows per TMA box of the cache: the page size when a page is shorter than a step, else
+    /// the step; 0 for a contiguous cache (one box per step).
+    pub box_rows: i32,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> DecodeAttention<T> {
+    /// The kernel for `head_dim`, `queries` new tokens per sequence and `group` query heads
+    /// per key-value head, over pages of `page_size` rows (`None`: a contiguous cache):
+    /// steps of 64 keys, as many stages as fit beside Q in shared memory (at most 8).
+    pub fn new(
+        head_dim: i32,
+        queries: i32,
+        group: i32,
+        page_size: Option<i32>,
+    ) -> DecodeAttention<T> {
+        let block_kv = 64;
+        let stage_bytes = 2 * block_kv * head_dim * 2;
+        let q_bytes = BLOCK_ROWS * head_dim * 2;
+        DecodeAttention {
+            head_dim,
+            queries,
+            slot: ((group + 7) / 8 * 8).min(BLOCK_ROWS),
+            block_kv,
+            stages: ((200 * 1024 - q_bytes) / stage_bytes).clamp(2, 8),
+            box_rows: page_size.map_or(0, |p| p.min(block_kv)),
+            _t: PhantomData,
+        }
+    }
+
+    /// Tokens per block: the slots that fit in 64 rows.
+    pub fn tokens_per_block(&self) -> i32 {
+        BLOCK_ROWS / self.slot
+    }
+
+    /// Blocks of rows per key-value head and sequence.
+    pub fn row_blocks(&self) -> i32 {
+        (self.queries + self.tokens_per_block() - 1) / self.tokens_per_block()
+    }
+
+    fn key(&self) -> (i32, i32, i32, i32, i32, i32) {
+        (
+            self.head_dim,
+            self.queries,
+            self.slot,
+            self.block_kv,
+            self.stages,
+            self.box_rows,
+        )
+    }
+}
+
+impl<T: AttentionElement> Script for DecodeAttention<T> {
+    type Args = DecodeArgs<T>;
+
+    fn arg_names() -> &'static [&'static str] {
+        &[
+            "batch",
+            "hq",
+            "hkv",
+            "splits",
+            "split_keys",
+            "page_size",
+            "pages_per_seq",
+            "rows_cache",
+            "scale_log2",
+            "q",
+            "k",
+            "v",
+            "table",
+            "lens",
+            "o_part",
+            "lse_part",
+        ]
+    }
+
+    fn name(&self) -> String {
+        format!("decode_attention_{}", T::NAME)
+    }
+
+    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
+        let (batch, hq, hkv, splits, split_keys) = (args.0, args.1, args.2, args.3, args.4);
+        let (page_size, pages_per_seq, rows_cache, scale_log2) = (args.5, args.6, args.7, args.8);
+        let (d, bkv, stages, nq, slot) = (
+            self.head_dim,
+            self.block_kv,
+            self.stages,
+            self.queries,
+            self.slot,
+        );
+        let (tokens, row_blocks) = (self.tokens_per_block(), self.row_blocks());
+        k.blocks([Scalar::from(splits), hkv * row_blocks, batch.into()]);
+        k.warps(4);
+        let rows_q = Scalar::from(batch) * nq * hq;
+        let q = k.global_view::<T>(args.9, [rows_q.clone(), Scalar::from(d)]);
+        let kc = k.global_view::<T>(args.10, [Scalar::from(rows_cache), hkv * d]);
+        let vc = k.global_view::<T>(args.11, [Scalar::from(rows_cache), hkv * d]);
+        let table = k.global_view::<i32>(args.12, [Scalar::from(batch), pages_per_seq.into()]);
+        let lens = k.global_view::<i32>(args.13, [batch]);
+        // a block's partial slot: 64 rows, the blocks of a sequence's key-value head and
+        // row block one after another by split
+        let parts = Scalar::from(batch) * hkv * row_blocks * splits * BLOCK_ROWS;
+        let o_part = k.global_view::<f32>(args.14, [parts.clone(), Scalar::from(d)]);
+        let lse_part = k.global_view::<f32>(args.15, [parts, Scalar::from(1)]);
+
+        let chunks = d / 64;
+        let sq = k.shared_tensor::<T>([chunks, BLOCK_ROWS, 64]);
+        let sk = k.shared_tensor::<T>([stages * chunks, bkv, 64]);
+        let sv = k.shared_tensor::<T>([stages, bkv, d]);
+        let qbar = k.mbarrier().alloc([1]);
+        let full = k.mbarrier().alloc_counts(&vec![1; stages as usize]);
+
+        let x = k.let_i32(k.block_idx().x);
+        let b = k.let_i32(k.block_idx().z);
+        let hk = k.let_i32(k.block_idx().y / row_blocks);
+        let t0 = k.let_i32(k.block_idx().y % row_blocks * tokens);
+        let group = k.let_i32(hq / hkv);
+        let ctx = k.load_global_scalar(&lens, [b]);
+        // the block's last token sees keys up to `ctx − nq + last`; its split, `lo .. hi`
+        let last = k.var_i32(t0 + tokens - 1);
+        k.if_(last.ge(nq), |k| k.assign(last, nq - 1));
+        let lo = k.let_i32(x * split_keys);
+        let hi = k.var_i32(lo + split_keys);
+        k.if_((ctx - nq + last + 1).lt(hi), |k| {
+            k.assign(hi, ctx - nq + last + 1)
+        });
+        let steps = k.var_i32(cdiv(hi - lo, bkv));
+        k.if_(steps.lt(0), |k| k.assign(steps, 0));
+        // steps whose keys every row sees: inside the split, at or before the first token's
+        let seen_by_all = k.var_i32(ctx - nq + t0 + 1);
+        k.if_(hi.lt(seen_by_all), |k| k.assign(seen_by_all, hi));
+        let free = k.var_i32((seen_by_all - lo) / bkv);
+        k.if_(free.lt(0), |k| k.assign(free, 0));
+
+        // step `j`'s keys and values into `stage`, a box per page it covers
+        let fetch = |k: &mut Kernel, stage: Val, j: Scalar| {
+            let (vs, bar) = (sv.at(stage), full.at(stage));
+            k.mbarrier()
+                .arrive_and_expect_tx(bar, sk.nbytes() / stages + vs.nbytes());
+            let first = k.let_i32(lo + j * bkv);
+            let boxes = if self.box_rows == 0 {
+                vec![(0, bkv, k.let_i32(b * page_size + first))]
+            } else {
+                let n = bkv / self.box_rows;
+                (0..n)
+                    .map(|i| {
+                        let pos = k.let_i32(first + i * self.box_rows);
+                        // positions past the context read the sequence's last page
+                        let page = k.var_i32(pos / page_size);
+                        let last_page = k.let_i32((ctx - 1) / page_size);
+                        k.if_(last_page.lt(page), |k| k.assign(page, last_page));
+                        let at = k.load_global_scalar(&table, (b, page));
+                        let row = k.let_i32(at * page_size + pos % page_size);
+                        (i * self.box_rows, self.box_rows, row)
+                    })
+                    .collect()
+            };
+            for (start, len, row) in boxes {
+                for c in 0..chunks {
+                    let ks = sk.at(k.let_i32(stage * chunks + c)).rows(start, len);
+                    k.tma()
+                        .global_to_shared(&kc, &ks, (row, hk * d + c * 64), bar);
+                }
+                k.tma()
+                    .global_to_shared(&vc, &vs.rows(start, len), (row, hk * d), bar);
+            }
+        };
+        k.single_thread(|k| {
+            // the slots that fit (a slot of 24 rows leaves 16 of the 64 unfilled)
+            let q_bytes = sq.nbytes() / BLOCK_ROWS * (tokens * slot);
+            k.mbarrier().arrive_and_expect_tx(qbar[0], q_bytes);
+            for s in 0..tokens {
+                let row = k.let_i32((b * nq + t0 + s) * hq + hk * group);
+                for c in 0..chunks {
+                    let qs = sq.at(Val::constant(c)).rows(s * slot, slot);
+                    k.tma().global_to_shared(&q, &qs, (row, c * 64), qbar[0]);
+                }
+            }
+            for s in 0..stages {
+                k.if_(Scalar::from(s).lt(steps), |k| {
+                    fetch(k, Val::constant(s), Scalar::from(s))
+                });
+            }
+        });
+        k.mbarrier().wait(qbar[0], 0u32);
+
+        // each row's token and head within the group
+        let r = k.arange([BLOCK_ROWS, 1], 0);
+        let token = r.clone() / slot;
+        let head = r - token.clone() * slot;
+        let token = token + t0;
+        let softmax = OnlineSoftmax::new(k, BLOCK_ROWS, bkv, scale_log2, false);
+        let acc = k.register_tensor::<f32>([BLOCK_ROWS, d], 0.0);
+        let s = k.register_tensor::<f32>([BLOCK_ROWS, bkv], None::<f64>);
+        let step = |k: &mut Kernel, j: Val, masked: bool| {
+            let stage = k.let_i32(j % stages);
+            k.mbarrier().wait(full.at(stage), j / stages % 2);
+            let first = k.let_i32(lo + j * bkv);
+            if masked {
+                // rows past the context: their values to zero (the cache may hold NaN there)
+                k.if_((ctx - first).lt(bkv), |k| {
+                    // 16 rows at a time: the whole stage beside O's accumulator would not
+                    // fit the registers at head dimension 256
+                    for i in 0..bkv / 16 {
+                        let vs = sv.at(stage).rows(i * 16, 16);
+                        let v = k.load_shared(&vs);
+                        let row = k.arange([16, 1], 0) + first + i * 16;
+                        let v = k.compute(where_(row.lt(ctx), v, 0.0));
+                        k.store_shared(&vs, &v);
+                    }
+                    k.fence_proxy_async();
+                    k.sync();
+                });
+            }
+            k.wgmma().fence();
+            for c in 0..chunks {
+                let target = if c == 0 {
+                    WgmmaTarget::all().overwriting()
+                } else {
+                    WgmmaTarget::all()
+                };
+                let ks = sk.at(k.let_i32(stage * chunks + c));
+                k.wgmma()
+                    .mma_to(&sq.at(Val::constant(c)), &ks.transpose(), &s, target);
+            }
+            k.wgmma().commit_group();
+            k.wgmma().wait_group(0);
+            let keep = masked.then(|| {
+                let key = k.arange([1, bkv], 1) + first;
+                key.clone().lt(hi).and(key.le(token.clone() + ctx - nq))
+            });
+            let (p, alpha) = softmax.fold(k, &s, keep);
+            k.assign_tile(&acc, acc * alpha);
+            let p16 = k.cast::<T>(&p);
+            k.wgmma().fence();
+            k.wgmma().mma(&p16, &sv.at(stage), &acc);
+            k.wgmma().commit_group();
+            k.wgmma().wait_group(0);
+            // every warp is done with the stage: refill it with the keys `stages` ahead
+            k.sync();
+            k.single_thread(|k| {
+                let next = j + stages;
+                k.if_(next.clone().lt(steps), |k| fetch(k, stage, next));
+            });
+        };
+        k.for_range(0, free, 1, |k, j| step(k, j, false));
+        k.for_range(free, steps, 1, |k, j| step(k, j, true));
+
+        // normalized in place (a second tile of O would not fit at head dimension 256)
+        let seen = softmax.l.gt(0.0f32);
+        k.assign_tile(&acc, where_(seen.clone(), acc / softmax.l, 0.0f32));
+        let lse = k.compute(where_(
+            seen,
+            softmax.m * scale_log2 * std::f32::consts::LN_2 + softmax.l.log(),
+            f32::NEG_INFINITY,
+        ));
+        // the block's rows at its partial slot, the rows of real heads and tokens only
+        let real = head.lt(group).and(token.lt(nq));
+        let slot_of_block = k.let_i32((b * hkv * row_blocks + k.block_idx().y) * splits + x);
+        let first_row = k.let_i32(slot_of_block * BLOCK_ROWS);
+        k.store_global_where(&o_part, &acc, (first_row, 0), real.clone());
+        k.store_global_where(&lse_part, &lse, (first_row, 0), real);
+    }
+}
+
+// by hand: the element type is named in the kernel's name, not among its hyperparameters
+// (and the derives would ask it for `Hash`)
+impl<T> Clone for DecodeAttention<T> {
+    fn clone(&self) -> Self {
+        DecodeAttention {
+            _t: PhantomData,
+            ..*self
+        }
+    }
+}
+
+impl<T> PartialEq for DecodeAttention<T> {
+    fn eq(&self, o: &Self) -> bool {
+        self.key() == o.key()
+    }
+}
+
+impl<T> Eq for DecodeAttention<T> {}
+
+impl<T> std::hash::Hash for DecodeAttention<T> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.key().hash(h);
+    }
+}
+
+impl<T> std::fmt::Debug for DecodeAttention<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecodeAttention")
+            .field("head_dim", &self.head_dim)
+            .field("queries", &self.queries)
+            .field("slot", &self.slot)
+            .field("block_kv", &self.block_kv)
+            .field("stages", &self.stages)
+            .field("box_rows", &self.box_rows)
+            .finish()
+    }
+}

@@ -1,0 +1,28 @@
+//! `attention::decode`: attention of a decode step over a key-value cache, at the memory's
+//! speed.
+//!
+//! Each sequence brings 1 to 8 new tokens and reads its whole context from the cache,
+//! contiguous or paged (a block table per sequence). The work is the cache's bytes: the
+//! kernel reads each key-value head's keys and values once for every query head that shares
+//! them (GQA's group and the new tokens are the rows of one WGMMA), streams them through a
+//! TMA ring, and splits long contexts among blocks when the batch alone would leave
+//! multiprocessors idle (flash-decoding); a second kernel merges the splits.
+//!
+//! - [`problem`]: the call ([`Decode`], [`KvLayout`]), its checks, and the split.
+//! - [`kernel`]: [`DecodeAttention`], one warp group per block of rows and split.
+//! - [`merge`]: [`DecodeMerge`], the splits weighed into the output.
+//! - [`op`]: [`DecodeOp`], the host API on device buffers and on the interpreter.
+//! - [`reference`]: the host's decode step in f64.
+
+use super::AttentionElement;
+
+pub mod kernel;
+pub mod merge;
+pub mod op;
+pub mod problem;
+pub mod reference;
+
+pub use kernel::{DecodeArgs, DecodeAttention};
+pub use merge::{DecodeMerge, MergeArgs};
+pub use op::{Cache, DecodeOp};
+pub use problem::{Decode, KvLayout, MAX_SPLITS};

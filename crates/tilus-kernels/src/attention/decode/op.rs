@@ -1,0 +1,333 @@
+//! The host API of decode attention: the call checked, the split chosen, the two kernels
+//! launched (or interpreted) over a workspace of partial results kept between calls.
+
+use super::merge::DecodeMerge;
+use super::problem::{Checked, Decode, KvLayout, MAX_SPLITS, NAME};
+use super::{AttentionElement, DecodeAttention};
+use crate::host::length;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tilus::cudarc::driver::{CudaSlice, CudaStream};
+use tilus::runtime::Device;
+
+/// Kernels by their configuration.
+type Kept<S> = Mutex<HashMap<S, Arc<tilus::Jit<S>>>>;
+
+/// The cache's buffers: `k` and `v` (the layout [`Decode::layout`] says), the block table
+/// (`None` for a contiguous cache) and each sequence's context length.
+pub struct Cache<'a, K: ?Sized, I: ?Sized> {
+    /// Keys.
+    pub k: &'a K,
+    /// Values.
+    pub v: &'a K,
+    /// The block table, `[batch, pages_per_seq]` page numbers (paged caches only).
+    pub table: Option<&'a I>,
+    /// Context lengths `[batch]`, the new tokens included.
+    pub lens: &'a I,
+}
+
+/// Decode attention over a key-value cache, on device buffers of `T` (f16 or bf16): for each
+/// sequence's new tokens, `o = softmax(scale · q·kᵀ) · v` over its context, and `lse`, each
+/// row's natural log-sum-exp. Layouts: `q` and `o` `[batch, queries, q_heads, head_dim]`,
+/// `lse` `[batch, queries, q_heads]`, the cache as [`KvLayout`] says.
+///
+/// The contexts are split among blocks where the batch alone would leave multiprocessors
+/// idle ([`Decode::split`]); each split's partial output goes to a workspace, and a second
+/// kernel merges them.
+///
+/// ```
+/// use half::f16;
+/// use tilus_kernels::attention::{decode::{Cache, Decode, DecodeOp, KvLayout}, Heads};
+/// // one sequence of 40 positions in pages of 16 (pages 2, 0, 1), one new token, 4 query
+/// // heads over 1 key-value head of 64
+/// let call = Decode {
+///     batch: 1, queries: 1, heads: Heads::new(4, 1, 64),
+///     layout: KvLayout::Paged { page_size: 16, pages: 3, pages_per_seq: 3 },
+///     max_context: 40,
+/// };
+/// let (kv, table, lens) = (vec![f16::ONE; 3 * 16 * 64], [2, 0, 1], [40]);
+/// let q = vec![f16::from_f32(0.5); 4 * 64];
+/// let (mut o, mut lse) = (vec![f16::NAN; 4 * 64], vec![f32::NAN; 4]);
+/// let cache = Cache { k: &kv[..], v: &kv[..], table: Some(&table[..]), lens: &lens[..] };
+/// DecodeOp::interpret(&call, 0.125, &q, cache, (&mut o, &mut lse))?;
+/// // equal scores: each head averages its 40 values (ones)
+/// assert!(o.iter().all(|&x| x == f16::ONE));
+/// assert!((lse[0] - (4.0 + 40f32.ln())).abs() < 1e-4);
+/// # Ok::<(), tilus_kernels::Error>(())
+/// ```
+pub struct DecodeOp<T: AttentionElement> {
+    decode: Kept<DecodeAttention<T>>,
+    merge: Kept<DecodeMerge<T>>,
+    /// The partial outputs and their log-sum-exp, grown as calls need.
+    workspace: Mutex<Option<(CudaSlice<f32>, CudaSlice<f32>)>>,
+    multiprocessors: usize,
+    device: Device,
+}
+
+impl<T: AttentionElement> DecodeOp<T> {
+    /// The host API on `device` (kernels compiled on their first use).
+    pub fn new(device: &Device) -> crate::Result<Self> {
+        let multiprocessors = device
+            .context()
+            .attribute(
+                tilus::cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )
+            .map_err(|e| tilus::Error::Driver {
+                call: "cuDeviceGetAttribute",
+                message: format!("{e:?}"),
+            })?;
+        Ok(DecodeOp {
+            decode: Mutex::new(HashMap::new()),
+            merge: Mutex::new(HashMap::new()),
+            workspace: Mutex::new(None),
+            multiprocessors: multiprocessors.max(1) as usize,
+            device: device.clone(),
+        })
+    }
+
+    /// `o` and `lse` of `q` over `cache` for the step `call` (see the type's doc), on
+    /// `stream`. The buffers' lengths are checked; the table's pages and the context lengths
+    /// live on the device and are the caller's to keep in range.
+    pub fn run(
+        &self,
+        stream: &Arc<CudaStream>,
+        call: &Decode,
+        scale: f32,
+        q: &CudaSlice<T>,
+        cache: Cache<'_, CudaSlice<T>, CudaSlice<i32>>,
+        (o, lse): (&mut CudaSlice<T>, &mut CudaSlice<f32>),
+    ) -> crate::Result<()> {
+        let c = call.checked(scale)?;
+        let lens = (cache.k.len(), cache.v.len(), cache.table.map(|t| t.len()));
+        buffers(
+            call,
+            &c,
+            (q.len(), lens, cache.lens.len()),
+            (o.len(), lse.len()),
+        )?;
+        let (splits, split_keys) = call.split::<T>(self.multiprocessors);
+        let config = call.kernel::<T>();
+        let merge = DecodeMerge::<T>::new(c.d, splits as i32);
+        let parts = call.partial_rows::<T>(splits);
+        let mut ws = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
+        if ws
+            .as_ref()
+            .is_none_or(|(o, _)| o.len() < parts * c.d as usize)
+        {
+            let alloc = |n: usize| {
+                stream
+                    .alloc_zeros::<f32>(n)
+                    .map_err(|e| tilus::Error::Driver {
+                        call: "cuMemAlloc",
+                        message: format!("{NAME}'s workspace: {e}"),
+                    })
+            };
+            *ws = Some((alloc(parts * c.d as usize)?, alloc(parts)?));
+        }
+        let (o_part, lse_part) = ws.as_mut().expect("allocated above");
+        let decode = kept(&self.decode, &config, &self.device);
+        let table = cache.table.unwrap_or(cache.lens);
+        decode.launch(
+            stream,
+            (
+                call.batch as i32,
+                c.hq,
+                c.hkv,
+                splits as i32,
+                split_keys as i32,
+                c.page_size,
+                c.pages_per_seq,
+                c.rows_cache,
+                scale * std::f32::consts::LOG2_E,
+                q,
+                cache.k,
+                cache.v,
+                table,
+                cache.lens,
+                &mut *o_part,
+                &mut *lse_part,
+            ),
+        )?;
+        let merge = kept(&self.merge, &merge, &self.device);
+        merge.launch(
+            stream,
+            (
+                c.rows as i32,
+                splits as i32,
+                c.hq,
+                c.hkv,
+                call.queries as i32,
+                config.slot,
+                config.row_blocks(),
+                &*o_part,
+                &*lse_part,
+                o,
+                lse,
+            ),
+        )?;
+        Ok(())
+    }
+
+    /// [`DecodeOp::run`] on the CPU interpreter, on host slices, split as on a device of
+    /// 132 multiprocessors. The table's pages and the context lengths are checked here.
+    pub fn interpret(
+        call: &Decode,
+        scale: f32,
+        q: &[T],
+        cache: Cache<'_, [T], [i32]>,
+        outputs: (&mut [T], &mut [f32]),
+    ) -> crate::Result<()> {
+        let (splits, _) = call.split::<T>(132);
+        Self::interpret_split(call, scale, splits, q, cache, outputs)
+    }
+
+    /// [`DecodeOp::interpret`] with the contexts in `splits` splits (at most
+    /// [`MAX_SPLITS`]): the tests' way to every split.
+    pub fn interpret_split(
+        call: &Decode,
+        scale: f32,
+        splits: usize,
+        q: &[T],
+        cache: Cache<'_, [T], [i32]>,
+        (o, lse): (&mut [T], &mut [f32]),
+    ) -> crate::Result<()> {
+        let c = call.checked(scale)?;
+        let lens = (cache.k.len(), cache.v.len(), cache.table.map(|t| t.len()));
+        buffers(
+            call,
+            &c,
+            (q.len(), lens, cache.lens.len()),
+            (o.len(), lse.len()),
+        )?;
+        contents(call, cache.table, cache.lens)?;
+        if !(1..=MAX_SPLITS).contains(&splits) {
+            return Err(crate::Error::Shape {
+                kernel: NAME,
+                message: format!("splits = {splits}: 1 to {MAX_SPLITS}"),
+            });
+        }
+        let config = call.kernel::<T>();
+        let bkv = config.block_kv as usize;
+        let split_keys = call.max_context.div_ceil(bkv).div_ceil(splits) * bkv;
+        let parts = call.partial_rows::<T>(splits);
+        let (mut o_part, mut lse_part) =
+            (vec![f32::NAN; parts * c.d as usize], vec![f32::NAN; parts]);
+        let table = cache.table.unwrap_or(cache.lens);
+        tilus::interpret(
+            &config,
+            (
+                call.batch as i32,
+                c.hq,
+                c.hkv,
+                splits as i32,
+                split_keys as i32,
+                c.page_size,
+                c.pages_per_seq,
+                c.rows_cache,
+                scale * std::f32::consts::LOG2_E,
+                q,
+                cache.k,
+                cache.v,
+                table,
+                cache.lens,
+                &mut o_part[..],
+                &mut lse_part[..],
+            ),
+        )?;
+        let merge = DecodeMerge::<T>::new(c.d, splits as i32);
+        tilus::interpret(
+            &merge,
+            (
+                c.rows as i32,
+                splits as i32,
+                c.hq,
+                c.hkv,
+                call.queries as i32,
+                config.slot,
+                config.row_blocks(),
+                &o_part[..],
+                &lse_part[..],
+                o,
+                lse,
+            ),
+        )?;
+        Ok(())
+    }
+}
+
+/// The kernel `config`, compiled once and kept.
+fn kept<S>(map: &Kept<S>, config: &S, device: &Device) -> Arc<tilus::Jit<S>>
+where
+    S: tilus::Script + Clone + Eq + std::hash::Hash,
+{
+    let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+    map.entry(config.clone())
+        .or_insert_with(|| Arc::new(tilus::Jit::new(config.clone(), device)))
+        .clone()
+}
+
+/// The buffers' lengths: `q` and the cache's `(k, v, table)` and `lens`; `o` and `lse`.
+fn buffers(
+    call: &Decode,
+    c: &Checked,
+    (q, (k, v, table), lens): (usize, (usize, usize, Option<usize>), usize),
+    (o, lse): (usize, usize),
+) -> crate::Result<()> {
+    let q_len = c.rows * c.d as usize;
+    let kv_len = c.rows_cache as usize * c.hkv as usize * c.d as usize;
+    length(NAME, "q", q, q_len)?;
+    length(NAME, "k", k, kv_len)?;
+    length(NAME, "v", v, kv_len)?;
+    length(NAME, "lens", lens, call.batch)?;
+    length(NAME, "o", o, q_len)?;
+    length(NAME, "lse", lse, c.rows)?;
+    match (table, &call.layout) {
+        (Some(t), KvLayout::Paged { .. }) => length(NAME, "table", t, c.table_len),
+        (None, KvLayout::Contiguous { .. }) => Ok(()),
+        (Some(_), KvLayout::Contiguous { .. }) => Err(crate::Error::Shape {
+            kernel: NAME,
+            message: "a block table given for a contiguous cache".into(),
+        }),
+        (None, KvLayout::Paged { .. }) => Err(crate::Error::Shape {
+            kernel: NAME,
+            message: "a paged cache without its block table".into(),
+        }),
+    }
+}
+
+/// The context lengths (in `queries ..= max_context`) and the pages they use (in the cache).
+fn contents(call: &Decode, table: Option<&[i32]>, lens: &[i32]) -> crate::Result<()> {
+    let bad = |message: String| crate::Error::Shape {
+        kernel: NAME,
+        message,
+    };
+    for (b, &len) in lens.iter().enumerate() {
+        if len < call.queries as i32 || len as usize > call.max_context {
+            return Err(bad(format!(
+                "lens[{b}] = {len}: a context holds its {} new tokens and at most max_context = {}",
+                call.queries, call.max_context
+            )));
+        }
+    }
+    if let (
+        Some(table),
+        KvLayout::Paged {
+            page_size,
+            pages,
+            pages_per_seq,
+        },
+    ) = (table, &call.layout)
+    {
+        for (b, &len) in lens.iter().enumerate() {
+            let used = (len as usize).div_ceil(*page_size);
+            let row = &table[b * pages_per_seq..][..used];
+            if let Some(i) = row.iter().position(|&p| p < 0 || p as usize >= *pages) {
+                return Err(bad(format!(
+                    "table[{b}][{i}] = {}: a page of the cache's {pages}",
+                    row[i]
+                )));
+            }
+        }
+    }
+    Ok(())
+}

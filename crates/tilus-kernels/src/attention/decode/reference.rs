@@ -1,0 +1,89 @@
+//! The host's decode attention in f64: the referee of the decode kernels' tests and
+//! benchmarks, reading the cache through the same layout and block table.
+
+use super::super::AttentionElement;
+use super::op::Cache;
+use super::problem::{Decode, KvLayout};
+
+/// The cache row of position `p` of sequence `b`.
+fn cache_row(call: &Decode, table: Option<&[i32]>, b: usize, p: usize) -> usize {
+    match call.layout {
+        KvLayout::Contiguous { capacity } => b * capacity + p,
+        KvLayout::Paged {
+            page_size,
+            pages_per_seq,
+            ..
+        } => {
+            let table = table.expect("a paged cache has a block table");
+            table[b * pages_per_seq + p / page_size] as usize * page_size + p % page_size
+        }
+    }
+}
+
+/// One row's exact output and natural log-sum-exp: new token `t` of sequence `b` at query
+/// head `h`, over the keys up to its position.
+pub fn decode_row<T: AttentionElement>(
+    call: &Decode,
+    scale: f64,
+    q: &[T],
+    cache: &Cache<'_, [T], [i32]>,
+    (b, t, h): (usize, usize, usize),
+) -> (Vec<f64>, f64) {
+    let (hq, hkv, d) = (call.heads.q_heads, call.heads.kv_heads, call.heads.head_dim);
+    let hk = h / (hq / hkv);
+    let ctx = cache.lens[b] as usize;
+    let last = ctx - call.queries + t;
+    let qi = &q[((b * call.queries + t) * hq + h) * d..][..d];
+    let rows: Vec<usize> = (0..=last)
+        .map(|p| cache_row(call, cache.table, b, p))
+        .collect();
+    let scores: Vec<f64> = rows
+        .iter()
+        .map(|&r| {
+            let kr = &cache.k[(r * hkv + hk) * d..][..d];
+            let dot: f64 = qi
+                .iter()
+                .zip(kr)
+                .map(|(a, b)| a.to_f64() * b.to_f64())
+                .sum();
+            dot * scale
+        })
+        .collect();
+    let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let sum: f64 = scores.iter().map(|s| (s - max).exp()).sum();
+    let mut out = vec![0.0; d];
+    for (s, &r) in scores.iter().zip(&rows) {
+        let p = (s - max).exp() / sum;
+        let vr = &cache.v[(r * hkv + hk) * d..][..d];
+        for (x, y) in out.iter_mut().zip(vr) {
+            *x += p * y.to_f64();
+        }
+    }
+    (out, max + sum.ln())
+}
+
+/// The exact decode step: `o` (`[batch, queries, q_heads, head_dim]`) and each row's
+/// log-sum-exp (`[batch, queries, q_heads]`), in f64. Panics on a call the host API would
+/// refuse (it is a test's tool).
+pub fn decode<T: AttentionElement>(
+    call: &Decode,
+    scale: f64,
+    q: &[T],
+    cache: &Cache<'_, [T], [i32]>,
+) -> (Vec<f64>, Vec<f64>) {
+    let (hq, d) = (call.heads.q_heads, call.heads.head_dim);
+    let rows = call.batch * call.queries * hq;
+    let mut o = vec![0.0; rows * d];
+    let mut lse = vec![0.0; rows];
+    for b in 0..call.batch {
+        for t in 0..call.queries {
+            for h in 0..hq {
+                let r = (b * call.queries + t) * hq + h;
+                let (out, l) = decode_row(call, scale, q, cache, (b, t, h));
+                o[r * d..][..d].copy_from_slice(&out);
+                lse[r] = l;
+            }
+        }
+    }
+    (o, lse)
+}

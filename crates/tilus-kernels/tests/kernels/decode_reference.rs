@@ -1,0 +1,131 @@
+//! What the decode tests share: a random step over a cache of either layout (the pages of
+//! each sequence shuffled, every position no context holds set to NaN, as a cache's unused
+//! rows may be), and the comparison of an output with the exact f64 decode step
+//! (`tilus_kernels::attention::decode::reference`).
+
+use tilus_bench::harness::Rng;
+use tilus_kernels::attention::decode::{reference, Cache, Decode, KvLayout};
+use tilus_kernels::attention::{AttentionElement, Heads};
+
+use crate::attention_reference::inputs;
+
+/// A decode step's inputs on the host.
+pub struct Step<T> {
+    pub call: Decode,
+    pub q: Vec<T>,
+    pub k: Vec<T>,
+    pub v: Vec<T>,
+    pub table: Option<Vec<i32>>,
+    pub lens: Vec<i32>,
+}
+
+impl<T: AttentionElement> Step<T> {
+    /// Random Q, a cache of `lens` contexts in `page_size` pages (`None`: contiguous, of
+    /// capacity `max(lens)` rounded up to 16) shuffled among twice the pages needed.
+    pub fn random(
+        rng: &mut Rng,
+        (queries, heads): (usize, Heads),
+        lens: &[i32],
+        page_size: Option<usize>,
+    ) -> Step<T> {
+        let (batch, max) = (lens.len(), *lens.iter().max().unwrap() as usize);
+        let (hq, hkv, d) = (heads.q_heads, heads.kv_heads, heads.head_dim);
+        let (layout, table, rows) = match page_size {
+            None => {
+                let capacity = max.div_ceil(16) * 16;
+                (KvLayout::Contiguous { capacity }, None, batch * capacity)
+            }
+            Some(ps) => {
+                let pages_per_seq = max.div_ceil(ps);
+                let pages = 2 * batch * pages_per_seq;
+                // a random permutation of the pages; each sequence takes its share
+                let mut order: Vec<i32> = (0..pages as i32).collect();
+                for i in (1..pages).rev() {
+                    order.swap(i, (rng.next_f64() * (i + 1) as f64) as usize % (i + 1));
+                }
+                let table = order[..batch * pages_per_seq].to_vec();
+                let layout = KvLayout::Paged {
+                    page_size: ps,
+                    pages,
+                    pages_per_seq,
+                };
+                (layout, Some(table), pages * ps)
+            }
+        };
+        let call = Decode {
+            batch,
+            queries,
+            heads,
+            layout,
+            max_context: max,
+        };
+        let q = inputs::<T>(rng, batch * queries * hq * d);
+        let mut k = vec![T::from_f64(f64::NAN); rows * hkv * d];
+        let mut v = k.clone();
+        for (b, &len) in lens.iter().enumerate() {
+            for p in 0..len as usize {
+                let r = match (&call.layout, &table) {
+                    (KvLayout::Contiguous { capacity }, _) => b * capacity + p,
+                    (
+                        KvLayout::Paged {
+                            page_size,
+                            pages_per_seq,
+                            ..
+                        },
+                        Some(t),
+                    ) => t[b * pages_per_seq + p / page_size] as usize * page_size + p % page_size,
+                    _ => unreachable!(),
+                };
+                let at = r * hkv * d..(r + 1) * hkv * d;
+                k[at.clone()].copy_from_slice(&inputs::<T>(rng, hkv * d));
+                v[at].copy_from_slice(&inputs::<T>(rng, hkv * d));
+            }
+        }
+        Step {
+            call,
+            q,
+            k,
+            v,
+            table,
+            lens: lens.to_vec(),
+        }
+    }
+
+    /// The cache's buffers.
+    pub fn cache(&self) -> Cache<'_, [T], [i32]> {
+        Cache {
+            k: &self.k,
+            v: &self.v,
+            table: self.table.as_deref(),
+            lens: &self.lens,
+        }
+    }
+
+    /// Checks `o` and `lse` against the exact step: O within the element type's rounding
+    /// of P and of O itself, the log-sum-exp within 1e-3; NaN fails.
+    pub fn assert_matches(&self, what: &str, scale: f32, (o, lse): (&[T], &[f32])) {
+        let (want_o, want_lse) =
+            reference::decode(&self.call, scale as f64, &self.q, &self.cache());
+        let d = self.call.heads.head_dim;
+        let eps = if T::NAME == "bf16" {
+            1.0 / 128.0
+        } else {
+            1.0 / 1024.0
+        };
+        for (i, (got, want)) in o.iter().zip(&want_o).enumerate() {
+            let got = got.to_f64();
+            assert!(
+                (got - want).abs() <= 2.0 * eps * (1.0 + want.abs()),
+                "{what}: o[{i}] (row {}, column {}) = {got}, expected {want}",
+                i / d,
+                i % d
+            );
+        }
+        for (i, (&got, &want)) in lse.iter().zip(&want_lse).enumerate() {
+            assert!(
+                (got as f64 - want).abs() <= 1e-3 * (1.0 + want.abs()),
+                "{what}: lse[{i}] = {got}, expected {want}"
+            );
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Decode attention (`attention::decode`) on the CPU interpreter against the host's f64
+//! decode step: contiguous and paged caches (pages shorter than a step, a step, longer),
+//! ragged contexts down to one position, one to eight new tokens, groups of query heads
+//! whose slots fill 64 rows or not, every split count from one to past the steps a context
+//! has, and a cache whose unused rows hold NaN.
+
+use half::{bf16, f16};
+use tilus_bench::harness::Rng;
+use tilus_kernels::attention::decode::DecodeOp;
+use tilus_kernels::attention::{AttentionElement, Heads};
+
+use crate::decode_reference::Step;
+use crate::quant_reference::seed;
+
+/// Runs one random step in `splits` splits on the interpreter and checks it.
+fn check<T: AttentionElement>(
+    rng: &mut Rng,
+    (queries, heads): (usize, Heads),
+    lens: &[i32],
+    page_size: Option<usize>,
+    splits: usize,
+) {
+    let step = Step::<T>::random(rng, (queries, heads), lens, page_size);
+    let rows = lens.len() * queries * heads.q_heads;
+    let mut o = vec![T::from_f64(f64::NAN); rows * heads.head_dim];
+    let mut lse = vec![f32::NAN; rows];
+    let scale = 1.25 / (heads.head_dim as f32).sqrt();
+    let what = format!("{} {:?} lens {lens:?} splits {splits}", T::NAME, step.call);
+    DecodeOp::interpret_split(
+        &step.call,
+        scale,
+        splits,
+        &step.q,
+        step.cache(),
+        (&mut o, &mut lse),
+    )
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    step.assert_matches(&what, scale, (&o, &lse));
+}
+
+#[test]
+fn interp_decode_matches_the_reference_on_a_contiguous_cache() {
+    let mut rng = Rng::new(seed());
+    // one token, four query heads per key-value head (slot 8: 8 tokens' room, one used);
+    // contexts of 1, 70 and 200 positions; one split, then three (the first context's
+    // second and third splits see no key)
+    for splits in [1, 3] {
+        check::<f16>(
+            &mut rng,
+            (1, Heads::new(8, 2, 64)),
+            &[1, 70, 200],
+            None,
+            splits,
+        );
+    }
+}
+
+#[test]
+fn interp_decode_matches_the_reference_on_pages_shorter_than_a_step() {
+    let mut rng = Rng::new(seed());
+    // pages of 16 (four boxes a step), three new tokens causal among themselves, GQA 2:1,
+    // the last page of each context part-filled (its tail NaN)
+    check::<f16>(
+        &mut rng,
+        (3, Heads::new(4, 2, 64)),
+        &[3, 50, 131],
+        Some(16),
+        2,
+    );
+    // pages of 8, eight tokens of one head each (the slots fill 64 rows exactly)
+    check::<f16>(&mut rng, (8, Heads::new(1, 1, 64)), &[9, 77], Some(8), 1);
+}
+
+#[test]
+fn interp_decode_matches_the_reference_on_long_pages_in_bf16() {
+    let mut rng = Rng::new(seed());
+    // pages of 128 (two steps each), 12 query heads per key-value head (slots of 16: four
+    // tokens a block, five tokens in two blocks of rows), head dimension 128, four splits
+    check::<bf16>(
+        &mut rng,
+        (5, Heads::new(12, 1, 128)),
+        &[5, 300],
+        Some(128),
+        4,
+    );
+}
+
+#[test]
+fn interp_decode_matches_the_reference_at_head_dimension_256_and_with_a_group_of_24() {
+    let mut rng = Rng::new(seed());
+    // a slot of 24 rows: two tokens a block, 48 of its 64 rows loaded
+    check::<f16>(&mut rng, (2, Heads::new(24, 1, 64)), &[2, 90], Some(64), 2);
+    check::<f16>(
+        &mut rng,
+        (1, Heads::new(2, 2, 256)),
+        &[65, 129],
+        Some(32),
+        2,
+    );
+}
+
+#[test]
+fn interp_decode_splits_past_the_steps_and_the_default_split_agree() {
+    let mut rng = Rng::new(seed());
+    // more splits than a context has steps: the empty ones weigh nothing
+    check::<f16>(&mut rng, (1, Heads::new(4, 1, 64)), &[100], None, 5);
+    // the host API's own choice
+    let step = Step::<f16>::random(&mut rng, (1, Heads::new(4, 1, 64)), &[150, 10], Some(32));
+    let mut o = vec![f16::NAN; 2 * 4 * 64];
+    let mut lse = vec![f32::NAN; 2 * 4];
+    DecodeOp::interpret(&step.call, 0.2, &step.q, step.cache(), (&mut o, &mut lse)).unwrap();
+    step.assert_matches("the default split", 0.2, (&o, &lse));
+}
