@@ -15,6 +15,7 @@ pub mod bandwidth;
 pub mod buffers;
 pub mod checks;
 pub mod compare;
+pub mod decode_bench;
 pub mod entry_run;
 pub mod epilogue_bench;
 pub mod epilogue_pass;

@@ -4,6 +4,7 @@
 use crate::out::{outln, CliError, CliResult};
 use half::{bf16, f16};
 use tilus_bench::attention_bench::{bench_attention, AttentionCase, AttentionReport, Timed};
+use tilus_bench::decode_bench::{bench_decode, DecodeCase, DecodeReport};
 use tilus_bench::run::BenchOptions;
 use tilus_kernels::attention::{Heads, Variant};
 
@@ -117,6 +118,105 @@ fn cases(g: &Grid) -> CliResult<Vec<(String, AttentionCase)>> {
         }
     }
     Ok(out)
+}
+
+/// A comma-separated list of `AxB` pairs of positive numbers.
+fn pairs(flag: &str, s: &str) -> CliResult<Vec<(usize, usize)>> {
+    s.split(',')
+        .map(str::trim)
+        .map(|x| {
+            let bad = || CliError::Usage(format!("--{flag}: `{x}` is not BATCHxCONTEXT"));
+            let (a, b) = x.split_once('x').ok_or_else(bad)?;
+            match (a.parse(), b.parse()) {
+                (Ok(a @ 1..), Ok(b @ 1..)) => Ok((a, b)),
+                _ => Err(bad()),
+            }
+        })
+        .collect()
+}
+
+/// The decode grid, as given.
+pub(crate) struct DecodeGrid {
+    pub head_dims: String,
+    pub width: usize,
+    pub kv_heads: usize,
+    pub dtypes: String,
+    pub contexts: String,
+    pub queries: usize,
+    pub pages: String,
+}
+
+/// The decode cases of the grid, in order, or the first flag that does not make sense.
+fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<(String, DecodeCase)>> {
+    let dims: Vec<usize> = list("head-dims", &g.head_dims)?;
+    let pages: Vec<usize> = list("pages", &g.pages)?;
+    let dtypes: Vec<String> = list("dtypes", &g.dtypes)?;
+    if let Some(t) = dtypes.iter().find(|t| *t != "f16" && *t != "bf16") {
+        return Err(CliError::Usage(format!("--dtypes: `{t}` (f16 or bf16)")));
+    }
+    let contexts = pairs("contexts", &g.contexts)?;
+    let mut out = Vec::new();
+    for t in &dtypes {
+        for &d in &dims {
+            if d == 0 || !g.width.is_multiple_of(d) {
+                return Err(CliError::Usage(format!(
+                    "--width {} is not a whole number of heads of {d}",
+                    g.width
+                )));
+            }
+            let hq = g.width / d;
+            let hkv = if g.kv_heads == 0 { hq } else { g.kv_heads };
+            for &(batch, context) in &contexts {
+                for &p in &pages {
+                    let case = DecodeCase {
+                        batch,
+                        context,
+                        queries: g.queries,
+                        heads: Heads::new(hq, hkv, d),
+                        page_size: (p > 0).then_some(p),
+                    };
+                    out.push((t.clone(), case));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Runs every decode case; `Ok(false)` when a check failed.
+pub(crate) fn decode(g: &DecodeGrid, opts: &BenchOptions) -> CliResult<bool> {
+    if opts.rounds == 0 {
+        return Err(CliError::Usage("--rounds must be at least 1".into()));
+    }
+    let cases = decode_cases(g)?;
+    let device = tilus::runtime::Device::open(0)?;
+    outln!("GPU: {}", device.name());
+    let mut ok = true;
+    for (t, case) in cases {
+        let r: DecodeReport = match t.as_str() {
+            "bf16" => bench_decode::<bf16>(&device, case, opts)?,
+            _ => bench_decode::<f16>(&device, case, opts)?,
+        };
+        let h = case.heads;
+        outln!(
+            "decode {t} d={} b={} ctx={} queries={} heads={}/{} page={}: {:.4} ms {:.3} TB/s check {} ({} rows, max err {:.2e}, lse {:.2e})",
+            h.head_dim,
+            case.batch,
+            case.context,
+            case.queries,
+            h.q_heads,
+            h.kv_heads,
+            case.page_size.unwrap_or(0),
+            r.ms,
+            r.tbps,
+            if r.passed { "PASS" } else { "FAIL" },
+            r.rows_checked,
+            r.max_err,
+            r.max_lse_err
+        );
+        ok &= r.passed;
+    }
+    Ok(ok)
 }
 
 /// Runs every case; `Ok(false)` when a check failed.

@@ -337,6 +337,21 @@ enum BenchCommand {
         /// after them for a persistent grid (`128x2p`).
         #[arg(long, default_value = "")]
         ws_tiles: String,
+        /// A decode step over a key-value cache (`attention::decode`) instead of the forward
+        /// pass: `--contexts`, `--queries` and `--pages` give its shapes, `--head-dims`,
+        /// `--width` and `--kv-heads` its heads; the figure is the keys' and values' bytes
+        /// read per second.
+        #[arg(long)]
+        decode: bool,
+        /// Decode: batch × context length pairs, comma-separated.
+        #[arg(long, default_value = "1x8192,16x4096,64x4096,32x32768")]
+        contexts: String,
+        /// Decode: new tokens per sequence (1 to 8).
+        #[arg(long, default_value_t = 1)]
+        queries: usize,
+        /// Decode: rows per page of the cache, comma-separated (0: a contiguous cache).
+        #[arg(long, default_value = "0")]
+        pages: String,
         /// Warm-up rounds.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
@@ -522,6 +537,36 @@ fn run(cli: Cli) -> CliResult<bool> {
             }),
             BenchCommand::Attention {
                 head_dims,
+                width,
+                kv_heads,
+                dtypes,
+                decode,
+                contexts,
+                queries,
+                pages,
+                warmup,
+                rounds,
+                timing,
+                ..
+            } if decode => bench_attention::decode(
+                &bench_attention::DecodeGrid {
+                    head_dims,
+                    width,
+                    kv_heads,
+                    dtypes,
+                    contexts,
+                    queries,
+                    pages,
+                },
+                &BenchOptions {
+                    warmup,
+                    rounds,
+                    timing: timing.value,
+                    ..BenchOptions::default()
+                },
+            ),
+            BenchCommand::Attention {
+                head_dims,
                 seqs,
                 tokens,
                 width,
@@ -533,6 +578,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 warmup,
                 rounds,
                 timing,
+                ..
             } => bench_attention::attention(
                 &bench_attention::Grid {
                     head_dims,

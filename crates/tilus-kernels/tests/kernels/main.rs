@@ -23,6 +23,7 @@
 mod attention_reference;
 mod decode_reference;
 mod gpu_attention;
+mod gpu_decode;
 mod gpu_gemm;
 mod gpu_general;
 mod gpu_memory;

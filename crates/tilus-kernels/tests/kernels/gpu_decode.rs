@@ -1,0 +1,83 @@
+//! Decode attention on the GPU against the exact f64 step (`decode_reference`): contiguous
+//! and paged caches whose unused rows hold NaN, ragged contexts down to one position, one to
+//! eight new tokens, every head dimension, f16 and bf16, the host API's own split and a
+//! batch of one (split until the machine is full).
+
+use half::{bf16, f16};
+use tilus::runtime::Device;
+use tilus_bench::harness::Rng;
+use tilus_kernels::attention::decode::{Cache, DecodeOp};
+use tilus_kernels::attention::{AttentionElement, Heads};
+
+use crate::decode_reference::Step;
+use crate::quant_reference::seed;
+
+/// One random step on the device by the host API, checked; twice, so that the second call
+/// reuses the kept kernels and workspace.
+fn check<T: AttentionElement>(
+    (device, rng): (&Device, &mut Rng),
+    (queries, heads): (usize, Heads),
+    lens: &[i32],
+    page_size: Option<usize>,
+) {
+    let stream = device.stream();
+    let step = Step::<T>::random(rng, (queries, heads), lens, page_size);
+    let rows = lens.len() * queries * heads.q_heads;
+    let scale = 1.25 / (heads.head_dim as f32).sqrt();
+    let put = |x: &[T]| stream.clone_htod(x).unwrap();
+    let (dq, dk, dv) = (put(&step.q), put(&step.k), put(&step.v));
+    let dtable = step.table.as_ref().map(|t| stream.clone_htod(t).unwrap());
+    let dlens = stream.clone_htod(&step.lens).unwrap();
+    let op = DecodeOp::<T>::new(device).unwrap();
+    for round in 0..2 {
+        let mut o = put(&vec![T::from_f64(f64::NAN); rows * heads.head_dim]);
+        let mut lse = stream.clone_htod(&vec![f32::NAN; rows]).unwrap();
+        let cache = Cache {
+            k: &dk,
+            v: &dv,
+            table: dtable.as_ref(),
+            lens: &dlens,
+        };
+        op.run(stream, &step.call, scale, &dq, cache, (&mut o, &mut lse))
+            .unwrap();
+        let (o, lse) = (
+            stream.clone_dtoh(&o).unwrap(),
+            stream.clone_dtoh(&lse).unwrap(),
+        );
+        let what = format!("{} {:?} lens {lens:?} round {round}", T::NAME, step.call);
+        step.assert_matches(&what, scale, (&o, &lse));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_decode_matches_the_reference_on_every_layout_and_head_dimension() {
+    tilus_bench::test_cache!();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let mut rng = Rng::new(seed());
+    for d in [64, 128, 256] {
+        let heads = Heads::new(8, 2, d);
+        check::<f16>((&device, &mut rng), (1, heads), &[1, 700, 1500], None);
+        check::<bf16>((&device, &mut rng), (2, heads), &[2, 333, 1025], Some(16));
+        check::<f16>((&device, &mut rng), (4, heads), &[900, 64, 4], Some(256));
+    }
+    // eight tokens of a group of 24 (two tokens a block), pages of 32
+    check::<f16>(
+        (&device, &mut rng),
+        (8, Heads::new(24, 1, 128)),
+        &[40, 2000],
+        Some(32),
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_decode_splits_a_long_context_of_a_batch_of_one() {
+    tilus_bench::test_cache!();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let mut rng = Rng::new(seed());
+    // 8 key-value heads: the context is split among blocks to fill the machine
+    let heads = Heads::new(32, 8, 128);
+    check::<f16>((&device, &mut rng), (1, heads), &[8192], None);
+    check::<f16>((&device, &mut rng), (1, heads), &[20000], Some(64));
+}
