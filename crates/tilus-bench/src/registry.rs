@@ -560,6 +560,18 @@ pub fn entries() -> Vec<Entry> {
             &[300, 136, 256],
         ),
         Entry {
+            name: "decode_attention",
+            about: "a decode step over a key-value cache: one warp group per key-value head's group of query heads, a TMA ring of the cache (one split here)",
+            workload: &crate::workloads::decode::DECODE,
+            configure: configure::<tilus_kernels::attention::decode::DecodeAttention<half::f16>>,
+            space: space::<tilus_kernels::attention::decode::DecodeAttention<half::f16>>,
+            consts: crate::workloads::decode::consts,
+            compile_size: &[64, 4096],
+            run_size: &[3, 200],
+            matmul: None,
+            memory: None,
+        },
+        Entry {
             name: "tile_copy",
             about: "TMA load -> shared -> TMA store (the epilogue's building block)",
             workload: &crate::workloads::tile_copy::COPY,

@@ -3,6 +3,7 @@
 //! interpreter) and on the device (for the GPU). One file per kernel family's workload.
 
 pub mod add;
+pub mod decode;
 pub mod epilogue;
 pub mod layer_norm;
 pub mod matmul;

@@ -21,6 +21,7 @@ pub mod merge;
 pub mod op;
 pub mod problem;
 pub mod reference;
+mod tuning;
 
 pub use kernel::{DecodeArgs, DecodeAttention};
 pub use merge::{DecodeMerge, MergeArgs};

@@ -1,0 +1,266 @@
+//! The decode workload ([`tilus_kernels::attention::decode`]): one new token of each of
+//! `batch` sequences over a contiguous f16 cache of `context` positions, 8 query heads over 2
+//! key-value heads of 128 (the registry entry's default configuration), the decode kernel in
+//! one split, so that each block's partial slot holds its rows' outputs and log-sum-exp; the
+//! reference is the exact f64 step on the host (on both backends: a decode step has no
+//! library peer in this process).
+
+use crate::alloc;
+use crate::buffers::{download, drv, poisoned, ptr, upload};
+use crate::compare::{compare_within, Check, Tolerance};
+use crate::harness::Rng;
+use crate::size::Size;
+use crate::workload::{DeviceCase, HostCase, Workload};
+use crate::Result;
+use half::f16;
+use std::sync::Arc;
+use tilus::cudarc::driver::{CudaSlice, CudaStream};
+use tilus::interp::InterpValue;
+use tilus::lang::HostValue;
+use tilus_kernels::attention::decode::{reference, Cache, Decode, KvLayout};
+use tilus_kernels::attention::Heads;
+
+/// The dimensions of the workload's size.
+pub const DIMS: &[&str] = &["batch", "context"];
+
+/// The heads of every case: 4 query heads per key-value head, as the default kernel's slot.
+const HEADS: Heads = Heads {
+    q_heads: 8,
+    kv_heads: 2,
+    head_dim: 128,
+};
+
+/// A decode step of one token per sequence over a contiguous cache.
+pub struct DecodeWorkload;
+
+/// The workload of the registry's decode entry.
+pub static DECODE: DecodeWorkload = DecodeWorkload;
+
+/// The compile-time constants: none.
+pub fn consts(_: &Size) -> Vec<i64> {
+    Vec::new()
+}
+
+/// The call, the inputs (Q, K, V, context lengths) and the scale of a case.
+struct Inputs {
+    call: Decode,
+    q: Vec<f16>,
+    k: Vec<f16>,
+    v: Vec<f16>,
+    lens: Vec<i32>,
+}
+
+const SCALE: f32 = 0.088388;
+
+fn inputs(what: &str, size: &Size, seed: u64) -> Result<Inputs> {
+    let [batch, context] = size.dims()?;
+    let d = HEADS.head_dim;
+    let kv = alloc::elements(what, &[batch, context, HEADS.kv_heads, d])?;
+    alloc::ensure(what, 4 * kv as u128)?;
+    let mut rng = Rng::new(seed);
+    let mut draw = |n: usize| -> Vec<f16> {
+        (0..n)
+            .map(|_| f16::from_f64(rng.next_f64() * 2.0 - 1.0))
+            .collect()
+    };
+    let call = Decode {
+        batch,
+        queries: 1,
+        heads: HEADS,
+        layout: KvLayout::Contiguous { capacity: context },
+        max_context: context,
+    };
+    Ok(Inputs {
+        q: draw(batch * HEADS.q_heads * d),
+        k: draw(kv),
+        v: draw(kv),
+        // ragged: the first sequence's context is a third of the others'
+        lens: (0..batch)
+            .map(|b| if b == 0 { context.div_ceil(3) } else { context } as i32)
+            .collect(),
+        call,
+    })
+}
+
+impl Inputs {
+    /// The partial slots' rows of the outputs (one split: block `b · 2 + hk`, rows 0..4),
+    /// and the partial slots' length.
+    fn slot_row(&self, r: usize) -> usize {
+        let (b, h) = (r / HEADS.q_heads, r % HEADS.q_heads);
+        let group = HEADS.q_heads / HEADS.kv_heads;
+        (b * HEADS.kv_heads + h / group) * 64 + h % group
+    }
+
+    fn slots(&self) -> usize {
+        self.call.batch * HEADS.kv_heads * 64
+    }
+
+    /// The kernel's arguments but the buffers, in order: batch, hq, hkv, splits, keys per
+    /// split, capacity, table row length, cache rows, scale in base 2.
+    fn scalars(&self) -> [i64; 8] {
+        let context = self.call.max_context;
+        [
+            self.call.batch as i64,
+            HEADS.q_heads as i64,
+            HEADS.kv_heads as i64,
+            1,
+            (context.div_ceil(64) * 64) as i64,
+            context as i64,
+            1,
+            (self.call.batch * context) as i64,
+        ]
+    }
+
+    /// The outputs and log-sum-exp in the partial slots against the exact step.
+    fn check(&self, o_part: &[f32], lse_part: &[f32]) -> Check {
+        let cache = Cache {
+            k: &self.k[..],
+            v: &self.v[..],
+            table: None,
+            lens: &self.lens[..],
+        };
+        let (want_o, want_lse) = reference::decode(&self.call, SCALE as f64, &self.q, &cache);
+        let d = HEADS.head_dim;
+        let rows = self.call.batch * HEADS.q_heads;
+        let got = (0..rows).flat_map(|r| {
+            let s = self.slot_row(r);
+            o_part[s * d..][..d]
+                .iter()
+                .map(|&x| x as f64)
+                .chain(std::iter::once(lse_part[s] as f64))
+        });
+        let want = (0..rows).flat_map(|r| {
+            want_o[r * d..][..d]
+                .iter()
+                .copied()
+                .chain(std::iter::once(want_lse[r]))
+        });
+        // P rounded to f16 before its product with V: a few f16 steps of error
+        compare_within(
+            got,
+            want,
+            Tolerance {
+                rtol: 2e-3,
+                atol: 2e-3,
+            },
+        )
+    }
+}
+
+struct OnHost {
+    inputs: Inputs,
+    o_part: Vec<f32>,
+    lse_part: Vec<f32>,
+}
+
+impl HostCase for OnHost {
+    fn args(&mut self) -> Vec<InterpValue<'_>> {
+        let mut args: Vec<InterpValue<'_>> = self
+            .inputs
+            .scalars()
+            .into_iter()
+            .map(InterpValue::Int)
+            .collect();
+        args.extend([
+            InterpValue::Float(SCALE as f64 * std::f64::consts::LOG2_E),
+            InterpValue::buffer(&self.inputs.q),
+            InterpValue::buffer(&self.inputs.k),
+            InterpValue::buffer(&self.inputs.v),
+            InterpValue::buffer(&self.inputs.lens),
+            InterpValue::buffer(&self.inputs.lens),
+            InterpValue::buffer_mut(&mut self.o_part),
+            InterpValue::buffer_mut(&mut self.lse_part),
+        ]);
+        args
+    }
+
+    fn check(&self) -> Result<Check> {
+        Ok(self.inputs.check(&self.o_part, &self.lse_part))
+    }
+}
+
+struct OnDevice {
+    inputs: Inputs,
+    q: CudaSlice<f16>,
+    k: CudaSlice<f16>,
+    v: CudaSlice<f16>,
+    lens: CudaSlice<i32>,
+    o_part: CudaSlice<f32>,
+    lse_part: CudaSlice<f32>,
+}
+
+impl DeviceCase for OnDevice {
+    fn args(&mut self, stream: &Arc<CudaStream>) -> Vec<HostValue> {
+        let mut args: Vec<HostValue> = self
+            .inputs
+            .scalars()
+            .into_iter()
+            .map(HostValue::Int)
+            .collect();
+        args.extend([
+            HostValue::Float(SCALE as f64 * std::f64::consts::LOG2_E),
+            ptr(&self.q, stream),
+            ptr(&self.k, stream),
+            ptr(&self.v, stream),
+            ptr(&self.lens, stream),
+            ptr(&self.lens, stream),
+            ptr(&self.o_part, stream),
+            ptr(&self.lse_part, stream),
+        ]);
+        args
+    }
+
+    fn reference(&mut self, _: &Arc<CudaStream>) -> Result<()> {
+        Ok(())
+    }
+
+    fn check(&self, stream: &Arc<CudaStream>) -> Result<Check> {
+        let what = "the decode step's partial slots";
+        let o_part = download(stream, what, &self.o_part)?;
+        let lse_part = download(stream, what, &self.lse_part)?;
+        Ok(self.inputs.check(&o_part, &lse_part))
+    }
+}
+
+impl Workload for DecodeWorkload {
+    fn dims(&self) -> &'static [&'static str] {
+        DIMS
+    }
+
+    fn host_case(&self, size: &Size, seed: u64) -> Result<Box<dyn HostCase>> {
+        let what = format!("a {size} decode step on the host");
+        let inputs = inputs(&what, size, seed)?;
+        let slots = inputs.slots();
+        Ok(Box::new(OnHost {
+            o_part: alloc::try_vec(&what, slots * HEADS.head_dim, f32::NAN)?,
+            lse_part: alloc::try_vec(&what, slots, f32::NAN)?,
+            inputs,
+        }))
+    }
+
+    fn device_case(
+        &self,
+        stream: &Arc<CudaStream>,
+        size: &Size,
+        seed: u64,
+    ) -> Result<Box<dyn DeviceCase>> {
+        let what = format!("a {size} decode step");
+        let inputs = inputs(&what, size, seed)?;
+        let slots = inputs.slots();
+        Ok(Box::new(OnDevice {
+            q: upload(stream, &inputs.q)?,
+            k: upload(stream, &inputs.k)?,
+            v: upload(stream, &inputs.v)?,
+            lens: stream
+                .clone_htod(&inputs.lens)
+                .map_err(drv("cuMemcpyHtoD"))?,
+            o_part: poisoned::<f32>(stream, &what, slots * HEADS.head_dim)?,
+            lse_part: poisoned::<f32>(stream, &what, slots)?,
+            inputs,
+        }))
+    }
+
+    fn device_reference(&self) -> &'static str {
+        "the exact step on the host"
+    }
+}
