@@ -91,6 +91,32 @@ impl<T: AttentionElement> Step<T> {
         }
     }
 
+    /// The cache rows of the new tokens, sequence by sequence, token by token.
+    pub fn new_token_rows(&self) -> Vec<usize> {
+        let nq = self.call.queries;
+        let mut rows = Vec::new();
+        for (b, &len) in self.lens.iter().enumerate() {
+            for t in 0..nq {
+                let p = len as usize - nq + t;
+                rows.push(match (&self.call.layout, &self.table) {
+                    (KvLayout::Contiguous { capacity }, _) => b * capacity + p,
+                    (
+                        KvLayout::Paged {
+                            page_size,
+                            pages_per_seq,
+                            ..
+                        },
+                        Some(tab),
+                    ) => {
+                        tab[b * pages_per_seq + p / page_size] as usize * page_size + p % page_size
+                    }
+                    _ => unreachable!(),
+                });
+            }
+        }
+        rows
+    }
+
     /// The cache's buffers.
     pub fn cache(&self) -> Cache<'_, [T], [i32]> {
         Cache {

@@ -81,3 +81,65 @@ fn gpu_decode_splits_a_long_context_of_a_batch_of_one() {
     check::<f16>((&device, &mut rng), (1, heads), &[8192], None);
     check::<f16>((&device, &mut rng), (1, heads), &[20000], Some(64));
 }
+
+/// The append on the device: the new tokens' rows written bit for bit into a contiguous and
+/// a paged cache, nothing else changed, then the step over them checked.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_decode_append_writes_the_new_tokens_where_the_step_reads_them() {
+    tilus_bench::test_cache!();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let mut rng = Rng::new(seed());
+    let op = DecodeOp::<f16>::new(&device).unwrap();
+    for page_size in [None, Some(16)] {
+        let heads = Heads::new(32, 8, 128);
+        let mut step = Step::<f16>::random(&mut rng, (4, heads), &[4, 1000, 517], page_size);
+        let (want_k, want_v) = (step.k.clone(), step.v.clone());
+        let width = heads.kv_heads * heads.head_dim;
+        let rows = step.new_token_rows();
+        let take = |cache: &mut Vec<f16>| -> Vec<f16> {
+            rows.iter()
+                .flat_map(|&r| {
+                    let row: Vec<f16> = cache[r * width..][..width].to_vec();
+                    cache[r * width..][..width].fill(f16::NAN);
+                    row
+                })
+                .collect()
+        };
+        let (k_new, v_new) = (take(&mut step.k), take(&mut step.v));
+        let put = |x: &[f16]| stream.clone_htod(x).unwrap();
+        let (dkn, dvn) = (put(&k_new), put(&v_new));
+        let (mut dk, mut dv) = (put(&step.k), put(&step.v));
+        let dtable = step.table.as_ref().map(|t| stream.clone_htod(t).unwrap());
+        let dlens = stream.clone_htod(&step.lens).unwrap();
+        op.append(
+            stream,
+            &step.call,
+            (&dkn, &dvn),
+            (&mut dk, &mut dv),
+            (dtable.as_ref(), &dlens),
+        )
+        .unwrap();
+        let bits = |x: &[f16]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&stream.clone_dtoh(&dk).unwrap()), bits(&want_k));
+        assert_eq!(bits(&stream.clone_dtoh(&dv).unwrap()), bits(&want_v));
+        let dq = put(&step.q);
+        let rows_q = 3 * 4 * heads.q_heads;
+        let mut o = put(&vec![f16::NAN; rows_q * heads.head_dim]);
+        let mut lse = stream.clone_htod(&vec![f32::NAN; rows_q]).unwrap();
+        let cache = Cache {
+            k: &dk,
+            v: &dv,
+            table: dtable.as_ref(),
+            lens: &dlens,
+        };
+        op.run(stream, &step.call, 0.1, &dq, cache, (&mut o, &mut lse))
+            .unwrap();
+        let (o, lse) = (
+            stream.clone_dtoh(&o).unwrap(),
+            stream.clone_dtoh(&lse).unwrap(),
+        );
+        step.assert_matches("after the append", 0.1, (&o, &lse));
+    }
+}

@@ -73,13 +73,21 @@ fn nvrtc_flash_forward_ws_compiles_at_every_head_dimension_without_spills() {
     }
 }
 
-/// The decode kernel and its merge: every head dimension, f16 and bf16, a contiguous cache
+/// The decode kernel, its merge and the append: every head dimension, f16 and bf16, a contiguous cache
 /// and pages shorter than a step, as long, and longer; one to eight new tokens with groups
 /// whose slots fill the 64 rows or not; the merge at each count of splits.
 #[test]
 fn nvrtc_decode_compiles_at_every_head_dimension_and_layout_without_spills() {
-    use tilus_kernels::attention::decode::{DecodeAttention, DecodeMerge};
+    use tilus_kernels::attention::decode::{DecodeAppend, DecodeAttention, DecodeMerge};
     tilus_bench::test_cache!();
+    for paged in [false, true] {
+        let append = DecodeAppend::<bf16>::new(3, paged);
+        let what = format!("{append:?}");
+        let program = tilus::trace(&append, &[]).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let (program, plan) = tilus::passes::compile_program(program).unwrap();
+        let c = tilus::compile::compile(&program, &plan).unwrap();
+        assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
+    }
     for d in [64, 128, 256] {
         for page in [None, Some(16), Some(64), Some(256)] {
             compiled::<f16, _>(&DecodeAttention::<f16>::new(d, 1, 4, page));

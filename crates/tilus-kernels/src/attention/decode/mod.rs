@@ -11,11 +11,13 @@
 //! - [`problem`]: the call ([`Decode`], [`KvLayout`]), its checks, and the split.
 //! - [`kernel`]: [`DecodeAttention`], one warp group per block of rows and split.
 //! - [`merge`]: [`DecodeMerge`], the splits weighed into the output.
+//! - [`append`]: [`DecodeAppend`], the new tokens' keys and values written into the cache.
 //! - [`op`]: [`DecodeOp`], the host API on device buffers and on the interpreter.
 //! - [`reference`]: the host's decode step in f64.
 
 use super::AttentionElement;
 
+pub mod append;
 pub mod kernel;
 pub mod merge;
 pub mod op;
@@ -23,6 +25,7 @@ pub mod problem;
 pub mod reference;
 mod tuning;
 
+pub use append::{AppendArgs, DecodeAppend};
 pub use kernel::{DecodeArgs, DecodeAttention};
 pub use merge::{DecodeMerge, MergeArgs};
 pub use op::{Cache, DecodeOp};

@@ -1,6 +1,7 @@
 //! The host API of decode attention: the call checked, the split chosen, the two kernels
 //! launched (or interpreted) over a workspace of partial results kept between calls.
 
+use super::append::DecodeAppend;
 use super::merge::DecodeMerge;
 use super::problem::{Checked, Decode, KvLayout, MAX_SPLITS, NAME};
 use super::{AttentionElement, DecodeAttention};
@@ -56,6 +57,7 @@ pub struct Cache<'a, K: ?Sized, I: ?Sized> {
 /// # Ok::<(), tilus_kernels::Error>(())
 /// ```
 pub struct DecodeOp<T: AttentionElement> {
+    append: Kept<DecodeAppend<T>>,
     decode: Kept<DecodeAttention<T>>,
     merge: Kept<DecodeMerge<T>>,
     /// The partial outputs and their log-sum-exp, grown as calls need.
@@ -77,6 +79,7 @@ impl<T: AttentionElement> DecodeOp<T> {
                 message: format!("{e:?}"),
             })?;
         Ok(DecodeOp {
+            append: Mutex::new(HashMap::new()),
             decode: Mutex::new(HashMap::new()),
             merge: Mutex::new(HashMap::new()),
             workspace: Mutex::new(None),
@@ -253,6 +256,103 @@ impl<T: AttentionElement> DecodeOp<T> {
         )?;
         Ok(())
     }
+}
+
+impl<T: AttentionElement> DecodeOp<T> {
+    /// Writes the new tokens' keys and values (`k_new`, `v_new`: `[batch, queries, kv_heads,
+    /// head_dim]`) into the cache in place, at the end of each sequence's context (token `t`
+    /// at position `lens[b] − queries + t`), before [`DecodeOp::run`] reads them. `lens`
+    /// counts the new tokens; the pages the positions fall in must be in the table.
+    pub fn append(
+        &self,
+        stream: &Arc<CudaStream>,
+        call: &Decode,
+        (k_new, v_new): (&CudaSlice<T>, &CudaSlice<T>),
+        (k, v): (&mut CudaSlice<T>, &mut CudaSlice<T>),
+        (table, lens): (Option<&CudaSlice<i32>>, &CudaSlice<i32>),
+    ) -> crate::Result<()> {
+        let c = call.checked(1.0)?;
+        appended(call, &c, (k_new.len(), v_new.len()))?;
+        let q_len = c.rows * c.d as usize;
+        buffers(
+            call,
+            &c,
+            (
+                q_len,
+                (k.len(), v.len(), table.map(|t| t.len())),
+                lens.len(),
+            ),
+            (q_len, c.rows),
+        )?;
+        let config = DecodeAppend::<T>::new(call.queries as i32, table.is_some());
+        let kernel = kept(&self.append, &config, &self.device);
+        kernel.launch(
+            stream,
+            (
+                call.batch as i32,
+                c.hkv * c.d,
+                c.page_size,
+                c.pages_per_seq,
+                c.rows_cache,
+                k_new,
+                v_new,
+                table.unwrap_or(lens),
+                lens,
+                k,
+                v,
+            ),
+        )?;
+        Ok(())
+    }
+
+    /// [`DecodeOp::append`] on the CPU interpreter, on host slices (the context lengths and
+    /// the pages checked).
+    pub fn interpret_append(
+        call: &Decode,
+        (k_new, v_new): (&[T], &[T]),
+        (k, v): (&mut [T], &mut [T]),
+        (table, lens): (Option<&[i32]>, &[i32]),
+    ) -> crate::Result<()> {
+        let c = call.checked(1.0)?;
+        appended(call, &c, (k_new.len(), v_new.len()))?;
+        let q_len = c.rows * c.d as usize;
+        buffers(
+            call,
+            &c,
+            (
+                q_len,
+                (k.len(), v.len(), table.map(|t| t.len())),
+                lens.len(),
+            ),
+            (q_len, c.rows),
+        )?;
+        contents(call, table, lens)?;
+        let config = DecodeAppend::<T>::new(call.queries as i32, table.is_some());
+        tilus::interpret(
+            &config,
+            (
+                call.batch as i32,
+                c.hkv * c.d,
+                c.page_size,
+                c.pages_per_seq,
+                c.rows_cache,
+                k_new,
+                v_new,
+                table.unwrap_or(lens),
+                lens,
+                k,
+                v,
+            ),
+        )?;
+        Ok(())
+    }
+}
+
+/// The new keys' and values' lengths: `batch · queries · kv_heads · head_dim` each.
+fn appended(call: &Decode, c: &Checked, (k_new, v_new): (usize, usize)) -> crate::Result<()> {
+    let n = call.batch * call.queries * c.hkv as usize * c.d as usize;
+    length(NAME, "k_new", k_new, n)?;
+    length(NAME, "v_new", v_new, n)
 }
 
 /// The kernel `config`, compiled once and kept.
