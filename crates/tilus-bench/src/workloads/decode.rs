@@ -151,6 +151,7 @@ struct OnHost {
     inputs: Inputs,
     o_part: Vec<f32>,
     lse_part: Vec<f32>,
+    unused: (Vec<f16>, Vec<f32>),
 }
 
 impl HostCase for OnHost {
@@ -170,6 +171,9 @@ impl HostCase for OnHost {
             InterpValue::buffer(&self.inputs.lens),
             InterpValue::buffer_mut(&mut self.o_part),
             InterpValue::buffer_mut(&mut self.lse_part),
+            // the output of a direct kernel, which the registry's (split) never writes
+            InterpValue::buffer_mut(&mut self.unused.0),
+            InterpValue::buffer_mut(&mut self.unused.1),
         ]);
         args
     }
@@ -187,6 +191,7 @@ struct OnDevice {
     lens: CudaSlice<i32>,
     o_part: CudaSlice<f32>,
     lse_part: CudaSlice<f32>,
+    unused: (CudaSlice<f16>, CudaSlice<f32>),
 }
 
 impl DeviceCase for OnDevice {
@@ -206,6 +211,8 @@ impl DeviceCase for OnDevice {
             ptr(&self.lens, stream),
             ptr(&self.o_part, stream),
             ptr(&self.lse_part, stream),
+            ptr(&self.unused.0, stream),
+            ptr(&self.unused.1, stream),
         ]);
         args
     }
@@ -234,6 +241,7 @@ impl Workload for DecodeWorkload {
         Ok(Box::new(OnHost {
             o_part: alloc::try_vec(&what, slots * HEADS.head_dim, f32::NAN)?,
             lse_part: alloc::try_vec(&what, slots, f32::NAN)?,
+            unused: (vec![f16::NAN], vec![f32::NAN]),
             inputs,
         }))
     }
@@ -256,6 +264,7 @@ impl Workload for DecodeWorkload {
                 .map_err(drv("cuMemcpyHtoD"))?,
             o_part: poisoned::<f32>(stream, &what, slots * HEADS.head_dim)?,
             lse_part: poisoned::<f32>(stream, &what, slots)?,
+            unused: (upload(stream, &[f16::NAN])?, upload(stream, &[f32::NAN])?),
             inputs,
         }))
     }

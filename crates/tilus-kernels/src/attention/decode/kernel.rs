@@ -38,7 +38,9 @@ pub const BLOCK_ROWS: i32 = 64;
 /// d]`, the caches `k` and `v` `[rows_cache, hkv · d]`, `table [batch, pages_per_seq]`,
 /// `lens [batch]` (context lengths, the new tokens included), the partial outputs
 /// `o_part [batch · hkv · row blocks · splits · 64, d]` (each block's 64 rows, the splits of
-/// one block of rows consecutive) and their log-sum-exp `lse_part [same rows]`.
+/// one block of rows consecutive) and their log-sum-exp `lse_part [same rows]`; the output
+/// `o [batch · queries · hq, d]` and `lse [same rows]`, which a kernel with
+/// [`DecodeAttention::direct`] writes instead of the partial slots.
 pub type DecodeArgs<T> = (
     i32,
     i32,
@@ -55,6 +57,8 @@ pub type DecodeArgs<T> = (
     Ptr<i32>,
     Ptr<i32>,
     PtrMut<f32>,
+    PtrMut<f32>,
+    PtrMut<T>,
     PtrMut<f32>,
 );
 
@@ -73,6 +77,10 @@ pub struct DecodeAttention<T> {
     /// Rows per TMA box of the cache: the page size when a page is shorter than a step, else
     /// the step; 0 for a contiguous cache (one box per step).
     pub box_rows: i32,
+    /// The launch is not split: each block writes its rows' output in `T` and their
+    /// log-sum-exp straight to `o` and `lse` (no partial slots, no merge). Head dimensions
+    /// up to 128 (at 256 the output in `T` beside the accumulator spills).
+    pub direct: bool,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -96,8 +104,15 @@ impl<T> DecodeAttention<T> {
             block_kv,
             stages: ((200 * 1024 - q_bytes) / stage_bytes).clamp(2, 8),
             box_rows: page_size.map_or(0, |p| p.min(block_kv)),
+            direct: false,
             _t: PhantomData,
         }
+    }
+
+    /// The same kernel writing the output directly (a launch of one split) or not.
+    pub fn with_direct(mut self, direct: bool) -> DecodeAttention<T> {
+        self.direct = direct;
+        self
     }
 
     /// Tokens per block: the slots that fit in 64 rows.
@@ -110,7 +125,7 @@ impl<T> DecodeAttention<T> {
         (self.queries + self.tokens_per_block() - 1) / self.tokens_per_block()
     }
 
-    fn key(&self) -> (i32, i32, i32, i32, i32, i32) {
+    fn key(&self) -> (i32, i32, i32, i32, i32, i32, bool) {
         (
             self.head_dim,
             self.queries,
@@ -118,6 +133,7 @@ impl<T> DecodeAttention<T> {
             self.block_kv,
             self.stages,
             self.box_rows,
+            self.direct,
         )
     }
 }
@@ -143,6 +159,8 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
             "lens",
             "o_part",
             "lse_part",
+            "o",
+            "lse",
         ]
     }
 
@@ -171,7 +189,12 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
         let lens = k.global_view::<i32>(args.13, [batch]);
         // a block's partial slot: 64 rows, the blocks of a sequence's key-value head and
         // row block one after another by split
-        let parts = Scalar::from(batch) * hkv * row_blocks * splits * BLOCK_ROWS;
+        // (a direct kernel's slots are one unused row)
+        let parts = if self.direct {
+            Scalar::from(1)
+        } else {
+            Scalar::from(batch) * hkv * row_blocks * splits * BLOCK_ROWS
+        };
         let o_part = k.global_view::<f32>(args.14, [parts.clone(), Scalar::from(d)]);
         let lse_part = k.global_view::<f32>(args.15, [parts, Scalar::from(1)]);
 
@@ -330,8 +353,24 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
         let real = head.lt(group).and(token.lt(nq));
         let slot_of_block = k.let_i32((b * hkv * row_blocks + k.block_idx().y) * splits + x);
         let first_row = k.let_i32(slot_of_block * BLOCK_ROWS);
-        k.store_global_where(&o_part, &acc, (first_row, 0), real.clone());
-        k.store_global_where(&lse_part, &lse, (first_row, 0), real);
+        if self.direct {
+            // token slot `s`'s rows are consecutive rows of O, from row `row0 + s · slot`
+            let o = k.global_view::<T>(args.16, [rows_q.clone(), Scalar::from(d)]);
+            let lse_out = k.global_view::<f32>(args.17, [rows_q, Scalar::from(1)]);
+            let out = k.cast::<T>(&acc);
+            let r = k.arange([BLOCK_ROWS, 1], 0);
+            for s in 0..tokens {
+                let t = k.let_i32(t0 + s);
+                let row0 = k.let_i32((b * nq + t) * hq + hk * group - s * slot);
+                let mine = r.clone().ge(s * slot).and(r.clone().lt(group + s * slot));
+                let mine = mine.and(real.clone());
+                k.store_global_where(&o, &out, (row0, 0), mine.clone());
+                k.store_global_where(&lse_out, &lse, (row0, 0), mine);
+            }
+        } else {
+            k.store_global_where(&o_part, &acc, (first_row, 0), real.clone());
+            k.store_global_where(&lse_part, &lse, (first_row, 0), real);
+        }
     }
 }
 
@@ -369,6 +408,7 @@ impl<T> std::fmt::Debug for DecodeAttention<T> {
             .field("block_kv", &self.block_kv)
             .field("stages", &self.stages)
             .field("box_rows", &self.box_rows)
+            .field("direct", &self.direct)
             .finish()
     }
 }

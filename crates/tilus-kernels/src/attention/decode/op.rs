@@ -109,9 +109,15 @@ impl<T: AttentionElement> DecodeOp<T> {
             (o.len(), lse.len()),
         )?;
         let (splits, split_keys) = call.split::<T>(self.multiprocessors);
-        let config = call.kernel::<T>();
-        let merge = DecodeMerge::<T>::new(c.d, splits as i32);
-        let parts = call.partial_rows::<T>(splits);
+        // one split: the decode kernel writes the output itself (no slots, no merge); not at
+        // head dimension 256, where the output in `T` beside the accumulator would spill
+        let direct = splits == 1 && c.d <= 128;
+        let config = call.kernel::<T>().with_direct(direct);
+        let parts = if direct {
+            1
+        } else {
+            call.partial_rows::<T>(splits)
+        };
         let mut ws = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
         if ws
             .as_ref()
@@ -130,27 +136,54 @@ impl<T: AttentionElement> DecodeOp<T> {
         let (o_part, lse_part) = ws.as_mut().expect("allocated above");
         let decode = kept(&self.decode, &config, &self.device);
         let table = cache.table.unwrap_or(cache.lens);
-        decode.launch(
-            stream,
-            (
-                call.batch as i32,
-                c.hq,
-                c.hkv,
-                splits as i32,
-                split_keys as i32,
-                c.page_size,
-                c.pages_per_seq,
-                c.rows_cache,
-                scale * std::f32::consts::LOG2_E,
-                q,
-                cache.k,
-                cache.v,
-                table,
-                cache.lens,
-                &mut *o_part,
-                &mut *lse_part,
-            ),
-        )?;
+        let args = (
+            call.batch as i32,
+            c.hq,
+            c.hkv,
+            splits as i32,
+            split_keys as i32,
+            c.page_size,
+            c.pages_per_seq,
+            c.rows_cache,
+            scale * std::f32::consts::LOG2_E,
+            q,
+            cache.k,
+            cache.v,
+            table,
+            cache.lens,
+        );
+        if direct {
+            let (a, b, cc, d, e, f, g, h, i, j, k, l, m, n) = args;
+            let all = (
+                a, b, cc, d, e, f, g, h, i, j, k, l, m, n, o_part, lse_part, o, lse,
+            );
+            decode.launch(stream, all)?;
+            return Ok(());
+        }
+        let (a, b, cc, d, e, f, g, h, i, j, k, l, m, n) = args;
+        // (a split kernel never writes its `o` and `lse`: the merge does, after it)
+        let all = (
+            a,
+            b,
+            cc,
+            d,
+            e,
+            f,
+            g,
+            h,
+            i,
+            j,
+            k,
+            l,
+            m,
+            n,
+            &mut *o_part,
+            &mut *lse_part,
+            &mut *o,
+            &mut *lse,
+        );
+        decode.launch(stream, all)?;
+        let merge = DecodeMerge::<T>::new(c.d, splits as i32);
         let merge = kept(&self.merge, &merge, &self.device);
         merge.launch(
             stream,
@@ -209,10 +242,16 @@ impl<T: AttentionElement> DecodeOp<T> {
                 message: format!("splits = {splits}: 1 to {MAX_SPLITS}"),
             });
         }
-        let config = call.kernel::<T>();
+        // one split: the decode kernel writes the output itself, as on the device
+        let direct = splits == 1 && c.d <= 128;
+        let config = call.kernel::<T>().with_direct(direct);
         let bkv = config.block_kv as usize;
         let split_keys = call.max_context.div_ceil(bkv).div_ceil(splits) * bkv;
-        let parts = call.partial_rows::<T>(splits);
+        let parts = if direct {
+            1
+        } else {
+            call.partial_rows::<T>(splits)
+        };
         let (mut o_part, mut lse_part) =
             (vec![f32::NAN; parts * c.d as usize], vec![f32::NAN; parts]);
         let table = cache.table.unwrap_or(cache.lens);
@@ -235,8 +274,13 @@ impl<T: AttentionElement> DecodeOp<T> {
                 cache.lens,
                 &mut o_part[..],
                 &mut lse_part[..],
+                &mut *o,
+                &mut *lse,
             ),
         )?;
+        if direct {
+            return Ok(());
+        }
         let merge = DecodeMerge::<T>::new(c.d, splits as i32);
         tilus::interpret(
             &merge,
