@@ -122,8 +122,13 @@ fn gpu_decode_append_writes_the_new_tokens_where_the_step_reads_them() {
         )
         .unwrap();
         let bits = |x: &[f16]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&stream.clone_dtoh(&dk).unwrap()), bits(&want_k));
-        assert_eq!(bits(&stream.clone_dtoh(&dv).unwrap()), bits(&want_v));
+        // the host's copy takes the device's, which the step's reference then reads
+        (step.k, step.v) = (
+            stream.clone_dtoh(&dk).unwrap(),
+            stream.clone_dtoh(&dv).unwrap(),
+        );
+        assert_eq!(bits(&step.k), bits(&want_k));
+        assert_eq!(bits(&step.v), bits(&want_v));
         let dq = put(&step.q);
         let rows_q = 3 * 4 * heads.q_heads;
         let mut o = put(&vec![f16::NAN; rows_q * heads.head_dim]);

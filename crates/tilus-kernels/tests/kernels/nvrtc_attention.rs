@@ -110,3 +110,23 @@ fn nvrtc_decode_compiles_at_every_head_dimension_and_layout_without_spills() {
         }
     }
 }
+
+/// A page shorter than a step: each step's values arrive in boxes of 16 rows into a
+/// `[64, 128]` stage stored in two column blocks of 64 columns, and the second block of rows
+/// 16.. starts a whole block (64 rows of 128 bytes) after the first, not 16 rows after it
+/// (the GPU read half of each page's values from the wrong place when it did).
+#[test]
+fn decode_boxes_of_a_page_land_in_both_column_blocks_of_the_stage() {
+    let c = tilus_kernels::attention::decode::DecodeAttention::<f16>::new(128, 1, 4, Some(16));
+    let src = tilus::emit(&c, &[]).unwrap();
+    let loads: Vec<&str> = src
+        .lines()
+        .filter(|l| l.contains("tilus_tma_load_2d(("))
+        .collect();
+    assert!(
+        loads.iter().any(|l| l.contains(" + 2048u) + 8192u,")),
+        "{}",
+        loads.join("\n")
+    );
+    assert!(!loads.iter().any(|l| l.contains(" + 2048u) + 2048u,")));
+}

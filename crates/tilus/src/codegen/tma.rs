@@ -79,7 +79,8 @@ pub(super) fn emit(e: &mut Emitter, i: &TmaInst) {
 
 /// The boxes of one copy: the tile's first byte and the coordinates (innermost first), or,
 /// for a tile stored in column blocks, each block's first byte and coordinates (the blocks
-/// `rows × span` bytes apart, their columns `col_block` apart).
+/// `rows × span` bytes apart, `rows` the whole tile's for a view of some of its rows; their
+/// columns `col_block` apart).
 fn boxes(e: &Emitter, tile: &SharedView, offsets: &[Expr]) -> Vec<(String, Vec<String>)> {
     let base = super::memory::view_base(e, tile);
     let coords: Vec<String> = offsets.iter().rev().map(|o| e.expr(o)).collect();
@@ -87,7 +88,8 @@ fn boxes(e: &Emitter, tile: &SharedView, offsets: &[Expr]) -> Vec<(String, Vec<S
     let (Some(cb), [.., rows, cols]) = (l.col_block, l.shape.as_slice()) else {
         return vec![(base, coords)];
     };
-    let block_bytes = rows * cb * l.elem_bytes as i64;
+    // a view of some rows (`rows()`) lies in blocks as far apart as the whole tile's rows
+    let block_bytes = l.block_rows.unwrap_or(*rows) * cb * l.elem_bytes as i64;
     (0..cols / cb)
         .map(|j| {
             let mut c = coords.clone();
