@@ -9,7 +9,7 @@ use crate::harness::{self, Rng};
 use crate::run::BenchOptions;
 use crate::Result;
 use tilus::runtime::Device;
-use tilus_kernels::attention::decode::{reference, Cache, Decode, DecodeOp, KvLayout};
+use tilus_kernels::attention::decode::{reference, Cache, Decode, DecodeOp, KvLayout, Tiling};
 use tilus_kernels::attention::{AttentionElement, Heads};
 
 /// One benchmark's shape.
@@ -25,6 +25,8 @@ pub struct DecodeCase {
     pub heads: Heads,
     /// Rows per page (`None`: a contiguous cache).
     pub page_size: Option<usize>,
+    /// Stages and splits given to the host API instead of its own choice.
+    pub tiling: Tiling,
 }
 
 impl DecodeCase {
@@ -146,7 +148,7 @@ pub fn bench_decode<T: AttentionElement + Sample>(
             table: dtable.as_ref(),
             lens: &dlens,
         };
-        op.run(&stream, &call, scale, &dq, cache, (o, lse))?;
+        op.run_with(&stream, (&call, case.tiling), scale, &dq, cache, (o, lse))?;
         Ok(())
     };
     run(&mut o, &mut lse)?;

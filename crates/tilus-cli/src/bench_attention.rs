@@ -6,6 +6,7 @@ use half::{bf16, f16};
 use tilus_bench::attention_bench::{bench_attention, AttentionCase, AttentionReport, Timed};
 use tilus_bench::decode_bench::{bench_decode, DecodeCase, DecodeReport};
 use tilus_bench::run::BenchOptions;
+use tilus_kernels::attention::decode::Tiling;
 use tilus_kernels::attention::{Heads, Variant};
 
 /// The command's grid, as given.
@@ -144,6 +145,8 @@ pub(crate) struct DecodeGrid {
     pub contexts: String,
     pub queries: usize,
     pub pages: String,
+    pub stages: String,
+    pub splits: String,
 }
 
 /// The decode cases of the grid, in order, or the first flag that does not make sense.
@@ -155,6 +158,8 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<(String, DecodeCase)>> {
         return Err(CliError::Usage(format!("--dtypes: `{t}` (f16 or bf16)")));
     }
     let contexts = pairs("contexts", &g.contexts)?;
+    let stages: Vec<i32> = list("decode-stages", &g.stages)?;
+    let splits: Vec<usize> = list("decode-splits", &g.splits)?;
     let mut out = Vec::new();
     for t in &dtypes {
         for &d in &dims {
@@ -168,14 +173,22 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<(String, DecodeCase)>> {
             let hkv = if g.kv_heads == 0 { hq } else { g.kv_heads };
             for &(batch, context) in &contexts {
                 for &p in &pages {
-                    let case = DecodeCase {
-                        batch,
-                        context,
-                        queries: g.queries,
-                        heads: Heads::new(hq, hkv, d),
-                        page_size: (p > 0).then_some(p),
-                    };
-                    out.push((t.clone(), case));
+                    for &st in &stages {
+                        for &sp in &splits {
+                            let case = DecodeCase {
+                                batch,
+                                context,
+                                queries: g.queries,
+                                heads: Heads::new(hq, hkv, d),
+                                page_size: (p > 0).then_some(p),
+                                tiling: Tiling {
+                                    stages: (st > 0).then_some(st),
+                                    splits: (sp > 0).then_some(sp),
+                                },
+                            };
+                            out.push((t.clone(), case));
+                        }
+                    }
                 }
             }
         }
@@ -199,7 +212,7 @@ pub(crate) fn decode(g: &DecodeGrid, opts: &BenchOptions) -> CliResult<bool> {
         };
         let h = case.heads;
         outln!(
-            "decode {t} d={} b={} ctx={} queries={} heads={}/{} page={}: {:.4} ms {:.3} TB/s check {} ({} rows, max err {:.2e}, lse {:.2e})",
+            "decode {t} d={} b={} ctx={} queries={} heads={}/{} page={} stages={} splits={}: {:.4} ms {:.3} TB/s check {} ({} rows, max err {:.2e}, lse {:.2e})",
             h.head_dim,
             case.batch,
             case.context,
@@ -207,6 +220,8 @@ pub(crate) fn decode(g: &DecodeGrid, opts: &BenchOptions) -> CliResult<bool> {
             h.q_heads,
             h.kv_heads,
             case.page_size.unwrap_or(0),
+            case.tiling.stages.map_or("auto".to_string(), |s| s.to_string()),
+            case.tiling.splits.map_or("auto".to_string(), |s| s.to_string()),
             r.ms,
             r.tbps,
             if r.passed { "PASS" } else { "FAIL" },

@@ -100,7 +100,7 @@ enum Command {
     /// costs (needs a GPU).
     Bench {
         #[command(subcommand)]
-        what: BenchCommand,
+        what: Box<BenchCommand>,
     },
     /// Run a kernel once on random inputs and check it against a reference.
     ///
@@ -352,6 +352,12 @@ enum BenchCommand {
         /// Decode: rows per page of the cache, comma-separated (0: a contiguous cache).
         #[arg(long, default_value = "0")]
         pages: String,
+        /// Decode: stages of the kernel's ring, comma-separated (0: the host API's choice).
+        #[arg(long, default_value = "0")]
+        decode_stages: String,
+        /// Decode: splits of the contexts, comma-separated (0: the host API's choice).
+        #[arg(long, default_value = "0")]
+        decode_splits: String,
         /// Warm-up rounds.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
@@ -475,7 +481,7 @@ fn run(cli: Cli) -> CliResult<bool> {
             let size = e.size(size.as_deref(), e.compile_size)?;
             check::run(e, &size)
         }
-        Command::Bench { what } => match what {
+        Command::Bench { what } => match *what {
             BenchCommand::Matmul {
                 versions,
                 sizes,
@@ -544,6 +550,8 @@ fn run(cli: Cli) -> CliResult<bool> {
                 contexts,
                 queries,
                 pages,
+                decode_stages,
+                decode_splits,
                 warmup,
                 rounds,
                 timing,
@@ -557,6 +565,8 @@ fn run(cli: Cli) -> CliResult<bool> {
                     contexts,
                     queries,
                     pages,
+                    stages: decode_stages,
+                    splits: decode_splits,
                 },
                 &BenchOptions {
                     warmup,

@@ -28,5 +28,5 @@ mod tuning;
 pub use append::{AppendArgs, DecodeAppend};
 pub use kernel::{DecodeArgs, DecodeAttention};
 pub use merge::{DecodeMerge, MergeArgs};
-pub use op::{Cache, DecodeOp};
+pub use op::{Cache, DecodeOp, Tiling};
 pub use problem::{Decode, KvLayout, MAX_SPLITS};

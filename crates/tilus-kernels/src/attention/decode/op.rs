@@ -14,6 +14,16 @@ use tilus::runtime::Device;
 /// Kernels by their configuration.
 type Kept<S> = Mutex<HashMap<S, Arc<tilus::Jit<S>>>>;
 
+/// Choices [`DecodeOp::run_with`] takes instead of making them: `None` leaves each to the
+/// host API.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tiling {
+    /// Stages of the kernel's ring.
+    pub stages: Option<i32>,
+    /// Splits of the contexts (1 to [`MAX_SPLITS`]).
+    pub splits: Option<usize>,
+}
+
 /// The cache's buffers: `k` and `v` (the layout [`Decode::layout`] says), the block table
 /// (`None` for a contiguous cache) and each sequence's context length.
 pub struct Cache<'a, K: ?Sized, I: ?Sized> {
@@ -98,6 +108,20 @@ impl<T: AttentionElement> DecodeOp<T> {
         scale: f32,
         q: &CudaSlice<T>,
         cache: Cache<'_, CudaSlice<T>, CudaSlice<i32>>,
+        outputs: (&mut CudaSlice<T>, &mut CudaSlice<f32>),
+    ) -> crate::Result<()> {
+        self.run_with(stream, (call, Tiling::default()), scale, q, cache, outputs)
+    }
+
+    /// [`DecodeOp::run`] with the stages of the ring and the split given instead of chosen
+    /// (the benchmark's way to measure the choices).
+    pub fn run_with(
+        &self,
+        stream: &Arc<CudaStream>,
+        (call, tiling): (&Decode, Tiling),
+        scale: f32,
+        q: &CudaSlice<T>,
+        cache: Cache<'_, CudaSlice<T>, CudaSlice<i32>>,
         (o, lse): (&mut CudaSlice<T>, &mut CudaSlice<f32>),
     ) -> crate::Result<()> {
         let c = call.checked(scale)?;
@@ -108,11 +132,27 @@ impl<T: AttentionElement> DecodeOp<T> {
             (q.len(), lens, cache.lens.len()),
             (o.len(), lse.len()),
         )?;
-        let (splits, split_keys) = call.split::<T>(self.multiprocessors);
+        let (splits, split_keys) = match tiling.splits {
+            Some(s) if (1..=MAX_SPLITS).contains(&s) => {
+                let bkv = call.kernel::<T>().block_kv as usize;
+                let keys = call.max_context.div_ceil(bkv).div_ceil(s) * bkv;
+                (s, keys)
+            }
+            Some(s) => {
+                return Err(crate::Error::Shape {
+                    kernel: NAME,
+                    message: format!("splits = {s}: 1 to {MAX_SPLITS}"),
+                })
+            }
+            None => call.split::<T>(self.multiprocessors),
+        };
         // one split: the decode kernel writes the output itself (no slots, no merge); not at
         // head dimension 256, where the output in `T` beside the accumulator would spill
         let direct = splits == 1 && c.d <= 128;
-        let config = call.kernel::<T>().with_direct(direct);
+        let mut config = call.kernel::<T>().with_direct(direct);
+        if let Some(stages) = tiling.stages {
+            config.stages = stages;
+        }
         let parts = if direct {
             1
         } else {
