@@ -87,7 +87,7 @@ pub struct DecodeAttention<T> {
 impl<T> DecodeAttention<T> {
     /// The kernel for `head_dim`, `queries` new tokens per sequence and `group` query heads
     /// per key-value head, over pages of `page_size` rows (`None`: a contiguous cache):
-    /// steps of 64 keys, as many stages as fit beside Q in shared memory (at most 8).
+    /// steps of 64 keys, two stages.
     pub fn new(
         head_dim: i32,
         queries: i32,
@@ -95,14 +95,15 @@ impl<T> DecodeAttention<T> {
         page_size: Option<i32>,
     ) -> DecodeAttention<T> {
         let block_kv = 64;
-        let stage_bytes = 2 * block_kv * head_dim * 2;
-        let q_bytes = BLOCK_ROWS * head_dim * 2;
         DecodeAttention {
             head_dim,
             queries,
             slot: ((group + 7) / 8 * 8).min(BLOCK_ROWS),
             block_kv,
-            stages: ((200 * 1024 - q_bytes) / stage_bytes).clamp(2, 8),
+            // two stages: two blocks a multiprocessor up to head dimension 128, each with its
+            // own chain of waits, beat one block with five stages (docs/perf.md: 2.91 against
+            // 2.81 TB/s at 64 × 4096, 2.54 against 2.50 at 16 × 4096, equal at 1 × 8192)
+            stages: 2,
             box_rows: page_size.map_or(0, |p| p.min(block_kv)),
             direct: false,
             _t: PhantomData,
