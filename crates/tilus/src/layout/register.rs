@@ -752,6 +752,21 @@ mod tests {
         assert_eq!(lead.shape(), &[1, 4]);
     }
 
+    /// The thread bits that select positions along a dimension: the threads' modes along it,
+    /// where each is a power of two; none where one is not (3 threads along a dimension
+    /// cannot be told apart by a mask, and a reduction then goes through shared memory).
+    #[test]
+    fn thread_bits_are_the_masks_of_power_of_two_modes_only() {
+        // [2, 4] threads, rows outermost: dimension 0 is thread bit 2, dimension 1 bits 0-1
+        assert_eq!(tile().thread_bits(0), Some(0b100));
+        assert_eq!(tile().thread_bits(1), Some(0b011));
+        let three = RegisterLayout::spatial(&[3, 4]);
+        assert_eq!(three.thread_bits(0), None);
+        assert_eq!(RegisterLayout::spatial(&[4, 3]).thread_bits(1), None);
+        // locals only: no thread bit
+        assert_eq!(RegisterLayout::local(&[3, 4]).thread_bits(0), Some(0));
+    }
+
     #[test]
     fn validity_allows_replicas_and_refuses_layouts_too_large_to_check() {
         assert!(tile().is_valid());

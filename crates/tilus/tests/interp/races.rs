@@ -123,6 +123,7 @@ fn a_load_of_another_warps_store_needs_a_barrier_between() {
         &[
             "load_shared: thread 32 (warp 1) reads bytes of `s0`",
             "that thread 0 (warp 0) wrote with nothing ordering the two",
+            "the read may see the bytes before the write lands",
             "A `sync()`",
         ],
     );
