@@ -1,7 +1,8 @@
 //! The decode workload ([`tilus_kernels::attention::decode`]): one new token of each of
 //! `batch` sequences over a contiguous f16 cache of `context` positions, 8 query heads over 2
 //! key-value heads of 128 (the registry entry's default configuration), the decode kernel in
-//! one split, so that each block's partial slot holds its rows' outputs and log-sum-exp; the
+//! one split written to the partial slots (neither direct nor merged: each block's slot holds
+//! its rows' outputs and, in column 128, their log-sum-exp); the
 //! reference is the exact f64 step on the host (on both backends: a decode step has no
 //! library peer in this process).
 
@@ -51,6 +52,9 @@ struct Inputs {
 }
 
 const SCALE: f32 = 0.088388;
+
+/// A partial slot row's elements: the output's 128, the log-sum-exp, padding to 16 bytes.
+const WIDTH: usize = 128 + 4;
 
 fn inputs(what: &str, size: &Size, seed: u64) -> Result<Inputs> {
     let [batch, context] = size.dims()?;
@@ -112,7 +116,7 @@ impl Inputs {
     }
 
     /// The outputs and log-sum-exp in the partial slots against the exact step.
-    fn check(&self, o_part: &[f32], lse_part: &[f32]) -> Check {
+    fn check(&self, part: &[f32]) -> Check {
         let cache = Cache {
             k: &self.k[..],
             v: &self.v[..],
@@ -124,10 +128,10 @@ impl Inputs {
         let rows = self.call.batch * HEADS.q_heads;
         let got = (0..rows).flat_map(|r| {
             let s = self.slot_row(r);
-            o_part[s * d..][..d]
+            part[s * WIDTH..][..d]
                 .iter()
                 .map(|&x| x as f64)
-                .chain(std::iter::once(lse_part[s] as f64))
+                .chain(std::iter::once(part[s * WIDTH + d] as f64))
         });
         let want = (0..rows).flat_map(|r| {
             want_o[r * d..][..d]
@@ -149,8 +153,8 @@ impl Inputs {
 
 struct OnHost {
     inputs: Inputs,
-    o_part: Vec<f32>,
-    lse_part: Vec<f32>,
+    part: Vec<f32>,
+    counts: Vec<i32>,
     unused: (Vec<f16>, Vec<f32>),
 }
 
@@ -169,8 +173,8 @@ impl HostCase for OnHost {
             InterpValue::buffer(&self.inputs.v),
             InterpValue::buffer(&self.inputs.lens),
             InterpValue::buffer(&self.inputs.lens),
-            InterpValue::buffer_mut(&mut self.o_part),
-            InterpValue::buffer_mut(&mut self.lse_part),
+            InterpValue::buffer_mut(&mut self.part),
+            InterpValue::buffer_mut(&mut self.counts),
             // the output of a direct kernel, which the registry's (split) never writes
             InterpValue::buffer_mut(&mut self.unused.0),
             InterpValue::buffer_mut(&mut self.unused.1),
@@ -179,7 +183,7 @@ impl HostCase for OnHost {
     }
 
     fn check(&self) -> Result<Check> {
-        Ok(self.inputs.check(&self.o_part, &self.lse_part))
+        Ok(self.inputs.check(&self.part))
     }
 }
 
@@ -189,8 +193,8 @@ struct OnDevice {
     k: CudaSlice<f16>,
     v: CudaSlice<f16>,
     lens: CudaSlice<i32>,
-    o_part: CudaSlice<f32>,
-    lse_part: CudaSlice<f32>,
+    part: CudaSlice<f32>,
+    counts: CudaSlice<i32>,
     unused: (CudaSlice<f16>, CudaSlice<f32>),
 }
 
@@ -209,8 +213,8 @@ impl DeviceCase for OnDevice {
             ptr(&self.v, stream),
             ptr(&self.lens, stream),
             ptr(&self.lens, stream),
-            ptr(&self.o_part, stream),
-            ptr(&self.lse_part, stream),
+            ptr(&self.part, stream),
+            ptr(&self.counts, stream),
             ptr(&self.unused.0, stream),
             ptr(&self.unused.1, stream),
         ]);
@@ -223,9 +227,8 @@ impl DeviceCase for OnDevice {
 
     fn check(&self, stream: &Arc<CudaStream>) -> Result<Check> {
         let what = "the decode step's partial slots";
-        let o_part = download(stream, what, &self.o_part)?;
-        let lse_part = download(stream, what, &self.lse_part)?;
-        Ok(self.inputs.check(&o_part, &lse_part))
+        let part = download(stream, what, &self.part)?;
+        Ok(self.inputs.check(&part))
     }
 }
 
@@ -239,8 +242,8 @@ impl Workload for DecodeWorkload {
         let inputs = inputs(&what, size, seed)?;
         let slots = inputs.slots();
         Ok(Box::new(OnHost {
-            o_part: alloc::try_vec(&what, slots * HEADS.head_dim, f32::NAN)?,
-            lse_part: alloc::try_vec(&what, slots, f32::NAN)?,
+            part: alloc::try_vec(&what, slots * WIDTH, f32::NAN)?,
+            counts: vec![0; slots / 64],
             unused: (vec![f16::NAN], vec![f32::NAN]),
             inputs,
         }))
@@ -262,8 +265,10 @@ impl Workload for DecodeWorkload {
             lens: stream
                 .clone_htod(&inputs.lens)
                 .map_err(drv("cuMemcpyHtoD"))?,
-            o_part: poisoned::<f32>(stream, &what, slots * HEADS.head_dim)?,
-            lse_part: poisoned::<f32>(stream, &what, slots)?,
+            part: poisoned::<f32>(stream, &what, slots * WIDTH)?,
+            counts: stream
+                .alloc_zeros::<i32>(slots / 64)
+                .map_err(drv("cuMemAlloc"))?,
             unused: (upload(stream, &[f16::NAN])?, upload(stream, &[f32::NAN])?),
             inputs,
         }))

@@ -95,10 +95,13 @@ fn nvrtc_decode_compiles_at_every_head_dimension_and_layout_without_spills() {
         compiled::<bf16, _>(&DecodeAttention::<bf16>::new(d, 8, 8, Some(32)));
         compiled::<f16, _>(&DecodeAttention::<f16>::new(d, 3, 24, None));
         // one split: the output written in the element type by the kernel itself (below
-        // head dimension 256, where the host API merges even one split)
+        // head dimension 256, where the merge kernel takes every split)
         if d <= 128 {
             let direct = DecodeAttention::<bf16>::new(d, 3, 24, Some(16)).with_direct(true);
             compiled::<bf16, _>(&direct);
+            // several splits merged by the last one's blocks
+            let merged = DecodeAttention::<f16>::new(d, 1, 4, None).with_merge(true);
+            compiled::<f16, _>(&merged);
         }
         for splits in [1, 2, 32] {
             let merge = DecodeMerge::<f16>::new(d, splits);

@@ -36,11 +36,13 @@ pub const BLOCK_ROWS: i32 = 64;
 /// `pages_per_seq` (the block table's row length), `rows_cache` (the cache's rows: pages ·
 /// page size), `scale_log2` (the softmax scale times `log2(e)`), `q [batch · queries · hq,
 /// d]`, the caches `k` and `v` `[rows_cache, hkv · d]`, `table [batch, pages_per_seq]`,
-/// `lens [batch]` (context lengths, the new tokens included), the partial outputs
-/// `o_part [batch · hkv · row blocks · splits · 64, d]` (each block's 64 rows, the splits of
-/// one block of rows consecutive) and their log-sum-exp `lse_part [same rows]`; the output
-/// `o [batch · queries · hq, d]` and `lse [same rows]`, which a kernel with
-/// [`DecodeAttention::direct`] writes instead of the partial slots.
+/// `lens [batch]` (context lengths, the new tokens included), the partial slots `parts
+/// [batch · hkv · row blocks · splits · 64, d + 4]` (each block's 64 rows, the splits of one
+/// block of rows consecutive; a row's output in its first `d` columns, its log-sum-exp in
+/// column `d`, rows of 16-byte multiples), one ticket counter per block of rows `counts
+/// [batch · hkv · row blocks]` (zero between launches); the output `o [batch · queries · hq,
+/// d]` and `lse [same rows]`, which a kernel with [`DecodeAttention::direct`] or
+/// [`DecodeAttention::merge`] writes.
 pub type DecodeArgs<T> = (
     i32,
     i32,
@@ -57,7 +59,7 @@ pub type DecodeArgs<T> = (
     Ptr<i32>,
     Ptr<i32>,
     PtrMut<f32>,
-    PtrMut<f32>,
+    PtrMut<i32>,
     PtrMut<T>,
     PtrMut<f32>,
 );
@@ -81,6 +83,11 @@ pub struct DecodeAttention<T> {
     /// log-sum-exp straight to `o` and `lse` (no partial slots, no merge). Head dimensions
     /// up to 128 (at 256 the output in `T` beside the accumulator spills).
     pub direct: bool,
+    /// A split launch merges in the kernel: the blocks of every split but the last write
+    /// their partial slots and take a ticket; the last split's block waits for the others'
+    /// tickets and weighs their slots with its own rows into the output (no second launch).
+    /// Head dimensions up to 128 (a slot's tile beside the accumulator).
+    pub merge: bool,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -106,8 +113,15 @@ impl<T> DecodeAttention<T> {
             stages: 2,
             box_rows: page_size.map_or(0, |p| p.min(block_kv)),
             direct: false,
+            merge: false,
             _t: PhantomData,
         }
+    }
+
+    /// The same kernel merging the splits itself or not.
+    pub fn with_merge(mut self, merge: bool) -> DecodeAttention<T> {
+        self.merge = merge;
+        self
     }
 
     /// The same kernel writing the output directly (a launch of one split) or not.
@@ -126,7 +140,7 @@ impl<T> DecodeAttention<T> {
         (self.queries + self.tokens_per_block() - 1) / self.tokens_per_block()
     }
 
-    fn key(&self) -> (i32, i32, i32, i32, i32, i32, bool) {
+    fn key(&self) -> (i32, i32, i32, i32, i32, i32, bool, bool) {
         (
             self.head_dim,
             self.queries,
@@ -135,6 +149,7 @@ impl<T> DecodeAttention<T> {
             self.stages,
             self.box_rows,
             self.direct,
+            self.merge,
         )
     }
 }
@@ -158,8 +173,8 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
             "v",
             "table",
             "lens",
-            "o_part",
-            "lse_part",
+            "parts",
+            "counts",
             "o",
             "lse",
         ]
@@ -196,8 +211,9 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
         } else {
             Scalar::from(batch) * hkv * row_blocks * splits * BLOCK_ROWS
         };
-        let o_part = k.global_view::<f32>(args.14, [parts.clone(), Scalar::from(d)]);
-        let lse_part = k.global_view::<f32>(args.15, [parts, Scalar::from(1)]);
+        let part = k.global_view::<f32>(args.14, [parts, Scalar::from(d + 4)]);
+        let groups = Scalar::from(batch) * hkv * row_blocks;
+        let counts = k.global_view::<i32>(args.15, [groups]);
 
         let chunks = d / 64;
         let sq = k.shared_tensor::<T>([chunks, BLOCK_ROWS, 64]);
@@ -352,25 +368,82 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
         ));
         // the block's rows at its partial slot, the rows of real heads and tokens only
         let real = head.lt(group).and(token.lt(nq));
-        let slot_of_block = k.let_i32((b * hkv * row_blocks + k.block_idx().y) * splits + x);
-        let first_row = k.let_i32(slot_of_block * BLOCK_ROWS);
+        let group_of_block = k.let_i32(b * hkv * row_blocks + k.block_idx().y);
+        let first_row = k.let_i32((group_of_block * splits + x) * BLOCK_ROWS);
+        // token slot `s`'s rows are consecutive rows of O, from row `row0 + s · slot`
+        let store_output =
+            |k: &mut Kernel, acc: &RegisterTensor<f32>, lse: &RegisterTensor<f32>| {
+                let o = k.global_view::<T>(args.16, [rows_q.clone(), Scalar::from(d)]);
+                let lse_out = k.global_view::<f32>(args.17, [rows_q.clone(), Scalar::from(1)]);
+                let out = k.cast::<T>(acc);
+                let r = k.arange([BLOCK_ROWS, 1], 0);
+                for s in 0..tokens {
+                    let t = k.let_i32(t0 + s);
+                    let row0 = k.let_i32((b * nq + t) * hq + hk * group - s * slot);
+                    let mine = r.clone().ge(s * slot).and(r.clone().lt(group + s * slot));
+                    let mine = mine.and(real.clone());
+                    k.store_global_where(&o, &out, (row0, 0), mine.clone());
+                    k.store_global_where(&lse_out, lse, (row0, 0), mine);
+                }
+            };
+        let store_part = |k: &mut Kernel| {
+            k.store_global_where(&part, &acc, (first_row, 0), real.clone());
+            k.store_global_where(&part, &lse, (first_row, d), real.clone());
+        };
         if self.direct {
-            // token slot `s`'s rows are consecutive rows of O, from row `row0 + s · slot`
-            let o = k.global_view::<T>(args.16, [rows_q.clone(), Scalar::from(d)]);
-            let lse_out = k.global_view::<f32>(args.17, [rows_q, Scalar::from(1)]);
-            let out = k.cast::<T>(&acc);
-            let r = k.arange([BLOCK_ROWS, 1], 0);
-            for s in 0..tokens {
-                let t = k.let_i32(t0 + s);
-                let row0 = k.let_i32((b * nq + t) * hq + hk * group - s * slot);
-                let mine = r.clone().ge(s * slot).and(r.clone().lt(group + s * slot));
-                let mine = mine.and(real.clone());
-                k.store_global_where(&o, &out, (row0, 0), mine.clone());
-                k.store_global_where(&lse_out, &lse, (row0, 0), mine);
-            }
+            store_output(k, &acc, &lse);
+        } else if self.merge {
+            let last = k.let_i32(splits - 1);
+            k.if_else(
+                x.lt(last),
+                |k| {
+                    // publish the slot, then take a ticket
+                    store_part(k);
+                    k.fence_gpu();
+                    k.sync();
+                    k.single_thread(|k| {
+                        k.atomic_add_scalar(&counts, [group_of_block], 1);
+                    });
+                },
+                |k| {
+                    // every other split's ticket (then the counter back to zero), then
+                    // their slots, weighed with this block's rows in natural log space
+                    k.single_thread(|k| {
+                        let seen = k.var_i32(-1);
+                        k.while_(seen.ne_(last), |k| {
+                            let old = k.atomic_cas_scalar(&counts, [group_of_block], last, 0);
+                            k.assign(seen, old);
+                        });
+                    });
+                    k.sync();
+                    k.fence_gpu();
+                    let top = k.register_tensor::<f32>([BLOCK_ROWS, 1], None::<f64>);
+                    let z = k.register_tensor::<f32>([BLOCK_ROWS, 1], 1.0);
+                    k.assign_tile(&top, lse);
+                    k.for_range(0, last, 1, |k, s| {
+                        let row = k.let_i32((group_of_block * splits + s) * BLOCK_ROWS);
+                        let o_s = k.load_global(&part, (row, 0), [BLOCK_ROWS, d]);
+                        let l_s = k.load_global(&part, (row, d), [BLOCK_ROWS, 1]);
+                        let l_s = k.compute(where_(real.clone(), l_s, f32::NEG_INFINITY));
+                        let new_top = k.compute(top.maximum(l_s));
+                        let sub =
+                            k.compute(where_(new_top.eq_(f32::NEG_INFINITY), 0.0f32, new_top));
+                        let a = k.compute((top - sub).exp());
+                        let w = k.compute((l_s - sub).exp());
+                        let w_rows = k.convert_layout(&w);
+                        let o_s = k.compute(where_(real.clone(), o_s, 0.0f32));
+                        k.assign_tile(&acc, acc * a + o_s * w_rows);
+                        k.assign_tile(&z, z * a + w);
+                        k.assign_tile(&top, new_top);
+                    });
+                    let seen_any = z.gt(0.0f32);
+                    k.assign_tile(&acc, where_(seen_any.clone(), acc / z, 0.0f32));
+                    let total = k.compute(where_(seen_any, top + z.log(), f32::NEG_INFINITY));
+                    store_output(k, &acc, &total);
+                },
+            );
         } else {
-            k.store_global_where(&o_part, &acc, (first_row, 0), real.clone());
-            k.store_global_where(&lse_part, &lse, (first_row, 0), real);
+            store_part(k);
         }
     }
 }
@@ -410,6 +483,7 @@ impl<T> std::fmt::Debug for DecodeAttention<T> {
             .field("stages", &self.stages)
             .field("box_rows", &self.box_rows)
             .field("direct", &self.direct)
+            .field("merge", &self.merge)
             .finish()
     }
 }

@@ -13,8 +13,8 @@ use tilus::prelude::*;
 
 /// The arguments: `rows` (the output's rows: batch · queries · query heads), `splits`, `hq`,
 /// `hkv`, `queries`, the decode kernel's `slot` and blocks of rows per key-value head,
-/// `o_part` and `lse_part` as the decode kernel wrote them (`DecodeArgs`), `o [rows, d]`
-/// and `lse [rows]`.
+/// `o_part` and `lse_part`, both the decode kernel's partial slots (`DecodeArgs`: each row
+/// the output, then the log-sum-exp in column `d`), `o [rows, d]` and `lse [rows]`.
 pub type MergeArgs<T> = (
     i32,
     i32,
@@ -81,8 +81,10 @@ impl<T: AttentionElement> Script for DecodeMerge<T> {
         // the partial slots as `[slots, 64 · d]`: a row's splits are a column block of
         // consecutive slots
         let slots = Scalar::from(rows) / nq / hq * hkv * row_blocks * splits;
-        let o_part = k.global_view::<f32>(args.7, [slots.clone(), Scalar::from(d * 64)]);
-        let lse_part = k.global_view::<f32>(args.8, [slots, Scalar::from(64)]);
+        // (each slot row `d + 4` wide: the output, then the log-sum-exp in column `d`)
+        let width = d + 4;
+        let o_part = k.global_view::<f32>(args.7, [slots.clone(), Scalar::from(width * 64)]);
+        let lse_part = k.global_view::<f32>(args.8, [slots, Scalar::from(width * 64)]);
         let o = k.global_view::<T>(args.9, [Scalar::from(rows), Scalar::from(d)]);
         let lse = k.global_view::<f32>(args.10, [Scalar::from(rows), Scalar::from(1)]);
 
@@ -97,14 +99,14 @@ impl<T: AttentionElement> Script for DecodeMerge<T> {
         let r = k.let_i32(t % tokens * slot + h % group);
         let block = k.let_i32((b * hkv + h / group) * row_blocks + t / tokens);
         let first = k.let_i32(block * splits);
-        let l = k.load_global_or(&lse_part, (first, r), [n, 1], f64::NEG_INFINITY);
+        let l = k.load_global_or(&lse_part, (first, r * width + d), [n, 1], f64::NEG_INFINITY);
         // the rows past this row's splits are the next row's: weighed by zero
         let mine = k.arange([n, 1], 0).lt(splits);
         let l = k.compute(where_(mine, l, f32::NEG_INFINITY));
         let top = k.max(l, 0, true);
         let top = k.compute(where_(top.eq_(f32::NEG_INFINITY), 0.0f32, top));
         let w = k.compute((l - top).exp());
-        let parts = k.load_global(&o_part, (first, r * d), [n, d]);
+        let parts = k.load_global(&o_part, (first, r * width), [n, d]);
         // the weights spread as the partial outputs' rows are
         let w_rows = k.convert_layout(&w);
         // (the slots past this row's splits belong to other blocks, written or not)

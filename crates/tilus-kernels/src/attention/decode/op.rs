@@ -70,8 +70,8 @@ pub struct DecodeOp<T: AttentionElement> {
     append: Kept<DecodeAppend<T>>,
     decode: Kept<DecodeAttention<T>>,
     merge: Kept<DecodeMerge<T>>,
-    /// The partial outputs and their log-sum-exp, grown as calls need.
-    workspace: Mutex<Option<(CudaSlice<f32>, CudaSlice<f32>)>>,
+    /// The partial slots and the ticket counters, grown as calls need.
+    workspace: Mutex<Option<(CudaSlice<f32>, CudaSlice<i32>)>>,
     multiprocessors: usize,
     device: Device,
 }
@@ -146,86 +146,58 @@ impl<T: AttentionElement> DecodeOp<T> {
             }
             None => call.split::<T>(self.multiprocessors),
         };
-        // one split: the decode kernel writes the output itself (no slots, no merge); not at
-        // head dimension 256, where the output in `T` beside the accumulator would spill
-        let direct = splits == 1 && c.d <= 128;
-        let mut config = call.kernel::<T>().with_direct(direct);
+        let (direct, merge) = Self::plan(c.d, splits);
+        let mut config = call.kernel::<T>().with_direct(direct).with_merge(merge);
         if let Some(stages) = tiling.stages {
             config.stages = stages;
         }
-        let parts = if direct {
-            1
-        } else {
-            call.partial_rows::<T>(splits)
-        };
+        let (parts, groups) = workspace(call, c.d, splits, direct);
         let mut ws = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
         if ws
             .as_ref()
-            .is_none_or(|(o, _)| o.len() < parts * c.d as usize)
+            .is_none_or(|(p, n)| p.len() < parts || n.len() < groups)
         {
-            let alloc = |n: usize| {
-                stream
-                    .alloc_zeros::<f32>(n)
-                    .map_err(|e| tilus::Error::Driver {
-                        call: "cuMemAlloc",
-                        message: format!("{NAME}'s workspace: {e}"),
-                    })
+            let err = |e: tilus::cudarc::driver::DriverError| tilus::Error::Driver {
+                call: "cuMemAlloc",
+                message: format!("{NAME}'s workspace: {e}"),
             };
-            *ws = Some((alloc(parts * c.d as usize)?, alloc(parts)?));
+            // the ticket counters start at zero and every launch leaves them there
+            let p = stream.alloc_zeros::<f32>(parts).map_err(err)?;
+            let n = stream.alloc_zeros::<i32>(groups).map_err(err)?;
+            *ws = Some((p, n));
         }
-        let (o_part, lse_part) = ws.as_mut().expect("allocated above");
+        let (part, counts) = ws.as_mut().expect("allocated above");
         let decode = kept(&self.decode, &config, &self.device);
         let table = cache.table.unwrap_or(cache.lens);
-        let args = (
-            call.batch as i32,
-            c.hq,
-            c.hkv,
-            splits as i32,
-            split_keys as i32,
-            c.page_size,
-            c.pages_per_seq,
-            c.rows_cache,
-            scale * std::f32::consts::LOG2_E,
-            q,
-            cache.k,
-            cache.v,
-            table,
-            cache.lens,
-        );
-        if direct {
-            let (a, b, cc, d, e, f, g, h, i, j, k, l, m, n) = args;
-            let all = (
-                a, b, cc, d, e, f, g, h, i, j, k, l, m, n, o_part, lse_part, o, lse,
-            );
-            decode.launch(stream, all)?;
+        decode.launch(
+            stream,
+            (
+                call.batch as i32,
+                c.hq,
+                c.hkv,
+                splits as i32,
+                split_keys as i32,
+                c.page_size,
+                c.pages_per_seq,
+                c.rows_cache,
+                scale * std::f32::consts::LOG2_E,
+                q,
+                cache.k,
+                cache.v,
+                table,
+                cache.lens,
+                &mut *part,
+                &mut *counts,
+                &mut *o,
+                &mut *lse,
+            ),
+        )?;
+        if direct || merge {
             return Ok(());
         }
-        let (a, b, cc, d, e, f, g, h, i, j, k, l, m, n) = args;
-        // (a split kernel never writes its `o` and `lse`: the merge does, after it)
-        let all = (
-            a,
-            b,
-            cc,
-            d,
-            e,
-            f,
-            g,
-            h,
-            i,
-            j,
-            k,
-            l,
-            m,
-            n,
-            &mut *o_part,
-            &mut *lse_part,
-            &mut *o,
-            &mut *lse,
-        );
-        decode.launch(stream, all)?;
-        let merge = DecodeMerge::<T>::new(c.d, splits as i32);
-        let merge = kept(&self.merge, &merge, &self.device);
-        merge.launch(
+        let merger = DecodeMerge::<T>::new(c.d, splits as i32);
+        let merger = kept(&self.merge, &merger, &self.device);
+        merger.launch(
             stream,
             (
                 c.rows as i32,
@@ -235,13 +207,22 @@ impl<T: AttentionElement> DecodeOp<T> {
                 call.queries as i32,
                 config.slot,
                 config.row_blocks(),
-                &*o_part,
-                &*lse_part,
+                &*part,
+                &*part,
                 o,
                 lse,
             ),
         )?;
         Ok(())
+    }
+
+    /// How a launch of `splits` splits ends: `(direct, merge)`. One split: the kernel writes
+    /// the output (no slots); several: the last split's blocks merge the others' slots in
+    /// the kernel; either up to head dimension 128. At 256 (the output in `T`, or a slot's
+    /// tile, beside the accumulator would spill) the slots are merged by [`DecodeMerge`].
+    fn plan(d: i32, splits: usize) -> (bool, bool) {
+        let small = d <= 128;
+        (splits == 1 && small, splits > 1 && small)
     }
 
     /// [`DecodeOp::run`] on the CPU interpreter, on host slices, split as on a device of
@@ -282,18 +263,13 @@ impl<T: AttentionElement> DecodeOp<T> {
                 message: format!("splits = {splits}: 1 to {MAX_SPLITS}"),
             });
         }
-        // one split: the decode kernel writes the output itself, as on the device
-        let direct = splits == 1 && c.d <= 128;
-        let config = call.kernel::<T>().with_direct(direct);
+        let (direct, merge) = Self::plan(c.d, splits);
+        let config = call.kernel::<T>().with_direct(direct).with_merge(merge);
         let bkv = config.block_kv as usize;
         let split_keys = call.max_context.div_ceil(bkv).div_ceil(splits) * bkv;
-        let parts = if direct {
-            1
-        } else {
-            call.partial_rows::<T>(splits)
-        };
-        let (mut o_part, mut lse_part) =
-            (vec![f32::NAN; parts * c.d as usize], vec![f32::NAN; parts]);
+        let (parts, groups) = workspace(call, c.d, splits, direct);
+        let mut part = vec![f32::NAN; parts];
+        let mut counts = vec![0i32; groups];
         let table = cache.table.unwrap_or(cache.lens);
         tilus::interpret(
             &config,
@@ -312,18 +288,20 @@ impl<T: AttentionElement> DecodeOp<T> {
                 cache.v,
                 table,
                 cache.lens,
-                &mut o_part[..],
-                &mut lse_part[..],
+                &mut part[..],
+                &mut counts[..],
                 &mut *o,
                 &mut *lse,
             ),
         )?;
-        if direct {
+        // the counters are left at zero for the next launch
+        debug_assert!(counts.iter().all(|&n| n == 0));
+        if direct || merge {
             return Ok(());
         }
-        let merge = DecodeMerge::<T>::new(c.d, splits as i32);
+        let merger = DecodeMerge::<T>::new(c.d, splits as i32);
         tilus::interpret(
-            &merge,
+            &merger,
             (
                 c.rows as i32,
                 splits as i32,
@@ -332,14 +310,27 @@ impl<T: AttentionElement> DecodeOp<T> {
                 call.queries as i32,
                 config.slot,
                 config.row_blocks(),
-                &o_part[..],
-                &lse_part[..],
+                &part[..],
+                &part[..],
                 o,
                 lse,
             ),
         )?;
         Ok(())
     }
+}
+
+/// The workspace of a launch: the partial slots' f32 elements (`64 · (d + 4)` a block; one
+/// row for a direct launch, which writes none) and the ticket counters (one per block of
+/// rows).
+fn workspace(call: &Decode, d: i32, splits: usize, direct: bool) -> (usize, usize) {
+    let groups = call.partial_rows::<u8>(1) / 64;
+    let rows = if direct {
+        1
+    } else {
+        call.partial_rows::<u8>(splits)
+    };
+    (rows * (d as usize + 4), groups)
 }
 
 impl<T: AttentionElement> DecodeOp<T> {
