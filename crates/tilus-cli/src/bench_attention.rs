@@ -147,6 +147,7 @@ pub(crate) struct DecodeGrid {
     pub pages: String,
     pub stages: String,
     pub splits: String,
+    pub merge_in_kernel: bool,
 }
 
 /// The decode cases of the grid, in order, or the first flag that does not make sense.
@@ -184,6 +185,7 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<(String, DecodeCase)>> {
                                 tiling: Tiling {
                                     stages: (st > 0).then_some(st),
                                     splits: (sp > 0).then_some(sp),
+                                    merge: g.merge_in_kernel.then_some(true),
                                 },
                             };
                             out.push((t.clone(), case));
@@ -212,7 +214,7 @@ pub(crate) fn decode(g: &DecodeGrid, opts: &BenchOptions) -> CliResult<bool> {
         };
         let h = case.heads;
         outln!(
-            "decode {t} d={} b={} ctx={} queries={} heads={}/{} page={} stages={} splits={}: {:.4} ms {:.3} TB/s check {} ({} rows, max err {:.2e}, lse {:.2e})",
+            "decode {t} d={} b={} ctx={} queries={} heads={}/{} page={} stages={} splits={}{}: {:.4} ms {:.3} TB/s check {} ({} rows, max err {:.2e}, lse {:.2e})",
             h.head_dim,
             case.batch,
             case.context,
@@ -222,6 +224,7 @@ pub(crate) fn decode(g: &DecodeGrid, opts: &BenchOptions) -> CliResult<bool> {
             case.page_size.unwrap_or(0),
             case.tiling.stages.map_or("auto".to_string(), |s| s.to_string()),
             case.tiling.splits.map_or("auto".to_string(), |s| s.to_string()),
+            if g.merge_in_kernel { " merged in the kernel" } else { "" },
             r.ms,
             r.tbps,
             if r.passed { "PASS" } else { "FAIL" },

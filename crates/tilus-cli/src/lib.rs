@@ -358,6 +358,10 @@ enum BenchCommand {
         /// Decode: splits of the contexts, comma-separated (0: the host API's choice).
         #[arg(long, default_value = "0")]
         decode_splits: String,
+        /// Decode: a split launch merges in the kernel (its last split's blocks) instead of
+        /// by a second launch.
+        #[arg(long)]
+        merge_in_kernel: bool,
         /// Warm-up rounds.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
@@ -552,6 +556,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 pages,
                 decode_stages,
                 decode_splits,
+                merge_in_kernel,
                 warmup,
                 rounds,
                 timing,
@@ -567,6 +572,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                     pages,
                     stages: decode_stages,
                     splits: decode_splits,
+                    merge_in_kernel,
                 },
                 &BenchOptions {
                     warmup,

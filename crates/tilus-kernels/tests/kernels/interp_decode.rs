@@ -148,3 +148,36 @@ fn interp_decode_append_writes_the_new_tokens_where_the_step_reads_them() {
         step.assert_matches("after the append", 0.2, (&o, &lse));
     }
 }
+
+/// The merge in the kernel (the last split's blocks take the others' tickets and slots):
+/// ragged contexts whose short ones leave splits empty, pages of 16, several tokens; the
+/// counters are back at zero after the launch (checked by the host API).
+#[test]
+fn interp_decode_merged_by_the_last_split_matches_the_reference() {
+    use tilus_kernels::attention::decode::Tiling;
+    let mut rng = Rng::new(seed());
+    for (queries, heads, lens, page, splits) in [
+        (1, Heads::new(8, 2, 64), &[1, 70, 200][..], None, 3),
+        (3, Heads::new(4, 2, 128), &[3, 50, 131][..], Some(16), 2),
+    ] {
+        let step = Step::<f16>::random(&mut rng, (queries, heads), lens, page);
+        let rows = lens.len() * queries * heads.q_heads;
+        let mut o = vec![f16::NAN; rows * heads.head_dim];
+        let mut lse = vec![f32::NAN; rows];
+        let tiling = Tiling {
+            splits: Some(splits),
+            merge: Some(true),
+            ..Tiling::default()
+        };
+        let what = format!("{:?} merged in the kernel, {splits} splits", step.call);
+        DecodeOp::interpret_with(
+            (&step.call, tiling),
+            0.15,
+            &step.q,
+            step.cache(),
+            (&mut o, &mut lse),
+        )
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+        step.assert_matches(&what, 0.15, (&o, &lse));
+    }
+}

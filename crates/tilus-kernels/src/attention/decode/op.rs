@@ -22,6 +22,9 @@ pub struct Tiling {
     pub stages: Option<i32>,
     /// Splits of the contexts (1 to [`MAX_SPLITS`]).
     pub splits: Option<usize>,
+    /// `Some(true)`: a split launch merges in the kernel ([`DecodeAttention::merge`]) instead
+    /// of by [`DecodeMerge`] (head dimensions up to 128).
+    pub merge: Option<bool>,
 }
 
 /// The cache's buffers: `k` and `v` (the layout [`Decode::layout`] says), the block table
@@ -132,21 +135,8 @@ impl<T: AttentionElement> DecodeOp<T> {
             (q.len(), lens, cache.lens.len()),
             (o.len(), lse.len()),
         )?;
-        let (splits, split_keys) = match tiling.splits {
-            Some(s) if (1..=MAX_SPLITS).contains(&s) => {
-                let bkv = call.kernel::<T>().block_kv as usize;
-                let keys = call.max_context.div_ceil(bkv).div_ceil(s) * bkv;
-                (s, keys)
-            }
-            Some(s) => {
-                return Err(crate::Error::Shape {
-                    kernel: NAME,
-                    message: format!("splits = {s}: 1 to {MAX_SPLITS}"),
-                })
-            }
-            None => call.split::<T>(self.multiprocessors),
-        };
-        let (direct, merge) = Self::plan(c.d, splits);
+        let (splits, split_keys) = split_of::<T>(call, tiling.splits, self.multiprocessors)?;
+        let (direct, merge) = Self::plan(c.d, splits, tiling.merge);
         let mut config = call.kernel::<T>().with_direct(direct).with_merge(merge);
         if let Some(stages) = tiling.stages {
             config.stages = stages;
@@ -217,12 +207,17 @@ impl<T: AttentionElement> DecodeOp<T> {
     }
 
     /// How a launch of `splits` splits ends: `(direct, merge)`. One split: the kernel writes
-    /// the output (no slots); several: the last split's blocks merge the others' slots in
-    /// the kernel; either up to head dimension 128. At 256 (the output in `T`, or a slot's
-    /// tile, beside the accumulator would spill) the slots are merged by [`DecodeMerge`].
-    fn plan(d: i32, splits: usize) -> (bool, bool) {
+    /// the output (no slots), up to head dimension 128 (at 256 the output in `T` beside the
+    /// accumulator would spill). Several: the slots are merged by [`DecodeMerge`], a second
+    /// launch that reads every split of a row at once; the kernel's own merge by its last
+    /// split's blocks (`merge`, [`Tiling::merge`]) reads them one after another and measured
+    /// slower (docs/perf.md: 50.7 µs against 29.3 at batch 1 × 8192).
+    fn plan(d: i32, splits: usize, merge: Option<bool>) -> (bool, bool) {
         let small = d <= 128;
-        (splits == 1 && small, splits > 1 && small)
+        (
+            splits == 1 && small,
+            splits > 1 && small && merge == Some(true),
+        )
     }
 
     /// [`DecodeOp::run`] on the CPU interpreter, on host slices, split as on a device of
@@ -246,6 +241,22 @@ impl<T: AttentionElement> DecodeOp<T> {
         splits: usize,
         q: &[T],
         cache: Cache<'_, [T], [i32]>,
+        outputs: (&mut [T], &mut [f32]),
+    ) -> crate::Result<()> {
+        let tiling = Tiling {
+            splits: Some(splits),
+            ..Tiling::default()
+        };
+        Self::interpret_with((call, tiling), scale, q, cache, outputs)
+    }
+
+    /// [`DecodeOp::interpret`] with the choices of `tiling` (the stages, the split, the merge
+    /// in the kernel), as [`DecodeOp::run_with`].
+    pub fn interpret_with(
+        (call, tiling): (&Decode, Tiling),
+        scale: f32,
+        q: &[T],
+        cache: Cache<'_, [T], [i32]>,
         (o, lse): (&mut [T], &mut [f32]),
     ) -> crate::Result<()> {
         let c = call.checked(scale)?;
@@ -257,16 +268,12 @@ impl<T: AttentionElement> DecodeOp<T> {
             (o.len(), lse.len()),
         )?;
         contents(call, cache.table, cache.lens)?;
-        if !(1..=MAX_SPLITS).contains(&splits) {
-            return Err(crate::Error::Shape {
-                kernel: NAME,
-                message: format!("splits = {splits}: 1 to {MAX_SPLITS}"),
-            });
+        let (splits, split_keys) = split_of::<T>(call, tiling.splits, 132)?;
+        let (direct, merge) = Self::plan(c.d, splits, tiling.merge);
+        let mut config = call.kernel::<T>().with_direct(direct).with_merge(merge);
+        if let Some(stages) = tiling.stages {
+            config.stages = stages;
         }
-        let (direct, merge) = Self::plan(c.d, splits);
-        let config = call.kernel::<T>().with_direct(direct).with_merge(merge);
-        let bkv = config.block_kv as usize;
-        let split_keys = call.max_context.div_ceil(bkv).div_ceil(splits) * bkv;
         let (parts, groups) = workspace(call, c.d, splits, direct);
         let mut part = vec![f32::NAN; parts];
         let mut counts = vec![0i32; groups];
@@ -294,8 +301,12 @@ impl<T: AttentionElement> DecodeOp<T> {
                 &mut *lse,
             ),
         )?;
-        // the counters are left at zero for the next launch
-        debug_assert!(counts.iter().all(|&n| n == 0));
+        // every launch leaves the counters at zero for the next (the device's are kept): the
+        // kernel's invariant
+        assert!(
+            counts.iter().all(|&n| n == 0),
+            "{NAME}: a ticket counter left at {counts:?}"
+        );
         if direct || merge {
             return Ok(());
         }
@@ -317,6 +328,26 @@ impl<T: AttentionElement> DecodeOp<T> {
             ),
         )?;
         Ok(())
+    }
+}
+
+/// The split of a launch: `splits` given (1 to [`MAX_SPLITS`]) or chosen for
+/// `multiprocessors`, and the keys per split.
+fn split_of<T>(
+    call: &Decode,
+    splits: Option<usize>,
+    multiprocessors: usize,
+) -> crate::Result<(usize, usize)> {
+    match splits {
+        Some(s) if (1..=MAX_SPLITS).contains(&s) => {
+            let bkv = call.kernel::<T>().block_kv as usize;
+            Ok((s, call.max_context.div_ceil(bkv).div_ceil(s) * bkv))
+        }
+        Some(s) => Err(crate::Error::Shape {
+            kernel: NAME,
+            message: format!("splits = {s}: 1 to {MAX_SPLITS}"),
+        }),
+        None => Ok(call.split::<T>(multiprocessors)),
     }
 }
 
