@@ -192,3 +192,38 @@ fn the_fused_epilogue_matches_the_f64_reference_and_refuses_a_short_bias() {
     );
     assert!(c.iter().all(|v| v.is_nan()));
 }
+
+/// The norms' epsilon is added to the variance (or the mean square), not taken from it: with
+/// eps = 0.5 it moves every output well past the tolerance, and a row of zeros normalizes to
+/// zeros (`0 · rsqrt(0 + eps)`; subtracting eps would give NaN).
+#[test]
+fn the_norms_add_their_epsilon_to_the_variance() {
+    tilus_bench::test_cache!();
+    let mut rng = Rng::new(44);
+    let (rows, cols) = (3, 96);
+    let mut x = random(rows * cols, &mut rng, -1.0, 1.0);
+    x[..cols].fill(f16::ZERO);
+    let w = random(cols, &mut rng, 0.5, 1.5);
+    let b = random(cols, &mut rng, -1.0, 1.0);
+    let eps = 0.5f32;
+    let mut y = vec![f16::NAN; rows * cols];
+    RmsNormOp::interpret(&RmsNorm::default(), (rows, cols), eps, (&x, &w), &mut y).unwrap();
+    assert!(
+        y[..cols].iter().all(|v| *v == f16::ZERO),
+        "{:?}",
+        &y[..cols]
+    );
+    let expect = reference::rms_norm(&x, &w, eps);
+    assert_close("rms_norm, eps 0.5", &y, &expect, NORM_TOLERANCE);
+    let mut y = vec![f16::NAN; rows * cols];
+    LayerNormOp::interpret(
+        &LayerNorm::default(),
+        (rows, cols),
+        eps,
+        (&x, &w, &b),
+        &mut y,
+    )
+    .unwrap();
+    let expect = reference::layer_norm(&x, (&w, &b), eps);
+    assert_close("layer_norm, eps 0.5", &y, &expect, NORM_TOLERANCE);
+}
