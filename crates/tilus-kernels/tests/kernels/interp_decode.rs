@@ -181,3 +181,16 @@ fn interp_decode_merged_by_the_last_split_matches_the_reference() {
         step.assert_matches(&what, 0.15, (&o, &lse));
     }
 }
+
+/// Hyperparameters the kernel does not build are refused when it is traced, with the rule.
+#[test]
+fn interp_decode_refuses_hyperparameters_it_does_not_build() {
+    use tilus_kernels::attention::decode::DecodeAttention;
+    let mut bad = DecodeAttention::<f16>::new(128, 1, 4, Some(16));
+    bad.block_kv = 96;
+    let e = tilus::trace(&bad, &[]).err().expect("refused").to_string();
+    assert!(e.contains("block_kv 64 or 128"), "{e}");
+    let mut bad = DecodeAttention::<f16>::new(128, 1, 4, None);
+    bad.slot = 12;
+    assert!(tilus::trace(&bad, &[]).is_err());
+}

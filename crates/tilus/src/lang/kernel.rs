@@ -260,6 +260,15 @@ impl Kernel {
             .push(Stmt { kind, loc, id });
     }
 
+    /// Reports hyperparameters the script cannot take (a size outside what its body can
+    /// trace, a combination it does not build): tracing fails with `message` at the
+    /// caller's line, as for the language's own errors, and the autotuner drops the point.
+    /// A body that refuses should return without tracing the rest.
+    #[track_caller]
+    pub fn refuse_config(&mut self, message: impl Into<String>) {
+        self.error(Loc::caller(), message);
+    }
+
     pub(crate) fn error(&mut self, loc: Loc, message: impl Into<String>) {
         self.diags.push(Diagnostic {
             loc,

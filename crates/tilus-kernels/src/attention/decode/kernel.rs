@@ -194,6 +194,21 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
             self.queries,
             self.slot,
         );
+        let fits = [64, 128, 256].contains(&d)
+            && [64, 128].contains(&bkv)
+            && (1..=8).contains(&stages)
+            && (1..=8).contains(&nq)
+            && slot % 8 == 0
+            && (8..=BLOCK_ROWS).contains(&slot)
+            && (self.box_rows == 0 || (self.box_rows >= 8 && bkv % self.box_rows == 0));
+        if !fits {
+            k.refuse_config(format!(
+                "{self:?}: head_dim 64, 128 or 256, block_kv 64 or 128, 1 to 8 stages and \
+                 queries, a slot of 8 to 64 rows in eights, box_rows 0 or a divisor of \
+                 block_kv of at least 8"
+            ));
+            return;
+        }
         let (tokens, row_blocks) = (self.tokens_per_block(), self.row_blocks());
         k.blocks([Scalar::from(splits), hkv * row_blocks, batch.into()]);
         k.warps(4);
@@ -475,12 +490,13 @@ impl<T> std::hash::Hash for DecodeAttention<T> {
 
 impl<T> std::fmt::Debug for DecodeAttention<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // the tunable hyperparameters first (the command line's `--set` takes those)
         f.debug_struct("DecodeAttention")
+            .field("block_kv", &self.block_kv)
+            .field("stages", &self.stages)
             .field("head_dim", &self.head_dim)
             .field("queries", &self.queries)
             .field("slot", &self.slot)
-            .field("block_kv", &self.block_kv)
-            .field("stages", &self.stages)
             .field("box_rows", &self.box_rows)
             .field("direct", &self.direct)
             .field("merge", &self.merge)

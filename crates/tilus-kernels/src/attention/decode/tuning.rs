@@ -15,11 +15,13 @@ impl<T> Default for DecodeAttention<T> {
     }
 }
 
-/// Keys per step and stages.
+/// Keys per step and stages (the hyperparameters that do not change what is computed).
 impl<T: Element + Debug + super::AttentionElement> Tunable for DecodeAttention<T> {
     fn space() -> Space {
+        // (128 keys a step: `--set block_kv=128`; with more than three stages it overflows
+        // shared memory, which the verifier says)
         Space::new()
-            .values("block_kv", &[64, 128])
+            .values("block_kv", &[64])
             .and_then(|s| s.values("stages", &[2, 3, 4, 5]))
             .expect("the decode kernel's space is well formed")
     }
@@ -28,15 +30,6 @@ impl<T: Element + Debug + super::AttentionElement> Tunable for DecodeAttention<T
         let mut config = DecodeAttention::default();
         config.block_kv = b.get_i32("block_kv")?;
         config.stages = b.get_i32("stages")?;
-        // a stage of keys and values beside Q within the 227 KB of shared memory
-        let bytes =
-            config.stages * 4 * config.block_kv * config.head_dim + 64 * config.head_dim * 2;
-        if bytes > 227 * 1024 {
-            return Err(format!(
-                "{} stages of {} keys take {bytes} bytes of shared memory",
-                config.stages, config.block_kv
-            ));
-        }
         Ok(config)
     }
 
