@@ -53,5 +53,27 @@ mod tests {
             .into_iter()
             .collect();
         assert_eq!(kept.len(), 2);
+        // the decode step's kernels, kept by the host API by their configuration too
+        use super::decode::DecodeAttention;
+        let dec = DecodeAttention::<f16>::new(128, 1, 4, None);
+        assert!(dec == DecodeAttention::new(128, 1, 4, None));
+        let mut others = vec![
+            DecodeAttention::new(64, 1, 4, None),
+            DecodeAttention::new(128, 2, 4, None),
+            DecodeAttention::new(128, 1, 12, None),
+            DecodeAttention::new(128, 1, 4, Some(16)),
+            dec.clone().with_direct(true),
+            dec.clone().with_merge(true),
+        ];
+        let mut staged = dec.clone();
+        staged.stages = 3;
+        let mut wide = dec.clone();
+        wide.block_kv = 128;
+        others.extend([staged, wide]);
+        for other in &others {
+            assert!(dec != *other, "{other:?}");
+        }
+        let kept: std::collections::HashSet<_> = others.into_iter().chain([dec]).collect();
+        assert_eq!(kept.len(), 9);
     }
 }

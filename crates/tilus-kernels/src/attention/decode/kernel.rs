@@ -140,17 +140,18 @@ impl<T> DecodeAttention<T> {
         (self.queries + self.tokens_per_block() - 1) / self.tokens_per_block()
     }
 
-    fn key(&self) -> (i32, i32, i32, i32, i32, i32, bool, bool) {
-        (
+    /// Every hyperparameter, for equality and hashing.
+    fn key(&self) -> [i32; 8] {
+        [
             self.head_dim,
             self.queries,
             self.slot,
             self.block_kv,
             self.stages,
             self.box_rows,
-            self.direct,
-            self.merge,
-        )
+            self.direct as i32,
+            self.merge as i32,
+        ]
     }
 }
 
