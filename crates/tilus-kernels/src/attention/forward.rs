@@ -19,10 +19,10 @@
 //! zeros and a log-sum-exp of −∞. GQA: query head `h` reads key and value head
 //! `h / (hq / hkv)`.
 
+use super::products::{accumulate, scores};
 use super::softmax::{query_block, Mask, OnlineSoftmax, Place, Views};
 use half::{bf16, f16};
 use std::marker::PhantomData;
-use tilus::lang::WgmmaTarget;
 use tilus::prelude::*;
 
 /// Queries per block: WGMMA's M, one warp group.
@@ -211,27 +211,10 @@ impl<T: AttentionElement> Script for FlashForward<T> {
             let step = |k: &mut Kernel, j: Val, masked: bool| {
                 let stage = k.let_i32(j % stages);
                 k.mbarrier().wait(full.at(stage), j / stages % 2);
-                k.wgmma().fence();
-                for c in 0..chunks {
-                    let target = if c == 0 {
-                        WgmmaTarget::all().overwriting()
-                    } else {
-                        WgmmaTarget::all()
-                    };
-                    let ks = sk.at(k.let_i32(stage * chunks + c));
-                    k.wgmma()
-                        .mma_to(&sq.at(Val::constant(c)), &ks.transpose(), &s, target);
-                }
-                k.wgmma().commit_group();
-                k.wgmma().wait_group(0);
+                scores(k, (&sq, &sk), (stage, chunks), &s);
                 let mask = masked.then_some(Mask { j, r0: q0 });
                 let (p, alpha) = softmax.update(k, &s, &place, mask);
-                k.assign_tile(&acc, acc * alpha);
-                let p16 = k.cast::<T>(&p);
-                k.wgmma().fence();
-                k.wgmma().mma(&p16, &sv.at(stage), &acc);
-                k.wgmma().commit_group();
-                k.wgmma().wait_group(0);
+                accumulate(k, (&p, &alpha), &sv.at(stage), &acc);
                 // every warp is done with the stage: refill it with the keys `stages` ahead
                 k.sync();
                 k.single_thread(|k| {

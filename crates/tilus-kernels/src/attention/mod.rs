@@ -14,6 +14,7 @@
 pub mod decode;
 mod forward;
 mod op;
+mod products;
 pub mod reference;
 mod sequences;
 mod softmax;

@@ -27,28 +27,44 @@ pub fn attention_row<T: AttentionElement>(
     } else {
         (k1 - k0) as i64 - 1
     };
-    let mut out = vec![0.0; d];
     if last < 0 {
-        return (out, f64::NEG_INFINITY);
+        return (vec![0.0; d], f64::NEG_INFINITY);
     }
     let hk = h / (hq / hkv);
     let qi = &q[(row * hq + h) * d..][..d];
-    let scores: Vec<f64> = (0..=last as usize)
-        .map(|j| {
-            let kj = &k[((k0 + j) * hkv + hk) * d..][..d];
+    let keys = (0..=last as usize).map(|j| {
+        let at = ((k0 + j) * hkv + hk) * d;
+        (&k[at..][..d], &v[at..][..d])
+    });
+    softmax_row(qi, keys, scale)
+}
+
+/// The exact output and natural log-sum-exp of query `qi` over `keys` (each a key and its
+/// value): scores `scale · q·k` in f64, their softmax, the weighted sum of the values; zeros
+/// and −∞ over no key.
+pub(crate) fn softmax_row<'a, T: AttentionElement + 'a>(
+    qi: &[T],
+    keys: impl Iterator<Item = (&'a [T], &'a [T])>,
+    scale: f64,
+) -> (Vec<f64>, f64) {
+    let (scores, values): (Vec<f64>, Vec<&[T]>) = keys
+        .map(|(kj, vj)| {
             let dot: f64 = qi
                 .iter()
                 .zip(kj)
                 .map(|(a, b)| a.to_f64() * b.to_f64())
                 .sum();
-            dot * scale
+            (dot * scale, vj)
         })
-        .collect();
+        .unzip();
+    let mut out = vec![0.0; qi.len()];
+    if scores.is_empty() {
+        return (out, f64::NEG_INFINITY);
+    }
     let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
     let sum: f64 = scores.iter().map(|s| (s - max).exp()).sum();
-    for (j, s) in scores.iter().enumerate() {
+    for (s, vj) in scores.iter().zip(values) {
         let p = (s - max).exp() / sum;
-        let vj = &v[((k0 + j) * hkv + hk) * d..][..d];
         for (x, y) in out.iter_mut().zip(vj) {
             *x += p * y.to_f64();
         }

@@ -117,6 +117,23 @@ impl<T: AttentionElement> Step<T> {
         rows
     }
 
+    /// Takes the new tokens' keys and values out of the cache (NaN in their place) and returns
+    /// them, `[batch, queries, kv_heads · head_dim]` each: what an append writes back.
+    pub fn take_new_tokens(&mut self) -> (Vec<T>, Vec<T>) {
+        let width = self.call.heads.kv_heads * self.call.heads.head_dim;
+        let rows = self.new_token_rows();
+        let take = |cache: &mut Vec<T>| -> Vec<T> {
+            rows.iter()
+                .flat_map(|&r| {
+                    let row: Vec<T> = cache[r * width..][..width].to_vec();
+                    cache[r * width..][..width].fill(T::from_f64(f64::NAN));
+                    row
+                })
+                .collect()
+        };
+        (take(&mut self.k), take(&mut self.v))
+    }
+
     /// The cache's buffers.
     pub fn cache(&self) -> Cache<'_, [T], [i32]> {
         Cache {

@@ -96,18 +96,8 @@ fn gpu_decode_append_writes_the_new_tokens_where_the_step_reads_them() {
         let heads = Heads::new(32, 8, 128);
         let mut step = Step::<f16>::random(&mut rng, (4, heads), &[4, 1000, 517], page_size);
         let (want_k, want_v) = (step.k.clone(), step.v.clone());
-        let width = heads.kv_heads * heads.head_dim;
-        let rows = step.new_token_rows();
-        let take = |cache: &mut Vec<f16>| -> Vec<f16> {
-            rows.iter()
-                .flat_map(|&r| {
-                    let row: Vec<f16> = cache[r * width..][..width].to_vec();
-                    cache[r * width..][..width].fill(f16::NAN);
-                    row
-                })
-                .collect()
-        };
-        let (k_new, v_new) = (take(&mut step.k), take(&mut step.v));
+        // the new tokens' rows, taken out of the cache (NaN in their place)
+        let (k_new, v_new) = step.take_new_tokens();
         let put = |x: &[f16]| stream.clone_htod(x).unwrap();
         let (dkn, dvn) = (put(&k_new), put(&v_new));
         let (mut dk, mut dv) = (put(&step.k), put(&step.v));

@@ -120,18 +120,7 @@ fn interp_decode_append_writes_the_new_tokens_where_the_step_reads_them() {
         let mut step = Step::<f16>::random(&mut rng, (3, heads), &[3, 40, 17], page_size);
         let (want_k, want_v) = (step.k.clone(), step.v.clone());
         // the new tokens' rows, taken out of the cache (NaN in their place)
-        let width = heads.kv_heads * heads.head_dim;
-        let rows = step.new_token_rows();
-        let take = |cache: &mut Vec<f16>| -> Vec<f16> {
-            rows.iter()
-                .flat_map(|&r| {
-                    let row: Vec<f16> = cache[r * width..][..width].to_vec();
-                    cache[r * width..][..width].fill(f16::NAN);
-                    row
-                })
-                .collect()
-        };
-        let (k_new, v_new) = (take(&mut step.k), take(&mut step.v));
+        let (k_new, v_new) = step.take_new_tokens();
         DecodeOp::interpret_append(
             &step.call,
             (&k_new, &v_new),

@@ -23,9 +23,9 @@
 //! the splits by their log-sum-exp into the output.
 
 use super::super::forward::AttentionElement;
+use super::super::products::{accumulate, scores};
 use super::super::softmax::OnlineSoftmax;
 use std::marker::PhantomData;
-use tilus::lang::WgmmaTarget;
 use tilus::prelude::*;
 
 /// Rows of queries per block: WGMMA's M, one warp group.
@@ -340,30 +340,13 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
                     k.sync();
                 });
             }
-            k.wgmma().fence();
-            for c in 0..chunks {
-                let target = if c == 0 {
-                    WgmmaTarget::all().overwriting()
-                } else {
-                    WgmmaTarget::all()
-                };
-                let ks = sk.at(k.let_i32(stage * chunks + c));
-                k.wgmma()
-                    .mma_to(&sq.at(Val::constant(c)), &ks.transpose(), &s, target);
-            }
-            k.wgmma().commit_group();
-            k.wgmma().wait_group(0);
+            scores(k, (&sq, &sk), (stage, chunks), &s);
             let keep = masked.then(|| {
                 let key = k.arange([1, bkv], 1) + first;
                 key.clone().lt(hi).and(key.le(token.clone() + ctx - nq))
             });
             let (p, alpha) = softmax.fold(k, &s, keep);
-            k.assign_tile(&acc, acc * alpha);
-            let p16 = k.cast::<T>(&p);
-            k.wgmma().fence();
-            k.wgmma().mma(&p16, &sv.at(stage), &acc);
-            k.wgmma().commit_group();
-            k.wgmma().wait_group(0);
+            accumulate(k, (&p, &alpha), &sv.at(stage), &acc);
             // every warp is done with the stage: refill it with the keys `stages` ahead
             k.sync();
             k.single_thread(|k| {

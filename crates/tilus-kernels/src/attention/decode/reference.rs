@@ -34,32 +34,11 @@ pub fn decode_row<T: AttentionElement>(
     let ctx = cache.lens[b] as usize;
     let last = ctx - call.queries + t;
     let qi = &q[((b * call.queries + t) * hq + h) * d..][..d];
-    let rows: Vec<usize> = (0..=last)
-        .map(|p| cache_row(call, cache.table, b, p))
-        .collect();
-    let scores: Vec<f64> = rows
-        .iter()
-        .map(|&r| {
-            let kr = &cache.k[(r * hkv + hk) * d..][..d];
-            let dot: f64 = qi
-                .iter()
-                .zip(kr)
-                .map(|(a, b)| a.to_f64() * b.to_f64())
-                .sum();
-            dot * scale
-        })
-        .collect();
-    let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let sum: f64 = scores.iter().map(|s| (s - max).exp()).sum();
-    let mut out = vec![0.0; d];
-    for (s, &r) in scores.iter().zip(&rows) {
-        let p = (s - max).exp() / sum;
-        let vr = &cache.v[(r * hkv + hk) * d..][..d];
-        for (x, y) in out.iter_mut().zip(vr) {
-            *x += p * y.to_f64();
-        }
-    }
-    (out, max + sum.ln())
+    let keys = (0..=last).map(|p| {
+        let at = (cache_row(call, cache.table, b, p) * hkv + hk) * d;
+        (&cache.k[at..][..d], &cache.v[at..][..d])
+    });
+    super::super::reference::softmax_row(qi, keys, scale)
 }
 
 /// The exact decode step: `o` (`[batch, queries, q_heads, head_dim]`) and each row's
