@@ -348,4 +348,42 @@ mod tests {
             }
         }
     }
+
+    fn decode_grid(contexts: &str, pages: &str) -> DecodeGrid {
+        DecodeGrid {
+            head_dims: "128".into(),
+            width: 4096,
+            kv_heads: 8,
+            dtypes: "f16".into(),
+            contexts: contexts.into(),
+            queries: 1,
+            pages: pages.into(),
+            stages: "0,2".into(),
+            splits: "0".into(),
+            merge_in_kernel: false,
+        }
+    }
+
+    /// The decode grid: batch × context pairs, pages (0: contiguous), stages and splits given
+    /// or the host API's (0), each combination a case; a pair that is not two positive
+    /// numbers is refused with the flag named.
+    #[test]
+    fn the_decode_grid_takes_pairs_pages_and_choices() {
+        let c = decode_cases(&decode_grid("1x8192, 16x4096", "0,16")).unwrap();
+        assert_eq!(c.len(), 2 * 2 * 2);
+        let first = &c[0].1;
+        assert_eq!(
+            (first.batch, first.context, first.page_size),
+            (1, 8192, None)
+        );
+        assert_eq!((first.heads.q_heads, first.heads.kv_heads), (32, 8));
+        assert_eq!((first.tiling.stages, c[1].1.tiling.stages), (None, Some(2)));
+        assert_eq!(c[2].1.page_size, Some(16));
+        for bad in ["8192", "0x8192", "1x", "ax2"] {
+            match decode_cases(&decode_grid(bad, "0")) {
+                Err(CliError::Usage(e)) => assert!(e.contains("--contexts"), "{e}"),
+                other => panic!("{bad}: {:?}", other.map(|c| c.len()).map_err(|_| ())),
+            }
+        }
+    }
 }
