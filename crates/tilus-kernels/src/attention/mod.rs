@@ -9,7 +9,7 @@
 //! - [`Sequences`], [`Heads`]: a batch's shape (sequences of one length, or packed by
 //!   cumulative offsets) and the heads;
 //! - [`FlashForwardOp`]: the host API on device buffers, and the same on the interpreter;
-//! - [`reference`]: the host's attention in f64, the tests' referee.
+//! - [`reference`](mod@reference): the host's attention in f64, the tests' referee.
 
 pub mod decode;
 mod forward;

@@ -105,7 +105,7 @@ pub struct Cooperative<T: Element = f16> {
 
 /// A loader of one stage of B by the producer's warp group: `(kernel, tile, at)` fills
 /// `tile` (`[block_n, block_k]`, K-major) with the operand's box at `at`, zeros outside it,
-/// as [`load_into`] does from a view.
+/// as `load_into` does from a view.
 pub type StageLoader<T> = std::rc::Rc<dyn Fn(&mut Kernel, &SharedTensor<T>, &StageAt)>;
 
 /// Where a [`StageLoader`]'s stage lies: the box's first element `(row, k_at)`, and the ring

@@ -4,7 +4,7 @@
 //! - [`Scheme`], [`quantize`], [`Quantized`]: how weights are quantized, the host's quantizer
 //!   and its exact dequantization (the reference);
 //! - [`QuantMatmul`]: the kernel for few rows of A, its time the weights' bytes;
-//! - [`prepack`], [`QuantMatmulFragments`]: weights rewritten in the order the tensor cores'
+//! - [`prepack()`], [`QuantMatmulFragments`]: weights rewritten in the order the tensor cores'
 //!   register fragments hold them, and the kernel for few rows of A that reads them, each
 //!   thread's codes one plain load away from its fragment;
 //! - [`QuantMatmulTc`]: the tensor-core kernel for rows of A up to a few hundred

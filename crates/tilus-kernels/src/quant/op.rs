@@ -122,7 +122,7 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
     }
 
     /// `c [m, n] = a [m, k] · dequant(w)ᵀ` on `stream` by the fragment kernel, on weights
-    /// prepacked by [`super::prepack`] and uploaded (`words`, `scales` and, for unsigned
+    /// prepacked by [`super::prepack()`] and uploaded (`words`, `scales` and, for unsigned
     /// types, `zeros` as [`Prepacked`] holds them), `shape` W's: up to 128 rows of A (the
     /// fewest rows per block of 8, 16, 32, 64 and 128 that hold them), K a multiple of 8,
     /// groups of 64 or more (or per channel).
@@ -219,7 +219,7 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
     }
 
     /// The computation by the fragment kernel `config` on the CPU interpreter, on weights
-    /// prepacked by [`super::prepack`].
+    /// prepacked by [`super::prepack()`].
     pub fn interpret_fragments(
         config: &QuantMatmulFragments<T>,
         (m, a): (usize, &[f16]),

@@ -33,7 +33,7 @@ pub struct QuantMatmulRing<T> {
     pub block_n: i32,
     /// Stages of the ring.
     pub stages: i32,
-    /// Chunks of a stage (of [`CHUNK_ELEMENTS`]) whose loads the producer has in flight
+    /// Chunks of a stage (of `CHUNK_ELEMENTS`) whose loads the producer has in flight
     /// together before it converts the first.
     pub in_flight: i32,
     /// Stages of W's packed codes the producer has TMA bring ahead into its own ring of

@@ -624,7 +624,7 @@ impl RegisterLayout {
     /// Whether every element of the shape is held by at least one thread and no thread holds
     /// the same element twice (in a masked layout, the registers beyond the shape hold none).
     ///
-    /// A layout that holds more than [`MAX_CHECKED_ELEMENTS`] copies in all is not valid: no
+    /// A layout that holds more than `MAX_CHECKED_ELEMENTS` copies in all is not valid: no
     /// register budget holds it, and checking it would take that much memory.
     pub fn is_valid(&self) -> bool {
         let total = self

@@ -13,7 +13,7 @@
 //! - [`merge`]: [`DecodeMerge`], the splits weighed into the output.
 //! - [`append`]: [`DecodeAppend`], the new tokens' keys and values written into the cache.
 //! - [`op`]: [`DecodeOp`], the host API on device buffers and on the interpreter.
-//! - [`reference`]: the host's decode step in f64.
+//! - [`reference`](mod@reference): the host's decode step in f64.
 
 use super::AttentionElement;
 
