@@ -148,6 +148,7 @@ pub(crate) struct DecodeGrid {
     pub stages: String,
     pub splits: String,
     pub merge_in_kernel: bool,
+    pub overlap: String,
 }
 
 /// The decode cases of the grid, in order, or the first flag that does not make sense.
@@ -161,6 +162,7 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<(String, DecodeCase)>> {
     let contexts = pairs("contexts", &g.contexts)?;
     let stages: Vec<i32> = list("decode-stages", &g.stages)?;
     let splits: Vec<usize> = list("decode-splits", &g.splits)?;
+    let overlap: Vec<bool> = list("decode-overlap", &g.overlap)?;
     let mut out = Vec::new();
     for t in &dtypes {
         for &d in &dims {
@@ -176,19 +178,22 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<(String, DecodeCase)>> {
                 for &p in &pages {
                     for &st in &stages {
                         for &sp in &splits {
-                            let case = DecodeCase {
-                                batch,
-                                context,
-                                queries: g.queries,
-                                heads: Heads::new(hq, hkv, d),
-                                page_size: (p > 0).then_some(p),
-                                tiling: Tiling {
-                                    stages: (st > 0).then_some(st),
-                                    splits: (sp > 0).then_some(sp),
-                                    merge: g.merge_in_kernel.then_some(true),
-                                },
-                            };
-                            out.push((t.clone(), case));
+                            for &ov in &overlap {
+                                let case = DecodeCase {
+                                    batch,
+                                    context,
+                                    queries: g.queries,
+                                    heads: Heads::new(hq, hkv, d),
+                                    page_size: (p > 0).then_some(p),
+                                    tiling: Tiling {
+                                        stages: (st > 0).then_some(st),
+                                        splits: (sp > 0).then_some(sp),
+                                        merge: g.merge_in_kernel.then_some(true),
+                                        overlap: Some(ov),
+                                    },
+                                };
+                                out.push((t.clone(), case));
+                            }
                         }
                     }
                 }
@@ -214,7 +219,7 @@ pub(crate) fn decode(g: &DecodeGrid, opts: &BenchOptions) -> CliResult<bool> {
         };
         let h = case.heads;
         outln!(
-            "decode {t} d={} b={} ctx={} queries={} heads={}/{} page={} stages={} splits={}{}: {:.4} ms {:.3} TB/s check {} ({} rows, max err {:.2e}, lse {:.2e})",
+            "decode {t} d={} b={} ctx={} queries={} heads={}/{} page={} stages={} splits={}{}{}: {:.4} ms {:.3} TB/s check {} ({} rows, max err {:.2e}, lse {:.2e})",
             h.head_dim,
             case.batch,
             case.context,
@@ -225,6 +230,7 @@ pub(crate) fn decode(g: &DecodeGrid, opts: &BenchOptions) -> CliResult<bool> {
             case.tiling.stages.map_or("auto".to_string(), |s| s.to_string()),
             case.tiling.splits.map_or("auto".to_string(), |s| s.to_string()),
             if g.merge_in_kernel { " merged in the kernel" } else { "" },
+            if case.tiling.overlap == Some(true) { " overlapped" } else { "" },
             r.ms,
             r.tbps,
             if r.passed { "PASS" } else { "FAIL" },
@@ -361,6 +367,7 @@ mod tests {
             stages: "0,2".into(),
             splits: "0".into(),
             merge_in_kernel: false,
+            overlap: "false".into(),
         }
     }
 

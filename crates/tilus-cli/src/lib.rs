@@ -362,6 +362,9 @@ enum BenchCommand {
         /// by a second launch.
         #[arg(long)]
         merge_in_kernel: bool,
+        /// Decode: the kernel's steps overlapped or not, comma-separated (`false,true`).
+        #[arg(long, default_value = "false")]
+        decode_overlap: String,
         /// Warm-up rounds.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
@@ -557,6 +560,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 decode_stages,
                 decode_splits,
                 merge_in_kernel,
+                decode_overlap,
                 warmup,
                 rounds,
                 timing,
@@ -573,6 +577,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                     stages: decode_stages,
                     splits: decode_splits,
                     merge_in_kernel,
+                    overlap: decode_overlap,
                 },
                 &BenchOptions {
                     warmup,

@@ -14,6 +14,17 @@ pub(crate) fn scores<T: Element>(
     (stage, chunks): (Val, i32),
     s: &RegisterTensor<f32>,
 ) {
+    issue_scores(k, (sq, sk), (stage, chunks), s);
+    k.wgmma().wait_group(0);
+}
+
+/// [`scores`] issued and committed as one group, not waited for.
+pub(crate) fn issue_scores<T: Element>(
+    k: &mut Kernel,
+    (sq, sk): (&SharedTensor<T>, &SharedTensor<T>),
+    (stage, chunks): (Val, i32),
+    s: &RegisterTensor<f32>,
+) {
     k.wgmma().fence();
     for c in 0..chunks {
         let target = if c == 0 {
@@ -26,7 +37,6 @@ pub(crate) fn scores<T: Element>(
             .mma_to(&sq.at(Val::constant(c)), &ks.transpose(), s, target);
     }
     k.wgmma().commit_group();
-    k.wgmma().wait_group(0);
 }
 
 /// `acc = acc · alpha + P·V`: the output so far rescaled, then `P` rounded to `T` as the A
@@ -37,10 +47,20 @@ pub(crate) fn accumulate<T: Element>(
     sv: &SharedTensor<T>,
     acc: &RegisterTensor<f32>,
 ) {
+    issue_accumulate(k, (p, alpha), sv, acc);
+    k.wgmma().wait_group(0);
+}
+
+/// [`accumulate`] issued and committed as one group, not waited for.
+pub(crate) fn issue_accumulate<T: Element>(
+    k: &mut Kernel,
+    (p, alpha): (&RegisterTensor<f32>, &RegisterTensor<f32>),
+    sv: &SharedTensor<T>,
+    acc: &RegisterTensor<f32>,
+) {
     k.assign_tile(acc, *acc * *alpha);
     let p16 = k.cast::<T>(p);
     k.wgmma().fence();
     k.wgmma().mma(&p16, sv, acc);
     k.wgmma().commit_group();
-    k.wgmma().wait_group(0);
 }

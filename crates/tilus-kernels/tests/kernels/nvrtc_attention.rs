@@ -99,6 +99,9 @@ fn nvrtc_decode_compiles_at_every_head_dimension_and_layout_without_spills() {
         if d <= 128 {
             let direct = DecodeAttention::<bf16>::new(d, 3, 24, Some(16)).with_direct(true);
             compiled::<bf16, _>(&direct);
+            // the steps overlapped
+            let overlapped = DecodeAttention::<f16>::new(d, 1, 4, Some(64)).with_overlap(true);
+            compiled::<f16, _>(&overlapped);
             // several splits merged by the last one's blocks
             let merged = DecodeAttention::<f16>::new(d, 1, 4, None).with_merge(true);
             compiled::<f16, _>(&merged);

@@ -23,7 +23,7 @@
 //! the splits by their log-sum-exp into the output.
 
 use super::super::forward::AttentionElement;
-use super::super::products::{accumulate, scores};
+use super::super::products::{accumulate, issue_accumulate, issue_scores, scores};
 use super::super::softmax::OnlineSoftmax;
 use std::marker::PhantomData;
 use tilus::prelude::*;
@@ -88,6 +88,9 @@ pub struct DecodeAttention<T> {
     /// tickets and weighs their slots with its own rows into the output (no second launch).
     /// Head dimensions up to 128 (a slot's tile beside the accumulator).
     pub merge: bool,
+    /// Step `j + 1`'s scores issued before step `j`'s values' product (the two products back
+    /// to back, one wait a step), instead of each product waited for in turn.
+    pub overlap: bool,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -114,8 +117,15 @@ impl<T> DecodeAttention<T> {
             box_rows: page_size.map_or(0, |p| p.min(block_kv)),
             direct: false,
             merge: false,
+            overlap: false,
             _t: PhantomData,
         }
+    }
+
+    /// The same kernel with its steps overlapped or not.
+    pub fn with_overlap(mut self, overlap: bool) -> DecodeAttention<T> {
+        self.overlap = overlap;
+        self
     }
 
     /// The same kernel merging the splits itself or not.
@@ -141,7 +151,7 @@ impl<T> DecodeAttention<T> {
     }
 
     /// Every hyperparameter, for equality and hashing.
-    fn key(&self) -> [i32; 8] {
+    fn key(&self) -> [i32; 9] {
         [
             self.head_dim,
             self.queries,
@@ -151,6 +161,7 @@ impl<T> DecodeAttention<T> {
             self.box_rows,
             self.direct as i32,
             self.merge as i32,
+            self.overlap as i32,
         ]
     }
 }
@@ -320,42 +331,79 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
         let softmax = OnlineSoftmax::new(k, BLOCK_ROWS, bkv, scale_log2, false);
         let acc = k.register_tensor::<f32>([BLOCK_ROWS, d], 0.0);
         let s = k.register_tensor::<f32>([BLOCK_ROWS, bkv], None::<f64>);
-        let step = |k: &mut Kernel, j: Val, masked: bool| {
-            let stage = k.let_i32(j % stages);
-            k.mbarrier().wait(full.at(stage), j / stages % 2);
-            let first = k.let_i32(lo + j * bkv);
-            if masked {
-                // rows past the context: their values to zero (the cache may hold NaN there)
-                k.if_((ctx - first).lt(bkv), |k| {
-                    // 16 rows at a time: the whole stage beside O's accumulator would not
-                    // fit the registers at head dimension 256
-                    for i in 0..bkv / 16 {
-                        let vs = sv.at(stage).rows(i * 16, 16);
-                        let v = k.load_shared(&vs);
-                        let row = k.arange([16, 1], 0) + first + i * 16;
-                        let v = k.compute(where_(row.lt(ctx), v, 0.0));
-                        k.store_shared(&vs, &v);
-                    }
-                    k.fence_proxy_async();
-                    k.sync();
-                });
-            }
-            scores(k, (&sq, &sk), (stage, chunks), &s);
-            let keep = masked.then(|| {
-                let key = k.arange([1, bkv], 1) + first;
-                key.clone().lt(hi).and(key.le(token.clone() + ctx - nq))
+        // step `j`'s stage, once its copies landed, with the values' rows past the context
+        // zeroed (the cache may hold NaN there)
+        let arrived = |k: &mut Kernel, j: Scalar| -> (Val, Val) {
+            let stage = k.let_i32(j.clone() % stages);
+            k.mbarrier().wait(full.at(stage), j.clone() / stages % 2);
+            let first = k.let_i32(j * bkv + lo);
+            k.if_((ctx - first).lt(bkv), |k| {
+                // 16 rows at a time: the whole stage beside O's accumulator would not fit
+                // the registers at head dimension 256
+                for i in 0..bkv / 16 {
+                    let vs = sv.at(stage).rows(i * 16, 16);
+                    let v = k.load_shared(&vs);
+                    let row = k.arange([16, 1], 0) + first + i * 16;
+                    let v = k.compute(where_(row.lt(ctx), v, 0.0));
+                    k.store_shared(&vs, &v);
+                }
+                k.fence_proxy_async();
+                k.sync();
             });
-            let (p, alpha) = softmax.fold(k, &s, keep);
-            accumulate(k, (&p, &alpha), &sv.at(stage), &acc);
-            // every warp is done with the stage: refill it with the keys `stages` ahead
+            (stage, first)
+        };
+        // every warp is done with step `j`'s stage: refill it with the keys `stages` ahead
+        let release = |k: &mut Kernel, j: Scalar, stage: Val| {
             k.sync();
             k.single_thread(|k| {
                 let next = j + stages;
                 k.if_(next.clone().lt(steps), |k| fetch(k, stage, next));
             });
         };
-        k.for_range(0, free, 1, |k, j| step(k, j, false));
-        k.for_range(free, steps, 1, |k, j| step(k, j, true));
+        let keep = |k: &mut Kernel, first: Val| {
+            let key = k.arange([1, bkv], 1) + first;
+            key.clone().lt(hi).and(key.le(token.clone() + ctx - nq))
+        };
+        if self.overlap {
+            // one step ahead: step `j + 1`'s scores are issued after step `j`'s softmax,
+            // before its values' product, so that the two products run back to back
+            k.if_(Scalar::from(0).lt(steps), |k| {
+                let (stage, _) = arrived(k, Scalar::from(0));
+                issue_scores(k, (&sq, &sk), (stage, chunks), &s);
+            });
+            let step = |k: &mut Kernel, j: Val, masked: bool| {
+                k.wgmma().wait_group(0);
+                // step `j − 1`'s values' product is done: its stage is free
+                k.if_(j.gt(0), |k| {
+                    let prev = k.let_i32(j - 1);
+                    let stage = k.let_i32(prev % stages);
+                    release(k, prev.into(), stage);
+                });
+                let stage = k.let_i32(j % stages);
+                let first = k.let_i32(j * bkv + lo);
+                let keep = masked.then(|| keep(k, first));
+                let (p, alpha) = softmax.fold(k, &s, keep);
+                k.if_((j + 1).lt(steps), |k| {
+                    let (next, _) = arrived(k, j + 1);
+                    issue_scores(k, (&sq, &sk), (next, chunks), &s);
+                });
+                issue_accumulate(k, (&p, &alpha), &sv.at(stage), &acc);
+            };
+            k.for_range(0, free, 1, |k, j| step(k, j, false));
+            k.for_range(free, steps, 1, |k, j| step(k, j, true));
+            k.wgmma().wait_group(0);
+        } else {
+            let step = |k: &mut Kernel, j: Val, masked: bool| {
+                let (stage, first) = arrived(k, j.into());
+                scores(k, (&sq, &sk), (stage, chunks), &s);
+                let keep = masked.then(|| keep(k, first));
+                let (p, alpha) = softmax.fold(k, &s, keep);
+                accumulate(k, (&p, &alpha), &sv.at(stage), &acc);
+                release(k, j.into(), stage);
+            };
+            k.for_range(0, free, 1, |k, j| step(k, j, false));
+            k.for_range(free, steps, 1, |k, j| step(k, j, true));
+        }
 
         // normalized in place (a second tile of O would not fit at head dimension 256)
         let seen = softmax.l.gt(0.0f32);
@@ -484,6 +532,7 @@ impl<T> std::fmt::Debug for DecodeAttention<T> {
             .field("box_rows", &self.box_rows)
             .field("direct", &self.direct)
             .field("merge", &self.merge)
+            .field("overlap", &self.overlap)
             .finish()
     }
 }

@@ -25,6 +25,8 @@ pub struct Tiling {
     /// `Some(true)`: a split launch merges in the kernel ([`DecodeAttention::merge`]) instead
     /// of by [`DecodeMerge`] (head dimensions up to 128).
     pub merge: Option<bool>,
+    /// `Some(true)`: the kernel's steps overlapped ([`DecodeAttention::overlap`]).
+    pub overlap: Option<bool>,
 }
 
 /// The cache's buffers: `k` and `v` (the layout [`Decode::layout`] says), the block table
@@ -141,6 +143,7 @@ impl<T: AttentionElement> DecodeOp<T> {
         if let Some(stages) = tiling.stages {
             config.stages = stages;
         }
+        config.overlap = tiling.overlap == Some(true);
         let (parts, groups) = workspace(call, c.d, splits, direct);
         let mut ws = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
         if ws
@@ -274,6 +277,7 @@ impl<T: AttentionElement> DecodeOp<T> {
         if let Some(stages) = tiling.stages {
             config.stages = stages;
         }
+        config.overlap = tiling.overlap == Some(true);
         let (parts, groups) = workspace(call, c.d, splits, direct);
         let mut part = vec![f32::NAN; parts];
         let mut counts = vec![0i32; groups];
