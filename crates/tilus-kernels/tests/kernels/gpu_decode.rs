@@ -12,10 +12,11 @@ use tilus_kernels::attention::{AttentionElement, Heads};
 use crate::decode_reference::Step;
 use crate::quant_reference::seed;
 
-/// One random step on the device by the host API, checked; twice, so that the second call
-/// reuses the kept kernels and workspace.
+/// One random step on the device by the host API `op`, checked; twice, so that the second
+/// call reuses the kept kernels and workspace (the tests share one op across shapes, so that
+/// its workspace grows from call to call).
 fn check<T: AttentionElement>(
-    (device, rng): (&Device, &mut Rng),
+    (device, rng, op): (&Device, &mut Rng, &DecodeOp<T>),
     (queries, heads): (usize, Heads),
     lens: &[i32],
     page_size: Option<usize>,
@@ -28,7 +29,6 @@ fn check<T: AttentionElement>(
     let (dq, dk, dv) = (put(&step.q), put(&step.k), put(&step.v));
     let dtable = step.table.as_ref().map(|t| stream.clone_htod(t).unwrap());
     let dlens = stream.clone_htod(&step.lens).unwrap();
-    let op = DecodeOp::<T>::new(device).unwrap();
     for round in 0..2 {
         let mut o = put(&vec![T::from_f64(f64::NAN); rows * heads.head_dim]);
         let mut lse = stream.clone_htod(&vec![f32::NAN; rows]).unwrap();
@@ -55,16 +55,36 @@ fn gpu_decode_matches_the_reference_on_every_layout_and_head_dimension() {
     tilus_bench::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
     let mut rng = Rng::new(seed());
+    let (op16, op_bf16) = (
+        DecodeOp::<f16>::new(&device).unwrap(),
+        DecodeOp::<bf16>::new(&device).unwrap(),
+    );
     for d in [64, 128, 256] {
         let heads = Heads::new(8, 2, d);
-        check::<f16>((&device, &mut rng), (1, heads), &[1, 700, 1500], None);
-        check::<bf16>((&device, &mut rng), (2, heads), &[2, 333, 1025], Some(16));
-        check::<f16>((&device, &mut rng), (4, heads), &[900, 64, 4], Some(256));
+        check(
+            (&device, &mut rng, &op16),
+            (1, heads),
+            &[1, 700, 1500],
+            None,
+        );
+        check(
+            (&device, &mut rng, &op_bf16),
+            (2, heads),
+            &[2, 333, 1025],
+            Some(16),
+        );
+        check(
+            (&device, &mut rng, &op16),
+            (4, heads),
+            &[900, 64, 4],
+            Some(256),
+        );
     }
     // eight tokens of a group of 24 (two tokens a block), pages of 32
-    check::<f16>(
-        (&device, &mut rng),
-        (8, Heads::new(24, 1, 128)),
+    let heads = Heads::new(24, 1, 128);
+    check(
+        (&device, &mut rng, &op16),
+        (8, heads),
         &[40, 2000],
         Some(32),
     );
@@ -78,8 +98,11 @@ fn gpu_decode_splits_a_long_context_of_a_batch_of_one() {
     let mut rng = Rng::new(seed());
     // 8 key-value heads: the context is split among blocks to fill the machine
     let heads = Heads::new(32, 8, 128);
-    check::<f16>((&device, &mut rng), (1, heads), &[8192], None);
-    check::<f16>((&device, &mut rng), (1, heads), &[20000], Some(64));
+    let op = DecodeOp::<f16>::new(&device).unwrap();
+    // a short context first: the long ones' slots grow the workspace
+    check((&device, &mut rng, &op), (1, heads), &[300], None);
+    check((&device, &mut rng, &op), (1, heads), &[8192], None);
+    check((&device, &mut rng, &op), (1, heads), &[20000], Some(64));
 }
 
 /// The append on the device: the new tokens' rows written bit for bit into a contiguous and

@@ -192,3 +192,45 @@ impl Decode {
         (steps.div_ceil(split_keys / bkv), split_keys)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Decode, KvLayout};
+    use crate::attention::Heads;
+
+    fn call(batch: usize, q_heads: usize, max_context: usize) -> Decode {
+        Decode {
+            batch,
+            queries: 1,
+            heads: Heads::new(q_heads, 8, 128),
+            layout: KvLayout::Contiguous {
+                capacity: max_context,
+            },
+            max_context,
+        }
+    }
+
+    /// The split the host API picks on 132 multiprocessors: a batch of one split until the
+    /// machine is full (16 ways of 8 heads: 128 blocks, the fastest measured), the measured
+    /// batches from 16 up not at all; the keys per split a whole number of steps.
+    #[test]
+    fn the_split_fills_the_machine_at_small_batches_only() {
+        assert_eq!(call(1, 32, 8192).split::<u8>(132), (16, 512));
+        assert_eq!(call(16, 32, 4096).split::<u8>(132), (1, 4096));
+        assert_eq!(call(64, 32, 4096).split::<u8>(132), (1, 4096));
+        // a context shorter than a step: one split
+        assert_eq!(call(1, 32, 10).split::<u8>(132), (1, 64));
+    }
+
+    /// At most 64 query heads share a key-value head (the block's rows): 64 is taken, 72 is
+    /// refused with the rule.
+    #[test]
+    fn a_group_of_64_query_heads_is_the_most() {
+        assert!(call(1, 64 * 8, 100).checked(0.1).is_ok());
+        let Err(e) = call(1, 72 * 8, 100).checked(0.1) else {
+            panic!("a group of 72 taken")
+        };
+        let e = e.to_string();
+        assert!(e.contains("at most 64 query heads"), "{e}");
+    }
+}
