@@ -19,8 +19,10 @@
 //!
 //! New token `t` (of `queries`) sits at position `context − queries + t` and sees the keys up
 //! to it. Each block writes its rows' output in f32, normalized by its own sum, and their
-//! log-sum-exp, to its partial slot (its own 64 rows, only the real ones written); `DecodeMerge` weighs
-//! the splits by their log-sum-exp into the output.
+//! log-sum-exp, to its partial slot (its own 64 rows, only the real ones written), and
+//! `DecodeMerge` weighs the splits by their log-sum-exp into the output; a launch of one
+//! split writes the output itself (`direct`), and the last split's blocks can merge the
+//! others' slots in the kernel (`merge`).
 
 use super::super::forward::AttentionElement;
 use super::super::products::{accumulate, issue_accumulate, issue_scores, scores};
