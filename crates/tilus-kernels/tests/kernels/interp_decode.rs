@@ -6,7 +6,7 @@
 
 use half::{bf16, f16};
 use tilus_bench::harness::Rng;
-use tilus_kernels::attention::decode::DecodeOp;
+use tilus_kernels::attention::decode::{DecodeOp, Tiling};
 use tilus_kernels::attention::{AttentionElement, Heads};
 
 use crate::decode_reference::Step;
@@ -20,21 +20,30 @@ fn check<T: AttentionElement>(
     page_size: Option<usize>,
     splits: usize,
 ) {
+    let tiling = Tiling {
+        splits: Some(splits),
+        ..Tiling::default()
+    };
+    check_with::<T>(rng, (queries, heads), lens, page_size, tiling);
+}
+
+/// [`check`] with the host API's choices given by `tiling`.
+fn check_with<T: AttentionElement>(
+    rng: &mut Rng,
+    (queries, heads): (usize, Heads),
+    lens: &[i32],
+    page_size: Option<usize>,
+    tiling: Tiling,
+) {
     let step = Step::<T>::random(rng, (queries, heads), lens, page_size);
     let rows = lens.len() * queries * heads.q_heads;
     let mut o = vec![T::from_f64(f64::NAN); rows * heads.head_dim];
     let mut lse = vec![f32::NAN; rows];
     let scale = 1.25 / (heads.head_dim as f32).sqrt();
-    let what = format!("{} {:?} lens {lens:?} splits {splits}", T::NAME, step.call);
-    DecodeOp::interpret_split(
-        &step.call,
-        scale,
-        splits,
-        &step.q,
-        step.cache(),
-        (&mut o, &mut lse),
-    )
-    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let what = format!("{} {:?} lens {lens:?} {tiling:?}", T::NAME, step.call);
+    let (ins, outs) = ((&step.call, tiling), (&mut o[..], &mut lse[..]));
+    DecodeOp::interpret_with(ins, scale, &step.q, step.cache(), outs)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
     step.assert_matches(&what, scale, (&o, &lse));
 }
 
@@ -143,31 +152,17 @@ fn interp_decode_append_writes_the_new_tokens_where_the_step_reads_them() {
 /// counters are back at zero after the launch (checked by the host API).
 #[test]
 fn interp_decode_merged_by_the_last_split_matches_the_reference() {
-    use tilus_kernels::attention::decode::Tiling;
     let mut rng = Rng::new(seed());
     for (queries, heads, lens, page, splits) in [
         (1, Heads::new(8, 2, 64), &[1, 70, 200][..], None, 3),
         (3, Heads::new(4, 2, 128), &[3, 50, 131][..], Some(16), 2),
     ] {
-        let step = Step::<f16>::random(&mut rng, (queries, heads), lens, page);
-        let rows = lens.len() * queries * heads.q_heads;
-        let mut o = vec![f16::NAN; rows * heads.head_dim];
-        let mut lse = vec![f32::NAN; rows];
         let tiling = Tiling {
             splits: Some(splits),
             merge: Some(true),
             ..Tiling::default()
         };
-        let what = format!("{:?} merged in the kernel, {splits} splits", step.call);
-        DecodeOp::interpret_with(
-            (&step.call, tiling),
-            0.15,
-            &step.q,
-            step.cache(),
-            (&mut o, &mut lse),
-        )
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-        step.assert_matches(&what, 0.15, (&o, &lse));
+        check_with::<f16>(&mut rng, (queries, heads), lens, page, tiling);
     }
 }
 
@@ -192,31 +187,17 @@ fn interp_decode_refuses_hyperparameters_it_does_not_build() {
 /// interpreter checks that no product reads or writes registers another has in flight.
 #[test]
 fn interp_decode_with_overlapped_steps_matches_the_reference() {
-    use tilus_kernels::attention::decode::Tiling;
     let mut rng = Rng::new(seed());
     for (queries, heads, lens, page, splits) in [
         (1, Heads::new(8, 2, 64), &[1, 70, 200][..], None, 1),
         (3, Heads::new(4, 2, 128), &[3, 50, 131][..], Some(16), 2),
         (1, Heads::new(2, 2, 256), &[65, 129][..], Some(32), 2),
     ] {
-        let step = Step::<f16>::random(&mut rng, (queries, heads), lens, page);
-        let rows = lens.len() * queries * heads.q_heads;
-        let mut o = vec![f16::NAN; rows * heads.head_dim];
-        let mut lse = vec![f32::NAN; rows];
         let tiling = Tiling {
             splits: Some(splits),
             overlap: Some(true),
             ..Tiling::default()
         };
-        let what = format!("{:?} overlapped, {splits} splits", step.call);
-        DecodeOp::interpret_with(
-            (&step.call, tiling),
-            0.15,
-            &step.q,
-            step.cache(),
-            (&mut o, &mut lse),
-        )
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-        step.assert_matches(&what, 0.15, (&o, &lse));
+        check_with::<f16>(&mut rng, (queries, heads), lens, page, tiling);
     }
 }
