@@ -29,29 +29,16 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
-def median_ms(fn, warmup, rounds):
+def median_ms(fn, warmup, rounds, flush=False):
+    """The median of CUDA-event intervals over `rounds` launches after `warmup`; with
+    `flush`, each after a write of 256 MB (L2 holds none of the inputs)."""
+    scrub = torch.empty(256 << 20, dtype=torch.uint8, device="cuda") if flush else None
     for _ in range(warmup):
         fn()
     times = []
     for _ in range(rounds):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
-
-
-def median_ms_flushed(fn, warmup, rounds):
-    """The median of launches each after a write of 256 MB (L2 holds none of the inputs)."""
-    scrub = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(rounds):
-        scrub.fill_(1)
+        if scrub is not None:
+            scrub.fill_(1)
         a = torch.cuda.Event(enable_timing=True)
         b = torch.cuda.Event(enable_timing=True)
         a.record()
@@ -117,7 +104,7 @@ def decode(a):
                         ((o[bb, i, h].double() - w).abs() / (1 + w.abs())).max().item()
                         for (bb, i, h), w in zip(rows, want)
                     )
-                    ms = median_ms_flushed(fn, a.warmup, a.rounds)
+                    ms = median_ms(fn, a.warmup, a.rounds, flush=True)
                     print(f"{label}: {ms:.4f} ms {gbytes / ms / 1e9:.3f} TB/s max err {err:.2e}", flush=True)
 
 

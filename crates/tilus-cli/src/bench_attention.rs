@@ -79,26 +79,37 @@ fn list<T: std::str::FromStr>(flag: &str, s: &str) -> CliResult<Vec<T>> {
         .collect()
 }
 
+/// The `--dtypes` list: f16 and bf16 only.
+fn element_types(s: &str) -> CliResult<Vec<String>> {
+    let dtypes: Vec<String> = list("dtypes", s)?;
+    if let Some(t) = dtypes.iter().find(|t| *t != "f16" && *t != "bf16") {
+        return Err(CliError::Usage(format!("--dtypes: `{t}` (f16 or bf16)")));
+    }
+    Ok(dtypes)
+}
+
+/// The query and key-value heads of `--width` (query heads × head dimension) at head
+/// dimension `d`, with `--kv-heads` (0: as many as query heads).
+fn heads_of(width: usize, kv_heads: usize, d: usize) -> CliResult<(usize, usize)> {
+    if d == 0 || !width.is_multiple_of(d) {
+        return Err(CliError::Usage(format!(
+            "--width {width} is not a whole number of heads of {d}"
+        )));
+    }
+    let hq = width / d;
+    Ok((hq, if kv_heads == 0 { hq } else { kv_heads }))
+}
+
 /// The cases of the grid, in order, or the first flag that does not make sense.
 fn cases(g: &Grid) -> CliResult<Vec<(String, AttentionCase)>> {
     let dims: Vec<usize> = list("head-dims", &g.head_dims)?;
     let seqs: Vec<usize> = list("seqs", &g.seqs)?;
     let causal: Vec<bool> = list("causal", &g.causal)?;
-    let dtypes: Vec<String> = list("dtypes", &g.dtypes)?;
-    if let Some(t) = dtypes.iter().find(|t| *t != "f16" && *t != "bf16") {
-        return Err(CliError::Usage(format!("--dtypes: `{t}` (f16 or bf16)")));
-    }
+    let dtypes = element_types(&g.dtypes)?;
     let mut out = Vec::new();
     for t in &dtypes {
         for &d in &dims {
-            if d == 0 || !g.width.is_multiple_of(d) {
-                return Err(CliError::Usage(format!(
-                    "--width {} is not a whole number of heads of {d}",
-                    g.width
-                )));
-            }
-            let hq = g.width / d;
-            let hkv = if g.kv_heads == 0 { hq } else { g.kv_heads };
+            let (hq, hkv) = heads_of(g.width, g.kv_heads, d)?;
             for &s in &seqs {
                 if s == 0 || !g.tokens.is_multiple_of(s) {
                     return Err(CliError::Usage(format!(
@@ -155,10 +166,7 @@ pub(crate) struct DecodeGrid {
 fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<(String, DecodeCase)>> {
     let dims: Vec<usize> = list("head-dims", &g.head_dims)?;
     let pages: Vec<usize> = list("pages", &g.pages)?;
-    let dtypes: Vec<String> = list("dtypes", &g.dtypes)?;
-    if let Some(t) = dtypes.iter().find(|t| *t != "f16" && *t != "bf16") {
-        return Err(CliError::Usage(format!("--dtypes: `{t}` (f16 or bf16)")));
-    }
+    let dtypes = element_types(&g.dtypes)?;
     let contexts = pairs("contexts", &g.contexts)?;
     let stages: Vec<i32> = list("decode-stages", &g.stages)?;
     let splits: Vec<usize> = list("decode-splits", &g.splits)?;
@@ -166,14 +174,7 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<(String, DecodeCase)>> {
     let mut out = Vec::new();
     for t in &dtypes {
         for &d in &dims {
-            if d == 0 || !g.width.is_multiple_of(d) {
-                return Err(CliError::Usage(format!(
-                    "--width {} is not a whole number of heads of {d}",
-                    g.width
-                )));
-            }
-            let hq = g.width / d;
-            let hkv = if g.kv_heads == 0 { hq } else { g.kv_heads };
+            let (hq, hkv) = heads_of(g.width, g.kv_heads, d)?;
             for &(batch, context) in &contexts {
                 for &p in &pages {
                     for &st in &stages {
