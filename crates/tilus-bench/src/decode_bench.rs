@@ -147,6 +147,7 @@ pub fn bench_decode<T: AttentionElement + Sample>(
             v: &dv,
             table: dtable.as_ref(),
             lens: &dlens,
+            scales: None,
         };
         op.run_with(&stream, (&call, case.tiling), scale, &dq, cache, (o, lse))?;
         Ok(())
@@ -165,6 +166,7 @@ pub fn bench_decode<T: AttentionElement + Sample>(
         v: &v[..],
         table: table.as_deref(),
         lens: &lens[..],
+        scales: None,
     };
     let mut pick = Rng::new(opts.seed ^ 0x5eed);
     let mut samples = vec![0, rows - 1];

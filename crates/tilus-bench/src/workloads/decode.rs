@@ -122,6 +122,7 @@ impl Inputs {
             v: &self.v[..],
             table: None,
             lens: &self.lens[..],
+            scales: None,
         };
         let (want_o, want_lse) = reference::decode(&self.call, SCALE as f64, &self.q, &cache);
         let d = HEADS.head_dim;

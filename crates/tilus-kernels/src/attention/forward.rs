@@ -19,6 +19,7 @@
 //! zeros and a log-sum-exp of −∞. GQA: query head `h` reads key and value head
 //! `h / (hq / hkv)`.
 
+use super::decode::CacheElement;
 use super::products::{accumulate, scores};
 use super::softmax::{query_block, Mask, OnlineSoftmax, Place, Views};
 use half::{bf16, f16};
@@ -28,37 +29,13 @@ use tilus::prelude::*;
 /// Queries per block: WGMMA's M, one warp group.
 pub const BLOCK_Q: i32 = 64;
 
-/// The element types the kernel takes (f16 and bf16): their names, for the kernel's.
-pub trait AttentionElement:
-    Element + tilus::interp::Pod + tilus::cudarc::driver::DeviceRepr + std::fmt::Debug
-{
-    /// `f16` or `bf16`.
-    const NAME: &'static str;
-    /// The value, exactly.
-    fn to_f64(self) -> f64;
-    /// `x` rounded to the nearest value of the type.
-    fn from_f64(x: f64) -> Self;
-}
+/// The element types the kernel takes (f16 and bf16); their names and exact values are
+/// [`CacheElement`]'s (a cache may hold them too).
+pub trait AttentionElement: CacheElement {}
 
-impl AttentionElement for f16 {
-    const NAME: &'static str = "f16";
-    fn to_f64(self) -> f64 {
-        f16::to_f64(self)
-    }
-    fn from_f64(x: f64) -> Self {
-        f16::from_f64(x)
-    }
-}
+impl AttentionElement for f16 {}
 
-impl AttentionElement for bf16 {
-    const NAME: &'static str = "bf16";
-    fn to_f64(self) -> f64 {
-        bf16::to_f64(self)
-    }
-    fn from_f64(x: f64) -> Self {
-        bf16::from_f64(x)
-    }
-}
+impl AttentionElement for bf16 {}
 
 /// The arguments: `batch`, `hq`, `hkv`, the longest sequence of queries, the rows of Q (all
 /// sequences') and of K and V, `scale_log2` (the softmax scale times `log2(e)`), `q

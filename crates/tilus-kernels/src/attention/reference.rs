@@ -1,5 +1,6 @@
 //! The host's attention in f64: the referee of the kernel's tests and benchmarks.
 
+use super::decode::CacheElement;
 use super::{AttentionElement, Heads, Sequences};
 
 /// One row's exact attention: the output of query `row` (a row of Q, counted over the whole
@@ -36,18 +37,19 @@ pub fn attention_row<T: AttentionElement>(
         let at = ((k0 + j) * hkv + hk) * d;
         (&k[at..][..d], &v[at..][..d])
     });
-    softmax_row(qi, keys, scale)
+    softmax_row(qi, keys, scale, 1.0)
 }
 
 /// The exact output and natural log-sum-exp of query `qi` over `keys` (each a key and its
-/// value): scores `scale · q·k` in f64, their softmax, the weighted sum of the values; zeros
-/// and −∞ over no key.
-pub(crate) fn softmax_row<'a, T: AttentionElement + 'a>(
+/// value): scores `scale · q·k` in f64, their softmax, the weighted sum of the values times
+/// `value_scale`; zeros and −∞ over no key.
+pub(crate) fn softmax_row<'a, T: CacheElement, C: CacheElement + 'a>(
     qi: &[T],
-    keys: impl Iterator<Item = (&'a [T], &'a [T])>,
+    keys: impl Iterator<Item = (&'a [C], &'a [C])>,
     scale: f64,
+    value_scale: f64,
 ) -> (Vec<f64>, f64) {
-    let (scores, values): (Vec<f64>, Vec<&[T]>) = keys
+    let (scores, values): (Vec<f64>, Vec<&[C]>) = keys
         .map(|(kj, vj)| {
             let dot: f64 = qi
                 .iter()
@@ -66,7 +68,7 @@ pub(crate) fn softmax_row<'a, T: AttentionElement + 'a>(
     for (s, vj) in scores.iter().zip(values) {
         let p = (s - max).exp() / sum;
         for (x, y) in out.iter_mut().zip(vj) {
-            *x += p * y.to_f64();
+            *x += p * y.to_f64() * value_scale;
         }
     }
     (out, max + sum.ln())

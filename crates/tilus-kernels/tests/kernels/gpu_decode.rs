@@ -37,6 +37,7 @@ fn check<T: AttentionElement>(
             v: &dv,
             table: dtable.as_ref(),
             lens: &dlens,
+            scales: None,
         };
         op.run(stream, &step.call, scale, &dq, cache, (&mut o, &mut lse))
             .unwrap();
@@ -131,7 +132,7 @@ fn gpu_decode_append_writes_the_new_tokens_where_the_step_reads_them() {
             &step.call,
             (&dkn, &dvn),
             (&mut dk, &mut dv),
-            (dtable.as_ref(), &dlens),
+            (dtable.as_ref(), &dlens, None),
         )
         .unwrap();
         let bits = |x: &[f16]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
@@ -151,6 +152,7 @@ fn gpu_decode_append_writes_the_new_tokens_where_the_step_reads_them() {
             v: &dv,
             table: dtable.as_ref(),
             lens: &dlens,
+            scales: None,
         };
         op.run(stream, &step.call, 0.1, &dq, cache, (&mut o, &mut lse))
             .unwrap();

@@ -2,11 +2,13 @@
 //! decode step: contiguous and paged caches (pages shorter than a step, a step, longer),
 //! ragged contexts down to one position, one to eight new tokens, groups of query heads
 //! whose slots fill 64 rows or not, every split count from one to past the steps a context
-//! has, and a cache whose unused rows hold NaN.
+//! has, and a cache whose unused rows hold NaN; caches of e4m3 codes with a scale per
+//! key-value head, and the append that quantizes into them.
 
 use half::{bf16, f16};
+use tilus::lowp::F8E4M3;
 use tilus_bench::harness::Rng;
-use tilus_kernels::attention::decode::{DecodeOp, Tiling};
+use tilus_kernels::attention::decode::{CacheOf, DecodeOp, Tiling};
 use tilus_kernels::attention::{AttentionElement, Heads};
 
 use crate::decode_reference::Step;
@@ -35,12 +37,28 @@ fn check_with<T: AttentionElement>(
     page_size: Option<usize>,
     tiling: Tiling,
 ) {
-    let step = Step::<T>::random(rng, (queries, heads), lens, page_size);
+    check_over::<T, T>(rng, (queries, heads), lens, page_size, tiling);
+}
+
+/// [`check_with`] over a cache of `C`.
+fn check_over<T: AttentionElement, C: CacheOf<T>>(
+    rng: &mut Rng,
+    (queries, heads): (usize, Heads),
+    lens: &[i32],
+    page_size: Option<usize>,
+    tiling: Tiling,
+) {
+    let step = Step::<T, C>::random(rng, (queries, heads), lens, page_size);
     let rows = lens.len() * queries * heads.q_heads;
     let mut o = vec![T::from_f64(f64::NAN); rows * heads.head_dim];
     let mut lse = vec![f32::NAN; rows];
     let scale = 1.25 / (heads.head_dim as f32).sqrt();
-    let what = format!("{} {:?} lens {lens:?} {tiling:?}", T::NAME, step.call);
+    let what = format!(
+        "{} over {} {:?} lens {lens:?} {tiling:?}",
+        T::NAME,
+        C::NAME,
+        step.call
+    );
     let (ins, outs) = ((&step.call, tiling), (&mut o[..], &mut lse[..]));
     DecodeOp::interpret_with(ins, scale, &step.q, step.cache(), outs)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -134,7 +152,7 @@ fn interp_decode_append_writes_the_new_tokens_where_the_step_reads_them() {
             &step.call,
             (&k_new, &v_new),
             (&mut step.k, &mut step.v),
-            (step.table.as_deref(), &step.lens),
+            (step.table.as_deref(), &step.lens, None),
         )
         .unwrap();
         let bits = |x: &[f16]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
@@ -199,5 +217,90 @@ fn interp_decode_with_overlapped_steps_matches_the_reference() {
             ..Tiling::default()
         };
         check_with::<f16>(&mut rng, (queries, heads), lens, page, tiling);
+    }
+}
+
+/// A cache of e4m3 codes with a scale per key-value head (heads of different magnitudes, so
+/// that a scale of the wrong head or the keys' for the values' shows): contiguous and paged
+/// (pages shorter than a step, a step, longer), ragged contexts down to one position, several
+/// tokens, every head dimension, split and not (the kernel writing the output itself), f16
+/// and bf16 queries; unused rows hold NaN codes.
+#[test]
+fn interp_decode_over_e4m3_codes_matches_the_reference() {
+    let mut rng = Rng::new(seed());
+    let split = |splits| Tiling {
+        splits: Some(splits),
+        ..Tiling::default()
+    };
+    check_over::<f16, F8E4M3>(
+        &mut rng,
+        (1, Heads::new(8, 2, 64)),
+        &[1, 70, 200],
+        None,
+        split(3),
+    );
+    check_over::<f16, F8E4M3>(
+        &mut rng,
+        (3, Heads::new(4, 2, 128)),
+        &[3, 50, 131],
+        Some(16),
+        split(2),
+    );
+    check_over::<bf16, F8E4M3>(
+        &mut rng,
+        (2, Heads::new(12, 3, 128)),
+        &[2, 300],
+        Some(128),
+        split(1),
+    );
+    check_over::<f16, F8E4M3>(
+        &mut rng,
+        (1, Heads::new(2, 2, 256)),
+        &[65, 129],
+        Some(64),
+        split(2),
+    );
+}
+
+/// The append into a cache of e4m3 codes: each new value divided by its head's scale and
+/// rounded lands on the code it came from, bit for bit, no other code changes; then the
+/// step reads them. A cache of codes without its scales, and scales for a cache of f16,
+/// are refused before anything runs.
+#[test]
+fn interp_decode_append_quantizes_into_a_cache_of_e4m3_codes() {
+    let mut rng = Rng::new(seed());
+    for page_size in [None, Some(16)] {
+        let heads = Heads::new(4, 2, 64);
+        let mut step = Step::<f16, F8E4M3>::random(&mut rng, (2, heads), &[2, 40, 17], page_size);
+        let (want_k, want_v) = (step.k.clone(), step.v.clone());
+        let (k_new, v_new) = step.take_new_tokens();
+        let scales = step.scales.clone().expect("a cache of codes has scales");
+        DecodeOp::interpret_append(
+            &step.call,
+            (&k_new, &v_new),
+            (&mut step.k, &mut step.v),
+            (step.table.as_deref(), &step.lens, Some(&scales)),
+        )
+        .unwrap();
+        let codes = |x: &[F8E4M3]| x.iter().map(|c| c.0).collect::<Vec<_>>();
+        assert_eq!(codes(&step.k), codes(&want_k), "{page_size:?}: the keys");
+        assert_eq!(codes(&step.v), codes(&want_v), "{page_size:?}: the values");
+        let mut o = vec![f16::NAN; 3 * 2 * 4 * 64];
+        let mut lse = vec![f32::NAN; 3 * 2 * 4];
+        DecodeOp::interpret(&step.call, 0.2, &step.q, step.cache(), (&mut o, &mut lse)).unwrap();
+        step.assert_matches("after the append", 0.2, (&o, &lse));
+
+        // the scales left out, and given to a cache of f16
+        let mut cache = step.cache();
+        cache.scales = None;
+        let e = DecodeOp::interpret(&step.call, 0.2, &step.q, cache, (&mut o, &mut lse))
+            .expect_err("a cache of codes read without scales");
+        assert!(e.to_string().contains("without its scales"), "{e}");
+        let plain = Step::<f16>::random(&mut rng, (2, heads), &[2, 40, 17], page_size);
+        let mut cache = plain.cache();
+        cache.scales = Some(&scales);
+        let e = DecodeOp::interpret(&plain.call, 0.2, &plain.q, cache, (&mut o, &mut lse))
+            .expect_err("scales taken for a cache of f16");
+        assert!(e.to_string().contains("scales given"), "{e}");
     }
 }

@@ -49,6 +49,37 @@ macro_rules! copy_handle {
 }
 copy_handle!(GlobalTensor, SharedTensor, RegisterTensor);
 
+impl<T: Element> GlobalTensor<T> {
+    /// The same view typed `U`, where `U` is `T` (`None` otherwise): as
+    /// [`SharedTensor::as_type`], for global views.
+    pub fn as_type<U: Element>(&self) -> Option<GlobalTensor<U>> {
+        (U::DTYPE == T::DTYPE).then_some(GlobalTensor {
+            id: self.id,
+            _t: PhantomData,
+        })
+    }
+}
+
+impl<T: Element> SharedTensor<T> {
+    /// The same handle typed `U`, where `U` is `T` (`None` otherwise): a script generic over
+    /// two element types that learns, while it traces, that they are one type, and uses the
+    /// tile where the other is expected (a cache read as stored when its type is the
+    /// products' type, converted otherwise).
+    pub fn as_type<U: Element>(&self) -> Option<SharedTensor<U>> {
+        (U::DTYPE == T::DTYPE).then_some(SharedTensor {
+            id: self.id,
+            transposed: self.transposed,
+            stage: self.stage,
+            leading: self.leading,
+            second: self.second,
+            rows: self.rows,
+            misuse: self.misuse,
+            nbytes: self.nbytes,
+            _t: PhantomData,
+        })
+    }
+}
+
 impl<T> SharedTensor<T> {
     /// Size of the tile in bytes (a compile-time number). Tiles larger than
     /// [`SharedTensor::NBYTES_CAP`] report the cap (no such tile fits in shared memory, and

@@ -4,9 +4,11 @@
 //! or a paged cache's row in the page its block table names.
 //!
 //! One block per new token copies its `kv_heads · d` elements of K and of V, 1024 at a time,
-//! from the new rows to the cache row.
+//! from the new rows to the cache row; into a cache of another type, a head at a time,
+//! converted (divided by the head's scale first, for a cache of scaled codes).
 
 use super::super::forward::AttentionElement;
+use super::element::CacheElement;
 use std::marker::PhantomData;
 use tilus::prelude::*;
 
@@ -16,8 +18,9 @@ const CHUNK: i32 = 1024;
 /// The arguments: `batch`, `hkv · d` (the elements of a row), `page_size` (a contiguous
 /// cache: its capacity), `pages_per_seq` (the table's row length), `rows_cache`, the new
 /// keys and values `[batch · queries, hkv · d]`, `table [batch, pages_per_seq]`, `lens
-/// [batch]`, the caches `k` and `v` `[rows_cache, hkv · d]`.
-pub type AppendArgs<T> = (
+/// [batch]`, `scales [2, hkv]` (the keys' and values' scales of a cache of scaled codes; any
+/// buffer otherwise), the caches `k` and `v` `[rows_cache, hkv · d]`.
+pub type AppendArgs<T, C = T> = (
     i32,
     i32,
     i32,
@@ -27,32 +30,42 @@ pub type AppendArgs<T> = (
     Ptr<T>,
     Ptr<i32>,
     Ptr<i32>,
-    PtrMut<T>,
-    PtrMut<T>,
+    Ptr<f32>,
+    PtrMut<C>,
+    PtrMut<C>,
 );
 
-/// The append for elements of type `T`. Fields are compile-time hyperparameters.
-pub struct DecodeAppend<T> {
+/// The append of new keys and values of type `T` into a cache of `C`. Fields are
+/// compile-time hyperparameters.
+pub struct DecodeAppend<T, C = T> {
     /// New tokens per sequence.
     pub queries: i32,
     /// A paged cache (the block table read); a contiguous one otherwise.
     pub paged: bool,
-    _t: PhantomData<fn() -> T>,
+    /// The head dimension (a cache of another type is written a head at a time).
+    pub head_dim: i32,
+    _t: PhantomData<fn() -> (T, C)>,
 }
 
-impl<T> DecodeAppend<T> {
-    /// The append of `queries` tokens per sequence into a paged cache or a contiguous one.
-    pub fn new(queries: i32, paged: bool) -> DecodeAppend<T> {
+impl<T, C> DecodeAppend<T, C> {
+    /// The append of `queries` tokens per sequence of heads of `head_dim` into a paged cache
+    /// or a contiguous one.
+    pub fn new(queries: i32, paged: bool, head_dim: i32) -> DecodeAppend<T, C> {
         DecodeAppend {
             queries,
             paged,
+            head_dim,
             _t: PhantomData,
         }
     }
+
+    fn key(&self) -> (i32, bool, i32) {
+        (self.queries, self.paged, self.head_dim)
+    }
 }
 
-impl<T: AttentionElement> Script for DecodeAppend<T> {
-    type Args = AppendArgs<T>;
+impl<T: AttentionElement, C: CacheElement> Script for DecodeAppend<T, C> {
+    type Args = AppendArgs<T, C>;
 
     fn arg_names() -> &'static [&'static str] {
         &[
@@ -65,13 +78,18 @@ impl<T: AttentionElement> Script for DecodeAppend<T> {
             "v_new",
             "table",
             "lens",
+            "scales",
             "k",
             "v",
         ]
     }
 
     fn name(&self) -> String {
-        format!("decode_append_{}", T::NAME)
+        if <C as Element>::DTYPE == <T as Element>::DTYPE {
+            format!("decode_append_{}", T::NAME)
+        } else {
+            format!("decode_append_{}_{}_cache", T::NAME, C::NAME)
+        }
     }
 
     fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
@@ -85,8 +103,8 @@ impl<T: AttentionElement> Script for DecodeAppend<T> {
         let v_new = k.global_view::<T>(args.6, [rows_new, width.into()]);
         let table = k.global_view::<i32>(args.7, [Scalar::from(batch), pages_per_seq.into()]);
         let lens = k.global_view::<i32>(args.8, [batch]);
-        let kc = k.global_view::<T>(args.9, [Scalar::from(rows_cache), width.into()]);
-        let vc = k.global_view::<T>(args.10, [Scalar::from(rows_cache), width.into()]);
+        let kc = k.global_view::<C>(args.10, [Scalar::from(rows_cache), width.into()]);
+        let vc = k.global_view::<C>(args.11, [Scalar::from(rows_cache), width.into()]);
 
         let row = k.let_i32(k.block_idx().x);
         let b = k.let_i32(row / nq);
@@ -98,17 +116,38 @@ impl<T: AttentionElement> Script for DecodeAppend<T> {
         } else {
             k.let_i32(b * page_size + pos)
         };
-        k.for_range(0, cdiv(width, CHUNK), 1, |k, c| {
-            let col = k.let_i32(c * CHUNK);
-            for (src, dst) in [(&k_new, &kc), (&v_new, &vc)] {
-                let x = k.load_global(src, (row, col), [1, CHUNK]);
+        if let (Some(kc), Some(vc)) = (kc.as_type::<T>(), vc.as_type::<T>()) {
+            k.for_range(0, cdiv(width, CHUNK), 1, |k, c| {
+                let col = k.let_i32(c * CHUNK);
+                for (src, dst) in [(&k_new, &kc), (&v_new, &vc)] {
+                    let x = k.load_global(src, (row, col), [1, CHUNK]);
+                    k.store_global(dst, &x, (at, col));
+                }
+            });
+            return;
+        }
+        let d = self.head_dim;
+        let hkv = k.let_i32(width / d);
+        let scales = k.global_view::<f32>(args.9, [Scalar::from(width) / d * 2]);
+        k.for_range(0, hkv, 1, |k, h| {
+            let col = k.let_i32(h * d);
+            for (src, dst, which) in [(&k_new, &kc, 0), (&v_new, &vc, 1)] {
+                let x = k.load_global(src, (row, col), [1, d]);
+                let x = k.cast::<f32>(&x);
+                let x = if C::SCALED {
+                    let scale = k.load_global_scalar(&scales, [hkv * which + h]);
+                    k.compute(x / scale)
+                } else {
+                    x
+                };
+                let x = k.cast::<C>(&x);
                 k.store_global(dst, &x, (at, col));
             }
         });
     }
 }
 
-impl<T> Clone for DecodeAppend<T> {
+impl<T, C> Clone for DecodeAppend<T, C> {
     fn clone(&self) -> Self {
         DecodeAppend {
             _t: PhantomData,
@@ -117,25 +156,26 @@ impl<T> Clone for DecodeAppend<T> {
     }
 }
 
-impl<T> PartialEq for DecodeAppend<T> {
+impl<T, C> PartialEq for DecodeAppend<T, C> {
     fn eq(&self, o: &Self) -> bool {
-        (self.queries, self.paged) == (o.queries, o.paged)
+        self.key() == o.key()
     }
 }
 
-impl<T> Eq for DecodeAppend<T> {}
+impl<T, C> Eq for DecodeAppend<T, C> {}
 
-impl<T> std::hash::Hash for DecodeAppend<T> {
+impl<T, C> std::hash::Hash for DecodeAppend<T, C> {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        (self.queries, self.paged).hash(h);
+        self.key().hash(h);
     }
 }
 
-impl<T> std::fmt::Debug for DecodeAppend<T> {
+impl<T, C> std::fmt::Debug for DecodeAppend<T, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DecodeAppend")
             .field("queries", &self.queries)
             .field("paged", &self.paged)
+            .field("head_dim", &self.head_dim)
             .finish()
     }
 }

@@ -27,6 +27,7 @@
 use super::super::forward::AttentionElement;
 use super::super::products::{accumulate, issue_accumulate, issue_scores, scores};
 use super::super::softmax::OnlineSoftmax;
+use super::element::CacheElement;
 use std::marker::PhantomData;
 use tilus::prelude::*;
 
@@ -38,14 +39,16 @@ pub const BLOCK_ROWS: i32 = 64;
 /// `pages_per_seq` (the block table's row length), `rows_cache` (the cache's rows: pages ·
 /// page size), `scale_log2` (the softmax scale times `log2(e)`), `q [batch · queries · hq,
 /// d]`, the caches `k` and `v` `[rows_cache, hkv · d]`, `table [batch, pages_per_seq]`,
-/// `lens [batch]` (context lengths, the new tokens included), the partial slots `parts
+/// `lens [batch]` (context lengths, the new tokens included), `scales [2, hkv]` (the keys'
+/// and the values' scale of each key-value head: read only for a cache of scaled codes,
+/// [`CacheElement::SCALED`]; any buffer otherwise), the partial slots `parts
 /// [batch · hkv · row blocks · splits · 64, d + 4]` (each block's 64 rows, the splits of one
 /// block of rows consecutive; a row's output in its first `d` columns, its log-sum-exp in
 /// column `d`, rows of 16-byte multiples), one ticket counter per block of rows `counts
 /// [batch · hkv · row blocks]` (zero between launches); the output `o [batch · queries · hq,
 /// d]` and `lse [same rows]`, which a kernel with [`DecodeAttention::direct`] or
 /// [`DecodeAttention::merge`] writes.
-pub type DecodeArgs<T> = (
+pub type DecodeArgs<T, C = T> = (
     i32,
     i32,
     i32,
@@ -56,18 +59,20 @@ pub type DecodeArgs<T> = (
     i32,
     f32,
     Ptr<T>,
-    Ptr<T>,
-    Ptr<T>,
+    Ptr<C>,
+    Ptr<C>,
     Ptr<i32>,
     Ptr<i32>,
+    Ptr<f32>,
     PtrMut<f32>,
     PtrMut<i32>,
     PtrMut<T>,
     PtrMut<f32>,
 );
 
-/// The decode kernel for elements of type `T`. Fields are compile-time hyperparameters.
-pub struct DecodeAttention<T> {
+/// The decode kernel for queries and output of type `T` over a cache of `C` (`T` itself, or
+/// scaled FP8 codes: [`CacheElement`]). Fields are compile-time hyperparameters.
+pub struct DecodeAttention<T, C = T> {
     /// The head dimension: 64, 128 or 256.
     pub head_dim: i32,
     /// New tokens per sequence: 1 to 8.
@@ -93,10 +98,10 @@ pub struct DecodeAttention<T> {
     /// Step `j + 1`'s scores issued before step `j`'s values' product (the two products back
     /// to back, one wait a step), instead of each product waited for in turn.
     pub overlap: bool,
-    _t: PhantomData<fn() -> T>,
+    _t: PhantomData<fn() -> (T, C)>,
 }
 
-impl<T> DecodeAttention<T> {
+impl<T, C> DecodeAttention<T, C> {
     /// The kernel for `head_dim`, `queries` new tokens per sequence and `group` query heads
     /// per key-value head, over pages of `page_size` rows (`None`: a contiguous cache):
     /// steps of 64 keys, two stages.
@@ -105,7 +110,7 @@ impl<T> DecodeAttention<T> {
         queries: i32,
         group: i32,
         page_size: Option<i32>,
-    ) -> DecodeAttention<T> {
+    ) -> DecodeAttention<T, C> {
         let block_kv = 64;
         DecodeAttention {
             head_dim,
@@ -125,19 +130,19 @@ impl<T> DecodeAttention<T> {
     }
 
     /// The same kernel with its steps overlapped or not.
-    pub fn with_overlap(mut self, overlap: bool) -> DecodeAttention<T> {
+    pub fn with_overlap(mut self, overlap: bool) -> DecodeAttention<T, C> {
         self.overlap = overlap;
         self
     }
 
     /// The same kernel merging the splits itself or not.
-    pub fn with_merge(mut self, merge: bool) -> DecodeAttention<T> {
+    pub fn with_merge(mut self, merge: bool) -> DecodeAttention<T, C> {
         self.merge = merge;
         self
     }
 
     /// The same kernel writing the output directly (a launch of one split) or not.
-    pub fn with_direct(mut self, direct: bool) -> DecodeAttention<T> {
+    pub fn with_direct(mut self, direct: bool) -> DecodeAttention<T, C> {
         self.direct = direct;
         self
     }
@@ -168,8 +173,8 @@ impl<T> DecodeAttention<T> {
     }
 }
 
-impl<T: AttentionElement> Script for DecodeAttention<T> {
-    type Args = DecodeArgs<T>;
+impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
+    type Args = DecodeArgs<T, C>;
 
     fn arg_names() -> &'static [&'static str] {
         &[
@@ -187,6 +192,7 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
             "v",
             "table",
             "lens",
+            "scales",
             "parts",
             "counts",
             "o",
@@ -195,7 +201,11 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
     }
 
     fn name(&self) -> String {
-        format!("decode_attention_{}", T::NAME)
+        if <C as Element>::DTYPE == <T as Element>::DTYPE {
+            format!("decode_attention_{}", T::NAME)
+        } else {
+            format!("decode_attention_{}_{}_cache", T::NAME, C::NAME)
+        }
     }
 
     fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
@@ -214,12 +224,14 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
             && (1..=8).contains(&nq)
             && slot % 8 == 0
             && (8..=BLOCK_ROWS).contains(&slot)
-            && (self.box_rows == 0 || (self.box_rows >= 8 && bkv % self.box_rows == 0));
+            && (self.box_rows == 0 || (self.box_rows >= 8 && bkv % self.box_rows == 0))
+            // one converted copy of a step: the next step's scores cannot run ahead
+            && !(self.overlap && <C as Element>::DTYPE != <T as Element>::DTYPE);
         if !fits {
             k.refuse_config(format!(
                 "{self:?}: head_dim 64, 128 or 256, block_kv 64 or 128, 1 to 8 stages and \
                  queries, a slot of 8 to 64 rows in eights, box_rows 0 or a divisor of \
-                 block_kv of at least 8"
+                 block_kv of at least 8; no overlap over a converted cache"
             ));
             return;
         }
@@ -228,8 +240,8 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
         k.warps(4);
         let rows_q = Scalar::from(batch) * nq * hq;
         let q = k.global_view::<T>(args.9, [rows_q.clone(), Scalar::from(d)]);
-        let kc = k.global_view::<T>(args.10, [Scalar::from(rows_cache), hkv * d]);
-        let vc = k.global_view::<T>(args.11, [Scalar::from(rows_cache), hkv * d]);
+        let kc = k.global_view::<C>(args.10, [Scalar::from(rows_cache), hkv * d]);
+        let vc = k.global_view::<C>(args.11, [Scalar::from(rows_cache), hkv * d]);
         let table = k.global_view::<i32>(args.12, [Scalar::from(batch), pages_per_seq.into()]);
         let lens = k.global_view::<i32>(args.13, [batch]);
         // a block's partial slot: 64 rows, the blocks of a sequence's key-value head and
@@ -240,14 +252,24 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
         } else {
             Scalar::from(batch) * hkv * row_blocks * splits * BLOCK_ROWS
         };
-        let part = k.global_view::<f32>(args.14, [parts, Scalar::from(d + 4)]);
+        let part = k.global_view::<f32>(args.15, [parts, Scalar::from(d + 4)]);
         let groups = Scalar::from(batch) * hkv * row_blocks;
-        let counts = k.global_view::<i32>(args.15, [groups]);
+        let counts = k.global_view::<i32>(args.16, [groups]);
 
         let chunks = d / 64;
         let sq = k.shared_tensor::<T>([chunks, BLOCK_ROWS, 64]);
-        let sk = k.shared_tensor::<T>([stages * chunks, bkv, 64]);
-        let sv = k.shared_tensor::<T>([stages, bkv, d]);
+        let sk = k.shared_tensor::<C>([stages * chunks, bkv, 64]);
+        let sv = k.shared_tensor::<C>([stages, bkv, d]);
+        // the products' operands: the ring's stages themselves for a cache of `T`, else one
+        // copy of a step converted to `T` (the products of a step are waited for before the
+        // next step converts)
+        let products = match (sk.as_type::<T>(), sv.as_type::<T>()) {
+            (Some(pk), Some(pv)) => Products::Ring(pk, pv),
+            _ => Products::Converted(
+                k.shared_tensor::<T>([chunks, bkv, 64]),
+                k.shared_tensor::<T>([1, bkv, d]),
+            ),
+        };
         let qbar = k.mbarrier().alloc([1]);
         let full = k.mbarrier().alloc_counts(&vec![1; stages as usize]);
 
@@ -330,30 +352,72 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
         let token = r.clone() / slot;
         let head = r - token.clone() * slot;
         let token = token + t0;
+        // a cache of codes: the keys' scale joins the softmax's, the values' the output's
+        // (the values' read after the steps: a register less through them)
+        let scales = C::SCALED.then(|| k.global_view::<f32>(args.14, [Scalar::from(hkv) * 2]));
+        let scale_log2 = match &scales {
+            Some(scales) => {
+                let ks = k.load_global_scalar(scales, [hk]);
+                k.let_f32(scale_log2 * ks)
+            }
+            None => scale_log2,
+        };
         let softmax = OnlineSoftmax::new(k, BLOCK_ROWS, bkv, scale_log2, false);
         let acc = k.register_tensor::<f32>([BLOCK_ROWS, d], 0.0);
         let s = k.register_tensor::<f32>([BLOCK_ROWS, bkv], None::<f64>);
         // step `j`'s stage, once its copies landed, with the values' rows past the context
-        // zeroed (the cache may hold NaN there)
+        // zeroed (the cache may hold NaN there); a cache of another type converted into the
+        // products' copy (16 rows at a time: the whole stage beside O's accumulator would
+        // not fit the registers at head dimension 256)
         let arrived = |k: &mut Kernel, j: Scalar| -> (Val, Val) {
             let stage = k.let_i32(j.clone() % stages);
             k.mbarrier().wait(full.at(stage), j.clone() / stages % 2);
             let first = k.let_i32(j * bkv + lo);
-            k.if_((ctx - first).lt(bkv), |k| {
-                // 16 rows at a time: the whole stage beside O's accumulator would not fit
-                // the registers at head dimension 256
-                for i in 0..bkv / 16 {
-                    let vs = sv.at(stage).rows(i * 16, 16);
-                    let v = k.load_shared(&vs);
-                    let row = k.arange([16, 1], 0) + first + i * 16;
-                    let v = k.compute(where_(row.lt(ctx), v, 0.0));
-                    k.store_shared(&vs, &v);
+            match &products {
+                Products::Ring(_, pv) => k.if_((ctx - first).lt(bkv), |k| {
+                    for i in 0..bkv / 16 {
+                        let vs = pv.at(stage).rows(i * 16, 16);
+                        let v = k.load_shared(&vs);
+                        let row = k.arange([16, 1], 0) + first + i * 16;
+                        let v = k.compute(where_(row.lt(ctx), v, 0.0));
+                        k.store_shared(&vs, &v);
+                    }
+                    k.fence_proxy_async();
+                    k.sync();
+                }),
+                Products::Converted(pk, pv) => {
+                    for i in 0..bkv / 16 {
+                        for c in 0..chunks {
+                            let ks = sk.at(k.let_i32(stage * chunks + c)).rows(i * 16, 16);
+                            let x = k.load_shared(&ks);
+                            let x = k.cast::<T>(&x);
+                            k.store_shared(&pk.at(Val::constant(c)).rows(i * 16, 16), &x);
+                        }
+                    }
+                    // the values 8 rows at a time at head dimension 256 (16 spill there)
+                    let n = if d == 256 { 8 } else { 16 };
+                    for i in 0..bkv / n {
+                        let v = k.load_shared(&sv.at(stage).rows(i * n, n));
+                        let v = k.cast::<T>(&v);
+                        let row = k.arange([n, 1], 0) + first + i * n;
+                        let v = k.compute(where_(row.lt(ctx), v, 0.0));
+                        k.store_shared(&pv.at(Val::constant(0)).rows(i * n, n), &v);
+                    }
+                    k.fence_proxy_async();
                 }
-                k.fence_proxy_async();
-                k.sync();
-            });
+            }
             (stage, first)
         };
+        // the products' operands for step `j` in `stage`: keys (with the index of their
+        // first chunk's stage) and values
+        let operands = |stage: Val| -> (SharedTensor<T>, Val, SharedTensor<T>) {
+            match &products {
+                Products::Ring(pk, pv) => (*pk, stage, pv.at(stage)),
+                Products::Converted(pk, pv) => (*pk, Val::constant(0), pv.at(Val::constant(0))),
+            }
+        };
+        // a converted stage is refilled under the step's products
+        let early = matches!(products, Products::Converted(..));
         // every warp is done with step `j`'s stage: refill it with the keys `stages` ahead
         let release = |k: &mut Kernel, j: Scalar, stage: Val| {
             k.sync();
@@ -371,7 +435,8 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
             // before its values' product, so that the two products run back to back
             k.if_(Scalar::from(0).lt(steps), |k| {
                 let (stage, _) = arrived(k, Scalar::from(0));
-                issue_scores(k, (&sq, &sk), (stage, chunks), &s);
+                let (pk, at, _) = operands(stage);
+                issue_scores(k, (&sq, &pk), (at, chunks), &s);
             });
             let step = |k: &mut Kernel, j: Val, masked: bool| {
                 k.wgmma().wait_group(0);
@@ -387,9 +452,10 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
                 let (p, alpha) = softmax.fold(k, &s, keep);
                 k.if_((j + 1).lt(steps), |k| {
                     let (next, _) = arrived(k, j + 1);
-                    issue_scores(k, (&sq, &sk), (next, chunks), &s);
+                    let (pk, at, _) = operands(next);
+                    issue_scores(k, (&sq, &pk), (at, chunks), &s);
                 });
-                issue_accumulate(k, (&p, &alpha), &sv.at(stage), &acc);
+                issue_accumulate(k, (&p, &alpha), &operands(stage).2, &acc);
             };
             k.for_range(0, free, 1, |k, j| step(k, j, false));
             k.for_range(free, steps, 1, |k, j| step(k, j, true));
@@ -397,11 +463,17 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
         } else {
             let step = |k: &mut Kernel, j: Val, masked: bool| {
                 let (stage, first) = arrived(k, j.into());
-                scores(k, (&sq, &sk), (stage, chunks), &s);
+                if early {
+                    release(k, j.into(), stage);
+                }
+                let (pk, at, pv) = operands(stage);
+                scores(k, (&sq, &pk), (at, chunks), &s);
                 let keep = masked.then(|| keep(k, first));
                 let (p, alpha) = softmax.fold(k, &s, keep);
-                accumulate(k, (&p, &alpha), &sv.at(stage), &acc);
-                release(k, j.into(), stage);
+                accumulate(k, (&p, &alpha), &pv, &acc);
+                if !early {
+                    release(k, j.into(), stage);
+                }
             };
             k.for_range(0, free, 1, |k, j| step(k, j, false));
             k.for_range(free, steps, 1, |k, j| step(k, j, true));
@@ -409,7 +481,10 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
 
         // normalized in place (a second tile of O would not fit at head dimension 256)
         let seen = softmax.l.gt(0.0f32);
-        k.assign_tile(&acc, where_(seen.clone(), acc / softmax.l, 0.0f32));
+        match scales.map(|scales| k.load_global_scalar(&scales, [hkv + hk])) {
+            Some(vs) => k.assign_tile(&acc, where_(seen.clone(), acc / softmax.l * vs, 0.0f32)),
+            None => k.assign_tile(&acc, where_(seen.clone(), acc / softmax.l, 0.0f32)),
+        }
         let lse = k.compute(where_(
             seen,
             softmax.m * scale_log2 * std::f32::consts::LN_2 + softmax.l.log(),
@@ -422,8 +497,8 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
         // token slot `s`'s rows are consecutive rows of O, from row `row0 + s · slot`
         let store_output =
             |k: &mut Kernel, acc: &RegisterTensor<f32>, lse: &RegisterTensor<f32>| {
-                let o = k.global_view::<T>(args.16, [rows_q.clone(), Scalar::from(d)]);
-                let lse_out = k.global_view::<f32>(args.17, [rows_q.clone(), Scalar::from(1)]);
+                let o = k.global_view::<T>(args.17, [rows_q.clone(), Scalar::from(d)]);
+                let lse_out = k.global_view::<f32>(args.18, [rows_q.clone(), Scalar::from(1)]);
                 let out = k.cast::<T>(acc);
                 let r = k.arange([BLOCK_ROWS, 1], 0);
                 for s in 0..tokens {
@@ -499,7 +574,7 @@ impl<T: AttentionElement> Script for DecodeAttention<T> {
 
 // by hand: the element type is named in the kernel's name, not among its hyperparameters
 // (and the derives would ask it for `Hash`)
-impl<T> Clone for DecodeAttention<T> {
+impl<T, C> Clone for DecodeAttention<T, C> {
     fn clone(&self) -> Self {
         DecodeAttention {
             _t: PhantomData,
@@ -508,21 +583,21 @@ impl<T> Clone for DecodeAttention<T> {
     }
 }
 
-impl<T> PartialEq for DecodeAttention<T> {
+impl<T, C> PartialEq for DecodeAttention<T, C> {
     fn eq(&self, o: &Self) -> bool {
         self.key() == o.key()
     }
 }
 
-impl<T> Eq for DecodeAttention<T> {}
+impl<T, C> Eq for DecodeAttention<T, C> {}
 
-impl<T> std::hash::Hash for DecodeAttention<T> {
+impl<T, C> std::hash::Hash for DecodeAttention<T, C> {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         self.key().hash(h);
     }
 }
 
-impl<T> std::fmt::Debug for DecodeAttention<T> {
+impl<T, C> std::fmt::Debug for DecodeAttention<T, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // the tunable hyperparameters first (the command line's `--set` takes those)
         f.debug_struct("DecodeAttention")
@@ -537,4 +612,13 @@ impl<T> std::fmt::Debug for DecodeAttention<T> {
             .field("overlap", &self.overlap)
             .finish()
     }
+}
+
+/// Where the products read a step's keys and values: the ring's stages (a cache of the
+/// products' type), or one copy converted from the stage that arrived.
+enum Products<T> {
+    /// The keys `[stages · chunks, bkv, 64]` and values `[stages, bkv, d]` of the ring.
+    Ring(SharedTensor<T>, SharedTensor<T>),
+    /// The keys `[chunks, bkv, 64]` and values `[1, bkv, d]` of the step being multiplied.
+    Converted(SharedTensor<T>, SharedTensor<T>),
 }

@@ -9,6 +9,8 @@
 //! multiprocessors idle (flash-decoding); a second kernel merges the splits.
 //!
 //! - [`problem`]: the call ([`Decode`], [`KvLayout`]), its checks, and the split.
+//! - [`element`]: [`CacheElement`], what the cache holds (the attention's type, or FP8
+//!   codes with a scale per key-value head).
 //! - [`kernel`]: [`DecodeAttention`], one warp group per block of rows and split.
 //! - [`merge`]: [`DecodeMerge`], the splits weighed into the output.
 //! - [`append`]: [`DecodeAppend`], the new tokens' keys and values written into the cache.
@@ -18,6 +20,7 @@
 use super::AttentionElement;
 
 pub mod append;
+pub mod element;
 pub mod kernel;
 pub mod merge;
 pub mod op;
@@ -26,7 +29,8 @@ pub mod reference;
 mod tuning;
 
 pub use append::{AppendArgs, DecodeAppend};
+pub use element::{head_scales, CacheElement};
 pub use kernel::{DecodeArgs, DecodeAttention};
 pub use merge::{DecodeMerge, MergeArgs};
-pub use op::{Cache, DecodeOp, Tiling};
+pub use op::{Cache, CacheOf, DecodeOp, Tiling};
 pub use problem::{Decode, KvLayout, MAX_SPLITS};

@@ -2,6 +2,7 @@
 //! launched (or interpreted) over a workspace of partial results kept between calls.
 
 use super::append::DecodeAppend;
+use super::element::CacheElement;
 use super::merge::DecodeMerge;
 use super::problem::{Checked, Decode, KvLayout, MAX_SPLITS, NAME};
 use super::{AttentionElement, DecodeAttention};
@@ -9,6 +10,7 @@ use crate::host::length;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tilus::cudarc::driver::{CudaSlice, CudaStream};
+use tilus::lowp::F8E4M3;
 use tilus::runtime::Device;
 
 /// Kernels by their configuration.
@@ -30,8 +32,9 @@ pub struct Tiling {
 }
 
 /// The cache's buffers: `k` and `v` (the layout [`Decode::layout`] says), the block table
-/// (`None` for a contiguous cache) and each sequence's context length.
-pub struct Cache<'a, K: ?Sized, I: ?Sized> {
+/// (`None` for a contiguous cache), each sequence's context length, and the scales of a cache
+/// of scaled codes.
+pub struct Cache<'a, K: ?Sized, I: ?Sized, F: ?Sized = [f32]> {
     /// Keys.
     pub k: &'a K,
     /// Values.
@@ -40,6 +43,40 @@ pub struct Cache<'a, K: ?Sized, I: ?Sized> {
     pub table: Option<&'a I>,
     /// Context lengths `[batch]`, the new tokens included.
     pub lens: &'a I,
+    /// A cache of scaled codes ([`CacheElement::SCALED`], e4m3): `[2, kv_heads]`, the keys'
+    /// scale of each key-value head, then the values' (a code stands for `code · scale`);
+    /// `None` for a cache of the attention's own type.
+    pub scales: Option<&'a F>,
+}
+
+/// The cache types a [`DecodeOp<T>`] reads: `T` itself, or e4m3 codes with a scale per
+/// key-value head (half the bytes a step reads).
+pub trait CacheOf<T: AttentionElement>: CacheElement {
+    /// The op's kernels for this cache type.
+    #[doc(hidden)]
+    fn kernels(
+        op: &DecodeOp<T>,
+    ) -> (
+        &Kept<DecodeAttention<T, Self>>,
+        &Kept<DecodeAppend<T, Self>>,
+    );
+}
+
+impl<T: AttentionElement> CacheOf<T> for T {
+    fn kernels(op: &DecodeOp<T>) -> (&Kept<DecodeAttention<T>>, &Kept<DecodeAppend<T>>) {
+        (&op.decode, &op.append)
+    }
+}
+
+impl<T: AttentionElement> CacheOf<T> for F8E4M3 {
+    fn kernels(
+        op: &DecodeOp<T>,
+    ) -> (
+        &Kept<DecodeAttention<T, F8E4M3>>,
+        &Kept<DecodeAppend<T, F8E4M3>>,
+    ) {
+        (&op.decode_e4m3, &op.append_e4m3)
+    }
 }
 
 /// Decode attention over a key-value cache, on device buffers of `T` (f16 or bf16): for each
@@ -64,7 +101,7 @@ pub struct Cache<'a, K: ?Sized, I: ?Sized> {
 /// let (kv, table, lens) = (vec![f16::ONE; 3 * 16 * 64], [2, 0, 1], [40]);
 /// let q = vec![f16::from_f32(0.5); 4 * 64];
 /// let (mut o, mut lse) = (vec![f16::NAN; 4 * 64], vec![f32::NAN; 4]);
-/// let cache = Cache { k: &kv[..], v: &kv[..], table: Some(&table[..]), lens: &lens[..] };
+/// let cache = Cache { k: &kv[..], v: &kv[..], table: Some(&table[..]), lens: &lens[..], scales: None };
 /// DecodeOp::interpret(&call, 0.125, &q, cache, (&mut o, &mut lse))?;
 /// // equal scores: each head averages its 40 values (ones)
 /// assert!(o.iter().all(|&x| x == f16::ONE));
@@ -74,9 +111,12 @@ pub struct Cache<'a, K: ?Sized, I: ?Sized> {
 pub struct DecodeOp<T: AttentionElement> {
     append: Kept<DecodeAppend<T>>,
     decode: Kept<DecodeAttention<T>>,
+    append_e4m3: Kept<DecodeAppend<T, F8E4M3>>,
+    decode_e4m3: Kept<DecodeAttention<T, F8E4M3>>,
     merge: Kept<DecodeMerge<T>>,
-    /// The partial slots and the ticket counters, grown as calls need.
-    workspace: Mutex<Option<(CudaSlice<f32>, CudaSlice<i32>)>>,
+    /// The partial slots and the ticket counters, grown as calls need, and one float the
+    /// kernels take as the scales of a cache that has none (never read).
+    workspace: Mutex<Option<(CudaSlice<f32>, CudaSlice<i32>, CudaSlice<f32>)>>,
     multiprocessors: usize,
     device: Device,
 }
@@ -96,6 +136,8 @@ impl<T: AttentionElement> DecodeOp<T> {
         Ok(DecodeOp {
             append: Mutex::new(HashMap::new()),
             decode: Mutex::new(HashMap::new()),
+            append_e4m3: Mutex::new(HashMap::new()),
+            decode_e4m3: Mutex::new(HashMap::new()),
             merge: Mutex::new(HashMap::new()),
             workspace: Mutex::new(None),
             multiprocessors: multiprocessors.max(1) as usize,
@@ -106,13 +148,13 @@ impl<T: AttentionElement> DecodeOp<T> {
     /// `o` and `lse` of `q` over `cache` for the step `call` (see the type's doc), on
     /// `stream`. The buffers' lengths are checked; the table's pages and the context lengths
     /// live on the device and are the caller's to keep in range.
-    pub fn run(
+    pub fn run<C: CacheOf<T>>(
         &self,
         stream: &Arc<CudaStream>,
         call: &Decode,
         scale: f32,
         q: &CudaSlice<T>,
-        cache: Cache<'_, CudaSlice<T>, CudaSlice<i32>>,
+        cache: Cache<'_, CudaSlice<C>, CudaSlice<i32>, CudaSlice<f32>>,
         outputs: (&mut CudaSlice<T>, &mut CudaSlice<f32>),
     ) -> crate::Result<()> {
         self.run_with(stream, (call, Tiling::default()), scale, q, cache, outputs)
@@ -120,13 +162,13 @@ impl<T: AttentionElement> DecodeOp<T> {
 
     /// [`DecodeOp::run`] with the stages of the ring and the split given instead of chosen
     /// (the benchmark's way to measure the choices).
-    pub fn run_with(
+    pub fn run_with<C: CacheOf<T>>(
         &self,
         stream: &Arc<CudaStream>,
         (call, tiling): (&Decode, Tiling),
         scale: f32,
         q: &CudaSlice<T>,
-        cache: Cache<'_, CudaSlice<T>, CudaSlice<i32>>,
+        cache: Cache<'_, CudaSlice<C>, CudaSlice<i32>, CudaSlice<f32>>,
         (o, lse): (&mut CudaSlice<T>, &mut CudaSlice<f32>),
     ) -> crate::Result<()> {
         let c = call.checked(scale)?;
@@ -137,18 +179,15 @@ impl<T: AttentionElement> DecodeOp<T> {
             (q.len(), lens, cache.lens.len()),
             (o.len(), lse.len()),
         )?;
+        scales_of::<C>(&c, cache.scales.map(|s| s.len()))?;
         let (splits, split_keys) = split_of::<T>(call, tiling.splits, self.multiprocessors)?;
         let (direct, merge) = Self::plan(c.d, splits, tiling.merge);
-        let mut config = call.kernel::<T>().with_direct(direct).with_merge(merge);
-        if let Some(stages) = tiling.stages {
-            config.stages = stages;
-        }
-        config.overlap = tiling.overlap == Some(true);
+        let config = configured::<T, C>(call, tiling, (direct, merge));
         let (parts, groups) = workspace(call, c.d, splits, direct);
         let mut ws = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
         if ws
             .as_ref()
-            .is_none_or(|(p, n)| p.len() < parts || n.len() < groups)
+            .is_none_or(|(p, n, _)| p.len() < parts || n.len() < groups)
         {
             let err = |e: tilus::cudarc::driver::DriverError| tilus::Error::Driver {
                 call: "cuMemAlloc",
@@ -157,10 +196,11 @@ impl<T: AttentionElement> DecodeOp<T> {
             // the ticket counters start at zero and every launch leaves them there
             let p = stream.alloc_zeros::<f32>(parts).map_err(err)?;
             let n = stream.alloc_zeros::<i32>(groups).map_err(err)?;
-            *ws = Some((p, n));
+            let none = stream.alloc_zeros::<f32>(1).map_err(err)?;
+            *ws = Some((p, n, none));
         }
-        let (part, counts) = ws.as_mut().expect("allocated above");
-        let decode = kept(&self.decode, &config, &self.device);
+        let (part, counts, none) = ws.as_mut().expect("allocated above");
+        let decode = kept(C::kernels(self).0, &config, &self.device);
         let table = cache.table.unwrap_or(cache.lens);
         decode.launch(
             stream,
@@ -179,6 +219,7 @@ impl<T: AttentionElement> DecodeOp<T> {
                 cache.v,
                 table,
                 cache.lens,
+                cache.scales.unwrap_or(none),
                 &mut *part,
                 &mut *counts,
                 &mut *o,
@@ -225,11 +266,11 @@ impl<T: AttentionElement> DecodeOp<T> {
 
     /// [`DecodeOp::run`] on the CPU interpreter, on host slices, split as on a device of
     /// 132 multiprocessors. The table's pages and the context lengths are checked here.
-    pub fn interpret(
+    pub fn interpret<C: CacheOf<T>>(
         call: &Decode,
         scale: f32,
         q: &[T],
-        cache: Cache<'_, [T], [i32]>,
+        cache: Cache<'_, [C], [i32]>,
         outputs: (&mut [T], &mut [f32]),
     ) -> crate::Result<()> {
         let (splits, _) = call.split::<T>(132);
@@ -238,12 +279,12 @@ impl<T: AttentionElement> DecodeOp<T> {
 
     /// [`DecodeOp::interpret`] with the contexts in `splits` splits (at most
     /// [`MAX_SPLITS`]): the tests' way to every split.
-    pub fn interpret_split(
+    pub fn interpret_split<C: CacheOf<T>>(
         call: &Decode,
         scale: f32,
         splits: usize,
         q: &[T],
-        cache: Cache<'_, [T], [i32]>,
+        cache: Cache<'_, [C], [i32]>,
         outputs: (&mut [T], &mut [f32]),
     ) -> crate::Result<()> {
         let tiling = Tiling {
@@ -255,11 +296,11 @@ impl<T: AttentionElement> DecodeOp<T> {
 
     /// [`DecodeOp::interpret`] with the choices of `tiling` (the stages, the split, the merge
     /// in the kernel), as [`DecodeOp::run_with`].
-    pub fn interpret_with(
+    pub fn interpret_with<C: CacheOf<T>>(
         (call, tiling): (&Decode, Tiling),
         scale: f32,
         q: &[T],
-        cache: Cache<'_, [T], [i32]>,
+        cache: Cache<'_, [C], [i32]>,
         (o, lse): (&mut [T], &mut [f32]),
     ) -> crate::Result<()> {
         let c = call.checked(scale)?;
@@ -270,14 +311,11 @@ impl<T: AttentionElement> DecodeOp<T> {
             (q.len(), lens, cache.lens.len()),
             (o.len(), lse.len()),
         )?;
+        scales_of::<C>(&c, cache.scales.map(|s| s.len()))?;
         contents(call, cache.table, cache.lens)?;
         let (splits, split_keys) = split_of::<T>(call, tiling.splits, 132)?;
         let (direct, merge) = Self::plan(c.d, splits, tiling.merge);
-        let mut config = call.kernel::<T>().with_direct(direct).with_merge(merge);
-        if let Some(stages) = tiling.stages {
-            config.stages = stages;
-        }
-        config.overlap = tiling.overlap == Some(true);
+        let config = configured::<T, C>(call, tiling, (direct, merge));
         let (parts, groups) = workspace(call, c.d, splits, direct);
         let mut part = vec![f32::NAN; parts];
         let mut counts = vec![0i32; groups];
@@ -299,6 +337,7 @@ impl<T: AttentionElement> DecodeOp<T> {
                 cache.v,
                 table,
                 cache.lens,
+                cache.scales.unwrap_or(&[0.0]),
                 &mut part[..],
                 &mut counts[..],
                 &mut *o,
@@ -344,7 +383,7 @@ fn split_of<T>(
 ) -> crate::Result<(usize, usize)> {
     match splits {
         Some(s) if (1..=MAX_SPLITS).contains(&s) => {
-            let bkv = call.kernel::<T>().block_kv as usize;
+            let bkv = call.kernel::<T, T>().block_kv as usize;
             Ok((s, call.max_context.div_ceil(bkv).div_ceil(s) * bkv))
         }
         Some(s) => Err(crate::Error::Shape {
@@ -372,14 +411,20 @@ impl<T: AttentionElement> DecodeOp<T> {
     /// Writes the new tokens' keys and values (`k_new`, `v_new`: `[batch, queries, kv_heads,
     /// head_dim]`) into the cache in place, at the end of each sequence's context (token `t`
     /// at position `lens[b] − queries + t`), before [`DecodeOp::run`] reads them. `lens`
-    /// counts the new tokens; the pages the positions fall in must be in the table.
-    pub fn append(
+    /// counts the new tokens; the pages the positions fall in must be in the table. A cache
+    /// of scaled codes takes its `scales` ([`Cache::scales`]): each value divided by its
+    /// head's scale, rounded to the nearest code, saturated.
+    pub fn append<C: CacheOf<T>>(
         &self,
         stream: &Arc<CudaStream>,
         call: &Decode,
         (k_new, v_new): (&CudaSlice<T>, &CudaSlice<T>),
-        (k, v): (&mut CudaSlice<T>, &mut CudaSlice<T>),
-        (table, lens): (Option<&CudaSlice<i32>>, &CudaSlice<i32>),
+        (k, v): (&mut CudaSlice<C>, &mut CudaSlice<C>),
+        (table, lens, scales): (
+            Option<&CudaSlice<i32>>,
+            &CudaSlice<i32>,
+            Option<&CudaSlice<f32>>,
+        ),
     ) -> crate::Result<()> {
         let c = call.checked(1.0)?;
         appended(call, &c, (k_new.len(), v_new.len()))?;
@@ -394,8 +439,23 @@ impl<T: AttentionElement> DecodeOp<T> {
             ),
             (q_len, c.rows),
         )?;
-        let config = DecodeAppend::<T>::new(call.queries as i32, table.is_some());
-        let kernel = kept(&self.append, &config, &self.device);
+        scales_of::<C>(&c, scales.map(|s| s.len()))?;
+        let config = DecodeAppend::<T, C>::new(call.queries as i32, table.is_some(), c.d);
+        let kernel = kept(C::kernels(self).1, &config, &self.device);
+        // a cache without scales: the kernel takes a float buffer it never reads
+        let none;
+        let scales = match scales {
+            Some(s) => s,
+            None => {
+                none = stream
+                    .alloc_zeros::<f32>(1)
+                    .map_err(|e| tilus::Error::Driver {
+                        call: "cuMemAlloc",
+                        message: format!("{NAME}: {e}"),
+                    })?;
+                &none
+            }
+        };
         kernel.launch(
             stream,
             (
@@ -408,6 +468,7 @@ impl<T: AttentionElement> DecodeOp<T> {
                 v_new,
                 table.unwrap_or(lens),
                 lens,
+                scales,
                 k,
                 v,
             ),
@@ -417,11 +478,11 @@ impl<T: AttentionElement> DecodeOp<T> {
 
     /// [`DecodeOp::append`] on the CPU interpreter, on host slices (the context lengths and
     /// the pages checked).
-    pub fn interpret_append(
+    pub fn interpret_append<C: CacheOf<T>>(
         call: &Decode,
         (k_new, v_new): (&[T], &[T]),
-        (k, v): (&mut [T], &mut [T]),
-        (table, lens): (Option<&[i32]>, &[i32]),
+        (k, v): (&mut [C], &mut [C]),
+        (table, lens, scales): (Option<&[i32]>, &[i32], Option<&[f32]>),
     ) -> crate::Result<()> {
         let c = call.checked(1.0)?;
         appended(call, &c, (k_new.len(), v_new.len()))?;
@@ -437,7 +498,8 @@ impl<T: AttentionElement> DecodeOp<T> {
             (q_len, c.rows),
         )?;
         contents(call, table, lens)?;
-        let config = DecodeAppend::<T>::new(call.queries as i32, table.is_some());
+        scales_of::<C>(&c, scales.map(|s| s.len()))?;
+        let config = DecodeAppend::<T, C>::new(call.queries as i32, table.is_some(), c.d);
         tilus::interpret(
             &config,
             (
@@ -450,11 +512,50 @@ impl<T: AttentionElement> DecodeOp<T> {
                 v_new,
                 table.unwrap_or(lens),
                 lens,
+                scales.unwrap_or(&[0.0]),
                 k,
                 v,
             ),
         )?;
         Ok(())
+    }
+}
+
+/// The kernel for `call` over a cache of `C`, with `tiling`'s stages and overlap and the
+/// launch's ending (`direct`, `merge`).
+fn configured<T: AttentionElement, C: CacheElement>(
+    call: &Decode,
+    tiling: Tiling,
+    (direct, merge): (bool, bool),
+) -> DecodeAttention<T, C> {
+    let mut config = call.kernel::<T, C>().with_direct(direct).with_merge(merge);
+    if let Some(stages) = tiling.stages {
+        config.stages = stages;
+    }
+    config.overlap = tiling.overlap == Some(true);
+    config
+}
+
+/// The scales a cache of `C` takes: `2 · kv_heads` of them for scaled codes, none otherwise.
+fn scales_of<C: CacheElement>(c: &Checked, scales: Option<usize>) -> crate::Result<()> {
+    match (C::SCALED, scales) {
+        (true, Some(n)) => length(NAME, "scales", n, 2 * c.hkv as usize),
+        (false, None) => Ok(()),
+        (true, None) => Err(crate::Error::Shape {
+            kernel: NAME,
+            message: format!(
+                "a cache of {} codes without its scales ([2, kv_heads] = {})",
+                C::NAME,
+                2 * c.hkv
+            ),
+        }),
+        (false, Some(_)) => Err(crate::Error::Shape {
+            kernel: NAME,
+            message: format!(
+                "scales given for a cache of {} (they are for codes)",
+                C::NAME
+            ),
+        }),
     }
 }
 

@@ -158,8 +158,8 @@ impl Decode {
         })
     }
 
-    /// The decode kernel's configuration for this call.
-    pub fn kernel<T>(&self) -> DecodeAttention<T> {
+    /// The decode kernel's configuration for this call, over a cache of `C`.
+    pub fn kernel<T, C>(&self) -> DecodeAttention<T, C> {
         let page = match self.layout {
             KvLayout::Contiguous { .. } => None,
             KvLayout::Paged { page_size, .. } => Some(page_size as i32),
@@ -170,7 +170,7 @@ impl Decode {
 
     /// The rows of the partial slots of a launch in `splits` splits: 64 per block.
     pub fn partial_rows<T>(&self, splits: usize) -> usize {
-        let blocks = self.batch * self.heads.kv_heads * self.kernel::<T>().row_blocks() as usize;
+        let blocks = self.batch * self.heads.kv_heads * self.kernel::<T, T>().row_blocks() as usize;
         blocks * splits * BLOCK_ROWS as usize
     }
 
@@ -180,7 +180,7 @@ impl Decode {
     /// block's fixed cost (Q, the first stages' latency, the stores) in steps: at batch 1 the
     /// context is split until the machine is full, at large batches not at all.
     pub fn split<T>(&self, multiprocessors: usize) -> (usize, usize) {
-        let kernel = self.kernel::<T>();
+        let kernel = self.kernel::<T, T>();
         let bkv = kernel.block_kv as usize;
         let blocks = self.batch * self.heads.kv_heads * kernel.row_blocks() as usize;
         let steps = self.max_context.div_ceil(bkv).max(1);

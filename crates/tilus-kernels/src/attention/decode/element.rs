@@ -1,0 +1,92 @@
+//! What a key-value cache may hold: the attention's own type (f16 or bf16), or FP8 codes
+//! (e4m3) with one scale per key-value head, which halve the bytes a decode step reads.
+//!
+//! A cache of codes holds `code = sat(x / scale[h])` for a value `x` of head `h` (what
+//! [`super::DecodeOp::append`] writes); the kernel multiplies the keys' scale into the
+//! softmax's and the values' scale into the output, so that the codes themselves go to the
+//! tensor cores converted to the attention's type, unscaled (every e4m3 code is exact in f16
+//! and in bf16).
+
+use half::{bf16, f16};
+use tilus::lang::Element;
+use tilus::lowp::F8E4M3;
+
+/// An element of the key-value cache. The cache of the attention's own type `T` is read as
+/// stored; any other type is converted to `T` in shared memory before the products.
+pub trait CacheElement:
+    Element
+    + tilus::interp::Pod
+    + tilus::cudarc::driver::DeviceRepr
+    + std::fmt::Debug
+    + Copy
+    + Send
+    + Sync
+    + 'static
+{
+    /// The type's name in the kernels' names: `f16`, `bf16` or `e4m3`.
+    const NAME: &'static str;
+    /// The cache holds codes of a value divided by its key-value head's scale (the call
+    /// passes the scales); otherwise the values themselves.
+    const SCALED: bool;
+    /// The code's value, exactly (before its scale).
+    fn to_f64(self) -> f64;
+    /// `x` rounded to the nearest code (saturated where the format saturates).
+    fn from_f64(x: f64) -> Self;
+}
+
+impl CacheElement for f16 {
+    const NAME: &'static str = "f16";
+    const SCALED: bool = false;
+    fn to_f64(self) -> f64 {
+        f16::to_f64(self)
+    }
+    fn from_f64(x: f64) -> Self {
+        f16::from_f64(x)
+    }
+}
+
+impl CacheElement for bf16 {
+    const NAME: &'static str = "bf16";
+    const SCALED: bool = false;
+    fn to_f64(self) -> f64 {
+        bf16::to_f64(self)
+    }
+    fn from_f64(x: f64) -> Self {
+        bf16::from_f64(x)
+    }
+}
+
+impl CacheElement for F8E4M3 {
+    const NAME: &'static str = "e4m3";
+    const SCALED: bool = true;
+    fn to_f64(self) -> f64 {
+        F8E4M3::to_f64(self)
+    }
+    fn from_f64(x: f64) -> Self {
+        F8E4M3::from_f64(x)
+    }
+}
+
+/// The scale of each key-value head that makes its largest magnitude in `values` (`[rows,
+/// kv_heads, head_dim]`) the format's largest finite code, for a cache of `C` (1 for a type
+/// that is not scaled, and for a head of zeros); `[kv_heads]`. A host's quantizer: what a
+/// serving stack computes once from its calibration data.
+pub fn head_scales<C: CacheElement>(values: &[f64], kv_heads: usize, head_dim: usize) -> Vec<f32> {
+    let mut top = vec![0.0f64; kv_heads];
+    for (i, x) in values.iter().enumerate() {
+        let h = i / head_dim % kv_heads;
+        if x.is_finite() {
+            top[h] = top[h].max(x.abs());
+        }
+    }
+    let largest = C::from_f64(f64::INFINITY).to_f64();
+    top.iter()
+        .map(|&t| {
+            if !C::SCALED || t == 0.0 || !largest.is_finite() {
+                1.0
+            } else {
+                (t / largest) as f32
+            }
+        })
+        .collect()
+}
