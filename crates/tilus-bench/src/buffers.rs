@@ -42,6 +42,17 @@ impl Sample for half::bf16 {
     const NAN: Self = half::bf16::NAN;
 }
 
+impl Sample for tilus::lowp::F8E4M3 {
+    fn from_f64(v: f64) -> Self {
+        tilus::lowp::F8E4M3::from_f64(v)
+    }
+    fn to_f64(self) -> f64 {
+        tilus::lowp::F8E4M3::to_f64(self)
+    }
+    // e4m3's only NaN pattern (sign aside): S.1111.111
+    const NAN: Self = tilus::lowp::Float::<4, 3>(0x7f);
+}
+
 impl Sample for f32 {
     fn from_f64(v: f64) -> Self {
         v as f32

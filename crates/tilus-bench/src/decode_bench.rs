@@ -1,5 +1,6 @@
 //! `tilus bench attention --decode`: a decode step ([`tilus_kernels::attention::decode`]) over
-//! a contiguous or paged cache of `batch` sequences of `context` positions, verified on
+//! a contiguous or paged cache of `batch` sequences of `context` positions (of the
+//! attention's type, or of e4m3 codes with a scale per key-value head), verified on
 //! sampled rows against the exact f64 step, then timed; its figure is the bandwidth of the
 //! keys and values it reads. Its peers (PyTorch's `scaled_dot_product_attention` on cuDNN,
 //! FlashInfer) time the same shapes from `scripts/peers/attention.py --decode`.
@@ -9,7 +10,9 @@ use crate::harness::{self, Rng};
 use crate::run::BenchOptions;
 use crate::Result;
 use tilus::runtime::Device;
-use tilus_kernels::attention::decode::{reference, Cache, Decode, DecodeOp, KvLayout, Tiling};
+use tilus_kernels::attention::decode::{
+    reference, Cache, CacheElement, CacheOf, Decode, DecodeOp, KvLayout, Tiling,
+};
 use tilus_kernels::attention::{AttentionElement, Heads};
 
 /// One benchmark's shape.
@@ -79,17 +82,19 @@ pub struct DecodeReport {
     pub passed: bool,
 }
 
-/// `n` values in (-1, 1): a random block of a million repeated (a cache of billions of
+/// `n` values in (-top, top): a random block of a million repeated (a cache of billions of
 /// elements is drawn in a moment; the rows a check reads are as random as any).
-fn values<T: Sample>(rng: &mut Rng, n: usize) -> Vec<T> {
+fn values<T: Sample>(rng: &mut Rng, n: usize, top: f64) -> Vec<T> {
     let block: Vec<T> = (0..n.min(1 << 20))
-        .map(|_| T::from_f64(rng.next_f64() * 2.0 - 1.0))
+        .map(|_| T::from_f64((rng.next_f64() * 2.0 - 1.0) * top))
         .collect();
     block.iter().copied().cycle().take(n).collect()
 }
 
-/// Verifies the decode step on `case` with elements of `T`, then times it.
-pub fn bench_decode<T: AttentionElement + Sample>(
+/// Verifies the decode step on `case` with queries and output of `T` over a cache of `C`,
+/// then times it. A cache of scaled codes holds codes across the format's range and scales
+/// that make the values about (-1, 1), a different pair in each key-value head.
+pub fn bench_decode<T: AttentionElement + Sample, C: CacheOf<T> + Sample>(
     device: &Device,
     case: DecodeCase,
     opts: &BenchOptions,
@@ -105,12 +110,25 @@ pub fn bench_decode<T: AttentionElement + Sample>(
             page_size, pages, ..
         } => pages * page_size,
     };
-    crate::alloc::ensure(&what, (2 * rows_cache * h.kv_heads * d) as u128 * 2)?;
+    let bytes = std::mem::size_of::<C>() as u128;
+    crate::alloc::ensure(&what, (2 * rows_cache * h.kv_heads * d) as u128 * bytes)?;
     let mut rng = Rng::new(opts.seed);
     let rows = case.batch * case.queries * h.q_heads;
-    let q = values::<T>(&mut rng, rows * d);
-    let k = values::<T>(&mut rng, rows_cache * h.kv_heads * d);
-    let v = values::<T>(&mut rng, rows_cache * h.kv_heads * d);
+    let q = values::<T>(&mut rng, rows * d, 1.0);
+    // codes over (-top, top): the whole range of a scaled format
+    let top = if C::SCALED {
+        CacheElement::to_f64(<C as CacheElement>::from_f64(f64::INFINITY))
+    } else {
+        1.0
+    };
+    let n = rows_cache * h.kv_heads * d;
+    let (k, v) = (values::<C>(&mut rng, n, top), values::<C>(&mut rng, n, top));
+    let scales: Option<Vec<f32>> = C::SCALED.then(|| {
+        let grow = |h: usize| (1.0 + h as f64 / 8.0) / top;
+        let ks = (0..h.kv_heads).map(|i| grow(i) as f32);
+        let vs = (0..h.kv_heads).map(|i| (1.0 / (grow(i) * top * top)) as f32);
+        ks.chain(vs).collect()
+    });
     let table = match call.layout {
         KvLayout::Contiguous { .. } => None,
         KvLayout::Paged { pages, .. } => {
@@ -135,6 +153,7 @@ pub fn bench_decode<T: AttentionElement + Sample>(
     };
     let dtable = table.as_deref().map(ints).transpose()?;
     let dlens = ints(&lens)?;
+    let dscales = scales.as_deref().map(|s| upload(&stream, s)).transpose()?;
     let scale = 1.0 / (d as f32).sqrt();
     let op = DecodeOp::<T>::new(device)?;
     let mut o = poisoned::<T>(&stream, &what, rows * d)?;
@@ -147,7 +166,7 @@ pub fn bench_decode<T: AttentionElement + Sample>(
             v: &dv,
             table: dtable.as_ref(),
             lens: &dlens,
-            scales: None,
+            scales: dscales.as_ref(),
         };
         op.run_with(&stream, (&call, case.tiling), scale, &dq, cache, (o, lse))?;
         Ok(())
@@ -166,7 +185,7 @@ pub fn bench_decode<T: AttentionElement + Sample>(
         v: &v[..],
         table: table.as_deref(),
         lens: &lens[..],
-        scales: None,
+        scales: scales.as_deref(),
     };
     let mut pick = Rng::new(opts.seed ^ 0x5eed);
     let mut samples = vec![0, rows - 1];
@@ -200,7 +219,7 @@ pub fn bench_decode<T: AttentionElement + Sample>(
     let ms = ms[0];
     Ok(DecodeReport {
         ms,
-        tbps: case.kv_bytes::<T>() / (ms * 1e-3) / 1e12,
+        tbps: case.kv_bytes::<C>() / (ms * 1e-3) / 1e12,
         rows_checked: samples.len(),
         max_err,
         max_lse_err,

@@ -3,6 +3,7 @@
 
 use crate::out::{outln, CliError, CliResult};
 use half::{bf16, f16};
+use tilus::lowp::F8E4M3;
 use tilus_bench::attention_bench::{bench_attention, AttentionCase, AttentionReport, Timed};
 use tilus_bench::decode_bench::{bench_decode, DecodeCase, DecodeReport};
 use tilus_bench::run::BenchOptions;
@@ -160,10 +161,11 @@ pub(crate) struct DecodeGrid {
     pub splits: String,
     pub merge_in_kernel: bool,
     pub overlap: String,
+    pub kv_dtypes: String,
 }
 
 /// The decode cases of the grid, in order, or the first flag that does not make sense.
-fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<(String, DecodeCase)>> {
+fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<((String, String), DecodeCase)>> {
     let dims: Vec<usize> = list("head-dims", &g.head_dims)?;
     let pages: Vec<usize> = list("pages", &g.pages)?;
     let dtypes = element_types(&g.dtypes)?;
@@ -171,8 +173,18 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<(String, DecodeCase)>> {
     let stages: Vec<i32> = list("decode-stages", &g.stages)?;
     let splits: Vec<usize> = list("decode-splits", &g.splits)?;
     let overlap: Vec<bool> = list("decode-overlap", &g.overlap)?;
+    let caches: Vec<String> = list("kv-dtypes", &g.kv_dtypes)?;
+    if let Some(c) = caches.iter().find(|c| *c != "same" && *c != "e4m3") {
+        return Err(CliError::Usage(format!(
+            "--kv-dtypes: `{c}` (same: the attention's type, or e4m3)"
+        )));
+    }
+    let types: Vec<(String, String)> = dtypes
+        .iter()
+        .flat_map(|t| caches.iter().map(move |c| (t.clone(), c.clone())))
+        .collect();
     let mut out = Vec::new();
-    for t in &dtypes {
+    for t in &types {
         for &d in &dims {
             let (hq, hkv) = heads_of(g.width, g.kv_heads, d)?;
             for &(batch, context) in &contexts {
@@ -214,13 +226,21 @@ pub(crate) fn decode(g: &DecodeGrid, opts: &BenchOptions) -> CliResult<bool> {
     outln!("GPU: {}", device.name());
     let mut ok = true;
     for (t, case) in cases {
-        let r: DecodeReport = match t.as_str() {
-            "bf16" => bench_decode::<bf16>(&device, case, opts)?,
-            _ => bench_decode::<f16>(&device, case, opts)?,
+        let r: DecodeReport = match (t.0.as_str(), t.1.as_str()) {
+            ("bf16", "e4m3") => bench_decode::<bf16, F8E4M3>(&device, case, opts)?,
+            ("bf16", _) => bench_decode::<bf16, bf16>(&device, case, opts)?,
+            (_, "e4m3") => bench_decode::<f16, F8E4M3>(&device, case, opts)?,
+            _ => bench_decode::<f16, f16>(&device, case, opts)?,
         };
         let h = case.heads;
+        let cache = if t.1 == "same" {
+            String::new()
+        } else {
+            format!(" cache={}", t.1)
+        };
         outln!(
-            "decode {t} d={} b={} ctx={} queries={} heads={}/{} page={} stages={} splits={}{}{}: {:.4} ms {:.3} TB/s check {} ({} rows, max err {:.2e}, lse {:.2e})",
+            "decode {}{cache} d={} b={} ctx={} queries={} heads={}/{} page={} stages={} splits={}{}{}: {:.4} ms {:.3} TB/s check {} ({} rows, max err {:.2e}, lse {:.2e})",
+            t.0,
             h.head_dim,
             case.batch,
             case.context,
@@ -369,6 +389,7 @@ mod tests {
             splits: "0".into(),
             merge_in_kernel: false,
             overlap: "false".into(),
+            kv_dtypes: "same".into(),
         }
     }
 
@@ -392,6 +413,18 @@ mod tests {
                 Err(CliError::Usage(e)) => assert!(e.contains("--contexts"), "{e}"),
                 other => panic!("{bad}: {:?}", other.map(|c| c.len()).map_err(|_| ())),
             }
+        }
+        // the cache's types: each case once per type, in the order given; others refused
+        let mut g = decode_grid("1x8192", "0");
+        g.kv_dtypes = "same,e4m3".into();
+        let c = decode_cases(&g).unwrap();
+        assert_eq!(c.len(), 2 * 2);
+        let types: Vec<&str> = c.iter().map(|((_, t), _)| t.as_str()).collect();
+        assert_eq!(types, ["same", "same", "e4m3", "e4m3"]);
+        g.kv_dtypes = "e5m2".into();
+        match decode_cases(&g) {
+            Err(CliError::Usage(e)) => assert!(e.contains("--kv-dtypes"), "{e}"),
+            other => panic!("e5m2: {:?}", other.map(|c| c.len()).map_err(|_| ())),
         }
     }
 }

@@ -365,6 +365,10 @@ enum BenchCommand {
         /// Decode: the kernel's steps overlapped or not, comma-separated (`false,true`).
         #[arg(long, default_value = "false")]
         decode_overlap: String,
+        /// Decode: the cache's element types, comma-separated: `same` (the attention's
+        /// type) or `e4m3` (codes with a scale per key-value head).
+        #[arg(long, default_value = "same")]
+        kv_dtypes: String,
         /// Warm-up rounds.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
@@ -561,6 +565,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 decode_splits,
                 merge_in_kernel,
                 decode_overlap,
+                kv_dtypes,
                 warmup,
                 rounds,
                 timing,
@@ -578,6 +583,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                     splits: decode_splits,
                     merge_in_kernel,
                     overlap: decode_overlap,
+                    kv_dtypes,
                 },
                 &BenchOptions {
                     warmup,

@@ -1,12 +1,14 @@
 //! Decode attention on the GPU against the exact f64 step (`decode_reference`): contiguous
 //! and paged caches whose unused rows hold NaN, ragged contexts down to one position, one to
 //! eight new tokens, every head dimension, f16 and bf16, the host API's own split and a
-//! batch of one (split until the machine is full).
+//! batch of one (split until the machine is full); caches of e4m3 codes with a scale per
+//! key-value head, and the append that quantizes into them.
 
 use half::{bf16, f16};
+use tilus::lowp::F8E4M3;
 use tilus::runtime::Device;
 use tilus_bench::harness::Rng;
-use tilus_kernels::attention::decode::{Cache, DecodeOp};
+use tilus_kernels::attention::decode::{Cache, CacheOf, DecodeOp};
 use tilus_kernels::attention::{AttentionElement, Heads};
 
 use crate::decode_reference::Step;
@@ -21,12 +23,27 @@ fn check<T: AttentionElement>(
     lens: &[i32],
     page_size: Option<usize>,
 ) {
+    check_over::<T, T>((device, rng, op), (queries, heads), lens, page_size);
+}
+
+/// [`check`] over a cache of `C`.
+fn check_over<T: AttentionElement, C: CacheOf<T>>(
+    (device, rng, op): (&Device, &mut Rng, &DecodeOp<T>),
+    (queries, heads): (usize, Heads),
+    lens: &[i32],
+    page_size: Option<usize>,
+) {
     let stream = device.stream();
-    let step = Step::<T>::random(rng, (queries, heads), lens, page_size);
+    let step = Step::<T, C>::random(rng, (queries, heads), lens, page_size);
     let rows = lens.len() * queries * heads.q_heads;
     let scale = 1.25 / (heads.head_dim as f32).sqrt();
     let put = |x: &[T]| stream.clone_htod(x).unwrap();
-    let (dq, dk, dv) = (put(&step.q), put(&step.k), put(&step.v));
+    let dq = put(&step.q);
+    let (dk, dv) = (
+        stream.clone_htod(&step.k).unwrap(),
+        stream.clone_htod(&step.v).unwrap(),
+    );
+    let dscales = step.scales.as_ref().map(|s| stream.clone_htod(s).unwrap());
     let dtable = step.table.as_ref().map(|t| stream.clone_htod(t).unwrap());
     let dlens = stream.clone_htod(&step.lens).unwrap();
     for round in 0..2 {
@@ -37,7 +54,7 @@ fn check<T: AttentionElement>(
             v: &dv,
             table: dtable.as_ref(),
             lens: &dlens,
-            scales: None,
+            scales: dscales.as_ref(),
         };
         op.run(stream, &step.call, scale, &dq, cache, (&mut o, &mut lse))
             .unwrap();
@@ -45,7 +62,12 @@ fn check<T: AttentionElement>(
             stream.clone_dtoh(&o).unwrap(),
             stream.clone_dtoh(&lse).unwrap(),
         );
-        let what = format!("{} {:?} lens {lens:?} round {round}", T::NAME, step.call);
+        let what = format!(
+            "{} over {} {:?} lens {lens:?} round {round}",
+            T::NAME,
+            C::NAME,
+            step.call
+        );
         step.assert_matches(&what, scale, (&o, &lse));
     }
 }
@@ -155,6 +177,85 @@ fn gpu_decode_append_writes_the_new_tokens_where_the_step_reads_them() {
             scales: None,
         };
         op.run(stream, &step.call, 0.1, &dq, cache, (&mut o, &mut lse))
+            .unwrap();
+        let (o, lse) = (
+            stream.clone_dtoh(&o).unwrap(),
+            stream.clone_dtoh(&lse).unwrap(),
+        );
+        step.assert_matches("after the append", 0.1, (&o, &lse));
+    }
+}
+
+/// A cache of e4m3 codes with a scale per key-value head: every head dimension, contiguous
+/// and paged (pages shorter than a step, a step, longer), several tokens, the host API's
+/// split and a batch of one; then new tokens appended into it (each code back bit for bit)
+/// and the step over them.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_decode_over_e4m3_codes_matches_the_reference() {
+    tilus_bench::test_cache!();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let mut rng = Rng::new(seed());
+    let (op16, op_bf16) = (
+        DecodeOp::<f16>::new(&device).unwrap(),
+        DecodeOp::<bf16>::new(&device).unwrap(),
+    );
+    for d in [64, 128, 256] {
+        let heads = Heads::new(8, 2, d);
+        let at = (&device, &mut rng, &op16);
+        check_over::<f16, F8E4M3>(at, (1, heads), &[1, 700, 1500], None);
+        let at = (&device, &mut rng, &op_bf16);
+        check_over::<bf16, F8E4M3>(at, (2, heads), &[2, 333, 1025], Some(16));
+        let at = (&device, &mut rng, &op16);
+        check_over::<f16, F8E4M3>(at, (4, heads), &[900, 64, 4], Some(256));
+    }
+    let heads = Heads::new(32, 8, 128);
+    let at = (&device, &mut rng, &op16);
+    check_over::<f16, F8E4M3>(at, (1, heads), &[8000], Some(64));
+
+    for page_size in [None, Some(16)] {
+        let mut step =
+            Step::<f16, F8E4M3>::random(&mut rng, (2, heads), &[2, 1000, 517], page_size);
+        let (want_k, want_v) = (step.k.clone(), step.v.clone());
+        let (k_new, v_new) = step.take_new_tokens();
+        let put = |x: &[f16]| stream.clone_htod(x).unwrap();
+        let (dkn, dvn) = (put(&k_new), put(&v_new));
+        let (mut dk, mut dv) = (
+            stream.clone_htod(&step.k).unwrap(),
+            stream.clone_htod(&step.v).unwrap(),
+        );
+        let scales = step.scales.clone().expect("a cache of codes has scales");
+        let dscales = stream.clone_htod(&scales).unwrap();
+        let dtable = step.table.as_ref().map(|t| stream.clone_htod(t).unwrap());
+        let dlens = stream.clone_htod(&step.lens).unwrap();
+        op16.append(
+            stream,
+            &step.call,
+            (&dkn, &dvn),
+            (&mut dk, &mut dv),
+            (dtable.as_ref(), &dlens, Some(&dscales)),
+        )
+        .unwrap();
+        (step.k, step.v) = (
+            stream.clone_dtoh(&dk).unwrap(),
+            stream.clone_dtoh(&dv).unwrap(),
+        );
+        let codes = |x: &[F8E4M3]| x.iter().map(|c| c.0).collect::<Vec<_>>();
+        assert_eq!(codes(&step.k), codes(&want_k), "{page_size:?}: the keys");
+        assert_eq!(codes(&step.v), codes(&want_v), "{page_size:?}: the values");
+        let dq = put(&step.q);
+        let rows_q = 3 * 2 * heads.q_heads;
+        let mut o = put(&vec![f16::NAN; rows_q * heads.head_dim]);
+        let mut lse = stream.clone_htod(&vec![f32::NAN; rows_q]).unwrap();
+        let cache = Cache {
+            k: &dk,
+            v: &dv,
+            table: dtable.as_ref(),
+            lens: &dlens,
+            scales: Some(&dscales),
+        };
+        op16.run(stream, &step.call, 0.1, &dq, cache, (&mut o, &mut lse))
             .unwrap();
         let (o, lse) = (
             stream.clone_dtoh(&o).unwrap(),
