@@ -49,34 +49,48 @@ pub struct Cache<'a, K: ?Sized, I: ?Sized, F: ?Sized = [f32]> {
     pub scales: Option<&'a F>,
 }
 
+/// The kernels a [`DecodeOp<T>`] keeps for a cache of `C`, by configuration.
+#[doc(hidden)]
+pub struct Kernels<T: AttentionElement, C: CacheElement> {
+    decode: Kept<DecodeAttention<T, C>>,
+    append: Kept<DecodeAppend<T, C>>,
+}
+
+impl<T: AttentionElement, C: CacheElement> Default for Kernels<T, C> {
+    fn default() -> Self {
+        Kernels {
+            decode: Mutex::new(HashMap::new()),
+            append: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
 /// The cache types a [`DecodeOp<T>`] reads: `T` itself, or e4m3 codes with a scale per
 /// key-value head (half the bytes a step reads).
 pub trait CacheOf<T: AttentionElement>: CacheElement {
     /// The op's kernels for this cache type.
     #[doc(hidden)]
-    fn kernels(
-        op: &DecodeOp<T>,
-    ) -> (
-        &Kept<DecodeAttention<T, Self>>,
-        &Kept<DecodeAppend<T, Self>>,
-    );
+    fn kernels(op: &DecodeOp<T>) -> &Kernels<T, Self>;
 }
 
 impl<T: AttentionElement> CacheOf<T> for T {
-    fn kernels(op: &DecodeOp<T>) -> (&Kept<DecodeAttention<T>>, &Kept<DecodeAppend<T>>) {
-        (&op.decode, &op.append)
+    fn kernels(op: &DecodeOp<T>) -> &Kernels<T, T> {
+        &op.same
     }
 }
 
 impl<T: AttentionElement> CacheOf<T> for F8E4M3 {
-    fn kernels(
-        op: &DecodeOp<T>,
-    ) -> (
-        &Kept<DecodeAttention<T, F8E4M3>>,
-        &Kept<DecodeAppend<T, F8E4M3>>,
-    ) {
-        (&op.decode_e4m3, &op.append_e4m3)
+    fn kernels(op: &DecodeOp<T>) -> &Kernels<T, F8E4M3> {
+        &op.e4m3
     }
+}
+
+/// The partial slots and the ticket counters, and one float the kernels take as the scales
+/// of a cache that has none (never read).
+struct Workspace {
+    part: CudaSlice<f32>,
+    counts: CudaSlice<i32>,
+    none: CudaSlice<f32>,
 }
 
 /// Decode attention over a key-value cache, on device buffers of `T` (f16 or bf16): for each
@@ -109,14 +123,12 @@ impl<T: AttentionElement> CacheOf<T> for F8E4M3 {
 /// # Ok::<(), tilus_kernels::Error>(())
 /// ```
 pub struct DecodeOp<T: AttentionElement> {
-    append: Kept<DecodeAppend<T>>,
-    decode: Kept<DecodeAttention<T>>,
-    append_e4m3: Kept<DecodeAppend<T, F8E4M3>>,
-    decode_e4m3: Kept<DecodeAttention<T, F8E4M3>>,
+    same: Kernels<T, T>,
+    e4m3: Kernels<T, F8E4M3>,
     merge: Kept<DecodeMerge<T>>,
     /// The partial slots and the ticket counters, grown as calls need, and one float the
     /// kernels take as the scales of a cache that has none (never read).
-    workspace: Mutex<Option<(CudaSlice<f32>, CudaSlice<i32>, CudaSlice<f32>)>>,
+    workspace: Mutex<Option<Workspace>>,
     multiprocessors: usize,
     device: Device,
 }
@@ -134,10 +146,8 @@ impl<T: AttentionElement> DecodeOp<T> {
                 message: format!("{e:?}"),
             })?;
         Ok(DecodeOp {
-            append: Mutex::new(HashMap::new()),
-            decode: Mutex::new(HashMap::new()),
-            append_e4m3: Mutex::new(HashMap::new()),
-            decode_e4m3: Mutex::new(HashMap::new()),
+            same: Kernels::default(),
+            e4m3: Kernels::default(),
             merge: Mutex::new(HashMap::new()),
             workspace: Mutex::new(None),
             multiprocessors: multiprocessors.max(1) as usize,
@@ -187,7 +197,7 @@ impl<T: AttentionElement> DecodeOp<T> {
         let mut ws = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
         if ws
             .as_ref()
-            .is_none_or(|(p, n, _)| p.len() < parts || n.len() < groups)
+            .is_none_or(|w| w.part.len() < parts || w.counts.len() < groups)
         {
             let err = |e: tilus::cudarc::driver::DriverError| tilus::Error::Driver {
                 call: "cuMemAlloc",
@@ -197,10 +207,14 @@ impl<T: AttentionElement> DecodeOp<T> {
             let p = stream.alloc_zeros::<f32>(parts).map_err(err)?;
             let n = stream.alloc_zeros::<i32>(groups).map_err(err)?;
             let none = stream.alloc_zeros::<f32>(1).map_err(err)?;
-            *ws = Some((p, n, none));
+            *ws = Some(Workspace {
+                part: p,
+                counts: n,
+                none,
+            });
         }
-        let (part, counts, none) = ws.as_mut().expect("allocated above");
-        let decode = kept(C::kernels(self).0, &config, &self.device);
+        let Workspace { part, counts, none } = ws.as_mut().expect("allocated above");
+        let decode = kept(&C::kernels(self).decode, &config, &self.device);
         let table = cache.table.unwrap_or(cache.lens);
         decode.launch(
             stream,
@@ -441,7 +455,7 @@ impl<T: AttentionElement> DecodeOp<T> {
         )?;
         scales_of::<C>(&c, scales.map(|s| s.len()))?;
         let config = DecodeAppend::<T, C>::new(call.queries as i32, table.is_some(), c.d);
-        let kernel = kept(C::kernels(self).1, &config, &self.device);
+        let kernel = kept(&C::kernels(self).append, &config, &self.device);
         // a cache without scales: the kernel takes a float buffer it never reads
         let none;
         let scales = match scales {
