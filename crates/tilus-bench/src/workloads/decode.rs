@@ -157,6 +157,8 @@ struct OnHost {
     part: Vec<f32>,
     counts: Vec<i32>,
     unused: (Vec<f16>, Vec<f32>),
+    /// The scales of a cache of codes, which a cache of f16 does not read.
+    no_scales: Vec<f32>,
 }
 
 impl HostCase for OnHost {
@@ -174,6 +176,7 @@ impl HostCase for OnHost {
             InterpValue::buffer(&self.inputs.v),
             InterpValue::buffer(&self.inputs.lens),
             InterpValue::buffer(&self.inputs.lens),
+            InterpValue::buffer(&self.no_scales),
             InterpValue::buffer_mut(&mut self.part),
             InterpValue::buffer_mut(&mut self.counts),
             // the output of a direct kernel, which the registry's (split) never writes
@@ -197,6 +200,7 @@ struct OnDevice {
     part: CudaSlice<f32>,
     counts: CudaSlice<i32>,
     unused: (CudaSlice<f16>, CudaSlice<f32>),
+    no_scales: CudaSlice<f32>,
 }
 
 impl DeviceCase for OnDevice {
@@ -214,6 +218,7 @@ impl DeviceCase for OnDevice {
             ptr(&self.v, stream),
             ptr(&self.lens, stream),
             ptr(&self.lens, stream),
+            ptr(&self.no_scales, stream),
             ptr(&self.part, stream),
             ptr(&self.counts, stream),
             ptr(&self.unused.0, stream),
@@ -246,6 +251,7 @@ impl Workload for DecodeWorkload {
             part: alloc::try_vec(&what, slots * WIDTH, f32::NAN)?,
             counts: vec![0; slots / 64],
             unused: (vec![f16::NAN], vec![f32::NAN]),
+            no_scales: vec![f32::NAN],
             inputs,
         }))
     }
@@ -271,6 +277,7 @@ impl Workload for DecodeWorkload {
                 .alloc_zeros::<i32>(slots / 64)
                 .map_err(drv("cuMemAlloc"))?,
             unused: (upload(stream, &[f16::NAN])?, upload(stream, &[f32::NAN])?),
+            no_scales: upload(stream, &[f32::NAN])?,
             inputs,
         }))
     }
