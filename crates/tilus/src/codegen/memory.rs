@@ -364,6 +364,19 @@ fn load_shared(e: &mut Emitter, src: &SharedView, out: RegId) {
         });
         return;
     }
+    if dtype.bits() == 8 && runs_of_eight(e, src, &l, threads) {
+        // 8 bytes at a time: each run of 8 locals is 8 consecutive bytes of a row, starting
+        // at a multiple of 8 (inside one 16-byte chunk, which the swizzles keep whole)
+        e.use_helper(Helper::Memory(MemoryHelper::LdShared64));
+        let addr = open_element_loop_by(e, src, &l, 8);
+        e.line(format!("const uint2 v = tilus_ld_shared_v2({addr});"));
+        e.line("#pragma unroll");
+        e.line(format!(
+            "for (int j = 0; j < 4; ++j) {{ {name}[l + j] = (u8)(v.x >> (8 * j)); {name}[l + 4 + j] = (u8)(v.y >> (8 * j)); }}"
+        ));
+        close_element_loop(e);
+        return;
+    }
     // Generic path: one shared-memory load per element.
     let addr = open_element_loop(e, src, &l);
     let st = storage(e.p.register(out));
@@ -459,10 +472,10 @@ fn store_shared(e: &mut Emitter, dst: &SharedView, src: &crate::ir::RegView) {
     close_element_loop(e);
 }
 
-/// Whether every thread's locals of the 16-bit tile in layout `l` come in runs of 8
-/// consecutive elements of a row, starting at a column that is a multiple of 8, and the
-/// shared view keeps such runs in one aligned 16-byte chunk (rows of a multiple of 8
-/// elements, column blocks too).
+/// Whether every thread's locals of the 16-bit (or 8-bit) tile in layout `l` come in runs of
+/// 8 consecutive elements of a row, starting at a column that is a multiple of 8, and the
+/// shared view keeps such runs in one aligned 16-byte chunk (8-byte half-chunk for bytes:
+/// rows of a multiple of 8 elements, column blocks too).
 fn runs_of_eight(e: &Emitter, dst: &SharedView, l: &RegisterLayout, threads: i64) -> bool {
     let ls = l.local_size();
     let sl = view_layout(e, dst);
@@ -535,6 +548,8 @@ pub(crate) enum MemoryHelper {
     LdShared16,
     /// 32-bit shared load.
     LdShared32,
+    /// 64-bit shared load (two words).
+    LdShared64,
     /// 16- and 32-bit shared stores.
     StShared,
     /// `fence.proxy.async.shared::cta`.
@@ -603,6 +618,13 @@ static __device__ __forceinline__ void tilus_stmatrix_x1(const u32* r, u32 addr)
         MemoryHelper::LdShared32 => r#"static __device__ __forceinline__ u32 tilus_ld_shared_u32(u32 addr) {
   u32 v;
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
+  return v;
+}
+"#
+        .into(),
+        MemoryHelper::LdShared64 => r#"static __device__ __forceinline__ uint2 tilus_ld_shared_v2(u32 addr) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(addr));
   return v;
 }
 "#

@@ -540,7 +540,7 @@ fn atomics_compile_to_red_and_atom() {
     }
     // bytes in shared memory move one at a time (a wider access is misaligned at odd bytes,
     // and a wider store overwrites the neighbours)
-    let c = built(&SharedBytes, &[]);
+    let c = built(&SharedBytes { runs: false }, &[]);
     for needle in ["tilus_st_shared_u8(", "tilus_ld_shared_u8("] {
         assert!(
             c.source.contains(needle),
@@ -549,6 +549,11 @@ fn atomics_compile_to_red_and_atom() {
         );
     }
     assert!(!c.source.contains("tilus_ld_shared_u32("), "{}", c.source);
+    // ... unless each thread reads runs of 8 bytes of a row from an aligned start: one 8-byte
+    // load each, its bytes taken apart in order
+    let c = built(&SharedBytes { runs: true }, &[]);
+    assert!(c.source.contains("tilus_ld_shared_v2("), "{}", c.source);
+    assert!(!c.source.contains("tilus_ld_shared_u8("), "{}", c.source);
     // scalars read from memory: a bounds check against the view, 0 outside it
     let c = built(&SegmentSums, &[]);
     for needle in [

@@ -268,9 +268,11 @@ fn the_block_with_the_last_ticket_sums_every_block_s_row() {
 #[test]
 fn bytes_through_shared_memory_keep_their_places() {
     let x: Vec<u8> = (0..16 * 32).map(|i| (i * 37 % 251) as u8).collect();
-    let mut out = vec![0u8; 16 * 32];
-    run(&SharedBytes, (&x[..], &mut out[..])).unwrap();
-    assert_eq!(out, x);
+    for runs in [false, true] {
+        let mut out = vec![0u8; 16 * 32];
+        run(&SharedBytes { runs }, (&x[..], &mut out[..])).unwrap();
+        assert_eq!(out, x, "runs: {runs}");
+    }
 }
 
 /// `load_global_scalar` reads the segments' bounds and weights the host left in memory

@@ -929,7 +929,8 @@ fn atomic_add_max_and_min_combine_columns_on_the_gpu() {
 }
 
 /// Bytes through shared memory on the GPU: stored and loaded one byte at a time, so odd
-/// addresses are no fault and no neighbour is overwritten.
+/// addresses are no fault and no neighbour is overwritten; read back in runs of 8, each
+/// byte of a load in its place.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn bytes_through_shared_memory_keep_their_places_on_the_gpu() {
@@ -938,11 +939,13 @@ fn bytes_through_shared_memory_keep_their_places_on_the_gpu() {
     let stream = device.stream();
     let x: Vec<u8> = (0..16 * 32).map(|i| (i * 37 % 251) as u8).collect();
     let dx = stream.clone_htod(&x).unwrap();
-    let mut out = stream.clone_htod(&vec![0u8; 16 * 32]).unwrap();
-    tilus::Jit::new(SharedBytes, &device)
-        .launch(stream, (&dx, &mut out))
-        .unwrap();
-    assert_eq!(stream.clone_dtoh(&out).unwrap(), x);
+    for runs in [false, true] {
+        let mut out = stream.clone_htod(&vec![0u8; 16 * 32]).unwrap();
+        tilus::Jit::new(SharedBytes { runs }, &device)
+            .launch(stream, (&dx, &mut out))
+            .unwrap();
+        assert_eq!(stream.clone_dtoh(&out).unwrap(), x, "runs: {runs}");
+    }
 }
 
 /// Segment bounds and weights read from memory by every thread (`load_global_scalar`), on the

@@ -29,6 +29,7 @@ use super::super::products::{accumulate, issue_accumulate, issue_scores, scores}
 use super::super::softmax::OnlineSoftmax;
 use super::element::CacheElement;
 use std::marker::PhantomData;
+use tilus::layout::RegisterLayout;
 use tilus::prelude::*;
 
 /// Rows of queries per block: WGMMA's M, one warp group.
@@ -386,10 +387,19 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                     k.sync();
                 }),
                 Products::Converted(pk, pv) => {
+                    // each thread a run of 8 or 16 consecutive elements of a row: 8-byte
+                    // loads of codes and 16-byte stores of `T` (one element at a time in
+                    // the inferred layout, a column per thread)
+                    let runs = |rows: i32, cols: i32| {
+                        let across = 128 / rows;
+                        RegisterLayout::spatial(&[rows as i64, across as i64])
+                            .compose(&RegisterLayout::local(&[1, (cols / across) as i64]))
+                    };
                     for i in 0..bkv / 16 {
                         for c in 0..chunks {
                             let ks = sk.at(k.let_i32(stage * chunks + c)).rows(i * 16, 16);
                             let x = k.load_shared(&ks);
+                            k.annotate_layout(&x, runs(16, 64));
                             let x = k.cast::<T>(&x);
                             k.store_shared(&pk.at(Val::constant(c)).rows(i * 16, 16), &x);
                         }
@@ -398,6 +408,7 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                     let n = if d == 256 { 8 } else { 16 };
                     for i in 0..bkv / n {
                         let v = k.load_shared(&sv.at(stage).rows(i * n, n));
+                        k.annotate_layout(&v, runs(n, d));
                         let v = k.cast::<T>(&v);
                         let row = k.arange([n, 1], 0) + first + i * n;
                         let v = k.compute(where_(row.lt(ctx), v, 0.0));

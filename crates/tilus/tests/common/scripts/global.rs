@@ -586,10 +586,15 @@ impl Script for SegmentSums {
 
 /// Bytes through shared memory: a `[16, 32]` u8 tile (signed bytes in `i8`, FP8 codes in
 /// `F8E4M3`, ... are bytes too) loaded from global memory, stored to a shared tile by
-/// ordinary stores, read back by every thread in another layout (each thread a column, so
-/// most bytes sit at odd addresses) and stored out: `out` equals `x`.
+/// ordinary stores, read back by every thread in another layout and stored out: `out`
+/// equals `x`. The layout read back: each thread a column, so most bytes sit at odd
+/// addresses (one byte a load); or, with `runs`, each thread 16 consecutive bytes of a row
+/// (8 bytes a load).
 #[derive(Clone, Copy, Debug, Hash)]
-pub struct SharedBytes;
+pub struct SharedBytes {
+    /// Read back in runs of consecutive bytes instead of by columns.
+    pub runs: bool,
+}
 
 impl Script for SharedBytes {
     type Args = (Ptr<u8>, PtrMut<u8>);
@@ -604,9 +609,14 @@ impl Script for SharedBytes {
         k.store_shared(&s, &t);
         k.sync();
         let r = k.load_shared(&s);
-        // lane t holds column t of every row
-        let columns = RegisterLayout::spatial(&[1, 32]).compose(&RegisterLayout::local(&[16, 1]));
-        k.annotate_layout(&r, columns);
+        let layout = if self.runs {
+            // lane t holds half a row: 16 bytes
+            RegisterLayout::spatial(&[16, 2]).compose(&RegisterLayout::local(&[1, 16]))
+        } else {
+            // lane t holds column t of every row
+            RegisterLayout::spatial(&[1, 32]).compose(&RegisterLayout::local(&[16, 1]))
+        };
+        k.annotate_layout(&r, layout);
         k.store_global(&go, &r, [0, 0]);
     }
 }
