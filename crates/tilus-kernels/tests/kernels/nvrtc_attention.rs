@@ -89,15 +89,15 @@ fn nvrtc_decode_compiles_at_every_head_dimension_and_layout_without_spills() {
         assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
     }
     // a cache of e4m3 codes, converted in shared memory; at head dimension 256 with pages
-    // shorter than a step, the boxes' page lookups beside the accumulator spill a word
-    // (bounded here)
+    // shorter than a step, the boxes' page lookups beside the accumulator and the next
+    // step's scores in flight spill four words (bounded here)
     fn e4m3<T: AttentionElement>(config: &DecodeAttention<T, F8E4M3>) {
         if config.head_dim == 256 && config.box_rows != 0 && config.box_rows < config.block_kv {
             let what = format!("{config:?}");
             let program = tilus::trace(config, &[]).unwrap();
             let (program, plan) = tilus::passes::compile_program(program).unwrap();
             let c = tilus::compile::compile(&program, &plan).unwrap();
-            assert!(c.report.spill_stores <= 4, "{what}: {:?}", c.report);
+            assert!(c.report.spill_stores <= 16, "{what}: {:?}", c.report);
         } else {
             compiled::<T, _>(config);
         }

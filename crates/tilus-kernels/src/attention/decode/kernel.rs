@@ -366,69 +366,12 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
         let softmax = OnlineSoftmax::new(k, BLOCK_ROWS, bkv, scale_log2, false);
         let acc = k.register_tensor::<f32>([BLOCK_ROWS, d], 0.0);
         let s = k.register_tensor::<f32>([BLOCK_ROWS, bkv], None::<f64>);
-        // step `j`'s stage, once its copies landed, with the values' rows past the context
-        // zeroed (the cache may hold NaN there); a cache of another type converted into the
-        // products' copy (16 rows at a time: the whole stage beside O's accumulator would
-        // not fit the registers at head dimension 256)
-        let arrived = |k: &mut Kernel, j: Scalar| -> (Val, Val) {
+        // step `j`'s stage, once its copies landed
+        let wait = |k: &mut Kernel, j: Scalar| -> (Val, Val) {
             let stage = k.let_i32(j.clone() % stages);
             k.mbarrier().wait(full.at(stage), j.clone() / stages % 2);
-            let first = k.let_i32(j * bkv + lo);
-            match &products {
-                Products::Ring(_, pv) => k.if_((ctx - first).lt(bkv), |k| {
-                    for i in 0..bkv / 16 {
-                        let vs = pv.at(stage).rows(i * 16, 16);
-                        let v = k.load_shared(&vs);
-                        let row = k.arange([16, 1], 0) + first + i * 16;
-                        let v = k.compute(where_(row.lt(ctx), v, 0.0));
-                        k.store_shared(&vs, &v);
-                    }
-                    k.fence_proxy_async();
-                    k.sync();
-                }),
-                Products::Converted(pk, pv) => {
-                    // each thread a run of 8 or 16 consecutive elements of a row: 8-byte
-                    // loads of codes and 16-byte stores of `T` (one element at a time in
-                    // the inferred layout, a column per thread)
-                    let runs = |rows: i32, cols: i32| {
-                        let across = 128 / rows;
-                        RegisterLayout::spatial(&[rows as i64, across as i64])
-                            .compose(&RegisterLayout::local(&[1, (cols / across) as i64]))
-                    };
-                    for i in 0..bkv / 16 {
-                        for c in 0..chunks {
-                            let ks = sk.at(k.let_i32(stage * chunks + c)).rows(i * 16, 16);
-                            let x = k.load_shared(&ks);
-                            k.annotate_layout(&x, runs(16, 64));
-                            let x = k.cast::<T>(&x);
-                            k.store_shared(&pk.at(Val::constant(c)).rows(i * 16, 16), &x);
-                        }
-                    }
-                    // the values 8 rows at a time at head dimension 256 (16 spill there)
-                    let n = if d == 256 { 8 } else { 16 };
-                    for i in 0..bkv / n {
-                        let v = k.load_shared(&sv.at(stage).rows(i * n, n));
-                        k.annotate_layout(&v, runs(n, d));
-                        let v = k.cast::<T>(&v);
-                        let row = k.arange([n, 1], 0) + first + i * n;
-                        let v = k.compute(where_(row.lt(ctx), v, 0.0));
-                        k.store_shared(&pv.at(Val::constant(0)).rows(i * n, n), &v);
-                    }
-                    k.fence_proxy_async();
-                }
-            }
-            (stage, first)
+            (stage, k.let_i32(j * bkv + lo))
         };
-        // the products' operands for step `j` in `stage`: keys (with the index of their
-        // first chunk's stage) and values
-        let operands = |stage: Val| -> (SharedTensor<T>, Val, SharedTensor<T>) {
-            match &products {
-                Products::Ring(pk, pv) => (*pk, stage, pv.at(stage)),
-                Products::Converted(pk, pv) => (*pk, Val::constant(0), pv.at(Val::constant(0))),
-            }
-        };
-        // a converted stage is refilled under the step's products
-        let early = matches!(products, Products::Converted(..));
         // every warp is done with step `j`'s stage: refill it with the keys `stages` ahead
         let release = |k: &mut Kernel, j: Scalar, stage: Val| {
             k.sync();
@@ -441,53 +384,137 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
             let key = k.arange([1, bkv], 1) + first;
             key.clone().lt(hi).and(key.le(token.clone() + ctx - nq))
         };
-        if self.overlap {
-            // one step ahead: step `j + 1`'s scores are issued after step `j`'s softmax,
-            // before its values' product, so that the two products run back to back
-            k.if_(Scalar::from(0).lt(steps), |k| {
-                let (stage, _) = arrived(k, Scalar::from(0));
-                let (pk, at, _) = operands(stage);
-                issue_scores(k, (&sq, &pk), (at, chunks), &s);
-            });
-            let step = |k: &mut Kernel, j: Val, masked: bool| {
+        match &products {
+            Products::Ring(pk, pv) => {
+                // the values' rows past the context zeroed (the cache may hold NaN there),
+                // 16 rows at a time (the whole stage beside O's accumulator would not fit
+                // the registers at head dimension 256)
+                let arrived = |k: &mut Kernel, j: Scalar| -> (Val, Val) {
+                    let (stage, first) = wait(k, j);
+                    k.if_((ctx - first).lt(bkv), |k| {
+                        for i in 0..bkv / 16 {
+                            let vs = pv.at(stage).rows(i * 16, 16);
+                            let v = k.load_shared(&vs);
+                            let row = k.arange([16, 1], 0) + first + i * 16;
+                            let v = k.compute(where_(row.lt(ctx), v, 0.0));
+                            k.store_shared(&vs, &v);
+                        }
+                        k.fence_proxy_async();
+                        k.sync();
+                    });
+                    (stage, first)
+                };
+                if self.overlap {
+                    // one step ahead: step `j + 1`'s scores are issued after step `j`'s
+                    // softmax, before its values' product, so that the two products run
+                    // back to back
+                    k.if_(Scalar::from(0).lt(steps), |k| {
+                        let (stage, _) = arrived(k, Scalar::from(0));
+                        issue_scores(k, (&sq, pk), (stage, chunks), &s);
+                    });
+                    let step = |k: &mut Kernel, j: Val, masked: bool| {
+                        k.wgmma().wait_group(0);
+                        // step `j − 1`'s values' product is done: its stage is free
+                        k.if_(j.gt(0), |k| {
+                            let prev = k.let_i32(j - 1);
+                            let stage = k.let_i32(prev % stages);
+                            release(k, prev.into(), stage);
+                        });
+                        let stage = k.let_i32(j % stages);
+                        let first = k.let_i32(j * bkv + lo);
+                        let keep = masked.then(|| keep(k, first));
+                        let (p, alpha) = softmax.fold(k, &s, keep);
+                        k.if_((j + 1).lt(steps), |k| {
+                            let (next, _) = arrived(k, j + 1);
+                            issue_scores(k, (&sq, pk), (next, chunks), &s);
+                        });
+                        issue_accumulate(k, (&p, &alpha), &pv.at(stage), &acc);
+                    };
+                    k.for_range(0, free, 1, |k, j| step(k, j, false));
+                    k.for_range(free, steps, 1, |k, j| step(k, j, true));
+                    k.wgmma().wait_group(0);
+                } else {
+                    let step = |k: &mut Kernel, j: Val, masked: bool| {
+                        let (stage, first) = arrived(k, j.into());
+                        scores(k, (&sq, pk), (stage, chunks), &s);
+                        let keep = masked.then(|| keep(k, first));
+                        let (p, alpha) = softmax.fold(k, &s, keep);
+                        accumulate(k, (&p, &alpha), &pv.at(stage), &acc);
+                        release(k, j.into(), stage);
+                    };
+                    k.for_range(0, free, 1, |k, j| step(k, j, false));
+                    k.for_range(free, steps, 1, |k, j| step(k, j, true));
+                }
+            }
+            Products::Converted(pk, pv) => {
+                // each thread a run of 8 or 16 consecutive elements of a row: 8-byte loads
+                // of codes and 16-byte stores of `T` (one element at a time in the inferred
+                // layout, a column per thread)
+                let runs = |rows: i32, cols: i32| {
+                    let across = 128 / rows;
+                    RegisterLayout::spatial(&[rows as i64, across as i64])
+                        .compose(&RegisterLayout::local(&[1, (cols / across) as i64]))
+                };
+                let pv = pv.at(Val::constant(0));
+                // step `j`'s keys converted (it waits for them) and their scores issued
+                let keys = |k: &mut Kernel, j: Scalar| {
+                    let (stage, _) = wait(k, j);
+                    for i in 0..bkv / 16 {
+                        for c in 0..chunks {
+                            let ks = sk.at(k.let_i32(stage * chunks + c)).rows(i * 16, 16);
+                            let x = k.load_shared(&ks);
+                            k.annotate_layout(&x, runs(16, 64));
+                            let x = k.cast::<T>(&x);
+                            k.store_shared(&pk.at(Val::constant(c)).rows(i * 16, 16), &x);
+                        }
+                    }
+                    k.fence_proxy_async();
+                    k.sync();
+                    issue_scores(k, (&sq, pk), (Val::constant(0), chunks), &s);
+                };
+                // the values converted, the rows past the context zeroed on the way (8 rows
+                // at a time at head dimension 256: 16 spill there)
+                let values = |k: &mut Kernel, stage: Val, first: Val| {
+                    let n = if d == 256 { 8 } else { 16 };
+                    for i in 0..bkv / n {
+                        let v = k.load_shared(&sv.at(stage).rows(i * n, n));
+                        k.annotate_layout(&v, runs(n, d));
+                        let v = k.cast::<T>(&v);
+                        let row = k.arange([n, 1], 0) + first + i * n;
+                        let v = k.compute(where_(row.lt(ctx), v, 0.0));
+                        k.store_shared(&pv.rows(i * n, n), &v);
+                    }
+                    k.fence_proxy_async();
+                };
+                // step `j`: its scores were issued a step ahead; its values are converted
+                // under them (the stage then refilled), its values' product issued, and the
+                // next step's keys converted and scores issued under that
+                k.if_(Scalar::from(0).lt(steps), |k| keys(k, Scalar::from(0)));
+                let step = |k: &mut Kernel, j: Val, masked: bool| {
+                    let stage = k.let_i32(j % stages);
+                    let first = k.let_i32(j * bkv + lo);
+                    values(k, stage, first);
+                    release(k, j.into(), stage);
+                    k.wgmma().wait_group(0);
+                    let keep = masked.then(|| keep(k, first));
+                    let (p, alpha) = softmax.fold(k, &s, keep);
+                    issue_accumulate(k, (&p, &alpha), &pv, &acc);
+                    k.if_else(
+                        (j + 1).lt(steps),
+                        |k| {
+                            keys(k, (j + 1).into());
+                            // the values' product done (the values' copy free), the next
+                            // scores still in flight
+                            k.wgmma().wait_group(1);
+                        },
+                        |k| k.wgmma().wait_group(0),
+                    );
+                };
+                k.for_range(0, free, 1, |k, j| step(k, j, false));
+                k.for_range(free, steps, 1, |k, j| step(k, j, true));
+                // (the last step waited for everything; the text shows no product in flight)
                 k.wgmma().wait_group(0);
-                // step `j − 1`'s values' product is done: its stage is free
-                k.if_(j.gt(0), |k| {
-                    let prev = k.let_i32(j - 1);
-                    let stage = k.let_i32(prev % stages);
-                    release(k, prev.into(), stage);
-                });
-                let stage = k.let_i32(j % stages);
-                let first = k.let_i32(j * bkv + lo);
-                let keep = masked.then(|| keep(k, first));
-                let (p, alpha) = softmax.fold(k, &s, keep);
-                k.if_((j + 1).lt(steps), |k| {
-                    let (next, _) = arrived(k, j + 1);
-                    let (pk, at, _) = operands(next);
-                    issue_scores(k, (&sq, &pk), (at, chunks), &s);
-                });
-                issue_accumulate(k, (&p, &alpha), &operands(stage).2, &acc);
-            };
-            k.for_range(0, free, 1, |k, j| step(k, j, false));
-            k.for_range(free, steps, 1, |k, j| step(k, j, true));
-            k.wgmma().wait_group(0);
-        } else {
-            let step = |k: &mut Kernel, j: Val, masked: bool| {
-                let (stage, first) = arrived(k, j.into());
-                if early {
-                    release(k, j.into(), stage);
-                }
-                let (pk, at, pv) = operands(stage);
-                scores(k, (&sq, &pk), (at, chunks), &s);
-                let keep = masked.then(|| keep(k, first));
-                let (p, alpha) = softmax.fold(k, &s, keep);
-                accumulate(k, (&p, &alpha), &pv, &acc);
-                if !early {
-                    release(k, j.into(), stage);
-                }
-            };
-            k.for_range(0, free, 1, |k, j| step(k, j, false));
-            k.for_range(free, steps, 1, |k, j| step(k, j, true));
+            }
         }
 
         // normalized in place (a second tile of O would not fit at head dimension 256)

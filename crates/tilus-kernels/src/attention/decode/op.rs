@@ -190,7 +190,7 @@ impl<T: AttentionElement> DecodeOp<T> {
             (o.len(), lse.len()),
         )?;
         scales_of::<C>(&c, cache.scales.map(|s| s.len()))?;
-        let (splits, split_keys) = split_of::<T>(call, tiling.splits, self.multiprocessors)?;
+        let (splits, split_keys) = split_of::<T, C>(call, tiling.splits, self.multiprocessors)?;
         let (direct, merge) = Self::plan(c.d, splits, tiling.merge);
         let config = configured::<T, C>(call, tiling, (direct, merge));
         let (parts, groups) = workspace(call, c.d, splits, direct);
@@ -287,8 +287,7 @@ impl<T: AttentionElement> DecodeOp<T> {
         cache: Cache<'_, [C], [i32]>,
         outputs: (&mut [T], &mut [f32]),
     ) -> crate::Result<()> {
-        let (splits, _) = call.split::<T>(132);
-        Self::interpret_split(call, scale, splits, q, cache, outputs)
+        Self::interpret_with((call, Tiling::default()), scale, q, cache, outputs)
     }
 
     /// [`DecodeOp::interpret`] with the contexts in `splits` splits (at most
@@ -327,7 +326,7 @@ impl<T: AttentionElement> DecodeOp<T> {
         )?;
         scales_of::<C>(&c, cache.scales.map(|s| s.len()))?;
         contents(call, cache.table, cache.lens)?;
-        let (splits, split_keys) = split_of::<T>(call, tiling.splits, 132)?;
+        let (splits, split_keys) = split_of::<T, C>(call, tiling.splits, 132)?;
         let (direct, merge) = Self::plan(c.d, splits, tiling.merge);
         let config = configured::<T, C>(call, tiling, (direct, merge));
         let (parts, groups) = workspace(call, c.d, splits, direct);
@@ -388,9 +387,10 @@ impl<T: AttentionElement> DecodeOp<T> {
     }
 }
 
-/// The split of a launch: `splits` given (1 to [`MAX_SPLITS`]) or chosen for
-/// `multiprocessors`, and the keys per split.
-fn split_of<T>(
+/// The split of a launch over a cache of `C`: `splits` given (1 to [`MAX_SPLITS`]) or chosen
+/// for `multiprocessors` ([`Decode::split_in`]: a converted cache keeps two blocks busy on
+/// each), and the keys per split.
+fn split_of<T: AttentionElement, C: CacheElement>(
     call: &Decode,
     splits: Option<usize>,
     multiprocessors: usize,
@@ -404,7 +404,10 @@ fn split_of<T>(
             kernel: NAME,
             message: format!("splits = {s}: 1 to {MAX_SPLITS}"),
         }),
-        None => Ok(call.split::<T>(multiprocessors)),
+        None if <C as tilus::lang::Element>::DTYPE == <T as tilus::lang::Element>::DTYPE => {
+            Ok(call.split::<T>(multiprocessors))
+        }
+        None => Ok(call.split_in::<T>(2 * multiprocessors)),
     }
 }
 

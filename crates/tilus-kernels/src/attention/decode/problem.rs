@@ -180,13 +180,22 @@ impl Decode {
     /// block's fixed cost (Q, the first stages' latency, the stores) in steps: at batch 1 the
     /// context is split until the machine is full, at large batches not at all.
     pub fn split<T>(&self, multiprocessors: usize) -> (usize, usize) {
+        self.split_in::<T>(multiprocessors)
+    }
+
+    /// [`Decode::split`] over `slots` blocks running at once: the multiprocessors times the
+    /// blocks each keeps busy. A cache of the attention's type is read at the memory's speed
+    /// by one block a multiprocessor (a second, from a split, measured 2-4% slower at 16 ×
+    /// 4096 on an H100), so its slots are the multiprocessors; a converted cache's steps are
+    /// longer and two blocks a multiprocessor overlap them (e4m3 at 16 × 4096: 82.4 µs in
+    /// two splits against 122.4 in one; docs/perf.md), so its slots are twice as many.
+    pub(crate) fn split_in<T>(&self, slots: usize) -> (usize, usize) {
         let kernel = self.kernel::<T, T>();
         let bkv = kernel.block_kv as usize;
         let blocks = self.batch * self.heads.kv_heads * kernel.row_blocks() as usize;
         let steps = self.max_context.div_ceil(bkv).max(1);
         let most = MAX_SPLITS.min(steps.div_ceil(2)).max(1);
-        let cost =
-            |s: usize| (blocks * s).div_ceil(multiprocessors.max(1)) * (steps.div_ceil(s) + 2);
+        let cost = |s: usize| (blocks * s).div_ceil(slots.max(1)) * (steps.div_ceil(s) + 2);
         let splits = (1..=most).min_by_key(|&s| (cost(s), s)).unwrap_or(1);
         let split_keys = steps.div_ceil(splits) * bkv;
         (steps.div_ceil(split_keys / bkv), split_keys)
@@ -220,6 +229,15 @@ mod tests {
         assert_eq!(call(64, 32, 4096).split::<u8>(132), (1, 4096));
         // a context shorter than a step: one split
         assert_eq!(call(1, 32, 10).split::<u8>(132), (1, 64));
+    }
+
+    /// Two blocks a multiprocessor (a converted cache): 16 × 4096 in two splits (256 blocks
+    /// run at once), 64 × 4096 still in one, a batch of one split as far as it goes.
+    #[test]
+    fn two_blocks_a_multiprocessor_split_the_middle_batches_in_two() {
+        assert_eq!(call(16, 32, 4096).split_in::<u8>(264), (2, 2048));
+        assert_eq!(call(64, 32, 4096).split_in::<u8>(264), (1, 4096));
+        assert_eq!(call(1, 32, 8192).split_in::<u8>(264), (32, 256));
     }
 
     /// At most 64 query heads share a key-value head (the block's rows): 64 is taken, 72 is
