@@ -502,7 +502,7 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                     k.if_else(
                         (j + 1).lt(steps),
                         |k| {
-                            keys(k, (j + 1).into());
+                            keys(k, j + 1);
                             // the values' product done (the values' copy free), the next
                             // scores still in flight
                             k.wgmma().wait_group(1);
