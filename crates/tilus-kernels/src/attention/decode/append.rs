@@ -179,3 +179,29 @@ impl<T, C> std::fmt::Debug for DecodeAppend<T, C> {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::DecodeAppend;
+    use half::f16;
+    use std::collections::HashSet;
+    use tilus::lowp::F8E4M3;
+
+    /// The host API keeps one compiled append per configuration: configurations that differ
+    /// in any hyperparameter are distinct keys, equal ones the same.
+    #[test]
+    fn appends_that_differ_are_kept_apart() {
+        let kept: HashSet<DecodeAppend<f16, F8E4M3>> = [
+            DecodeAppend::new(1, false, 128),
+            DecodeAppend::new(2, false, 128),
+            DecodeAppend::new(1, true, 128),
+            DecodeAppend::new(1, false, 64),
+            DecodeAppend::new(1, false, 128),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(kept.len(), 4);
+        assert!(kept.contains(&DecodeAppend::new(1, true, 128)));
+        assert!(!kept.contains(&DecodeAppend::new(1, true, 256)));
+    }
+}
