@@ -572,6 +572,22 @@ pub fn entries() -> Vec<Entry> {
             memory: None,
         },
         Entry {
+            name: "decode_attention_e4m3",
+            about: "the same over a cache of e4m3 codes with a scale per key-value head, converted to f16 a step under the products",
+            workload: &crate::workloads::decode::DECODE_E4M3,
+            configure: configure::<
+                tilus_kernels::attention::decode::DecodeAttention<half::f16, tilus::lowp::F8E4M3>,
+            >,
+            space: space::<
+                tilus_kernels::attention::decode::DecodeAttention<half::f16, tilus::lowp::F8E4M3>,
+            >,
+            consts: crate::workloads::decode::consts,
+            compile_size: &[64, 4096],
+            run_size: &[3, 200],
+            matmul: None,
+            memory: None,
+        },
+        Entry {
             name: "tile_copy",
             about: "TMA load -> shared -> TMA store (the epilogue's building block)",
             workload: &crate::workloads::tile_copy::COPY,

@@ -1,5 +1,6 @@
 //! The decode workload ([`tilus_kernels::attention::decode`]): one new token of each of
-//! `batch` sequences over a contiguous f16 cache of `context` positions, 8 query heads over 2
+//! `batch` sequences over a contiguous cache of `context` positions (f16, or e4m3 codes with
+//! a scale per key-value head: [`DECODE_E4M3`]), f16 queries, 8 query heads over 2
 //! key-value heads of 128 (the registry entry's default configuration), the decode kernel in
 //! one split written to the partial slots (neither direct nor merged: each block's slot holds
 //! its rows' outputs and, in column 128, their log-sum-exp); the
@@ -14,11 +15,13 @@ use crate::size::Size;
 use crate::workload::{DeviceCase, HostCase, Workload};
 use crate::Result;
 use half::f16;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use tilus::cudarc::driver::{CudaSlice, CudaStream};
 use tilus::interp::InterpValue;
 use tilus::lang::HostValue;
-use tilus_kernels::attention::decode::{reference, Cache, Decode, KvLayout};
+use tilus::lowp::F8E4M3;
+use tilus_kernels::attention::decode::{reference, Cache, CacheElement, Decode, KvLayout};
 use tilus_kernels::attention::Heads;
 
 /// The dimensions of the workload's size.
@@ -31,24 +34,30 @@ const HEADS: Heads = Heads {
     head_dim: 128,
 };
 
-/// A decode step of one token per sequence over a contiguous cache.
-pub struct DecodeWorkload;
+/// A decode step of one token per sequence over a contiguous cache of `C`.
+pub struct DecodeWorkload<C>(PhantomData<fn() -> C>);
 
 /// The workload of the registry's decode entry.
-pub static DECODE: DecodeWorkload = DecodeWorkload;
+pub static DECODE: DecodeWorkload<f16> = DecodeWorkload(PhantomData);
+
+/// The workload of the registry's decode entry over a cache of e4m3 codes.
+pub static DECODE_E4M3: DecodeWorkload<F8E4M3> = DecodeWorkload(PhantomData);
 
 /// The compile-time constants: none.
 pub fn consts(_: &Size) -> Vec<i64> {
     Vec::new()
 }
 
-/// The call, the inputs (Q, K, V, context lengths) and the scale of a case.
-struct Inputs {
+/// The call, the inputs (Q, K, V, context lengths, a cache of codes' scales) of a case.
+struct Inputs<C> {
     call: Decode,
     q: Vec<f16>,
-    k: Vec<f16>,
-    v: Vec<f16>,
+    k: Vec<C>,
+    v: Vec<C>,
     lens: Vec<i32>,
+    /// The keys' scale of each key-value head, then the values' (one unread value for a
+    /// cache of f16).
+    scales: Vec<f32>,
 }
 
 const SCALE: f32 = 0.088388;
@@ -56,16 +65,30 @@ const SCALE: f32 = 0.088388;
 /// A partial slot row's elements: the output's 128, the log-sum-exp, padding to 16 bytes.
 const WIDTH: usize = 128 + 4;
 
-fn inputs(what: &str, size: &Size, seed: u64) -> Result<Inputs> {
+fn inputs<C: CacheElement>(what: &str, size: &Size, seed: u64) -> Result<Inputs<C>> {
     let [batch, context] = size.dims()?;
     let d = HEADS.head_dim;
     let kv = alloc::elements(what, &[batch, context, HEADS.kv_heads, d])?;
     alloc::ensure(what, 4 * kv as u128)?;
     let mut rng = Rng::new(seed);
-    let mut draw = |n: usize| -> Vec<f16> {
-        (0..n)
-            .map(|_| f16::from_f64(rng.next_f64() * 2.0 - 1.0))
-            .collect()
+    let mut unit = move || rng.next_f64() * 2.0 - 1.0;
+    let q: Vec<f16> = (0..batch * HEADS.q_heads * d)
+        .map(|_| f16::from_f64(unit()))
+        .collect();
+    // codes over the format's range for a cache of codes (values about (-1, 1) after the
+    // scales: the keys' growing with the head, the values' shrinking)
+    let top = if C::SCALED {
+        C::from_f64(f64::INFINITY).to_f64()
+    } else {
+        1.0
+    };
+    let mut draw = |n: usize| -> Vec<C> { (0..n).map(|_| C::from_f64(unit() * top)).collect() };
+    let scales = if C::SCALED {
+        let ks = (0..HEADS.kv_heads).map(|h| ((1.0 + h as f64) / top) as f32);
+        let vs = (0..HEADS.kv_heads).map(|h| (1.0 / ((1.0 + h as f64) * top)) as f32);
+        ks.chain(vs).collect()
+    } else {
+        vec![f32::NAN]
     };
     let call = Decode {
         batch,
@@ -75,9 +98,10 @@ fn inputs(what: &str, size: &Size, seed: u64) -> Result<Inputs> {
         max_context: context,
     };
     Ok(Inputs {
-        q: draw(batch * HEADS.q_heads * d),
+        q,
         k: draw(kv),
         v: draw(kv),
+        scales,
         // ragged: the first sequence's context is a third of the others'
         lens: (0..batch)
             .map(|b| if b == 0 { context.div_ceil(3) } else { context } as i32)
@@ -86,7 +110,7 @@ fn inputs(what: &str, size: &Size, seed: u64) -> Result<Inputs> {
     })
 }
 
-impl Inputs {
+impl<C: CacheElement> Inputs<C> {
     /// The partial slots' rows of the outputs (one split: block `b · 2 + hk`, rows 0..4),
     /// and the partial slots' length.
     fn slot_row(&self, r: usize) -> usize {
@@ -122,7 +146,7 @@ impl Inputs {
             v: &self.v[..],
             table: None,
             lens: &self.lens[..],
-            scales: None,
+            scales: C::SCALED.then_some(&self.scales[..]),
         };
         let (want_o, want_lse) = reference::decode(&self.call, SCALE as f64, &self.q, &cache);
         let d = HEADS.head_dim;
@@ -152,16 +176,14 @@ impl Inputs {
     }
 }
 
-struct OnHost {
-    inputs: Inputs,
+struct OnHost<C> {
+    inputs: Inputs<C>,
     part: Vec<f32>,
     counts: Vec<i32>,
     unused: (Vec<f16>, Vec<f32>),
-    /// The scales of a cache of codes, which a cache of f16 does not read.
-    no_scales: Vec<f32>,
 }
 
-impl HostCase for OnHost {
+impl<C: CacheElement> HostCase for OnHost<C> {
     fn args(&mut self) -> Vec<InterpValue<'_>> {
         let mut args: Vec<InterpValue<'_>> = self
             .inputs
@@ -176,7 +198,7 @@ impl HostCase for OnHost {
             InterpValue::buffer(&self.inputs.v),
             InterpValue::buffer(&self.inputs.lens),
             InterpValue::buffer(&self.inputs.lens),
-            InterpValue::buffer(&self.no_scales),
+            InterpValue::buffer(&self.inputs.scales),
             InterpValue::buffer_mut(&mut self.part),
             InterpValue::buffer_mut(&mut self.counts),
             // the output of a direct kernel, which the registry's (split) never writes
@@ -191,19 +213,19 @@ impl HostCase for OnHost {
     }
 }
 
-struct OnDevice {
-    inputs: Inputs,
+struct OnDevice<C> {
+    inputs: Inputs<C>,
     q: CudaSlice<f16>,
-    k: CudaSlice<f16>,
-    v: CudaSlice<f16>,
+    k: CudaSlice<C>,
+    v: CudaSlice<C>,
     lens: CudaSlice<i32>,
     part: CudaSlice<f32>,
     counts: CudaSlice<i32>,
     unused: (CudaSlice<f16>, CudaSlice<f32>),
-    no_scales: CudaSlice<f32>,
+    scales: CudaSlice<f32>,
 }
 
-impl DeviceCase for OnDevice {
+impl<C: CacheElement + crate::buffers::Sample> DeviceCase for OnDevice<C> {
     fn args(&mut self, stream: &Arc<CudaStream>) -> Vec<HostValue> {
         let mut args: Vec<HostValue> = self
             .inputs
@@ -218,7 +240,7 @@ impl DeviceCase for OnDevice {
             ptr(&self.v, stream),
             ptr(&self.lens, stream),
             ptr(&self.lens, stream),
-            ptr(&self.no_scales, stream),
+            ptr(&self.scales, stream),
             ptr(&self.part, stream),
             ptr(&self.counts, stream),
             ptr(&self.unused.0, stream),
@@ -238,20 +260,19 @@ impl DeviceCase for OnDevice {
     }
 }
 
-impl Workload for DecodeWorkload {
+impl<C: CacheElement + crate::buffers::Sample> Workload for DecodeWorkload<C> {
     fn dims(&self) -> &'static [&'static str] {
         DIMS
     }
 
     fn host_case(&self, size: &Size, seed: u64) -> Result<Box<dyn HostCase>> {
         let what = format!("a {size} decode step on the host");
-        let inputs = inputs(&what, size, seed)?;
+        let inputs = inputs::<C>(&what, size, seed)?;
         let slots = inputs.slots();
         Ok(Box::new(OnHost {
             part: alloc::try_vec(&what, slots * WIDTH, f32::NAN)?,
             counts: vec![0; slots / 64],
             unused: (vec![f16::NAN], vec![f32::NAN]),
-            no_scales: vec![f32::NAN],
             inputs,
         }))
     }
@@ -263,7 +284,7 @@ impl Workload for DecodeWorkload {
         seed: u64,
     ) -> Result<Box<dyn DeviceCase>> {
         let what = format!("a {size} decode step");
-        let inputs = inputs(&what, size, seed)?;
+        let inputs = inputs::<C>(&what, size, seed)?;
         let slots = inputs.slots();
         Ok(Box::new(OnDevice {
             q: upload(stream, &inputs.q)?,
@@ -277,7 +298,7 @@ impl Workload for DecodeWorkload {
                 .alloc_zeros::<i32>(slots / 64)
                 .map_err(drv("cuMemAlloc"))?,
             unused: (upload(stream, &[f16::NAN])?, upload(stream, &[f32::NAN])?),
-            no_scales: upload(stream, &[f32::NAN])?,
+            scales: upload(stream, &inputs.scales)?,
             inputs,
         }))
     }

@@ -8,7 +8,7 @@ use std::fmt::Debug;
 use tilus::prelude::*;
 use tilus::tune::{Binding, Space};
 
-impl<T> Default for DecodeAttention<T> {
+impl<T, C> Default for DecodeAttention<T, C> {
     /// Heads of 128, one new token, groups of 4, a contiguous cache.
     fn default() -> Self {
         DecodeAttention::new(128, 1, 4, None)
@@ -16,7 +16,9 @@ impl<T> Default for DecodeAttention<T> {
 }
 
 /// Keys per step and stages (the hyperparameters that do not change what is computed).
-impl<T: Element + Debug + super::AttentionElement> Tunable for DecodeAttention<T> {
+impl<T: Element + Debug + super::AttentionElement, C: super::CacheElement> Tunable
+    for DecodeAttention<T, C>
+{
     fn space() -> Space {
         // (128 keys a step: `--set block_kv=128`; with more than three stages it overflows
         // shared memory, which the verifier says)
