@@ -204,4 +204,16 @@ mod tests {
         assert!(kept.contains(&DecodeAppend::new(1, true, 128)));
         assert!(!kept.contains(&DecodeAppend::new(1, true, 256)));
     }
+
+    /// The generated code names the kernel's parameters as the arguments' documentation does
+    /// (a profile or a launch error names them so).
+    #[test]
+    fn the_parameters_carry_their_names() {
+        let src = tilus::emit(&DecodeAppend::<f16, F8E4M3>::new(1, true, 128), &[]).unwrap();
+        let at = src.find("__global__").expect("a kernel");
+        let head = &src[at..at + src[at..].find('{').expect("a body")];
+        for name in ["width", "k_new", "v_new", "table", "lens", "scales"] {
+            assert!(head.contains(name), "{name} in {head}");
+        }
+    }
 }
