@@ -174,6 +174,9 @@ fn interp_decode_merged_by_the_last_split_matches_the_reference() {
     for (queries, heads, lens, page, splits) in [
         (1, Heads::new(8, 2, 64), &[1, 70, 200][..], None, 3),
         (3, Heads::new(4, 2, 128), &[3, 50, 131][..], Some(16), 2),
+        // two blocks of rows per key-value head (slots of 16: four tokens a block), each
+        // with its own ticket counter
+        (5, Heads::new(12, 1, 128), &[5, 300][..], Some(128), 3),
     ] {
         let tiling = Tiling {
             splits: Some(splits),

@@ -90,3 +90,36 @@ pub fn head_scales<C: CacheElement>(values: &[f64], kv_heads: usize, head_dim: u
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::head_scales;
+    use half::f16;
+    use tilus::lowp::F8E4M3;
+
+    /// Each head's largest magnitude lands on e4m3's largest code (448); a head of zeros, and
+    /// every head of a type that is not scaled, keeps 1; NaN is left out of the maximum.
+    #[test]
+    fn head_scales_put_each_head_s_largest_value_on_the_largest_code() {
+        // [2 rows, 3 heads, 2 dims]
+        let values = [
+            1.0,
+            -4.0,
+            0.0,
+            0.0,
+            0.5,
+            0.25, //
+            -2.0,
+            3.0,
+            0.0,
+            0.0,
+            f64::NAN,
+            -0.75,
+        ];
+        assert_eq!(
+            head_scales::<F8E4M3>(&values, 3, 2),
+            [(4.0 / 448.0) as f32, 1.0, (0.75 / 448.0) as f32]
+        );
+        assert_eq!(head_scales::<f16>(&values, 3, 2), [1.0, 1.0, 1.0]);
+    }
+}

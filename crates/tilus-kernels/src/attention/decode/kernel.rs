@@ -660,3 +660,30 @@ enum Products<T> {
     /// The keys `[chunks, bkv, 64]` and values `[1, bkv, d]` of the step being multiplied.
     Converted(SharedTensor<T>, SharedTensor<T>),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::DecodeAttention;
+    use half::f16;
+    use tilus::lowp::F8E4M3;
+
+    /// The generated code names the kernel's parameters as [`super::DecodeArgs`] documents
+    /// them.
+    #[test]
+    fn the_parameters_carry_their_names() {
+        let kernel = DecodeAttention::<f16, F8E4M3>::new(128, 1, 4, Some(16));
+        let src = tilus::emit(&kernel, &[]).unwrap();
+        let at = src.find("__global__").expect("a kernel");
+        let head = &src[at..at + src[at..].find('{').expect("a body")];
+        for name in [
+            "split_keys",
+            "pages_per_seq",
+            "scale_log2",
+            "table",
+            "scales",
+            "parts",
+        ] {
+            assert!(head.contains(name), "{name} in {head}");
+        }
+    }
+}
