@@ -11,7 +11,7 @@ use crate::run::BenchOptions;
 use crate::Result;
 use tilus::runtime::Device;
 use tilus_kernels::attention::decode::{
-    reference, Cache, CacheElement, CacheOf, Decode, DecodeOp, KvLayout, Tiling,
+    reference, Cache, CacheOf, Decode, DecodeOp, KvLayout, Tiling,
 };
 use tilus_kernels::attention::{AttentionElement, Heads};
 
@@ -116,11 +116,7 @@ pub fn bench_decode<T: AttentionElement + Sample, C: CacheOf<T> + Sample>(
     let rows = case.batch * case.queries * h.q_heads;
     let q = values::<T>(&mut rng, rows * d, 1.0);
     // codes over (-top, top): the whole range of a scaled format
-    let top = if C::SCALED {
-        CacheElement::to_f64(<C as CacheElement>::from_f64(f64::INFINITY))
-    } else {
-        1.0
-    };
+    let top = C::code_range();
     let n = rows_cache * h.kv_heads * d;
     let (k, v) = (values::<C>(&mut rng, n, top), values::<C>(&mut rng, n, top));
     let scales: Option<Vec<f32>> = C::SCALED.then(|| {

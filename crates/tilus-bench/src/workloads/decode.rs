@@ -77,11 +77,7 @@ fn inputs<C: CacheElement>(what: &str, size: &Size, seed: u64) -> Result<Inputs<
         .collect();
     // codes over the format's range for a cache of codes (values about (-1, 1) after the
     // scales: the keys' growing with the head, the values' shrinking)
-    let top = if C::SCALED {
-        C::from_f64(f64::INFINITY).to_f64()
-    } else {
-        1.0
-    };
+    let top = C::code_range();
     let mut draw = |n: usize| -> Vec<C> { (0..n).map(|_| C::from_f64(unit() * top)).collect() };
     let scales = if C::SCALED {
         let ks = (0..HEADS.kv_heads).map(|h| ((1.0 + h as f64) / top) as f32);

@@ -32,6 +32,15 @@ pub trait CacheElement:
     fn to_f64(self) -> f64;
     /// `x` rounded to the nearest code (saturated where the format saturates).
     fn from_f64(x: f64) -> Self;
+    /// The largest finite value of a scaled type's codes (448 for e4m3), where a head's
+    /// largest magnitude goes; 1 for a type that is not scaled (its values are themselves).
+    fn code_range() -> f64 {
+        if Self::SCALED {
+            Self::from_f64(f64::INFINITY).to_f64()
+        } else {
+            1.0
+        }
+    }
 }
 
 impl CacheElement for f16 {
@@ -79,13 +88,12 @@ pub fn head_scales<C: CacheElement>(values: &[f64], kv_heads: usize, head_dim: u
             top[h] = top[h].max(x.abs());
         }
     }
-    let largest = C::from_f64(f64::INFINITY).to_f64();
     top.iter()
         .map(|&t| {
-            if !C::SCALED || t == 0.0 || !largest.is_finite() {
+            if !C::SCALED || t == 0.0 {
                 1.0
             } else {
-                (t / largest) as f32
+                (t / C::code_range()) as f32
             }
         })
         .collect()

@@ -85,12 +85,10 @@ impl<T: AttentionElement> CacheOf<T> for F8E4M3 {
     }
 }
 
-/// The partial slots and the ticket counters, and one float the kernels take as the scales
-/// of a cache that has none (never read).
+/// The partial slots and the ticket counters.
 struct Workspace {
     part: CudaSlice<f32>,
     counts: CudaSlice<i32>,
-    none: CudaSlice<f32>,
 }
 
 /// Decode attention over a key-value cache, on device buffers of `T` (f16 or bf16): for each
@@ -126,9 +124,10 @@ pub struct DecodeOp<T: AttentionElement> {
     same: Kernels<T, T>,
     e4m3: Kernels<T, F8E4M3>,
     merge: Kept<DecodeMerge<T>>,
-    /// The partial slots and the ticket counters, grown as calls need, and one float the
-    /// kernels take as the scales of a cache that has none (never read).
+    /// The partial slots and the ticket counters, grown as calls need.
     workspace: Mutex<Option<Workspace>>,
+    /// One float the kernels take as the scales of a cache that has none (never read).
+    no_scales: CudaSlice<f32>,
     multiprocessors: usize,
     device: Device,
 }
@@ -150,6 +149,13 @@ impl<T: AttentionElement> DecodeOp<T> {
             e4m3: Kernels::default(),
             merge: Mutex::new(HashMap::new()),
             workspace: Mutex::new(None),
+            no_scales: device
+                .stream()
+                .alloc_zeros::<f32>(1)
+                .map_err(|e| tilus::Error::Driver {
+                    call: "cuMemAlloc",
+                    message: format!("{NAME}: {e}"),
+                })?,
             multiprocessors: multiprocessors.max(1) as usize,
             device: device.clone(),
         })
@@ -206,14 +212,9 @@ impl<T: AttentionElement> DecodeOp<T> {
             // the ticket counters start at zero and every launch leaves them there
             let p = stream.alloc_zeros::<f32>(parts).map_err(err)?;
             let n = stream.alloc_zeros::<i32>(groups).map_err(err)?;
-            let none = stream.alloc_zeros::<f32>(1).map_err(err)?;
-            *ws = Some(Workspace {
-                part: p,
-                counts: n,
-                none,
-            });
+            *ws = Some(Workspace { part: p, counts: n });
         }
-        let Workspace { part, counts, none } = ws.as_mut().expect("allocated above");
+        let Workspace { part, counts } = ws.as_mut().expect("allocated above");
         let decode = kept(&C::kernels(self).decode, &config, &self.device);
         let table = cache.table.unwrap_or(cache.lens);
         decode.launch(
@@ -233,7 +234,7 @@ impl<T: AttentionElement> DecodeOp<T> {
                 cache.v,
                 table,
                 cache.lens,
-                cache.scales.unwrap_or(none),
+                cache.scales.unwrap_or(&self.no_scales),
                 &mut *part,
                 &mut *counts,
                 &mut *o,
@@ -459,20 +460,6 @@ impl<T: AttentionElement> DecodeOp<T> {
         scales_of::<C>(&c, scales.map(|s| s.len()))?;
         let config = DecodeAppend::<T, C>::new(call.queries as i32, table.is_some(), c.d);
         let kernel = kept(&C::kernels(self).append, &config, &self.device);
-        // a cache without scales: the kernel takes a float buffer it never reads
-        let none;
-        let scales = match scales {
-            Some(s) => s,
-            None => {
-                none = stream
-                    .alloc_zeros::<f32>(1)
-                    .map_err(|e| tilus::Error::Driver {
-                        call: "cuMemAlloc",
-                        message: format!("{NAME}: {e}"),
-                    })?;
-                &none
-            }
-        };
         kernel.launch(
             stream,
             (
@@ -485,7 +472,7 @@ impl<T: AttentionElement> DecodeOp<T> {
                 v_new,
                 table.unwrap_or(lens),
                 lens,
-                scales,
+                scales.unwrap_or(&self.no_scales),
                 k,
                 v,
             ),
