@@ -5,6 +5,7 @@
 //! key-value head, and the append that quantizes into them.
 
 use half::{bf16, f16};
+use tilus::cudarc::driver::CudaSlice;
 use tilus::lowp::F8E4M3;
 use tilus::runtime::Device;
 use tilus_bench::harness::Rng;
@@ -33,35 +34,11 @@ fn check_over<T: AttentionElement, C: CacheOf<T>>(
     lens: &[i32],
     page_size: Option<usize>,
 ) {
-    let stream = device.stream();
     let step = Step::<T, C>::random(rng, (queries, heads), lens, page_size);
-    let rows = lens.len() * queries * heads.q_heads;
     let scale = 1.25 / (heads.head_dim as f32).sqrt();
-    let put = |x: &[T]| stream.clone_htod(x).unwrap();
-    let dq = put(&step.q);
-    let (dk, dv) = (
-        stream.clone_htod(&step.k).unwrap(),
-        stream.clone_htod(&step.v).unwrap(),
-    );
-    let dscales = step.scales.as_ref().map(|s| stream.clone_htod(s).unwrap());
-    let dtable = step.table.as_ref().map(|t| stream.clone_htod(t).unwrap());
-    let dlens = stream.clone_htod(&step.lens).unwrap();
+    let on_device = OnDevice::upload(device, &step);
     for round in 0..2 {
-        let mut o = put(&vec![T::from_f64(f64::NAN); rows * heads.head_dim]);
-        let mut lse = stream.clone_htod(&vec![f32::NAN; rows]).unwrap();
-        let cache = Cache {
-            k: &dk,
-            v: &dv,
-            table: dtable.as_ref(),
-            lens: &dlens,
-            scales: dscales.as_ref(),
-        };
-        op.run(stream, &step.call, scale, &dq, cache, (&mut o, &mut lse))
-            .unwrap();
-        let (o, lse) = (
-            stream.clone_dtoh(&o).unwrap(),
-            stream.clone_dtoh(&lse).unwrap(),
-        );
+        let (o, lse) = on_device.run(device, op, &step, scale);
         let what = format!(
             "{} over {} {:?} lens {lens:?} round {round}",
             T::NAME,
@@ -69,6 +46,66 @@ fn check_over<T: AttentionElement, C: CacheOf<T>>(
             step.call
         );
         step.assert_matches(&what, scale, (&o, &lse));
+    }
+}
+
+/// A step's buffers on the device.
+struct OnDevice<T, C> {
+    q: CudaSlice<T>,
+    k: CudaSlice<C>,
+    v: CudaSlice<C>,
+    scales: Option<CudaSlice<f32>>,
+    table: Option<CudaSlice<i32>>,
+    lens: CudaSlice<i32>,
+}
+
+impl<T: AttentionElement, C: CacheOf<T>> OnDevice<T, C> {
+    fn upload(device: &Device, step: &Step<T, C>) -> Self {
+        let stream = device.stream();
+        OnDevice {
+            q: stream.clone_htod(&step.q).unwrap(),
+            k: stream.clone_htod(&step.k).unwrap(),
+            v: stream.clone_htod(&step.v).unwrap(),
+            scales: step.scales.as_ref().map(|s| stream.clone_htod(s).unwrap()),
+            table: step.table.as_ref().map(|t| stream.clone_htod(t).unwrap()),
+            lens: stream.clone_htod(&step.lens).unwrap(),
+        }
+    }
+
+    /// `o` and `lse` of the step by `op` into outputs full of NaN.
+    fn run(
+        &self,
+        device: &Device,
+        op: &DecodeOp<T>,
+        step: &Step<T, C>,
+        scale: f32,
+    ) -> (Vec<T>, Vec<f32>) {
+        let stream = device.stream();
+        let rows = step.q.len() / step.call.heads.head_dim;
+        let mut o = stream
+            .clone_htod(&vec![T::from_f64(f64::NAN); step.q.len()])
+            .unwrap();
+        let mut lse = stream.clone_htod(&vec![f32::NAN; rows]).unwrap();
+        let cache = Cache {
+            k: &self.k,
+            v: &self.v,
+            table: self.table.as_ref(),
+            lens: &self.lens,
+            scales: self.scales.as_ref(),
+        };
+        op.run(
+            stream,
+            &step.call,
+            scale,
+            &self.q,
+            cache,
+            (&mut o, &mut lse),
+        )
+        .unwrap();
+        (
+            stream.clone_dtoh(&o).unwrap(),
+            stream.clone_dtoh(&lse).unwrap(),
+        )
     }
 }
 
@@ -135,54 +172,13 @@ fn gpu_decode_splits_a_long_context_of_a_batch_of_one() {
 fn gpu_decode_append_writes_the_new_tokens_where_the_step_reads_them() {
     tilus_bench::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
-    let stream = device.stream();
     let mut rng = Rng::new(seed());
     let op = DecodeOp::<f16>::new(&device).unwrap();
     for page_size in [None, Some(16)] {
         let heads = Heads::new(32, 8, 128);
-        let mut step = Step::<f16>::random(&mut rng, (4, heads), &[4, 1000, 517], page_size);
-        let (want_k, want_v) = (step.k.clone(), step.v.clone());
-        // the new tokens' rows, taken out of the cache (NaN in their place)
-        let (k_new, v_new) = step.take_new_tokens();
-        let put = |x: &[f16]| stream.clone_htod(x).unwrap();
-        let (dkn, dvn) = (put(&k_new), put(&v_new));
-        let (mut dk, mut dv) = (put(&step.k), put(&step.v));
-        let dtable = step.table.as_ref().map(|t| stream.clone_htod(t).unwrap());
-        let dlens = stream.clone_htod(&step.lens).unwrap();
-        op.append(
-            stream,
-            &step.call,
-            (&dkn, &dvn),
-            (&mut dk, &mut dv),
-            (dtable.as_ref(), &dlens, None),
-        )
-        .unwrap();
+        let step = Step::<f16>::random(&mut rng, (4, heads), &[4, 1000, 517], page_size);
         let bits = |x: &[f16]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-        // the host's copy takes the device's, which the step's reference then reads
-        (step.k, step.v) = (
-            stream.clone_dtoh(&dk).unwrap(),
-            stream.clone_dtoh(&dv).unwrap(),
-        );
-        assert_eq!(bits(&step.k), bits(&want_k));
-        assert_eq!(bits(&step.v), bits(&want_v));
-        let dq = put(&step.q);
-        let rows_q = 3 * 4 * heads.q_heads;
-        let mut o = put(&vec![f16::NAN; rows_q * heads.head_dim]);
-        let mut lse = stream.clone_htod(&vec![f32::NAN; rows_q]).unwrap();
-        let cache = Cache {
-            k: &dk,
-            v: &dv,
-            table: dtable.as_ref(),
-            lens: &dlens,
-            scales: None,
-        };
-        op.run(stream, &step.call, 0.1, &dq, cache, (&mut o, &mut lse))
-            .unwrap();
-        let (o, lse) = (
-            stream.clone_dtoh(&o).unwrap(),
-            stream.clone_dtoh(&lse).unwrap(),
-        );
-        step.assert_matches("after the append", 0.1, (&o, &lse));
+        append_then_step((&device, &op), step, bits);
     }
 }
 
@@ -195,7 +191,6 @@ fn gpu_decode_append_writes_the_new_tokens_where_the_step_reads_them() {
 fn gpu_decode_over_e4m3_codes_matches_the_reference() {
     tilus_bench::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
-    let stream = device.stream();
     let mut rng = Rng::new(seed());
     let (op16, op_bf16) = (
         DecodeOp::<f16>::new(&device).unwrap(),
@@ -215,52 +210,49 @@ fn gpu_decode_over_e4m3_codes_matches_the_reference() {
     check_over::<f16, F8E4M3>(at, (1, heads), &[8000], Some(64));
 
     for page_size in [None, Some(16)] {
-        let mut step =
-            Step::<f16, F8E4M3>::random(&mut rng, (2, heads), &[2, 1000, 517], page_size);
-        let (want_k, want_v) = (step.k.clone(), step.v.clone());
-        let (k_new, v_new) = step.take_new_tokens();
-        let put = |x: &[f16]| stream.clone_htod(x).unwrap();
-        let (dkn, dvn) = (put(&k_new), put(&v_new));
-        let (mut dk, mut dv) = (
-            stream.clone_htod(&step.k).unwrap(),
-            stream.clone_htod(&step.v).unwrap(),
-        );
-        let scales = step.scales.clone().expect("a cache of codes has scales");
-        let dscales = stream.clone_htod(&scales).unwrap();
-        let dtable = step.table.as_ref().map(|t| stream.clone_htod(t).unwrap());
-        let dlens = stream.clone_htod(&step.lens).unwrap();
-        op16.append(
-            stream,
-            &step.call,
-            (&dkn, &dvn),
-            (&mut dk, &mut dv),
-            (dtable.as_ref(), &dlens, Some(&dscales)),
-        )
-        .unwrap();
-        (step.k, step.v) = (
-            stream.clone_dtoh(&dk).unwrap(),
-            stream.clone_dtoh(&dv).unwrap(),
-        );
-        let codes = |x: &[F8E4M3]| x.iter().map(|c| c.0).collect::<Vec<_>>();
-        assert_eq!(codes(&step.k), codes(&want_k), "{page_size:?}: the keys");
-        assert_eq!(codes(&step.v), codes(&want_v), "{page_size:?}: the values");
-        let dq = put(&step.q);
-        let rows_q = 3 * 2 * heads.q_heads;
-        let mut o = put(&vec![f16::NAN; rows_q * heads.head_dim]);
-        let mut lse = stream.clone_htod(&vec![f32::NAN; rows_q]).unwrap();
-        let cache = Cache {
-            k: &dk,
-            v: &dv,
-            table: dtable.as_ref(),
-            lens: &dlens,
-            scales: Some(&dscales),
-        };
-        op16.run(stream, &step.call, 0.1, &dq, cache, (&mut o, &mut lse))
-            .unwrap();
-        let (o, lse) = (
-            stream.clone_dtoh(&o).unwrap(),
-            stream.clone_dtoh(&lse).unwrap(),
-        );
-        step.assert_matches("after the append", 0.1, (&o, &lse));
+        let step = Step::<f16, F8E4M3>::random(&mut rng, (2, heads), &[2, 1000, 517], page_size);
+        let codes = |x: &[F8E4M3]| x.iter().map(|c| u16::from(c.0)).collect::<Vec<_>>();
+        append_then_step((&device, &op16), step, codes);
     }
+}
+
+/// The new tokens of `step` taken out of its cache (NaN in their place), appended back by
+/// `op` on the device (with the cache's scales, if any): every element of the cache as it was
+/// (`bits` of each, NaN included), nothing else changed; then the step over the device's
+/// cache checked.
+fn append_then_step<T: AttentionElement, C: CacheOf<T>>(
+    (device, op): (&Device, &DecodeOp<T>),
+    mut step: Step<T, C>,
+    bits: impl Fn(&[C]) -> Vec<u16>,
+) {
+    let stream = device.stream();
+    let (want_k, want_v) = (step.k.clone(), step.v.clone());
+    let (k_new, v_new) = step.take_new_tokens();
+    let (dkn, dvn) = (
+        stream.clone_htod(&k_new).unwrap(),
+        stream.clone_htod(&v_new).unwrap(),
+    );
+    let mut on_device = OnDevice::upload(device, &step);
+    op.append(
+        stream,
+        &step.call,
+        (&dkn, &dvn),
+        (&mut on_device.k, &mut on_device.v),
+        (
+            on_device.table.as_ref(),
+            &on_device.lens,
+            on_device.scales.as_ref(),
+        ),
+    )
+    .unwrap();
+    // the host's copy takes the device's, which the step's reference then reads
+    (step.k, step.v) = (
+        stream.clone_dtoh(&on_device.k).unwrap(),
+        stream.clone_dtoh(&on_device.v).unwrap(),
+    );
+    let what = format!("{} into {} {:?}", T::NAME, C::NAME, step.call.layout);
+    assert_eq!(bits(&step.k), bits(&want_k), "{what}: the keys");
+    assert_eq!(bits(&step.v), bits(&want_v), "{what}: the values");
+    let (o, lse) = on_device.run(device, op, &step, 0.1);
+    step.assert_matches(&format!("{what}: after the append"), 0.1, (&o, &lse));
 }
