@@ -67,6 +67,34 @@ impl<T: AttentionElement, C: CacheElement> Default for Kernels<T, C> {
 
 /// The cache types a [`DecodeOp<T>`] reads: `T` itself, or e4m3 codes with a scale per
 /// key-value head (half the bytes a step reads).
+///
+/// ```
+/// use half::f16;
+/// use tilus::lowp::F8E4M3;
+/// use tilus_kernels::attention::{decode::{head_scales, Cache, Decode, DecodeOp, KvLayout}, Heads};
+/// // one sequence of 100 positions, contiguous; 4 query heads over 2 key-value heads of 64
+/// let call = Decode {
+///     batch: 1, queries: 1, heads: Heads::new(4, 2, 64),
+///     layout: KvLayout::Contiguous { capacity: 100 }, max_context: 100,
+/// };
+/// let values: Vec<f64> = (0..100 * 2 * 64).map(|i| ((i * 37 % 101) as f64 - 50.0) / 25.0).collect();
+/// // quantized with a scale per head: the keys' scales, then the values'
+/// let scales = [head_scales::<F8E4M3>(&values, 2, 64), head_scales::<F8E4M3>(&values, 2, 64)].concat();
+/// let codes: Vec<F8E4M3> = values.iter().enumerate()
+///     .map(|(i, x)| F8E4M3::from_f64(x / scales[i / 64 % 2] as f64)).collect();
+/// let q = vec![f16::from_f32(0.25); 4 * 64];
+/// let (mut o, mut lse) = (vec![f16::NAN; 4 * 64], vec![f32::NAN; 4]);
+/// let cache = Cache { k: &codes[..], v: &codes[..], table: None, lens: &[100][..], scales: Some(&scales[..]) };
+/// DecodeOp::interpret(&call, 0.125, &q, cache, (&mut o, &mut lse))?;
+/// // the exact step over the codes' values (each code times its head's scale)
+/// let cache = Cache { k: &codes[..], v: &codes[..], table: None, lens: &[100][..], scales: Some(&scales[..]) };
+/// let (want, _) = tilus_kernels::attention::decode::reference::decode(&call, 0.125, &q, &cache);
+/// assert!(o.iter().zip(&want).all(|(x, w)| (x.to_f64() - w).abs() <= 2e-3 * (1.0 + w.abs())));
+/// // without its scales, a cache of codes is refused before anything runs
+/// let cache = Cache { k: &codes[..], v: &codes[..], table: None, lens: &[100][..], scales: None };
+/// assert!(DecodeOp::interpret(&call, 0.125, &q, cache, (&mut o, &mut lse)).is_err());
+/// # Ok::<(), tilus_kernels::Error>(())
+/// ```
 pub trait CacheOf<T: AttentionElement>: CacheElement {
     /// The op's kernels for this cache type.
     #[doc(hidden)]
