@@ -101,9 +101,29 @@ pub fn head_scales<C: CacheElement>(values: &[f64], kv_heads: usize, head_dim: u
 
 #[cfg(test)]
 mod tests {
-    use super::head_scales;
-    use half::f16;
+    use super::{head_scales, CacheElement};
+    use half::{bf16, f16};
     use tilus::lowp::F8E4M3;
+
+    /// Each type's codes: values it holds come back exactly, others round to the nearest
+    /// (e4m3 saturates at 448), NaN stays NaN; the test caches are drawn through these.
+    #[test]
+    fn cache_elements_round_to_their_codes() {
+        fn back<C: CacheElement>(x: f64) -> f64 {
+            C::from_f64(x).to_f64()
+        }
+        for x in [1.5, -0.25, 3.0] {
+            assert_eq!(back::<f16>(x), x);
+            assert_eq!(back::<bf16>(x), x);
+            assert_eq!(back::<F8E4M3>(x), x);
+        }
+        assert_eq!(back::<f16>(1.0 + 1.0 / 4096.0), 1.0);
+        assert_eq!(back::<bf16>(1.0 + 1.0 / 512.0), 1.0);
+        assert_eq!(back::<F8E4M3>(1.0 + 1.0 / 32.0), 1.0);
+        assert_eq!(back::<F8E4M3>(1000.0), 448.0);
+        assert_eq!((F8E4M3::code_range(), f16::code_range()), (448.0, 1.0));
+        assert!(back::<f16>(f64::NAN).is_nan() && back::<F8E4M3>(f64::NAN).is_nan());
+    }
 
     /// Each head's largest magnitude lands on e4m3's largest code (448); a head of zeros, and
     /// every head of a type that is not scaled, keeps 1; NaN is left out of the maximum.
