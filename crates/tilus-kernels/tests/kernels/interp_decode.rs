@@ -201,6 +201,10 @@ fn interp_decode_refuses_hyperparameters_it_does_not_build() {
     let mut bad = DecodeAttention::<f16>::new(128, 1, 4, None);
     bad.slot = 12;
     assert!(tilus::trace(&bad, &[]).is_err());
+    // boxes of fewer than 8 rows (pages of 4)
+    let mut bad = DecodeAttention::<f16>::new(128, 1, 4, Some(16));
+    bad.box_rows = 4;
+    assert!(tilus::trace(&bad, &[]).is_err());
 }
 
 /// The steps overlapped (step `j + 1`'s scores issued before step `j`'s values' product): the
@@ -272,8 +276,12 @@ fn interp_decode_over_e4m3_codes_matches_the_reference() {
 #[test]
 fn interp_decode_append_quantizes_into_a_cache_of_e4m3_codes() {
     let mut rng = Rng::new(seed());
-    for page_size in [None, Some(16)] {
-        let heads = Heads::new(4, 2, 64);
+    // two key-value heads, then four (each head's scale read at its own place)
+    for (page_size, heads) in [
+        (None, Heads::new(4, 2, 64)),
+        (Some(16), Heads::new(4, 2, 64)),
+        (Some(16), Heads::new(8, 4, 64)),
+    ] {
         let mut step = Step::<f16, F8E4M3>::random(&mut rng, (2, heads), &[2, 40, 17], page_size);
         let (want_k, want_v) = (step.k.clone(), step.v.clone());
         let (k_new, v_new) = step.take_new_tokens();
@@ -288,8 +296,8 @@ fn interp_decode_append_quantizes_into_a_cache_of_e4m3_codes() {
         let codes = |x: &[F8E4M3]| x.iter().map(|c| c.0).collect::<Vec<_>>();
         assert_eq!(codes(&step.k), codes(&want_k), "{page_size:?}: the keys");
         assert_eq!(codes(&step.v), codes(&want_v), "{page_size:?}: the values");
-        let mut o = vec![f16::NAN; 3 * 2 * 4 * 64];
-        let mut lse = vec![f32::NAN; 3 * 2 * 4];
+        let mut o = vec![f16::NAN; 3 * 2 * heads.q_heads * 64];
+        let mut lse = vec![f32::NAN; 3 * 2 * heads.q_heads];
         DecodeOp::interpret(&step.call, 0.2, &step.q, step.cache(), (&mut o, &mut lse)).unwrap();
         step.assert_matches("after the append", 0.2, (&o, &lse));
 
