@@ -115,10 +115,7 @@ fn gpu_decode_matches_the_reference_on_every_layout_and_head_dimension() {
     tilus_bench::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
     let mut rng = Rng::new(seed());
-    let (op16, op_bf16) = (
-        DecodeOp::<f16>::new(&device).unwrap(),
-        DecodeOp::<bf16>::new(&device).unwrap(),
-    );
+    let (op16, op_bf16) = ops(&device);
     for d in [64, 128, 256] {
         let heads = Heads::new(8, 2, d);
         check(
@@ -192,10 +189,7 @@ fn gpu_decode_over_e4m3_codes_matches_the_reference() {
     tilus_bench::test_cache!();
     let device = Device::open(0).expect("a Hopper GPU");
     let mut rng = Rng::new(seed());
-    let (op16, op_bf16) = (
-        DecodeOp::<f16>::new(&device).unwrap(),
-        DecodeOp::<bf16>::new(&device).unwrap(),
-    );
+    let (op16, op_bf16) = ops(&device);
     for d in [64, 128, 256] {
         let heads = Heads::new(8, 2, d);
         let at = (&device, &mut rng, &op16);
@@ -255,4 +249,12 @@ fn append_then_step<T: AttentionElement, C: CacheOf<T>>(
     assert_eq!(bits(&step.v), bits(&want_v), "{what}: the values");
     let (o, lse) = on_device.run(device, op, &step, 0.1);
     step.assert_matches(&format!("{what}: after the append"), 0.1, (&o, &lse));
+}
+
+/// The host API in f16 and in bf16 on `device`.
+fn ops(device: &Device) -> (DecodeOp<f16>, DecodeOp<bf16>) {
+    (
+        DecodeOp::<f16>::new(device).unwrap(),
+        DecodeOp::<bf16>::new(device).unwrap(),
+    )
 }
