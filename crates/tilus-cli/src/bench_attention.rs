@@ -161,6 +161,7 @@ pub(crate) struct DecodeGrid {
     pub splits: String,
     pub merge_in_kernel: bool,
     pub overlap: String,
+    pub q_registers: String,
     pub kv_dtypes: String,
 }
 
@@ -174,6 +175,17 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<((String, String), DecodeCase)>
     let splits: Vec<usize> = list("decode-splits", &g.splits)?;
     let overlap: Vec<bool> = list("decode-overlap", &g.overlap)?;
     let caches: Vec<String> = list("kv-dtypes", &g.kv_dtypes)?;
+    let q_registers = list::<String>("decode-q-registers", &g.q_registers)?
+        .iter()
+        .map(|q| match q.as_str() {
+            "auto" => Ok(None),
+            "true" => Ok(Some(true)),
+            "false" => Ok(Some(false)),
+            _ => Err(CliError::Usage(format!(
+                "--decode-q-registers: `{q}` (auto, true or false)"
+            ))),
+        })
+        .collect::<CliResult<Vec<Option<bool>>>>()?;
     if let Some(c) = caches.iter().find(|c| *c != "same" && *c != "e4m3") {
         return Err(CliError::Usage(format!(
             "--kv-dtypes: `{c}` (same: the attention's type, or e4m3)"
@@ -191,7 +203,10 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<((String, String), DecodeCase)>
                 for &p in &pages {
                     for &st in &stages {
                         for &sp in &splits {
-                            for &ov in &overlap {
+                            for (&ov, &qr) in overlap
+                                .iter()
+                                .flat_map(|o| q_registers.iter().map(move |q| (o, q)))
+                            {
                                 let case = DecodeCase {
                                     batch,
                                     context,
@@ -203,6 +218,7 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<((String, String), DecodeCase)>
                                         splits: (sp > 0).then_some(sp),
                                         merge: g.merge_in_kernel.then_some(true),
                                         overlap: Some(ov),
+                                        q_in_registers: qr,
                                     },
                                 };
                                 out.push((t.clone(), case));
@@ -239,7 +255,7 @@ pub(crate) fn decode(g: &DecodeGrid, opts: &BenchOptions) -> CliResult<bool> {
             format!(" cache={}", t.1)
         };
         outln!(
-            "decode {}{cache} d={} b={} ctx={} queries={} heads={}/{} page={} stages={} splits={}{}{}: {:.4} ms {:.3} TB/s check {} ({} rows, max err {:.2e}, lse {:.2e})",
+            "decode {}{cache} d={} b={} ctx={} queries={} heads={}/{} page={} stages={} splits={}{}{}{}: {:.4} ms {:.3} TB/s check {} ({} rows, max err {:.2e}, lse {:.2e})",
             t.0,
             h.head_dim,
             case.batch,
@@ -252,6 +268,11 @@ pub(crate) fn decode(g: &DecodeGrid, opts: &BenchOptions) -> CliResult<bool> {
             case.tiling.splits.map_or("auto".to_string(), |s| s.to_string()),
             if g.merge_in_kernel { " merged in the kernel" } else { "" },
             if case.tiling.overlap == Some(true) { " overlapped" } else { "" },
+            match case.tiling.q_in_registers {
+                Some(true) => " q=registers",
+                Some(false) => " q=shared",
+                None => "",
+            },
             r.ms,
             r.tbps,
             if r.passed { "PASS" } else { "FAIL" },
@@ -389,6 +410,7 @@ mod tests {
             splits: "0".into(),
             merge_in_kernel: false,
             overlap: "false".into(),
+            q_registers: "auto".into(),
             kv_dtypes: "same".into(),
         }
     }
@@ -425,6 +447,21 @@ mod tests {
         match decode_cases(&g) {
             Err(CliError::Usage(e)) => assert!(e.contains("--kv-dtypes"), "{e}"),
             other => panic!("e5m2: {:?}", other.map(|c| c.len()).map_err(|_| ())),
+        }
+        // where Q lives: each choice a case, in the order given; others refused
+        let mut g = decode_grid("1x8192", "0");
+        g.stages = "0".into();
+        g.q_registers = "false,auto,true".into();
+        let q: Vec<Option<bool>> = decode_cases(&g)
+            .unwrap()
+            .iter()
+            .map(|(_, c)| c.tiling.q_in_registers)
+            .collect();
+        assert_eq!(q, [Some(false), None, Some(true)]);
+        g.q_registers = "yes".into();
+        match decode_cases(&g) {
+            Err(CliError::Usage(e)) => assert!(e.contains("--decode-q-registers"), "{e}"),
+            other => panic!("yes: {:?}", other.map(|c| c.len()).map_err(|_| ())),
         }
     }
 }

@@ -365,6 +365,11 @@ enum BenchCommand {
         /// Decode: the kernel's steps overlapped or not, comma-separated (`false,true`).
         #[arg(long, default_value = "false")]
         decode_overlap: String,
+        /// Decode: Q in registers or in shared memory, comma-separated: `auto` (the
+        /// kernel's choice: registers over a cache of codes up to head dimension 128),
+        /// `true`, `false`.
+        #[arg(long, default_value = "auto")]
+        decode_q_registers: String,
         /// Decode: the cache's element types, comma-separated: `same` (the attention's
         /// type) or `e4m3` (codes with a scale per key-value head).
         #[arg(long, default_value = "same")]
@@ -565,6 +570,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 decode_splits,
                 merge_in_kernel,
                 decode_overlap,
+                decode_q_registers,
                 kv_dtypes,
                 warmup,
                 rounds,
@@ -583,6 +589,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                     splits: decode_splits,
                     merge_in_kernel,
                     overlap: decode_overlap,
+                    q_registers: decode_q_registers,
                     kv_dtypes,
                 },
                 &BenchOptions {

@@ -2,7 +2,7 @@
 //! first version and the decode step) issue them: `S = Q·Kᵀ` over the head dimension's
 //! chunks of 64, then `O = O·alpha + P·V` with `P` in registers, each waited for.
 
-use tilus::lang::WgmmaTarget;
+use tilus::lang::{WgmmaOperand, WgmmaTarget};
 use tilus::prelude::*;
 
 /// `S = Q·Kᵀ` into `s`: Q's chunks `sq.at(c)` against stage `stage`'s key chunks
@@ -14,27 +14,34 @@ pub(crate) fn scores<T: Element>(
     (stage, chunks): (Val, i32),
     s: &RegisterTensor<f32>,
 ) {
-    issue_scores(k, (sq, sk), (stage, chunks), s);
+    let q = chunks_of(sq, chunks);
+    issue_scores(k, (&q, sk), stage, s);
     k.wgmma().wait_group(0);
 }
 
-/// [`scores`] issued and committed as one group, not waited for.
-pub(crate) fn issue_scores<T: Element>(
+/// Q's chunks of 64 columns, `sq.at(c)`, as [`issue_scores`] takes them.
+pub(crate) fn chunks_of<T>(sq: &SharedTensor<T>, chunks: i32) -> Vec<SharedTensor<T>> {
+    (0..chunks).map(|c| sq.at(Val::constant(c))).collect()
+}
+
+/// [`scores`] issued and committed as one group, not waited for, with Q's chunks `q` in
+/// shared memory or in registers (WGMMA's A operand either way).
+pub(crate) fn issue_scores<T: Element, Q: WgmmaOperand<T>>(
     k: &mut Kernel,
-    (sq, sk): (&SharedTensor<T>, &SharedTensor<T>),
-    (stage, chunks): (Val, i32),
+    (q, sk): (&[Q], &SharedTensor<T>),
+    stage: Val,
     s: &RegisterTensor<f32>,
 ) {
+    let chunks = q.len() as i32;
     k.wgmma().fence();
-    for c in 0..chunks {
+    for (c, qc) in q.iter().enumerate() {
         let target = if c == 0 {
             WgmmaTarget::all().overwriting()
         } else {
             WgmmaTarget::all()
         };
-        let ks = sk.at(k.let_i32(stage * chunks + c));
-        k.wgmma()
-            .mma_to(&sq.at(Val::constant(c)), &ks.transpose(), s, target);
+        let ks = sk.at(k.let_i32(stage * chunks + c as i32));
+        k.wgmma().mma_to(qc, &ks.transpose(), s, target);
     }
     k.wgmma().commit_group();
 }

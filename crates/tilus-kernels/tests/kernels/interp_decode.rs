@@ -231,7 +231,7 @@ fn interp_decode_with_overlapped_steps_matches_the_reference() {
 /// that a scale of the wrong head or the keys' for the values' shows): contiguous and paged
 /// (pages shorter than a step, a step, longer), ragged contexts down to one position, several
 /// tokens, every head dimension, split and not (the kernel writing the output itself), f16
-/// and bf16 queries; unused rows hold NaN codes.
+/// and bf16 queries, Q in registers and in shared memory; unused rows hold NaN codes.
 #[test]
 fn interp_decode_over_e4m3_codes_matches_the_reference() {
     let mut rng = Rng::new(seed());
@@ -246,13 +246,19 @@ fn interp_decode_over_e4m3_codes_matches_the_reference() {
         None,
         split(3),
     );
-    check_over::<f16, F8E4M3>(
-        &mut rng,
-        (3, Heads::new(4, 2, 128)),
-        &[3, 50, 131],
-        Some(16),
-        split(2),
-    );
+    // Q in registers (the default up to head dimension 128) and in shared memory
+    for q_in_registers in [None, Some(false)] {
+        check_over::<f16, F8E4M3>(
+            &mut rng,
+            (3, Heads::new(4, 2, 128)),
+            &[3, 50, 131],
+            Some(16),
+            Tiling {
+                q_in_registers,
+                ..split(2)
+            },
+        );
+    }
     check_over::<bf16, F8E4M3>(
         &mut rng,
         (2, Heads::new(12, 3, 128)),

@@ -117,6 +117,12 @@ fn nvrtc_decode_compiles_at_every_head_dimension_and_layout_without_spills() {
             // spill a word (bounded here)
             e4m3(&DecodeAttention::<f16, F8E4M3>::new(d, 1, 4, page));
         }
+        // Q in shared memory over codes (registers are the default up to 128)
+        if d <= 128 {
+            let mut shared = DecodeAttention::<f16, F8E4M3>::new(d, 1, 4, Some(16));
+            shared.q_in_registers = false;
+            e4m3(&shared);
+        }
         e4m3(&DecodeAttention::<bf16, F8E4M3>::new(d, 2, 8, Some(32)));
         compiled::<bf16, _>(&DecodeAttention::<bf16>::new(d, 8, 8, Some(32)));
         compiled::<f16, _>(&DecodeAttention::<f16>::new(d, 3, 24, None));

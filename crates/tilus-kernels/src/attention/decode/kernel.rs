@@ -25,7 +25,7 @@
 //! others' slots in the kernel (`merge`).
 
 use super::super::forward::AttentionElement;
-use super::super::products::{accumulate, issue_accumulate, issue_scores, scores};
+use super::super::products::{accumulate, chunks_of, issue_accumulate, issue_scores};
 use super::super::softmax::OnlineSoftmax;
 use super::element::CacheElement;
 use std::marker::PhantomData;
@@ -99,13 +99,18 @@ pub struct DecodeAttention<T, C = T> {
     /// Step `j + 1`'s scores issued before step `j`'s values' product (the two products back
     /// to back, one wait a step), instead of each product waited for in turn.
     pub overlap: bool,
+    /// Q read into registers once (WGMMA's A operand from there) and its shared tile given
+    /// to the converted copy of the step: a cache of codes at head dimension 64 or 128, where
+    /// the 16 KB this saves lets a third block onto a multiprocessor.
+    pub q_in_registers: bool,
     _t: PhantomData<fn() -> (T, C)>,
 }
 
-impl<T, C> DecodeAttention<T, C> {
+impl<T: Element, C: Element> DecodeAttention<T, C> {
     /// The kernel for `head_dim`, `queries` new tokens per sequence and `group` query heads
     /// per key-value head, over pages of `page_size` rows (`None`: a contiguous cache):
-    /// steps of 64 keys, two stages.
+    /// steps of 64 keys, two stages; Q in registers over a cache of codes up to head
+    /// dimension 128.
     pub fn new(
         head_dim: i32,
         queries: i32,
@@ -126,10 +131,13 @@ impl<T, C> DecodeAttention<T, C> {
             direct: false,
             merge: false,
             overlap: false,
+            q_in_registers: <C as Element>::DTYPE != <T as Element>::DTYPE && head_dim <= 128,
             _t: PhantomData,
         }
     }
+}
 
+impl<T, C> DecodeAttention<T, C> {
     /// The same kernel with its steps overlapped or not.
     pub fn with_overlap(mut self, overlap: bool) -> DecodeAttention<T, C> {
         self.overlap = overlap;
@@ -159,7 +167,7 @@ impl<T, C> DecodeAttention<T, C> {
     }
 
     /// Every hyperparameter, for equality and hashing.
-    fn key(&self) -> [i32; 9] {
+    fn key(&self) -> [i32; 10] {
         [
             self.head_dim,
             self.queries,
@@ -170,6 +178,7 @@ impl<T, C> DecodeAttention<T, C> {
             self.direct as i32,
             self.merge as i32,
             self.overlap as i32,
+            self.q_in_registers as i32,
         ]
     }
 }
@@ -227,12 +236,16 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
             && (8..=BLOCK_ROWS).contains(&slot)
             && (self.box_rows == 0 || (self.box_rows >= 8 && bkv % self.box_rows == 0))
             // one converted copy of a step: the next step's scores cannot run ahead
-            && !(self.overlap && <C as Element>::DTYPE != <T as Element>::DTYPE);
+            && !(self.overlap && <C as Element>::DTYPE != <T as Element>::DTYPE)
+            // Q's registers beside O's accumulator fit up to head dimension 128, and its
+            // shared tile is only given to a converted copy
+            && !(self.q_in_registers && (d > 128 || <C as Element>::DTYPE == <T as Element>::DTYPE));
         if !fits {
             k.refuse_config(format!(
                 "{self:?}: head_dim 64, 128 or 256, block_kv 64 or 128, 1 to 8 stages and \
                  queries, a slot of 8 to 64 rows in eights, box_rows 0 or a divisor of \
-                 block_kv of at least 8; no overlap over a converted cache"
+                 block_kv of at least 8; no overlap over a converted cache; Q in registers \
+                 only over a converted cache, head_dim up to 128"
             ));
             return;
         }
@@ -258,19 +271,10 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
         let counts = k.global_view::<i32>(args.16, [groups]);
 
         let chunks = d / 64;
-        let sq = k.shared_tensor::<T>([chunks, BLOCK_ROWS, 64]);
         let sk = k.shared_tensor::<C>([stages * chunks, bkv, 64]);
         let sv = k.shared_tensor::<C>([stages, bkv, d]);
-        // the products' operands: the ring's stages themselves for a cache of `T`, else one
-        // copy of a step converted to `T` (the products of a step are waited for before the
-        // next step converts)
-        let products = match (sk.as_type::<T>(), sv.as_type::<T>()) {
-            (Some(pk), Some(pv)) => Products::Ring(pk, pv),
-            _ => Products::Converted(
-                k.shared_tensor::<T>([chunks, bkv, 64]),
-                k.shared_tensor::<T>([1, bkv, d]),
-            ),
-        };
+        // (Q's tile last: freed, its bytes start the converted copy's)
+        let sq = k.shared_tensor::<T>([chunks, BLOCK_ROWS, 64]);
         let qbar = k.mbarrier().alloc([1]);
         let full = k.mbarrier().alloc_counts(&vec![1; stages as usize]);
 
@@ -347,6 +351,31 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
             }
         });
         k.mbarrier().wait(qbar[0], 0u32);
+        let q = if self.q_in_registers {
+            let regs = (0..chunks)
+                .map(|c| k.load_shared(&sq.at(Val::constant(c))))
+                .collect();
+            // every warp has read Q before the copy below reuses its bytes
+            k.sync();
+            k.free_shared(&sq);
+            QueryOperand::Registers(regs)
+        } else {
+            QueryOperand::Shared(chunks_of(&sq, chunks))
+        };
+        // the products' operands: the ring's stages themselves for a cache of `T`, else one
+        // copy of a step converted to `T` (the products of a step are waited for before the
+        // next step converts)
+        let products = match (sk.as_type::<T>(), sv.as_type::<T>()) {
+            (Some(pk), Some(pv)) => Products::Ring(pk, pv),
+            _ => Products::Converted(
+                k.shared_tensor::<T>([chunks, bkv, 64]),
+                k.shared_tensor::<T>([1, bkv, d]),
+            ),
+        };
+        let issue_scores = |k: &mut Kernel, keys: &SharedTensor<T>, stage: Val, s| match &q {
+            QueryOperand::Shared(q) => issue_scores(k, (q, keys), stage, s),
+            QueryOperand::Registers(q) => issue_scores(k, (q, keys), stage, s),
+        };
 
         // each row's token and head within the group
         let r = k.arange([BLOCK_ROWS, 1], 0);
@@ -410,7 +439,7 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                     // back to back
                     k.if_(Scalar::from(0).lt(steps), |k| {
                         let (stage, _) = arrived(k, Scalar::from(0));
-                        issue_scores(k, (&sq, pk), (stage, chunks), &s);
+                        issue_scores(k, pk, stage, &s);
                     });
                     let step = |k: &mut Kernel, j: Val, masked: bool| {
                         k.wgmma().wait_group(0);
@@ -426,7 +455,7 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                         let (p, alpha) = softmax.fold(k, &s, keep);
                         k.if_((j + 1).lt(steps), |k| {
                             let (next, _) = arrived(k, j + 1);
-                            issue_scores(k, (&sq, pk), (next, chunks), &s);
+                            issue_scores(k, pk, next, &s);
                         });
                         issue_accumulate(k, (&p, &alpha), &pv.at(stage), &acc);
                     };
@@ -436,7 +465,8 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                 } else {
                     let step = |k: &mut Kernel, j: Val, masked: bool| {
                         let (stage, first) = arrived(k, j.into());
-                        scores(k, (&sq, pk), (stage, chunks), &s);
+                        issue_scores(k, pk, stage, &s);
+                        k.wgmma().wait_group(0);
                         let keep = masked.then(|| keep(k, first));
                         let (p, alpha) = softmax.fold(k, &s, keep);
                         accumulate(k, (&p, &alpha), &pv.at(stage), &acc);
@@ -470,7 +500,7 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                     }
                     k.fence_proxy_async();
                     k.sync();
-                    issue_scores(k, (&sq, pk), (Val::constant(0), chunks), &s);
+                    issue_scores(k, pk, Val::constant(0), &s);
                 };
                 // the values converted, the rows past the context zeroed on the way (8 rows
                 // at a time at head dimension 256: 16 spill there)
@@ -648,8 +678,18 @@ impl<T, C> std::fmt::Debug for DecodeAttention<T, C> {
             .field("direct", &self.direct)
             .field("merge", &self.merge)
             .field("overlap", &self.overlap)
+            .field("q_in_registers", &self.q_in_registers)
             .finish()
     }
+}
+
+/// Where `S = Q·Kᵀ` reads Q's chunks of 64 columns: the shared tile TMA filled, or registers
+/// loaded from it once.
+enum QueryOperand<T> {
+    /// `sq.at(c)` for each chunk `c`.
+    Shared(Vec<SharedTensor<T>>),
+    /// Each chunk `[64, 64]` in registers.
+    Registers(Vec<RegisterTensor<T>>),
 }
 
 /// Where the products read a step's keys and values: the ring's stages (a cache of the
@@ -685,5 +725,37 @@ mod tests {
         ] {
             assert!(head.contains(name), "{name} in {head}");
         }
+    }
+
+    /// Q in registers gives its shared tile to the converted copy: a cache of e4m3 codes at
+    /// head dimension 128 plans 64 KB of tiles (and the barriers and alignment's few KB, so
+    /// that three blocks fit a multiprocessor's 227 KB, a KB of each reserved), against 80
+    /// KB with Q in shared memory; at 64, half of each.
+    #[test]
+    fn q_in_registers_lets_a_third_block_on() {
+        let smem = |d: i32, q_in_registers: bool| {
+            let mut kernel = DecodeAttention::<f16, F8E4M3>::new(d, 1, 4, Some(16));
+            assert_eq!(kernel.q_in_registers, d <= 128);
+            kernel.q_in_registers = q_in_registers;
+            let program = tilus::trace(&kernel, &[]).unwrap();
+            let (_, plan) = tilus::passes::compile_program(program).unwrap();
+            plan.smem_bytes as i32
+        };
+        for d in [64, 128] {
+            let (registers, shared) = (smem(d, true), smem(d, false));
+            let kb = d / 2 * 1024;
+            assert!(registers > kb && registers <= kb + 4096, "{d}: {registers}");
+            assert!(shared > kb * 5 / 4, "{d}: {shared}");
+            assert!(3 * (registers + 1024) <= 227 * 1024);
+        }
+        // refused where it does not fit or saves nothing: head dimension 256, a cache of f16
+        let mut wide = DecodeAttention::<f16, F8E4M3>::new(256, 1, 4, None);
+        assert!(!wide.q_in_registers);
+        wide.q_in_registers = true;
+        assert!(tilus::trace(&wide, &[]).is_err());
+        let mut same = DecodeAttention::<f16>::new(128, 1, 4, None);
+        assert!(!same.q_in_registers);
+        same.q_in_registers = true;
+        assert!(tilus::trace(&same, &[]).is_err());
     }
 }

@@ -29,6 +29,9 @@ pub struct Tiling {
     pub merge: Option<bool>,
     /// `Some(true)`: the kernel's steps overlapped ([`DecodeAttention::overlap`]).
     pub overlap: Option<bool>,
+    /// Q in registers or not ([`DecodeAttention::q_in_registers`]; `None`: the kernel's
+    /// default, registers over a cache of codes up to head dimension 128).
+    pub q_in_registers: Option<bool>,
 }
 
 /// The cache's buffers: `k` and `v` (the layout [`Decode::layout`] says), the block table
@@ -224,7 +227,7 @@ impl<T: AttentionElement> DecodeOp<T> {
             (o.len(), lse.len()),
         )?;
         scales_of::<C>(&c, cache.scales.map(|s| s.len()))?;
-        let (splits, split_keys) = split_of::<T, C>(call, tiling.splits, self.multiprocessors)?;
+        let (splits, split_keys) = split_of::<T, C>(call, tiling, self.multiprocessors)?;
         let (direct, merge) = Self::plan(c.d, splits, tiling.merge);
         let config = configured::<T, C>(call, tiling, (direct, merge));
         let (parts, groups) = workspace(call, c.d, splits, direct);
@@ -355,7 +358,7 @@ impl<T: AttentionElement> DecodeOp<T> {
         )?;
         scales_of::<C>(&c, cache.scales.map(|s| s.len()))?;
         contents(call, cache.table, cache.lens)?;
-        let (splits, split_keys) = split_of::<T, C>(call, tiling.splits, 132)?;
+        let (splits, split_keys) = split_of::<T, C>(call, tiling, 132)?;
         let (direct, merge) = Self::plan(c.d, splits, tiling.merge);
         let config = configured::<T, C>(call, tiling, (direct, merge));
         let (parts, groups) = workspace(call, c.d, splits, direct);
@@ -421,10 +424,10 @@ impl<T: AttentionElement> DecodeOp<T> {
 /// each), and the keys per split.
 fn split_of<T: AttentionElement, C: CacheElement>(
     call: &Decode,
-    splits: Option<usize>,
+    tiling: Tiling,
     multiprocessors: usize,
 ) -> crate::Result<(usize, usize)> {
-    match splits {
+    match tiling.splits {
         Some(s) if (1..=MAX_SPLITS).contains(&s) => {
             let bkv = call.kernel::<T, T>().block_kv as usize;
             Ok((s, call.max_context.div_ceil(bkv).div_ceil(s) * bkv))
@@ -436,7 +439,15 @@ fn split_of<T: AttentionElement, C: CacheElement>(
         None if <C as tilus::lang::Element>::DTYPE == <T as tilus::lang::Element>::DTYPE => {
             Ok(call.split::<T>(multiprocessors))
         }
-        None => Ok(call.split_in::<T>(2 * multiprocessors)),
+        // two blocks a multiprocessor, three where Q's shared tile is given to the converted
+        // copy (64 KB of shared memory a block at head dimension 128)
+        None => {
+            let q_in_registers = tiling
+                .q_in_registers
+                .unwrap_or(call.kernel::<T, C>().q_in_registers);
+            let blocks = if q_in_registers { 3 } else { 2 };
+            Ok(call.split_in::<T>(blocks * multiprocessors))
+        }
     }
 }
 
@@ -565,6 +576,9 @@ fn configured<T: AttentionElement, C: CacheElement>(
         config.stages = stages;
     }
     config.overlap = tiling.overlap == Some(true);
+    if let Some(q_in_registers) = tiling.q_in_registers {
+        config.q_in_registers = q_in_registers;
+    }
     config
 }
 

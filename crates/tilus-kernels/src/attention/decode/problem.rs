@@ -4,6 +4,7 @@
 use super::super::Heads;
 use super::kernel::{DecodeAttention, BLOCK_ROWS};
 use crate::Error;
+use tilus::lang::Element;
 
 pub(crate) const NAME: &str = "attention::decode";
 
@@ -159,7 +160,7 @@ impl Decode {
     }
 
     /// The decode kernel's configuration for this call, over a cache of `C`.
-    pub fn kernel<T, C>(&self) -> DecodeAttention<T, C> {
+    pub fn kernel<T: Element, C: Element>(&self) -> DecodeAttention<T, C> {
         let page = match self.layout {
             KvLayout::Contiguous { .. } => None,
             KvLayout::Paged { page_size, .. } => Some(page_size as i32),
@@ -170,8 +171,13 @@ impl Decode {
 
     /// The rows of the partial slots of a launch in `splits` splits: 64 per block.
     pub fn partial_rows<T>(&self, splits: usize) -> usize {
-        let blocks = self.batch * self.heads.kv_heads * self.kernel::<T, T>().row_blocks() as usize;
+        let blocks = self.batch * self.heads.kv_heads * self.steps_kernel().row_blocks() as usize;
         blocks * splits * BLOCK_ROWS as usize
+    }
+
+    /// The kernel's steps and blocks of rows, which no element type changes.
+    fn steps_kernel(&self) -> DecodeAttention<half::f16> {
+        self.kernel::<half::f16, half::f16>()
     }
 
     /// The split of the contexts on `multiprocessors`: `(splits, keys per split)`. The
@@ -190,7 +196,7 @@ impl Decode {
     /// longer and two blocks a multiprocessor overlap them (e4m3 at 16 × 4096: 82.4 µs in
     /// two splits against 122.4 in one; docs/perf.md), so its slots are twice as many.
     pub(crate) fn split_in<T>(&self, slots: usize) -> (usize, usize) {
-        let kernel = self.kernel::<T, T>();
+        let kernel = self.steps_kernel();
         let bkv = kernel.block_kv as usize;
         let blocks = self.batch * self.heads.kv_heads * kernel.row_blocks() as usize;
         let steps = self.max_context.div_ceil(bkv).max(1);

@@ -8,7 +8,7 @@ use std::fmt::Debug;
 use tilus::prelude::*;
 use tilus::tune::{Binding, Space};
 
-impl<T, C> Default for DecodeAttention<T, C> {
+impl<T: Element, C: Element> Default for DecodeAttention<T, C> {
     /// Heads of 128, one new token, groups of 4, a contiguous cache.
     fn default() -> Self {
         DecodeAttention::new(128, 1, 4, None)
