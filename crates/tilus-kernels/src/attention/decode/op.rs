@@ -439,15 +439,10 @@ fn split_of<T: AttentionElement, C: CacheElement>(
         None if <C as tilus::lang::Element>::DTYPE == <T as tilus::lang::Element>::DTYPE => {
             Ok(call.split::<T>(multiprocessors))
         }
-        // two blocks a multiprocessor, three where Q's shared tile is given to the converted
-        // copy (64 KB of shared memory a block at head dimension 128)
-        None => {
-            let q_in_registers = tiling
-                .q_in_registers
-                .unwrap_or(call.kernel::<T, C>().q_in_registers);
-            let blocks = if q_in_registers { 3 } else { 2 };
-            Ok(call.split_in::<T>(blocks * multiprocessors))
-        }
+        // two blocks a multiprocessor, Q in registers or not: the 64 KB of shared memory a
+        // block takes with Q in registers (head dimension 128) would let a third on, but its
+        // registers do not (204 a thread; at 168, 100 bytes spill); docs/perf.md
+        None => Ok(call.split_in::<T>(2 * multiprocessors)),
     }
 }
 
