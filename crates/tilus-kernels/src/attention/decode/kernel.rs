@@ -101,8 +101,8 @@ pub struct DecodeAttention<T, C = T> {
     pub overlap: bool,
     /// Q read into registers once (WGMMA's A operand from there) and its shared tile given
     /// to the converted copy of the step: a cache of codes at head dimension 64 or 128. Each
-    /// step's scores then read only the keys from shared memory (4-7% faster at 64 × 4096
-    /// and 32 × 32768 on an H100, docs/perf.md); the 16 KB it saves would let a third block
+    /// step's scores then read only the keys from shared memory (3-9% faster from batch 16 up
+    /// on an H100, docs/perf.md); the 16 KB it saves would let a third block
     /// onto a multiprocessor, but its registers do not.
     pub q_in_registers: bool,
     _t: PhantomData<fn() -> (T, C)>,
