@@ -442,7 +442,7 @@ fn split_of<T: AttentionElement, C: CacheElement>(
         // two blocks a multiprocessor, Q in registers or not: the 64 KB of shared memory a
         // block takes with Q in registers (head dimension 128) would let a third on, but its
         // registers do not (204 a thread; at 168, 100 bytes spill); docs/perf.md
-        None => Ok(call.split_in::<T>(2 * multiprocessors)),
+        None => Ok(call.split_in(2 * multiprocessors)),
     }
 }
 

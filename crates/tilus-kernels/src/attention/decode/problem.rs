@@ -186,7 +186,7 @@ impl Decode {
     /// block's fixed cost (Q, the first stages' latency, the stores) in steps: at batch 1 the
     /// context is split until the machine is full, at large batches not at all.
     pub fn split<T>(&self, multiprocessors: usize) -> (usize, usize) {
-        self.split_in::<T>(multiprocessors)
+        self.split_in(multiprocessors)
     }
 
     /// [`Decode::split`] over `slots` blocks running at once: the multiprocessors times the
@@ -195,7 +195,7 @@ impl Decode {
     /// 4096 on an H100), so its slots are the multiprocessors; a converted cache's steps are
     /// longer and two blocks a multiprocessor overlap them (e4m3 at 16 × 4096: 82.4 µs in
     /// two splits against 122.4 in one; docs/perf.md), so its slots are twice as many.
-    pub(crate) fn split_in<T>(&self, slots: usize) -> (usize, usize) {
+    pub(crate) fn split_in(&self, slots: usize) -> (usize, usize) {
         let kernel = self.steps_kernel();
         let bkv = kernel.block_kv as usize;
         let blocks = self.batch * self.heads.kv_heads * kernel.row_blocks() as usize;
@@ -241,9 +241,9 @@ mod tests {
     /// run at once), 64 × 4096 still in one, a batch of one split as far as it goes.
     #[test]
     fn two_blocks_a_multiprocessor_split_the_middle_batches_in_two() {
-        assert_eq!(call(16, 32, 4096).split_in::<u8>(264), (2, 2048));
-        assert_eq!(call(64, 32, 4096).split_in::<u8>(264), (1, 4096));
-        assert_eq!(call(1, 32, 8192).split_in::<u8>(264), (32, 256));
+        assert_eq!(call(16, 32, 4096).split_in(264), (2, 2048));
+        assert_eq!(call(64, 32, 4096).split_in(264), (1, 4096));
+        assert_eq!(call(1, 32, 8192).split_in(264), (32, 256));
     }
 
     /// At most 64 query heads share a key-value head (the block's rows): 64 is taken, 72 is
