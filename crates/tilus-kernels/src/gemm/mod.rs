@@ -11,6 +11,7 @@
 
 pub mod cooperative;
 pub mod epilogue;
+pub mod fp8;
 pub mod general;
 pub mod matmuls;
 pub mod operand;

@@ -2,7 +2,7 @@
 //!
 //! - the CPU interpreter against a host reference: `interp_general`, `interp_split_k`,
 //!   `interp_stream_k`, `interp_memory`, `interp_epilogue`, `interp_quant` (on the exact
-//!   reference of `quant_reference`), `interp_attention` (on `attention_reference`), and `interp_ops` (the host APIs' interpreter entries and
+//!   reference of `quant_reference`), `interp_attention` (on `attention_reference`), `interp_fp8` (on `fp8_reference`), and `interp_ops` (the host APIs' interpreter entries and
 //!   their shape checks, on the references of `ops_reference`);
 //! - every configuration of the autotuning spaces through NVRTC, or a covering sample where a
 //!   space is large or for the second element type, in f16 and in bf16 for the kernels that
@@ -22,6 +22,7 @@
 
 mod attention_reference;
 mod decode_reference;
+mod fp8_reference;
 mod gpu_attention;
 mod gpu_decode;
 mod gpu_gemm;
@@ -34,6 +35,7 @@ mod gpu_stream_k;
 mod interp_attention;
 mod interp_decode;
 mod interp_epilogue;
+mod interp_fp8;
 mod interp_general;
 mod interp_memory;
 mod interp_ops;

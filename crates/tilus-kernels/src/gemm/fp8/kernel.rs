@@ -1,0 +1,187 @@
+//! The FP8 GEMM's kernel: v6's persistent, warp-specialized main loop on 8-bit operands (K
+//! steps of 128 codes: 128-byte rows, the 128-byte swizzle; WGMMA takes 32 of K an
+//! instruction), the per-tensor scales applied to the f32 accumulator before it is rounded to
+//! the output type.
+
+use super::scaled::Scaled;
+use crate::gemm::persistent::MatmulPersistent;
+use crate::gemm::tile_epilogue::{CastAndStore, STORE_CHUNK};
+use std::marker::PhantomData;
+use tilus::lang::Element;
+use tilus::prelude::*;
+use tilus::tune::{Binding, Space};
+
+/// The arguments of [`MatmulFp8`]: `(m, n, k, a, b, scales, c)`: A `[m, k]` and B `[n, k]`
+/// row-major codes (K-major, as the FP8 tensor cores take them), `scales` two f32 on the
+/// device (A's, then B's: a code stands for `code · scale`), C `[m, n]` row-major. `n` and
+/// `k` are compile-time constants; `k` a multiple of 16 (16-byte rows for TMA).
+pub type Fp8ArgsOf<T, O> = (
+    i32,
+    Const<i32>,
+    Const<i32>,
+    Ptr<T>,
+    Ptr<T>,
+    Ptr<f32>,
+    PtrMut<O>,
+);
+
+/// `C = (scale_a · scale_b) · A · Bᵀ` on FP8 codes `T` (`F8E4M3` or `F8E5M2`), accumulated in
+/// f32, rounded once to `O` (bf16, f16 or f32). Fields: v6's tile (`block_k` 128 codes).
+///
+/// ```
+/// use tilus::lowp::F8E4M3;
+/// use tilus_kernels::gemm::fp8::MatmulFp8;
+/// let (m, n, k) = (64usize, 256usize, 128usize);
+/// let (a, b) = (vec![F8E4M3::from_f32(0.5); m * k], vec![F8E4M3::from_f32(2.0); n * k]);
+/// let mut c = vec![half::bf16::NAN; m * n];
+/// let kernel = MatmulFp8::<F8E4M3, half::bf16>::default();
+/// let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+/// tilus::interpret(&kernel, (mi, ni, ki, &a[..], &b[..], &[0.5f32, 0.25][..], &mut c[..]))?;
+/// // each output: 128 products of 1, times 0.5 · 0.25
+/// assert!(c.iter().all(|&v| v == half::bf16::from_f32(16.0)));
+/// # Ok::<(), tilus::Error>(())
+/// ```
+pub struct MatmulFp8<T, O> {
+    /// The main loop's tile (v6's hyperparameters; blocks alone, no pairs).
+    pub tile: MatmulPersistent,
+    _t: PhantomData<fn() -> (T, O)>,
+}
+
+/// K per step: 128 codes, a 128-byte row (the widest the 128-byte swizzle takes).
+pub const FP8_BLOCK_K: i32 = 128;
+
+impl<T, O> MatmulFp8<T, O> {
+    /// The kernel on `tile` (its `block_k` set to [`FP8_BLOCK_K`], blocks alone).
+    pub fn new(tile: MatmulPersistent) -> MatmulFp8<T, O> {
+        MatmulFp8 {
+            tile: MatmulPersistent {
+                block_k: FP8_BLOCK_K,
+                cluster_m: 1,
+                ..tile
+            },
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T, O> Default for MatmulFp8<T, O> {
+    /// v6's default tile: 128 × 256, four stages.
+    fn default() -> Self {
+        MatmulFp8::new(MatmulPersistent::default())
+    }
+}
+
+impl<T: Element, O: Element> Script for MatmulFp8<T, O> {
+    type Args = Fp8ArgsOf<T, O>;
+
+    fn arg_names() -> &'static [&'static str] {
+        &[
+            "m_size", "n_size", "k_size", "a_ptr", "b_ptr", "scales", "c_ptr",
+        ]
+    }
+
+    fn name(&self) -> String {
+        format!("matmul_fp8_{}_{}", T::DTYPE.name(), O::DTYPE.name())
+    }
+
+    fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
+        let (m_size, n_size, k_size, a_ptr, b_ptr, scales, c_ptr) =
+            (args.0, args.1, args.2, args.3, args.4, args.5, args.6);
+        if T::DTYPE.bits() != 8 || !T::DTYPE.is_float() {
+            k.refuse_config(format!(
+                "{}: the FP8 GEMM's operands are 8-bit floats (f8e4m3, f8e5m2)",
+                T::DTYPE.name()
+            ));
+            return;
+        }
+        let t = &self.tile;
+        if t.block_k != FP8_BLOCK_K || t.cluster_m != 1 {
+            k.refuse_config(format!(
+                "{self:?}: block_k {FP8_BLOCK_K} (128-byte rows of codes), blocks alone"
+            ));
+            return;
+        }
+        let gc = k.name_next("gc").global_view::<O>(c_ptr, [m_size, n_size]);
+        // chunks of 128 bytes of the output (64 columns of 16-bit, 32 of f32), halved for
+        // warp groups of 128 rows as v6 does
+        let bytes = (O::DTYPE.bits() / 8) as i32;
+        let mut width = STORE_CHUNK * 2 / bytes;
+        if t.group_rows() > 64 {
+            width /= 2;
+        }
+        let stores = t.c_stores(k, gc, n_size, width);
+        // (a tile held for deferred stores in f32 would be as large as the accumulator)
+        let defer = t.defer_stores != 0 && t.ping_pong == 0 && bytes == 2;
+        let store = CastAndStore::new(stores, t.block_n, defer);
+        let scales = k.name_next("scales").global_view::<f32>(scales, [2]);
+        let sa = k.load_global_scalar(&scales, [0]);
+        let sb = k.load_global_scalar(&scales, [1]);
+        let alpha = k.name_next("alpha").let_f32(sa * sb);
+        let epilogue = Scaled::new(&store, alpha);
+        t.tiles(k, (m_size, n_size, k_size), (a_ptr, b_ptr), &epilogue, None);
+    }
+}
+
+/// The hyperparameters the FP8 GEMM's search space covers (v6's others keep their defaults;
+/// `block_k` is fixed).
+const FP8_TUNED: &[&str] = &["block_m", "block_n", "ping_pong", "stages", "group_m"];
+
+/// v6's tiles, stages and orders.
+impl<T: Element, O: Element> Tunable for MatmulFp8<T, O> {
+    fn space() -> Space {
+        Space::new()
+            .axis(
+                &["block_m", "block_n", "ping_pong"],
+                vec![
+                    vec![128, 256, 0],
+                    vec![256, 128, 0],
+                    vec![128, 128, 0],
+                    vec![128, 128, 1],
+                    vec![64, 256, 1],
+                ],
+            )
+            .and_then(|s| s.values("stages", &[3, 4, 5]))
+            .and_then(|s| s.values("group_m", &[8, 16]))
+            .expect("the FP8 GEMM's space is well formed")
+    }
+
+    fn from_binding(binding: &Binding) -> Result<Self, String> {
+        MatmulPersistent::from_subset(binding, FP8_TUNED).map(MatmulFp8::new)
+    }
+
+    fn to_binding(&self) -> Option<Binding> {
+        Some(self.tile.subset_binding(FP8_TUNED))
+    }
+}
+
+// by hand: the element types are named in the kernel's name, not among its hyperparameters
+impl<T, O> Clone for MatmulFp8<T, O> {
+    fn clone(&self) -> Self {
+        MatmulFp8 {
+            tile: self.tile.clone(),
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T, O> PartialEq for MatmulFp8<T, O> {
+    fn eq(&self, o: &Self) -> bool {
+        self.tile == o.tile
+    }
+}
+
+impl<T, O> Eq for MatmulFp8<T, O> {}
+
+impl<T, O> std::hash::Hash for MatmulFp8<T, O> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.tile.hash(h);
+    }
+}
+
+impl<T, O> std::fmt::Debug for MatmulFp8<T, O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MatmulFp8")
+            .field("tile", &self.tile)
+            .finish()
+    }
+}

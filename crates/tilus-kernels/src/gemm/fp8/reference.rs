@@ -1,0 +1,56 @@
+//! The FP8 GEMM's host reference: each code's exact value (FP8 values are exact in f64), the
+//! products summed in f64, the scales applied; and the bound an output rounded to its type
+//! after an f32 accumulation may stray from it.
+
+use tilus::lowp::LowpElement;
+
+/// `(scale_a · scale_b) · Σ_k a[i, k] · b[j, k]` for every `(i, j)`, in f64, with each row's
+/// sum of magnitudes `Σ_k |a[i, k] · b[j, k]|` (scaled the same way), which bounds the f32
+/// accumulation's error.
+///
+/// ```
+/// use tilus::lowp::F8E4M3;
+/// use tilus_kernels::gemm::fp8::reference::product;
+/// let a = [F8E4M3::from_f32(2.0), F8E4M3::from_f32(-1.0)];
+/// let b = [F8E4M3::from_f32(3.0), F8E4M3::from_f32(4.0)];
+/// let (c, mag) = product((1, 1, 2), (&a, &b), (0.5, 1.0));
+/// assert_eq!((c[0], mag[0]), (1.0, 5.0));
+/// ```
+pub fn product<T: LowpElement>(
+    (m, n, k): (usize, usize, usize),
+    (a, b): (&[T], &[T]),
+    (scale_a, scale_b): (f32, f32),
+) -> (Vec<f64>, Vec<f64>) {
+    let format = T::DTYPE
+        .float_format()
+        .expect("the FP8 GEMM's operands are floats");
+    let value = |x: &T| format.decode(u32::from(x.code()));
+    let av: Vec<f64> = a.iter().map(value).collect();
+    let bv: Vec<f64> = b.iter().map(value).collect();
+    let s = f64::from(scale_a) * f64::from(scale_b);
+    let mut c = vec![0.0; m * n];
+    let mut mag = vec![0.0; m * n];
+    for i in 0..m {
+        let ar = &av[i * k..(i + 1) * k];
+        for j in 0..n {
+            let br = &bv[j * k..(j + 1) * k];
+            let (mut sum, mut abs) = (0.0, 0.0);
+            for (x, y) in ar.iter().zip(br) {
+                sum += x * y;
+                abs += (x * y).abs();
+            }
+            c[i * n + j] = s * sum;
+            mag[i * n + j] = s.abs() * abs;
+        }
+    }
+    (c, mag)
+}
+
+/// How far an output of `unit_roundoff` (2⁻⁸ for bf16, 2⁻¹¹ for f16, 2⁻²⁴ for f32) may lie
+/// from the exact `value` after `k` terms accumulated in f32 (sum of magnitudes `mag`): the
+/// output's rounding, plus `k` roundings of f32 on the magnitudes (a bound, not an estimate),
+/// plus the scale's own rounding in f32.
+pub fn tolerance(value: f64, mag: f64, k: usize, unit_roundoff: f64) -> f64 {
+    let f32_u = f64::from(f32::EPSILON) / 2.0;
+    unit_roundoff * value.abs() + (k as f64 + 2.0) * f32_u * mag + f64::from(f32::MIN_POSITIVE)
+}

@@ -1,0 +1,103 @@
+//! The FP8 GEMM on the CPU interpreter against the exact product of the codes' values: e4m3
+//! and e5m2, outputs bf16, f16 and f32, cooperative and ping-pong tiles, edges in M and N,
+//! more K steps than the ring has stages (its phases flip), blocks walking several tiles
+//! (the interpreter models four multiprocessors), one row and one step; and its refusals.
+
+use super::fp8_reference::{check, codes, scales};
+use super::quant_reference::seed;
+use half::{bf16, f16};
+use tilus::lowp::{F8E4M3, F8E5M2};
+use tilus_bench::harness::Rng;
+use tilus_kernels::gemm::fp8::{Fp8GemmOp, MatmulFp8};
+use tilus_kernels::gemm::persistent::MatmulPersistent;
+
+const BF16_U: f64 = 1.0 / 256.0;
+const F16_U: f64 = 1.0 / 2048.0;
+const F32_U: f64 = 1.0 / 16_777_216.0;
+
+fn tile(block_m: i32, block_n: i32, ping_pong: i32) -> MatmulPersistent {
+    MatmulPersistent {
+        block_m,
+        block_n,
+        ping_pong,
+        ..MatmulPersistent::default()
+    }
+}
+
+/// e4m3 into bf16 on v6's default tile: nine tiles over four blocks, six K steps through
+/// four stages, edges in M and N.
+#[test]
+fn interp_fp8_e4m3_into_bf16_walks_tiles_and_wraps_the_ring() {
+    let mut rng = Rng::new(seed());
+    let shape @ (m, n, k) = (300, 520, 656);
+    let a = codes(&mut rng, m * k, F8E4M3::from_f64);
+    let b = codes(&mut rng, n * k, F8E4M3::from_f64);
+    let s = scales(&mut rng);
+    let mut c = vec![bf16::NAN; m * n];
+    let config = MatmulFp8::<F8E4M3, bf16>::default();
+    Fp8GemmOp::interpret(&config, shape, (&a, &b), &s, &mut c).unwrap();
+    check("e4m3 -> bf16", shape, (&a, &b), s, &c, bf16::to_f64, BF16_U).unwrap();
+}
+
+/// e5m2 into f16 on ping-pong warp groups (128 × 128, and 64 × 256), and e4m3 into f32 on
+/// 256 × 128 tiles (no deferred stores), one row, one step and odd edges.
+#[test]
+fn interp_fp8_every_output_type_and_schedule_matches_the_exact_product() {
+    let mut rng = Rng::new(seed());
+    for (shape, t) in [
+        ((77, 200, 400), tile(128, 128, 1)),
+        ((65, 260, 144), tile(64, 256, 1)),
+    ] {
+        let (m, n, k) = shape;
+        let a = codes(&mut rng, m * k, F8E5M2::from_f64);
+        let b = codes(&mut rng, n * k, F8E5M2::from_f64);
+        let s = scales(&mut rng);
+        let mut c = vec![f16::NAN; m * n];
+        let config = MatmulFp8::<F8E5M2, f16>::new(t);
+        Fp8GemmOp::interpret(&config, shape, (&a, &b), &s, &mut c).unwrap();
+        check("e5m2 -> f16", shape, (&a, &b), s, &c, f16::to_f64, F16_U).unwrap();
+    }
+    for shape in [(1, 8, 16), (257, 130, 272)] {
+        let (m, n, k) = shape;
+        let a = codes(&mut rng, m * k, F8E4M3::from_f64);
+        let b = codes(&mut rng, n * k, F8E4M3::from_f64);
+        let s = scales(&mut rng);
+        let mut c = vec![f32::NAN; m * n];
+        let config = MatmulFp8::<F8E4M3, f32>::new(tile(256, 128, 0));
+        Fp8GemmOp::interpret(&config, shape, (&a, &b), &s, &mut c).unwrap();
+        check("e4m3 -> f32", shape, (&a, &b), s, &c, f64::from, F32_U).unwrap();
+    }
+}
+
+/// Shapes and buffers the FP8 GEMM does not take are refused before anything runs, with the
+/// rule: K not a multiple of 16, an empty dimension, buffers of the wrong length; a
+/// configuration whose K step is not 128 codes is refused when traced.
+#[test]
+fn interp_fp8_refuses_what_it_does_not_take() {
+    let config = MatmulFp8::<F8E4M3, bf16>::default();
+    let (a, b) = (
+        vec![F8E4M3::from_f32(1.0); 64],
+        vec![F8E4M3::from_f32(1.0); 64],
+    );
+    let mut c = vec![bf16::NAN; 16];
+    let err = |shape, a: &[F8E4M3], b: &[F8E4M3], s: &[f32], c: &mut [bf16]| {
+        Fp8GemmOp::interpret(&config, shape, (a, b), s, c)
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err((4, 4, 8), &a[..32], &b[..32], &[1.0, 1.0], &mut c);
+    assert!(e.contains("multiple of 16"), "{e}");
+    let e = err((0, 4, 16), &a[..0], &b[..64], &[1.0, 1.0], &mut c[..0]);
+    assert!(e.contains("m = 0"), "{e}");
+    let e = err((4, 4, 16), &a[..63], &b, &[1.0, 1.0], &mut c);
+    assert!(e.contains("`a`"), "{e}");
+    let e = err((4, 4, 16), &a, &b, &[1.0], &mut c);
+    assert!(e.contains("`scales`"), "{e}");
+    let e = err((4, 4, 16), &a, &b, &[1.0, 1.0], &mut c[..15]);
+    assert!(e.contains("`c`"), "{e}");
+    assert!(c.iter().all(|v| v.is_nan()), "nothing ran");
+    let mut bad = config.clone();
+    bad.tile.block_k = 64;
+    let e = tilus::trace(&bad, &[16, 64]).unwrap_err().to_string();
+    assert!(e.contains("block_k 128"), "{e}");
+}
