@@ -53,6 +53,17 @@ impl Sample for tilus::lowp::F8E4M3 {
     const NAN: Self = tilus::lowp::Float::<4, 3>(0x7f);
 }
 
+impl Sample for tilus::lowp::F8E5M2 {
+    fn from_f64(v: f64) -> Self {
+        tilus::lowp::F8E5M2::from_f64(v)
+    }
+    fn to_f64(self) -> f64 {
+        tilus::lowp::F8E5M2::to_f64(self)
+    }
+    // one of e5m2's NaN patterns: S.11111.11
+    const NAN: Self = tilus::lowp::Float::<5, 2>(0x7f);
+}
+
 impl Sample for f32 {
     fn from_f64(v: f64) -> Self {
         v as f32

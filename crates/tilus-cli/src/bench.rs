@@ -143,6 +143,15 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
             (e.configure)(&all)?;
         }
     }
+    if crate::bench_fp8::FP8_DTYPES.contains(&a.dtype.as_str()) {
+        let opts = tilus_bench::run::BenchOptions {
+            warmup: a.warmup,
+            rounds: a.rounds,
+            timing: a.timing,
+            ..Default::default()
+        };
+        return crate::bench_fp8::fp8(&a.dtype, &shapes, (&sets, a.fixed), &opts);
+    }
     // the operand type, and a version without a kernel in it, before any file is touched
     match a.dtype.as_str() {
         "f16" => {}
@@ -160,7 +169,7 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
         }
         other => {
             return Err(CliError::Usage(format!(
-                "unknown --dtype `{other}` (f16, bf16)"
+                "unknown --dtype `{other}` (f16, bf16, e4m3, e5m2)"
             )))
         }
     }

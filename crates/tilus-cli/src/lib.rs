@@ -44,6 +44,7 @@
 mod bench;
 mod bench_attention;
 mod bench_epilogue;
+mod bench_fp8;
 mod bench_memory;
 mod bench_quant;
 mod bench_tune;
@@ -251,7 +252,8 @@ enum BenchCommand {
         #[arg(long, value_name = "FILE.svg")]
         plot: Option<std::path::PathBuf>,
         /// The operand type of A, B and C: f16, or bf16 (v6, split_k, stream_k and matmul; cuBLAS in
-        /// bf16 beside them).
+        /// bf16 beside them); or e4m3 / e5m2: the FP8 GEMM (`gemm::fp8`, bf16 out, per-tensor
+        /// scales) against cuBLASLt's, `--versions` not applying.
         #[arg(long, default_value = "f16")]
         dtype: String,
     },

@@ -8,9 +8,9 @@
 //!   space is large or for the second element type, in f16 and in bf16 for the kernels that
 //!   take it: `nvrtc_general`, `nvrtc_split_k`, `nvrtc_stream_k`, `nvrtc_epilogue` (f16 only),
 //!   `nvrtc_memory` (f16 and f32; v6 itself is the series' `nvrtc_space_v6`), `nvrtc_quant`
-//!   (every kind of weight type), `nvrtc_attention`;
+//!   (every kind of weight type), `nvrtc_attention`, `nvrtc_fp8`;
 //! - the GPU: `gpu_gemm`, `gpu_general`, `gpu_split_k`, `gpu_stream_k`, `gpu_memory`, `gpu_ops`,
-//!   `gpu_quant`, `gpu_attention`
+//!   `gpu_quant`, `gpu_attention`, `gpu_decode`, `gpu_fp8`
 //!   (`#[ignore = "needs a CUDA GPU"]`, run them on a GPU host with `--include-ignored`).
 //!
 //! The `memory` modules are the memory-bound kernels (`vector_add`, `softmax`, `layer_norm`,
@@ -25,6 +25,7 @@ mod decode_reference;
 mod fp8_reference;
 mod gpu_attention;
 mod gpu_decode;
+mod gpu_fp8;
 mod gpu_gemm;
 mod gpu_general;
 mod gpu_memory;
@@ -44,6 +45,7 @@ mod interp_split_k;
 mod interp_stream_k;
 mod nvrtc_attention;
 mod nvrtc_epilogue;
+mod nvrtc_fp8;
 mod nvrtc_general;
 mod nvrtc_memory;
 mod nvrtc_quant;

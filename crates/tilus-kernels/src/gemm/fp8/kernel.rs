@@ -140,7 +140,7 @@ impl<T: Element, O: Element> Tunable for MatmulFp8<T, O> {
                     vec![64, 256, 1],
                 ],
             )
-            .and_then(|s| s.values("stages", &[3, 4, 5]))
+            .and_then(|s| s.values("stages", &[3, 4]))
             .and_then(|s| s.values("group_m", &[8, 16]))
             .expect("the FP8 GEMM's space is well formed")
     }

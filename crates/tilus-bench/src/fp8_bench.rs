@@ -1,0 +1,170 @@
+//! `tilus bench matmul --dtype e4m3` (or `e5m2`): the FP8 GEMM
+//! ([`tilus_kernels::gemm::fp8::Fp8GemmOp`], tuned per shape) against cuBLASLt's FP8 GEMM
+//! ([`crate::cublaslt_fp8`]) on the same codes and per-tensor scales, in one process and
+//! interleaved round by round, bf16 out. Before anything is timed, both outputs are checked on
+//! sampled elements against the exact product of the codes' values
+//! ([`tilus_kernels::gemm::fp8::reference`]): each within the bound of an f32 accumulation and
+//! one rounding to bf16, NaN failing.
+
+use crate::buffers::{download, poisoned, upload, Sample};
+use crate::cublaslt_fp8::CublasLtFp8;
+use crate::harness::{self, Rng, Row};
+use crate::run::BenchOptions;
+use crate::Result;
+use half::bf16;
+use std::io::Write;
+use tilus::lang::Element;
+use tilus::lowp::LowpElement;
+use tilus::runtime::Device;
+use tilus_kernels::gemm::fp8::reference::tolerance;
+use tilus_kernels::gemm::fp8::{Fp8GemmOp, MatmulFp8};
+
+/// Elements of C checked against the exact product (its four corners among them).
+pub const SAMPLES: usize = 512;
+
+/// How one output fared on the sampled elements.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sampled {
+    /// Elements outside their bound (NaN counted).
+    pub outside: usize,
+    /// The largest |error| over its bound (≤ 1 inside).
+    pub worst: f64,
+    /// The largest |error| relative to the exact value's magnitude sum.
+    pub max_rel: f64,
+}
+
+impl Sampled {
+    /// No element outside its bound.
+    pub fn passed(&self) -> bool {
+        self.outside == 0
+    }
+}
+
+/// What one shape measured: cuBLASLt's row, then ours; each output's check; the
+/// configuration ours ran.
+pub struct Fp8Report {
+    /// cuBLASLt's row, then the FP8 GEMM's.
+    pub rows: Vec<Row>,
+    /// cuBLASLt's output on the sampled elements.
+    pub peer: Sampled,
+    /// The FP8 GEMM's.
+    pub ours: Sampled,
+    /// The FP8 GEMM's configuration.
+    pub config: String,
+}
+
+/// `len` codes: `±2^e · (1 + u)` for `e` in `[-4, 3]`, rounded to the nearest code.
+fn codes<T: Sample>(rng: &mut Rng, len: usize) -> Vec<T> {
+    (0..len)
+        .map(|_| {
+            let sign = if rng.next_f64() < 0.5 { -1.0 } else { 1.0 };
+            let e = (rng.next_f64() * 8.0).floor() - 4.0;
+            T::from_f64(sign * 2f64.powf(e) * (1.0 + rng.next_f64()))
+        })
+        .collect()
+}
+
+/// Verifies and times the FP8 GEMM on codes `T` at `m × n × k` (`fixed`: one configuration
+/// instead of tuning).
+pub fn bench_fp8<T: Sample + Element + LowpElement>(
+    out: &mut dyn Write,
+    device: &Device,
+    (m, n, k): (usize, usize, usize),
+    fixed: Option<MatmulFp8<T, bf16>>,
+    opts: &BenchOptions,
+) -> Result<Fp8Report> {
+    let what = format!("an {m}x{n}x{k} FP8 GEMM");
+    let stream = device.stream().clone();
+    let mut rng = Rng::new(opts.seed);
+    let a: Vec<T> = codes(&mut rng, m * k);
+    let b: Vec<T> = codes(&mut rng, n * k);
+    let s = [
+        (0.01 + rng.next_f64() * 0.05) as f32,
+        (0.5 + rng.next_f64() * 2.0) as f32,
+    ];
+    let (da, db, ds) = (
+        upload(&stream, &a)?,
+        upload(&stream, &b)?,
+        upload(&stream, &s)?,
+    );
+    let mut c = poisoned::<bf16>(&stream, &what, m * n)?;
+    let mut c_peer = poisoned::<bf16>(&stream, &what, m * n)?;
+    let op = match fixed {
+        Some(config) => Fp8GemmOp::fixed(config, device),
+        None => Fp8GemmOp::<T, bf16>::new(device)?,
+    };
+    let mut lt = CublasLtFp8::new(&stream)?;
+    op.run(&stream, (m, n, k), (&da, &db), &ds, &mut c)?;
+    lt.matmul(&stream, (m, n, k), (&da, &db), &ds, &mut c_peer)?;
+    let config = format!(
+        "{:?}",
+        op.config(&stream, (m, n, k), (&da, &db), &ds, &mut c)?.tile
+    );
+    let (got, peer) = (
+        download(&stream, &what, &c)?,
+        download(&stream, &what, &c_peer)?,
+    );
+    // the sampled elements: the corners, then random ones
+    let mut at = vec![(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)];
+    while at.len() < SAMPLES.min(m * n) {
+        let i = ((rng.next_f64() * m as f64) as usize).min(m - 1);
+        let j = ((rng.next_f64() * n as f64) as usize).min(n - 1);
+        at.push((i, j));
+    }
+    let scale = f64::from(s[0]) * f64::from(s[1]);
+    let (mut ours, mut theirs) = (Sampled::default(), Sampled::default());
+    for &(i, j) in &at {
+        let (mut sum, mut mag) = (0.0, 0.0);
+        for x in 0..k {
+            let p = a[i * k + x].to_f64() * b[j * k + x].to_f64();
+            sum += p;
+            mag += p.abs();
+        }
+        let (want, mag) = (scale * sum, scale * mag);
+        let tol = tolerance(want, mag, k, 1.0 / 256.0);
+        for (c, judged) in [(&got, &mut ours), (&peer, &mut theirs)] {
+            let v = c[i * n + j].to_f64();
+            let err = (v - want).abs();
+            if !v.is_finite() || err > tol {
+                judged.outside += 1;
+            }
+            judged.worst = judged.worst.max(err / tol);
+            judged.max_rel = judged.max_rel.max(err / mag.max(f64::MIN_POSITIVE));
+        }
+    }
+    let t = <T as LowpElement>::DTYPE.name();
+    writeln!(out, "gemm_fp8 {t} -> bf16 {m}x{n}x{k}: {config}")?;
+    let mut t_lt = || Ok(lt.matmul(&stream, (m, n, k), (&da, &db), &ds, &mut c_peer)?);
+    let mut t_ours = || Ok(op.run(&stream, (m, n, k), (&da, &db), &ds, &mut c)?);
+    let mut timed: Vec<&mut dyn FnMut() -> Result<()>> = vec![&mut t_lt, &mut t_ours];
+    let ms =
+        harness::time_interleaved(&stream, &mut timed, (opts.warmup, opts.rounds), opts.timing)?;
+    drop(timed);
+    let flops = 2.0 * m as f64 * n as f64 * k as f64;
+    let names = [
+        format!("cublaslt fp8 {t} -> bf16"),
+        format!("gemm_fp8 {t} -> bf16"),
+    ];
+    let passed = [Some(theirs.passed()), Some(ours.passed())];
+    let rows = names
+        .iter()
+        .zip(&ms)
+        .zip(passed)
+        .map(|((name, &time), passed)| Row {
+            m,
+            n,
+            k,
+            name: name.clone(),
+            latency_ms: time,
+            tflops: flops / (time * 1e-3) / 1e12,
+            ratio: ms[0] / time,
+            passed,
+        })
+        .collect();
+    Ok(Fp8Report {
+        rows,
+        peer: theirs,
+        ours,
+        config,
+    })
+}

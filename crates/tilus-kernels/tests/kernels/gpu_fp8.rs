@@ -1,0 +1,110 @@
+//! The FP8 GEMM on the GPU against the exact product of the codes' values (`fp8_reference`):
+//! every operand and output type, cooperative and ping-pong tiles, odd edges and one row; the
+//! host API tuned per shape at a larger one.
+
+use super::fp8_reference::{check, codes, scales};
+use super::quant_reference::seed;
+use half::{bf16, f16};
+use tilus::lowp::{F8E4M3, F8E5M2};
+use tilus::runtime::Device;
+use tilus_bench::harness::Rng;
+use tilus_kernels::gemm::fp8::{Fp8GemmOp, MatmulFp8};
+use tilus_kernels::gemm::persistent::MatmulPersistent;
+
+/// Runs `op` at `shape` on fresh codes and checks every element.
+#[allow(clippy::too_many_arguments)]
+fn run_and_check<T, O>(
+    device: &Device,
+    op: &Fp8GemmOp<T, O>,
+    shape: (usize, usize, usize),
+    rng: &mut Rng,
+    from_f64: fn(f64) -> T,
+    (nan, to_f64, u): (O, fn(O) -> f64, f64),
+    what: &str,
+) where
+    T: tilus::lang::Element + tilus::lowp::LowpElement + tilus::cudarc::driver::DeviceRepr,
+    O: tilus::lang::Element + tilus::cudarc::driver::DeviceRepr + Copy,
+{
+    let stream = device.stream();
+    let (m, n, k) = shape;
+    let a = codes(rng, m * k, from_f64);
+    let b = codes(rng, n * k, from_f64);
+    let s = scales(rng);
+    let (da, db) = (
+        stream.clone_htod(&a).unwrap(),
+        stream.clone_htod(&b).unwrap(),
+    );
+    let ds = stream.clone_htod(&s).unwrap();
+    let mut dc = stream.clone_htod(&vec![nan; m * n]).unwrap();
+    op.run(stream, shape, (&da, &db), &ds, &mut dc).unwrap();
+    let c = stream.clone_dtoh(&dc).unwrap();
+    check(what, shape, (&a, &b), s, &c, to_f64, u).unwrap();
+}
+
+fn tile(block_m: i32, block_n: i32, ping_pong: i32) -> MatmulPersistent {
+    MatmulPersistent {
+        block_m,
+        block_n,
+        ping_pong,
+        ..MatmulPersistent::default()
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_fp8_matches_the_exact_product() {
+    tilus_bench::test_cache!();
+    let device = Device::open(0).unwrap();
+    let mut rng = Rng::new(seed());
+    let bf = (bf16::NAN, bf16::to_f64 as fn(bf16) -> f64, 1.0 / 256.0);
+    let hf = (f16::NAN, f16::to_f64 as fn(f16) -> f64, 1.0 / 2048.0);
+    let ff = (f32::NAN, f64::from as fn(f32) -> f64, 1.0 / 16_777_216.0);
+    let op = Fp8GemmOp::fixed(MatmulFp8::<F8E4M3, bf16>::default(), &device);
+    for shape in [(300, 520, 656), (1, 8, 16), (1000, 1000, 4096)] {
+        run_and_check(
+            &device,
+            &op,
+            shape,
+            &mut rng,
+            F8E4M3::from_f64,
+            bf,
+            "e4m3 -> bf16",
+        );
+    }
+    for t in [tile(128, 128, 1), tile(64, 256, 1), tile(256, 128, 0)] {
+        let op = Fp8GemmOp::fixed(MatmulFp8::<F8E5M2, f16>::new(t), &device);
+        let shape = (77, 200, 400);
+        run_and_check(
+            &device,
+            &op,
+            shape,
+            &mut rng,
+            F8E5M2::from_f64,
+            hf,
+            "e5m2 -> f16",
+        );
+    }
+    let op = Fp8GemmOp::fixed(MatmulFp8::<F8E4M3, f32>::new(tile(256, 128, 0)), &device);
+    for shape in [(257, 130, 272), (2048, 1536, 1024)] {
+        run_and_check(
+            &device,
+            &op,
+            shape,
+            &mut rng,
+            F8E4M3::from_f64,
+            ff,
+            "e4m3 -> f32",
+        );
+    }
+    // tuned per shape
+    let op = Fp8GemmOp::<F8E4M3, bf16>::new(&device).unwrap();
+    run_and_check(
+        &device,
+        &op,
+        (1024, 2048, 2048),
+        &mut rng,
+        F8E4M3::from_f64,
+        bf,
+        "tuned",
+    );
+}

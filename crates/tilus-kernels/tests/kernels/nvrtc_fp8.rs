@@ -1,0 +1,41 @@
+//! The FP8 GEMM through the whole compiler, NVRTC included (no GPU needed): each tile shape of
+//! its search space compiles without spilling in e4m3 into bf16 (at every stage count it
+//! searches for the default tile), and e5m2 into f16 and f32, within the shared memory a block
+//! may take; its WGMMA is the FP8 one, 32 of K an instruction.
+
+use half::{bf16, f16};
+use tilus::lowp::{F8E4M3, F8E5M2};
+use tilus::tune::Tunable;
+use tilus_kernels::gemm::fp8::MatmulFp8;
+
+fn compiles<S: tilus::Script>(config: &S, consts: &[i64]) -> String {
+    let c = tilus::build(config, consts).unwrap_or_else(|e| panic!("{config:?}: {e}"));
+    let what = format!("{config:?}: {:?}", c.report);
+    assert_eq!(c.report.spill_stores, 0, "{what}");
+    assert_eq!(c.report.stack_frame, 0, "{what}");
+    assert!(c.plan.smem_bytes <= 227 * 1024, "{what}");
+    c.source
+}
+
+#[test]
+fn nvrtc_fp8_compiles_every_tile_without_spills() {
+    tilus_bench::test_cache!();
+    let space = MatmulFp8::<F8E4M3, bf16>::space().bindings();
+    let mut seen = std::collections::HashSet::new();
+    for b in space {
+        let config = MatmulFp8::<F8E4M3, bf16>::from_binding(&b).unwrap();
+        let t = &config.tile;
+        // every tile at four stages, and the default tile at every stage count
+        let default = (t.block_m, t.block_n) == (128, 256) && t.ping_pong == 0;
+        if t.group_m != 8 || !(t.stages == 4 || default) {
+            continue;
+        }
+        let src = compiles(&config, &[4096, 4096]);
+        seen.insert((t.block_m, t.block_n, t.ping_pong, t.stages));
+        assert!(src.contains(".e4m3.e4m3"), "{config:?}: an FP8 WGMMA");
+        assert!(src.contains("k32"), "{config:?}: 32 of K an instruction");
+    }
+    assert_eq!(seen.len(), 5 + 1, "{seen:?}");
+    compiles(&MatmulFp8::<F8E5M2, f16>::default(), &[1000, 272]);
+    compiles(&MatmulFp8::<F8E5M2, f32>::default(), &[520, 656]);
+}
