@@ -46,11 +46,11 @@ fn lt_err(call: &'static str) -> impl Fn(result::CublasError) -> Error {
 pub struct CublasLtFp8 {
     handle: sys::cublasLtHandle_t,
     workspace: CudaSlice<u8>,
-    /// Per (m, n, k, input and output types, scales' address).
+    /// Per (m, n, k, input and output types, the scales' addresses).
     plans: HashMap<PlanKey, Planned>,
 }
 
-type PlanKey = (usize, usize, usize, u32, u32, u64);
+type PlanKey = (usize, usize, usize, u32, u32, u64, u64);
 
 // SAFETY: a cuBLASLt handle may be used from any thread, one call at a time; `&self` methods
 // only read it and every call is ordered on the caller's stream.
@@ -77,27 +77,29 @@ impl CublasLtFp8 {
         })
     }
 
-    /// `c = (scales[0] · scales[1]) · a · bᵀ` on `stream` (shapes as the module says). The
-    /// descriptors and the algorithm are planned once per shape, types and scales buffer, so
-    /// that a timed call is the launch alone.
+    /// `c = (scale_a · scale_b) · a · bᵀ` on `stream` (shapes as the module says), each scale
+    /// one f32 on the device in a buffer of its own (a scale 4 bytes into a shared buffer
+    /// made `cublasLtMatmul` answer NOT_SUPPORTED on an H100). The descriptors and the algorithm are planned once per shape,
+    /// types and scales, so that a timed call is the launch alone.
     #[allow(clippy::too_many_arguments)]
     pub fn matmul<T: Element, O: Element>(
         &mut self,
         stream: &Arc<CudaStream>,
         (m, n, k): (usize, usize, usize),
         (a, b): (&CudaSlice<T>, &CudaSlice<T>),
-        scales: &CudaSlice<f32>,
+        (scale_a, scale_b): (&CudaSlice<f32>, &CudaSlice<f32>),
         c: &mut CudaSlice<O>,
     ) -> tilus::Result<()> {
         let (tin, tout) = (data_type::<T>()?, data_type::<O>()?);
         let (pa, _ga) = a.device_ptr(stream);
         let (pb, _gb) = b.device_ptr(stream);
-        let (ps, _gs) = scales.device_ptr(stream);
+        let (psa, _gsa) = scale_a.device_ptr(stream);
+        let (psb, _gsb) = scale_b.device_ptr(stream);
         let (pc, _gc) = c.device_ptr_mut(stream);
         let (pw, _gw) = self.workspace.device_ptr_mut(stream);
-        let key = (m, n, k, tin as u32, tout as u32, ps);
+        let key = (m, n, k, tin as u32, tout as u32, psa, psb);
         if !self.plans.contains_key(&key) {
-            let plan = Planned::new(self.handle, (m, n, k), (tin, tout), ps)?;
+            let plan = Planned::new(self.handle, (m, n, k), (tin, tout), (psa, psb))?;
             self.plans.insert(key, plan);
         }
         let plan = &self.plans[&key];
@@ -144,7 +146,7 @@ impl Planned {
         handle: sys::cublasLtHandle_t,
         (m, n, k): (usize, usize, usize),
         (tin, tout): (sys::cudaDataType, sys::cudaDataType),
-        scales: u64,
+        (scale_a, scale_b): (u64, u64),
     ) -> tilus::Result<Planned> {
         let desc = Desc::new()?;
         let layouts = [
@@ -153,7 +155,7 @@ impl Planned {
             Layout::new(tout, n, m)?,
         ];
         // our B's scale goes with its A, our A's with its B
-        let (scale_of_a, scale_of_b) = (scales + 4, scales);
+        let (scale_of_a, scale_of_b) = (scale_b, scale_a);
         // SAFETY: every attribute is given a pointer to a value of the size it names, alive
         // for the call; the descriptor, preference and layouts are valid until dropped.
         unsafe {

@@ -87,6 +87,8 @@ pub fn bench_fp8<T: Sample + Element + LowpElement>(
         upload(&stream, &b)?,
         upload(&stream, &s)?,
     );
+    // cuBLASLt's: the same two scales, each in its own buffer
+    let (dsa, dsb) = (upload(&stream, &s[..1])?, upload(&stream, &s[1..])?);
     let mut c = poisoned::<bf16>(&stream, &what, m * n)?;
     let mut c_peer = poisoned::<bf16>(&stream, &what, m * n)?;
     let op = match fixed {
@@ -95,7 +97,7 @@ pub fn bench_fp8<T: Sample + Element + LowpElement>(
     };
     let mut lt = CublasLtFp8::new(&stream)?;
     op.run(&stream, (m, n, k), (&da, &db), &ds, &mut c)?;
-    lt.matmul(&stream, (m, n, k), (&da, &db), &ds, &mut c_peer)?;
+    lt.matmul(&stream, (m, n, k), (&da, &db), (&dsa, &dsb), &mut c_peer)?;
     let config = format!(
         "{:?}",
         op.config(&stream, (m, n, k), (&da, &db), &ds, &mut c)?.tile
@@ -134,7 +136,7 @@ pub fn bench_fp8<T: Sample + Element + LowpElement>(
     }
     let t = <T as LowpElement>::DTYPE.name();
     writeln!(out, "gemm_fp8 {t} -> bf16 {m}x{n}x{k}: {config}")?;
-    let mut t_lt = || Ok(lt.matmul(&stream, (m, n, k), (&da, &db), &ds, &mut c_peer)?);
+    let mut t_lt = || Ok(lt.matmul(&stream, (m, n, k), (&da, &db), (&dsa, &dsb), &mut c_peer)?);
     let mut t_ours = || Ok(op.run(&stream, (m, n, k), (&da, &db), &ds, &mut c)?);
     let mut timed: Vec<&mut dyn FnMut() -> Result<()>> = vec![&mut t_lt, &mut t_ours];
     let ms =

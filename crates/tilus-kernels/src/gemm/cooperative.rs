@@ -361,6 +361,37 @@ impl<T: Element> Cooperative<T> {
         // released later, by step (the slot's stage is named by its step number)
         drop(slot);
     }
+
+    /// [`Cooperative::multiply`] promoted: the step's product overwrites `partial`, is waited
+    /// for, and is added to `acc` in f32 on the CUDA cores. The FP8 tensor cores keep fewer
+    /// bits than f32 while they accumulate; one step's 128 codes of K are what they sum before
+    /// the registers take over (as DeepGEMM does). The stage is the caller's to release.
+    #[track_caller]
+    pub fn multiply_promoted(
+        &self,
+        k: &mut Kernel,
+        g: usize,
+        step: impl Into<Scalar>,
+        (partial, acc): (&RegisterTensor<f32>, &RegisterTensor<f32>),
+    ) {
+        let slot = self.pipe.consumer_acquire(k, step);
+        let stage = slot.stage();
+        k.wgmma().fence();
+        let a = self.a_of(g).at(stage);
+        let a = if self.ops.a_mn { a.transpose() } else { a };
+        let b = self.sb.at(stage);
+        let b = if self.ops.b_mn { b } else { b.transpose() };
+        k.wgmma().mma_to(
+            &a,
+            &b,
+            partial,
+            tilus::lang::WgmmaTarget::all().overwriting(),
+        );
+        k.wgmma().commit_group();
+        k.wgmma().wait_group(0);
+        k.assign_tile(acc, *acc + *partial);
+        drop(slot);
+    }
     /// Frees ring step `step`'s stage (nothing for a negative step) on behalf of the calling
     /// consumer warp group: one of its threads arrives, once the group's products that read
     /// the stage are complete (a WGMMA is one operation of the whole warp group, so its

@@ -306,10 +306,37 @@ impl MatmulPersistent {
     pub(crate) fn tiles_on<T: Element>(
         &self,
         k: &mut Kernel,
+        dims: (Val, Val, Val),
+        operands: Operands<T>,
+        epilogue: &dyn TileEpilogue,
+        stream_k: Option<&StreamK<T>>,
+    ) {
+        self.tiles_with(k, dims, operands, epilogue, stream_k, false);
+    }
+
+    /// [`MatmulPersistent::tiles`] with each K step's product promoted into the f32
+    /// accumulator ([`Cooperative::multiply_promoted`]): the FP8 GEMM's main loop. Blocks
+    /// alone (no pairs), no stream-K; each consumer warp group holds a second accumulator.
+    pub(crate) fn tiles_promoted<T: Element>(
+        &self,
+        k: &mut Kernel,
+        dims: (Val, Val, Val),
+        (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
+        epilogue: &dyn TileEpilogue,
+    ) {
+        assert!(self.cluster_m == 1, "promoted products run on blocks alone");
+        let operands = Operands::Pointers(a_ptr, b_ptr);
+        self.tiles_with(k, dims, operands, epilogue, None, true);
+    }
+
+    fn tiles_with<T: Element>(
+        &self,
+        k: &mut Kernel,
         (m_size, n_size, k_size): (Val, Val, Val),
         operands: Operands<T>,
         epilogue: &dyn TileEpilogue,
         stream_k: Option<&StreamK<T>>,
+        promote: bool,
     ) {
         let pair = self.cluster_m == 2;
         let batch = match &operands {
@@ -504,6 +531,10 @@ impl MatmulPersistent {
                     let acc = k
                         .name_next("acc")
                         .register_tensor::<f32>([group_rows, self.block_n], 0.0);
+                    let partial = promote.then(|| {
+                        k.name_next("partial")
+                            .register_tensor::<f32>([group_rows, self.block_n], None)
+                    });
                     let rows = if ping_pong {
                         tile.rows
                     } else {
@@ -512,7 +543,12 @@ impl MatmulPersistent {
                     };
                     let at = TileAt { rows, ..*tile };
                     let step = |k: &mut Kernel, i: Val| {
-                        ring.multiply(k, g, done + i, &acc);
+                        match (&partial, &ring) {
+                            (Some(partial), Ring::One(r)) => {
+                                r.multiply_promoted(k, g, done + i, (partial, &acc))
+                            }
+                            _ => ring.multiply(k, g, done + i, &acc),
+                        }
                         // this step's stage is freed by the next step (or after the tile)
                         k.if_(i.gt(0), |k| release(k, done + i - 1));
                     };

@@ -1,7 +1,8 @@
 //! The FP8 GEMM's kernel: v6's persistent, warp-specialized main loop on 8-bit operands (K
 //! steps of 128 codes: 128-byte rows, the 128-byte swizzle; WGMMA takes 32 of K an
-//! instruction), the per-tensor scales applied to the f32 accumulator before it is rounded to
-//! the output type.
+//! instruction), each step's product promoted into an f32 accumulator on the CUDA cores (the
+//! FP8 tensor cores accumulate in fewer bits than f32), the per-tensor scales applied to the
+//! accumulator before it is rounded to the output type.
 
 use super::scaled::Scaled;
 use crate::gemm::persistent::MatmulPersistent;
@@ -65,9 +66,13 @@ impl<T, O> MatmulFp8<T, O> {
 }
 
 impl<T, O> Default for MatmulFp8<T, O> {
-    /// v6's default tile: 128 × 256, four stages.
+    /// 128 × 128 tiles on two consumer warp groups, four stages (each warp group holds its
+    /// 64 × 128 accumulator and the step's product beside it).
     fn default() -> Self {
-        MatmulFp8::new(MatmulPersistent::default())
+        MatmulFp8::new(MatmulPersistent {
+            block_n: 128,
+            ..MatmulPersistent::default()
+        })
     }
 }
 
@@ -118,7 +123,7 @@ impl<T: Element, O: Element> Script for MatmulFp8<T, O> {
         let sb = k.load_global_scalar(&scales, [1]);
         let alpha = k.name_next("alpha").let_f32(sa * sb);
         let epilogue = Scaled::new(&store, alpha);
-        t.tiles(k, (m_size, n_size, k_size), (a_ptr, b_ptr), &epilogue, None);
+        t.tiles_promoted(k, (m_size, n_size, k_size), (a_ptr, b_ptr), &epilogue);
     }
 }
 
@@ -132,12 +137,14 @@ impl<T: Element, O: Element> Tunable for MatmulFp8<T, O> {
         Space::new()
             .axis(
                 &["block_m", "block_n", "ping_pong"],
+                // a warp group's share of a tile at most 8192 elements (64 × 128): its
+                // accumulator, the step's product and the held result in a thread's 168
+                // registers (64 × 192 spills)
                 vec![
-                    vec![128, 256, 0],
-                    vec![256, 128, 0],
                     vec![128, 128, 0],
-                    vec![128, 128, 1],
-                    vec![64, 256, 1],
+                    vec![128, 64, 0],
+                    vec![256, 64, 0],
+                    vec![64, 128, 1],
                 ],
             )
             .and_then(|s| s.values("stages", &[3, 4]))
