@@ -134,15 +134,7 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
     for &(m, n, k) in &shapes {
         tilus_bench::harness::Problem::ensure_host(m, n, k)?;
     }
-    let chosen = chosen(&a.versions)?;
-    for c in &chosen {
-        // bracketed settings come on top of --set
-        let mut all = sets.clone();
-        all.extend(c.sets.iter().flatten().cloned());
-        if let Some(e) = &c.entry {
-            (e.configure)(&all)?;
-        }
-    }
+    // FP8: one kernel beside cuBLASLt's (`--versions` does not apply)
     if crate::bench_fp8::FP8_DTYPES.contains(&a.dtype.as_str()) {
         let opts = tilus_bench::run::BenchOptions {
             warmup: a.warmup,
@@ -151,6 +143,15 @@ pub(crate) fn matmul(a: &MatmulArgs) -> CliResult<bool> {
             ..Default::default()
         };
         return crate::bench_fp8::fp8(&a.dtype, &shapes, (&sets, a.fixed), &opts);
+    }
+    let chosen = chosen(&a.versions)?;
+    for c in &chosen {
+        // bracketed settings come on top of --set
+        let mut all = sets.clone();
+        all.extend(c.sets.iter().flatten().cloned());
+        if let Some(e) = &c.entry {
+            (e.configure)(&all)?;
+        }
     }
     // the operand type, and a version without a kernel in it, before any file is touched
     match a.dtype.as_str() {

@@ -655,7 +655,21 @@ fn bench_matmul_checks_the_operand_type_before_the_gpu() {
         .assert_stderr("v6, split_k, stream_k, matmul");
     let o = tilus(&["bench", "matmul", "--dtype", "f32"]).go();
     o.assert_code(2)
-        .assert_stderr("unknown --dtype `f32` (f16, bf16)");
+        .assert_stderr("unknown --dtype `f32` (f16, bf16, e4m3, e5m2)");
+    // FP8: K off 16 and an unknown hyperparameter are refused before the GPU
+    let o = tilus(&[
+        "bench",
+        "matmul",
+        "--dtype",
+        "e4m3",
+        "--sizes",
+        "128x128x24",
+    ])
+    .go();
+    o.assert_code(2).assert_stderr("takes K a multiple of 16");
+    let o = tilus(&["bench", "matmul", "--dtype", "e5m2", "--set", "cluster_m=2"]).go();
+    o.assert_code(2)
+        .assert_stderr("the FP8 GEMM's hyperparameters are block_m");
     let o = tilus(&[
         "bench",
         "matmul",
