@@ -17,7 +17,7 @@ use tilus::lang::Element;
 use tilus::lowp::LowpElement;
 use tilus::runtime::Device;
 use tilus_kernels::gemm::fp8::reference::tolerance;
-use tilus_kernels::gemm::fp8::{Fp8GemmOp, MatmulFp8};
+use tilus_kernels::gemm::fp8::{Fp8BlocksGemmOp, Fp8GemmOp, MatmulFp8};
 
 /// Elements of C checked against the exact product (its four corners among them).
 pub const SAMPLES: usize = 512;
@@ -40,15 +40,19 @@ impl Sampled {
     }
 }
 
-/// What one shape measured: cuBLASLt's row, then ours; each output's check; the
-/// configuration ours ran.
+/// What one shape measured: cuBLASLt's row, then ours with per-tensor scales, then ours with
+/// fine-grained scales (the comparison: against cuBLASLt's per-tensor time); each
+/// output's check; the configuration ours ran.
 pub struct Fp8Report {
-    /// cuBLASLt's row, then the FP8 GEMM's.
+    /// cuBLASLt's row, then the FP8 GEMM's, per tensor and per block.
     pub rows: Vec<Row>,
     /// cuBLASLt's output on the sampled elements.
     pub peer: Sampled,
     /// The FP8 GEMM's.
     pub ours: Sampled,
+    /// The FP8 GEMM's with fine-grained scales (its own scales: one per 1 × 128 block of A,
+    /// per 128 × 128 block of B).
+    pub blocks: Sampled,
     /// The FP8 GEMM's configuration.
     pub config: String,
 }
@@ -102,9 +106,27 @@ pub fn bench_fp8<T: Sample + Element + LowpElement>(
         "{:?}",
         op.config(&stream, (m, n, k), (&da, &db), &ds, &mut c)?.tile
     );
-    let (got, peer) = (
+    // the same codes with fine-grained scales (tuned), beside
+    let (k_blocks, n_blocks) = (k.div_ceil(128), n.div_ceil(128));
+    let block_scale = |rng: &mut Rng| (2f64.powf(rng.next_f64() * 6.0 - 4.0)) as f32;
+    let bsa: Vec<f32> = (0..k_blocks * m).map(|_| block_scale(&mut rng)).collect();
+    let bsb: Vec<f32> = (0..n_blocks * k_blocks)
+        .map(|_| block_scale(&mut rng))
+        .collect();
+    let (dbsa, dbsb) = (upload(&stream, &bsa)?, upload(&stream, &bsb)?);
+    let mut c_blocks = poisoned::<bf16>(&stream, &what, m * n)?;
+    let blocks_op = Fp8BlocksGemmOp::<T, bf16>::new(device)?;
+    blocks_op.run(
+        &stream,
+        (m, n, k),
+        (&da, &db),
+        (&dbsa, &dbsb),
+        &mut c_blocks,
+    )?;
+    let (got, peer, got_blocks) = (
         download(&stream, &what, &c)?,
         download(&stream, &what, &c_peer)?,
+        download(&stream, &what, &c_blocks)?,
     );
     // the sampled elements: the corners, then random ones
     let mut at = vec![(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)];
@@ -114,31 +136,43 @@ pub fn bench_fp8<T: Sample + Element + LowpElement>(
         at.push((i, j));
     }
     let scale = f64::from(s[0]) * f64::from(s[1]);
-    let (mut ours, mut theirs) = (Sampled::default(), Sampled::default());
+    let (mut ours, mut theirs, mut blocks) =
+        (Sampled::default(), Sampled::default(), Sampled::default());
+    let judge = |judged: &mut Sampled, v: f64, (want, mag): (f64, f64)| {
+        let tol = tolerance(want, mag, k, 1.0 / 256.0);
+        let err = (v - want).abs();
+        if !v.is_finite() || err > tol {
+            judged.outside += 1;
+        }
+        judged.worst = judged.worst.max(err / tol);
+        judged.max_rel = judged.max_rel.max(err / mag.max(f64::MIN_POSITIVE));
+    };
     for &(i, j) in &at {
-        let (mut sum, mut mag) = (0.0, 0.0);
+        let (mut sum, mut mag, mut bsum, mut bmag) = (0.0, 0.0, 0.0, 0.0);
         for x in 0..k {
             let p = a[i * k + x].to_f64() * b[j * k + x].to_f64();
             sum += p;
             mag += p.abs();
+            let kb = x / 128;
+            let bs = f64::from(bsa[kb * m + i]) * f64::from(bsb[j / 128 * k_blocks + kb]);
+            bsum += p * bs;
+            bmag += (p * bs).abs();
         }
-        let (want, mag) = (scale * sum, scale * mag);
-        let tol = tolerance(want, mag, k, 1.0 / 256.0);
-        for (c, judged) in [(&got, &mut ours), (&peer, &mut theirs)] {
-            let v = c[i * n + j].to_f64();
-            let err = (v - want).abs();
-            if !v.is_finite() || err > tol {
-                judged.outside += 1;
-            }
-            judged.worst = judged.worst.max(err / tol);
-            judged.max_rel = judged.max_rel.max(err / mag.max(f64::MIN_POSITIVE));
-        }
+        let want = (scale * sum, scale * mag);
+        judge(&mut ours, got[i * n + j].to_f64(), want);
+        judge(&mut theirs, peer[i * n + j].to_f64(), want);
+        judge(&mut blocks, got_blocks[i * n + j].to_f64(), (bsum, bmag));
     }
     let t = <T as LowpElement>::DTYPE.name();
     writeln!(out, "gemm_fp8 {t} -> bf16 {m}x{n}x{k}: {config}")?;
     let mut t_lt = || Ok(lt.matmul(&stream, (m, n, k), (&da, &db), (&dsa, &dsb), &mut c_peer)?);
     let mut t_ours = || Ok(op.run(&stream, (m, n, k), (&da, &db), &ds, &mut c)?);
-    let mut timed: Vec<&mut dyn FnMut() -> Result<()>> = vec![&mut t_lt, &mut t_ours];
+    let mut t_blocks = || {
+        let scales = (&dbsa, &dbsb);
+        Ok(blocks_op.run(&stream, (m, n, k), (&da, &db), scales, &mut c_blocks)?)
+    };
+    let mut timed: Vec<&mut dyn FnMut() -> Result<()>> =
+        vec![&mut t_lt, &mut t_ours, &mut t_blocks];
     let ms =
         harness::time_interleaved(&stream, &mut timed, (opts.warmup, opts.rounds), opts.timing)?;
     drop(timed);
@@ -146,8 +180,13 @@ pub fn bench_fp8<T: Sample + Element + LowpElement>(
     let names = [
         format!("cublaslt fp8 {t} -> bf16"),
         format!("gemm_fp8 {t} -> bf16"),
+        format!("gemm_fp8 blocks {t} -> bf16"),
     ];
-    let passed = [Some(theirs.passed()), Some(ours.passed())];
+    let passed = [
+        Some(theirs.passed()),
+        Some(ours.passed()),
+        Some(blocks.passed()),
+    ];
     let rows = names
         .iter()
         .zip(&ms)
@@ -167,6 +206,7 @@ pub fn bench_fp8<T: Sample + Element + LowpElement>(
         rows,
         peer: theirs,
         ours,
+        blocks,
         config,
     })
 }

@@ -78,7 +78,11 @@ fn run<T: Sample + tilus::lang::Element + tilus::lowp::LowpElement>(
     let mut ok = true;
     for &shape in shapes {
         let r = bench_fp8::<T>(&mut stdout, &device, shape, config.clone(), opts)?;
-        for (name, s) in [("cublaslt", r.peer), ("gemm_fp8", r.ours)] {
+        for (name, s) in [
+            ("cublaslt", r.peer),
+            ("gemm_fp8", r.ours),
+            ("gemm_fp8 blocks", r.blocks),
+        ] {
             outln!(
                 "check   {name}: {} ({} sampled elements outside their bound, worst {:.3} of it, max relative error {:.3e})",
                 if s.passed() { "PASS" } else { "FAIL" },
@@ -88,7 +92,7 @@ fn run<T: Sample + tilus::lang::Element + tilus::lowp::LowpElement>(
             );
         }
         tilus_bench::harness::write_table(&mut stdout, &r.rows)?;
-        ok &= r.ours.passed();
+        ok &= r.ours.passed() && r.blocks.passed();
     }
     Ok(ok)
 }

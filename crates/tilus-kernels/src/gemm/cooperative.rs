@@ -363,9 +363,10 @@ impl<T: Element> Cooperative<T> {
     }
 
     /// [`Cooperative::multiply`] promoted: the step's product overwrites `partial`, is waited
-    /// for, and is added to `acc` in f32 on the CUDA cores. The FP8 tensor cores keep fewer
-    /// bits than f32 while they accumulate; one step's 128 codes of K are what they sum before
-    /// the registers take over (as DeepGEMM does). The stage is the caller's to release.
+    /// for, and is added to `acc` in f32 on the CUDA cores, times `factor` (`[rows, 1]`: each
+    /// row's scale for this step) when there is one. The FP8 tensor cores keep fewer bits than
+    /// f32 while they accumulate; one step's 128 codes of K are what they sum before the
+    /// registers take over (as DeepGEMM does). The stage is the caller's to release.
     #[track_caller]
     pub fn multiply_promoted(
         &self,
@@ -373,6 +374,7 @@ impl<T: Element> Cooperative<T> {
         g: usize,
         step: impl Into<Scalar>,
         (partial, acc): (&RegisterTensor<f32>, &RegisterTensor<f32>),
+        factor: Option<&RegisterTensor<f32>>,
     ) {
         let slot = self.pipe.consumer_acquire(k, step);
         let stage = slot.stage();
@@ -389,7 +391,10 @@ impl<T: Element> Cooperative<T> {
         );
         k.wgmma().commit_group();
         k.wgmma().wait_group(0);
-        k.assign_tile(acc, *acc + *partial);
+        match factor {
+            Some(f) => k.assign_tile(acc, partial.mul_add(*f, *acc)),
+            None => k.assign_tile(acc, *acc + *partial),
+        }
         drop(slot);
     }
     /// Frees ring step `step`'s stage (nothing for a negative step) on behalf of the calling

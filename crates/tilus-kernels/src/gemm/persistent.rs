@@ -220,6 +220,16 @@ impl MatmulPersistent {
     }
 }
 
+/// The factor of one K step's product for a consumer warp group's rows of a tile
+/// ([`MatmulPersistent::tiles_promoted`]): `(k, step, at) -> [group_rows, 1]`.
+pub(crate) type StepScale<'a> = &'a dyn Fn(&mut Kernel, Val, &TileAt) -> RegisterTensor<f32>;
+
+/// A main loop whose K steps are promoted into the f32 accumulator, each step's product
+/// times its scales when they are given.
+pub(crate) struct Promote<'a> {
+    step_scale: Option<StepScale<'a>>,
+}
+
 /// Where [`MatmulPersistent::tiles_on`] takes its operands from.
 pub(crate) enum Operands<T: Element> {
     /// A `[m, k]` and B `[n, k]`, K-major and contiguous, at these pointers.
@@ -311,22 +321,26 @@ impl MatmulPersistent {
         epilogue: &dyn TileEpilogue,
         stream_k: Option<&StreamK<T>>,
     ) {
-        self.tiles_with(k, dims, operands, epilogue, stream_k, false);
+        self.tiles_with(k, dims, operands, epilogue, stream_k, None);
     }
 
     /// [`MatmulPersistent::tiles`] with each K step's product promoted into the f32
     /// accumulator ([`Cooperative::multiply_promoted`]): the FP8 GEMM's main loop. Blocks
     /// alone (no pairs), no stream-K; each consumer warp group holds a second accumulator.
+    /// `step_scale(k, i, at)`, when given, is the `[group_rows, 1]` factor of K step `i`'s
+    /// product for the warp group's rows of the tile at `at` (fine-grained scales).
     pub(crate) fn tiles_promoted<T: Element>(
         &self,
         k: &mut Kernel,
         dims: (Val, Val, Val),
         (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
         epilogue: &dyn TileEpilogue,
+        step_scale: Option<StepScale<'_>>,
     ) {
         assert!(self.cluster_m == 1, "promoted products run on blocks alone");
         let operands = Operands::Pointers(a_ptr, b_ptr);
-        self.tiles_with(k, dims, operands, epilogue, None, true);
+        let promote = Promote { step_scale };
+        self.tiles_with(k, dims, operands, epilogue, None, Some(&promote));
     }
 
     fn tiles_with<T: Element>(
@@ -336,7 +350,7 @@ impl MatmulPersistent {
         operands: Operands<T>,
         epilogue: &dyn TileEpilogue,
         stream_k: Option<&StreamK<T>>,
-        promote: bool,
+        promote: Option<&Promote<'_>>,
     ) {
         let pair = self.cluster_m == 2;
         let batch = match &operands {
@@ -531,7 +545,7 @@ impl MatmulPersistent {
                     let acc = k
                         .name_next("acc")
                         .register_tensor::<f32>([group_rows, self.block_n], 0.0);
-                    let partial = promote.then(|| {
+                    let partial = promote.map(|_| {
                         k.name_next("partial")
                             .register_tensor::<f32>([group_rows, self.block_n], None)
                     });
@@ -545,7 +559,11 @@ impl MatmulPersistent {
                     let step = |k: &mut Kernel, i: Val| {
                         match (&partial, &ring) {
                             (Some(partial), Ring::One(r)) => {
-                                r.multiply_promoted(k, g, done + i, (partial, &acc))
+                                // the step's scales asked for before its product
+                                let scale = promote.and_then(|p| p.step_scale);
+                                let factor = scale.map(|f| f(k, i, &at));
+                                let pair = (partial, &acc);
+                                r.multiply_promoted(k, g, done + i, pair, factor.as_ref())
                             }
                             _ => ring.multiply(k, g, done + i, &acc),
                         }

@@ -55,3 +55,38 @@ pub fn check<T: LowpElement, O: Copy>(
     println!("{what} ({m}, {n}, {k}): every element within {worst:.3} of its bound");
     Ok(())
 }
+
+/// Scales of `len` blocks, each its own (from 1/16 to 4), so that a block's scale read for
+/// another's shows.
+pub fn block_scales(rng: &mut Rng, len: usize) -> Vec<f32> {
+    (0..len)
+        .map(|_| (2f64.powf(rng.next_f64() * 6.0 - 4.0)) as f32)
+        .collect()
+}
+
+/// [`check`] with fine-grained scales (`reference::product_blocks`).
+#[allow(clippy::too_many_arguments)]
+pub fn check_blocks<T: LowpElement, O: Copy>(
+    what: &str,
+    (m, n, k): (usize, usize, usize),
+    (a, b): (&[T], &[T]),
+    (sa, sb): (&[f32], &[f32]),
+    c: &[O],
+    to_f64: fn(O) -> f64,
+    unit_roundoff: f64,
+) -> Result<(), String> {
+    let (exact, mag) =
+        tilus_kernels::gemm::fp8::reference::product_blocks((m, n, k), (a, b), (sa, sb));
+    for (i, (&got, (&want, &mg))) in c.iter().zip(exact.iter().zip(&mag)).enumerate() {
+        let got = to_f64(got);
+        let tol = tolerance(want, mg, k, unit_roundoff);
+        if !got.is_finite() || (got - want).abs() > tol {
+            return Err(format!(
+                "{what} ({m}, {n}, {k}): c[{}, {}] = {got}, exact {want} (bound {tol:.3e})",
+                i / n,
+                i % n
+            ));
+        }
+    }
+    Ok(())
+}

@@ -108,3 +108,44 @@ fn gpu_fp8_matches_the_exact_product() {
         "tuned",
     );
 }
+
+/// Fine-grained scales on the GPU against the exact product: each block's scale its own,
+/// blocks of N and K partly filled, every tile kind, and a long K.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_fp8_blocks_match_the_exact_product() {
+    use super::fp8_reference::{block_scales, check_blocks};
+    use tilus_kernels::gemm::fp8::{Fp8BlocksGemmOp, MatmulFp8Blocks};
+    tilus_bench::test_cache!();
+    let device = Device::open(0).unwrap();
+    let stream = device.stream();
+    let mut rng = Rng::new(seed());
+    let wide = tile(128, 128, 0);
+    for (shape, t) in [
+        ((300usize, 330usize, 656usize), wide.clone()),
+        ((77, 200, 400), tile(128, 64, 0)),
+        ((513, 260, 272), tile(256, 64, 0)),
+        ((200, 384, 1024), tile(64, 128, 1)),
+        ((1024, 1536, 4096), wide),
+    ] {
+        let (m, n, k) = shape;
+        let kb = k.div_ceil(128);
+        let a = codes(&mut rng, m * k, F8E4M3::from_f64);
+        let b = codes(&mut rng, n * k, F8E4M3::from_f64);
+        let sa = block_scales(&mut rng, kb * m);
+        let sb = block_scales(&mut rng, n.div_ceil(128) * kb);
+        let op = Fp8BlocksGemmOp::fixed(MatmulFp8Blocks::<F8E4M3, bf16>::new(t), &device);
+        let put = |v: &[f32]| stream.clone_htod(v).unwrap();
+        let (da, db) = (
+            stream.clone_htod(&a).unwrap(),
+            stream.clone_htod(&b).unwrap(),
+        );
+        let (dsa, dsb) = (put(&sa), put(&sb));
+        let mut dc = stream.clone_htod(&vec![bf16::NAN; m * n]).unwrap();
+        op.run(stream, shape, (&da, &db), (&dsa, &dsb), &mut dc)
+            .unwrap();
+        let c = stream.clone_dtoh(&dc).unwrap();
+        let u = 1.0 / 256.0;
+        check_blocks("blocks", shape, (&a, &b), (&sa, &sb), &c, bf16::to_f64, u).unwrap();
+    }
+}

@@ -101,3 +101,88 @@ fn interp_fp8_refuses_what_it_does_not_take() {
     let e = tilus::trace(&bad, &[16, 64]).unwrap_err().to_string();
     assert!(e.contains("block_k 128"), "{e}");
 }
+
+/// Fine-grained scales (one per 1 × 128 block of A, per 128 × 128 block of B), each block's
+/// its own: e4m3 into bf16 on the default tile (blocks of N and K partly filled, tiles
+/// walked, the ring wrapped), e5m2 into f32 on 128 × 64 tiles and ping-pong 64 × 128; a tile
+/// wider than a block of B's scales is refused when traced, scales of the wrong length
+/// before anything runs.
+#[test]
+fn interp_fp8_blocks_apply_each_blocks_scales() {
+    use super::fp8_reference::{block_scales, check_blocks};
+    use tilus_kernels::gemm::fp8::{Fp8BlocksGemmOp, MatmulFp8Blocks};
+    let mut rng = Rng::new(seed());
+    let scales = |rng: &mut Rng, (m, n, k): (usize, usize, usize)| {
+        let kb = k.div_ceil(128);
+        (
+            block_scales(rng, kb * m),
+            block_scales(rng, n.div_ceil(128) * kb),
+        )
+    };
+    let shape @ (m, n, k) = (300, 330, 656);
+    let a = codes(&mut rng, m * k, F8E4M3::from_f64);
+    let b = codes(&mut rng, n * k, F8E4M3::from_f64);
+    let (sa, sb) = scales(&mut rng, shape);
+    let mut c = vec![bf16::NAN; m * n];
+    let config = MatmulFp8Blocks::<F8E4M3, bf16>::default();
+    Fp8BlocksGemmOp::interpret(&config, shape, (&a, &b), (&sa, &sb), &mut c).unwrap();
+    check_blocks(
+        "blocks e4m3 -> bf16",
+        shape,
+        (&a, &b),
+        (&sa, &sb),
+        &c,
+        bf16::to_f64,
+        BF16_U,
+    )
+    .unwrap();
+    for t in [tile(128, 64, 0), tile(64, 128, 1)] {
+        let shape @ (m, n, k) = (77, 200, 400);
+        let a = codes(&mut rng, m * k, F8E5M2::from_f64);
+        let b = codes(&mut rng, n * k, F8E5M2::from_f64);
+        let (sa, sb) = scales(&mut rng, shape);
+        let mut c = vec![f32::NAN; m * n];
+        let config = MatmulFp8Blocks::<F8E5M2, f32>::new(t);
+        Fp8BlocksGemmOp::interpret(&config, shape, (&a, &b), (&sa, &sb), &mut c).unwrap();
+        check_blocks(
+            "blocks e5m2 -> f32",
+            shape,
+            (&a, &b),
+            (&sa, &sb),
+            &c,
+            f64::from,
+            F32_U,
+        )
+        .unwrap();
+    }
+    let wide = MatmulFp8Blocks::<F8E4M3, bf16>::new(tile(64, 256, 1));
+    let e = tilus::trace(&wide, &[256, 256]).unwrap_err().to_string();
+    assert!(e.contains("block_n 64 or 128"), "{e}");
+    let config = MatmulFp8Blocks::<F8E4M3, bf16>::default();
+    let (a, b) = (
+        vec![F8E4M3::from_f32(1.0); 4 * 256],
+        vec![F8E4M3::from_f32(1.0); 4 * 256],
+    );
+    let mut c = vec![bf16::NAN; 16];
+    let e = Fp8BlocksGemmOp::interpret(
+        &config,
+        (4, 4, 256),
+        (&a, &b),
+        (&[1.0; 7], &[1.0; 2]),
+        &mut c,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("`a_scales`"), "{e}");
+    let e = Fp8BlocksGemmOp::interpret(
+        &config,
+        (4, 4, 256),
+        (&a, &b),
+        (&[1.0; 8], &[1.0; 1]),
+        &mut c,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("`b_scales`"), "{e}");
+    assert!(c.iter().all(|v| v.is_nan()), "nothing ran");
+}

@@ -1,7 +1,8 @@
 //! The FP8 GEMM through the whole compiler, NVRTC included (no GPU needed): each tile shape of
 //! its search space compiles without spilling in e4m3 into bf16 (at every stage count it
 //! searches for the default tile), and e5m2 into f16 and f32, within the shared memory a block
-//! may take; its WGMMA is the FP8 one, 32 of K an instruction.
+//! may take; its WGMMA is the FP8 one, 32 of K an instruction. The same with fine-grained
+//! scales.
 
 use half::{bf16, f16};
 use tilus::lowp::{F8E4M3, F8E5M2};
@@ -38,4 +39,24 @@ fn nvrtc_fp8_compiles_every_tile_without_spills() {
     assert_eq!(seen.len(), 4 + 1, "{seen:?}");
     compiles(&MatmulFp8::<F8E5M2, f16>::default(), &[1000, 272]);
     compiles(&MatmulFp8::<F8E5M2, f32>::default(), &[520, 656]);
+}
+
+/// With fine-grained scales (each step's scales loaded beside the accumulator, the step's
+/// product and the held result): every tile of the space at four stages, without spills.
+#[test]
+fn nvrtc_fp8_blocks_compile_every_tile_without_spills() {
+    tilus_bench::test_cache!();
+    use tilus_kernels::gemm::fp8::MatmulFp8Blocks;
+    let mut tiles = 0;
+    for b in MatmulFp8Blocks::<F8E4M3, bf16>::space().bindings() {
+        let config = MatmulFp8Blocks::<F8E4M3, bf16>::from_binding(&b).unwrap();
+        let t = &config.inner.tile;
+        if t.group_m != 8 || t.stages != 4 {
+            continue;
+        }
+        compiles(&config, &[4096, 4096]);
+        tiles += 1;
+    }
+    assert_eq!(tiles, 4);
+    compiles(&MatmulFp8Blocks::<F8E5M2, f32>::default(), &[520, 656]);
 }

@@ -6,7 +6,7 @@
 
 use super::scaled::Scaled;
 use crate::gemm::persistent::MatmulPersistent;
-use crate::gemm::tile_epilogue::{CastAndStore, STORE_CHUNK};
+use crate::gemm::tile_epilogue::{CastAndStore, TileAt, STORE_CHUNK};
 use std::marker::PhantomData;
 use tilus::lang::Element;
 use tilus::prelude::*;
@@ -92,38 +92,99 @@ impl<T: Element, O: Element> Script for MatmulFp8<T, O> {
     fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
         let (m_size, n_size, k_size, a_ptr, b_ptr, scales, c_ptr) =
             (args.0, args.1, args.2, args.3, args.4, args.5, args.6);
-        if T::DTYPE.bits() != 8 || !T::DTYPE.is_float() {
-            k.refuse_config(format!(
-                "{}: the FP8 GEMM's operands are 8-bit floats (f8e4m3, f8e5m2)",
-                T::DTYPE.name()
-            ));
-            return;
+        let scaling = Scaling::Tensor(scales);
+        fp8_body::<T, O>(
+            &self.tile,
+            k,
+            (m_size, n_size, k_size),
+            (a_ptr, b_ptr, c_ptr),
+            scaling,
+        );
+    }
+}
+
+/// How the FP8 GEMM's codes are scaled: one scale per tensor (`[2]`: A's, B's), or per block
+/// (A's `[k_blocks, m]`, B's `[n_blocks, k_blocks]`, blocks of 128).
+pub(crate) enum Scaling {
+    Tensor(PtrVal<f32>),
+    Blocks(PtrVal<f32>, PtrVal<f32>),
+}
+
+/// The FP8 GEMM's body on `t`'s tile, its scaling either way.
+pub(crate) fn fp8_body<T: Element, O: Element>(
+    t: &MatmulPersistent,
+    k: &mut Kernel,
+    (m_size, n_size, k_size): (Val, Val, Val),
+    (a_ptr, b_ptr, c_ptr): (PtrVal<T>, PtrVal<T>, PtrVal<O>),
+    scaling: Scaling,
+) {
+    if T::DTYPE.bits() != 8 || !T::DTYPE.is_float() {
+        k.refuse_config(format!(
+            "{}: the FP8 GEMM's operands are 8-bit floats (f8e4m3, f8e5m2)",
+            T::DTYPE.name()
+        ));
+        return;
+    }
+    if t.block_k != FP8_BLOCK_K || t.cluster_m != 1 {
+        k.refuse_config(format!(
+            "{t:?}: block_k {FP8_BLOCK_K} (128-byte rows of codes), blocks alone"
+        ));
+        return;
+    }
+    if matches!(scaling, Scaling::Blocks(..)) && FP8_BLOCK_K % t.block_n != 0 {
+        k.refuse_config(format!(
+            "{t:?}: block_n 64 or 128 with scales per block (a tile's columns within one \
+             block of 128 of B's scales)"
+        ));
+        return;
+    }
+    let gc = k.name_next("gc").global_view::<O>(c_ptr, [m_size, n_size]);
+    // chunks of 128 bytes of the output (64 columns of 16-bit, 32 of f32), halved for warp
+    // groups of 128 rows as v6 does
+    let bytes = (O::DTYPE.bits() / 8) as i32;
+    let mut width = STORE_CHUNK * 2 / bytes;
+    if t.group_rows() > 64 {
+        width /= 2;
+    }
+    let stores = t.c_stores(k, gc, n_size, width);
+    // (a tile held for deferred stores in f32 would be as large as the accumulator)
+    let defer = t.defer_stores != 0 && t.ping_pong == 0 && bytes == 2;
+    let store = CastAndStore::new(stores, t.block_n, defer);
+    let dims = (m_size, n_size, k_size);
+    match scaling {
+        Scaling::Tensor(scales) => {
+            let scales = k.name_next("scales").global_view::<f32>(scales, [2]);
+            let sa = k.load_global_scalar(&scales, [0]);
+            let sb = k.load_global_scalar(&scales, [1]);
+            let alpha = k.name_next("alpha").let_f32(sa * sb);
+            let epilogue = Scaled::new(&store, alpha);
+            t.tiles_promoted(k, dims, (a_ptr, b_ptr), &epilogue, None);
         }
-        let t = &self.tile;
-        if t.block_k != FP8_BLOCK_K || t.cluster_m != 1 {
-            k.refuse_config(format!(
-                "{self:?}: block_k {FP8_BLOCK_K} (128-byte rows of codes), blocks alone"
-            ));
-            return;
+        Scaling::Blocks(sa, sb) => {
+            // (the views' shapes in the arguments themselves: the host checks the buffers
+            // against them)
+            let (k_blocks, n_blocks) = (cdiv(k_size, FP8_BLOCK_K), cdiv(n_size, FP8_BLOCK_K));
+            let gsa = k
+                .name_next("gsa")
+                .global_view::<f32>(sa, [k_blocks.clone(), m_size.into()]);
+            let gsb = k
+                .name_next("gsb")
+                .global_view::<f32>(sb, [n_blocks, k_blocks]);
+            let rows = t.group_rows();
+            // step `i`'s factor of each of the warp group's rows: its A block's scale times
+            // the tile's B block's (rows past M read as zero: never stored)
+            let step_scale = |k: &mut Kernel, i: Val, at: &TileAt| {
+                let row_scales = k
+                    .name_next("a_scales")
+                    .load_global(&gsa, (i, at.rows), [1, rows]);
+                let row_scales = k.reshape(&row_scales, [rows, 1]);
+                let b_block = k.let_i32(at.cols / FP8_BLOCK_K);
+                let b_scale = k.load_global_scalar(&gsb, (b_block, i));
+                k.name_next("step_scale")
+                    .compute(row_scales * Scalar::from(b_scale))
+            };
+            t.tiles_promoted(k, dims, (a_ptr, b_ptr), &store, Some(&step_scale));
         }
-        let gc = k.name_next("gc").global_view::<O>(c_ptr, [m_size, n_size]);
-        // chunks of 128 bytes of the output (64 columns of 16-bit, 32 of f32), halved for
-        // warp groups of 128 rows as v6 does
-        let bytes = (O::DTYPE.bits() / 8) as i32;
-        let mut width = STORE_CHUNK * 2 / bytes;
-        if t.group_rows() > 64 {
-            width /= 2;
-        }
-        let stores = t.c_stores(k, gc, n_size, width);
-        // (a tile held for deferred stores in f32 would be as large as the accumulator)
-        let defer = t.defer_stores != 0 && t.ping_pong == 0 && bytes == 2;
-        let store = CastAndStore::new(stores, t.block_n, defer);
-        let scales = k.name_next("scales").global_view::<f32>(scales, [2]);
-        let sa = k.load_global_scalar(&scales, [0]);
-        let sb = k.load_global_scalar(&scales, [1]);
-        let alpha = k.name_next("alpha").let_f32(sa * sb);
-        let epilogue = Scaled::new(&store, alpha);
-        t.tiles_promoted(k, (m_size, n_size, k_size), (a_ptr, b_ptr), &epilogue);
     }
 }
 

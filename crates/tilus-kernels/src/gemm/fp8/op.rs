@@ -11,7 +11,7 @@ use tilus::lang::Element;
 use tilus::runtime::Device;
 use tilus::tune::{FixedOrTuned, Tunable};
 
-const NAME: &str = "gemm_fp8";
+pub(super) const NAME: &str = "gemm_fp8";
 
 /// `c [m, n] = (scale_a · scale_b) · a [m, k] · b [n, k]ᵀ` on FP8 codes `T` (`F8E4M3`,
 /// `F8E5M2`) with output `O` (bf16, f16, f32), on device buffers. `scales` holds A's scale,
@@ -123,10 +123,21 @@ impl<T: Element + Pod, O: Element + Pod> Fp8GemmOp<T, O> {
 }
 
 /// The shape as the kernel's arguments, after every rule: positive dimensions that fit `i32`,
-/// K a multiple of 16, 8-bit float operands, buffers of the lengths the shape needs.
+/// K a multiple of 16, 8-bit float operands, buffers of the lengths the shape needs (per-tensor
+/// scales: 2).
 fn checked<T: Element>(
-    (m, n, k): (usize, usize, usize),
+    shape: (usize, usize, usize),
     (a, b, scales, c): (usize, usize, usize, usize),
+) -> Result<(i32, i32, i32)> {
+    let dims = checked_operands::<T>(shape, (a, b, c))?;
+    length(NAME, "scales", scales, 2)?;
+    Ok(dims)
+}
+
+/// [`checked`] less the scales.
+pub(super) fn checked_operands<T: Element>(
+    (m, n, k): (usize, usize, usize),
+    (a, b, c): (usize, usize, usize),
 ) -> Result<(i32, i32, i32)> {
     let dt = T::DTYPE;
     if dt.bits() != 8 || !dt.is_float() {
@@ -154,7 +165,6 @@ fn checked<T: Element>(
     }
     length(NAME, "a", a, elements(NAME, m, k)?)?;
     length(NAME, "b", b, elements(NAME, n, k)?)?;
-    length(NAME, "scales", scales, 2)?;
     length(NAME, "c", c, elements(NAME, m, n)?)?;
     Ok((mi, ni, ki))
 }

@@ -46,6 +46,49 @@ pub fn product<T: LowpElement>(
     (c, mag)
 }
 
+/// The product with fine-grained scales ([`super::MatmulFp8Blocks`]): each term
+/// `a[i, x] · b[j, x]` times `a_scales[x / 128, i] · b_scales[j / 128, x / 128]`, in f64, and
+/// the sum of the terms' magnitudes.
+///
+/// ```
+/// use tilus::lowp::F8E4M3;
+/// use tilus_kernels::gemm::fp8::reference::product_blocks;
+/// let (a, b) = (vec![F8E4M3::from_f32(1.0); 256], vec![F8E4M3::from_f32(-1.0); 256]);
+/// let (c, mag) = product_blocks((1, 1, 256), (&a, &b), (&[1.0, 2.0], &[0.5, 0.25]));
+/// assert_eq!((c[0], mag[0]), (-128.0, 128.0));
+/// ```
+pub fn product_blocks<T: LowpElement>(
+    (m, n, k): (usize, usize, usize),
+    (a, b): (&[T], &[T]),
+    (a_scales, b_scales): (&[f32], &[f32]),
+) -> (Vec<f64>, Vec<f64>) {
+    let format = T::DTYPE
+        .float_format()
+        .expect("the FP8 GEMM's operands are floats");
+    let value = |x: &T| format.decode(u32::from(x.code()));
+    let av: Vec<f64> = a.iter().map(value).collect();
+    let bv: Vec<f64> = b.iter().map(value).collect();
+    let k_blocks = k.div_ceil(128);
+    let mut c = vec![0.0; m * n];
+    let mut mag = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let (mut sum, mut abs) = (0.0, 0.0);
+            for x in 0..k {
+                let kb = x / 128;
+                let s =
+                    f64::from(a_scales[kb * m + i]) * f64::from(b_scales[j / 128 * k_blocks + kb]);
+                let p = av[i * k + x] * bv[j * k + x] * s;
+                sum += p;
+                abs += p.abs();
+            }
+            c[i * n + j] = sum;
+            mag[i * n + j] = abs;
+        }
+    }
+    (c, mag)
+}
+
 /// How far an output of `unit_roundoff` (2⁻⁸ for bf16, 2⁻¹¹ for f16, 2⁻²⁴ for f32) may lie
 /// from the exact `value` after `k` terms accumulated in f32 (sum of magnitudes `mag`): the
 /// output's rounding, plus `k` roundings of f32 on the magnitudes (a bound, not an estimate),
