@@ -560,6 +560,18 @@ pub fn entries() -> Vec<Entry> {
             &[300, 136, 256],
         ),
         Entry {
+            name: "matmul_fp8_e4m3",
+            about: "C = (s_a·s_b)·A·Bᵀ on e4m3 codes into bf16: v6's main loop, K steps of 128 codes promoted into f32",
+            workload: &crate::workloads::fp8::FP8,
+            configure: configure::<tilus_kernels::gemm::fp8::MatmulFp8<tilus::lowp::F8E4M3, half::bf16>>,
+            space: space::<tilus_kernels::gemm::fp8::MatmulFp8<tilus::lowp::F8E4M3, half::bf16>>,
+            consts: crate::workloads::fp8::consts,
+            compile_size: &[4096, 4096, 4096],
+            run_size: &[200, 136, 400],
+            matmul: None,
+            memory: None,
+        },
+        Entry {
             name: "decode_attention",
             about: "a decode step over a key-value cache: one warp group per key-value head's group of query heads, a TMA ring of the cache (one split here)",
             workload: &crate::workloads::decode::DECODE,

@@ -5,6 +5,7 @@
 pub mod add;
 pub mod decode;
 pub mod epilogue;
+pub mod fp8;
 pub mod layer_norm;
 pub mod matmul;
 pub mod quant;
