@@ -104,7 +104,7 @@ pub fn bench_fp8<T: Sample + Element + LowpElement>(
     lt.matmul(&stream, (m, n, k), (&da, &db), (&dsa, &dsb), &mut c_peer)?;
     let config = format!(
         "{:?}",
-        op.config(&stream, (m, n, k), (&da, &db), &ds, &mut c)?.tile
+        op.config(&stream, (m, n, k), (&da, &db), &ds, &mut c)?
     );
     // the same codes with fine-grained scales (tuned), beside
     let (k_blocks, n_blocks) = (k.div_ceil(128), n.div_ceil(128));

@@ -126,9 +126,7 @@ impl<T, O> std::hash::Hash for MatmulFp8Blocks<T, O> {
 
 impl<T, O> std::fmt::Debug for MatmulFp8Blocks<T, O> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MatmulFp8Blocks")
-            .field("tile", &self.inner.tile)
-            .finish()
+        write!(f, "MatmulFp8Blocks({:?})", self.inner)
     }
 }
 

@@ -247,9 +247,20 @@ impl<T, O> std::hash::Hash for MatmulFp8<T, O> {
 }
 
 impl<T, O> std::fmt::Debug for MatmulFp8<T, O> {
+    /// The tile's hyperparameters, the searched ones first (what the command line's `--set`
+    /// takes).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = &self.tile;
         f.debug_struct("MatmulFp8")
-            .field("tile", &self.tile)
+            .field("block_m", &t.block_m)
+            .field("block_n", &t.block_n)
+            .field("ping_pong", &t.ping_pong)
+            .field("stages", &t.stages)
+            .field("group_m", &t.group_m)
+            .field("block_k", &t.block_k)
+            .field("persistent", &t.persistent)
+            .field("tma_store", &t.tma_store)
+            .field("defer_stores", &t.defer_stores)
             .finish()
     }
 }
