@@ -52,6 +52,9 @@ fn operands(
         alloc::elements(what, &[m, k])?,
         alloc::elements(what, &[n, k])?,
     );
+    // the codes and C in bf16, checked against what the machine has before any is allocated
+    let mn = alloc::elements(what, &[m, n])?;
+    alloc::ensure(what, mk as u128 + nk as u128 + 2 * mn as u128)?;
     let mut rng = Rng::new(seed);
     let mut codes = |len: usize| -> Result<Vec<F8E4M3>> {
         let mut v = alloc::try_vec(what, len, F8E4M3::from_f64(0.0))?;
