@@ -57,14 +57,33 @@ pub struct Fp8Report {
     pub config: String,
 }
 
-/// `len` codes: `±2^e · (1 + u)` for `e` in `[-4, 3]`, rounded to the nearest code.
-fn codes<T: Sample>(rng: &mut Rng, len: usize) -> Vec<T> {
+/// `len` codes: `±2^e · (1 + u)` for `e` in `[-4, 3]`, rounded to the nearest code (every
+/// magnitude the types hold well, both signs). The FP8 GEMM's inputs wherever they are drawn:
+/// this benchmark, the registry's workload, the tests.
+pub fn codes<T: Sample>(rng: &mut Rng, len: usize) -> Vec<T> {
     (0..len)
         .map(|_| {
             let sign = if rng.next_f64() < 0.5 { -1.0 } else { 1.0 };
             let e = (rng.next_f64() * 8.0).floor() - 4.0;
             T::from_f64(sign * 2f64.powf(e) * (1.0 + rng.next_f64()))
         })
+        .collect()
+}
+
+/// Two per-tensor scales (A's, B's), not powers of two, so that a scale left out or applied
+/// twice shows.
+pub fn tensor_scales(rng: &mut Rng) -> [f32; 2] {
+    [
+        (0.01 + rng.next_f64() * 0.05) as f32,
+        (0.5 + rng.next_f64() * 2.0) as f32,
+    ]
+}
+
+/// `len` block scales, each its own (from 1/16 to 4), so that a block's scale read for
+/// another's shows.
+pub fn block_scales(rng: &mut Rng, len: usize) -> Vec<f32> {
+    (0..len)
+        .map(|_| 2f64.powf(rng.next_f64() * 6.0 - 4.0) as f32)
         .collect()
 }
 
@@ -82,10 +101,7 @@ pub fn bench_fp8<T: Sample + Element + LowpElement>(
     let mut rng = Rng::new(opts.seed);
     let a: Vec<T> = codes(&mut rng, m * k);
     let b: Vec<T> = codes(&mut rng, n * k);
-    let s = [
-        (0.01 + rng.next_f64() * 0.05) as f32,
-        (0.5 + rng.next_f64() * 2.0) as f32,
-    ];
+    let s = tensor_scales(&mut rng);
     let (da, db, ds) = (
         upload(&stream, &a)?,
         upload(&stream, &b)?,
@@ -108,11 +124,8 @@ pub fn bench_fp8<T: Sample + Element + LowpElement>(
     );
     // the same codes with fine-grained scales (tuned), beside
     let (k_blocks, n_blocks) = (k.div_ceil(128), n.div_ceil(128));
-    let block_scale = |rng: &mut Rng| (2f64.powf(rng.next_f64() * 6.0 - 4.0)) as f32;
-    let bsa: Vec<f32> = (0..k_blocks * m).map(|_| block_scale(&mut rng)).collect();
-    let bsb: Vec<f32> = (0..n_blocks * k_blocks)
-        .map(|_| block_scale(&mut rng))
-        .collect();
+    let bsa = block_scales(&mut rng, k_blocks * m);
+    let bsb = block_scales(&mut rng, n_blocks * k_blocks);
     let (dbsa, dbsb) = (upload(&stream, &bsa)?, upload(&stream, &bsb)?);
     let mut c_blocks = poisoned::<bf16>(&stream, &what, m * n)?;
     let blocks_op = Fp8BlocksGemmOp::<T, bf16>::new(device)?;

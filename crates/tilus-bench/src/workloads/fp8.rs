@@ -1,5 +1,5 @@
 //! The FP8 GEMM workload ([`tilus_kernels::gemm::fp8`]): `C = (s_a · s_b) · A · Bᵀ` on random
-//! e4m3 codes (every magnitude from 2⁻⁴ to 2⁴, both signs) with per-tensor scales, bf16 out.
+//! e4m3 codes ([`crate::fp8_bench::codes`]) with per-tensor scales, bf16 out.
 //! The host's reference is the exact product of the codes' values; the device's is
 //! cuBLASLt's FP8 GEMM on the same codes and scales ([`crate::cublaslt_fp8`]). The kernel's
 //! arguments are `(m, n, k, a, b, scales, c)`.
@@ -8,6 +8,7 @@ use crate::alloc;
 use crate::buffers::{download, poisoned, ptr, upload, Sample};
 use crate::compare::{compare_within, Check, Tolerance};
 use crate::cublaslt_fp8::CublasLtFp8;
+use crate::fp8_bench::{codes, tensor_scales};
 use crate::harness::Rng;
 use crate::size::Size;
 use crate::workload::{DeviceCase, HostCase, Workload};
@@ -56,20 +57,8 @@ fn operands(
     let mn = alloc::elements(what, &[m, n])?;
     alloc::ensure(what, mk as u128 + nk as u128 + 2 * mn as u128)?;
     let mut rng = Rng::new(seed);
-    let mut codes = |len: usize| -> Result<Vec<F8E4M3>> {
-        let mut v = alloc::try_vec(what, len, F8E4M3::from_f64(0.0))?;
-        for x in &mut v {
-            let sign = if rng.next_f64() < 0.5 { -1.0 } else { 1.0 };
-            let e = (rng.next_f64() * 8.0).floor() - 4.0;
-            *x = F8E4M3::from_f64(sign * 2f64.powf(e) * (1.0 + rng.next_f64()));
-        }
-        Ok(v)
-    };
-    let (a, b) = (codes(mk)?, codes(nk)?);
-    let s = [
-        (0.01 + rng.next_f64() * 0.05) as f32,
-        (0.5 + rng.next_f64() * 2.0) as f32,
-    ];
+    let (a, b) = (codes(&mut rng, mk), codes(&mut rng, nk));
+    let s = tensor_scales(&mut rng);
     Ok((a, b, s))
 }
 

@@ -7,23 +7,9 @@ use tilus::lowp::LowpElement;
 use tilus_bench::harness::Rng;
 use tilus_kernels::gemm::fp8::reference::{product, tolerance};
 
-/// `len` codes of `T`: values `±2^e · (1 + u)` with `e` in `[-4, 3]`, rounded to the code.
-pub fn codes<T: LowpElement + Copy>(rng: &mut Rng, len: usize, from_f64: fn(f64) -> T) -> Vec<T> {
-    (0..len)
-        .map(|_| {
-            let sign = if rng.next_f64() < 0.5 { -1.0 } else { 1.0 };
-            let e = (rng.next_f64() * 8.0).floor() - 4.0;
-            from_f64(sign * 2f64.powf(e) * (1.0 + rng.next_f64()))
-        })
-        .collect()
-}
-
-/// Two positive scales, not powers of two (so that a scale left out or applied twice shows).
+/// Two per-tensor scales ([`tilus_bench::fp8_bench::tensor_scales`]).
 pub fn scales(rng: &mut Rng) -> [f32; 2] {
-    [
-        (0.01 + rng.next_f64() * 0.05) as f32,
-        (0.5 + rng.next_f64() * 2.0) as f32,
-    ]
+    tilus_bench::fp8_bench::tensor_scales(rng)
 }
 
 /// Checks `c` (as f64, by `to_f64`) against the exact product; the first element outside the
@@ -56,13 +42,7 @@ pub fn check<T: LowpElement, O: Copy>(
     Ok(())
 }
 
-/// Scales of `len` blocks, each its own (from 1/16 to 4), so that a block's scale read for
-/// another's shows.
-pub fn block_scales(rng: &mut Rng, len: usize) -> Vec<f32> {
-    (0..len)
-        .map(|_| (2f64.powf(rng.next_f64() * 6.0 - 4.0)) as f32)
-        .collect()
-}
+pub use tilus_bench::fp8_bench::{block_scales, codes};
 
 /// [`check`] with fine-grained scales (`reference::product_blocks`).
 #[allow(clippy::too_many_arguments)]

@@ -18,17 +18,16 @@ fn run_and_check<T, O>(
     op: &Fp8GemmOp<T, O>,
     shape: (usize, usize, usize),
     rng: &mut Rng,
-    from_f64: fn(f64) -> T,
     (nan, to_f64, u): (O, fn(O) -> f64, f64),
     what: &str,
 ) where
-    T: tilus::lang::Element + tilus::lowp::LowpElement + tilus::cudarc::driver::DeviceRepr,
+    T: tilus::lang::Element + tilus::lowp::LowpElement + tilus_bench::buffers::Sample,
     O: tilus::lang::Element + tilus::cudarc::driver::DeviceRepr + Copy,
 {
     let stream = device.stream();
     let (m, n, k) = shape;
-    let a = codes(rng, m * k, from_f64);
-    let b = codes(rng, n * k, from_f64);
+    let a = codes::<T>(rng, m * k);
+    let b = codes::<T>(rng, n * k);
     let s = scales(rng);
     let (da, db) = (
         stream.clone_htod(&a).unwrap(),
@@ -61,52 +60,20 @@ fn gpu_fp8_matches_the_exact_product() {
     let ff = (f32::NAN, f64::from as fn(f32) -> f64, 1.0 / 16_777_216.0);
     let op = Fp8GemmOp::fixed(MatmulFp8::<F8E4M3, bf16>::default(), &device);
     for shape in [(300, 520, 656), (1, 8, 16), (1000, 1000, 4096)] {
-        run_and_check(
-            &device,
-            &op,
-            shape,
-            &mut rng,
-            F8E4M3::from_f64,
-            bf,
-            "e4m3 -> bf16",
-        );
+        run_and_check(&device, &op, shape, &mut rng, bf, "e4m3 -> bf16");
     }
     for t in [tile(64, 128, 1), tile(256, 64, 0), tile(128, 64, 0)] {
         let op = Fp8GemmOp::fixed(MatmulFp8::<F8E5M2, f16>::new(t), &device);
         let shape = (77, 200, 400);
-        run_and_check(
-            &device,
-            &op,
-            shape,
-            &mut rng,
-            F8E5M2::from_f64,
-            hf,
-            "e5m2 -> f16",
-        );
+        run_and_check(&device, &op, shape, &mut rng, hf, "e5m2 -> f16");
     }
     let op = Fp8GemmOp::fixed(MatmulFp8::<F8E4M3, f32>::new(tile(128, 64, 0)), &device);
     for shape in [(257, 130, 272), (2048, 1536, 1024)] {
-        run_and_check(
-            &device,
-            &op,
-            shape,
-            &mut rng,
-            F8E4M3::from_f64,
-            ff,
-            "e4m3 -> f32",
-        );
+        run_and_check(&device, &op, shape, &mut rng, ff, "e4m3 -> f32");
     }
     // tuned per shape
     let op = Fp8GemmOp::<F8E4M3, bf16>::new(&device).unwrap();
-    run_and_check(
-        &device,
-        &op,
-        (1024, 2048, 2048),
-        &mut rng,
-        F8E4M3::from_f64,
-        bf,
-        "tuned",
-    );
+    run_and_check(&device, &op, (1024, 2048, 2048), &mut rng, bf, "tuned");
 }
 
 /// Fine-grained scales on the GPU against the exact product: each block's scale its own,
@@ -130,8 +97,8 @@ fn gpu_fp8_blocks_match_the_exact_product() {
     ] {
         let (m, n, k) = shape;
         let kb = k.div_ceil(128);
-        let a = codes(&mut rng, m * k, F8E4M3::from_f64);
-        let b = codes(&mut rng, n * k, F8E4M3::from_f64);
+        let a = codes::<F8E4M3>(&mut rng, m * k);
+        let b = codes::<F8E4M3>(&mut rng, n * k);
         let sa = block_scales(&mut rng, kb * m);
         let sb = block_scales(&mut rng, n.div_ceil(128) * kb);
         let op = Fp8BlocksGemmOp::fixed(MatmulFp8Blocks::<F8E4M3, bf16>::new(t), &device);

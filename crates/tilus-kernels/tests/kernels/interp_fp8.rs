@@ -30,8 +30,8 @@ fn tile(block_m: i32, block_n: i32, ping_pong: i32) -> MatmulPersistent {
 fn interp_fp8_e4m3_into_bf16_walks_tiles_and_wraps_the_ring() {
     let mut rng = Rng::new(seed());
     let shape @ (m, n, k) = (300, 520, 656);
-    let a = codes(&mut rng, m * k, F8E4M3::from_f64);
-    let b = codes(&mut rng, n * k, F8E4M3::from_f64);
+    let a = codes::<F8E4M3>(&mut rng, m * k);
+    let b = codes::<F8E4M3>(&mut rng, n * k);
     let s = scales(&mut rng);
     let mut c = vec![bf16::NAN; m * n];
     let config = MatmulFp8::<F8E4M3, bf16>::default();
@@ -49,8 +49,8 @@ fn interp_fp8_every_output_type_and_schedule_matches_the_exact_product() {
         ((65, 260, 144), tile(256, 64, 0)),
     ] {
         let (m, n, k) = shape;
-        let a = codes(&mut rng, m * k, F8E5M2::from_f64);
-        let b = codes(&mut rng, n * k, F8E5M2::from_f64);
+        let a = codes::<F8E5M2>(&mut rng, m * k);
+        let b = codes::<F8E5M2>(&mut rng, n * k);
         let s = scales(&mut rng);
         let mut c = vec![f16::NAN; m * n];
         let config = MatmulFp8::<F8E5M2, f16>::new(t);
@@ -59,8 +59,8 @@ fn interp_fp8_every_output_type_and_schedule_matches_the_exact_product() {
     }
     for shape in [(1, 8, 16), (257, 130, 272)] {
         let (m, n, k) = shape;
-        let a = codes(&mut rng, m * k, F8E4M3::from_f64);
-        let b = codes(&mut rng, n * k, F8E4M3::from_f64);
+        let a = codes::<F8E4M3>(&mut rng, m * k);
+        let b = codes::<F8E4M3>(&mut rng, n * k);
         let s = scales(&mut rng);
         let mut c = vec![f32::NAN; m * n];
         let config = MatmulFp8::<F8E4M3, f32>::new(tile(128, 64, 0));
@@ -120,8 +120,8 @@ fn interp_fp8_blocks_apply_each_blocks_scales() {
         )
     };
     let shape @ (m, n, k) = (300, 330, 656);
-    let a = codes(&mut rng, m * k, F8E4M3::from_f64);
-    let b = codes(&mut rng, n * k, F8E4M3::from_f64);
+    let a = codes::<F8E4M3>(&mut rng, m * k);
+    let b = codes::<F8E4M3>(&mut rng, n * k);
     let (sa, sb) = scales(&mut rng, shape);
     let mut c = vec![bf16::NAN; m * n];
     let config = MatmulFp8Blocks::<F8E4M3, bf16>::default();
@@ -138,8 +138,8 @@ fn interp_fp8_blocks_apply_each_blocks_scales() {
     .unwrap();
     for t in [tile(128, 64, 0), tile(64, 128, 1)] {
         let shape @ (m, n, k) = (77, 200, 400);
-        let a = codes(&mut rng, m * k, F8E5M2::from_f64);
-        let b = codes(&mut rng, n * k, F8E5M2::from_f64);
+        let a = codes::<F8E5M2>(&mut rng, m * k);
+        let b = codes::<F8E5M2>(&mut rng, n * k);
         let (sa, sb) = scales(&mut rng, shape);
         let mut c = vec![f32::NAN; m * n];
         let config = MatmulFp8Blocks::<F8E5M2, f32>::new(t);
