@@ -4,7 +4,7 @@
 //! registers moved from the producer to the consumers.
 
 use half::f16;
-use tilus::lang::Element;
+use tilus::lang::{Element, WgmmaTarget};
 use tilus::prelude::*;
 
 use crate::gemm::ring_operands::{load_into, RingOperands};
@@ -346,6 +346,21 @@ impl<T: Element> Cooperative<T> {
         step: impl Into<Scalar>,
         acc: &RegisterTensor<f32>,
     ) {
+        self.issue(k, g, step, acc, WgmmaTarget::all());
+        k.wgmma().wait_group(1);
+    }
+
+    /// Waits for step `step`'s stage and issues consumer warp group `g`'s product of it into
+    /// `target` of `acc`, committed; the stage is released later, by step number.
+    #[track_caller]
+    fn issue(
+        &self,
+        k: &mut Kernel,
+        g: usize,
+        step: impl Into<Scalar>,
+        acc: &RegisterTensor<f32>,
+        target: WgmmaTarget,
+    ) {
         let slot = self.pipe.consumer_acquire(k, step);
         let stage = slot.stage();
         k.wgmma().fence();
@@ -355,10 +370,8 @@ impl<T: Element> Cooperative<T> {
         let a = if self.ops.a_mn { a.transpose() } else { a };
         let b = self.sb.at(stage);
         let b = if self.ops.b_mn { b } else { b.transpose() };
-        k.wgmma().mma(&a, &b, acc);
+        k.wgmma().mma_to(&a, &b, acc, target);
         k.wgmma().commit_group();
-        k.wgmma().wait_group(1);
-        // released later, by step (the slot's stage is named by its step number)
         drop(slot);
     }
 
@@ -376,26 +389,12 @@ impl<T: Element> Cooperative<T> {
         (partial, acc): (&RegisterTensor<f32>, &RegisterTensor<f32>),
         factor: Option<&RegisterTensor<f32>>,
     ) {
-        let slot = self.pipe.consumer_acquire(k, step);
-        let stage = slot.stage();
-        k.wgmma().fence();
-        let a = self.a_of(g).at(stage);
-        let a = if self.ops.a_mn { a.transpose() } else { a };
-        let b = self.sb.at(stage);
-        let b = if self.ops.b_mn { b } else { b.transpose() };
-        k.wgmma().mma_to(
-            &a,
-            &b,
-            partial,
-            tilus::lang::WgmmaTarget::all().overwriting(),
-        );
-        k.wgmma().commit_group();
+        self.issue(k, g, step, partial, WgmmaTarget::all().overwriting());
         k.wgmma().wait_group(0);
         match factor {
             Some(f) => k.assign_tile(acc, partial.mul_add(*f, *acc)),
             None => k.assign_tile(acc, *acc + *partial),
         }
-        drop(slot);
     }
     /// Frees ring step `step`'s stage (nothing for a negative step) on behalf of the calling
     /// consumer warp group: one of its threads arrives, once the group's products that read
