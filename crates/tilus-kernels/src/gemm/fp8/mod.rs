@@ -4,7 +4,7 @@
 //! f32, on v6's persistent, warp-specialized main loop ([`MatmulFp8`]); with DeepGEMM's
 //! fine-grained scales instead (one per 1 × 128 block of A, per 128 × 128 block of B:
 //! [`MatmulFp8Blocks`]). The host API checks shapes and buffers before anything is launched
-//! ([`Fp8GemmOp`], [`Fp8BlocksGemmOp`]), and [`reference`] computes the exact products of the
+//! ([`Fp8GemmOp`], [`Fp8BlocksGemmOp`]), and [`reference`](mod@reference) computes the exact products of the
 //! codes' values.
 
 mod blocks;
