@@ -264,3 +264,57 @@ impl<T, O> std::fmt::Debug for MatmulFp8<T, O> {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::MatmulFp8;
+    use crate::gemm::fp8::MatmulFp8Blocks;
+    use crate::gemm::persistent::MatmulPersistent;
+    use half::bf16;
+    use std::collections::HashSet;
+    use tilus::lowp::{F8E4M3, F8E5M2};
+    use tilus::Script;
+
+    /// Each kernel's name says its scaling and types (the compile cache and the generated
+    /// code go by it); configurations of other tiles are other kernels (unequal, hashed
+    /// apart), and their settings read flat, the searched ones first.
+    #[test]
+    fn names_equality_and_settings_tell_the_kernels_apart() {
+        let per_tensor = MatmulFp8::<F8E4M3, bf16>::default();
+        let e5m2 = MatmulFp8::<F8E5M2, f32>::default();
+        let blocks = MatmulFp8Blocks::<F8E4M3, bf16>::default();
+        let names = [per_tensor.name(), e5m2.name(), blocks.name()];
+        assert_eq!(
+            names,
+            [
+                "matmul_fp8_f8e4m3_bf16",
+                "matmul_fp8_f8e5m2_f32",
+                "matmul_fp8_blocks_f8e4m3_bf16"
+            ]
+        );
+        let narrow = MatmulPersistent {
+            block_n: 64,
+            ..MatmulPersistent::default()
+        };
+        let other = MatmulFp8::<F8E4M3, bf16>::new(narrow.clone());
+        assert_ne!(per_tensor, other);
+        assert_ne!(blocks, MatmulFp8Blocks::new(narrow));
+        assert_eq!(per_tensor, per_tensor.clone());
+        let set: HashSet<_> = [per_tensor.clone(), other, per_tensor.clone()].into();
+        assert_eq!(set.len(), 2);
+        let shown = format!("{per_tensor:?}");
+        assert!(
+            shown.starts_with("MatmulFp8 { block_m: 128, block_n: 128"),
+            "{shown}"
+        );
+        assert!(format!("{blocks:?}").starts_with("MatmulFp8Blocks(MatmulFp8 {"));
+        // the tile's K step and blocks alone, whatever the tile given
+        let given = MatmulPersistent {
+            block_k: 64,
+            cluster_m: 2,
+            ..MatmulPersistent::default()
+        };
+        let t = MatmulFp8::<F8E4M3, bf16>::new(given).tile;
+        assert_eq!((t.block_k, t.cluster_m), (128, 1));
+    }
+}
