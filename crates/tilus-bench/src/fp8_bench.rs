@@ -189,7 +189,6 @@ pub fn bench_fp8<T: Sample + Element + LowpElement>(
     let ms =
         harness::time_interleaved(&stream, &mut timed, (opts.warmup, opts.rounds), opts.timing)?;
     drop(timed);
-    let flops = 2.0 * m as f64 * n as f64 * k as f64;
     let names = [
         format!("cublaslt fp8 {t} -> bf16"),
         format!("gemm_fp8 {t} -> bf16"),
@@ -200,21 +199,7 @@ pub fn bench_fp8<T: Sample + Element + LowpElement>(
         Some(ours.passed()),
         Some(blocks.passed()),
     ];
-    let rows = names
-        .iter()
-        .zip(&ms)
-        .zip(passed)
-        .map(|((name, &time), passed)| Row {
-            m,
-            n,
-            k,
-            name: name.clone(),
-            latency_ms: time,
-            tflops: flops / (time * 1e-3) / 1e12,
-            ratio: ms[0] / time,
-            passed,
-        })
-        .collect();
+    let rows = harness::timed_rows((m, n, k), &names, &ms, &passed);
     Ok(Fp8Report {
         rows,
         peer: theirs,

@@ -466,6 +466,33 @@ pub struct Row {
     pub passed: Option<bool>,
 }
 
+/// The rows of one shape's interleaved timing: `ms[i]` the median of `names[i]`, whose
+/// output passed its check or not (`passed[i]`; `None`: the reference itself), each ratio
+/// to the first (the reference's time over its own) and its TFLOPS of `2·m·n·k`.
+pub fn timed_rows(
+    (m, n, k): (usize, usize, usize),
+    names: &[String],
+    ms: &[f64],
+    passed: &[Option<bool>],
+) -> Vec<Row> {
+    let flops = 2.0 * m as f64 * n as f64 * k as f64;
+    names
+        .iter()
+        .zip(ms)
+        .zip(passed)
+        .map(|((name, &time), &passed)| Row {
+            m,
+            n,
+            k,
+            name: name.clone(),
+            latency_ms: time,
+            tflops: flops / (time * 1e-3) / 1e12,
+            ratio: ms[0] / time,
+            passed,
+        })
+        .collect()
+}
+
 /// Prints the seed's table (`m n k name latency(ms) tflops`) plus the ratio to cuBLAS.
 pub fn print_table(rows: &[Row]) {
     // stdout closed early: nothing more to say (this printer is for examples; tools that must

@@ -221,7 +221,6 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
         harness::time_interleaved(&stream, &mut refs, (opts.warmup, opts.rounds), opts.timing)?;
     drop(refs);
     drop(timed);
-    let flops = 2.0 * m as f64 * n as f64 * k as f64;
     let bytes = (q.packed.len() + 2 * (q.scales.len() + q.zeros.len())) as f64;
     let mut names = vec![
         "cublas f16, dequantized weights".to_string(),
@@ -236,21 +235,7 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
         names.push(format!("quant_matmul {t} fragments (prepacked)"));
         passed.push(Some(fcheck.passed()));
     }
-    let rows = names
-        .iter()
-        .zip(&ms)
-        .zip(passed)
-        .map(|((name, &time), passed)| Row {
-            m,
-            n,
-            k,
-            name: name.clone(),
-            latency_ms: time,
-            tflops: flops / (time * 1e-3) / 1e12,
-            ratio: ms[0] / time,
-            passed,
-        })
-        .collect();
+    let rows = harness::timed_rows((m, n, k), &names, &ms, &passed);
     Ok(QuantReport {
         rows,
         check,
