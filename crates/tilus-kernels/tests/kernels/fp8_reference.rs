@@ -65,8 +65,18 @@ fn within(
     got: impl Iterator<Item = f64>,
     unit_roundoff: f64,
 ) -> Result<(), String> {
+    let got: Vec<f64> = got.collect();
+    // every element of C checked: the reference gives one value and one magnitude each
+    if got.len() != m * n || exact.len() != m * n || mag.len() != m * n {
+        return Err(format!(
+            "{what} ({m}, {n}, {k}): {} outputs, {} exact values, {} magnitudes",
+            got.len(),
+            exact.len(),
+            mag.len()
+        ));
+    }
     let mut worst = 0.0f64;
-    for (i, (got, (&want, &mg))) in got.zip(exact.iter().zip(&mag)).enumerate() {
+    for (i, (got, (&want, &mg))) in got.into_iter().zip(exact.iter().zip(&mag)).enumerate() {
         let tol = tolerance(want, mg, k, unit_roundoff);
         if !got.is_finite() || (got - want).abs() > tol {
             return Err(format!(
