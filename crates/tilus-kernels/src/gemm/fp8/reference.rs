@@ -97,3 +97,41 @@ pub fn tolerance(value: f64, mag: f64, k: usize, unit_roundoff: f64) -> f64 {
     let f32_u = f64::from(f32::EPSILON) / 2.0;
     unit_roundoff * value.abs() + (k as f64 + 2.0) * f32_u * mag + f64::from(f32::MIN_POSITIVE)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{product, product_blocks, tolerance};
+    use tilus::lowp::F8E4M3;
+
+    fn codes(v: &[f32]) -> Vec<F8E4M3> {
+        v.iter().map(|&x| F8E4M3::from_f32(x)).collect()
+    }
+
+    /// Values and magnitude sums of a product with cancellation, per tensor and per block
+    /// (two blocks of K, two of N), and the bound's parts.
+    #[test]
+    fn products_values_magnitudes_and_the_bound() {
+        // A [1, 2], B [2, 2]: c = [2·3 − 1·4, 2·(−0.5) − 1·1.5] = [2, −2.5]
+        let (a, b) = (codes(&[2.0, -1.0]), codes(&[3.0, 4.0, -0.5, 1.5]));
+        let (c, mag) = product((1, 2, 2), (&a, &b), (0.5, 4.0));
+        assert_eq!((c, mag), (vec![4.0, -5.0], vec![20.0, 5.0]));
+        // K of 256 (two blocks) and N of 130 (two blocks): a's row 1, b's rows ±1
+        let a = codes(&[1.0; 256]);
+        let mut bv = vec![1.0f32; 130 * 256];
+        bv[129 * 256..].iter_mut().for_each(|x| *x = -1.0);
+        let b = codes(&bv);
+        // a_scales [2, 1]; b_scales [2, 2]
+        let (c, mag) = product_blocks(
+            (1, 130, 256),
+            (&a, &b),
+            (&[1.0, 2.0], &[1.0, 3.0, 0.5, 0.25]),
+        );
+        assert_eq!((c[0], mag[0]), (128.0 + 128.0 * 6.0, 128.0 + 128.0 * 6.0));
+        assert_eq!((c[129], mag[129]), (-(64.0 + 64.0), 64.0 + 64.0));
+        assert_eq!(c.len(), 130);
+        // the output's rounding of the value, the accumulation's of the magnitudes
+        let (u, f32_u) = (1.0 / 256.0, f64::from(f32::EPSILON) / 2.0);
+        let t = tolerance(-8.0, 100.0, 10, u) - f64::from(f32::MIN_POSITIVE);
+        assert!((t - (8.0 * u + 12.0 * f32_u * 100.0)).abs() < 1e-15, "{t}");
+    }
+}
