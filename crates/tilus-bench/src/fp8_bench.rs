@@ -16,7 +16,7 @@ use std::io::Write;
 use tilus::lang::Element;
 use tilus::lowp::LowpElement;
 use tilus::runtime::Device;
-use tilus_kernels::gemm::fp8::reference::tolerance;
+use tilus_kernels::gemm::fp8::reference::tensor_core_tolerance;
 use tilus_kernels::gemm::fp8::{Fp8BlocksGemmOp, Fp8GemmOp, MatmulFp8};
 
 /// Elements of C checked against the exact product (its four corners among them).
@@ -152,7 +152,7 @@ pub fn bench_fp8<T: Sample + Element + LowpElement>(
     let (mut ours, mut theirs, mut blocks) =
         (Sampled::default(), Sampled::default(), Sampled::default());
     let judge = |judged: &mut Sampled, v: f64, (want, mag): (f64, f64)| {
-        let tol = tolerance(want, mag, k, 1.0 / 256.0);
+        let tol = tensor_core_tolerance(want, mag, k, 1.0 / 256.0);
         let err = (v - want).abs();
         if !v.is_finite() || err > tol {
             judged.outside += 1;

@@ -389,8 +389,34 @@ impl<T: Element> Cooperative<T> {
         (partial, acc): (&RegisterTensor<f32>, &RegisterTensor<f32>),
         factor: Option<&RegisterTensor<f32>>,
     ) {
-        self.issue(k, g, step, partial, WgmmaTarget::all().overwriting());
+        self.issue_product(k, g, step, partial);
         k.wgmma().wait_group(0);
+        Cooperative::<T>::promote(k, partial, acc, factor);
+    }
+
+    /// Issues step `step`'s product of consumer warp group `g` into `partial` (overwriting
+    /// it), committed and left in flight: the promoted loop that overlaps a step's promotion
+    /// with the next step's product waits for it one step later.
+    #[track_caller]
+    pub fn issue_product(
+        &self,
+        k: &mut Kernel,
+        g: usize,
+        step: impl Into<Scalar>,
+        partial: &RegisterTensor<f32>,
+    ) {
+        self.issue(k, g, step, partial, WgmmaTarget::all().overwriting());
+    }
+
+    /// Adds a completed step's `partial` product into `acc` in f32, times `factor` (`[rows,
+    /// 1]`) when there is one.
+    #[track_caller]
+    pub fn promote(
+        k: &mut Kernel,
+        partial: &RegisterTensor<f32>,
+        acc: &RegisterTensor<f32>,
+        factor: Option<&RegisterTensor<f32>>,
+    ) {
         match factor {
             Some(f) => k.assign_tile(acc, partial.mul_add(*f, *acc)),
             None => k.assign_tile(acc, *acc + *partial),

@@ -20,6 +20,7 @@ pub mod persistent;
 mod picker;
 pub(crate) mod pingpong;
 pub mod products;
+pub(crate) mod promote;
 pub mod ring_operands;
 pub mod split_k;
 pub mod stream_k;

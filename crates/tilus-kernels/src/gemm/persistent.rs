@@ -22,6 +22,7 @@ use crate::gemm::cooperative::{
 };
 use crate::gemm::pair::PairRing;
 use crate::gemm::pingpong::PingPongOrder;
+use crate::gemm::promote::{Promote, StepScale};
 use crate::gemm::ring_operands::RingOperands;
 use crate::gemm::stream_k::shares::{
     Part, Shares, StreamK, STREAM_K_CONSUMER_REGISTERS, STREAM_K_PRODUCER_REGISTERS,
@@ -220,16 +221,6 @@ impl MatmulPersistent {
     }
 }
 
-/// The factor of one K step's product for a consumer warp group's rows of a tile
-/// ([`MatmulPersistent::tiles_promoted`]): `(k, step, at) -> [group_rows, 1]`.
-pub(crate) type StepScale<'a> = &'a dyn Fn(&mut Kernel, Val, &TileAt) -> RegisterTensor<f32>;
-
-/// A main loop whose K steps are promoted into the f32 accumulator, each step's product
-/// times its scales when they are given.
-pub(crate) struct Promote<'a> {
-    step_scale: Option<StepScale<'a>>,
-}
-
 /// Where [`MatmulPersistent::tiles_on`] takes its operands from.
 pub(crate) enum Operands<T: Element> {
     /// A `[m, k]` and B `[n, k]`, K-major and contiguous, at these pointers.
@@ -328,18 +319,23 @@ impl MatmulPersistent {
     /// accumulator ([`Cooperative::multiply_promoted`]): the FP8 GEMM's main loop. Blocks
     /// alone (no pairs), no stream-K; each consumer warp group holds a second accumulator.
     /// `step_scale(k, i, at)`, when given, is the `[group_rows, 1]` factor of K step `i`'s
-    /// product for the warp group's rows of the tile at `at` (fine-grained scales).
+    /// product for the warp group's rows of the tile at `at` (fine-grained scales); with
+    /// `overlap` a step is promoted while the next one's product runs
+    /// ([`Promote::overlapped`]: a third accumulator; no held result, no prefetch).
     pub(crate) fn tiles_promoted<T: Element>(
         &self,
         k: &mut Kernel,
         dims: (Val, Val, Val),
         (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
         epilogue: &dyn TileEpilogue,
-        step_scale: Option<StepScale<'_>>,
+        (step_scale, overlap): (Option<StepScale<'_>>, bool),
     ) {
         assert!(self.cluster_m == 1, "promoted products run on blocks alone");
         let operands = Operands::Pointers(a_ptr, b_ptr);
-        let promote = Promote { step_scale };
+        let promote = Promote {
+            step_scale,
+            overlap,
+        };
         self.tiles_with(k, dims, operands, epilogue, None, Some(&promote));
     }
 
@@ -373,6 +369,12 @@ impl MatmulPersistent {
         assert!(
             deferred == 0 || !(ping_pong || stream_k.is_some() || epilogue.prefetches()),
             "deferred stores run on cooperative warp groups outside stream-K"
+        );
+        // the overlapped promotion's loop has neither a held result nor a prefetch
+        let overlapped = promote.is_some_and(|p| p.overlap);
+        assert!(
+            !overlapped || (deferred == 0 && !epilogue.prefetches()),
+            "an overlapped promotion stores its tiles after their loops"
         );
         // a pair of blocks takes a unit of two tile rows and one tile column
         let per_unit = if pair { 2 } else { 1 };
@@ -545,7 +547,8 @@ impl MatmulPersistent {
                     let acc = k
                         .name_next("acc")
                         .register_tensor::<f32>([group_rows, self.block_n], 0.0);
-                    let partial = promote.map(|_| {
+                    // (the overlapped loop declares its own two)
+                    let partial = promote.filter(|_| !overlapped).map(|_| {
                         k.name_next("partial")
                             .register_tensor::<f32>([group_rows, self.block_n], None)
                     });
@@ -578,6 +581,20 @@ impl MatmulPersistent {
                         order.wait_turn(k, g, at.index);
                     }
                     match (halfway, part.share) {
+                        _ if overlapped => {
+                            let (Some(p), Ring::One(r)) = (promote, &ring) else {
+                                unreachable!("promoted products run on blocks alone")
+                            };
+                            let shape = [group_rows, self.block_n];
+                            p.overlapped(
+                                k,
+                                (r, g),
+                                (done, part.steps),
+                                &at,
+                                (&acc, shape),
+                                &release,
+                            );
+                        }
                         (Some(halfway), None) => {
                             // the loop in two halves, the prefetch between them
                             // (straight-line code: the checks see it run once per tile)

@@ -1,8 +1,9 @@
-//! The FP8 GEMM on the GPU against the exact product of the codes' values (`fp8_reference`):
+//! The FP8 GEMM on the GPU against the exact product of the codes' values (`fp8_reference`,
+//! within the bound of the FP8 tensor cores' accumulation):
 //! every operand and output type, cooperative and ping-pong tiles, odd edges and one row; the
 //! host API tuned per shape at a larger one.
 
-use super::fp8_reference::{check, codes, scales};
+use super::fp8_reference::{check, codes, scales, Summed::TensorCores};
 use super::quant_reference::seed;
 use half::{bf16, f16};
 use tilus::lowp::{F8E4M3, F8E5M2};
@@ -37,7 +38,7 @@ fn run_and_check<T, O>(
     let mut dc = stream.clone_htod(&vec![nan; m * n]).unwrap();
     op.run(stream, shape, (&da, &db), &ds, &mut dc).unwrap();
     let c = stream.clone_dtoh(&dc).unwrap();
-    check(what, shape, (&a, &b), s, &c, to_f64, u).unwrap();
+    check(what, shape, (&a, &b), s, &c, to_f64, (u, TensorCores)).unwrap();
 }
 
 fn tile(block_m: i32, block_n: i32, ping_pong: i32) -> MatmulPersistent {
@@ -67,6 +68,14 @@ fn gpu_fp8_matches_the_exact_product() {
         let shape = (77, 200, 400);
         run_and_check(&device, &op, shape, &mut rng, hf, "e5m2 -> f16");
     }
+    // the overlapped promotion: odd and even step counts, cooperative and ping-pong
+    for t in [tile(128, 64, 0), tile(64, 64, 1)] {
+        let config = MatmulFp8::<F8E4M3, bf16>::new(t).with_overlap(true);
+        let op = Fp8GemmOp::fixed(config, &device);
+        for shape in [(300, 520, 656), (77, 200, 400), (1000, 1000, 4096)] {
+            run_and_check(&device, &op, shape, &mut rng, bf, "overlapped");
+        }
+    }
     let op = Fp8GemmOp::fixed(MatmulFp8::<F8E4M3, f32>::new(tile(128, 64, 0)), &device);
     for shape in [(257, 130, 272), (2048, 1536, 1024)] {
         run_and_check(&device, &op, shape, &mut rng, ff, "e4m3 -> f32");
@@ -94,6 +103,7 @@ fn gpu_fp8_blocks_match_the_exact_product() {
         ((513, 260, 272), tile(256, 64, 0)),
         ((200, 384, 1024), tile(64, 128, 1)),
         ((1024, 1536, 4096), wide),
+        ((300, 330, 656), tile(64, 64, 1)),
     ] {
         let (m, n, k) = shape;
         let kb = k.div_ceil(128);
@@ -101,7 +111,12 @@ fn gpu_fp8_blocks_match_the_exact_product() {
         let b = codes::<F8E4M3>(&mut rng, n * k);
         let sa = block_scales(&mut rng, kb * m);
         let sb = block_scales(&mut rng, n.div_ceil(128) * kb);
-        let op = Fp8BlocksGemmOp::fixed(MatmulFp8Blocks::<F8E4M3, bf16>::new(t), &device);
+        // the narrow ping-pong tile overlapped
+        let overlap = t.block_n == 64 && t.ping_pong == 1;
+        let config = MatmulFp8Blocks::<F8E4M3, bf16> {
+            inner: MatmulFp8::new(t).with_overlap(overlap),
+        };
+        let op = Fp8BlocksGemmOp::fixed(config, &device);
         let put = |v: &[f32]| stream.clone_htod(v).unwrap();
         let (da, db) = (
             stream.clone_htod(&a).unwrap(),
@@ -113,6 +128,16 @@ fn gpu_fp8_blocks_match_the_exact_product() {
             .unwrap();
         let c = stream.clone_dtoh(&dc).unwrap();
         let u = 1.0 / 256.0;
-        check_blocks("blocks", shape, (&a, &b), (&sa, &sb), &c, bf16::to_f64, u).unwrap();
+        let bound = (u, TensorCores);
+        check_blocks(
+            "blocks",
+            shape,
+            (&a, &b),
+            (&sa, &sb),
+            &c,
+            bf16::to_f64,
+            bound,
+        )
+        .unwrap();
     }
 }

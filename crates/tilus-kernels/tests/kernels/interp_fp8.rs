@@ -3,7 +3,7 @@
 //! more K steps than the ring has stages (its phases flip), blocks walking several tiles
 //! (the interpreter models four multiprocessors), one row and one step; and its refusals.
 
-use super::fp8_reference::{check, codes, scales};
+use super::fp8_reference::{check, codes, scales, Summed::F32};
 use super::quant_reference::seed;
 use half::{bf16, f16};
 use tilus::lowp::{F8E4M3, F8E5M2};
@@ -36,7 +36,16 @@ fn interp_fp8_e4m3_into_bf16_walks_tiles_and_wraps_the_ring() {
     let mut c = vec![bf16::NAN; m * n];
     let config = MatmulFp8::<F8E4M3, bf16>::default();
     Fp8GemmOp::interpret(&config, shape, (&a, &b), &s, &mut c).unwrap();
-    check("e4m3 -> bf16", shape, (&a, &b), s, &c, bf16::to_f64, BF16_U).unwrap();
+    check(
+        "e4m3 -> bf16",
+        shape,
+        (&a, &b),
+        s,
+        &c,
+        bf16::to_f64,
+        (BF16_U, F32),
+    )
+    .unwrap();
 }
 
 /// e5m2 into f16 on ping-pong warp groups (64 × 128) and 256 × 64 tiles, and e4m3 into f32 on
@@ -55,7 +64,16 @@ fn interp_fp8_every_output_type_and_schedule_matches_the_exact_product() {
         let mut c = vec![f16::NAN; m * n];
         let config = MatmulFp8::<F8E5M2, f16>::new(t);
         Fp8GemmOp::interpret(&config, shape, (&a, &b), &s, &mut c).unwrap();
-        check("e5m2 -> f16", shape, (&a, &b), s, &c, f16::to_f64, F16_U).unwrap();
+        check(
+            "e5m2 -> f16",
+            shape,
+            (&a, &b),
+            s,
+            &c,
+            f16::to_f64,
+            (F16_U, F32),
+        )
+        .unwrap();
     }
     for shape in [(1, 8, 16), (257, 130, 272)] {
         let (m, n, k) = shape;
@@ -65,8 +83,73 @@ fn interp_fp8_every_output_type_and_schedule_matches_the_exact_product() {
         let mut c = vec![f32::NAN; m * n];
         let config = MatmulFp8::<F8E4M3, f32>::new(tile(128, 64, 0));
         Fp8GemmOp::interpret(&config, shape, (&a, &b), &s, &mut c).unwrap();
-        check("e4m3 -> f32", shape, (&a, &b), s, &c, f64::from, F32_U).unwrap();
+        check(
+            "e4m3 -> f32",
+            shape,
+            (&a, &b),
+            s,
+            &c,
+            f64::from,
+            (F32_U, F32),
+        )
+        .unwrap();
     }
+}
+
+/// The overlapped promotion (two partial products, each step promoted while the next runs)
+/// on cooperative 128 × 64 and ping-pong 64 × 64 tiles: one step, an odd count (the last in
+/// partial 0), an even count past the ring's stages (the last in partial 1); with
+/// fine-grained scales each step's factor travels with its partial.
+#[test]
+fn interp_fp8_overlapped_promotion_matches_the_exact_product() {
+    use super::fp8_reference::{block_scales, check_blocks};
+    use tilus_kernels::gemm::fp8::{Fp8BlocksGemmOp, MatmulFp8Blocks};
+    let mut rng = Rng::new(seed());
+    let overlapped = |t| MatmulFp8::<F8E4M3, bf16>::new(t).with_overlap(true);
+    for (shape, t) in [
+        ((1, 8, 16), tile(128, 64, 0)),
+        ((130, 200, 400), tile(128, 64, 0)),
+        ((77, 130, 272), tile(64, 64, 1)),
+    ] {
+        let (m, n, k) = shape;
+        let a = codes::<F8E4M3>(&mut rng, m * k);
+        let b = codes::<F8E4M3>(&mut rng, n * k);
+        let s = scales(&mut rng);
+        let mut c = vec![bf16::NAN; m * n];
+        Fp8GemmOp::interpret(&overlapped(t), shape, (&a, &b), &s, &mut c).unwrap();
+        check(
+            "overlapped",
+            shape,
+            (&a, &b),
+            s,
+            &c,
+            bf16::to_f64,
+            (BF16_U, F32),
+        )
+        .unwrap();
+    }
+    let shape @ (m, n, k) = (100usize, 200usize, 656usize);
+    let kb = k.div_ceil(128);
+    let a = codes::<F8E4M3>(&mut rng, m * k);
+    let b = codes::<F8E4M3>(&mut rng, n * k);
+    let sa = block_scales(&mut rng, kb * m);
+    let sb = block_scales(&mut rng, n.div_ceil(128) * kb);
+    let mut c = vec![bf16::NAN; m * n];
+    let config = MatmulFp8Blocks {
+        inner: overlapped(tile(64, 64, 1)),
+    };
+    Fp8BlocksGemmOp::interpret(&config, shape, (&a, &b), (&sa, &sb), &mut c).unwrap();
+    let bound = (BF16_U, F32);
+    check_blocks(
+        "overlapped blocks",
+        shape,
+        (&a, &b),
+        (&sa, &sb),
+        &c,
+        bf16::to_f64,
+        bound,
+    )
+    .unwrap();
 }
 
 /// Shapes and buffers the FP8 GEMM does not take are refused before anything runs, with the
@@ -133,7 +216,7 @@ fn interp_fp8_blocks_apply_each_blocks_scales() {
         (&sa, &sb),
         &c,
         bf16::to_f64,
-        BF16_U,
+        (BF16_U, F32),
     )
     .unwrap();
     for t in [tile(128, 64, 0), tile(64, 128, 1)] {
@@ -151,7 +234,7 @@ fn interp_fp8_blocks_apply_each_blocks_scales() {
             (&sa, &sb),
             &c,
             f64::from,
-            F32_U,
+            (F32_U, F32),
         )
         .unwrap();
     }

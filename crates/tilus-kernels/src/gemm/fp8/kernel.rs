@@ -6,6 +6,7 @@
 
 use super::scaled::Scaled;
 use crate::gemm::persistent::MatmulPersistent;
+use crate::gemm::promote::StepScale;
 use crate::gemm::tile_epilogue::{CastAndStore, TileAt, STORE_CHUNK};
 use std::marker::PhantomData;
 use tilus::lang::Element;
@@ -45,6 +46,10 @@ pub type Fp8ArgsOf<T, O> = (
 pub struct MatmulFp8<T, O> {
     /// The main loop's tile (v6's hyperparameters; blocks alone, no pairs).
     pub tile: MatmulPersistent,
+    /// 1: each K step promoted while the next step's product runs (two partial accumulators,
+    /// the tensor cores never wait for the additions; no held result); 0: each step's product
+    /// waited for and promoted before the next is issued.
+    pub overlap: i32,
     _t: PhantomData<fn() -> (T, O)>,
 }
 
@@ -60,7 +65,19 @@ impl<T, O> MatmulFp8<T, O> {
                 cluster_m: 1,
                 ..tile
             },
+            overlap: 0,
             _t: PhantomData,
+        }
+    }
+}
+
+impl<T, O> MatmulFp8<T, O> {
+    /// This kernel with its promotion overlapped with the next step's product, or not
+    /// ([`MatmulFp8::overlap`]).
+    pub fn with_overlap(self, on: bool) -> MatmulFp8<T, O> {
+        MatmulFp8 {
+            overlap: i32::from(on),
+            ..self
         }
     }
 }
@@ -94,7 +111,7 @@ impl<T: Element, O: Element> Script for MatmulFp8<T, O> {
             (args.0, args.1, args.2, args.3, args.4, args.5, args.6);
         let scaling = Scaling::Tensor(scales);
         fp8_body::<T, O>(
-            &self.tile,
+            (&self.tile, self.overlap != 0),
             k,
             (m_size, n_size, k_size),
             (a_ptr, b_ptr, c_ptr),
@@ -112,7 +129,7 @@ pub(crate) enum Scaling {
 
 /// The FP8 GEMM's body on `t`'s tile, its scaling either way.
 pub(crate) fn fp8_body<T: Element, O: Element>(
-    t: &MatmulPersistent,
+    (t, overlap): (&MatmulPersistent, bool),
     k: &mut Kernel,
     (m_size, n_size, k_size): (Val, Val, Val),
     (a_ptr, b_ptr, c_ptr): (PtrVal<T>, PtrVal<T>, PtrVal<O>),
@@ -148,7 +165,8 @@ pub(crate) fn fp8_body<T: Element, O: Element>(
     }
     let stores = t.c_stores(k, gc, n_size, width);
     // (a tile held for deferred stores in f32 would be as large as the accumulator)
-    let defer = t.defer_stores != 0 && t.ping_pong == 0 && bytes == 2;
+    // (the overlapped loop's third accumulator takes the held result's registers)
+    let defer = t.defer_stores != 0 && t.ping_pong == 0 && bytes == 2 && !overlap;
     let store = CastAndStore::new(stores, t.block_n, defer);
     let dims = (m_size, n_size, k_size);
     match scaling {
@@ -158,7 +176,7 @@ pub(crate) fn fp8_body<T: Element, O: Element>(
             let sb = k.load_global_scalar(&scales, [1]);
             let alpha = k.name_next("alpha").let_f32(sa * sb);
             let epilogue = Scaled::new(&store, alpha);
-            t.tiles_promoted(k, dims, (a_ptr, b_ptr), &epilogue, None);
+            t.tiles_promoted(k, dims, (a_ptr, b_ptr), &epilogue, (None, overlap));
         }
         Scaling::Blocks(sa, sb) => {
             // (the views' shapes in the arguments themselves: the host checks the buffers
@@ -183,7 +201,8 @@ pub(crate) fn fp8_body<T: Element, O: Element>(
                 k.name_next("step_scale")
                     .compute(row_scales * Scalar::from(b_scale))
             };
-            t.tiles_promoted(k, dims, (a_ptr, b_ptr), &store, Some(&step_scale));
+            let scaled = (Some(&step_scale as StepScale<'_>), overlap);
+            t.tiles_promoted(k, dims, (a_ptr, b_ptr), &store, scaled);
         }
     }
 }
@@ -197,15 +216,17 @@ impl<T: Element, O: Element> Tunable for MatmulFp8<T, O> {
     fn space() -> Space {
         Space::new()
             .axis(
-                &["block_m", "block_n", "ping_pong"],
-                // a warp group's share of a tile at most 8192 elements (64 × 128): its
-                // accumulator, the step's product and the held result in a thread's 168
-                // registers (64 × 192 spills)
+                &["block_m", "block_n", "ping_pong", "overlap"],
+                // a warp group's accumulator and its partial products in a thread's 168
+                // registers: the step's product and the held result beside a 64 × 128 share
+                // (64 × 192 spills), two products beside a 64 × 64 one
                 vec![
-                    vec![128, 128, 0],
-                    vec![128, 64, 0],
-                    vec![256, 64, 0],
-                    vec![64, 128, 1],
+                    vec![128, 128, 0, 0],
+                    vec![128, 64, 0, 0],
+                    vec![128, 64, 0, 1],
+                    vec![256, 64, 0, 0],
+                    vec![64, 128, 1, 0],
+                    vec![64, 64, 1, 1],
                 ],
             )
             .and_then(|s| s.values("stages", &[3, 4]))
@@ -214,11 +235,17 @@ impl<T: Element, O: Element> Tunable for MatmulFp8<T, O> {
     }
 
     fn from_binding(binding: &Binding) -> Result<Self, String> {
-        MatmulPersistent::from_subset(binding, FP8_TUNED).map(MatmulFp8::new)
+        let tile = MatmulPersistent::from_subset(binding, FP8_TUNED)?;
+        Ok(MatmulFp8 {
+            overlap: binding.get_i32("overlap")?,
+            ..MatmulFp8::new(tile)
+        })
     }
 
     fn to_binding(&self) -> Option<Binding> {
-        Some(self.tile.subset_binding(FP8_TUNED))
+        let mut b = self.tile.subset_binding(FP8_TUNED);
+        b.0.push(("overlap".to_string(), i64::from(self.overlap)));
+        Some(b)
     }
 }
 
@@ -227,6 +254,7 @@ impl<T, O> Clone for MatmulFp8<T, O> {
     fn clone(&self) -> Self {
         MatmulFp8 {
             tile: self.tile.clone(),
+            overlap: self.overlap,
             _t: PhantomData,
         }
     }
@@ -234,7 +262,7 @@ impl<T, O> Clone for MatmulFp8<T, O> {
 
 impl<T, O> PartialEq for MatmulFp8<T, O> {
     fn eq(&self, o: &Self) -> bool {
-        self.tile == o.tile
+        self.tile == o.tile && self.overlap == o.overlap
     }
 }
 
@@ -243,6 +271,7 @@ impl<T, O> Eq for MatmulFp8<T, O> {}
 impl<T, O> std::hash::Hash for MatmulFp8<T, O> {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         self.tile.hash(h);
+        self.overlap.hash(h);
     }
 }
 
@@ -257,6 +286,7 @@ impl<T, O> std::fmt::Debug for MatmulFp8<T, O> {
             .field("ping_pong", &t.ping_pong)
             .field("stages", &t.stages)
             .field("group_m", &t.group_m)
+            .field("overlap", &self.overlap)
             .field("block_k", &t.block_k)
             .field("persistent", &t.persistent)
             .field("tma_store", &t.tma_store)

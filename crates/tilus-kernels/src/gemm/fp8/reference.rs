@@ -98,9 +98,25 @@ pub fn tolerance(value: f64, mag: f64, k: usize, unit_roundoff: f64) -> f64 {
     unit_roundoff * value.abs() + (k as f64 + 2.0) * f32_u * mag + f64::from(f32::MIN_POSITIVE)
 }
 
+/// The unit of the FP8 tensor cores' accumulator: it keeps 13 bits of mantissa (e8m13) and
+/// truncates, so each of its roundings is within 2⁻¹³ of the running magnitude (measured on
+/// Hopper by the public analyses of its FP8 matrix units; NVIDIA does not document it).
+pub const FP8_ACCUMULATOR_UNIT: f64 = 1.0 / 8192.0;
+
+/// [`tolerance`] for a GEMM whose K steps of 128 codes are summed by the FP8 tensor cores
+/// before being promoted into f32 (as ours and cuBLASLt's are): on top of the f32 bound, one
+/// accumulator rounding per WGMMA of k = 32 in a step and one for the step's sum, each at most
+/// [`FP8_ACCUMULATOR_UNIT`] of the magnitudes summed (a model of the hardware, not a proof:
+/// the GPU tests print how much of it the kernels use). An error of one term's size (a code
+/// dropped, a scale misplaced) is still outside it once K is past a few hundred.
+pub fn tensor_core_tolerance(value: f64, mag: f64, k: usize, unit_roundoff: f64) -> f64 {
+    let per_step = f64::from(super::FP8_BLOCK_K / 32 + 1);
+    tolerance(value, mag, k, unit_roundoff) + per_step * FP8_ACCUMULATOR_UNIT * mag
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{product, product_blocks, tolerance};
+    use super::{product, product_blocks, tensor_core_tolerance, tolerance};
     use tilus::lowp::F8E4M3;
 
     fn codes(v: &[f32]) -> Vec<F8E4M3> {
@@ -133,5 +149,8 @@ mod tests {
         let (u, f32_u) = (1.0 / 256.0, f64::from(f32::EPSILON) / 2.0);
         let t = tolerance(-8.0, 100.0, 10, u) - f64::from(f32::MIN_POSITIVE);
         assert!((t - (8.0 * u + 12.0 * f32_u * 100.0)).abs() < 1e-15, "{t}");
+        // the tensor cores' part: five roundings of 2^-13 on the magnitudes
+        let tc = tensor_core_tolerance(-8.0, 100.0, 10, u) - tolerance(-8.0, 100.0, 10, u);
+        assert!((tc - 5.0 * 100.0 / 8192.0).abs() < 1e-12, "{tc}");
     }
 }
