@@ -328,13 +328,14 @@ impl MatmulPersistent {
         dims: (Val, Val, Val),
         (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
         epilogue: &dyn TileEpilogue,
-        (step_scale, overlap): (Option<StepScale<'_>>, bool),
+        (step_scale, overlap, turns): (Option<StepScale<'_>>, bool, bool),
     ) {
         assert!(self.cluster_m == 1, "promoted products run on blocks alone");
         let operands = Operands::Pointers(a_ptr, b_ptr);
         let promote = Promote {
             step_scale,
             overlap,
+            turns,
         };
         self.tiles_with(k, dims, operands, epilogue, None, Some(&promote));
     }
@@ -433,6 +434,11 @@ impl MatmulPersistent {
             Ring::One(_) => Scalar::from(0),
         };
         let order = ping_pong.then(|| PingPongOrder::new(k));
+        // cooperative warp groups that promote their products may take turns at each K step
+        // ([`Promote::turns`]): the same alternation, step by step
+        let step_order = promote
+            .is_some_and(|p| p.turns && !ping_pong)
+            .then(|| PingPongOrder::new(k));
         let bx = k.block_idx().x;
         let first = k.name_next("first_unit").let_i32(bx.clone() / per_unit);
         let stride = k.name_next("unit_stride").let_i32(blocks / per_unit);
@@ -565,8 +571,25 @@ impl MatmulPersistent {
                                 // the step's scales asked for before its product
                                 let scale = promote.and_then(|p| p.step_scale);
                                 let factor = scale.map(|f| f(k, i, &at));
-                                let pair = (partial, &acc);
-                                r.multiply_promoted(k, g, done + i, pair, factor.as_ref())
+                                match &step_order {
+                                    Some(turns) => {
+                                        let index = k.let_i32(done + i);
+                                        turns.wait_turn(k, g, index);
+                                        r.issue_product(k, g, index, partial);
+                                        turns.pass_turn(k, g);
+                                        k.wgmma().wait_group(0);
+                                        Cooperative::<T>::promote(
+                                            k,
+                                            partial,
+                                            &acc,
+                                            factor.as_ref(),
+                                        );
+                                    }
+                                    None => {
+                                        let pair = (partial, &acc);
+                                        r.multiply_promoted(k, g, done + i, pair, factor.as_ref())
+                                    }
+                                }
                             }
                             _ => ring.multiply(k, g, done + i, &acc),
                         }

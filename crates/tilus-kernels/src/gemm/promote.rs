@@ -5,9 +5,8 @@
 //!
 //! Waiting for each product before adding it leaves the tensor cores idle while a warp group
 //! adds, unless the other warp group's product happens to run then. The overlapped form
-//! keeps two partials: it issues step `i`'s product into one, then waits for step `i − 1`'s
-//! (in the other) and promotes it while step `i` runs, so each warp group always has a
-//! product queued.
+//! keeps two partials: it issues two steps' products, one into each, and promotes the first
+//! while the second runs, so half of the additions run under the warp group's own products.
 
 use crate::gemm::cooperative::Cooperative;
 use crate::gemm::tile_epilogue::TileAt;
@@ -26,6 +25,10 @@ pub(crate) struct Promote<'a> {
     pub step_scale: Option<StepScale<'a>>,
     /// Two partials: a step promoted while the next one's product runs.
     pub overlap: bool,
+    /// Cooperative warp groups issue each step's products in turn (warp group 0's, then 1's,
+    /// then 0's next: [`crate::gemm::pingpong::PingPongOrder`] step by step), so that one's
+    /// addition runs under the other's products instead of beside it.
+    pub turns: bool,
 }
 
 /// The two partial products of the overlapped loop and, with scales, each one's factor.
@@ -36,11 +39,12 @@ struct Partials {
 
 impl Promote<'_> {
     /// Consumer warp group `g`'s K steps `0..steps` of the tile at `at` (`done` ring steps
-    /// before it), overlapped: step `i` issued into partial `i % 2`, then step `i − 1` waited
-    /// for, promoted into `acc` and its stage released; after the loop the last step is
-    /// waited for and promoted, its stage left to the caller (as the plain loop leaves it).
-    /// `steps` ≥ 1. The loop runs two steps an iteration, so that which partial a step uses
-    /// is known when the kernel is written.
+    /// before it), overlapped two steps at a time: steps `2j` and `2j + 1` issued into
+    /// partials 0 and 1, then step `2j` waited for (`wait_group(1)`) and promoted while step
+    /// `2j + 1` runs, then step `2j + 1`; an odd last step alone. Nothing is in flight where
+    /// the loop turns back (ptxas serializes every wgmma of a kernel whose loop carries one
+    /// product in flight while it reads another's registers). Every stage is released but
+    /// the last step's, which is left to the caller (as the plain loop leaves it). `steps` ≥ 1.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn overlapped<T: Element>(
         &self,
@@ -59,42 +63,36 @@ impl Promote<'_> {
             })
         });
         let p = Partials { products, factors };
-        // step `i` into partial `slot`, then the step before it (in the other) promoted
-        let step = |k: &mut Kernel, i: Val, slot: usize, first: bool| {
+        // step `i`'s scales (asked for before its product) and its product into `slot`
+        let issue = |k: &mut Kernel, i: Val, slot: usize| {
             if let (Some(scale), Some(f)) = (self.step_scale, &p.factors) {
-                // the step's scales asked for a step before they are needed
                 let factor = scale(k, i, at);
                 k.assign_tile(&f[slot], factor);
             }
             ring.issue_product(k, g, done + i, &p.products[slot]);
-            if !first {
-                k.wgmma().wait_group(1);
-                self.promote_slot(k, &p, 1 - slot, acc);
-                release(k, done + i - 1);
-            }
         };
-        step(k, Val::constant(0), 0, true);
-        // steps 1 and 2, 3 and 4, ...: odd steps in partial 1, even ones in partial 0
-        let pairs = k.name_next("pairs").let_i32((steps - 1) / 2);
+        let pairs = k.name_next("pairs").let_i32(steps / 2);
         k.name_next("j");
         k.for_range(0, pairs, 1, |k, j| {
-            let i = k.let_i32(j * 2 + 1);
-            step(k, i, 1, false);
-            let i = k.let_i32(j * 2 + 2);
-            step(k, i, 0, false);
+            let first = k.let_i32(j * 2);
+            let second = k.let_i32(first + 1);
+            issue(k, first, 0);
+            issue(k, second, 1);
+            k.wgmma().wait_group(1);
+            self.promote_slot(k, &p, 0, acc);
+            release(k, done + first);
+            k.wgmma().wait_group(0);
+            self.promote_slot(k, &p, 1, acc);
+            // (the tile's last stage is the caller's)
+            k.if_(second.lt(steps - 1), |k| release(k, done + second));
         });
-        // an even count of steps leaves its last (odd) one
         let odd = k.name_next("odd").let_i32(steps % 2);
-        k.if_(Scalar::from(odd).eq_(0), |k| {
-            let i = k.let_i32(steps - 1);
-            step(k, i, 1, false);
+        k.if_(Scalar::from(odd).eq_(1), |k| {
+            let last = k.let_i32(steps - 1);
+            issue(k, last, 0);
+            k.wgmma().wait_group(0);
+            self.promote_slot(k, &p, 0, acc);
         });
-        k.wgmma().wait_group(0);
-        k.if_else(
-            Scalar::from(odd).eq_(0),
-            |k| self.promote_slot(k, &p, 1, acc),
-            |k| self.promote_slot(k, &p, 0, acc),
-        );
     }
 
     /// Adds partial `slot` (times its factor) into `acc`.

@@ -99,24 +99,28 @@ fn interp_fp8_every_output_type_and_schedule_matches_the_exact_product() {
 /// The overlapped promotion (two partial products, each step promoted while the next runs)
 /// on cooperative 128 × 64 and ping-pong 64 × 64 tiles: one step, an odd count (the last in
 /// partial 0), an even count past the ring's stages (the last in partial 1); with
-/// fine-grained scales each step's factor travels with its partial.
+/// fine-grained scales each step's factor travels with its partial. And cooperative warp
+/// groups taking turns at each step, past the ring's stages.
 #[test]
 fn interp_fp8_overlapped_promotion_matches_the_exact_product() {
     use super::fp8_reference::{block_scales, check_blocks};
     use tilus_kernels::gemm::fp8::{Fp8BlocksGemmOp, MatmulFp8Blocks};
     let mut rng = Rng::new(seed());
     let overlapped = |t| MatmulFp8::<F8E4M3, bf16>::new(t).with_overlap(true);
-    for (shape, t) in [
-        ((1, 8, 16), tile(128, 64, 0)),
-        ((130, 200, 400), tile(128, 64, 0)),
-        ((77, 130, 272), tile(64, 64, 1)),
+    let in_turns = MatmulFp8::<F8E4M3, bf16>::default().with_turns(true);
+    for (shape, config) in [
+        ((1, 8, 16), overlapped(tile(128, 64, 0))),
+        ((130, 200, 400), overlapped(tile(128, 64, 0))),
+        ((77, 130, 272), overlapped(tile(64, 64, 1))),
+        // the warp groups' turns at each step (not overlapped)
+        ((130, 200, 656), in_turns),
     ] {
         let (m, n, k) = shape;
         let a = codes::<F8E4M3>(&mut rng, m * k);
         let b = codes::<F8E4M3>(&mut rng, n * k);
         let s = scales(&mut rng);
         let mut c = vec![bf16::NAN; m * n];
-        Fp8GemmOp::interpret(&overlapped(t), shape, (&a, &b), &s, &mut c).unwrap();
+        Fp8GemmOp::interpret(&config, shape, (&a, &b), &s, &mut c).unwrap();
         check(
             "overlapped",
             shape,

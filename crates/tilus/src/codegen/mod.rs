@@ -51,6 +51,7 @@ pub fn emit_cuda(p: &Program, plan: &LaunchPlan) -> String {
         helpers: BTreeSet::new(),
         counter: 0,
         declared: vec![vec![]],
+        wgmma_fence_scope: None,
     };
     let signature = e.signature();
     e.prologue();
@@ -88,6 +89,9 @@ pub(crate) struct Emitter<'p> {
     counter: usize,
     /// Register tiles declared in each open C scope (innermost last).
     pub declared: Vec<Vec<RegId>>,
+    /// The accumulators the wgmma fence or wait being emitted orders, where its statement's
+    /// neighbours tell ([`wgmma::fence_scope`]); `None`: every one in scope.
+    pub wgmma_fence_scope: Option<wgmma::FenceScope>,
 }
 
 /// The C type a scalar variable of type `t` is held in: floats of every width in `float`.
@@ -260,7 +264,9 @@ impl<'p> Emitter<'p> {
     }
 
     pub fn block(&mut self, stmts: &[Stmt]) {
-        for s in stmts {
+        for (at, s) in stmts.iter().enumerate() {
+            // which accumulators a wgmma fence or wait orders: known from its neighbours
+            self.wgmma_fence_scope = wgmma::fence_scope(stmts, at);
             self.stmt(s);
         }
     }

@@ -82,7 +82,8 @@ impl<T: Element, O: Element> Script for MatmulFp8Blocks<T, O> {
     fn body(&self, k: &mut Kernel, args: Handles<Self::Args>) {
         let dims = (args.0, args.1, args.2);
         let scaling = Scaling::Blocks(args.5, args.6);
-        let settings = (&self.inner.tile, self.inner.overlap != 0);
+        let i = &self.inner;
+        let settings = (&i.tile, i.overlap != 0, i.turns != 0);
         fp8_body::<T, O>(settings, k, dims, (args.3, args.4, args.7), scaling);
     }
 }

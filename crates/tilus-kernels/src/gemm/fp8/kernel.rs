@@ -50,6 +50,9 @@ pub struct MatmulFp8<T, O> {
     /// the tensor cores never wait for the additions; no held result); 0: each step's product
     /// waited for and promoted before the next is issued.
     pub overlap: i32,
+    /// 1: cooperative warp groups issue each K step's products in turn, one's promotion
+    /// under the other's products; 0: each issues as soon as its stage is full.
+    pub turns: i32,
     _t: PhantomData<fn() -> (T, O)>,
 }
 
@@ -66,6 +69,7 @@ impl<T, O> MatmulFp8<T, O> {
                 ..tile
             },
             overlap: 0,
+            turns: 0,
             _t: PhantomData,
         }
     }
@@ -77,6 +81,15 @@ impl<T, O> MatmulFp8<T, O> {
     pub fn with_overlap(self, on: bool) -> MatmulFp8<T, O> {
         MatmulFp8 {
             overlap: i32::from(on),
+            ..self
+        }
+    }
+
+    /// This kernel with its cooperative warp groups taking turns at each K step, or not
+    /// ([`MatmulFp8::turns`]).
+    pub fn with_turns(self, on: bool) -> MatmulFp8<T, O> {
+        MatmulFp8 {
+            turns: i32::from(on),
             ..self
         }
     }
@@ -111,7 +124,7 @@ impl<T: Element, O: Element> Script for MatmulFp8<T, O> {
             (args.0, args.1, args.2, args.3, args.4, args.5, args.6);
         let scaling = Scaling::Tensor(scales);
         fp8_body::<T, O>(
-            (&self.tile, self.overlap != 0),
+            (&self.tile, self.overlap != 0, self.turns != 0),
             k,
             (m_size, n_size, k_size),
             (a_ptr, b_ptr, c_ptr),
@@ -129,7 +142,7 @@ pub(crate) enum Scaling {
 
 /// The FP8 GEMM's body on `t`'s tile, its scaling either way.
 pub(crate) fn fp8_body<T: Element, O: Element>(
-    (t, overlap): (&MatmulPersistent, bool),
+    (t, overlap, turns): (&MatmulPersistent, bool, bool),
     k: &mut Kernel,
     (m_size, n_size, k_size): (Val, Val, Val),
     (a_ptr, b_ptr, c_ptr): (PtrVal<T>, PtrVal<T>, PtrVal<O>),
@@ -176,7 +189,7 @@ pub(crate) fn fp8_body<T: Element, O: Element>(
             let sb = k.load_global_scalar(&scales, [1]);
             let alpha = k.name_next("alpha").let_f32(sa * sb);
             let epilogue = Scaled::new(&store, alpha);
-            t.tiles_promoted(k, dims, (a_ptr, b_ptr), &epilogue, (None, overlap));
+            t.tiles_promoted(k, dims, (a_ptr, b_ptr), &epilogue, (None, overlap, turns));
         }
         Scaling::Blocks(sa, sb) => {
             // (the views' shapes in the arguments themselves: the host checks the buffers
@@ -201,7 +214,7 @@ pub(crate) fn fp8_body<T: Element, O: Element>(
                 k.name_next("step_scale")
                     .compute(row_scales * Scalar::from(b_scale))
             };
-            let scaled = (Some(&step_scale as StepScale<'_>), overlap);
+            let scaled = (Some(&step_scale as StepScale<'_>), overlap, turns);
             t.tiles_promoted(k, dims, (a_ptr, b_ptr), &store, scaled);
         }
     }
@@ -238,6 +251,8 @@ impl<T: Element, O: Element> Tunable for MatmulFp8<T, O> {
         let tile = MatmulPersistent::from_subset(binding, FP8_TUNED)?;
         Ok(MatmulFp8 {
             overlap: binding.get_i32("overlap")?,
+            // (not searched yet: 0 unless set)
+            turns: binding.get_i32("turns").unwrap_or(0),
             ..MatmulFp8::new(tile)
         })
     }
@@ -245,6 +260,7 @@ impl<T: Element, O: Element> Tunable for MatmulFp8<T, O> {
     fn to_binding(&self) -> Option<Binding> {
         let mut b = self.tile.subset_binding(FP8_TUNED);
         b.0.push(("overlap".to_string(), i64::from(self.overlap)));
+        b.0.push(("turns".to_string(), i64::from(self.turns)));
         Some(b)
     }
 }
@@ -255,6 +271,7 @@ impl<T, O> Clone for MatmulFp8<T, O> {
         MatmulFp8 {
             tile: self.tile.clone(),
             overlap: self.overlap,
+            turns: self.turns,
             _t: PhantomData,
         }
     }
@@ -262,7 +279,7 @@ impl<T, O> Clone for MatmulFp8<T, O> {
 
 impl<T, O> PartialEq for MatmulFp8<T, O> {
     fn eq(&self, o: &Self) -> bool {
-        self.tile == o.tile && self.overlap == o.overlap
+        self.tile == o.tile && self.overlap == o.overlap && self.turns == o.turns
     }
 }
 
@@ -272,6 +289,7 @@ impl<T, O> std::hash::Hash for MatmulFp8<T, O> {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         self.tile.hash(h);
         self.overlap.hash(h);
+        self.turns.hash(h);
     }
 }
 
@@ -287,6 +305,7 @@ impl<T, O> std::fmt::Debug for MatmulFp8<T, O> {
             .field("stages", &t.stages)
             .field("group_m", &t.group_m)
             .field("overlap", &self.overlap)
+            .field("turns", &self.turns)
             .field("block_k", &t.block_k)
             .field("persistent", &t.persistent)
             .field("tma_store", &t.tma_store)
