@@ -97,7 +97,7 @@ fn interp_fp8_every_output_type_and_schedule_matches_the_exact_product() {
 }
 
 /// The overlapped promotion (two partial products, each step promoted while the next runs)
-/// on cooperative 128 × 64 and ping-pong 64 × 64 tiles: one step, an odd count (the last in
+/// on cooperative 128 × 128 and 128 × 64 and ping-pong 64 × 64 tiles: one step, an odd count (the last in
 /// partial 0), an even count past the ring's stages (the last in partial 1); with
 /// fine-grained scales each step's factor travels with its partial. And cooperative warp
 /// groups taking turns at each step, past the ring's stages.
@@ -110,7 +110,7 @@ fn interp_fp8_overlapped_promotion_matches_the_exact_product() {
     let in_turns = MatmulFp8::<F8E4M3, bf16>::default().with_turns(true);
     for (shape, config) in [
         ((1, 8, 16), overlapped(tile(128, 64, 0))),
-        ((130, 200, 400), overlapped(tile(128, 64, 0))),
+        ((130, 200, 400), overlapped(tile(128, 128, 0))),
         ((77, 130, 272), overlapped(tile(64, 64, 1))),
         // the warp groups' turns at each step (not overlapped)
         ((130, 200, 656), in_turns),

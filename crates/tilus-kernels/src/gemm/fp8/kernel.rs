@@ -230,14 +230,16 @@ impl<T: Element, O: Element> Tunable for MatmulFp8<T, O> {
         Space::new()
             .axis(
                 &["block_m", "block_n", "ping_pong", "overlap"],
-                // a warp group's accumulator and its partial products in a thread's 168
+                // a warp group's accumulator and its partial products in a consumer's 232
                 // registers: the step's product and the held result beside a 64 × 128 share
-                // (64 × 192 spills), two products beside a 64 × 64 one
+                // (64 × 192 spills), or two products beside it
                 vec![
                     vec![128, 128, 0, 0],
+                    vec![128, 128, 0, 1],
                     vec![128, 64, 0, 0],
                     vec![128, 64, 0, 1],
                     vec![256, 64, 0, 0],
+                    vec![256, 64, 0, 1],
                     vec![64, 128, 1, 0],
                     vec![64, 64, 1, 1],
                 ],
