@@ -1,5 +1,6 @@
 //! The FP8 GEMM through the whole compiler, NVRTC included (no GPU needed): each tile shape of
-//! its search space compiles without spilling in e4m3 into bf16 (at every stage count it
+//! its search space compiles without spilling and without ptxas serializing its products in
+//! e4m3 into bf16 (at every stage count it
 //! searches for the default tile), and e5m2 into f16 and f32, within the shared memory a block
 //! may take; its WGMMA is the FP8 one, 32 of K an instruction. The same with fine-grained
 //! scales.
@@ -15,6 +16,11 @@ fn compiles<S: tilus::Script>(config: &S, consts: &[i64]) -> String {
     assert_eq!(c.report.spill_stores, 0, "{what}");
     assert_eq!(c.report.stack_frame, 0, "{what}");
     assert!(c.plan.smem_bytes <= 227 * 1024, "{what}");
+    // ptxas serializes every WGMMA of a kernel where an instruction touches a product in
+    // flight (C7514/C7515), an operand fence included: the promoted loops must not
+    let dir = c.cache_dir.as_ref().expect("the tests' cache is writable");
+    let log = std::fs::read_to_string(dir.join("ptxas.log")).unwrap_or_default();
+    assert!(!log.contains("are serialized"), "{what}: {log}");
     c.source
 }
 

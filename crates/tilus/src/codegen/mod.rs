@@ -51,7 +51,6 @@ pub fn emit_cuda(p: &Program, plan: &LaunchPlan) -> String {
         helpers: BTreeSet::new(),
         counter: 0,
         declared: vec![vec![]],
-        wgmma_fence_scope: None,
     };
     let signature = e.signature();
     e.prologue();
@@ -89,9 +88,6 @@ pub(crate) struct Emitter<'p> {
     counter: usize,
     /// Register tiles declared in each open C scope (innermost last).
     pub declared: Vec<Vec<RegId>>,
-    /// The accumulators the wgmma fence or wait being emitted orders, where its statement's
-    /// neighbours tell ([`wgmma::fence_scope`]); `None`: every one in scope.
-    pub wgmma_fence_scope: Option<wgmma::FenceScope>,
 }
 
 /// The C type a scalar variable of type `t` is held in: floats of every width in `float`.
@@ -264,9 +260,7 @@ impl<'p> Emitter<'p> {
     }
 
     pub fn block(&mut self, stmts: &[Stmt]) {
-        for (at, s) in stmts.iter().enumerate() {
-            // which accumulators a wgmma fence or wait orders: known from its neighbours
-            self.wgmma_fence_scope = wgmma::fence_scope(stmts, at);
+        for s in stmts {
             self.stmt(s);
         }
     }

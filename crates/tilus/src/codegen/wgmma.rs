@@ -5,7 +5,7 @@
 use super::memory::{view_base, view_layout, CExpr};
 use super::{Emitter, Helper};
 use crate::ir::facts::{AsyncGroup, Completion, Memory};
-use crate::ir::{b_mn_major, DType, Inst, RegId, SharedView, Stmt, StmtKind, WgmmaA, WgmmaInst};
+use crate::ir::{b_mn_major, DType, RegId, SharedView, StmtKind, WgmmaA, WgmmaInst};
 use crate::layout::wgmma::{DESC_ADDR_MASK, DESC_ADDR_SHIFT};
 
 /// The register tiles asynchronous wgmma work writes (the accumulators), from the facts.
@@ -27,92 +27,15 @@ fn accumulators(e: &Emitter) -> Vec<RegId> {
     out
 }
 
-/// Which accumulators a wgmma fence or wait orders, narrowed from "every one in scope" by the
-/// statements around it. ptxas serializes every wgmma of a kernel (C7514) when an instruction
-/// touches the registers of one in flight, and an operand fence is such a touch: a loop that
-/// keeps one product in flight while it reads another must fence only the other.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum FenceScope {
-    /// A fence: only the accumulators of the wgmmas that follow it, up to their commit.
-    Only(Vec<RegId>),
-    /// A wait for all but `n` groups: not the accumulators of the `n` groups committed just
-    /// before it (still in flight: reading them before a later wait is a race the verifier
-    /// reports, so nothing after this wait reads them).
-    Skip(Vec<RegId>),
-}
-
-/// The [`FenceScope`] of statement `at` of `body` when it is a wgmma fence or wait whose
-/// neighbours in the same straight-line code tell it; `None` otherwise (every accumulator
-/// in scope is fenced).
-pub(crate) fn fence_scope(body: &[Stmt], at: usize) -> Option<FenceScope> {
-    let wgmma = |s: &Stmt| match &s.kind {
-        StmtKind::Inst(Inst::Wgmma(w)) => Some(w.clone()),
-        _ => None,
-    };
-    match wgmma(&body[at])? {
-        WgmmaInst::Fence => {
-            // the products issued after it, to their commit, with nothing else between
-            let mut only = vec![];
-            for s in &body[at + 1..] {
-                match wgmma(s)? {
-                    WgmmaInst::Mma { d, .. } => only.push(d),
-                    WgmmaInst::Commit => {
-                        return (!only.is_empty()).then_some(FenceScope::Only(only))
-                    }
-                    _ => return None,
-                }
-            }
-            None
-        }
-        WgmmaInst::Wait(0) => None,
-        WgmmaInst::Wait(n) => {
-            // the last `n` whole groups before it: a commit, the products before it back to
-            // the fence that opened them; any other statement between ends the search
-            let mut skip = vec![];
-            let mut groups = 0;
-            let mut i = at;
-            while groups < n && i > 0 {
-                i -= 1;
-                if wgmma(&body[i]) != Some(WgmmaInst::Commit) {
-                    break;
-                }
-                let mut group = vec![];
-                loop {
-                    if i == 0 {
-                        return (!skip.is_empty()).then_some(FenceScope::Skip(skip));
-                    }
-                    i -= 1;
-                    match wgmma(&body[i]) {
-                        Some(WgmmaInst::Mma { d, .. }) => group.push(d),
-                        Some(WgmmaInst::Fence) if !group.is_empty() => break,
-                        _ => return (!skip.is_empty()).then_some(FenceScope::Skip(skip)),
-                    }
-                }
-                skip.extend(group);
-                groups += 1;
-            }
-            (!skip.is_empty()).then_some(FenceScope::Skip(skip))
-        }
-        _ => None,
-    }
-}
-
-/// Fences the wgmma accumulators declared in an open scope that the statement being emitted
-/// orders ([`FenceScope`]; all of them when its neighbours do not tell).
+/// Fences every wgmma accumulator declared in an open scope.
 fn fence_accumulators(e: &mut Emitter) {
     let accs = accumulators(e);
-    let scope = e.wgmma_fence_scope.clone();
-    let ordered = |r: &RegId| match &scope {
-        None => true,
-        Some(FenceScope::Only(only)) => only.contains(r),
-        Some(FenceScope::Skip(skip)) => !skip.contains(r),
-    };
     let visible: Vec<RegId> = e
         .declared
         .iter()
         .flatten()
         .copied()
-        .filter(|r| accs.contains(r) && ordered(r))
+        .filter(|r| accs.contains(r))
         .collect();
     for r in visible {
         e.use_helper(Helper::Wgmma(WgmmaHelper::FenceOperand));
