@@ -140,6 +140,35 @@ mod tests {
     use tilus::tune::Tunable;
 
     /// Every tile of the space lies within one block of B's scales, and traces.
+    /// The schedule's switches reach the blocks kernel's body: the overlapped loop and the
+    /// warp groups' turns each trace another program than the plain one (they compute the
+    /// same product, so only the traced program tells them apart).
+    #[test]
+    fn overlap_and_turns_reach_the_body() {
+        use tilus::ir::print_program;
+        let text = |c: &MatmulFp8Blocks<F8E4M3, bf16>| {
+            print_program(&tilus::trace(c, &[4096, 4096]).unwrap())
+        };
+        let plain = MatmulFp8Blocks::<F8E4M3, bf16>::default();
+        let with = |overlap: bool, turns: bool| MatmulFp8Blocks {
+            inner: plain.inner.clone().with_overlap(overlap).with_turns(turns),
+        };
+        let base = text(&plain);
+        assert_eq!(base, text(&with(false, false)));
+        // the overlapped loop walks the steps in pairs
+        assert!(!base.contains("let pairs"), "a step at a time");
+        assert!(
+            text(&with(true, false)).contains("let pairs"),
+            "two steps at a time"
+        );
+        let turns = text(&with(false, true));
+        assert_ne!(base, turns);
+        assert!(
+            !base.contains("turn_phase") && turns.contains("turn_phase"),
+            "the turns' waits"
+        );
+    }
+
     #[test]
     fn every_tile_of_the_space_fits_a_block_of_scales() {
         for b in MatmulFp8Blocks::<F8E4M3, bf16>::space().bindings() {

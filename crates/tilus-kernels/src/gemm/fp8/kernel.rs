@@ -326,6 +326,22 @@ mod tests {
     use tilus::lowp::{F8E4M3, F8E5M2};
     use tilus::Script;
 
+    /// The schedule's switches reach the per-tensor kernel's body (the same product either
+    /// way: only the traced program tells them apart).
+    #[test]
+    fn overlap_and_turns_reach_the_body() {
+        use tilus::ir::print_program;
+        let text =
+            |c: &MatmulFp8<F8E4M3, bf16>| print_program(&tilus::trace(c, &[4096, 4096]).unwrap());
+        let plain = MatmulFp8::<F8E4M3, bf16>::default();
+        let base = text(&plain);
+        assert!(!base.contains("let pairs") && !base.contains("turn_phase"));
+        let overlapped = text(&plain.clone().with_overlap(true));
+        assert!(overlapped.contains("let pairs"), "two steps at a time");
+        let turns = text(&plain.with_turns(true));
+        assert!(turns.contains("turn_phase"), "the turns' waits");
+    }
+
     /// Each kernel's name says its scaling and types (the compile cache and the generated
     /// code go by it); configurations of other tiles are other kernels (unequal, hashed
     /// apart), and their settings read flat, the searched ones first.
