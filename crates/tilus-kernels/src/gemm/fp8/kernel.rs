@@ -336,10 +336,45 @@ mod tests {
         let plain = MatmulFp8::<F8E4M3, bf16>::default();
         let base = text(&plain);
         assert!(!base.contains("let pairs") && !base.contains("turn_phase"));
+        // deferred stores hold the tile before; the overlapped loop's partial takes their
+        // registers
+        assert!(base.contains("held_rows"), "the default defers its stores");
         let overlapped = text(&plain.clone().with_overlap(true));
         assert!(overlapped.contains("let pairs"), "two steps at a time");
+        assert!(
+            !overlapped.contains("held_rows"),
+            "no held result beside two partials"
+        );
+        let mut eager = plain.clone();
+        eager.tile.defer_stores = 0;
+        assert!(
+            !text(&eager).contains("held_rows"),
+            "stores right after the loop"
+        );
         let turns = text(&plain.with_turns(true));
         assert!(turns.contains("turn_phase"), "the turns' waits");
+    }
+
+    /// Every configuration of the space survives its binding both ways (what the tuning
+    /// cache and `--set` go through), the schedule's switches included.
+    #[test]
+    fn the_space_round_trips_through_bindings() {
+        use tilus::tune::Tunable;
+        for b in MatmulFp8::<F8E4M3, bf16>::space().bindings() {
+            let config = MatmulFp8::<F8E4M3, bf16>::from_binding(&b).unwrap();
+            let back = config.to_binding().unwrap();
+            // every searched value comes back (`turns`, not searched, comes back as 0)
+            for (name, value) in &b.0 {
+                assert!(
+                    back.0.contains(&(name.clone(), *value)),
+                    "{config:?}: {name}"
+                );
+            }
+            assert_eq!(MatmulFp8::from_binding(&back).unwrap(), config);
+        }
+        let turned = MatmulFp8::<F8E4M3, bf16>::default().with_turns(true);
+        let b = turned.to_binding().unwrap();
+        assert_eq!(MatmulFp8::from_binding(&b).unwrap(), turned);
     }
 
     /// Each kernel's name says its scaling and types (the compile cache and the generated
