@@ -320,8 +320,9 @@ impl MatmulPersistent {
     /// alone (no pairs), no stream-K; each consumer warp group holds a second accumulator.
     /// `step_scale(k, i, at)`, when given, is the `[group_rows, 1]` factor of K step `i`'s
     /// product for the warp group's rows of the tile at `at` (fine-grained scales); with
-    /// `overlap` a step is promoted while the next one's product runs
-    /// ([`Promote::overlapped`]: a third accumulator; no held result, no prefetch).
+    /// `overlap` two steps are issued and the first promoted while the second runs
+    /// ([`Promote::overlapped`]: a third accumulator; no held result, no prefetch); with
+    /// `turns` the cooperative warp groups issue each step in turn ([`Promote::turns`]).
     pub(crate) fn tiles_promoted<T: Element>(
         &self,
         k: &mut Kernel,

@@ -19,11 +19,12 @@ use tilus::prelude::*;
 pub(crate) type StepScale<'a> = &'a dyn Fn(&mut Kernel, Val, &TileAt) -> RegisterTensor<f32>;
 
 /// A main loop whose K steps are promoted into the f32 accumulator, each step's product
-/// times its scales when they are given, one step behind the products when `overlap`.
+/// times its scales when they are given.
 pub(crate) struct Promote<'a> {
     /// Each step's factor (fine-grained scales), or none.
     pub step_scale: Option<StepScale<'a>>,
-    /// Two partials: a step promoted while the next one's product runs.
+    /// Two partials: two steps issued, the first promoted while the second runs
+    /// ([`Promote::overlapped`]).
     pub overlap: bool,
     /// Cooperative warp groups issue each step's products in turn (warp group 0's, then 1's,
     /// then 0's next: [`crate::gemm::pingpong::PingPongOrder`] step by step), so that one's

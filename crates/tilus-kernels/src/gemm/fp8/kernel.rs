@@ -46,9 +46,10 @@ pub type Fp8ArgsOf<T, O> = (
 pub struct MatmulFp8<T, O> {
     /// The main loop's tile (v6's hyperparameters; blocks alone, no pairs).
     pub tile: MatmulPersistent,
-    /// 1: each K step promoted while the next step's product runs (two partial accumulators,
-    /// the tensor cores never wait for the additions; no held result); 0: each step's product
-    /// waited for and promoted before the next is issued.
+    /// 1: two K steps' products issued into two partial accumulators, the first promoted
+    /// while the second runs (half the additions under the warp group's own products; no
+    /// held result); 0: each step's product waited for and promoted before the next is
+    /// issued.
     pub overlap: i32,
     /// 1: cooperative warp groups issue each K step's products in turn, one's promotion
     /// under the other's products; 0: each issues as soon as its stage is full.
