@@ -641,7 +641,10 @@ impl MatmulPersistent {
                         order.pass_turn(k, g);
                     }
                     k.wgmma().wait_group(0);
-                    release(k, done + part.steps - 1);
+                    // (the overlapped loop has released every stage of its tile)
+                    if !overlapped {
+                        release(k, done + part.steps - 1);
+                    }
                     match (&stream_k, part.share) {
                         (Some(sk), Some(share)) => sk.settle(k, g, &acc, &at, share, rank.clone()),
                         _ => epilogue.tile(k, g, &acc, &at),

@@ -44,8 +44,8 @@ impl Promote<'_> {
     /// partials 0 and 1, then step `2j` waited for (`wait_group(1)`) and promoted while step
     /// `2j + 1` runs, then step `2j + 1`; an odd last step alone. Nothing is in flight where
     /// the loop turns back (ptxas serializes every wgmma of a kernel whose loop carries one
-    /// product in flight while it reads another's registers). Every stage is released but
-    /// the last step's, which is left to the caller (as the plain loop leaves it). `steps` ≥ 1.
+    /// product in flight while it reads another's registers). Every step's stage is released
+    /// here, the last one's included. `steps` ≥ 1.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn overlapped<T: Element>(
         &self,
@@ -84,8 +84,7 @@ impl Promote<'_> {
             release(k, done + first);
             k.wgmma().wait_group(0);
             self.promote_slot(k, &p, 1, acc);
-            // (the tile's last stage is the caller's)
-            k.if_(second.lt(steps - 1), |k| release(k, done + second));
+            release(k, done + second);
         });
         let odd = k.name_next("odd").let_i32(steps % 2);
         k.if_(Scalar::from(odd).eq_(1), |k| {
@@ -93,6 +92,7 @@ impl Promote<'_> {
             issue(k, last, 0);
             k.wgmma().wait_group(0);
             self.promote_slot(k, &p, 0, acc);
+            release(k, done + last);
         });
     }
 

@@ -357,7 +357,7 @@ mod tests {
     }
 
     /// Every configuration of the space survives its binding both ways (what the tuning
-    /// cache and `--set` go through), the schedule's switches included.
+    /// cache and `--set` go through), the schedule's switches included, and a clone.
     #[test]
     fn the_space_round_trips_through_bindings() {
         use tilus::tune::Tunable;
@@ -372,6 +372,11 @@ mod tests {
                 );
             }
             assert_eq!(MatmulFp8::from_binding(&back).unwrap(), config);
+            assert_eq!(
+                config.clone(),
+                config,
+                "a clone is the configuration it copies"
+            );
         }
         let turned = MatmulFp8::<F8E4M3, bf16>::default().with_turns(true);
         let b = turned.to_binding().unwrap();
