@@ -22,7 +22,7 @@ use crate::gemm::cooperative::{
 };
 use crate::gemm::pair::PairRing;
 use crate::gemm::pingpong::PingPongOrder;
-use crate::gemm::promote::{Promote, StepScale};
+use crate::gemm::promote::{promote_in_turns, Promote, StepScale};
 use crate::gemm::ring_operands::RingOperands;
 use crate::gemm::stream_k::shares::{
     Part, Shares, StreamK, STREAM_K_CONSUMER_REGISTERS, STREAM_K_PRODUCER_REGISTERS,
@@ -572,22 +572,16 @@ impl MatmulPersistent {
                                 // the step's scales asked for before its product
                                 let scale = promote.and_then(|p| p.step_scale);
                                 let factor = scale.map(|f| f(k, i, &at));
+                                let pair = (partial, &acc);
                                 match &step_order {
-                                    Some(turns) => {
-                                        let index = k.let_i32(done + i);
-                                        turns.wait_turn(k, g, index);
-                                        r.issue_product(k, g, index, partial);
-                                        turns.pass_turn(k, g);
-                                        k.wgmma().wait_group(0);
-                                        Cooperative::<T>::promote(
-                                            k,
-                                            partial,
-                                            &acc,
-                                            factor.as_ref(),
-                                        );
-                                    }
+                                    Some(turns) => promote_in_turns(
+                                        k,
+                                        (r, g, turns),
+                                        done + i,
+                                        pair,
+                                        factor.as_ref(),
+                                    ),
                                     None => {
-                                        let pair = (partial, &acc);
                                         r.multiply_promoted(k, g, done + i, pair, factor.as_ref())
                                     }
                                 }

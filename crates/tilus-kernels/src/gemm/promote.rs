@@ -9,6 +9,7 @@
 //! while the second runs, so half of the additions run under the warp group's own products.
 
 use crate::gemm::cooperative::Cooperative;
+use crate::gemm::pingpong::PingPongOrder;
 use crate::gemm::tile_epilogue::TileAt;
 use tilus::lang::Element;
 use tilus::prelude::*;
@@ -101,4 +102,22 @@ impl Promote<'_> {
         let factor = p.factors.as_ref().map(|f| &f[slot]);
         Cooperative::<f16>::promote(k, &p.products[slot], acc, factor);
     }
+}
+
+/// [`Cooperative::multiply_promoted`] in turns ([`Promote::turns`]): consumer warp group `g`
+/// waits for its turn at ring step `step`, issues its product, passes the turn, then waits
+/// for the product and promotes it.
+pub(crate) fn promote_in_turns<T: Element>(
+    k: &mut Kernel,
+    (ring, g, turns): (&Cooperative<T>, usize, &PingPongOrder),
+    step: impl Into<Scalar>,
+    (partial, acc): (&RegisterTensor<f32>, &RegisterTensor<f32>),
+    factor: Option<&RegisterTensor<f32>>,
+) {
+    let index = k.let_i32(step);
+    turns.wait_turn(k, g, index);
+    ring.issue_product(k, g, index, partial);
+    turns.pass_turn(k, g);
+    k.wgmma().wait_group(0);
+    Cooperative::<T>::promote(k, partial, acc, factor);
 }
