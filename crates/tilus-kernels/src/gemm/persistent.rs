@@ -320,8 +320,9 @@ impl MatmulPersistent {
     /// alone (no pairs), no stream-K; each consumer warp group holds a second accumulator.
     /// `step_scale(k, i, at)`, when given, is the `[group_rows, 1]` factor of K step `i`'s
     /// product for the warp group's rows of the tile at `at` (fine-grained scales); with
-    /// `overlap` two steps are issued and the first promoted while the second runs
-    /// ([`Promote::overlapped`]: a third accumulator; no held result, no prefetch); with
+    /// `overlap` > 0 the steps run in overlapped runs of `2 overlap`, each step's product
+    /// issued while the one before it is promoted ([`Promote::overlapped`]: a third
+    /// accumulator; no held result, no prefetch); with
     /// `turns` the cooperative warp groups issue each step in turn ([`Promote::turns`]).
     pub(crate) fn tiles_promoted<T: Element>(
         &self,
@@ -329,7 +330,7 @@ impl MatmulPersistent {
         dims: (Val, Val, Val),
         (a_ptr, b_ptr): (PtrVal<T>, PtrVal<T>),
         epilogue: &dyn TileEpilogue,
-        (step_scale, overlap, turns): (Option<StepScale<'_>>, bool, bool),
+        (step_scale, overlap, turns): (Option<StepScale<'_>>, i32, bool),
     ) {
         assert!(self.cluster_m == 1, "promoted products run on blocks alone");
         let operands = Operands::Pointers(a_ptr, b_ptr);
@@ -373,7 +374,7 @@ impl MatmulPersistent {
             "deferred stores run on cooperative warp groups outside stream-K"
         );
         // the overlapped promotion's loop has neither a held result nor a prefetch
-        let overlapped = promote.is_some_and(|p| p.overlap);
+        let overlapped = promote.is_some_and(|p| p.overlap > 0);
         assert!(
             !overlapped || (deferred == 0 && !epilogue.prefetches()),
             "an overlapped promotion stores its tiles after their loops"

@@ -5,8 +5,10 @@
 //!
 //! Waiting for each product before adding it leaves the tensor cores idle while a warp group
 //! adds, unless the other warp group's product happens to run then. The overlapped form
-//! keeps two partials: it issues two steps' products, one into each, and promotes the first
-//! while the second runs, so half of the additions run under the warp group's own products.
+//! keeps two partials and walks the steps in runs of `2n`: within a run each step's product
+//! is issued into one partial while the step before it, in the other, is promoted, so only
+//! the run's last addition waits with nothing of the warp group's own in flight (half of
+//! them in pairs, `n = 1`; one in eight in runs of eight, `n = 4`).
 
 use crate::gemm::cooperative::Cooperative;
 use crate::gemm::pingpong::PingPongOrder;
@@ -24,9 +26,9 @@ pub(crate) type StepScale<'a> = &'a dyn Fn(&mut Kernel, Val, &TileAt) -> Registe
 pub(crate) struct Promote<'a> {
     /// Each step's factor (fine-grained scales), or none.
     pub step_scale: Option<StepScale<'a>>,
-    /// Two partials: two steps issued, the first promoted while the second runs
-    /// ([`Promote::overlapped`]).
-    pub overlap: bool,
+    /// Pairs of steps per overlapped run ([`Promote::overlapped`]); 0: each step waited for
+    /// and promoted before the next is issued.
+    pub overlap: i32,
     /// Cooperative warp groups issue each step's products in turn (warp group 0's, then 1's,
     /// then 0's next: [`crate::gemm::pingpong::PingPongOrder`] step by step), so that one's
     /// addition runs under the other's products instead of beside it.
@@ -41,12 +43,14 @@ struct Partials {
 
 impl Promote<'_> {
     /// Consumer warp group `g`'s K steps `0..steps` of the tile at `at` (`done` ring steps
-    /// before it), overlapped two steps at a time: steps `2j` and `2j + 1` issued into
-    /// partials 0 and 1, then step `2j` waited for (`wait_group(1)`) and promoted while step
-    /// `2j + 1` runs, then step `2j + 1`; an odd last step alone. Nothing is in flight where
-    /// the loop turns back (ptxas serializes every wgmma of a kernel whose loop carries one
-    /// product in flight while it reads another's registers). Every step's stage is released
-    /// here, the last one's included. `steps` ≥ 1.
+    /// before it), overlapped in runs of `2 n` steps (`n` = [`Promote::overlap`]): in a run,
+    /// step `i` is issued into partial `i % 2`, then step `i - 1` waited for
+    /// (`wait_group(1)`) and promoted while step `i` runs; the run's last step is waited for
+    /// alone (`wait_group(0)`). The steps after the last whole run go in pairs, then an odd
+    /// last step alone. A run is straight-line code and nothing is in flight where a loop
+    /// turns back (ptxas serializes every wgmma of a kernel whose loop carries one product in
+    /// flight while it reads another's registers). Every step's stage is released here, the
+    /// last one's included. `steps` ≥ 1.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn overlapped<T: Element>(
         &self,
@@ -73,21 +77,43 @@ impl Promote<'_> {
             }
             ring.issue_product(k, g, done + i, &p.products[slot]);
         };
-        let pairs = k.name_next("pairs").let_i32(steps / 2);
+        // steps `first .. first + count` (count ≥ 2, known here) rolled: one product in
+        // flight while the one before it is promoted
+        let rolled = |k: &mut Kernel, first: Val, count: i32| {
+            let at_step = |k: &mut Kernel, t: i32| k.let_i32(first + t);
+            let mut before = at_step(k, 0);
+            issue(k, before, 0);
+            for t in 1..count {
+                let now = at_step(k, t);
+                issue(k, now, (t % 2) as usize);
+                k.wgmma().wait_group(1);
+                self.promote_slot(k, &p, ((t - 1) % 2) as usize, acc);
+                release(k, done + before);
+                before = now;
+            }
+            k.wgmma().wait_group(0);
+            self.promote_slot(k, &p, ((count - 1) % 2) as usize, acc);
+            release(k, done + before);
+        };
+        let run = 2 * self.overlap.max(1);
+        let paired = if run > 2 {
+            let runs = k.name_next("runs").let_i32(steps / run);
+            k.name_next("r");
+            k.for_range(0, runs, 1, |k, r| {
+                let first = k.let_i32(r * run);
+                rolled(k, first, run);
+            });
+            k.name_next("paired").let_i32(runs * run)
+        } else {
+            Val::constant(0)
+        };
+        let pairs = k.name_next("pairs").let_i32((steps - paired) / 2);
         k.name_next("j");
         k.for_range(0, pairs, 1, |k, j| {
-            let first = k.let_i32(j * 2);
-            let second = k.let_i32(first + 1);
-            issue(k, first, 0);
-            issue(k, second, 1);
-            k.wgmma().wait_group(1);
-            self.promote_slot(k, &p, 0, acc);
-            release(k, done + first);
-            k.wgmma().wait_group(0);
-            self.promote_slot(k, &p, 1, acc);
-            release(k, done + second);
+            let first = k.let_i32(paired + j * 2);
+            rolled(k, first, 2);
         });
-        let odd = k.name_next("odd").let_i32(steps % 2);
+        let odd = k.name_next("odd").let_i32((steps - paired) % 2);
         k.if_(Scalar::from(odd).eq_(1), |k| {
             let last = k.let_i32(steps - 1);
             issue(k, last, 0);

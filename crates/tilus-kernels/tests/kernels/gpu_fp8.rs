@@ -69,8 +69,15 @@ fn gpu_fp8_matches_the_exact_product() {
         run_and_check(&device, &op, shape, &mut rng, hf, "e5m2 -> f16");
     }
     // the overlapped promotion: odd and even step counts, cooperative and ping-pong
-    for t in [tile(128, 128, 0), tile(128, 64, 0), tile(64, 64, 1)] {
-        let config = MatmulFp8::<F8E4M3, bf16>::new(t).with_overlap(true);
+    // (in pairs; 128 x 128 also in runs of four and eight)
+    for (t, pairs) in [
+        (tile(128, 128, 0), 1),
+        (tile(128, 64, 0), 1),
+        (tile(64, 64, 1), 1),
+        (tile(128, 128, 0), 2),
+        (tile(128, 128, 0), 4),
+    ] {
+        let config = MatmulFp8::<F8E4M3, bf16>::new(t).with_overlap(pairs);
         let op = Fp8GemmOp::fixed(config, &device);
         for shape in [(300, 520, 656), (77, 200, 400), (1000, 1000, 4096)] {
             run_and_check(&device, &op, shape, &mut rng, bf, "overlapped");
@@ -112,7 +119,7 @@ fn gpu_fp8_blocks_match_the_exact_product() {
         let sa = block_scales(&mut rng, kb * m);
         let sb = block_scales(&mut rng, n.div_ceil(128) * kb);
         // the narrow ping-pong tile overlapped
-        let overlap = t.block_n == 64 && t.ping_pong == 1;
+        let overlap = i32::from(t.block_n == 64 && t.ping_pong == 1);
         let config = MatmulFp8Blocks::<F8E4M3, bf16> {
             inner: MatmulFp8::new(t).with_overlap(overlap),
         };

@@ -98,7 +98,8 @@ fn interp_fp8_every_output_type_and_schedule_matches_the_exact_product() {
 
 /// The overlapped promotion (two partial products, each step promoted while the next runs)
 /// on cooperative 128 × 128 and 128 × 64 and ping-pong 64 × 64 tiles: one step, an odd count (the last in
-/// partial 0), an even count past the ring's stages (the last in partial 1); with
+/// partial 0), an even count past the ring's stages (the last in partial 1); runs of four
+/// and eight steps with pairs and an odd step after them, and fewer steps than a run; with
 /// fine-grained scales each step's factor travels with its partial. And cooperative warp
 /// groups taking turns at each step, past the ring's stages.
 #[test]
@@ -106,12 +107,19 @@ fn interp_fp8_overlapped_promotion_matches_the_exact_product() {
     use super::fp8_reference::{block_scales, check_blocks};
     use tilus_kernels::gemm::fp8::{Fp8BlocksGemmOp, MatmulFp8Blocks};
     let mut rng = Rng::new(seed());
-    let overlapped = |t| MatmulFp8::<F8E4M3, bf16>::new(t).with_overlap(true);
+    let in_runs = |t, pairs| MatmulFp8::<F8E4M3, bf16>::new(t).with_overlap(pairs);
+    let overlapped = |t| in_runs(t, 1);
     let in_turns = MatmulFp8::<F8E4M3, bf16>::default().with_turns(true);
     for (shape, config) in [
         ((1, 8, 16), overlapped(tile(128, 64, 0))),
         ((130, 200, 400), overlapped(tile(128, 128, 0))),
         ((77, 130, 272), overlapped(tile(64, 64, 1))),
+        // runs of four: one run, then a pair (six steps)
+        ((70, 130, 656), in_runs(tile(128, 128, 0), 2)),
+        // runs of eight: one run, a pair, an odd last step (eleven steps); and too few
+        // steps for a run (three)
+        ((65, 72, 1408), in_runs(tile(128, 64, 0), 4)),
+        ((65, 72, 384), in_runs(tile(64, 64, 1), 4)),
         // the warp groups' turns at each step (not overlapped)
         ((130, 200, 656), in_turns),
     ] {
@@ -139,8 +147,9 @@ fn interp_fp8_overlapped_promotion_matches_the_exact_product() {
     let sa = block_scales(&mut rng, kb * m);
     let sb = block_scales(&mut rng, n.div_ceil(128) * kb);
     let mut c = vec![bf16::NAN; m * n];
+    // runs of four with each step's factor: one run, then a pair
     let config = MatmulFp8Blocks {
-        inner: overlapped(tile(64, 64, 1)),
+        inner: in_runs(tile(64, 64, 1), 2),
     };
     Fp8BlocksGemmOp::interpret(&config, shape, (&a, &b), (&sa, &sb), &mut c).unwrap();
     let bound = (BF16_U, F32);

@@ -3,7 +3,7 @@
 //! e4m3 into bf16 (at every stage count it
 //! searches for the default tile), and e5m2 into f16 and f32, within the shared memory a block
 //! may take; its WGMMA is the FP8 one, 32 of K an instruction. The same with fine-grained
-//! scales.
+//! scales. Overlapped runs of four and eight steps compile the same way.
 
 use half::{bf16, f16};
 use tilus::lowp::{F8E4M3, F8E5M2};
@@ -43,6 +43,12 @@ fn nvrtc_fp8_compiles_every_tile_without_spills() {
         assert!(src.contains("k32"), "{config:?}: 32 of K an instruction");
     }
     assert_eq!(seen.len(), 8 + 2, "{seen:?}");
+    // longer overlapped runs (four and eight steps) on the default tile, straight-line code
+    // with a product in flight at each promotion
+    for pairs in [2, 4] {
+        let config = MatmulFp8::<F8E4M3, bf16>::default().with_overlap(pairs);
+        compiles(&config, &[4096, 4096]);
+    }
     compiles(&MatmulFp8::<F8E5M2, f16>::default(), &[1000, 272]);
     compiles(&MatmulFp8::<F8E5M2, f32>::default(), &[520, 656]);
 }

@@ -8,7 +8,12 @@ use crate::ir::facts::{AsyncGroup, Completion, Memory};
 use crate::ir::{b_mn_major, DType, RegId, SharedView, StmtKind, WgmmaA, WgmmaInst};
 use crate::layout::wgmma::{DESC_ADDR_MASK, DESC_ADDR_SHIFT};
 
-/// The register tiles asynchronous wgmma work writes (the accumulators), from the facts.
+/// The register tiles asynchronous wgmma work writes (the accumulators), from the facts, and
+/// the tiles that sum them: a tile an instruction both reads and writes while it reads an
+/// accumulator (`acc = acc + partial`, a promoted product added on the CUDA cores). Fencing
+/// those too keeps the compiler from sinking such a sum below the next wgmma into the
+/// partial it reads: ptxas then serializes every wgmma of the kernel (C7514), the sum
+/// reading registers that a product in flight writes.
 fn accumulators(e: &Emitter) -> Vec<RegId> {
     let mut out = vec![];
     e.p.walk(&mut |s| {
@@ -24,6 +29,31 @@ fn accumulators(e: &Emitter) -> Vec<RegId> {
             }
         }
     });
+    let mut sums = vec![];
+    e.p.walk(&mut |s| {
+        if let StmtKind::Inst(i) = &s.kind {
+            let (mut read, mut written) = (vec![], vec![]);
+            for eff in i.facts(e.p).effects {
+                if let Memory::Register(r) = eff.memory {
+                    if eff.access.reads() {
+                        read.push(r);
+                    }
+                    if eff.access.writes() {
+                        written.push(r);
+                    }
+                }
+            }
+            if !read.iter().any(|r| out.contains(r)) {
+                return;
+            }
+            for r in written {
+                if read.contains(&r) && !out.contains(&r) && !sums.contains(&r) {
+                    sums.push(r);
+                }
+            }
+        }
+    });
+    out.extend(sums);
     out
 }
 

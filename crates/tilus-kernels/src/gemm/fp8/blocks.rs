@@ -83,7 +83,7 @@ impl<T: Element, O: Element> Script for MatmulFp8Blocks<T, O> {
         let dims = (args.0, args.1, args.2);
         let scaling = Scaling::Blocks(args.5, args.6);
         let i = &self.inner;
-        let settings = (&i.tile, i.overlap != 0, i.turns != 0);
+        let settings = (&i.tile, i.overlap, i.turns != 0);
         fp8_body::<T, O>(settings, k, dims, (args.3, args.4, args.7), scaling);
     }
 }
@@ -150,18 +150,19 @@ mod tests {
             print_program(&tilus::trace(c, &[4096, 4096]).unwrap())
         };
         let plain = MatmulFp8Blocks::<F8E4M3, bf16>::default();
-        let with = |overlap: bool, turns: bool| MatmulFp8Blocks {
+        let with = |overlap: i32, turns: bool| MatmulFp8Blocks {
             inner: plain.inner.clone().with_overlap(overlap).with_turns(turns),
         };
         let base = text(&plain);
-        assert_eq!(base, text(&with(false, false)));
-        // the overlapped loop walks the steps in pairs
+        assert_eq!(base, text(&with(0, false)));
+        // the overlapped loop walks the steps in pairs, or in longer runs
         assert!(!base.contains("let pairs"), "a step at a time");
-        assert!(
-            text(&with(true, false)).contains("let pairs"),
-            "two steps at a time"
-        );
-        let turns = text(&with(false, true));
+        let paired = text(&with(1, false));
+        assert!(paired.contains("let pairs"), "two steps at a time");
+        assert!(!paired.contains("let runs"), "pairs only");
+        let runs = text(&with(4, false));
+        assert!(runs.contains("let runs"), "runs of eight steps");
+        let turns = text(&with(0, true));
         assert_ne!(base, turns);
         assert!(
             !base.contains("turn_phase") && turns.contains("turn_phase"),

@@ -46,9 +46,10 @@ pub type Fp8ArgsOf<T, O> = (
 pub struct MatmulFp8<T, O> {
     /// The main loop's tile (v6's hyperparameters; blocks alone, no pairs).
     pub tile: MatmulPersistent,
-    /// 1: two K steps' products issued into two partial accumulators, the first promoted
-    /// while the second runs (half the additions under the warp group's own products; no
-    /// held result); 0: each step's product waited for and promoted before the next is
+    /// n ≥ 1: the K steps in runs of `2 n` on two partial accumulators, each step's
+    /// product issued while the step before it is promoted, so that only each run's last
+    /// addition waits with none of the warp group's own products in flight (no held result;
+    /// `gemm/promote.rs`); 0: each step's product waited for and promoted before the next is
     /// issued.
     pub overlap: i32,
     /// 1: cooperative warp groups issue each K step's products in turn, one's promotion
@@ -77,11 +78,11 @@ impl<T, O> MatmulFp8<T, O> {
 }
 
 impl<T, O> MatmulFp8<T, O> {
-    /// This kernel with its promotion overlapped with the next step's product, or not
-    /// ([`MatmulFp8::overlap`]).
-    pub fn with_overlap(self, on: bool) -> MatmulFp8<T, O> {
+    /// This kernel with its promotions overlapped with the next step's product in runs of
+    /// `2 pairs` steps, or not overlapped (`pairs` = 0; [`MatmulFp8::overlap`]).
+    pub fn with_overlap(self, pairs: i32) -> MatmulFp8<T, O> {
         MatmulFp8 {
-            overlap: i32::from(on),
+            overlap: pairs,
             ..self
         }
     }
@@ -125,7 +126,7 @@ impl<T: Element, O: Element> Script for MatmulFp8<T, O> {
             (args.0, args.1, args.2, args.3, args.4, args.5, args.6);
         let scaling = Scaling::Tensor(scales);
         fp8_body::<T, O>(
-            (&self.tile, self.overlap != 0, self.turns != 0),
+            (&self.tile, self.overlap, self.turns != 0),
             k,
             (m_size, n_size, k_size),
             (a_ptr, b_ptr, c_ptr),
@@ -143,7 +144,7 @@ pub(crate) enum Scaling {
 
 /// The FP8 GEMM's body on `t`'s tile, its scaling either way.
 pub(crate) fn fp8_body<T: Element, O: Element>(
-    (t, overlap, turns): (&MatmulPersistent, bool, bool),
+    (t, overlap, turns): (&MatmulPersistent, i32, bool),
     k: &mut Kernel,
     (m_size, n_size, k_size): (Val, Val, Val),
     (a_ptr, b_ptr, c_ptr): (PtrVal<T>, PtrVal<T>, PtrVal<O>),
@@ -180,7 +181,7 @@ pub(crate) fn fp8_body<T: Element, O: Element>(
     let stores = t.c_stores(k, gc, n_size, width);
     // (a tile held for deferred stores in f32 would be as large as the accumulator)
     // (the overlapped loop's third accumulator takes the held result's registers)
-    let defer = t.defer_stores != 0 && t.ping_pong == 0 && bytes == 2 && !overlap;
+    let defer = t.defer_stores != 0 && t.ping_pong == 0 && bytes == 2 && overlap == 0;
     let store = CastAndStore::new(stores, t.block_n, defer);
     let dims = (m_size, n_size, k_size);
     match scaling {
@@ -340,8 +341,12 @@ mod tests {
         // deferred stores hold the tile before; the overlapped loop's partial takes their
         // registers
         assert!(base.contains("held_rows"), "the default defers its stores");
-        let overlapped = text(&plain.clone().with_overlap(true));
+        let overlapped = text(&plain.clone().with_overlap(1));
         assert!(overlapped.contains("let pairs"), "two steps at a time");
+        assert!(!overlapped.contains("let runs"), "pairs only");
+        let runs = text(&plain.clone().with_overlap(2));
+        assert!(runs.contains("let runs"), "runs of four steps");
+        assert_ne!(runs, text(&plain.clone().with_overlap(4)), "runs of eight");
         assert!(
             !overlapped.contains("held_rows"),
             "no held result beside two partials"
