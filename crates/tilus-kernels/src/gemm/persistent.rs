@@ -52,12 +52,14 @@ use tilus::tune::Binding;
 // small ones (128 × 64, and 64 × 128 in ping-pong), which fill the machine at mid sizes (M of
 // a few hundred) and starve with fewer stages in flight (docs/perf.md: 0.80× at 4, 1.07× at 8);
 // 12 for 64 × 64 in ping-pong, cuBLAS's tile at M = 128 (0.94× there against 0.84-0.86× for
-// the others)
+// the others); 128 × 192 with four stages, a round of tiles where 128 × 256 leaves
+// multiprocessors idle and 128 × 128 takes three rounds (0.93-0.98× cuBLAS at 256-512 ×
+// 12288 × 4096, 384 × 8192 × 4096 and 512 × 28672 × 8192, from 0.83-0.93×; docs/perf.md)
 #[tune(block_m, block_n, ping_pong, stages = [
     (128, 128, 0, 3), (128, 128, 0, 4), (128, 256, 0, 3), (128, 256, 0, 4),
     (256, 128, 0, 3), (256, 128, 0, 4), (128, 128, 1, 3), (128, 128, 1, 4),
     (64, 256, 1, 3), (64, 256, 1, 4), (128, 64, 0, 8), (64, 128, 1, 8),
-    (64, 64, 1, 12),
+    (64, 64, 1, 12), (128, 192, 0, 4),
 ])]
 #[tune(block_k = [64])]
 #[tune(group_m = [1, 8])]
@@ -439,7 +441,7 @@ impl MatmulPersistent {
         // cooperative warp groups that promote their products may take turns at each K step
         // ([`Promote::turns`]): the same alternation, step by step
         let step_order = promote
-            .is_some_and(|p| p.turns && !ping_pong)
+            .is_some_and(|p| p.turns && p.overlap == 0 && !ping_pong)
             .then(|| PingPongOrder::new(k));
         let bx = k.block_idx().x;
         let first = k.name_next("first_unit").let_i32(bx.clone() / per_unit);
@@ -605,9 +607,10 @@ impl MatmulPersistent {
                                 unreachable!("promoted products run on blocks alone")
                             };
                             let shape = [group_rows, self.block_n];
+                            let behind = p.turns && !ping_pong && g == 1;
                             p.overlapped(
                                 k,
-                                (r, g),
+                                (r, g, behind),
                                 (done, part.steps),
                                 &at,
                                 (&acc, shape),

@@ -29,9 +29,11 @@ pub(crate) struct Promote<'a> {
     /// Pairs of steps per overlapped run ([`Promote::overlapped`]); 0: each step waited for
     /// and promoted before the next is issued.
     pub overlap: i32,
-    /// Cooperative warp groups issue each step's products in turn (warp group 0's, then 1's,
-    /// then 0's next: [`crate::gemm::pingpong::PingPongOrder`] step by step), so that one's
-    /// addition runs under the other's products instead of beside it.
+    /// Cooperative warp groups take turns: without [`Promote::overlap`], each step's products
+    /// are issued in turn (warp group 0's, then 1's, then 0's next:
+    /// [`crate::gemm::pingpong::PingPongOrder`] step by step); overlapped, warp group 1 runs
+    /// half a run behind warp group 0. Either way one's addition runs under the other's
+    /// products instead of beside them.
     pub turns: bool,
 }
 
@@ -50,12 +52,15 @@ impl Promote<'_> {
     /// last step alone. A run is straight-line code and nothing is in flight where a loop
     /// turns back (ptxas serializes every wgmma of a kernel whose loop carries one product in
     /// flight while it reads another's registers). Every step's stage is released here, the
-    /// last one's included. `steps` ≥ 1.
+    /// last one's included. `steps` ≥ 1. `behind`: the warp group starts with half a run
+    /// (where it has that many steps), so that its runs end halfway through the other warp
+    /// group's and one's last addition runs under the other's products
+    /// ([`Promote::turns`] on cooperative warp groups).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn overlapped<T: Element>(
         &self,
         k: &mut Kernel,
-        (ring, g): (&Cooperative<T>, usize),
+        (ring, g, behind): (&Cooperative<T>, usize, bool),
         (done, steps): (Val, Val),
         at: &TileAt,
         (acc, shape): (&RegisterTensor<f32>, [i32; 2]),
@@ -96,14 +101,26 @@ impl Promote<'_> {
             release(k, done + before);
         };
         let run = 2 * self.overlap.max(1);
+        // the half run of a warp group behind the other, where there are steps for it
+        let lead = if behind && run > 2 {
+            let half = run / 2;
+            let lead = k.name_next("lead").var_i32(0);
+            k.if_(steps.ge(half), |k| {
+                rolled(k, Val::constant(0), half);
+                k.assign(lead, half);
+            });
+            lead
+        } else {
+            Val::constant(0)
+        };
         let paired = if run > 2 {
-            let runs = k.name_next("runs").let_i32(steps / run);
+            let runs = k.name_next("runs").let_i32((steps - lead) / run);
             k.name_next("r");
             k.for_range(0, runs, 1, |k, r| {
-                let first = k.let_i32(r * run);
+                let first = k.let_i32(lead + r * run);
                 rolled(k, first, run);
             });
-            k.name_next("paired").let_i32(runs * run)
+            k.name_next("paired").let_i32(lead + runs * run)
         } else {
             Val::constant(0)
         };

@@ -69,19 +69,28 @@ fn gpu_fp8_matches_the_exact_product() {
         run_and_check(&device, &op, shape, &mut rng, hf, "e5m2 -> f16");
     }
     // the overlapped promotion: odd and even step counts, cooperative and ping-pong
-    // (in pairs; 128 x 128 also in runs of four and eight)
+    // (in pairs; 128 x 128 also in runs of four and eight, and warp group 1 half a run
+    // behind; 256 x 64 in pairs)
     for (t, pairs) in [
         (tile(128, 128, 0), 1),
         (tile(128, 64, 0), 1),
         (tile(64, 64, 1), 1),
         (tile(128, 128, 0), 2),
         (tile(128, 128, 0), 4),
+        (tile(256, 64, 0), 1),
     ] {
         let config = MatmulFp8::<F8E4M3, bf16>::new(t).with_overlap(pairs);
         let op = Fp8GemmOp::fixed(config, &device);
         for shape in [(300, 520, 656), (77, 200, 400), (1000, 1000, 4096)] {
             run_and_check(&device, &op, shape, &mut rng, bf, "overlapped");
         }
+    }
+    let behind = MatmulFp8::<F8E4M3, bf16>::new(tile(128, 128, 0))
+        .with_overlap(2)
+        .with_turns(true);
+    let op = Fp8GemmOp::fixed(behind, &device);
+    for shape in [(300, 520, 656), (77, 200, 128), (1000, 1000, 4096)] {
+        run_and_check(&device, &op, shape, &mut rng, bf, "overlapped, one behind");
     }
     let op = Fp8GemmOp::fixed(MatmulFp8::<F8E4M3, f32>::new(tile(128, 64, 0)), &device);
     for shape in [(257, 130, 272), (2048, 1536, 1024)] {

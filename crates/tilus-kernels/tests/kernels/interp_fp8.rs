@@ -120,6 +120,16 @@ fn interp_fp8_overlapped_promotion_matches_the_exact_product() {
         // steps for a run (three)
         ((65, 72, 1408), in_runs(tile(128, 64, 0), 4)),
         ((65, 72, 384), in_runs(tile(64, 64, 1), 4)),
+        // warp group 1 half a run behind: its half run, a run, a pair (eight steps); too few
+        // steps for the half run (one)
+        (
+            (130, 72, 1024),
+            in_runs(tile(128, 64, 0), 2).with_turns(true),
+        ),
+        (
+            (130, 72, 128),
+            in_runs(tile(128, 64, 0), 2).with_turns(true),
+        ),
         // the warp groups' turns at each step (not overlapped)
         ((130, 200, 656), in_turns),
     ] {

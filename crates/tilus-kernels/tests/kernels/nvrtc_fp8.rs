@@ -42,11 +42,14 @@ fn nvrtc_fp8_compiles_every_tile_without_spills() {
         assert!(src.contains(".e4m3.e4m3"), "{config:?}: an FP8 WGMMA");
         assert!(src.contains("k32"), "{config:?}: 32 of K an instruction");
     }
-    assert_eq!(seen.len(), 8 + 2, "{seen:?}");
+    assert_eq!(seen.len(), 9 + 2, "{seen:?}");
     // longer overlapped runs (four and eight steps) on the default tile, straight-line code
     // with a product in flight at each promotion
-    for pairs in [2, 4] {
-        let config = MatmulFp8::<F8E4M3, bf16>::default().with_overlap(pairs);
+    // (and warp group 1 half a run behind)
+    for (pairs, turns) in [(2, false), (4, false), (2, true)] {
+        let config = MatmulFp8::<F8E4M3, bf16>::default()
+            .with_overlap(pairs)
+            .with_turns(turns);
         compiles(&config, &[4096, 4096]);
     }
     compiles(&MatmulFp8::<F8E5M2, f16>::default(), &[1000, 272]);
@@ -69,6 +72,6 @@ fn nvrtc_fp8_blocks_compile_every_tile_without_spills() {
         compiles(&config, &[4096, 4096]);
         tiles += 1;
     }
-    assert_eq!(tiles, 8);
+    assert_eq!(tiles, 9);
     compiles(&MatmulFp8Blocks::<F8E5M2, f32>::default(), &[520, 656]);
 }

@@ -22,7 +22,8 @@ use tilus_kernels::gemm::operand::Bf16;
 /// tiles in pairs (the TMA-store epilogue's 32-column chunks) and one block per tile storing
 /// from registers; ping-pong on 64 × 256 tiles, alone with TMA stores and in pairs storing
 /// from registers; last the small tiles' rings of eight stages: 128 × 64 alone, ping-pong on
-/// 64 × 128 in pairs; and ping-pong on 64 × 64 with twelve stages (one chunk per tile).
+/// 64 × 128 in pairs; ping-pong on 64 × 64 with twelve stages (one chunk per tile); and
+/// 128 × 192 (three chunks a tile, two staging buffers) alone and in pairs.
 pub fn forms() -> Vec<MatmulPersistent> {
     [
         (1, 2, 1, 1, 0, 0, 0),
@@ -70,6 +71,8 @@ pub fn forms() -> Vec<MatmulPersistent> {
             (128, 64, 8, 8, 1, 1, 1, 0, 0, 1),
             (64, 128, 8, 8, 1, 1, 2, 0, 1, 1),
             (64, 64, 12, 8, 1, 1, 1, 0, 1, 1),
+            (128, 192, 4, 8, 1, 1, 1, 0, 0, 1),
+            (128, 192, 4, 1, 1, 1, 2, 0, 0, 1),
         ]
         .into_iter()
         .map(

@@ -1,7 +1,7 @@
 //! v6 through the whole compiler, NVRTC included (no GPU needed): every configuration of its
 //! search space, and the pair forms beside it, compiles without spills or is rejected for the
 //! shared memory it would need, in f16; in bf16 a covering sample of the space does (every
-//! seventh of its 104 configurations: every value of every hyperparameter); the TMA-store
+//! seventh of its 112 configurations: every value of every hyperparameter); the TMA-store
 //! epilogue writes the accumulator to shared memory with `stmatrix`, four 8x8 matrices per
 //! instruction, not one element at a time.
 
@@ -52,8 +52,8 @@ fn every_config_of_the_v6_space_compiles_or_is_rejected_with_a_reason() {
     assert!(compiled >= 20, "only {compiled} configurations compiled");
 }
 
-/// Every seventh configuration of the space (14 of 96; 7 is prime to the space's axes, so
-/// the sample takes every value of every hyperparameter: checked), and the pair forms, in bf16:
+/// Every seventh configuration of the space (16 of 112; the sample takes every value of every
+/// hyperparameter: checked), and the pair forms, in bf16:
 /// each compiles without spills.
 #[test]
 fn a_covering_sample_of_the_v6_space_compiles_in_bf16_or_is_rejected_with_a_reason() {

@@ -52,8 +52,9 @@ pub struct MatmulFp8<T, O> {
     /// `gemm/promote.rs`); 0: each step's product waited for and promoted before the next is
     /// issued.
     pub overlap: i32,
-    /// 1: cooperative warp groups issue each K step's products in turn, one's promotion
-    /// under the other's products; 0: each issues as soon as its stage is full.
+    /// 1: cooperative warp groups take turns, one's promotion under the other's products:
+    /// without `overlap` each K step's products are issued in turn; with it, warp group 1
+    /// runs half a run behind warp group 0. 0: each issues as soon as its stage is full.
     pub turns: i32,
     _t: PhantomData<fn() -> (T, O)>,
 }
@@ -234,15 +235,19 @@ impl<T: Element, O: Element> Tunable for MatmulFp8<T, O> {
                 &["block_m", "block_n", "ping_pong", "overlap"],
                 // a warp group's accumulator and its partial products in a consumer's 232
                 // registers: the step's product and the held result beside a 64 × 128 share
-                // (64 × 192 spills), or two products beside it
+                // (64 × 192 spills), or two products beside it; overlapped in runs of four
+                // steps (11-18% faster than one step at a time at 128 × 128, and than pairs
+                // or runs of eight: docs/perf.md); 256 × 64 in pairs (its runs of four spill
+                // with fine-grained scales, the factors of 128 rows a warp group)
                 vec![
                     vec![128, 128, 0, 0],
-                    vec![128, 128, 0, 1],
+                    vec![128, 128, 0, 2],
                     vec![128, 64, 0, 0],
-                    vec![128, 64, 0, 1],
+                    vec![128, 64, 0, 2],
                     vec![256, 64, 0, 0],
                     vec![256, 64, 0, 1],
                     vec![64, 128, 1, 0],
+                    vec![64, 128, 1, 2],
                     vec![64, 64, 1, 1],
                 ],
             )
