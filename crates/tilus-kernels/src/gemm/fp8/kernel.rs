@@ -352,6 +352,16 @@ mod tests {
         let runs = text(&plain.clone().with_overlap(2));
         assert!(runs.contains("let runs"), "runs of four steps");
         assert_ne!(runs, text(&plain.clone().with_overlap(4)), "runs of eight");
+        // warp group 1 half a run behind only with turns, and only in cooperative tiles
+        assert!(!runs.contains("lead"), "no half run without turns");
+        let behind = plain.clone().with_overlap(2).with_turns(true);
+        assert!(text(&behind).contains("lead"), "warp group 1's half run");
+        let mut ping_pong = behind.clone();
+        (ping_pong.tile.block_m, ping_pong.tile.ping_pong) = (64, 1);
+        assert!(
+            !text(&ping_pong).contains("lead"),
+            "ping-pong tiles are not staggered"
+        );
         assert!(
             !overlapped.contains("held_rows"),
             "no held result beside two partials"
