@@ -82,8 +82,8 @@ impl Promote<'_> {
             }
             ring.issue_product(k, g, done + i, &p.products[slot]);
         };
-        // steps `first .. first + count` (count ≥ 2, known here) rolled: one product in
-        // flight while the one before it is promoted
+        // steps `first .. first + count` (count ≥ 1, known here) rolled: one product in
+        // flight while the one before it is promoted (a single step waited for alone)
         let rolled = |k: &mut Kernel, first: Val, count: i32| {
             let at_step = |k: &mut Kernel, t: i32| k.let_i32(first + t);
             let mut before = at_step(k, 0);
@@ -133,10 +133,7 @@ impl Promote<'_> {
         let odd = k.name_next("odd").let_i32((steps - paired) % 2);
         k.if_(Scalar::from(odd).eq_(1), |k| {
             let last = k.let_i32(steps - 1);
-            issue(k, last, 0);
-            k.wgmma().wait_group(0);
-            self.promote_slot(k, &p, 0, acc);
-            release(k, done + last);
+            rolled(k, last, 1);
         });
     }
 
