@@ -355,7 +355,11 @@ mod tests {
         // warp group 1 half a run behind only with turns, and only in cooperative tiles
         assert!(!runs.contains("lead"), "no half run without turns");
         let behind = plain.clone().with_overlap(2).with_turns(true);
-        assert!(text(&behind).contains("lead"), "warp group 1's half run");
+        let behind_text = text(&behind);
+        assert!(behind_text.contains("lead"), "warp group 1's half run");
+        // a half run of runs of four is two steps: one more step promoted under the next
+        let waits = |t: &str| t.matches("wait_group(1)").count();
+        assert_eq!(waits(&behind_text), waits(&runs) + 1, "{behind_text}");
         let mut ping_pong = behind.clone();
         (ping_pong.tile.block_m, ping_pong.tile.ping_pong) = (64, 1);
         assert!(
