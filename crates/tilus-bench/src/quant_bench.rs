@@ -17,7 +17,9 @@ use tilus::lowp::*;
 use tilus::prelude::Element;
 use tilus::runtime::Device;
 use tilus_kernels::quant::prepack::{prepack, prepackable};
-use tilus_kernels::quant::{kernel_name, plan, quantize, Plan, QuantMatmul, QuantMatmulOp, Scheme};
+use tilus_kernels::quant::{
+    kernel_name, plan, quantize, Plan, QuantMatmul, QuantMatmulFragments, QuantMatmulOp, Scheme,
+};
 
 /// The weight types `tilus bench quant --dtypes` takes.
 pub const DTYPES: &[&str] = &[
@@ -27,6 +29,16 @@ pub const DTYPES: &[&str] = &[
 /// Tiles of the few-rows kernel timed beside the one the host API picks (`tilus bench quant
 /// --few-rows`): rows of W per block, tiles of K per step, warps.
 pub type FewRowsTiles = (i32, i32, u32);
+
+/// Kernels timed beside the picked one: few-rows tiles where M is few rows, and stage
+/// counts of the fragment kernel where it takes the shape.
+#[derive(Clone, Debug, Default)]
+pub struct Variants {
+    /// Tiles of the few-rows kernel.
+    pub few_rows: Vec<FewRowsTiles>,
+    /// Stage counts of the fragment kernel (its rows of A per block as the host API picks).
+    pub fragment_stages: Vec<i32>,
+}
 
 /// What one shape and type measured.
 pub struct QuantReport {
@@ -49,7 +61,7 @@ pub fn bench_quant_named(
     dtype: &str,
     shape: (usize, usize, usize),
     scheme: Scheme,
-    variants: &[FewRowsTiles],
+    variants: &Variants,
     opts: &BenchOptions,
 ) -> Result<QuantReport> {
     match dtype {
@@ -75,7 +87,7 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
     device: &Device,
     (m, n, k): (usize, usize, usize),
     scheme: Scheme,
-    variants: &[FewRowsTiles],
+    variants: &Variants,
     opts: &BenchOptions,
 ) -> Result<QuantReport> {
     let what = format!("a {m}x{n}x{k} quantized matmul");
@@ -149,10 +161,12 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
     )?;
     // the few-rows kernel with other tiles, each checked as the picked one
     let mut others = Vec::new();
-    if let (Plan::FewRows { block_m }, false) = (plan((m, n, k), scheme), variants.is_empty()) {
+    if let (Plan::FewRows { block_m }, false) =
+        (plan((m, n, k), scheme), variants.few_rows.is_empty())
+    {
         let group = scheme.group.map_or(0, |g| g as i32);
         let dims = (m as i32, n as i32, k as i32);
-        for &(bn, steps, warps) in variants {
+        for &(bn, steps, warps) in &variants.few_rows {
             let config = QuantMatmul::<T>::new(group)
                 .with_block_m(block_m)
                 .with_tiles(bn, steps, warps);
@@ -175,6 +189,7 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
     // the fragment kernel on the weights prepacked, where it takes them
     let group = scheme.group.map_or(0, |g| g as i32);
     let mut fragments = None;
+    let mut staged = Vec::new();
     if prepackable(t) && m <= 128 && k % 8 == 0 && (group == 0 || group >= 64) {
         let pre = prepack(&q)?;
         let words = stream.clone_htod(&pre.words).map_err(drv("cuMemcpyHtoD"))?;
@@ -188,6 +203,29 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
         )?;
         let got = download(&stream, &what, &cf)?;
         let fcheck = judge(&got)?;
+        // the other stage counts, each checked as the default
+        let bm = m.next_power_of_two().max(8) as i32;
+        for &stages in &variants.fragment_stages {
+            let config = QuantMatmulFragments::<T>::new(group, bm).with_stages(stages);
+            let jit = tilus::Jit::new(config, device);
+            let mut cv = poisoned::<f16>(&stream, &what, mn)?;
+            let zeros = weights.2.as_ref().unwrap_or(&weights.1);
+            let dims = (m as i32, n as i32, k as i32);
+            jit.launch(
+                &stream,
+                (
+                    dims.0, dims.1, dims.2, &p.a, &words, &weights.1, zeros, &mut cv,
+                ),
+            )
+            .map_err(tilus_kernels::Error::from)?;
+            let vcheck = judge(&download(&stream, &what, &cv)?)?;
+            staged.push((
+                format!("quant_matmul {t} fragments s{stages}"),
+                vcheck,
+                jit,
+                cv,
+            ));
+        }
         fragments = Some((words, cf, fcheck));
     }
     let mut t_cublas = || Ok(blas.matmul(&stream, &p, true)?);
@@ -212,6 +250,16 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
             op.run_fragments(stream, (m, n, k), a, (words, sc, z), &mut *cf)?;
             Ok(())
         }));
+        for (_, _, jit, cv) in staged.iter_mut() {
+            timed.push(Box::new(move || {
+                jit.launch(
+                    stream,
+                    (dims.0, dims.1, dims.2, a, words, sc, zeros, &mut *cv),
+                )
+                .map_err(tilus_kernels::Error::from)?;
+                Ok(())
+            }));
+        }
     }
     let mut refs: Vec<&mut dyn FnMut() -> Result<()>> = timed
         .iter_mut()
@@ -234,6 +282,10 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
     if let Some((_, _, fcheck)) = &fragments {
         names.push(format!("quant_matmul {t} fragments (prepacked)"));
         passed.push(Some(fcheck.passed()));
+    }
+    for (name, vcheck, _, _) in &staged {
+        names.push(name.clone());
+        passed.push(Some(vcheck.passed()));
     }
     let rows = harness::timed_rows((m, n, k), &names, &ms, &passed);
     Ok(QuantReport {

@@ -2,7 +2,7 @@
 //! (see `tilus_bench::quant_bench`).
 
 use crate::out::{outln, CliError, CliResult};
-use tilus_bench::quant_bench::{bench_quant_named, FewRowsTiles, DTYPES};
+use tilus_bench::quant_bench::{bench_quant_named, FewRowsTiles, Variants, DTYPES};
 use tilus_bench::run::BenchOptions;
 use tilus_kernels::quant::Scheme;
 
@@ -10,10 +10,13 @@ use tilus_kernels::quant::Scheme;
 pub(crate) fn quant(
     sizes: &str,
     dtypes: &str,
-    (group, few_rows): (usize, &str),
+    (group, few_rows, fragment_stages): (usize, &str, &str),
     opts: &BenchOptions,
 ) -> CliResult<bool> {
-    let variants = few_rows_tiles(few_rows)?;
+    let variants = Variants {
+        few_rows: few_rows_tiles(few_rows)?,
+        fragment_stages: stage_counts(fragment_stages)?,
+    };
     let shapes = crate::bench_epilogue::matmul_shapes(sizes)?;
     let types: Vec<&str> = dtypes.split(',').map(str::trim).collect();
     if let Some(bad) = types.iter().find(|t| !DTYPES.contains(t)) {
@@ -63,6 +66,20 @@ pub(crate) fn quant(
     Ok(ok)
 }
 
+/// The `--fragment-stages` list: positive counts, comma-separated (empty: none).
+fn stage_counts(list: &str) -> CliResult<Vec<i32>> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| match s.parse::<i32>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(CliError::Usage(format!(
+                "--fragment-stages: `{s}` is not a positive count"
+            ))),
+        })
+        .collect()
+}
+
 /// The `--few-rows` list: `NxSxW` triples, comma-separated (empty: none).
 fn few_rows_tiles(list: &str) -> CliResult<Vec<FewRowsTiles>> {
     let bad = |item: &str| {
@@ -89,6 +106,15 @@ fn few_rows_tiles(list: &str) -> CliResult<Vec<FewRowsTiles>> {
 #[cfg(test)]
 mod tests {
     use super::few_rows_tiles;
+
+    #[test]
+    fn stage_counts_parse_positive_counts_and_refuse_the_rest() {
+        assert_eq!(super::stage_counts("").unwrap(), Vec::<i32>::new());
+        assert_eq!(super::stage_counts("4, 8").unwrap(), vec![4, 8]);
+        for bad in ["0", "x", "4,-2"] {
+            assert!(super::stage_counts(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn few_rows_tiles_parse_triples_and_refuse_the_rest() {

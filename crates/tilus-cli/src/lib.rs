@@ -402,6 +402,10 @@ enum BenchCommand {
         /// comma-separated NxSxW: rows of W per block, tiles of K per step, warps.
         #[arg(long, default_value = "")]
         few_rows: String,
+        /// Stage counts of the fragment kernel (on prepacked weights) to time beside its
+        /// default where it takes the shape, comma-separated.
+        #[arg(long, default_value = "")]
+        fragment_stages: String,
         /// Warm-up rounds.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
@@ -639,13 +643,14 @@ fn run(cli: Cli) -> CliResult<bool> {
                 dtypes,
                 group,
                 few_rows,
+                fragment_stages,
                 warmup,
                 rounds,
                 timing,
             } => bench_quant::quant(
                 &sizes,
                 &dtypes,
-                (group, &few_rows),
+                (group, &few_rows, &fragment_stages),
                 &BenchOptions {
                     warmup,
                     rounds,

@@ -15,6 +15,10 @@
 //! taken; K is a multiple of 8 (TMA reads A's rows).
 
 use super::prepack::{fragment_layout, Prepacked, CODES, THREADS, TILE_K, TILE_N};
+
+/// Words per row of a stage of codes: a thread's run is 1 to 8 words, a tile's runs 2 to 16
+/// such rows (TMA's box rows hold at most 256 elements and at least 16 bytes).
+const ROW_WORDS: i32 = 64;
 use half::f16;
 use std::marker::PhantomData;
 use tilus::layout::RegisterLayout;
@@ -84,12 +88,12 @@ where
     fn body(&self, k: &mut Kernel, (m, n, kk, a, w, s, z, c): Handles<Self::Args>) {
         let t = <T as LowpElement>::DTYPE;
         let run = Prepacked::words_per_thread(t) as i32;
+        // a tile's words as rows of `ROW_WORDS` (a TMA box's rows of 4 to 64 words)
+        let rows = THREADS as i32 * run / ROW_WORDS;
         let width = kk.as_const().unwrap_or(1).max(1);
         let tiles_k = ((width + TILE_K as i64 - 1) / TILE_K as i64) as i32;
         // no more stages than steps: every copy issued is waited for
         let (bm, stages) = (self.block_m, self.stages.clamp(1, tiles_k.max(1)));
-        // the runs of one tile row of W (an expression: the host checks the buffer by it)
-        let row_runs = Scalar::from(Val::constant(tiles_k)) * THREADS as i32;
         let groups = if self.group > 0 {
             (width + self.group as i64 - 1) / self.group as i64
         } else {
@@ -100,39 +104,38 @@ where
         let tn = k.let_i32(k.block_idx().x);
         let n0 = k.let_i32(tn * TILE_N as i32);
         let m0 = k.let_i32(bm * k.block_idx().y);
-        // (an expression of the arguments: the host checks the buffer against it)
+        // (expressions of the arguments: the host checks the buffers against them)
         let tiles_n = cdiv(n, TILE_N as i32);
+        let tile_rows = Scalar::from(Val::constant(tiles_k * rows));
         let ga = k.global_view::<f16>(a, [m, kk]);
-        let gw = k.global_view::<u32>(w, [tiles_n * row_runs.clone(), Val::constant(run).into()]);
+        let gw = k.global_view::<u32>(w, [tiles_n * tile_rows, Val::constant(ROW_WORDS).into()]);
         let gs = k.global_view::<f16>(s, [n, Val::constant(groups)]);
         let unsigned = matches!(t, tilus::ir::DType::UInt(_));
         let gz = unsigned.then(|| k.global_view::<f16>(z, [n, Val::constant(groups)]));
         let gc = k.global_view::<f16>(c, [m, n]);
         let steps = tiles_k;
         let sa = k.shared_tensor::<f16>([stages, bm, TILE_K as i32]);
+        let sw = k.shared_tensor::<u32>([stages, rows, ROW_WORDS]);
         let bars = k.mbarrier().alloc_counts(&vec![1; stages as usize]);
         let acc = k.register_tensor::<f32>([TILE_N as i32, bm], 0.0);
-        let first_run = k.let_i32(tn * row_runs);
+        let first_row = k.let_i32(tn * (tiles_k * rows));
         let group = self.group;
-        // A's tile of step `i` on its way into stage `j`
-        let fetch_a = |k: &mut Kernel, i: Val, j: i32| {
+        // step `i`'s tile of A and words of W on their way into stage `j`
+        let fetch = |k: &mut Kernel, i: Val, j: i32| {
             k.single_thread(|k| {
-                let stage = sa.at(Val::constant(j));
+                let (a_stage, w_stage) = (sa.at(Val::constant(j)), sw.at(Val::constant(j)));
                 k.mbarrier()
-                    .arrive_and_expect_tx(bars[j as usize], stage.nbytes());
+                    .arrive_and_expect_tx(bars[j as usize], a_stage.nbytes() + w_stage.nbytes());
                 let k0 = k.let_i32(i * TILE_K as i32);
                 k.tma()
-                    .global_to_shared(&ga, &stage, (m0, k0), bars[j as usize]);
+                    .global_to_shared(&ga, &a_stage, (m0, k0), bars[j as usize]);
+                let row = k.let_i32(first_row + i * rows);
+                k.tma()
+                    .global_to_shared(&gw, &w_stage, (row, Val::constant(0)), bars[j as usize]);
             });
         };
-        // step `i`'s words, scales and zero points
-        let fetch_w = |k: &mut Kernel, i: Val| {
-            let row = k.let_i32(first_run + i * THREADS as i32);
-            let words = k.load_global(&gw, (row, Val::constant(0)), [THREADS as i32, run]);
-            // a run per thread, as the prepack wrote it
-            let runs = RegisterLayout::spatial(&[THREADS as i64, 1])
-                .compose(&RegisterLayout::local(&[1, run as i64]));
-            k.annotate_layout(&words, runs);
+        // step `i`'s scales and zero points
+        let fetch_scales = |k: &mut Kernel, i: Val| {
             let g = if group > 0 {
                 k.let_i32(i * TILE_K as i32 / group)
             } else {
@@ -140,15 +143,13 @@ where
             };
             let scale = k.load_global(&gs, (n0, g), [TILE_N as i32, 1]);
             let zero = gz.map(|gz| k.load_global(&gz, (n0, g), [TILE_N as i32, 1]));
-            (words, scale, zero)
+            (scale, zero)
         };
-        // the registers that carry each stage's words, scales and zero points across steps
+        // the registers that carry each stage's scales and zero points across steps
         let held: Vec<_> = (0..stages)
             .map(|j| {
-                fetch_a(k, Val::constant(j), j);
-                let (words, scale, zero) = fetch_w(k, Val::constant(j));
-                let w = k.register_tensor::<u32>([THREADS as i32, run], None::<f64>);
-                k.assign_tile(&w, words);
+                fetch(k, Val::constant(j), j);
+                let (scale, zero) = fetch_scales(k, Val::constant(j));
                 let s = k.register_tensor::<f16>([TILE_N as i32, 1], None::<f64>);
                 k.assign_tile(&s, scale);
                 let z = zero.map(|zero| {
@@ -156,58 +157,71 @@ where
                     k.assign_tile(&z, zero);
                     z
                 });
-                (w, s, z)
+                (s, z)
             })
             .collect();
-        // a thread's run of codes, and the same registers as its part of the fragment
-        let plain = RegisterLayout::spatial(&[THREADS as i64, 1])
+        // a thread's run of words (and so of codes) in the stage's rows, and the same
+        // registers as its part of the fragment
+        let per_row = (ROW_WORDS / run) as i64;
+        let runs = RegisterLayout::spatial(&[rows as i64, per_row])
+            .compose(&RegisterLayout::local(&[1, run as i64]));
+        let plain = RegisterLayout::spatial(&[rows as i64, per_row])
             .compose(&RegisterLayout::local(&[1, CODES as i64]));
         let fragment = fragment_layout();
-        // each pass takes `stages` steps: all of them dequantized first (their registers then
-        // take the steps a pass later), then their products issued back to back and waited
-        // for once, then their stages of A refilled
-        k.for_range(0, steps, stages, |k, i0| {
-            let mut deqs = Vec::new();
-            for (j, (words, scale, zero)) in held.iter().enumerate() {
-                let j = j as i32;
+        // with one stage, each product completes before the next step's registers are written
+        let pending: i32 = if stages > 1 { 1 } else { 0 };
+        // step `i` in stage `j` (filled for the `fill`-th time, from 0): its words read and
+        // dequantized (in f16 pairs) while the step before is multiplied, its product issued,
+        // then the step before's stage refilled once that product is complete; TMA has
+        // `stages - 1` steps in flight meanwhile
+        let step = |k: &mut Kernel, i: Val, j: i32, fill: Scalar| {
+            let (scale, zero) = &held[j as usize];
+            k.mbarrier().wait(bars[j as usize], fill % 2);
+            let words = k.load_shared(&sw.at(Val::constant(j)));
+            k.annotate_layout(&words, runs.clone());
+            let codes = k.unpack::<T>(&words);
+            let codes = k.relabel(&codes, plain.clone(), fragment.clone());
+            let deq = match zero {
+                Some(zero) => k.compute((codes.cast::<f16>() - zero) * scale),
+                None => k.compute(codes.cast::<f16>() * scale),
+            };
+            let next = k.let_i32(i + stages);
+            k.if_(next.lt(steps), |k| {
+                let (s2, z2) = fetch_scales(k, next);
+                k.assign_tile(scale, s2);
+                if let (Some(z), Some(z2)) = (zero, z2) {
+                    k.assign_tile(z, z2);
+                }
+            });
+            k.wgmma().fence();
+            k.wgmma()
+                .mma(&deq, &sa.at(Val::constant(j)).transpose(), &acc);
+            k.wgmma().commit_group();
+            k.wgmma().wait_group(pending as u32);
+            // the step `pending` before is complete: its stage takes the step `stages` after
+            // it, once every warp has read its words (they have, their product being
+            // complete; the barrier says so to the interpreter's race check)
+            let refill = k.let_i32(i + (stages - pending));
+            k.if_(i.ge(pending) & refill.lt(steps), |k| {
+                k.sync();
+                fetch(k, refill, (j + stages - pending) % stages)
+            });
+        };
+        // whole passes over the stages in a loop, the steps left over after it (the steps
+        // are a compile-time count): no step is conditional, so that the verifier sees each
+        // product complete before its registers and stage are written again
+        let passes = steps / stages;
+        k.for_range(0, passes * stages, stages, |k, i0| {
+            for j in 0..stages {
                 let i = k.let_i32(i0 + j);
-                let codes = k.unpack::<T>(words);
-                let codes = k.relabel(&codes, plain.clone(), fragment.clone());
-                let deq = match zero {
-                    Some(zero) => k.compute(
-                        ((codes.cast::<f32>() - zero.cast::<f32>()) * scale.cast::<f32>())
-                            .cast::<f16>(),
-                    ),
-                    None => k.compute((codes.cast::<f32>() * scale.cast::<f32>()).cast::<f16>()),
-                };
-                let next = k.let_i32(i + stages);
-                k.if_(next.lt(steps), |k| {
-                    let (w2, s2, z2) = fetch_w(k, next);
-                    k.assign_tile(words, w2);
-                    k.assign_tile(scale, s2);
-                    if let (Some(z), Some(z2)) = (zero, z2) {
-                        k.assign_tile(z, z2);
-                    }
-                });
-                deqs.push((i, deq));
-            }
-            for (j, (i, deq)) in deqs.iter().enumerate() {
-                let j = j as i32;
-                k.if_(i.lt(steps), |k| {
-                    k.mbarrier().wait(bars[j as usize], (i0 / stages) % 2);
-                    k.wgmma().fence();
-                    k.wgmma()
-                        .mma(deq, &sa.at(Val::constant(j)).transpose(), &acc);
-                    k.wgmma().commit_group();
-                });
-            }
-            k.wgmma().wait_group(0);
-            // the stages are free once their products are complete
-            for (j, (i, _)) in deqs.iter().enumerate() {
-                let next = k.let_i32(*i + stages);
-                k.if_(next.lt(steps), |k| fetch_a(k, next, j as i32));
+                step(k, i, j, Scalar::from(i0) / stages);
             }
         });
+        for j in 0..steps % stages {
+            let i = Val::constant(passes * stages + j);
+            step(k, i, j, Scalar::from(Val::constant(passes)));
+        }
+        k.wgmma().wait_group(0);
         let out = k.compute(acc.cast::<f16>());
         k.store_global(&gc, &out.transpose(), (m0, n0));
     }

@@ -130,7 +130,9 @@ impl<T: Element + LowpElement> RawTile<T> {
             Some(zero) => k.compute(
                 ((codes.cast::<f32>() - zero.cast::<f32>()) * scale.cast::<f32>()).cast::<f16>(),
             ),
-            None => k.compute((codes.cast::<f32>() * scale.cast::<f32>()).cast::<f16>()),
+            // (every code is an f16 value and the product is rounded once either way: the
+            // code generator takes the f16 pairs)
+            None => k.compute(codes.cast::<f16>() * scale),
         }
     }
 }

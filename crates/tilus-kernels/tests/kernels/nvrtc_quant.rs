@@ -141,10 +141,13 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
         .source
     }
     let s = frag::<I4>(128, 8192, 8);
-    // the words in 16-byte vectors, the codes to f32 without the integer conversion, the
-    // product on the tensor cores with the dequantized weights as the register operand
-    assert!(s.contains("tilus_vec<u32, 4>"), "{s}");
-    assert!(s.contains("0x4b000008u"), "{s}");
+    // the words by TMA into the stages (with A's tiles), the codes to f16 pairs by the
+    // exponent trick and scaled a pair at a time, the product on the tensor cores with the
+    // dequantized weights as the register operand
+    assert!(s.contains("tma.global_to_shared(g1 -> s1[0]"), "{s}");
+    assert!(s.contains("tilus_f16x2_from_biased("), "{s}");
+    assert!(s.contains("mul.rn.f16x2"), "{s}");
+    assert!(!s.contains("__fmul_rn("), "no f32 products\n{s}");
     assert!(
         s.contains("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16"),
         "{s}"

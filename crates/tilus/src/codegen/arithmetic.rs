@@ -506,6 +506,10 @@ fn emit_map(e: &mut Emitter, x: &TileExpr, out: RegId, declare: bool) {
     let tables = x
         .operand_locals(e.p, out)
         .expect("planned programs' operands fit their outputs (check_planned)");
+    // f16 operations in pairs, where they give the f32 form's bits
+    if super::f16_pairs::emit(e, x, out, &tables) {
+        return;
+    }
     // a fresh scope, so that values are named per element only where they must be
     e.open("");
     // indices: each element's coordinates, the thread's part named once
@@ -910,6 +914,9 @@ pub(crate) enum ArithHelper {
     Exp2Approx,
     /// Philox4x32-10 and the random numbers made of it.
     Philox,
+    /// `u32 tilus_<op>_f16x2(u32 a, u32 b)`: an f16x2 operation (`add`, `sub`, `mul`),
+    /// rounded to nearest even.
+    F16x2(&'static str),
 }
 
 /// Philox4x32-10 (the interpreter's `ir::philox`, round for round) and the numbers `rand`,
@@ -960,6 +967,11 @@ fn one_instruction(name: &str, ptx: &str, comment: &str) -> String {
 pub(crate) fn helper_text(h: ArithHelper) -> String {
     match h {
         ArithHelper::Philox => PHILOX.to_string(),
+        ArithHelper::F16x2(op) => format!(
+            "// Two f16 {op}s in one instruction, each rounded to nearest even.\n\
+             static __device__ __forceinline__ u32 tilus_{op}_f16x2(u32 a, u32 b) {{\n  \
+             u32 r;\n  asm(\"{op}.rn.f16x2 %0, %1, %2;\" : \"=r\"(r) : \"r\"(a), \"r\"(b));\n  return r;\n}}\n"
+        ),
         ArithHelper::RecipApprox => one_instruction(
             "recip_approx",
             "rcp.approx.ftz.f32",

@@ -1272,6 +1272,36 @@ fn a_masked_store_keeps_whole_vectors_and_checks_the_rest_element_by_element() {
     }
 }
 
+/// Codes scaled in f16 ([`ScaledCodes`](crate::common::scripts::lowp::ScaledCodes)) run in
+/// f16 pairs where each operation is rounded to f16 (one `mul.rn.f16x2` or `sub.rn.f16x2` a
+/// pair, the codes converted a pair at a time) and in f32 where a difference is not rounded.
+#[test]
+fn codes_scaled_in_f16_run_in_pairs_where_each_operation_rounds() {
+    use crate::common::scripts::lowp::ScaledCodes;
+    use tilus::lowp::*;
+    let c = build(&ScaledCodes::<F8E4M3>::new(), &[]);
+    let s = &c.source;
+    // two products and one difference of pairs per pair of elements (each thread has one)
+    assert_eq!(s.matches("= tilus_mul_f16x2(").count(), 2, "{s}");
+    assert_eq!(s.matches("tilus_sub_f16x2(").count(), 2, "{s}");
+    assert!(s.contains("mul.rn.f16x2"), "{s}");
+    assert!(s.contains("tilus_f16x2_from_f8e4m3x2((u16)"), "{s}");
+    // the unrounded difference keeps the f32 form
+    assert!(s.contains("__fsub_rn("), "{s}");
+    let i = build(&ScaledCodes::<I8>::new(), &[]);
+    assert!(
+        i.source.contains("tilus_f16x2_from_biased("),
+        "{}",
+        i.source
+    );
+    assert_eq!(
+        i.source.matches("= tilus_mul_f16x2(").count(),
+        2,
+        "{}",
+        i.source
+    );
+}
+
 /// The low-precision types compile for every conversion the interpreter checks: FP8 encodes by
 /// the hardware's `cvt.rn.satfinite`, the narrower floats by the integer algorithm, each type's
 /// decoder once; byte-wide codes load and store as vectors.

@@ -127,3 +127,23 @@ macro_rules! pack_words { ($($T:ty),*) => {$({
 fn elements_pack_into_the_words_the_host_packs() {
     pack_words!(I4, U4, F4E2M1, U2, I2, Int<1>, Float<1, 2>);
 }
+
+/// Every code of the 8-bit types dequantized in f16 ([`ScaledCodes`]): each rounded operation
+/// and each kept in f32 gives the bits of the exact arithmetic's rounding.
+#[test]
+fn codes_scaled_in_f16_round_as_the_reference_says() {
+    use crate::common::inputs::{fresh_seed, random_f32};
+    use crate::common::scripts::lowp::{check_scaled_codes, scaled_codes_inputs, ScaledCodes};
+    let random: Vec<f32> = random_f32(256, fresh_seed())
+        .iter()
+        .map(|x| x.abs())
+        .collect();
+    let (s, z) = scaled_codes_inputs(&random);
+    macro_rules! each { ($($T:ty),*) => {$({
+        let codes: Vec<$T> = (0..=255).map(<$T>::from_code).collect();
+        let mut out = vec![f16::NAN; 3 * 256];
+        run(&ScaledCodes::<$T>::new(), (&codes[..], &s[..], &z[..], &mut out[..])).unwrap();
+        check_scaled_codes(<$T as LowpElement>::DTYPE, (&s, &z), &out);
+    })*}}
+    each!(F8E4M3, F8E5M2, I8, U8);
+}

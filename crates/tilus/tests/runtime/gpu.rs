@@ -1812,6 +1812,39 @@ fn low_precision_conversions_agree_with_the_references() {
     crate::for_round_trip_types!(round_trip);
 }
 
+/// The interpreter's f16 dequantization test (`interp/lowp.rs`) on the GPU: every code of the
+/// 8-bit types scaled in f16 pairs (and in f32 where a difference is not rounded) gives the
+/// bits of the exact arithmetic's rounding.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn codes_scaled_in_f16_round_on_the_gpu_as_the_reference_says() {
+    use crate::common::inputs::{fresh_seed, random_f32};
+    use crate::common::scripts::lowp::{check_scaled_codes, scaled_codes_inputs, ScaledCodes};
+    use tilus::lowp::*;
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    let random: Vec<f32> = random_f32(256, fresh_seed())
+        .iter()
+        .map(|x| x.abs())
+        .collect();
+    let (s, z) = scaled_codes_inputs(&random);
+    let (ds, dz) = (
+        stream.clone_htod(&s).unwrap(),
+        stream.clone_htod(&z).unwrap(),
+    );
+    macro_rules! each { ($($T:ty),*) => {$({
+        let codes: Vec<$T> = (0..=255).map(<$T>::from_code).collect();
+        let mut out = stream.clone_htod(&vec![f16::NAN; 3 * 256]).unwrap();
+        tilus::Jit::new(ScaledCodes::<$T>::new(), &device)
+            .launch(stream, (&stream.clone_htod(&codes).unwrap(), &ds, &dz, &mut out))
+            .unwrap();
+        let out = stream.clone_dtoh(&out).unwrap();
+        check_scaled_codes(<$T as LowpElement>::DTYPE, (&s, &z), &out);
+    })*}}
+    each!(F8E4M3, F8E5M2, I8, U8);
+}
+
 /// The interpreter's packed-view test (`interp/lowp.rs`) on the GPU: every element of views
 /// of packed elements loaded and stored, the bits past each row's end left as they were.
 #[test]

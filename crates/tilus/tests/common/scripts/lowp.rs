@@ -779,3 +779,93 @@ impl<T: std::fmt::Debug> PackWords<T> {
         assert_eq!(w32, &words[..], "{t} {self:?}: u32 words");
     }
 }
+
+/// Every code of 8-bit type `T` dequantized in f16, three ways, with a scale and a zero point
+/// per element (`[256]` each): `c · s` and `round(c - z) · s` (each operation rounded to f16:
+/// the code generator's f16-pair form) and `(c - z) · s` (the difference kept in f32: the f32
+/// form), each rounded to f16 by the store.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct ScaledCodes<T> {
+    pub _t: PhantomData<fn() -> T>,
+}
+
+impl<T> ScaledCodes<T> {
+    pub fn new() -> Self {
+        ScaledCodes { _t: PhantomData }
+    }
+}
+
+impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> Script for ScaledCodes<T> {
+    type Args = (Ptr<T>, Ptr<f16>, Ptr<f16>, PtrMut<f16>);
+    fn body(&self, k: &mut Kernel, (codes, s, z, out): Handles<Self::Args>) {
+        k.blocks([1]);
+        k.warps(4);
+        let g = k.global_view(codes, [256]);
+        let (gs, gz) = (k.global_view(s, [256]), k.global_view(z, [256]));
+        let go = k.global_view(out, [3 * 256]);
+        let c = k.load_global(&g, [0], [256]);
+        let (s, z) = (
+            k.load_global(&gs, [0], [256]),
+            k.load_global(&gz, [0], [256]),
+        );
+        let scaled = k.compute(c.cast::<f16>() * &s);
+        let rounded = k.compute((c.cast::<f16>() - &z).cast::<f16>() * &s);
+        let wide = k.compute((c.cast::<f16>() - &z) * &s);
+        for (row, t) in [scaled, rounded, wide].iter().enumerate() {
+            k.store_global(&go, t, [row as i32 * 256]);
+        }
+    }
+}
+
+/// Scales and zero points for [`ScaledCodes`]: f16 values of every kind (subnormal, large
+/// enough to overflow a product, negative, fractional zero points), from `random` in [0, 1).
+pub fn scaled_codes_inputs(random: &[f32]) -> (Vec<f16>, Vec<f16>) {
+    let s = random
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| {
+            let mag = match i % 4 {
+                0 => 2f32.powi(-20) * (1.0 + r),
+                1 => 1000.0 * r,
+                2 => r / 64.0,
+                _ => 0.01 + r,
+            };
+            f16::from_f32(if i % 3 == 0 { -mag } else { mag })
+        })
+        .collect();
+    let z = random
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &r)| {
+            f16::from_f32(if i % 2 == 0 {
+                (r * 255.0).round()
+            } else {
+                r * 300.0 - 150.0
+            })
+        })
+        .collect();
+    (s, z)
+}
+
+/// Checks [`ScaledCodes`]'s three rows bit for bit against f16 rounding of exact (`f64`)
+/// arithmetic on the reference values (the f32 difference of the third row rounded in f32).
+pub fn check_scaled_codes(t: DType, (s, z): (&[f16], &[f16]), out: &[f16]) {
+    for i in 0..256 {
+        let c = reference_value(t, i as u32);
+        let (s, z) = (s[i].to_f64(), z[i].to_f64());
+        let want = [
+            f16::from_f64(c * s),
+            f16::from_f64(f16::from_f64(c - z).to_f64() * s),
+            f16::from_f32(((c - z) as f32) * s as f32),
+        ];
+        for (row, w) in want.iter().enumerate() {
+            let got = out[row * 256 + i];
+            let same = got.to_bits() == w.to_bits() || (got.is_nan() && w.is_nan());
+            assert!(
+                same,
+                "{t} code {i:#04x} row {row}: got {got:?}, want {w:?} (s {s}, z {z})"
+            );
+        }
+    }
+}
