@@ -193,14 +193,15 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
     if prepackable(t) && m <= 128 && k % 8 == 0 && (group == 0 || group >= 64) {
         let pre = prepack(&q)?;
         let words = stream.clone_htod(&pre.words).map_err(drv("cuMemcpyHtoD"))?;
+        // the scales and zero points as prepacked (transposed, padded to whole tiles)
+        let sc = upload(&stream, &pre.scales)?;
+        let z = if pre.zeros.is_empty() {
+            None
+        } else {
+            Some(upload(&stream, &pre.zeros)?)
+        };
         let mut cf = poisoned::<f16>(&stream, &what, mn)?;
-        op.run_fragments(
-            &stream,
-            (m, n, k),
-            &p.a,
-            (&words, &weights.1, weights.2.as_ref()),
-            &mut cf,
-        )?;
+        op.run_fragments(&stream, (m, n, k), &p.a, (&words, &sc, z.as_ref()), &mut cf)?;
         let got = download(&stream, &what, &cf)?;
         let fcheck = judge(&got)?;
         // the other stage counts, each checked as the default
@@ -209,13 +210,11 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
             let config = QuantMatmulFragments::<T>::new(group, bm).with_stages(stages);
             let jit = tilus::Jit::new(config, device);
             let mut cv = poisoned::<f16>(&stream, &what, mn)?;
-            let zeros = weights.2.as_ref().unwrap_or(&weights.1);
+            let zeros = z.as_ref().unwrap_or(&sc);
             let dims = (m as i32, n as i32, k as i32);
             jit.launch(
                 &stream,
-                (
-                    dims.0, dims.1, dims.2, &p.a, &words, &weights.1, zeros, &mut cv,
-                ),
+                (dims.0, dims.1, dims.2, &p.a, &words, &sc, zeros, &mut cv),
             )
             .map_err(tilus_kernels::Error::from)?;
             let vcheck = judge(&download(&stream, &what, &cv)?)?;
@@ -226,7 +225,7 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
                 cv,
             ));
         }
-        fragments = Some((words, cf, fcheck));
+        fragments = Some((words, (sc, z), cf, fcheck));
     }
     let mut t_cublas = || Ok(blas.matmul(&stream, &p, true)?);
     let mut t_quant = || run(&mut c);
@@ -243,9 +242,10 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
             Ok(())
         }));
     }
-    if let Some((words, cf, _)) = fragments.as_mut() {
-        let (op, a, sc, z, stream) = (&op, &p.a, &weights.1, weights.2.as_ref(), &stream);
-        let words = &*words;
+    if let Some((words, (sc, z), cf, _)) = fragments.as_mut() {
+        let (op, a, stream) = (&op, &p.a, &stream);
+        let (words, sc, z) = (&*words, &*sc, z.as_ref());
+        let zeros = z.unwrap_or(sc);
         timed.push(Box::new(move || {
             op.run_fragments(stream, (m, n, k), a, (words, sc, z), &mut *cf)?;
             Ok(())
@@ -279,7 +279,7 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
         names.push(name.clone());
         passed.push(Some(vcheck.passed()));
     }
-    if let Some((_, _, fcheck)) = &fragments {
+    if let Some((_, _, _, fcheck)) = &fragments {
         names.push(format!("quant_matmul {t} fragments (prepacked)"));
         passed.push(Some(fcheck.passed()));
     }

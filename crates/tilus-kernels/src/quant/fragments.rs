@@ -108,58 +108,57 @@ where
         let tiles_n = cdiv(n, TILE_N as i32);
         let tile_rows = Scalar::from(Val::constant(tiles_k * rows));
         let ga = k.global_view::<f16>(a, [m, kk]);
-        let gw = k.global_view::<u32>(w, [tiles_n * tile_rows, Val::constant(ROW_WORDS).into()]);
-        let gs = k.global_view::<f16>(s, [n, Val::constant(groups)]);
+        let gw = k.global_view::<u32>(
+            w,
+            [tiles_n.clone() * tile_rows, Val::constant(ROW_WORDS).into()],
+        );
+        // scales and zero points as prepacked: `[groups, tiles_n · 64]`
+        let width_n = tiles_n.clone() * TILE_N as i32;
+        let gs = k.global_view::<f16>(s, [Val::constant(groups).into(), width_n.clone()]);
         let unsigned = matches!(t, tilus::ir::DType::UInt(_));
-        let gz = unsigned.then(|| k.global_view::<f16>(z, [n, Val::constant(groups)]));
+        let gz = unsigned.then(|| k.global_view::<f16>(z, [Val::constant(groups).into(), width_n]));
         let gc = k.global_view::<f16>(c, [m, n]);
         let steps = tiles_k;
         let sa = k.shared_tensor::<f16>([stages, bm, TILE_K as i32]);
         let sw = k.shared_tensor::<u32>([stages, rows, ROW_WORDS]);
+        let ss = k.shared_tensor::<f16>([stages, 1, TILE_N as i32]);
+        let sz = unsigned.then(|| k.shared_tensor::<f16>([stages, 1, TILE_N as i32]));
         let bars = k.mbarrier().alloc_counts(&vec![1; stages as usize]);
         let acc = k.register_tensor::<f32>([TILE_N as i32, bm], 0.0);
         let first_row = k.let_i32(tn * (tiles_k * rows));
         let group = self.group;
-        // step `i`'s tile of A and words of W on their way into stage `j`
+        // step `i`'s tile of A, words of W and scales (and zero points) on their way into
+        // stage `j`
         let fetch = |k: &mut Kernel, i: Val, j: i32| {
             k.single_thread(|k| {
-                let (a_stage, w_stage) = (sa.at(Val::constant(j)), sw.at(Val::constant(j)));
-                k.mbarrier()
-                    .arrive_and_expect_tx(bars[j as usize], a_stage.nbytes() + w_stage.nbytes());
+                let at = Val::constant(j);
+                let (a_stage, w_stage, s_stage) = (sa.at(at), sw.at(at), ss.at(at));
+                let z_stage = sz.as_ref().map(|sz| sz.at(at));
+                let bytes = a_stage.nbytes()
+                    + w_stage.nbytes()
+                    + s_stage.nbytes()
+                    + z_stage.as_ref().map_or(0, |z| z.nbytes());
+                let bar = bars[j as usize];
+                k.mbarrier().arrive_and_expect_tx(bar, bytes);
                 let k0 = k.let_i32(i * TILE_K as i32);
-                k.tma()
-                    .global_to_shared(&ga, &a_stage, (m0, k0), bars[j as usize]);
+                k.tma().global_to_shared(&ga, &a_stage, (m0, k0), bar);
                 let row = k.let_i32(first_row + i * rows);
                 k.tma()
-                    .global_to_shared(&gw, &w_stage, (row, Val::constant(0)), bars[j as usize]);
+                    .global_to_shared(&gw, &w_stage, (row, Val::constant(0)), bar);
+                let g = if group > 0 {
+                    k.let_i32(i * TILE_K as i32 / group)
+                } else {
+                    k.let_i32(0)
+                };
+                k.tma().global_to_shared(&gs, &s_stage, (g, n0), bar);
+                if let (Some(gz), Some(z_stage)) = (&gz, &z_stage) {
+                    k.tma().global_to_shared(gz, z_stage, (g, n0), bar);
+                }
             });
         };
-        // step `i`'s scales and zero points
-        let fetch_scales = |k: &mut Kernel, i: Val| {
-            let g = if group > 0 {
-                k.let_i32(i * TILE_K as i32 / group)
-            } else {
-                k.let_i32(0)
-            };
-            let scale = k.load_global(&gs, (n0, g), [TILE_N as i32, 1]);
-            let zero = gz.map(|gz| k.load_global(&gz, (n0, g), [TILE_N as i32, 1]));
-            (scale, zero)
-        };
-        // the registers that carry each stage's scales and zero points across steps
-        let held: Vec<_> = (0..stages)
-            .map(|j| {
-                fetch(k, Val::constant(j), j);
-                let (scale, zero) = fetch_scales(k, Val::constant(j));
-                let s = k.register_tensor::<f16>([TILE_N as i32, 1], None::<f64>);
-                k.assign_tile(&s, scale);
-                let z = zero.map(|zero| {
-                    let z = k.register_tensor::<f16>([TILE_N as i32, 1], None::<f64>);
-                    k.assign_tile(&z, zero);
-                    z
-                });
-                (s, z)
-            })
-            .collect();
+        for j in 0..stages {
+            fetch(k, Val::constant(j), j);
+        }
         // a thread's run of words (and so of codes) in the stage's rows, and the same
         // registers as its part of the fragment
         let per_row = (ROW_WORDS / run) as i64;
@@ -175,24 +174,21 @@ where
         // then the step before's stage refilled once that product is complete; TMA has
         // `stages - 1` steps in flight meanwhile
         let step = |k: &mut Kernel, i: Val, j: i32, fill: Scalar| {
-            let (scale, zero) = &held[j as usize];
+            let at = Val::constant(j);
             k.mbarrier().wait(bars[j as usize], fill % 2);
-            let words = k.load_shared(&sw.at(Val::constant(j)));
+            let words = k.load_shared(&sw.at(at));
             k.annotate_layout(&words, runs.clone());
             let codes = k.unpack::<T>(&words);
             let codes = k.relabel(&codes, plain.clone(), fragment.clone());
-            let deq = match zero {
-                Some(zero) => k.compute((codes.cast::<f16>() - zero) * scale),
+            // the step's scales as a column, `[64, 1]`
+            let scale = k.load_shared(&ss.at(at)).transpose();
+            let deq = match &sz {
+                Some(sz) => {
+                    let zero = k.load_shared(&sz.at(at)).transpose();
+                    k.compute((codes.cast::<f16>() - zero) * scale)
+                }
                 None => k.compute(codes.cast::<f16>() * scale),
             };
-            let next = k.let_i32(i + stages);
-            k.if_(next.lt(steps), |k| {
-                let (s2, z2) = fetch_scales(k, next);
-                k.assign_tile(scale, s2);
-                if let (Some(z), Some(z2)) = (zero, z2) {
-                    k.assign_tile(z, z2);
-                }
-            });
             k.wgmma().fence();
             k.wgmma()
                 .mma(&deq, &sa.at(Val::constant(j)).transpose(), &acc);

@@ -104,6 +104,7 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
             scales: scales.len(),
             zeros: zeros.map(|z| z.len()),
             c: c.len(),
+            prepacked: false,
         };
         let (m, n, k) = checked::<T>(shape, self.scheme, &lens)?;
         let z = zeros.unwrap_or(&self.no_zeros);
@@ -138,6 +139,7 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
     /// let q = quantize::<I4>(&vec![0.25; n * k], (n, k), Scheme::grouped(128));
     /// let p = prepack(&q)?; // once, when the weights are loaded
     /// let op = QuantMatmulOp::<I4>::new(&device, Scheme::grouped(128))?;
+    /// // (the prepacked scales: transposed, padded to whole tiles)
     /// let (w, s) = (stream.clone_htod(&p.words)?, stream.clone_htod(&p.scales)?);
     /// let a = stream.clone_htod(&vec![f16::ONE; m * k])?;
     /// let mut c = stream.alloc_zeros::<f16>(m * n)?;
@@ -182,6 +184,7 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
             scales: scales.len(),
             zeros: zeros.map(|z| z.len()),
             c: c.len(),
+            prepacked: true,
         };
         let (mi, ni, ki) = checked::<T>((m, n, k), self.scheme, &lens)?;
         let z = zeros.unwrap_or(&self.no_zeros);
@@ -409,6 +412,8 @@ fn host_dims<'z, T: LowpElement>(
         scales: scales.len(),
         zeros: unsigned.then_some(zeros.len()),
         c,
+        // (prepacked words come without packed codes)
+        prepacked: w.is_none(),
     };
     let dims = checked::<T>(shape, scheme, &lens)?;
     Ok((dims, if unsigned { zeros } else { &NO_ZEROS }))
@@ -436,6 +441,8 @@ struct Lengths {
     scales: usize,
     zeros: Option<usize>,
     c: usize,
+    /// Scales and zero points as [`Prepacked`] holds them (transposed, padded to whole tiles).
+    prepacked: bool,
 }
 
 /// The kernel's `(m, n, k)` once the buffers' lengths fit the shape: K a multiple of the
@@ -472,9 +479,14 @@ fn checked<T: LowpElement>(
     if let Some(w) = lens.w {
         length(NAME, "w", w, elements(NAME, n, k * bits / 8)?)?;
     }
-    length(NAME, "scales", lens.scales, elements(NAME, n, groups)?)?;
+    let per_scale = if lens.prepacked {
+        Prepacked::scale_count((n, k), scheme.group.unwrap_or(0))
+    } else {
+        elements(NAME, n, groups)?
+    };
+    length(NAME, "scales", lens.scales, per_scale)?;
     match (T::DTYPE, lens.zeros) {
-        (DType::UInt(_), Some(z)) => length(NAME, "zeros", z, n * groups)?,
+        (DType::UInt(_), Some(z)) => length(NAME, "zeros", z, per_scale)?,
         (DType::UInt(_), None) => {
             return Err(bad(format!("{} weights need zero points", T::DTYPE)))
         }

@@ -39,9 +39,11 @@ pub struct Prepacked {
     pub shape: (usize, usize),
     /// The codes: `tiles_n · tiles_k · 128` runs of `words_per_thread` words.
     pub words: Vec<u32>,
-    /// One scale per group, row-major `[N, groups]`.
+    /// One scale per group, `[groups, tiles_n · TILE_N]` (the quantizer's `[N, groups]`
+    /// transposed, rows padded with zeros to whole tiles): a K step's scales of a tile are
+    /// one contiguous run of 128 bytes, which TMA brings with the step's words.
     pub scales: Vec<f16>,
-    /// One zero point per group for unsigned types (empty otherwise).
+    /// One zero point per group for unsigned types, as the scales (empty otherwise).
     pub zeros: Vec<f16>,
     /// The groups.
     pub scheme: super::Scheme,
@@ -53,6 +55,13 @@ impl Prepacked {
     /// Words of one thread's codes in one tile: its `CODES` codes of `b` bits.
     pub fn words_per_thread(dtype: DType) -> usize {
         CODES * dtype.bits() as usize / 32
+    }
+
+    /// Scales (and zero points) the kernel reads for weights of `[n, k]` in groups of
+    /// `group` (0: one per row): `groups · tiles_n · TILE_N`.
+    pub fn scale_count((n, k): (usize, usize), group: usize) -> usize {
+        let groups = if group == 0 { 1 } else { k.div_ceil(group) };
+        groups * n.div_ceil(TILE_N) * TILE_N
     }
 
     /// Tiles along N and along K.
@@ -111,11 +120,26 @@ pub fn prepack(q: &Quantized) -> crate::Result<Prepacked> {
             }
         }
     }
+    let groups = q.scales.len() / n.max(1);
+    // `[n, groups]` into `[groups, tiles_n · TILE_N]`, zeros past N
+    let transposed = |v: &[f16]| -> Vec<f16> {
+        if v.is_empty() {
+            return vec![];
+        }
+        let width = tiles_n * TILE_N;
+        let mut t = vec![f16::ZERO; groups * width];
+        for r in 0..n {
+            for g in 0..groups {
+                t[g * width + r] = v[r * groups + g];
+            }
+        }
+        t
+    };
     Ok(Prepacked {
         shape: q.shape,
         words,
-        scales: q.scales.clone(),
-        zeros: q.zeros.clone(),
+        scales: transposed(&q.scales),
+        zeros: transposed(&q.zeros),
         scheme: q.scheme,
         dtype: q.dtype,
     })
@@ -159,6 +183,18 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|&s| s == 1));
+        // the scales transposed, the rows past N zero
+        assert_eq!(p.scales.len(), Prepacked::scale_count((n, k), 64));
+        for r in 0..128 {
+            for g in 0..2 {
+                let want = if r < n {
+                    q.scales[r * 2 + g]
+                } else {
+                    f16::ZERO
+                };
+                assert_eq!(p.scales[g * 128 + r], want, "row {r} group {g}");
+            }
+        }
         // thread 0 holds rows 0 and 8, columns 0, 1, 8, 9 of each step of 16
         assert_eq!(layout.coords(0, 0), vec![0, 0]);
         assert_eq!(layout.coords(0, 1), vec![0, 1]);

@@ -30,6 +30,9 @@ fn run_and_check<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
     let kernel = if prepacked {
         let p = tilus_kernels::quant::prepack(&q).unwrap();
         let dw = stream.clone_htod(&p.words).unwrap();
+        // the scales and zero points as prepacked
+        let ds = put(&p.scales);
+        let dz = (!p.zeros.is_empty()).then(|| put(&p.zeros));
         op.run_fragments(stream, (m, n, k), &da, (&dw, &ds, dz.as_ref()), &mut dc)
             .unwrap();
         "fragments"
