@@ -808,9 +808,9 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> Script for Sc
             k.load_global(&gs, [0], [256]),
             k.load_global(&gz, [0], [256]),
         );
-        let scaled = k.compute(c.cast::<f16>() * &s);
-        let rounded = k.compute((c.cast::<f16>() - &z).cast::<f16>() * &s);
-        let wide = k.compute((c.cast::<f16>() - &z) * &s);
+        let scaled = k.compute(c.cast::<f16>() * s);
+        let rounded = k.compute((c.cast::<f16>() - z).cast::<f16>() * s);
+        let wide = k.compute((c.cast::<f16>() - z) * s);
         for (row, t) in [scaled, rounded, wide].iter().enumerate() {
             k.store_global(&go, t, [row as i32 * 256]);
         }
