@@ -1281,6 +1281,14 @@ fn codes_scaled_in_f16_run_in_pairs_where_each_operation_rounds() {
     use tilus::lowp::*;
     let c = build(&ScaledCodes::<F8E4M3>::new(), &[]);
     let s = &c.source;
+    // the first pair of each rounded row, in full: the codes in order, the pair's own scales
+    // and zero points (a word of each tile)
+    for line in [
+        "const u32 tilus_p0 = tilus_mul_f16x2(tilus_f16x2_from_f8e4m3x2((u16)((u32)r0[0] | ((u32)r0[1] << 8))), r1[(0) >> 1]);",
+        "const u32 tilus_p0 = tilus_mul_f16x2(tilus_sub_f16x2(tilus_f16x2_from_f8e4m3x2((u16)((u32)r0[0] | ((u32)r0[1] << 8))), r2[(0) >> 1]), r1[(0) >> 1]);",
+    ] {
+        assert!(s.contains(line), "{line}\n{s}");
+    }
     // two products and one difference of pairs per pair of elements (each thread has one)
     assert_eq!(s.matches("= tilus_mul_f16x2(").count(), 2, "{s}");
     assert_eq!(s.matches("tilus_sub_f16x2(").count(), 2, "{s}");
