@@ -14,7 +14,7 @@
 //! (code 0, scale 0 past the view), and C is stored under its bounds: every M and N are
 //! taken; K is a multiple of 8 (TMA reads A's rows).
 
-use super::prepack::{fragment_layout, Prepacked, CODES, THREADS, TILE_K, TILE_N};
+use super::prepack::{code_layout, Prepacked, CODES, THREADS, TILE_K, TILE_N};
 
 /// Words per row of a stage of codes: a thread's run is 1 to 8 words, a tile's runs 2 to 16
 /// such rows (TMA's box rows hold at most 256 elements and at least 16 bytes).
@@ -166,7 +166,8 @@ where
             .compose(&RegisterLayout::local(&[1, run as i64]));
         let plain = RegisterLayout::spatial(&[rows as i64, per_row])
             .compose(&RegisterLayout::local(&[1, CODES as i64]));
-        let fragment = fragment_layout();
+        // (in the prepack's order of codes: the f16 pairs' halves in one word)
+        let fragment = code_layout(t);
         // with one stage, each product completes before the next step's registers are written
         let pending: i32 = if stages > 1 { 1 } else { 0 };
         // step `i` in stage `j` (filled for the `fill`-th time, from 0): its words read and

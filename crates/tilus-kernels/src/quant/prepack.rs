@@ -31,6 +31,23 @@ pub fn fragment_layout() -> RegisterLayout {
         .a_layout()
 }
 
+/// The order of a thread's codes in its words for type `t`: the fragment's registers
+/// ([`fragment_layout`]) reordered so that the two elements of each f16 pair of the fragment
+/// sit `16 / b` codes apart in one word — 4-bit codes `q` and `q + 4`, 8-bit codes `q` and
+/// `q + 2` — where one shift and one mask (`(w >> 4q) & 0x000f000f`) put both in their
+/// halves of a 32-bit word, ready for the exponent trick. Other widths keep the fragment's
+/// order.
+pub fn code_layout(t: DType) -> RegisterLayout {
+    let f = fragment_layout();
+    // the fragment's local modes, outermost first: 4 column blocks of 8, rows +8, the column
+    // pair's two halves... as `[d1:4, d1:2, d0:2, d1:2]`; the last is the pair
+    match t {
+        DType::Int(4) | DType::UInt(4) => f.reorder_locals(&[0, 3, 1, 2]),
+        DType::Int(8) | DType::UInt(8) => f.reorder_locals(&[0, 1, 3, 2]),
+        _ => f,
+    }
+}
+
 /// Weights prepacked for the fragment kernel: the codes in fragment order (as words), the
 /// scales and zero points as quantized.
 #[derive(Clone, Debug)]
@@ -93,7 +110,7 @@ pub fn prepack(q: &Quantized) -> crate::Result<Prepacked> {
     let per_word = 32 / bits;
     let words_per_thread = Prepacked::words_per_thread(q.dtype);
     let (tiles_n, tiles_k) = (n.div_ceil(TILE_N), k.div_ceil(TILE_K));
-    let layout = fragment_layout();
+    let layout = code_layout(q.dtype);
     // each thread's elements of a tile, in its local order
     let places: Vec<Vec<(usize, usize)>> = (0..THREADS)
         .map(|t| {
@@ -162,7 +179,7 @@ mod tests {
         let p = prepack(&q).unwrap();
         assert_eq!(p.tiles(), (2, 2));
         assert_eq!(p.words.len(), 2 * 2 * 128 * 4);
-        let layout = fragment_layout();
+        let layout = code_layout(q.dtype);
         let mut seen = vec![0u32; n * k];
         for tn in 0..2 {
             for tk in 0..2 {
@@ -196,8 +213,23 @@ mod tests {
             }
         }
         // thread 0 holds rows 0 and 8, columns 0, 1, 8, 9 of each step of 16
+        let f = fragment_layout();
+        assert_eq!(f.coords(0, 0), vec![0, 0]);
+        assert_eq!(f.coords(0, 1), vec![0, 1]);
+        // int4: the pair (0, 0), (0, 1) in codes 0 and 4 of the first word
         assert_eq!(layout.coords(0, 0), vec![0, 0]);
-        assert_eq!(layout.coords(0, 1), vec![0, 1]);
+        assert_eq!(layout.coords(0, 4), vec![0, 1]);
+        // and every f16 pair of the fragment 4 codes apart in one word
+        for p in 0..CODES / 2 {
+            let (a, b) = (f.coords(0, 2 * p as i64), f.coords(0, 2 * p as i64 + 1));
+            let at = |c: &Vec<i64>| {
+                (0..CODES as i64)
+                    .find(|&l| layout.coords(0, l) == *c)
+                    .unwrap()
+            };
+            let (la, lb) = (at(&a), at(&b));
+            assert_eq!((la / 8, lb - la, la % 8 < 4), (lb / 8, 4, true), "pair {p}");
+        }
         let q8 = quantize::<I8>(&w, (n, k), Scheme::per_channel());
         assert_eq!(prepack(&q8).unwrap().words.len(), 2 * 2 * 128 * 8);
         let q3 = quantize::<tilus::lowp::Int<3>>(&w, (n, k), Scheme::per_channel());

@@ -491,6 +491,9 @@ fn view_layout(e: &Emitter, v: &RegView) -> RegisterLayout {
 fn emit_map(e: &mut Emitter, x: &TileExpr, out: RegId, declare: bool) {
     if declare {
         super::memory::declare(e, out);
+    } else {
+        // an assigned tile's codes no longer come from the words they were unpacked from
+        e.unpacked.retain(|&(r, _), _| r != out);
     }
     let out_t = e.p.register(out).dtype;
     // a conversion to the output's own 16-bit type at the top is the rounding the store does

@@ -148,6 +148,14 @@ fn codes_pair(e: &mut Emitter, r: RegId, l: usize, h: usize) -> String {
     match t {
         DType::Int(_) | DType::UInt(_) => {
             e.use_helper(Helper::Lowp(super::lowp::LowpHelper::BiasedToF16));
+            // two codes unpacked from one word 16 bits apart: one shift and one mask
+            let (lw, hw) = (e.unpacked.get(&(r, l)), e.unpacked.get(&(r, h)));
+            if let (Some(&(w, wl, s)), Some(&(w2, wl2, s2))) = (lw, hw) {
+                if (w, wl) == (w2, wl2) && s2 == s + 16 && e.in_scope(w) {
+                    let word = read(e, w, &wl.to_string());
+                    return super::lowp::small_int_pair_to_f16x2(t, &word, s);
+                }
+            }
             super::lowp::small_ints_to_f16x2(t, &a, &b)
         }
         DType::F8E4M3 | DType::F8E5M2 => {

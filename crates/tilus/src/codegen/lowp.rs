@@ -22,8 +22,9 @@ pub(crate) enum LowpHelper {
     /// `u32 tilus_f16x2_from_<t>x2(u16 codes)`: two FP8 codes (the first in the low byte) as
     /// two f16 (the first in the low half), by the hardware's exact conversion.
     PairToF16(DType),
-    /// `u32 tilus_f16x2_from_biased(u32 u0, u32 u1, u32 bias)`: two integers below 1024 (the
-    /// first in the low half) as two f16, each less the f16 pair `bias`, exact.
+    /// `u32 tilus_f16x2_from_biased(u32 x, u32 bias)`: the two halves of `x`, each the bits of
+    /// 1024.0 with an integer below 1024 in its low mantissa bits, as two f16, each less the
+    /// f16 pair `bias`, exact.
     BiasedToF16,
 }
 
@@ -114,14 +115,29 @@ fn biased_to_f32(b: u8, offset: u32, code: &str) -> String {
 
 /// Two codes `a`, `b` of a small integer type as an f16 pair (a `u32` C expression), by the
 /// exponent trick of [`fast_to_f32`] in 16 bits: `1024 + u` is the f16 whose low mantissa
-/// bits are `u`, less `1024 + offset` in one packed subtraction.
+/// bits are `u`, less `1024 + offset` in one packed subtraction. The codes are masked and
+/// placed in their halves first and offset after, in one word: where they are two fields of
+/// one word (`w >> s` and `w >> (s + 16)`), the compiler folds the two masks into one
+/// (`(w >> s) & 0x000f000f`).
 pub(super) fn small_ints_to_f16x2(t: DType, a: &str, b: &str) -> String {
     let (b_, offset) = int_offset(t).expect("small_ints_to_f16x2 takes integer types");
-    let unsigned = |c: &str| format!("(((u32)({c}) & {}u) ^ {offset}u)", mask(b_));
+    let m = mask(b_);
     format!(
-        "tilus_f16x2_from_biased({}, {}, {:#x}u)",
-        unsigned(a),
-        unsigned(b),
+        "tilus_f16x2_from_biased(((((u32)({a}) & {m}u) | (((u32)({b}) & {m}u) << 16)) ^ {:#x}u), {:#x}u)",
+        (0x6400 | offset) * 0x1_0001,
+        (0x6400 + offset) * 0x1_0001
+    )
+}
+
+/// The two codes of a small integer type at bits `shift` and `shift + 16` of the 32-bit
+/// word `word` as an f16 pair, as [`small_ints_to_f16x2`] does for two codes: one shift and
+/// one mask put both in their halves (`(w >> s) & 0x000f000f` for 4-bit codes).
+pub(super) fn small_int_pair_to_f16x2(t: DType, word: &str, shift: u32) -> String {
+    let (b_, offset) = int_offset(t).expect("small_int_pair_to_f16x2 takes integer types");
+    let m = mask(b_) * 0x1_0001;
+    format!(
+        "tilus_f16x2_from_biased(((((u32)({word}) >> {shift}) & {m:#x}u) ^ {:#x}u), {:#x}u)",
+        (0x6400 | offset) * 0x1_0001,
         (0x6400 + offset) * 0x1_0001
     )
 }
@@ -135,11 +151,10 @@ pub(crate) fn helper_text(h: LowpHelper) -> String {
     match h {
         LowpHelper::Decode(t) => decode_text(t),
         LowpHelper::Encode(t) => encode_text(t),
-        LowpHelper::BiasedToF16 => "// Two integers below 1024 (the first in the low half) as two f16, less the f16 pair\n\
-             // `bias`: 1024 + u is the f16 whose low mantissa bits are u; exact.\n\
-             static __device__ __forceinline__ u32 tilus_f16x2_from_biased(u32 u0, u32 u1, u32 bias) {\n  \
-             u32 r, x = u0 | (u1 << 16) | 0x64006400u;\n  \
-             asm(\"sub.rn.f16x2 %0, %1, %2;\" : \"=r\"(r) : \"r\"(x), \"r\"(bias));\n  return r;\n}\n"
+        LowpHelper::BiasedToF16 => "// Two integers below 1024 as the low mantissa bits of two f16 1024.0 (the first in the\n\
+             // low half), less the f16 pair `bias`: 1024 + u is the f16 whose low mantissa bits are u; exact.\n\
+             static __device__ __forceinline__ u32 tilus_f16x2_from_biased(u32 x, u32 bias) {\n  \
+             u32 r;\n  asm(\"sub.rn.f16x2 %0, %1, %2;\" : \"=r\"(r) : \"r\"(x), \"r\"(bias));\n  return r;\n}\n"
             .to_string(),
         LowpHelper::PairToF16(t) => {
             let (name, ptx) = (

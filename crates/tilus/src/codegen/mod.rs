@@ -52,6 +52,7 @@ pub fn emit_cuda(p: &Program, plan: &LaunchPlan) -> String {
         helpers: BTreeSet::new(),
         counter: 0,
         declared: vec![vec![]],
+        unpacked: Default::default(),
     };
     let signature = e.signature();
     e.prologue();
@@ -89,6 +90,11 @@ pub(crate) struct Emitter<'p> {
     counter: usize,
     /// Register tiles declared in each open C scope (innermost last).
     pub declared: Vec<Vec<RegId>>,
+    /// Where the codes of unpacked tiles came from: `(tile, local)` → the word's tile and
+    /// local and the code's shift in it (recorded by `unpack`, carried through register
+    /// copies, dropped when the tile is assigned), so that `f16_pairs` can take two codes of
+    /// one word with one shift and one mask.
+    pub unpacked: std::collections::HashMap<(RegId, usize), (RegId, usize, u32)>,
 }
 
 /// The C type a scalar variable of type `t` is held in: floats of every width in `float`.
@@ -133,6 +139,11 @@ impl<'p> Emitter<'p> {
         });
         self.depth += 1;
         self.declared.push(vec![]);
+    }
+
+    /// Whether register tile `r` is declared in a C scope still open here.
+    pub fn in_scope(&self, r: RegId) -> bool {
+        self.declared.iter().any(|scope| scope.contains(&r))
     }
 
     pub fn close(&mut self) {

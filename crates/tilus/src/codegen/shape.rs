@@ -36,6 +36,9 @@ pub(super) fn emit(e: &mut Emitter, i: &ShapeInst) {
             e.line(format!(
                 "{on}[{l}] = (u8)(((u32)({v}) >> {shift}) & {mask}u);"
             ));
+            if e.p.register(src.tensor).dtype.bits() == 32 {
+                e.unpacked.insert((out, l), (src.tensor, s, shift as u32));
+            }
         }
         return;
     }
@@ -54,6 +57,12 @@ pub(super) fn emit(e: &mut Emitter, i: &ShapeInst) {
             e.line(format!("{on}[{j}] = ({ty})({});", parts.join(" | ")));
         }
         return;
+    }
+    // the copies of unpacked codes come from the same words
+    for (l, &s) in table.iter().enumerate() {
+        if let Some(&from) = e.unpacked.get(&(src.tensor, s)) {
+            e.unpacked.insert((out, l), from);
+        }
     }
     let (sd, od) = (e.p.register(src.tensor), e.p.register(out));
     let (sp, op) = (

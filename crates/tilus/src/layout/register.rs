@@ -386,6 +386,32 @@ impl RegisterLayout {
         }
     }
 
+    /// The same elements in each thread, in another register order: local mode `order[i]` of
+    /// this layout becomes the `i`-th (outermost first). A kernel that prepacks data so that
+    /// two registers it wants side by side sit in one word uses it with `relabel`, and the
+    /// conversion back to the original order is a renaming of registers.
+    ///
+    /// ```
+    /// use tilus::layout::RegisterLayout;
+    /// let l = RegisterLayout::local(&[2, 4]);
+    /// let r = l.reorder_locals(&[1, 0]);
+    /// assert_eq!(r.coords(0, 1), vec![1, 0]); // register 1 is now the next row
+    /// assert!(r.in_thread_locals(&l).is_some());
+    /// ```
+    pub fn reorder_locals(&self, order: &[usize]) -> RegisterLayout {
+        let mut sorted = order.to_vec();
+        sorted.sort_unstable();
+        assert!(
+            sorted == (0..self.local.len()).collect::<Vec<_>>(),
+            "reorder_locals: {order:?} is not an order of {} local modes",
+            self.local.len()
+        );
+        RegisterLayout {
+            local: order.iter().map(|&i| self.local[i]).collect(),
+            ..self.clone()
+        }
+    }
+
     /// The bits of the thread index that select positions along dimension `dim`, when every
     /// mode of `dim` that threads index has a power-of-two extent at a power-of-two position
     /// (so that the threads which share everything but their position along `dim` are those
