@@ -52,6 +52,16 @@ pub struct QuantMatmulFragments<T> {
     _t: PhantomData<fn() -> T>,
 }
 
+/// The stages the host API gives the fragment kernel for weights of `bits` per code and
+/// `block_m` rows of A per block: about 24 KB of copies (codes and A's tile) in flight per
+/// block, 4 to 8 steps. int4 at one row of A carries 3 KB a step and takes 8 (2.9× cuBLAS
+/// f16 at 1 × 28672 × 8192 on an H100, against 2.5× with 4); int8, FP8 and 64 rows of A
+/// carry 5 KB or more and lose with more than 4 (docs/perf.md).
+pub fn fragment_stages(bits: u32, block_m: i32) -> i32 {
+    let step = (TILE_N * TILE_K) as i64 * bits as i64 / 8 + block_m as i64 * TILE_K as i64 * 2;
+    (24 * 1024 / step).clamp(4, 8) as i32
+}
+
 impl<T> QuantMatmulFragments<T> {
     /// The kernel for `group` (0: per channel) and `block_m` rows of A per block, four K
     /// steps in flight.
@@ -232,5 +242,22 @@ impl<T> std::fmt::Debug for QuantMatmulFragments<T> {
             .field("stages", &self.stages)
             .field("group", &self.group)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// int4 at few rows of A gets the deep ring it was measured to want; int8 and 64 rows of A
+    /// the four stages; every count within 4 to 8.
+    #[test]
+    fn stages_follow_the_bytes_a_step_carries() {
+        assert_eq!(super::fragment_stages(4, 8), 8);
+        assert_eq!(super::fragment_stages(8, 8), 4);
+        assert_eq!(super::fragment_stages(4, 64), 4);
+        for bits in [1, 2, 4, 8] {
+            for bm in [8, 16, 32, 64, 128] {
+                assert!((4..=8).contains(&super::fragment_stages(bits, bm)));
+            }
+        }
     }
 }

@@ -80,8 +80,13 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
             few: [few(1), few(2), few(4)],
             tc: [tc(16), tc(32), tc(64), tc(128)],
             ring: tilus::Jit::new(QuantMatmulRing::new(group), device),
-            fragments: [8, 16, 32, 64, 128]
-                .map(|bm| tilus::Jit::new(QuantMatmulFragments::new(group, bm), device)),
+            fragments: [8, 16, 32, 64, 128].map(|bm| {
+                let stages = super::fragment_stages(<T as LowpElement>::DTYPE.bits(), bm);
+                tilus::Jit::new(
+                    QuantMatmulFragments::new(group, bm).with_stages(stages),
+                    device,
+                )
+            }),
             scheme,
             no_zeros,
         })

@@ -66,7 +66,7 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulFragments<T
     fn space() -> Space {
         Space::new()
             .values("block_m", &[8, 16, 32, 64, 128])
-            .and_then(|s| s.values("stages", &[2, 4, 6]))
+            .and_then(|s| s.values("stages", &[4, 6, 8]))
             .and_then(|s| s.values("group", &[GROUP]))
             .expect("the fragment kernel's space is well formed")
     }
