@@ -38,6 +38,9 @@ pub struct Variants {
     pub few_rows: Vec<FewRowsTiles>,
     /// Stage counts of the fragment kernel (its rows of A per block as the host API picks).
     pub fragment_stages: Vec<i32>,
+    /// Counts of blocks sharing a tile's K steps in the fragment kernel (its rows of A per
+    /// block and stages as the host API picks).
+    pub fragment_splits: Vec<i32>,
 }
 
 /// What one shape and type measured.
@@ -206,8 +209,21 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
         let fcheck = judge(&got)?;
         // the other stage counts, each checked as the default
         let bm = m.next_power_of_two().max(8) as i32;
-        for &stages in &variants.fragment_stages {
-            let config = QuantMatmulFragments::<T>::new(group, bm).with_stages(stages);
+        let host_stages = tilus_kernels::quant::fragment_stages(t.bits(), bm);
+        let configs = variants
+            .fragment_stages
+            .iter()
+            .map(|&s| (format!("s{s}"), (s, 1)))
+            .chain(
+                variants
+                    .fragment_splits
+                    .iter()
+                    .map(|&x| (format!("k{x}"), (host_stages, x))),
+            );
+        for (label, (stages, splits)) in configs {
+            let config = QuantMatmulFragments::<T>::new(group, bm)
+                .with_stages(stages)
+                .with_splits(splits);
             let jit = tilus::Jit::new(config, device);
             let mut cv = poisoned::<f16>(&stream, &what, mn)?;
             let zeros = z.as_ref().unwrap_or(&sc);
@@ -219,7 +235,7 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
             .map_err(tilus_kernels::Error::from)?;
             let vcheck = judge(&download(&stream, &what, &cv)?)?;
             staged.push((
-                format!("quant_matmul {t} fragments s{stages}"),
+                format!("quant_matmul {t} fragments {label}"),
                 vcheck,
                 jit,
                 cv,

@@ -10,12 +10,13 @@ use tilus_kernels::quant::Scheme;
 pub(crate) fn quant(
     sizes: &str,
     dtypes: &str,
-    (group, few_rows, fragment_stages): (usize, &str, &str),
+    (group, few_rows, (fragment_stages, fragment_splits)): (usize, &str, (&str, &str)),
     opts: &BenchOptions,
 ) -> CliResult<bool> {
     let variants = Variants {
         few_rows: few_rows_tiles(few_rows)?,
         fragment_stages: stage_counts(fragment_stages)?,
+        fragment_splits: stage_counts(fragment_splits)?,
     };
     let shapes = crate::bench_epilogue::matmul_shapes(sizes)?;
     let types: Vec<&str> = dtypes.split(',').map(str::trim).collect();
@@ -66,7 +67,8 @@ pub(crate) fn quant(
     Ok(ok)
 }
 
-/// The `--fragment-stages` list: positive counts, comma-separated (empty: none).
+/// The `--fragment-stages` (and `--fragment-splits`) list: positive counts, comma-separated
+/// (empty: none).
 fn stage_counts(list: &str) -> CliResult<Vec<i32>> {
     list.split(',')
         .map(str::trim)
@@ -74,7 +76,7 @@ fn stage_counts(list: &str) -> CliResult<Vec<i32>> {
         .map(|s| match s.parse::<i32>() {
             Ok(n) if n >= 1 => Ok(n),
             _ => Err(CliError::Usage(format!(
-                "--fragment-stages: `{s}` is not a positive count"
+                "`{s}` is not a positive count (--fragment-stages, --fragment-splits)"
             ))),
         })
         .collect()

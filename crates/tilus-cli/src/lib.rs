@@ -406,6 +406,10 @@ enum BenchCommand {
         /// default where it takes the shape, comma-separated.
         #[arg(long, default_value = "")]
         fragment_stages: String,
+        /// Counts of blocks sharing each tile's K steps in the fragment kernel, to time
+        /// beside the host API's choice, comma-separated.
+        #[arg(long, default_value = "")]
+        fragment_splits: String,
         /// Warm-up rounds.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
@@ -644,13 +648,14 @@ fn run(cli: Cli) -> CliResult<bool> {
                 group,
                 few_rows,
                 fragment_stages,
+                fragment_splits,
                 warmup,
                 rounds,
                 timing,
             } => bench_quant::quant(
                 &sizes,
                 &dtypes,
-                (group, &few_rows, &fragment_stages),
+                (group, &few_rows, (&fragment_stages, &fragment_splits)),
                 &BenchOptions {
                     warmup,
                     rounds,

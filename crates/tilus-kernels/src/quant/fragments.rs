@@ -49,6 +49,10 @@ pub struct QuantMatmulFragments<T> {
     pub stages: i32,
     /// Elements of a row of W that share a scale (0: the whole row; otherwise 64 or more).
     pub group: i32,
+    /// Blocks that share a tile's K steps (1: one block per tile). Their partial sums meet
+    /// in a workspace, block by block in order, and the last stores C; the kernel takes
+    /// the largest count up to this one that divides the K steps.
+    pub splits: i32,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -62,6 +66,17 @@ pub fn fragment_stages(bits: u32, block_m: i32) -> i32 {
     (24 * 1024 / step).clamp(4, 8) as i32
 }
 
+/// The blocks the host API has share each tile's K steps: the fewest of 1, 2, 4 and 8 that
+/// give 512 blocks or more (about four a multiprocessor: one block per tile of 64 rows of W
+/// leaves 128 blocks at N = 8192), as long as each keeps 16 steps or more.
+pub fn fragment_splits(tiles: usize, steps: usize) -> i32 {
+    let mut splits = 1;
+    while tiles * splits < 512 && steps / (splits * 2) >= 16 && steps.is_multiple_of(splits * 2) {
+        splits *= 2;
+    }
+    splits.min(8) as i32
+}
+
 impl<T> QuantMatmulFragments<T> {
     /// The kernel for `group` (0: per channel) and `block_m` rows of A per block, four K
     /// steps in flight.
@@ -70,8 +85,15 @@ impl<T> QuantMatmulFragments<T> {
             block_m,
             stages: 4,
             group,
+            splits: 1,
             _t: PhantomData,
         }
+    }
+
+    /// The same kernel with `splits` blocks sharing each tile's K steps.
+    pub fn with_splits(mut self, splits: i32) -> QuantMatmulFragments<T> {
+        self.splits = splits;
+        self
     }
 
     /// The same kernel with `stages` K steps in flight.
@@ -102,16 +124,31 @@ where
         let rows = THREADS as i32 * run / ROW_WORDS;
         let width = kk.as_const().unwrap_or(1).max(1);
         let tiles_k = ((width + TILE_K as i64 - 1) / TILE_K as i64) as i32;
+        // the blocks of a tile share its steps evenly: the largest count up to `splits` that
+        // divides them
+        let splits = (1..=self.splits.clamp(1, tiles_k))
+            .rev()
+            .find(|d| tiles_k % d == 0)
+            .unwrap_or(1);
+        // each block's steps
+        let steps = tiles_k / splits;
         // no more stages than steps: every copy issued is waited for
-        let (bm, stages) = (self.block_m, self.stages.clamp(1, tiles_k.max(1)));
+        let (bm, stages) = (self.block_m, self.stages.clamp(1, steps.max(1)));
         let groups = if self.group > 0 {
             (width + self.group as i64 - 1) / self.group as i64
         } else {
             1
         } as i32;
-        k.blocks([cdiv(n, TILE_N as i32), cdiv(m, bm)]);
+        k.blocks([
+            cdiv(n, TILE_N as i32),
+            cdiv(m, bm),
+            Val::constant(splits).into(),
+        ]);
         k.warps(4);
         let tn = k.let_i32(k.block_idx().x);
+        // this block's first step
+        let split = k.let_i32(k.block_idx().z);
+        let base = k.let_i32(split * steps);
         let n0 = k.let_i32(tn * TILE_N as i32);
         let m0 = k.let_i32(bm * k.block_idx().y);
         // (expressions of the arguments: the host checks the buffers against them)
@@ -128,7 +165,6 @@ where
         let unsigned = matches!(t, tilus::ir::DType::UInt(_));
         let gz = unsigned.then(|| k.global_view::<f16>(z, [Val::constant(groups).into(), width_n]));
         let gc = k.global_view::<f16>(c, [m, n]);
-        let steps = tiles_k;
         let sa = k.shared_tensor::<f16>([stages, bm, TILE_K as i32]);
         let sw = k.shared_tensor::<u32>([stages, rows, ROW_WORDS]);
         let ss = k.shared_tensor::<f16>([stages, 1, TILE_N as i32]);
@@ -141,6 +177,8 @@ where
         // stage `j`
         let fetch = |k: &mut Kernel, i: Val, j: i32| {
             k.single_thread(|k| {
+                // the step among W's
+                let i = k.let_i32(base + i);
                 let at = Val::constant(j);
                 let (a_stage, w_stage, s_stage) = (sa.at(at), sw.at(at), ss.at(at));
                 let z_stage = sz.as_ref().map(|sz| sz.at(at));
@@ -229,8 +267,35 @@ where
             step(k, i, j, Scalar::from(Val::constant(passes)));
         }
         k.wgmma().wait_group(0);
-        let out = k.compute(acc.cast::<f16>());
-        k.store_global(&gc, &out.transpose(), (m0, n0));
+        if splits == 1 {
+            let out = k.compute(acc.cast::<f16>());
+            k.store_global(&gc, &out.transpose(), (m0, n0));
+            return;
+        }
+        // the tile's blocks in turn (a block waits only for one dispatched before it): each
+        // adds the sum so far and passes it on; the last stores C and releases the turn to 0
+        let tiles = tiles_n.clone() * cdiv(m, bm);
+        let turns = k.global_tensor::<i32>([tiles.clone()], true);
+        let partial = k.global_tensor::<f32>(
+            [tiles * TILE_N as i32, Scalar::from(Val::constant(bm))],
+            false,
+        );
+        let tile = k.let_i32(k.block_idx().y * cdiv(n, TILE_N as i32) + tn);
+        let at = k.let_i32(tile * TILE_N as i32);
+        k.lock_semaphore(&turns, [tile], split);
+        k.if_(split.ge(1), |k| {
+            let before = k.load_global(&partial, (at, Val::constant(0)), [TILE_N as i32, bm]);
+            k.assign_tile(&acc, acc + before);
+        });
+        k.if_(split.lt(splits - 1), |k| {
+            k.store_global(&partial, &acc, (at, Val::constant(0)));
+            k.release_semaphore(&turns, [tile], split + 1);
+        });
+        k.if_(split.eq_(splits - 1), |k| {
+            let out = k.compute(acc.cast::<f16>());
+            k.store_global(&gc, &out.transpose(), (m0, n0));
+            k.release_semaphore(&turns, [tile], 0);
+        });
     }
 }
 
@@ -241,6 +306,7 @@ impl<T> std::fmt::Debug for QuantMatmulFragments<T> {
             .field("block_m", &self.block_m)
             .field("stages", &self.stages)
             .field("group", &self.group)
+            .field("splits", &self.splits)
             .finish()
     }
 }
@@ -249,6 +315,17 @@ impl<T> std::fmt::Debug for QuantMatmulFragments<T> {
 mod tests {
     /// int4 at few rows of A gets the deep ring it was measured to want; int8 and 64 rows of A
     /// the four stages; every count within 4 to 8.
+    /// Small grids split K until about 512 blocks run, never below 16 steps a block.
+    #[test]
+    fn splits_fill_the_machine_without_short_blocks() {
+        assert_eq!(super::fragment_splits(448, 128), 2);
+        assert_eq!(super::fragment_splits(192, 64), 4);
+        assert_eq!(super::fragment_splits(128, 128), 4);
+        assert_eq!(super::fragment_splits(8, 1024), 8);
+        assert_eq!(super::fragment_splits(64, 20), 1);
+        assert_eq!(super::fragment_splits(1000, 128), 1);
+    }
+
     #[test]
     fn stages_follow_the_bytes_a_step_carries() {
         assert_eq!(super::fragment_stages(4, 8), 8);

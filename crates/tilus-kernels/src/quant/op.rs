@@ -61,8 +61,8 @@ pub struct QuantMatmulOp<T: Element + LowpElement + std::hash::Hash + std::fmt::
     /// The ring kernel (W dequantized by the producer of the persistent GEMM's ring).
     ring: tilus::Jit<QuantMatmulRing<T>>,
     /// The fragment kernel on prepacked weights, for 8, 16, 32, 64 and 128 rows of A per
-    /// block.
-    fragments: [tilus::Jit<QuantMatmulFragments<T>>; 5],
+    /// block, each with K in 1, 2, 4 and 8 splits.
+    fragments: [[tilus::Jit<QuantMatmulFragments<T>>; 4]; 5],
     scheme: Scheme,
     /// Passed for the zero points of types without them (never read).
     no_zeros: CudaSlice<f16>,
@@ -82,10 +82,12 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
             ring: tilus::Jit::new(QuantMatmulRing::new(group), device),
             fragments: [8, 16, 32, 64, 128].map(|bm| {
                 let stages = super::fragment_stages(<T as LowpElement>::DTYPE.bits(), bm);
-                tilus::Jit::new(
-                    QuantMatmulFragments::new(group, bm).with_stages(stages),
-                    device,
-                )
+                [1, 2, 4, 8].map(|splits| {
+                    let config = QuantMatmulFragments::new(group, bm)
+                        .with_stages(stages)
+                        .with_splits(splits);
+                    tilus::Jit::new(config, device)
+                })
             }),
             scheme,
             no_zeros,
@@ -194,7 +196,10 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         let (mi, ni, ki) = checked::<T>((m, n, k), self.scheme, &lens)?;
         let z = zeros.unwrap_or(&self.no_zeros);
         let i = (m.next_power_of_two().max(8).trailing_zeros() - 3) as usize;
-        Ok(self.fragments[i].launch(stream, (mi, ni, ki, a, words, scales, z, c))?)
+        let block_m = 8usize << i;
+        let splits = super::fragment_splits(tiles_n * m.div_ceil(block_m), tiles_k);
+        let s = splits.trailing_zeros() as usize;
+        Ok(self.fragments[i][s].launch(stream, (mi, ni, ki, a, words, scales, z, c))?)
     }
 
     /// The same computation by `config` on the CPU interpreter, on host slices.

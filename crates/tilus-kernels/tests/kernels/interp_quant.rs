@@ -146,18 +146,19 @@ fn interp_quant_matmul_on_the_ring_matches_the_product_of_the_f16_weights() {
 fn check_fragments<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
     (m, n, k): (usize, usize, usize),
     scheme: Scheme,
-    (block_m, stages): (i32, i32),
+    (block_m, stages, splits): (i32, i32, i32),
     rng: &mut Rng,
 ) {
     let (a, q) = inputs::<T>(rng, (m, n, k), scheme);
     let p = tilus_kernels::quant::prepack(&q).unwrap();
     let group = scheme.group.map_or(0, |g| g as i32);
-    let config =
-        tilus_kernels::quant::QuantMatmulFragments::<T>::new(group, block_m).with_stages(stages);
+    let config = tilus_kernels::quant::QuantMatmulFragments::<T>::new(group, block_m)
+        .with_stages(stages)
+        .with_splits(splits);
     let mut c = vec![f16::NAN; m * n];
     QuantMatmulOp::<T>::interpret_fragments(&config, (m, &a), &p, &mut c).unwrap();
     let what = format!(
-        "fragments {} {scheme:?} ({m}, {n}, {k}) block_m {block_m} stages {stages}",
+        "fragments {} {scheme:?} ({m}, {n}, {k}) block_m {block_m} stages {stages} splits {splits}",
         <T as LowpElement>::DTYPE
     );
     assert_matches(&what, &c, reference(&a, &q, m), n);
@@ -167,10 +168,16 @@ fn check_fragments<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
 fn interp_quant_matmul_on_prepacked_fragments_matches_the_product_of_the_f16_weights() {
     let mut rng = Rng::new(seed());
     // steps not a multiple of the stages, ragged N (the prepack's padding), M below a block
-    check_fragments::<I4>((1, 72, 320), Scheme::grouped(64), (8, 2), &mut rng);
-    check_fragments::<U4>((5, 64, 256), Scheme::grouped(128), (8, 4), &mut rng);
-    check_fragments::<I8>((16, 130, 192), Scheme::per_channel(), (16, 3), &mut rng);
-    check_fragments::<F8E4M3>((3, 64, 128), Scheme::grouped(64), (8, 1), &mut rng);
-    check_fragments::<F4E2M1>((20, 64, 192), Scheme::grouped(64), (32, 2), &mut rng);
-    check_fragments::<I2>((2, 64, 128), Scheme::grouped(128), (8, 2), &mut rng);
+    check_fragments::<I4>((1, 72, 320), Scheme::grouped(64), (8, 2, 1), &mut rng);
+    check_fragments::<U4>((5, 64, 256), Scheme::grouped(128), (8, 4, 1), &mut rng);
+    check_fragments::<I8>((16, 130, 192), Scheme::per_channel(), (16, 3, 1), &mut rng);
+    check_fragments::<F8E4M3>((3, 64, 128), Scheme::grouped(64), (8, 1, 1), &mut rng);
+    check_fragments::<F4E2M1>((20, 64, 192), Scheme::grouped(64), (32, 2, 1), &mut rng);
+    check_fragments::<I2>((2, 64, 128), Scheme::grouped(128), (8, 2, 1), &mut rng);
+    // K split across blocks: 4 of 2 steps each (groups straddling none), the turns passed
+    // through three partial sums; 2 of 3 steps with zero points; a count that does not
+    // divide the steps (3 of 8: 2 are taken), with two row blocks of A
+    check_fragments::<I4>((3, 130, 512), Scheme::grouped(128), (8, 3, 4), &mut rng);
+    check_fragments::<U4>((5, 64, 384), Scheme::grouped(64), (8, 2, 2), &mut rng);
+    check_fragments::<I8>((20, 64, 512), Scheme::per_channel(), (16, 4, 3), &mut rng);
 }
