@@ -67,11 +67,13 @@ pub fn fragment_stages(bits: u32, block_m: i32) -> i32 {
 }
 
 /// The blocks the host API has share each tile's K steps: the fewest of 1, 2, 4 and 8 that
-/// give 512 blocks or more (about four a multiprocessor: one block per tile of 64 rows of W
-/// leaves 128 blocks at N = 8192), as long as each keeps 16 steps or more.
+/// give 384 blocks or more (one block per tile of 64 rows of W leaves 192 blocks at
+/// N = 12288 and 128 at N = 8192 for 132 multiprocessors), as long as each keeps 16 steps or
+/// more. Measured on an H100 (docs/perf.md): int4 at 1 × 12288 × 4096 best with 2, at
+/// 16 × 8192 × 8192 with 4, and at 1 × 28672 × 8192 (448 tiles) with 1, which 2 slows by 25%.
 pub fn fragment_splits(tiles: usize, steps: usize) -> i32 {
     let mut splits = 1;
-    while tiles * splits < 512 && steps / (splits * 2) >= 16 && steps.is_multiple_of(splits * 2) {
+    while tiles * splits < 384 && steps / (splits * 2) >= 16 && steps.is_multiple_of(splits * 2) {
         splits *= 2;
     }
     splits.min(8) as i32
@@ -315,11 +317,11 @@ impl<T> std::fmt::Debug for QuantMatmulFragments<T> {
 mod tests {
     /// int4 at few rows of A gets the deep ring it was measured to want; int8 and 64 rows of A
     /// the four stages; every count within 4 to 8.
-    /// Small grids split K until about 512 blocks run, never below 16 steps a block.
+    /// Small grids split K until 384 blocks or more run, never below 16 steps a block.
     #[test]
     fn splits_fill_the_machine_without_short_blocks() {
-        assert_eq!(super::fragment_splits(448, 128), 2);
-        assert_eq!(super::fragment_splits(192, 64), 4);
+        assert_eq!(super::fragment_splits(448, 128), 1);
+        assert_eq!(super::fragment_splits(192, 64), 2);
         assert_eq!(super::fragment_splits(128, 128), 4);
         assert_eq!(super::fragment_splits(8, 1024), 8);
         assert_eq!(super::fragment_splits(64, 20), 1);
