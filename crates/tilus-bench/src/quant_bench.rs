@@ -193,7 +193,7 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
     let group = scheme.group.map_or(0, |g| g as i32);
     let mut fragments = None;
     let mut staged = Vec::new();
-    if prepackable(t) && m <= 128 && k % 8 == 0 && (group == 0 || group >= 64) {
+    if prepackable(t) && k % 8 == 0 && (group == 0 || group >= 64) {
         let pre = prepack(&q)?;
         let words = stream.clone_htod(&pre.words).map_err(drv("cuMemcpyHtoD"))?;
         // the scales and zero points as prepacked (transposed, padded to whole tiles)
@@ -208,7 +208,7 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
         let got = download(&stream, &what, &cf)?;
         let fcheck = judge(&got)?;
         // the other stage counts, each checked as the default
-        let bm = m.next_power_of_two().max(8) as i32;
+        let bm = m.next_power_of_two().clamp(8, 256) as i32;
         let host_stages = tilus_kernels::quant::fragment_stages(t.bits(), bm);
         let configs = variants
             .fragment_stages

@@ -60,9 +60,9 @@ pub struct QuantMatmulOp<T: Element + LowpElement + std::hash::Hash + std::fmt::
     tc: [tilus::Jit<QuantMatmulTc<T>>; 4],
     /// The ring kernel (W dequantized by the producer of the persistent GEMM's ring).
     ring: tilus::Jit<QuantMatmulRing<T>>,
-    /// The fragment kernel on prepacked weights, for 8, 16, 32, 64 and 128 rows of A per
-    /// block, each with K in 1, 2, 4 and 8 splits.
-    fragments: [[tilus::Jit<QuantMatmulFragments<T>>; 4]; 5],
+    /// The fragment kernel on prepacked weights, for 8, 16, 32, 64, 128 and 256 rows of A
+    /// per block, each with K in 1, 2, 4 and 8 splits.
+    fragments: [[tilus::Jit<QuantMatmulFragments<T>>; 4]; 6],
     scheme: Scheme,
     /// Passed for the zero points of types without them (never read).
     no_zeros: CudaSlice<f16>,
@@ -80,7 +80,7 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
             few: [few(1), few(2), few(4)],
             tc: [tc(16), tc(32), tc(64), tc(128)],
             ring: tilus::Jit::new(QuantMatmulRing::new(group), device),
-            fragments: [8, 16, 32, 64, 128].map(|bm| {
+            fragments: [8, 16, 32, 64, 128, 256].map(|bm| {
                 let stages = super::fragment_stages(<T as LowpElement>::DTYPE.bits(), bm);
                 [1, 2, 4, 8].map(|splits| {
                     let config = QuantMatmulFragments::new(group, bm)
@@ -131,9 +131,9 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
 
     /// `c [m, n] = a [m, k] · dequant(w)ᵀ` on `stream` by the fragment kernel, on weights
     /// prepacked by [`super::prepack()`] and uploaded (`words`, `scales` and, for unsigned
-    /// types, `zeros` as [`Prepacked`] holds them), `shape` W's: up to 128 rows of A (the
-    /// fewest rows per block of 8, 16, 32, 64 and 128 that hold them), K a multiple of 8,
-    /// groups of 64 or more (or per channel).
+    /// types, `zeros` as [`Prepacked`] holds them), `shape` W's: any number of rows of A (the
+    /// fewest rows per block of 8, 16, 32, 64, 128 and 256 that hold them, 256 past that),
+    /// K a multiple of 8, groups of 64 or more (or per channel).
     ///
     /// ```no_run
     /// use half::f16;
@@ -172,10 +172,8 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
                 "{t} weights do not prepack: the fragment kernel takes types of 1, 2, 4 or 8 bits"
             )));
         }
-        if !(1..=128).contains(&m) {
-            return Err(bad(format!(
-                "m = {m}: the fragment kernel takes 1 to 128 rows of A (`run` takes any)"
-            )));
+        if m == 0 {
+            return Err(bad("m = 0: the fragment kernel needs a row of A".into()));
         }
         let group = group_arg(self.scheme)?;
         ring_fits(k, group)?;
@@ -195,7 +193,7 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         };
         let (mi, ni, ki) = checked::<T>((m, n, k), self.scheme, &lens)?;
         let z = zeros.unwrap_or(&self.no_zeros);
-        let i = (m.next_power_of_two().max(8).trailing_zeros() - 3) as usize;
+        let i = (m.next_power_of_two().clamp(8, 256).trailing_zeros() - 3) as usize;
         let block_m = 8usize << i;
         let splits = super::fragment_splits(tiles_n * m.div_ceil(block_m), tiles_k);
         let s = splits.trailing_zeros() as usize;

@@ -65,7 +65,7 @@ impl<T> Default for QuantMatmulFragments<T> {
 impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulFragments<T> {
     fn space() -> Space {
         Space::new()
-            .values("block_m", &[8, 16, 32, 64, 128])
+            .values("block_m", &[8, 16, 32, 64, 128, 256])
             .and_then(|s| s.values("stages", &[4, 6, 8]))
             .and_then(|s| s.values("group", &[GROUP]))
             .expect("the fragment kernel's space is well formed")

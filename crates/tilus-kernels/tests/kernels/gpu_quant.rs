@@ -137,7 +137,8 @@ fn gpu_quant_matmul_on_prepacked_fragments_matches_the_product_of_the_f16_weight
     let device = Device::open(0).expect("a Hopper GPU");
     let mut rng = Rng::new(seed());
     let g128 = Scheme::grouped(128);
-    for m in [1, 16, 100] {
+    // (300: two blocks of 256 rows of A)
+    for m in [1, 16, 100, 300] {
         check_fragments::<I4>(&device, (m, 1000, 4096), g128, &mut rng);
     }
     check_fragments::<U4>(&device, (3, 512, 2048), g128, &mut rng);

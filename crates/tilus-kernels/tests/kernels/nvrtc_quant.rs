@@ -162,4 +162,7 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
     frag::<F8E4M3>(0, 8192, 8);
     frag::<F4E2M1>(128, 4096, 128);
     frag::<I2>(128, 4096, 32);
+    // 256 rows of A per block: a [64, 256] f32 accumulator, without spills
+    frag::<I4>(128, 8192, 256);
+    frag::<I8>(128, 8192, 256);
 }
