@@ -508,9 +508,15 @@ pub fn write_table(out: &mut dyn std::io::Write, rows: &[Row]) -> std::io::Resul
         "m", "n", "k", "name", "latency (ms)", "tflops", "vs cuBLAS"
     )?;
     for r in rows {
+        // a row whose output failed its check says so beside its time
+        let mark = if r.passed == Some(false) {
+            "  FAIL"
+        } else {
+            ""
+        };
         writeln!(
             out,
-            "{:>6} {:>6} {:>6} {:>10} {:>13.4} {:>8.1} {:>9.3}x",
+            "{:>6} {:>6} {:>6} {:>10} {:>13.4} {:>8.1} {:>9.3}x{mark}",
             r.m, r.n, r.k, r.name, r.latency_ms, r.tflops, r.ratio
         )?;
     }

@@ -51,7 +51,8 @@ pub struct QuantMatmulFragments<T> {
     pub group: i32,
     /// Blocks that share a tile's K steps (1: one block per tile). Their partial sums meet
     /// in a workspace, block by block in order, and the last stores C; the kernel takes
-    /// the largest count up to this one that divides the K steps.
+    /// the largest count up to this one that divides the K steps (1 with more than 128 rows
+    /// of A per block).
     pub splits: i32,
     _t: PhantomData<fn() -> T>,
 }
@@ -128,7 +129,10 @@ where
         let tiles_k = ((width + TILE_K as i64 - 1) / TILE_K as i64) as i32;
         // the blocks of a tile share its steps evenly: the largest count up to `splits` that
         // divides them
-        let splits = (1..=self.splits.clamp(1, tiles_k))
+        // (none past 128 rows of A per block: the partial sum read back beside the
+        // accumulator would not fit the registers)
+        let most = if self.block_m > 128 { 1 } else { self.splits };
+        let splits = (1..=most.clamp(1, tiles_k))
             .rev()
             .find(|d| tiles_k % d == 0)
             .unwrap_or(1);

@@ -195,7 +195,11 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         let z = zeros.unwrap_or(&self.no_zeros);
         let i = (m.next_power_of_two().clamp(8, 256).trailing_zeros() - 3) as usize;
         let block_m = 8usize << i;
-        let splits = super::fragment_splits(tiles_n * m.div_ceil(block_m), tiles_k);
+        let splits = match block_m {
+            // (the kernel splits none past 128 rows of A per block)
+            256 => 1,
+            _ => super::fragment_splits(tiles_n * m.div_ceil(block_m), tiles_k),
+        };
         let s = splits.trailing_zeros() as usize;
         Ok(self.fragments[i][s].launch(stream, (mi, ni, ki, a, words, scales, z, c))?)
     }
