@@ -1,4 +1,6 @@
-//! Emitters for elementwise register operations.
+//! Emitters for elementwise register operations (f16 operations in pairs: `f16_pairs.rs`).
+
+mod f16_pairs;
 
 use super::memory::{read, storage, MemoryHelper, Storage};
 use super::{Emitter, Helper};
@@ -510,7 +512,7 @@ fn emit_map(e: &mut Emitter, x: &TileExpr, out: RegId, declare: bool) {
         .operand_locals(e.p, out)
         .expect("planned programs' operands fit their outputs (check_planned)");
     // f16 operations in pairs, where they give the f32 form's bits
-    if super::f16_pairs::emit(e, x, out, &tables) {
+    if f16_pairs::emit(e, x, out, &tables) {
         return;
     }
     // a fresh scope, so that values are named per element only where they must be

@@ -7,7 +7,6 @@ mod arithmetic;
 mod control;
 mod cp_async;
 mod debug;
-mod f16_pairs;
 mod lowp;
 mod mbarrier;
 mod memory;

@@ -13,9 +13,9 @@
 //! compute. An operation whose f32 result is not rounded to f16 right away (a sum inside a
 //! product, with no cast between) keeps the f32 form.
 
-use super::arithmetic::ArithHelper;
-use super::memory::{read, storage, Storage};
-use super::{Emitter, Helper};
+use super::super::memory::{read, storage, Storage};
+use super::super::{Emitter, Helper};
+use super::ArithHelper;
 use crate::ir::{BinaryOp, DType, Program, RegId, TileExpr};
 
 /// Emits `out = x` in f16 pairs and returns true where `x` (the expression below the store's
@@ -30,7 +30,7 @@ pub(super) fn emit(e: &mut Emitter, x: &TileExpr, out: RegId, tables: &[Vec<usiz
         return false;
     }
     let name = d.name.clone();
-    let n = super::memory::layout(e, out).local_size() as usize;
+    let n = super::super::memory::layout(e, out).local_size() as usize;
     e.open("");
     for w in 0..n / 2 {
         let lo: Vec<usize> = tables.iter().map(|t| t[2 * w]).collect();
@@ -121,7 +121,7 @@ fn pair(
             let (l, h) = (next(lo), next(hi));
             let d = e.p.register(v.tensor);
             if storage(d) == Storage::Packed16 && l % 2 == 0 && h == l + 1 {
-                super::memory::word(e, v.tensor, &l.to_string())
+                super::super::memory::word(e, v.tensor, &l.to_string())
             } else if l == h {
                 format!("((u32){} * 0x10001u)", read(e, v.tensor, &l.to_string()))
             } else {
@@ -147,19 +147,19 @@ fn codes_pair(e: &mut Emitter, r: RegId, l: usize, h: usize) -> String {
     let (a, b) = (read(e, r, &l.to_string()), read(e, r, &h.to_string()));
     match t {
         DType::Int(_) | DType::UInt(_) => {
-            e.use_helper(Helper::Lowp(super::lowp::LowpHelper::BiasedToF16));
+            e.use_helper(Helper::Lowp(super::super::lowp::LowpHelper::BiasedToF16));
             // two codes unpacked from one word 16 bits apart: one shift and one mask
             let (lw, hw) = (e.unpacked.get(&(r, l)), e.unpacked.get(&(r, h)));
             if let (Some(&(w, wl, s)), Some(&(w2, wl2, s2))) = (lw, hw) {
                 if (w, wl) == (w2, wl2) && s2 == s + 16 && e.in_scope(w) {
                     let word = read(e, w, &wl.to_string());
-                    return super::lowp::small_int_pair_to_f16x2(t, &word, s);
+                    return super::super::lowp::small_int_pair_to_f16x2(t, &word, s);
                 }
             }
-            super::lowp::small_ints_to_f16x2(t, &a, &b)
+            super::super::lowp::small_ints_to_f16x2(t, &a, &b)
         }
         DType::F8E4M3 | DType::F8E5M2 => {
-            e.use_helper(Helper::Lowp(super::lowp::LowpHelper::PairToF16(t)));
+            e.use_helper(Helper::Lowp(super::super::lowp::LowpHelper::PairToF16(t)));
             format!(
                 "tilus_f16x2_from_{}x2((u16)((u32){a} | ((u32){b} << 8)))",
                 t.name()
@@ -168,7 +168,10 @@ fn codes_pair(e: &mut Emitter, r: RegId, l: usize, h: usize) -> String {
         t => {
             // the other floats through their exact f32 values
             e.use_helper(Helper::Arith(ArithHelper::CvtF16));
-            let (a, b) = (super::lowp::decode(e, t, &a), super::lowp::decode(e, t, &b));
+            let (a, b) = (
+                super::super::lowp::decode(e, t, &a),
+                super::super::lowp::decode(e, t, &b),
+            );
             format!("tilus_cvt_f16x2({a}, {b})")
         }
     }
