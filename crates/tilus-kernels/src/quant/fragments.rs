@@ -1,33 +1,38 @@
-//! `quant_matmul_fragments`: the quantized matmul for few rows of A (decoding) on the tensor
-//! cores, from weights prepacked in fragment order ([`super::prepack`]). Per K step of 64,
-//! each thread of the warp group loads its run of words (one plain vector load), unpacks the
-//! codes, relabels them as its part of the `[64, 64]` WGMMA register operand (no data moves:
-//! the host put them there), dequantizes them in registers (`(q - z) · s`, rounded to f16 as
-//! every path) and multiplies: `Cᵀ = dequant(W) · Aᵀ`, A's `[block_m, 64]` tile (TMA) the
-//! shared operand, WGMMA's N the rows of A (8 for one row: the tensor cores' spare rows cost
-//! nothing where the time is the weights' bytes).
+//! `quant_matmul_fragments`: the quantized matmul on the tensor cores from weights prepacked
+//! in fragment order ([`super::prepack`]): `Cᵀ = dequant(W) · Aᵀ`, dequantized W the
+//! register operand of WGMMA (64 rows of W per block, its M) and A's `[block_m, 64]` tile the
+//! shared one (WGMMA's N the rows of A: 8 for one row, the spare rows costing nothing where
+//! the time is the weights' bytes; up to 256).
 //!
-//! The words of `stages` K steps (and A's tiles, and the steps' scales) are in flight ahead
-//! of the step being multiplied, so that each thread keeps that many 16-byte loads
-//! outstanding: the weights stream at the memory's rate while the registers hold only packed
-//! words. Rows of A past M arrive as zeros (TMA), rows of W past N are the prepack's padding
-//! (code 0, scale 0 past the view), and C is stored under its bounds: every M and N are
-//! taken; K is a multiple of 8 (TMA reads A's rows).
+//! A ring of `stages` stages in shared memory holds, per K step of 64, A's tile, the step's
+//! words of W and its scales (and zero points), all brought by TMA on one mbarrier. Per step
+//! each thread reads its run of words, unpacks the codes, relabels them as its part of the
+//! `[64, 64]` register operand (no data moves: the host put them there, each f16 pair's two
+//! codes in one word for int4 and int8), dequantizes them in f16 pairs (`q · s` rounded to
+//! f16 as every path; `(q - z) · s` with zero points) and issues the product; the step
+//! before's product completes meanwhile, and its stage then takes the step `stages` after it:
+//! TMA keeps `stages - 1` steps in flight and no thread waits for global memory. With
+//! `splits`, the blocks of a tile share its K steps and pass their partial sums on in turn
+//! through a workspace; the last stores C.
+//!
+//! Rows of A past M arrive as zeros (TMA), rows of W past N are the prepack's padding (code
+//! 0, scale 0), and C is stored under its bounds: every M and N are taken; K is a multiple of
+//! 8 (TMA reads A's rows).
 
 use super::prepack::{code_layout, Prepacked, CODES, THREADS, TILE_K, TILE_N};
-
-/// Words per row of a stage of codes: a thread's run is 1 to 8 words, a tile's runs 2 to 16
-/// such rows (TMA's box rows hold at most 256 elements and at least 16 bytes).
-const ROW_WORDS: i32 = 64;
 use half::f16;
 use std::marker::PhantomData;
 use tilus::layout::RegisterLayout;
 use tilus::lowp::LowpElement;
 use tilus::prelude::*;
 
+/// Words per row of a stage of codes: a thread's run is 1 to 8 words, a tile's runs 2 to 16
+/// such rows (TMA's box rows hold at most 256 elements and at least 16 bytes).
+const ROW_WORDS: i32 = 64;
+
 /// The arguments: `m`, `n` (runtime); `k` (compile-time); `a [m, k]` f16; `w` the prepacked
-/// words; scales and zero points `[n, groups]` f16 (zero points read for unsigned types
-/// only); `c [m, n]` f16.
+/// words; scales and zero points as prepacked, `[groups, tiles_n · 64]` f16 (zero points read
+/// for unsigned types only); `c [m, n]` f16.
 pub type FragmentArgs = (
     i32,
     i32,
@@ -45,7 +50,7 @@ pub type FragmentArgs = (
 pub struct QuantMatmulFragments<T> {
     /// Rows of A per block: WGMMA's N, a multiple of 8 up to 256.
     pub block_m: i32,
-    /// K steps in flight ahead of the one multiplied (registers of words, stages of A).
+    /// Stages of the ring: one K step each (A's tile, W's words and scales).
     pub stages: i32,
     /// Elements of a row of W that share a scale (0: the whole row; otherwise 64 or more).
     pub group: i32,
@@ -99,7 +104,7 @@ impl<T> QuantMatmulFragments<T> {
         self
     }
 
-    /// The same kernel with `stages` K steps in flight.
+    /// The same kernel with a ring of `stages` stages (`stages - 1` K steps in flight).
     pub fn with_stages(mut self, stages: i32) -> QuantMatmulFragments<T> {
         self.stages = stages;
         self

@@ -5,8 +5,10 @@
 //!   and its exact dequantization (the reference);
 //! - [`QuantMatmul`]: the kernel for few rows of A, its time the weights' bytes;
 //! - [`prepack()`], [`QuantMatmulFragments`]: weights rewritten in the order the tensor cores'
-//!   register fragments hold them, and the kernel for few rows of A that reads them, each
-//!   thread's codes one plain load away from its fragment;
+//!   register fragments hold them, and the kernel that reads them through a TMA ring and
+//!   dequantizes them in the registers of the warps that multiply (any rows of A; the fastest
+//!   path at every size measured), with [`fragment_stages`] and [`fragment_splits`], the host
+//!   API's choices;
 //! - [`QuantMatmulTc`]: the tensor-core kernel for rows of A up to a few hundred
 //!   (`Cᵀ = dequant(W) · Aᵀ`, W in registers);
 //! - [`QuantMatmulRing`]: the tensor-core kernel for many rows of A, on the persistent GEMM's
