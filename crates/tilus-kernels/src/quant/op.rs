@@ -193,14 +193,11 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         };
         let (mi, ni, ki) = checked::<T>((m, n, k), self.scheme, &lens)?;
         let z = zeros.unwrap_or(&self.no_zeros);
-        let i = (m.next_power_of_two().clamp(8, 256).trailing_zeros() - 3) as usize;
-        let block_m = 8usize << i;
-        let splits = match block_m {
-            // (the kernel splits none past 128 rows of A per block)
-            256 => 1,
-            _ => super::fragment_splits(tiles_n * m.div_ceil(block_m), tiles_k),
-        };
-        let s = splits.trailing_zeros() as usize;
+        let (block_m, splits) = fragment_choice(m, (tiles_n, tiles_k));
+        let (i, s) = (
+            (block_m / 8).trailing_zeros() as usize,
+            splits.trailing_zeros() as usize,
+        );
         Ok(self.fragments[i][s].launch(stream, (mi, ni, ki, a, words, scales, z, c))?)
     }
 
@@ -261,6 +258,18 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         ring_fits(w.shape.1, config.group)?;
         interpret_script::<T, _>(config, config.group, (m, a), w, c)
     }
+}
+
+/// The fragment kernel `run_fragments` launches for `m` rows of A over `(tiles_n, tiles_k)`
+/// tiles of W: the fewest rows of A per block of 8 to 256 that hold them (256 past that), and
+/// the K splits of [`super::fragment_splits`] (none past 128 rows per block).
+fn fragment_choice(m: usize, (tiles_n, tiles_k): (usize, usize)) -> (i32, i32) {
+    let block_m = m.next_power_of_two().clamp(8, 256);
+    let splits = match block_m {
+        256 => 1,
+        _ => super::fragment_splits(tiles_n * m.div_ceil(block_m), tiles_k),
+    };
+    (block_m as i32, splits)
 }
 
 /// Whether the fragment kernel takes prepacked weights `w` with a kernel for groups of
@@ -524,6 +533,17 @@ mod tests {
     /// Every row of A in one block up to 4 rows; the tensor cores from 5, the fewest rows per
     /// block that hold M (up to 128); the ring past 128 rows where the groups allow; a K whose
     /// rows of A TMA cannot read stays on the few-rows kernel.
+    #[test]
+    fn fragments_take_the_fewest_rows_per_block_and_split_small_grids() {
+        use super::fragment_choice;
+        assert_eq!(fragment_choice(1, (448, 128)), (8, 1));
+        assert_eq!(fragment_choice(1, (192, 64)), (8, 2));
+        assert_eq!(fragment_choice(16, (128, 128)), (16, 4));
+        assert_eq!(fragment_choice(100, (448, 128)), (128, 1));
+        assert_eq!(fragment_choice(300, (16, 64)), (256, 1));
+        assert_eq!(fragment_choice(4096, (448, 128)), (256, 1));
+    }
+
     #[test]
     fn plans_take_every_row_of_a_in_one_block_up_to_128_then_the_ring() {
         let few = |b| Plan::FewRows { block_m: b };

@@ -230,6 +230,18 @@ mod tests {
             let (la, lb) = (at(&a), at(&b));
             assert_eq!((la / 8, lb - la, la % 8 < 4), (lb / 8, 4, true), "pair {p}");
         }
+        // int8: every pair 2 codes (16 bits) apart in one word of 4
+        let l8 = code_layout(DType::I8);
+        for p in 0..CODES / 2 {
+            let (a, b) = (f.coords(0, 2 * p as i64), f.coords(0, 2 * p as i64 + 1));
+            let at = |c: &Vec<i64>| (0..CODES as i64).find(|&l| l8.coords(0, l) == *c).unwrap();
+            let (la, lb) = (at(&a), at(&b));
+            assert_eq!(
+                (la / 4, lb - la, la % 4 < 2),
+                (lb / 4, 2, true),
+                "int8 pair {p}"
+            );
+        }
         let q8 = quantize::<I8>(&w, (n, k), Scheme::per_channel());
         assert_eq!(prepack(&q8).unwrap().words.len(), 2 * 2 * 128 * 8);
         let q3 = quantize::<tilus::lowp::Int<3>>(&w, (n, k), Scheme::per_channel());

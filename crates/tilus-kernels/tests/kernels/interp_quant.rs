@@ -184,3 +184,46 @@ fn interp_quant_matmul_on_prepacked_fragments_matches_the_product_of_the_f16_wei
     // splits asked for are not taken there
     check_fragments::<I4>((300, 64, 256), Scheme::grouped(128), (256, 2, 4), &mut rng);
 }
+
+/// Each K step of each tile is copied once and multiplied once, however the steps are split
+/// across blocks: A's tile, W's words and the scales by TMA (three copies), four WGMMAs of
+/// k = 16, at three tiles of W, two of A's rows and eight steps shared by 1, 2 and 4 blocks.
+#[test]
+fn interp_quant_matmul_on_fragments_copies_and_multiplies_each_step_once() {
+    let mut rng = Rng::new(seed());
+    let (m, n, k) = (9usize, 130usize, 512usize);
+    let (a, q) = inputs::<I4>(&mut rng, (m, n, k), Scheme::grouped(128));
+    let p = tilus_kernels::quant::prepack(&q).unwrap();
+    let (tiles_n, tiles_m, tiles_k) = (3u64, 2u64, 8u64);
+    for splits in [1, 2, 4] {
+        let config = tilus_kernels::quant::QuantMatmulFragments::<I4>::new(128, 8)
+            .with_stages(3)
+            .with_splits(splits);
+        let mut c = vec![f16::NAN; m * n];
+        let dims = (m as i32, n as i32, k as i32);
+        let args = (dims.0, dims.1, dims.2, &a[..], &p.words[..], &p.scales[..]);
+        let report = tilus::interpret(
+            &config,
+            (
+                args.0,
+                args.1,
+                args.2,
+                args.3,
+                args.4,
+                args.5,
+                args.5,
+                &mut c[..],
+            ),
+        )
+        .unwrap();
+        let steps = tiles_n * tiles_m * tiles_k;
+        assert_eq!(
+            report.blocks,
+            tiles_n * tiles_m * splits as u64,
+            "splits {splits}"
+        );
+        assert_eq!(report.tma_copies, 3 * steps, "splits {splits}");
+        assert_eq!(report.mma_instructions, 4 * steps, "splits {splits}");
+        assert_matches(&format!("splits {splits}"), &c, reference(&a, &q, m), n);
+    }
+}
