@@ -193,11 +193,7 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         };
         let (mi, ni, ki) = checked::<T>((m, n, k), self.scheme, &lens)?;
         let z = zeros.unwrap_or(&self.no_zeros);
-        let (block_m, splits) = fragment_choice(m, (tiles_n, tiles_k));
-        let (i, s) = (
-            (block_m / 8).trailing_zeros() as usize,
-            splits.trailing_zeros() as usize,
-        );
+        let (i, s) = fragment_index(fragment_choice(m, (tiles_n, tiles_k)));
         Ok(self.fragments[i][s].launch(stream, (mi, ni, ki, a, words, scales, z, c))?)
     }
 
@@ -267,9 +263,18 @@ fn fragment_choice(m: usize, (tiles_n, tiles_k): (usize, usize)) -> (i32, i32) {
     let block_m = m.next_power_of_two().clamp(8, 256);
     let splits = match block_m {
         256 => 1,
-        _ => super::fragment_splits(tiles_n * m.div_ceil(block_m), tiles_k),
+        // (one block of rows of A: below 256 rows per block they hold every row)
+        _ => super::fragment_splits(tiles_n, tiles_k),
     };
     (block_m as i32, splits)
+}
+
+/// Where `(block_m, splits)` sits in `QuantMatmulOp`'s table of fragment kernels.
+fn fragment_index((block_m, splits): (i32, i32)) -> (usize, usize) {
+    (
+        (block_m / 8).trailing_zeros() as usize,
+        splits.trailing_zeros() as usize,
+    )
 }
 
 /// Whether the fragment kernel takes prepacked weights `w` with a kernel for groups of
@@ -542,6 +547,10 @@ mod tests {
         assert_eq!(fragment_choice(100, (448, 128)), (128, 1));
         assert_eq!(fragment_choice(300, (16, 64)), (256, 1));
         assert_eq!(fragment_choice(4096, (448, 128)), (256, 1));
+        // the table: rows 8 to 256 per block, splits 1 to 8
+        assert_eq!(super::fragment_index((8, 1)), (0, 0));
+        assert_eq!(super::fragment_index((16, 4)), (1, 2));
+        assert_eq!(super::fragment_index((256, 8)), (5, 3));
     }
 
     #[test]

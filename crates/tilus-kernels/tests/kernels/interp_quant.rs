@@ -187,18 +187,21 @@ fn interp_quant_matmul_on_prepacked_fragments_matches_the_product_of_the_f16_wei
 
 /// Each K step of each tile is copied once and multiplied once, however the steps are split
 /// across blocks: A's tile, W's words and the scales by TMA (three copies), four WGMMAs of
-/// k = 16, at three tiles of W, two of A's rows and eight steps shared by 1, 2 and 4 blocks.
+/// k = 16, at three tiles of W, one or two of A's rows and eight steps shared by 1, 2 and 4
+/// blocks.
 #[test]
 fn interp_quant_matmul_on_fragments_copies_and_multiplies_each_step_once() {
     let mut rng = Rng::new(seed());
     let (m, n, k) = (9usize, 130usize, 512usize);
     let (a, q) = inputs::<I4>(&mut rng, (m, n, k), Scheme::grouped(128));
     let p = tilus_kernels::quant::prepack(&q).unwrap();
-    let (tiles_n, tiles_m, tiles_k) = (3u64, 2u64, 8u64);
-    for splits in [1, 2, 4] {
-        let config = tilus_kernels::quant::QuantMatmulFragments::<I4>::new(128, 8)
+    let (tiles_n, tiles_k) = (3u64, 8u64);
+    // (128 rows of A per block: one row block, still split)
+    for (block_m, splits) in [(8, 1), (8, 2), (8, 4), (128, 2)] {
+        let config = tilus_kernels::quant::QuantMatmulFragments::<I4>::new(128, block_m)
             .with_stages(3)
             .with_splits(splits);
+        let tiles_m = m.div_ceil(block_m as usize) as u64;
         let mut c = vec![f16::NAN; m * n];
         let dims = (m as i32, n as i32, k as i32);
         let args = (dims.0, dims.1, dims.2, &a[..], &p.words[..], &p.scales[..]);

@@ -147,6 +147,8 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
     assert!(s.contains("tma.global_to_shared(g1 -> s1[0]"), "{s}");
     assert!(s.contains("tilus_f16x2_from_biased("), "{s}");
     assert!(s.contains("mul.rn.f16x2"), "{s}");
+    // the step before's product completes while the step is dequantized: one in flight
+    assert!(s.contains("tilus_wgmma_wait_group<1>();"), "{s}");
     // the fragment's first pair is codes 0 and 4 of the thread's first word (the prepack's
     // order): one shift and one mask for both, then the pair's one row scale on both halves
     let first = "tilus_mul_f16x2(tilus_f16x2_from_biased(((((u32)(r1[0]) >> 0) & 0xf000fu) ^ 0x64086408u), 0x64086408u), ((u32)(u16)(r4[(0) >> 1] >> (((0) & 1) * 16)) * 0x10001u))";
