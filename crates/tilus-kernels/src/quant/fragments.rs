@@ -334,6 +334,8 @@ mod tests {
         assert_eq!(super::fragment_splits(128, 128), 4);
         assert_eq!(super::fragment_splits(8, 1024), 8);
         assert_eq!(super::fragment_splits(64, 20), 1);
+        // 8 splits would leave 12 steps a block
+        assert_eq!(super::fragment_splits(32, 96), 4);
         assert_eq!(super::fragment_splits(1000, 128), 1);
     }
 
