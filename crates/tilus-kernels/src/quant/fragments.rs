@@ -298,15 +298,18 @@ where
             let before = k.load_global(&partial, (at, Val::constant(0)), [TILE_N as i32, bm]);
             k.assign_tile(&acc, acc + before);
         });
-        k.if_(split.lt(splits - 1), |k| {
-            k.store_global(&partial, &acc, (at, Val::constant(0)));
-            k.release_semaphore(&turns, [tile], split + 1);
-        });
-        k.if_(split.eq_(splits - 1), |k| {
-            let out = k.compute(acc.cast::<f16>());
-            k.store_global(&gc, &out.transpose(), (m0, n0));
-            k.release_semaphore(&turns, [tile], 0);
-        });
+        k.if_else(
+            split.eq_(splits - 1),
+            |k| {
+                let out = k.compute(acc.cast::<f16>());
+                k.store_global(&gc, &out.transpose(), (m0, n0));
+                k.release_semaphore(&turns, [tile], 0);
+            },
+            |k| {
+                k.store_global(&partial, &acc, (at, Val::constant(0)));
+                k.release_semaphore(&turns, [tile], split + 1);
+            },
+        );
     }
 }
 
@@ -326,6 +329,16 @@ impl<T> std::fmt::Debug for QuantMatmulFragments<T> {
 mod tests {
     /// int4 at few rows of A gets the deep ring it was measured to want; int8 and 64 rows of A
     /// the four stages; every count within 4 to 8.
+    /// The hyperparameters print (the tuner's and the bench's logs name configurations so).
+    #[test]
+    fn configurations_print_their_hyperparameters() {
+        let c = super::QuantMatmulFragments::<tilus::lowp::I4>::new(128, 8).with_splits(2);
+        let s = format!("{c:?}");
+        for part in ["block_m: 8", "stages: 4", "group: 128", "splits: 2"] {
+            assert!(s.contains(part), "{s}");
+        }
+    }
+
     /// Small grids split K until 384 blocks or more run, never below 16 steps a block.
     #[test]
     fn splits_fill_the_machine_without_short_blocks() {
