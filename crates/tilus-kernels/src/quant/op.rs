@@ -172,9 +172,6 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
                 "{t} weights do not prepack: the fragment kernel takes types of 1, 2, 4 or 8 bits"
             )));
         }
-        if m == 0 {
-            return Err(bad("m = 0: the fragment kernel needs a row of A".into()));
-        }
         let group = group_arg(self.scheme)?;
         ring_fits(k, group)?;
         let (tiles_n, tiles_k) = (
