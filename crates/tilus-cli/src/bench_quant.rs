@@ -15,8 +15,8 @@ pub(crate) fn quant(
 ) -> CliResult<bool> {
     let variants = Variants {
         few_rows: few_rows_tiles(few_rows)?,
-        fragment_stages: stage_counts(fragment_stages)?,
-        fragment_splits: stage_counts(fragment_splits)?,
+        fragment_stages: positive_counts(fragment_stages)?,
+        fragment_splits: positive_counts(fragment_splits)?,
     };
     let shapes = crate::bench_epilogue::matmul_shapes(sizes)?;
     let types: Vec<&str> = dtypes.split(',').map(str::trim).collect();
@@ -69,7 +69,7 @@ pub(crate) fn quant(
 
 /// The `--fragment-stages` (and `--fragment-splits`) list: positive counts, comma-separated
 /// (empty: none).
-fn stage_counts(list: &str) -> CliResult<Vec<i32>> {
+fn positive_counts(list: &str) -> CliResult<Vec<i32>> {
     list.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -110,11 +110,11 @@ mod tests {
     use super::few_rows_tiles;
 
     #[test]
-    fn stage_counts_parse_positive_counts_and_refuse_the_rest() {
-        assert_eq!(super::stage_counts("").unwrap(), Vec::<i32>::new());
-        assert_eq!(super::stage_counts("4, 8").unwrap(), vec![4, 8]);
+    fn positive_counts_parse_and_refuse_the_rest() {
+        assert_eq!(super::positive_counts("").unwrap(), Vec::<i32>::new());
+        assert_eq!(super::positive_counts("4, 8").unwrap(), vec![4, 8]);
         for bad in ["0", "x", "4,-2"] {
-            assert!(super::stage_counts(bad).is_err(), "{bad}");
+            assert!(super::positive_counts(bad).is_err(), "{bad}");
         }
     }
 

@@ -120,12 +120,14 @@ fn biased_to_f32(b: u8, offset: u32, code: &str) -> String {
 /// one word (`w >> s` and `w >> (s + 16)`), the compiler folds the two masks into one
 /// (`(w >> s) & 0x000f000f`).
 pub(super) fn small_ints_to_f16x2(t: DType, a: &str, b: &str) -> String {
-    let (b_, offset) = int_offset(t).expect("small_ints_to_f16x2 takes integer types");
-    let m = mask(b_);
-    format!(
-        "tilus_f16x2_from_biased(((((u32)({a}) & {m}u) | (((u32)({b}) & {m}u) << 16)) ^ {:#x}u), {:#x}u)",
-        (0x6400 | offset) * 0x1_0001,
-        (0x6400 + offset) * 0x1_0001
+    let m = mask(
+        int_offset(t)
+            .expect("small_ints_to_f16x2 takes integer types")
+            .0,
+    );
+    biased_pair(
+        t,
+        &format!("(((u32)({a}) & {m}u) | (((u32)({b}) & {m}u) << 16))"),
     )
 }
 
@@ -133,10 +135,24 @@ pub(super) fn small_ints_to_f16x2(t: DType, a: &str, b: &str) -> String {
 /// word `word` as an f16 pair, as [`small_ints_to_f16x2`] does for two codes: one shift and
 /// one mask put both in their halves (`(w >> s) & 0x000f000f` for 4-bit codes).
 pub(super) fn small_int_pair_to_f16x2(t: DType, word: &str, shift: u32) -> String {
-    let (b_, offset) = int_offset(t).expect("small_int_pair_to_f16x2 takes integer types");
-    let m = mask(b_) * 0x1_0001;
+    let m = mask(
+        int_offset(t)
+            .expect("small_int_pair_to_f16x2 takes integer types")
+            .0,
+    );
+    biased_pair(
+        t,
+        &format!("(((u32)({word}) >> {shift}) & {:#x}u)", m * 0x1_0001),
+    )
+}
+
+/// `halves` (a `u32` C expression: two unsigned codes of `t`, masked, in their 16-bit
+/// halves) as an f16 pair: each offset to unsigned and placed in the low mantissa bits of
+/// 1024.0 by one xor, then less `1024 + offset` by one packed subtraction.
+fn biased_pair(t: DType, halves: &str) -> String {
+    let offset = int_offset(t).expect("biased_pair takes integer types").1;
     format!(
-        "tilus_f16x2_from_biased(((((u32)({word}) >> {shift}) & {m:#x}u) ^ {:#x}u), {:#x}u)",
+        "tilus_f16x2_from_biased(({halves} ^ {:#x}u), {:#x}u)",
         (0x6400 | offset) * 0x1_0001,
         (0x6400 + offset) * 0x1_0001
     )
