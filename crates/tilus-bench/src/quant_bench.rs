@@ -41,6 +41,8 @@ pub struct Variants {
     /// Counts of blocks sharing a tile's K steps in the fragment kernel (its rows of A per
     /// block and stages as the host API picks).
     pub fragment_splits: Vec<i32>,
+    /// Rows of A per block and stages of the fragment kernel with two warp groups.
+    pub fragment_wide: Vec<(i32, i32)>,
 }
 
 /// What one shape and type measured.
@@ -213,17 +215,24 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
         let configs = variants
             .fragment_stages
             .iter()
-            .map(|&s| (format!("s{s}"), (s, 1)))
+            .map(|&s| (format!("s{s}"), (bm, s, 1, 1)))
             .chain(
                 variants
                     .fragment_splits
                     .iter()
-                    .map(|&x| (format!("k{x}"), (host_stages, x))),
+                    .map(|&x| (format!("k{x}"), (bm, host_stages, x, 1))),
+            )
+            .chain(
+                variants
+                    .fragment_wide
+                    .iter()
+                    .map(|&(b, s)| (format!("b{b} s{s} w2"), (b, s, 1, 2))),
             );
-        for (label, (stages, splits)) in configs {
+        for (label, (bm, stages, splits, warp_groups)) in configs {
             let config = QuantMatmulFragments::<T>::new(group, bm)
                 .with_stages(stages)
-                .with_splits(splits);
+                .with_splits(splits)
+                .with_warp_groups(warp_groups);
             let jit = tilus::Jit::new(config, device);
             let mut cv = poisoned::<f16>(&stream, &what, mn)?;
             let zeros = z.as_ref().unwrap_or(&sc);

@@ -10,13 +10,18 @@ use tilus_kernels::quant::Scheme;
 pub(crate) fn quant(
     sizes: &str,
     dtypes: &str,
-    (group, few_rows, (fragment_stages, fragment_splits)): (usize, &str, (&str, &str)),
+    (group, few_rows, (fragment_stages, fragment_splits, fragment_wide)): (
+        usize,
+        &str,
+        (&str, &str, &str),
+    ),
     opts: &BenchOptions,
 ) -> CliResult<bool> {
     let variants = Variants {
         few_rows: few_rows_tiles(few_rows)?,
         fragment_stages: positive_counts(fragment_stages)?,
         fragment_splits: positive_counts(fragment_splits)?,
+        fragment_wide: wide_configs(fragment_wide)?,
     };
     let shapes = crate::bench_epilogue::matmul_shapes(sizes)?;
     let types: Vec<&str> = dtypes.split(',').map(str::trim).collect();
@@ -65,6 +70,25 @@ pub(crate) fn quant(
         }
     }
     Ok(ok)
+}
+
+/// The `--fragment-wide` list: `BxS` pairs (rows of A per block, stages), comma-separated.
+fn wide_configs(list: &str) -> CliResult<Vec<(i32, i32)>> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            let parsed = s.split_once('x').and_then(|(b, st)| {
+                let (b, st) = (b.parse::<i32>().ok()?, st.parse::<i32>().ok()?);
+                ((8..=256).contains(&b) && b % 8 == 0 && st >= 1).then_some((b, st))
+            });
+            parsed.ok_or_else(|| {
+                CliError::Usage(format!(
+                    "`{s}` is not BxS with B rows of A per block (a multiple of 8 up to 256) and S stages (--fragment-wide)"
+                ))
+            })
+        })
+        .collect()
 }
 
 /// The `--fragment-stages` (and `--fragment-splits`) list: positive counts, comma-separated

@@ -410,6 +410,10 @@ enum BenchCommand {
         /// beside the host API's choice, comma-separated.
         #[arg(long, default_value = "")]
         fragment_splits: String,
+        /// Configurations of the fragment kernel with two warp groups to time beside the host
+        /// API's choice, comma-separated BxS: rows of A per block, stages.
+        #[arg(long, default_value = "")]
+        fragment_wide: String,
         /// Warm-up rounds.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
@@ -649,13 +653,18 @@ fn run(cli: Cli) -> CliResult<bool> {
                 few_rows,
                 fragment_stages,
                 fragment_splits,
+                fragment_wide,
                 warmup,
                 rounds,
                 timing,
             } => bench_quant::quant(
                 &sizes,
                 &dtypes,
-                (group, &few_rows, (&fragment_stages, &fragment_splits)),
+                (
+                    group,
+                    &few_rows,
+                    (&fragment_stages, &fragment_splits, &fragment_wide),
+                ),
                 &BenchOptions {
                     warmup,
                     rounds,

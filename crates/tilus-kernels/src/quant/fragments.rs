@@ -28,7 +28,7 @@ use tilus::prelude::*;
 
 /// Words per row of a stage of codes: a thread's run is 1 to 8 words, a tile's runs 2 to 16
 /// such rows (TMA's box rows hold at most 256 elements and at least 16 bytes).
-const ROW_WORDS: i32 = 64;
+pub(super) const ROW_WORDS: i32 = 64;
 
 /// The arguments: `m`, `n` (runtime); `k` (compile-time); `a [m, k]` f16; `w` the prepacked
 /// words; scales and zero points as prepacked, `[groups, tiles_n · 64]` f16 (zero points read
@@ -59,6 +59,10 @@ pub struct QuantMatmulFragments<T> {
     /// the largest count up to this one that divides the K steps (1 with more than 128 rows
     /// of A per block).
     pub splits: i32,
+    /// Warp groups that multiply, each its own 64 rows of W against the block's shared tile
+    /// of A (1, or 2: A read from L2 once per 128 rows of W, and two warps per scheduler to
+    /// hide each other's dequantization; no splits; see `fragments_wide.rs`).
+    pub warp_groups: i32,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -94,8 +98,15 @@ impl<T> QuantMatmulFragments<T> {
             stages: 4,
             group,
             splits: 1,
+            warp_groups: 1,
             _t: PhantomData,
         }
+    }
+
+    /// The same kernel with `warp_groups` warp groups multiplying (1 or 2; see the field).
+    pub fn with_warp_groups(mut self, warp_groups: i32) -> QuantMatmulFragments<T> {
+        self.warp_groups = warp_groups;
+        self
     }
 
     /// The same kernel with `splits` blocks sharing each tile's K steps.
@@ -127,29 +138,13 @@ where
 
     fn body(&self, k: &mut Kernel, (m, n, kk, a, w, s, z, c): Handles<Self::Args>) {
         let t = <T as LowpElement>::DTYPE;
-        let run = Prepacked::words_per_thread(t) as i32;
-        // a tile's words as rows of `ROW_WORDS` (a TMA box's rows of 4 to 64 words)
-        let rows = THREADS as i32 * run / ROW_WORDS;
-        let width = kk.as_const().unwrap_or(1).max(1);
-        let tiles_k = ((width + TILE_K as i64 - 1) / TILE_K as i64) as i32;
-        // the blocks of a tile share its steps evenly: the largest count up to `splits` that
-        // divides them
-        // (none past 128 rows of A per block: the partial sum read back beside the
-        // accumulator would not fit the registers)
-        let most = if self.block_m > 128 { 1 } else { self.splits };
-        let splits = (1..=most.clamp(1, tiles_k))
-            .rev()
-            .find(|d| tiles_k % d == 0)
-            .unwrap_or(1);
-        // each block's steps
-        let steps = tiles_k / splits;
-        // no more stages than steps: every copy issued is waited for
-        let (bm, stages) = (self.block_m, self.stages.clamp(1, steps.max(1)));
-        let groups = if self.group > 0 {
-            (width + self.group as i64 - 1) / self.group as i64
-        } else {
-            1
-        } as i32;
+        let plan = BlockPlan::new(self, t, kk.as_const().unwrap_or(1));
+        let v = FragmentViews::new::<T>(k, &plan, (m, n, kk), (a, w, s, z, c));
+        if self.warp_groups > 1 {
+            return super::fragments_wide::body::<T>(k, self, &plan, &v, (m, n));
+        }
+        let (steps, splits) = (plan.steps, plan.splits);
+        let (bm, stages, rows) = (self.block_m, plan.stages, plan.rows);
         k.blocks([
             cdiv(n, TILE_N as i32),
             cdiv(m, bm),
@@ -162,28 +157,16 @@ where
         let base = k.let_i32(split * steps);
         let n0 = k.let_i32(tn * TILE_N as i32);
         let m0 = k.let_i32(bm * k.block_idx().y);
-        // (expressions of the arguments: the host checks the buffers against them)
-        let tiles_n = cdiv(n, TILE_N as i32);
-        let tile_rows = Scalar::from(Val::constant(tiles_k * rows));
-        let ga = k.global_view::<f16>(a, [m, kk]);
-        let gw = k.global_view::<u32>(
-            w,
-            [tiles_n.clone() * tile_rows, Val::constant(ROW_WORDS).into()],
-        );
-        // scales and zero points as prepacked: `[groups, tiles_n · 64]`
-        let width_n = tiles_n.clone() * TILE_N as i32;
-        let gs = k.global_view::<f16>(s, [Val::constant(groups).into(), width_n.clone()]);
-        let unsigned = matches!(t, tilus::ir::DType::UInt(_));
-        let gz = unsigned.then(|| k.global_view::<f16>(z, [Val::constant(groups).into(), width_n]));
-        let gc = k.global_view::<f16>(c, [m, n]);
         let sa = k.shared_tensor::<f16>([stages, bm, TILE_K as i32]);
         let sw = k.shared_tensor::<u32>([stages, rows, ROW_WORDS]);
         let ss = k.shared_tensor::<f16>([stages, 1, TILE_N as i32]);
-        let sz = unsigned.then(|| k.shared_tensor::<f16>([stages, 1, TILE_N as i32]));
+        let sz = v
+            .zeros
+            .is_some()
+            .then(|| k.shared_tensor::<f16>([stages, 1, TILE_N as i32]));
         let bars = k.mbarrier().alloc_counts(&vec![1; stages as usize]);
         let acc = k.register_tensor::<f32>([TILE_N as i32, bm], 0.0);
-        let first_row = k.let_i32(tn * (tiles_k * rows));
-        let group = self.group;
+        let first_row = k.let_i32(tn * (plan.tiles_k * rows));
         // step `i`'s tile of A, words of W and scales (and zero points) on their way into
         // stage `j`
         let fetch = |k: &mut Kernel, i: Val, j: i32| {
@@ -191,42 +174,23 @@ where
                 // the step among W's
                 let i = k.let_i32(base + i);
                 let at = Val::constant(j);
-                let (a_stage, w_stage, s_stage) = (sa.at(at), sw.at(at), ss.at(at));
-                let z_stage = sz.as_ref().map(|sz| sz.at(at));
-                let bytes = a_stage.nbytes()
-                    + w_stage.nbytes()
-                    + s_stage.nbytes()
-                    + z_stage.as_ref().map_or(0, |z| z.nbytes());
+                let stage = (sw.at(at), ss.at(at), sz.as_ref().map(|sz| sz.at(at)));
+                let bytes = sa.at(at).nbytes() + StepCopies::bytes(&stage);
                 let bar = bars[j as usize];
                 k.mbarrier().arrive_and_expect_tx(bar, bytes);
                 let k0 = k.let_i32(i * TILE_K as i32);
-                k.tma().global_to_shared(&ga, &a_stage, (m0, k0), bar);
-                let row = k.let_i32(first_row + i * rows);
-                k.tma()
-                    .global_to_shared(&gw, &w_stage, (row, Val::constant(0)), bar);
-                let g = if group > 0 {
-                    k.let_i32(i * TILE_K as i32 / group)
-                } else {
-                    k.let_i32(0)
+                k.tma().global_to_shared(&v.a, &sa.at(at), (m0, k0), bar);
+                let copies = StepCopies {
+                    first_row: first_row.into(),
+                    n0: n0.into(),
                 };
-                k.tma().global_to_shared(&gs, &s_stage, (g, n0), bar);
-                if let (Some(gz), Some(z_stage)) = (&gz, &z_stage) {
-                    k.tma().global_to_shared(gz, z_stage, (g, n0), bar);
-                }
+                copies.issue(k, &plan, &v, i, &stage, bar);
             });
         };
         for j in 0..stages {
             fetch(k, Val::constant(j), j);
         }
-        // a thread's run of words (and so of codes) in the stage's rows, and the same
-        // registers as its part of the fragment
-        let per_row = (ROW_WORDS / run) as i64;
-        let runs = RegisterLayout::spatial(&[rows as i64, per_row])
-            .compose(&RegisterLayout::local(&[1, run as i64]));
-        let plain = RegisterLayout::spatial(&[rows as i64, per_row])
-            .compose(&RegisterLayout::local(&[1, CODES as i64]));
-        // (in the prepack's order of codes: the f16 pairs' halves in one word)
-        let fragment = code_layout(t);
+        let layouts = StepLayouts::new(t, &plan);
         // with one stage, each product completes before the next step's registers are written
         let pending: i32 = if stages > 1 { 1 } else { 0 };
         // step `i` in stage `j` (filled for the `fill`-th time, from 0): its words read and
@@ -236,19 +200,8 @@ where
         let step = |k: &mut Kernel, i: Val, j: i32, fill: Scalar| {
             let at = Val::constant(j);
             k.mbarrier().wait(bars[j as usize], fill % 2);
-            let words = k.load_shared(&sw.at(at));
-            k.annotate_layout(&words, runs.clone());
-            let codes = k.unpack::<T>(&words);
-            let codes = k.relabel(&codes, plain.clone(), fragment.clone());
-            // the step's scales as a column, `[64, 1]`
-            let scale = k.load_shared(&ss.at(at)).transpose();
-            let deq = match &sz {
-                Some(sz) => {
-                    let zero = k.load_shared(&sz.at(at)).transpose();
-                    k.compute((codes.cast::<f16>() - zero) * scale)
-                }
-                None => k.compute(codes.cast::<f16>() * scale),
-            };
+            let stage = (sw.at(at), ss.at(at), sz.as_ref().map(|sz| sz.at(at)));
+            let deq = layouts.dequantize::<T>(k, &stage);
             k.wgmma().fence();
             k.wgmma()
                 .mma(&deq, &sa.at(Val::constant(j)).transpose(), &acc);
@@ -263,29 +216,16 @@ where
                 fetch(k, refill, (j + stages - pending) % stages)
             });
         };
-        // whole passes over the stages in a loop, the steps left over after it (the steps
-        // are a compile-time count): no step is conditional, so that the verifier sees each
-        // product complete before its registers and stage are written again
-        let passes = steps / stages;
-        k.for_range(0, passes * stages, stages, |k, i0| {
-            for j in 0..stages {
-                let i = k.let_i32(i0 + j);
-                step(k, i, j, Scalar::from(i0) / stages);
-            }
-        });
-        for j in 0..steps % stages {
-            let i = Val::constant(passes * stages + j);
-            step(k, i, j, Scalar::from(Val::constant(passes)));
-        }
+        plan.each_step(k, |k, i, j, fill| step(k, i, j, fill));
         k.wgmma().wait_group(0);
         if splits == 1 {
             let out = k.compute(acc.cast::<f16>());
-            k.store_global(&gc, &out.transpose(), (m0, n0));
+            k.store_global(&v.c, &out.transpose(), (m0, n0));
             return;
         }
         // the tile's blocks in turn (a block waits only for one dispatched before it): each
         // adds the sum so far and passes it on; the last stores C and releases the turn to 0
-        let tiles = tiles_n.clone() * cdiv(m, bm);
+        let tiles = v.tiles_n.clone() * cdiv(m, bm);
         let turns = k.global_tensor::<i32>([tiles.clone()], true);
         let partial = k.global_tensor::<f32>(
             [tiles * TILE_N as i32, Scalar::from(Val::constant(bm))],
@@ -302,7 +242,7 @@ where
             split.eq_(splits - 1),
             |k| {
                 let out = k.compute(acc.cast::<f16>());
-                k.store_global(&gc, &out.transpose(), (m0, n0));
+                k.store_global(&v.c, &out.transpose(), (m0, n0));
                 k.release_semaphore(&turns, [tile], 0);
             },
             |k| {
@@ -310,6 +250,226 @@ where
                 k.release_semaphore(&turns, [tile], split + 1);
             },
         );
+    }
+}
+
+/// A block's compile-time shape of work.
+pub(super) struct BlockPlan {
+    /// Rows of `ROW_WORDS` words a tile's step of W takes (a TMA box's rows).
+    pub rows: i32,
+    /// K steps of W's rows.
+    pub tiles_k: i32,
+    /// Groups of scales along K.
+    pub groups: i32,
+    /// Blocks sharing a tile's steps (see [`QuantMatmulFragments::splits`]).
+    pub splits: i32,
+    /// Each block's steps.
+    pub steps: i32,
+    /// Stages of the ring (no more than the steps: every copy issued is waited for).
+    pub stages: i32,
+    /// Elements of a row of W per scale (0: the whole row).
+    pub group: i32,
+}
+
+impl BlockPlan {
+    fn new<T>(cfg: &QuantMatmulFragments<T>, t: tilus::ir::DType, width: i64) -> BlockPlan {
+        let run = Prepacked::words_per_thread(t) as i32;
+        let width = width.max(1);
+        let tiles_k = ((width + TILE_K as i64 - 1) / TILE_K as i64) as i32;
+        // the blocks of a tile share its steps evenly: the largest count up to `splits` that
+        // divides them (none past 128 rows of A per block: the partial sum read back beside
+        // the accumulator would not fit the registers; none with two warp groups)
+        let most = if cfg.block_m > 128 || cfg.warp_groups > 1 {
+            1
+        } else {
+            cfg.splits
+        };
+        let splits = (1..=most.clamp(1, tiles_k))
+            .rev()
+            .find(|d| tiles_k % d == 0)
+            .unwrap_or(1);
+        let steps = tiles_k / splits;
+        let groups = if cfg.group > 0 {
+            (width + cfg.group as i64 - 1) / cfg.group as i64
+        } else {
+            1
+        } as i32;
+        BlockPlan {
+            rows: THREADS as i32 * run / ROW_WORDS,
+            tiles_k,
+            groups,
+            splits,
+            steps,
+            stages: cfg.stages.clamp(1, steps.max(1)),
+            group: cfg.group,
+        }
+    }
+
+    /// Runs `step(k, i, j, fill)` for each step `i` of a block, in stage `j` filled for the
+    /// `fill`-th time: whole passes over the stages in a loop, the steps left over after it
+    /// (the steps are a compile-time count). No step is conditional and each stage's index is
+    /// a constant, so that the verifier sees each product complete before its registers and
+    /// stage are written again.
+    pub fn each_step(&self, k: &mut Kernel, mut step: impl FnMut(&mut Kernel, Val, i32, Scalar)) {
+        let (steps, stages) = (self.steps, self.stages);
+        let passes = steps / stages;
+        k.for_range(0, passes * stages, stages, |k, i0| {
+            for j in 0..stages {
+                let i = k.let_i32(i0 + j);
+                step(k, i, j, Scalar::from(i0) / stages);
+            }
+        });
+        for j in 0..steps % stages {
+            let i = Val::constant(passes * stages + j);
+            step(k, i, j, Scalar::from(Val::constant(passes)));
+        }
+    }
+}
+
+/// The kernel's pointer arguments: A, W's words, scales, zero points, C.
+type Pointers = (
+    PtrVal<f16>,
+    PtrVal<u32>,
+    PtrVal<f16>,
+    PtrVal<f16>,
+    PtrVal<f16>,
+);
+
+/// The kernel's views of its arguments (expressions of them: the host checks the buffers
+/// against them).
+pub(super) struct FragmentViews {
+    /// A `[m, k]`.
+    pub a: GlobalTensor<f16>,
+    /// W's words: per tile of 64 rows of W, its steps' `rows × ROW_WORDS` words in turn.
+    pub w: GlobalTensor<u32>,
+    /// Scales as prepacked, `[groups, tiles_n · 64]`.
+    pub scales: GlobalTensor<f16>,
+    /// Zero points as the scales (unsigned types only).
+    pub zeros: Option<GlobalTensor<f16>>,
+    /// C `[m, n]`.
+    pub c: GlobalTensor<f16>,
+    /// Tiles of 64 rows of W.
+    pub tiles_n: Scalar,
+}
+
+impl FragmentViews {
+    fn new<T: LowpElement>(
+        k: &mut Kernel,
+        plan: &BlockPlan,
+        (m, n, kk): (Val, Val, Val),
+        (a, w, s, z, c): Pointers,
+    ) -> FragmentViews {
+        let tiles_n = cdiv(n, TILE_N as i32);
+        let tile_rows = Scalar::from(Val::constant(plan.tiles_k * plan.rows));
+        let width_n = tiles_n.clone() * TILE_N as i32;
+        let groups = Scalar::from(Val::constant(plan.groups));
+        let unsigned = matches!(T::DTYPE, tilus::ir::DType::UInt(_));
+        FragmentViews {
+            a: k.global_view::<f16>(a, [m, kk]),
+            w: k.global_view::<u32>(
+                w,
+                [tiles_n.clone() * tile_rows, Val::constant(ROW_WORDS).into()],
+            ),
+            scales: k.global_view::<f16>(s, [groups.clone(), width_n.clone()]),
+            zeros: unsigned.then(|| k.global_view::<f16>(z, [groups, width_n])),
+            c: k.global_view::<f16>(c, [m, n]),
+            tiles_n,
+        }
+    }
+}
+
+/// One tile's part of a stage: its words of W, its scales and (unsigned types) zero points.
+pub(super) type TileStage = (
+    SharedTensor<u32>,
+    SharedTensor<f16>,
+    Option<SharedTensor<f16>>,
+);
+
+/// The copies of one tile of W's step into a [`TileStage`].
+pub(super) struct StepCopies {
+    /// The tile's first row of words (`tile · tiles_k · rows`).
+    pub first_row: Scalar,
+    /// The tile's first row of W (its scales' column).
+    pub n0: Scalar,
+}
+
+impl StepCopies {
+    /// The bytes the copies deliver.
+    pub fn bytes((words, scales, zeros): &TileStage) -> i32 {
+        words.nbytes() + scales.nbytes() + zeros.as_ref().map_or(0, |z| z.nbytes())
+    }
+
+    /// Issues step `i`'s copies (from one thread) on `bar`.
+    pub fn issue(
+        &self,
+        k: &mut Kernel,
+        plan: &BlockPlan,
+        v: &FragmentViews,
+        i: Val,
+        (words, scales, zeros): &TileStage,
+        bar: Barrier,
+    ) {
+        let row = k.let_i32(self.first_row.clone() + i * plan.rows);
+        k.tma()
+            .global_to_shared(&v.w, words, (row, Val::constant(0)), bar);
+        let g = if plan.group > 0 {
+            k.let_i32(i * TILE_K as i32 / plan.group)
+        } else {
+            k.let_i32(0)
+        };
+        k.tma()
+            .global_to_shared(&v.scales, scales, (g, self.n0.clone()), bar);
+        if let (Some(gz), Some(zeros)) = (&v.zeros, zeros) {
+            k.tma()
+                .global_to_shared(gz, zeros, (g, self.n0.clone()), bar);
+        }
+    }
+}
+
+/// How a thread's words become its part of the `[64, 64]` register operand.
+pub(super) struct StepLayouts {
+    /// A thread's run of words in the stage's rows.
+    runs: RegisterLayout,
+    /// The same registers as codes, in the stage's rows.
+    plain: RegisterLayout,
+    /// The same registers as the fragment (in the prepack's order of codes: the f16 pairs'
+    /// halves in one word).
+    fragment: RegisterLayout,
+}
+
+impl StepLayouts {
+    pub fn new(t: tilus::ir::DType, plan: &BlockPlan) -> StepLayouts {
+        let run = Prepacked::words_per_thread(t) as i64;
+        let per_row = ROW_WORDS as i64 / run;
+        let threads = RegisterLayout::spatial(&[plan.rows as i64, per_row]);
+        StepLayouts {
+            runs: threads.compose(&RegisterLayout::local(&[1, run])),
+            plain: threads.compose(&RegisterLayout::local(&[1, CODES as i64])),
+            fragment: code_layout(t),
+        }
+    }
+
+    /// A tile's step dequantized: its words read and unpacked, relabelled as the fragment and
+    /// scaled in f16 pairs (`q · s` rounded to f16 as every path; `(q - z) · s` with zero
+    /// points).
+    pub fn dequantize<T: Element + LowpElement>(
+        &self,
+        k: &mut Kernel,
+        (words, scales, zeros): &TileStage,
+    ) -> RegisterTensor<f16> {
+        let words = k.load_shared(words);
+        k.annotate_layout(&words, self.runs.clone());
+        let codes = k.unpack::<T>(&words);
+        let codes = k.relabel(&codes, self.plain.clone(), self.fragment.clone());
+        // the step's scales as a column, `[64, 1]`
+        let scale = k.load_shared(scales).transpose();
+        match zeros {
+            Some(zeros) => {
+                let zero = k.load_shared(zeros).transpose();
+                k.compute((codes.cast::<f16>() - zero) * scale)
+            }
+            None => k.compute(codes.cast::<f16>() * scale),
+        }
     }
 }
 
@@ -321,6 +481,7 @@ impl<T> std::fmt::Debug for QuantMatmulFragments<T> {
             .field("stages", &self.stages)
             .field("group", &self.group)
             .field("splits", &self.splits)
+            .field("warp_groups", &self.warp_groups)
             .finish()
     }
 }

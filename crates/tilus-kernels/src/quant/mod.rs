@@ -16,6 +16,7 @@
 //! - [`QuantMatmulOp`]: the host API on device buffers, and the same on the interpreter.
 
 mod fragments;
+mod fragments_wide;
 mod matmul;
 mod op;
 pub mod prepack;

@@ -149,16 +149,26 @@ fn check_fragments<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
     (block_m, stages, splits): (i32, i32, i32),
     rng: &mut Rng,
 ) {
-    let (a, q) = inputs::<T>(rng, (m, n, k), scheme);
-    let p = tilus_kernels::quant::prepack(&q).unwrap();
     let group = scheme.group.map_or(0, |g| g as i32);
     let config = tilus_kernels::quant::QuantMatmulFragments::<T>::new(group, block_m)
         .with_stages(stages)
         .with_splits(splits);
+    check_fragment_config((m, n, k), scheme, &config, rng);
+}
+
+/// The fragment kernel `config` on prepacked weights of type `T` at `(m, n, k)`.
+fn check_fragment_config<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+    (m, n, k): (usize, usize, usize),
+    scheme: Scheme,
+    config: &tilus_kernels::quant::QuantMatmulFragments<T>,
+    rng: &mut Rng,
+) {
+    let (a, q) = inputs::<T>(rng, (m, n, k), scheme);
+    let p = tilus_kernels::quant::prepack(&q).unwrap();
     let mut c = vec![f16::NAN; m * n];
-    QuantMatmulOp::<T>::interpret_fragments(&config, (m, &a), &p, &mut c).unwrap();
+    QuantMatmulOp::<T>::interpret_fragments(config, (m, &a), &p, &mut c).unwrap();
     let what = format!(
-        "fragments {} {scheme:?} ({m}, {n}, {k}) block_m {block_m} stages {stages} splits {splits}",
+        "fragments {} {scheme:?} ({m}, {n}, {k}) {config:?}",
         <T as LowpElement>::DTYPE
     );
     assert_matches(&what, &c, reference(&a, &q, m), n);
@@ -183,6 +193,47 @@ fn interp_quant_matmul_on_prepacked_fragments_matches_the_product_of_the_f16_wei
     // 256 rows of A per block (what the host API takes past 128 rows), two row blocks; the
     // splits asked for are not taken there
     check_fragments::<I4>((300, 64, 256), Scheme::grouped(128), (256, 2, 4), &mut rng);
+}
+
+/// Two warp groups per block, each its own tile of W against the shared tile of A, the ring
+/// filled by a producer warp: rings that wrap (5 steps in 2 stages, 8 in 3), a block whose
+/// second tile lies wholly past N (its copies zeros, its stores none), one stage (each
+/// product complete before the next), zero points, 256 rows of A in two row blocks.
+#[test]
+fn interp_quant_matmul_on_fragments_with_two_warp_groups_matches_the_product_of_the_f16_weights() {
+    use tilus_kernels::quant::QuantMatmulFragments;
+    let mut rng = Rng::new(seed());
+    fn wide<T>(group: i32, (block_m, stages): (i32, i32)) -> QuantMatmulFragments<T> {
+        QuantMatmulFragments::new(group, block_m)
+            .with_stages(stages)
+            .with_warp_groups(2)
+    }
+    let grouped = |g: usize| Scheme::grouped(g);
+    check_fragment_config((1, 72, 320), grouped(64), &wide::<I4>(64, (8, 2)), &mut rng);
+    check_fragment_config(
+        (5, 130, 512),
+        grouped(64),
+        &wide::<U4>(64, (8, 3)),
+        &mut rng,
+    );
+    check_fragment_config(
+        (20, 64, 256),
+        Scheme::per_channel(),
+        &wide::<I8>(0, (16, 1)),
+        &mut rng,
+    );
+    check_fragment_config(
+        (3, 200, 128),
+        grouped(128),
+        &wide::<F8E4M3>(128, (8, 2)),
+        &mut rng,
+    );
+    check_fragment_config(
+        (300, 130, 256),
+        grouped(128),
+        &wide::<I4>(128, (256, 3)),
+        &mut rng,
+    );
 }
 
 /// Each K step of each tile is copied once and multiplied once, however the steps are split

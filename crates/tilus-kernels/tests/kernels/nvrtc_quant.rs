@@ -168,3 +168,29 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
     frag::<I4>(128, 8192, 256);
     frag::<I8>(128, 8192, 256);
 }
+
+/// Two warp groups, each a [64, 256] accumulator and its own words, with a producer warp:
+/// without spills, the producer's copies of both tiles and a stage given back per step.
+#[test]
+fn nvrtc_quant_matmul_on_fragments_with_two_warp_groups_compiles_without_spills() {
+    tilus_bench::test_cache!();
+    fn wide<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+        group: i32,
+        block_m: i32,
+    ) -> String {
+        let what = format!("wide fragments {} group {group}", <T as LowpElement>::DTYPE);
+        let config = tilus_kernels::quant::QuantMatmulFragments::<T>::new(group, block_m)
+            .with_warp_groups(2);
+        compiled(&config, 8192, &what).source
+    }
+    let s = wide::<I4>(128, 256);
+    assert!(s.contains("mbarrier_arrive"), "{s}");
+    assert!(s.contains("tilus_wgmma_wait_group<1>();"), "{s}");
+    assert!(
+        s.contains("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16"),
+        "{s}"
+    );
+    wide::<I8>(128, 256);
+    wide::<U4>(128, 128);
+    wide::<F8E4M3>(0, 64);
+}
