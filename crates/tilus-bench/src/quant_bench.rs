@@ -39,7 +39,8 @@ pub struct Variants {
     /// Stage counts of the fragment kernel (its rows of A per block as the host API picks).
     pub fragment_stages: Vec<i32>,
     /// Counts of blocks sharing a tile's K steps in the fragment kernel (its rows of A per
-    /// block and stages as the host API picks).
+    /// block as the host API picks), each at every stage count of `fragment_stages` (the
+    /// host API's without them).
     pub fragment_splits: Vec<i32>,
     /// Rows of A per block and stages of the fragment kernel with two warp groups.
     pub fragment_wide: Vec<(i32, i32)>,
@@ -216,12 +217,17 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
             .fragment_stages
             .iter()
             .map(|&s| (format!("s{s}"), (bm, s, 1, 1)))
-            .chain(
-                variants
-                    .fragment_splits
-                    .iter()
-                    .map(|&x| (format!("k{x}"), (bm, host_stages, x, 1))),
-            )
+            .chain(variants.fragment_splits.iter().flat_map(|&x| {
+                // each split count at each stage count asked for (the host's without any)
+                let stages = if variants.fragment_stages.is_empty() {
+                    vec![host_stages]
+                } else {
+                    variants.fragment_stages.clone()
+                };
+                stages
+                    .into_iter()
+                    .map(move |s| (format!("k{x} s{s}"), (bm, s, x, 1)))
+            }))
             .chain(
                 variants
                     .fragment_wide

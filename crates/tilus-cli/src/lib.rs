@@ -407,7 +407,8 @@ enum BenchCommand {
         #[arg(long, default_value = "")]
         fragment_stages: String,
         /// Counts of blocks sharing each tile's K steps in the fragment kernel, to time
-        /// beside the host API's choice, comma-separated.
+        /// beside the host API's choice, comma-separated (each at every count of
+        /// --fragment-stages, or the host's stages without them).
         #[arg(long, default_value = "")]
         fragment_splits: String,
         /// Configurations of the fragment kernel with two warp groups to time beside the host

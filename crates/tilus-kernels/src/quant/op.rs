@@ -61,7 +61,8 @@ pub struct QuantMatmulOp<T: Element + LowpElement + std::hash::Hash + std::fmt::
     /// The ring kernel (W dequantized by the producer of the persistent GEMM's ring).
     ring: tilus::Jit<QuantMatmulRing<T>>,
     /// The fragment kernel on prepacked weights, for 8, 16, 32, 64, 128 and 256 rows of A
-    /// per block, each with K in 1, 2, 4 and 8 splits.
+    /// per block, each with K in 1, 2, 4 and 8 splits (at 256 rows, two warp groups of 64 rows
+    /// of W each, without splits).
     fragments: [[tilus::Jit<QuantMatmulFragments<T>>; 4]; 6],
     scheme: Scheme,
     /// Passed for the zero points of types without them (never read).
@@ -82,10 +83,13 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
             ring: tilus::Jit::new(QuantMatmulRing::new(group), device),
             fragments: [8, 16, 32, 64, 128, 256].map(|bm| {
                 let stages = super::fragment_stages(<T as LowpElement>::DTYPE.bits(), bm);
+                // (256 rows of A per block: two warp groups, which take no splits)
+                let warp_groups = if bm == 256 { 2 } else { 1 };
                 [1, 2, 4, 8].map(|splits| {
                     let config = QuantMatmulFragments::new(group, bm)
                         .with_stages(stages)
-                        .with_splits(splits);
+                        .with_splits(splits)
+                        .with_warp_groups(warp_groups);
                     tilus::Jit::new(config, device)
                 })
             }),
@@ -254,8 +258,10 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
 }
 
 /// The fragment kernel `run_fragments` launches for `m` rows of A over `(tiles_n, tiles_k)`
-/// tiles of W: the fewest rows of A per block of 8 to 256 that hold them (256 past that), and
-/// the K splits of [`super::fragment_splits`] (none past 128 rows per block).
+/// tiles of W: the fewest rows of A per block of 8 to 256 that hold them (256 past that, with
+/// two warp groups: 0.93x cuBLAS f16 at 4096 x 28672 x 8192 int4 on an H200 against 0.81x
+/// with one, docs/perf.md), and the K splits of [`super::fragment_splits`] (none past 128
+/// rows per block).
 fn fragment_choice(m: usize, (tiles_n, tiles_k): (usize, usize)) -> (i32, i32) {
     let block_m = m.next_power_of_two().clamp(8, 256);
     let splits = match block_m {

@@ -61,12 +61,13 @@ impl<T> Default for QuantMatmulFragments<T> {
     }
 }
 
-/// Rows of A per block and K steps in flight.
+/// Rows of A per block, K steps in flight and warp groups.
 impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulFragments<T> {
     fn space() -> Space {
         Space::new()
             .values("block_m", &[8, 16, 32, 64, 128, 256])
             .and_then(|s| s.values("stages", &[4, 6, 8]))
+            .and_then(|s| s.values("warp_groups", &[1, 2]))
             .and_then(|s| s.values("group", &[GROUP]))
             .expect("the fragment kernel's space is well formed")
     }
@@ -74,7 +75,8 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulFragments<T
     fn from_binding(b: &Binding) -> Result<Self, String> {
         Ok(
             QuantMatmulFragments::new(b.get_i32("group")?, b.get_i32("block_m")?)
-                .with_stages(b.get_i32("stages")?),
+                .with_stages(b.get_i32("stages")?)
+                .with_warp_groups(b.get_i32("warp_groups")?),
         )
     }
 
@@ -82,6 +84,7 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulFragments<T
         Some(binding(&[
             ("block_m", self.block_m.into()),
             ("stages", self.stages.into()),
+            ("warp_groups", self.warp_groups.into()),
             ("group", self.group.into()),
         ]))
     }
