@@ -60,10 +60,11 @@ pub struct QuantMatmulOp<T: Element + LowpElement + std::hash::Hash + std::fmt::
     tc: [tilus::Jit<QuantMatmulTc<T>>; 4],
     /// The ring kernel (W dequantized by the producer of the persistent GEMM's ring).
     ring: tilus::Jit<QuantMatmulRing<T>>,
-    /// The fragment kernel on prepacked weights, for 8, 16, 32, 64, 128 and 256 rows of A
-    /// per block, each with K in 1, 2, 4 and 8 splits (at 256 rows, two warp groups of 64 rows
-    /// of W each, without splits).
-    fragments: [[tilus::Jit<QuantMatmulFragments<T>>; 4]; 6],
+    /// The fragment kernel on prepacked weights, for 8, 16, 32, 64 and 128 rows of A per
+    /// block, each with K in 1, 2, 4 and 8 splits.
+    fragments: [[tilus::Jit<QuantMatmulFragments<T>>; 4]; 5],
+    /// The fragment kernel with two warp groups, for 64, 128 and 256 rows of A per block.
+    wide: [tilus::Jit<QuantMatmulFragments<T>>; 3],
     scheme: Scheme,
     /// Passed for the zero points of types without them (never read).
     no_zeros: CudaSlice<f16>,
@@ -77,21 +78,25 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
             crate::host::device_zeros::<f16>(device.stream(), 1, "quant_matmul's zero points")?;
         let few = |bm| tilus::Jit::new(QuantMatmul::new(group).with_block_m(bm), device);
         let tc = |bm| tilus::Jit::new(QuantMatmulTc::new(group).with_block_m(bm), device);
+        let bits = <T as LowpElement>::DTYPE.bits();
         Ok(QuantMatmulOp {
             few: [few(1), few(2), few(4)],
             tc: [tc(16), tc(32), tc(64), tc(128)],
             ring: tilus::Jit::new(QuantMatmulRing::new(group), device),
-            fragments: [8, 16, 32, 64, 128, 256].map(|bm| {
-                let stages = super::fragment_stages(<T as LowpElement>::DTYPE.bits(), bm);
-                // (256 rows of A per block: two warp groups, which take no splits)
-                let warp_groups = if bm == 256 { 2 } else { 1 };
+            fragments: [8, 16, 32, 64, 128].map(|bm| {
+                let stages = super::fragment_stages(bits, bm);
                 [1, 2, 4, 8].map(|splits| {
                     let config = QuantMatmulFragments::new(group, bm)
                         .with_stages(stages)
-                        .with_splits(splits)
-                        .with_warp_groups(warp_groups);
+                        .with_splits(splits);
                     tilus::Jit::new(config, device)
                 })
+            }),
+            wide: [64, 128, 256].map(|bm| {
+                let config = QuantMatmulFragments::new(group, bm)
+                    .with_stages(super::fragment_stages(bits, bm))
+                    .with_warp_groups(2);
+                tilus::Jit::new(config, device)
             }),
             scheme,
             no_zeros,
@@ -135,9 +140,10 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
 
     /// `c [m, n] = a [m, k] · dequant(w)ᵀ` on `stream` by the fragment kernel, on weights
     /// prepacked by [`super::prepack()`] and uploaded (`words`, `scales` and, for unsigned
-    /// types, `zeros` as [`Prepacked`] holds them), `shape` W's: any number of rows of A (the
-    /// fewest rows per block of 8, 16, 32, 64, 128 and 256 that hold them, 256 past that),
-    /// K a multiple of 8, groups of 64 or more (or per channel).
+    /// types, `zeros` as [`Prepacked`] holds them), `shape` W's: any number of rows of A (up
+    /// to 128 the fewest rows per block of 8 to 128 that hold them, past that two warp groups
+    /// per block; see `fragment_choice`), K a multiple of 8, groups of 64 or more (or per
+    /// channel).
     ///
     /// ```no_run
     /// use half::f16;
@@ -194,8 +200,14 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         };
         let (mi, ni, ki) = checked::<T>((m, n, k), self.scheme, &lens)?;
         let z = zeros.unwrap_or(&self.no_zeros);
-        let (i, s) = fragment_index(fragment_choice(m, (tiles_n, tiles_k)));
-        Ok(self.fragments[i][s].launch(stream, (mi, ni, ki, a, words, scales, z, c))?)
+        let jit = match fragment_choice(m, (tiles_n, tiles_k)) {
+            FragmentKernel::One { block_m, splits } => {
+                let row = (block_m / 8).trailing_zeros() as usize;
+                &self.fragments[row][splits.trailing_zeros() as usize]
+            }
+            FragmentKernel::Two { block_m } => &self.wide[(block_m / 64).trailing_zeros() as usize],
+        };
+        Ok(jit.launch(stream, (mi, ni, ki, a, words, scales, z, c))?)
     }
 
     /// The same computation by `config` on the CPU interpreter, on host slices.
@@ -257,27 +269,49 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
     }
 }
 
-/// The fragment kernel `run_fragments` launches for `m` rows of A over `(tiles_n, tiles_k)`
-/// tiles of W: the fewest rows of A per block of 8 to 256 that hold them (256 past that, with
-/// two warp groups: 0.93x cuBLAS f16 at 4096 x 28672 x 8192 int4 on an H200 against 0.81x
-/// with one, docs/perf.md), and the K splits of [`super::fragment_splits`] (none past 128
-/// rows per block).
-fn fragment_choice(m: usize, (tiles_n, tiles_k): (usize, usize)) -> (i32, i32) {
-    let block_m = m.next_power_of_two().clamp(8, 256);
-    let splits = match block_m {
-        256 => 1,
-        // (one block of rows of A: below 256 rows per block they hold every row)
-        _ => super::fragment_splits(tiles_n, tiles_k),
-    };
-    (block_m as i32, splits)
+/// Multiprocessors of an H100 or H200: the blocks a grid of the two-warp-group fragment
+/// kernel should reach before it takes more rows of A per block.
+const MULTIPROCESSORS: usize = 132;
+
+/// Which fragment kernel `run_fragments` launches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FragmentKernel {
+    /// One warp group, `block_m` rows of A per block (8 to 128), K in `splits`.
+    One {
+        /// Rows of A per block.
+        block_m: i32,
+        /// Blocks sharing a tile's K steps.
+        splits: i32,
+    },
+    /// Two warp groups (128 rows of W per block), `block_m` rows of A per block (64, 128 or
+    /// 256).
+    Two {
+        /// Rows of A per block.
+        block_m: i32,
+    },
 }
 
-/// Where `(block_m, splits)` sits in `QuantMatmulOp`'s table of fragment kernels.
-fn fragment_index((block_m, splits): (i32, i32)) -> (usize, usize) {
-    (
-        (block_m / 8).trailing_zeros() as usize,
-        splits.trailing_zeros() as usize,
-    )
+/// The fragment kernel `run_fragments` launches for `m` rows of A over `(tiles_n, tiles_k)`
+/// tiles of W. Up to 128 rows: one warp group, the fewest rows of A per block of 8 to 128
+/// that hold them, and the K splits of [`super::fragment_splits`]. Past 128: two warp groups
+/// with 256 rows of A per block, or 128 or 64 where 256 would leave multiprocessors idle
+/// (docs/perf.md, on an H100: 4096 x 28672 x 8192 int4 0.93x cuBLAS f16 with 256 rows
+/// against 0.81x with one warp group; 300 x 8192 x 8192 0.69x with 128 rows, 0.45x with 256).
+fn fragment_choice(m: usize, (tiles_n, tiles_k): (usize, usize)) -> FragmentKernel {
+    if m <= 128 {
+        return FragmentKernel::One {
+            block_m: m.next_power_of_two().clamp(8, 128) as i32,
+            splits: super::fragment_splits(tiles_n, tiles_k),
+        };
+    }
+    let pairs = tiles_n.div_ceil(2);
+    let block_m = [256, 128, 64]
+        .into_iter()
+        .find(|&bm| pairs * m.div_ceil(bm) >= MULTIPROCESSORS)
+        .unwrap_or(64);
+    FragmentKernel::Two {
+        block_m: block_m as i32,
+    }
 }
 
 /// Whether the fragment kernel takes prepacked weights `w` with a kernel for groups of
@@ -543,17 +577,41 @@ mod tests {
     /// rows of A TMA cannot read stays on the few-rows kernel.
     #[test]
     fn fragments_take_the_fewest_rows_per_block_and_split_small_grids() {
-        use super::fragment_choice;
-        assert_eq!(fragment_choice(1, (448, 128)), (8, 1));
-        assert_eq!(fragment_choice(1, (192, 64)), (8, 2));
-        assert_eq!(fragment_choice(16, (128, 128)), (16, 4));
-        assert_eq!(fragment_choice(100, (448, 128)), (128, 1));
-        assert_eq!(fragment_choice(300, (16, 64)), (256, 1));
-        assert_eq!(fragment_choice(4096, (448, 128)), (256, 1));
-        // the table: rows 8 to 256 per block, splits 1 to 8
-        assert_eq!(super::fragment_index((8, 1)), (0, 0));
-        assert_eq!(super::fragment_index((16, 4)), (1, 2));
-        assert_eq!(super::fragment_index((256, 8)), (5, 3));
+        use super::{fragment_choice, FragmentKernel::*};
+        assert_eq!(
+            fragment_choice(1, (448, 128)),
+            One {
+                block_m: 8,
+                splits: 1
+            }
+        );
+        assert_eq!(
+            fragment_choice(1, (192, 64)),
+            One {
+                block_m: 8,
+                splits: 2
+            }
+        );
+        assert_eq!(
+            fragment_choice(16, (128, 128)),
+            One {
+                block_m: 16,
+                splits: 4
+            }
+        );
+        assert_eq!(
+            fragment_choice(100, (448, 128)),
+            One {
+                block_m: 128,
+                splits: 1
+            }
+        );
+        // past 128 rows: two warp groups, 256 rows of A per block where that fills the
+        // machine, fewer where it would not
+        assert_eq!(fragment_choice(129, (448, 128)), Two { block_m: 256 });
+        assert_eq!(fragment_choice(4096, (448, 128)), Two { block_m: 256 });
+        assert_eq!(fragment_choice(300, (128, 128)), Two { block_m: 128 });
+        assert_eq!(fragment_choice(300, (16, 64)), Two { block_m: 64 });
     }
 
     #[test]

@@ -137,10 +137,13 @@ fn gpu_quant_matmul_on_prepacked_fragments_matches_the_product_of_the_f16_weight
     let device = Device::open(0).expect("a Hopper GPU");
     let mut rng = Rng::new(seed());
     let g128 = Scheme::grouped(128);
-    // (300: two blocks of 256 rows of A)
+    // (300: two warp groups per block, 64 rows of A each for 8 pairs of tiles of W)
     for m in [1, 16, 100, 300] {
         check_fragments::<I4>(&device, (m, 1000, 4096), g128, &mut rng);
     }
+    // two warp groups with 128 and 256 rows of A per block, ragged M and N
+    check_fragments::<I4>(&device, (600, 4100, 1024), g128, &mut rng);
+    check_fragments::<I8>(&device, (2000, 8200, 512), g128, &mut rng);
     check_fragments::<U4>(&device, (3, 512, 2048), g128, &mut rng);
     check_fragments::<I8>(&device, (64, 520, 1024), Scheme::per_channel(), &mut rng);
     check_fragments::<F8E4M3>(&device, (1, 256, 4096), Scheme::grouped(64), &mut rng);

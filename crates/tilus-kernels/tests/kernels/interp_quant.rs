@@ -198,7 +198,7 @@ fn interp_quant_matmul_on_prepacked_fragments_matches_the_product_of_the_f16_wei
 /// Two warp groups per block, each its own tile of W against the shared tile of A, the ring
 /// filled by a producer warp: rings that wrap (5 steps in 2 stages, 8 in 3), a block whose
 /// second tile lies wholly past N (its copies zeros, its stores none), one stage (each
-/// product complete before the next), zero points, 256 rows of A in two row blocks.
+/// product complete before the next), zero points, 256 and 64 rows of A per block.
 #[test]
 fn interp_quant_matmul_on_fragments_with_two_warp_groups_matches_the_product_of_the_f16_weights() {
     use tilus_kernels::quant::QuantMatmulFragments;
@@ -232,6 +232,14 @@ fn interp_quant_matmul_on_fragments_with_two_warp_groups_matches_the_product_of_
         (300, 130, 256),
         grouped(128),
         &wide::<I4>(128, (256, 3)),
+        &mut rng,
+    );
+    // what the host API takes past 128 rows of A where 256 per block leaves the machine
+    // idle: 64 rows per block, three row blocks, the ring wrapping twice
+    check_fragment_config(
+        (150, 64, 768),
+        grouped(128),
+        &wide::<I4>(128, (64, 4)),
         &mut rng,
     );
 }
