@@ -244,6 +244,26 @@ fn interp_quant_matmul_on_fragments_with_two_warp_groups_matches_the_product_of_
     );
 }
 
+/// One warp group with its ring given back through empty barriers and refilled two steps
+/// behind (`with_pipelined`): rings that wrap, one stage, two stages (refilled one step
+/// behind), and splits (which keep the block barrier).
+#[test]
+fn interp_quant_matmul_on_pipelined_fragments_matches_the_product_of_the_f16_weights() {
+    use tilus_kernels::quant::QuantMatmulFragments;
+    let mut rng = Rng::new(seed());
+    fn piped<T>(group: i32, (block_m, stages, splits): (i32, i32, i32)) -> QuantMatmulFragments<T> {
+        QuantMatmulFragments::new(group, block_m)
+            .with_stages(stages)
+            .with_splits(splits)
+            .with_pipelined(true)
+    }
+    let g64 = Scheme::grouped(64);
+    check_fragment_config((1, 72, 640), g64, &piped::<I4>(64, (8, 4, 1)), &mut rng);
+    check_fragment_config((5, 64, 256), g64, &piped::<U4>(64, (8, 1, 1)), &mut rng);
+    check_fragment_config((20, 130, 320), g64, &piped::<I8>(64, (32, 2, 1)), &mut rng);
+    check_fragment_config((3, 64, 512), g64, &piped::<I4>(64, (8, 3, 2)), &mut rng);
+}
+
 /// Each K step of each tile is copied once and multiplied once, however the steps are split
 /// across blocks: A's tile, W's words and the scales by TMA (three copies), four WGMMAs of
 /// k = 16, at three tiles of W, one or two of A's rows and eight steps shared by 1, 2 and 4

@@ -145,6 +145,9 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
     // exponent trick and scaled a pair at a time, the product on the tensor cores with the
     // dequantized weights as the register operand
     assert!(s.contains("tma.global_to_shared(g1 -> s1[0]"), "{s}");
+    // each thread's run of four words in one 16-byte shared load
+    assert!(s.contains("tilus_ld_shared_v4("), "{s}");
+    assert!(!s.contains("tilus_ld_shared_u32("), "{s}");
     assert!(s.contains("tilus_f16x2_from_biased("), "{s}");
     assert!(s.contains("mul.rn.f16x2"), "{s}");
     // the step before's product completes while the step is dequantized: one in flight

@@ -377,6 +377,22 @@ fn load_shared(e: &mut Emitter, src: &SharedView, out: RegId) {
         close_element_loop(e);
         return;
     }
+    if dtype.bits() == 32 && runs_of(e, src, &l, threads, 4) {
+        // 16 bytes at a time: each run of 4 locals is one aligned 16-byte chunk of a row
+        // (a thread's run of packed words)
+        e.use_helper(Helper::Memory(MemoryHelper::LdShared128));
+        let addr = open_element_loop_by(e, src, &l, 4);
+        e.line(format!("const uint4 v = tilus_ld_shared_v4({addr});"));
+        let t = c_type(dtype);
+        let parts: Vec<String> = ["x", "y", "z", "w"]
+            .iter()
+            .enumerate()
+            .map(|(j, f)| format!("{name}[l + {j}] = *reinterpret_cast<const {t}*>(&v.{f});"))
+            .collect();
+        e.line(parts.join(" "));
+        close_element_loop(e);
+        return;
+    }
     // Generic path: one shared-memory load per element.
     let addr = open_element_loop(e, src, &l);
     let st = storage(e.p.register(out));
@@ -477,17 +493,31 @@ fn store_shared(e: &mut Emitter, dst: &SharedView, src: &crate::ir::RegView) {
 /// shared view keeps such runs in one aligned 16-byte chunk (8-byte half-chunk for bytes:
 /// rows of a multiple of 8 elements, column blocks too).
 fn runs_of_eight(e: &Emitter, dst: &SharedView, l: &RegisterLayout, threads: i64) -> bool {
+    runs_of(e, dst, l, threads, 8)
+}
+
+/// Whether each thread's locals come in runs of `n` consecutive elements of one row, each
+/// run starting at a multiple of `n` (rows of whole runs, stages unpadded): with `n`
+/// elements of `16 / n` bytes, each run is one aligned 16-byte chunk, which every swizzle
+/// keeps whole.
+fn runs_of(e: &Emitter, dst: &SharedView, l: &RegisterLayout, threads: i64, n: i64) -> bool {
     let ls = l.local_size();
     let sl = view_layout(e, dst);
-    if ls % 8 != 0 || l.rank() == 0 || sl.row_span() % 8 != 0 || sl.stage_stride.is_some() {
+    // (a transposed view's rows are the stored columns: its runs are not contiguous)
+    if ls % n != 0
+        || l.rank() == 0
+        || dst.transposed
+        || sl.row_span() % n != 0
+        || sl.stage_stride.is_some()
+    {
         return false;
     }
     let last = l.rank() - 1;
     (0..threads).all(|t| {
-        (0..ls).step_by(8).all(|g| {
+        (0..ls).step_by(n as usize).all(|g| {
             let first = l.coords(t, g);
-            first[last] % 8 == 0
-                && (1..8).all(|j| {
+            first[last] % n == 0
+                && (1..n).all(|j| {
                     let c = l.coords(t, g + j);
                     c[..last] == first[..last] && c[last] == first[last] + j
                 })
@@ -550,6 +580,8 @@ pub(crate) enum MemoryHelper {
     LdShared32,
     /// 64-bit shared load (two words).
     LdShared64,
+    /// 128-bit shared load (four words).
+    LdShared128,
     /// 16- and 32-bit shared stores.
     StShared,
     /// `fence.proxy.async.shared::cta`.
@@ -625,6 +657,13 @@ static __device__ __forceinline__ void tilus_stmatrix_x1(const u32* r, u32 addr)
         MemoryHelper::LdShared64 => r#"static __device__ __forceinline__ uint2 tilus_ld_shared_v2(u32 addr) {
   uint2 v;
   asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(addr));
+  return v;
+}
+"#
+        .into(),
+        MemoryHelper::LdShared128 => r#"static __device__ __forceinline__ uint4 tilus_ld_shared_v4(u32 addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
   return v;
 }
 "#

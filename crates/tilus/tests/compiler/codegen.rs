@@ -18,10 +18,13 @@ use tilus::prelude::PtrMut;
 #[test]
 fn tile_copy_compiles_with_the_generic_load_and_each_swizzle() {
     let src = tilus::emit(&TileCopy { rows: 16, cols: 32 }, &[]).unwrap();
+    // each thread's four consecutive f32 of a row: one aligned 16-byte chunk, which the
+    // swizzle keeps whole, in one load
     assert!(
-        src.contains("tilus_ld_shared_u32("),
-        "f32 tiles use the generic shared load"
+        src.contains("const uint4 v = tilus_ld_shared_v4(s0 + tilus_swizzle("),
+        "f32 tiles held in runs of four take 16-byte shared loads\n{src}"
     );
+    assert!(!src.contains("tilus_ld_shared_u32("), "{src}");
     assert!(
         !src.contains("ldmatrix.sync"),
         "ldmatrix is for 16-bit tiles"
