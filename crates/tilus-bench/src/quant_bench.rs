@@ -44,9 +44,6 @@ pub struct Variants {
     pub fragment_splits: Vec<i32>,
     /// Rows of A per block and stages of the fragment kernel with two warp groups.
     pub fragment_wide: Vec<(i32, i32)>,
-    /// Stage counts of the fragment kernel with its ring given back through empty barriers
-    /// (`with_pipelined`), rows of A per block as the host API picks.
-    pub fragment_pipelined: Vec<i32>,
 }
 
 /// What one shape and type measured.
@@ -236,20 +233,12 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
                     .fragment_wide
                     .iter()
                     .map(|&(b, s)| (format!("b{b} s{s} w2"), (b, s, 1, 2))),
-            )
-            .chain(
-                variants
-                    .fragment_pipelined
-                    .iter()
-                    .map(|&s| (format!("s{s} p"), (bm, s, 1, 0))),
             );
         for (label, (bm, stages, splits, warp_groups)) in configs {
-            // (warp groups 0: one, pipelined)
             let config = QuantMatmulFragments::<T>::new(group, bm)
                 .with_stages(stages)
                 .with_splits(splits)
-                .with_warp_groups(warp_groups.max(1))
-                .with_pipelined(warp_groups == 0);
+                .with_warp_groups(warp_groups);
             let jit = tilus::Jit::new(config, device);
             let mut cv = poisoned::<f16>(&stream, &what, mn)?;
             let zeros = z.as_ref().unwrap_or(&sc);

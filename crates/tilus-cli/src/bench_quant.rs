@@ -10,10 +10,10 @@ use tilus_kernels::quant::Scheme;
 pub(crate) fn quant(
     sizes: &str,
     dtypes: &str,
-    (group, few_rows, (fragment_stages, fragment_splits, (fragment_wide, fragment_pipelined))): (
+    (group, few_rows, (fragment_stages, fragment_splits, fragment_wide)): (
         usize,
         &str,
-        (&str, &str, (&str, &str)),
+        (&str, &str, &str),
     ),
     opts: &BenchOptions,
 ) -> CliResult<bool> {
@@ -22,7 +22,6 @@ pub(crate) fn quant(
         fragment_stages: positive_counts(fragment_stages)?,
         fragment_splits: positive_counts(fragment_splits)?,
         fragment_wide: wide_configs(fragment_wide)?,
-        fragment_pipelined: positive_counts(fragment_pipelined)?,
     };
     let shapes = crate::bench_epilogue::matmul_shapes(sizes)?;
     let types: Vec<&str> = dtypes.split(',').map(str::trim).collect();

@@ -415,10 +415,6 @@ enum BenchCommand {
         /// API's choice, comma-separated BxS: rows of A per block, stages.
         #[arg(long, default_value = "")]
         fragment_wide: String,
-        /// Stage counts of the fragment kernel with its ring given back through empty
-        /// barriers, to time beside the host API's choice, comma-separated.
-        #[arg(long, default_value = "")]
-        fragment_pipelined: String,
         /// Warm-up rounds.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
@@ -659,7 +655,6 @@ fn run(cli: Cli) -> CliResult<bool> {
                 fragment_stages,
                 fragment_splits,
                 fragment_wide,
-                fragment_pipelined,
                 warmup,
                 rounds,
                 timing,
@@ -669,11 +664,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 (
                     group,
                     &few_rows,
-                    (
-                        &fragment_stages,
-                        &fragment_splits,
-                        (&fragment_wide, &fragment_pipelined),
-                    ),
+                    (&fragment_stages, &fragment_splits, &fragment_wide),
                 ),
                 &BenchOptions {
                     warmup,

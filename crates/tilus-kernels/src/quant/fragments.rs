@@ -63,10 +63,6 @@ pub struct QuantMatmulFragments<T> {
     /// of A (1, or 2: A read from L2 once per 128 rows of W, and two warps per scheduler to
     /// hide each other's dequantization; no splits; see `fragments_wide.rs`).
     pub warp_groups: i32,
-    /// With one warp group and no splits: the stages given back through empty barriers and
-    /// refilled two steps behind, as two warp groups do (`fragments_wide.rs`), instead of a
-    /// block barrier before each refill.
-    pub pipelined: bool,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -103,15 +99,8 @@ impl<T> QuantMatmulFragments<T> {
             group,
             splits: 1,
             warp_groups: 1,
-            pipelined: false,
             _t: PhantomData,
         }
-    }
-
-    /// The same kernel with its ring given back through empty barriers (see the field).
-    pub fn with_pipelined(mut self, pipelined: bool) -> QuantMatmulFragments<T> {
-        self.pipelined = pipelined;
-        self
     }
 
     /// The same kernel with `warp_groups` warp groups multiplying (1 or 2; see the field).
@@ -151,7 +140,7 @@ where
         let t = <T as LowpElement>::DTYPE;
         let plan = BlockPlan::new(self, t, kk.as_const().unwrap_or(1));
         let v = FragmentViews::new::<T>(k, &plan, (m, n, kk), (a, w, s, z, c));
-        if self.warp_groups > 1 || (self.pipelined && plan.splits == 1) {
+        if self.warp_groups > 1 {
             return super::fragments_wide::body::<T>(k, self, &plan, &v, (m, n));
         }
         let (steps, splits) = (plan.steps, plan.splits);
@@ -493,7 +482,6 @@ impl<T> std::fmt::Debug for QuantMatmulFragments<T> {
             .field("group", &self.group)
             .field("splits", &self.splits)
             .field("warp_groups", &self.warp_groups)
-            .field("pipelined", &self.pipelined)
             .finish()
     }
 }

@@ -26,7 +26,7 @@ pub(super) fn body<T>(
     T: Element + LowpElement,
 {
     let t = <T as LowpElement>::DTYPE;
-    let (bm, stages, rows, groups) = (cfg.block_m, plan.stages, plan.rows, cfg.warp_groups.max(1));
+    let (bm, stages, rows, groups) = (cfg.block_m, plan.stages, plan.rows, cfg.warp_groups);
     let block_n = TILE_N as i32 * groups;
     k.blocks([cdiv(n, block_n), cdiv(m, bm)]);
     k.warps(4 * groups as u32);

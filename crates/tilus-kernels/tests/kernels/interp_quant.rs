@@ -244,30 +244,10 @@ fn interp_quant_matmul_on_fragments_with_two_warp_groups_matches_the_product_of_
     );
 }
 
-/// One warp group with its ring given back through empty barriers and refilled two steps
-/// behind (`with_pipelined`): rings that wrap, one stage, two stages (refilled one step
-/// behind), and splits (which keep the block barrier).
-#[test]
-fn interp_quant_matmul_on_pipelined_fragments_matches_the_product_of_the_f16_weights() {
-    use tilus_kernels::quant::QuantMatmulFragments;
-    let mut rng = Rng::new(seed());
-    fn piped<T>(group: i32, (block_m, stages, splits): (i32, i32, i32)) -> QuantMatmulFragments<T> {
-        QuantMatmulFragments::new(group, block_m)
-            .with_stages(stages)
-            .with_splits(splits)
-            .with_pipelined(true)
-    }
-    let g64 = Scheme::grouped(64);
-    check_fragment_config((1, 72, 640), g64, &piped::<I4>(64, (8, 4, 1)), &mut rng);
-    check_fragment_config((5, 64, 256), g64, &piped::<U4>(64, (8, 1, 1)), &mut rng);
-    check_fragment_config((20, 130, 320), g64, &piped::<I8>(64, (32, 2, 1)), &mut rng);
-    check_fragment_config((3, 64, 512), g64, &piped::<I4>(64, (8, 3, 2)), &mut rng);
-}
-
 /// Each K step of each tile is copied once and multiplied once, however the steps are split
 /// across blocks: A's tile, W's words and the scales by TMA (three copies), four WGMMAs of
 /// k = 16, at three tiles of W, one or two of A's rows and eight steps shared by 1, 2 and 4
-/// blocks.
+/// blocks; with two warp groups, A's tile once per step for both tiles of a block.
 #[test]
 fn interp_quant_matmul_on_fragments_copies_and_multiplies_each_step_once() {
     let mut rng = Rng::new(seed());
@@ -307,5 +287,24 @@ fn interp_quant_matmul_on_fragments_copies_and_multiplies_each_step_once() {
         assert_eq!(report.tma_copies, 3 * steps, "splits {splits}");
         assert_eq!(report.mma_instructions, 4 * steps, "splits {splits}");
         assert_matches(&format!("splits {splits}"), &c, reference(&a, &q, m), n);
+    }
+    // two warp groups: a block per two tiles of W (the second block's second tile past N,
+    // copied as zeros), A's tile once per step for both, each tile's words and scales
+    for block_m in [8, 16] {
+        let config = tilus_kernels::quant::QuantMatmulFragments::<I4>::new(128, block_m)
+            .with_stages(3)
+            .with_warp_groups(2);
+        let tiles_m = m.div_ceil(block_m as usize) as u64;
+        let mut c = vec![f16::NAN; m * n];
+        let dims = (m as i32, n as i32, k as i32);
+        let (w, s) = (&p.words[..], &p.scales[..]);
+        let args = (dims.0, dims.1, dims.2, &a[..], w, s, s, &mut c[..]);
+        let report = tilus::interpret(&config, args).unwrap();
+        let blocks = tiles_n.div_ceil(2) * tiles_m;
+        let what = format!("two warp groups, block_m {block_m}");
+        assert_eq!(report.blocks, blocks, "{what}");
+        assert_eq!(report.tma_copies, 5 * blocks * tiles_k, "{what}");
+        assert_eq!(report.mma_instructions, 8 * blocks * tiles_k, "{what}");
+        assert_matches(&what, &c, reference(&a, &q, m), n);
     }
 }
