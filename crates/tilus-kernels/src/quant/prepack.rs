@@ -33,17 +33,22 @@ pub fn fragment_layout() -> RegisterLayout {
 
 /// The order of a thread's codes in its words for type `t`: the fragment's registers
 /// ([`fragment_layout`]) reordered so that the two elements of each f16 pair of the fragment
-/// sit `16 / b` codes apart in one word — 4-bit codes `q` and `q + 4`, 8-bit codes `q` and
-/// `q + 2` — where one shift and one mask (`(w >> 4q) & 0x000f000f`) put both in their
-/// halves of a 32-bit word, ready for the exponent trick. Other widths keep the fragment's
-/// order.
+/// sit `16 / b` codes apart in one word — 8-bit codes `q` and `q + 2`, 4-bit `q` and `q + 4`,
+/// 2-bit `q` and `q + 8`, 1-bit `q` and `q + 16` — where one shift and one mask
+/// (`(w >> 4q) & 0x000f000f` for 4 bits) put both in their halves of a 32-bit word, ready for
+/// the exponent trick. Other types keep the fragment's order.
 pub fn code_layout(t: DType) -> RegisterLayout {
     let f = fragment_layout();
-    // the fragment's local modes, outermost first: 4 column blocks of 8, rows +8, the column
-    // pair's two halves... as `[d1:4, d1:2, d0:2, d1:2]`; the last is the pair
+    // the fragment's local modes, outermost first: 4 column blocks of 8, two more columns,
+    // rows +8, the column pair's two halves (`[d1:4, d1:2, d0:2, d1:2]`; the last is the
+    // pair); a code's place in the thread's run is the reordered modes' row-major index, so
+    // the pair's mode goes where its stride is 16 bits of a word (and the modes before it
+    // pick the word)
     match t {
-        DType::Int(4) | DType::UInt(4) => f.reorder_locals(&[0, 3, 1, 2]),
         DType::Int(8) | DType::UInt(8) => f.reorder_locals(&[0, 1, 3, 2]),
+        DType::Int(4) | DType::UInt(4) => f.reorder_locals(&[0, 3, 1, 2]),
+        DType::Int(2) | DType::UInt(2) => f.reorder_locals(&[1, 3, 0, 2]),
+        DType::Int(1) | DType::UInt(1) => f.reorder_locals(&[3, 0, 1, 2]),
         _ => f,
     }
 }
@@ -230,17 +235,27 @@ mod tests {
             let (la, lb) = (at(&a), at(&b));
             assert_eq!((la / 8, lb - la, la % 8 < 4), (lb / 8, 4, true), "pair {p}");
         }
-        // int8: every pair 2 codes (16 bits) apart in one word of 4
-        let l8 = code_layout(DType::I8);
-        for p in 0..CODES / 2 {
-            let (a, b) = (f.coords(0, 2 * p as i64), f.coords(0, 2 * p as i64 + 1));
-            let at = |c: &Vec<i64>| (0..CODES as i64).find(|&l| l8.coords(0, l) == *c).unwrap();
-            let (la, lb) = (at(&a), at(&b));
-            assert_eq!(
-                (la / 4, lb - la, la % 4 < 2),
-                (lb / 4, 2, true),
-                "int8 pair {p}"
-            );
+        // every width: each pair 16 bits apart in one word, the first in the low half
+        for (t, bits) in [(DType::I8, 8), (DType::Int(2), 2), (DType::UInt(1), 1)] {
+            let l = code_layout(t);
+            let per_word = 32 / bits;
+            for thread in [0, 37, 127] {
+                for p in 0..CODES / 2 {
+                    let c = |i: usize| f.coords(thread, i as i64);
+                    let (a, b) = (c(2 * p), c(2 * p + 1));
+                    let at = |c: &Vec<i64>| {
+                        (0..CODES as i64)
+                            .find(|&x| l.coords(thread, x) == *c)
+                            .unwrap()
+                    };
+                    let (la, lb) = (at(&a), at(&b));
+                    assert_eq!(
+                        (la / per_word, lb - la, la % per_word < per_word / 2),
+                        (lb / per_word, per_word / 2, true),
+                        "{t} thread {thread} pair {p}"
+                    );
+                }
+            }
         }
         let q8 = quantize::<I8>(&w, (n, k), Scheme::per_channel());
         assert_eq!(prepack(&q8).unwrap().words.len(), 2 * 2 * 128 * 8);

@@ -184,6 +184,8 @@ fn interp_quant_matmul_on_prepacked_fragments_matches_the_product_of_the_f16_wei
     check_fragments::<F8E4M3>((3, 64, 128), Scheme::grouped(64), (8, 1, 1), &mut rng);
     check_fragments::<F4E2M1>((20, 64, 192), Scheme::grouped(64), (32, 2, 1), &mut rng);
     check_fragments::<I2>((2, 64, 128), Scheme::grouped(128), (8, 2, 1), &mut rng);
+    // (1-bit codes: each f16 pair 16 codes apart in the thread's one word)
+    check_fragments::<Int<1>>((4, 72, 256), Scheme::grouped(64), (8, 3, 1), &mut rng);
     // K split across blocks: 4 of 2 steps each (groups straddling none), the turns passed
     // through three partial sums; 2 of 3 steps with zero points; a count that does not
     // divide the steps (3 of 8: 2 are taken), with two row blocks of A

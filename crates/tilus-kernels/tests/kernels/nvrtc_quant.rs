@@ -166,7 +166,9 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
     frag::<I8>(64, 8192, 64);
     frag::<F8E4M3>(0, 8192, 8);
     frag::<F4E2M1>(128, 4096, 128);
-    frag::<I2>(128, 4096, 32);
+    // 2-bit codes: each pair from one word by one shift and one mask too
+    let s2 = frag::<I2>(128, 4096, 32);
+    assert!(s2.contains("& 0x30003u) ^ 0x64026402u)"), "{s2}");
     // 256 rows of A per block: a [64, 256] f32 accumulator, without spills
     frag::<I4>(128, 8192, 256);
     frag::<I8>(128, 8192, 256);
