@@ -572,48 +572,26 @@ fn gcd(a: usize, b: usize) -> usize {
 mod tests {
     use super::*;
 
-    /// Every row of A in one block up to 4 rows; the tensor cores from 5, the fewest rows per
-    /// block that hold M (up to 128); the ring past 128 rows where the groups allow; a K whose
-    /// rows of A TMA cannot read stays on the few-rows kernel.
+    /// Up to 128 rows of A one warp group, the fewest rows per block that hold M and the
+    /// splits that fill the machine; past 128 two warp groups, with 256 rows per block where
+    /// that still gives every multiprocessor a block, fewer where it would not.
     #[test]
     fn fragments_take_the_fewest_rows_per_block_and_split_small_grids() {
         use super::{fragment_choice, FragmentKernel::*};
-        assert_eq!(
-            fragment_choice(1, (448, 128)),
-            One {
-                block_m: 8,
-                splits: 1
-            }
-        );
-        assert_eq!(
-            fragment_choice(1, (192, 64)),
-            One {
-                block_m: 8,
-                splits: 2
-            }
-        );
-        assert_eq!(
-            fragment_choice(16, (128, 128)),
-            One {
-                block_m: 16,
-                splits: 4
-            }
-        );
-        assert_eq!(
-            fragment_choice(100, (448, 128)),
-            One {
-                block_m: 128,
-                splits: 1
-            }
-        );
-        // past 128 rows: two warp groups, 256 rows of A per block where that fills the
-        // machine, fewer where it would not
+        let one = |block_m, splits| One { block_m, splits };
+        assert_eq!(fragment_choice(1, (448, 128)), one(8, 1));
+        assert_eq!(fragment_choice(1, (192, 64)), one(8, 2));
+        assert_eq!(fragment_choice(16, (128, 128)), one(16, 4));
+        assert_eq!(fragment_choice(100, (448, 128)), one(128, 1));
         assert_eq!(fragment_choice(129, (448, 128)), Two { block_m: 256 });
         assert_eq!(fragment_choice(4096, (448, 128)), Two { block_m: 256 });
         assert_eq!(fragment_choice(300, (128, 128)), Two { block_m: 128 });
         assert_eq!(fragment_choice(300, (16, 64)), Two { block_m: 64 });
     }
 
+    /// Every row of A in one block up to 4 rows; the tensor cores from 5, the fewest rows per
+    /// block that hold M (up to 128); the ring past 128 rows where the groups allow; a K whose
+    /// rows of A TMA cannot read stays on the few-rows kernel.
     #[test]
     fn plans_take_every_row_of_a_in_one_block_up_to_128_then_the_ring() {
         let few = |b| Plan::FewRows { block_m: b };
