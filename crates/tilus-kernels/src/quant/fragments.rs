@@ -8,12 +8,15 @@
 //! words of W and its scales (and zero points), all brought by TMA on one mbarrier. Per step
 //! each thread reads its run of words, unpacks the codes, relabels them as its part of the
 //! `[64, 64]` register operand (no data moves: the host put them there, each f16 pair's two
-//! codes in one word for int4 and int8), dequantizes them in f16 pairs (`q · s` rounded to
+//! codes in one word for integers of 1 to 8 bits), dequantizes them in f16 pairs (`q · s` rounded to
 //! f16 as every path; `(q - z) · s` with zero points) and issues the product; the step
 //! before's product completes meanwhile, and its stage then takes the step `stages` after it:
 //! TMA keeps `stages - 1` steps in flight and no thread waits for global memory. With
 //! `splits`, the blocks of a tile share its K steps and pass their partial sums on in turn
-//! through a workspace; the last stores C.
+//! through a workspace; the last stores C. With `warp_groups = 2` a block holds two warp
+//! groups, each its own 64 rows of W against the one tile of A (`fragments_wide.rs`; this
+//! file keeps what both forms share: the block's plan, the views, a step's copies and its
+//! dequantization).
 //!
 //! Rows of A past M arrive as zeros (TMA), rows of W past N are the prepack's padding (code
 //! 0, scale 0), and C is stored under its bounds: every M and N are taken; K is a multiple of

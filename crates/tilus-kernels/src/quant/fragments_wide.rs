@@ -5,8 +5,9 @@
 //! tensor cores' products. The warp groups give a stage back when the product reading it is
 //! complete; one thread of the first refills it once both have (no producer warp: a ninth
 //! warp would take a third warp's registers on one scheduler, 168 a thread, and the
-//! [64, 256] accumulator spills there). For many rows of A, where one warp group's dequantization, issued
-//! instruction after dependent instruction, takes about as long as its product (docs/perf.md).
+//! [64, 256] accumulator spills there). For many rows of A, where one warp group's
+//! dequantization, issued instruction after dependent instruction, takes about as long as
+//! its product (docs/perf.md).
 
 use super::fragments::{BlockPlan, FragmentViews, StepCopies, StepLayouts, TileStage};
 use super::prepack::{TILE_K, TILE_N};
