@@ -36,7 +36,9 @@ pub fn fragment_layout() -> RegisterLayout {
 /// sit `16 / b` codes apart in one word — 8-bit codes `q` and `q + 2`, 4-bit `q` and `q + 4`,
 /// 2-bit `q` and `q + 8`, 1-bit `q` and `q + 16` — where one shift and one mask
 /// (`(w >> 4q) & 0x000f000f` for 4 bits) put both in their halves of a 32-bit word, ready for
-/// the exponent trick. Other types keep the fragment's order.
+/// the exponent trick; f4e2m1 as the 4-bit integers (its pairs' bits placed as f16 fields,
+/// one shift and mask per field). FP8 keeps the fragment's order, each pair's two bytes side
+/// by side as the hardware's pair conversion reads them.
 pub fn code_layout(t: DType) -> RegisterLayout {
     let f = fragment_layout();
     // the fragment's local modes, outermost first: 4 column blocks of 8, two more columns,
@@ -46,7 +48,7 @@ pub fn code_layout(t: DType) -> RegisterLayout {
     // pick the word)
     match t {
         DType::Int(8) | DType::UInt(8) => f.reorder_locals(&[0, 1, 3, 2]),
-        DType::Int(4) | DType::UInt(4) => f.reorder_locals(&[0, 3, 1, 2]),
+        DType::Int(4) | DType::UInt(4) | DType::F4E2M1 => f.reorder_locals(&[0, 3, 1, 2]),
         DType::Int(2) | DType::UInt(2) => f.reorder_locals(&[1, 3, 0, 2]),
         DType::Int(1) | DType::UInt(1) => f.reorder_locals(&[3, 0, 1, 2]),
         _ => f,
@@ -236,7 +238,12 @@ mod tests {
             assert_eq!((la / 8, lb - la, la % 8 < 4), (lb / 8, 4, true), "pair {p}");
         }
         // every width: each pair 16 bits apart in one word, the first in the low half
-        for (t, bits) in [(DType::I8, 8), (DType::Int(2), 2), (DType::UInt(1), 1)] {
+        for (t, bits) in [
+            (DType::I8, 8),
+            (DType::Int(2), 2),
+            (DType::UInt(1), 1),
+            (DType::F4E2M1, 4),
+        ] {
             let l = code_layout(t);
             let per_word = 32 / bits;
             for thread in [0, 37, 127] {

@@ -165,7 +165,15 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
     frag::<U4>(128, 4096, 16);
     frag::<I8>(64, 8192, 64);
     frag::<F8E4M3>(0, 8192, 8);
-    frag::<F4E2M1>(128, 4096, 128);
+    // f4e2m1: each pair's sign and exponent-mantissa bits placed as f16 fields (one shift
+    // and mask each), times 2^14 (exact), then scaled
+    let f4 = frag::<F4E2M1>(128, 4096, 128);
+    let placed = "tilus_mul_f16x2(tilus_mul_f16x2(((((u32)(r1[0]) << 12) & 0x80008000u) | (((u32)(r1[0]) << 9) & 0xe000e00u)), 0x74007400u), ";
+    assert!(f4.contains(placed), "{placed}\n{f4}");
+    assert!(
+        !f4.contains("tilus_from_f4e2m1("),
+        "no per-code decoder\n{f4}"
+    );
     // 2-bit codes: each pair from one word by one shift and one mask too
     let s2 = frag::<I2>(128, 4096, 32);
     assert!(s2.contains("& 0x30003u) ^ 0x64026402u)"), "{s2}");

@@ -146,6 +146,94 @@ pub(super) fn small_int_pair_to_f16x2(t: DType, word: &str, shift: u32) -> Strin
     )
 }
 
+/// The format of float type `t` when its codes become f16 values by placing their bits
+/// ([`small_float_pair_to_f16x2`]): no infinities or NaN (a code's top exponent is an
+/// ordinary binade, which f16's is not), at most 4 exponent bits (each exponent an f16
+/// exponent below f16's top) and 10 mantissa bits — f4e2m1, f6e2m3, f6e3m2, f3e1m1.
+pub(super) fn placeable(t: DType) -> Option<FloatFormat> {
+    t.float_format()
+        .filter(|f| !f.has_nan() && f.exp <= 4 && f.man <= 10)
+}
+
+/// How the codes of a placeable float format become f16 values ([`placeable`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Placement {
+    /// The sign's bit in a code (moved to bit 15 of its half).
+    sign_at: u32,
+    /// The exponent and mantissa bits of a code, from bit 0.
+    fields: u32,
+    /// Where they go in a half: f16's mantissa is 10 bits, the code's top mantissa bit
+    /// below f16's exponent.
+    fields_to: u32,
+    /// The f16 bits of 2^(15 - bias), which restores the value.
+    restore: u32,
+}
+
+impl Placement {
+    fn of(f: FloatFormat) -> Placement {
+        Placement {
+            sign_at: f.exp + f.man,
+            fields: (1u32 << (f.exp + f.man)) - 1,
+            fields_to: 10 - f.man,
+            // exponent field (15 - bias) + 15
+            restore: ((30 - f.bias()) as u32) << 10,
+        }
+    }
+
+    /// The placed pair (before the restoring multiplication) of the codes at bits `shift`
+    /// and `shift + 16` of `word`: what the emitted C computes.
+    #[cfg(test)]
+    fn placed(self, word: u32, shift: u32) -> u32 {
+        let moved = |from: u32, to: u32| {
+            if to >= from {
+                word << (to - from)
+            } else {
+                word >> (from - to)
+            }
+        };
+        (moved(shift + self.sign_at, 15) & 0x8000_8000)
+            | (moved(shift, self.fields_to) & ((self.fields << self.fields_to) * 0x1_0001))
+    }
+}
+
+/// The two codes of float type `t` at bits `shift` and `shift + 16` of the 32-bit word
+/// `word` as an f16 pair, exactly: each code's sign moved to bit 15 of its half, its exponent
+/// and mantissa bits to the low bits of f16's exponent and the top of its mantissa (one
+/// shift and one mask for each field, both halves at once), which gives the code's value
+/// times 2^(bias - 15) — normals and subnormals alike, the two formats' subnormals sharing
+/// their smallest normal exponent — and one packed multiplication by 2^(15 - bias), exact,
+/// restores it. Needs `tilus_mul_f16x2`.
+pub(super) fn small_float_pair_to_f16x2(t: DType, word: &str, shift: u32) -> String {
+    let f = placeable(t).expect("small_float_pair_to_f16x2 takes placeable float types");
+    let p = Placement::of(f);
+    let moved = |from: u32, to: u32| {
+        if to >= from {
+            format!("((u32)({word}) << {})", to - from)
+        } else {
+            format!("((u32)({word}) >> {})", from - to)
+        }
+    };
+    let sign = format!("({} & 0x80008000u)", moved(shift + p.sign_at, 15));
+    let bits = format!(
+        "({} & {:#x}u)",
+        moved(shift, p.fields_to),
+        (p.fields << p.fields_to) * 0x1_0001
+    );
+    format!(
+        "tilus_mul_f16x2(({sign} | {bits}), {:#x}u)",
+        p.restore * 0x1_0001
+    )
+}
+
+/// Two codes `a`, `b` of a placeable float type as an f16 pair: placed in their halves of
+/// one word, then as [`small_float_pair_to_f16x2`].
+pub(super) fn small_floats_to_f16x2(t: DType, a: &str, b: &str) -> String {
+    let f = placeable(t).expect("small_floats_to_f16x2 takes placeable float types");
+    let m = (1u32 << f.bits()) - 1;
+    let word = format!("(((u32)({a}) & {m}u) | (((u32)({b}) & {m}u) << 16))");
+    small_float_pair_to_f16x2(t, &word, 0)
+}
+
 /// `halves` (a `u32` C expression: two unsigned codes of `t`, masked, in their 16-bit
 /// halves) as an f16 pair: each offset to unsigned and placed in the low mantissa bits of
 /// 1024.0 by one xor, then less `1024 + offset` by one packed subtraction.
@@ -258,4 +346,60 @@ fn encode_text(t: DType) -> String {
         maxc = f.max_code(),
         step = 1u32 << m,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::f16;
+
+    /// Every code of every placeable float format, in either half of a word at every shift
+    /// that leaves room for its partner, among random other bits: placed and multiplied by
+    /// the restoring power of two (each step exact in f16, as `mul.rn.f16x2` computes it), it
+    /// is the code's value, bit for bit (negative zero included).
+    #[test]
+    fn placed_float_codes_are_their_values_in_f16() {
+        let mut formats = vec![];
+        for exp in 1..=5u8 {
+            for man in 0..=(7 - exp) {
+                let t = DType::Float { exp, man };
+                if t.float_format().is_none() {
+                    continue; // (no such type: fewer than 3 bits)
+                }
+                match placeable(t) {
+                    Some(f) => formats.push(f),
+                    // (e5 formats have infinities, e4m3 its NaN)
+                    None => assert!(exp == 5 || (exp, man) == (4, 3), "{t}"),
+                }
+            }
+        }
+        assert!(formats.contains(&DType::F4E2M1.float_format().unwrap()));
+        let mut noise = 0x9e37_79b9u32;
+        for f in formats {
+            let p = Placement::of(f);
+            let restore = f16::from_bits(p.restore as u16);
+            assert_eq!(restore.to_f64(), 2f64.powi(15 - f.bias()), "{f:?}");
+            let bits = f.bits();
+            for shift in 0..=(16 - bits) {
+                for code in 0..(1u32 << bits) {
+                    let partner = (code * 7 + 3) & ((1 << bits) - 1);
+                    noise = noise.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    let field = ((1u32 << bits) - 1) << shift;
+                    let word = (noise & !(field | (field << 16)))
+                        | (code << shift)
+                        | (partner << (shift + 16));
+                    let placed = p.placed(word, shift);
+                    for (half, c) in [(placed & 0xffff, code), (placed >> 16, partner)] {
+                        let got = f16::from_bits(half as u16) * restore;
+                        let want = f16::from_f64(f.decode(c));
+                        assert_eq!(
+                            got.to_bits(),
+                            want.to_bits(),
+                            "{f:?} code {c:#x} at shift {shift}: {got} against {want}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

@@ -1311,6 +1311,25 @@ fn codes_scaled_in_f16_run_in_pairs_where_each_operation_rounds() {
         "{}",
         i.source
     );
+    // the small floats, packed: their bits placed as f16 fields, times 2^(15 - bias)
+    use crate::common::scripts::lowp::ScaledPackedCodes;
+    for (src, restore) in [
+        (
+            build(&ScaledPackedCodes::<F4E2M1>::new(), &[]).source,
+            "0x74007400u",
+        ),
+        (
+            build(&ScaledPackedCodes::<F6E3M2>::new(), &[]).source,
+            "0x6c006c00u",
+        ),
+        (
+            build(&ScaledPackedCodes::<F3E1M1>::new(), &[]).source,
+            "0x78007800u",
+        ),
+    ] {
+        assert!(src.contains("& 0x80008000u) | "), "{src}");
+        assert!(src.contains(&format!("), {restore})")), "{restore}\n{src}");
+    }
 }
 
 /// The low-precision types compile for every conversion the interpreter checks: FP8 encodes by

@@ -147,3 +147,26 @@ fn codes_scaled_in_f16_round_as_the_reference_says() {
     })*}}
     each!(F8E4M3, F8E5M2, I8, U8);
 }
+
+/// The same for the types narrower than a byte, their codes packed: the small floats' codes
+/// become f16 by placing their bits (`codegen/lowp.rs`), the small integers' by the exponent
+/// trick; every code's three rows against the exact arithmetic's rounding.
+#[test]
+fn packed_codes_scaled_in_f16_round_as_the_reference_says() {
+    use crate::common::inputs::{fresh_seed, random_f32};
+    use crate::common::scripts::lowp::{
+        check_scaled_codes, packed_codes, scaled_codes_inputs, ScaledPackedCodes,
+    };
+    let random: Vec<f32> = random_f32(256, fresh_seed())
+        .iter()
+        .map(|x| x.abs())
+        .collect();
+    let (s, z) = scaled_codes_inputs(&random);
+    macro_rules! each { ($($T:ty),*) => {$({
+        let codes = packed_codes::<$T>();
+        let mut out = vec![f16::NAN; 3 * 256];
+        run(&ScaledPackedCodes::<$T>::new(), (&codes[..], &s[..], &z[..], &mut out[..])).unwrap();
+        check_scaled_codes(<$T as LowpElement>::DTYPE, (&s, &z), &out);
+    })*}}
+    each!(F4E2M1, F6E3M2, F6E2M3, F3E1M1, I4, U4, I2, Int<3>);
+}

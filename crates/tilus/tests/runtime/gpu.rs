@@ -1812,9 +1812,9 @@ fn low_precision_conversions_agree_with_the_references() {
     crate::for_round_trip_types!(round_trip);
 }
 
-/// The interpreter's f16 dequantization test (`interp/lowp.rs`) on the GPU: every code of the
-/// 8-bit types scaled in f16 pairs (and in f32 where a difference is not rounded) gives the
-/// bits of the exact arithmetic's rounding.
+/// The interpreter's f16 dequantization tests (`interp/lowp.rs`) on the GPU: every code of the
+/// 8-bit types, and packed of the narrower ones, scaled in f16 pairs (and in f32 where a
+/// difference is not rounded) gives the bits of the exact arithmetic's rounding.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn codes_scaled_in_f16_round_on_the_gpu_as_the_reference_says() {
@@ -1843,6 +1843,18 @@ fn codes_scaled_in_f16_round_on_the_gpu_as_the_reference_says() {
         check_scaled_codes(<$T as LowpElement>::DTYPE, (&s, &z), &out);
     })*}}
     each!(F8E4M3, F8E5M2, I8, U8);
+    // the types narrower than a byte, packed (the small floats by placing their bits)
+    use crate::common::scripts::lowp::{packed_codes, ScaledPackedCodes};
+    macro_rules! packed { ($($T:ty),*) => {$({
+        let codes = stream.clone_htod(&packed_codes::<$T>()).unwrap();
+        let mut out = stream.clone_htod(&vec![f16::NAN; 3 * 256]).unwrap();
+        tilus::Jit::new(ScaledPackedCodes::<$T>::new(), &device)
+            .launch(stream, (&codes, &ds, &dz, &mut out))
+            .unwrap();
+        let out = stream.clone_dtoh(&out).unwrap();
+        check_scaled_codes(<$T as LowpElement>::DTYPE, (&s, &z), &out);
+    })*}}
+    packed!(F4E2M1, F6E3M2, F6E2M3, F3E1M1, I4, U4, I2, Int<3>);
 }
 
 /// The interpreter's packed-view test (`interp/lowp.rs`) on the GPU: every element of views

@@ -149,14 +149,18 @@ fn codes_pair(e: &mut Emitter, r: RegId, l: usize, h: usize) -> String {
         DType::Int(_) | DType::UInt(_) => {
             e.use_helper(Helper::Lowp(super::super::lowp::LowpHelper::BiasedToF16));
             // two codes unpacked from one word 16 bits apart: one shift and one mask
-            let (lw, hw) = (e.unpacked.get(&(r, l)), e.unpacked.get(&(r, h)));
-            if let (Some(&(w, wl, s)), Some(&(w2, wl2, s2))) = (lw, hw) {
-                if (w, wl) == (w2, wl2) && s2 == s + 16 && e.in_scope(w) {
-                    let word = read(e, w, &wl.to_string());
-                    return super::super::lowp::small_int_pair_to_f16x2(t, &word, s);
-                }
+            match one_word(e, r, (l, h)) {
+                Some((word, s)) => super::super::lowp::small_int_pair_to_f16x2(t, &word, s),
+                None => super::super::lowp::small_ints_to_f16x2(t, &a, &b),
             }
-            super::super::lowp::small_ints_to_f16x2(t, &a, &b)
+        }
+        t if super::super::lowp::placeable(t).is_some() => {
+            e.use_helper(Helper::Arith(ArithHelper::F16x2("mul")));
+            // two codes unpacked from one word 16 bits apart: one shift and mask per field
+            match one_word(e, r, (l, h)) {
+                Some((word, s)) => super::super::lowp::small_float_pair_to_f16x2(t, &word, s),
+                None => super::super::lowp::small_floats_to_f16x2(t, &a, &b),
+            }
         }
         DType::F8E4M3 | DType::F8E5M2 => {
             e.use_helper(Helper::Lowp(super::super::lowp::LowpHelper::PairToF16(t)));
@@ -175,4 +179,14 @@ fn codes_pair(e: &mut Emitter, r: RegId, l: usize, h: usize) -> String {
             format!("tilus_cvt_f16x2({a}, {b})")
         }
     }
+}
+
+/// The word (a C expression) and shift of two codes of `r` (locals `l` and `h`) that
+/// `unpack` took from one 32-bit word 16 bits apart, still in scope.
+fn one_word(e: &mut Emitter, r: RegId, (l, h): (usize, usize)) -> Option<(String, u32)> {
+    let (&(w, wl, s), &(w2, wl2, s2)) = (e.unpacked.get(&(r, l))?, e.unpacked.get(&(r, h))?);
+    if (w, wl) != (w2, wl2) || s2 != s + 16 || !e.in_scope(w) {
+        return None;
+    }
+    Some((read(e, w, &wl.to_string()), s))
 }

@@ -817,6 +817,54 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> Script for Sc
     }
 }
 
+/// [`ScaledCodes`] for types narrower than a byte, whose codes come packed
+/// ([`tilus::lowp::pack`]): 256 codes (code `i` is `i` in the type's bits), one warp, eight
+/// codes a thread (whole bytes for every width), the same three rows.
+#[derive(Clone, Debug, Hash)]
+pub struct ScaledPackedCodes<T> {
+    pub _t: PhantomData<fn() -> T>,
+}
+
+impl<T> ScaledPackedCodes<T> {
+    pub fn new() -> Self {
+        ScaledPackedCodes { _t: PhantomData }
+    }
+}
+
+impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> Script for ScaledPackedCodes<T> {
+    type Args = (Ptr<u8>, Ptr<f16>, Ptr<f16>, PtrMut<f16>);
+    fn body(&self, k: &mut Kernel, (codes, s, z, out): Handles<Self::Args>) {
+        k.blocks([1]);
+        k.warps(1);
+        let g = k.global_view_packed::<T>(codes, [256]);
+        let (gs, gz) = (k.global_view(s, [256]), k.global_view(z, [256]));
+        let go = k.global_view(out, [3 * 256]);
+        let c = k.load_global(&g, [0], [256]);
+        let runs = tilus::layout::RegisterLayout::spatial(&[32])
+            .compose(&tilus::layout::RegisterLayout::local(&[8]));
+        k.annotate_layout(&c, runs);
+        let (s, z) = (
+            k.load_global(&gs, [0], [256]),
+            k.load_global(&gz, [0], [256]),
+        );
+        let scaled = k.compute(c.cast::<f16>() * s);
+        let rounded = k.compute((c.cast::<f16>() - z).cast::<f16>() * s);
+        let wide = k.compute((c.cast::<f16>() - z) * s);
+        for (row, t) in [scaled, rounded, wide].iter().enumerate() {
+            k.store_global(&go, t, [row as i32 * 256]);
+        }
+    }
+}
+
+/// The packed codes [`ScaledPackedCodes`] reads for type `T`: code `i` is `i` in `T`'s bits.
+pub fn packed_codes<T: LowpElement>() -> Vec<u8> {
+    let mask = (1u32 << T::DTYPE.bits()) - 1;
+    let codes: Vec<T> = (0..256u32)
+        .map(|i| T::from_code((i & mask) as u8))
+        .collect();
+    tilus::lowp::pack(&codes)
+}
+
 /// Scales and zero points for [`ScaledCodes`]: f16 values of every kind (subnormal, large
 /// enough to overflow a product, negative, fractional zero points), from `random` in [0, 1).
 pub fn scaled_codes_inputs(random: &[f32]) -> (Vec<f16>, Vec<f16>) {
