@@ -200,12 +200,10 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         };
         let (mi, ni, ki) = checked::<T>((m, n, k), self.scheme, &lens)?;
         let z = zeros.unwrap_or(&self.no_zeros);
-        let jit = match fragment_choice(m, (tiles_n, tiles_k)) {
-            FragmentKernel::One { block_m, splits } => {
-                let row = (block_m / 8).trailing_zeros() as usize;
-                &self.fragments[row][splits.trailing_zeros() as usize]
-            }
-            FragmentKernel::Two { block_m } => &self.wide[(block_m / 64).trailing_zeros() as usize],
+        let choice = fragment_choice(m, (tiles_n, tiles_k));
+        let jit = match (choice, choice.slot()) {
+            (FragmentKernel::One { .. }, (row, col)) => &self.fragments[row][col],
+            (FragmentKernel::Two { .. }, (row, _)) => &self.wide[row],
         };
         Ok(jit.launch(stream, (mi, ni, ki, a, words, scales, z, c))?)
     }
@@ -289,6 +287,20 @@ enum FragmentKernel {
         /// Rows of A per block.
         block_m: i32,
     },
+}
+
+impl FragmentKernel {
+    /// Its place in `QuantMatmulOp`'s tables: `fragments[row][col]` for one warp group (rows
+    /// of A per block 8 to 128, splits 1 to 8), `wide[row]` for two (64 to 256 rows; col 0).
+    fn slot(self) -> (usize, usize) {
+        match self {
+            FragmentKernel::One { block_m, splits } => (
+                (block_m / 8).trailing_zeros() as usize,
+                splits.trailing_zeros() as usize,
+            ),
+            FragmentKernel::Two { block_m } => ((block_m / 64).trailing_zeros() as usize, 0),
+        }
+    }
 }
 
 /// The fragment kernel `run_fragments` launches for `m` rows of A over `(tiles_n, tiles_k)`
@@ -587,6 +599,13 @@ mod tests {
         assert_eq!(fragment_choice(4096, (448, 128)), Two { block_m: 256 });
         assert_eq!(fragment_choice(300, (128, 128)), Two { block_m: 128 });
         assert_eq!(fragment_choice(300, (16, 64)), Two { block_m: 64 });
+        // their places in the op's tables
+        assert_eq!(one(8, 1).slot(), (0, 0));
+        assert_eq!(one(16, 4).slot(), (1, 2));
+        assert_eq!(one(128, 8).slot(), (4, 3));
+        assert_eq!(Two { block_m: 64 }.slot(), (0, 0));
+        assert_eq!(Two { block_m: 128 }.slot(), (1, 0));
+        assert_eq!(Two { block_m: 256 }.slot(), (2, 0));
     }
 
     /// Every row of A in one block up to 4 rows; the tensor cores from 5, the fewest rows per

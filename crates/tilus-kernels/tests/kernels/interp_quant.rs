@@ -290,8 +290,13 @@ fn interp_quant_matmul_on_fragments_copies_and_multiplies_each_step_once() {
         assert_eq!(report.mma_instructions, 4 * steps, "splits {splits}");
         assert_matches(&format!("splits {splits}"), &c, reference(&a, &q, m), n);
     }
-    // two warp groups: a block per two tiles of W (the second block's second tile past N,
-    // copied as zeros), A's tile once per step for both, each tile's words and scales
+    // two warp groups: a block per two tiles of W (the last block's second tile past N,
+    // copied as zeros), A's tile once per step for both, each tile's words and scales; five
+    // tiles of W (three blocks, where a block of 66 rows or 32 would make four or nine)
+    let n = 300usize;
+    let tiles_n = 5u64;
+    let (a, q) = inputs::<I4>(&mut rng, (m, n, k), Scheme::grouped(128));
+    let p = tilus_kernels::quant::prepack(&q).unwrap();
     for block_m in [8, 16] {
         let config = tilus_kernels::quant::QuantMatmulFragments::<I4>::new(128, block_m)
             .with_stages(3)
