@@ -128,8 +128,9 @@ fn elements_pack_into_the_words_the_host_packs() {
     pack_words!(I4, U4, F4E2M1, U2, I2, Int<1>, Float<1, 2>);
 }
 
-/// Every code of the 8-bit types dequantized in f16 ([`ScaledCodes`]): each rounded operation
-/// and each kept in f32 gives the bits of the exact arithmetic's rounding.
+/// Every code of the 8-bit types dequantized in f16 ([`ScaledCodes`]), and packed of the
+/// narrower ones: each rounded operation and each kept in f32 gives the bits of the exact
+/// arithmetic's rounding.
 #[test]
 fn codes_scaled_in_f16_round_as_the_reference_says() {
     use crate::common::inputs::{fresh_seed, random_f32};
@@ -146,27 +147,14 @@ fn codes_scaled_in_f16_round_as_the_reference_says() {
         check_scaled_codes(<$T as LowpElement>::DTYPE, (&s, &z), &out);
     })*}}
     each!(F8E4M3, F8E5M2, I8, U8);
-}
-
-/// The same for the types narrower than a byte, their codes packed: the small floats' codes
-/// become f16 by placing their bits (`codegen/lowp.rs`), the small integers' by the exponent
-/// trick; every code's three rows against the exact arithmetic's rounding.
-#[test]
-fn packed_codes_scaled_in_f16_round_as_the_reference_says() {
-    use crate::common::inputs::{fresh_seed, random_f32};
-    use crate::common::scripts::lowp::{
-        check_scaled_codes, packed_codes, scaled_codes_inputs, ScaledPackedCodes,
-    };
-    let random: Vec<f32> = random_f32(256, fresh_seed())
-        .iter()
-        .map(|x| x.abs())
-        .collect();
-    let (s, z) = scaled_codes_inputs(&random);
-    macro_rules! each { ($($T:ty),*) => {$({
+    // the types narrower than a byte, their codes packed: the small floats' codes become f16
+    // by placing their bits (`codegen/lowp.rs`), the small integers' by the exponent trick
+    use crate::common::scripts::lowp::{packed_codes, ScaledPackedCodes};
+    macro_rules! packed { ($($T:ty),*) => {$({
         let codes = packed_codes::<$T>();
         let mut out = vec![f16::NAN; 3 * 256];
         run(&ScaledPackedCodes::<$T>::new(), (&codes[..], &s[..], &z[..], &mut out[..])).unwrap();
         check_scaled_codes(<$T as LowpElement>::DTYPE, (&s, &z), &out);
     })*}}
-    each!(F4E2M1, F6E3M2, F6E2M3, F3E1M1, I4, U4, I2, Int<3>);
+    packed!(F4E2M1, F6E3M2, F6E2M3, F3E1M1, I4, U4, I2, Int<3>);
 }

@@ -801,19 +801,29 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> Script for Sc
         k.blocks([1]);
         k.warps(4);
         let g = k.global_view(codes, [256]);
-        let (gs, gz) = (k.global_view(s, [256]), k.global_view(z, [256]));
-        let go = k.global_view(out, [3 * 256]);
         let c = k.load_global(&g, [0], [256]);
-        let (s, z) = (
-            k.load_global(&gs, [0], [256]),
-            k.load_global(&gz, [0], [256]),
-        );
-        let scaled = k.compute(c.cast::<f16>() * s);
-        let rounded = k.compute((c.cast::<f16>() - z).cast::<f16>() * s);
-        let wide = k.compute((c.cast::<f16>() - z) * s);
-        for (row, t) in [scaled, rounded, wide].iter().enumerate() {
-            k.store_global(&go, t, [row as i32 * 256]);
-        }
+        scaled_rows(k, &c, (s, z, out));
+    }
+}
+
+/// The three rows of [`ScaledCodes`] from the loaded codes `c`: `c · s`, `(c - z)` rounded
+/// times `s`, `(c - z) · s`.
+fn scaled_rows<T: Element>(
+    k: &mut Kernel,
+    c: &RegisterTensor<T>,
+    (s, z, out): (PtrVal<f16>, PtrVal<f16>, PtrVal<f16>),
+) {
+    let (gs, gz) = (k.global_view(s, [256]), k.global_view(z, [256]));
+    let go = k.global_view(out, [3 * 256]);
+    let (s, z) = (
+        k.load_global(&gs, [0], [256]),
+        k.load_global(&gz, [0], [256]),
+    );
+    let scaled = k.compute(c.cast::<f16>() * s);
+    let rounded = k.compute((c.cast::<f16>() - z).cast::<f16>() * s);
+    let wide = k.compute((c.cast::<f16>() - z) * s);
+    for (row, t) in [scaled, rounded, wide].iter().enumerate() {
+        k.store_global(&go, t, [row as i32 * 256]);
     }
 }
 
@@ -837,22 +847,11 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> Script for Sc
         k.blocks([1]);
         k.warps(1);
         let g = k.global_view_packed::<T>(codes, [256]);
-        let (gs, gz) = (k.global_view(s, [256]), k.global_view(z, [256]));
-        let go = k.global_view(out, [3 * 256]);
         let c = k.load_global(&g, [0], [256]);
         let runs = tilus::layout::RegisterLayout::spatial(&[32])
             .compose(&tilus::layout::RegisterLayout::local(&[8]));
         k.annotate_layout(&c, runs);
-        let (s, z) = (
-            k.load_global(&gs, [0], [256]),
-            k.load_global(&gz, [0], [256]),
-        );
-        let scaled = k.compute(c.cast::<f16>() * s);
-        let rounded = k.compute((c.cast::<f16>() - z).cast::<f16>() * s);
-        let wide = k.compute((c.cast::<f16>() - z) * s);
-        for (row, t) in [scaled, rounded, wide].iter().enumerate() {
-            k.store_global(&go, t, [row as i32 * 256]);
-        }
+        scaled_rows(k, &c, (s, z, out));
     }
 }
 
