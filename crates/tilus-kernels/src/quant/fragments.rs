@@ -9,7 +9,7 @@
 //! each thread reads its run of words, unpacks the codes, relabels them as its part of the
 //! `[64, 64]` register operand (no data moves: the host put them there, each f16 pair's two
 //! codes in one word for integers of 1 to 8 bits), dequantizes them in f16 pairs (`q · s` rounded to
-//! f16 as every path; `(q - z) · s` with zero points) and issues the product; the step
+//! f16 as every path; `(q - z) · s` with zero points, whole numbers) and issues the product; the step
 //! before's product completes meanwhile, and its stage then takes the step `stages` after it:
 //! TMA keeps `stages - 1` steps in flight and no thread waits for global memory. With
 //! `splits`, the blocks of a tile share its K steps and pass their partial sums on in turn
@@ -454,7 +454,7 @@ impl StepLayouts {
 
     /// A tile's step dequantized: its words read and unpacked, relabelled as the fragment and
     /// scaled in f16 pairs (`q · s` rounded to f16 as every path; `(q - z) · s` with zero
-    /// points).
+    /// points, the difference exact).
     pub fn dequantize<T: Element + LowpElement>(
         &self,
         k: &mut Kernel,
@@ -468,8 +468,11 @@ impl StepLayouts {
         let scale = k.load_shared(scales).transpose();
         match zeros {
             Some(zeros) => {
+                // (whole zero points of the codes' range, which `prepack` checks: the
+                // difference is exact in f16, and the pair form's rounding of it changes
+                // nothing)
                 let zero = k.load_shared(zeros).transpose();
-                k.compute((codes.cast::<f16>() - zero) * scale)
+                k.compute((codes.cast::<f16>() - zero).cast::<f16>() * scale)
             }
             None => k.compute(codes.cast::<f16>() * scale),
         }

@@ -140,7 +140,8 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
 
     /// `c [m, n] = a [m, k] · dequant(w)ᵀ` on `stream` by the fragment kernel, on weights
     /// prepacked by [`super::prepack()`] and uploaded (`words`, `scales` and, for unsigned
-    /// types, `zeros` as [`Prepacked`] holds them), `shape` W's: any number of rows of A (up
+    /// types, `zeros` as [`Prepacked`] holds them: whole numbers of the codes' range, which
+    /// the kernel subtracts in f16), `shape` W's: any number of rows of A (up
     /// to 128 the fewest rows per block of 8 to 128 that hold them, past that two warp groups
     /// per block; see `fragment_choice`), K a multiple of 8, groups of 64 or more (or per
     /// channel).

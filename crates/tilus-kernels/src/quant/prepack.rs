@@ -101,7 +101,7 @@ pub fn prepackable(t: DType) -> bool {
 }
 
 /// `q` prepacked for the fragment kernel, or why it cannot be (a type whose codes do not
-/// divide a word).
+/// divide a word, zero points that are not whole numbers of the codes' range).
 pub fn prepack(q: &Quantized) -> crate::Result<Prepacked> {
     if !prepackable(q.dtype) {
         return Err(crate::Error::Shape {
@@ -109,6 +109,21 @@ pub fn prepack(q: &Quantized) -> crate::Result<Prepacked> {
             message: format!(
                 "{} weights do not prepack: the fragment kernel takes types of 1, 2, 4 or 8 bits",
                 q.dtype
+            ),
+        });
+    }
+    // the kernel subtracts a zero point from a code in f16 (exact for whole numbers of the
+    // codes' range, as `quantize` makes them)
+    let top = ((1u32 << q.dtype.bits()) - 1) as f32;
+    if let Some(z) = q
+        .zeros
+        .iter()
+        .find(|z| !(z.to_f32() == z.to_f32().round() && (0.0..=top).contains(&z.to_f32())))
+    {
+        return Err(crate::Error::Shape {
+            kernel: "quant_matmul",
+            message: format!(
+                "zero point {z}: the fragment kernel takes whole zero points of the codes' range, 0 to {top} (as quantize makes them)"
             ),
         });
     }
@@ -269,5 +284,17 @@ mod tests {
         let q3 = quantize::<tilus::lowp::Int<3>>(&w, (n, k), Scheme::per_channel());
         let e = prepack(&q3).unwrap_err().to_string();
         assert!(e.contains("i3 weights do not prepack"), "{e}");
+        // zero points: whole numbers of the codes' range only (the kernel subtracts in f16)
+        let mut u = quantize::<tilus::lowp::U4>(&w, (n, k), Scheme::grouped(64));
+        assert!(u.zeros.iter().all(|z| z.to_f32().fract() == 0.0));
+        prepack(&u).unwrap();
+        for bad in [7.5f32, -1.0, 16.0, f32::NAN] {
+            u.zeros[3] = f16::from_f32(bad);
+            let e = prepack(&u).unwrap_err().to_string();
+            assert!(
+                e.contains("whole zero points of the codes' range, 0 to 15"),
+                "{e}"
+            );
+        }
     }
 }

@@ -162,7 +162,10 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
         "{s}"
     );
     assert!(!s.contains("tilus_convert"), "no layout conversion\n{s}");
-    frag::<U4>(128, 4096, 16);
+    // zero points subtracted in f16 pairs (whole numbers: exact), no f32 form
+    let u4 = frag::<U4>(128, 4096, 16);
+    assert!(u4.contains("tilus_mul_f16x2(tilus_sub_f16x2("), "{u4}");
+    assert!(!u4.contains("__fsub_rn("), "{u4}");
     frag::<I8>(64, 8192, 64);
     frag::<F8E4M3>(0, 8192, 8);
     // f4e2m1: each pair's sign and exponent-mantissa bits placed as f16 fields (one shift
