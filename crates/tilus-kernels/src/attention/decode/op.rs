@@ -683,3 +683,36 @@ fn contents(call: &Decode, table: Option<&[i32]>, lens: &[i32]) -> crate::Result
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{split_of, Tiling};
+    use crate::attention::decode::problem::{Decode, KvLayout};
+    use crate::attention::Heads;
+    use half::f16;
+    use tilus::lowp::F8E4M3;
+
+    /// The host API's split: a cache of the attention's type over the multiprocessors, a cache
+    /// of codes over twice as many slots (two blocks a multiprocessor overlap its longer
+    /// steps: 16 x 4096 e4m3 in two splits, not one); a split asked for is taken as asked.
+    #[test]
+    fn caches_of_codes_split_for_two_blocks_a_multiprocessor() {
+        let call = Decode {
+            batch: 16,
+            queries: 1,
+            heads: Heads::new(32, 8, 128),
+            layout: KvLayout::Contiguous { capacity: 4096 },
+            max_context: 4096,
+        };
+        let own = split_of::<f16, f16>(&call, Tiling::default(), 132).unwrap();
+        let codes = split_of::<f16, F8E4M3>(&call, Tiling::default(), 132).unwrap();
+        assert_eq!(own, call.split::<f16>(132));
+        assert_eq!(codes, call.split_in(264));
+        assert_ne!(own.0, codes.0, "{own:?} {codes:?}");
+        let asked = Tiling {
+            splits: Some(3),
+            ..Tiling::default()
+        };
+        assert_eq!(split_of::<f16, F8E4M3>(&call, asked, 132).unwrap().0, 3);
+    }
+}
