@@ -364,7 +364,7 @@ fn load_shared(e: &mut Emitter, src: &SharedView, out: RegId) {
         });
         return;
     }
-    if dtype.bits() == 8 && runs_of_eight(e, src, &l, threads) {
+    if dtype.bits() == 8 && runs_of(e, src, &l, threads, 8) {
         // 8 bytes at a time: each run of 8 locals is 8 consecutive bytes of a row, starting
         // at a multiple of 8 (inside one 16-byte chunk, which the swizzles keep whole)
         e.use_helper(Helper::Memory(MemoryHelper::LdShared64));
@@ -462,7 +462,7 @@ fn store_shared(e: &mut Emitter, dst: &SharedView, src: &crate::ir::RegView) {
         return;
     }
     e.use_helper(Helper::Memory(MemoryHelper::StShared));
-    if dtype.bits() == 16 && runs_of_eight(e, dst, &l, threads) {
+    if dtype.bits() == 16 && runs_of(e, dst, &l, threads, 8) {
         // 16 bytes at a time: each run of 8 locals is 8 consecutive elements of a row,
         // starting at a multiple of 8 (a 16-byte chunk, which the swizzles keep whole)
         let name = e.p.register(src.tensor).name.clone();
@@ -488,18 +488,10 @@ fn store_shared(e: &mut Emitter, dst: &SharedView, src: &crate::ir::RegView) {
     close_element_loop(e);
 }
 
-/// Whether every thread's locals of the 16-bit (or 8-bit) tile in layout `l` come in runs of
-/// 8 consecutive elements of a row, starting at a column that is a multiple of 8, and the
-/// shared view keeps such runs in one aligned 16-byte chunk (8-byte half-chunk for bytes:
-/// rows of a multiple of 8 elements, column blocks too).
-fn runs_of_eight(e: &Emitter, dst: &SharedView, l: &RegisterLayout, threads: i64) -> bool {
-    runs_of(e, dst, l, threads, 8)
-}
-
 /// Whether each thread's locals come in runs of `n` consecutive elements of one row, each
 /// run starting at a multiple of `n` (rows of whole runs, stages unpadded): with `n`
 /// elements of `16 / n` bytes, each run is one aligned 16-byte chunk, which every swizzle
-/// keeps whole.
+/// keeps whole (8 bytes, half a chunk, for eight 8-bit elements).
 fn runs_of(e: &Emitter, dst: &SharedView, l: &RegisterLayout, threads: i64, n: i64) -> bool {
     let ls = l.local_size();
     let sl = view_layout(e, dst);
