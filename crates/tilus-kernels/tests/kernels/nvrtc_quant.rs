@@ -148,14 +148,25 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
     // each thread's run of four words in one 16-byte shared load
     assert!(s.contains("tilus_ld_shared_v4("), "{s}");
     assert!(!s.contains("tilus_ld_shared_u32("), "{s}");
-    assert!(s.contains("tilus_f16x2_from_biased("), "{s}");
+    assert!(s.contains("tilus_f16x2_from_field("), "{s}");
     assert!(s.contains("mul.rn.f16x2"), "{s}");
     // the step before's product completes while the step is dequantized: one in flight
     assert!(s.contains("tilus_wgmma_wait_group<1>();"), "{s}");
     // the fragment's first pair is codes 0 and 4 of the thread's first word (the prepack's
-    // order): one shift and one mask for both, then the pair's one row scale on both halves
-    let first = "tilus_mul_f16x2(tilus_f16x2_from_biased(((((u32)(r1[0]) >> 0) & 0xf000fu) ^ 0x64086408u), 0x64086408u), ((u32)(u16)(r4[(0) >> 1] >> (((0) & 1) * 16)) * 0x10001u))";
+    // order): one lop3 for both (no shift), then the pair's one row scale on both halves;
+    // the second pair (codes 1 and 5, bits 4 and 20) stays 4 bits up, scaled down by 1/16
+    // in the fused multiply-add (no shift either); the third takes the word shifted a byte
+    let first = "tilus_mul_f16x2(tilus_f16x2_from_field((u32)(r1[0]), 0xf000fu, 0x64086408u, 0x3c003c00u, 0xe408e408u), ((u32)(u16)(r4[(0) >> 1] >> (((0) & 1) * 16)) * 0x10001u))";
     assert!(s.contains(first), "{first}\n{s}");
+    let second =
+        "tilus_f16x2_from_field((u32)(r1[0]), 0xf000f0u, 0x64806480u, 0x2c002c00u, 0xd480d480u)";
+    assert!(s.contains(second), "{second}\n{s}");
+    let third = "tilus_f16x2_from_field(((u32)(r1[0]) >> 8), 0xf000fu, ";
+    assert!(s.contains(third), "{third}\n{s}");
+    assert!(
+        !s.contains("from_field(((u32)(r1[0]) >> 4)"),
+        "no shift by half a byte\n{s}"
+    );
     assert!(!s.contains("__fmul_rn("), "no f32 products\n{s}");
     assert!(
         s.contains("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16"),
@@ -177,9 +188,17 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
         !f4.contains("tilus_from_f4e2m1("),
         "no per-code decoder\n{f4}"
     );
-    // 2-bit codes: each pair from one word by one shift and one mask too
+    // 2-bit codes: each pair from one word by one lop3 too, the codes of a byte without a
+    // shift (those 2 bits up scaled by 1/4)
     let s2 = frag::<I2>(128, 4096, 32);
-    assert!(s2.contains("& 0x30003u) ^ 0x64026402u)"), "{s2}");
+    assert!(
+        s2.contains("from_field((u32)(r1[0]), 0x30003u, 0x64026402u, "),
+        "{s2}"
+    );
+    assert!(
+        s2.contains("from_field((u32)(r1[0]), 0xc000cu, 0x64086408u, 0x34003400u, "),
+        "{s2}"
+    );
     // 256 rows of A per block: a [64, 256] f32 accumulator, without spills
     frag::<I4>(128, 8192, 256);
     frag::<I8>(128, 8192, 256);

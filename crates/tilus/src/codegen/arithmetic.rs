@@ -789,7 +789,7 @@ fn emit_cast(e: &mut Emitter, src: &RegView, out: &RegId) {
         }
         // small integer pairs to f16 pairs by the exponent trick (exact)
         (s @ (DType::Int(_) | DType::UInt(_)), DType::F16) if out_packed => {
-            e.use_helper(Helper::Lowp(super::lowp::LowpHelper::BiasedToF16));
+            e.use_helper(Helper::Lowp(super::lowp::LowpHelper::FieldToF16));
             for w in 0..n / 2 {
                 let (a, b) = (
                     read(e, src.tensor, &(2 * w).to_string()),

@@ -22,10 +22,11 @@ pub(crate) enum LowpHelper {
     /// `u32 tilus_f16x2_from_<t>x2(u16 codes)`: two FP8 codes (the first in the low byte) as
     /// two f16 (the first in the low half), by the hardware's exact conversion.
     PairToF16(DType),
-    /// `u32 tilus_f16x2_from_biased(u32 x, u32 bias)`: the two halves of `x`, each the bits of
-    /// 1024.0 with an integer below 1024 in its low mantissa bits, as two f16, each less the
-    /// f16 pair `bias`, exact.
-    BiasedToF16,
+    /// `u32 tilus_f16x2_from_field(u32 x, u32 mask, u32 magic, u32 scale, u32 minus)`: the
+    /// field `mask` of each half of `x` made the low mantissa bits of an f16 of 1024.0 (one
+    /// `lop3`: `(x & mask) ^ magic`), then `· scale + minus` in one packed fused multiply-add,
+    /// exact ([`IntField`]).
+    FieldToF16,
 }
 
 /// The compute-type value (a C expression) of the code `code` of low-precision type `t`.
@@ -115,35 +116,83 @@ fn biased_to_f32(b: u8, offset: u32, code: &str) -> String {
 
 /// Two codes `a`, `b` of a small integer type as an f16 pair (a `u32` C expression), by the
 /// exponent trick of [`fast_to_f32`] in 16 bits: `1024 + u` is the f16 whose low mantissa
-/// bits are `u`, less `1024 + offset` in one packed subtraction. The codes are masked and
-/// placed in their halves first and offset after, in one word: where they are two fields of
-/// one word (`w >> s` and `w >> (s + 16)`), the compiler folds the two masks into one
-/// (`(w >> s) & 0x000f000f`).
+/// bits are `u`, less `1024 + offset` ([`IntField`] at shift 0 of the word the two codes
+/// make). Needs [`LowpHelper::FieldToF16`].
 pub(super) fn small_ints_to_f16x2(t: DType, a: &str, b: &str) -> String {
     let m = mask(
         int_offset(t)
             .expect("small_ints_to_f16x2 takes integer types")
             .0,
     );
-    biased_pair(
-        t,
-        &format!("(((u32)({a}) & {m}u) | (((u32)({b}) & {m}u) << 16))"),
-    )
+    let word = format!("(((u32)({a}) & {m}u) | (((u32)({b}) & {m}u) << 16))");
+    small_int_pair_to_f16x2(t, &word, 0)
 }
 
 /// The two codes of a small integer type at bits `shift` and `shift + 16` of the 32-bit
-/// word `word` as an f16 pair, as [`small_ints_to_f16x2`] does for two codes: one shift and
-/// one mask put both in their halves (`(w >> s) & 0x000f000f` for 4-bit codes).
+/// word `word` as an f16 pair, exactly ([`IntField`]): at most one shift, by a whole byte,
+/// then one `lop3` and one packed fused multiply-add. Needs [`LowpHelper::FieldToF16`].
 pub(super) fn small_int_pair_to_f16x2(t: DType, word: &str, shift: u32) -> String {
-    let m = mask(
-        int_offset(t)
-            .expect("small_int_pair_to_f16x2 takes integer types")
-            .0,
-    );
-    biased_pair(
-        t,
-        &format!("(((u32)({word}) >> {shift}) & {:#x}u)", m * 0x1_0001),
+    let f = IntField::of(t, shift);
+    let x = if f.word_shift == 0 {
+        format!("(u32)({word})")
+    } else {
+        format!("((u32)({word}) >> {})", f.word_shift)
+    };
+    format!(
+        "tilus_f16x2_from_field({x}, {:#x}u, {:#x}u, {:#x}u, {:#x}u)",
+        f.mask, f.magic, f.scale, f.minus
     )
+}
+
+/// How two codes of a small integer type, at bits `s` and `s + 16` of a word, become an f16
+/// pair. The word is shifted right by whole bytes only (`s` rounded down to one), so that
+/// the fields of a byte share one shifted word (none for the codes of the low byte of each
+/// half); each code stays `p = s mod 8` bits up in its half where `p + b ≤ 10`, made the
+/// mantissa of an f16 `1024 + (u ^ offset) · 2^p` by masking and one xor (`offset` the sign
+/// bit of signed types: the code then unsigned), and `· 2^-p - (2^(10-p) + offset)`, every
+/// constant and result exact in f16, leaves its value. Where `p + b` would pass 10 the word
+/// is shifted by `s` and `p` is 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct IntField {
+    /// The right shift of the word.
+    word_shift: u32,
+    /// Both codes' bits in the shifted word.
+    mask: u32,
+    /// 1024.0's f16 bits in both halves, with the offset at the codes' top bits.
+    magic: u32,
+    /// 2^-p in both halves.
+    scale: u32,
+    /// -(2^(10-p) + offset) in both halves.
+    minus: u32,
+}
+
+impl IntField {
+    fn of(t: DType, shift: u32) -> IntField {
+        let (b, offset) = int_offset(t).expect("IntField takes integer types");
+        let up = if shift % 8 + b as u32 <= 10 {
+            shift % 8
+        } else {
+            0
+        };
+        let pair = |h: f32| half::f16::from_f32(h).to_bits() as u32 * 0x1_0001;
+        IntField {
+            word_shift: shift - up,
+            mask: (mask(b) << up) * 0x1_0001,
+            magic: (0x6400 | (offset << up)) * 0x1_0001,
+            scale: pair(2f32.powi(-(up as i32))),
+            minus: pair(-(2f32.powi(10 - up as i32) + offset as f32)),
+        }
+    }
+
+    /// The pair the emitted C computes from `word` (each half's fused multiply-add exact in
+    /// f16, as `fma.rn.f16x2` rounds it).
+    #[cfg(test)]
+    fn pair(self, word: u32) -> [half::f16; 2] {
+        use half::f16;
+        let x = ((word >> self.word_shift) & self.mask) ^ self.magic;
+        let half = |v: u32, h: u32| f16::from_bits((v >> h) as u16).to_f64();
+        [0, 16].map(|h| f16::from_f64(half(x, h) * half(self.scale, h) + half(self.minus, h)))
+    }
 }
 
 /// The format of float type `t` when its codes become f16 values by placing their bits
@@ -234,18 +283,6 @@ pub(super) fn small_floats_to_f16x2(t: DType, a: &str, b: &str) -> String {
     small_float_pair_to_f16x2(t, &word, 0)
 }
 
-/// `halves` (a `u32` C expression: two unsigned codes of `t`, masked, in their 16-bit
-/// halves) as an f16 pair: each offset to unsigned and placed in the low mantissa bits of
-/// 1024.0 by one xor, then less `1024 + offset` by one packed subtraction.
-fn biased_pair(t: DType, halves: &str) -> String {
-    let offset = int_offset(t).expect("biased_pair takes integer types").1;
-    format!(
-        "tilus_f16x2_from_biased(({halves} ^ {:#x}u), {:#x}u)",
-        (0x6400 | offset) * 0x1_0001,
-        (0x6400 + offset) * 0x1_0001
-    )
-}
-
 fn mask(b: u8) -> u32 {
     ((1u64 << b) - 1) as u32
 }
@@ -255,10 +292,12 @@ pub(crate) fn helper_text(h: LowpHelper) -> String {
     match h {
         LowpHelper::Decode(t) => decode_text(t),
         LowpHelper::Encode(t) => encode_text(t),
-        LowpHelper::BiasedToF16 => "// Two integers below 1024 as the low mantissa bits of two f16 1024.0 (the first in the\n\
-             // low half), less the f16 pair `bias`: 1024 + u is the f16 whose low mantissa bits are u; exact.\n\
-             static __device__ __forceinline__ u32 tilus_f16x2_from_biased(u32 x, u32 bias) {\n  \
-             u32 r;\n  asm(\"sub.rn.f16x2 %0, %1, %2;\" : \"=r\"(r) : \"r\"(x), \"r\"(bias));\n  return r;\n}\n"
+        LowpHelper::FieldToF16 => "// The field `mask` of each half of `x` made the low mantissa bits of an f16 of 1024.0\n\
+             // (`magic`'s bits, with the xor that makes signed codes unsigned), then times `scale` plus\n\
+             // `minus`: each integer's value, exact.\n\
+             static __device__ __forceinline__ u32 tilus_f16x2_from_field(u32 x, u32 mask, u32 magic, u32 scale, u32 minus) {\n  \
+             u32 t, r;\n  asm(\"lop3.b32 %0, %1, %2, %3, 0x6a;\" : \"=r\"(t) : \"r\"(x), \"r\"(mask), \"r\"(magic));\n  \
+             asm(\"fma.rn.f16x2 %0, %1, %2, %3;\" : \"=r\"(r) : \"r\"(t), \"r\"(scale), \"r\"(minus));\n  return r;\n}\n"
             .to_string(),
         LowpHelper::PairToF16(t) => {
             let (name, ptx) = (
@@ -352,6 +391,47 @@ fn encode_text(t: DType) -> String {
 mod tests {
     use super::*;
     use half::f16;
+
+    /// Every code of every integer type of 1 to 8 bits, signed and unsigned, in either half of
+    /// a word at every shift that leaves room for its partner, among random other bits: the
+    /// emitted field conversion gives its value, and shifts the word by whole bytes only
+    /// (none within the low byte of each half for codes of up to 2 bits and 4-bit codes at 0
+    /// and 4).
+    #[test]
+    fn integer_fields_are_their_values_in_f16() {
+        let mut noise = 0x2545_f491u32;
+        for b in 1..=8u8 {
+            for t in [DType::Int(b), DType::UInt(b)] {
+                let (_, offset) = int_offset(t).unwrap();
+                for shift in 0..=(16 - b as u32) {
+                    let f = IntField::of(t, shift);
+                    if b <= 2 || (b == 4 && shift % 4 == 0) {
+                        assert_eq!(f.word_shift % 8, 0, "{t} at {shift}");
+                    }
+                    for code in 0..(1u32 << b) {
+                        let partner = (code * 5 + 1) & mask(b);
+                        noise = noise.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                        let field = mask(b) << shift;
+                        let word = (noise & !(field | (field << 16)))
+                            | (code << shift)
+                            | (partner << (shift + 16));
+                        let value = |c: u32| {
+                            c as f64
+                                - if c & offset != 0 {
+                                    2.0 * offset as f64
+                                } else {
+                                    0.0
+                                }
+                        };
+                        let got = f.pair(word);
+                        for (g, c) in got.iter().zip([code, partner]) {
+                            assert_eq!(g.to_f64(), value(c), "{t} code {c:#x} at shift {shift}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     /// Every code of every placeable float format, in either half of a word at every shift
     /// that leaves room for its partner, among random other bits: placed and multiplied by

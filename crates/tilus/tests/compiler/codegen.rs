@@ -1300,11 +1300,7 @@ fn codes_scaled_in_f16_run_in_pairs_where_each_operation_rounds() {
     // the unrounded difference keeps the f32 form
     assert!(s.contains("__fsub_rn("), "{s}");
     let i = build(&ScaledCodes::<I8>::new(), &[]);
-    assert!(
-        i.source.contains("tilus_f16x2_from_biased("),
-        "{}",
-        i.source
-    );
+    assert!(i.source.contains("tilus_f16x2_from_field("), "{}", i.source);
     assert_eq!(
         i.source.matches("= tilus_mul_f16x2(").count(),
         2,
@@ -1367,7 +1363,7 @@ fn low_precision_conversions_compile() {
     assert!(!c.source.contains(">> 24)"), "{}", c.source);
     // and to f16 pairs in one packed subtraction
     assert!(
-        c.source.contains("tilus_f16x2_from_biased(") && c.source.contains("0x64806480u)"),
+        c.source.contains("tilus_f16x2_from_field(") && c.source.contains("0x64806480u, "),
         "{}",
         c.source
     );

@@ -147,7 +147,7 @@ fn codes_pair(e: &mut Emitter, r: RegId, l: usize, h: usize) -> String {
     let (a, b) = (read(e, r, &l.to_string()), read(e, r, &h.to_string()));
     match t {
         DType::Int(_) | DType::UInt(_) => {
-            e.use_helper(Helper::Lowp(super::super::lowp::LowpHelper::BiasedToF16));
+            e.use_helper(Helper::Lowp(super::super::lowp::LowpHelper::FieldToF16));
             // two codes unpacked from one word 16 bits apart: one shift and one mask
             match one_word(e, r, (l, h)) {
                 Some((word, s)) => super::super::lowp::small_int_pair_to_f16x2(t, &word, s),
