@@ -44,6 +44,10 @@ pub struct Variants {
     pub fragment_splits: Vec<i32>,
     /// Rows of A per block and stages of the fragment kernel with two warp groups.
     pub fragment_wide: Vec<(i32, i32)>,
+    /// K steps per stage of the fragment kernel (one warp group, its rows of A per block as
+    /// the host API picks), each at every stage count of `fragment_stages` (the host API's
+    /// without them).
+    pub fragment_stage_steps: Vec<i32>,
 }
 
 /// What one shape and type measured.
@@ -216,7 +220,7 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
         let configs = variants
             .fragment_stages
             .iter()
-            .map(|&s| (format!("s{s}"), (bm, s, 1, 1)))
+            .map(|&s| (format!("s{s}"), (bm, s, 1, 1, 1)))
             .chain(variants.fragment_splits.iter().flat_map(|&x| {
                 // each split count at each stage count asked for (the host's without any)
                 let stages = if variants.fragment_stages.is_empty() {
@@ -226,19 +230,36 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
                 };
                 stages
                     .into_iter()
-                    .map(move |s| (format!("k{x} s{s}"), (bm, s, x, 1)))
+                    .map(move |s| (format!("k{x} s{s}"), (bm, s, x, 1, 1)))
+            }))
+            .chain(variants.fragment_stage_steps.iter().flat_map(|&x| {
+                // each count of steps per stage at each stage count (the host's without any),
+                // the host's splits
+                let stages = if variants.fragment_stages.is_empty() {
+                    vec![host_stages]
+                } else {
+                    variants.fragment_stages.clone()
+                };
+                let splits = tilus_kernels::quant::fragment_splits(
+                    n.div_ceil(64) * m.div_ceil(bm as usize),
+                    k.div_ceil(64),
+                );
+                stages
+                    .into_iter()
+                    .map(move |s| (format!("t{x} s{s}"), (bm, s, splits, 1, x)))
             }))
             .chain(
                 variants
                     .fragment_wide
                     .iter()
-                    .map(|&(b, s)| (format!("b{b} s{s} w2"), (b, s, 1, 2))),
+                    .map(|&(b, s)| (format!("b{b} s{s} w2"), (b, s, 1, 2, 1))),
             );
-        for (label, (bm, stages, splits, warp_groups)) in configs {
+        for (label, (bm, stages, splits, warp_groups, stage_steps)) in configs {
             let config = QuantMatmulFragments::<T>::new(group, bm)
                 .with_stages(stages)
                 .with_splits(splits)
-                .with_warp_groups(warp_groups);
+                .with_warp_groups(warp_groups)
+                .with_stage_steps(stage_steps);
             let jit = tilus::Jit::new(config, device);
             let mut cv = poisoned::<f16>(&stream, &what, mn)?;
             let zeros = z.as_ref().unwrap_or(&sc);

@@ -10,10 +10,10 @@ use tilus_kernels::quant::Scheme;
 pub(crate) fn quant(
     sizes: &str,
     dtypes: &str,
-    (group, few_rows, (fragment_stages, fragment_splits, fragment_wide)): (
+    (group, few_rows, (fragment_stages, fragment_splits, fragment_wide, fragment_stage_steps)): (
         usize,
         &str,
-        (&str, &str, &str),
+        (&str, &str, &str, &str),
     ),
     opts: &BenchOptions,
 ) -> CliResult<bool> {
@@ -22,6 +22,7 @@ pub(crate) fn quant(
         fragment_stages: positive_counts(fragment_stages)?,
         fragment_splits: positive_counts(fragment_splits)?,
         fragment_wide: wide_configs(fragment_wide)?,
+        fragment_stage_steps: positive_counts(fragment_stage_steps)?,
     };
     let shapes = crate::bench_epilogue::matmul_shapes(sizes)?;
     let types: Vec<&str> = dtypes.split(',').map(str::trim).collect();
@@ -91,7 +92,8 @@ fn wide_configs(list: &str) -> CliResult<Vec<(i32, i32)>> {
         .collect()
 }
 
-/// The `--fragment-stages` (and `--fragment-splits`) list: positive counts, comma-separated
+/// The `--fragment-stages` (`--fragment-splits`, `--fragment-stage-steps`) list: positive
+/// counts, comma-separated
 /// (empty: none).
 fn positive_counts(list: &str) -> CliResult<Vec<i32>> {
     list.split(',')
@@ -100,7 +102,7 @@ fn positive_counts(list: &str) -> CliResult<Vec<i32>> {
         .map(|s| match s.parse::<i32>() {
             Ok(n) if n >= 1 => Ok(n),
             _ => Err(CliError::Usage(format!(
-                "`{s}` is not a positive count (--fragment-stages, --fragment-splits)"
+                "`{s}` is not a positive count (--fragment-stages, --fragment-splits, --fragment-stage-steps)"
             ))),
         })
         .collect()

@@ -415,6 +415,11 @@ enum BenchCommand {
         /// API's choice, comma-separated BxS: rows of A per block, stages.
         #[arg(long, default_value = "")]
         fragment_wide: String,
+        /// Counts of K steps per stage of the fragment kernel (one warp group) to time beside
+        /// the host API's choice, comma-separated (each at every count of --fragment-stages,
+        /// or the host's stages without them; the host's splits).
+        #[arg(long, default_value = "")]
+        fragment_stage_steps: String,
         /// Warm-up rounds.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
@@ -655,6 +660,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 fragment_stages,
                 fragment_splits,
                 fragment_wide,
+                fragment_stage_steps,
                 warmup,
                 rounds,
                 timing,
@@ -664,7 +670,12 @@ fn run(cli: Cli) -> CliResult<bool> {
                 (
                     group,
                     &few_rows,
-                    (&fragment_stages, &fragment_splits, &fragment_wide),
+                    (
+                        &fragment_stages,
+                        &fragment_splits,
+                        &fragment_wide,
+                        &fragment_stage_steps,
+                    ),
                 ),
                 &BenchOptions {
                     warmup,

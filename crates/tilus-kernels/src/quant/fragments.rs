@@ -66,6 +66,12 @@ pub struct QuantMatmulFragments<T> {
     /// of A (1, or 2: A read from L2 once per 128 rows of W, and two warps per scheduler to
     /// hide each other's dequantization; no splits; see `fragments_wide.rs`).
     pub warp_groups: i32,
+    /// K steps of 64 each stage holds (1 or 2; one warp group only): a stage's wait, block
+    /// barrier, refill and wait for the product before come once per `stage_steps` steps,
+    /// which at few rows of A are a fifth of a step's instructions. Taken where the block's
+    /// steps divide by it, a stage's steps share their scales (per channel, or groups of a
+    /// multiple of 128) and their rows of words start 1024 bytes apart (1 otherwise).
+    pub stage_steps: i32,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -102,6 +108,7 @@ impl<T> QuantMatmulFragments<T> {
             group,
             splits: 1,
             warp_groups: 1,
+            stage_steps: 1,
             _t: PhantomData,
         }
     }
@@ -109,6 +116,12 @@ impl<T> QuantMatmulFragments<T> {
     /// The same kernel with `warp_groups` warp groups multiplying (1 or 2; see the field).
     pub fn with_warp_groups(mut self, warp_groups: i32) -> QuantMatmulFragments<T> {
         self.warp_groups = warp_groups;
+        self
+    }
+
+    /// The same kernel with `stage_steps` K steps in each stage (see the field).
+    pub fn with_stage_steps(mut self, stage_steps: i32) -> QuantMatmulFragments<T> {
+        self.stage_steps = stage_steps;
         self
     }
 
@@ -146,8 +159,9 @@ where
         if self.warp_groups > 1 {
             return super::fragments_wide::body::<T>(k, self, &plan, &v, (m, n));
         }
-        let (steps, splits) = (plan.steps, plan.splits);
+        let (rounds, splits, per) = (plan.rounds(), plan.splits, plan.stage_steps);
         let (bm, stages, rows) = (self.block_m, plan.stages, plan.rows);
+        let steps = plan.steps;
         k.blocks([
             cdiv(n, TILE_N as i32),
             cdiv(m, bm),
@@ -160,8 +174,10 @@ where
         let base = k.let_i32(split * steps);
         let n0 = k.let_i32(tn * TILE_N as i32);
         let m0 = k.let_i32(bm * k.block_idx().y);
-        let sa = k.shared_tensor::<f16>([stages, bm, TILE_K as i32]);
-        let sw = k.shared_tensor::<u32>([stages, rows, ROW_WORDS]);
+        // A's tile of stage `j`'s step `s` at `j · per + s` (a TMA box's row is at most 64
+        // elements of A); W's words of a stage's steps one box, their rows in turn
+        let sa = k.shared_tensor::<f16>([stages * per, bm, TILE_K as i32]);
+        let sw = k.shared_tensor::<u32>([stages, rows * per, ROW_WORDS]);
         let ss = k.shared_tensor::<f16>([stages, 1, TILE_N as i32]);
         let sz = v
             .zeros
@@ -170,19 +186,22 @@ where
         let bars = k.mbarrier().alloc_counts(&vec![1; stages as usize]);
         let acc = k.register_tensor::<f32>([TILE_N as i32, bm], 0.0);
         let first_row = k.let_i32(tn * (plan.tiles_k * rows));
-        // step `i`'s tile of A, words of W and scales (and zero points) on their way into
+        // round `i`'s tiles of A, words of W and scales (and zero points) on their way into
         // stage `j`
         let fetch = |k: &mut Kernel, i: Val, j: i32| {
             k.single_thread(|k| {
-                // the step among W's
-                let i = k.let_i32(base + i);
+                // the round's first step among W's
+                let i = k.let_i32(base + i * per);
                 let at = Val::constant(j);
                 let stage = (sw.at(at), ss.at(at), sz.as_ref().map(|sz| sz.at(at)));
-                let bytes = sa.at(at).nbytes() + StepCopies::bytes(&stage);
+                let bytes = per * sa.at(at).nbytes() + StepCopies::bytes(&stage);
                 let bar = bars[j as usize];
                 k.mbarrier().arrive_and_expect_tx(bar, bytes);
-                let k0 = k.let_i32(i * TILE_K as i32);
-                k.tma().global_to_shared(&v.a, &sa.at(at), (m0, k0), bar);
+                for s in 0..per {
+                    let k0 = k.let_i32((i + s) * TILE_K as i32);
+                    let tile = sa.at(Val::constant(j * per + s));
+                    k.tma().global_to_shared(&v.a, &tile, (m0, k0), bar);
+                }
                 let copies = StepCopies {
                     first_row: first_row.into(),
                     n0: n0.into(),
@@ -196,25 +215,29 @@ where
         let layouts = StepLayouts::new(t, &plan);
         // with one stage, each product completes before the next step's registers are written
         let pending: i32 = if stages > 1 { 1 } else { 0 };
-        // step `i` in stage `j` (filled for the `fill`-th time, from 0): its words read and
-        // dequantized (in f16 pairs) while the step before is multiplied, its product issued,
-        // then the step before's stage refilled once that product is complete; TMA has
-        // `stages - 1` steps in flight meanwhile
+        // round `i` in stage `j` (filled for the `fill`-th time, from 0): its steps' words
+        // read and dequantized (in f16 pairs) while the round before is multiplied, their
+        // products issued, then the round before's stage refilled once its products are
+        // complete; TMA has `stages - 1` rounds in flight meanwhile
         let step = |k: &mut Kernel, i: Val, j: i32, fill: Scalar| {
             let at = Val::constant(j);
             k.mbarrier().wait(bars[j as usize], fill % 2);
             let stage = (sw.at(at), ss.at(at), sz.as_ref().map(|sz| sz.at(at)));
-            let deq = layouts.dequantize::<T>(k, &stage);
+            let deq: Vec<_> = (0..per)
+                .map(|s| layouts.dequantize::<T>(k, &plan.step_of(&stage, s)))
+                .collect();
             k.wgmma().fence();
-            k.wgmma()
-                .mma(&deq, &sa.at(Val::constant(j)).transpose(), &acc);
+            for (s, deq) in deq.iter().enumerate() {
+                let tile = sa.at(Val::constant(j * per + s as i32));
+                k.wgmma().mma(deq, &tile.transpose(), &acc);
+            }
             k.wgmma().commit_group();
             k.wgmma().wait_group(pending as u32);
-            // the step `pending` before is complete: its stage takes the step `stages` after
-            // it, once every warp has read its words (they have, their product being
+            // the round `pending` before is complete: its stage takes the round `stages`
+            // after it, once every warp has read its words (they have, their products being
             // complete; the barrier says so to the interpreter's race check)
             let refill = k.let_i32(i + (stages - pending));
-            k.if_(i.ge(pending) & refill.lt(steps), |k| {
+            k.if_(i.ge(pending) & refill.lt(rounds), |k| {
                 k.sync();
                 fetch(k, refill, (j + stages - pending) % stages)
             });
@@ -268,10 +291,13 @@ pub(super) struct BlockPlan {
     pub splits: i32,
     /// Each block's steps.
     pub steps: i32,
-    /// Stages of the ring (no more than the steps: every copy issued is waited for).
+    /// Stages of the ring (no more than the rounds: every copy issued is waited for).
     pub stages: i32,
     /// Elements of a row of W per scale (0: the whole row).
     pub group: i32,
+    /// K steps per stage (see [`QuantMatmulFragments::stage_steps`]): a block's steps come
+    /// in rounds of this many.
+    pub stage_steps: i32,
 }
 
 impl BlockPlan {
@@ -292,29 +318,58 @@ impl BlockPlan {
             .find(|d| tiles_k % d == 0)
             .unwrap_or(1);
         let steps = tiles_k / splits;
+        // a stage's steps share their scales and start their words where a swizzle's pattern
+        // does (as `rows()` asks); one warp group only
+        let rows = THREADS as i32 * run / ROW_WORDS;
+        let stage_steps = if cfg.warp_groups == 1
+            && cfg.stage_steps >= 2
+            && steps % 2 == 0
+            && (cfg.group == 0 || cfg.group % (2 * TILE_K as i32) == 0)
+            && (rows * ROW_WORDS * 4) % 1024 == 0
+        {
+            2
+        } else {
+            1
+        };
         let groups = if cfg.group > 0 {
             (width + cfg.group as i64 - 1) / cfg.group as i64
         } else {
             1
         } as i32;
         BlockPlan {
-            rows: THREADS as i32 * run / ROW_WORDS,
+            rows,
             tiles_k,
             groups,
             splits,
             steps,
-            stages: cfg.stages.clamp(1, steps.max(1)),
+            stages: cfg.stages.clamp(1, (steps / stage_steps).max(1)),
             group: cfg.group,
+            stage_steps,
         }
     }
 
-    /// Runs `step(k, i, j, fill)` for each step `i` of a block, in stage `j` filled for the
-    /// `fill`-th time: whole passes over the stages in a loop, the steps left over after it
-    /// (the steps are a compile-time count). No step is conditional and each stage's index is
+    /// The rounds of a block: its steps, `stage_steps` at a time.
+    pub fn rounds(&self) -> i32 {
+        self.steps / self.stage_steps
+    }
+
+    /// Step `s` of a stage's [`TileStage`] (the whole stage with one step per stage): its
+    /// rows of words, and the stage's scales (and zero points), which its steps share.
+    pub fn step_of(&self, stage: &TileStage, s: i32) -> TileStage {
+        let (words, scales, zeros) = *stage;
+        if self.stage_steps == 1 {
+            return *stage;
+        }
+        (words.rows(s * self.rows, self.rows), scales, zeros)
+    }
+
+    /// Runs `step(k, i, j, fill)` for each round `i` of a block (each step with one step per
+    /// stage), in stage `j` filled for the `fill`-th time: whole passes over the stages in a
+    /// loop, the rounds left over after it (a compile-time count). No step is conditional and each stage's index is
     /// a constant, so that the verifier sees each product complete before its registers and
     /// stage are written again.
     pub fn each_step(&self, k: &mut Kernel, mut step: impl FnMut(&mut Kernel, Val, i32, Scalar)) {
-        let (steps, stages) = (self.steps, self.stages);
+        let (steps, stages) = (self.rounds(), self.stages);
         let passes = steps / stages;
         k.for_range(0, passes * stages, stages, |k, i0| {
             for j in 0..stages {
@@ -488,6 +543,7 @@ impl<T> std::fmt::Debug for QuantMatmulFragments<T> {
             .field("group", &self.group)
             .field("splits", &self.splits)
             .field("warp_groups", &self.warp_groups)
+            .field("stage_steps", &self.stage_steps)
             .finish()
     }
 }

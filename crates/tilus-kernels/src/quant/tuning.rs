@@ -61,12 +61,13 @@ impl<T> Default for QuantMatmulFragments<T> {
     }
 }
 
-/// Rows of A per block, K steps in flight and warp groups.
+/// Rows of A per block, K steps in flight, K steps per stage and warp groups.
 impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulFragments<T> {
     fn space() -> Space {
         Space::new()
             .values("block_m", &[8, 16, 32, 64, 128, 256])
             .and_then(|s| s.values("stages", &[4, 6, 8]))
+            .and_then(|s| s.values("stage_steps", &[1, 2]))
             .and_then(|s| s.values("warp_groups", &[1, 2]))
             .and_then(|s| s.values("group", &[GROUP]))
             .expect("the fragment kernel's space is well formed")
@@ -76,6 +77,7 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulFragments<T
         Ok(
             QuantMatmulFragments::new(b.get_i32("group")?, b.get_i32("block_m")?)
                 .with_stages(b.get_i32("stages")?)
+                .with_stage_steps(b.get_i32("stage_steps")?)
                 .with_warp_groups(b.get_i32("warp_groups")?),
         )
     }
@@ -84,6 +86,7 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulFragments<T
         Some(binding(&[
             ("block_m", self.block_m.into()),
             ("stages", self.stages.into()),
+            ("stage_steps", self.stage_steps.into()),
             ("warp_groups", self.warp_groups.into()),
             ("group", self.group.into()),
         ]))
