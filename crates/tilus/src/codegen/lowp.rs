@@ -433,6 +433,31 @@ mod tests {
         }
     }
 
+    /// The emitted pair conversion shifts the word by the field's whole bytes only, and not
+    /// at all within the low byte: 4-bit codes at bits 4 and 12 read the word as it is and
+    /// shifted by 8, with the field's own mask and constants.
+    #[test]
+    fn integer_pairs_shift_their_word_by_whole_bytes() {
+        let at = |shift| small_int_pair_to_f16x2(DType::Int(4), "w", shift);
+        assert_eq!(
+            at(4),
+            "tilus_f16x2_from_field((u32)(w), 0xf000f0u, 0x64806480u, 0x2c002c00u, 0xd480d480u)"
+        );
+        assert_eq!(
+            at(12),
+            "tilus_f16x2_from_field(((u32)(w) >> 8), 0xf000f0u, 0x64806480u, 0x2c002c00u, 0xd480d480u)"
+        );
+        // 8-bit codes: at 8, the word shifted by a byte, no scaling
+        let i8 = small_int_pair_to_f16x2(DType::Int(8), "w", 8);
+        assert_eq!(
+            i8,
+            "tilus_f16x2_from_field(((u32)(w) >> 8), 0xff00ffu, 0x64806480u, 0x3c003c00u, 0xe480e480u)"
+        );
+        // two separate codes: one word of both, masked, at shift 0
+        let two = small_ints_to_f16x2(DType::UInt(2), "a", "b");
+        assert!(two.starts_with("tilus_f16x2_from_field((u32)((((u32)(a) & 3u) | (((u32)(b) & 3u) << 16))), 0x30003u, 0x64006400u, "), "{two}");
+    }
+
     /// Every code of every placeable float format, in either half of a word at every shift
     /// that leaves room for its partner, among random other bits: placed and multiplied by
     /// the restoring power of two (each step exact in f16, as `mul.rn.f16x2` computes it), it
