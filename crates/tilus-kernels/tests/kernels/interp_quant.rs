@@ -144,15 +144,27 @@ fn interp_quant_matmul_on_the_ring_matches_the_product_of_the_f16_weights() {
 
 /// The fragment kernel on prepacked weights of type `T` at `(m, n, k)`: as [`check`].
 fn check_fragments<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+    shape: (usize, usize, usize),
+    scheme: Scheme,
+    tiles: (i32, i32, i32),
+    rng: &mut Rng,
+) {
+    check_fragments_steps::<T>(shape, scheme, tiles, 1, rng);
+}
+
+/// The same with `stage_steps` K steps a stage.
+fn check_fragments_steps<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
     (m, n, k): (usize, usize, usize),
     scheme: Scheme,
     (block_m, stages, splits): (i32, i32, i32),
+    stage_steps: i32,
     rng: &mut Rng,
 ) {
     let group = scheme.group.map_or(0, |g| g as i32);
     let config = tilus_kernels::quant::QuantMatmulFragments::<T>::new(group, block_m)
         .with_stages(stages)
-        .with_splits(splits);
+        .with_splits(splits)
+        .with_stage_steps(stage_steps);
     check_fragment_config((m, n, k), scheme, &config, rng);
 }
 
@@ -203,70 +215,25 @@ fn interp_quant_matmul_on_prepacked_fragments_matches_the_product_of_the_f16_wei
 /// 64 and 1-bit words keep one step a stage.
 #[test]
 fn interp_quant_matmul_on_fragments_with_two_steps_a_stage_matches() {
-    use tilus_kernels::quant::QuantMatmulFragments;
     let mut rng = Rng::new(seed());
-    let two = |group: i32, block_m: i32, stages: i32, splits: i32| (group, block_m, stages, splits);
     fn run<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
-        (m, n, k): (usize, usize, usize),
+        shape: (usize, usize, usize),
         scheme: Scheme,
-        (group, block_m, stages, splits): (i32, i32, i32, i32),
+        tiles: (i32, i32, i32),
         rng: &mut Rng,
     ) {
-        let config = QuantMatmulFragments::<T>::new(group, block_m)
-            .with_stages(stages)
-            .with_splits(splits)
-            .with_stage_steps(2);
-        check_fragment_config((m, n, k), scheme, &config, rng);
+        check_fragments_steps::<T>(shape, scheme, tiles, 2, rng);
     }
+    let (g128, g64) = (Scheme::grouped(128), Scheme::grouped(64));
     // 16 steps: 8 rounds over 3 stages (two passes and two rounds left over)
-    run::<I4>(
-        (3, 72, 1024),
-        Scheme::grouped(128),
-        two(128, 8, 3, 1),
-        &mut rng,
-    );
-    run::<U4>(
-        (9, 64, 512),
-        Scheme::grouped(256),
-        two(256, 16, 2, 2),
-        &mut rng,
-    );
-    run::<I8>(
-        (1, 64, 768),
-        Scheme::per_channel(),
-        two(0, 8, 2, 1),
-        &mut rng,
-    );
-    run::<F8E4M3>(
-        (17, 64, 512),
-        Scheme::grouped(128),
-        two(128, 32, 2, 1),
-        &mut rng,
-    );
-    run::<I2>(
-        (2, 130, 512),
-        Scheme::grouped(128),
-        two(128, 8, 2, 2),
-        &mut rng,
-    );
-    run::<F4E2M1>(
-        (4, 64, 512),
-        Scheme::grouped(128),
-        two(128, 8, 4, 1),
-        &mut rng,
-    );
-    run::<I4>(
-        (2, 64, 384),
-        Scheme::grouped(64),
-        two(64, 8, 2, 1),
-        &mut rng,
-    );
-    run::<Int<1>>(
-        (2, 64, 512),
-        Scheme::grouped(128),
-        two(128, 8, 2, 1),
-        &mut rng,
-    );
+    run::<I4>((3, 72, 1024), g128, (8, 3, 1), &mut rng);
+    run::<U4>((9, 64, 512), Scheme::grouped(256), (16, 2, 2), &mut rng);
+    run::<I8>((1, 64, 768), Scheme::per_channel(), (8, 2, 1), &mut rng);
+    run::<F8E4M3>((17, 64, 512), g128, (32, 2, 1), &mut rng);
+    run::<I2>((2, 130, 512), g128, (8, 2, 2), &mut rng);
+    run::<F4E2M1>((4, 64, 512), g128, (8, 4, 1), &mut rng);
+    run::<I4>((2, 64, 384), g64, (8, 2, 1), &mut rng);
+    run::<Int<1>>((2, 64, 512), g128, (8, 2, 1), &mut rng);
 }
 
 /// Two warp groups per block, each its own tile of W against the shared tile of A, the ring
