@@ -22,11 +22,14 @@
 //! 0, scale 0), and C is stored under its bounds: every M and N are taken; K is a multiple of
 //! 8 (TMA reads A's rows).
 
-use super::prepack::{code_layout, Prepacked, CODES, THREADS, TILE_K, TILE_N};
+use super::prepack::{
+    code_layout, planes, Prepacked, CODES, LOW_PLANE_WORDS, THREADS, TILE_K, TILE_N,
+};
 use half::f16;
 use std::marker::PhantomData;
 use tilus::layout::RegisterLayout;
 use tilus::lowp::LowpElement;
+use tilus::lowp::UInt;
 use tilus::prelude::*;
 
 /// Words per row of a stage of codes: a thread's run is 1 to 8 words, a tile's runs 2 to 16
@@ -47,7 +50,7 @@ pub type FragmentArgs = (
     PtrMut<f16>,
 );
 
-/// The kernel for weights of type `T` (1, 2, 4 or 8 bits). Fields are compile-time
+/// The kernel for weights of type `T` (1, 2, 4 or 8 bits, or 3-bit integers in two planes). Fields are compile-time
 /// hyperparameters.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct QuantMatmulFragments<T> {
@@ -484,26 +487,69 @@ impl StepCopies {
     }
 }
 
-/// How a thread's words become its part of the `[64, 64]` register operand.
-pub(super) struct StepLayouts {
-    /// A thread's run of words in the stage's rows.
+/// How a thread's words (of one type, or of one plane) become its part of the `[64, 64]`
+/// register operand.
+pub(super) struct RunLayouts {
+    /// A thread's run of words in the rows that hold them.
     runs: RegisterLayout,
-    /// The same registers as codes, in the stage's rows.
+    /// The same registers as codes, in those rows.
     plain: RegisterLayout,
     /// The same registers as the fragment (in the prepack's order of codes: the f16 pairs'
     /// halves in one word).
     fragment: RegisterLayout,
+    /// The rows of `ROW_WORDS` words the runs take.
+    rows: i32,
+}
+
+impl RunLayouts {
+    /// Runs of `run` words a thread over `rows` rows of `ROW_WORDS`, codes of type `t`.
+    fn new(t: tilus::ir::DType, rows: i64, run: i64) -> RunLayouts {
+        let threads = RegisterLayout::spatial(&[rows, ROW_WORDS as i64 / run]);
+        RunLayouts {
+            runs: threads.compose(&RegisterLayout::local(&[1, run])),
+            plain: threads.compose(&RegisterLayout::local(&[1, CODES as i64])),
+            fragment: code_layout(t),
+            rows: rows as i32,
+        }
+    }
+
+    /// `words` read, unpacked as `T` and relabelled as the fragment.
+    fn codes<T: Element + LowpElement>(
+        &self,
+        k: &mut Kernel,
+        words: &SharedTensor<u32>,
+    ) -> RegisterTensor<T> {
+        let words = k.load_shared(words);
+        k.annotate_layout(&words, self.runs.clone());
+        let codes = k.unpack::<T>(&words);
+        k.relabel(&codes, self.plain.clone(), self.fragment.clone())
+    }
+}
+
+/// How a thread's words become its part of the `[64, 64]` register operand: one run of
+/// codes, or (3-bit integers) the low plane's run and the top plane's word ([`planes`]).
+pub(super) enum StepLayouts {
+    /// Codes whose width divides a word.
+    Whole(RunLayouts),
+    /// The low plane (its rows first) and the top plane.
+    Planes(RunLayouts, RunLayouts),
 }
 
 impl StepLayouts {
     pub fn new(t: tilus::ir::DType, plan: &BlockPlan) -> StepLayouts {
-        let run = Prepacked::words_per_thread(t) as i64;
-        let per_row = ROW_WORDS as i64 / run;
-        let threads = RegisterLayout::spatial(&[plan.rows as i64, per_row]);
-        StepLayouts {
-            runs: threads.compose(&RegisterLayout::local(&[1, run])),
-            plain: threads.compose(&RegisterLayout::local(&[1, CODES as i64])),
-            fragment: code_layout(t),
+        match planes(t) {
+            Some((low, top)) => {
+                let low_rows = (THREADS * LOW_PLANE_WORDS) as i64 / ROW_WORDS as i64;
+                StepLayouts::Planes(
+                    RunLayouts::new(low, low_rows, LOW_PLANE_WORDS as i64),
+                    RunLayouts::new(top, plan.rows as i64 - low_rows, 1),
+                )
+            }
+            None => StepLayouts::Whole(RunLayouts::new(
+                t,
+                plan.rows as i64,
+                Prepacked::words_per_thread(t) as i64,
+            )),
         }
     }
 
@@ -515,21 +561,29 @@ impl StepLayouts {
         k: &mut Kernel,
         (words, scales, zeros): &TileStage,
     ) -> RegisterTensor<f16> {
-        let words = k.load_shared(words);
-        k.annotate_layout(&words, self.runs.clone());
-        let codes = k.unpack::<T>(&words);
-        let codes = k.relabel(&codes, self.plain.clone(), self.fragment.clone());
+        let values = match self {
+            StepLayouts::Whole(l) => l.codes::<T>(k, words).cast::<f16>(),
+            StepLayouts::Planes(low, top) => {
+                // the code's value from its planes, each an exact f16 (the low two bits, the
+                // top bit times 4: its weight, negative for signed codes), their sum exact
+                let lo = low.codes::<UInt<2>>(k, &words.rows(0, low.rows));
+                let hi = top.codes::<UInt<1>>(k, &words.rows(low.rows, top.rows));
+                let hi4 = (hi.cast::<f16>() * 4.0).cast::<f16>();
+                if matches!(<T as LowpElement>::DTYPE, tilus::ir::DType::Int(_)) {
+                    (lo.cast::<f16>() - hi4).cast::<f16>()
+                } else {
+                    (lo.cast::<f16>() + hi4).cast::<f16>()
+                }
+            }
+        };
         // the step's scales as a column, `[64, 1]`
         let scale = k.load_shared(scales).transpose();
-        match zeros {
-            Some(zeros) => {
-                // (whole zero points of the codes' range, which `prepack` checks: the
-                // difference is exact in f16, and the pair form's rounding of it changes
-                // nothing)
-                let zero = k.load_shared(zeros).transpose();
-                k.compute((codes.cast::<f16>() - zero).cast::<f16>() * scale)
-            }
-            None => k.compute(codes.cast::<f16>() * scale),
+        let zero = zeros.as_ref().map(|z| k.load_shared(z).transpose());
+        match zero {
+            // (whole zero points of the codes' range, which `prepack` checks: the difference
+            // is exact in f16, and the pair form's rounding of it changes nothing)
+            Some(zero) => k.compute((values - zero).cast::<f16>() * scale),
+            None => k.compute(values * scale),
         }
     }
 }

@@ -180,7 +180,7 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         };
         if !super::prepack::prepackable(t) {
             return Err(bad(format!(
-                "{t} weights do not prepack: the fragment kernel takes types of 1, 2, 4 or 8 bits"
+                "{t} weights do not prepack: the fragment kernel takes types of 1, 2, 4 or 8 bits and 3-bit integers"
             )));
         }
         let group = group_arg(self.scheme)?;

@@ -95,9 +95,21 @@ impl Prepacked {
 }
 
 /// Whether the fragment kernel takes weights of type `t`: whole codes in each 32-bit word
-/// (1, 2, 4 or 8 bits).
+/// (1, 2, 4 or 8 bits), or 3-bit integers in two planes ([`planes`]).
 pub fn prepackable(t: DType) -> bool {
-    t.is_lowp() && matches!(t.bits(), 1 | 2 | 4 | 8)
+    t.is_lowp() && (matches!(t.bits(), 1 | 2 | 4 | 8) || planes(t).is_some())
+}
+
+/// Words of a thread's run that hold the low plane of a two-plane type.
+pub const LOW_PLANE_WORDS: usize = CODES * 2 / 32;
+
+/// The planes of a type whose codes do not divide a word: 3-bit integers as their low two
+/// bits (`u2`, the first [`LOW_PLANE_WORDS`] words of every thread, runs of a step's rows 0 to
+/// 3) and their top bit (`u1`, one word a thread after all of them: rows 4 and 5), each
+/// plane in its own width's order ([`code_layout`]), so that both give their f16 pairs 16 bits
+/// apart in one word. `None` for other types.
+pub fn planes(t: DType) -> Option<(DType, DType)> {
+    matches!(t, DType::Int(3) | DType::UInt(3)).then_some((DType::UInt(2), DType::UInt(1)))
 }
 
 /// `q` prepacked for the fragment kernel, or why it cannot be (a type whose codes do not
@@ -107,7 +119,7 @@ pub fn prepack(q: &Quantized) -> crate::Result<Prepacked> {
         return Err(crate::Error::Shape {
             kernel: "quant_matmul",
             message: format!(
-                "{} weights do not prepack: the fragment kernel takes types of 1, 2, 4 or 8 bits",
+                "{} weights do not prepack: the fragment kernel takes types of 1, 2, 4 or 8 bits and 3-bit integers",
                 q.dtype
             ),
         });
@@ -129,31 +141,64 @@ pub fn prepack(q: &Quantized) -> crate::Result<Prepacked> {
     }
     let (n, k) = q.shape;
     let bits = q.dtype.bits() as usize;
-    let per_word = 32 / bits;
     let words_per_thread = Prepacked::words_per_thread(q.dtype);
     let (tiles_n, tiles_k) = (n.div_ceil(TILE_N), k.div_ceil(TILE_K));
-    let layout = code_layout(q.dtype);
-    // each thread's elements of a tile, in its local order
-    let places: Vec<Vec<(usize, usize)>> = (0..THREADS)
-        .map(|t| {
-            (0..CODES)
-                .map(|l| {
-                    let c = layout.coords(t as i64, l as i64);
-                    (c[0] as usize, c[1] as usize)
-                })
-                .collect()
-        })
-        .collect();
+    // each thread's elements of a tile in the local order of `layout`
+    let places_of = |layout: &RegisterLayout| -> Vec<Vec<(usize, usize)>> {
+        (0..THREADS)
+            .map(|t| {
+                (0..CODES)
+                    .map(|l| {
+                        let c = layout.coords(t as i64, l as i64);
+                        (c[0] as usize, c[1] as usize)
+                    })
+                    .collect()
+            })
+            .collect()
+    };
     let mut words = vec![0u32; tiles_n * tiles_k * THREADS * words_per_thread];
+    // each plane: its places, its bits, the code's bits it takes, where thread `t`'s words
+    // start in a step's run of words
+    let planes: Vec<(
+        Vec<Vec<(usize, usize)>>,
+        usize,
+        u32,
+        Box<dyn Fn(usize) -> usize>,
+    )> = match planes(q.dtype) {
+        Some((low, top)) => vec![
+            (
+                places_of(&code_layout(low)),
+                2,
+                0,
+                Box::new(|t| t * LOW_PLANE_WORDS),
+            ),
+            (
+                places_of(&code_layout(top)),
+                1,
+                2,
+                Box::new(|t| THREADS * LOW_PLANE_WORDS + t),
+            ),
+        ],
+        None => vec![(
+            places_of(&code_layout(q.dtype)),
+            bits,
+            0,
+            Box::new(move |t| t * words_per_thread),
+        )],
+    };
     for tn in 0..tiles_n {
         for tk in 0..tiles_k {
-            for (t, places) in places.iter().enumerate() {
-                let run = ((tn * tiles_k + tk) * THREADS + t) * words_per_thread;
-                for (l, &(r, c)) in places.iter().enumerate() {
-                    let (row, col) = (tn * TILE_N + r, tk * TILE_K + c);
-                    if row < n && col < k {
-                        let code = q.code(row, col);
-                        words[run + l / per_word] |= code << ((l % per_word) * bits);
+            let step = (tn * tiles_k + tk) * THREADS * words_per_thread;
+            for (places, bits, from, first) in &planes {
+                let (bits, per_word) = (*bits, 32 / *bits);
+                for (t, places) in places.iter().enumerate() {
+                    let run = step + first(t);
+                    for (l, &(r, c)) in places.iter().enumerate() {
+                        let (row, col) = (tn * TILE_N + r, tk * TILE_K + c);
+                        if row < n && col < k {
+                            let code = (q.code(row, col) >> from) & ((1 << bits) - 1);
+                            words[run + l / per_word] |= code << ((l % per_word) * bits);
+                        }
                     }
                 }
             }
@@ -281,9 +326,46 @@ mod tests {
         }
         let q8 = quantize::<I8>(&w, (n, k), Scheme::per_channel());
         assert_eq!(prepack(&q8).unwrap().words.len(), 2 * 2 * 128 * 8);
-        let q3 = quantize::<tilus::lowp::Int<3>>(&w, (n, k), Scheme::per_channel());
-        let e = prepack(&q3).unwrap_err().to_string();
-        assert!(e.contains("i3 weights do not prepack"), "{e}");
+        let q5 = quantize::<tilus::lowp::Int<5>>(&w, (n, k), Scheme::per_channel());
+        let e = prepack(&q5).unwrap_err().to_string();
+        assert!(e.contains("i5 weights do not prepack"), "{e}");
+        // 3-bit codes in two planes: each code's low two bits where the u2 order puts its
+        // element in the thread's first two words, its top bit where the u1 order puts it in
+        // the thread's word after all threads' low planes
+        let q3 = quantize::<tilus::lowp::Int<3>>(&w, (n, k), Scheme::grouped(64));
+        let p3 = prepack(&q3).unwrap();
+        assert_eq!(p3.words.len(), 2 * 2 * 128 * 3);
+        let (low, top) = (code_layout(DType::UInt(2)), code_layout(DType::UInt(1)));
+        let mut seen = vec![0u32; n * k];
+        for tn in 0..2 {
+            for tk in 0..2 {
+                let step = (tn * 2 + tk) * 128 * 3;
+                for t in 0..128 {
+                    for l in 0..CODES {
+                        let at = |layout: &RegisterLayout| {
+                            let c = layout.coords(t as i64, l as i64);
+                            (tn * 64 + c[0] as usize, tk * 64 + c[1] as usize)
+                        };
+                        let lo = (p3.words[step + t * 2 + l / 16] >> ((l % 16) * 2)) & 3;
+                        let hi = (p3.words[step + 256 + t] >> l) & 1;
+                        let ((r, x), (r2, x2)) = (at(&low), at(&top));
+                        if r < n {
+                            assert_eq!(lo, q3.code(r, x) & 3, "low ({r}, {x})");
+                            seen[r * k + x] += 1;
+                        } else {
+                            assert_eq!(lo, 0);
+                        }
+                        if r2 < n {
+                            assert_eq!(hi, q3.code(r2, x2) >> 2, "top ({r2}, {x2})");
+                            seen[r2 * k + x2] += 1;
+                        } else {
+                            assert_eq!(hi, 0);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(seen.iter().all(|&s| s == 2));
         // zero points: whole numbers of the codes' range only (the kernel subtracts in f16)
         let mut u = quantize::<tilus::lowp::U4>(&w, (n, k), Scheme::grouped(64));
         assert!(u.zeros.iter().all(|z| z.to_f32().fract() == 0.0));

@@ -149,4 +149,7 @@ fn gpu_quant_matmul_on_prepacked_fragments_matches_the_product_of_the_f16_weight
     check_fragments::<F8E4M3>(&device, (1, 256, 4096), Scheme::grouped(64), &mut rng);
     check_fragments::<F4E2M1>(&device, (9, 256, 2048), g128, &mut rng);
     check_fragments::<I2>(&device, (2, 192, 4096), g128, &mut rng);
+    // 3-bit codes in two planes, one and two warp groups
+    check_fragments::<Int<3>>(&device, (16, 320, 2048), g128, &mut rng);
+    check_fragments::<UInt<3>>(&device, (300, 256, 1024), g128, &mut rng);
 }

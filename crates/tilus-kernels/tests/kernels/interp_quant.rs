@@ -198,6 +198,9 @@ fn interp_quant_matmul_on_prepacked_fragments_matches_the_product_of_the_f16_wei
     check_fragments::<I2>((2, 64, 128), Scheme::grouped(128), (8, 2, 1), &mut rng);
     // (1-bit codes: each f16 pair 16 codes apart in the thread's one word)
     check_fragments::<Int<1>>((4, 72, 256), Scheme::grouped(64), (8, 3, 1), &mut rng);
+    // 3-bit codes in two planes (the low two bits, the top bit), signed and with zero points
+    check_fragments::<Int<3>>((3, 72, 320), Scheme::grouped(64), (8, 2, 1), &mut rng);
+    check_fragments::<UInt<3>>((17, 64, 256), Scheme::grouped(128), (32, 3, 2), &mut rng);
     // K split across blocks: 4 of 2 steps each (groups straddling none), the turns passed
     // through three partial sums; 2 of 3 steps with zero points; a count that does not
     // divide the steps (3 of 8: 2 are taken), with two row blocks of A
@@ -281,6 +284,13 @@ fn interp_quant_matmul_on_fragments_with_two_warp_groups_matches_the_product_of_
         (150, 64, 768),
         grouped(128),
         &wide::<I4>(128, (64, 4)),
+        &mut rng,
+    );
+    // 3-bit codes in two planes, each warp group its own planes' rows
+    check_fragment_config(
+        (70, 130, 384),
+        grouped(128),
+        &wide::<Int<3>>(128, (64, 2)),
         &mut rng,
     );
 }

@@ -16,7 +16,7 @@
 use super::super::memory::{read, storage, Storage};
 use super::super::{Emitter, Helper};
 use super::ArithHelper;
-use crate::ir::{BinaryOp, DType, Program, RegId, TileExpr};
+use crate::ir::{BinaryOp, DType, Expr, Program, RegId, TileExpr};
 
 /// Emits `out = x` in f16 pairs and returns true where `x` (the expression below the store's
 /// own rounding) qualifies; returns false, emitting nothing, otherwise.
@@ -72,15 +72,28 @@ fn rounded(p: &Program, x: &TileExpr) -> bool {
 }
 
 /// Whether `x`'s value is an f16 value exactly: an f16 tile, codes cast to f16 that f16
-/// holds exactly, or a rounded operation cast to f16.
+/// holds exactly, a rounded operation cast to f16, or an f16 constant.
 fn f16_valued(p: &Program, x: &TileExpr) -> bool {
     match x {
         TileExpr::Tile(v) => p.register(v.tensor).dtype == DType::F16,
+        TileExpr::Scalar(c) => f16_constant(c).is_some(),
         TileExpr::Cast(DType::F16, a) => match a.as_ref() {
             TileExpr::Tile(v) => exact_in_f16(p.register(v.tensor).dtype),
             inner => rounded(p, inner),
         },
         _ => false,
+    }
+}
+
+/// The bits of an f16 constant (a literal of the script in an f16 expression).
+fn f16_constant(c: &Expr) -> Option<u16> {
+    match c {
+        Expr::Float(bits, DType::F16) => {
+            let v = f64::from_bits(*bits);
+            let h = half::f16::from_f64(v);
+            (h.to_f64() == v).then(|| h.to_bits())
+        }
+        _ => None,
     }
 }
 
@@ -117,6 +130,10 @@ fn pair(
             }
             inner => pair(e, inner, lo, hi),
         },
+        TileExpr::Scalar(c) => {
+            let bits = f16_constant(c).expect("checked by `f16_valued`") as u32;
+            format!("{:#x}u", bits * 0x1_0001)
+        }
         TileExpr::Tile(v) => {
             let (l, h) = (next(lo), next(hi));
             let d = e.p.register(v.tensor);
