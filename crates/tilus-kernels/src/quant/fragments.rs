@@ -528,11 +528,11 @@ impl RunLayouts {
 
 /// How a thread's words become its part of the `[64, 64]` register operand: one run of
 /// codes, or (3-bit integers) the low plane's run and the top plane's word ([`planes`]).
-pub(super) enum StepLayouts {
-    /// Codes whose width divides a word.
-    Whole(RunLayouts),
-    /// The low plane (its rows first) and the top plane.
-    Planes(RunLayouts, RunLayouts),
+pub(super) struct StepLayouts {
+    /// The codes, or the low plane (its rows first).
+    main: RunLayouts,
+    /// The top plane, for types in two planes.
+    top: Option<RunLayouts>,
 }
 
 impl StepLayouts {
@@ -540,16 +540,15 @@ impl StepLayouts {
         match planes(t) {
             Some((low, top)) => {
                 let low_rows = (THREADS * LOW_PLANE_WORDS) as i64 / ROW_WORDS as i64;
-                StepLayouts::Planes(
-                    RunLayouts::new(low, low_rows, LOW_PLANE_WORDS as i64),
-                    RunLayouts::new(top, plan.rows as i64 - low_rows, 1),
-                )
+                StepLayouts {
+                    main: RunLayouts::new(low, low_rows, LOW_PLANE_WORDS as i64),
+                    top: Some(RunLayouts::new(top, plan.rows as i64 - low_rows, 1)),
+                }
             }
-            None => StepLayouts::Whole(RunLayouts::new(
-                t,
-                plan.rows as i64,
-                Prepacked::words_per_thread(t) as i64,
-            )),
+            None => StepLayouts {
+                main: RunLayouts::new(t, plan.rows as i64, Prepacked::words_per_thread(t) as i64),
+                top: None,
+            },
         }
     }
 
@@ -561,9 +560,10 @@ impl StepLayouts {
         k: &mut Kernel,
         (words, scales, zeros): &TileStage,
     ) -> RegisterTensor<f16> {
-        let values = match self {
-            StepLayouts::Whole(l) => l.codes::<T>(k, words).cast::<f16>(),
-            StepLayouts::Planes(low, top) => {
+        let values = match &self.top {
+            None => self.main.codes::<T>(k, words).cast::<f16>(),
+            Some(top) => {
+                let low = &self.main;
                 // the code's value from its planes, each an exact f16 (the low two bits, the
                 // top bit times 4: its weight, negative for signed codes), their sum exact
                 let lo = low.codes::<UInt<2>>(k, &words.rows(0, low.rows));

@@ -112,6 +112,20 @@ pub fn planes(t: DType) -> Option<(DType, DType)> {
     matches!(t, DType::Int(3) | DType::UInt(3)).then_some((DType::UInt(2), DType::UInt(1)))
 }
 
+/// One plane of codes as `prepack` writes it (the whole code for most types).
+struct Plane {
+    /// Each thread's elements of a tile, in the plane's local order.
+    places: Vec<Vec<(usize, usize)>>,
+    /// Bits of a code the plane holds.
+    bits: usize,
+    /// The lowest of them in the code.
+    from: u32,
+    /// Where thread 0's words start in a step's run of words.
+    base: usize,
+    /// Words between two threads' starts.
+    stride: usize,
+}
+
 /// `q` prepacked for the fragment kernel, or why it cannot be (a type whose codes do not
 /// divide a word, zero points that are not whole numbers of the codes' range).
 pub fn prepack(q: &Quantized) -> crate::Result<Prepacked> {
@@ -158,45 +172,43 @@ pub fn prepack(q: &Quantized) -> crate::Result<Prepacked> {
     };
     let mut words = vec![0u32; tiles_n * tiles_k * THREADS * words_per_thread];
     // each plane: its places, its bits, the code's bits it takes, where thread `t`'s words
-    // start in a step's run of words
-    let planes: Vec<(
-        Vec<Vec<(usize, usize)>>,
-        usize,
-        u32,
-        Box<dyn Fn(usize) -> usize>,
-    )> = match planes(q.dtype) {
+    // start in a step's run of words (`base + t · stride`)
+    let planes = match planes(q.dtype) {
         Some((low, top)) => vec![
-            (
-                places_of(&code_layout(low)),
-                2,
-                0,
-                Box::new(|t| t * LOW_PLANE_WORDS),
-            ),
-            (
-                places_of(&code_layout(top)),
-                1,
-                2,
-                Box::new(|t| THREADS * LOW_PLANE_WORDS + t),
-            ),
+            Plane {
+                places: places_of(&code_layout(low)),
+                bits: 2,
+                from: 0,
+                base: 0,
+                stride: LOW_PLANE_WORDS,
+            },
+            Plane {
+                places: places_of(&code_layout(top)),
+                bits: 1,
+                from: 2,
+                base: THREADS * LOW_PLANE_WORDS,
+                stride: 1,
+            },
         ],
-        None => vec![(
-            places_of(&code_layout(q.dtype)),
+        None => vec![Plane {
+            places: places_of(&code_layout(q.dtype)),
             bits,
-            0,
-            Box::new(move |t| t * words_per_thread),
-        )],
+            from: 0,
+            base: 0,
+            stride: words_per_thread,
+        }],
     };
     for tn in 0..tiles_n {
         for tk in 0..tiles_k {
             let step = (tn * tiles_k + tk) * THREADS * words_per_thread;
-            for (places, bits, from, first) in &planes {
-                let (bits, per_word) = (*bits, 32 / *bits);
-                for (t, places) in places.iter().enumerate() {
-                    let run = step + first(t);
+            for plane in &planes {
+                let (bits, per_word) = (plane.bits, 32 / plane.bits);
+                for (t, places) in plane.places.iter().enumerate() {
+                    let run = step + plane.base + t * plane.stride;
                     for (l, &(r, c)) in places.iter().enumerate() {
                         let (row, col) = (tn * TILE_N + r, tk * TILE_K + c);
                         if row < n && col < k {
-                            let code = (q.code(row, col) >> from) & ((1 << bits) - 1);
+                            let code = (q.code(row, col) >> plane.from) & ((1 << bits) - 1);
                             words[run + l / per_word] |= code << ((l % per_word) * bits);
                         }
                     }
