@@ -368,19 +368,19 @@ impl BlockPlan {
 
     /// Runs `step(k, i, j, fill)` for each round `i` of a block (each step with one step per
     /// stage), in stage `j` filled for the `fill`-th time: whole passes over the stages in a
-    /// loop, the rounds left over after it (a compile-time count). No step is conditional and each stage's index is
-    /// a constant, so that the verifier sees each product complete before its registers and
-    /// stage are written again.
+    /// loop, the rounds left over after it (a compile-time count). No round is conditional
+    /// and each stage's index is a constant, so that the verifier sees each product complete
+    /// before its registers and stage are written again.
     pub fn each_step(&self, k: &mut Kernel, mut step: impl FnMut(&mut Kernel, Val, i32, Scalar)) {
-        let (steps, stages) = (self.rounds(), self.stages);
-        let passes = steps / stages;
+        let (rounds, stages) = (self.rounds(), self.stages);
+        let passes = rounds / stages;
         k.for_range(0, passes * stages, stages, |k, i0| {
             for j in 0..stages {
                 let i = k.let_i32(i0 + j);
                 step(k, i, j, Scalar::from(i0) / stages);
             }
         });
-        for j in 0..steps % stages {
+        for j in 0..rounds % stages {
             let i = Val::constant(passes * stages + j);
             step(k, i, j, Scalar::from(Val::constant(passes)));
         }
