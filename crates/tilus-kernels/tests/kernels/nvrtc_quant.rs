@@ -200,13 +200,18 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
         "{s2}"
     );
     // 3-bit codes from their two planes, each pair by its field conversion, the top bit's
-    // times 4 (an f16 constant pair) taken from the low bits' in f16 pairs: no f32 form
+    // times 4 taken into its conversion's constants (scale 4, less 4096), then taken from the
+    // low bits' in f16 pairs: no product of its own, no f32 form
     let s3 = frag::<Int<3>>(128, 4096, 16);
     assert!(
         s3.contains("from_field((u32)(r1[0]), 0x30003u, 0x64006400u, "),
         "{s3}"
     );
-    assert!(s3.contains("0x44004400u)"), "{s3}");
+    assert!(
+        s3.contains(", 0x10001u, 0x64006400u, 0x44004400u, 0xec00ec00u)"),
+        "{s3}"
+    );
+    assert!(!s3.contains(", 0x44004400u)"), "no product by 4\n{s3}");
     assert!(s3.contains("tilus_sub_f16x2("), "{s3}");
     assert!(!s3.contains("__fmul_rn("), "{s3}");
     frag::<UInt<3>>(128, 4096, 64);

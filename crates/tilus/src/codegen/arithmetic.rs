@@ -795,7 +795,7 @@ fn emit_cast(e: &mut Emitter, src: &RegView, out: &RegId) {
                     read(e, src.tensor, &(2 * w).to_string()),
                     read(e, src.tensor, &(2 * w + 1).to_string()),
                 );
-                let pair = super::lowp::small_ints_to_f16x2(s, &a, &b);
+                let pair = super::lowp::small_ints_to_f16x2(s, &a, &b, 0);
                 e.line(format!("{on}[{w}] = {pair};"));
             }
         }

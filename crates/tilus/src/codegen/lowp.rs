@@ -117,22 +117,23 @@ fn biased_to_f32(b: u8, offset: u32, code: &str) -> String {
 /// Two codes `a`, `b` of a small integer type as an f16 pair (a `u32` C expression), by the
 /// exponent trick of [`fast_to_f32`] in 16 bits: `1024 + u` is the f16 whose low mantissa
 /// bits are `u`, less `1024 + offset` ([`IntField`] at shift 0 of the word the two codes
-/// make). Needs [`LowpHelper::FieldToF16`].
-pub(super) fn small_ints_to_f16x2(t: DType, a: &str, b: &str) -> String {
+/// make), times `2^times_log2`. Needs [`LowpHelper::FieldToF16`].
+pub(super) fn small_ints_to_f16x2(t: DType, a: &str, b: &str, times_log2: i32) -> String {
     let m = mask(
         int_offset(t)
             .expect("small_ints_to_f16x2 takes integer types")
             .0,
     );
     let word = format!("(((u32)({a}) & {m}u) | (((u32)({b}) & {m}u) << 16))");
-    small_int_pair_to_f16x2(t, &word, 0)
+    small_int_pair_to_f16x2(t, &word, 0, times_log2)
 }
 
 /// The two codes of a small integer type at bits `shift` and `shift + 16` of the 32-bit
 /// word `word` as an f16 pair, exactly ([`IntField`]): at most one shift, by a whole byte,
-/// then one `lop3` and one packed fused multiply-add. Needs [`LowpHelper::FieldToF16`].
-pub(super) fn small_int_pair_to_f16x2(t: DType, word: &str, shift: u32) -> String {
-    let f = IntField::of(t, shift);
+/// then one `lop3` and one packed fused multiply-add, times `2^times_log2` (a power of two
+/// from 2^-4 to 2^4, taken into the constants: exact). Needs [`LowpHelper::FieldToF16`].
+pub(super) fn small_int_pair_to_f16x2(t: DType, word: &str, shift: u32, times_log2: i32) -> String {
+    let f = IntField::of(t, shift, times_log2);
     let x = if f.word_shift == 0 {
         format!("(u32)({word})")
     } else {
@@ -167,7 +168,9 @@ struct IntField {
 }
 
 impl IntField {
-    fn of(t: DType, shift: u32) -> IntField {
+    /// The field at `shift`, its value times `2^times_log2` (from 2^-4 to 2^4: the constants
+    /// stay exact f16 values).
+    fn of(t: DType, shift: u32, times_log2: i32) -> IntField {
         let (b, offset) = int_offset(t).expect("IntField takes integer types");
         let up = if shift % 8 + b as u32 <= 10 {
             shift % 8
@@ -179,8 +182,8 @@ impl IntField {
             word_shift: shift - up,
             mask: (mask(b) << up) * 0x1_0001,
             magic: (0x6400 | (offset << up)) * 0x1_0001,
-            scale: pair(2f32.powi(-(up as i32))),
-            minus: pair(-(2f32.powi(10 - up as i32) + offset as f32)),
+            scale: pair(2f32.powi(times_log2 - up as i32)),
+            minus: pair(-(2f32.powi(10 - up as i32) + offset as f32) * 2f32.powi(times_log2)),
         }
     }
 
@@ -393,8 +396,9 @@ mod tests {
     use half::f16;
 
     /// Every code of every integer type of 1 to 8 bits, signed and unsigned, in either half of
-    /// a word at every shift that leaves room for its partner, among random other bits: the
-    /// emitted field conversion gives its value, and shifts the word by whole bytes only
+    /// a word at every shift that leaves room for its partner, among random other bits, times
+    /// each power of two from 2^-4 to 2^4: the emitted field conversion gives its value (times
+    /// the factor), and shifts the word by whole bytes only
     /// (none within the low byte of each half for codes of up to 2 bits and 4-bit codes at 0
     /// and 4).
     #[test]
@@ -403,8 +407,10 @@ mod tests {
         for b in 1..=8u8 {
             for t in [DType::Int(b), DType::UInt(b)] {
                 let (_, offset) = int_offset(t).unwrap();
-                for shift in 0..=(16 - b as u32) {
-                    let f = IntField::of(t, shift);
+                for (shift, times) in
+                    (0..=(16 - b as u32)).flat_map(|s| (-4..=4).map(move |k| (s, k)))
+                {
+                    let f = IntField::of(t, shift, times);
                     if b <= 2 || (b == 4 && shift % 4 == 0) {
                         assert_eq!(f.word_shift % 8, 0, "{t} at {shift}");
                     }
@@ -416,12 +422,13 @@ mod tests {
                             | (code << shift)
                             | (partner << (shift + 16));
                         let value = |c: u32| {
-                            c as f64
+                            let v = c as f64
                                 - if c & offset != 0 {
                                     2.0 * offset as f64
                                 } else {
                                     0.0
-                                }
+                                };
+                            v * 2f64.powi(times)
                         };
                         let got = f.pair(word);
                         for (g, c) in got.iter().zip([code, partner]) {
@@ -438,7 +445,7 @@ mod tests {
     /// shifted by 8, with the field's own mask and constants.
     #[test]
     fn integer_pairs_shift_their_word_by_whole_bytes() {
-        let at = |shift| small_int_pair_to_f16x2(DType::Int(4), "w", shift);
+        let at = |shift| small_int_pair_to_f16x2(DType::Int(4), "w", shift, 0);
         assert_eq!(
             at(4),
             "tilus_f16x2_from_field((u32)(w), 0xf000f0u, 0x64806480u, 0x2c002c00u, 0xd480d480u)"
@@ -448,13 +455,13 @@ mod tests {
             "tilus_f16x2_from_field(((u32)(w) >> 8), 0xf000f0u, 0x64806480u, 0x2c002c00u, 0xd480d480u)"
         );
         // 8-bit codes: at 8, the word shifted by a byte, no scaling
-        let i8 = small_int_pair_to_f16x2(DType::Int(8), "w", 8);
+        let i8 = small_int_pair_to_f16x2(DType::Int(8), "w", 8, 0);
         assert_eq!(
             i8,
             "tilus_f16x2_from_field(((u32)(w) >> 8), 0xff00ffu, 0x64806480u, 0x3c003c00u, 0xe480e480u)"
         );
         // two separate codes: one word of both, masked, at shift 0
-        let two = small_ints_to_f16x2(DType::UInt(2), "a", "b");
+        let two = small_ints_to_f16x2(DType::UInt(2), "a", "b", 0);
         assert!(two.starts_with("tilus_f16x2_from_field((u32)((((u32)(a) & 3u) | (((u32)(b) & 3u) << 16))), 0x30003u, 0x64006400u, "), "{two}");
     }
 

@@ -118,6 +118,13 @@ fn pair(
 ) -> String {
     match x {
         TileExpr::Binary(op, a, b) => {
+            // integer codes times a power of two: the factor taken into the conversion's own
+            // constants (exact), no product of its own
+            if let Some((r, times_log2)) = scaled_codes(e.p, *op, a, b) {
+                // (the one tile the product reads is the codes, in either order)
+                let (l, h) = (next(lo), next(hi));
+                return int_codes_pair(e, r, (l, h), times_log2);
+            }
             let (a, b) = (pair(e, a, lo, hi), pair(e, b, lo, hi));
             let op = paired_op(*op).expect("checked by `rounded`");
             e.use_helper(Helper::Arith(ArithHelper::F16x2(op)));
@@ -153,6 +160,35 @@ fn pair(
     }
 }
 
+/// `(codes, log2 of the factor)` where `a op b` is integer codes cast to f16 times a power
+/// of two from 2^-4 to 2^4, in either order.
+fn scaled_codes(p: &Program, op: BinaryOp, a: &TileExpr, b: &TileExpr) -> Option<(RegId, i32)> {
+    if op != BinaryOp::Mul {
+        return None;
+    }
+    let codes = |x: &TileExpr| match x {
+        TileExpr::Cast(DType::F16, inner) => match inner.as_ref() {
+            TileExpr::Tile(v) if matches!(p.register(v.tensor).dtype, DType::Int(b) | DType::UInt(b) if b <= 8) => {
+                Some(v.tensor)
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    let power = |x: &TileExpr| match x {
+        TileExpr::Scalar(c) => {
+            let v = half::f16::from_bits(f16_constant(c)?).to_f64();
+            let k = v.log2().round() as i32;
+            (v > 0.0 && 2f64.powi(k) == v && (-4..=4).contains(&k)).then_some(k)
+        }
+        _ => None,
+    };
+    match (codes(a), power(b), codes(b), power(a)) {
+        (Some(r), Some(k), _, _) | (_, _, Some(r), Some(k)) => Some((r, k)),
+        _ => None,
+    }
+}
+
 fn next(it: &mut std::slice::Iter<'_, usize>) -> usize {
     *it.next()
         .expect("a local for every tile the expression reads")
@@ -163,14 +199,7 @@ fn codes_pair(e: &mut Emitter, r: RegId, l: usize, h: usize) -> String {
     let t = e.p.register(r).dtype;
     let (a, b) = (read(e, r, &l.to_string()), read(e, r, &h.to_string()));
     match t {
-        DType::Int(_) | DType::UInt(_) => {
-            e.use_helper(Helper::Lowp(super::super::lowp::LowpHelper::FieldToF16));
-            // two codes unpacked from one word 16 bits apart: one shift and one mask
-            match one_word(e, r, (l, h)) {
-                Some((word, s)) => super::super::lowp::small_int_pair_to_f16x2(t, &word, s),
-                None => super::super::lowp::small_ints_to_f16x2(t, &a, &b),
-            }
-        }
+        DType::Int(_) | DType::UInt(_) => int_codes_pair(e, r, (l, h), 0),
         t if super::super::lowp::placeable(t).is_some() => {
             e.use_helper(Helper::Arith(ArithHelper::F16x2("mul")));
             // two codes unpacked from one word 16 bits apart: one shift and mask per field
@@ -194,6 +223,20 @@ fn codes_pair(e: &mut Emitter, r: RegId, l: usize, h: usize) -> String {
                 super::super::lowp::decode(e, t, &b),
             );
             format!("tilus_cvt_f16x2({a}, {b})")
+        }
+    }
+}
+
+/// Two codes of a small integer tile times `2^times_log2` as an f16 pair, exactly: two codes
+/// unpacked from one word 16 bits apart take one `lop3` and one fused multiply-add.
+fn int_codes_pair(e: &mut Emitter, r: RegId, (l, h): (usize, usize), times_log2: i32) -> String {
+    let t = e.p.register(r).dtype;
+    e.use_helper(Helper::Lowp(super::super::lowp::LowpHelper::FieldToF16));
+    match one_word(e, r, (l, h)) {
+        Some((word, s)) => super::super::lowp::small_int_pair_to_f16x2(t, &word, s, times_log2),
+        None => {
+            let (a, b) = (read(e, r, &l.to_string()), read(e, r, &h.to_string()));
+            super::super::lowp::small_ints_to_f16x2(t, &a, &b, times_log2)
         }
     }
 }
