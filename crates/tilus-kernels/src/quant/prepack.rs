@@ -378,6 +378,22 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|&s| s == 2));
+        // K past the last whole tile: every column past K is code 0, the others their code
+        let (n2, k2) = (64, 72);
+        let w2: Vec<f32> = (0..n2 * k2).map(|i| (i % 13) as f32 - 6.0).collect();
+        let q4 = quantize::<I4>(&w2, (n2, k2), Scheme::per_channel());
+        let p4 = prepack(&q4).unwrap();
+        for t in 0..128 {
+            for l in 0..CODES {
+                // the second tile of K: columns 64 to 127
+                let word = p4.words[(128 + t) * 4 + l / 8];
+                let code = (word >> ((l % 8) * 4)) & 15;
+                let c = layout.coords(t as i64, l as i64);
+                let (r, x) = (c[0] as usize, 64 + c[1] as usize);
+                let want = if x < k2 { q4.code(r, x) } else { 0 };
+                assert_eq!(code, want, "({r}, {x})");
+            }
+        }
         // zero points: whole numbers of the codes' range only (the kernel subtracts in f16)
         let mut u = quantize::<tilus::lowp::U4>(&w, (n, k), Scheme::grouped(64));
         assert!(u.zeros.iter().all(|z| z.to_f32().fract() == 0.0));
