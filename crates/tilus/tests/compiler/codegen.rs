@@ -1328,6 +1328,36 @@ fn codes_scaled_in_f16_run_in_pairs_where_each_operation_rounds() {
     }
 }
 
+/// Integer codes times a power of two from 2^-4 to 2^4 take the factor into their pair
+/// conversion's constants (no product of their own); other factors, negative ones and float
+/// codes keep the product by the constant pair.
+#[test]
+fn integer_pairs_times_a_power_of_two_fold_it_into_their_conversion() {
+    use crate::common::scripts::lowp::CodesTimes;
+    use tilus::lowp::*;
+    let folded = |src: &str, scale: &str| {
+        src.contains(&format!("0x64006400u, {scale}, ")) && !src.contains("tilus_mul_f16x2(")
+    };
+    // u4 times 4: scale 4 (0x4400); times 1/2: scale 0x3800
+    let s = build(&CodesTimes::<U4>::new(4.0), &[]).source;
+    assert!(folded(&s, "0x44004400u"), "{s}");
+    let s = build(&CodesTimes::<U4>::new(0.5), &[]).source;
+    assert!(folded(&s, "0x38003800u"), "{s}");
+    // not powers of two, or past 2^4, or negative: a product by the constant pair
+    for (factor, pair) in [
+        (3.0, "0x42004200u"),
+        (32.0, "0x50005000u"),
+        (-4.0, "0xc400c400u"),
+    ] {
+        let s = build(&CodesTimes::<U4>::new(factor), &[]).source;
+        assert!(s.contains(&format!(", {pair})")), "{factor}\n{s}");
+        assert!(s.contains("tilus_mul_f16x2("), "{factor}\n{s}");
+    }
+    // float codes: placed, then the product
+    let s = build(&CodesTimes::<F4E2M1>::new(4.0), &[]).source;
+    assert!(s.contains(", 0x44004400u)"), "{s}");
+}
+
 /// The low-precision types compile for every conversion the interpreter checks: FP8 encodes by
 /// the hardware's `cvt.rn.satfinite`, the narrower floats by the integer algorithm, each type's
 /// decoder once; byte-wide codes load and store as vectors.

@@ -855,6 +855,36 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> Script for Sc
     }
 }
 
+/// 256 codes of `T` cast to f16 times a literal (its f64 bits: scripts hash their fields),
+/// stored as f16: the pair form's codes times a constant.
+#[derive(Clone, Debug, Hash)]
+pub struct CodesTimes<T> {
+    pub factor_bits: u64,
+    pub _t: PhantomData<fn() -> T>,
+}
+
+impl<T> CodesTimes<T> {
+    pub fn new(factor: f64) -> Self {
+        CodesTimes {
+            factor_bits: factor.to_bits(),
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> Script for CodesTimes<T> {
+    type Args = (Ptr<T>, PtrMut<f16>);
+    fn body(&self, k: &mut Kernel, (codes, out): Handles<Self::Args>) {
+        k.blocks([1]);
+        k.warps(4);
+        let g = k.global_view(codes, [256]);
+        let c = k.load_global(&g, [0], [256]);
+        let times = k.compute(c.cast::<f16>() * f64::from_bits(self.factor_bits));
+        let go = k.global_view(out, [256]);
+        k.store_global(&go, &times, [0]);
+    }
+}
+
 /// The packed codes [`ScaledPackedCodes`] reads for type `T`: code `i` is `i` in `T`'s bits.
 pub fn packed_codes<T: LowpElement>() -> Vec<u8> {
     let mask = (1u32 << T::DTYPE.bits()) - 1;
