@@ -77,6 +77,19 @@ fn operands(
     Ok((a, q, deq))
 }
 
+/// W and its scales as `format` gives them to the kernel: the quantizer's packed bytes and
+/// `[n, groups]` scales, or the prepacked words and `[groups, tiles_n · 64]` scales (the
+/// fragment kernel reads a step's scales of a tile as one run).
+fn weights(format: Format, q: Quantized) -> Result<(Weights<Vec<u8>, Vec<u32>>, Vec<f16>)> {
+    Ok(match format {
+        Format::Packed => (Weights::Bytes(q.packed), q.scales),
+        Format::Prepacked => {
+            let p = prepack(&q)?;
+            (Weights::Words(p.words), p.scales)
+        }
+    })
+}
+
 /// W as the format gives it to the kernel: packed bytes or prepacked words.
 enum Weights<B, W> {
     Bytes(B),
@@ -164,16 +177,13 @@ impl Workload for QuantWorkload {
         let dims = size.dims()?;
         let what = format!("a {size} quantized matmul on the host");
         let (a, q, deq) = operands(&what, dims, seed)?;
-        let w = match self.0 {
-            Format::Packed => Weights::Bytes(q.packed.clone()),
-            Format::Prepacked => Weights::Words(prepack(&q)?.words),
-        };
+        let (w, scales) = weights(self.0, q)?;
         let c = alloc::try_vec(&what, dims[0] * dims[1], f16::NAN)?;
         Ok(Box::new(OnHost {
             dims,
             a,
             w,
-            scales: q.scales,
+            scales,
             zeros: vec![f16::ZERO],
             deq,
             c,
@@ -198,21 +208,20 @@ impl Workload for QuantWorkload {
             c: poisoned::<f16>(stream, &what, m * n)?,
             c_ref: poisoned::<f16>(stream, &what, m * n)?,
         };
-        let w = match self.0 {
-            Format::Packed => {
-                Weights::Bytes(stream.clone_htod(&q.packed).map_err(drv("cuMemcpyHtoD"))?)
+        let (w, scales) = weights(self.0, q)?;
+        let w = match w {
+            Weights::Bytes(b) => {
+                Weights::Bytes(stream.clone_htod(&b).map_err(drv("cuMemcpyHtoD"))?)
             }
-            Format::Prepacked => Weights::Words(
-                stream
-                    .clone_htod(&prepack(&q)?.words)
-                    .map_err(drv("cuMemcpyHtoD"))?,
-            ),
+            Weights::Words(w) => {
+                Weights::Words(stream.clone_htod(&w).map_err(drv("cuMemcpyHtoD"))?)
+            }
         };
         Ok(Box::new(OnDevice {
             p,
             blas: Cublas::new(stream)?,
             w,
-            scales: upload(stream, &q.scales)?,
+            scales: upload(stream, &scales)?,
             zeros: upload(stream, &[f16::ZERO])?,
         }))
     }

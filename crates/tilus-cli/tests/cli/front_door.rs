@@ -207,6 +207,28 @@ fn the_memory_bound_kernels_pass_on_the_interpreter_at_their_small_sizes() {
     }
 }
 
+/// Every kernel `tilus list` names runs on the interpreter at its small size and passes its
+/// check: an entry whose inputs are prepared in another layout than its kernel reads (the
+/// prepacked weights' scales, say) fails here.
+#[test]
+fn every_listed_kernel_passes_on_the_interpreter_at_its_small_size() {
+    let list = tilus(&["list"]).go();
+    list.assert_code(0);
+    let names: Vec<&str> = list
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(names.len() >= 20, "{}", list.stdout);
+    for name in names {
+        tilus(&["run", name, "--interpret"])
+            .go()
+            .assert_code(0)
+            .assert_stdout("interpreted on the CPU")
+            .assert_stdout("check against the CPU reference: PASS");
+    }
+}
+
 #[test]
 fn cache_show_refuses_ambiguous_and_empty_names() {
     let dir = cache_with_programs();
