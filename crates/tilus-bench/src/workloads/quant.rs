@@ -80,7 +80,7 @@ fn operands(
 /// W and its scales as `format` gives them to the kernel: the quantizer's packed bytes and
 /// `[n, groups]` scales, or the prepacked words and `[groups, tiles_n · 64]` scales (the
 /// fragment kernel reads a step's scales of a tile as one run).
-fn weights(format: Format, q: Quantized) -> Result<(Weights<Vec<u8>, Vec<u32>>, Vec<f16>)> {
+fn weights(format: Format, q: Quantized) -> Result<(HostWeights, Vec<f16>)> {
     Ok(match format {
         Format::Packed => (Weights::Bytes(q.packed), q.scales),
         Format::Prepacked => {
@@ -89,6 +89,9 @@ fn weights(format: Format, q: Quantized) -> Result<(Weights<Vec<u8>, Vec<u32>>, 
         }
     })
 }
+
+/// W on the host, as the format gives it.
+type HostWeights = Weights<Vec<u8>, Vec<u32>>;
 
 /// W as the format gives it to the kernel: packed bytes or prepacked words.
 enum Weights<B, W> {
@@ -99,7 +102,7 @@ enum Weights<B, W> {
 struct OnHost {
     dims: [usize; 3],
     a: Vec<f16>,
-    w: Weights<Vec<u8>, Vec<u32>>,
+    w: HostWeights,
     scales: Vec<f16>,
     /// A zero point per group (one element for int4, which reads none).
     zeros: Vec<f16>,
