@@ -48,6 +48,10 @@ pub struct Variants {
     /// the host API picks), each at every stage count of `fragment_stages` (the host API's
     /// without them).
     pub fragment_stage_steps: Vec<i32>,
+    /// Also the fragment kernel with its products by `mma.sync` (one warp group, its rows of
+    /// A per block and splits as the host API picks), at every stage count of
+    /// `fragment_stages` (the host API's without them).
+    pub fragment_mma_sync: bool,
 }
 
 /// What one shape and type measured.
@@ -217,10 +221,14 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
         // the other stage counts, each checked as the default
         let bm = m.next_power_of_two().clamp(8, 256) as i32;
         let host_stages = tilus_kernels::quant::fragment_stages(t.bits(), bm);
+        let host_splits = tilus_kernels::quant::fragment_splits(
+            n.div_ceil(64) * m.div_ceil(bm as usize),
+            k.div_ceil(64),
+        );
         let configs = variants
             .fragment_stages
             .iter()
-            .map(|&s| (format!("s{s}"), (bm, s, 1, 1, 1)))
+            .map(|&s| (format!("s{s}"), (bm, s, 1, 1, 1, false)))
             .chain(variants.fragment_splits.iter().flat_map(|&x| {
                 // each split count at each stage count asked for (the host's without any)
                 let stages = if variants.fragment_stages.is_empty() {
@@ -230,7 +238,7 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
                 };
                 stages
                     .into_iter()
-                    .map(move |s| (format!("k{x} s{s}"), (bm, s, x, 1, 1)))
+                    .map(move |s| (format!("k{x} s{s}"), (bm, s, x, 1, 1, false)))
             }))
             .chain(variants.fragment_stage_steps.iter().flat_map(|&x| {
                 // each count of steps per stage at each stage count (the host's without any),
@@ -240,26 +248,39 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
                 } else {
                     variants.fragment_stages.clone()
                 };
-                let splits = tilus_kernels::quant::fragment_splits(
-                    n.div_ceil(64) * m.div_ceil(bm as usize),
-                    k.div_ceil(64),
-                );
                 stages
                     .into_iter()
-                    .map(move |s| (format!("t{x} s{s}"), (bm, s, splits, 1, x)))
+                    .map(move |s| (format!("t{x} s{s}"), (bm, s, host_splits, 1, x, false)))
             }))
+            .chain(
+                variants
+                    .fragment_mma_sync
+                    .then(|| {
+                        let stages = if variants.fragment_stages.is_empty() {
+                            vec![host_stages]
+                        } else {
+                            variants.fragment_stages.clone()
+                        };
+                        stages
+                            .into_iter()
+                            .map(|s| (format!("mma s{s}"), (bm, s, host_splits, 1, 1, true)))
+                    })
+                    .into_iter()
+                    .flatten(),
+            )
             .chain(
                 variants
                     .fragment_wide
                     .iter()
-                    .map(|&(b, s)| (format!("b{b} s{s} w2"), (b, s, 1, 2, 1))),
+                    .map(|&(b, s)| (format!("b{b} s{s} w2"), (b, s, 1, 2, 1, false))),
             );
-        for (label, (bm, stages, splits, warp_groups, stage_steps)) in configs {
+        for (label, (bm, stages, splits, warp_groups, stage_steps, mma_sync)) in configs {
             let config = QuantMatmulFragments::<T>::new(group, bm)
                 .with_stages(stages)
                 .with_splits(splits)
                 .with_warp_groups(warp_groups)
-                .with_stage_steps(stage_steps);
+                .with_stage_steps(stage_steps)
+                .with_mma_sync(mma_sync);
             let jit = tilus::Jit::new(config, device);
             let mut cv = poisoned::<f16>(&stream, &what, mn)?;
             let zeros = z.as_ref().unwrap_or(&sc);

@@ -10,19 +10,18 @@ use tilus_kernels::quant::Scheme;
 pub(crate) fn quant(
     sizes: &str,
     dtypes: &str,
-    (group, few_rows, (fragment_stages, fragment_splits, fragment_wide, fragment_stage_steps)): (
-        usize,
-        &str,
-        (&str, &str, &str, &str),
-    ),
+    (group, few_rows, fragments): (usize, &str, (&str, &str, &str, &str, bool)),
     opts: &BenchOptions,
 ) -> CliResult<bool> {
+    let (fragment_stages, fragment_splits, fragment_wide, fragment_stage_steps, mma_sync) =
+        fragments;
     let variants = Variants {
         few_rows: few_rows_tiles(few_rows)?,
         fragment_stages: positive_counts(fragment_stages)?,
         fragment_splits: positive_counts(fragment_splits)?,
         fragment_wide: wide_configs(fragment_wide)?,
         fragment_stage_steps: positive_counts(fragment_stage_steps)?,
+        fragment_mma_sync: mma_sync,
     };
     let shapes = crate::bench_epilogue::matmul_shapes(sizes)?;
     let types: Vec<&str> = dtypes.split(',').map(str::trim).collect();

@@ -420,6 +420,10 @@ enum BenchCommand {
         /// or the host's stages without them; the host's splits).
         #[arg(long, default_value = "")]
         fragment_stage_steps: String,
+        /// Also time the fragment kernel with its products by mma.sync (the host API's rows of
+        /// A per block and splits, at every count of --fragment-stages or the host's stages).
+        #[arg(long)]
+        fragment_mma_sync: bool,
         /// Warm-up rounds.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
@@ -661,6 +665,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 fragment_splits,
                 fragment_wide,
                 fragment_stage_steps,
+                fragment_mma_sync,
                 warmup,
                 rounds,
                 timing,
@@ -675,6 +680,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                         &fragment_splits,
                         &fragment_wide,
                         &fragment_stage_steps,
+                        fragment_mma_sync,
                     ),
                 ),
                 &BenchOptions {

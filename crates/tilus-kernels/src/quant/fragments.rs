@@ -75,6 +75,11 @@ pub struct QuantMatmulFragments<T> {
     /// steps divide by it, a stage's steps share their scales (per channel, or groups of a
     /// multiple of 128) and their rows of words start 1024 bytes apart (1 otherwise).
     pub stage_steps: i32,
+    /// Products by `mma.sync` m16n8k16 (one warp group only): each warp its 16 rows of W
+    /// against A's tile read from the stage by `ldmatrix`, instead of one WGMMA a K step of
+    /// 16 for the warp group. Synchronous: a stage is refilled as soon as every warp has
+    /// read it, with no product left in flight.
+    pub mma_sync: bool,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -112,6 +117,7 @@ impl<T> QuantMatmulFragments<T> {
             splits: 1,
             warp_groups: 1,
             stage_steps: 1,
+            mma_sync: false,
             _t: PhantomData,
         }
     }
@@ -125,6 +131,12 @@ impl<T> QuantMatmulFragments<T> {
     /// The same kernel with `stage_steps` K steps in each stage (see the field).
     pub fn with_stage_steps(mut self, stage_steps: i32) -> QuantMatmulFragments<T> {
         self.stage_steps = stage_steps;
+        self
+    }
+
+    /// The same kernel with its products by `mma.sync` (see the field).
+    pub fn with_mma_sync(mut self, mma_sync: bool) -> QuantMatmulFragments<T> {
+        self.mma_sync = mma_sync;
         self
     }
 
@@ -160,6 +172,9 @@ where
         let plan = BlockPlan::new(self, t, kk.as_const().unwrap_or(1));
         let v = FragmentViews::new::<T>(k, &plan, (m, n, kk), (a, w, s, z, c));
         if self.warp_groups > 1 {
+            if self.mma_sync {
+                return k.refuse_config("mma_sync multiplies with one warp group only");
+            }
             return super::fragments_wide::body::<T>(k, self, &plan, &v, (m, n));
         }
         let (rounds, splits, per) = (plan.rounds(), plan.splits, plan.stage_steps);
@@ -217,7 +232,9 @@ where
         }
         let layouts = StepLayouts::new(t, &plan);
         // with one stage, each product completes before the next step's registers are written
-        let pending: i32 = if stages > 1 { 1 } else { 0 };
+        // (and `mma.sync`'s products complete as they are issued)
+        let sync = self.mma_sync;
+        let pending: i32 = if stages > 1 && !sync { 1 } else { 0 };
         // round `i` in stage `j` (filled for the `fill`-th time, from 0): its steps' words
         // read and dequantized (in f16 pairs) while the round before is multiplied, their
         // products issued, then the round before's stage refilled once its products are
@@ -229,13 +246,22 @@ where
             let deq: Vec<_> = (0..per)
                 .map(|s| layouts.dequantize::<T>(k, &plan.step_of(&stage, s)))
                 .collect();
-            k.wgmma().fence();
-            for (s, deq) in deq.iter().enumerate() {
-                let tile = sa.at(Val::constant(j * per + s as i32));
-                k.wgmma().mma(deq, &tile.transpose(), &acc);
+            if sync {
+                // each warp's rows of W times Aᵀ, A's tile in the registers `mma.sync` reads
+                for (s, deq) in deq.iter().enumerate() {
+                    let tile = sa.at(Val::constant(j * per + s as i32));
+                    let at = k.load_shared(&tile).transpose();
+                    k.dot(deq, &at, &acc, &acc);
+                }
+            } else {
+                k.wgmma().fence();
+                for (s, deq) in deq.iter().enumerate() {
+                    let tile = sa.at(Val::constant(j * per + s as i32));
+                    k.wgmma().mma(deq, &tile.transpose(), &acc);
+                }
+                k.wgmma().commit_group();
+                k.wgmma().wait_group(pending as u32);
             }
-            k.wgmma().commit_group();
-            k.wgmma().wait_group(pending as u32);
             // the round `pending` before is complete: its stage takes the round `stages`
             // after it, once every warp has read its words (they have, their products being
             // complete; the barrier says so to the interpreter's race check)
@@ -246,7 +272,9 @@ where
             });
         };
         plan.each_step(k, |k, i, j, fill| step(k, i, j, fill));
-        k.wgmma().wait_group(0);
+        if !sync {
+            k.wgmma().wait_group(0);
+        }
         if splits == 1 {
             let out = k.compute(acc.cast::<f16>());
             k.store_global(&v.c, &out.transpose(), (m0, n0));
@@ -598,6 +626,7 @@ impl<T> std::fmt::Debug for QuantMatmulFragments<T> {
             .field("splits", &self.splits)
             .field("warp_groups", &self.warp_groups)
             .field("stage_steps", &self.stage_steps)
+            .field("mma_sync", &self.mma_sync)
             .finish()
     }
 }

@@ -61,7 +61,8 @@ impl<T> Default for QuantMatmulFragments<T> {
     }
 }
 
-/// Rows of A per block, K steps in flight, K steps per stage and warp groups.
+/// Rows of A per block, K steps in flight, K steps per stage, warp groups and the products'
+/// instruction.
 impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulFragments<T> {
     fn space() -> Space {
         Space::new()
@@ -69,6 +70,7 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulFragments<T
             .and_then(|s| s.values("stages", &[4, 6, 8]))
             .and_then(|s| s.values("stage_steps", &[1, 2]))
             .and_then(|s| s.values("warp_groups", &[1, 2]))
+            .and_then(|s| s.values("mma_sync", &[0, 1]))
             .and_then(|s| s.values("group", &[GROUP]))
             .expect("the fragment kernel's space is well formed")
     }
@@ -78,7 +80,8 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulFragments<T
             QuantMatmulFragments::new(b.get_i32("group")?, b.get_i32("block_m")?)
                 .with_stages(b.get_i32("stages")?)
                 .with_stage_steps(b.get_i32("stage_steps")?)
-                .with_warp_groups(b.get_i32("warp_groups")?),
+                .with_warp_groups(b.get_i32("warp_groups")?)
+                .with_mma_sync(b.get_i32("mma_sync")? != 0),
         )
     }
 
@@ -88,6 +91,7 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulFragments<T
             ("stages", self.stages.into()),
             ("stage_steps", self.stage_steps.into()),
             ("warp_groups", self.warp_groups.into()),
+            ("mma_sync", i32::from(self.mma_sync).into()),
             ("group", self.group.into()),
         ]))
     }

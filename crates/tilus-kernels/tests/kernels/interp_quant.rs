@@ -239,6 +239,58 @@ fn interp_quant_matmul_on_fragments_with_two_steps_a_stage_matches() {
     run::<Int<1>>((2, 64, 512), g128, (8, 2, 1), &mut rng);
 }
 
+/// Products by `mma.sync` (each warp its 16 rows of W against A's tile through `ldmatrix`),
+/// a stage refilled once every warp has read it: rings that wrap (8 steps in 3 stages, 5
+/// in 2), one stage, splits, zero points, two steps a stage, 1 to 64 rows of A per block,
+/// every kind of code the prepack takes; two warp groups refuse it.
+#[test]
+fn interp_quant_matmul_on_fragments_by_mma_sync_matches_the_product_of_the_f16_weights() {
+    use tilus_kernels::quant::QuantMatmulFragments;
+    let mut rng = Rng::new(seed());
+    fn sync<T>(group: i32, (block_m, stages, splits): (i32, i32, i32)) -> QuantMatmulFragments<T> {
+        QuantMatmulFragments::new(group, block_m)
+            .with_stages(stages)
+            .with_splits(splits)
+            .with_mma_sync(true)
+    }
+    let (g128, g64) = (Scheme::grouped(128), Scheme::grouped(64));
+    check_fragment_config((1, 72, 512), g64, &sync::<I4>(64, (8, 3, 1)), &mut rng);
+    check_fragment_config((5, 130, 320), g64, &sync::<U4>(64, (8, 2, 1)), &mut rng);
+    let per_channel = Scheme::per_channel();
+    check_fragment_config(
+        (16, 64, 256),
+        per_channel,
+        &sync::<I8>(0, (16, 1, 1)),
+        &mut rng,
+    );
+    check_fragment_config(
+        (3, 64, 256),
+        g128,
+        &sync::<F8E4M3>(128, (8, 2, 1)),
+        &mut rng,
+    );
+    check_fragment_config(
+        (20, 64, 192),
+        g64,
+        &sync::<F4E2M1>(64, (32, 2, 1)),
+        &mut rng,
+    );
+    check_fragment_config((2, 64, 512), g128, &sync::<I2>(128, (8, 3, 2)), &mut rng);
+    check_fragment_config((4, 72, 256), g64, &sync::<Int<1>>(64, (8, 3, 1)), &mut rng);
+    check_fragment_config((3, 72, 320), g64, &sync::<Int<3>>(64, (8, 2, 1)), &mut rng);
+    check_fragment_config((50, 130, 512), g128, &sync::<I4>(128, (64, 3, 2)), &mut rng);
+    let two_steps = sync::<I4>(128, (8, 3, 1)).with_stage_steps(2);
+    check_fragment_config((3, 72, 1024), g128, &two_steps, &mut rng);
+    // one warp group only
+    let wide = sync::<I4>(128, (8, 2, 1)).with_warp_groups(2);
+    let e = tilus::trace(&wide, &[256]).err().map(|e| e.to_string());
+    assert!(
+        e.as_deref()
+            .is_some_and(|e| e.contains("one warp group only")),
+        "{e:?}"
+    );
+}
+
 /// Two warp groups per block, each its own tile of W against the shared tile of A, the ring
 /// filled by a producer warp: rings that wrap (5 steps in 2 stages, 8 in 3), a block whose
 /// second tile lies wholly past N (its copies zeros, its stores none), one stage (each

@@ -123,6 +123,7 @@ fn nvrtc_quant_matmul_on_the_ring_compiles_for_every_kind_of_weight() {
 
 #[test]
 fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weight() {
+    use tilus_kernels::quant::QuantMatmulFragments;
     tilus_bench::test_cache!();
     fn frag<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
         group: i32,
@@ -215,6 +216,40 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
     assert!(s3.contains("tilus_sub_f16x2("), "{s3}");
     assert!(!s3.contains("__fmul_rn("), "{s3}");
     frag::<UInt<3>>(128, 4096, 64);
+    // products by mma.sync: A's tile through ldmatrix, no WGMMA and no wait for one, the
+    // same dequantized registers (no layout conversion); 8 and 64 rows of A, int8 and int3
+    for (bm, bits) in [(8, 4), (64, 4), (16, 8), (8, 3)] {
+        let what = format!("fragments by mma.sync, {bits} bits, block_m {bm}");
+        let src = match bits {
+            4 => compiled(
+                &QuantMatmulFragments::<I4>::new(128, bm).with_mma_sync(true),
+                8192,
+                &what,
+            ),
+            8 => compiled(
+                &QuantMatmulFragments::<I8>::new(128, bm).with_mma_sync(true),
+                8192,
+                &what,
+            ),
+            _ => compiled(
+                &QuantMatmulFragments::<Int<3>>::new(128, bm).with_mma_sync(true),
+                8192,
+                &what,
+            ),
+        }
+        .source;
+        assert!(
+            src.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+            "{src}"
+        );
+        assert!(src.contains("ldmatrix.sync.aligned.m8n8"), "{src}");
+        assert!(!src.contains("wgmma.mma_async"), "{src}");
+        assert!(!src.contains("tilus_wgmma_wait_group"), "{src}");
+        assert!(
+            !src.contains("tilus_convert"),
+            "no layout conversion\n{src}"
+        );
+    }
     // 256 rows of A per block: a [64, 256] f32 accumulator, without spills
     frag::<I4>(128, 8192, 256);
     frag::<I8>(128, 8192, 256);
