@@ -203,7 +203,7 @@ where
             .then(|| k.shared_tensor::<f16>([stages, 1, TILE_N as i32]));
         let bars = k.mbarrier().alloc_counts(&vec![1; stages as usize]);
         let acc = k.register_tensor::<f32>([TILE_N as i32, bm], 0.0);
-        let first_row = k.let_i32(tn * (plan.tiles_k * rows));
+        let copies = StepCopies::of_tile(&plan, &v, tn.into());
         // round `i`'s tiles of A, words of W and scales (and zero points) on their way into
         // stage `j`
         let fetch = |k: &mut Kernel, i: Val, j: i32| {
@@ -220,10 +220,6 @@ where
                     let tile = sa.at(Val::constant(j * per + s));
                     k.tma().global_to_shared(&v.a, &tile, (m0, k0), bar);
                 }
-                let copies = StepCopies {
-                    first_row: first_row.into(),
-                    n0: n0.into(),
-                };
                 copies.issue(k, &plan, &v, i, &stage, bar);
             });
         };
@@ -429,7 +425,7 @@ type Pointers = (
 pub(super) struct FragmentViews {
     /// A `[m, k]`.
     pub a: GlobalTensor<f16>,
-    /// W's words: per tile of 64 rows of W, its steps' `rows × ROW_WORDS` words in turn.
+    /// W's words: per K step, each tile's `rows × ROW_WORDS` words in turn.
     pub w: GlobalTensor<u32>,
     /// Scales as prepacked, `[groups, tiles_n · 64]`.
     pub scales: GlobalTensor<f16>,
@@ -476,13 +472,25 @@ pub(super) type TileStage = (
 
 /// The copies of one tile of W's step into a [`TileStage`].
 pub(super) struct StepCopies {
-    /// The tile's first row of words (`tile · tiles_k · rows`).
-    pub first_row: Scalar,
+    /// The tile's first row of words (`tile · rows`: its first step's).
+    first_row: Scalar,
+    /// Rows of words from one of the tile's steps to the next (`tiles_n · rows`: the
+    /// prepack puts a step's words of every tile together).
+    stride: Scalar,
     /// The tile's first row of W (its scales' column).
-    pub n0: Scalar,
+    n0: Scalar,
 }
 
 impl StepCopies {
+    /// The copies of tile `tile` (of 64 rows of W).
+    pub fn of_tile(plan: &BlockPlan, v: &FragmentViews, tile: Scalar) -> StepCopies {
+        StepCopies {
+            first_row: tile.clone() * plan.rows,
+            stride: v.tiles_n.clone() * plan.rows,
+            n0: tile * TILE_N as i32,
+        }
+    }
+
     /// The bytes the copies deliver.
     pub fn bytes((words, scales, zeros): &TileStage) -> i32 {
         words.nbytes() + scales.nbytes() + zeros.as_ref().map_or(0, |z| z.nbytes())
@@ -498,9 +506,17 @@ impl StepCopies {
         (words, scales, zeros): &TileStage,
         bar: Barrier,
     ) {
-        let row = k.let_i32(self.first_row.clone() + i * plan.rows);
-        k.tma()
-            .global_to_shared(&v.w, words, (row, Val::constant(0)), bar);
+        // each step's rows of words (a stage's steps one after another in it)
+        for s in 0..plan.stage_steps {
+            let row = k.let_i32(self.first_row.clone() + (i + s) * self.stride.clone());
+            let rows = if plan.stage_steps == 1 {
+                *words
+            } else {
+                words.rows(s * plan.rows, plan.rows)
+            };
+            k.tma()
+                .global_to_shared(&v.w, &rows, (row, Val::constant(0)), bar);
+        }
         let g = if plan.group > 0 {
             k.let_i32(i * TILE_K as i32 / plan.group)
         } else {

@@ -60,10 +60,7 @@ pub(super) fn body<T>(
                 .global_to_shared(&v.a, &sa.at(slot.stage()), (m0, k0), slot.barrier());
             for g in 0..groups {
                 let tile = tile_of(k, g);
-                let copies = StepCopies {
-                    first_row: Scalar::from(tile) * (plan.tiles_k * rows),
-                    n0: Scalar::from(tile) * TILE_N as i32,
-                };
+                let copies = StepCopies::of_tile(plan, v, tile.into());
                 let at = k.let_i32(slot.stage() * groups + g);
                 copies.issue(k, plan, v, i, &part(at), slot.barrier());
             }

@@ -61,7 +61,9 @@ pub fn code_layout(t: DType) -> RegisterLayout {
 pub struct Prepacked {
     /// Rows and columns of W.
     pub shape: (usize, usize),
-    /// The codes: `tiles_n · tiles_k · 128` runs of `words_per_thread` words.
+    /// The codes: `tiles_k · tiles_n · 128` runs of `words_per_thread` words, step by step
+    /// along K, each step's tiles along N in turn: blocks walking K side by side read
+    /// neighbouring memory at each step (HBM pages whole) instead of one stream a tile.
     pub words: Vec<u32>,
     /// One scale per group, `[groups, tiles_n · TILE_N]` (the quantizer's `[N, groups]`
     /// transposed, rows padded with zeros to whole tiles): a K step's scales of a tile are
@@ -200,7 +202,7 @@ pub fn prepack(q: &Quantized) -> crate::Result<Prepacked> {
     };
     for tn in 0..tiles_n {
         for tk in 0..tiles_k {
-            let step = (tn * tiles_k + tk) * THREADS * words_per_thread;
+            let step = (tk * tiles_n + tn) * THREADS * words_per_thread;
             for plane in &planes {
                 let (bits, per_word) = (plane.bits, 32 / plane.bits);
                 for (t, places) in plane.places.iter().enumerate() {
@@ -264,7 +266,7 @@ mod tests {
             for tk in 0..2 {
                 for t in 0..128 {
                     for l in 0..CODES {
-                        let word = p.words[((tn * 2 + tk) * 128 + t) * 4 + l / 8];
+                        let word = p.words[((tk * 2 + tn) * 128 + t) * 4 + l / 8];
                         let code = (word >> ((l % 8) * 4)) & 15;
                         let c = layout.coords(t as i64, l as i64);
                         let (r, x) = (tn * 64 + c[0] as usize, tk * 64 + c[1] as usize);
@@ -351,7 +353,7 @@ mod tests {
         let mut seen = vec![0u32; n * k];
         for tn in 0..2 {
             for tk in 0..2 {
-                let step = (tn * 2 + tk) * 128 * 3;
+                let step = (tk * 2 + tn) * 128 * 3;
                 for t in 0..128 {
                     for l in 0..CODES {
                         let at = |layout: &RegisterLayout| {
