@@ -49,7 +49,7 @@ pub struct Variants {
     /// without them).
     pub fragment_stage_steps: Vec<i32>,
     /// Also the fragment kernel with its products by `mma.sync` (one warp group, its rows of
-    /// A per block and splits as the host API picks), at every stage count of
+    /// A per block and splits as the host API picks, where those are 8 or 16), at every stage count of
     /// `fragment_stages` (the host API's without them).
     pub fragment_mma_sync: bool,
 }
@@ -253,8 +253,8 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
                     .map(move |s| (format!("t{x} s{s}"), (bm, s, host_splits, 1, x, false)))
             }))
             .chain(
-                variants
-                    .fragment_mma_sync
+                // (the form takes 8 or 16 rows of A per block)
+                (variants.fragment_mma_sync && bm <= 16)
                     .then(|| {
                         let stages = if variants.fragment_stages.is_empty() {
                             vec![host_stages]

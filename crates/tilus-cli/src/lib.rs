@@ -421,7 +421,8 @@ enum BenchCommand {
         #[arg(long, default_value = "")]
         fragment_stage_steps: String,
         /// Also time the fragment kernel with its products by mma.sync (the host API's rows of
-        /// A per block and splits, at every count of --fragment-stages or the host's stages).
+        /// A per block and splits, where M takes 8 or 16 rows a block; at every count of
+        /// --fragment-stages or the host's stages).
         #[arg(long)]
         fragment_mma_sync: bool,
         /// Warm-up rounds.

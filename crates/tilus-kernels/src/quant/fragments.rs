@@ -75,7 +75,8 @@ pub struct QuantMatmulFragments<T> {
     /// steps divide by it, a stage's steps share their scales (per channel, or groups of a
     /// multiple of 128) and their rows of words start 1024 bytes apart (1 otherwise).
     pub stage_steps: i32,
-    /// Products by `mma.sync` m16n8k16 (one warp group only): each warp its 16 rows of W
+    /// Products by `mma.sync` m16n8k16 (one warp group, 8 or 16 rows of A per block): each
+    /// warp its 16 rows of W
     /// against A's tile read from the stage by `ldmatrix`, instead of one WGMMA a K step of
     /// 16 for the warp group. Synchronous: a stage is refilled as soon as every warp has
     /// read it, with no product left in flight.
@@ -171,6 +172,11 @@ where
         let t = <T as LowpElement>::DTYPE;
         let plan = BlockPlan::new(self, t, kk.as_const().unwrap_or(1));
         let v = FragmentViews::new::<T>(k, &plan, (m, n, kk), (a, w, s, z, c));
+        if self.mma_sync && self.block_m > 16 {
+            // (past 16 columns `dot` splits the warps along them too, and the dequantized
+            // registers would go through shared memory to reach that layout)
+            return k.refuse_config("mma_sync takes 8 or 16 rows of A per block");
+        }
         if self.warp_groups > 1 {
             if self.mma_sync {
                 return k.refuse_config("mma_sync multiplies with one warp group only");

@@ -241,8 +241,8 @@ fn interp_quant_matmul_on_fragments_with_two_steps_a_stage_matches() {
 
 /// Products by `mma.sync` (each warp its 16 rows of W against A's tile through `ldmatrix`),
 /// a stage refilled once every warp has read it: rings that wrap (8 steps in 3 stages, 5
-/// in 2), one stage, splits, zero points, two steps a stage, 1 to 64 rows of A per block,
-/// every kind of code the prepack takes; two warp groups refuse it.
+/// in 2), one stage, splits, zero points, two steps a stage, 8 and 16 rows of A per block,
+/// every kind of code the prepack takes; two warp groups and 32 rows of A refuse it.
 #[test]
 fn interp_quant_matmul_on_fragments_by_mma_sync_matches_the_product_of_the_f16_weights() {
     use tilus_kernels::quant::QuantMatmulFragments;
@@ -272,23 +272,22 @@ fn interp_quant_matmul_on_fragments_by_mma_sync_matches_the_product_of_the_f16_w
     check_fragment_config(
         (20, 64, 192),
         g64,
-        &sync::<F4E2M1>(64, (32, 2, 1)),
+        &sync::<F4E2M1>(64, (16, 2, 1)),
         &mut rng,
     );
     check_fragment_config((2, 64, 512), g128, &sync::<I2>(128, (8, 3, 2)), &mut rng);
     check_fragment_config((4, 72, 256), g64, &sync::<Int<1>>(64, (8, 3, 1)), &mut rng);
     check_fragment_config((3, 72, 320), g64, &sync::<Int<3>>(64, (8, 2, 1)), &mut rng);
-    check_fragment_config((50, 130, 512), g128, &sync::<I4>(128, (64, 3, 2)), &mut rng);
+    check_fragment_config((13, 130, 512), g128, &sync::<I4>(128, (16, 3, 2)), &mut rng);
     let two_steps = sync::<I4>(128, (8, 3, 1)).with_stage_steps(2);
     check_fragment_config((3, 72, 1024), g128, &two_steps, &mut rng);
-    // one warp group only
+    // one warp group only, 8 or 16 rows of A per block
     let wide = sync::<I4>(128, (8, 2, 1)).with_warp_groups(2);
-    let e = tilus::trace(&wide, &[256]).err().map(|e| e.to_string());
-    assert!(
-        e.as_deref()
-            .is_some_and(|e| e.contains("one warp group only")),
-        "{e:?}"
-    );
+    let tall = sync::<I4>(128, (32, 2, 1));
+    for (config, why) in [(wide, "one warp group only"), (tall, "8 or 16 rows of A")] {
+        let e = tilus::trace(&config, &[256]).err().map(|e| e.to_string());
+        assert!(e.as_deref().is_some_and(|e| e.contains(why)), "{e:?}");
+    }
 }
 
 /// Two warp groups per block, each its own tile of W against the shared tile of A, the ring

@@ -217,8 +217,8 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
     assert!(!s3.contains("__fmul_rn("), "{s3}");
     frag::<UInt<3>>(128, 4096, 64);
     // products by mma.sync: A's tile through ldmatrix, no WGMMA and no wait for one, the
-    // same dequantized registers (no layout conversion); 8 and 64 rows of A, int8 and int3
-    for (bm, bits) in [(8, 4), (64, 4), (16, 8), (8, 3)] {
+    // same dequantized registers (no layout conversion); 8 and 16 rows of A, int8 and int3
+    for (bm, bits) in [(8, 4), (16, 4), (16, 8), (8, 3)] {
         let what = format!("fragments by mma.sync, {bits} bits, block_m {bm}");
         let src = match bits {
             4 => compiled(
@@ -279,4 +279,69 @@ fn nvrtc_quant_matmul_on_fragments_with_two_warp_groups_compiles_without_spills(
     wide::<I8>(128, 256);
     wide::<U4>(128, 128);
     wide::<F8E4M3>(0, 64);
+}
+
+/// A covering sample of the fragment kernel's tuning space through NVRTC (int4, groups of
+/// 128, K = 8192): every seventh point, which takes every value of every axis (checked);
+/// each compiles without spills within the shared memory a block may take, or is refused
+/// with its reason before any code is emitted (`mma_sync` past 16 rows of A or with two warp
+/// groups; a block past the shared memory or registers it may have).
+#[test]
+fn nvrtc_quant_fragment_space_compiles_on_a_covering_sample() {
+    use std::collections::{BTreeMap, BTreeSet};
+    use tilus::tune::Tunable;
+    use tilus_kernels::quant::QuantMatmulFragments;
+    tilus_bench::test_cache!();
+    let space = QuantMatmulFragments::<I4>::space().bindings();
+    let mut seen: BTreeMap<String, BTreeSet<i64>> = BTreeMap::new();
+    let (mut built, mut refused) = (0, 0);
+    for b in space.iter().step_by(7) {
+        let config = QuantMatmulFragments::<I4>::from_binding(b).unwrap();
+        let values = [
+            ("block_m", config.block_m),
+            ("stages", config.stages),
+            ("stage_steps", config.stage_steps),
+            ("warp_groups", config.warp_groups),
+            ("mma_sync", config.mma_sync as i32),
+        ];
+        for (axis, v) in values {
+            seen.entry(axis.to_string()).or_default().insert(v as i64);
+        }
+        match tilus::build(&config, &[8192]) {
+            Ok(c) => {
+                let what = format!("{config:?}: {:?}", c.report);
+                assert_eq!(c.report.spill_stores, 0, "{what}");
+                assert!(c.plan.smem_bytes <= 227 * 1024, "{what}");
+                built += 1;
+            }
+            Err(e) => {
+                // refused for what the form cannot take, or past the resources of a block
+                let e = e.to_string();
+                let why = if config.mma_sync && config.block_m > 16 {
+                    "8 or 16 rows of A"
+                } else if config.mma_sync && config.warp_groups == 2 {
+                    "one warp group only"
+                } else {
+                    "more than the"
+                };
+                assert!(e.contains(why), "{config:?}: {e}");
+                refused += 1;
+            }
+        }
+    }
+    let want: BTreeMap<&str, Vec<i64>> = BTreeMap::from([
+        ("block_m", vec![8, 16, 32, 64, 128, 256]),
+        ("mma_sync", vec![0, 1]),
+        ("stage_steps", vec![1, 2]),
+        ("stages", vec![4, 6, 8]),
+        ("warp_groups", vec![1, 2]),
+    ]);
+    for (axis, values) in want {
+        let got: Vec<i64> = seen[axis].iter().copied().collect();
+        assert_eq!(got, values, "axis {axis} not covered");
+    }
+    assert!(
+        built >= 10 && refused >= 1,
+        "{built} built, {refused} refused"
+    );
 }
