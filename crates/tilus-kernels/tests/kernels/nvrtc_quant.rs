@@ -281,67 +281,69 @@ fn nvrtc_quant_matmul_on_fragments_with_two_warp_groups_compiles_without_spills(
     wide::<F8E4M3>(0, 64);
 }
 
-/// A covering sample of the fragment kernel's tuning space through NVRTC (int4, groups of
-/// 128, K = 8192): every seventh point, which takes every value of every axis (checked);
-/// each compiles without spills within the shared memory a block may take, or is refused
-/// with its reason before any code is emitted (`mma_sync` past 16 rows of A or with two warp
-/// groups; a block past the shared memory or registers it may have).
-#[test]
-fn nvrtc_quant_fragment_space_compiles_on_a_covering_sample() {
+/// Every `stride`-th point of `S`'s tuning space through NVRTC at K = `k`: the sample takes
+/// every value of every axis (checked), and each point compiles without spills within the
+/// shared memory a block may take, or is refused before any code is emitted for a reason
+/// `refused` accepts. Returns the points built.
+fn covering_sample<S: tilus::tune::Tunable + tilus::Script>(
+    stride: usize,
+    k: i64,
+    refused: impl Fn(&S, &str) -> bool,
+) -> usize {
     use std::collections::{BTreeMap, BTreeSet};
-    use tilus::tune::Tunable;
-    use tilus_kernels::quant::QuantMatmulFragments;
-    tilus_bench::test_cache!();
-    let space = QuantMatmulFragments::<I4>::space().bindings();
-    let mut seen: BTreeMap<String, BTreeSet<i64>> = BTreeMap::new();
-    let (mut built, mut refused) = (0, 0);
-    for b in space.iter().step_by(7) {
-        let config = QuantMatmulFragments::<I4>::from_binding(b).unwrap();
-        let values = [
-            ("block_m", config.block_m),
-            ("stages", config.stages),
-            ("stage_steps", config.stage_steps),
-            ("warp_groups", config.warp_groups),
-            ("mma_sync", config.mma_sync as i32),
-        ];
-        for (axis, v) in values {
-            seen.entry(axis.to_string()).or_default().insert(v as i64);
+    let space = S::space().bindings();
+    let values = |points: &mut dyn Iterator<Item = &tilus::tune::Binding>| {
+        let mut seen: BTreeMap<String, BTreeSet<i64>> = BTreeMap::new();
+        for b in points {
+            for (axis, v) in &b.0 {
+                seen.entry(axis.clone()).or_default().insert(*v);
+            }
         }
-        match tilus::build(&config, &[8192]) {
+        seen
+    };
+    assert_eq!(
+        values(&mut space.iter().step_by(stride)),
+        values(&mut space.iter()),
+        "the sample misses a value of an axis"
+    );
+    let mut built = 0;
+    for b in space.iter().step_by(stride) {
+        let config = S::from_binding(b).unwrap();
+        match tilus::build(&config, &[k]) {
             Ok(c) => {
                 let what = format!("{config:?}: {:?}", c.report);
                 assert_eq!(c.report.spill_stores, 0, "{what}");
                 assert!(c.plan.smem_bytes <= 227 * 1024, "{what}");
                 built += 1;
             }
-            Err(e) => {
-                // refused for what the form cannot take, or past the resources of a block
-                let e = e.to_string();
-                let why = if config.mma_sync && config.block_m > 16 {
-                    "8 or 16 rows of A"
-                } else if config.mma_sync && config.warp_groups == 2 {
-                    "one warp group only"
-                } else {
-                    "more than the"
-                };
-                assert!(e.contains(why), "{config:?}: {e}");
-                refused += 1;
-            }
+            Err(e) => assert!(refused(&config, &e.to_string()), "{config:?}: {e}"),
         }
     }
-    let want: BTreeMap<&str, Vec<i64>> = BTreeMap::from([
-        ("block_m", vec![8, 16, 32, 64, 128, 256]),
-        ("mma_sync", vec![0, 1]),
-        ("stage_steps", vec![1, 2]),
-        ("stages", vec![4, 6, 8]),
-        ("warp_groups", vec![1, 2]),
-    ]);
-    for (axis, values) in want {
-        let got: Vec<i64> = seen[axis].iter().copied().collect();
-        assert_eq!(got, values, "axis {axis} not covered");
-    }
-    assert!(
-        built >= 10 && refused >= 1,
-        "{built} built, {refused} refused"
-    );
+    built
+}
+
+/// Covering samples of the quantized kernels' tuning spaces (int4, groups of 128, K = 8192),
+/// each point compiled or refused for its reason: the fragment kernel's every seventh point
+/// (`mma_sync` past 16 rows of A or with two warp groups is refused, and a block past the
+/// shared memory or registers it may have), the few-rows kernel's and the ring's every
+/// fifth.
+#[test]
+fn nvrtc_quant_spaces_compile_on_covering_samples() {
+    use tilus_kernels::quant::{QuantMatmulFragments, QuantMatmulRing};
+    tilus_bench::test_cache!();
+    let built = covering_sample::<QuantMatmulFragments<I4>>(7, 8192, |c, e| {
+        let why = if c.mma_sync && c.block_m > 16 {
+            "8 or 16 rows of A"
+        } else if c.mma_sync && c.warp_groups == 2 {
+            "one warp group only"
+        } else {
+            "more than the"
+        };
+        e.contains(why)
+    });
+    assert!(built >= 10, "{built} fragment kernels built");
+    let built = covering_sample::<QuantMatmul<I4>>(5, 8192, |_, _| false);
+    assert!(built >= 10, "{built} few-rows kernels built");
+    let built = covering_sample::<QuantMatmulRing<I4>>(5, 8192, |_, e| e.contains("more than the"));
+    assert!(built >= 3, "{built} ring kernels built");
 }
