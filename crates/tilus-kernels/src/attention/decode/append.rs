@@ -205,6 +205,21 @@ mod tests {
         assert!(!kept.contains(&DecodeAppend::new(1, true, 256)));
     }
 
+    /// The kernel's name says the cache's type where it is not the tokens' (profiles and
+    /// launch errors name the kernel so).
+    #[test]
+    fn the_name_says_the_caches_type() {
+        use tilus::Script;
+        assert_eq!(
+            DecodeAppend::<f16, f16>::new(1, false, 128).name(),
+            "decode_append_f16"
+        );
+        assert_eq!(
+            DecodeAppend::<f16, F8E4M3>::new(1, true, 128).name(),
+            "decode_append_f16_e4m3_cache"
+        );
+    }
+
     /// The generated code names the kernel's parameters as the arguments' documentation does
     /// (a profile or a launch error names them so).
     #[test]
