@@ -225,46 +225,39 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
             n.div_ceil(64) * m.div_ceil(bm as usize),
             k.div_ceil(64),
         );
+        // the stage counts asked for, or the host's without any
+        let stages = if variants.fragment_stages.is_empty() {
+            vec![host_stages]
+        } else {
+            variants.fragment_stages.clone()
+        };
+        let at_stages = |label: String, (bm, splits, steps, mma): (i32, i32, i32, bool)| {
+            stages
+                .iter()
+                .map(move |&s| (format!("{label} s{s}"), (bm, s, splits, 1, steps, mma)))
+        };
         let configs = variants
             .fragment_stages
             .iter()
             .map(|&s| (format!("s{s}"), (bm, s, 1, 1, 1, false)))
-            .chain(variants.fragment_splits.iter().flat_map(|&x| {
-                // each split count at each stage count asked for (the host's without any)
-                let stages = if variants.fragment_stages.is_empty() {
-                    vec![host_stages]
-                } else {
-                    variants.fragment_stages.clone()
-                };
-                stages
-                    .into_iter()
-                    .map(move |s| (format!("k{x} s{s}"), (bm, s, x, 1, 1, false)))
-            }))
-            .chain(variants.fragment_stage_steps.iter().flat_map(|&x| {
-                // each count of steps per stage at each stage count (the host's without any),
-                // the host's splits
-                let stages = if variants.fragment_stages.is_empty() {
-                    vec![host_stages]
-                } else {
-                    variants.fragment_stages.clone()
-                };
-                stages
-                    .into_iter()
-                    .map(move |s| (format!("t{x} s{s}"), (bm, s, host_splits, 1, x, false)))
-            }))
+            // each split count at each stage count
             .chain(
-                // (the form takes 8 or 16 rows of A per block)
+                variants
+                    .fragment_splits
+                    .iter()
+                    .flat_map(|&x| at_stages(format!("k{x}"), (bm, x, 1, false))),
+            )
+            // each count of steps per stage at each stage count, the host's splits
+            .chain(
+                variants
+                    .fragment_stage_steps
+                    .iter()
+                    .flat_map(|&x| at_stages(format!("t{x}"), (bm, host_splits, x, false))),
+            )
+            // products by mma.sync (the form takes 8 or 16 rows of A per block)
+            .chain(
                 (variants.fragment_mma_sync && bm <= 16)
-                    .then(|| {
-                        let stages = if variants.fragment_stages.is_empty() {
-                            vec![host_stages]
-                        } else {
-                            variants.fragment_stages.clone()
-                        };
-                        stages
-                            .into_iter()
-                            .map(|s| (format!("mma s{s}"), (bm, s, host_splits, 1, 1, true)))
-                    })
+                    .then(|| at_stages("mma".into(), (bm, host_splits, 1, true)))
                     .into_iter()
                     .flatten(),
             )
