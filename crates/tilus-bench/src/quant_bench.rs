@@ -49,8 +49,8 @@ pub struct Variants {
     /// without them).
     pub fragment_stage_steps: Vec<i32>,
     /// Also the fragment kernel with its products by `mma.sync` (one warp group, its rows of
-    /// A per block and splits as the host API picks, where those are 8 or 16), at every stage count of
-    /// `fragment_stages` (the host API's without them).
+    /// A per block and splits as the host API picks, where those are 8 or 16), at every
+    /// stage count of `fragment_stages` (the host API's without them).
     pub fragment_mma_sync: bool,
 }
 

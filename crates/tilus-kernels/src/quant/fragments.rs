@@ -76,10 +76,9 @@ pub struct QuantMatmulFragments<T> {
     /// multiple of 128) and their rows of words start 1024 bytes apart (1 otherwise).
     pub stage_steps: i32,
     /// Products by `mma.sync` m16n8k16 (one warp group, 8 or 16 rows of A per block): each
-    /// warp its 16 rows of W
-    /// against A's tile read from the stage by `ldmatrix`, instead of one WGMMA a K step of
-    /// 16 for the warp group. Synchronous: a stage is refilled as soon as every warp has
-    /// read it, with no product left in flight.
+    /// warp its 16 rows of W against A's tile read from the stage by `ldmatrix`, instead of
+    /// one WGMMA a K step of 16 for the warp group. Synchronous: a stage is refilled as soon
+    /// as every warp has read it, with no product left in flight.
     pub mma_sync: bool,
     _t: PhantomData<fn() -> T>,
 }
