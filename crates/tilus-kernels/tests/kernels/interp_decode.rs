@@ -139,11 +139,15 @@ fn interp_decode_splits_past_the_steps_and_the_default_split_agree() {
 
 /// The new tokens' keys and values written into the cache: every row they land on is the
 /// token's, bit for bit, and no other byte of the cache changes; then the step reads them.
+/// Rows of 128 elements, and of 1536 (a chunk of 1024 and a ragged one).
 #[test]
 fn interp_decode_append_writes_the_new_tokens_where_the_step_reads_them() {
     let mut rng = Rng::new(seed());
-    for page_size in [None, Some(16)] {
-        let heads = Heads::new(4, 2, 64);
+    for (page_size, heads) in [
+        (None, Heads::new(4, 2, 64)),
+        (Some(16), Heads::new(4, 2, 64)),
+        (None, Heads::new(12, 12, 128)),
+    ] {
         let mut step = Step::<f16>::random(&mut rng, (3, heads), &[3, 40, 17], page_size);
         let (want_k, want_v) = (step.k.clone(), step.v.clone());
         // the new tokens' rows, taken out of the cache (NaN in their place)
@@ -158,8 +162,8 @@ fn interp_decode_append_writes_the_new_tokens_where_the_step_reads_them() {
         let bits = |x: &[f16]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&step.k), bits(&want_k), "{page_size:?}: the keys");
         assert_eq!(bits(&step.v), bits(&want_v), "{page_size:?}: the values");
-        let mut o = vec![f16::NAN; 3 * 3 * 4 * 64];
-        let mut lse = vec![f32::NAN; 3 * 3 * 4];
+        let mut o = vec![f16::NAN; 3 * 3 * heads.q_heads * heads.head_dim];
+        let mut lse = vec![f32::NAN; 3 * 3 * heads.q_heads];
         DecodeOp::interpret(&step.call, 0.2, &step.q, step.cache(), (&mut o, &mut lse)).unwrap();
         step.assert_matches("after the append", 0.2, (&o, &lse));
     }
