@@ -170,6 +170,16 @@ mod tests {
         );
     }
 
+    /// A copy is the same configuration (the autotuner and the host API keep copies as
+    /// keys), at every point of the space.
+    #[test]
+    fn a_copy_is_the_same_configuration() {
+        for b in MatmulFp8Blocks::<F8E4M3, bf16>::space().bindings() {
+            let c = MatmulFp8Blocks::<F8E4M3, bf16>::from_binding(&b).unwrap();
+            assert!(c.clone() == c, "{c:?}");
+        }
+    }
+
     #[test]
     fn every_tile_of_the_space_fits_a_block_of_scales() {
         for b in MatmulFp8Blocks::<F8E4M3, bf16>::space().bindings() {
