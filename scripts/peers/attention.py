@@ -31,14 +31,18 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 def median_ms(fn, warmup, rounds, flush=False):
     """The median of CUDA-event intervals over `rounds` launches after `warmup`; with
-    `flush`, each after a write of 256 MB (L2 holds none of the inputs)."""
+    `flush`, each after a write of 256 MB (L2 holds none of the inputs) and a read of 128 MB
+    (the write's dirty lines go back to memory before the launch, not during it), as
+    `tilus bench` does."""
     scrub = torch.empty(256 << 20, dtype=torch.uint8, device="cuda") if flush else None
+    sweep = torch.zeros(32 << 20, dtype=torch.int32, device="cuda") if flush else None
     for _ in range(warmup):
         fn()
     times = []
     for _ in range(rounds):
         if scrub is not None:
             scrub.fill_(1)
+            sweep.max()
         a = torch.cuda.Event(enable_timing=True)
         b = torch.cuda.Event(enable_timing=True)
         a.record()

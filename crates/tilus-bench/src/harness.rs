@@ -535,12 +535,12 @@ mod tests {
 
     #[test]
     fn timings_are_named_as_the_command_line_names_them() {
-        for t in [Timing::Flushed, Timing::Idle] {
+        for t in [Timing::Flushed, Timing::Written, Timing::Idle] {
             assert_eq!(Timing::parse(t.name()), Ok(t));
         }
         assert_eq!(Timing::default(), Timing::Flushed);
         let e = Timing::parse("warm").unwrap_err();
-        assert!(e.contains("`warm`") && e.contains("flushed, idle"), "{e}");
+        assert!(e.contains("`warm`") && e.contains("flushed, written, idle"), "{e}");
     }
 
     #[test]

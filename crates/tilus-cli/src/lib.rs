@@ -204,9 +204,11 @@ enum Command {
 /// `--timing`, shared by the benchmarks that time kernels.
 #[derive(clap::Args)]
 struct TimingArg {
-    /// What precedes each timed run: `flushed` (the L2 cache evicted and the device kept
-    /// busy, so the events time the kernel alone, under sustained load) or `idle` (each run
-    /// alone on an idle device, its launch counted).
+    /// What precedes each timed run: `flushed` (the L2 cache evicted, then left clean, and the
+    /// device kept busy, so the events time the kernel alone, under sustained load),
+    /// `written` (evicted by a write alone, whose dirty lines a run that reads past them
+    /// writes back: nvbench's and Triton's flush) or `idle` (each run alone on an idle
+    /// device, its launch counted).
     #[arg(long = "timing", value_name = "TIMING", default_value = "flushed", value_parser = Timing::parse)]
     value: Timing,
 }

@@ -1,6 +1,6 @@
 //! Timing candidates on the real arguments: CUDA events around each run, warm-up first, the L2
-//! cache flushed before every timed run so each candidate starts from the same state, and the
-//! median kept. Outputs go to scratch copies so the caller's buffers are untouched.
+//! cache flushed (and left clean) before every timed run so each candidate starts from the
+//! same state, and the median kept. Outputs go to scratch copies so the caller's buffers are untouched.
 
 use crate::ir::HostValue;
 use crate::runtime::LoadedKernel;
@@ -18,27 +18,118 @@ fn drv(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
 /// Bytes written between timed runs to evict the L2 cache (the H100/H200 L2 is 50-60 MB).
 pub const L2_FLUSH_BYTES: usize = 256 << 20;
 
+/// Bytes read after that write, so that the L2 is left holding clean lines: the write leaves
+/// its last 50-60 MB dirty in L2, and a timed kernel that then read more than L2 holds would
+/// pay for their write-back to DRAM (about 15 us on an H100, measured as a fixed cost in
+/// every bandwidth-bound kernel and in cuBLAS alike; docs/perf.md). Read here, that
+/// write-back happens before the timed run starts.
+pub const L2_SWEEP_BYTES: usize = 128 << 20;
+
+/// The kernel that reads the sweep buffer: every 16-byte word, grid-stride, XOR-folded into
+/// a value stored only when it equals an impossible one (the buffer holds zeros), so the
+/// reads stay.
+const SWEEP_SOURCE: &str = r#"
+extern "C" __global__ void l2_sweep(const uint4* __restrict__ p, unsigned long long n,
+                                    unsigned int* __restrict__ out) {
+    unsigned int acc = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < n; i += (unsigned long long)gridDim.x * blockDim.x) {
+        uint4 v = p[i];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x9e3779b9u) out[0] = acc;
+}
+"#;
+
 /// A buffer of [`L2_FLUSH_BYTES`] whose write, queued before a timed run, evicts the L2 cache
-/// (and keeps the device busy while the run's launch is queued behind it).
-pub struct L2Flush(CudaSlice<u8>);
+/// (and keeps the device busy while the run's launch is queued behind it), then a read of
+/// [`L2_SWEEP_BYTES`] that leaves the cache clean.
+pub struct L2Flush {
+    write: CudaSlice<u8>,
+    sweep: CudaSlice<u8>,
+    out: CudaSlice<u32>,
+    func: cudarc::driver::CudaFunction,
+    blocks: u32,
+    /// Whether [`L2Flush::run`] reads the sweep buffer after the write ([`Timing::Written`]:
+    /// not).
+    clean: bool,
+    _module: Arc<cudarc::driver::CudaModule>,
+}
 
 impl L2Flush {
-    /// Allocates the buffer on `stream`'s device.
+    /// Allocates the buffers on `stream`'s device and compiles the sweep (NVRTC, once per
+    /// flush: a few tens of milliseconds).
     pub fn new(stream: &Arc<CudaStream>) -> Result<L2Flush> {
-        let buf = stream
+        let write = stream
             .alloc_zeros::<u8>(L2_FLUSH_BYTES)
             .map_err(drv("cuMemAlloc"))?;
-        Ok(L2Flush(buf))
+        let sweep = stream
+            .alloc_zeros::<u8>(L2_SWEEP_BYTES)
+            .map_err(drv("cuMemAlloc"))?;
+        let out = stream.alloc_zeros::<u32>(1).map_err(drv("cuMemAlloc"))?;
+        let compiled = crate::compile::compile_cubin(SWEEP_SOURCE, "l2_sweep")?;
+        let cubin = compiled.cubin.ok_or_else(|| Error::Compile {
+            kernel: "l2_sweep".into(),
+            source_path: "(built into the benchmark)".into(),
+            log: compiled.log,
+        })?;
+        let module = stream
+            .context()
+            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+            .map_err(drv("cuModuleLoadData"))?;
+        let func = module
+            .load_function("l2_sweep")
+            .map_err(drv("cuModuleGetFunction"))?;
+        let sms = stream
+            .context()
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(drv("cuDeviceGetAttribute"))?;
+        Ok(L2Flush {
+            write,
+            sweep,
+            out,
+            func,
+            blocks: sms.max(1) as u32 * 4,
+            clean: true,
+            _module: module,
+        })
     }
 
-    /// Queues the write of the whole buffer on `stream`.
+    /// As [`L2Flush::new`], its runs the write alone ([`Timing::Written`]).
+    pub fn written(stream: &Arc<CudaStream>) -> Result<L2Flush> {
+        Ok(L2Flush {
+            clean: false,
+            ..L2Flush::new(stream)?
+        })
+    }
+
+    /// Queues the write of the whole flush buffer, then (unless [`L2Flush::written`]) the
+    /// sweep's read, on `stream`.
     pub fn run(&mut self, stream: &CudaStream) -> Result<()> {
-        let (p, _g) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut self.0, stream);
+        use cudarc::driver::PushKernelArg;
+        let (p, _g) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut self.write, stream);
         // SAFETY: writes the whole flush buffer, which this struct owns.
         unsafe {
             cudarc::driver::result::memset_d8_async(p, 0x5a, L2_FLUSH_BYTES, stream.cu_stream())
         }
-        .map_err(drv("cuMemsetD8Async"))
+        .map_err(drv("cuMemsetD8Async"))?;
+        drop(_g);
+        if !self.clean {
+            return Ok(());
+        }
+        let words = (L2_SWEEP_BYTES / 16) as u64;
+        let mut launch = stream.launch_builder(&self.func);
+        launch.arg(&self.sweep).arg(&words).arg(&mut self.out);
+        let cfg = cudarc::driver::LaunchConfig {
+            grid_dim: (self.blocks, 1, 1),
+            block_dim: (512, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: `l2_sweep(const uint4*, unsigned long long, unsigned int*)` gets the sweep
+        // buffer (`words` 16-byte words, 16-byte aligned as every allocation), its count and a
+        // one-word output, all owned by this struct and alive until the stream has run it.
+        unsafe { launch.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+        Ok(())
     }
 }
 
@@ -53,11 +144,16 @@ impl L2Flush {
 pub enum Timing {
     /// Before every run the L2 cache is evicted by a write of [`L2_FLUSH_BYTES`] on the stream
     /// (so no run finds the inputs another left in L2, and the launch is queued while the
-    /// write runs); a round is waited for once, at its end. The device stays busy throughout,
-    /// as under sustained load (its power limit in force). The autotuner times candidates
-    /// the same way.
+    /// write runs), then cleaned by a read of [`L2_SWEEP_BYTES`] (so no run pays for the
+    /// write-back of the flush's dirty lines); a round is waited for once, at its end. The
+    /// device stays busy throughout, as under sustained load (its power limit in force). The
+    /// autotuner times candidates the same way.
     #[default]
     Flushed,
+    /// As [`Timing::Flushed`] without the read: the write's last 50-60 MB stay dirty in L2
+    /// and a run that reads past them pays for their write-back (the flush of nvbench and of
+    /// Triton's `do_bench`; kept to compare with figures timed that way).
+    Written,
     /// Every run alone on an idle device: the run before is waited for, nothing is evicted.
     /// Times what one call costs from idle, its launch included.
     Idle,
@@ -68,16 +164,18 @@ impl Timing {
     pub fn name(self) -> &'static str {
         match self {
             Timing::Flushed => "flushed",
+            Timing::Written => "written",
             Timing::Idle => "idle",
         }
     }
 
-    /// The timing named `name` (`flushed` or `idle`).
+    /// The timing named `name` (`flushed`, `written` or `idle`).
     pub fn parse(name: &str) -> std::result::Result<Timing, String> {
         match name {
             "flushed" => Ok(Timing::Flushed),
+            "written" => Ok(Timing::Written),
             "idle" => Ok(Timing::Idle),
-            other => Err(format!("unknown timing `{other}` (flushed, idle)")),
+            other => Err(format!("unknown timing `{other}` (flushed, written, idle)")),
         }
     }
 }
@@ -106,6 +204,7 @@ pub fn time_interleaved<E: From<Error>>(
     };
     let mut flush = match timing {
         Timing::Flushed => Some(L2Flush::new(stream)?),
+        Timing::Written => Some(L2Flush::written(stream)?),
         Timing::Idle => None,
     };
     let mut samples = vec![vec![]; launchers.len()];
