@@ -540,7 +540,10 @@ mod tests {
         }
         assert_eq!(Timing::default(), Timing::Flushed);
         let e = Timing::parse("warm").unwrap_err();
-        assert!(e.contains("`warm`") && e.contains("flushed, written, idle"), "{e}");
+        assert!(
+            e.contains("`warm`") && e.contains("flushed, written, idle"),
+            "{e}"
+        );
     }
 
     #[test]

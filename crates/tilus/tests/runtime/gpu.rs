@@ -1962,3 +1962,35 @@ fn fp8_tensor_core_products_agree_with_the_host() {
     })*}}
     fp8_tile!((F8E4M3, F8E4M3), (F8E5M2, F8E5M2), (F8E4M3, F8E5M2));
 }
+
+// ------------------------------------------------------------------------------------------
+// timing: the benchmark's flush (a write, then the sweep's read that leaves L2 clean)
+// compiles and runs under every timing, and the medians are times.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_timing_flushes_and_times_a_copy() {
+    use tilus::tune::bench::{time_interleaved, Timing};
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream().clone();
+    let src = upload(&device, &random_f32(1 << 22, fresh_seed()));
+    let mut dst = upload(&device, &vec![f32::NAN; 1 << 22]);
+    for timing in [Timing::Flushed, Timing::Written, Timing::Idle] {
+        let mut copy = || -> tilus::Result<()> {
+            stream.memcpy_dtod(&src, &mut dst).unwrap();
+            Ok(())
+        };
+        let times = time_interleaved(&stream, &mut [&mut copy], (1, 3), timing).unwrap();
+        assert_eq!(times.len(), 1);
+        assert!(
+            times[0].is_finite() && times[0] > 0.0,
+            "{timing:?}: {times:?}"
+        );
+    }
+    assert_eq!(
+        stream.clone_dtoh(&dst).unwrap(),
+        stream.clone_dtoh(&src).unwrap()
+    );
+}
