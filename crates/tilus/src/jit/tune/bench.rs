@@ -41,6 +41,22 @@ extern "C" __global__ void l2_sweep(const uint4* __restrict__ p, unsigned long l
 }
 "#;
 
+/// The sweep's cubin, compiled by NVRTC on the first flush of the process and kept (every
+/// timing and every autotuning run makes a flush).
+fn sweep_cubin() -> Result<Vec<u8>> {
+    static CUBIN: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    if let Some(cubin) = CUBIN.get() {
+        return Ok(cubin.clone());
+    }
+    let compiled = crate::compile::compile_cubin(SWEEP_SOURCE, "l2_sweep")?;
+    let cubin = compiled.cubin.ok_or_else(|| Error::Compile {
+        kernel: "l2_sweep".into(),
+        source_path: "(built into the benchmark)".into(),
+        log: compiled.log,
+    })?;
+    Ok(CUBIN.get_or_init(|| cubin).clone())
+}
+
 /// A buffer of [`L2_FLUSH_BYTES`] whose write, queued before a timed run, evicts the L2 cache
 /// (and keeps the device busy while the run's launch is queued behind it), then a read of
 /// [`L2_SWEEP_BYTES`] that leaves the cache clean.
@@ -57,8 +73,8 @@ pub struct L2Flush {
 }
 
 impl L2Flush {
-    /// Allocates the buffers on `stream`'s device and compiles the sweep (NVRTC, once per
-    /// flush: a few tens of milliseconds).
+    /// Allocates the buffers on `stream`'s device and loads the sweep (compiled once a
+    /// process).
     pub fn new(stream: &Arc<CudaStream>) -> Result<L2Flush> {
         let write = stream
             .alloc_zeros::<u8>(L2_FLUSH_BYTES)
@@ -67,12 +83,7 @@ impl L2Flush {
             .alloc_zeros::<u8>(L2_SWEEP_BYTES)
             .map_err(drv("cuMemAlloc"))?;
         let out = stream.alloc_zeros::<u32>(1).map_err(drv("cuMemAlloc"))?;
-        let compiled = crate::compile::compile_cubin(SWEEP_SOURCE, "l2_sweep")?;
-        let cubin = compiled.cubin.ok_or_else(|| Error::Compile {
-            kernel: "l2_sweep".into(),
-            source_path: "(built into the benchmark)".into(),
-            log: compiled.log,
-        })?;
+        let cubin = sweep_cubin()?;
         let module = stream
             .context()
             .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
@@ -325,5 +336,17 @@ impl BenchScratch {
         }
         times.sort_by(|a, b| a.total_cmp(b));
         Ok(times[times.len() / 2])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_l2_sweep_compiles_with_nvrtc_to_a_cubin() {
+        let cubin = sweep_cubin().unwrap();
+        assert_eq!(&cubin[..4], b"\x7fELF");
+        assert_eq!(sweep_cubin().unwrap(), cubin, "compiled once, then kept");
     }
 }
