@@ -52,6 +52,22 @@ pub struct Variants {
     /// A per block and splits as the host API picks, where those are 8 or 16), at every
     /// stage count of `fragment_stages` (the host API's without them).
     pub fragment_mma_sync: bool,
+    /// Also the fragment kernel with its sums scaled by group (one warp group, the host
+    /// API's rows of A per block and splits), at one K step a stage and at each count of
+    /// `fragment_stage_steps`, at every stage count of `fragment_stages` (the host API's
+    /// without them); a plan it cannot take is reported and skipped.
+    pub fragment_scale_sums: bool,
+}
+
+/// How a timed configuration of the fragment kernel dequantizes and multiplies.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// Scaled f16 pairs, products by WGMMA (the host API's form).
+    Pairs,
+    /// Scaled f16 pairs, products by `mma.sync`.
+    MmaSync,
+    /// Sums scaled by group.
+    Sums,
 }
 
 /// What one shape and type measured.
@@ -231,33 +247,33 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
         } else {
             variants.fragment_stages.clone()
         };
-        let at_stages = |label: String, (bm, splits, steps, mma): (i32, i32, i32, bool)| {
+        let at_stages = |label: String, (bm, splits, steps, form): (i32, i32, i32, Form)| {
             stages
                 .iter()
-                .map(move |&s| (format!("{label} s{s}"), (bm, s, splits, 1, steps, mma)))
+                .map(move |&s| (format!("{label} s{s}"), (bm, s, splits, 1, steps, form)))
         };
         let configs = variants
             .fragment_stages
             .iter()
-            .map(|&s| (format!("s{s}"), (bm, s, 1, 1, 1, false)))
+            .map(|&s| (format!("s{s}"), (bm, s, 1, 1, 1, Form::Pairs)))
             // each split count at each stage count
             .chain(
                 variants
                     .fragment_splits
                     .iter()
-                    .flat_map(|&x| at_stages(format!("k{x}"), (bm, x, 1, false))),
+                    .flat_map(|&x| at_stages(format!("k{x}"), (bm, x, 1, Form::Pairs))),
             )
             // each count of steps per stage at each stage count, the host's splits
             .chain(
                 variants
                     .fragment_stage_steps
                     .iter()
-                    .flat_map(|&x| at_stages(format!("t{x}"), (bm, host_splits, x, false))),
+                    .flat_map(|&x| at_stages(format!("t{x}"), (bm, host_splits, x, Form::Pairs))),
             )
             // products by mma.sync (the form takes 8 or 16 rows of A per block)
             .chain(
                 (variants.fragment_mma_sync && bm <= 16)
-                    .then(|| at_stages("mma".into(), (bm, host_splits, 1, true)))
+                    .then(|| at_stages("mma".into(), (bm, host_splits, 1, Form::MmaSync)))
                     .into_iter()
                     .flatten(),
             )
@@ -265,15 +281,36 @@ pub fn bench_quant<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>
                 variants
                     .fragment_wide
                     .iter()
-                    .map(|&(b, s)| (format!("b{b} s{s} w2"), (b, s, 1, 2, 1, false))),
+                    .map(|&(b, s)| (format!("b{b} s{s} w2"), (b, s, 1, 2, 1, Form::Pairs))),
+            )
+            // sums scaled by group, at one step a stage and each count asked for
+            .chain(
+                variants
+                    .fragment_scale_sums
+                    .then(|| {
+                        std::iter::once(1)
+                            .chain(variants.fragment_stage_steps.iter().copied())
+                            .flat_map(|x| {
+                                at_stages(format!("sums t{x}"), (bm, host_splits, x, Form::Sums))
+                            })
+                    })
+                    .into_iter()
+                    .flatten(),
             );
-        for (label, (bm, stages, splits, warp_groups, stage_steps, mma_sync)) in configs {
+        for (label, (bm, stages, splits, warp_groups, stage_steps, form)) in configs {
             let config = QuantMatmulFragments::<T>::new(group, bm)
                 .with_stages(stages)
                 .with_splits(splits)
                 .with_warp_groups(warp_groups)
                 .with_stage_steps(stage_steps)
-                .with_mma_sync(mma_sync);
+                .with_mma_sync(form == Form::MmaSync)
+                .with_scale_sums(form == Form::Sums);
+            if form == Form::Sums {
+                if let Err(e) = tilus::trace(&config, &[k as i64]) {
+                    println!("quant_matmul {t} fragments {label}: not taken ({e})");
+                    continue;
+                }
+            }
             let jit = tilus::Jit::new(config, device);
             let mut cv = poisoned::<f16>(&stream, &what, mn)?;
             let zeros = z.as_ref().unwrap_or(&sc);

@@ -6,22 +6,38 @@ use tilus_bench::quant_bench::{bench_quant_named, FewRowsTiles, Variants, DTYPES
 use tilus_bench::run::BenchOptions;
 use tilus_kernels::quant::Scheme;
 
+/// The fragment kernel's variants to time beside the host API's choice, as the command line
+/// gives them (see `tilus bench quant --help`).
+pub(crate) struct FragmentFlags<'a> {
+    /// `--fragment-stages`.
+    pub stages: &'a str,
+    /// `--fragment-splits`.
+    pub splits: &'a str,
+    /// `--fragment-wide`.
+    pub wide: &'a str,
+    /// `--fragment-stage-steps`.
+    pub stage_steps: &'a str,
+    /// `--fragment-mma-sync`.
+    pub mma_sync: bool,
+    /// `--fragment-scale-sums`.
+    pub scale_sums: bool,
+}
+
 /// Runs the benchmark for every size and weight type; `Ok(false)` when a check failed.
 pub(crate) fn quant(
     sizes: &str,
     dtypes: &str,
-    (group, few_rows, fragments): (usize, &str, (&str, &str, &str, &str, bool)),
+    (group, few_rows, fragment): (usize, &str, &FragmentFlags),
     opts: &BenchOptions,
 ) -> CliResult<bool> {
-    let (fragment_stages, fragment_splits, fragment_wide, fragment_stage_steps, mma_sync) =
-        fragments;
     let variants = Variants {
         few_rows: few_rows_tiles(few_rows)?,
-        fragment_stages: positive_counts(fragment_stages)?,
-        fragment_splits: positive_counts(fragment_splits)?,
-        fragment_wide: wide_configs(fragment_wide)?,
-        fragment_stage_steps: positive_counts(fragment_stage_steps)?,
-        fragment_mma_sync: mma_sync,
+        fragment_stages: positive_counts(fragment.stages)?,
+        fragment_splits: positive_counts(fragment.splits)?,
+        fragment_wide: wide_configs(fragment.wide)?,
+        fragment_stage_steps: positive_counts(fragment.stage_steps)?,
+        fragment_mma_sync: fragment.mma_sync,
+        fragment_scale_sums: fragment.scale_sums,
     };
     let shapes = crate::bench_epilogue::matmul_shapes(sizes)?;
     let types: Vec<&str> = dtypes.split(',').map(str::trim).collect();

@@ -427,6 +427,12 @@ enum BenchCommand {
         /// --fragment-stages or the host's stages).
         #[arg(long)]
         fragment_mma_sync: bool,
+        /// Also time the fragment kernel with its scales applied to each group's f32 sums
+        /// instead of each f16 pair of codes (the host API's rows of A per block and splits;
+        /// one step a stage and each count of --fragment-stage-steps, at every count of
+        /// --fragment-stages or the host's stages; plans it cannot take are skipped, said so).
+        #[arg(long)]
+        fragment_scale_sums: bool,
         /// Warm-up rounds.
         #[arg(long, default_value_t = 5)]
         warmup: usize,
@@ -669,6 +675,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 fragment_wide,
                 fragment_stage_steps,
                 fragment_mma_sync,
+                fragment_scale_sums,
                 warmup,
                 rounds,
                 timing,
@@ -678,13 +685,14 @@ fn run(cli: Cli) -> CliResult<bool> {
                 (
                     group,
                     &few_rows,
-                    (
-                        &fragment_stages,
-                        &fragment_splits,
-                        &fragment_wide,
-                        &fragment_stage_steps,
-                        fragment_mma_sync,
-                    ),
+                    &bench_quant::FragmentFlags {
+                        stages: &fragment_stages,
+                        splits: &fragment_splits,
+                        wide: &fragment_wide,
+                        stage_steps: &fragment_stage_steps,
+                        mma_sync: fragment_mma_sync,
+                        scale_sums: fragment_scale_sums,
+                    },
                 ),
                 &BenchOptions {
                     warmup,

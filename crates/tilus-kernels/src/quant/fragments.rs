@@ -22,6 +22,7 @@
 //! 0, scale 0), and C is stored under its bounds: every M and N are taken; K is a multiple of
 //! 8 (TMA reads A's rows).
 
+use super::group_sums::GroupSums;
 use super::prepack::{
     code_layout, planes, Prepacked, CODES, LOW_PLANE_WORDS, THREADS, TILE_K, TILE_N,
 };
@@ -80,6 +81,14 @@ pub struct QuantMatmulFragments<T> {
     /// one WGMMA a K step of 16 for the warp group. Synchronous: a stage is refilled as soon
     /// as every warp has read it, with no product left in flight.
     pub mma_sync: bool,
+    /// Scales applied to the f32 sums of each group of K instead of each f16 pair of codes
+    /// (one warp group, WGMMA): the codes become exact f16 values (`q`, or `q - z`), two
+    /// accumulators take the groups in turn, and as a group's products complete its sums
+    /// are scaled into the total, so a step spends no multiply on scales. The result is the
+    /// exact `Σ a·q·s` rounded in f32, where the other forms round each `q·s` to f16 first.
+    /// Per channel (`group` 0) the scale comes once, at the end. Taken where a group is
+    /// whole rounds of steps and a pass over the stages whole pairs of groups.
+    pub scale_sums: bool,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -118,6 +127,7 @@ impl<T> QuantMatmulFragments<T> {
             warp_groups: 1,
             stage_steps: 1,
             mma_sync: false,
+            scale_sums: false,
             _t: PhantomData,
         }
     }
@@ -137,6 +147,12 @@ impl<T> QuantMatmulFragments<T> {
     /// The same kernel with its products by `mma.sync` (see the field).
     pub fn with_mma_sync(mut self, mma_sync: bool) -> QuantMatmulFragments<T> {
         self.mma_sync = mma_sync;
+        self
+    }
+
+    /// The same kernel with its scales applied to each group's sums (see the field).
+    pub fn with_scale_sums(mut self, scale_sums: bool) -> QuantMatmulFragments<T> {
+        self.scale_sums = scale_sums;
         self
     }
 
@@ -180,6 +196,9 @@ where
             if self.mma_sync {
                 return k.refuse_config("mma_sync multiplies with one warp group only");
             }
+            if self.scale_sums {
+                return k.refuse_config("scale_sums takes one warp group");
+            }
             return super::fragments_wide::body::<T>(k, self, &plan, &v, (m, n));
         }
         let (rounds, splits, per) = (plan.rounds(), plan.splits, plan.stage_steps);
@@ -208,6 +227,17 @@ where
             .then(|| k.shared_tensor::<f16>([stages, 1, TILE_N as i32]));
         let bars = k.mbarrier().alloc_counts(&vec![1; stages as usize]);
         let acc = k.register_tensor::<f32>([TILE_N as i32, bm], 0.0);
+        // with `scale_sums`, `acc` is the total the groups' sums are scaled into
+        let sums = match self.scale_sums {
+            false => None,
+            true if self.mma_sync => {
+                return k.refuse_config("scale_sums takes its products by WGMMA");
+            }
+            true => match GroupSums::new(k, &plan, bm) {
+                Ok(sums) => Some(sums),
+                Err(why) => return k.refuse_config(&why),
+            },
+        };
         let copies = StepCopies::of_tile(&plan, &v, tn.into());
         // round `i`'s tiles of A, words of W and scales (and zero points) on their way into
         // stage `j`
@@ -244,8 +274,9 @@ where
             let at = Val::constant(j);
             k.mbarrier().wait(bars[j as usize], fill % 2);
             let stage = (sw.at(at), ss.at(at), sz.as_ref().map(|sz| sz.at(at)));
+            let scaled = sums.is_none();
             let deq: Vec<_> = (0..per)
-                .map(|s| layouts.dequantize::<T>(k, &plan.step_of(&stage, s)))
+                .map(|s| layouts.dequantize::<T>(k, &plan.step_of(&stage, s), scaled))
                 .collect();
             if sync {
                 // each warp's rows of W times Aᵀ, A's tile in the registers `mma.sync` reads
@@ -256,12 +287,17 @@ where
                 }
             } else {
                 k.wgmma().fence();
+                let position = GroupSums::position(&i, j);
+                let target = sums.as_ref().map_or(&acc, |sums| sums.part(position));
                 for (s, deq) in deq.iter().enumerate() {
                     let tile = sa.at(Val::constant(j * per + s as i32));
-                    k.wgmma().mma(deq, &tile.transpose(), &acc);
+                    k.wgmma().mma(deq, &tile.transpose(), target);
                 }
                 k.wgmma().commit_group();
                 k.wgmma().wait_group(pending as u32);
+                if let Some(sums) = &sums {
+                    sums.after_round(k, position, &ss.at(at), &acc);
+                }
             }
             // the round `pending` before is complete: its stage takes the round `stages`
             // after it, once every warp has read its words (they have, their products being
@@ -275,6 +311,9 @@ where
         plan.each_step(k, |k, i, j, fill| step(k, i, j, fill));
         if !sync {
             k.wgmma().wait_group(0);
+        }
+        if let Some(sums) = &sums {
+            sums.finish(k, rounds - 1, (&v.scales, n0), &acc);
         }
         if splits == 1 {
             let out = k.compute(acc.cast::<f16>());
@@ -603,11 +642,13 @@ impl StepLayouts {
 
     /// A tile's step dequantized: its words read and unpacked, relabelled as the fragment and
     /// scaled in f16 pairs (`q · s` rounded to f16 as every path; `(q - z) · s` with zero
-    /// points, the difference exact).
+    /// points, the difference exact); without `scaled`, the exact values `q` (or `q - z`)
+    /// alone, for sums scaled by group.
     pub fn dequantize<T: Element + LowpElement>(
         &self,
         k: &mut Kernel,
         (words, scales, zeros): &TileStage,
+        scaled: bool,
     ) -> RegisterTensor<f16> {
         let values = match &self.top {
             None => self.main.codes::<T>(k, words).cast::<f16>(),
@@ -625,9 +666,15 @@ impl StepLayouts {
                 }
             }
         };
+        let zero = zeros.as_ref().map(|z| k.load_shared(z).transpose());
+        if !scaled {
+            return match zero {
+                Some(zero) => k.compute((values - zero).cast::<f16>()),
+                None => k.compute(values),
+            };
+        }
         // the step's scales as a column, `[64, 1]`
         let scale = k.load_shared(scales).transpose();
-        let zero = zeros.as_ref().map(|z| k.load_shared(z).transpose());
         match zero {
             // (whole zero points of the codes' range, which `prepack` checks: the difference
             // is exact in f16, and the pair form's rounding of it changes nothing)
@@ -648,6 +695,7 @@ impl<T> std::fmt::Debug for QuantMatmulFragments<T> {
             .field("warp_groups", &self.warp_groups)
             .field("stage_steps", &self.stage_steps)
             .field("mma_sync", &self.mma_sync)
+            .field("scale_sums", &self.scale_sums)
             .finish()
     }
 }

@@ -88,7 +88,7 @@ pub(super) fn body<T>(
                 let slot = pipe.consumer_acquire(k, i);
                 // (the stage is `j`, a constant: the steps come in whole passes)
                 drop(slot);
-                let deq = layouts.dequantize::<T>(k, &part(Val::constant(j * groups + g)));
+                let deq = layouts.dequantize::<T>(k, &part(Val::constant(j * groups + g)), true);
                 k.wgmma().fence();
                 k.wgmma()
                     .mma(&deq, &sa.at(Val::constant(j)).transpose(), &acc);

@@ -17,6 +17,7 @@
 
 mod fragments;
 mod fragments_wide;
+mod group_sums;
 mod matmul;
 mod op;
 pub mod prepack;

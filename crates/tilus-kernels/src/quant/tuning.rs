@@ -61,8 +61,8 @@ impl<T> Default for QuantMatmulFragments<T> {
     }
 }
 
-/// Rows of A per block, K steps in flight, K steps per stage, warp groups and the products'
-/// instruction.
+/// Rows of A per block, K steps in flight, K steps per stage, warp groups, the products'
+/// instruction and where the scales apply.
 impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulFragments<T> {
     fn space() -> Space {
         Space::new()
@@ -71,6 +71,7 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulFragments<T
             .and_then(|s| s.values("stage_steps", &[1, 2]))
             .and_then(|s| s.values("warp_groups", &[1, 2]))
             .and_then(|s| s.values("mma_sync", &[0, 1]))
+            .and_then(|s| s.values("scale_sums", &[0, 1]))
             .and_then(|s| s.values("group", &[GROUP]))
             .expect("the fragment kernel's space is well formed")
     }
@@ -81,7 +82,8 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulFragments<T
                 .with_stages(b.get_i32("stages")?)
                 .with_stage_steps(b.get_i32("stage_steps")?)
                 .with_warp_groups(b.get_i32("warp_groups")?)
-                .with_mma_sync(b.get_i32("mma_sync")? != 0),
+                .with_mma_sync(b.get_i32("mma_sync")? != 0)
+                .with_scale_sums(b.get_i32("scale_sums")? != 0),
         )
     }
 
@@ -92,6 +94,7 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulFragments<T
             ("stage_steps", self.stage_steps.into()),
             ("warp_groups", self.warp_groups.into()),
             ("mma_sync", i32::from(self.mma_sync).into()),
+            ("scale_sums", i32::from(self.scale_sums).into()),
             ("group", self.group.into()),
         ]))
     }

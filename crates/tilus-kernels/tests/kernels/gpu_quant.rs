@@ -9,7 +9,7 @@ use tilus::runtime::Device;
 use tilus_bench::harness::Rng;
 use tilus_kernels::quant::{QuantMatmulOp, Scheme};
 
-use crate::quant_reference::{assert_matches, inputs, reference, seed};
+use crate::quant_reference::{assert_matches, inputs, reference, reference_exact, seed};
 
 /// Runs `QuantMatmulOp` (`run`, or `run_fragments` on the weights prepacked when
 /// `prepacked`) for type `T` at `(m, n, k)` and checks C against the exact product.
@@ -152,4 +152,74 @@ fn gpu_quant_matmul_on_prepacked_fragments_matches_the_product_of_the_f16_weight
     // 3-bit codes in two planes, one and two warp groups
     check_fragments::<Int<3>>(&device, (16, 320, 2048), g128, &mut rng);
     check_fragments::<UInt<3>>(&device, (300, 256, 1024), g128, &mut rng);
+}
+
+/// The fragment kernel with its sums scaled by group (`scale_sums`), launched as configured,
+/// against the product of the exact dequantized weights: groups of one and two rounds, two
+/// steps a stage, per channel with splits, zero points, 3-bit planes, 1 to 64 rows of A.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_quant_matmul_on_fragments_with_sums_scaled_by_group_matches_the_exact_product() {
+    use tilus_kernels::quant::QuantMatmulFragments;
+    tilus_bench::test_cache!();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let mut rng = Rng::new(seed());
+    fn run<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+        device: &Device,
+        (m, n, k): (usize, usize, usize),
+        scheme: Scheme,
+        config: QuantMatmulFragments<T>,
+        rng: &mut Rng,
+    ) {
+        let stream = device.stream();
+        let (a, q) = inputs::<T>(rng, (m, n, k), scheme);
+        let p = tilus_kernels::quant::prepack(&q).unwrap();
+        let put = |v: &[f16]| stream.clone_htod(v).unwrap();
+        let (da, ds) = (put(&a), put(&p.scales));
+        let dz = (!p.zeros.is_empty()).then(|| put(&p.zeros));
+        let dw = stream.clone_htod(&p.words).unwrap();
+        let mut dc = put(&vec![f16::NAN; m * n]);
+        let what = format!("{config:?} {} ({m}, {n}, {k})", <T as LowpElement>::DTYPE);
+        let config = config.with_scale_sums(true);
+        let jit = tilus::Jit::new(config, device);
+        let dims = (m as i32, n as i32, k as i32);
+        let zeros = dz.as_ref().unwrap_or(&ds);
+        jit.launch(
+            stream,
+            (dims.0, dims.1, dims.2, &da, &dw, &ds, zeros, &mut dc),
+        )
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let c = stream.clone_dtoh(&dc).unwrap();
+        assert_matches(&what, &c, reference_exact(&a, &q, m), n);
+    }
+    let g128 = Scheme::grouped(128);
+    fn g<T>(bm: i32) -> QuantMatmulFragments<T> {
+        QuantMatmulFragments::new(128, bm).with_stages(8)
+    }
+    run::<I4>(&device, (1, 1000, 4096), g128, g(8), &mut rng);
+    run::<I2>(&device, (16, 520, 4096), g128, g(16), &mut rng);
+    run::<Int<3>>(&device, (5, 256, 2048), g128, g(8), &mut rng);
+    run::<U4>(
+        &device,
+        (40, 264, 2048),
+        g128,
+        g(64).with_stages(4),
+        &mut rng,
+    );
+    let two = QuantMatmulFragments::new(128, 8)
+        .with_stages(4)
+        .with_stage_steps(2);
+    run::<I4>(&device, (3, 512, 4096), g128, two, &mut rng);
+    let g64 = QuantMatmulFragments::new(64, 8).with_stages(6);
+    run::<F8E4M3>(&device, (2, 256, 3072), Scheme::grouped(64), g64, &mut rng);
+    let channel = QuantMatmulFragments::new(0, 16)
+        .with_stages(4)
+        .with_splits(4);
+    run::<I8>(
+        &device,
+        (9, 640, 4096),
+        Scheme::per_channel(),
+        channel,
+        &mut rng,
+    );
 }

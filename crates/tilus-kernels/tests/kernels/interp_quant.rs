@@ -10,7 +10,7 @@ use tilus::prelude::Element;
 use tilus_bench::harness::Rng;
 use tilus_kernels::quant::{quantize, QuantMatmul, QuantMatmulOp, QuantMatmulRing, Scheme};
 
-use crate::quant_reference::{assert_matches, inputs, reference, seed};
+use crate::quant_reference::{assert_matches, inputs, reference, reference_exact, seed};
 
 /// Runs the kernel for type `T` at `(m, n, k)` with `scheme` and checks C: within the f16
 /// output's rounding of the exact sum (and the f32 sums' error, bounded by the magnitude of
@@ -183,7 +183,12 @@ fn check_fragment_config<T: Element + LowpElement + std::hash::Hash + std::fmt::
         "fragments {} {scheme:?} ({m}, {n}, {k}) {config:?}",
         <T as LowpElement>::DTYPE
     );
-    assert_matches(&what, &c, reference(&a, &q, m), n);
+    // (sums scaled by group never round a weight to f16)
+    let want = match config.scale_sums {
+        true => reference_exact(&a, &q, m),
+        false => reference(&a, &q, m),
+    };
+    assert_matches(&what, &c, want, n);
 }
 
 #[test]
@@ -237,6 +242,76 @@ fn interp_quant_matmul_on_fragments_with_two_steps_a_stage_matches() {
     run::<F4E2M1>((4, 64, 512), g128, (8, 4, 1), &mut rng);
     run::<I4>((2, 64, 384), g64, (8, 2, 1), &mut rng);
     run::<Int<1>>((2, 64, 512), g128, (8, 2, 1), &mut rng);
+}
+
+/// Sums scaled by group: the codes' exact values multiplied, two accumulators taking the
+/// groups in turn, each scaled into the total once its products complete; against the
+/// product of the exact dequantized weights. Rings that wrap over whole pairs of groups
+/// (groups of one and of two rounds), passes of one with rounds left over, groups of two
+/// steps a stage, per channel (the scale at the end), splits sharing whole groups, zero
+/// points, every kind of code; the plans it cannot take refuse it.
+#[test]
+fn interp_quant_matmul_on_fragments_with_sums_scaled_by_group_matches_the_exact_product() {
+    use tilus_kernels::quant::QuantMatmulFragments;
+    let mut rng = Rng::new(seed());
+    fn sums<T>(group: i32, (block_m, stages, splits): (i32, i32, i32)) -> QuantMatmulFragments<T> {
+        QuantMatmulFragments::new(group, block_m)
+            .with_stages(stages)
+            .with_splits(splits)
+            .with_scale_sums(true)
+    }
+    let (g128, g64) = (Scheme::grouped(128), Scheme::grouped(64));
+    // 16 steps, groups of two rounds, 4 stages: four passes
+    check_fragment_config((1, 72, 1024), g128, &sums::<I4>(128, (8, 4, 1)), &mut rng);
+    // groups of one round, 2 stages, zero points
+    check_fragment_config((5, 130, 512), g64, &sums::<U4>(64, (8, 2, 1)), &mut rng);
+    // one pass of 3 stages and 2 rounds left over (groups of one round)
+    check_fragment_config((3, 72, 320), g64, &sums::<Int<3>>(64, (8, 3, 1)), &mut rng);
+    // one pass of 4 stages, groups of two rounds: the last group in the rounds left over
+    check_fragment_config((2, 64, 384), g128, &sums::<I2>(128, (8, 4, 1)), &mut rng);
+    let per_channel = Scheme::per_channel();
+    check_fragment_config(
+        (16, 64, 256),
+        per_channel,
+        &sums::<I8>(0, (16, 3, 1)),
+        &mut rng,
+    );
+    check_fragment_config(
+        (20, 64, 512),
+        per_channel,
+        &sums::<F8E4M3>(0, (32, 2, 2)),
+        &mut rng,
+    );
+    // splits of 4 rounds each over groups of two
+    check_fragment_config(
+        (3, 64, 1024),
+        g128,
+        &sums::<F4E2M1>(128, (8, 4, 4)),
+        &mut rng,
+    );
+    check_fragment_config(
+        (17, 64, 512),
+        g128,
+        &sums::<UInt<3>>(128, (32, 4, 2)),
+        &mut rng,
+    );
+    // two steps a stage: a group of 128 one round
+    let two_steps = sums::<I4>(128, (8, 2, 1)).with_stage_steps(2);
+    check_fragment_config((4, 72, 1024), g128, &two_steps, &mut rng);
+    check_fragment_config((2, 64, 512), g64, &sums::<Int<1>>(64, (8, 4, 1)), &mut rng);
+    // 3 stages over groups of two rounds, passed over more than once; mma.sync; two warp
+    // groups
+    let odd = sums::<I4>(128, (8, 3, 1));
+    let sync = sums::<I4>(128, (8, 2, 1)).with_mma_sync(true);
+    let wide = sums::<I4>(128, (8, 2, 1)).with_warp_groups(2);
+    for (config, why) in [
+        (odd, "whole pairs of groups"),
+        (sync, "by WGMMA"),
+        (wide, "one warp group"),
+    ] {
+        let e = tilus::trace(&config, &[1024]).err().map(|e| e.to_string());
+        assert!(e.as_deref().is_some_and(|e| e.contains(why)), "{e:?}");
+    }
 }
 
 /// Products by `mma.sync` (each warp its 16 rows of W against A's tile through `ldmatrix`),

@@ -255,6 +255,42 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
     frag::<I8>(128, 8192, 256);
 }
 
+/// Sums scaled by group: no f16 pair multiplied by a scale (the codes' values go to the
+/// products as they are), two accumulators without spills; groups of 128 at one and two
+/// steps a stage, per channel, 3-bit planes and 64 rows of A.
+#[test]
+fn nvrtc_quant_matmul_on_fragments_with_sums_scaled_by_group_compiles_without_spills() {
+    use tilus_kernels::quant::QuantMatmulFragments;
+    tilus_bench::test_cache!();
+    fn sums<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+        config: QuantMatmulFragments<T>,
+    ) -> String {
+        let what = format!("{config:?} {}", <T as LowpElement>::DTYPE);
+        compiled(&config.with_scale_sums(true), 8192, &what).source
+    }
+    let plain = compiled(
+        &QuantMatmulFragments::<I4>::new(128, 8).with_stages(8),
+        8192,
+        "int4, scaled pairs",
+    )
+    .source;
+    assert!(plain.contains("tilus_mul_f16x2("), "{plain}");
+    for src in [
+        sums(QuantMatmulFragments::<I4>::new(128, 8).with_stages(8)),
+        sums(
+            QuantMatmulFragments::<I2>::new(128, 8)
+                .with_stages(4)
+                .with_stage_steps(2),
+        ),
+        sums(QuantMatmulFragments::<I8>::new(0, 16).with_stages(4)),
+        sums(QuantMatmulFragments::<Int<3>>::new(128, 8).with_stages(8)),
+        sums(QuantMatmulFragments::<I4>::new(128, 64).with_stages(4)),
+    ] {
+        assert!(!src.contains("tilus_mul_f16x2("), "{src}");
+        assert!(src.contains("wgmma.mma_async"), "{src}");
+    }
+}
+
 /// Two warp groups, each a [64, 256] accumulator and its own words, with a producer warp:
 /// without spills, the producer's copies of both tiles and a stage given back per step.
 #[test]
@@ -323,10 +359,12 @@ fn covering_sample<S: tilus::tune::Tunable + tilus::Script>(
 }
 
 /// Covering samples of the quantized kernels' tuning spaces (int4, groups of 128, K = 8192),
-/// each point compiled or refused for its reason: the fragment kernel's every seventh point
-/// (`mma_sync` past 16 rows of A or with two warp groups is refused, and a block past the
-/// shared memory or registers it may have), the few-rows kernel's and the ring's every
-/// fifth.
+/// each point compiled or refused for its reason: the fragment kernel's every seventh
+/// point (`mma_sync` past 16 rows of A or with two warp groups is refused, `scale_sums` with
+/// two warp groups, with `mma_sync`, past 64 rows of A (32 at two steps a stage) or over
+/// stages that are not whole pairs of groups, and a
+/// block past the shared memory or registers it may have), the few-rows kernel's and the
+/// ring's every fifth.
 #[test]
 fn nvrtc_quant_spaces_compile_on_covering_samples() {
     use tilus_kernels::quant::{QuantMatmulFragments, QuantMatmulRing};
@@ -336,6 +374,14 @@ fn nvrtc_quant_spaces_compile_on_covering_samples() {
             "8 or 16 rows of A"
         } else if c.mma_sync && c.warp_groups == 2 {
             "one warp group only"
+        } else if c.scale_sums && c.warp_groups == 2 {
+            "scale_sums takes one warp group"
+        } else if c.scale_sums && c.mma_sync {
+            "by WGMMA"
+        } else if c.scale_sums && e.contains("three accumulators") {
+            "rows of A per block"
+        } else if c.scale_sums && e.contains("scale_sums") {
+            "whole pairs of groups"
         } else {
             "more than the"
         };

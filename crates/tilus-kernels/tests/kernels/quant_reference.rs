@@ -41,9 +41,20 @@ pub fn seed() -> u64 {
 /// kernels multiply (the tensor cores' f16 operands; the few-rows kernel rounds the same way),
 /// summed exactly.
 pub fn reference(a: &[f16], w: &Quantized, m: usize) -> (Vec<f64>, Vec<f64>) {
+    product(a, w, m, |x| f16::from_f64(x).to_f64())
+}
+
+/// `C = A · dequant(W)ᵀ` in f64 on the exact dequantized weights (what the fragment kernel
+/// with its sums scaled by group computes: `Σ a·q` per group, then the scale).
+pub fn reference_exact(a: &[f16], w: &Quantized, m: usize) -> (Vec<f64>, Vec<f64>) {
+    product(a, w, m, |x| x)
+}
+
+/// The product on the weights dequantized, then passed through `round`.
+fn product(a: &[f16], w: &Quantized, m: usize, round: impl Fn(f64) -> f64) -> (Vec<f64>, Vec<f64>) {
     let (n, k) = w.shape;
     let deq: Vec<f64> = (0..n * k)
-        .map(|i| f16::from_f64(w.dequantized(i / k, i % k)).to_f64())
+        .map(|i| round(w.dequantized(i / k, i % k)))
         .collect();
     let mut c = vec![0.0; m * n];
     let mut mag = vec![0.0; m * n];
