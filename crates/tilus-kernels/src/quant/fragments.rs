@@ -294,7 +294,11 @@ where
                     k.wgmma().mma(deq, &tile.transpose(), target);
                 }
                 k.wgmma().commit_group();
-                k.wgmma().wait_group(pending as u32);
+                let starts_group = sums
+                    .as_ref()
+                    .is_some_and(|sums| sums.starts_group(position));
+                k.wgmma()
+                    .wait_group(if starts_group { 0 } else { pending as u32 });
                 if let Some(sums) = &sums {
                     sums.after_round(k, position, &ss.at(at), &acc);
                 }
@@ -668,9 +672,14 @@ impl StepLayouts {
         };
         let zero = zeros.as_ref().map(|z| k.load_shared(z).transpose());
         if !scaled {
-            return match zero {
-                Some(zero) => k.compute((values - zero).cast::<f16>()),
-                None => k.compute(values),
+            // (one code in a word's field: a product by one, the form the f16 pair
+            // conversions take and fold into their constants, though not past a zero
+            // point's subtraction; the planes' sum is in pairs)
+            return match (zero, self.top.is_none()) {
+                (Some(zero), true) => k.compute((values - zero).cast::<f16>() * 1.0),
+                (None, true) => k.compute(values * 1.0),
+                (Some(zero), false) => k.compute((values - zero).cast::<f16>()),
+                (None, false) => k.compute(values),
             };
         }
         // the step's scales as a column, `[64, 1]`

@@ -83,6 +83,14 @@ impl GroupSums {
         }
     }
 
+    /// Whether the round at position `j` is a group's first: the products issued before it
+    /// must all be complete once its own are issued (`wait_group(0)`, not the ring's 1), so
+    /// that no accumulator is read while a product is in flight: ptxas would serialize every
+    /// WGMMA of the kernel otherwise (C7514).
+    pub fn starts_group(&self, j: i32) -> bool {
+        self.rounds_per_group > 0 && j % self.rounds_per_group == 0
+    }
+
     /// After the products of the round at position `j` are issued and every product before
     /// them is complete: at
     /// a group's first round, the group before is scaled into `total` and its accumulator

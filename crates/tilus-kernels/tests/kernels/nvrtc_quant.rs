@@ -256,8 +256,9 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
 }
 
 /// Sums scaled by group: no f16 pair multiplied by a scale (the codes' values go to the
-/// products as they are), two accumulators without spills; groups of 128 at one and two
-/// steps a stage, per channel, 3-bit planes and 64 rows of A.
+/// products as they are, by the pair conversions), two accumulators without spills and
+/// without ptxas serializing the products; groups of 128 at one and two steps a stage, per
+/// channel, 3-bit planes and 64 rows of A.
 #[test]
 fn nvrtc_quant_matmul_on_fragments_with_sums_scaled_by_group_compiles_without_spills() {
     use tilus_kernels::quant::QuantMatmulFragments;
@@ -266,7 +267,15 @@ fn nvrtc_quant_matmul_on_fragments_with_sums_scaled_by_group_compiles_without_sp
         config: QuantMatmulFragments<T>,
     ) -> String {
         let what = format!("{config:?} {}", <T as LowpElement>::DTYPE);
-        compiled(&config.with_scale_sums(true), 8192, &what).source
+        let c = tilus::build(&config.with_scale_sums(true), &[8192])
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
+        // no accumulator read while a product is in flight: ptxas would serialize every
+        // WGMMA of the kernel (C7514)
+        let dir = c.cache_dir.as_ref().expect("the tests' cache is writable");
+        let log = std::fs::read_to_string(dir.join("ptxas.log")).unwrap_or_default();
+        assert!(!log.contains("are serialized"), "{what}: {log}");
+        c.source
     }
     let plain = compiled(
         &QuantMatmulFragments::<I4>::new(128, 8).with_stages(8),
@@ -285,10 +294,18 @@ fn nvrtc_quant_matmul_on_fragments_with_sums_scaled_by_group_compiles_without_sp
         sums(QuantMatmulFragments::<I8>::new(0, 16).with_stages(4)),
         sums(QuantMatmulFragments::<Int<3>>::new(128, 8).with_stages(8)),
         sums(QuantMatmulFragments::<I4>::new(128, 64).with_stages(4)),
+        sums(QuantMatmulFragments::<UInt<3>>::new(128, 8).with_stages(8)),
     ] {
         assert!(!src.contains("tilus_mul_f16x2("), "{src}");
+        assert!(src.contains("tilus_f16x2_from_field("), "{src}");
         assert!(src.contains("wgmma.mma_async"), "{src}");
     }
+    // with zero points the product by one stays (it is not folded past the subtraction):
+    // pairs all the same, none converted one by one
+    let u4 = sums(QuantMatmulFragments::<U4>::new(128, 8).with_stages(8));
+    assert!(u4.contains("tilus_f16x2_from_field("), "{u4}");
+    // (the helper's definition and the output's conversion; one by one, 128 a step)
+    assert!(u4.matches("tilus_cvt_f16(").count() <= 2, "{u4}");
 }
 
 /// Two warp groups, each a [64, 256] accumulator and its own words, with a producer warp:
