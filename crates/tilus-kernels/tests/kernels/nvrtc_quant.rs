@@ -300,6 +300,11 @@ fn nvrtc_quant_matmul_on_fragments_with_sums_scaled_by_group_compiles_without_sp
         assert!(src.contains("tilus_f16x2_from_field("), "{src}");
         assert!(src.contains("wgmma.mma_async"), "{src}");
     }
+    // groups of two rounds: the second round of a group keeps its product in flight, the
+    // first waits for every product
+    let int4 = sums(QuantMatmulFragments::<I4>::new(128, 8).with_stages(8));
+    assert!(int4.contains("tilus_wgmma_wait_group<1>();"), "{int4}");
+    assert!(int4.contains("tilus_wgmma_wait_group<0>();"), "{int4}");
     // with zero points the product by one stays (it is not folded past the subtraction):
     // pairs all the same, none converted one by one
     let u4 = sums(QuantMatmulFragments::<U4>::new(128, 8).with_stages(8));
