@@ -26,6 +26,7 @@ use super::group_sums::GroupSums;
 use super::prepack::{
     code_layout, planes, Prepacked, CODES, LOW_PLANE_WORDS, THREADS, TILE_K, TILE_N,
 };
+use super::stage_tiles::StageTiles;
 use half::f16;
 use std::marker::PhantomData;
 use tilus::layout::RegisterLayout;
@@ -70,11 +71,13 @@ pub struct QuantMatmulFragments<T> {
     /// of A (1, or 2: A read from L2 once per 128 rows of W, and two warps per scheduler to
     /// hide each other's dequantization; no splits; see `fragments_wide.rs`).
     pub warp_groups: i32,
-    /// K steps of 64 each stage holds (1 or 2; one warp group only): a stage's wait, block
-    /// barrier, refill and wait for the product before come once per `stage_steps` steps,
-    /// which at few rows of A are a fifth of a step's instructions. Taken where the block's
-    /// steps divide by it, a stage's steps share their scales (per channel, or groups of a
-    /// multiple of 128) and their rows of words start 1024 bytes apart (1 otherwise).
+    /// K steps of 64 each stage holds (1, 2, 4 or 8; one warp group only): a stage's wait,
+    /// block barrier, refill and wait for the product before come once per `stage_steps`
+    /// steps, and its copies are one TMA box per operand where they can be (A's steps where
+    /// K is a multiple of 64, W's where a step's words are whole 1024-byte swizzle patterns;
+    /// a copy per group of scales): at few rows of A the copies a step, not their bytes, set
+    /// the time. Taken as the largest power of two up to this one that divides the block's
+    /// steps and whose stage lies in one group or holds whole groups (1 otherwise).
     pub stage_steps: i32,
     /// Products by `mma.sync` m16n8k16 (one warp group, 8 or 16 rows of A per block): each
     /// warp its 16 rows of W against A's tile read from the stage by `ldmatrix`, instead of
@@ -202,7 +205,7 @@ where
             return super::fragments_wide::body::<T>(k, self, &plan, &v, (m, n));
         }
         let (rounds, splits, per) = (plan.rounds(), plan.splits, plan.stage_steps);
-        let (bm, stages, rows) = (self.block_m, plan.stages, plan.rows);
+        let (bm, stages) = (self.block_m, plan.stages);
         let steps = plan.steps;
         k.blocks([
             cdiv(n, TILE_N as i32),
@@ -216,15 +219,8 @@ where
         let base = k.let_i32(split * steps);
         let n0 = k.let_i32(tn * TILE_N as i32);
         let m0 = k.let_i32(bm * k.block_idx().y);
-        // A's tile of stage `j`'s step `s` at `j · per + s` (a TMA box's row is at most 64
-        // elements of A); W's words of a stage's steps one box, their rows in turn
-        let sa = k.shared_tensor::<f16>([stages * per, bm, TILE_K as i32]);
-        let sw = k.shared_tensor::<u32>([stages, rows * per, ROW_WORDS]);
-        let ss = k.shared_tensor::<f16>([stages, 1, TILE_N as i32]);
-        let sz = v
-            .zeros
-            .is_some()
-            .then(|| k.shared_tensor::<f16>([stages, 1, TILE_N as i32]));
+        // each stage its own tiles, filled a stage at a time
+        let tiles = StageTiles::new(k, &plan, &v, bm, (a, w), (m, kk));
         let bars = k.mbarrier().alloc_counts(&vec![1; stages as usize]);
         let acc = k.register_tensor::<f32>([TILE_N as i32, bm], 0.0);
         // with `scale_sums`, `acc` is the total the groups' sums are scaled into
@@ -238,24 +234,15 @@ where
                 Err(why) => return k.refuse_config(&why),
             },
         };
-        let copies = StepCopies::of_tile(&plan, &v, tn.into());
         // round `i`'s tiles of A, words of W and scales (and zero points) on their way into
         // stage `j`
         let fetch = |k: &mut Kernel, i: Val, j: i32| {
             k.single_thread(|k| {
                 // the round's first step among W's
-                let i = k.let_i32(base + i * per);
-                let at = Val::constant(j);
-                let stage = (sw.at(at), ss.at(at), sz.as_ref().map(|sz| sz.at(at)));
-                let bytes = per * sa.at(at).nbytes() + StepCopies::bytes(&stage);
+                let first = k.let_i32(base + i * per);
                 let bar = bars[j as usize];
-                k.mbarrier().arrive_and_expect_tx(bar, bytes);
-                for s in 0..per {
-                    let k0 = k.let_i32((i + s) * TILE_K as i32);
-                    let tile = sa.at(Val::constant(j * per + s));
-                    k.tma().global_to_shared(&v.a, &tile, (m0, k0), bar);
-                }
-                copies.issue(k, &plan, &v, i, &stage, bar);
+                k.mbarrier().arrive_and_expect_tx(bar, tiles.bytes(j));
+                tiles.issue(k, &v, first, j, (m0, tn, n0), bar);
             });
         };
         for j in 0..stages {
@@ -271,36 +258,35 @@ where
         // products issued, then the round before's stage refilled once its products are
         // complete; TMA has `stages - 1` rounds in flight meanwhile
         let step = |k: &mut Kernel, i: Val, j: i32, fill: Scalar| {
-            let at = Val::constant(j);
             k.mbarrier().wait(bars[j as usize], fill % 2);
-            let stage = (sw.at(at), ss.at(at), sz.as_ref().map(|sz| sz.at(at)));
             let scaled = sums.is_none();
-            let deq: Vec<_> = (0..per)
-                .map(|s| layouts.dequantize::<T>(k, &plan.step_of(&stage, s), scaled))
-                .collect();
             if sync {
                 // each warp's rows of W times Aᵀ, A's tile in the registers `mma.sync` reads
-                for (s, deq) in deq.iter().enumerate() {
-                    let tile = sa.at(Val::constant(j * per + s as i32));
-                    let at = k.load_shared(&tile).transpose();
-                    k.dot(deq, &at, &acc, &acc);
+                for s in 0..per {
+                    let deq = layouts.dequantize::<T>(k, &tiles.step(j, s), scaled);
+                    let at = k.load_shared(&tiles.a_tile(j, s)).transpose();
+                    k.dot(&deq, &at, &acc, &acc);
                 }
             } else {
-                k.wgmma().fence();
+                // each step's product issued as soon as its operand is dequantized, a commit
+                // group of its own (the next step's conversion runs under it; its registers
+                // are the step's own until the round after has waited for it)
                 let position = GroupSums::position(&i, j);
                 let target = sums.as_ref().map_or(&acc, |sums| sums.part(position));
-                for (s, deq) in deq.iter().enumerate() {
-                    let tile = sa.at(Val::constant(j * per + s as i32));
-                    k.wgmma().mma(deq, &tile.transpose(), target);
+                for s in 0..per {
+                    let deq = layouts.dequantize::<T>(k, &tiles.step(j, s), scaled);
+                    k.wgmma().fence();
+                    k.wgmma().mma(&deq, &tiles.a_tile(j, s).transpose(), target);
+                    k.wgmma().commit_group();
                 }
-                k.wgmma().commit_group();
                 let starts_group = sums
                     .as_ref()
                     .is_some_and(|sums| sums.starts_group(position));
-                k.wgmma()
-                    .wait_group(if starts_group { 0 } else { pending as u32 });
+                // the round before complete: every group but this round's
+                let wait = if starts_group { 0 } else { pending * per };
+                k.wgmma().wait_group(wait as u32);
                 if let Some(sums) = &sums {
-                    sums.after_round(k, position, &ss.at(at), &acc);
+                    sums.after_round(k, position, &tiles.first_scales(j), &acc);
                 }
             }
             // the round `pending` before is complete: its stage takes the round `stages`
@@ -393,16 +379,19 @@ impl BlockPlan {
             .find(|d| tiles_k % d == 0)
             .unwrap_or(1);
         let steps = tiles_k / splits;
-        // a stage's steps share their scales and start their words where a swizzle's pattern
-        // does (as `rows()` asks); one warp group only
+        // a power of two up to 8 that divides the block's steps and whose stage lies in one
+        // group or holds whole groups (one warp group only)
         let rows = THREADS as i32 * run / ROW_WORDS;
-        let stage_steps = if cfg.warp_groups == 1
-            && cfg.stage_steps >= 2
-            && steps % 2 == 0
-            && (cfg.group == 0 || cfg.group % (2 * TILE_K as i32) == 0)
-            && (rows * ROW_WORDS * 4) % 1024 == 0
-        {
-            2
+        let stage_steps = if cfg.warp_groups == 1 {
+            let fits = |per: i32| {
+                let span = per * TILE_K as i32;
+                steps % per == 0
+                    && (cfg.group == 0 || cfg.group % span == 0 || span % cfg.group == 0)
+            };
+            [8, 4, 2, 1]
+                .into_iter()
+                .find(|&per| per <= cfg.stage_steps && fits(per))
+                .unwrap_or(1)
         } else {
             1
         };
@@ -428,14 +417,15 @@ impl BlockPlan {
         self.steps / self.stage_steps
     }
 
-    /// Step `s` of a stage's [`TileStage`] (the whole stage with one step per stage): its
-    /// rows of words, and the stage's scales (and zero points), which its steps share.
-    pub fn step_of(&self, stage: &TileStage, s: i32) -> TileStage {
-        let (words, scales, zeros) = *stage;
-        if self.stage_steps == 1 {
-            return *stage;
+    /// Groups of scales a stage holds: its steps' groups where a stage holds whole groups,
+    /// else one (per channel, or a group spanning the stage).
+    pub fn groups_per_stage(&self) -> i32 {
+        let span = self.stage_steps * TILE_K as i32;
+        if self.group > 0 && self.group < span {
+            span / self.group
+        } else {
+            1
         }
-        (words.rows(s * self.rows, self.rows), scales, zeros)
     }
 
     /// Runs `step(k, i, j, fill)` for each round `i` of a block (each step with one step per
@@ -518,7 +508,8 @@ pub(super) type TileStage = (
     Option<SharedTensor<f16>>,
 );
 
-/// The copies of one tile of W's step into a [`TileStage`].
+/// The copies of one tile of W's step into a [`TileStage`] (two warp groups, one step a
+/// stage; one warp group's stages are [`super::stage_tiles::StageTiles`]).
 pub(super) struct StepCopies {
     /// The tile's first row of words (`tile · rows`: its first step's).
     first_row: Scalar,
@@ -554,17 +545,9 @@ impl StepCopies {
         (words, scales, zeros): &TileStage,
         bar: Barrier,
     ) {
-        // each step's rows of words (a stage's steps one after another in it)
-        for s in 0..plan.stage_steps {
-            let row = k.let_i32(self.first_row.clone() + (i + s) * self.stride.clone());
-            let rows = if plan.stage_steps == 1 {
-                *words
-            } else {
-                words.rows(s * plan.rows, plan.rows)
-            };
-            k.tma()
-                .global_to_shared(&v.w, &rows, (row, Val::constant(0)), bar);
-        }
+        let row = k.let_i32(self.first_row.clone() + i * self.stride.clone());
+        k.tma()
+            .global_to_shared(&v.w, words, (row, Val::constant(0)), bar);
         let g = if plan.group > 0 {
             k.let_i32(i * TILE_K as i32 / plan.group)
         } else {

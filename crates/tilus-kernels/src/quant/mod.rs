@@ -23,6 +23,7 @@ mod op;
 pub mod prepack;
 mod ring;
 mod scheme;
+mod stage_tiles;
 mod tensor_core;
 mod tuning;
 mod views;

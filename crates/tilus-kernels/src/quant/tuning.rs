@@ -68,7 +68,7 @@ impl<T: Element + LowpElement + Hash + Debug> Tunable for QuantMatmulFragments<T
         Space::new()
             .values("block_m", &[8, 16, 32, 64, 128, 256])
             .and_then(|s| s.values("stages", &[4, 6, 8]))
-            .and_then(|s| s.values("stage_steps", &[1, 2]))
+            .and_then(|s| s.values("stage_steps", &[1, 2, 4]))
             .and_then(|s| s.values("warp_groups", &[1, 2]))
             .and_then(|s| s.values("mma_sync", &[0, 1]))
             .and_then(|s| s.values("scale_sums", &[0, 1]))

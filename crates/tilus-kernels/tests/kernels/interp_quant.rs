@@ -244,6 +244,112 @@ fn interp_quant_matmul_on_fragments_with_two_steps_a_stage_matches() {
     run::<Int<1>>((2, 64, 512), g128, (8, 2, 1), &mut rng);
 }
 
+/// Four and eight K steps a stage, each stage's operands one TMA box where their steps lie
+/// at a constant stride (A's where K is a multiple of 64, W's words where a step is whole
+/// 1024-byte patterns), the scales a copy per group: stages holding two, four and eight
+/// groups or lying in one, rings that wrap, splits, zero points, K off 64 (A a copy a step),
+/// 3-bit planes (words a copy a step); against the product of the f16 weights, and the
+/// copies counted.
+#[test]
+fn interp_quant_matmul_on_fragments_with_steps_a_stage_copies_each_operand_once() {
+    use tilus_kernels::quant::QuantMatmulFragments;
+    let mut rng = Rng::new(seed());
+    let (g128, g64) = (Scheme::grouped(128), Scheme::grouped(64));
+    fn steps<T>(
+        per: i32,
+        (block_m, stages, splits): (i32, i32, i32),
+        group: i32,
+    ) -> QuantMatmulFragments<T> {
+        QuantMatmulFragments::new(group, block_m)
+            .with_stages(stages)
+            .with_splits(splits)
+            .with_stage_steps(per)
+    }
+    // 16 steps: 4 rounds of 4 over 3 stages (a pass and a round left over); two groups a
+    // stage
+    check_fragment_config(
+        (3, 130, 1024),
+        g128,
+        &steps::<I4>(4, (8, 3, 1), 128),
+        &mut rng,
+    );
+    // eight groups of 64 a stage, two rounds in two stages, zero points
+    check_fragment_config((5, 64, 1024), g64, &steps::<U4>(8, (8, 2, 1), 64), &mut rng);
+    // a stage in one group of 512; K split in two
+    check_fragment_config(
+        (2, 72, 2048),
+        Scheme::grouped(512),
+        &steps::<I8>(4, (16, 2, 2), 512),
+        &mut rng,
+    );
+    // per channel, FP8, 32 rows of A
+    check_fragment_config(
+        (20, 64, 512),
+        Scheme::per_channel(),
+        &steps::<F8E4M3>(4, (32, 2, 1), 0),
+        &mut rng,
+    );
+    // K off 64 (1000: the last step's columns past K zeros; per channel, as K is no
+    // multiple of a group): A a copy a step
+    check_fragment_config(
+        (4, 64, 1000),
+        Scheme::per_channel(),
+        &steps::<I2>(4, (8, 2, 1), 0),
+        &mut rng,
+    );
+    // 3-bit planes: a step's words are not whole patterns, a copy a step
+    check_fragment_config(
+        (3, 72, 1024),
+        g128,
+        &steps::<Int<3>>(4, (8, 2, 1), 128),
+        &mut rng,
+    );
+    check_fragment_config(
+        (6, 64, 512),
+        g64,
+        &steps::<UInt<3>>(2, (8, 3, 2), 64),
+        &mut rng,
+    );
+
+    // the copies: a stage's A and words one box each, a copy per group of scales
+    let (m, n, k) = (3usize, 130usize, 1024usize);
+    let (tiles_n, tiles_k) = (3u64, 16u64);
+    for (per, group, a_copies, word_copies) in [
+        (1, 128, 1, 1),
+        (4, 128, 1, 1),
+        (8, 64, 1, 1),
+        (4, 256, 1, 1),
+    ] {
+        let scheme = Scheme::grouped(group as usize);
+        let (a, q) = inputs::<I4>(&mut rng, (m, n, k), scheme);
+        let p = tilus_kernels::quant::prepack(&q).unwrap();
+        let config = steps::<I4>(per, (8, 2, 1), group);
+        let mut c = vec![f16::NAN; m * n];
+        let dims = (m as i32, n as i32, k as i32);
+        let report = tilus::interpret(
+            &config,
+            (
+                dims.0,
+                dims.1,
+                dims.2,
+                &a[..],
+                &p.words[..],
+                &p.scales[..],
+                &p.scales[..],
+                &mut c[..],
+            ),
+        )
+        .unwrap();
+        let rounds = tiles_k / per as u64;
+        let groups = (per as u64 * 64).div_ceil(group as u64);
+        let per_stage = a_copies + word_copies + groups;
+        let what = format!("{per} steps a stage, groups of {group}");
+        assert_eq!(report.tma_copies, tiles_n * rounds * per_stage, "{what}");
+        assert_eq!(report.mma_instructions, 4 * tiles_n * tiles_k, "{what}");
+        assert_matches(&what, &c, reference(&a, &q, m), n);
+    }
+}
+
 /// Sums scaled by group: the codes' exact values multiplied, two accumulators taking the
 /// groups in turn, each scaled into the total once its products complete; against the
 /// product of the exact dequantized weights. Rings that wrap over whole pairs of groups

@@ -37,6 +37,16 @@ pub(super) fn layout(e: &Emitter, r: RegId) -> RegisterLayout {
         .expect("layouts are inferred before codegen")
 }
 
+/// The C array elements a register tile is held in: its local elements, or half of them
+/// for 16-bit tiles packed in pairs.
+pub(super) fn words(e: &Emitter, r: RegId) -> i64 {
+    let n = layout(e, r).local_size();
+    match storage(e.p.register(r)) {
+        Storage::Packed16 => n / 2,
+        Storage::Plain => n,
+    }
+}
+
 /// Declares a register tile's storage.
 pub(super) fn declare(e: &mut Emitter, r: RegId) {
     if let Some(scope) = e.declared.last_mut() {

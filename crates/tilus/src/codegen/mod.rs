@@ -52,6 +52,7 @@ pub fn emit_cuda(p: &Program, plan: &LaunchPlan) -> String {
         counter: 0,
         declared: vec![vec![]],
         unpacked: Default::default(),
+        fence_operands: vec![],
     };
     let signature = e.signature();
     e.prologue();
@@ -94,6 +95,9 @@ pub(crate) struct Emitter<'p> {
     /// copies, dropped when the tile is assigned), so that `f16_pairs` can take two codes of
     /// one word with one shift and one mask.
     pub unpacked: std::collections::HashMap<(RegId, usize), (RegId, usize, u32)>,
+    /// The register A operands of the wgmmas that follow the wgmma fence being emitted, up to
+    /// the next commit or fence (set by [`Emitter::block`]): the fence pins them first.
+    pub fence_operands: Vec<RegId>,
 }
 
 /// The C type a scalar variable of type `t` is held in: floats of every width in `float`.
@@ -271,7 +275,10 @@ impl<'p> Emitter<'p> {
     }
 
     pub fn block(&mut self, stmts: &[Stmt]) {
-        for s in stmts {
+        for (i, s) in stmts.iter().enumerate() {
+            if wgmma::is_fence(s) {
+                self.fence_operands = wgmma::register_operands_after(&stmts[i + 1..]);
+            }
             self.stmt(s);
         }
     }

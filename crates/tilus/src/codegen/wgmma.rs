@@ -5,7 +5,7 @@
 use super::memory::{view_base, view_layout, CExpr};
 use super::{Emitter, Helper};
 use crate::ir::facts::{AsyncGroup, Completion, Memory};
-use crate::ir::{b_mn_major, DType, RegId, SharedView, StmtKind, WgmmaA, WgmmaInst};
+use crate::ir::{b_mn_major, DType, Inst, RegId, SharedView, Stmt, StmtKind, WgmmaA, WgmmaInst};
 use crate::layout::wgmma::{DESC_ADDR_MASK, DESC_ADDR_SHIFT};
 
 /// The register tiles asynchronous wgmma work writes (the accumulators), from the facts, and
@@ -78,6 +78,48 @@ fn fence_accumulators(e: &mut Emitter) {
     }
 }
 
+/// Whether `s` is a wgmma fence.
+pub(super) fn is_fence(s: &Stmt) -> bool {
+    matches!(&s.kind, StmtKind::Inst(Inst::Wgmma(WgmmaInst::Fence)))
+}
+
+/// The register A operands of the wgmmas among `stmts` up to the first commit or fence.
+pub(super) fn register_operands_after(stmts: &[Stmt]) -> Vec<RegId> {
+    let mut out = vec![];
+    for s in stmts {
+        match &s.kind {
+            StmtKind::Inst(Inst::Wgmma(WgmmaInst::Commit | WgmmaInst::Fence)) => break,
+            StmtKind::Inst(Inst::Wgmma(WgmmaInst::Mma {
+                a: WgmmaA::Register(v),
+                ..
+            })) if !out.contains(&v.tensor) => out.push(v.tensor),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Fences the register A operands of the wgmmas the fence being emitted precedes, so that
+/// every instruction defining them stays before it: one the compiler moved between the fence
+/// and its wgmma would make ptxas serialize every wgmma of the kernel (C7513), as where a
+/// step's operand is converted while the step before's product is in flight.
+fn fence_register_operands(e: &mut Emitter) {
+    let operands = std::mem::take(&mut e.fence_operands);
+    // (an operand the program writes after the fence is not declared yet: nothing to pin)
+    let declared = |e: &Emitter, r: &RegId| e.declared.iter().flatten().any(|d| d == r);
+    let visible: Vec<RegId> = operands.into_iter().filter(|r| declared(e, r)).collect();
+    for r in visible {
+        e.use_helper(Helper::Wgmma(WgmmaHelper::FenceOperand));
+        // (16-bit operands are held in pairs, a `u32` each)
+        let n = super::memory::words(e, r);
+        let name = e.reg_name(r);
+        e.line("#pragma unroll");
+        e.line(format!(
+            "for (int l = 0; l < {n}; ++l) tilus_fence_operand({name}[l]);"
+        ));
+    }
+}
+
 /// The descriptor base expression of a shared operand (a tile, or one stage of it, whose
 /// first byte is aligned for its swizzle): the layout module encodes every field but the
 /// address.
@@ -104,6 +146,7 @@ pub(super) fn emit(e: &mut Emitter, i: &WgmmaInst) {
         WgmmaInst::Fence => {
             e.use_helper(Helper::Wgmma(WgmmaHelper::Sync));
             fence_accumulators(e);
+            fence_register_operands(e);
             e.line("tilus_wgmma_fence();");
         }
         WgmmaInst::Commit => {
