@@ -100,9 +100,12 @@ pub struct QuantMatmulFragments<T> {
 /// block, 4 to 8 steps. int4 at one row of A carries 3 KB a step and takes 8 (2.9× cuBLAS
 /// f16 at 1 × 28672 × 8192 on an H100, against 2.5× with 4); int8, FP8 and 64 rows of A
 /// carry 5 KB or more and lose with more than 4 (docs/perf.md).
+///
+/// The count is even: over an odd count ptxas serializes every product of the kernel (C7513,
+/// with NVRTC 13.0; the loop over the stages then holds an odd number of commit groups).
 pub fn fragment_stages(bits: u32, block_m: i32) -> i32 {
     let step = (TILE_N * TILE_K) as i64 * bits as i64 / 8 + block_m as i64 * TILE_K as i64 * 2;
-    (24 * 1024 / step).clamp(4, 8) as i32
+    ((24 * 1024 / step).clamp(4, 8) as i32) & !1
 }
 
 /// The blocks the host API has share each tile's K steps: the fewest of 1, 2, 4 and 8 that
@@ -724,9 +727,12 @@ mod tests {
         assert_eq!(super::fragment_stages(4, 8), 8);
         assert_eq!(super::fragment_stages(8, 8), 4);
         assert_eq!(super::fragment_stages(4, 64), 4);
-        for bits in [1, 2, 4, 8] {
+        // (an even count: 7-bit codes at 8 rows of A carry 4.5 KB a step, 5 stages' worth)
+        assert_eq!(super::fragment_stages(7, 8), 4);
+        for bits in 1..=8 {
             for bm in [8, 16, 32, 64, 128] {
-                assert!((4..=8).contains(&super::fragment_stages(bits, bm)));
+                let stages = super::fragment_stages(bits, bm);
+                assert!((4..=8).contains(&stages) && stages % 2 == 0, "{bits} {bm}");
             }
         }
     }

@@ -418,3 +418,49 @@ fn nvrtc_quant_spaces_compile_on_covering_samples() {
     let built = covering_sample::<QuantMatmulRing<I4>>(5, 8192, |_, e| e.contains("more than the"));
     assert!(built >= 3, "{built} ring kernels built");
 }
+
+/// Four steps a stage: A's and W's steps one three-dimensional TMA box each, no spills, and
+/// ptxas keeps the products in flight (each step's product a commit group of its own, its
+/// operand pinned before the fence); the host's stage counts (even) keep them in flight too.
+#[test]
+fn nvrtc_quant_matmul_on_fragments_with_steps_a_stage_keeps_products_in_flight() {
+    use tilus_kernels::quant::QuantMatmulFragments;
+    tilus_bench::test_cache!();
+    fn kept_in_flight<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+        config: QuantMatmulFragments<T>,
+    ) -> String {
+        let what = format!("{config:?} {}", <T as LowpElement>::DTYPE);
+        let c = tilus::build(&config, &[8192]).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
+        let dir = c.cache_dir.as_ref().expect("the tests' cache is writable");
+        let log = std::fs::read_to_string(dir.join("ptxas.log")).unwrap_or_default();
+        assert!(!log.contains("are serialized"), "{what}: {log}");
+        c.source
+    }
+    let four = kept_in_flight(
+        QuantMatmulFragments::<I4>::new(128, 8)
+            .with_stages(2)
+            .with_stage_steps(4),
+    );
+    assert!(four.matches("tilus_tma_load_3d(").count() >= 2, "{four}");
+    assert!(four.contains("tilus_wgmma_wait_group<4>();"), "{four}");
+    kept_in_flight(
+        QuantMatmulFragments::<I2>::new(128, 16)
+            .with_stages(4)
+            .with_stage_steps(2),
+    );
+    for bits_bm in [(8, 8), (4, 16), (2, 8)] {
+        let stages = tilus_kernels::quant::fragment_stages(bits_bm.0, bits_bm.1);
+        match bits_bm.0 {
+            8 => {
+                kept_in_flight(QuantMatmulFragments::<I8>::new(128, bits_bm.1).with_stages(stages))
+            }
+            4 => {
+                kept_in_flight(QuantMatmulFragments::<I4>::new(128, bits_bm.1).with_stages(stages))
+            }
+            _ => {
+                kept_in_flight(QuantMatmulFragments::<I2>::new(128, bits_bm.1).with_stages(stages))
+            }
+        };
+    }
+}
