@@ -100,12 +100,9 @@ pub struct QuantMatmulFragments<T> {
 /// block, 4 to 8 steps. int4 at one row of A carries 3 KB a step and takes 8 (2.9× cuBLAS
 /// f16 at 1 × 28672 × 8192 on an H100, against 2.5× with 4); int8, FP8 and 64 rows of A
 /// carry 5 KB or more and lose with more than 4 (docs/perf.md).
-///
-/// The count is even: over an odd count ptxas serializes every product of the kernel (C7513,
-/// with NVRTC 13.0; the loop over the stages then holds an odd number of commit groups).
 pub fn fragment_stages(bits: u32, block_m: i32) -> i32 {
     let step = (TILE_N * TILE_K) as i64 * bits as i64 / 8 + block_m as i64 * TILE_K as i64 * 2;
-    ((24 * 1024 / step).clamp(4, 8) as i32) & !1
+    (24 * 1024 / step).clamp(4, 8) as i32
 }
 
 /// The blocks the host API has share each tile's K steps: the fewest of 1, 2, 4 and 8 that
@@ -436,18 +433,23 @@ impl BlockPlan {
     /// loop, the rounds left over after it (a compile-time count). No round is conditional
     /// and each stage's index is a constant, so that the verifier sees each product complete
     /// before its registers and stage are written again.
+    ///
+    /// Over an odd count of stages the loop's body takes two passes: with one, ptxas
+    /// serializes every product of the kernel (C7513, NVRTC 13.0), an odd count of commit
+    /// groups in the body.
     pub fn each_step(&self, k: &mut Kernel, mut step: impl FnMut(&mut Kernel, Val, i32, Scalar)) {
         let (rounds, stages) = (self.rounds(), self.stages);
-        let passes = rounds / stages;
-        k.for_range(0, passes * stages, stages, |k, i0| {
-            for j in 0..stages {
-                let i = k.let_i32(i0 + j);
-                step(k, i, j, Scalar::from(i0) / stages);
+        let span = if stages % 2 == 1 { 2 * stages } else { stages };
+        let looped = rounds / span * span;
+        k.for_range(0, looped, span, |k, i0| {
+            for r in 0..span {
+                let i = k.let_i32(i0 + r);
+                step(k, i, r % stages, Scalar::from(i0) / stages + r / stages);
             }
         });
-        for j in 0..rounds % stages {
-            let i = Val::constant(passes * stages + j);
-            step(k, i, j, Scalar::from(Val::constant(passes)));
+        for r in looped..rounds {
+            let i = Val::constant(r);
+            step(k, i, r % stages, Scalar::from(Val::constant(r / stages)));
         }
     }
 }
@@ -727,12 +729,9 @@ mod tests {
         assert_eq!(super::fragment_stages(4, 8), 8);
         assert_eq!(super::fragment_stages(8, 8), 4);
         assert_eq!(super::fragment_stages(4, 64), 4);
-        // (an even count: 7-bit codes at 8 rows of A carry 4.5 KB a step, 5 stages' worth)
-        assert_eq!(super::fragment_stages(7, 8), 4);
-        for bits in 1..=8 {
+        for bits in [1, 2, 4, 8] {
             for bm in [8, 16, 32, 64, 128] {
-                let stages = super::fragment_stages(bits, bm);
-                assert!((4..=8).contains(&stages) && stages % 2 == 0, "{bits} {bm}");
+                assert!((4..=8).contains(&super::fragment_stages(bits, bm)));
             }
         }
     }

@@ -421,7 +421,7 @@ fn nvrtc_quant_spaces_compile_on_covering_samples() {
 
 /// Four steps a stage: A's and W's steps one three-dimensional TMA box each, no spills, and
 /// ptxas keeps the products in flight (each step's product a commit group of its own, its
-/// operand pinned before the fence); the host's stage counts (even) keep them in flight too.
+/// operand pinned before the fence); so do odd counts of stages and the host's counts.
 #[test]
 fn nvrtc_quant_matmul_on_fragments_with_steps_a_stage_keeps_products_in_flight() {
     use tilus_kernels::quant::QuantMatmulFragments;
@@ -447,6 +447,15 @@ fn nvrtc_quant_matmul_on_fragments_with_steps_a_stage_keeps_products_in_flight()
     kept_in_flight(
         QuantMatmulFragments::<I2>::new(128, 16)
             .with_stages(4)
+            .with_stage_steps(2),
+    );
+    // over an odd count of stages (the loop's body two passes)
+    for stages in [3, 5] {
+        kept_in_flight(QuantMatmulFragments::<I4>::new(128, 8).with_stages(stages));
+    }
+    kept_in_flight(
+        QuantMatmulFragments::<I2>::new(128, 8)
+            .with_stages(3)
             .with_stage_steps(2),
     );
     for bits_bm in [(8, 8), (4, 16), (2, 8)] {
