@@ -255,6 +255,20 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
     frag::<I8>(128, 8192, 256);
 }
 
+/// The fragment kernel `config` built at K = 8192 without spills and without ptxas
+/// serializing its products (its C751x notes); its source.
+fn kept_in_flight<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
+    config: tilus_kernels::quant::QuantMatmulFragments<T>,
+) -> String {
+    let what = format!("{config:?} {}", <T as LowpElement>::DTYPE);
+    let c = tilus::build(&config, &[8192]).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
+    let dir = c.cache_dir.as_ref().expect("the tests' cache is writable");
+    let log = std::fs::read_to_string(dir.join("ptxas.log")).unwrap_or_default();
+    assert!(!log.contains("are serialized"), "{what}: {log}");
+    c.source
+}
+
 /// Sums scaled by group: no f16 pair multiplied by a scale (the codes' values go to the
 /// products as they are, by the pair conversions), two accumulators without spills and
 /// without ptxas serializing the products; groups of 128 at one and two steps a stage, per
@@ -263,19 +277,12 @@ fn nvrtc_quant_matmul_on_prepacked_fragments_compiles_for_every_prepackable_weig
 fn nvrtc_quant_matmul_on_fragments_with_sums_scaled_by_group_compiles_without_spills() {
     use tilus_kernels::quant::QuantMatmulFragments;
     tilus_bench::test_cache!();
+    // (no accumulator read while a product is in flight: ptxas would serialize every WGMMA
+    // of the kernel, C7514)
     fn sums<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
         config: QuantMatmulFragments<T>,
     ) -> String {
-        let what = format!("{config:?} {}", <T as LowpElement>::DTYPE);
-        let c = tilus::build(&config.with_scale_sums(true), &[8192])
-            .unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
-        // no accumulator read while a product is in flight: ptxas would serialize every
-        // WGMMA of the kernel (C7514)
-        let dir = c.cache_dir.as_ref().expect("the tests' cache is writable");
-        let log = std::fs::read_to_string(dir.join("ptxas.log")).unwrap_or_default();
-        assert!(!log.contains("are serialized"), "{what}: {log}");
-        c.source
+        kept_in_flight(config.with_scale_sums(true))
     }
     let plain = compiled(
         &QuantMatmulFragments::<I4>::new(128, 8).with_stages(8),
@@ -426,17 +433,6 @@ fn nvrtc_quant_spaces_compile_on_covering_samples() {
 fn nvrtc_quant_matmul_on_fragments_with_steps_a_stage_keeps_products_in_flight() {
     use tilus_kernels::quant::QuantMatmulFragments;
     tilus_bench::test_cache!();
-    fn kept_in_flight<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
-        config: QuantMatmulFragments<T>,
-    ) -> String {
-        let what = format!("{config:?} {}", <T as LowpElement>::DTYPE);
-        let c = tilus::build(&config, &[8192]).unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
-        let dir = c.cache_dir.as_ref().expect("the tests' cache is writable");
-        let log = std::fs::read_to_string(dir.join("ptxas.log")).unwrap_or_default();
-        assert!(!log.contains("are serialized"), "{what}: {log}");
-        c.source
-    }
     let four = kept_in_flight(
         QuantMatmulFragments::<I4>::new(128, 8)
             .with_stages(2)
