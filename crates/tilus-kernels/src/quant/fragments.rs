@@ -71,7 +71,7 @@ pub struct QuantMatmulFragments<T> {
     /// of A (1, or 2: A read from L2 once per 128 rows of W, and two warps per scheduler to
     /// hide each other's dequantization; no splits; see `fragments_wide.rs`).
     pub warp_groups: i32,
-    /// K steps of 64 each stage holds (1, 2, 4 or 8; one warp group only): a stage's wait,
+    /// K steps of 64 each stage holds (1, 2 or 4; one warp group only): a stage's wait,
     /// block barrier, refill and wait for the product before come once per `stage_steps`
     /// steps, and its copies are one TMA box per operand where they can be (A's steps where
     /// K is a multiple of 64, W's where a step's words are whole 1024-byte swizzle patterns;
@@ -379,7 +379,7 @@ impl BlockPlan {
             .find(|d| tiles_k % d == 0)
             .unwrap_or(1);
         let steps = tiles_k / splits;
-        // a power of two up to 8 that divides the block's steps and whose stage lies in one
+        // a power of two up to 4 that divides the block's steps and whose stage lies in one
         // group or holds whole groups (one warp group only)
         let rows = THREADS as i32 * run / ROW_WORDS;
         let stage_steps = if cfg.warp_groups == 1 {
@@ -388,7 +388,9 @@ impl BlockPlan {
                 steps % per == 0
                     && (cfg.group == 0 || cfg.group % span == 0 || span % cfg.group == 0)
             };
-            [8, 4, 2, 1]
+            // (at most 4: a round's products wait on as commit groups, which a wait counts
+            // to 7 at most)
+            [4, 2, 1]
                 .into_iter()
                 .find(|&per| per <= cfg.stage_steps && fits(per))
                 .unwrap_or(1)

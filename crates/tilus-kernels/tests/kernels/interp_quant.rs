@@ -244,7 +244,7 @@ fn interp_quant_matmul_on_fragments_with_two_steps_a_stage_matches() {
     run::<Int<1>>((2, 64, 512), g128, (8, 2, 1), &mut rng);
 }
 
-/// Four and eight K steps a stage, each stage's operands one TMA box where their steps lie
+/// Four K steps a stage (eight asked: four taken), each stage's operands one TMA box where their steps lie
 /// at a constant stride (A's where K is a multiple of 64, W's words where a step is whole
 /// 1024-byte patterns), the scales a copy per group: stages holding two, four and eight
 /// groups or lying in one, rings that wrap, splits, zero points, K off 64 (A a copy a step),
@@ -273,8 +273,8 @@ fn interp_quant_matmul_on_fragments_with_steps_a_stage_copies_each_operand_once(
         &steps::<I4>(4, (8, 3, 1), 128),
         &mut rng,
     );
-    // eight groups of 64 a stage, two rounds in two stages, zero points
-    check_fragment_config((5, 64, 1024), g64, &steps::<U4>(8, (8, 2, 1), 64), &mut rng);
+    // four groups of 64 a stage, four rounds in two stages, zero points
+    check_fragment_config((5, 64, 1024), g64, &steps::<U4>(4, (8, 2, 1), 64), &mut rng);
     // a stage in one group of 512; K split in two
     check_fragment_config(
         (2, 72, 2048),
@@ -314,16 +314,19 @@ fn interp_quant_matmul_on_fragments_with_steps_a_stage_copies_each_operand_once(
     // the copies: a stage's A and words one box each, a copy per group of scales
     let (m, n, k) = (3usize, 130usize, 1024usize);
     let (tiles_n, tiles_k) = (3u64, 16u64);
-    for (per, group, a_copies, word_copies) in [
-        (1, 128, 1, 1),
-        (4, 128, 1, 1),
-        (8, 64, 1, 1),
-        (4, 256, 1, 1),
+    // (steps asked, taken, group, A's copies and the words' a stage)
+    for (asked, per, group, a_copies, word_copies) in [
+        (1, 1, 128, 1, 1),
+        (4, 4, 128, 1, 1),
+        (4, 4, 64, 1, 1),
+        (4, 4, 256, 1, 1),
+        // (at most four steps a stage)
+        (8, 4, 128, 1, 1),
     ] {
         let scheme = Scheme::grouped(group as usize);
         let (a, q) = inputs::<I4>(&mut rng, (m, n, k), scheme);
         let p = tilus_kernels::quant::prepack(&q).unwrap();
-        let config = steps::<I4>(per, (8, 2, 1), group);
+        let config = steps::<I4>(asked, (8, 2, 1), group);
         let mut c = vec![f16::NAN; m * n];
         let dims = (m as i32, n as i32, k as i32);
         let report = tilus::interpret(
