@@ -75,8 +75,8 @@ pub struct QuantMatmulFragments<T> {
     /// block barrier, refill and wait for the product before come once per `stage_steps`
     /// steps, and its copies are one TMA box per operand where they can be (A's steps where
     /// K is a multiple of 64, W's where a step's words are whole 1024-byte swizzle patterns;
-    /// a copy per group of scales): at few rows of A the copies a step, not their bytes, set
-    /// the time. Taken as the largest power of two up to this one that divides the block's
+    /// a copy per group of scales): at few rows of A the count of copies a step, not their
+    /// bytes, looks like what sets the time (not yet measured on a GPU). Taken as the largest power of two up to this one that divides the block's
     /// steps and whose stage lies in one group or holds whole groups (1 otherwise).
     pub stage_steps: i32,
     /// Products by `mma.sync` m16n8k16 (one warp group, 8 or 16 rows of A per block): each

@@ -5,10 +5,12 @@
 //! A's K steps of 64 where K is a multiple of 64, W's steps where a step's words are whole
 //! swizzle patterns (1024 bytes); otherwise one copy a step. Scales come one copy per group.
 //!
-//! Why: at few rows of A a step is 2 to 4 KB of words, and the copies a step (A's tile, the
-//! words, the scales: three) rather than the bytes set the time (int2 took as long as int4
-//! with half the bytes; docs/perf.md). A stage's index is a compile-time constant wherever
-//! the kernel names one, so each stage is a tile of its own rather than a slice of a ring.
+//! Why: at few rows of A a step is 2 to 4 KB of words, and the count of copies a step (A's
+//! tile, the words, the scales: three) rather than their bytes looks like what sets the time
+//! (int2 took as long as int4 with half the bytes, and the ring alone as long as the kernel;
+//! docs/perf.md) — a hypothesis no GPU has tested yet. A stage's index is a compile-time
+//! constant wherever the kernel names one, so each stage is a tile of its own rather than a
+//! slice of a ring.
 
 use super::fragments::{BlockPlan, FragmentViews, TileStage, ROW_WORDS};
 use super::prepack::{TILE_K, TILE_N};
