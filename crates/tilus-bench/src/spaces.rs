@@ -40,8 +40,9 @@ pub fn covering_configs<S: Tunable>(step: usize) -> Vec<S> {
         .collect()
 }
 
-/// A build of `config` that is fit to launch: no spills and no stack frame, at most 255
-/// registers per thread, within the 227 KiB of shared memory a block can have.
+/// A build of `config` that is fit to launch: no spills and no stack frame, no wgmma that
+/// ptxas serialized, at most 255 registers per thread, within the 227 KiB of shared memory a
+/// block can have.
 pub fn assert_clean(config: &dyn Debug, c: &CompiledProgram) {
     assert_eq!(
         c.report.spill_stores, 0,
@@ -52,6 +53,10 @@ pub fn assert_clean(config: &dyn Debug, c: &CompiledProgram) {
         c.report.stack_frame, 0,
         "{config:?} uses a stack frame: {:?}",
         c.report
+    );
+    assert_eq!(
+        c.report.serialized_wgmma, None,
+        "{config:?}: ptxas serialized the wgmmas"
     );
     assert!(
         c.report.registers > 0 && c.report.registers <= 255,

@@ -11,9 +11,10 @@ use tilus_bench::size::Size;
 pub struct Outcome {
     /// `name=value` pairs.
     pub config: String,
-    /// Whether it compiled without spilling.
+    /// Whether it compiled without spilling and with its wgmmas asynchronous.
     pub ok: bool,
-    /// `ok`, `spills`, `rejected` (by the verifier) or `failed` (by NVRTC).
+    /// `ok`, `spills`, `serialized` (ptxas made each wgmma wait for the one before),
+    /// `rejected` (by the verifier) or `failed` (by NVRTC).
     pub status: &'static str,
     /// Registers per thread.
     pub registers: Option<u32>,
@@ -64,6 +65,9 @@ pub fn compile_one(script: &dyn tilus::lang::DynScript, consts: &[i64]) -> Outco
                     "ptxas spills {} bytes to local memory",
                     c.report.spill_stores
                 );
+            } else if let Some(why) = c.report.serialized_wgmma {
+                o.status = "serialized";
+                o.reason = format!("ptxas serializes the wgmmas {why}");
             } else {
                 o.ok = true;
                 o.status = "ok";
@@ -82,8 +86,8 @@ pub fn compile_one(script: &dyn tilus::lang::DynScript, consts: &[i64]) -> Outco
 }
 
 /// Runs the check and prints the table. Succeeds when the compiler itself worked and at least
-/// one configuration compiles (configurations that are rejected or spill are reported, not
-/// errors; nothing compiling is a failure).
+/// one configuration compiles (configurations that are rejected, spill or have their wgmmas
+/// serialized are reported, not errors; nothing compiling is a failure).
 pub fn run(entry: &Entry, size: &Size) -> CliResult<bool> {
     tilus::compile::nvrtc()?;
     let consts = (entry.consts)(size);
@@ -123,7 +127,7 @@ pub fn run(entry: &Entry, size: &Size) -> CliResult<bool> {
     }
     let ok = outcomes.iter().filter(|o| o.ok).count();
     outln!(
-        "{ok} of {} configurations compile without spills",
+        "{ok} of {} configurations compile without spills or serialized wgmmas",
         outcomes.len()
     );
     let failed = outcomes.iter().filter(|o| o.status == "failed").count();

@@ -14,6 +14,7 @@ fn compiled<T: AttentionElement, S: tilus::Script>(config: &S) -> tilus::compile
         tilus::passes::compile_program(program).unwrap_or_else(|e| panic!("{what}: {e}"));
     let c = tilus::compile::compile(&program, &plan).unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
+    assert_eq!(c.report.serialized_wgmma, None, "{what}: {:?}", c.report);
     // P stays in registers, and the rows' maxima and sums reduce by shuffles in the quads
     // that hold them
     assert!(
@@ -87,6 +88,7 @@ fn nvrtc_decode_compiles_at_every_head_dimension_and_layout_without_spills() {
         let (program, plan) = tilus::passes::compile_program(program).unwrap();
         let c = tilus::compile::compile(&program, &plan).unwrap();
         assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
+        assert_eq!(c.report.serialized_wgmma, None, "{what}: {:?}", c.report);
     }
     // a cache of e4m3 codes, converted in shared memory; at head dimension 256 with pages
     // shorter than a step, the boxes' page lookups beside the accumulator and the next

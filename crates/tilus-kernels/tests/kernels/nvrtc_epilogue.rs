@@ -23,6 +23,11 @@ fn every_staged_config_of_the_gelu_epilogue_space_compiles_without_spills() {
         match tilus::build(&config, &[4096, 4096]) {
             Ok(c) => {
                 assert_eq!(c.report.spill_stores, 0, "{config:?}: {:?}", c.report);
+                assert_eq!(
+                    c.report.serialized_wgmma, None,
+                    "{config:?}: {:?}",
+                    c.report
+                );
                 assert_eq!(c.report.stack_frame, 0, "{config:?}: {:?}", c.report);
                 assert!(c.plan.smem_bytes <= 227 * 1024, "{config:?}");
                 compiled += 1;
@@ -42,6 +47,11 @@ fn compiles_without_spills<A: Activation>(bindings: &[Binding]) {
         let config = MatmulEpilogue::<A>::from_binding(b).unwrap();
         let c = tilus::build(&config, &[4096, 4096]).unwrap_or_else(|e| panic!("{config:?}: {e}"));
         assert_eq!(c.report.spill_stores, 0, "{config:?}: {:?}", c.report);
+        assert_eq!(
+            c.report.serialized_wgmma, None,
+            "{config:?}: {:?}",
+            c.report
+        );
         assert_eq!(c.report.stack_frame, 0, "{config:?}: {:?}", c.report);
         assert!(c.report.registers <= 255, "{config:?}: {:?}", c.report);
         assert!(c.plan.smem_bytes <= 227 * 1024, "{config:?}");

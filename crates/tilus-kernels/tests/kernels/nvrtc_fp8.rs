@@ -14,6 +14,7 @@ fn compiles<S: tilus::Script>(config: &S, consts: &[i64]) -> String {
     let c = tilus::build(config, consts).unwrap_or_else(|e| panic!("{config:?}: {e}"));
     let what = format!("{config:?}: {:?}", c.report);
     assert_eq!(c.report.spill_stores, 0, "{what}");
+    assert_eq!(c.report.serialized_wgmma, None, "{what}");
     assert_eq!(c.report.stack_frame, 0, "{what}");
     assert!(c.plan.smem_bytes <= 227 * 1024, "{what}");
     // ptxas serializes every WGMMA of a kernel where an instruction touches a product in

@@ -119,6 +119,7 @@ fn a_covering_sample_of_the_forms_and_configs_compiles_without_spills_in_bf16() 
             .unwrap_or_else(|e| panic!("{script:?} {form:?}: {e}"));
         let what = format!("{script:?} {form:?}: {:?}", c.report);
         assert_eq!(c.report.spill_stores, 0, "{what}");
+        assert_eq!(c.report.serialized_wgmma, None, "{what}");
         assert_eq!(c.report.stack_frame, 0, "{what}");
         assert!(c.report.registers <= 255, "{what}");
     }
@@ -135,6 +136,7 @@ fn the_staging_copy_stores_whole_vectors() {
     let bf16 = tilus::build(&Bf16(StageCopy), &[]).unwrap();
     for c in [f16, bf16] {
         assert_eq!(c.report.spill_stores, 0, "{:?}", c.report);
+        assert_eq!(c.report.serialized_wgmma, None, "{:?}", c.report);
         assert_eq!(c.report.stack_frame, 0, "{:?}", c.report);
         let stores: Vec<&str> = c
             .source

@@ -68,6 +68,7 @@ fn the_defaults_use_16_byte_vectors_without_spills() {
             let what = format!("{} at {size}", e.name);
             let c = build(&e, script.as_ref(), &size).unwrap_or_else(|err| panic!("{what}: {err}"));
             assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
+            assert_eq!(c.report.serialized_wgmma, None, "{what}: {:?}", c.report);
             assert_eq!(c.report.stack_frame, 0, "{what}: {:?}", c.report);
             let elem = if e.name == "vector_add_f32" {
                 "float"

@@ -16,6 +16,7 @@ fn compiled<S: tilus::Script>(script: &S, k: i64, what: &str) -> tilus::compile:
         tilus::passes::compile_program(program).unwrap_or_else(|e| panic!("{what}: {e}"));
     let c = tilus::compile::compile(&program, &plan).unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
+    assert_eq!(c.report.serialized_wgmma, None, "{what}: {:?}", c.report);
     c
 }
 
@@ -263,6 +264,7 @@ fn kept_in_flight<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug>(
     let what = format!("{config:?} {}", <T as LowpElement>::DTYPE);
     let c = tilus::build(&config, &[8192]).unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(c.report.spill_stores, 0, "{what}: {:?}", c.report);
+    assert_eq!(c.report.serialized_wgmma, None, "{what}: {:?}", c.report);
     let dir = c.cache_dir.as_ref().expect("the tests' cache is writable");
     let log = std::fs::read_to_string(dir.join("ptxas.log")).unwrap_or_default();
     assert!(!log.contains("are serialized"), "{what}: {log}");
@@ -378,6 +380,7 @@ fn covering_sample<S: tilus::tune::Tunable + tilus::Script>(
             Ok(c) => {
                 let what = format!("{config:?}: {:?}", c.report);
                 assert_eq!(c.report.spill_stores, 0, "{what}");
+                assert_eq!(c.report.serialized_wgmma, None, "{what}");
                 assert!(c.plan.smem_bytes <= 227 * 1024, "{what}");
                 built += 1;
             }

@@ -55,6 +55,10 @@ impl CompiledProgram {
     }
 }
 
+/// What an entry's `meta.json` records, by version: entries written before a field was added
+/// would read as if ptxas had reported nothing there, so a new field keys new entries.
+const META_FORMAT: &str = "meta v2: serialized wgmma";
+
 /// The content key of a source under the current NVRTC.
 pub fn content_key(source: &str) -> Result<String> {
     let info = nvrtc()?;
@@ -65,6 +69,7 @@ pub fn content_key(source: &str) -> Result<String> {
         opts.as_bytes(),
         version.as_bytes(),
         ARCH.as_bytes(),
+        META_FORMAT.as_bytes(),
     ]))
 }
 
@@ -83,12 +88,6 @@ pub fn blocks_by_shared_memory(smem: u32, threads: u32) -> u32 {
 pub fn blocks_by_registers(registers: u32, threads: u32) -> u32 {
     let per_thread = registers.max(1).div_ceil(8) * 8;
     65536 / (per_thread * threads.max(1))
-}
-
-/// Whether ptxas says it serialized the kernel's wgmmas (its C7510-C7515 notes: registers
-/// written under a product in flight, or too few of them).
-fn serializes_wgmma(log: &str) -> bool {
-    log.contains("wgmma.mma_async instructions are serialized")
 }
 
 struct Attempt {
@@ -178,7 +177,8 @@ pub fn compile(program: &Program, plan: &LaunchPlan) -> Result<CompiledProgram> 
             let clean = next.cubin.is_some()
                 && next.report.spill_stores == 0
                 && next.report.stack_frame == 0
-                && (serializes_wgmma(&next.log) <= serializes_wgmma(&best.log));
+                && (next.report.serialized_wgmma.is_none()
+                    || best.report.serialized_wgmma.is_some());
             if !clean {
                 break;
             }

@@ -16,6 +16,12 @@ pub struct ResourceReport {
     pub stack_frame: u32,
     /// Static shared memory in bytes (the planned region is dynamic and reported separately).
     pub static_shared: u32,
+    /// Whether ptxas serialized the kernel's wgmmas (its C7510-C7515 notes: registers written
+    /// under a product in flight, a wait count it cannot prove, or too few registers), the
+    /// first ptxas note naming why: each product then waits for the one before, as slow as a
+    /// spill and silent in every other column.
+    #[serde(default)]
+    pub serialized_wgmma: Option<String>,
 }
 
 fn number_before(line: &str, suffix: &str) -> Option<u32> {
@@ -47,6 +53,12 @@ impl ResourceReport {
             if let Some(v) = number_before(line, " bytes smem") {
                 r.static_shared = v;
             }
+            if r.serialized_wgmma.is_none()
+                && line.contains("wgmma.mma_async instructions are serialized")
+            {
+                let why = line.split_once("serialized").map_or(line, |(_, why)| why);
+                r.serialized_wgmma = Some(why.trim().trim_end_matches('.').to_string());
+            }
         }
         r
     }
@@ -71,8 +83,27 @@ mod tests {
                 spill_stores: 4,
                 spill_loads: 12,
                 stack_frame: 8,
-                static_shared: 16
+                static_shared: 16,
+                serialized_wgmma: None,
             }
+        );
+    }
+
+    #[test]
+    fn reads_that_ptxas_serialized_the_wgmmas() {
+        let log =
+            "ptxas info    : (C7513) Potential Performance Loss: wgmma.mma_async instructions \
+                   are serialized due to the presence of Extern calls in the function 'k'.\n\
+                   ptxas info    : Used 96 registers\n";
+        let r = ResourceReport::parse(log);
+        assert_eq!(r.registers, 96);
+        assert_eq!(
+            r.serialized_wgmma.as_deref(),
+            Some("due to the presence of Extern calls in the function 'k'")
+        );
+        assert_eq!(
+            ResourceReport::parse("ptxas info    : Used 96 registers\n").serialized_wgmma,
+            None
         );
     }
 }

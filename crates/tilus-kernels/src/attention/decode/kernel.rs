@@ -436,33 +436,38 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                     (stage, first)
                 };
                 if self.overlap {
-                    // one step ahead: step `j + 1`'s scores are issued after step `j`'s
-                    // softmax, before its values' product, so that the two products run
-                    // back to back
+                    // one step ahead: step `j + 1`'s scores are issued under step `j`'s
+                    // values' product, so that the two products run back to back; the
+                    // values' product is waited for within its step (O's accumulator in
+                    // flight across the loop's back edge, ptxas serializes every product
+                    // of the kernel: C7515)
                     k.if_(Scalar::from(0).lt(steps), |k| {
                         let (stage, _) = arrived(k, Scalar::from(0));
                         issue_scores(k, pk, stage, &s);
                     });
                     let step = |k: &mut Kernel, j: Val, masked: bool| {
                         k.wgmma().wait_group(0);
-                        // step `j − 1`'s values' product is done: its stage is free
-                        k.if_(j.gt(0), |k| {
-                            let prev = k.let_i32(j - 1);
-                            let stage = k.let_i32(prev % stages);
-                            release(k, prev.into(), stage);
-                        });
                         let stage = k.let_i32(j % stages);
                         let first = k.let_i32(j * bkv + lo);
                         let keep = masked.then(|| keep(k, first));
                         let (p, alpha) = softmax.fold(k, &s, keep);
-                        k.if_((j + 1).lt(steps), |k| {
-                            let (next, _) = arrived(k, j + 1);
-                            issue_scores(k, pk, next, &s);
-                        });
                         issue_accumulate(k, (&p, &alpha), &pv.at(stage), &acc);
+                        k.if_else(
+                            (j + 1).lt(steps),
+                            |k| {
+                                let (next, _) = arrived(k, j + 1);
+                                issue_scores(k, pk, next, &s);
+                                // the values' product done, the next scores in flight
+                                k.wgmma().wait_group(1);
+                            },
+                            |k| k.wgmma().wait_group(0),
+                        );
+                        release(k, j.into(), stage);
                     };
                     k.for_range(0, free, 1, |k, j| step(k, j, false));
                     k.for_range(free, steps, 1, |k, j| step(k, j, true));
+                    // (the last step waited for everything; the text shows no product in
+                    // flight)
                     k.wgmma().wait_group(0);
                 } else {
                     let step = |k: &mut Kernel, j: Val, masked: bool| {
