@@ -167,3 +167,23 @@ fn decode_boxes_of_a_page_land_in_both_column_blocks_of_the_stage() {
     );
     assert!(!loads.iter().any(|l| l.contains(" + 2048u) + 2048u,")));
 }
+
+/// The merge of a split decode reads the slots the decode kernel just wrote: it waits for the
+/// grid before it first (and may be launched as its programmatic dependent); the decode
+/// kernel does not wait.
+#[test]
+fn the_decode_merge_waits_for_the_decode_kernel_first() {
+    use tilus_kernels::attention::decode::{DecodeAttention, DecodeMerge};
+    tilus_bench::test_cache!();
+    let merge = tilus::build(&DecodeMerge::<f16>::new(128, 16), &[]).unwrap();
+    assert!(merge.plan.waits_for_prior_grid);
+    let kernel = merge.source.split_once("__global__").map_or("", |(_, k)| k);
+    let body = kernel.split_once("\n{\n").map_or("", |(_, b)| b);
+    let first = body.lines().find(|l| !l.trim_start().starts_with("//"));
+    assert_eq!(
+        first.map(str::trim),
+        Some(r#"asm volatile("griddepcontrol.wait;" ::: "memory");"#)
+    );
+    let decode = tilus::build(&DecodeAttention::<f16>::new(128, 1, 4, None), &[]).unwrap();
+    assert!(!decode.plan.waits_for_prior_grid);
+}

@@ -73,3 +73,30 @@ fn every_config_of_the_split_k_space_compiles_without_spills_in_bf16() {
         compiles_without_spills(&Bf16(SplitKReduce), &[4096, splits]);
     }
 }
+
+/// The second kernel of the two-kernel form reads what the first just wrote: it waits for
+/// the grid before it as its first statement, and says so to the launch (which may then
+/// launch it as that grid's programmatic dependent); the partials' kernel, launched after
+/// whatever came before, does not wait.
+#[test]
+fn the_sum_of_the_partials_waits_for_the_partials_kernel_first() {
+    tilus_bench::test_cache!();
+    for c in [
+        tilus::build(&SplitKReduce, &[4096, 4]).unwrap(),
+        tilus::build(&Bf16(SplitKReduce), &[4096, 4]).unwrap(),
+    ] {
+        assert!(c.plan.waits_for_prior_grid);
+        let kernel = c.source.split_once("__global__").map_or("", |(_, k)| k);
+        let body = kernel.split_once("\n{\n").map_or("", |(_, b)| b);
+        let first = body.lines().find(|l| !l.trim_start().starts_with("//"));
+        assert_eq!(
+            first.map(str::trim),
+            Some(r#"asm volatile("griddepcontrol.wait;" ::: "memory");"#),
+            "{}",
+            c.source
+        );
+    }
+    let partials = tilus::build(&space()[0], &[4096, 4096]).unwrap();
+    assert!(!partials.plan.waits_for_prior_grid);
+    assert!(!partials.source.contains("griddepcontrol"));
+}

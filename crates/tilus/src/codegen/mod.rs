@@ -334,6 +334,10 @@ impl<'p> Emitter<'p> {
     }
 
     fn prologue(&mut self) {
+        if self.p.waits_for_prior_grid {
+            self.line("// the grid before this one in the stream complete and its writes visible (a no-op unless launched as its programmatic dependent)");
+            self.line("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");");
+        }
         self.line("const i32 tilus_tid = (i32)threadIdx.x;");
         for v in &self.p.vars {
             if v.kind == crate::ir::VarKind::LaunchedBlocks {

@@ -295,6 +295,9 @@ pub struct LaunchPlan {
     /// Blocks per cluster along x, y, z (`[1, 1, 1]`: no clusters): the grid must be a
     /// multiple of it, a persistent grid is rounded down to one.
     pub cluster: [u32; 3],
+    /// The kernel waits for the grid before it ([`crate::ir::Program::waits_for_prior_grid`]), so it
+    /// may be launched with programmatic stream serialization.
+    pub waits_for_prior_grid: bool,
 }
 
 impl LaunchPlan {
@@ -441,6 +444,7 @@ mod tests {
             assumed: vec![],
             persistent,
             cluster,
+            waits_for_prior_grid: false,
         }
     }
 

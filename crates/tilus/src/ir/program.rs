@@ -77,6 +77,10 @@ pub struct Program {
     pub cluster: [u32; 3],
     /// Whether the script declared clusters (even of one block).
     pub clustered: bool,
+    /// The kernel starts by waiting for the grid before it in the stream
+    /// (`wait_for_prior_grid`: `griddepcontrol.wait`), so that it may be launched while that
+    /// grid is still running (programmatic dependent launch).
+    pub waits_for_prior_grid: bool,
 }
 
 impl Program {

@@ -164,6 +164,7 @@ impl Kernel {
                 tensor_maps: vec![],
                 stmt_count: 0,
                 persistent: false,
+                waits_for_prior_grid: false,
                 cluster: [1, 1, 1],
                 clustered: false,
             },
@@ -386,6 +387,17 @@ impl Kernel {
             return;
         }
         self.prog.min_blocks = Some(n);
+    }
+
+    /// Makes every thread wait, before anything else, until the grid launched before this one
+    /// in the stream has completed and its memory writes are visible (`griddepcontrol.wait`).
+    /// A kernel that reads another's output and declares it may then be launched while that
+    /// kernel is still running (programmatic dependent launch, when the host asks for it:
+    /// [`crate::runtime::programmatic_launch`]): its blocks are scheduled as the other's
+    /// finish, and the launch's own latency is hidden under the other's last blocks. Launched
+    /// the ordinary way, the wait returns at once.
+    pub fn wait_for_prior_grid(&mut self) {
+        self.prog.waits_for_prior_grid = true;
     }
 
     /// The block index, as scalars.

@@ -287,5 +287,6 @@ fn launch_plan(p: &Program, alignments: &[(crate::ir::GlobalId, u32, String)]) -
         index_guards: vec![],
         persistent: p.persistent,
         cluster: p.cluster,
+        waits_for_prior_grid: p.waits_for_prior_grid,
     }
 }

@@ -121,6 +121,20 @@ impl LoadedKernel {
     /// order (constants included).
     pub fn launch(&self, stream: &CudaStream, values: &[HostValue]) -> Result<()> {
         self.prepare_and(values, Some(stream), |grid, args| {
+            if self.plan.waits_for_prior_grid && super::programmatic_launch() {
+                // SAFETY: as below; the kernel's first statement is `griddepcontrol.wait`
+                // (`Program::waits_for_prior_grid`).
+                return unsafe {
+                    super::programmatic::launch(
+                        self.func.cu_function(),
+                        grid,
+                        self.plan.block_threads,
+                        self.plan.smem_bytes,
+                        stream.cu_stream(),
+                        args,
+                    )
+                };
+            }
             // SAFETY: `args` has one pointer per kernel parameter, in the order and with the
             // types the generated signature declares (scalars are read through their low bytes
             // on this little-endian target); buffers were checked; storage outlives the call.

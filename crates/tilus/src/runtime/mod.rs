@@ -3,7 +3,9 @@
 
 mod device;
 mod launch;
+mod programmatic;
 pub mod tensor_map;
 
 pub use device::{driver_available, Device};
 pub use launch::LoadedKernel;
+pub use programmatic::programmatic_launch;

@@ -78,6 +78,9 @@ impl<T: AttentionElement> Script for DecodeMerge<T> {
         let (hq, hkv, nq, slot, row_blocks) = (args.2, args.3, args.4, args.5, args.6);
         k.blocks([rows]);
         k.warps(4);
+        // it reads the slots the decode kernel just wrote: launched as its programmatic
+        // dependent (when asked for), it waits for that kernel first
+        k.wait_for_prior_grid();
         // the partial slots as `[slots, 64 · d]`: a row's splits are a column block of
         // consecutive slots
         let slots = Scalar::from(rows) / nq / hq * hkv * row_blocks * splits;

@@ -397,6 +397,9 @@ impl SplitKReduce {
         let (rows, cols) = (Self::ROWS, Self::COLS);
         k.blocks([cdiv(m_size, rows), cdiv(n_size, cols)]);
         k.warps(4);
+        // it reads what the partials' kernel just wrote: launched as its programmatic
+        // dependent (when asked for), it waits for that kernel first
+        k.wait_for_prior_grid();
         let splits = splits.as_const().unwrap_or(1).max(1) as i32;
         let gw = workspace_view(k, w_ptr, (m_size, n_size), splits);
         let gc = k.name_next("gc").global_view::<T>(c_ptr, [m_size, n_size]);
