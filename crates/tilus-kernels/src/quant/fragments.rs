@@ -105,6 +105,29 @@ pub fn fragment_stages(bits: u32, block_m: i32) -> i32 {
     (24 * 1024 / step).clamp(4, 8) as i32
 }
 
+/// How the host API holds the fragment kernel's `stages` (from [`fragment_stages`]) steps in
+/// flight: `(stages, stage_steps)`. Eight or more one-step stages become half as many stages of
+/// two steps each (the same steps in flight, half the copies of A's tile and of the words):
+/// at 1 × 28672 × 8192 on an H100 (docs/perf.md, 2026-12-07) int4 ran 46.5 µs so against
+/// 48.3 in eight stages of one step, int2 41.8 against 46.4, int3 60.7 against 63.0. Fewer
+/// stages stay one step each: two stages of two steps ran 30-45% slower than four of one
+/// (the refill of a stage waits for both its steps).
+///
+/// ```
+/// use tilus_kernels::quant::{fragment_stage_steps, fragment_stages};
+/// // int4 at 8 rows of A: eight stages of a step become four of two
+/// assert_eq!(fragment_stage_steps(fragment_stages(4, 8)), (4, 2));
+/// // int8 at 8 rows: four stages stay one step each
+/// assert_eq!(fragment_stage_steps(fragment_stages(8, 8)), (4, 1));
+/// ```
+pub fn fragment_stage_steps(stages: i32) -> (i32, i32) {
+    if stages >= 8 {
+        (stages / 2, 2)
+    } else {
+        (stages, 1)
+    }
+}
+
 /// The blocks the host API has share each tile's K steps: the fewest of 1, 2, 4 and 8 that
 /// give 384 blocks or more (one block per tile of 64 rows of W leaves 192 blocks at
 /// N = 12288 and 128 at N = 8192 for 132 multiprocessors), as long as each keeps 16 steps or

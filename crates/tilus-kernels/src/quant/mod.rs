@@ -28,7 +28,9 @@ mod tensor_core;
 mod tuning;
 mod views;
 
-pub use fragments::{fragment_splits, fragment_stages, FragmentArgs, QuantMatmulFragments};
+pub use fragments::{
+    fragment_splits, fragment_stage_steps, fragment_stages, FragmentArgs, QuantMatmulFragments,
+};
 pub use matmul::QuantMatmul;
 pub use op::{kernel_name, plan, Plan, QuantMatmulOp, RING_MIN_M, TENSOR_CORE_MIN_M};
 pub use prepack::{prepack, Prepacked};

@@ -84,10 +84,11 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
             tc: [tc(16), tc(32), tc(64), tc(128)],
             ring: tilus::Jit::new(QuantMatmulRing::new(group), device),
             fragments: [8, 16, 32, 64, 128].map(|bm| {
-                let stages = super::fragment_stages(bits, bm);
+                let (stages, steps) = super::fragment_stage_steps(super::fragment_stages(bits, bm));
                 [1, 2, 4, 8].map(|splits| {
                     let config = QuantMatmulFragments::new(group, bm)
                         .with_stages(stages)
+                        .with_stage_steps(steps)
                         .with_splits(splits);
                     tilus::Jit::new(config, device)
                 })
