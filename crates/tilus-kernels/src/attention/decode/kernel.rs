@@ -96,8 +96,9 @@ pub struct DecodeAttention<T, C = T> {
     /// tickets and weighs their slots with its own rows into the output (no second launch).
     /// Head dimensions up to 128 (a slot's tile beside the accumulator).
     pub merge: bool,
-    /// Step `j + 1`'s scores issued before step `j`'s values' product (the two products back
-    /// to back, one wait a step), instead of each product waited for in turn.
+    /// Step `j + 1`'s scores issued under step `j`'s values' product (the two products back
+    /// to back), instead of each product waited for in turn. Within ±2% of the steps one after
+    /// another on an H100 (docs/perf.md, 2026-12-07): off by default.
     pub overlap: bool,
     /// Q read into registers once (WGMMA's A operand from there) and its shared tile given
     /// to the converted copy of the step: a cache of codes at head dimension 64 or 128. Each
