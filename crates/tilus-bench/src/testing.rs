@@ -32,3 +32,13 @@ macro_rules! test_cache {
         $crate::testing::use_test_cache(env!("CARGO_TARGET_TMPDIR"))
     };
 }
+
+/// The first statement of a generated kernel's body (past its comments), trimmed: what a
+/// kernel does before anything else (`None` when `source` has no `__global__` body).
+pub fn first_statement(source: &str) -> Option<&str> {
+    let (_, kernel) = source.split_once("__global__")?;
+    let (_, body) = kernel.split_once("\n{\n")?;
+    body.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("//"))
+}

@@ -177,11 +177,9 @@ fn the_decode_merge_waits_for_the_decode_kernel_first() {
     tilus_bench::test_cache!();
     let merge = tilus::build(&DecodeMerge::<f16>::new(128, 16), &[]).unwrap();
     assert!(merge.plan.waits_for_prior_grid);
-    let kernel = merge.source.split_once("__global__").map_or("", |(_, k)| k);
-    let body = kernel.split_once("\n{\n").map_or("", |(_, b)| b);
-    let first = body.lines().find(|l| !l.trim_start().starts_with("//"));
+    let first = tilus_bench::testing::first_statement(&merge.source);
     assert_eq!(
-        first.map(str::trim),
+        first,
         Some(r#"asm volatile("griddepcontrol.wait;" ::: "memory");"#)
     );
     let decode = tilus::build(&DecodeAttention::<f16>::new(128, 1, 4, None), &[]).unwrap();

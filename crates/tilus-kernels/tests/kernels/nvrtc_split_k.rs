@@ -86,11 +86,9 @@ fn the_sum_of_the_partials_waits_for_the_partials_kernel_first() {
         tilus::build(&Bf16(SplitKReduce), &[4096, 4]).unwrap(),
     ] {
         assert!(c.plan.waits_for_prior_grid);
-        let kernel = c.source.split_once("__global__").map_or("", |(_, k)| k);
-        let body = kernel.split_once("\n{\n").map_or("", |(_, b)| b);
-        let first = body.lines().find(|l| !l.trim_start().starts_with("//"));
+        let first = tilus_bench::testing::first_statement(&c.source);
         assert_eq!(
-            first.map(str::trim),
+            first,
             Some(r#"asm volatile("griddepcontrol.wait;" ::: "memory");"#),
             "{}",
             c.source
