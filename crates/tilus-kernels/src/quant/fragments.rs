@@ -749,6 +749,16 @@ mod tests {
         assert_eq!(super::fragment_splits(1000, 128), 1);
     }
 
+    /// Eight or more one-step stages become half as many of two steps (the same steps in
+    /// flight); fewer stay one step each.
+    #[test]
+    fn deep_rings_hold_two_steps_a_stage() {
+        assert_eq!(super::fragment_stage_steps(8), (4, 2));
+        assert_eq!(super::fragment_stage_steps(10), (5, 2));
+        assert_eq!(super::fragment_stage_steps(7), (7, 1));
+        assert_eq!(super::fragment_stage_steps(4), (4, 1));
+    }
+
     #[test]
     fn stages_follow_the_bytes_a_step_carries() {
         assert_eq!(super::fragment_stages(4, 8), 8);
