@@ -250,11 +250,15 @@ impl<T: Element> Ring<T> {
     /// same in a pair, whose B tile holds both producers' halves.
     #[track_caller]
     fn multiply(&self, k: &mut Kernel, g: usize, step: Scalar, acc: &RegisterTensor<f32>) {
-        let ring = match self {
+        self.cooperative().multiply(k, g, step, acc);
+    }
+
+    /// The block's own ring (a pair's differs only in its copies of B and its releases).
+    fn cooperative(&self) -> &Cooperative<T> {
+        match self {
             Ring::One(r) => r,
             Ring::Pair(p) => &p.ring,
-        };
-        ring.multiply(k, g, step, acc);
+        }
     }
 
     /// Frees ring step `step`'s stage for the calling consumer warp group (in both blocks of
@@ -318,8 +322,8 @@ impl MatmulPersistent {
     }
 
     /// [`MatmulPersistent::tiles`] with each K step's product promoted into the f32
-    /// accumulator ([`Cooperative::multiply_promoted`]): the FP8 GEMM's main loop. Blocks
-    /// alone (no pairs), no stream-K; each consumer warp group holds a second accumulator.
+    /// accumulator ([`Cooperative::multiply_promoted`]): the FP8 GEMM's main loop, on blocks
+    /// alone or in pairs, no stream-K; each consumer warp group holds a second accumulator.
     /// `step_scale(k, i, at)`, when given, is the `[group_rows, 1]` factor of K step `i`'s
     /// product for the warp group's rows of the tile at `at` (fine-grained scales); with
     /// `overlap` > 0 the steps run in overlapped runs of `2 overlap`, each step's product
@@ -334,7 +338,6 @@ impl MatmulPersistent {
         epilogue: &dyn TileEpilogue,
         (step_scale, overlap, turns): (Option<StepScale<'_>>, i32, bool),
     ) {
-        assert!(self.cluster_m == 1, "promoted products run on blocks alone");
         let operands = Operands::Pointers(a_ptr, b_ptr);
         let promote = Promote {
             step_scale,
@@ -570,8 +573,9 @@ impl MatmulPersistent {
                     };
                     let at = TileAt { rows, ..*tile };
                     let step = |k: &mut Kernel, i: Val| {
-                        match (&partial, &ring) {
-                            (Some(partial), Ring::One(r)) => {
+                        match &partial {
+                            Some(partial) => {
+                                let r = ring.cooperative();
                                 // the step's scales asked for before its product
                                 let scale = promote.and_then(|p| p.step_scale);
                                 let factor = scale.map(|f| f(k, i, &at));
@@ -589,7 +593,7 @@ impl MatmulPersistent {
                                     }
                                 }
                             }
-                            _ => ring.multiply(k, g, done + i, &acc),
+                            None => ring.multiply(k, g, done + i, &acc),
                         }
                         // this step's stage is freed by the next step (or after the tile)
                         k.if_(i.gt(0), |k| release(k, done + i - 1));
@@ -603,9 +607,10 @@ impl MatmulPersistent {
                     }
                     match (halfway, part.share) {
                         _ if overlapped => {
-                            let (Some(p), Ring::One(r)) = (promote, &ring) else {
-                                unreachable!("promoted products run on blocks alone")
+                            let Some(p) = promote else {
+                                unreachable!("an overlapped loop promotes its products")
                             };
+                            let r = ring.cooperative();
                             let shape = [group_rows, self.block_n];
                             let behind = p.turns && !ping_pong && g == 1;
                             p.overlapped(

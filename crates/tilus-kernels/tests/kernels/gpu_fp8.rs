@@ -92,6 +92,19 @@ fn gpu_fp8_matches_the_exact_product() {
     for shape in [(300, 520, 656), (77, 200, 128), (1000, 1000, 4096)] {
         run_and_check(&device, &op, shape, &mut rng, bf, "overlapped, one behind");
     }
+    // pairs of blocks sharing B's tile (cluster_m 2), a step at a time and in runs of four;
+    // odd rows of tiles leave a pair's second block past M
+    let pair = MatmulPersistent {
+        cluster_m: 2,
+        ..tile(128, 128, 0)
+    };
+    for overlap in [0, 2] {
+        let config = MatmulFp8::<F8E4M3, bf16>::new(pair.clone()).with_overlap(overlap);
+        let op = Fp8GemmOp::fixed(config, &device);
+        for shape in [(300, 520, 656), (77, 200, 400), (1000, 1000, 4096)] {
+            run_and_check(&device, &op, shape, &mut rng, bf, "pairs");
+        }
+    }
     let op = Fp8GemmOp::fixed(MatmulFp8::<F8E4M3, f32>::new(tile(128, 64, 0)), &device);
     for shape in [(257, 130, 272), (2048, 1536, 1024)] {
         run_and_check(&device, &op, shape, &mut rng, ff, "e4m3 -> f32");

@@ -132,6 +132,10 @@ fn interp_fp8_overlapped_promotion_matches_the_exact_product() {
         ),
         // the warp groups' turns at each step (not overlapped)
         ((130, 200, 656), in_turns),
+        // pairs of blocks sharing B's tile: a step at a time, and in runs of four; three
+        // rows of tiles (the second pair's second block past M), six steps
+        ((300, 200, 656), MatmulFp8::new(pair())),
+        ((300, 260, 656), in_runs(pair(), 2)),
     ] {
         let (m, n, k) = shape;
         let a = codes::<F8E4M3>(&mut rng, m * k);
@@ -157,22 +161,33 @@ fn interp_fp8_overlapped_promotion_matches_the_exact_product() {
     let sa = block_scales(&mut rng, kb * m);
     let sb = block_scales(&mut rng, n.div_ceil(128) * kb);
     let mut c = vec![bf16::NAN; m * n];
-    // runs of four with each step's factor: one run, then a pair
-    let config = MatmulFp8Blocks {
-        inner: in_runs(tile(64, 64, 1), 2),
-    };
-    Fp8BlocksGemmOp::interpret(&config, shape, (&a, &b), (&sa, &sb), &mut c).unwrap();
-    let bound = (BF16_U, F32);
-    check_blocks(
-        "overlapped blocks",
-        shape,
-        (&a, &b),
-        (&sa, &sb),
-        &c,
-        bf16::to_f64,
-        bound,
-    )
-    .unwrap();
+    // runs of four with each step's factor: one run, then a pair; and in pairs of blocks
+    // (each block's rows' factors, B's from the pair's shared tile)
+    for inner in [in_runs(tile(64, 64, 1), 2), in_runs(pair(), 2)] {
+        let config = MatmulFp8Blocks { inner };
+        c.fill(bf16::NAN);
+        Fp8BlocksGemmOp::interpret(&config, shape, (&a, &b), (&sa, &sb), &mut c).unwrap();
+        let bound = (BF16_U, F32);
+        check_blocks(
+            "overlapped blocks",
+            shape,
+            (&a, &b),
+            (&sa, &sb),
+            &c,
+            bf16::to_f64,
+            bound,
+        )
+        .unwrap();
+    }
+}
+
+/// The default tile (128 × 128) in pairs of blocks along M (`cluster_m` 2: B's tile
+/// multicast into both).
+fn pair() -> MatmulPersistent {
+    MatmulPersistent {
+        cluster_m: 2,
+        ..tile(128, 128, 0)
+    }
 }
 
 /// Shapes and buffers the FP8 GEMM does not take are refused before anything runs, with the

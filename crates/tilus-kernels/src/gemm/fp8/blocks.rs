@@ -88,11 +88,12 @@ impl<T: Element, O: Element> Script for MatmulFp8Blocks<T, O> {
     }
 }
 
-/// The per-tensor kernel's space: every tile of it is at most 128 columns wide (a test says
-/// so), within one block of B's scales.
+/// The per-tensor kernel's space without its pairs (whose step factors beside the third
+/// accumulator spill): every tile of it is at most 128 columns wide (a test says so), within
+/// one block of B's scales.
 impl<T: Element, O: Element> Tunable for MatmulFp8Blocks<T, O> {
     fn space() -> Space {
-        MatmulFp8::<T, O>::space()
+        super::kernel::fp8_space(false)
     }
 
     fn from_binding(binding: &Binding) -> Result<Self, String> {

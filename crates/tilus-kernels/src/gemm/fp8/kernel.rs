@@ -44,7 +44,8 @@ pub type Fp8ArgsOf<T, O> = (
 /// # Ok::<(), tilus::Error>(())
 /// ```
 pub struct MatmulFp8<T, O> {
-    /// The main loop's tile (v6's hyperparameters; blocks alone, no pairs).
+    /// The main loop's tile (v6's hyperparameters: blocks alone, or pairs sharing B's tile
+    /// by multicast with `cluster_m` 2).
     pub tile: MatmulPersistent,
     /// n ≥ 1: the K steps in runs of `2 n` on two partial accumulators, each step's
     /// product issued while the step before it is promoted, so that only each run's last
@@ -63,12 +64,11 @@ pub struct MatmulFp8<T, O> {
 pub const FP8_BLOCK_K: i32 = 128;
 
 impl<T, O> MatmulFp8<T, O> {
-    /// The kernel on `tile` (its `block_k` set to [`FP8_BLOCK_K`], blocks alone).
+    /// The kernel on `tile` (its `block_k` set to [`FP8_BLOCK_K`]).
     pub fn new(tile: MatmulPersistent) -> MatmulFp8<T, O> {
         MatmulFp8 {
             tile: MatmulPersistent {
                 block_k: FP8_BLOCK_K,
-                cluster_m: 1,
                 ..tile
             },
             overlap: 0,
@@ -158,9 +158,9 @@ pub(crate) fn fp8_body<T: Element, O: Element>(
         ));
         return;
     }
-    if t.block_k != FP8_BLOCK_K || t.cluster_m != 1 {
+    if t.block_k != FP8_BLOCK_K || !(1..=2).contains(&t.cluster_m) {
         k.refuse_config(format!(
-            "{t:?}: block_k {FP8_BLOCK_K} (128-byte rows of codes), blocks alone"
+            "{t:?}: block_k {FP8_BLOCK_K} (128-byte rows of codes), blocks alone or in pairs"
         ));
         return;
     }
@@ -225,35 +225,53 @@ pub(crate) fn fp8_body<T: Element, O: Element>(
 
 /// The hyperparameters the FP8 GEMM's search space covers (v6's others keep their defaults;
 /// `block_k` is fixed).
-const FP8_TUNED: &[&str] = &["block_m", "block_n", "ping_pong", "stages", "group_m"];
+const FP8_TUNED: &[&str] = &[
+    "block_m",
+    "block_n",
+    "ping_pong",
+    "stages",
+    "group_m",
+    "cluster_m",
+];
 
-/// v6's tiles, stages and orders.
+/// The FP8 GEMM's tiles, stages and orders; `pairs`: 128 × 128 tiles also in pairs of blocks.
+pub(super) fn fp8_space(pairs: bool) -> Space {
+    // a warp group's accumulator and its partial products in a consumer's 232 registers: the
+    // step's product and the held result beside a 64 × 128 share (64 × 192 spills), or two
+    // products beside it; overlapped in runs of four steps (11-18% faster than one step at a
+    // time at 128 × 128, and than pairs or runs of eight: docs/perf.md); 256 × 64 in pairs
+    // (its runs of four spill with fine-grained scales, the factors of 128 rows a warp
+    // group); 128 × 128 also in pairs of blocks along M that read B's tile from L2 once (a
+    // step's 32 KB of operands per 4 MFLOP is close to what L2 serves 132 blocks at the FP8
+    // rate; a pair reads 24 KB a block)
+    let mut tiles = vec![
+        vec![128, 128, 0, 0, 1],
+        vec![128, 128, 0, 2, 1],
+        vec![128, 64, 0, 0, 1],
+        vec![128, 64, 0, 2, 1],
+        vec![256, 64, 0, 0, 1],
+        vec![256, 64, 0, 1, 1],
+        vec![64, 128, 1, 0, 1],
+        vec![64, 128, 1, 2, 1],
+        vec![64, 64, 1, 1, 1],
+    ];
+    if pairs {
+        tiles.push(vec![128, 128, 0, 2, 2]);
+    }
+    Space::new()
+        .axis(
+            &["block_m", "block_n", "ping_pong", "overlap", "cluster_m"],
+            tiles,
+        )
+        .and_then(|s| s.values("stages", &[3, 4]))
+        .and_then(|s| s.values("group_m", &[8, 16]))
+        .expect("the FP8 GEMM's space is well formed")
+}
+
+/// v6's tiles, stages and orders, 128 × 128 also in pairs.
 impl<T: Element, O: Element> Tunable for MatmulFp8<T, O> {
     fn space() -> Space {
-        Space::new()
-            .axis(
-                &["block_m", "block_n", "ping_pong", "overlap"],
-                // a warp group's accumulator and its partial products in a consumer's 232
-                // registers: the step's product and the held result beside a 64 × 128 share
-                // (64 × 192 spills), or two products beside it; overlapped in runs of four
-                // steps (11-18% faster than one step at a time at 128 × 128, and than pairs
-                // or runs of eight: docs/perf.md); 256 × 64 in pairs (its runs of four spill
-                // with fine-grained scales, the factors of 128 rows a warp group)
-                vec![
-                    vec![128, 128, 0, 0],
-                    vec![128, 128, 0, 2],
-                    vec![128, 64, 0, 0],
-                    vec![128, 64, 0, 2],
-                    vec![256, 64, 0, 0],
-                    vec![256, 64, 0, 1],
-                    vec![64, 128, 1, 0],
-                    vec![64, 128, 1, 2],
-                    vec![64, 64, 1, 1],
-                ],
-            )
-            .and_then(|s| s.values("stages", &[3, 4]))
-            .and_then(|s| s.values("group_m", &[8, 16]))
-            .expect("the FP8 GEMM's space is well formed")
+        fp8_space(true)
     }
 
     fn from_binding(binding: &Binding) -> Result<Self, String> {
@@ -315,6 +333,7 @@ impl<T, O> std::fmt::Debug for MatmulFp8<T, O> {
             .field("group_m", &t.group_m)
             .field("overlap", &self.overlap)
             .field("turns", &self.turns)
+            .field("cluster_m", &t.cluster_m)
             .field("block_k", &t.block_k)
             .field("persistent", &t.persistent)
             .field("tma_store", &t.tma_store)
@@ -440,13 +459,13 @@ mod tests {
             "{shown}"
         );
         assert!(format!("{blocks:?}").starts_with("MatmulFp8Blocks(MatmulFp8 {"));
-        // the tile's K step and blocks alone, whatever the tile given
+        // the tile's K step, whatever the tile given; its pairs as given
         let given = MatmulPersistent {
             block_k: 64,
             cluster_m: 2,
             ..MatmulPersistent::default()
         };
         let t = MatmulFp8::<F8E4M3, bf16>::new(given).tile;
-        assert_eq!((t.block_k, t.cluster_m), (128, 1));
+        assert_eq!((t.block_k, t.cluster_m), (128, 2));
     }
 }
