@@ -182,6 +182,21 @@ impl<T> QuantMatmulFragments<T> {
         self
     }
 
+    /// Whether this kernel, with its scales applied to the sums by group, takes K = `k`
+    /// (the refusals of [`GroupSums`] for the block's plan at that K, asked on the host:
+    /// one warp group, products by WGMMA, whole groups of rounds), and if so the K steps
+    /// its stages hold at that K.
+    pub(super) fn sums_take(&self, k: usize) -> Option<i32>
+    where
+        T: LowpElement,
+    {
+        let plan = BlockPlan::new(self, <T as LowpElement>::DTYPE, k as i64);
+        let takes = self.warp_groups == 1
+            && !self.mma_sync
+            && GroupSums::rounds_per_group(&plan, self.block_m).is_ok();
+        takes.then_some(plan.stage_steps)
+    }
+
     /// The same kernel with `splits` blocks sharing each tile's K steps.
     pub fn with_splits(mut self, splits: i32) -> QuantMatmulFragments<T> {
         self.splits = splits;
@@ -385,7 +400,11 @@ pub(super) struct BlockPlan {
 }
 
 impl BlockPlan {
-    fn new<T>(cfg: &QuantMatmulFragments<T>, t: tilus::ir::DType, width: i64) -> BlockPlan {
+    pub(super) fn new<T>(
+        cfg: &QuantMatmulFragments<T>,
+        t: tilus::ir::DType,
+        width: i64,
+    ) -> BlockPlan {
         let run = Prepacked::words_per_thread(t) as i32;
         let width = width.max(1);
         let tiles_k = ((width + TILE_K as i64 - 1) / TILE_K as i64) as i32;

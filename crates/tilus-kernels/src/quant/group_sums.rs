@@ -26,8 +26,10 @@ pub(super) struct GroupSums {
 }
 
 impl GroupSums {
-    /// The accumulators for `block_m` rows of A, or why the plan cannot take them.
-    pub fn new(k: &mut Kernel, plan: &BlockPlan, block_m: i32) -> Result<GroupSums, String> {
+    /// The rounds of a group for the sums by group of `plan` with `block_m` rows of A (0: one
+    /// group, the whole row), or why the plan cannot take them: a host can ask before it
+    /// picks the kernel (the plan is the kernel's compile-time shape of work, K's included).
+    pub fn rounds_per_group(plan: &BlockPlan, block_m: i32) -> Result<i32, String> {
         // three accumulators beside a round's operands: past these the registers spill
         let most_rows = if plan.stage_steps > 1 { 32 } else { 64 };
         if block_m > most_rows {
@@ -60,6 +62,13 @@ impl GroupSums {
                 plan.rounds()
             ));
         }
+        Ok(rounds_per_group)
+    }
+
+    /// The accumulators for `block_m` rows of A, or why the plan cannot take them
+    /// ([`GroupSums::rounds_per_group`]).
+    pub fn new(k: &mut Kernel, plan: &BlockPlan, block_m: i32) -> Result<GroupSums, String> {
+        let rounds_per_group = GroupSums::rounds_per_group(plan, block_m)?;
         let part = |k: &mut Kernel| k.register_tensor::<f32>([TILE_N as i32, block_m], 0.0);
         Ok(GroupSums {
             parts: [part(k), part(k)],

@@ -63,6 +63,11 @@ pub struct QuantMatmulOp<T: Element + LowpElement + std::hash::Hash + std::fmt::
     /// The fragment kernel on prepacked weights, for 8, 16, 32, 64 and 128 rows of A per
     /// block, each with K in 1, 2, 4 and 8 splits.
     fragments: [[tilus::Jit<QuantMatmulFragments<T>>; 4]; 5],
+    /// The fragment kernel for 8 rows of A per block with its scales applied to the sums by
+    /// group, K in 1, 2, 4 and 8 splits: taken instead of `fragments[0]` where its stages hold
+    /// two steps each and the plan at that K takes the sums (docs/perf.md: 3-12% faster at
+    /// 1 x 28672 x 8192).
+    sums: [tilus::Jit<QuantMatmulFragments<T>>; 4],
     /// The fragment kernel with two warp groups, for 64, 128 and 256 rows of A per block.
     wide: [tilus::Jit<QuantMatmulFragments<T>>; 3],
     scheme: Scheme,
@@ -79,20 +84,16 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         let few = |bm| tilus::Jit::new(QuantMatmul::new(group).with_block_m(bm), device);
         let tc = |bm| tilus::Jit::new(QuantMatmulTc::new(group).with_block_m(bm), device);
         let bits = <T as LowpElement>::DTYPE.bits();
+        let fragments = |bm, splits| host_fragments::<T>(group, bm, splits);
         Ok(QuantMatmulOp {
             few: [few(1), few(2), few(4)],
             tc: [tc(16), tc(32), tc(64), tc(128)],
             ring: tilus::Jit::new(QuantMatmulRing::new(group), device),
             fragments: [8, 16, 32, 64, 128].map(|bm| {
-                let (stages, steps) = super::fragment_stage_steps(super::fragment_stages(bits, bm));
-                [1, 2, 4, 8].map(|splits| {
-                    let config = QuantMatmulFragments::new(group, bm)
-                        .with_stages(stages)
-                        .with_stage_steps(steps)
-                        .with_splits(splits);
-                    tilus::Jit::new(config, device)
-                })
+                [1, 2, 4, 8].map(|splits| tilus::Jit::new(fragments(bm, splits), device))
             }),
+            sums: [1, 2, 4, 8]
+                .map(|splits| tilus::Jit::new(fragments(8, splits).with_scale_sums(true), device)),
             wide: [64, 128, 256].map(|bm| {
                 let config = QuantMatmulFragments::new(group, bm)
                     .with_stages(super::fragment_stages(bits, bm))
@@ -204,6 +205,9 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         let z = zeros.unwrap_or(&self.no_zeros);
         let choice = fragment_choice(m, (tiles_n, tiles_k));
         let jit = match (choice, choice.slot()) {
+            (FragmentKernel::One { .. }, (0, col)) if sums_pay(self.sums[col].script(), k) => {
+                &self.sums[col]
+            }
             (FragmentKernel::One { .. }, (row, col)) => &self.fragments[row][col],
             (FragmentKernel::Two { .. }, (row, _)) => &self.wide[row],
         };
@@ -267,6 +271,30 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         ring_fits(w.shape.1, config.group)?;
         interpret_script::<T, _>(config, config.group, (m, a), w, c)
     }
+}
+
+/// The host's one-warp-group fragment kernel for `bm` rows of A per block and K in `splits`:
+/// its stages (and steps a stage) by the bytes a step carries.
+fn host_fragments<T>(group: i32, bm: i32, splits: i32) -> QuantMatmulFragments<T>
+where
+    T: Element + LowpElement + std::hash::Hash + std::fmt::Debug,
+{
+    let bits = <T as LowpElement>::DTYPE.bits();
+    let (stages, steps) = super::fragment_stage_steps(super::fragment_stages(bits, bm));
+    QuantMatmulFragments::new(group, bm)
+        .with_stages(stages)
+        .with_stage_steps(steps)
+        .with_splits(splits)
+}
+
+/// Whether `sums` (a fragment kernel with its scales applied to the sums by group) is the one
+/// to launch at K = `k`: its stages hold more than one step each (where it was measured
+/// faster) and its plan at that K takes the sums.
+fn sums_pay<T>(sums: &QuantMatmulFragments<T>, k: usize) -> bool
+where
+    T: Element + LowpElement + std::hash::Hash + std::fmt::Debug,
+{
+    sums.sums_take(k).is_some_and(|steps| steps > 1)
 }
 
 /// Multiprocessors of an H100 or H200: the blocks a grid of the two-warp-group fragment
@@ -585,6 +613,48 @@ fn gcd(a: usize, b: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The host asks the block's plan whether the sums by group take a K exactly where the
+    /// kernel itself would trace them (every group, K and split count), and launches them at
+    /// 8 rows of A only where its stages hold two steps: four bits or fewer, groups of whole
+    /// stages, an even count of K steps.
+    #[test]
+    fn sums_by_group_are_taken_where_the_kernel_takes_them() {
+        use tilus::lowp::{Int, I4, I8};
+        fn agree<T>(group: i32, k: usize, splits: i32)
+        where
+            T: Element + LowpElement + std::hash::Hash + std::fmt::Debug,
+        {
+            let plain = host_fragments::<T>(group, 8, splits);
+            let what = format!("{plain:?} at k = {k}");
+            assert!(tilus::trace(&plain, &[k as i64]).is_ok(), "{what}");
+            let sums = plain.with_scale_sums(true);
+            let traced = tilus::trace(&sums, &[k as i64]).is_ok();
+            assert_eq!(sums.sums_take(k).is_some(), traced, "{what}");
+        }
+        for group in [0, 64, 128, 256] {
+            for k in [256, 640, 1024, 8192, 8448] {
+                for splits in [1, 2, 8] {
+                    agree::<I4>(group, k, splits);
+                    agree::<I8>(group, k, splits);
+                    agree::<Int<3>>(group, k, splits);
+                }
+            }
+        }
+        let pays = |sums: QuantMatmulFragments<I4>, k| sums_pay(&sums.with_scale_sums(true), k);
+        assert!(pays(host_fragments(128, 8, 1), 8192));
+        assert!(pays(host_fragments(0, 8, 2), 8192), "per channel");
+        assert!(
+            !pays(host_fragments(64, 8, 1), 8192),
+            "a group within a stage"
+        );
+        assert!(
+            !pays(host_fragments(128, 8, 1), 8256),
+            "129 steps: one a stage"
+        );
+        let wide = host_fragments::<I8>(128, 8, 1).with_scale_sums(true);
+        assert!(!sums_pay(&wide, 8192), "eight bits: one step a stage");
+    }
 
     /// Up to 128 rows of A one warp group, the fewest rows per block that hold M and the
     /// splits that fill the machine; past 128 two warp groups, with 256 rows per block where
