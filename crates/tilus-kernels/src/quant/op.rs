@@ -204,12 +204,10 @@ impl<T: Element + LowpElement + std::hash::Hash + std::fmt::Debug> QuantMatmulOp
         let (mi, ni, ki) = checked::<T>((m, n, k), self.scheme, &lens)?;
         let z = zeros.unwrap_or(&self.no_zeros);
         let choice = fragment_choice(m, (tiles_n, tiles_k));
-        let jit = match (choice, choice.slot()) {
-            (FragmentKernel::One { .. }, (0, col)) if sums_pay(self.sums[col].script(), k) => {
-                &self.sums[col]
-            }
-            (FragmentKernel::One { .. }, (row, col)) => &self.fragments[row][col],
-            (FragmentKernel::Two { .. }, (row, _)) => &self.wide[row],
+        let jit = match choice.table(|col| sums_pay(self.sums[col].script(), k)) {
+            Table::Sums(col) => &self.sums[col],
+            Table::Fragments(row, col) => &self.fragments[row][col],
+            Table::Wide(row) => &self.wide[row],
         };
         Ok(jit.launch(stream, (mi, ni, ki, a, words, scales, z, c))?)
     }
@@ -319,7 +317,28 @@ enum FragmentKernel {
     },
 }
 
+/// Which of `QuantMatmulOp`'s tables, and where in it, a fragment kernel is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Table {
+    /// `fragments[row][col]`.
+    Fragments(usize, usize),
+    /// `sums[col]` (8 rows of A, the scales applied to the sums by group).
+    Sums(usize),
+    /// `wide[row]`.
+    Wide(usize),
+}
+
 impl FragmentKernel {
+    /// Its table and place: the sums kernel of its split count where it has 8 rows of A and
+    /// `sums(col)` says that one pays (col: the splits' place), else its own slot.
+    fn table(self, sums: impl Fn(usize) -> bool) -> Table {
+        match (self, self.slot()) {
+            (FragmentKernel::One { .. }, (0, col)) if sums(col) => Table::Sums(col),
+            (FragmentKernel::One { .. }, (row, col)) => Table::Fragments(row, col),
+            (FragmentKernel::Two { .. }, (row, _)) => Table::Wide(row),
+        }
+    }
+
     /// Its place in `QuantMatmulOp`'s tables: `fragments[row][col]` for one warp group (rows
     /// of A per block 8 to 128, splits 1 to 8), `wide[row]` for two (64 to 256 rows; col 0).
     fn slot(self) -> (usize, usize) {
@@ -671,7 +690,11 @@ mod tests {
         assert_eq!(fragment_choice(4096, (448, 128)), Two { block_m: 256 });
         assert_eq!(fragment_choice(300, (128, 128)), Two { block_m: 128 });
         assert_eq!(fragment_choice(300, (16, 64)), Two { block_m: 64 });
-        // their places in the op's tables
+        // their places in the op's tables; the sums kernel only at 8 rows of A, where it pays
+        assert_eq!(one(8, 4).table(|col| col == 2), Table::Sums(2));
+        assert_eq!(one(8, 2).table(|col| col == 2), Table::Fragments(0, 1));
+        assert_eq!(one(16, 4).table(|_| true), Table::Fragments(1, 2));
+        assert_eq!(Two { block_m: 128 }.table(|_| true), Table::Wide(1));
         assert_eq!(one(8, 1).slot(), (0, 0));
         assert_eq!(one(16, 4).slot(), (1, 2));
         assert_eq!(one(128, 8).slot(), (4, 3));
