@@ -256,29 +256,24 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
                             let free_q = |k: &mut Kernel, t: Scalar| {
                                 k.if_(t.eq_(last), |k| release(k, &pipe_q, n.into()));
                             };
-                            // step 0: its scores only
-                            let first_step = |k: &mut Kernel, masked: bool| {
-                                let slot = pipe_k.consumer_acquire(k, done);
-                                wait_turn(k, Scalar::from(0));
-                                k.wgmma().fence();
-                                scores(k, slot.stage());
-                                pass_turn(k);
-                                k.wgmma().wait_group(0);
-                                drop(slot);
-                                release(k, &pipe_k, done.into());
-                                free_q(k, Scalar::from(0));
-                                let mask = masked.then_some(Mask {
-                                    j: Val::constant(0),
-                                    r0,
-                                });
-                                let (pt, _) = softmax.update(k, &s, &it.place, mask);
-                                k.assign_tile(&p, pt.cast::<T>());
+                            // step 0: its scores only, always through the mask (which keeps
+                            // every key of a block that needs none): one copy of the softmax
+                            // fewer in the kernel's code, for a mask computed once an item
+                            let slot = pipe_k.consumer_acquire(k, done);
+                            wait_turn(k, Scalar::from(0));
+                            k.wgmma().fence();
+                            scores(k, slot.stage());
+                            pass_turn(k);
+                            k.wgmma().wait_group(0);
+                            drop(slot);
+                            release(k, &pipe_k, done.into());
+                            free_q(k, Scalar::from(0));
+                            let mask = Mask {
+                                j: Val::constant(0),
+                                r0,
                             };
-                            k.if_else(
-                                free.gt(0),
-                                |k| first_step(k, false),
-                                |k| first_step(k, true),
-                            );
+                            let (pt, _) = softmax.update(k, &s, &it.place, Some(mask));
+                            k.assign_tile(&p, pt.cast::<T>());
                             // step t: S_t and O += P_{t-1}·V_{t-1} together, the softmax of
                             // S_t under the second
                             let step = |k: &mut Kernel, t: Val, masked: bool| {
