@@ -689,7 +689,7 @@ fn bench_matmul_checks_the_operand_type_before_the_gpu() {
     ])
     .go();
     o.assert_code(2).assert_stderr("takes K a multiple of 16");
-    let o = tilus(&["bench", "matmul", "--dtype", "e5m2", "--set", "cluster_m=2"]).go();
+    let o = tilus(&["bench", "matmul", "--dtype", "e5m2", "--set", "hilbert=1"]).go();
     o.assert_code(2)
         .assert_stderr("the FP8 GEMM's hyperparameters are block_m");
     let o = tilus(&[
