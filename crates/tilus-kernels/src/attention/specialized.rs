@@ -53,13 +53,19 @@ pub struct FlashForwardWs<T> {
     /// A persistent grid (one block per multiprocessor, each taking items in turn) instead
     /// of one block per item.
     pub persistent: bool,
+    /// One copy of the consumers' code for both warp groups (`thread_groups`, the group's
+    /// index known at run time) instead of one each: half the instructions, and half
+    /// NVRTC's time.
+    pub one_copy: bool,
     _t: PhantomData<fn() -> T>,
 }
 
 impl<T> FlashForwardWs<T> {
     /// The kernel for `head_dim`, causal or not: 128 keys per step below head dimension 256
     /// (64 there), two stages, the softmax under the products, no ping-pong (measured 1–3%
-    /// slower with it, docs/perf.md).
+    /// slower with it, docs/perf.md), one copy of the consumers' code below head dimension
+    /// 256 (there the group's runtime offsets of Q's descriptors and rows cost the consumers
+    /// 8 to 12 bytes of spills at 168 registers).
     pub fn new(head_dim: i32, causal: bool) -> FlashForwardWs<T> {
         FlashForwardWs {
             head_dim,
@@ -69,6 +75,7 @@ impl<T> FlashForwardWs<T> {
             overlap: true,
             ping_pong: false,
             persistent: false,
+            one_copy: head_dim < 256,
             _t: PhantomData,
         }
     }
@@ -91,9 +98,15 @@ impl<T> FlashForwardWs<T> {
         self
     }
 
-    fn key(&self) -> (i32, i32, i32, [bool; 4]) {
+    /// The same kernel with one copy of the consumers' code, or one per warp group.
+    pub fn with_one_copy(mut self, one_copy: bool) -> FlashForwardWs<T> {
+        self.one_copy = one_copy;
+        self
+    }
+
+    fn key(&self) -> (i32, i32, i32, [bool; 5]) {
         let s = self;
-        let flags = [s.causal, s.overlap, s.ping_pong, s.persistent];
+        let flags = [s.causal, s.overlap, s.ping_pong, s.persistent, s.one_copy];
         (s.head_dim, s.block_kv, s.stages, flags)
     }
 }
@@ -196,130 +209,136 @@ impl<T: AttentionElement> Script for FlashForwardWs<T> {
             });
         });
 
-        // the consumers: warp group `g` owns queries `q0 + 64 g ..` of each item
-        for g in 0..2usize {
-            k.thread_group(128 * g as u32, 128, |k| {
-                k.set_max_registers(CONSUMER_REGISTERS);
-                let softmax = OnlineSoftmax::new(k, rows, bkv, scale_log2, causal);
-                let acc = k.register_tensor::<f32>([rows, d], 0.0);
-                let s = k.register_tensor::<f32>([rows, bkv], None::<f64>);
-                let p = k.register_tensor::<T>([rows, bkv], None::<f64>);
-                // ring steps, items with work and turns taken in the block's earlier items
-                let done = k.var_i32(0);
-                let n = k.var_i32(0);
-                let turns = k.var_i32(0);
-                // S = Q·K_tᵀ from stage `stage`, over the head dimension's chunks
-                let scores = |k: &mut Kernel, stage: Val| {
-                    for c in 0..chunks {
-                        let target = if c == 0 {
-                            WgmmaTarget::all().overwriting()
-                        } else {
-                            WgmmaTarget::all()
+        // the consumers: warp group `g` owns queries `q0 + 64 g ..` of each item (with
+        // `one_copy`, one copy of the code for both, `g` known at run time)
+        let consumer = |k: &mut Kernel, g: Val| {
+            k.set_max_registers(CONSUMER_REGISTERS);
+            let softmax = OnlineSoftmax::new(k, rows, bkv, scale_log2, causal);
+            let acc = k.register_tensor::<f32>([rows, d], 0.0);
+            let s = k.register_tensor::<f32>([rows, bkv], None::<f64>);
+            let p = k.register_tensor::<T>([rows, bkv], None::<f64>);
+            // ring steps, items with work and turns taken in the block's earlier items
+            let done = k.var_i32(0);
+            let n = k.var_i32(0);
+            let turns = k.var_i32(0);
+            // S = Q·K_tᵀ from stage `stage`, over the head dimension's chunks
+            let scores = |k: &mut Kernel, stage: Val| {
+                for c in 0..chunks {
+                    let target = if c == 0 {
+                        WgmmaTarget::all().overwriting()
+                    } else {
+                        WgmmaTarget::all()
+                    };
+                    let qs = sq.at(k.let_i32(g * chunks + c));
+                    let ks = sk.at(k.let_i32(stage * chunks + c));
+                    k.wgmma().mma_to(&qs, &ks.transpose(), &s, target);
+                }
+                k.wgmma().commit_group();
+            };
+            // O += P·V from the stage of step `t`
+            let values = |k: &mut Kernel, stage: Val| {
+                k.wgmma().mma(&p, &sv.at(stage), &acc);
+                k.wgmma().commit_group();
+            };
+            let wait_turn = |k: &mut Kernel, t: Scalar| {
+                if let Some(order) = &order {
+                    let index = k.let_i32(turns + t);
+                    order.wait_turn_of(k, g, index);
+                }
+            };
+            let pass_turn = |k: &mut Kernel| {
+                if let Some(order) = &order {
+                    order.pass_turn_of(k, g);
+                }
+            };
+            let release = |k: &mut Kernel, pipe: &Pipeline, step: Scalar| {
+                k.single_thread(|k| pipe.consumer_release_step(k, step));
+            };
+            each_item(k, first, round, |k, item| {
+                let it = item_of(k, item);
+                let (steps, free) = it.place.key_blocks(k, it.q0, bq, bkv, causal);
+                let r0 = k.let_i32(it.q0 + g * rows);
+                k.if_(it.q0.lt(it.place.seq_q), |k| {
+                    k.assign_tile(&softmax.m, f32::NEG_INFINITY);
+                    k.assign_tile(&softmax.l, 0.0f32);
+                    k.assign_tile(&acc, 0.0f32);
+                    k.if_(steps.gt(0), |k| {
+                        let q_slot = pipe_q.consumer_acquire(k, n);
+                        drop(q_slot); // freed by step, after the item's last scores
+                        let last = k.let_i32(steps - 1);
+                        let free_q = |k: &mut Kernel, t: Scalar| {
+                            k.if_(t.eq_(last), |k| release(k, &pipe_q, n.into()));
                         };
-                        let qs = sq.at(Val::constant(g as i32 * chunks + c));
-                        let ks = sk.at(k.let_i32(stage * chunks + c));
-                        k.wgmma().mma_to(&qs, &ks.transpose(), &s, target);
-                    }
-                    k.wgmma().commit_group();
-                };
-                // O += P·V from the stage of step `t`
-                let values = |k: &mut Kernel, stage: Val| {
-                    k.wgmma().mma(&p, &sv.at(stage), &acc);
-                    k.wgmma().commit_group();
-                };
-                let wait_turn = |k: &mut Kernel, t: Scalar| {
-                    if let Some(order) = &order {
-                        let index = k.let_i32(turns + t);
-                        order.wait_turn(k, g, index);
-                    }
-                };
-                let pass_turn = |k: &mut Kernel| {
-                    if let Some(order) = &order {
-                        order.pass_turn(k, g);
-                    }
-                };
-                let release = |k: &mut Kernel, pipe: &Pipeline, step: Scalar| {
-                    k.single_thread(|k| pipe.consumer_release_step(k, step));
-                };
-                each_item(k, first, round, |k, item| {
-                    let it = item_of(k, item);
-                    let (steps, free) = it.place.key_blocks(k, it.q0, bq, bkv, causal);
-                    let r0 = k.let_i32(it.q0 + rows * g as i32);
-                    k.if_(it.q0.lt(it.place.seq_q), |k| {
-                        k.assign_tile(&softmax.m, f32::NEG_INFINITY);
-                        k.assign_tile(&softmax.l, 0.0f32);
-                        k.assign_tile(&acc, 0.0f32);
-                        k.if_(steps.gt(0), |k| {
-                            let q_slot = pipe_q.consumer_acquire(k, n);
-                            drop(q_slot); // freed by step, after the item's last scores
-                            let last = k.let_i32(steps - 1);
-                            let free_q = |k: &mut Kernel, t: Scalar| {
-                                k.if_(t.eq_(last), |k| release(k, &pipe_q, n.into()));
-                            };
-                            // step 0: its scores only, always through the mask (which keeps
-                            // every key of a block that needs none): one copy of the softmax
-                            // fewer in the kernel's code, for a mask computed once an item
-                            let slot = pipe_k.consumer_acquire(k, done);
-                            wait_turn(k, Scalar::from(0));
+                        // step 0: its scores only, always through the mask (which keeps
+                        // every key of a block that needs none): one copy of the softmax
+                        // fewer in the kernel's code, for a mask computed once an item
+                        let slot = pipe_k.consumer_acquire(k, done);
+                        wait_turn(k, Scalar::from(0));
+                        k.wgmma().fence();
+                        scores(k, slot.stage());
+                        pass_turn(k);
+                        k.wgmma().wait_group(0);
+                        drop(slot);
+                        release(k, &pipe_k, done.into());
+                        free_q(k, Scalar::from(0));
+                        let mask = Mask {
+                            j: Val::constant(0),
+                            r0,
+                        };
+                        let (pt, _) = softmax.update(k, &s, &it.place, Some(mask));
+                        k.assign_tile(&p, pt.cast::<T>());
+                        // step t: S_t and O += P_{t-1}·V_{t-1} together, the softmax of
+                        // S_t under the second
+                        let step = |k: &mut Kernel, t: Val, masked: bool| {
+                            let ring = k.let_i32(done + t);
+                            let keys = pipe_k.consumer_acquire(k, ring);
+                            let vals = pipe_v.consumer_acquire(k, ring - 1);
+                            wait_turn(k, t.into());
                             k.wgmma().fence();
-                            scores(k, slot.stage());
-                            pass_turn(k);
-                            k.wgmma().wait_group(0);
-                            drop(slot);
-                            release(k, &pipe_k, done.into());
-                            free_q(k, Scalar::from(0));
-                            let mask = Mask {
-                                j: Val::constant(0),
-                                r0,
-                            };
-                            let (pt, _) = softmax.update(k, &s, &it.place, Some(mask));
-                            k.assign_tile(&p, pt.cast::<T>());
-                            // step t: S_t and O += P_{t-1}·V_{t-1} together, the softmax of
-                            // S_t under the second
-                            let step = |k: &mut Kernel, t: Val, masked: bool| {
-                                let ring = k.let_i32(done + t);
-                                let keys = pipe_k.consumer_acquire(k, ring);
-                                let vals = pipe_v.consumer_acquire(k, ring - 1);
-                                wait_turn(k, t.into());
-                                k.wgmma().fence();
-                                scores(k, keys.stage());
-                                values(k, vals.stage());
-                                pass_turn(k);
-                                // the scores are done (the products complete in order)
-                                k.wgmma().wait_group(if self.overlap { 1 } else { 0 });
-                                drop(keys);
-                                release(k, &pipe_k, ring.into());
-                                free_q(k, t.into());
-                                let mask = masked.then_some(Mask { j: t, r0 });
-                                let (pt, alpha) = softmax.update(k, &s, &it.place, mask);
-                                k.wgmma().wait_group(0);
-                                drop(vals);
-                                release(k, &pipe_v, ring - 1);
-                                k.assign_tile(&acc, acc * alpha);
-                                k.assign_tile(&p, pt.cast::<T>());
-                            };
-                            let masked_from = k.var_i32(free);
-                            k.if_(masked_from.lt(1), |k| k.assign(masked_from, 1));
-                            k.for_range(1, masked_from, 1, |k, t| step(k, t, false));
-                            k.for_range(masked_from, steps, 1, |k, t| step(k, t, true));
-                            // the last step's values
-                            let vals = pipe_v.consumer_acquire(k, done + last);
-                            wait_turn(k, steps.into());
-                            k.wgmma().fence();
+                            scores(k, keys.stage());
                             values(k, vals.stage());
                             pass_turn(k);
+                            // the scores are done (the products complete in order)
+                            k.wgmma().wait_group(if self.overlap { 1 } else { 0 });
+                            drop(keys);
+                            release(k, &pipe_k, ring.into());
+                            free_q(k, t.into());
+                            let mask = masked.then_some(Mask { j: t, r0 });
+                            let (pt, alpha) = softmax.update(k, &s, &it.place, mask);
                             k.wgmma().wait_group(0);
                             drop(vals);
-                            release(k, &pipe_v, done + last);
-                            k.assign(done, done + steps);
-                            k.assign(n, n + 1);
-                            k.assign(turns, turns + steps + 1);
-                        });
-                        let col = it.h * d;
-                        softmax.store(k, &acc, (&views.o, &views.lse), &it.place, r0, (it.h, col));
+                            release(k, &pipe_v, ring - 1);
+                            k.assign_tile(&acc, acc * alpha);
+                            k.assign_tile(&p, pt.cast::<T>());
+                        };
+                        let masked_from = k.var_i32(free);
+                        k.if_(masked_from.lt(1), |k| k.assign(masked_from, 1));
+                        k.for_range(1, masked_from, 1, |k, t| step(k, t, false));
+                        k.for_range(masked_from, steps, 1, |k, t| step(k, t, true));
+                        // the last step's values
+                        let vals = pipe_v.consumer_acquire(k, done + last);
+                        wait_turn(k, steps.into());
+                        k.wgmma().fence();
+                        values(k, vals.stage());
+                        pass_turn(k);
+                        k.wgmma().wait_group(0);
+                        drop(vals);
+                        release(k, &pipe_v, done + last);
+                        k.assign(done, done + steps);
+                        k.assign(n, n + 1);
+                        k.assign(turns, turns + steps + 1);
                     });
+                    let col = it.h * d;
+                    softmax.store(k, &acc, (&views.o, &views.lse), &it.place, r0, (it.h, col));
                 });
             });
+        };
+        if self.one_copy {
+            k.thread_groups(0, 128, 2, consumer);
+        } else {
+            for g in 0..2 {
+                k.thread_group(128 * g as u32, 128, |k| consumer(k, Val::constant(g)));
+            }
         }
     }
 }
@@ -418,6 +437,7 @@ impl<T> std::fmt::Debug for FlashForwardWs<T> {
             .field("overlap", &self.overlap)
             .field("ping_pong", &self.ping_pong)
             .field("persistent", &self.persistent)
+            .field("one_copy", &self.one_copy)
             .finish()
     }
 }

@@ -55,4 +55,24 @@ impl PingPongOrder {
         let other = self.turns.at(Val::constant(1 - g as i32));
         k.single_thread(|k| k.mbarrier().arrive(other));
     }
+
+    /// [`PingPongOrder::wait_turn`] for a warp group known at run time (the index of
+    /// [`Kernel::thread_groups`]): warp group `g`'s wait before its tile `index` is for the
+    /// turn passed after the other's tile `index + g - 1`, none before warp group 0's first.
+    #[track_caller]
+    pub fn wait_turn_of(&self, k: &mut Kernel, g: Val, index: Val) {
+        let bar = self.turns.at(g);
+        let turn = k.let_i32(index + g);
+        k.if_(turn.gt(0), |k| {
+            let phase = k.name_next("turn_phase").let_i32((turn - 1) % 2);
+            k.mbarrier().wait(bar, phase);
+        });
+    }
+
+    /// [`PingPongOrder::pass_turn`] for a warp group known at run time.
+    #[track_caller]
+    pub fn pass_turn_of(&self, k: &mut Kernel, g: Val) {
+        let other = self.turns.at(k.let_i32(Val::constant(1) - g));
+        k.single_thread(|k| k.mbarrier().arrive(other));
+    }
 }

@@ -57,6 +57,19 @@ fn nvrtc_flash_forward_ws_compiles_at_every_head_dimension_without_spills() {
                 c.source
             );
             compiled::<bf16, _>(&FlashForwardWs::<bf16>::new(d, causal));
+            // the consumers' code once (below d = 256, where it fits without spills) is
+            // about half the CUDA of one copy per warp group, which compiles too
+            if d < 256 {
+                let two = FlashForwardWs::<f16>::new(d, causal).with_one_copy(false);
+                let two = compiled::<f16, _>(&two);
+                let lines = |c: &tilus::compile::CompiledProgram| c.source.lines().count();
+                assert!(
+                    lines(&c) * 10 < lines(&two) * 6,
+                    "d = {d}: {} lines with one copy, {} with two",
+                    lines(&c),
+                    lines(&two)
+                );
+            }
         }
         for (overlap, ping_pong) in [(false, false), (true, true), (false, true)] {
             let c = FlashForwardWs::<f16>::new(128, causal).with_schedule(overlap, ping_pong);

@@ -72,30 +72,50 @@ pub(super) fn emit(e: &mut Emitter, s: &Stmt) {
             begin,
             count,
             kind,
+            copies,
             body,
         } => {
             let parent = e.tid();
             let (pname, pwarps) = (parent.name.clone(), parent.whole_warps);
+            let n = copies.map_or(1, |c| c.copies);
+            let end = begin + count * n;
             let cond =
                 if *count == 1 && pwarps && begin % 32 == 0 && *kind == GroupKind::SingleThread {
                     // one thread, chosen warp-uniformly: the whole warp evaluates elect.sync
                     e.use_helper(Helper::Core(Core::ElectOne));
                     format!("({pname} / 32 == {}) && tilus_elect_one()", begin / 32)
                 } else if *begin == 0 {
-                    format!("{pname} < {count}")
+                    format!("{pname} < {end}")
                 } else {
-                    format!("{pname} >= {begin} && {pname} < {}", begin + count)
+                    format!("{pname} >= {begin} && {pname} < {end}")
                 };
             e.open(format!("if ({cond})"));
             let name = e.fresh("tilus_tid");
-            if *count > 1 {
+            if let Some(c) = copies {
+                let from = if *begin == 0 {
+                    pname
+                } else {
+                    format!("({pname} - {begin})")
+                };
+                // the group's index, then the thread's place in its group
+                let index = e.p.var(c.index).name.clone();
+                if whole_warps(pwarps, *begin, *count) {
+                    // the same in every thread of a warp: read from lane 0, so that the
+                    // compiler knows it (uniform registers, wgmma descriptors among them)
+                    e.line(format!(
+                        "const i32 {index} = __shfl_sync(0xffffffffu, {from} / {count}, 0);"
+                    ));
+                } else {
+                    e.line(format!("const i32 {index} = {from} / {count};"));
+                }
+                e.line(format!("const i32 {name} = {from} % {count};"));
+            } else if *count > 1 {
                 e.line(format!("const i32 {name} = {pname} - {begin};"));
             }
-            let whole_warps = pwarps && begin % 32 == 0 && count % 32 == 0;
             e.tids.push(Tid {
                 name,
                 threads: *count,
-                whole_warps,
+                whole_warps: whole_warps(pwarps, *begin, *count),
             });
             e.block(body);
             e.tids.pop();
@@ -131,4 +151,10 @@ fn rounded(e: &Emitter, t: crate::ir::DType, value: &crate::ir::Expr) -> String 
     } else {
         e.expr(value)
     }
+}
+
+/// Whether a group of `count` threads from `begin` of a parent made of whole warps (`pwarps`)
+/// is whole warps itself.
+fn whole_warps(pwarps: bool, begin: u32, count: u32) -> bool {
+    pwarps && begin.is_multiple_of(32) && count.is_multiple_of(32)
 }

@@ -195,52 +195,83 @@ pub(crate) fn runaway(
 
 /// Enters a thread group: the task's threads inside `begin .. begin + count` (relative to the
 /// enclosing group) run the body. When only part of the task is inside, that part becomes a
-/// new task (returned) and the rest goes on past the statement.
-pub(crate) fn thread_group<'p>(task: &mut Task<'p>, s: &'p Stmt) -> Option<Task<'p>> {
+/// new task (returned) and the rest goes on past the statement. With copies, the threads of
+/// each group `i` (`begin + i · count ..`) run the body apart, with the group's index set: a
+/// new task each, or the task itself when all of it is in one group.
+pub(crate) fn thread_group<'p>(task: &mut Task<'p>, s: &'p Stmt) -> Vec<Task<'p>> {
     let StmtKind::ThreadGroup {
-        begin, count, body, ..
+        begin,
+        count,
+        copies,
+        body,
+        ..
     } = &s.kind
     else {
-        return None;
+        return vec![];
     };
     let (begin, count) = (*begin, *count);
+    let n = copies.map_or(1, |c| c.copies);
     let lo = task.base().saturating_add(begin);
-    let hi = lo.saturating_add(count);
+    let hi = lo.saturating_add(count.saturating_mul(n));
     if let Some(f) = task.frames.last_mut() {
         f.pc += 1;
     }
-    let inside = task
-        .threads
-        .iter()
-        .filter(|&&t| (lo..hi).contains(&t))
-        .count();
-    if inside == 0 {
-        return None;
+    // the threads of each group inside, by the group's index
+    let mut groups: Vec<(u32, Vec<u32>)> = vec![];
+    let mut outs = vec![];
+    for &t in &task.threads {
+        if !(lo..hi).contains(&t) {
+            outs.push(t);
+            continue;
+        }
+        let i = (t - lo) / count.max(1);
+        match groups.iter_mut().find(|(g, _)| *g == i) {
+            Some((_, ts)) => ts.push(t),
+            None => groups.push((i, vec![t])),
+        }
     }
-    let frame = Frame {
+    if groups.is_empty() {
+        return vec![];
+    }
+    let frame = |i: u32| Frame {
         stmts: body,
         pc: 0,
         kind: FrameKind::Group {
-            base: lo,
+            base: lo.saturating_add(i.saturating_mul(count)),
             count: count.max(1),
         },
         owner: Some(s.id),
     };
-    if inside == task.threads.len() {
-        task.frames.push(frame);
-        return None;
+    let set_index = |env: &mut Vec<Option<i64>>, i: u32| {
+        if let Some(c) = copies {
+            env[c.index.0 as usize] = Some(i64::from(i));
+        }
+    };
+    let outer = task.frames.clone();
+    let mut children = vec![];
+    for (k, (i, threads)) in groups.into_iter().enumerate() {
+        if k == 0 && outs.is_empty() {
+            // the task itself enters its (only or first) group
+            task.threads = threads;
+            task.frames.push(frame(i));
+            set_index(&mut task.env, i);
+            continue;
+        }
+        let mut frames = outer.clone();
+        frames.push(frame(i));
+        let mut env = task.env.clone();
+        set_index(&mut env, i);
+        children.push(Task {
+            threads,
+            frames,
+            env,
+            state: State::Run,
+            skip_converge: false,
+            yielded: false,
+        });
     }
-    let (ins, outs): (Vec<u32>, Vec<u32>) =
-        task.threads.iter().partition(|&&t| (lo..hi).contains(&t));
-    task.threads = outs;
-    let mut frames = task.frames.clone();
-    frames.push(frame);
-    Some(Task {
-        threads: ins,
-        frames,
-        env: task.env.clone(),
-        state: State::Run,
-        skip_converge: false,
-        yielded: false,
-    })
+    if !outs.is_empty() {
+        task.threads = outs;
+    }
+    children
 }

@@ -205,10 +205,10 @@ fn advance<'p>(b: &mut Block<'_, 'p>, tasks: &mut Vec<Task<'p>>) -> R<Progress> 
             }
             tasks[i].yielded = false;
         };
-        if let Some(child) = child {
-            // The group's threads run first: they usually issue the asynchronous work the
-            // others will wait for.
-            tasks.insert(i, child);
+        // The group's threads run first: they usually issue the asynchronous work the
+        // others will wait for.
+        for (k, c) in child.into_iter().enumerate() {
+            tasks.insert(i + k, c);
         }
         return Ok(Progress::Moved);
     }
@@ -339,13 +339,13 @@ fn merge(tasks: &mut Vec<Task<'_>>) {
     tasks.retain(|t| !(matches!(t.state, State::Done) && t.threads.is_empty()));
 }
 
-/// Runs a task until it blocks, finishes or splits; a split returns the new task.
-fn run_task<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>) -> R<Option<Task<'p>>> {
+/// Runs a task until it blocks, finishes or splits; a split returns the new tasks.
+fn run_task<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>) -> R<Vec<Task<'p>>> {
     let bt = b.prep.block_threads;
     loop {
         let Some(frame) = task.frames.last_mut() else {
             task.state = State::Done;
-            return Ok(None);
+            return Ok(vec![]);
         };
         if frame.pc >= frame.stmts.len() {
             end_of_frame(b, task)?;
@@ -357,15 +357,16 @@ fn run_task<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>) -> R<Option<Task<'p>
                 collective: false,
                 loc: s.loc,
             };
-            return Ok(None);
+            return Ok(vec![]);
         }
         task.skip_converge = false;
         b.stats.statements += 1;
         let step = match &s.kind {
             StmtKind::Inst(i) => exec_inst(b, task, i, s)?,
             StmtKind::ThreadGroup { .. } => {
-                if let Some(child) = control::thread_group(task, s) {
-                    return Ok(Some(child));
+                let children = control::thread_group(task, s);
+                if !children.is_empty() {
+                    return Ok(children);
                 }
                 continue;
             }
@@ -389,12 +390,12 @@ fn run_task<'p>(b: &mut Block<'_, 'p>, task: &mut Task<'p>) -> R<Option<Task<'p>
             Step::Next => advance_pc(task),
             Step::Wait(state) => {
                 task.state = state;
-                return Ok(None);
+                return Ok(vec![]);
             }
             Step::Yield => {
                 advance_pc(task);
                 task.yielded = true;
-                return Ok(None);
+                return Ok(vec![]);
             }
         }
     }

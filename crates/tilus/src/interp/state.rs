@@ -244,10 +244,12 @@ impl<'p> Prepared<'p> {
                 return;
             };
             match &s.kind {
-                StmtKind::For { body, .. }
-                | StmtKind::While { body, .. }
-                | StmtKind::ThreadGroup { body, .. } => {
+                StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
                     declared_in(p, body, &mut declared[slot]);
+                }
+                StmtKind::ThreadGroup { body, copies, .. } => {
+                    declared_in(p, body, &mut declared[slot]);
+                    declared[slot].extend(copies.map(|c| c.index));
                 }
                 StmtKind::If {
                     then_body,

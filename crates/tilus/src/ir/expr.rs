@@ -18,6 +18,8 @@ pub enum VarKind {
     Mutable,
     /// The induction variable of a `for_range`.
     LoopIndex,
+    /// The index of the thread group a thread runs in, inside `thread_groups`.
+    GroupIndex,
     /// A kernel parameter the host derives at launch from the runtime arguments: the packed
     /// multiplier and shift for dividing by this expression (see [`crate::ir::fast_divisor_bits`]).
     FastDivisor(Box<Expr>),

@@ -45,10 +45,30 @@ pub fn describe_stmt(p: &Program, s: &Stmt) -> String {
         StmtKind::If { cond, .. } => format!("if {}", pr.e(cond)),
         StmtKind::While { cond, .. } => format!("while {}", pr.e(cond)),
         StmtKind::ThreadGroup {
-            begin, count, kind, ..
-        } => format!("{}(begin={begin}, threads={count})", kind.name()),
+            begin,
+            count,
+            kind,
+            copies,
+            ..
+        } => group_text(&Names { p }, *begin, *count, *kind, copies),
         StmtKind::Sync { scope } => sync_text(scope),
         StmtKind::Inst(i) => pr.inst(i),
+    }
+}
+
+/// A thread group's head: `thread_group(begin=.., threads=..)`, with copies
+/// `thread_groups(begin=.., threads=.., groups=..) as g`.
+fn group_text(
+    pr: &Names<'_>,
+    begin: u32,
+    count: u32,
+    kind: crate::ir::GroupKind,
+    copies: &Option<crate::ir::GroupCopies>,
+) -> String {
+    let head = format!("{}(begin={begin}, threads={count}", kind.name());
+    match copies {
+        Some(c) => format!("{head}, groups={}) as {}", c.copies, pr.name(c.index)),
+        None => format!("{head})"),
     }
 }
 
@@ -239,9 +259,11 @@ impl Printer<'_> {
                 begin,
                 count,
                 kind,
+                copies,
                 body,
             } => {
-                let t = format!("{}(begin={begin}, threads={count}) {{", kind.name());
+                let names = Names { p: self.p };
+                let t = format!("{} {{", group_text(&names, *begin, *count, *kind, copies));
                 self.line(depth, t, s);
                 self.block(body, depth + 1);
                 let _ = writeln!(self.out, "{}}}", "  ".repeat(depth));

@@ -13,6 +13,19 @@ pub enum GroupKind {
     SingleWarp,
     /// `warp_group(w)`.
     WarpGroup,
+    /// `thread_groups(begin, count, copies)`: consecutive groups running one copy of the code.
+    Copies,
+}
+
+/// Consecutive thread groups that run one copy of a body, each knowing its index at run time
+/// ([`StmtKind::ThreadGroup::copies`]): the generated code holds the body once instead of once
+/// per group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GroupCopies {
+    /// How many groups: threads `begin + i · count ..` run the body as group `i`.
+    pub copies: u32,
+    /// The variable holding the group's index (`0 .. copies`) inside the body.
+    pub index: VarId,
 }
 
 impl GroupKind {
@@ -23,6 +36,7 @@ impl GroupKind {
             GroupKind::SingleThread => "single_thread",
             GroupKind::SingleWarp => "single_warp",
             GroupKind::WarpGroup => "warp_group",
+            GroupKind::Copies => "thread_groups",
         }
     }
 }
@@ -95,14 +109,17 @@ pub enum StmtKind {
         /// Loop body.
         body: Vec<Stmt>,
     },
-    /// Runs `body` on threads `begin .. begin + count` of the enclosing group only.
+    /// Runs `body` on threads `begin .. begin + count` of the enclosing group only (with
+    /// `copies`, on each of the consecutive groups of `count` threads from `begin`).
     ThreadGroup {
         /// First thread, relative to the enclosing group.
         begin: u32,
-        /// Number of threads.
+        /// Number of threads (of each group, with `copies`).
         count: u32,
         /// How it was written.
         kind: GroupKind,
+        /// Several groups running this body, each with its index in a variable.
+        copies: Option<GroupCopies>,
         /// What those threads run.
         body: Vec<Stmt>,
     },

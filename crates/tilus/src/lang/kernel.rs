@@ -4,8 +4,8 @@
 
 use super::{Scalar, Val};
 use crate::ir::{
-    DType, Expr, GroupKind, Loc, Param, ParamKind, Program, Stmt, StmtKind, SyncScope, VarDecl,
-    VarId, VarKind,
+    DType, Expr, GroupCopies, GroupKind, Loc, Param, ParamKind, Program, Stmt, StmtKind, SyncScope,
+    VarDecl, VarId, VarKind,
 };
 use crate::Diagnostic;
 use std::collections::{HashMap, HashSet};
@@ -30,8 +30,9 @@ pub struct Kernel {
     blocks: Vec<Vec<Stmt>>,
     /// Thread counts of the open thread groups (the block first).
     pub(crate) groups: Vec<u32>,
-    /// The first thread in the block of each open thread group (the block's is 0).
-    group_firsts: Vec<u32>,
+    /// The first thread in the block of each open thread group (the block's is 0; `None`
+    /// inside `thread_groups`, where it is known at run time only).
+    group_firsts: Vec<Option<u32>>,
     /// The hardware barrier of each thread group that synchronizes on its own, by (first
     /// thread, threads): 1, 2, .. in order of first use.
     group_barriers: Vec<(u32, u32)>,
@@ -170,7 +171,7 @@ impl Kernel {
             },
             blocks: vec![vec![]],
             groups: vec![0],
-            group_firsts: vec![0],
+            group_firsts: vec![Some(0)],
             group_barriers: vec![],
             diags: vec![],
             next_name: None,
@@ -665,8 +666,23 @@ impl Kernel {
         loc: Loc,
         body: impl FnOnce(&mut Kernel),
     ) {
+        self.groups_of(begin, count, None, kind, loc, body)
+    }
+
+    /// A thread group, or with `copies` (their number and index variable) consecutive groups
+    /// of `count` threads running the body once each.
+    fn groups_of(
+        &mut self,
+        begin: u32,
+        count: u32,
+        copies: Option<GroupCopies>,
+        kind: GroupKind,
+        loc: Loc,
+        body: impl FnOnce(&mut Kernel),
+    ) {
         let parent = self.group_threads();
-        let end = begin.saturating_add(count);
+        let n = copies.map_or(1, |c| c.copies);
+        let end = begin.saturating_add(count.saturating_mul(n));
         if count == 0 {
             self.error(
                 loc,
@@ -683,8 +699,10 @@ impl Kernel {
         }
         self.blocks.push(vec![]);
         self.groups.push(count);
-        let first = self.group_firsts.last().copied().unwrap_or(0);
-        self.group_firsts.push(first.saturating_add(begin));
+        let first = self.group_firsts.last().copied().unwrap_or(Some(0));
+        // inside copies the first thread differs from group to group: `None`
+        let first = first.and_then(|f| copies.is_none().then(|| f.saturating_add(begin)));
+        self.group_firsts.push(first);
         body(self);
         self.groups.pop();
         self.group_firsts.pop();
@@ -694,10 +712,66 @@ impl Kernel {
                 begin,
                 count,
                 kind,
+                copies,
                 body: stmts,
             },
             loc,
         );
+    }
+
+    /// Runs `body` once on each of `copies` consecutive groups of `count` threads from
+    /// `begin` (threads `begin + g · count .. begin + (g + 1) · count` of the enclosing group
+    /// are group `g`), each as its own thread group: `body` gets `g` as a runtime value. The
+    /// generated code holds `body` once, where a loop of [`Kernel::thread_group`]s would
+    /// trace (and NVRTC compile) one copy per group: warp-specialized kernels' consumer warp
+    /// groups, which differ only in the rows they own, run one copy of their code.
+    ///
+    /// Inside, `sync_group()` is refused (each group would need its own named barrier).
+    ///
+    /// ```
+    /// use tilus::prelude::*;
+    ///
+    /// /// Row `g` of `out` holds `10 g + 1`, written by thread group `g`.
+    /// #[derive(Clone, Debug, Hash)]
+    /// struct RowOfGroup;
+    ///
+    /// impl Script for RowOfGroup {
+    ///     type Args = (PtrMut<i32>,);
+    ///     fn body(&self, k: &mut Kernel, (out,): Handles<Self::Args>) {
+    ///         k.blocks([1]);
+    ///         k.warps(4);
+    ///         let g = k.global_view::<i32>(out, [2, 64]);
+    ///         k.thread_groups(0, 64, 2, |k, index| {
+    ///             let row = k.register_tensor::<i32>([1, 64], 1.0);
+    ///             k.assign_tile(&row, row + index * 10);
+    ///             k.store_global(&g, &row, [index, Val::constant(0)]);
+    ///         });
+    ///     }
+    /// }
+    ///
+    /// let mut out = [0i32; 128];
+    /// tilus::interpret(&RowOfGroup, (&mut out[..],)).unwrap();
+    /// assert_eq!((out[0], out[63], out[64], out[127]), (1, 1, 11, 11));
+    /// ```
+    #[track_caller]
+    pub fn thread_groups(
+        &mut self,
+        begin: u32,
+        count: u32,
+        copies: u32,
+        body: impl FnOnce(&mut Kernel, Val),
+    ) {
+        let loc = Loc::caller();
+        if copies == 0 {
+            self.error(loc, "thread_groups: needs at least one group");
+        }
+        let name = self.fresh_name("group");
+        let index = self.new_var(name, DType::I32, VarKind::GroupIndex);
+        let copies = Some(GroupCopies { copies, index });
+        let value = Val::var(index, DType::I32);
+        self.groups_of(begin, count, copies, GroupKind::Copies, loc, |k| {
+            body(k, value)
+        })
     }
 
     /// Runs `body` on threads `begin .. begin + count` of the enclosing group only.
@@ -771,7 +845,14 @@ impl Kernel {
             return;
         }
         let threads = self.group_threads();
-        let first = self.group_firsts.last().copied().unwrap_or(0);
+        let Some(first) = self.group_firsts.last().copied().unwrap_or(Some(0)) else {
+            self.error(
+                loc,
+                "sync_group() inside thread_groups: each of the groups would need its own named \
+                 barrier; write one thread_group per group to synchronize a group on its own",
+            );
+            return;
+        };
         if !threads.is_multiple_of(32) || !first.is_multiple_of(32) {
             self.error(
                 loc,

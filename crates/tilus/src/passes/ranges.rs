@@ -321,7 +321,15 @@ impl Ranges<'_> {
                     self.range(cond, loc);
                     self.walk(body);
                 }
-                StmtKind::ThreadGroup { body, .. } => self.walk(body),
+                StmtKind::ThreadGroup { copies, body, .. } => {
+                    if let Some(cp) = copies {
+                        self.vars[cp.index.0 as usize] = Some(Range {
+                            lo: int(0),
+                            hi: int(i128::from(cp.copies) - 1),
+                        });
+                    }
+                    self.walk(body)
+                }
                 StmtKind::Sync { .. } => {}
                 StmtKind::Inst(i) => {
                     let facts = i.facts(self.p);

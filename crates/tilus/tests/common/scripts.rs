@@ -974,3 +974,43 @@ impl Script for RunningStats {
         }
     }
 }
+
+/// Two warp groups that differ only in their index: group `g` writes `10 g + 1` to stage `g`
+/// of a shared tile (stage 0 for both with `one_stage`: the groups race on it) and to row `g`
+/// of a `[2, 256]` i32 output, then one thread of each arrives on a barrier of
+/// count 2 that the block waits for. With `copies`, one `thread_groups` runs the code once
+/// for both; otherwise each group is a `warp_group` of its own, traced twice. Marked call:
+/// `store` (the store to the shared tile).
+#[derive(Clone, Debug, Hash)]
+pub struct GroupCopies {
+    pub copies: bool,
+    pub one_stage: bool,
+}
+
+impl Script for GroupCopies {
+    type Args = (PtrMut<i32>,);
+    fn body(&self, k: &mut Kernel, (out,): Handles<Self::Args>) {
+        k.blocks([1]);
+        k.warps(8);
+        let g = k.global_view::<i32>(out, [2, 256]);
+        let s = k.shared_tensor::<i32>([2, 1, 256]);
+        let bar = k.mbarrier().alloc([2]);
+        let one_stage = self.one_stage;
+        let body = |k: &mut Kernel, i: Val| {
+            let t = k.register_tensor::<i32>([1, 256], 1.0);
+            k.assign_tile(&t, t + i * 10);
+            let stage = s.at(if one_stage { Val::constant(0) } else { i });
+            mark("store", line!(), k.store_shared(&stage, &t));
+            k.store_global(&g, &t, [i, Val::constant(0)]);
+            k.single_thread(|k| k.mbarrier().arrive(bar[0]));
+        };
+        if self.copies {
+            k.thread_groups(0, 128, 2, body);
+        } else {
+            for i in 0..2 {
+                k.warp_group(4 * i, |k| body(k, Val::constant(i as i32)));
+            }
+        }
+        k.mbarrier().wait(bar[0], 0u32);
+    }
+}

@@ -4,7 +4,7 @@
 
 use crate::common::build;
 use crate::common::scripts::{
-    Branches, Epilogue, EpilogueBug, Groups, OneTile, Printing, TileCopy, FILE,
+    Branches, Epilogue, EpilogueBug, GroupCopies, Groups, OneTile, Printing, TileCopy, FILE,
 };
 use crate::common::staged::{StagedMatmul, StagedSum};
 use crate::common::views::{ColumnSlice, DotViews, LoadedViews, ShapeViews};
@@ -183,6 +183,27 @@ fn nested_groups_compile() {
     assert!(src.contains("mbarrier.arrive.shared::cta.b64"));
     assert!(src.matches("if (").count() >= 4, "{src}");
     build(&Groups, &[]);
+}
+
+/// `thread_groups` emits its body once, the group's index and the thread's place in its
+/// group computed from the thread index, where two `warp_group`s emit it twice; both compile.
+#[test]
+fn copies_of_a_group_emit_their_body_once() {
+    let stores = |copies| {
+        let script = GroupCopies {
+            copies,
+            one_stage: false,
+        };
+        let src = tilus::emit(&script, &[]).unwrap();
+        let c = build(&script, &[]);
+        assert_eq!(c.report.spill_stores, 0);
+        (src.matches("tilus_st_shared_u32((s0").count(), src)
+    };
+    let ((once, src), (twice, _)) = (stores(true), stores(false));
+    assert!(once == 1 && twice == 2, "{once} {twice}\n{src}");
+    assert!(src.contains("if (tilus_tid < 256) {"), "{src}");
+    assert!(src.contains("const i32 group0 = tilus_tid / 128;"), "{src}");
+    assert!(src.contains(" = tilus_tid % 128;"), "{src}");
 }
 
 /// `if_else` and `while_` become C `if (..) { .. } else { .. }` and `while (..) { .. }`, each

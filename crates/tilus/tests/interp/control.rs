@@ -4,7 +4,8 @@
 
 use crate::common::interp::{expect_fault, interpret, run};
 use crate::common::scripts::{
-    Branches, ClusterMulticast, ClusterPairs, ClusterSignals, GroupSyncs, Groups, PersistentItems,
+    Branches, ClusterMulticast, ClusterPairs, ClusterSignals, GroupCopies, GroupSyncs, Groups,
+    PersistentItems,
 };
 use crate::common::{clear_marks, mark, Body};
 use tilus::interp::Fault;
@@ -19,6 +20,31 @@ fn nested_groups_store_their_own_rows_and_arrive() {
     assert!(out[..256].iter().all(|&x| x == 1.0), "{:?}", &out[..8]);
     assert!(out[256..].iter().all(|&x| x == 2.0), "{:?}", &out[256..264]);
     assert!(rep.max_tasks >= 2, "{rep:?}");
+}
+
+/// `thread_groups`: each warp group runs the one copy of the code with its own index (its
+/// row, its stage, its arrival), as two `warp_group`s tracing it twice do.
+#[test]
+fn copies_of_a_group_run_with_their_own_index() {
+    for copies in [true, false] {
+        let mut out = vec![0i32; 512];
+        let script = GroupCopies {
+            copies,
+            one_stage: false,
+        };
+        let rep = run(&script, (&mut out[..],)).unwrap();
+        assert!(
+            out[..256].iter().all(|&x| x == 1),
+            "{script:?}: {:?}",
+            &out[..8]
+        );
+        assert!(
+            out[256..].iter().all(|&x| x == 11),
+            "{script:?}: {:?}",
+            &out[256..264]
+        );
+        assert!(rep.max_tasks >= 2, "{rep:?}");
+    }
 }
 
 #[test]

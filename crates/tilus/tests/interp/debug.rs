@@ -146,8 +146,15 @@ fn print_tensor_shows_register_and_shared_tiles_row_major() {
     assert_eq!(text, want);
 }
 
+/// Values at a 16-byte aligned address, as TMA asks of a tile's source (a literal array has
+/// its element's alignment only, wherever the compiler puts it).
+#[repr(C, align(16))]
+struct Aligned<T>(T);
+
 #[test]
 fn print_tensor_of_16_bit_floats_integers_and_booleans() {
+    let floats = Aligned([0.1, 1.0 / 3.0, 65504.0, 70000.0, -1.5, 2.0, -0.0, 3e-5]);
+    let ints = Aligned([0, -1, i32::MAX, i32::MIN, 7, 42, -100, 12345]);
     let text = printed::<(Ptr<f32>, Ptr<i32>)>(
         |k, (fsrc, isrc)| {
             k.warps(1);
@@ -166,10 +173,7 @@ fn print_tensor_of_16_bit_floats_integers_and_booleans() {
             let p = k.compute(n.gt(0));
             k.print_tensor(&p);
         },
-        (
-            &[0.1, 1.0 / 3.0, 65504.0, 70000.0, -1.5, 2.0, -0.0, 3e-5][..],
-            &[0, -1, i32::MAX, i32::MIN, 7, 42, -100, 12345][..],
-        ),
+        (&floats.0[..], &ints.0[..]),
     );
     assert_eq!(
         text,

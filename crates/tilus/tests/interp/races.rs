@@ -130,6 +130,42 @@ fn a_load_of_another_warps_store_needs_a_barrier_between() {
     assert_noted(&d, "store");
 }
 
+/// Copies of a group (`thread_groups`) are different warps: each on its own stage, no race;
+/// both on one stage, the second group's store races with the first's, in the verifier and
+/// in the interpreter.
+#[test]
+fn copies_of_a_group_race_on_a_stage_they_share() {
+    use crate::common::scripts::GroupCopies;
+    let racy = GroupCopies {
+        copies: true,
+        one_stage: true,
+    };
+    crate::common::clear_marks();
+    let program = tilus::trace(&racy, &[]).unwrap();
+    let d = match tilus::passes::compile_program(program) {
+        Err(Error::Script(d)) => d,
+        Err(e) => panic!("expected the verifier's diagnostics, got {e}"),
+        Ok(_) => panic!("the verifier accepted {racy:?}"),
+    };
+    let store = marked("store").unwrap();
+    assert_eq!(
+        (d[0].loc.file, d[0].loc.line),
+        (store.file, store.line),
+        "{d:#?}"
+    );
+    assert!(
+        d[0].message
+            .contains("in warp 4 that store_shared wrote in warp 0"),
+        "{}",
+        d[0].message
+    );
+    let (p, plan) = plan_unverified(&racy);
+    let mut out = vec![0i32; 512];
+    let mut args = vec![InterpValue::buffer_mut(&mut out)];
+    let r = run_planned(&p, &plan, &mut args).map(|_| ());
+    expect_fault(r, Fault::SharedRace, "store", &["(warp 4)", "(warp 0)"]);
+}
+
 const ROUNDS: i32 = 3;
 
 /// Four warps store one row each of a `[4, 32]` scratch tile; after a barrier warp 0 reads

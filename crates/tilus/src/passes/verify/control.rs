@@ -239,10 +239,16 @@ pub(super) fn check_stmt(c: &mut Checker, s: &Stmt, scope: &Scope) {
                 );
             }
         }
-        StmtKind::ThreadGroup { begin, count, .. } => {
+        StmtKind::ThreadGroup {
+            begin,
+            count,
+            copies,
+            ..
+        } => {
             // in u64: a group declared before `warps` is only checked here, and its bounds
             // may be anything
-            let end = u64::from(*begin) + u64::from(*count);
+            let n = copies.map_or(1, |cp| cp.copies);
+            let end = u64::from(*begin) + u64::from(*count) * u64::from(n);
             if end > u64::from(scope.threads) {
                 c.err(
                     s.loc,

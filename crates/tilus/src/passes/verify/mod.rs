@@ -113,17 +113,33 @@ fn walk(c: &mut Checker, stmts: &[Stmt], scope: &Scope, uniform: &[bool]) {
                 }
             }
             StmtKind::ThreadGroup {
-                begin, count, body, ..
+                begin,
+                count,
+                copies,
+                body,
+                ..
             } => {
                 control::check_stmt(c, s, scope);
-                let inner = Scope {
-                    threads: *count,
-                    is_block: false,
-                    single_thread: *count == 1,
-                    base: scope.base.saturating_add(*begin),
-                    ..*scope
-                };
-                walk(c, body, &inner, uniform);
+                // each group of copies where it runs (a rule about a group's first thread
+                // holds for every one), a diagnostic said once
+                let said = c.diags.len();
+                for i in 0..copies.map_or(1, |cp| cp.copies) {
+                    let first = begin.saturating_add(i.saturating_mul(*count));
+                    let inner = Scope {
+                        threads: *count,
+                        is_block: false,
+                        single_thread: *count == 1,
+                        base: scope.base.saturating_add(first),
+                        ..*scope
+                    };
+                    walk(c, body, &inner, uniform);
+                }
+                let added = c.diags.split_off(said);
+                for d in added {
+                    if !c.diags.contains(&d) {
+                        c.diags.push(d);
+                    }
+                }
             }
             StmtKind::Inst(inst) => {
                 placement::check(c, inst, s.loc, scope);

@@ -227,11 +227,26 @@ impl Walk<'_, '_> {
                     st.pending.extend(other.pending);
                 }
                 StmtKind::ThreadGroup {
-                    begin, count, body, ..
-                } => {
-                    let inner = (threads.0.saturating_add(*begin), *count);
-                    self.walk(body, st, inner);
-                }
+                    begin,
+                    count,
+                    copies,
+                    body,
+                    ..
+                } => match copies {
+                    None => {
+                        let inner = (threads.0.saturating_add(*begin), *count);
+                        self.walk(body, st, inner);
+                    }
+                    // each group on its threads; a stage named by the group's index is
+                    // another stage from one group to the next
+                    Some(cp) => {
+                        for i in 0..cp.copies {
+                            self.clock.write(cp.index);
+                            let first = begin.saturating_add(i.saturating_mul(*count));
+                            self.walk(body, st, (threads.0.saturating_add(first), *count));
+                        }
+                    }
+                },
                 StmtKind::Sync { scope } => match scope {
                     SyncScope::Group(_) => {
                         // the group's warps learn what any of them did before

@@ -182,8 +182,14 @@ fn walk(c: &mut Checker, sc: &mut Scopes, stmts: &[Stmt]) {
                 walk(c, sc, body);
                 sc.open.pop();
             }
-            StmtKind::ThreadGroup { body, .. } => {
+            StmtKind::ThreadGroup { body, copies, .. } => {
                 sc.block(LOOP_OR_GROUP);
+                if let Some(cp) = copies {
+                    sc.var_at[cp.index.0 as usize] = Some((s.loc, LOOP_OR_GROUP));
+                    if let Some(o) = sc.open.last_mut() {
+                        o.vars.insert(cp.index);
+                    }
+                }
                 walk(c, sc, body);
                 sc.open.pop();
             }

@@ -51,6 +51,29 @@ fn thread_group_outside_its_enclosing_group() {
 }
 
 #[test]
+fn copies_of_a_group_past_the_block_or_with_their_own_barrier() {
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        at(line!(), k.thread_groups(0, 64, 3, |_, _| {}));
+    })
+    .fails_once("thread_groups: threads 0..192 are not inside the enclosing group of 128 threads");
+
+    check::<OutF32>(|k, _| {
+        k.warps(4);
+        at(line!(), k.thread_groups(0, 32, 0, |_, _| {}));
+    })
+    .fails_once("thread_groups: needs at least one group");
+
+    check::<OutF32>(|k, _| {
+        k.warps(8);
+        k.thread_groups(0, 128, 2, |k, _| {
+            at(line!(), k.sync_group());
+        });
+    })
+    .fails_once("sync_group() inside thread_groups");
+}
+
+#[test]
 fn empty_thread_group() {
     check::<OutF32>(|k, _| {
         k.warps(4);
