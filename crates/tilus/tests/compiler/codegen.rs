@@ -202,7 +202,11 @@ fn copies_of_a_group_emit_their_body_once() {
     let ((once, src), (twice, _)) = (stores(true), stores(false));
     assert!(once == 1 && twice == 2, "{once} {twice}\n{src}");
     assert!(src.contains("if (tilus_tid < 256) {"), "{src}");
-    assert!(src.contains("const i32 group0 = tilus_tid / 128;"), "{src}");
+    // the index read from lane 0, so that the compiler knows it is the same across a warp
+    assert!(
+        src.contains("const i32 group0 = __shfl_sync(0xffffffffu, tilus_tid / 128, 0);"),
+        "{src}"
+    );
     assert!(src.contains(" = tilus_tid % 128;"), "{src}");
 }
 
