@@ -5,8 +5,8 @@ use crate::common::inputs::{fresh_seed, random_f16, random_f32};
 use crate::common::scripts::windows::{WgmmaWindows, WINDOW};
 use crate::common::scripts::{
     epilogue_inputs, Branches, ClusterMulticast, ClusterPairs, ClusterSignals, Epilogue,
-    EpilogueBug, FastDivide, GroupSyncs, Groups, OneTile, OnesTimesB, PersistentItems, Printing,
-    RegisterSplit, RunningStats, TileCopy, WarpArrivals, EPILOGUE_COLS,
+    EpilogueBug, FastDivide, GroupCopies, GroupSyncs, Groups, OneTile, OnesTimesB, PersistentItems,
+    Printing, RegisterSplit, RunningStats, TileCopy, WarpArrivals, EPILOGUE_COLS,
 };
 use crate::common::staged::{PipelineStream, StagedMatmul, StagedSum};
 use crate::common::views::{self, ColumnSlice, DotViews, LoadedViews, ShapeViews};
@@ -59,6 +59,36 @@ fn nested_groups_store_their_own_rows_and_arrive() {
     let got = device.stream().clone_dtoh(&out).unwrap();
     assert!(got[..256].iter().all(|&x| x == 1.0), "{:?}", &got[..8]);
     assert!(got[256..].iter().all(|&x| x == 2.0), "{:?}", &got[256..264]);
+}
+
+/// `thread_groups` on the GPU: each warp group of the one copy writes its own row and
+/// arrives once, as two `warp_group`s do.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn copies_of_a_group_run_with_their_own_index_on_the_gpu() {
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    for copies in [true, false] {
+        let mut out = device.stream().clone_htod(&[0i32; 512]).unwrap();
+        let script = GroupCopies {
+            copies,
+            one_stage: false,
+        };
+        tilus::Jit::new(script.clone(), &device)
+            .launch(device.stream(), (&mut out,))
+            .unwrap();
+        let got = device.stream().clone_dtoh(&out).unwrap();
+        assert!(
+            got[..256].iter().all(|&x| x == 1),
+            "{script:?}: {:?}",
+            &got[..8]
+        );
+        assert!(
+            got[256..].iter().all(|&x| x == 11),
+            "{script:?}: {:?}",
+            &got[256..264]
+        );
+    }
 }
 
 /// Fast division on the GPU: the launch packs the host's multiplier and shift, the kernel
