@@ -357,6 +357,15 @@ fn register_requests_must_fit_the_blocks_pool() {
         k.thread_group(0, 256, |k| k.set_max_registers(232));
     })
     .compiles("40 + 2 x 232 registers per thread of each warp group fill the pool exactly");
+    // copies of a group (`thread_groups`) ask for each of their warp groups
+    check::<OutF32>(|k, _| {
+        k.warps(12);
+        k.warp_group(8, |k| k.set_max_registers(24));
+        k.thread_groups(0, 128, 2, |k, _| {
+            at(line!(), k.set_max_registers(248));
+        });
+    })
+    .fails_once("warp group 1: 248 at ");
     // a warp group that never asks keeps its launch count, and counts
     check::<OutF32>(|k, _| {
         k.warps(12);
