@@ -78,7 +78,7 @@ pub(super) fn emit(e: &mut Emitter, s: &Stmt) {
             let parent = e.tid();
             let (pname, pwarps) = (parent.name.clone(), parent.whole_warps);
             let n = copies.map_or(1, |c| c.copies);
-            let end = begin + count * n;
+            let end = begin.saturating_add(count.saturating_mul(n));
             let cond =
                 if *count == 1 && pwarps && begin % 32 == 0 && *kind == GroupKind::SingleThread {
                     // one thread, chosen warp-uniformly: the whole warp evaluates elect.sync

@@ -123,7 +123,16 @@ fn walk(c: &mut Checker, stmts: &[Stmt], scope: &Scope, uniform: &[bool]) {
                 // each group of copies where it runs (a rule about a group's first thread
                 // holds for every one), a diagnostic said once
                 let said = c.diags.len();
-                for i in 0..copies.map_or(1, |cp| cp.copies) {
+                // (groups past the enclosing one are the control rule's diagnostic: the first
+                // group stands for them all there)
+                let n = copies.map_or(1, |cp| cp.copies);
+                let end = u64::from(*begin) + u64::from(*count) * u64::from(n);
+                let walked = if end <= u64::from(scope.threads) {
+                    n
+                } else {
+                    1
+                };
+                for i in 0..walked {
                     let first = begin.saturating_add(i.saturating_mul(*count));
                     let inner = Scope {
                         threads: *count,

@@ -240,7 +240,9 @@ impl Walk<'_, '_> {
                     // each group on its threads; a stage named by the group's index is
                     // another stage from one group to the next
                     Some(cp) => {
-                        for i in 0..cp.copies {
+                        // (at most as many groups as the enclosing one holds: more is the
+                        // control rule's diagnostic)
+                        for i in 0..cp.copies.min(threads.1 / (*count).max(1)) {
                             self.clock.write(cp.index);
                             let first = begin.saturating_add(i.saturating_mul(*count));
                             self.walk(body, st, (threads.0.saturating_add(first), *count));

@@ -36,6 +36,8 @@ pub enum Group {
     SingleWarp(u32),
     /// `warp_group(first_warp)`.
     FourWarps(u32),
+    /// `thread_groups(begin, count, copies)`: the group's index becomes a scalar of the body.
+    Copies(u32, u32, u32),
 }
 
 #[derive(Clone, Debug, Hash)]
@@ -100,6 +102,8 @@ pub fn group(m: Mode) -> BoxedStrategy<Group> {
             2 => u32s(&[0, 1, 2, 3]).prop_map(Group::SingleWarp),
             1 => Just(Group::FourWarps(0)),
             1 => (u32s(&[0, 32, 64]), u32s(&[32, 64])).prop_map(|(b, c)| Group::Threads(b, c)),
+            1 => (u32s(&[0, 32]), u32s(&[32, 64]), u32s(&[1, 2]))
+                .prop_map(|(b, c, n)| Group::Copies(b, c, n)),
         ]
         .boxed(),
         Wild => prop_oneof![
@@ -111,6 +115,12 @@ pub fn group(m: Mode) -> BoxedStrategy<Group> {
                 u32s(&[1, 32, 64, 128, 0, 31, 96, u32::MAX]),
             )
                 .prop_map(|(b, c)| Group::Threads(b, c)),
+            1 => (
+                u32s(&[0, 32, 128, 1, u32::MAX]),
+                u32s(&[1, 32, 64, 128, 0, u32::MAX]),
+                u32s(&[1, 2, 3, 0, u32::MAX]),
+            )
+                .prop_map(|(b, c, n)| Group::Copies(b, c, n)),
         ]
         .boxed(),
     }
@@ -298,6 +308,12 @@ impl Control {
                     Some(u) => k.for_range_unrolled(start, end, step, *u, body),
                 }
             }
+            Control::Group(Group::Copies(begin, count, copies), body) => {
+                k.thread_groups(*begin, *count, *copies, |k, g| {
+                    r.vals.push(g);
+                    r.run(k, body);
+                });
+            }
             Control::Group(g, body) => {
                 let body = |k: &mut Kernel| r.run(k, body);
                 match *g {
@@ -305,6 +321,7 @@ impl Control {
                     Group::SingleThread => k.single_thread(body),
                     Group::SingleWarp(w) => k.single_warp(w, body),
                     Group::FourWarps(w) => k.warp_group(w, body),
+                    Group::Copies(..) => unreachable!("matched above"),
                 }
             }
             Control::If(c, body) => {
