@@ -101,7 +101,9 @@ pub(super) fn emit(e: &mut Emitter, s: &Stmt) {
                 let index = e.p.var(c.index).name.clone();
                 if whole_warps(pwarps, *begin, *count) {
                     // the same in every thread of a warp: read from lane 0, so that the
-                    // compiler knows it (uniform registers, wgmma descriptors among them)
+                    // compiler knows it (uniform registers, wgmma descriptors among them);
+                    // every lane is there (the verifier refuses the groups under a condition
+                    // that may differ between threads)
                     e.line(format!(
                         "const i32 {index} = __shfl_sync(0xffffffffu, {from} / {count}, 0);"
                     ));

@@ -257,6 +257,14 @@ pub(super) fn check_stmt(c: &mut Checker, s: &Stmt, scope: &Scope) {
                         scope.threads
                     ),
                 );
+            } else if let (Some(_), Some((at, what, v))) = (copies, scope.divergent) {
+                let msg = format!(
+                    "thread_groups inside the {what} at {at}, whose condition reads `{}`, which \
+                     may differ between threads: each warp reads its group's index from its \
+                     first lane, which must be there; open the groups outside the {what}",
+                    c.p.var(v).name
+                );
+                c.err(s.loc, msg);
             }
         }
         StmtKind::For { step, .. } => {

@@ -71,6 +71,18 @@ fn copies_of_a_group_past_the_block_or_with_their_own_barrier() {
         });
     })
     .fails_once("sync_group() inside thread_groups");
+
+    // the groups read their index from each warp's first lane: not under a condition that
+    // may leave it out
+    check::<OutF32>(|k, _| {
+        k.warps(8);
+        let flag = k.var_i32(0);
+        k.single_thread(|k| k.assign(flag, 1));
+        k.if_(flag.eq_(1), |k| {
+            at(line!(), k.thread_groups(0, 128, 2, |_, _| {}));
+        });
+    })
+    .fails_once("thread_groups inside the if at");
 }
 
 #[test]
