@@ -157,9 +157,20 @@ impl<T: Element> TileEpilogue for CastAndStore<T> {
     }
     fn finish(&self, k: &mut Kernel, g: usize) {
         if self.defer {
-            for j in 0..self.stores.chunks {
-                self.store_held(k, g, j);
-            }
+            // the last held result, its chunks one after another: the first waits for every
+            // earlier store (those of the held chunks before, each under its own
+            // condition), the others only for the store that last used their buffer, as a
+            // tile stored at once does
+            let h = self.held(g);
+            let width = self.stores.width;
+            k.if_(h.some.gt(0), |k| {
+                for j in 0..self.stores.chunks {
+                    let place = (h.batch, h.rows, h.cols);
+                    self.stores.store_chunk(k, g, place, j, j == 0, |k| {
+                        columns(k, (&h.tile, self.block_n), j * width, width)
+                    });
+                }
+            });
         }
         self.stores.finish(k, g);
     }
@@ -338,11 +349,14 @@ impl<T: Element> CStores<T> {
         stage_and_store(k, (&buffer, &part), &self.gc, at, |_| {});
     }
 
-    /// After consumer warp group `g`'s last tile: its stores are complete before the kernel
-    /// ends.
+    /// After consumer warp group `g`'s last tile: its stores have read their staging
+    /// buffers before the kernel ends (the block's shared memory is released then). Their
+    /// writes need no wait: the grid's end makes them visible to whatever runs after it, and
+    /// nothing in this grid reads C, so a block does not hold its multiprocessor until they
+    /// reach memory.
     pub fn finish(&self, k: &mut Kernel, _g: usize) {
         if self.staging.is_some() {
-            k.single_thread(|k| k.tma().wait_group(0));
+            k.single_thread(|k| k.tma().wait_group_read(0));
         }
     }
 }
