@@ -26,9 +26,11 @@ pub struct PairRing<T: Element = f16> {
 impl<T: Element> PairRing<T> {
     /// Declares the views of A `[m, k]` and B `[n, k]`, the staged tiles and the pipeline
     /// (the consumer warp groups of both blocks that read a stage release it, one arrival
-    /// each), and meets the partner (`cluster_sync`) so that neither block's copies or
-    /// arrivals reach barriers the other has not allocated. The kernel declares the pair
-    /// (`cluster_blocks([2])`).
+    /// each), and meets the partner (`cluster_sync_relaxed`: the barriers' initialization is
+    /// fenced already, and nothing else crosses) so that neither block's copies or arrivals
+    /// reach barriers the other has not allocated. The kernel declares the pair
+    /// (`cluster_blocks([2])`); the producer drains the ring at the end
+    /// (`Pipeline::producer_drain`), so that no release reaches a finished block.
     pub fn new(
         k: &mut Kernel,
         shape: CooperativeShape,
@@ -39,7 +41,7 @@ impl<T: Element> PairRing<T> {
         let rank = k.cluster_rank();
         let rank = k.name_next("rank").let_i32(rank);
         let partner = k.name_next("partner").let_i32(Scalar::from(1) - rank);
-        k.cluster_sync();
+        k.cluster_sync_relaxed();
         PairRing {
             ring,
             rank,

@@ -482,30 +482,31 @@ impl MatmulPersistent {
         // a walker takes every `turns`-th of them from its `turn`-th (ping-pong's warp
         // groups take them in turn) and runs `body(k, done, at, part)` on each, `done` the
         // ring steps of the tiles before it, `part` the K steps it takes (all of them, or
-        // stream-K's share)
-        let for_each_tile =
-            |k: &mut Kernel,
-             (turn, turns): (i32, i32),
-             body: &dyn Fn(&mut Kernel, Val, &TileAt, &Part)| {
-                let done = k.name_next("done").var_i32(k_tiles * turn);
-                let index = k.name_next("tile_index").var_i32(0);
-                let from = k.name_next("from_unit").let_i32(first + stride * turn);
-                k.name_next("unit");
-                k.for_range(from, whole, stride * turns, |k, u| {
+        // stream-K's share); the walker's ring steps in all after its last tile
+        let for_each_tile = |k: &mut Kernel,
+                             (turn, turns): (i32, i32),
+                             body: &dyn Fn(&mut Kernel, Val, &TileAt, &Part)|
+         -> Val {
+            let done = k.name_next("done").var_i32(k_tiles * turn);
+            let index = k.name_next("tile_index").var_i32(0);
+            let from = k.name_next("from_unit").let_i32(first + stride * turn);
+            k.name_next("unit");
+            k.for_range(from, whole, stride * turns, |k, u| {
+                let at = place(k, u, index);
+                body(k, done, &at, &Part::whole(k_tiles));
+                k.assign(done, done + k_tiles * turns);
+                k.assign(index, index + 1);
+            });
+            if let Some(shares) = &shares {
+                shares.walk(k, k_tiles, &|k, u, part| {
                     let at = place(k, u, index);
-                    body(k, done, &at, &Part::whole(k_tiles));
-                    k.assign(done, done + k_tiles * turns);
+                    body(k, done, &at, part);
+                    k.assign(done, done + part.steps);
                     k.assign(index, index + 1);
                 });
-                if let Some(shares) = &shares {
-                    shares.walk(k, k_tiles, &|k, u, part| {
-                        let at = place(k, u, index);
-                        body(k, done, &at, part);
-                        k.assign(done, done + part.steps);
-                        k.assign(index, index + 1);
-                    });
-                }
-            };
+            }
+            done
+        };
 
         // stream-K's consumers keep its shares' bounds beside the accumulator: the producer
         // gives back all it can
@@ -521,7 +522,7 @@ impl MatmulPersistent {
         // (the whole warp group when its threads load an operand)
         let loaded = matches!(&ring, Ring::One(r) if r.ops.loaded());
         let fill = |k: &mut Kernel| {
-            for_each_tile(k, (0, 1), &|k, done, at, part| {
+            let filled = for_each_tile(k, (0, 1), &|k, done, at, part| {
                 k.name_next("i");
                 k.for_range(0, part.steps, 1, |k, i| {
                     let ki = k.name_next("k_step").let_i32(part.first + i);
@@ -533,6 +534,11 @@ impl MatmulPersistent {
                     }
                 });
             });
+            if let Ring::Pair(r) = &ring {
+                // every release of this block's stages, the partner's included, has arrived
+                // before the block may finish (no cluster barrier at the end)
+                r.ring.pipe.producer_drain(k, filled);
+            }
         };
         k.thread_group(256, 128, |k| {
             k.set_max_registers(producer_registers);
@@ -656,10 +662,9 @@ impl MatmulPersistent {
                 epilogue.finish(k, g);
             });
         }
-        if pair {
-            // no block leaves while its partner may still copy into it or arrive on it
-            k.cluster_sync();
-        }
+        // a pair needs no barrier at the end: the partner's copies into this block land
+        // before this block's consumers are done with them, and its releases before this
+        // block's producer is done waiting for them (`producer_drain`)
     }
 }
 

@@ -132,6 +132,11 @@ pub(super) fn emit(e: &mut Emitter, s: &Stmt) {
             "asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: \"memory\");  // every thread of the cluster",
         ),
         StmtKind::Sync {
+            scope: SyncScope::ClusterRelaxed,
+        } => e.line(
+            "asm volatile(\"barrier.cluster.arrive.relaxed.aligned;\\n\\tbarrier.cluster.wait.aligned;\" ::: \"memory\");  // every thread of the cluster, no memory ordered",
+        ),
+        StmtKind::Sync {
             scope: SyncScope::Group(g),
         } => e.line(format!(
             "asm volatile(\"bar.sync {}, {};\" ::: \"memory\");  // threads {}..{}",

@@ -53,7 +53,7 @@ pub(crate) fn run_cluster<'p>(blocks: &mut [Block<'_, 'p>]) -> Result<(), (usize
                 continue;
             }
             let step = advance(&mut blocks[i], &mut tasks[i]).map_err(|f| (i, f))?;
-            moved |= deliver(blocks, i).map_err(|f| (i, f))?;
+            moved |= deliver(blocks, i, &done).map_err(|f| (i, f))?;
             match step {
                 Progress::Moved => moved = true,
                 Progress::Done => {
@@ -77,26 +77,50 @@ pub(crate) fn run_cluster<'p>(blocks: &mut [Block<'_, 'p>]) -> Result<(), (usize
 
 /// Delivers block `from`'s arrivals on other blocks' barriers; whether there were any. A
 /// barrier the receiving block has not allocated yet is the sender's fault (the blocks must
-/// meet at `cluster_sync()` between allocating barriers and arriving on each other's).
-fn deliver(blocks: &mut [Block<'_, '_>], from: usize) -> R<bool> {
+/// meet at `cluster_sync()` between allocating barriers and arriving on each other's), and so
+/// is one of a block that has finished (`finished[rank]`): its shared memory may belong to
+/// another block by then.
+fn deliver(blocks: &mut [Block<'_, '_>], from: usize, finished: &[bool]) -> R<bool> {
     let sent = std::mem::take(&mut blocks[from].outbox);
     let any = !sent.is_empty();
     for r in sent {
         match r {
             Remote::Arrival { rank, bar, loc } => {
+                let what = "mbarrier.arrive_remote";
+                still_running(finished, rank, what, loc)?;
                 let to = &mut blocks[rank];
-                allocated_there(to, bar.0, rank, "mbarrier.arrive_remote", loc)?;
+                allocated_there(to, bar.0, rank, what, loc)?;
                 super::barrier::arrive(to, bar.0, bar.1, 0, loc)?;
             }
             Remote::Copy { rank, copy } => {
-                let to = &mut blocks[rank];
+                let what = "tma.global_to_shared_multicast";
                 let (bar, loc) = copy.bar_and_loc();
-                allocated_there(to, bar.0, rank, "tma.global_to_shared_multicast", loc)?;
+                still_running(finished, rank, what, loc)?;
+                let to = &mut blocks[rank];
+                allocated_there(to, bar.0, rank, what, loc)?;
                 super::tma::receive(to, *copy);
             }
         }
     }
     Ok(any)
+}
+
+/// Whether the block of rank `rank`, which an operation from another block reaches, has not
+/// finished yet.
+fn still_running(finished: &[bool], rank: usize, what: &str, loc: Loc) -> R<()> {
+    if !finished[rank] {
+        return Ok(());
+    }
+    Err(Fail::new(
+        Fault::NotWaited,
+        loc,
+        format!(
+            "{what} reaches the block of rank {rank} after that block finished: on the GPU its \
+             shared memory may belong to another block by then; the block must wait for what \
+             the others still send it (their releases of its stages, their copies into it) or \
+             meet them at cluster_sync() before it ends"
+        ),
+    ))
 }
 
 /// Whether the receiving block allocated the barrier an operation from another block uses.
@@ -128,11 +152,26 @@ fn release_cluster_sync(blocks: &mut [Block<'_, '_>], tasks: &mut [Vec<Task<'_>>
         matches!(
             t.state,
             State::Sync {
-                scope: SyncScope::Cluster,
+                scope: SyncScope::Cluster | SyncScope::ClusterRelaxed,
                 ..
             }
         )
     };
+    // the relaxed form orders no memory: a thread's writes before it are not known to the
+    // others after it unless every thread met at the ordered form
+    let ordered = tasks
+        .iter()
+        .flatten()
+        .filter(|t| at_cluster_sync(t))
+        .all(|t| {
+            matches!(
+                t.state,
+                State::Sync {
+                    scope: SyncScope::Cluster,
+                    ..
+                }
+            )
+        });
     let all_there = blocks.iter().zip(tasks.iter()).all(|(b, ts)| {
         let waiting: usize = ts
             .iter()
@@ -146,8 +185,10 @@ fn release_cluster_sync(blocks: &mut [Block<'_, '_>], tasks: &mut [Vec<Task<'_>>
     }
     for (b, ts) in blocks.iter_mut().zip(tasks.iter_mut()) {
         // every thread of the block met there (another block's shared memory is not tracked)
-        let all: Vec<u32> = (0..b.prep.block_threads).collect();
-        b.races.sync(&all);
+        if ordered {
+            let all: Vec<u32> = (0..b.prep.block_threads).collect();
+            b.races.sync(&all);
+        }
         for t in ts.iter_mut().filter(|t| at_cluster_sync(t)) {
             t.state = State::Run;
             advance_pc(t);
@@ -618,6 +659,7 @@ fn stuck(b: &Block<'_, '_>, tasks: &[Task<'_>]) -> Fail {
                     SyncScope::Group(g) => (g.first..g.first + g.threads, "sync_group()"),
                     SyncScope::Block => (0..u32::MAX, "sync()"),
                     SyncScope::Cluster => (0..u32::MAX, "cluster_sync()"),
+                    SyncScope::ClusterRelaxed => (0..u32::MAX, "cluster_sync_relaxed()"),
                 };
                 let same =
                     |o: &Task<'_>| matches!(o.state, State::Sync { scope: os, .. } if os == scope);
@@ -633,7 +675,8 @@ fn stuck(b: &Block<'_, '_>, tasks: &[Task<'_>]) -> Fail {
                 } else {
                     ""
                 };
-                let waits_for = if missing.is_empty() && scope == SyncScope::Cluster {
+                let cluster = matches!(scope, SyncScope::Cluster | SyncScope::ClusterRelaxed);
+                let waits_for = if missing.is_empty() && cluster {
                     "the other blocks of the cluster, which never reach it (they finished the \
                      kernel or wait elsewhere)"
                         .to_string()

@@ -286,6 +286,7 @@ fn sync_text(scope: &super::SyncScope) -> String {
     match scope {
         super::SyncScope::Block => "sync()".into(),
         super::SyncScope::Cluster => "cluster_sync()".into(),
+        super::SyncScope::ClusterRelaxed => "cluster_sync_relaxed()".into(),
         super::SyncScope::Group(g) => format!(
             "sync_group(threads={}..{}, barrier={})",
             g.first,

@@ -196,4 +196,9 @@ pub enum SyncScope {
     Group(GroupSync),
     /// Every thread of every block of the cluster (`cluster_sync()`).
     Cluster,
+    /// Every thread of every block of the cluster, with no memory ordering
+    /// (`cluster_sync_relaxed()`): the threads meet, and mbarriers initialized before it
+    /// (their initialization fenced at cluster scope) take the other blocks' arrivals and
+    /// copies after it.
+    ClusterRelaxed,
 }

@@ -91,4 +91,20 @@ impl Kernel {
             Loc::caller(),
         );
     }
+
+    /// [`Kernel::cluster_sync`] without its memory ordering (`barrier.cluster.arrive.relaxed`
+    /// + `wait`): the threads of the cluster meet, and the mbarriers allocated before it
+    /// (whose initialization `mbarrier.alloc` fences at cluster scope) take the other blocks'
+    /// arrivals and copies after it, but nothing else written before it is made visible by
+    /// it. The meeting after allocating a cluster's barriers costs no memory fence this way
+    /// (the ordered form waits, in every thread, for its writes to reach the whole GPU).
+    #[track_caller]
+    pub fn cluster_sync_relaxed(&mut self) {
+        self.push(
+            StmtKind::Sync {
+                scope: SyncScope::ClusterRelaxed,
+            },
+            Loc::caller(),
+        );
+    }
 }

@@ -177,6 +177,22 @@ impl Pipeline {
         ProducerSlot { stage, full }
     }
 
+    /// After the producer's last step (`end` steps in all): waits until the consumers have
+    /// released the stages of the last `stages` steps, as it would before filling steps
+    /// `end .. end + stages` (the waits of stages never filled pass at once). Once every
+    /// release has arrived, no other block's consumer can still arrive on this block's
+    /// barriers: a block of a cluster whose consumers release stages in other blocks may
+    /// then finish without meeting them at a `cluster_sync()`.
+    #[track_caller]
+    pub fn producer_drain(&self, k: &mut Kernel, end: impl Into<Scalar>) {
+        let end = end.into();
+        k.name_next("drained");
+        k.for_range(0, self.stages, 1, |k, j| {
+            // (the slot is not filled: nothing is declared on its full barrier)
+            let _ = self.wait_empty(k, end.clone() + j, true);
+        });
+    }
+
     /// The producer's one arrival on the slot's full barrier with the bytes its copies will
     /// deliver, from one thread of the calling group.
     fn declare(&self, k: &mut Kernel, slot: &ProducerSlot, bytes: Scalar, loc: Loc) {

@@ -178,7 +178,7 @@ pub(super) fn check_stmt(c: &mut Checker, s: &Stmt, scope: &Scope) {
             }
         }
         StmtKind::Sync {
-            scope: SyncScope::Cluster,
+            scope: SyncScope::Cluster | SyncScope::ClusterRelaxed,
         } => {
             if !c.p.clustered {
                 c.err(
