@@ -92,8 +92,9 @@ impl Kernel {
         );
     }
 
-    /// [`Kernel::cluster_sync`] without its memory ordering (`barrier.cluster.arrive.relaxed`
-    /// + `wait`): the threads of the cluster meet, and the mbarriers allocated before it
+    /// [`Kernel::cluster_sync`] without its memory ordering (a relaxed
+    /// `barrier.cluster.arrive`, then `wait`): the threads of the cluster meet, and the
+    /// mbarriers allocated before it
     /// (whose initialization `mbarrier.alloc` fences at cluster scope) take the other blocks'
     /// arrivals and copies after it, but nothing else written before it is made visible by
     /// it. The meeting after allocating a cluster's barriers costs no memory fence this way

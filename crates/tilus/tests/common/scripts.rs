@@ -322,6 +322,22 @@ pub struct ClusterSignals {
     pub to: i32,
     /// Arrive with `arrive_remote_after_reads` (no cluster-scope release) instead.
     pub after_reads: bool,
+    /// Meet after allocating the barrier with `cluster_sync_relaxed()` instead.
+    pub relaxed_start: bool,
+    /// Meet again before the end (`cluster_sync()`).
+    pub end_sync: bool,
+}
+
+impl Default for ClusterSignals {
+    /// Arrivals on the partner with release, both meetings ordered, each block waiting.
+    fn default() -> Self {
+        ClusterSignals {
+            to: 0,
+            after_reads: false,
+            relaxed_start: false,
+            end_sync: true,
+        }
+    }
 }
 
 impl Script for ClusterSignals {
@@ -332,7 +348,11 @@ impl Script for ClusterSignals {
         k.blocks([blocks]);
         k.warps(2);
         let bar = k.mbarrier().alloc([64]);
-        k.cluster_sync();
+        if self.relaxed_start {
+            k.cluster_sync_relaxed();
+        } else {
+            k.cluster_sync();
+        }
         let rank = k.cluster_rank();
         let partner = k.let_i32(Scalar::from(1) - rank);
         let to = partner + self.to;
@@ -347,8 +367,51 @@ impl Script for ClusterSignals {
         k.single_thread(|k| {
             k.atomic_exchange_scalar(&g, [b], partner * 1000 + b);
         });
-        // no block leaves while its partner may still arrive on its barrier
-        k.cluster_sync();
+        if self.end_sync {
+            // no block leaves while its partner may still arrive on its barrier
+            k.cluster_sync();
+        }
+    }
+}
+
+/// Clusters of two where rank 0 arrives once on rank 1's barrier and finishes without
+/// waiting for anything; rank 1 waits for that arrival, then, a few block barriers later,
+/// answers with one on rank 0's barrier (marked `answer`), which has finished by then: no
+/// meeting at the end covers it.
+/// Arguments `(blocks, out)`; `out[block] = 1` where the block got that far.
+#[derive(Clone, Debug, Hash)]
+pub struct ClusterLateAnswer;
+
+impl Script for ClusterLateAnswer {
+    type Args = (i32, PtrMut<i32>);
+    #[rustfmt::skip]
+    fn body(&self, k: &mut Kernel, (blocks, out): Handles<Self::Args>) {
+        k.cluster_blocks([2]);
+        k.blocks([blocks]);
+        k.warps(1);
+        let bar = k.mbarrier().alloc([1]);
+        k.cluster_sync_relaxed();
+        let rank = k.cluster_rank();
+        let rank = k.let_i32(rank);
+        let g = k.global_view::<i32>(out, [blocks]);
+        let b = k.let_i32(k.block_idx().x);
+        k.single_thread(|k| {
+            k.atomic_exchange_scalar(&g, [b], 1);
+        });
+        k.if_else(
+            rank.eq_(0),
+            |k| k.single_thread(|k| k.mbarrier().arrive_remote(bar[0], 1)),
+            |k| {
+                k.mbarrier().wait(bar[0], 0u32);
+                // a while later (the interpreter runs the blocks a step each in turn)
+                for _ in 0..8 {
+                    k.sync();
+                }
+                k.single_thread(|k| {
+                    mark("answer", line!(), k.mbarrier().arrive_remote(bar[0], 0))
+                });
+            },
+        );
     }
 }
 

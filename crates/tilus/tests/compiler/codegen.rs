@@ -966,13 +966,7 @@ fn a_cluster_kernel_declares_its_clusters_and_compiles() {
 /// with release at cluster scope.
 #[test]
 fn a_remote_arrival_maps_the_barrier_into_the_other_block_and_compiles() {
-    let c = build(
-        &crate::common::scripts::ClusterSignals {
-            to: 0,
-            after_reads: false,
-        },
-        &[],
-    );
+    let c = build(&crate::common::scripts::ClusterSignals::default(), &[]);
     assert!(
         c.source.contains("mapa.shared::cluster.u32"),
         "{}",
@@ -992,14 +986,40 @@ fn a_remote_arrival_maps_the_barrier_into_the_other_block_and_compiles() {
     );
 }
 
+/// The relaxed cluster meeting arrives without release and waits with the barrier's default
+/// semantics; the ordered one keeps release and acquire.
+#[test]
+fn a_relaxed_cluster_meeting_carries_no_release() {
+    let relaxed = crate::common::scripts::ClusterSignals {
+        relaxed_start: true,
+        ..Default::default()
+    };
+    let c = build(&relaxed, &[]);
+    assert!(
+        c.source
+            .contains("barrier.cluster.arrive.relaxed.aligned;\\n\\tbarrier.cluster.wait.aligned;"),
+        "{}",
+        c.source
+    );
+    // the meeting at the end is still the ordered one
+    assert_eq!(
+        c.source
+            .matches("barrier.cluster.arrive.release.aligned")
+            .count(),
+        1,
+        "{}",
+        c.source
+    );
+}
+
 /// A remote arrival after reads (what `Pipeline::consumer_release_step_in_cluster` issues)
 /// carries no cluster-scope release: nothing to publish, and that fence would hold the
 /// consumer's warp.
 #[test]
 fn a_remote_release_after_reads_carries_no_cluster_release() {
     let script = crate::common::scripts::ClusterSignals {
-        to: 0,
         after_reads: true,
+        ..Default::default()
     };
     let c = build(&script, &[]);
     assert!(

@@ -4,8 +4,8 @@
 
 use crate::common::interp::{expect_fault, interpret, run};
 use crate::common::scripts::{
-    Branches, ClusterMulticast, ClusterPairs, ClusterSignals, GroupCopies, GroupSyncs, Groups,
-    PersistentItems,
+    Branches, ClusterLateAnswer, ClusterMulticast, ClusterPairs, ClusterSignals, GroupCopies,
+    GroupSyncs, Groups, PersistentItems,
 };
 use crate::common::{clear_marks, mark, Body};
 use tilus::interp::Fault;
@@ -337,9 +337,51 @@ fn a_cluster_barrier_one_block_skips_is_a_deadlock_at_its_line() {
 fn blocks_of_a_cluster_complete_each_others_barriers() {
     for after_reads in [false, true] {
         let mut out = vec![-1i32; 4];
-        run(&ClusterSignals { to: 0, after_reads }, (4, &mut out[..])).unwrap();
+        run(
+            &ClusterSignals {
+                after_reads,
+                ..ClusterSignals::default()
+            },
+            (4, &mut out[..]),
+        )
+        .unwrap();
         assert_eq!(out, vec![1000, 1, 1002, 3]);
     }
+}
+
+/// Meeting after the barriers' allocation without memory ordering, and not again at the end:
+/// each block waits for its own barrier, which only its partner's arrivals complete, so no
+/// arrival can reach a finished block; the result is the same.
+#[test]
+fn a_relaxed_first_meeting_and_waited_arrivals_need_no_last_meeting() {
+    for after_reads in [false, true] {
+        let mut out = vec![-1i32; 4];
+        let script = ClusterSignals {
+            after_reads,
+            relaxed_start: true,
+            end_sync: false,
+            ..ClusterSignals::default()
+        };
+        run(&script, (4, &mut out[..])).unwrap();
+        assert_eq!(out, vec![1000, 1, 1002, 3]);
+    }
+}
+
+/// A block that neither waits for its partner's arrivals nor meets it before the end may
+/// finish first: the partner's arrival then reaches a finished block (on the GPU, shared
+/// memory another block may own by then), a fault at the arrival's line.
+#[test]
+fn an_arrival_on_a_finished_block_is_a_fault_at_its_line() {
+    let mut out = [-1i32; 2];
+    expect_fault(
+        run(&ClusterLateAnswer, (2, &mut out[..])),
+        Fault::NotWaited,
+        "answer",
+        &[
+            "reaches the block of rank 0 after that block finished",
+            "cluster_sync()",
+        ],
+    );
 }
 
 /// An arrival on a rank the cluster does not have is a fault at the call.
@@ -350,7 +392,7 @@ fn a_remote_arrival_outside_the_cluster_is_a_fault_at_its_line() {
         run(
             &ClusterSignals {
                 to: 2,
-                after_reads: false,
+                ..ClusterSignals::default()
             },
             (2, &mut out[..]),
         ),

@@ -1598,9 +1598,15 @@ fn blocks_of_a_cluster_complete_each_others_barriers() {
     let device = Device::open(0).expect("a Hopper GPU");
     for after_reads in [false, true] {
         let mut out = device.stream().clone_htod(&[-1i32; 4]).unwrap();
-        tilus::Jit::new(ClusterSignals { to: 0, after_reads }, &device)
-            .launch(device.stream(), (4, &mut out))
-            .unwrap();
+        tilus::Jit::new(
+            ClusterSignals {
+                after_reads,
+                ..ClusterSignals::default()
+            },
+            &device,
+        )
+        .launch(device.stream(), (4, &mut out))
+        .unwrap();
         let got = device.stream().clone_dtoh(&out).unwrap();
         assert_eq!(got, vec![1000, 1, 1002, 3], "after_reads {after_reads}");
     }
