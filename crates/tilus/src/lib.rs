@@ -125,6 +125,7 @@ pub use tilus_macros::Tunable;
 
 /// Everything a script author needs.
 pub mod prelude {
+    pub use crate::ir::L2Promotion;
     pub use crate::lang::{
         cdiv, rand, randint, randn, where_, Barrier, Barriers, Const, ConsumerSlot, Element,
         FastDivisor, GlobalTensor, Handles, IntoTile, Kernel, Pipeline, ProducerSlot, Ptr, PtrMut,

@@ -307,3 +307,25 @@ fn interp_fp8_blocks_apply_each_blocks_scales() {
     assert!(e.contains("`b_scales`"), "{e}");
     assert!(c.iter().all(|v| v.is_nan()), "nothing ran");
 }
+
+/// The tensor maps' L2 promotion (the host encodes it; the interpreter has no L2): v6's
+/// 16-bit operands widen a miss to 128 bytes, FP8's keep the default 256 (each measured the
+/// faster, docs/perf.md).
+#[test]
+fn sixteen_bit_operands_widen_misses_to_128_bytes_and_fp8_to_256() {
+    use tilus::ir::L2Promotion;
+    fn promotions<S: tilus::Script>(script: &S, consts: &[i64]) -> Vec<L2Promotion> {
+        let program = tilus::trace(script, consts).unwrap();
+        let (program, _) = tilus::passes::compile_program(program).unwrap();
+        program.tensor_maps.iter().map(|m| m.l2_promotion).collect()
+    }
+    let v6 = promotions(&MatmulPersistent::default(), &[2048, 1000]);
+    let fp8 = promotions(&MatmulFp8::<F8E4M3, bf16>::default(), &[4096, 4096]);
+    for (what, maps, want) in [
+        ("v6", v6, L2Promotion::B128),
+        ("fp8", fp8, L2Promotion::B256),
+    ] {
+        assert!(maps.len() >= 3, "{what}: A, B and C's maps: {maps:?}");
+        assert!(maps.iter().all(|&p| p == want), "{what}: {maps:?}");
+    }
+}

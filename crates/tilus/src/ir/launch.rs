@@ -35,6 +35,21 @@ impl HostValue {
     }
 }
 
+/// How far an L2 miss of a TMA copy is widened when it fetches from memory (the tensor map's
+/// L2 promotion): the rest of the wider line comes along for copies that read it next.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum L2Promotion {
+    /// The missed sectors only.
+    None,
+    /// To 64 bytes.
+    B64,
+    /// To 128 bytes.
+    B128,
+    /// To 256 bytes (the default).
+    #[default]
+    B256,
+}
+
 /// A TMA tensor map the host encodes at launch and passes as a `__grid_constant__` parameter.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TensorMapSpec {
@@ -59,6 +74,8 @@ pub struct TensorMapSpec {
     /// whole, so the view's rows must be whole granules (measured on the H200: the elements
     /// after rows of 360 bytes were overwritten).
     pub stores: bool,
+    /// The L2 promotion of its copies (the kernel's, `Kernel::tma_l2_promotion`).
+    pub l2_promotion: L2Promotion,
 }
 
 impl TensorMapSpec {

@@ -27,7 +27,8 @@ pub use inst::{
 };
 pub(crate) use inst::{debug, reduce_crosses_warps, reduce_locals, registers, subsets};
 pub use launch::{
-    Bound, HostValue, IndexGuard, KernelParam, LaunchPlan, PointerRule, TensorMapId, TensorMapSpec,
+    Bound, HostValue, IndexGuard, KernelParam, L2Promotion, LaunchPlan, PointerRule, TensorMapId,
+    TensorMapSpec,
 };
 pub use loc::Loc;
 pub use printer::{describe_stmt, print_program};

@@ -168,6 +168,7 @@ impl Kernel {
                 waits_for_prior_grid: false,
                 cluster: [1, 1, 1],
                 clustered: false,
+                l2_promotion: Default::default(),
             },
             blocks: vec![vec![]],
             groups: vec![0],

@@ -1,7 +1,7 @@
 //! The `k.tma()` namespace: the bulk tensor copy engine.
 
 use super::{Barrier, Element, GlobalTensor, Kernel, Scalar, Scalars, SharedTensor};
-use crate::ir::{Inst, Loc, StmtKind, TmaInst};
+use crate::ir::{Inst, L2Promotion, Loc, StmtKind, TmaInst};
 
 /// Methods of `k.tma()`.
 pub struct Tma<'k> {
@@ -12,6 +12,15 @@ impl Kernel {
     /// The TMA instructions.
     pub fn tma(&mut self) -> Tma<'_> {
         Tma { k: self }
+    }
+
+    /// The L2 promotion of every tensor map of the kernel (the host encodes it; the default
+    /// is [`L2Promotion::B256`]): how far an L2 miss of a copy is widened when it goes to
+    /// memory. Wider lines prefetch what the next copies along a row read; where a row's
+    /// copies are few (a short K) the extra lines are traffic nobody asked for. The
+    /// interpreter has no L2: it ignores the setting.
+    pub fn tma_l2_promotion(&mut self, promotion: L2Promotion) {
+        self.prog.l2_promotion = promotion;
     }
 }
 

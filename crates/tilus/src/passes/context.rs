@@ -424,6 +424,7 @@ impl LowerCx<'_> {
             box_shape,
             swizzle,
             stores: false,
+            l2_promotion: p.l2_promotion,
         });
         TensorMapId(self.tensor_maps.len() as u32 - 1)
     }

@@ -1,6 +1,6 @@
 //! TMA tensor maps, encoded at launch from the plan's spec and the actual buffer and sizes.
 
-use crate::ir::{DType, TensorMapSpec};
+use crate::ir::{DType, L2Promotion, TensorMapSpec};
 use crate::layout::Swizzle;
 use crate::{Error, Result};
 use cudarc::driver::sys;
@@ -68,7 +68,7 @@ pub fn encode(
             element_strides.as_ptr(),
             sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
             swizzle,
-            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            promotion(spec.l2_promotion),
             sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )
     };
@@ -79,4 +79,15 @@ pub fn encode(
         });
     }
     Ok(map)
+}
+
+/// The driver's value for a map's L2 promotion.
+fn promotion(p: L2Promotion) -> sys::CUtensorMapL2promotion {
+    use sys::CUtensorMapL2promotion as P;
+    match p {
+        L2Promotion::None => P::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+        L2Promotion::B64 => P::CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+        L2Promotion::B128 => P::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        L2Promotion::B256 => P::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+    }
 }
