@@ -339,7 +339,6 @@ impl<'p> Emitter<'p> {
             self.line("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");");
         }
         self.line("const i32 tilus_tid = (i32)threadIdx.x;");
-        self.prefetch_tensor_maps();
         for v in &self.p.vars {
             if v.kind == crate::ir::VarKind::LaunchedBlocks {
                 let line = format!(
@@ -391,29 +390,6 @@ impl<'p> Emitter<'p> {
                 self.line("const u32 tilus_smem = tilus_smem_addr(tilus_smem_raw);");
             }
         }
-    }
-
-    /// One thread asks for the tensor maps' descriptors at the kernel's start, so that the
-    /// first copy through each does not wait for its descriptor to come from memory: a
-    /// kernel with a single tile a block pays that wait once at the head of its ring fill.
-    fn prefetch_tensor_maps(&mut self) {
-        let maps: Vec<String> = (self.plan.params.iter())
-            .filter_map(|kp| match kp {
-                KernelParam::TensorMap(spec) => Some(spec.name.clone()),
-                _ => None,
-            })
-            .collect();
-        if maps.is_empty() {
-            return;
-        }
-        self.line("// the tensor maps' descriptors fetched ahead of their first copies");
-        self.line("if (tilus_tid == 0) {");
-        for name in maps {
-            self.line(format!(
-                "  asm volatile(\"prefetch.tensormap [%0];\" :: \"l\"(&{name}) : \"memory\");"
-            ));
-        }
-        self.line("}");
     }
 
     /// C name of a register tile's storage.
