@@ -75,6 +75,8 @@ pub enum Control {
     ClusterRank,
     /// `cluster_sync()` wherever it lands.
     ClusterSync,
+    /// `cluster_sync_relaxed()` wherever it lands.
+    ClusterSyncRelaxed,
 }
 
 const NAMES: &[&str] = &[
@@ -261,6 +263,7 @@ impl Control {
             ));
             arms.push((1, Just(Control::ClusterRank.into()).boxed()));
             arms.push((1, Just(Control::ClusterSync.into()).boxed()));
+            arms.push((1, Just(Control::ClusterSyncRelaxed.into()).boxed()));
         }
         arms
     }
@@ -374,6 +377,7 @@ impl Control {
                 r.vals.push(rank);
             }
             Control::ClusterSync => k.cluster_sync(),
+            Control::ClusterSyncRelaxed => k.cluster_sync_relaxed(),
         }
     }
 
