@@ -103,13 +103,14 @@ impl<T: AttentionElement> Script for DecodeMerge<T> {
         let block = k.let_i32((b * hkv + h / group) * row_blocks + t / tokens);
         let first = k.let_i32(block * splits);
         let l = k.load_global_or(&lse_part, (first, r * width + d), [n, 1], f64::NEG_INFINITY);
+        // (the outputs requested beside the log-sum-exps: one round trip to memory, not two)
+        let parts = k.load_global(&o_part, (first, r * width), [n, d]);
         // the rows past this row's splits are the next row's: weighed by zero
         let mine = k.arange([n, 1], 0).lt(splits);
         let l = k.compute(where_(mine, l, f32::NEG_INFINITY));
         let top = k.max(l, 0, true);
         let top = k.compute(where_(top.eq_(f32::NEG_INFINITY), 0.0f32, top));
         let w = k.compute((l - top).exp());
-        let parts = k.load_global(&o_part, (first, r * width), [n, d]);
         // the weights spread as the partial outputs' rows are
         let w_rows = k.convert_layout(&w);
         // (the slots past this row's splits belong to other blocks, written or not)
