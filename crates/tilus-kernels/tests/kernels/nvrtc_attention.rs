@@ -183,7 +183,7 @@ fn decode_boxes_of_a_page_land_in_both_column_blocks_of_the_stage() {
 
 /// The merge of a split decode reads the slots the decode kernel just wrote: it waits for the
 /// grid before it first (and may be launched as its programmatic dependent); the decode
-/// kernel does not wait.
+/// kernel does not wait, and lets its dependent be scheduled from its blocks' start.
 #[test]
 fn the_decode_merge_waits_for_the_decode_kernel_first() {
     use tilus_kernels::attention::decode::{DecodeAttention, DecodeMerge};
@@ -197,4 +197,10 @@ fn the_decode_merge_waits_for_the_decode_kernel_first() {
     );
     let decode = tilus::build(&DecodeAttention::<f16>::new(128, 1, 4, None), &[]).unwrap();
     assert!(!decode.plan.waits_for_prior_grid);
+    let first = tilus_bench::testing::first_statement(&decode.source);
+    assert_eq!(
+        first,
+        Some(r#"asm volatile("griddepcontrol.launch_dependents;" ::: "memory");"#)
+    );
+    assert!(!merge.source.contains("launch_dependents"));
 }

@@ -77,7 +77,7 @@ fn every_config_of_the_split_k_space_compiles_without_spills_in_bf16() {
 /// The second kernel of the two-kernel form reads what the first just wrote: it waits for
 /// the grid before it as its first statement, and says so to the launch (which may then
 /// launch it as that grid's programmatic dependent); the partials' kernel, launched after
-/// whatever came before, does not wait.
+/// whatever came before, does not wait (it lets the sum be scheduled early instead).
 #[test]
 fn the_sum_of_the_partials_waits_for_the_partials_kernel_first() {
     tilus_bench::test_cache!();
@@ -96,5 +96,10 @@ fn the_sum_of_the_partials_waits_for_the_partials_kernel_first() {
     }
     let partials = tilus::build(&space()[0], &[4096, 4096]).unwrap();
     assert!(!partials.plan.waits_for_prior_grid);
-    assert!(!partials.source.contains("griddepcontrol"));
+    assert!(!partials.source.contains("griddepcontrol.wait"));
+    // and lets the sum be scheduled from its blocks' start
+    assert_eq!(
+        tilus_bench::testing::first_statement(&partials.source),
+        Some(r#"asm volatile("griddepcontrol.launch_dependents;" ::: "memory");"#)
+    );
 }

@@ -338,6 +338,10 @@ impl<'p> Emitter<'p> {
             self.line("// the grid before this one in the stream complete and its writes visible (a no-op unless launched as its programmatic dependent)");
             self.line("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");");
         }
+        if self.p.launches_dependents_early {
+            self.line("// the grid after this one may be scheduled once every block of this one has started (its own wait still waits for this grid to complete)");
+            self.line("asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");");
+        }
         self.line("const i32 tilus_tid = (i32)threadIdx.x;");
         for v in &self.p.vars {
             if v.kind == crate::ir::VarKind::LaunchedBlocks {

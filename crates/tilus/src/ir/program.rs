@@ -81,6 +81,10 @@ pub struct Program {
     /// (`wait_for_prior_grid`: `griddepcontrol.wait`), so that it may be launched while that
     /// grid is still running (programmatic dependent launch).
     pub waits_for_prior_grid: bool,
+    /// Every block starts by letting the grid after it in the stream, when that grid is its
+    /// programmatic dependent, be scheduled (`launch_dependents_early`:
+    /// `griddepcontrol.launch_dependents`).
+    pub launches_dependents_early: bool,
     /// The L2 promotion of the kernel's tensor maps (`tma_l2_promotion`).
     pub l2_promotion: super::L2Promotion,
 }

@@ -166,6 +166,7 @@ impl Kernel {
                 stmt_count: 0,
                 persistent: false,
                 waits_for_prior_grid: false,
+                launches_dependents_early: false,
                 cluster: [1, 1, 1],
                 clustered: false,
                 l2_promotion: Default::default(),
@@ -400,6 +401,19 @@ impl Kernel {
     /// the ordinary way, the wait returns at once.
     pub fn wait_for_prior_grid(&mut self) {
         self.prog.waits_for_prior_grid = true;
+    }
+
+    /// Lets the grid launched after this one in the stream, when it is this kernel's
+    /// programmatic dependent (it declared [`Kernel::wait_for_prior_grid`] and the host
+    /// launched it so), be scheduled as soon as every block of this grid has started
+    /// (`griddepcontrol.launch_dependents` at each block's start) instead of once they have
+    /// all finished: its blocks take the multiprocessors this grid leaves free and wait there,
+    /// so that they start their work as soon as this grid's writes are visible. It changes no
+    /// result (the dependent's wait still waits for this grid to complete) and costs nothing
+    /// without such a dependent; it is meant for a kernel whose grid leaves room beside it (a
+    /// dependent's blocks then take no multiprocessor this grid's blocks need).
+    pub fn launch_dependents_early(&mut self) {
+        self.prog.launches_dependents_early = true;
     }
 
     /// The block index, as scalars.
