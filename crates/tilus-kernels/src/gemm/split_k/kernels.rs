@@ -135,9 +135,9 @@ impl MatmulSplitK {
             .let_i32(cdiv(m_size, SPLIT_K_BLOCK_M));
         let tiles_n = k.name_next("tiles_n").let_i32(cdiv(n_size, self.block_n));
         k.blocks([tiles_m * tiles_n, Scalar::from(self.splits)]);
-        k.warps(5); // the consumer warp group, then the producer warp
-                    // the sum (a programmatic dependent) scheduled beside the last blocks, waiting there
+        // the sum (a programmatic dependent) scheduled beside the last blocks, waiting there
         k.launch_dependents_early();
+        k.warps(5); // the consumer warp group, then the producer warp
         let bx = k.block_idx();
         let tile = k.name_next("tile").let_i32(bx.x);
         // tiles_n is a constant: these divide by a constant
