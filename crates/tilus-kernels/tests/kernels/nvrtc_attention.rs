@@ -197,10 +197,7 @@ fn the_decode_merge_waits_for_the_decode_kernel_first() {
     );
     let decode = tilus::build(&DecodeAttention::<f16>::new(128, 1, 4, None), &[]).unwrap();
     assert!(!decode.plan.waits_for_prior_grid);
-    let first = tilus_bench::testing::first_statement(&decode.source);
-    assert_eq!(
-        first,
-        Some(r#"asm volatile("griddepcontrol.launch_dependents;" ::: "memory");"#)
-    );
+    // the merge is not scheduled early beside the decode kernel's blocks (slower, perf.md)
+    assert!(!decode.source.contains("launch_dependents"));
     assert!(!merge.source.contains("launch_dependents"));
 }

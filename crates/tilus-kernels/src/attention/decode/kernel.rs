@@ -255,9 +255,8 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
         let (tokens, row_blocks) = (self.tokens_per_block(), self.row_blocks());
         k.blocks([Scalar::from(splits), hkv * row_blocks, batch.into()]);
         k.warps(4);
-        // the merge (a programmatic dependent) scheduled beside this grid's blocks, waiting
-        // there for their slots
-        k.launch_dependents_early();
+        // no `launch_dependents_early`: the merge scheduled beside this grid's blocks made
+        // the step 0.3-0.5 µs slower at 1 × 1024, 1 × 8192 and 4 × 8192 (docs/perf.md)
         let rows_q = Scalar::from(batch) * nq * hq;
         let q = k.global_view::<T>(args.9, [rows_q.clone(), Scalar::from(d)]);
         let kc = k.global_view::<C>(args.10, [Scalar::from(rows_cache), hkv * d]);
