@@ -20,7 +20,7 @@ use crate::gemm::cooperative::{
     Cooperative, CooperativeShape, CONSUMER_REGISTERS, LOADING_CONSUMER_REGISTERS,
     LOADING_PRODUCER_REGISTERS, PRODUCER_REGISTERS,
 };
-use crate::gemm::pair::PairRing;
+use crate::gemm::pair::{PairAxis, PairRing};
 use crate::gemm::pingpong::PingPongOrder;
 use crate::gemm::promote::{promote_in_turns, Promote, StepScale};
 use crate::gemm::ring_operands::RingOperands;
@@ -66,6 +66,7 @@ use tilus::tune::Binding;
 #[tune(persistent = [1])]
 #[tune(tma_store = [0, 1])]
 #[tune(cluster_m = [1, 2])]
+#[tune(cluster_n = [1])]
 #[tune(hilbert = [0])]
 #[tune(defer_stores = [1])]
 pub struct MatmulPersistent {
@@ -90,6 +91,10 @@ pub struct MatmulPersistent {
     /// 2: clusters of two blocks on neighbouring tile rows that share their B tile, each
     /// copying half of it into both (TMA multicast; `gemm/pair.rs`); 1: blocks alone.
     pub cluster_m: i32,
+    /// 2: clusters of two blocks on neighbouring tile columns that share their A tile (the
+    /// same, along N: cuBLAS's 128 × 128 pairs at 512 × 4096², docs/perf.md); 1: blocks alone.
+    /// Not with `cluster_m = 2`. Not in the searched space (`--set cluster_n=2`).
+    pub cluster_n: i32,
     /// 1: tiles in Hilbert order within squares of `group_m` tile rows and columns
     /// ([`Kernel::hilbert_tile`]; `group_m` a power of two); 0: grouped order. Not in the
     /// searched space (`--set hilbert=1` measures it).
@@ -120,6 +125,7 @@ impl Default for MatmulPersistent {
             persistent: 1,
             tma_store: 1,
             cluster_m: 1,
+            cluster_n: 1,
             hilbert: 0,
             ping_pong: 0,
             defer_stores: 1,
@@ -139,6 +145,7 @@ impl MatmulPersistent {
             "persistent" => &mut self.persistent,
             "tma_store" => &mut self.tma_store,
             "cluster_m" => &mut self.cluster_m,
+            "cluster_n" => &mut self.cluster_n,
             "hilbert" => &mut self.hilbert,
             "ping_pong" => &mut self.ping_pong,
             "defer_stores" => &mut self.defer_stores,
@@ -273,6 +280,26 @@ impl<T: Element> Ring<T> {
 }
 
 impl MatmulPersistent {
+    /// The axis of the pairs the blocks run in, if they do (`cluster_m` or `cluster_n` 2).
+    pub(crate) fn pair_axis(&self) -> Option<PairAxis> {
+        if self.cluster_m == 2 {
+            Some(PairAxis::M)
+        } else if self.cluster_n == 2 {
+            Some(PairAxis::N)
+        } else {
+            None
+        }
+    }
+
+    /// Blocks per cluster: 2 in pairs, 1 alone.
+    pub(crate) fn per_unit(&self) -> i32 {
+        if self.pair_axis().is_some() {
+            2
+        } else {
+            1
+        }
+    }
+
     /// Rows of a consumer warp group's share of a tile: half of it, or all of it in
     /// ping-pong.
     pub(crate) fn group_rows(&self) -> i32 {
@@ -356,7 +383,17 @@ impl MatmulPersistent {
         stream_k: Option<&StreamK<T>>,
         promote: Option<&Promote<'_>>,
     ) {
-        let pair = self.cluster_m == 2;
+        if !(1..=2).contains(&self.cluster_m)
+            || !(1..=2).contains(&self.cluster_n)
+            || self.cluster_m * self.cluster_n > 2
+        {
+            k.refuse_config(format!(
+                "{self:?}: blocks alone or in pairs along one axis (cluster_m or cluster_n 2)"
+            ));
+            return;
+        }
+        let axis = self.pair_axis();
+        let pair = axis.is_some();
         if T::DTYPE.bits() == 16 {
             // 16-bit operands' misses widened to 128 bytes, not 256 (docs/perf.md,
             // 2026-12-07): 7% faster at 2048 × 2048 × 1000 in pairs and 13% alone, the same at
@@ -390,16 +427,27 @@ impl MatmulPersistent {
             !overlapped || (deferred == 0 && !epilogue.prefetches()),
             "an overlapped promotion stores its tiles after their loops"
         );
-        // a pair of blocks takes a unit of two tile rows and one tile column
-        let per_unit = if pair { 2 } else { 1 };
+        // a pair of blocks takes a unit of two tile rows and one tile column (along M), or
+        // of one tile row and two tile columns (along N)
+        let per_unit = self.per_unit();
         if pair {
             k.cluster_blocks([2]);
         }
+        let (per_m, per_n) = match axis {
+            Some(PairAxis::M) => (2, 1),
+            Some(PairAxis::N) => (1, 2),
+            None => (1, 1),
+        };
         let tiles_m = k.name_next("tiles_m").let_i32(cdiv(m_size, self.block_m));
         let tiles_n = k.name_next("tiles_n").let_i32(cdiv(n_size, self.block_n));
-        let units_m = k.name_next("units_m").let_i32(cdiv(tiles_m, per_unit));
+        let units_m = k.name_next("units_m").let_i32(cdiv(tiles_m, per_m));
+        let units_n = if per_n == 1 {
+            tiles_n
+        } else {
+            k.name_next("units_n").let_i32(cdiv(tiles_n, per_n))
+        };
         // a batch's products one after the other
-        let per_product = k.name_next("units_per").let_i32(units_m * tiles_n);
+        let per_product = k.name_next("units_per").let_i32(units_m * units_n);
         let units = match batch {
             Some(b) => k.name_next("units").let_i32(per_product * b),
             None => per_product,
@@ -431,7 +479,8 @@ impl MatmulPersistent {
         let dims = (m_size, n_size, k_size);
         let ring = match operands {
             Operands::Pointers(a_ptr, b_ptr) if pair => {
-                Ring::Pair(PairRing::new(k, shape, dims, (a_ptr, b_ptr)))
+                let axis = axis.unwrap_or(PairAxis::M);
+                Ring::Pair(PairRing::new(k, shape, dims, (a_ptr, b_ptr), axis))
             }
             Operands::Pointers(a_ptr, b_ptr) => {
                 Ring::One(Cooperative::new(k, shape, dims, (a_ptr, b_ptr)))
@@ -469,12 +518,17 @@ impl MatmulPersistent {
                 }
                 None => (None, u),
             };
-            let (unit_m, tile_n) = if self.hilbert != 0 {
-                k.hilbert_tile(u, units_m, tiles_n, self.group_m)
+            let (unit_m, unit_n) = if self.hilbert != 0 {
+                k.hilbert_tile(u, units_m, units_n, self.group_m)
             } else {
-                k.grouped_tile(u, units_m, tiles_n, self.group_m)
+                k.grouped_tile(u, units_m, units_n, self.group_m)
             };
-            let tile_m = unit_m * per_unit + rank.clone();
+            // the pair's two tiles: the block of rank r takes the r-th
+            let (tile_m, tile_n): (Scalar, Scalar) = match axis {
+                Some(PairAxis::M) => (unit_m * 2 + rank.clone(), unit_n.into()),
+                Some(PairAxis::N) => (unit_m.into(), unit_n * 2 + rank.clone()),
+                None => (unit_m.into(), unit_n.into()),
+            };
             let offset_m = k.name_next("offset_m").let_i32(tile_m * self.block_m);
             let offset_n = k.name_next("offset_n").let_i32(tile_n * self.block_n);
             TileAt {
@@ -709,6 +763,7 @@ mod tests {
             "persistent",
             "tma_store",
             "cluster_m",
+            "cluster_n",
             "hilbert",
             "ping_pong",
             "defer_stores",
@@ -722,7 +777,7 @@ mod tests {
         );
         let t = super::MatmulPersistent::from_subset(&b, &names).unwrap();
         assert_eq!(t.subset_binding(&names), b);
-        assert_eq!((t.block_k, t.defer_stores), (102, 110));
+        assert_eq!((t.block_k, t.cluster_n, t.defer_stores), (102, 108, 111));
     }
 
     /// The kernels on v6's tile whose spaces cover some of its hyperparameters give back

@@ -78,6 +78,7 @@ impl<T> QuantMatmulRing<T> {
             persistent: 1,
             tma_store: 0,
             cluster_m: 1,
+            cluster_n: 1,
             hilbert: 0,
             ping_pong: 0,
             defer_stores: 0,

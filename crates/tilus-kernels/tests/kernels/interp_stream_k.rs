@@ -1,7 +1,7 @@
 //! Stream-K on the CPU interpreter against the f64 CPU reference. The interpreter models four
 //! multiprocessors, so at these sizes the last two rounds' tiles are shared out by K steps:
 //! tiles finished by one block alone, tiles split between two (a partial left, the finisher
-//! waiting on its flag), ragged edges in M, N and K, pairs of blocks. The flags are zero
+//! waiting on its flag), ragged edges in M, N and K, pairs of blocks along M and along N. The flags are zero
 //! again afterwards, and a second launch on the same workspace is right too.
 
 use tilus::prelude::f16;
@@ -68,6 +68,15 @@ fn stream_k_shares_the_last_rounds_alone_and_in_pairs() {
     };
     // pairs of 256 x 128: 9 units on 2 pairs, 3 shared
     check(pairs, (520, 380, 328), 3);
+    let pairs_along_n = MatmulPersistent {
+        block_n: 128,
+        cluster_n: 2,
+        stages: 3,
+        ..MatmulPersistent::default()
+    };
+    // pairs of 128 x 256 sharing A: 5 tile rows of 3 units (the last unit's second tile
+    // outside C), 15 units on 2 pairs: not whole rounds, the last two rounds' shared
+    check(pairs_along_n, (520, 600, 328), 6);
     // 128 x 192: three chunks of C per tile through two staging buffers, so a tile's first
     // chunk reuses the buffer of the tile before's last store; 15 tiles, 3 shared
     let three_chunks = MatmulPersistent {

@@ -11,6 +11,7 @@ use tilus_kernels::gemm::operand::Bf16;
 fn every_form_matches_cublas() {
     tilus_bench::test_cache!();
     let mut forms = super::interp_v6::forms();
+    forms.extend(super::interp_v6::pairs_along_n());
     forms.push(MatmulPersistent::default());
     forms_on_gpu("v6", forms);
 }
@@ -28,6 +29,7 @@ fn every_form_matches_cublas_in_bf16() {
     tilus_bench::test_cache!();
     let mut forms: Vec<Bf16<MatmulPersistent>> =
         super::interp_v6::forms().into_iter().map(Bf16).collect();
+    forms.extend(super::interp_v6::pairs_along_n().into_iter().map(Bf16));
     forms.push(Bf16(MatmulPersistent::default()));
     forms_on_gpu("v6", forms);
 }

@@ -54,6 +54,7 @@ pub fn forms() -> Vec<MatmulPersistent> {
                 persistent,
                 tma_store,
                 cluster_m,
+                cluster_n: 1,
                 hilbert,
                 ping_pong,
                 defer_stores,
@@ -96,6 +97,7 @@ pub fn forms() -> Vec<MatmulPersistent> {
                 persistent,
                 tma_store,
                 cluster_m,
+                cluster_n: 1,
                 hilbert,
                 ping_pong,
                 defer_stores,
@@ -105,31 +107,94 @@ pub fn forms() -> Vec<MatmulPersistent> {
     .collect()
 }
 
+/// Pairs of blocks on neighbouring tile columns sharing their A tile (`cluster_n = 2`):
+/// 128 × 128 tiles with three stages, persistent (groups of two tile rows, TMA stores) and one
+/// block per tile (stores from registers); six stages with stores deferred (the form cuBLAS
+/// runs at 512 × 4096²); Hilbert order; ping-pong on 64 × 128 tiles (A staged whole, its
+/// halves multicast); 128 × 256 tiles, four stages, deferred stores.
+pub fn pairs_along_n() -> Vec<MatmulPersistent> {
+    [
+        (128, 128, 3, 2, 1, 1, 0, 0, 0),
+        (128, 128, 3, 1, 0, 0, 0, 0, 0),
+        (128, 128, 6, 8, 1, 1, 0, 0, 1),
+        (128, 128, 3, 2, 1, 1, 1, 0, 0),
+        (64, 128, 4, 2, 1, 1, 0, 1, 0),
+        (128, 256, 4, 8, 1, 1, 0, 0, 1),
+    ]
+    .into_iter()
+    .map(
+        |(block_m, block_n, stages, group_m, persistent, tma_store, hilbert, ping_pong, defer)| {
+            MatmulPersistent {
+                block_m,
+                block_n,
+                block_k: 64,
+                stages,
+                group_m,
+                persistent,
+                tma_store,
+                cluster_m: 1,
+                cluster_n: 2,
+                hilbert,
+                ping_pong,
+                defer_stores: defer,
+            }
+        },
+    )
+    .collect()
+}
+
+/// A form against the reference at multiples of its tile and at ragged shapes (seeds from
+/// `seed`).
+fn check_form(config: &MatmulPersistent, seed: u64) {
+    let (bm, bn, bk) = (
+        config.block_m as usize,
+        config.block_n as usize,
+        config.block_k as usize,
+    );
+    // 3 × 3 tiles on the interpreter's four multiprocessors: three blocks of three tiles
+    // alone (in ping-pong two for one warp group, one for the other), two pairs of three
+    // units in pairs (the last unit's second tile outside C); 4 steps each
+    check(config, (3 * bm, 3 * bn, 4 * bk), 60 + seed);
+    // ragged in every dimension (stored from registers: rows of 600 bytes at 128-column
+    // tiles), 2 × 3 tiles, 3 steps per tile
+    check(config, (bm + 72, 2 * bn + 44, 2 * bk + 8), 70 + seed);
+    // ragged, with rows a TMA store can take: the last tile's chunks are clipped
+    check(config, (bm + 72, 2 * bn + 40, 2 * bk + 8), 80 + seed);
+    if config.persistent == 0 {
+        // one tile per block: K long enough for every stage to be filled three times
+        // (phases 0, 1, 0), ragged
+        let steps = crate::k_steps(config.stages);
+        check(config, (bm + 72, bn + 8, steps * bk + 8), 100 + seed);
+    }
+}
+
 #[test]
 fn every_form_is_exact_at_multiples_and_ragged_shapes() {
     tilus_bench::test_cache!();
     for (i, config) in forms().iter().enumerate() {
-        let (bm, bn, bk) = (
-            config.block_m as usize,
-            config.block_n as usize,
-            config.block_k as usize,
-        );
-        // 3 × 3 tiles on the interpreter's four multiprocessors: three blocks of three tiles
-        // alone (in ping-pong two for one warp group, one for the other), two pairs of three
-        // units in pairs; 4 steps each
-        check(config, (3 * bm, 3 * bn, 4 * bk), 60 + i as u64);
-        // ragged in every dimension (stored from registers: rows of 600 bytes at 128-column
-        // tiles), 2 × 3 tiles, 3 steps per tile
-        check(config, (bm + 72, 2 * bn + 44, 2 * bk + 8), 70 + i as u64);
-        // ragged, with rows a TMA store can take: the last tile's chunks are clipped
-        check(config, (bm + 72, 2 * bn + 40, 2 * bk + 8), 80 + i as u64);
-        if config.persistent == 0 {
-            // one tile per block: K long enough for every stage to be filled three times
-            // (phases 0, 1, 0), ragged
-            let steps = crate::k_steps(config.stages);
-            check(config, (bm + 72, bn + 8, steps * bk + 8), 100 + i as u64);
-        }
+        check_form(config, i as u64);
     }
+}
+
+#[test]
+fn pairs_along_n_are_exact_at_multiples_and_ragged_shapes() {
+    tilus_bench::test_cache!();
+    for (i, config) in pairs_along_n().iter().enumerate() {
+        check_form(config, 200 + i as u64);
+    }
+}
+
+#[test]
+fn pairs_along_both_axes_at_once_are_refused() {
+    let config = MatmulPersistent {
+        cluster_m: 2,
+        cluster_n: 2,
+        ..MatmulPersistent::default()
+    };
+    let e = tilus::build(&config, &[4096, 4096])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("pairs along one axis"), "{e}");
 }
 
 #[test]

@@ -44,6 +44,7 @@ impl std::fmt::Debug for MatmulStreamK {
             .field("stages", &t.stages)
             .field("group_m", &t.group_m)
             .field("cluster_m", &t.cluster_m)
+            .field("cluster_n", &t.cluster_n)
             .finish()
     }
 }
@@ -127,7 +128,7 @@ impl MatmulStreamK {
             STORE_CHUNK
         };
         let stores = t.c_stores(k, gc, n_size, width);
-        let per_unit = if t.cluster_m == 2 { 2 } else { 1 };
+        let per_unit = t.per_unit();
         let sk = StreamK::new(
             (t.block_m, t.block_n, t.group_rows(), per_unit),
             CastAndStore::new(stores, t.block_n, false),
@@ -144,7 +145,14 @@ impl MatmulStreamK {
 }
 
 /// The hyperparameters stream-K's search space covers (v6's others keep their defaults).
-const STREAM_K_TUNED: &[&str] = &["block_m", "block_n", "stages", "group_m", "cluster_m"];
+const STREAM_K_TUNED: &[&str] = &[
+    "block_m",
+    "block_n",
+    "stages",
+    "group_m",
+    "cluster_m",
+    "cluster_n",
+];
 
 /// The search space: v6's cooperative tiles, its stages and orders, alone or in pairs.
 impl Tunable for MatmulStreamK {
@@ -157,6 +165,7 @@ impl Tunable for MatmulStreamK {
             .and_then(|s| s.values("stages", &[3, 4]))
             .and_then(|s| s.values("group_m", &[1, 8]))
             .and_then(|s| s.values("cluster_m", &[1, 2]))
+            .and_then(|s| s.values("cluster_n", &[1]))
             .expect("the stream-K space is well formed")
     }
 
