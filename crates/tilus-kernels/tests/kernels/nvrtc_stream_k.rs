@@ -39,6 +39,30 @@ fn every_config_of_the_stream_k_space_compiles_within_its_spill_bound() {
     assert!(compiled >= 16, "only {compiled} configurations compiled");
 }
 
+/// The 128 × 128 forms `Gemm` times at mid sizes, alone and in pairs sharing A (not in the
+/// space: `cluster_n`), compile within the spill bound in f16 and bf16, the pairs in clusters
+/// of two.
+#[test]
+fn the_narrow_forms_alone_and_in_pairs_along_n_compile_within_the_spill_bound() {
+    tilus_bench::test_cache!();
+    for cluster_n in [1, 2] {
+        let mut config = MatmulStreamK::default();
+        config.tile.block_n = 128;
+        config.tile.stages = 6;
+        config.tile.cluster_n = cluster_n;
+        let f16 = tilus::build(&config, &[4096, 4096]).unwrap();
+        let bf16 = tilus::build(&Bf16(config.clone()), &[4096, 4096]).unwrap();
+        for c in [f16, bf16] {
+            assert!(
+                c.report.spill_stores <= SPILL_BOUND && c.report.stack_frame <= SPILL_BOUND,
+                "{config:?}: {:?}",
+                c.report
+            );
+            assert_eq!(c.plan.cluster[0], cluster_n as u32, "{config:?}");
+        }
+    }
+}
+
 /// Every fifth configuration of the space (5 of 24; the sample takes every value of every
 /// hyperparameter: checked) in bf16: each compiles within the spill bound, with at most 255
 /// registers (none is rejected).
