@@ -2,8 +2,8 @@
 //! who do not write kernels. It holds the kernels that suit different shapes — v6 (a
 //! persistent, warp-specialized kernel: large problems), stream-K (v6 with its last two
 //! rounds' tiles shared out by K steps: shapes whose tiles do not fill the machine in whole
-//! rounds; a second, 128 × 128 form, alone or in pairs sharing A, for mid-size shapes whose
-//! 128 × 128 tiles are about one round), split-K (small M: K in ranges, so that every multiprocessor
+//! rounds; a second, 128 × 128 form shares out every tile of mid-size shapes whose 128 × 128
+//! tiles are about one round), split-K (small M: K in ranges, so that every multiprocessor
 //! has work) and the general GEMM (any K: rows TMA cannot read are staged first) — each
 //! autotuned over its own space on first use of a problem, and picks between them per shape:
 //! a shape where more than one applies is timed with each once (CUDA events, the median of a
@@ -60,10 +60,6 @@ pub enum Kernel {
     /// Stream-K on 128 × 128 tiles with six stages: mid-size shapes (M of 128 to a few
     /// thousand, long K) whose larger tiles leave multiprocessors idle.
     StreamKNarrow,
-    /// The same in pairs of blocks on neighbouring tile columns sharing their A tile
-    /// (`cluster_n = 2`): cuBLAS's form at 512 × 4096² on an H100, where the 128 × 128
-    /// tiles' main loop waits on L2 (docs/perf.md).
-    StreamKNarrowPairs,
     /// The general GEMM (`gemm::general`), its operands staged into rows TMA can read.
     General,
 }
@@ -76,7 +72,6 @@ impl Kernel {
             Kernel::SplitK => "split_k",
             Kernel::StreamK => "stream_k",
             Kernel::StreamKNarrow => "stream_k_128x128",
-            Kernel::StreamKNarrowPairs => "stream_k_128x128_pairs_n",
             Kernel::General => "general",
         }
     }
@@ -86,20 +81,20 @@ impl Kernel {
 /// not start on 16-byte boundaries (K not a multiple of 8) only the general GEMM takes; the
 /// others are timed against each other: split-K up to [`SPLIT_K_MAX_M`] rows, stream-K on
 /// v6's tiles beyond (below, its tiles are fewer than a round and it shares none), and
-/// stream-K on 128 × 128 tiles from [`STREAM_K_NARROW_MIN_M`] rows, alone and in pairs
-/// sharing A (at 256 × 8192 × 8192, 512 × 4096 × 4096 and 2048 × 1024 × 8192 it ran 0.91×
-/// cuBLAS where the others reached 0.84–0.90×; see docs/perf.md).
+/// stream-K on 128 × 128 tiles from [`STREAM_K_NARROW_MIN_M`] rows (at 256 × 8192 × 8192,
+/// 512 × 4096 × 4096 and 2048 × 1024 × 8192 it ran 0.91× cuBLAS where the others reached
+/// 0.84–0.90×; see docs/perf.md).
 ///
 /// ```
 /// use tilus_kernels::gemm::{candidates, Kernel, SPLIT_K_MAX_M};
 /// assert_eq!(candidates((16, 4096, 4096)), [Kernel::SplitK, Kernel::V6]);
 /// assert_eq!(
 ///     candidates((SPLIT_K_MAX_M, 4096, 4096)),
-///     [Kernel::SplitK, Kernel::V6, Kernel::StreamKNarrow, Kernel::StreamKNarrowPairs]
+///     [Kernel::SplitK, Kernel::V6, Kernel::StreamKNarrow]
 /// );
 /// assert_eq!(
 ///     candidates((SPLIT_K_MAX_M + 1, 4096, 4096)),
-///     [Kernel::V6, Kernel::StreamK, Kernel::StreamKNarrow, Kernel::StreamKNarrowPairs]
+///     [Kernel::V6, Kernel::StreamK, Kernel::StreamKNarrow]
 /// );
 /// assert_eq!(candidates((4096, 4096, 4095)), [Kernel::General]);
 /// ```
@@ -112,7 +107,7 @@ pub fn candidates((m, _, k): (usize, usize, usize)) -> Vec<Kernel> {
         vec![Kernel::V6, Kernel::StreamK]
     };
     if m >= STREAM_K_NARROW_MIN_M {
-        options.extend([Kernel::StreamKNarrow, Kernel::StreamKNarrowPairs]);
+        options.push(Kernel::StreamKNarrow);
     }
     options
 }
@@ -128,13 +123,6 @@ fn stream_k_narrow() -> MatmulStreamK {
     let mut config = MatmulStreamK::default();
     config.tile.block_n = 128;
     config.tile.stages = 6;
-    config
-}
-
-/// The same in pairs sharing A ([`Kernel::StreamKNarrowPairs`]).
-fn stream_k_narrow_pairs() -> MatmulStreamK {
-    let mut config = stream_k_narrow();
-    config.tile.cluster_n = 2;
     config
 }
 
@@ -186,7 +174,6 @@ pub struct Gemm<T: Matmuls = f16> {
     split_k: SplitK<T>,
     stream_k: StreamK<T>,
     stream_k_narrow: StreamK<T>,
-    stream_k_narrow_pairs: StreamK<T>,
     general: GemmGeneral<T>,
     chosen: Mutex<HashMap<(usize, usize, usize), Kernel>>,
 }
@@ -201,7 +188,6 @@ impl<T: Matmuls> Gemm<T> {
             // default tile, 128 × 256
             stream_k: StreamK::fixed(Default::default(), device),
             stream_k_narrow: StreamK::fixed(stream_k_narrow(), device),
-            stream_k_narrow_pairs: StreamK::fixed(stream_k_narrow_pairs(), device),
             general: GemmGeneral::new(device).map_err(tilus::Error::from)?,
             chosen: Mutex::new(HashMap::new()),
         })
@@ -259,10 +245,6 @@ impl<T: Matmuls> Gemm<T> {
             Kernel::StreamK => self.stream_k.launch_on(stream, (m, n, k), (a, b), c)?,
             Kernel::StreamKNarrow => {
                 self.stream_k_narrow
-                    .launch_on(stream, (m, n, k), (a, b), c)?
-            }
-            Kernel::StreamKNarrowPairs => {
-                self.stream_k_narrow_pairs
                     .launch_on(stream, (m, n, k), (a, b), c)?
             }
             Kernel::General => self.general.run(stream, &tn_problem((m, n, k)), a, b, c)?,
@@ -343,7 +325,6 @@ mod tests {
             Kernel::SplitK,
             Kernel::StreamK,
             Kernel::StreamKNarrow,
-            Kernel::StreamKNarrowPairs,
             Kernel::General,
         ];
         let names: std::collections::BTreeSet<&str> = all.iter().map(|k| k.name()).collect();
@@ -366,16 +347,13 @@ mod tests {
         let small = vec![Kernel::SplitK, Kernel::V6];
         assert_eq!(candidates((1, n, k)), small);
         assert_eq!(candidates((STREAM_K_NARROW_MIN_M - 1, n, k)), small);
-        let narrow = [Kernel::StreamKNarrow, Kernel::StreamKNarrowPairs];
-        let mid = [&[Kernel::SplitK, Kernel::V6][..], &narrow].concat();
+        let mid = vec![Kernel::SplitK, Kernel::V6, Kernel::StreamKNarrow];
         assert_eq!(candidates((STREAM_K_NARROW_MIN_M, n, k)), mid);
         assert_eq!(candidates((SPLIT_K_MAX_M, n, k)), mid);
         assert_eq!(
             candidates((SPLIT_K_MAX_M + 1, n, k)),
-            [&[Kernel::V6, Kernel::StreamK][..], &narrow].concat()
+            vec![Kernel::V6, Kernel::StreamK, Kernel::StreamKNarrow]
         );
-        let pairs = stream_k_narrow_pairs().tile;
-        assert_eq!((pairs.cluster_m, pairs.cluster_n), (1, 2));
         let narrow = stream_k_narrow().tile;
         assert_eq!(
             (narrow.block_m, narrow.block_n, narrow.stages),
