@@ -92,8 +92,10 @@ pub struct MatmulPersistent {
     /// copying half of it into both (TMA multicast; `gemm/pair.rs`); 1: blocks alone.
     pub cluster_m: i32,
     /// 2: clusters of two blocks on neighbouring tile columns that share their A tile (the
-    /// same, along N: cuBLAS's 128 × 128 pairs at 512 × 4096², docs/perf.md); 1: blocks alone.
-    /// Not with `cluster_m = 2`. Not in the searched space (`--set cluster_n=2`).
+    /// same, along N: the form of cuBLAS's 128 × 128 pairs at 512 × 4096² on an H100); 1:
+    /// blocks alone. Not with `cluster_m = 2`. Not in the searched space (`--set cluster_n=2`):
+    /// slower than blocks alone wherever measured (0.82× cuBLAS against 0.92× at 512 × 4096²,
+    /// docs/perf.md).
     pub cluster_n: i32,
     /// 1: tiles in Hilbert order within squares of `group_m` tile rows and columns
     /// ([`Kernel::hilbert_tile`]; `group_m` a power of two); 0: grouped order. Not in the

@@ -39,9 +39,9 @@ fn every_config_of_the_stream_k_space_compiles_within_its_spill_bound() {
     assert!(compiled >= 16, "only {compiled} configurations compiled");
 }
 
-/// The 128 × 128 forms `Gemm` times at mid sizes, alone and in pairs sharing A (not in the
-/// space: `cluster_n`), compile within the spill bound in f16 and bf16, the pairs in clusters
-/// of two.
+/// The 128 × 128 form `Gemm` times at mid sizes, and the same in pairs sharing A (not in the
+/// space: `cluster_n`; measured slower, docs/perf.md), compile within the spill bound in f16
+/// and bf16, the pairs in clusters of two.
 #[test]
 fn the_narrow_forms_alone_and_in_pairs_along_n_compile_within_the_spill_bound() {
     tilus_bench::test_cache!();
