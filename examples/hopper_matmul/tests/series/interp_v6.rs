@@ -76,35 +76,41 @@ pub fn forms() -> Vec<MatmulPersistent> {
             (128, 192, 4, 1, 1, 1, 2, 0, 0, 1),
         ]
         .into_iter()
-        .map(
-            |(
-                block_m,
-                block_n,
-                stages,
-                group_m,
-                persistent,
-                tma_store,
-                cluster_m,
-                hilbert,
-                ping_pong,
-                defer_stores,
-            )| MatmulPersistent {
-                block_m,
-                block_n,
-                block_k: 64,
-                stages,
-                group_m,
-                persistent,
-                tma_store,
-                cluster_m,
-                cluster_n: 1,
-                hilbert,
-                ping_pong,
-                defer_stores,
-            },
-        ),
+        .map(shaped),
     )
     .collect()
+}
+
+/// A form of v6 from `(block_m, block_n, stages, group_m, persistent, tma_store, cluster_m,
+/// hilbert, ping_pong, defer_stores)`, blocks alone along N.
+fn shaped(
+    (
+        block_m,
+        block_n,
+        stages,
+        group_m,
+        persistent,
+        tma_store,
+        cluster_m,
+        hilbert,
+        ping_pong,
+        defer_stores,
+    ): (i32, i32, i32, i32, i32, i32, i32, i32, i32, i32),
+) -> MatmulPersistent {
+    MatmulPersistent {
+        block_m,
+        block_n,
+        block_k: 64,
+        stages,
+        group_m,
+        persistent,
+        tma_store,
+        cluster_m,
+        cluster_n: 1,
+        hilbert,
+        ping_pong,
+        defer_stores,
+    }
 }
 
 /// Pairs of blocks on neighbouring tile columns sharing their A tile (`cluster_n = 2`):
@@ -114,32 +120,18 @@ pub fn forms() -> Vec<MatmulPersistent> {
 /// halves multicast); 128 × 256 tiles, four stages, deferred stores.
 pub fn pairs_along_n() -> Vec<MatmulPersistent> {
     [
-        (128, 128, 3, 2, 1, 1, 0, 0, 0),
-        (128, 128, 3, 1, 0, 0, 0, 0, 0),
-        (128, 128, 6, 8, 1, 1, 0, 0, 1),
-        (128, 128, 3, 2, 1, 1, 1, 0, 0),
-        (64, 128, 4, 2, 1, 1, 0, 1, 0),
-        (128, 256, 4, 8, 1, 1, 0, 0, 1),
+        (128, 128, 3, 2, 1, 1, 1, 0, 0, 0),
+        (128, 128, 3, 1, 0, 0, 1, 0, 0, 0),
+        (128, 128, 6, 8, 1, 1, 1, 0, 0, 1),
+        (128, 128, 3, 2, 1, 1, 1, 1, 0, 0),
+        (64, 128, 4, 2, 1, 1, 1, 0, 1, 0),
+        (128, 256, 4, 8, 1, 1, 1, 0, 0, 1),
     ]
     .into_iter()
-    .map(
-        |(block_m, block_n, stages, group_m, persistent, tma_store, hilbert, ping_pong, defer)| {
-            MatmulPersistent {
-                block_m,
-                block_n,
-                block_k: 64,
-                stages,
-                group_m,
-                persistent,
-                tma_store,
-                cluster_m: 1,
-                cluster_n: 2,
-                hilbert,
-                ping_pong,
-                defer_stores: defer,
-            }
-        },
-    )
+    .map(|form| MatmulPersistent {
+        cluster_n: 2,
+        ..shaped(form)
+    })
     .collect()
 }
 
