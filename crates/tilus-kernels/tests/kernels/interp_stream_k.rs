@@ -9,7 +9,17 @@ use tilus_bench::harness::{self, Rng};
 use tilus_kernels::gemm::persistent::MatmulPersistent;
 use tilus_kernels::gemm::stream_k::{flags_len, workspace_elements, workspace_len, MatmulStreamK};
 
-fn check(tile: MatmulPersistent, (m, n, k): (usize, usize, usize), seed: u64) {
+fn check(tile: MatmulPersistent, dims: (usize, usize, usize), seed: u64) {
+    check_on(tile, dims, seed, tilus::interp::Options::default());
+}
+
+/// [`check`] on the interpreter's options `opts` (its multiprocessors).
+fn check_on(
+    tile: MatmulPersistent,
+    (m, n, k): (usize, usize, usize),
+    seed: u64,
+    opts: tilus::interp::Options,
+) {
     let config = MatmulStreamK { tile };
     let mut rng = Rng::new(seed);
     let a = harness::seed_inputs::<f16>(m * k, k, &mut rng);
@@ -20,7 +30,7 @@ fn check(tile: MatmulPersistent, (m, n, k): (usize, usize, usize), seed: u64) {
     let mut flags = vec![0i32; flags_len()];
     for launch in 0..2 {
         let mut c = vec![f16::NAN; m * n];
-        tilus::interpret(
+        tilus::interpret_with(
             &config,
             (
                 m as i32,
@@ -32,6 +42,7 @@ fn check(tile: MatmulPersistent, (m, n, k): (usize, usize, usize), seed: u64) {
                 &mut w[..],
                 &mut flags[..],
             ),
+            &opts,
         )
         .unwrap_or_else(|e| panic!("{config:?} at {m}x{n}x{k}: {e}"));
         let check = harness::compare(&c, &expect);
@@ -85,6 +96,33 @@ fn stream_k_shares_the_last_rounds_alone_and_in_pairs() {
         ..MatmulPersistent::default()
     };
     check(three_chunks, (520, 560, 328), 4);
+}
+
+/// Pairs on a device of twelve multiprocessors (six pairs): several shared units are left
+/// partial at once, each pair's two blocks in slots of their own (a slot per block, not per
+/// unit: two units' partials would overwrite each other).
+#[test]
+fn stream_k_pairs_keep_their_partials_apart_when_many_units_are_shared() {
+    tilus_bench::test_cache!();
+    let opts = tilus::interp::Options {
+        multiprocessors: 12,
+        // a finisher waiting on a flag no one raises fails at once (the interpreter runs the
+        // writers first: a rightful wait sees its flag raised)
+        max_loop_iterations: 10_000,
+        ..Default::default()
+    };
+    for (cluster_m, cluster_n) in [(2, 1), (1, 2)] {
+        let pairs = MatmulPersistent {
+            block_n: 128,
+            cluster_m,
+            cluster_n,
+            stages: 3,
+            ..MatmulPersistent::default()
+        };
+        // 128 x 128 tiles, 7 x 5 of them: 20 units in pairs along M, 21 along N, on six
+        // pairs (not whole rounds): the last two rounds' 12 units shared, 6 K steps each
+        check_on(pairs, (840, 600, 384), 7, opts.clone());
+    }
 }
 
 /// The finisher's handshake (the partial, `fence_gpu`, the flag raised; the flag seen,
