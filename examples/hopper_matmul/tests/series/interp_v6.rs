@@ -44,21 +44,10 @@ pub fn forms() -> Vec<MatmulPersistent> {
     ]
     .into_iter()
     .map(
-        |(persistent, group_m, tma_store, cluster_m, hilbert, ping_pong, defer_stores)| {
-            MatmulPersistent {
-                block_m: 128,
-                block_n: 128,
-                block_k: 64,
-                stages: 3,
-                group_m,
-                persistent,
-                tma_store,
-                cluster_m,
-                cluster_n: 1,
-                hilbert,
-                ping_pong,
-                defer_stores,
-            }
+        |(persistent, group_m, tma_store, cluster_m, hilbert, ping_pong, defer)| {
+            // 128 x 128 tiles, three stages
+            let (p, g, t) = (persistent, group_m, tma_store);
+            shaped((128, 128, 3, g, p, t, cluster_m, hilbert, ping_pong, defer))
         },
     )
     .chain(
