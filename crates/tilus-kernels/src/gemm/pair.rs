@@ -26,8 +26,8 @@ pub enum PairAxis {
 
 /// See the module documentation.
 pub struct PairRing<T: Element = f16> {
-    /// The block's ring, as a block alone has it; only the copies of B and the releases
-    /// differ.
+    /// The block's ring, as a block alone has it; only the copies of the shared operand and
+    /// the releases differ.
     pub ring: Cooperative<T>,
     /// This block's rank in the pair.
     pub rank: Val,

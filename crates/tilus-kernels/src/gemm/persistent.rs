@@ -247,7 +247,7 @@ pub(crate) enum Operands<T: Element> {
     },
 }
 
-/// The two rings v6 runs on: a block's own ([`Cooperative`]), or a pair's sharing B
+/// The two rings v6 runs on: a block's own ([`Cooperative`]), or a pair's sharing B or A
 /// ([`PairRing`]).
 enum Ring<T: Element> {
     One(Cooperative<T>),
@@ -262,7 +262,8 @@ impl<T: Element> Ring<T> {
         self.cooperative().multiply(k, g, step, acc);
     }
 
-    /// The block's own ring (a pair's differs only in its copies of B and its releases).
+    /// The block's own ring (a pair's differs only in its copies of the shared operand and
+    /// its releases).
     fn cooperative(&self) -> &Cooperative<T> {
         match self {
             Ring::One(r) => r,
