@@ -256,7 +256,7 @@ enum Ring<T: Element> {
 
 impl<T: Element> Ring<T> {
     /// Consumer warp group `g`'s ring step `step` into `acc` (one product in flight): the
-    /// same in a pair, whose B tile holds both producers' halves.
+    /// same in a pair, whose shared tile holds both producers' halves.
     #[track_caller]
     fn multiply(&self, k: &mut Kernel, g: usize, step: Scalar, acc: &RegisterTensor<f32>) {
         self.cooperative().multiply(k, g, step, acc);
