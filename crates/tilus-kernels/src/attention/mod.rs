@@ -64,7 +64,7 @@ mod tests {
             DecodeAttention::new(128, 1, 12, None),
             DecodeAttention::new(128, 1, 4, Some(16)),
             dec.clone().with_direct(true),
-            dec.clone().with_merge(true),
+            dec.clone().with_merge(16),
         ];
         let mut staged = dec.clone();
         staged.stages = 3;

@@ -9,7 +9,7 @@ use tilus::cudarc::driver::CudaSlice;
 use tilus::lowp::F8E4M3;
 use tilus::runtime::Device;
 use tilus_bench::harness::Rng;
-use tilus_kernels::attention::decode::{Cache, CacheOf, DecodeOp};
+use tilus_kernels::attention::decode::{Cache, CacheOf, DecodeOp, Tiling};
 use tilus_kernels::attention::{AttentionElement, Heads};
 
 use crate::decode_reference::Step;
@@ -27,6 +27,27 @@ fn check<T: AttentionElement>(
     check_over::<T, T>((device, rng, op), (queries, heads), lens, page_size);
 }
 
+/// [`check`] with the host API's choices given (`DecodeOp::run_with`).
+fn check_tiled<T: AttentionElement>(
+    (device, rng, op): (&Device, &mut Rng, &DecodeOp<T>),
+    (queries, heads, tiling): (usize, Heads, Tiling),
+    lens: &[i32],
+    page_size: Option<usize>,
+) {
+    let step = Step::<T, T>::random(rng, (queries, heads), lens, page_size);
+    let scale = 1.25 / (heads.head_dim as f32).sqrt();
+    let on_device = OnDevice::upload(device, &step);
+    for round in 0..2 {
+        let (o, lse) = on_device.run(device, (op, tiling), &step, scale);
+        let what = format!(
+            "{} {:?} {tiling:?} lens {lens:?} round {round}",
+            T::NAME,
+            step.call
+        );
+        step.assert_matches(&what, scale, (&o, &lse));
+    }
+}
+
 /// [`check`] over a cache of `C`.
 fn check_over<T: AttentionElement, C: CacheOf<T>>(
     (device, rng, op): (&Device, &mut Rng, &DecodeOp<T>),
@@ -38,7 +59,7 @@ fn check_over<T: AttentionElement, C: CacheOf<T>>(
     let scale = 1.25 / (heads.head_dim as f32).sqrt();
     let on_device = OnDevice::upload(device, &step);
     for round in 0..2 {
-        let (o, lse) = on_device.run(device, op, &step, scale);
+        let (o, lse) = on_device.run(device, (op, Tiling::default()), &step, scale);
         let what = format!(
             "{} over {} {:?} lens {lens:?} round {round}",
             T::NAME,
@@ -72,11 +93,11 @@ impl<T: AttentionElement, C: CacheOf<T>> OnDevice<T, C> {
         }
     }
 
-    /// `o` and `lse` of the step by `op` into outputs full of NaN.
+    /// `o` and `lse` of the step by `op` with `tiling`'s choices into outputs full of NaN.
     fn run(
         &self,
         device: &Device,
-        op: &DecodeOp<T>,
+        (op, tiling): (&DecodeOp<T>, Tiling),
         step: &Step<T, C>,
         scale: f32,
     ) -> (Vec<T>, Vec<f32>) {
@@ -93,9 +114,9 @@ impl<T: AttentionElement, C: CacheOf<T>> OnDevice<T, C> {
             lens: &self.lens,
             scales: self.scales.as_ref(),
         };
-        op.run(
+        op.run_with(
             stream,
-            &step.call,
+            (&step.call, tiling),
             scale,
             &self.q,
             cache,
@@ -160,6 +181,61 @@ fn gpu_decode_splits_a_long_context_of_a_batch_of_one() {
     check((&device, &mut rng, &op), (1, heads), &[300], None);
     check((&device, &mut rng, &op), (1, heads), &[8192], None);
     check((&device, &mut rng, &op), (1, heads), &[20000], Some(64));
+}
+
+/// The merge in the kernel (the block that takes its group's last ticket weighs every
+/// split), where blocks finish in whatever order the device runs them: a batch of one split
+/// 16 and 32 ways, ragged contexts whose short ones leave splits empty, pages, several tokens
+/// (two blocks of rows per key-value head), both head dimensions it takes; each twice on one
+/// workspace, so that a counter not left at zero fails the second round (the host API checks
+/// them too).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_decode_merged_in_the_kernel_matches_the_reference() {
+    tilus_bench::test_cache!();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let mut rng = Rng::new(seed());
+    let op = DecodeOp::<f16>::new(&device).unwrap();
+    let op_bf16 = DecodeOp::<bf16>::new(&device).unwrap();
+    let merged = |splits| Tiling {
+        splits: Some(splits),
+        merge: Some(true),
+        ..Tiling::default()
+    };
+    let heads = Heads::new(32, 8, 128);
+    check_tiled(
+        (&device, &mut rng, &op),
+        (1, heads, merged(16)),
+        &[8192],
+        None,
+    );
+    check_tiled(
+        (&device, &mut rng, &op),
+        (1, heads, merged(32)),
+        &[5000],
+        Some(64),
+    );
+    let heads = Heads::new(8, 2, 64);
+    check_tiled(
+        (&device, &mut rng, &op_bf16),
+        (1, heads, merged(7)),
+        &[1, 700, 1500],
+        None,
+    );
+    check_tiled(
+        (&device, &mut rng, &op),
+        (3, heads, merged(4)),
+        &[3, 333, 1025],
+        Some(16),
+    );
+    // four tokens a block of rows: eight tokens take two blocks, each its own counter
+    let heads = Heads::new(12, 1, 128);
+    check_tiled(
+        (&device, &mut rng, &op),
+        (8, heads, merged(5)),
+        &[40, 2000],
+        Some(32),
+    );
 }
 
 /// The append on the device: the new tokens' rows written bit for bit into a contiguous and
@@ -247,7 +323,7 @@ fn append_then_step<T: AttentionElement, C: CacheOf<T>>(
     let what = format!("{} into {} {:?}", T::NAME, C::NAME, step.call.layout);
     assert_eq!(bits(&step.k), bits(&want_k), "{what}: the keys");
     assert_eq!(bits(&step.v), bits(&want_v), "{what}: the values");
-    let (o, lse) = on_device.run(device, op, &step, 0.1);
+    let (o, lse) = on_device.run(device, (op, Tiling::default()), &step, 0.1);
     step.assert_matches(&format!("{what}: after the append"), 0.1, (&o, &lse));
 }
 

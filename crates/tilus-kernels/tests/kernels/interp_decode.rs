@@ -169,11 +169,13 @@ fn interp_decode_append_writes_the_new_tokens_where_the_step_reads_them() {
     }
 }
 
-/// The merge in the kernel (the last split's blocks take the others' tickets and slots):
-/// ragged contexts whose short ones leave splits empty, pages of 16, several tokens; the
-/// counters are back at zero after the launch (checked by the host API).
+/// The merge in the kernel (every block takes a ticket; the one that takes its group's last
+/// weighs every split, each warp a row): ragged contexts whose short ones leave splits empty,
+/// pages of 16, several tokens; the counters are back at zero after the launch (checked by
+/// the host API). The interpreter runs the blocks in block order, so the last ticket is the
+/// last split's here; `gpu_decode` runs it in the device's order.
 #[test]
-fn interp_decode_merged_by_the_last_split_matches_the_reference() {
+fn interp_decode_merged_by_the_last_ticket_matches_the_reference() {
     let mut rng = Rng::new(seed());
     for (queries, heads, lens, page, splits) in [
         (1, Heads::new(8, 2, 64), &[1, 70, 200][..], None, 3),

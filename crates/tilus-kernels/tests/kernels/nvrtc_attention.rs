@@ -152,7 +152,7 @@ fn nvrtc_decode_compiles_at_every_head_dimension_and_layout_without_spills() {
             let overlapped = DecodeAttention::<f16>::new(d, 1, 4, Some(64)).with_overlap(true);
             compiled::<f16, _>(&overlapped);
             // several splits merged by the last one's blocks
-            let merged = DecodeAttention::<f16>::new(d, 1, 4, None).with_merge(true);
+            let merged = DecodeAttention::<f16>::new(d, 1, 4, None).with_merge(16);
             compiled::<f16, _>(&merged);
         }
         for splits in [1, 2, 32] {

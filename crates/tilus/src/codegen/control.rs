@@ -125,19 +125,34 @@ pub(super) fn emit(e: &mut Emitter, s: &Stmt) {
         }
         StmtKind::Sync {
             scope: SyncScope::Block,
+            vote: Some(v),
+        } => {
+            let cond = e.expr(&v.cond);
+            let t = format!(
+                "const bool {} = __syncthreads_or({cond});  // every thread: whether it held in any",
+                e.p.var(v.out).name
+            );
+            e.line(t);
+        }
+        StmtKind::Sync {
+            scope: SyncScope::Block,
+            ..
         } => e.line("__syncthreads();"),
         StmtKind::Sync {
             scope: SyncScope::Cluster,
+            ..
         } => e.line(
             "asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: \"memory\");  // every thread of the cluster",
         ),
         StmtKind::Sync {
             scope: SyncScope::ClusterRelaxed,
+            ..
         } => e.line(
             "asm volatile(\"barrier.cluster.arrive.relaxed.aligned;\\n\\tbarrier.cluster.wait.aligned;\" ::: \"memory\");  // every thread of the cluster, no memory ordered",
         ),
         StmtKind::Sync {
             scope: SyncScope::Group(g),
+            ..
         } => e.line(format!(
             "asm volatile(\"bar.sync {}, {};\" ::: \"memory\");  // threads {}..{}",
             g.barrier,

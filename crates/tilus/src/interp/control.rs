@@ -49,10 +49,17 @@ pub(crate) fn exec(b: &mut Block<'_, '_>, task: &mut Task<'_>, s: &Stmt) -> R<St
             task.env[var.0 as usize] = Some(v);
             Ok(Step::Next)
         }
-        StmtKind::Sync { scope } => Ok(Step::Wait(State::Sync {
-            loc: s.loc,
-            scope: *scope,
-        })),
+        StmtKind::Sync { scope, vote } => {
+            let vote = match vote {
+                Some(v) => Some((v.out, value(b, task, &v.cond, s.loc)? != 0)),
+                None => None,
+            };
+            Ok(Step::Wait(State::Sync {
+                loc: s.loc,
+                scope: *scope,
+                vote,
+            }))
+        }
         StmtKind::For { .. }
         | StmtKind::If { .. }
         | StmtKind::While { .. }

@@ -25,6 +25,7 @@ pub(crate) fn exec(
             Ok(Step::Wait(State::Sync {
                 loc,
                 scope: crate::ir::SyncScope::Block,
+                vote: None,
             }))
         }
         MbarrierInst::Arrive { bar, count } => {

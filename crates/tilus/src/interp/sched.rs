@@ -333,8 +333,31 @@ fn wake(b: &mut Block<'_, '_>, tasks: &mut [Task<'_>]) -> bool {
             .map(|t| t.threads.len())
             .sum();
         if at > 0 && at == expected as usize {
+            // `sync_any`: whether any thread's condition held, in each voter's variable
+            let any = tasks.iter().any(|t| {
+                barrier_of(t).is_some_and(|(i, _)| i == id)
+                    && matches!(
+                        t.state,
+                        State::Sync {
+                            vote: Some((_, true)),
+                            ..
+                        }
+                    )
+            });
             let mut met = vec![];
             for t in tasks.iter_mut() {
+                if let (
+                    Some((i, _)),
+                    State::Sync {
+                        vote: Some((out, _)),
+                        ..
+                    },
+                ) = (barrier_of(t), &t.state)
+                {
+                    if i == id {
+                        t.env[out.0 as usize] = Some(any as i64);
+                    }
+                }
                 if barrier_of(t).is_some_and(|(i, _)| i == id) {
                     met.extend_from_slice(&t.threads);
                     t.state = State::Run;
@@ -654,7 +677,7 @@ fn stuck(b: &Block<'_, '_>, tasks: &[Task<'_>]) -> Fail {
                     ));
                 }
             }
-            State::Sync { loc, scope } => {
+            State::Sync { loc, scope, .. } => {
                 let (range, what) = match scope {
                     SyncScope::Group(g) => (g.first..g.first + g.threads, "sync_group()"),
                     SyncScope::Block => (0..u32::MAX, "sync()"),

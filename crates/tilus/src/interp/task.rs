@@ -75,6 +75,9 @@ pub(crate) enum State {
     Sync {
         loc: Loc,
         scope: crate::ir::SyncScope,
+        /// `sync_any`: the variable that receives the block's answer, and this task's own
+        /// condition (the same in each of its threads).
+        vote: Option<(crate::ir::VarId, bool)>,
     },
     /// Waiting to meet the rest of its group before the statement at `loc`; `collective`: the
     /// statement needs whole warps and cannot run before they meet.

@@ -33,7 +33,7 @@ pub use launch::{
 pub use loc::Loc;
 pub use printer::{describe_stmt, print_program};
 pub use program::{Param, ParamKind, Program};
-pub use stmt::{GroupCopies, GroupKind, GroupSync, Stmt, StmtId, StmtKind, SyncScope};
+pub use stmt::{GroupCopies, GroupKind, GroupSync, Stmt, StmtId, StmtKind, SyncScope, Vote};
 pub use tensor::{
     BarrierArrayDecl, BarrierArrayId, BarrierRef, GlobalDecl, GlobalId, RegId, RegView,
     RegisterDecl, SharedDecl, SharedId, SharedView,

@@ -51,7 +51,7 @@ pub fn describe_stmt(p: &Program, s: &Stmt) -> String {
             copies,
             ..
         } => group_text(&Names { p }, *begin, *count, *kind, copies),
-        StmtKind::Sync { scope } => sync_text(scope),
+        StmtKind::Sync { scope, vote } => sync_text(&Names { p }, scope, vote),
         StmtKind::Inst(i) => pr.inst(i),
     }
 }
@@ -268,7 +268,10 @@ impl Printer<'_> {
                 self.block(body, depth + 1);
                 let _ = writeln!(self.out, "{}}}", "  ".repeat(depth));
             }
-            StmtKind::Sync { scope } => self.line(depth, sync_text(scope), s),
+            StmtKind::Sync { scope, vote } => {
+                let t = sync_text(&Names { p: self.p }, scope, vote);
+                self.line(depth, t, s)
+            }
             StmtKind::Inst(i) => {
                 let t = self.inst(i);
                 self.line(depth, t, s)
@@ -282,7 +285,10 @@ impl Printer<'_> {
 }
 
 /// `sync()`, or a group barrier with its threads and hardware barrier.
-fn sync_text(scope: &super::SyncScope) -> String {
+fn sync_text(pr: &Names<'_>, scope: &super::SyncScope, vote: &Option<super::Vote>) -> String {
+    if let Some(v) = vote {
+        return format!("let {} = sync_any({})", pr.name(v.out), pr.e(&v.cond));
+    }
     match scope {
         super::SyncScope::Block => "sync()".into(),
         super::SyncScope::Cluster => "cluster_sync()".into(),

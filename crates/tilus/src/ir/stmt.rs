@@ -129,6 +129,9 @@ pub enum StmtKind {
     Sync {
         /// Who meets.
         scope: SyncScope,
+        /// A block barrier that also votes (`sync_any`): whether the condition held in any
+        /// thread, in every thread's `out` after it.
+        vote: Option<Vote>,
     },
     /// A tile-level instruction.
     Inst(Inst),
@@ -185,6 +188,16 @@ pub struct GroupSync {
     pub threads: u32,
     /// The hardware barrier, 1 to 15.
     pub barrier: u32,
+}
+
+/// The vote of a block barrier (`__syncthreads_or`): each thread's `cond`, and the variable
+/// that receives, in every thread, whether any of them held.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Vote {
+    /// Each thread's condition (a boolean expression).
+    pub cond: Expr,
+    /// The block-wide answer: the same in every thread.
+    pub out: VarId,
 }
 
 /// Who a barrier waits for.

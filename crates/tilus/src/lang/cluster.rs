@@ -87,6 +87,7 @@ impl Kernel {
         self.push(
             StmtKind::Sync {
                 scope: SyncScope::Cluster,
+                vote: None,
             },
             Loc::caller(),
         );
@@ -104,6 +105,7 @@ impl Kernel {
         self.push(
             StmtKind::Sync {
                 scope: SyncScope::ClusterRelaxed,
+                vote: None,
             },
             Loc::caller(),
         );

@@ -839,9 +839,73 @@ impl Kernel {
         self.push(
             StmtKind::Sync {
                 scope: SyncScope::Block,
+                vote: None,
             },
             Loc::caller(),
         );
+    }
+
+    /// [`Kernel::sync`] that also votes: every thread of the block meets here, and each gets
+    /// back whether `cond` held in any of them (`__syncthreads_or`). What one thread learned
+    /// (inside `single_thread`, say, from an atomic) becomes the whole block's to branch on:
+    /// the block that took the last ticket, and only it, goes on to merge the others' work.
+    ///
+    /// ```
+    /// use tilus::prelude::*;
+    ///
+    /// #[derive(Clone, Debug, Hash)]
+    /// struct AnyNegative;
+    ///
+    /// impl Script for AnyNegative {
+    ///     type Args = (Ptr<i32>, PtrMut<i32>);
+    ///     fn body(&self, k: &mut Kernel, (x, out): Handles<Self::Args>) {
+    ///         k.blocks([1]);
+    ///         k.warps(4);
+    ///         let x = k.global_view::<i32>(x, [4]);
+    ///         let out = k.global_view::<i32>(out, [128]);
+    ///         // each warp reads its own element: the flag differs between warps
+    ///         let negative = k.var_i32(0);
+    ///         k.thread_groups(0, 32, 4, |k, w| {
+    ///             let mine = k.load_global_scalar(&x, [w]);
+    ///             k.if_(mine.lt(0), |k| k.assign(negative, 1));
+    ///         });
+    ///         let any = k.sync_any(negative.ne_(0));
+    ///         let flag = k.register_tensor::<i32>([128], 0.0);
+    ///         k.if_(any, |k| k.assign_tile(&flag, flag + 1));
+    ///         k.store_global(&out, &flag, [0]);
+    ///     }
+    /// }
+    ///
+    /// let mut x = [5i32; 4];
+    /// let mut out = [9i32; 128];
+    /// tilus::interpret(&AnyNegative, (&x[..], &mut out[..])).unwrap();
+    /// assert!(out.iter().all(|&v| v == 0));
+    /// x[2] = -1;
+    /// tilus::interpret(&AnyNegative, (&x[..], &mut out[..])).unwrap();
+    /// assert!(out.iter().all(|&v| v == 1));
+    /// ```
+    #[track_caller]
+    pub fn sync_any(&mut self, cond: impl Into<Scalar>) -> Val {
+        let name = self.fresh_name("any");
+        let out = self.new_var(name, DType::Bool, VarKind::Let);
+        let cond = cond.into().0;
+        if cond.dtype() != DType::Bool {
+            self.error(
+                Loc::caller(),
+                format!(
+                    "sync_any: the condition must be a comparison, not {}",
+                    cond.dtype()
+                ),
+            );
+        }
+        self.push(
+            StmtKind::Sync {
+                scope: SyncScope::Block,
+                vote: Some(crate::ir::Vote { cond, out }),
+            },
+            Loc::caller(),
+        );
+        Val::var(out, DType::Bool)
     }
 
     /// Barrier for the threads of the innermost thread group only (a named barrier,
@@ -905,6 +969,7 @@ impl Kernel {
         self.push(
             StmtKind::Sync {
                 scope: SyncScope::Group(group),
+                vote: None,
             },
             loc,
         );

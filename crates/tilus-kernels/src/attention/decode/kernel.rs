@@ -28,6 +28,7 @@ use super::super::forward::AttentionElement;
 use super::super::products::{accumulate, chunks_of, issue_accumulate, issue_scores};
 use super::super::softmax::OnlineSoftmax;
 use super::element::CacheElement;
+use super::merge::merge_row;
 use std::marker::PhantomData;
 use tilus::layout::RegisterLayout;
 use tilus::prelude::*;
@@ -91,11 +92,15 @@ pub struct DecodeAttention<T, C = T> {
     /// log-sum-exp straight to `o` and `lse` (no partial slots, no merge). Head dimensions
     /// up to 128 (at 256 the output in `T` beside the accumulator spills).
     pub direct: bool,
-    /// A split launch merges in the kernel: the blocks of every split but the last write
-    /// their partial slots and take a ticket; the last split's block waits for the others'
-    /// tickets and weighs their slots with its own rows into the output (no second launch).
-    /// Head dimensions up to 128 (a slot's tile beside the accumulator).
+    /// A split launch merges in the kernel: every block writes its partial slot and takes a
+    /// ticket, and the block that takes its group's last ticket weighs every split's slot
+    /// into the output, each warp a row (no second launch, no block waiting for another).
+    /// Head dimensions up to 128.
     pub merge: bool,
+    /// The most splits the kernel's merge reads at once: a power of two, at least the
+    /// launch's splits (each warp holds `merge_splits × head_dim` of a row); 0 without
+    /// `merge`.
+    pub merge_splits: i32,
     /// Step `j + 1`'s scores issued under step `j`'s values' product (the two products back
     /// to back), instead of each product waited for in turn. Within ±2% of the steps one after
     /// another on an H100 (docs/perf.md, 2026-12-07): off by default.
@@ -133,6 +138,7 @@ impl<T: Element, C: Element> DecodeAttention<T, C> {
             box_rows: page_size.map_or(0, |p| p.min(block_kv)),
             direct: false,
             merge: false,
+            merge_splits: 0,
             overlap: false,
             q_in_registers: <C as Element>::DTYPE != <T as Element>::DTYPE && head_dim <= 128,
             _t: PhantomData,
@@ -147,9 +153,15 @@ impl<T, C> DecodeAttention<T, C> {
         self
     }
 
-    /// The same kernel merging the splits itself or not.
-    pub fn with_merge(mut self, merge: bool) -> DecodeAttention<T, C> {
-        self.merge = merge;
+    /// The same kernel merging a launch of up to `splits` splits itself (`splits` ≥ 2), or
+    /// not (0 or 1: the slots left to [`super::merge::DecodeMerge`]).
+    pub fn with_merge(mut self, splits: i32) -> DecodeAttention<T, C> {
+        self.merge = splits > 1;
+        self.merge_splits = if self.merge {
+            (splits as u32).next_power_of_two() as i32
+        } else {
+            0
+        };
         self
     }
 
@@ -170,7 +182,7 @@ impl<T, C> DecodeAttention<T, C> {
     }
 
     /// Every hyperparameter, for equality and hashing.
-    fn key(&self) -> [i32; 10] {
+    fn key(&self) -> [i32; 11] {
         [
             self.head_dim,
             self.queries,
@@ -180,6 +192,7 @@ impl<T, C> DecodeAttention<T, C> {
             self.box_rows,
             self.direct as i32,
             self.merge as i32,
+            self.merge_splits,
             self.overlap as i32,
             self.q_in_registers as i32,
         ]
@@ -238,6 +251,7 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
             && slot % 8 == 0
             && (8..=BLOCK_ROWS).contains(&slot)
             && (self.box_rows == 0 || (self.box_rows >= 8 && bkv % self.box_rows == 0))
+            && (!self.merge || (2..=64).contains(&self.merge_splits) && self.merge_splits.count_ones() == 1)
             // one converted copy of a step: the next step's scores cannot run ahead
             && !(self.overlap && <C as Element>::DTYPE != <T as Element>::DTYPE)
             // Q's registers beside O's accumulator fit up to head dimension 128, and its
@@ -595,55 +609,54 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
         if self.direct {
             store_output(k, &acc, &lse);
         } else if self.merge {
-            let last = k.let_i32(splits - 1);
-            k.if_else(
-                x.lt(last),
-                |k| {
-                    // publish the slot, then take a ticket
-                    store_part(k);
-                    k.fence_gpu();
-                    k.sync();
-                    k.single_thread(|k| {
-                        k.atomic_add_scalar(&counts, [group_of_block], 1);
+            // every block publishes its slot and takes a ticket; the block that takes the
+            // last one (whichever split finishes last) merges the group's rows, each warp a
+            // row with every split at once: no block waits for another
+            store_part(k);
+            k.fence_gpu();
+            k.sync();
+            let took_last = k.var_i32(0);
+            k.single_thread(|k| {
+                let ticket = k.atomic_add_scalar(&counts, [group_of_block], 1);
+                k.if_(ticket.eq_(splits - 1), |k| {
+                    k.assign(took_last, 1);
+                    // back to zero for the next launch: every ticket of this one is taken
+                    k.atomic_exchange_scalar(&counts, [group_of_block], 0);
+                });
+            });
+            let merges = k.sync_any(took_last.ne_(0));
+            // (the flag alike in every thread again: the warps below run as whole warps)
+            k.assign(took_last, 0);
+            k.if_(merges, |k| {
+                // the other blocks' slots, published before their tickets
+                k.fence_gpu();
+                let width = d + 4;
+                let slots = Scalar::from(batch) * hkv * row_blocks * splits;
+                let o_part = k.global_view::<f32>(args.15, [slots.clone(), (width * 64).into()]);
+                let lse_part = k.global_view::<f32>(args.15, [slots, (width * 64).into()]);
+                let o = k.global_view::<T>(args.17, [rows_q.clone(), Scalar::from(d)]);
+                let lse_out = k.global_view::<f32>(args.18, [rows_q.clone(), Scalar::from(1)]);
+                // the block's real rows: `group` heads of each of its tokens
+                let block_tokens = k.var_i32(Scalar::from(nq) - t0);
+                k.if_(Scalar::from(tokens).lt(block_tokens), |k| {
+                    k.assign(block_tokens, tokens)
+                });
+                let real_rows = k.let_i32(block_tokens * group);
+                let first = k.let_i32(group_of_block * splits);
+                k.thread_groups(0, 32, 4, |k, w| {
+                    k.for_range(w, real_rows, 4, |k, i| {
+                        let (s, h) = (k.let_i32(i / group), k.let_i32(i % group));
+                        let r = k.let_i32(s * slot + h);
+                        let n = self.merge_splits;
+                        let views = (&o_part, &lse_part);
+                        let (out, total) =
+                            merge_row::<T>(k, views, (first, r), splits, (n, d, true));
+                        let row = k.let_i32((b * nq + t0 + s) * hq + hk * group + h);
+                        k.store_global(&o, &out, (row, 0));
+                        k.store_global(&lse_out, &total, (row, 0));
                     });
-                },
-                |k| {
-                    // every other split's ticket (then the counter back to zero), then
-                    // their slots, weighed with this block's rows in natural log space
-                    k.single_thread(|k| {
-                        let seen = k.var_i32(-1);
-                        k.while_(seen.ne_(last), |k| {
-                            let old = k.atomic_cas_scalar(&counts, [group_of_block], last, 0);
-                            k.assign(seen, old);
-                        });
-                    });
-                    k.sync();
-                    k.fence_gpu();
-                    let top = k.register_tensor::<f32>([BLOCK_ROWS, 1], None::<f64>);
-                    let z = k.register_tensor::<f32>([BLOCK_ROWS, 1], 1.0);
-                    k.assign_tile(&top, lse);
-                    k.for_range(0, last, 1, |k, s| {
-                        let row = k.let_i32((group_of_block * splits + s) * BLOCK_ROWS);
-                        let o_s = k.load_global(&part, (row, 0), [BLOCK_ROWS, d]);
-                        let l_s = k.load_global(&part, (row, d), [BLOCK_ROWS, 1]);
-                        let l_s = k.compute(where_(real.clone(), l_s, f32::NEG_INFINITY));
-                        let new_top = k.compute(top.maximum(l_s));
-                        let sub =
-                            k.compute(where_(new_top.eq_(f32::NEG_INFINITY), 0.0f32, new_top));
-                        let a = k.compute((top - sub).exp());
-                        let w = k.compute((l_s - sub).exp());
-                        let w_rows = k.convert_layout(&w);
-                        let o_s = k.compute(where_(real.clone(), o_s, 0.0f32));
-                        k.assign_tile(&acc, acc * a + o_s * w_rows);
-                        k.assign_tile(&z, z * a + w);
-                        k.assign_tile(&top, new_top);
-                    });
-                    let seen_any = z.gt(0.0f32);
-                    k.assign_tile(&acc, where_(seen_any.clone(), acc / z, 0.0f32));
-                    let total = k.compute(where_(seen_any, top + z.log(), f32::NEG_INFINITY));
-                    store_output(k, &acc, &total);
-                },
-            );
+                });
+            });
         } else {
             store_part(k);
         }
@@ -687,6 +700,7 @@ impl<T, C> std::fmt::Debug for DecodeAttention<T, C> {
             .field("box_rows", &self.box_rows)
             .field("direct", &self.direct)
             .field("merge", &self.merge)
+            .field("merge_splits", &self.merge_splits)
             .field("overlap", &self.overlap)
             .field("q_in_registers", &self.q_in_registers)
             .finish()

@@ -9,6 +9,7 @@
 
 use super::super::forward::AttentionElement;
 use std::marker::PhantomData;
+use tilus::layout::RegisterLayout;
 use tilus::prelude::*;
 
 /// The arguments: `rows` (the output's rows: batch · queries · query heads), `splits`, `hq`,
@@ -102,29 +103,58 @@ impl<T: AttentionElement> Script for DecodeMerge<T> {
         let r = k.let_i32(t % tokens * slot + h % group);
         let block = k.let_i32((b * hkv + h / group) * row_blocks + t / tokens);
         let first = k.let_i32(block * splits);
-        let l = k.load_global_or(&lse_part, (first, r * width + d), [n, 1], f64::NEG_INFINITY);
-        // (the outputs requested beside the log-sum-exps: one round trip to memory, not two)
-        let parts = k.load_global(&o_part, (first, r * width), [n, d]);
-        // the rows past this row's splits are the next row's: weighed by zero
-        let mine = k.arange([n, 1], 0).lt(splits);
-        let l = k.compute(where_(mine, l, f32::NEG_INFINITY));
-        let top = k.max(l, 0, true);
-        let top = k.compute(where_(top.eq_(f32::NEG_INFINITY), 0.0f32, top));
-        let w = k.compute((l - top).exp());
-        // the weights spread as the partial outputs' rows are
-        let w_rows = k.convert_layout(&w);
-        // (the slots past this row's splits belong to other blocks, written or not)
-        let mine = k.arange([n, 1], 0).lt(splits);
-        let weighted = k.compute(where_(mine, parts * w_rows, 0.0f32));
-        let num = k.sum(weighted, 0, true);
-        let num = k.convert_layout(&num);
-        let den = k.sum(w, 0, true);
-        let seen = den.gt(0.0f32);
-        let out = k.compute(where_(seen.clone(), num / den, 0.0f32).cast::<T>());
-        let total = k.compute(where_(seen, top + den.log(), f32::NEG_INFINITY));
+        let (out, total) =
+            merge_row::<T>(k, (&o_part, &lse_part), (first, r), splits, (n, d, false));
         k.store_global(&o, &out, (row, 0));
         k.store_global(&lse, &total, (row, 0));
     }
+}
+
+/// One row's merge: row `r` of the slots `first .. first + splits` (of `[slots, 64 · (d + 4)]`
+/// views of the partial slots, `o_part` and `lse_part` the same buffer), read at once as an
+/// `[n, d]` tile (`n` a power of two, at least `splits`), weighed by their log-sum-exps. The
+/// row's output in `T` (`[1, d]`) and its log-sum-exp (`[1, 1]`). Run by the whole group
+/// that calls it: a block ([`DecodeMerge`]), or one warp (`in_warp`) of the decode kernel's
+/// block that merges in the kernel, whose threads each hold every split of a few columns
+/// (the weights in every thread), so that nothing crosses threads but the loads.
+pub(super) fn merge_row<T: AttentionElement>(
+    k: &mut Kernel,
+    (o_part, lse_part): (&GlobalTensor<f32>, &GlobalTensor<f32>),
+    (first, r): (Val, Val),
+    splits: impl Into<Scalar>,
+    (n, d, in_warp): (i32, i32, bool),
+) -> (RegisterTensor<T>, RegisterTensor<f32>) {
+    let splits = splits.into();
+    let width = d + 4;
+    let l = k.load_global_or(lse_part, (first, r * width + d), [n, 1], f64::NEG_INFINITY);
+    // (the outputs requested beside the log-sum-exps: one round trip to memory, not two)
+    let parts = k.load_global(o_part, (first, r * width), [n, d]);
+    if in_warp {
+        let (n, d) = (n as i64, d as i64);
+        let columns =
+            RegisterLayout::spatial(&[1, 32]).compose(&RegisterLayout::local(&[n, d / 32]));
+        k.annotate_layout(&parts, columns);
+        let every = RegisterLayout::replicate(2, 32).compose(&RegisterLayout::local(&[n, 1]));
+        k.annotate_layout(&l, every);
+    }
+    // the rows past this row's splits are the next row's: weighed by zero
+    let mine = k.arange([n, 1], 0).lt(splits.clone());
+    let l = k.compute(where_(mine, l, f32::NEG_INFINITY));
+    let top = k.max(l, 0, true);
+    let top = k.compute(where_(top.eq_(f32::NEG_INFINITY), 0.0f32, top));
+    let w = k.compute((l - top).exp());
+    // the weights spread as the partial outputs' rows are (already, in a warp)
+    let w_rows = if in_warp { w } else { k.convert_layout(&w) };
+    // (the slots past this row's splits belong to other blocks, written or not)
+    let mine = k.arange([n, 1], 0).lt(splits);
+    let weighted = k.compute(where_(mine, parts * w_rows, 0.0f32));
+    let num = k.sum(weighted, 0, true);
+    let num = if in_warp { num } else { k.convert_layout(&num) };
+    let den = k.sum(w, 0, true);
+    let seen = den.gt(0.0f32);
+    let out = k.compute(where_(seen.clone(), num / den, 0.0f32).cast::<T>());
+    let total = k.compute(where_(seen, top + den.log(), f32::NEG_INFINITY));
+    (out, total)
 }
 
 impl<T> Clone for DecodeMerge<T> {

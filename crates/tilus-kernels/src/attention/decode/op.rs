@@ -229,7 +229,7 @@ impl<T: AttentionElement> DecodeOp<T> {
         scales_of::<C>(&c, cache.scales.map(|s| s.len()))?;
         let (splits, split_keys) = split_of::<T, C>(call, tiling, self.multiprocessors)?;
         let (direct, merge) = Self::plan(c.d, splits, tiling.merge);
-        let config = configured::<T, C>(call, tiling, (direct, merge));
+        let config = configured::<T, C>(call, tiling, (direct, merge), splits);
         let (parts, groups) = workspace(call, c.d, splits, direct);
         let mut ws = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
         if ws
@@ -360,7 +360,7 @@ impl<T: AttentionElement> DecodeOp<T> {
         contents(call, cache.table, cache.lens)?;
         let (splits, split_keys) = split_of::<T, C>(call, tiling, 132)?;
         let (direct, merge) = Self::plan(c.d, splits, tiling.merge);
-        let config = configured::<T, C>(call, tiling, (direct, merge));
+        let config = configured::<T, C>(call, tiling, (direct, merge), splits);
         let (parts, groups) = workspace(call, c.d, splits, direct);
         let mut part = vec![f32::NAN; parts];
         let mut counts = vec![0i32; groups];
@@ -560,13 +560,15 @@ impl<T: AttentionElement> DecodeOp<T> {
 }
 
 /// The kernel for `call` over a cache of `C`, with `tiling`'s stages and overlap and the
-/// launch's ending (`direct`, `merge`).
+/// launch's ending (`direct`, `merge` of `splits`).
 fn configured<T: AttentionElement, C: CacheElement>(
     call: &Decode,
     tiling: Tiling,
     (direct, merge): (bool, bool),
+    splits: usize,
 ) -> DecodeAttention<T, C> {
-    let mut config = call.kernel::<T, C>().with_direct(direct).with_merge(merge);
+    let merged = if merge { splits as i32 } else { 0 };
+    let mut config = call.kernel::<T, C>().with_direct(direct).with_merge(merged);
     if let Some(stages) = tiling.stages {
         config.stages = stages;
     }

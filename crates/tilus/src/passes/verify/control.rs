@@ -155,6 +155,7 @@ pub(super) fn check_stmt(c: &mut Checker, s: &Stmt, scope: &Scope) {
     match &s.kind {
         StmtKind::Sync {
             scope: SyncScope::Group(g),
+            ..
         } => {
             if scope.base != g.first || scope.threads != g.threads {
                 c.err(
@@ -179,6 +180,7 @@ pub(super) fn check_stmt(c: &mut Checker, s: &Stmt, scope: &Scope) {
         }
         StmtKind::Sync {
             scope: SyncScope::Cluster | SyncScope::ClusterRelaxed,
+            ..
         } => {
             if !c.p.clustered {
                 c.err(
@@ -204,6 +206,7 @@ pub(super) fn check_stmt(c: &mut Checker, s: &Stmt, scope: &Scope) {
         }
         StmtKind::Sync {
             scope: SyncScope::Block,
+            ..
         } => {
             if !scope.is_block {
                 c.err(

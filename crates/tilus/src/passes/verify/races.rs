@@ -249,7 +249,7 @@ impl Walk<'_, '_> {
                         }
                     }
                 },
-                StmtKind::Sync { scope } => match scope {
+                StmtKind::Sync { scope, .. } => match scope {
                     SyncScope::Group(_) => {
                         // the group's warps learn what any of them did before
                         let group = warps_of(threads);

@@ -193,7 +193,15 @@ fn walk(c: &mut Checker, sc: &mut Scopes, stmts: &[Stmt]) {
                 walk(c, sc, body);
                 sc.open.pop();
             }
-            StmtKind::Sync { .. } => {}
+            StmtKind::Sync { vote, .. } => {
+                if let Some(v) = vote {
+                    use_expr(c, sc, &v.cond, s.loc);
+                    sc.var_at[v.out.0 as usize] = sc.here(s.loc);
+                    if let Some(o) = sc.open.last_mut() {
+                        o.vars.insert(v.out);
+                    }
+                }
+            }
             StmtKind::Inst(i) => inst(c, sc, i, s.loc),
         }
     }
