@@ -151,9 +151,14 @@ fn nvrtc_decode_compiles_at_every_head_dimension_and_layout_without_spills() {
             // the steps overlapped
             let overlapped = DecodeAttention::<f16>::new(d, 1, 4, Some(64)).with_overlap(true);
             compiled::<f16, _>(&overlapped);
-            // several splits merged by the last one's blocks
-            let merged = DecodeAttention::<f16>::new(d, 1, 4, None).with_merge(16);
-            compiled::<f16, _>(&merged);
+            // several splits merged by the block that takes the last ticket, up to the
+            // most splits a launch has (each warp holds a row's splits)
+            for splits in [2, 16, 32] {
+                let merged = DecodeAttention::<f16>::new(d, 1, 4, None).with_merge(splits);
+                compiled::<f16, _>(&merged);
+            }
+            let merged = DecodeAttention::<bf16>::new(d, 8, 24, Some(32)).with_merge(5);
+            compiled::<bf16, _>(&merged);
         }
         for splits in [1, 2, 32] {
             no_spills(&DecodeMerge::<f16>::new(d, splits));
