@@ -352,7 +352,14 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                     .global_to_shared(&vc, &vs.rows(start, len), (row, hk * d), bar);
             }
         };
+        // a contiguous cache's first step is where the split starts whatever the context:
+        // its copies go out beside the context length's load instead of after it (a block
+        // whose split starts past its context waits for them before it ends)
+        let early = self.box_rows == 0;
         k.single_thread(|k| {
+            if early {
+                fetch(k, Val::constant(0), Scalar::from(0));
+            }
             // the slots that fit (a slot of 24 rows leaves 16 of the 64 unfilled)
             let q_bytes = sq.nbytes() / BLOCK_ROWS * (tokens * slot);
             k.mbarrier().arrive_and_expect_tx(qbar[0], q_bytes);
@@ -363,7 +370,7 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                     k.tma().global_to_shared(&q, &qs, (row, c * 64), qbar[0]);
                 }
             }
-            for s in 0..stages {
+            for s in (early as i32)..stages {
                 k.if_(Scalar::from(s).lt(steps), |k| {
                     fetch(k, Val::constant(s), Scalar::from(s))
                 });
@@ -569,6 +576,10 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                 // (the last step waited for everything; the text shows no product in flight)
                 k.wgmma().wait_group(0);
             }
+        }
+        if early {
+            // the first step's copies went out unasked: they land before the block ends
+            k.if_(steps.eq_(0), |k| k.mbarrier().wait(full[0], 0u32));
         }
 
         // normalized in place (a second tile of O would not fit at head dimension 256)
