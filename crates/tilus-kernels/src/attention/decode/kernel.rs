@@ -582,11 +582,15 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
             k.if_(steps.eq_(0), |k| k.mbarrier().wait(full[0], 0u32));
         }
 
-        // normalized in place (a second tile of O would not fit at head dimension 256)
+        // normalized in place (a second tile of O would not fit at head dimension 256), by
+        // each row's reciprocal: one division a row, not one (IEEE, with its slow path) an
+        // element, in the epilogue every block runs once
         let seen = softmax.l.gt(0.0f32);
+        let one = k.register_tensor::<f32>([BLOCK_ROWS, 1], 1.0);
+        let inv = k.compute(where_(seen.clone(), one / softmax.l, 0.0f32));
         match scales.map(|scales| k.load_global_scalar(&scales, [hkv + hk])) {
-            Some(vs) => k.assign_tile(&acc, where_(seen.clone(), acc / softmax.l * vs, 0.0f32)),
-            None => k.assign_tile(&acc, where_(seen.clone(), acc / softmax.l, 0.0f32)),
+            Some(vs) => k.assign_tile(&acc, where_(seen.clone(), acc * (inv * vs), 0.0f32)),
+            None => k.assign_tile(&acc, where_(seen.clone(), acc * inv, 0.0f32)),
         }
         let lse = k.compute(where_(
             seen,

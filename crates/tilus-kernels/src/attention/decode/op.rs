@@ -299,9 +299,9 @@ impl<T: AttentionElement> DecodeOp<T> {
     /// How a launch of `splits` splits ends: `(direct, merge)`. One split: the kernel writes
     /// the output (no slots), up to head dimension 128 (at 256 the output in `T` beside the
     /// accumulator would spill). Several: the slots are merged by [`DecodeMerge`], a second
-    /// launch that reads every split of a row at once; the kernel's own merge by its last
-    /// split's blocks (`merge`, [`Tiling::merge`]) reads them one after another and measured
-    /// slower (docs/perf.md: 50.7 µs against 29.3 at batch 1 × 8192).
+    /// launch that reads every split of a row at once, or (`merge`, [`Tiling::merge`]) by
+    /// the kernel itself: the block that takes its group's last ticket, each warp a row with
+    /// every split at once.
     fn plan(d: i32, splits: usize, merge: Option<bool>) -> (bool, bool) {
         let small = d <= 128;
         (
