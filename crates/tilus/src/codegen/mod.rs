@@ -334,23 +334,6 @@ impl<'p> Emitter<'p> {
     }
 
     fn prologue(&mut self) {
-        let maps: Vec<String> = (self.plan.params.iter())
-            .filter_map(|kp| match kp {
-                KernelParam::TensorMap(spec) => Some(spec.name.clone()),
-                _ => None,
-            })
-            .collect();
-        if !maps.is_empty() {
-            // a descriptor is fetched by the first copy that names it: each kernel's first
-            // copies would wait for that fetch before their own latency starts (a parameter,
-            // not the prior grid's output: safe before the wait below)
-            self.line("// the tensor maps' descriptors fetched now, under the prologue, not by the first copies");
-            let calls: Vec<String> = maps
-                .iter()
-                .map(|m| format!("tilus_prefetch_tensormap(&{m});"))
-                .collect();
-            self.line(format!("if (threadIdx.x == 0) {{ {} }}", calls.join(" ")));
-        }
         if self.p.waits_for_prior_grid {
             self.line("// the grid before this one in the stream complete and its writes visible (a no-op unless launched as its programmatic dependent)");
             self.line("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");");

@@ -92,11 +92,6 @@ static __device__ __forceinline__ u32 tilus_smem_addr(const void* p) {
         Core::TensorMap => {
             r#"// CUtensorMap: an opaque 128-byte, 64-byte aligned descriptor encoded by the host.
 struct alignas(64) CUtensorMap { u64 opaque[16]; };
-// The descriptor at `map` (a `__grid_constant__` parameter) brought on chip ahead of its first
-// copy, which would otherwise wait for it.
-static __device__ __forceinline__ void tilus_prefetch_tensormap(const CUtensorMap* map) {
-  asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<u64>(map)) : "memory");
-}
 "#
             .into()
         }

@@ -362,37 +362,6 @@ fn the_tma_store_emits_a_bulk_tensor_copy_its_commit_and_its_wait() {
 }
 
 #[test]
-fn every_tensor_map_is_prefetched_by_one_thread_before_the_first_copy() {
-    // two maps (the tile's source and the epilogue's destination)
-    let src = tilus::emit(&Epilogue::default(), &[]).unwrap();
-    let prefetch = src
-        .find("if (threadIdx.x == 0) { tilus_prefetch_tensormap(")
-        .expect("the prefetch in the prologue");
-    let line = &src[prefetch..prefetch + src[prefetch..].find('\n').unwrap()];
-    let maps: Vec<&str> = src
-        .lines()
-        .filter_map(|l| {
-            l.trim()
-                .strip_prefix("const __grid_constant__ CUtensorMap ")
-        })
-        .map(|m| m.trim_end_matches([',', ')']))
-        .collect();
-    assert_eq!(maps.len(), 2, "{src}");
-    for m in maps {
-        assert!(
-            line.contains(&format!("tilus_prefetch_tensormap(&{m});")),
-            "{m}: {line}"
-        );
-    }
-    let first_copy = src.find("tilus_tma_load_2d(s").expect("a copy");
-    assert!(prefetch < first_copy, "{src}");
-    assert!(src.contains("prefetch.tensormap [%0];"), "{src}");
-    // a kernel without maps prefetches nothing
-    let plain = tilus::emit(&Branches, &[]).unwrap();
-    assert!(!plain.contains("tilus_prefetch_tensormap"), "{plain}");
-}
-
-#[test]
 fn the_tma_store_epilogue_compiles_with_nvrtc() {
     for bug in [
         EpilogueBug::None,
