@@ -62,6 +62,9 @@ pub enum Control {
     /// while_(c < end, { body; c += step })`; `c` is the most recent scalar in the body.
     Count(Sc, Sc, Vec<Op>),
     Sync,
+    /// `sync_any(cond != 0)` wherever it lands: the block's answer becomes a scalar of the
+    /// body (0 or 1).
+    SyncAny(Sc),
     /// `sync_group()` in whatever group the operation lands in.
     SyncGroup,
     /// `fast_divisor(d).divmod(n)`: quotient and remainder become scalars of the body (a
@@ -227,6 +230,7 @@ impl Control {
                     .boxed(),
             ),
             (2, Just(Control::Sync.into()).boxed()),
+            (1, sc(m).prop_map(|c| Control::SyncAny(c).into()).boxed()),
             (1, Just(Control::SyncGroup.into()).boxed()),
             (
                 1,
@@ -356,6 +360,12 @@ impl Control {
                 });
             }
             Control::Sync => k.sync(),
+            Control::SyncAny(c) => {
+                let any = k.sync_any(r.scalar(c).ne_(0));
+                let v = k.var_i32(0);
+                k.if_(any, |k| k.assign(v, 1));
+                r.vals.push(v);
+            }
             Control::SyncGroup => k.sync_group(),
             Control::FastDivmod(d, n) => {
                 let fd = k.fast_divisor(r.scalar(d));
