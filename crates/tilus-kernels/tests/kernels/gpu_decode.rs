@@ -27,21 +27,22 @@ fn check<T: AttentionElement>(
     check_over::<T, T>((device, rng, op), (queries, heads), lens, page_size);
 }
 
-/// [`check`] with the host API's choices given (`DecodeOp::run_with`).
-fn check_tiled<T: AttentionElement>(
+/// [`check`] over a cache of `C` with the host API's choices given (`DecodeOp::run_with`).
+fn check_tiled<T: AttentionElement, C: CacheOf<T>>(
     (device, rng, op): (&Device, &mut Rng, &DecodeOp<T>),
     (queries, heads, tiling): (usize, Heads, Tiling),
     lens: &[i32],
     page_size: Option<usize>,
 ) {
-    let step = Step::<T, T>::random(rng, (queries, heads), lens, page_size);
+    let step = Step::<T, C>::random(rng, (queries, heads), lens, page_size);
     let scale = 1.25 / (heads.head_dim as f32).sqrt();
     let on_device = OnDevice::upload(device, &step);
     for round in 0..2 {
         let (o, lse) = on_device.run(device, (op, tiling), &step, scale);
         let what = format!(
-            "{} {:?} {tiling:?} lens {lens:?} round {round}",
+            "{} over {} {:?} {tiling:?} lens {lens:?} round {round}",
             T::NAME,
+            C::NAME,
             step.call
         );
         step.assert_matches(&what, scale, (&o, &lse));
@@ -55,19 +56,8 @@ fn check_over<T: AttentionElement, C: CacheOf<T>>(
     lens: &[i32],
     page_size: Option<usize>,
 ) {
-    let step = Step::<T, C>::random(rng, (queries, heads), lens, page_size);
-    let scale = 1.25 / (heads.head_dim as f32).sqrt();
-    let on_device = OnDevice::upload(device, &step);
-    for round in 0..2 {
-        let (o, lse) = on_device.run(device, (op, Tiling::default()), &step, scale);
-        let what = format!(
-            "{} over {} {:?} lens {lens:?} round {round}",
-            T::NAME,
-            C::NAME,
-            step.call
-        );
-        step.assert_matches(&what, scale, (&o, &lse));
-    }
+    let at = (queries, heads, Tiling::default());
+    check_tiled::<T, C>((device, rng, op), at, lens, page_size);
 }
 
 /// A step's buffers on the device.
@@ -203,26 +193,26 @@ fn gpu_decode_merged_in_the_kernel_matches_the_reference() {
         ..Tiling::default()
     };
     let heads = Heads::new(32, 8, 128);
-    check_tiled(
+    check_tiled::<f16, f16>(
         (&device, &mut rng, &op),
         (1, heads, merged(16)),
         &[8192],
         None,
     );
-    check_tiled(
+    check_tiled::<f16, f16>(
         (&device, &mut rng, &op),
         (1, heads, merged(32)),
         &[5000],
         Some(64),
     );
     let heads = Heads::new(8, 2, 64);
-    check_tiled(
+    check_tiled::<bf16, bf16>(
         (&device, &mut rng, &op_bf16),
         (1, heads, merged(7)),
         &[1, 700, 1500],
         None,
     );
-    check_tiled(
+    check_tiled::<f16, f16>(
         (&device, &mut rng, &op),
         (3, heads, merged(4)),
         &[3, 333, 1025],
@@ -230,7 +220,7 @@ fn gpu_decode_merged_in_the_kernel_matches_the_reference() {
     );
     // four tokens a block of rows: eight tokens take two blocks, each its own counter
     let heads = Heads::new(12, 1, 128);
-    check_tiled(
+    check_tiled::<f16, f16>(
         (&device, &mut rng, &op),
         (8, heads, merged(5)),
         &[40, 2000],
