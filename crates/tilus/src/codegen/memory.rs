@@ -5,8 +5,10 @@
 
 mod global;
 mod packed;
+mod row_uniform;
 
 pub(super) use global::{open_first_copy, stride_text as global_stride_text};
+pub(super) use row_uniform::row_uniform_tiles;
 
 use super::{c_type, Emitter, Helper};
 use crate::ir::{AtomicOp, DType, MemoryInst, RegId, RegisterDecl, SharedView};

@@ -53,6 +53,7 @@ pub fn emit_cuda(p: &Program, plan: &LaunchPlan) -> String {
         declared: vec![vec![]],
         unpacked: Default::default(),
         fence_operands: vec![],
+        row_uniform: memory::row_uniform_tiles(p),
     };
     let signature = e.signature();
     e.prologue();
@@ -98,6 +99,9 @@ pub(crate) struct Emitter<'p> {
     /// The register A operands of the wgmmas that follow the wgmma fence being emitted, up to
     /// the next commit or fence (set by [`Emitter::block`]): the fence pins them first.
     pub fence_operands: Vec<RegId>,
+    /// The boolean tiles with one value per row (see `memory/row_uniform.rs`): a masked
+    /// store reads them once per vector.
+    pub row_uniform: std::collections::HashSet<RegId>,
 }
 
 /// The C type a scalar variable of type `t` is held in: floats of every width in `float`.

@@ -1299,10 +1299,13 @@ fn a_masked_store_keeps_whole_vectors_and_checks_the_rest_element_by_element() {
         cols: 64,
         warps: 4,
         aligned: true,
+        rows_only: false,
     };
     let src = tilus::emit(&s, &[]).unwrap();
-    // 16-byte vectors where the mask keeps all eight elements
+    // 16-byte vectors where the mask keeps all eight elements (each flag read: the causal
+    // mask differs along a row)
     assert!(src.contains("tilus_vec<u32, 4>"), "{src}");
+    assert!(src.contains("r1[l + 6] && r1[l + 7])"), "{src}");
     assert!(src.contains("for (int j = 0; j < 8; ++j)"), "{src}");
     // a runtime row pitch with nothing known of it: element by element, the mask in the test
     let plain = tilus::emit(
@@ -1318,6 +1321,39 @@ fn a_masked_store_keeps_whole_vectors_and_checks_the_rest_element_by_element() {
         let c = build(&MaskedStore { warps, ..s.clone() }, &[]);
         assert_eq!(c.report.spill_stores, 0);
     }
+    // a mask of whole rows: one flag a vector; the view's runtime end may still cut one
+    let rows = tilus::emit(
+        &MaskedStore {
+            rows_only: true,
+            ..s.clone()
+        },
+        &[],
+    )
+    .unwrap();
+    assert!(
+        rows.contains("(u32)(tilus_c1 + 7) < (u32)(n) && r1[l + 0])"),
+        "{rows}"
+    );
+    assert!(!rows.contains("r1[l + 1]"), "{rows}");
+    assert!(rows.contains("for (int j = 0; j < 8; ++j)"), "{rows}");
+}
+
+/// A mask of whole rows over a tile that covers its view's known width: the vector is kept or
+/// dropped by one flag, with no column check and no element-by-element fallback.
+#[test]
+fn a_store_masked_by_rows_keeps_or_drops_whole_vectors() {
+    use crate::common::scripts::masks::RowMaskedStore;
+    let s = RowMaskedStore { rows: 16, warps: 4 };
+    let src = tilus::emit(&s, &[]).unwrap();
+    let store = &src[src.find("store_global(").expect("the store")..];
+    assert!(store.contains("tilus_vec<u32, 4>"), "{store}");
+    assert!(
+        store.contains("(u32)(tilus_c0) < (u32)(m) && r1[l + 0])"),
+        "{store}"
+    );
+    assert!(!store.contains("tilus_c1 +"), "{store}");
+    assert!(!store.contains("else"), "{store}");
+    assert_eq!(build(&s, &[]).report.spill_stores, 0);
 }
 
 /// Codes scaled in f16 ([`ScaledCodes`](crate::common::scripts::lowp::ScaledCodes)) run in

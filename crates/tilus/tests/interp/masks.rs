@@ -258,7 +258,10 @@ fn a_broken_assumption_is_refused_before_anything_runs() {
 fn a_masked_store_writes_exactly_the_kept_elements() {
     use crate::common::inputs::{fresh_seed, random_f16};
     use crate::common::scripts::masks::MaskedStore;
-    for ((rows, cols, warps), (m, n), (shift, len)) in MaskedStore::CASES {
+    let cases = MaskedStore::CASES
+        .into_iter()
+        .flat_map(|c| [(c, false), (c, true)]);
+    for (((rows, cols, warps), (m, n), (shift, len)), rows_only) in cases {
         // rows of whole 16-byte vectors: vectorized where the mask keeps a vector
         let aligned = n % 8 == 0;
         let s = MaskedStore {
@@ -266,6 +269,7 @@ fn a_masked_store_writes_exactly_the_kept_elements() {
             cols,
             warps,
             aligned,
+            rows_only,
         };
         let x = random_f16(m * n, fresh_seed());
         let before = random_f16(m * n, fresh_seed());
@@ -279,5 +283,24 @@ fn a_masked_store_writes_exactly_the_kept_elements() {
             bits(&want),
             "{s:?} {m}x{n} shift {shift} len {len}"
         );
+    }
+}
+
+/// A mask of whole rows over a tile as wide as its view: rows past `len` (and past the
+/// matrix) keep what the host put there.
+#[test]
+fn a_store_masked_by_rows_writes_exactly_the_kept_rows() {
+    use crate::common::inputs::{fresh_seed, random_f16};
+    use crate::common::scripts::masks::RowMaskedStore;
+    for ((rows, warps), m, len) in [((16, 4), 40, 27), ((32, 2), 32, 32), ((8, 4), 9, 0)] {
+        let s = RowMaskedStore { rows, warps };
+        let n = RowMaskedStore::COLS;
+        let x = random_f16(m * n, fresh_seed());
+        let before = random_f16(m * n, fresh_seed());
+        let mut out = before.clone();
+        run(&s, (m as i32, len, &x[..], &mut out[..])).unwrap_or_else(|e| panic!("{s:?}: {e}"));
+        let want = s.expected(&x, &before, len as usize);
+        let bits = |v: &[half::f16]| v.iter().map(|h| h.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&out), bits(&want), "{s:?} {m} rows, len {len}");
     }
 }

@@ -1741,12 +1741,16 @@ fn a_masked_store_writes_exactly_the_kept_elements_on_the_gpu() {
     cache_dir();
     let device = Device::open(0).expect("a Hopper GPU");
     let stream = device.stream();
-    for ((rows, cols, warps), (m, n), (shift, len)) in MaskedStore::CASES {
+    let cases = MaskedStore::CASES
+        .into_iter()
+        .flat_map(|c| [(c, false), (c, true)]);
+    for (((rows, cols, warps), (m, n), (shift, len)), rows_only) in cases {
         let s = MaskedStore {
             rows,
             cols,
             warps,
             aligned: n % 8 == 0,
+            rows_only,
         };
         let x = random_f16(m * n, fresh_seed());
         let before = random_f16(m * n, fresh_seed());
@@ -1759,6 +1763,32 @@ fn a_masked_store_writes_exactly_the_kept_elements_on_the_gpu() {
         let want = s.expected(&x, &before, n, (shift, len));
         let bits = |v: &[f16]| v.iter().map(|h| h.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&got), bits(&want), "{s:?} {m}x{n}");
+    }
+}
+
+/// The interpreter's row-masked store (`interp/masks.rs`) on the GPU: whole vectors kept or
+/// dropped by one flag each, no element-by-element fallback, bit for bit.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_store_masked_by_rows_writes_exactly_the_kept_rows_on_the_gpu() {
+    use crate::common::scripts::masks::RowMaskedStore;
+    cache_dir();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let stream = device.stream();
+    for ((rows, warps), m, len) in [((16, 4), 40, 27), ((32, 2), 32, 32), ((8, 4), 9, 0)] {
+        let s = RowMaskedStore { rows, warps };
+        let n = RowMaskedStore::COLS;
+        let x = random_f16(m * n, fresh_seed());
+        let before = random_f16(m * n, fresh_seed());
+        let dx = stream.clone_htod(&x).unwrap();
+        let mut dout = stream.clone_htod(&before).unwrap();
+        tilus::Jit::new(s.clone(), &device)
+            .launch(stream, (m as i32, len, &dx, &mut dout))
+            .unwrap();
+        let got = stream.clone_dtoh(&dout).unwrap();
+        let want = s.expected(&x, &before, len as usize);
+        let bits = |v: &[f16]| v.iter().map(|h| h.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want), "{s:?} {m} rows, len {len}");
     }
 }
 

@@ -41,6 +41,9 @@ pub(super) struct Walk {
     /// Whether a vector may be cut by the view's end (the innermost extent is not a known
     /// multiple of the width), so that it needs the element fallback.
     pub may_straddle: bool,
+    /// Whether every element of the tile lies inside the view along the innermost dimension,
+    /// known at compile time (a constant offset and extent): no check along it.
+    pub last_inside: bool,
 }
 
 impl Walk {
@@ -54,16 +57,24 @@ impl Walk {
             c.clone()
         };
         let mut all = self.outer.clone();
-        all.push(format!("(u32)({c}) < (u32)({n})"));
-        all.join(" && ")
+        if !self.last_inside {
+            all.push(format!("(u32)({c}) < (u32)({n})"));
+        }
+        if all.is_empty() {
+            "true".into()
+        } else {
+            all.join(" && ")
+        }
     }
 
     /// The check that the whole vector of `width` elements at local `l` is inside the view
-    /// and, with a mask (a bool tile laid out as the stored one), kept by it.
+    /// and, with a mask (a bool tile laid out as the stored one), kept by it: its first
+    /// element's flag for a mask with one value per row.
     pub fn whole_and_kept(&self, e: &Emitter, width: i64, mask: Option<&RegView>) -> String {
         let mut whole = self.inside(width - 1);
         if let Some(m) = mask {
-            let all: Vec<String> = (0..width)
+            let flags = if row_uniform(e, m) { 1 } else { width };
+            let all: Vec<String> = (0..flags)
                 .map(|j| read(e, m.tensor, &format!("l + {j}")))
                 .collect();
             whole = format!("{whole} && {}", all.join(" && "));
@@ -141,6 +152,12 @@ pub(super) fn open_walk(
         }
     }
     let n_last = shape[rank - 1].eval(&|_| None);
+    let at_last = offsets[rank - 1].eval(&|_| None);
+    // (a masked layout's kept elements end at its shape; its padding is checked above)
+    let last_inside = match (at_last, n_last) {
+        (Some(at), Some(n)) => at >= 0 && at + l.shape()[rank - 1] <= n,
+        _ => false,
+    };
     let bits = d.dtype.bits();
     Walk {
         outer,
@@ -153,7 +170,8 @@ pub(super) fn open_walk(
         } else {
             format!("{ptr} + {}", addr.join(" + "))
         },
-        may_straddle: width > 1 && n_last.is_none_or(|n| n % width != 0),
+        may_straddle: width > 1 && !last_inside && n_last.is_none_or(|n| n % width != 0),
+        last_inside,
     }
 }
 
@@ -220,6 +238,11 @@ pub(super) fn set(e: &mut Emitter, r: RegId, l: &str, v: &str) {
         )),
         Storage::Plain => e.line(format!("{name}[{l}] = {v};")),
     }
+}
+
+/// Whether mask `m` has one value along each row (as stored: untransposed).
+fn row_uniform(e: &Emitter, m: &RegView) -> bool {
+    !m.transposed && e.row_uniform.contains(&m.tensor)
 }
 
 pub(super) fn store_global(e: &mut Emitter, i: &MemoryInst) {
@@ -310,7 +333,10 @@ pub(super) fn store_global(e: &mut Emitter, i: &MemoryInst) {
         }
     }
     e.close();
-    if let Some(m) = mask {
+    // a mask with one value per row keeps or drops a vector whole: only the view's end may
+    // cut one
+    let partial_mask = mask.filter(|m| !row_uniform(e, m) || w.may_straddle);
+    if let Some(m) = partial_mask {
         // some of the vector's elements: those inside the view that the mask keeps
         e.open("else");
         e.line("#pragma unroll");

@@ -428,7 +428,8 @@ impl Script for AssumedRows {
 /// A masked store: block `b` loads rows `b·rows ..` of an `[m, n]` f16 matrix and stores back
 /// into an `[m, n]` output only the elements a causal mask keeps (column `c0 + j` at most row
 /// `b·rows + i + shift`) below a ragged length (`c0 + j < len`), for column tiles `c0` across
-/// the row; the output's other elements keep what the host put there.
+/// the row; the output's other elements keep what the host put there. With `rows_only`, the
+/// mask is one column wide (rows `b·rows + i + shift < len`), broadcast along each row.
 #[derive(Clone, Debug, Hash)]
 pub struct MaskedStore {
     pub rows: i32,
@@ -437,6 +438,8 @@ pub struct MaskedStore {
     /// `k.assume(n % 8 == 0)`: rows of whole 16-byte vectors, so that the store is
     /// vectorized where the mask keeps a vector whole.
     pub aligned: bool,
+    /// A mask of whole rows (`[rows, 1]`), not the causal one.
+    pub rows_only: bool,
 }
 
 /// `(rows, cols, warps)`, `(m, n)` and `(shift, len)` of a masked-store test.
@@ -458,7 +461,12 @@ impl MaskedStore {
         let mut want = out.to_vec();
         for (idx, w) in want.iter_mut().enumerate() {
             let (r, c) = ((idx / n) as i32, (idx % n) as i32);
-            if c <= r + shift && c < len {
+            let kept = if self.rows_only {
+                r + shift < len
+            } else {
+                c <= r + shift && c < len
+            };
+            if kept {
                 *w = x[idx];
             }
         }
@@ -485,8 +493,52 @@ impl Script for MaskedStore {
             let c0 = k.let_i32(t * cols);
             let tile = k.load_global(&gx, [r0, c0], [rows, cols]);
             let (i, j) = (k.arange([rows, 1], 0), k.arange([1, cols], 1));
-            let keep = (j.clone() + c0).le(i + r0 + shift).and((j + c0).lt(len));
-            k.store_global_where(&go, &tile, [r0, c0], keep);
+            if self.rows_only {
+                k.store_global_where(&go, &tile, [r0, c0], (i + r0 + shift).lt(len));
+            } else {
+                let keep = (j.clone() + c0).le(i + r0 + shift).and((j + c0).lt(len));
+                k.store_global_where(&go, &tile, [r0, c0], keep);
+            }
         });
+    }
+}
+
+/// A store of whole rows: block `b` copies rows `b·rows ..` of an `[m, 64]` f16 matrix (a
+/// width known when compiling, covered by one tile) into `out` where the row is below `len`;
+/// the mask is one column wide, so each 16-byte vector is kept or dropped whole.
+#[derive(Clone, Debug, Hash)]
+pub struct RowMaskedStore {
+    pub rows: i32,
+    pub warps: u32,
+}
+
+impl RowMaskedStore {
+    /// The matrix's width.
+    pub const COLS: usize = 64;
+
+    /// The host reference: the rows below `len` from `x`, the others from `out`.
+    pub fn expected(&self, x: &[f16], out: &[f16], len: usize) -> Vec<f16> {
+        let keep = len.min(x.len() / Self::COLS) * Self::COLS;
+        let mut want = out.to_vec();
+        want[..keep].copy_from_slice(&x[..keep]);
+        want
+    }
+}
+
+impl Script for RowMaskedStore {
+    type Args = (i32, i32, Ptr<f16>, PtrMut<f16>);
+    fn arg_names() -> &'static [&'static str] {
+        &["m", "len", "x", "out"]
+    }
+    fn body(&self, k: &mut Kernel, (m, len, x, out): Handles<Self::Args>) {
+        let (rows, cols) = (self.rows, Self::COLS as i32);
+        k.blocks([cdiv(m, rows)]);
+        k.warps(self.warps);
+        let gx = k.global_view(x, [m.into(), Scalar::from(cols)]);
+        let go = k.global_view(out, [m.into(), Scalar::from(cols)]);
+        let r0 = k.let_i32(k.block_idx().x * rows);
+        let tile = k.load_global(&gx, (r0, 0), [rows, cols]);
+        let i = k.arange([rows, 1], 0);
+        k.store_global_where(&go, &tile, (r0, 0), (i + r0).lt(len));
     }
 }
