@@ -24,6 +24,8 @@ pub struct Outcome {
     pub smem: Option<u32>,
     /// Blocks per multiprocessor.
     pub blocks: Option<u32>,
+    /// SASS instructions (the machine code's bytes over 16).
+    pub instructions: Option<u32>,
     /// Seconds NVRTC took (0 from the cache).
     pub seconds: f64,
     /// Why it failed.
@@ -45,6 +47,7 @@ pub fn compile_one(script: &dyn tilus::lang::DynScript, consts: &[i64]) -> Outco
         spills: None,
         smem: None,
         blocks: None,
+        instructions: None,
         seconds: 0.0,
         reason: String::new(),
     };
@@ -58,6 +61,7 @@ pub fn compile_one(script: &dyn tilus::lang::DynScript, consts: &[i64]) -> Outco
             o.spills = Some(c.report.spill_stores);
             o.smem = Some(c.plan.smem_bytes);
             o.blocks = Some(c.blocks_per_sm());
+            o.instructions = (c.report.code_bytes > 0).then_some(c.report.code_bytes / 16);
             o.seconds = c.compile_seconds;
             if c.report.spill_stores > 0 {
                 o.status = "spills";
@@ -103,24 +107,26 @@ pub fn run(entry: &Entry, size: &Size) -> CliResult<bool> {
         .collect();
     let opt = |v: Option<u32>| v.map(|x| x.to_string()).unwrap_or_else(|| "-".into());
     outln!(
-        "{:<34} {:<9} {:>5} {:>7} {:>9} {:>9} {:>8}  reason",
+        "{:<34} {:<9} {:>5} {:>7} {:>9} {:>9} {:>6} {:>8}  reason",
         "config",
         "status",
         "regs",
         "spills",
         "smem (B)",
         "blocks/SM",
+        "SASS",
         "nvrtc(s)"
     );
     for o in &outcomes {
         outln!(
-            "{:<34} {:<9} {:>5} {:>7} {:>9} {:>9} {:>8.2}  {}",
+            "{:<34} {:<9} {:>5} {:>7} {:>9} {:>9} {:>6} {:>8.2}  {}",
             o.config,
             o.status,
             opt(o.registers),
             opt(o.spills),
             opt(o.smem),
             opt(o.blocks),
+            opt(o.instructions),
             o.seconds,
             o.reason
         );

@@ -101,7 +101,10 @@ struct Attempt {
 fn attempt(name: &str, source: String, min_blocks: u32) -> Result<Attempt> {
     let out = compile_cubin(&source, name)?;
     NVRTC_RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let report = ResourceReport::parse(&out.log);
+    let mut report = ResourceReport::parse(&out.log);
+    if let Some(cubin) = &out.cubin {
+        report.code_bytes = report::code_bytes(cubin, name).unwrap_or(0);
+    }
     Ok(Attempt {
         source,
         cubin: out.cubin,
@@ -146,8 +149,15 @@ pub fn compile(program: &Program, plan: &LaunchPlan) -> Result<CompiledProgram> 
         } else {
             emit_with(meta.min_blocks)
         },
+        // (entries written before the report counted the code: counted now)
+        report: ResourceReport {
+            code_bytes: match meta.report.code_bytes {
+                0 => report::code_bytes(&cubin, &name).unwrap_or(0),
+                n => n,
+            },
+            ..meta.report
+        },
         cubin,
-        report: meta.report,
         plan: plan.clone(),
         cache_dir: Some(dir.clone()),
         key: key.clone(),

@@ -22,6 +22,20 @@ pub struct ResourceReport {
     /// spill and silent in every other column.
     #[serde(default)]
     pub serialized_wgmma: Option<String>,
+    /// Bytes of machine code (the cubin's `.text` section of the kernel; 16 per SASS
+    /// instruction): a kernel whose warps run far more code than the instruction cache holds
+    /// stalls for instructions (ncu's `no_instruction`). 0 when unknown.
+    #[serde(default)]
+    pub code_bytes: u32,
+}
+
+/// The size of kernel `name`'s machine code in `cubin` (an ELF file: the `.text.<name>`
+/// section), if the file has it.
+pub fn code_bytes(cubin: &[u8], name: &str) -> Option<u32> {
+    use object::{Object, ObjectSection};
+    let file = object::File::parse(cubin).ok()?;
+    let section = file.section_by_name(&format!(".text.{name}"))?;
+    u32::try_from(section.size()).ok()
 }
 
 fn number_before(line: &str, suffix: &str) -> Option<u32> {
@@ -85,8 +99,15 @@ mod tests {
                 stack_frame: 8,
                 static_shared: 16,
                 serialized_wgmma: None,
+                code_bytes: 0,
             }
         );
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_cubin_has_no_code_size() {
+        assert_eq!(code_bytes(b"not an ELF file", "k"), None);
+        assert_eq!(code_bytes(&[], "k"), None);
     }
 
     #[test]
