@@ -1357,7 +1357,7 @@ fn a_store_masked_by_rows_keeps_or_drops_whole_vectors() {
     assert_eq!(c.report.spill_stores, 0);
     // the report counts the machine code: whole 16-byte instructions, within the cubin
     let code = c.report.code_bytes as usize;
-    assert!(code >= 16 * 20 && code % 16 == 0, "{:?}", c.report);
+    assert!(code >= 16 * 20 && code.is_multiple_of(16), "{:?}", c.report);
     assert!(code < c.cubin.len(), "{:?}", c.report);
 }
 
