@@ -1346,7 +1346,11 @@ fn a_masked_store_keeps_whole_vectors_and_checks_the_rest_element_by_element() {
 #[test]
 fn a_store_masked_by_rows_keeps_or_drops_whole_vectors() {
     use crate::common::scripts::masks::RowMaskedStore;
-    let s = RowMaskedStore { rows: 16, warps: 4 };
+    let s = RowMaskedStore {
+        rows: 16,
+        warps: 4,
+        cols: 64,
+    };
     let src = tilus::emit(&s, &[]).unwrap();
     let store = &src[src.find("store_global(").expect("the store")..];
     assert!(store.contains("tilus_vec<u32, 4>"), "{store}");
@@ -1362,6 +1366,13 @@ fn a_store_masked_by_rows_keeps_or_drops_whole_vectors() {
     let code = c.report.code_bytes as usize;
     assert!(code >= 16 * 20 && code.is_multiple_of(16), "{:?}", c.report);
     assert!(code < c.cubin.len(), "{:?}", c.report);
+    // a tile past the rows' known end keeps its column check
+    let narrow = tilus::emit(&RowMaskedStore { cols: 56, ..s }, &[]).unwrap();
+    let store = &narrow[narrow.find("store_global(").expect("the store")..];
+    assert!(
+        store.contains("(u32)(tilus_c1 + 7) < (u32)(56) && r1[l + 0])"),
+        "{store}"
+    );
 }
 
 /// Codes scaled in f16 ([`ScaledCodes`](crate::common::scripts::lowp::ScaledCodes)) run in

@@ -292,9 +292,15 @@ fn a_masked_store_writes_exactly_the_kept_elements() {
 fn a_store_masked_by_rows_writes_exactly_the_kept_rows() {
     use crate::common::inputs::{fresh_seed, random_f16};
     use crate::common::scripts::masks::RowMaskedStore;
-    for ((rows, warps), m, len) in [((16, 4), 40, 27), ((32, 2), 32, 32), ((8, 4), 9, 0)] {
-        let s = RowMaskedStore { rows, warps };
-        let n = RowMaskedStore::COLS;
+    let cases = [
+        ((16, 4), 40, 27, 64),
+        ((32, 2), 32, 32, 64),
+        ((8, 4), 9, 0, 64),
+    ];
+    let narrow = [((16, 4), 40, 27, 56), ((8, 4), 9, 9, 40)];
+    for ((rows, warps), m, len, cols) in cases.into_iter().chain(narrow) {
+        let s = RowMaskedStore { rows, warps, cols };
+        let n = cols as usize;
         let x = random_f16(m * n, fresh_seed());
         let before = random_f16(m * n, fresh_seed());
         let mut out = before.clone();

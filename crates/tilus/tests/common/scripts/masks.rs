@@ -503,22 +503,26 @@ impl Script for MaskedStore {
     }
 }
 
-/// A store of whole rows: block `b` copies rows `b·rows ..` of an `[m, 64]` f16 matrix (a
-/// width known when compiling, covered by one tile) into `out` where the row is below `len`;
-/// the mask is one column wide, so each 16-byte vector is kept or dropped whole.
+/// A store of whole rows: block `b` copies rows `b·rows ..` of an `[m, cols]` f16 matrix (a
+/// width known when compiling) through one `[rows, 64]` tile into `out` where the row is below
+/// `len`; the mask is one column wide, so each 16-byte vector is kept or dropped whole. At
+/// `cols = 64` the tile covers the rows exactly (no column check); narrower, its last vectors
+/// lie past the rows' end and must not reach the next row.
 #[derive(Clone, Debug, Hash)]
 pub struct RowMaskedStore {
     pub rows: i32,
     pub warps: u32,
+    pub cols: i32,
 }
 
 impl RowMaskedStore {
-    /// The matrix's width.
-    pub const COLS: usize = 64;
+    /// The tile's width.
+    pub const TILE: i32 = 64;
 
     /// The host reference: the rows below `len` from `x`, the others from `out`.
     pub fn expected(&self, x: &[f16], out: &[f16], len: usize) -> Vec<f16> {
-        let keep = len.min(x.len() / Self::COLS) * Self::COLS;
+        let cols = self.cols as usize;
+        let keep = len.min(x.len() / cols) * cols;
         let mut want = out.to_vec();
         want[..keep].copy_from_slice(&x[..keep]);
         want
@@ -531,13 +535,13 @@ impl Script for RowMaskedStore {
         &["m", "len", "x", "out"]
     }
     fn body(&self, k: &mut Kernel, (m, len, x, out): Handles<Self::Args>) {
-        let (rows, cols) = (self.rows, Self::COLS as i32);
+        let (rows, cols) = (self.rows, self.cols);
         k.blocks([cdiv(m, rows)]);
         k.warps(self.warps);
         let gx = k.global_view(x, [m.into(), Scalar::from(cols)]);
         let go = k.global_view(out, [m.into(), Scalar::from(cols)]);
         let r0 = k.let_i32(k.block_idx().x * rows);
-        let tile = k.load_global(&gx, (r0, 0), [rows, cols]);
+        let tile = k.load_global(&gx, (r0, 0), [rows, Self::TILE]);
         let i = k.arange([rows, 1], 0);
         k.store_global_where(&go, &tile, (r0, 0), (i + r0).lt(len));
     }
