@@ -292,13 +292,7 @@ fn a_masked_store_writes_exactly_the_kept_elements() {
 fn a_store_masked_by_rows_writes_exactly_the_kept_rows() {
     use crate::common::inputs::{fresh_seed, random_f16};
     use crate::common::scripts::masks::RowMaskedStore;
-    let cases = [
-        ((16, 4), 40, 27, 64),
-        ((32, 2), 32, 32, 64),
-        ((8, 4), 9, 0, 64),
-    ];
-    let narrow = [((16, 4), 40, 27, 56), ((8, 4), 9, 9, 40)];
-    for ((rows, warps), m, len, cols) in cases.into_iter().chain(narrow) {
+    for ((rows, warps), m, len, cols) in RowMaskedStore::CASES {
         let s = RowMaskedStore { rows, warps, cols };
         let n = cols as usize;
         let x = random_f16(m * n, fresh_seed());

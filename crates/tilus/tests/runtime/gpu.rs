@@ -1775,13 +1775,7 @@ fn a_store_masked_by_rows_writes_exactly_the_kept_rows_on_the_gpu() {
     cache_dir();
     let device = Device::open(0).expect("a Hopper GPU");
     let stream = device.stream();
-    let cases = [
-        ((16, 4), 40, 27, 64),
-        ((32, 2), 32, 32, 64),
-        ((8, 4), 9, 0, 64),
-    ];
-    let narrow = [((16, 4), 40, 27, 56), ((8, 4), 9, 9, 40)];
-    for ((rows, warps), m, len, cols) in cases.into_iter().chain(narrow) {
+    for ((rows, warps), m, len, cols) in RowMaskedStore::CASES {
         let s = RowMaskedStore { rows, warps, cols };
         let n = cols as usize;
         let x = random_f16(m * n, fresh_seed());

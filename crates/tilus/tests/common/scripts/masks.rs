@@ -519,6 +519,16 @@ impl RowMaskedStore {
     /// The tile's width.
     pub const TILE: i32 = 64;
 
+    /// `(rows, warps)`, `m`, `len` and `cols` of a test: rows cut by the mask, all kept, none
+    /// kept; rows narrower than the tile.
+    pub const CASES: [((i32, u32), usize, i32, i32); 5] = [
+        ((16, 4), 40, 27, 64),
+        ((32, 2), 32, 32, 64),
+        ((8, 4), 9, 0, 64),
+        ((16, 4), 40, 27, 56),
+        ((8, 4), 9, 9, 40),
+    ];
+
     /// The host reference: the rows below `len` from `x`, the others from `out`.
     pub fn expected(&self, x: &[f16], out: &[f16], len: usize) -> Vec<f16> {
         let cols = self.cols as usize;
