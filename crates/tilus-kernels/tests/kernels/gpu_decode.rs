@@ -324,3 +324,36 @@ fn ops(device: &Device) -> (DecodeOp<f16>, DecodeOp<bf16>) {
         DecodeOp::<bf16>::new(device).unwrap(),
     )
 }
+
+/// Q straight from global memory into registers over a cache of the queries' type, with
+/// three stages where its shared tile was: slots of 8 and 16 rows, several tokens, pages,
+/// split and merged in the kernel, both types.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_decode_with_q_from_global_memory_matches_the_reference() {
+    tilus_bench::test_cache!();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let mut rng = Rng::new(seed());
+    let (op16, op_bf16) = ops(&device);
+    let tiling = |splits, merge| Tiling {
+        splits: Some(splits),
+        merge: Some(merge),
+        stages: Some(3),
+        q_in_registers: Some(true),
+        ..Tiling::default()
+    };
+    for d in [64, 128] {
+        check_tiled::<f16, f16>(
+            (&device, &mut rng, &op16),
+            (1, Heads::new(32, 8, d), tiling(4, true)),
+            &[4096, 77, 1],
+            None,
+        );
+        check_tiled::<bf16, bf16>(
+            (&device, &mut rng, &op_bf16),
+            (3, Heads::new(12, 1, d), tiling(2, false)),
+            &[3, 700, 1500],
+            Some(64),
+        );
+    }
+}

@@ -327,3 +327,34 @@ fn interp_decode_append_quantizes_into_a_cache_of_e4m3_codes() {
         assert!(e.to_string().contains("scales given"), "{e}");
     }
 }
+
+/// Q read straight from global memory into registers over a cache of the queries' type (its
+/// slots tiling the 64 rows: 8, 16, 32 and 64 rows), with three stages where its shared tile
+/// was: several tokens (a second block of rows whose tokens run past the sequence's), the
+/// last key-value head's slot past the query heads, pages and splits; the same results as the
+/// reference.
+#[test]
+fn interp_decode_with_q_from_global_memory_matches_the_reference() {
+    let mut rng = Rng::new(seed());
+    for (queries, heads, lens, page, splits) in [
+        (3, Heads::new(4, 2, 64), &[3, 50, 131][..], Some(16), 2),
+        (5, Heads::new(12, 1, 128), &[5, 300][..], Some(128), 1),
+        (1, Heads::new(6, 2, 64), &[1, 70, 200][..], None, 3),
+        (2, Heads::new(32, 1, 64), &[2, 90][..], Some(64), 2),
+        (1, Heads::new(64, 1, 64), &[65][..], None, 1),
+    ] {
+        let tiling = Tiling {
+            splits: Some(splits),
+            stages: Some(3),
+            q_in_registers: Some(true),
+            ..Tiling::default()
+        };
+        check_with::<f16>(&mut rng, (queries, heads), lens, page, tiling);
+    }
+    let tiling = Tiling {
+        splits: Some(2),
+        q_in_registers: Some(true),
+        ..Tiling::default()
+    };
+    check_with::<bf16>(&mut rng, (1, Heads::new(8, 1, 128)), &[1, 129], None, tiling);
+}

@@ -151,6 +151,12 @@ fn nvrtc_decode_compiles_at_every_head_dimension_and_layout_without_spills() {
             // the steps overlapped
             let overlapped = DecodeAttention::<f16>::new(d, 1, 4, Some(64)).with_overlap(true);
             compiled::<f16, _>(&overlapped);
+            // Q straight from global memory into registers, three stages where its tile was
+            for (group, stages) in [(4, 3), (16, 2)] {
+                let mut q_regs = DecodeAttention::<bf16>::new(d, 1, group, None).with_merge(8);
+                (q_regs.q_in_registers, q_regs.stages) = (true, stages);
+                compiled::<bf16, _>(&q_regs);
+            }
             // several splits merged by the block that takes the last ticket, up to the
             // most splits a launch has (each warp holds a row's splits)
             for splits in [2, 16, 32] {

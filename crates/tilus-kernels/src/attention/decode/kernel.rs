@@ -254,9 +254,12 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
             && (!self.merge || (2..=64).contains(&self.merge_splits) && self.merge_splits.count_ones() == 1)
             // one converted copy of a step: the next step's scores cannot run ahead
             && !(self.overlap && <C as Element>::DTYPE != <T as Element>::DTYPE)
-            // Q's registers beside O's accumulator fit up to head dimension 128, and its
-            // shared tile is only given to a converted copy
-            && !(self.q_in_registers && (d > 128 || <C as Element>::DTYPE == <T as Element>::DTYPE));
+            // Q's registers beside O's accumulator fit up to head dimension 128; Q comes
+            // from global memory where its slots tile the 64 rows, else through a shared
+            // tile, which only a converted copy reuses
+            && !(self.q_in_registers
+                && (d > 128
+                    || (<C as Element>::DTYPE == <T as Element>::DTYPE && BLOCK_ROWS % slot != 0)));
         if !fits {
             k.refuse_config(format!(
                 "{self:?}: head_dim 64, 128 or 256, block_kv 64 or 128, 1 to 8 stages and \
@@ -292,9 +295,16 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
         let chunks = d / 64;
         let sk = k.shared_tensor::<C>([stages * chunks, bkv, 64]);
         let sv = k.shared_tensor::<C>([stages, bkv, d]);
-        // (Q's tile last: freed, its bytes start the converted copy's)
-        let sq = k.shared_tensor::<T>([chunks, BLOCK_ROWS, 64]);
-        let qbar = k.mbarrier().alloc([1]);
+        // Q in registers straight from global memory where its slots tile the 64 rows (the
+        // WGMMA A fragment's rows are 4 warps × 2 × 8 lanes: whole slots); otherwise by way
+        // of a shared tile (last: freed, its bytes start the converted copy's)
+        let q_from_global = self.q_in_registers && BLOCK_ROWS % slot == 0;
+        let q_tile = (!q_from_global).then(|| {
+            (
+                k.shared_tensor::<T>([chunks, BLOCK_ROWS, 64]),
+                k.mbarrier().alloc([1]),
+            )
+        });
         let full = k.mbarrier().alloc_counts(&vec![1; stages as usize]);
 
         let x = k.let_i32(k.block_idx().x);
@@ -360,14 +370,16 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
             if early {
                 fetch(k, Val::constant(0), Scalar::from(0));
             }
-            // the slots that fit (a slot of 24 rows leaves 16 of the 64 unfilled)
-            let q_bytes = sq.nbytes() / BLOCK_ROWS * (tokens * slot);
-            k.mbarrier().arrive_and_expect_tx(qbar[0], q_bytes);
-            for s in 0..tokens {
-                let row = k.let_i32((b * nq + t0 + s) * hq + hk * group);
-                for c in 0..chunks {
-                    let qs = sq.at(Val::constant(c)).rows(s * slot, slot);
-                    k.tma().global_to_shared(&q, &qs, (row, c * 64), qbar[0]);
+            if let Some((sq, qbar)) = &q_tile {
+                // the slots that fit (a slot of 24 rows leaves 16 of the 64 unfilled)
+                let q_bytes = sq.nbytes() / BLOCK_ROWS * (tokens * slot);
+                k.mbarrier().arrive_and_expect_tx(qbar[0], q_bytes);
+                for s in 0..tokens {
+                    let row = k.let_i32((b * nq + t0 + s) * hq + hk * group);
+                    for c in 0..chunks {
+                        let qs = sq.at(Val::constant(c)).rows(s * slot, slot);
+                        k.tma().global_to_shared(&q, &qs, (row, c * 64), qbar[0]);
+                    }
                 }
             }
             for s in (early as i32)..stages {
@@ -376,17 +388,39 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                 });
             }
         });
-        k.mbarrier().wait(qbar[0], 0u32);
-        let q = if self.q_in_registers {
-            let regs = (0..chunks)
-                .map(|c| k.load_shared(&sq.at(Val::constant(c))))
-                .collect();
-            // every warp has read Q before the copy below reuses its bytes
-            k.sync();
-            k.free_shared(&sq);
-            QueryOperand::Registers(regs)
-        } else {
-            QueryOperand::Shared(chunks_of(&sq, chunks))
+        let q = match &q_tile {
+            None => {
+                // token `s`'s heads `hk · group ..` are a `[slot, 64]` box of Q seen as
+                // `[tokens, heads, d]`, and the box of the block's tokens, rows in order,
+                // is the chunk (heads past the last read 0; tokens past the sequence's,
+                // the next sequence's: computed, never stored)
+                let q3 = k.global_view::<T>(
+                    args.9,
+                    [Scalar::from(batch) * nq, hq.into(), Scalar::from(d)],
+                );
+                let regs = (0..chunks)
+                    .map(|c| {
+                        let at = (b * nq + t0, hk * group, Scalar::from(c * 64));
+                        let x = k.load_global(&q3, at, [tokens, slot, 64]);
+                        k.reshape(&x, [BLOCK_ROWS, 64])
+                    })
+                    .collect();
+                QueryOperand::Registers(regs)
+            }
+            Some((sq, qbar)) => {
+                k.mbarrier().wait(qbar[0], 0u32);
+                if self.q_in_registers {
+                    let regs = (0..chunks)
+                        .map(|c| k.load_shared(&sq.at(Val::constant(c))))
+                        .collect();
+                    // every warp has read Q before the copy below reuses its bytes
+                    k.sync();
+                    k.free_shared(sq);
+                    QueryOperand::Registers(regs)
+                } else {
+                    QueryOperand::Shared(chunks_of(sq, chunks))
+                }
+            }
         };
         // the products' operands: the ring's stages themselves for a cache of `T`, else one
         // copy of a step converted to `T` (the products of a step are waited for before the
@@ -792,9 +826,36 @@ mod tests {
         assert!(!wide.q_in_registers);
         wide.q_in_registers = true;
         assert!(tilus::trace(&wide, &[]).is_err());
-        let mut same = DecodeAttention::<f16>::new(128, 1, 4, None);
-        assert!(!same.q_in_registers);
-        same.q_in_registers = true;
-        assert!(tilus::trace(&same, &[]).is_err());
+        let mut odd = DecodeAttention::<f16>::new(64, 2, 24, None);
+        odd.q_in_registers = true;
+        assert!(tilus::trace(&odd, &[]).is_err());
+    }
+
+    /// Q straight from global memory over a cache of the queries' type plans no shared tile
+    /// for it: at head dimension 128, three stages of keys and values (96 KB) and the
+    /// barriers, twice in a multiprocessor's 228 KB (a KB of each block reserved); with Q's
+    /// 16 KB tile they would not fit twice.
+    #[test]
+    fn q_from_global_memory_lets_three_stages_fit_twice() {
+        let smem = |q_in_registers: bool| {
+            let mut kernel = DecodeAttention::<f16>::new(128, 1, 4, None);
+            kernel.stages = 3;
+            kernel.q_in_registers = q_in_registers;
+            let program = tilus::trace(&kernel, &[]).unwrap();
+            let (_, plan) = tilus::passes::compile_program(program).unwrap();
+            plan.smem_bytes as i32
+        };
+        let (registers, shared) = (smem(true), smem(false));
+        assert!(registers >= 96 * 1024 && 2 * (registers + 1024) <= 228 * 1024, "{registers}");
+        assert!(shared >= 112 * 1024 && 2 * (shared + 1024) > 228 * 1024, "{shared}");
+    }
+
+    /// `tilus emit` of the kernel with Q from global memory, for reading.
+    #[test]
+    #[ignore = "prints generated code"]
+    fn print_q_from_global_memory() {
+        let mut kernel = DecodeAttention::<f16>::new(128, 1, 4, None);
+        kernel.q_in_registers = true;
+        println!("{}", tilus::emit(&kernel, &[]).unwrap());
     }
 }
