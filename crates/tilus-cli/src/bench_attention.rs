@@ -162,6 +162,7 @@ pub(crate) struct DecodeGrid {
     pub merge_in_kernel: bool,
     pub overlap: String,
     pub q_registers: String,
+    pub converters: String,
     pub kv_dtypes: String,
 }
 
@@ -175,6 +176,7 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<((String, String), DecodeCase)>
     let splits: Vec<usize> = list("decode-splits", &g.splits)?;
     let overlap: Vec<bool> = list("decode-overlap", &g.overlap)?;
     let caches: Vec<String> = list("kv-dtypes", &g.kv_dtypes)?;
+    let converters: Vec<bool> = list("decode-converters", &g.converters)?;
     let q_registers = list::<String>("decode-q-registers", &g.q_registers)?
         .iter()
         .map(|q| match q.as_str() {
@@ -195,6 +197,15 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<((String, String), DecodeCase)>
         .iter()
         .flat_map(|t| caches.iter().map(move |c| (t.clone(), c.clone())))
         .collect();
+    let choices: Vec<(bool, Option<bool>, bool)> = overlap
+        .iter()
+        .flat_map(|&o| {
+            let converters = &converters;
+            q_registers
+                .iter()
+                .flat_map(move |&q| converters.iter().map(move |&c| (o, q, c)))
+        })
+        .collect();
     let mut out = Vec::new();
     for t in &types {
         for &d in &dims {
@@ -203,10 +214,7 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<((String, String), DecodeCase)>
                 for &p in &pages {
                     for &st in &stages {
                         for &sp in &splits {
-                            for (&ov, &qr) in overlap
-                                .iter()
-                                .flat_map(|o| q_registers.iter().map(move |q| (o, q)))
-                            {
+                            for &(ov, qr, cv) in &choices {
                                 let case = DecodeCase {
                                     batch,
                                     context,
@@ -219,6 +227,7 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<((String, String), DecodeCase)>
                                         merge: g.merge_in_kernel.then_some(true),
                                         overlap: Some(ov),
                                         q_in_registers: qr,
+                                        converters: Some(cv),
                                     },
                                 };
                                 out.push((t.clone(), case));
@@ -268,10 +277,12 @@ pub(crate) fn decode(g: &DecodeGrid, opts: &BenchOptions) -> CliResult<bool> {
             case.tiling.splits.map_or("auto".to_string(), |s| s.to_string()),
             if g.merge_in_kernel { " merged in the kernel" } else { "" },
             if case.tiling.overlap == Some(true) { " overlapped" } else { "" },
-            match case.tiling.q_in_registers {
-                Some(true) => " q=registers",
-                Some(false) => " q=shared",
-                None => "",
+            match (case.tiling.q_in_registers, case.tiling.converters) {
+                (Some(true), Some(true)) => " q=registers converters",
+                (_, Some(true)) => " converters",
+                (Some(true), _) => " q=registers",
+                (Some(false), _) => " q=shared",
+                (None, _) => "",
             },
             r.ms,
             r.tbps,
@@ -411,6 +422,7 @@ mod tests {
             merge_in_kernel: false,
             overlap: "false".into(),
             q_registers: "auto".into(),
+            converters: "false".into(),
             kv_dtypes: "same".into(),
         }
     }

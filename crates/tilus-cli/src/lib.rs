@@ -374,6 +374,10 @@ enum BenchCommand {
         /// `true`, `false`.
         #[arg(long, default_value = "auto")]
         decode_q_registers: String,
+        /// Decode: a warp group of converters beside the products over a cache of codes or
+        /// not, comma-separated (`false,true`).
+        #[arg(long, default_value = "false")]
+        decode_converters: String,
         /// Decode: the cache's element types, comma-separated: `same` (the attention's
         /// type) or `e4m3` (codes with a scale per key-value head).
         #[arg(long, default_value = "same")]
@@ -604,6 +608,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                 merge_in_kernel,
                 decode_overlap,
                 decode_q_registers,
+                decode_converters,
                 kv_dtypes,
                 warmup,
                 rounds,
@@ -623,6 +628,7 @@ fn run(cli: Cli) -> CliResult<bool> {
                     merge_in_kernel,
                     overlap: decode_overlap,
                     q_registers: decode_q_registers,
+                    converters: decode_converters,
                     kv_dtypes,
                 },
                 &BenchOptions {

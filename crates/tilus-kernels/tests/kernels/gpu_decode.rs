@@ -357,3 +357,34 @@ fn gpu_decode_with_q_from_global_memory_matches_the_reference() {
         );
     }
 }
+
+/// A warp group of converters beside the products over a cache of e4m3 codes: ragged
+/// contexts (a split with no step), several tokens, pages, splits, both head dimensions it
+/// takes, f16 and bf16 queries.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_decode_with_converters_matches_the_reference() {
+    tilus_bench::test_cache!();
+    let device = Device::open(0).expect("a Hopper GPU");
+    let mut rng = Rng::new(seed());
+    let (op16, op_bf16) = ops(&device);
+    let tiling = |splits| Tiling {
+        splits: Some(splits),
+        converters: Some(true),
+        ..Tiling::default()
+    };
+    for d in [64, 128] {
+        check_tiled::<f16, F8E4M3>(
+            (&device, &mut rng, &op16),
+            (1, Heads::new(32, 8, d), tiling(4)),
+            &[4096, 77, 1],
+            None,
+        );
+        check_tiled::<bf16, F8E4M3>(
+            (&device, &mut rng, &op_bf16),
+            (3, Heads::new(8, 2, d), tiling(1)),
+            &[3, 700, 1500],
+            Some(16),
+        );
+    }
+}

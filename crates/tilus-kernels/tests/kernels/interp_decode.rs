@@ -356,5 +356,49 @@ fn interp_decode_with_q_from_global_memory_matches_the_reference() {
         q_in_registers: Some(true),
         ..Tiling::default()
     };
-    check_with::<bf16>(&mut rng, (1, Heads::new(8, 1, 128)), &[1, 129], None, tiling);
+    check_with::<bf16>(
+        &mut rng,
+        (1, Heads::new(8, 1, 128)),
+        &[1, 129],
+        None,
+        tiling,
+    );
+}
+
+/// A warp group of converters beside the products over a cache of e4m3 codes (a ring of two
+/// converted copies between them): contiguous and paged, ragged contexts down to one
+/// position (a split with no step), several tokens, splits, both head dimensions it takes,
+/// f16 and bf16 queries; unused rows hold NaN codes.
+#[test]
+fn interp_decode_with_converters_matches_the_reference() {
+    let mut rng = Rng::new(seed());
+    let tiling = |splits| Tiling {
+        splits: Some(splits),
+        converters: Some(true),
+        ..Tiling::default()
+    };
+    check_over::<f16, F8E4M3>(
+        &mut rng,
+        (1, Heads::new(8, 2, 64)),
+        &[1, 70, 200],
+        None,
+        tiling(3),
+    );
+    check_over::<bf16, F8E4M3>(
+        &mut rng,
+        (3, Heads::new(4, 2, 128)),
+        &[3, 50, 131],
+        Some(16),
+        tiling(1),
+    );
+    check_over::<f16, F8E4M3>(
+        &mut rng,
+        (2, Heads::new(16, 2, 128)),
+        &[2, 300],
+        Some(128),
+        Tiling {
+            stages: Some(3),
+            ..tiling(2)
+        },
+    );
 }

@@ -132,8 +132,14 @@ fn nvrtc_decode_compiles_at_every_head_dimension_and_layout_without_spills() {
             // spill a word (bounded here)
             e4m3(&DecodeAttention::<f16, F8E4M3>::new(d, 1, 4, page));
         }
-        // Q in shared memory over codes (registers are the default up to 128)
+        // Q in shared memory over codes (registers are the default up to 128); a warp
+        // group of converters beside the products, contiguous and paged
         if d <= 128 {
+            for page in [None, Some(16)] {
+                let mut converters = DecodeAttention::<bf16, F8E4M3>::new(d, 1, 4, page);
+                converters.converters = true;
+                no_spills(&converters);
+            }
             let mut shared = DecodeAttention::<f16, F8E4M3>::new(d, 1, 4, Some(16));
             shared.q_in_registers = false;
             e4m3(&shared);

@@ -36,6 +36,13 @@ use tilus::prelude::*;
 /// Rows of queries per block: WGMMA's M, one warp group.
 pub const BLOCK_ROWS: i32 = 64;
 
+/// Registers per thread of the products' warp group with converters (`setmaxnreg.inc`).
+pub const PRODUCT_REGISTERS: u32 = 200;
+/// Registers per thread of the converters' warp group (`setmaxnreg.dec`): with the
+/// products', 256 a pair of threads, two blocks a multiprocessor (216 and 40 spilled up to
+/// 36 words at head dimension 128: the converters' runs of a row need more than 40).
+pub const CONVERTER_REGISTERS: u32 = 56;
+
 /// The arguments: `batch`, `hq`, `hkv`, `splits`, `split_keys` (keys per split, a multiple
 /// of the step), `page_size` (for a contiguous cache: its capacity per sequence),
 /// `pages_per_seq` (the block table's row length), `rows_cache` (the cache's rows: pages ·
@@ -111,6 +118,11 @@ pub struct DecodeAttention<T, C = T> {
     /// on an H100, docs/perf.md); the 16 KB it saves would let a third block
     /// onto a multiprocessor, but its registers do not.
     pub q_in_registers: bool,
+    /// Over a cache of codes: a second warp group converts each step's keys and values into
+    /// a ring of two converted copies while the first multiplies the step before
+    /// (`setmaxnreg` moves registers from the converters to the products). Head dimensions
+    /// up to 128, Q from global memory, no overlap, no merge in the kernel.
+    pub converters: bool,
     _t: PhantomData<fn() -> (T, C)>,
 }
 
@@ -141,6 +153,7 @@ impl<T: Element, C: Element> DecodeAttention<T, C> {
             merge_splits: 0,
             overlap: false,
             q_in_registers: <C as Element>::DTYPE != <T as Element>::DTYPE && head_dim <= 128,
+            converters: false,
             _t: PhantomData,
         }
     }
@@ -182,7 +195,7 @@ impl<T, C> DecodeAttention<T, C> {
     }
 
     /// Every hyperparameter, for equality and hashing.
-    fn key(&self) -> [i32; 11] {
+    fn key(&self) -> [i32; 12] {
         [
             self.head_dim,
             self.queries,
@@ -195,6 +208,7 @@ impl<T, C> DecodeAttention<T, C> {
             self.merge_splits,
             self.overlap as i32,
             self.q_in_registers as i32,
+            self.converters as i32,
         ]
     }
 }
@@ -259,7 +273,15 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
             // tile, which only a converted copy reuses
             && !(self.q_in_registers
                 && (d > 128
-                    || (<C as Element>::DTYPE == <T as Element>::DTYPE && BLOCK_ROWS % slot != 0)));
+                    || (<C as Element>::DTYPE == <T as Element>::DTYPE && BLOCK_ROWS % slot != 0)))
+            // converters: a cache of codes, Q from global memory beside O up to 128
+            && !(self.converters
+                && (<C as Element>::DTYPE == <T as Element>::DTYPE
+                    || d > 128
+                    || self.overlap
+                    || self.merge
+                    || !self.q_in_registers
+                    || BLOCK_ROWS % slot != 0));
         if !fits {
             k.refuse_config(format!(
                 "{self:?}: head_dim 64, 128 or 256, block_kv 64 or 128, 1 to 8 stages and \
@@ -271,7 +293,12 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
         }
         let (tokens, row_blocks) = (self.tokens_per_block(), self.row_blocks());
         k.blocks([Scalar::from(splits), hkv * row_blocks, batch.into()]);
-        k.warps(4);
+        // with converters: their warp group after the products' (threads 128 ..), and two
+        // blocks a multiprocessor, the products' registers taken from the converters'
+        k.warps(if self.converters { 8 } else { 4 });
+        if self.converters {
+            k.min_blocks_per_sm(2);
+        }
         // no `launch_dependents_early`: the merge scheduled beside this grid's blocks made
         // the step 0.3-0.5 µs slower at 1 × 1024, 1 × 8192 and 4 × 8192 (docs/perf.md)
         let rows_q = Scalar::from(batch) * nq * hq;
@@ -388,328 +415,411 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                 });
             }
         });
-        let q = match &q_tile {
-            None => {
-                // token `s`'s heads `hk · group ..` are a `[slot, 64]` box of Q seen as
-                // `[tokens, heads, d]`, and the box of the block's tokens, rows in order,
-                // is the chunk (heads past the last read 0; tokens past the sequence's,
-                // the next sequence's: computed, never stored)
-                let q3 = k.global_view::<T>(
-                    args.9,
-                    [Scalar::from(batch) * nq, hq.into(), Scalar::from(d)],
-                );
-                let regs = (0..chunks)
-                    .map(|c| {
-                        let at = (b * nq + t0, hk * group, Scalar::from(c * 64));
-                        let x = k.load_global(&q3, at, [tokens, slot, 64]);
-                        k.reshape(&x, [BLOCK_ROWS, 64])
-                    })
-                    .collect();
-                QueryOperand::Registers(regs)
-            }
-            Some((sq, qbar)) => {
-                k.mbarrier().wait(qbar[0], 0u32);
-                if self.q_in_registers {
-                    let regs = (0..chunks)
-                        .map(|c| k.load_shared(&sq.at(Val::constant(c))))
-                        .collect();
-                    // every warp has read Q before the copy below reuses its bytes
-                    k.sync();
-                    k.free_shared(sq);
-                    QueryOperand::Registers(regs)
-                } else {
-                    QueryOperand::Shared(chunks_of(sq, chunks))
-                }
-            }
-        };
-        // the products' operands: the ring's stages themselves for a cache of `T`, else one
-        // copy of a step converted to `T` (the products of a step are waited for before the
-        // next step converts)
-        let products = match (sk.as_type::<T>(), sv.as_type::<T>()) {
-            (Some(pk), Some(pv)) => Products::Ring(pk, pv),
-            _ => Products::Converted(
-                k.shared_tensor::<T>([chunks, bkv, 64]),
-                k.shared_tensor::<T>([1, bkv, d]),
-            ),
-        };
-        let issue_scores = |k: &mut Kernel, keys: &SharedTensor<T>, stage: Val, s| match &q {
-            QueryOperand::Shared(q) => issue_scores(k, (q, keys), stage, s),
-            QueryOperand::Registers(q) => issue_scores(k, (q, keys), stage, s),
-        };
-
-        // each row's token and head within the group
-        let r = k.arange([BLOCK_ROWS, 1], 0);
-        let token = r.clone() / slot;
-        let head = r - token.clone() * slot;
-        let token = token + t0;
-        // a cache of codes: the keys' scale joins the softmax's, the values' the output's
-        // (the values' read after the steps: a register less through them)
-        let scales = C::SCALED.then(|| k.global_view::<f32>(args.14, [Scalar::from(hkv) * 2]));
-        let scale_log2 = match &scales {
-            Some(scales) => {
-                let ks = k.load_global_scalar(scales, [hk]);
-                k.let_f32(scale_log2 * ks)
-            }
-            None => scale_log2,
-        };
-        let softmax = OnlineSoftmax::new(k, BLOCK_ROWS, bkv, scale_log2, false);
-        let acc = k.register_tensor::<f32>([BLOCK_ROWS, d], 0.0);
-        let s = k.register_tensor::<f32>([BLOCK_ROWS, bkv], None::<f64>);
-        // step `j`'s stage, once its copies landed
-        let wait = |k: &mut Kernel, j: Scalar| -> (Val, Val) {
-            let stage = k.let_i32(j.clone() % stages);
-            k.mbarrier().wait(full.at(stage), j.clone() / stages % 2);
-            (stage, k.let_i32(j * bkv + lo))
-        };
-        // every warp is done with step `j`'s stage: refill it with the keys `stages` ahead
-        let release = |k: &mut Kernel, j: Scalar, stage: Val| {
-            k.sync();
-            k.single_thread(|k| {
-                let next = j + stages;
-                k.if_(next.clone().lt(steps), |k| fetch(k, stage, next));
-            });
-        };
-        let keep = |k: &mut Kernel, first: Val| {
-            let key = k.arange([1, bkv], 1) + first;
-            key.clone().lt(hi).and(key.le(token.clone() + ctx - nq))
-        };
-        match &products {
-            Products::Ring(pk, pv) => {
-                // the values' rows past the context zeroed (the cache may hold NaN there),
-                // 16 rows at a time (the whole stage beside O's accumulator would not fit
-                // the registers at head dimension 256)
-                let arrived = |k: &mut Kernel, j: Scalar| -> (Val, Val) {
-                    let (stage, first) = wait(k, j);
-                    k.if_((ctx - first).lt(bkv), |k| {
-                        for i in 0..bkv / 16 {
-                            let vs = pv.at(stage).rows(i * 16, 16);
-                            let v = k.load_shared(&vs);
-                            let row = k.arange([16, 1], 0) + first + i * 16;
-                            let v = k.compute(where_(row.lt(ctx), v, 0.0));
-                            k.store_shared(&vs, &v);
-                        }
-                        k.fence_proxy_async();
-                        k.sync();
-                    });
-                    (stage, first)
-                };
-                if self.overlap {
-                    // one step ahead: step `j + 1`'s scores are issued under step `j`'s
-                    // values' product, so that the two products run back to back; the
-                    // values' product is waited for within its step (O's accumulator in
-                    // flight across the loop's back edge, ptxas serializes every product
-                    // of the kernel: C7515)
-                    k.if_(Scalar::from(0).lt(steps), |k| {
-                        let (stage, _) = arrived(k, Scalar::from(0));
-                        issue_scores(k, pk, stage, &s);
-                    });
-                    let step = |k: &mut Kernel, j: Val, masked: bool| {
-                        k.wgmma().wait_group(0);
-                        let stage = k.let_i32(j % stages);
-                        let first = k.let_i32(j * bkv + lo);
-                        let keep = masked.then(|| keep(k, first));
-                        let (p, alpha) = softmax.fold(k, &s, keep);
-                        issue_accumulate(k, (&p, &alpha), &pv.at(stage), &acc);
-                        k.if_else(
-                            (j + 1).lt(steps),
-                            |k| {
-                                let (next, _) = arrived(k, j + 1);
-                                issue_scores(k, pk, next, &s);
-                                // the values' product done, the next scores in flight
-                                k.wgmma().wait_group(1);
-                            },
-                            |k| k.wgmma().wait_group(0),
-                        );
-                        release(k, j.into(), stage);
-                    };
-                    k.for_range(0, free, 1, |k, j| step(k, j, false));
-                    k.for_range(free, steps, 1, |k, j| step(k, j, true));
-                    // (the last step waited for everything; the text shows no product in
-                    // flight)
-                    k.wgmma().wait_group(0);
-                } else {
-                    let step = |k: &mut Kernel, j: Val, masked: bool| {
-                        let (stage, first) = arrived(k, j.into());
-                        issue_scores(k, pk, stage, &s);
-                        k.wgmma().wait_group(0);
-                        let keep = masked.then(|| keep(k, first));
-                        let (p, alpha) = softmax.fold(k, &s, keep);
-                        accumulate(k, (&p, &alpha), &pv.at(stage), &acc);
-                        release(k, j.into(), stage);
-                    };
-                    k.for_range(0, free, 1, |k, j| step(k, j, false));
-                    k.for_range(free, steps, 1, |k, j| step(k, j, true));
-                }
-            }
-            Products::Converted(pk, pv) => {
-                // each thread a run of 8 or 16 consecutive elements of a row: 8-byte loads
-                // of codes and 16-byte stores of `T` (one element at a time in the inferred
-                // layout, a column per thread)
-                let runs = |rows: i32, cols: i32| {
-                    let across = 128 / rows;
-                    RegisterLayout::spatial(&[rows as i64, across as i64])
-                        .compose(&RegisterLayout::local(&[1, (cols / across) as i64]))
-                };
-                let pv = pv.at(Val::constant(0));
-                // step `j`'s keys converted (it waits for them) and their scores issued
-                let keys = |k: &mut Kernel, j: Scalar| {
-                    let (stage, _) = wait(k, j);
+        // with converters: the ring of two converted copies, and the converters' warp group,
+        // which waits for each step's codes, converts them into the copy the products freed
+        // (the values' rows past the context zeroed), hands it over and refills the stage
+        let converted = self.converters.then(|| {
+            (
+                k.shared_tensor::<T>([2 * chunks, bkv, 64]),
+                k.shared_tensor::<T>([2, bkv, d]),
+                Pipeline::new(k, 2, 128),
+            )
+        });
+        if let Some((ck, cv, pipe)) = &converted {
+            k.thread_group(128, 128, |k| {
+                k.set_max_registers(CONVERTER_REGISTERS);
+                k.for_range(0, steps, 1, |k, j| {
+                    let stage = k.let_i32(j % stages);
+                    k.mbarrier().wait(full.at(stage), j / stages % 2);
+                    let slot = pipe.producer_wait(k, j);
+                    let buf = slot.stage();
                     for i in 0..bkv / 16 {
                         for c in 0..chunks {
                             let ks = sk.at(k.let_i32(stage * chunks + c)).rows(i * 16, 16);
                             let x = k.load_shared(&ks);
                             k.annotate_layout(&x, runs(16, 64));
                             let x = k.cast::<T>(&x);
-                            k.store_shared(&pk.at(Val::constant(c)).rows(i * 16, 16), &x);
+                            let to = ck.at(k.let_i32(buf * chunks + c)).rows(i * 16, 16);
+                            k.store_shared(&to, &x);
                         }
                     }
-                    k.fence_proxy_async();
-                    k.sync();
-                    issue_scores(k, pk, Val::constant(0), &s);
-                };
-                // the values converted, the rows past the context zeroed on the way (8 rows
-                // at a time at head dimension 256: 16 spill there)
-                let values = |k: &mut Kernel, stage: Val, first: Val| {
-                    let n = if d == 256 { 8 } else { 16 };
-                    for i in 0..bkv / n {
-                        let v = k.load_shared(&sv.at(stage).rows(i * n, n));
-                        k.annotate_layout(&v, runs(n, d));
+                    let first = k.let_i32(j * bkv + lo);
+                    for i in 0..bkv / 16 {
+                        let v = k.load_shared(&sv.at(stage).rows(i * 16, 16));
+                        k.annotate_layout(&v, runs(16, d));
                         let v = k.cast::<T>(&v);
-                        let row = k.arange([n, 1], 0) + first + i * n;
+                        let row = k.arange([16, 1], 0) + first + i * 16;
                         let v = k.compute(where_(row.lt(ctx), v, 0.0));
-                        k.store_shared(&pv.rows(i * n, n), &v);
+                        k.store_shared(&cv.at(buf).rows(i * 16, 16), &v);
                     }
                     k.fence_proxy_async();
-                };
-                // step `j`: its scores were issued a step ahead; its values are converted
-                // under them (the stage then refilled), its values' product issued, and the
-                // next step's keys converted and scores issued under that
-                k.if_(Scalar::from(0).lt(steps), |k| keys(k, Scalar::from(0)));
-                let step = |k: &mut Kernel, j: Val, masked: bool| {
-                    let stage = k.let_i32(j % stages);
-                    let first = k.let_i32(j * bkv + lo);
-                    values(k, stage, first);
-                    release(k, j.into(), stage);
-                    k.wgmma().wait_group(0);
-                    let keep = masked.then(|| keep(k, first));
-                    let (p, alpha) = softmax.fold(k, &s, keep);
-                    issue_accumulate(k, (&p, &alpha), &pv, &acc);
-                    k.if_else(
-                        (j + 1).lt(steps),
-                        |k| {
-                            keys(k, j + 1);
-                            // the values' product done (the values' copy free), the next
-                            // scores still in flight
-                            k.wgmma().wait_group(1);
-                        },
-                        |k| k.wgmma().wait_group(0),
-                    );
-                };
-                k.for_range(0, free, 1, |k, j| step(k, j, false));
-                k.for_range(free, steps, 1, |k, j| step(k, j, true));
-                // (the last step waited for everything; the text shows no product in flight)
-                k.wgmma().wait_group(0);
-            }
-        }
-        if early {
-            // the first step's copies went out unasked: they land before the block ends
-            k.if_(steps.eq_(0), |k| k.mbarrier().wait(full[0], 0u32));
-        }
-
-        // normalized in place (a second tile of O would not fit at head dimension 256), by
-        // each row's reciprocal: one division a row, not one (IEEE, with its slow path) an
-        // element, in the epilogue every block runs once
-        let seen = softmax.l.gt(0.0f32);
-        let one = k.register_tensor::<f32>([BLOCK_ROWS, 1], 1.0);
-        let inv = k.compute(where_(seen.clone(), one / softmax.l, 0.0f32));
-        match scales.map(|scales| k.load_global_scalar(&scales, [hkv + hk])) {
-            Some(vs) => k.assign_tile(&acc, where_(seen.clone(), acc * (inv * vs), 0.0f32)),
-            None => k.assign_tile(&acc, where_(seen.clone(), acc * inv, 0.0f32)),
-        }
-        let lse = k.compute(where_(
-            seen,
-            softmax.m * scale_log2 * std::f32::consts::LN_2 + softmax.l.log(),
-            f32::NEG_INFINITY,
-        ));
-        // the block's rows at its partial slot, the rows of real heads and tokens only
-        let real = head.lt(group).and(token.lt(nq));
-        let group_of_block = k.let_i32(b * hkv * row_blocks + k.block_idx().y);
-        let first_row = k.let_i32((group_of_block * splits + x) * BLOCK_ROWS);
-        // token slot `s`'s rows are consecutive rows of O, from row `row0 + s · slot`
-        let store_output =
-            |k: &mut Kernel, acc: &RegisterTensor<f32>, lse: &RegisterTensor<f32>| {
-                let o = k.global_view::<T>(args.17, [rows_q.clone(), Scalar::from(d)]);
-                let lse_out = k.global_view::<f32>(args.18, [rows_q.clone(), Scalar::from(1)]);
-                let out = k.cast::<T>(acc);
-                let r = k.arange([BLOCK_ROWS, 1], 0);
-                for s in 0..tokens {
-                    let t = k.let_i32(t0 + s);
-                    let row0 = k.let_i32((b * nq + t) * hq + hk * group - s * slot);
-                    let mine = r.clone().ge(s * slot).and(r.clone().lt(group + s * slot));
-                    let mine = mine.and(real.clone());
-                    k.store_global_where(&o, &out, (row0, 0), mine.clone());
-                    k.store_global_where(&lse_out, lse, (row0, 0), mine);
-                }
-            };
-        let store_part = |k: &mut Kernel| {
-            k.store_global_where(&part, &acc, (first_row, 0), real.clone());
-            k.store_global_where(&part, &lse, (first_row, d), real.clone());
-        };
-        if self.direct {
-            store_output(k, &acc, &lse);
-        } else if self.merge {
-            // every block publishes its slot and takes a ticket; the block that takes the
-            // last one (whichever split finishes last) merges the group's rows, each warp a
-            // row with every split at once: no block waits for another
-            store_part(k);
-            k.fence_gpu();
-            k.sync();
-            let took_last = k.var_i32(0);
-            k.single_thread(|k| {
-                let ticket = k.atomic_add_scalar(&counts, [group_of_block], 1);
-                k.if_(ticket.eq_(splits - 1), |k| {
-                    k.assign(took_last, 1);
-                    // back to zero for the next launch: every ticket of this one is taken
-                    k.atomic_exchange_scalar(&counts, [group_of_block], 0);
-                });
-            });
-            let merges = k.sync_any(took_last.ne_(0));
-            // (the flag alike in every thread again: the warps below run as whole warps)
-            k.assign(took_last, 0);
-            k.if_(merges, |k| {
-                // the other blocks' slots, published before their tickets
-                k.fence_gpu();
-                let width = d + 4;
-                let slots = Scalar::from(batch) * hkv * row_blocks * splits;
-                let o_part = k.global_view::<f32>(args.15, [slots.clone(), (width * 64).into()]);
-                let lse_part = k.global_view::<f32>(args.15, [slots, (width * 64).into()]);
-                let o = k.global_view::<T>(args.17, [rows_q.clone(), Scalar::from(d)]);
-                let lse_out = k.global_view::<f32>(args.18, [rows_q.clone(), Scalar::from(1)]);
-                // the block's real rows: `group` heads of each of its tokens
-                let block_tokens = k.var_i32(Scalar::from(nq) - t0);
-                k.if_(Scalar::from(tokens).lt(block_tokens), |k| {
-                    k.assign(block_tokens, tokens)
-                });
-                let real_rows = k.let_i32(block_tokens * group);
-                let first = k.let_i32(group_of_block * splits);
-                k.thread_groups(0, 32, 4, |k, w| {
-                    k.for_range(w, real_rows, 4, |k, i| {
-                        let (s, h) = (k.let_i32(i / group), k.let_i32(i % group));
-                        let r = k.let_i32(s * slot + h);
-                        let n = self.merge_splits;
-                        let views = (&o_part, &lse_part);
-                        let (out, total) =
-                            merge_row::<T>(k, views, (first, r), splits, (n, d, true));
-                        let row = k.let_i32((b * nq + t0 + s) * hq + hk * group + h);
-                        k.store_global(&o, &out, (row, 0));
-                        k.store_global(&lse_out, &total, (row, 0));
+                    k.sync_group();
+                    pipe.producer_commit(k, &slot, 0);
+                    // every converter has read the stage: refill it
+                    k.single_thread(|k| {
+                        let next = j + stages;
+                        k.if_(next.clone().lt(steps), |k| fetch(k, stage, next));
                     });
                 });
+                if early {
+                    // the first step's copies went out unasked: they land before the block
+                    // ends
+                    k.if_(steps.eq_(0), |k| k.mbarrier().wait(full[0], 0u32));
+                }
+            });
+        }
+        let compute = |k: &mut Kernel| {
+            let q = match &q_tile {
+                None => {
+                    // token `s`'s heads `hk · group ..` are a `[slot, 64]` box of Q seen as
+                    // `[tokens, heads, d]`, and the box of the block's tokens, rows in order,
+                    // is the chunk (heads past the last read 0; tokens past the sequence's,
+                    // the next sequence's: computed, never stored)
+                    let q3 = k.global_view::<T>(
+                        args.9,
+                        [Scalar::from(batch) * nq, hq.into(), Scalar::from(d)],
+                    );
+                    let regs = (0..chunks)
+                        .map(|c| {
+                            let at = (b * nq + t0, hk * group, Scalar::from(c * 64));
+                            let x = k.load_global(&q3, at, [tokens, slot, 64]);
+                            k.reshape(&x, [BLOCK_ROWS, 64])
+                        })
+                        .collect();
+                    QueryOperand::Registers(regs)
+                }
+                Some((sq, qbar)) => {
+                    k.mbarrier().wait(qbar[0], 0u32);
+                    if self.q_in_registers {
+                        let regs = (0..chunks)
+                            .map(|c| k.load_shared(&sq.at(Val::constant(c))))
+                            .collect();
+                        // every warp has read Q before the copy below reuses its bytes
+                        k.sync();
+                        k.free_shared(sq);
+                        QueryOperand::Registers(regs)
+                    } else {
+                        QueryOperand::Shared(chunks_of(sq, chunks))
+                    }
+                }
+            };
+            // the products' operands: the ring's stages themselves for a cache of `T`, else one
+            // copy of a step converted to `T` (the products of a step are waited for before the
+            // next step converts)
+            let products = match (&converted, sk.as_type::<T>(), sv.as_type::<T>()) {
+                (Some((ck, cv, pipe)), _, _) => Products::Pipelined(*ck, *cv, pipe.clone()),
+                (None, Some(pk), Some(pv)) => Products::Ring(pk, pv),
+                _ => Products::Converted(
+                    k.shared_tensor::<T>([chunks, bkv, 64]),
+                    k.shared_tensor::<T>([1, bkv, d]),
+                ),
+            };
+            let issue_scores = |k: &mut Kernel, keys: &SharedTensor<T>, stage: Val, s| match &q {
+                QueryOperand::Shared(q) => issue_scores(k, (q, keys), stage, s),
+                QueryOperand::Registers(q) => issue_scores(k, (q, keys), stage, s),
+            };
+
+            // each row's token and head within the group
+            let r = k.arange([BLOCK_ROWS, 1], 0);
+            let token = r.clone() / slot;
+            let head = r - token.clone() * slot;
+            let token = token + t0;
+            // a cache of codes: the keys' scale joins the softmax's, the values' the output's
+            // (the values' read after the steps: a register less through them)
+            let scales = C::SCALED.then(|| k.global_view::<f32>(args.14, [Scalar::from(hkv) * 2]));
+            let scale_log2 = match &scales {
+                Some(scales) => {
+                    let ks = k.load_global_scalar(scales, [hk]);
+                    k.let_f32(scale_log2 * ks)
+                }
+                None => scale_log2,
+            };
+            let softmax = OnlineSoftmax::new(k, BLOCK_ROWS, bkv, scale_log2, false);
+            let acc = k.register_tensor::<f32>([BLOCK_ROWS, d], 0.0);
+            let s = k.register_tensor::<f32>([BLOCK_ROWS, bkv], None::<f64>);
+            // step `j`'s stage, once its copies landed
+            let wait = |k: &mut Kernel, j: Scalar| -> (Val, Val) {
+                let stage = k.let_i32(j.clone() % stages);
+                k.mbarrier().wait(full.at(stage), j.clone() / stages % 2);
+                (stage, k.let_i32(j * bkv + lo))
+            };
+            // every warp is done with step `j`'s stage: refill it with the keys `stages` ahead
+            let release = |k: &mut Kernel, j: Scalar, stage: Val| {
+                k.sync();
+                k.single_thread(|k| {
+                    let next = j + stages;
+                    k.if_(next.clone().lt(steps), |k| fetch(k, stage, next));
+                });
+            };
+            let keep = |k: &mut Kernel, first: Val| {
+                let key = k.arange([1, bkv], 1) + first;
+                key.clone().lt(hi).and(key.le(token.clone() + ctx - nq))
+            };
+            match &products {
+                Products::Ring(pk, pv) => {
+                    // the values' rows past the context zeroed (the cache may hold NaN there),
+                    // 16 rows at a time (the whole stage beside O's accumulator would not fit
+                    // the registers at head dimension 256)
+                    let arrived = |k: &mut Kernel, j: Scalar| -> (Val, Val) {
+                        let (stage, first) = wait(k, j);
+                        k.if_((ctx - first).lt(bkv), |k| {
+                            for i in 0..bkv / 16 {
+                                let vs = pv.at(stage).rows(i * 16, 16);
+                                let v = k.load_shared(&vs);
+                                let row = k.arange([16, 1], 0) + first + i * 16;
+                                let v = k.compute(where_(row.lt(ctx), v, 0.0));
+                                k.store_shared(&vs, &v);
+                            }
+                            k.fence_proxy_async();
+                            k.sync();
+                        });
+                        (stage, first)
+                    };
+                    if self.overlap {
+                        // one step ahead: step `j + 1`'s scores are issued under step `j`'s
+                        // values' product, so that the two products run back to back; the
+                        // values' product is waited for within its step (O's accumulator in
+                        // flight across the loop's back edge, ptxas serializes every product
+                        // of the kernel: C7515)
+                        k.if_(Scalar::from(0).lt(steps), |k| {
+                            let (stage, _) = arrived(k, Scalar::from(0));
+                            issue_scores(k, pk, stage, &s);
+                        });
+                        let step = |k: &mut Kernel, j: Val, masked: bool| {
+                            k.wgmma().wait_group(0);
+                            let stage = k.let_i32(j % stages);
+                            let first = k.let_i32(j * bkv + lo);
+                            let keep = masked.then(|| keep(k, first));
+                            let (p, alpha) = softmax.fold(k, &s, keep);
+                            issue_accumulate(k, (&p, &alpha), &pv.at(stage), &acc);
+                            k.if_else(
+                                (j + 1).lt(steps),
+                                |k| {
+                                    let (next, _) = arrived(k, j + 1);
+                                    issue_scores(k, pk, next, &s);
+                                    // the values' product done, the next scores in flight
+                                    k.wgmma().wait_group(1);
+                                },
+                                |k| k.wgmma().wait_group(0),
+                            );
+                            release(k, j.into(), stage);
+                        };
+                        k.for_range(0, free, 1, |k, j| step(k, j, false));
+                        k.for_range(free, steps, 1, |k, j| step(k, j, true));
+                        // (the last step waited for everything; the text shows no product in
+                        // flight)
+                        k.wgmma().wait_group(0);
+                    } else {
+                        let step = |k: &mut Kernel, j: Val, masked: bool| {
+                            let (stage, first) = arrived(k, j.into());
+                            issue_scores(k, pk, stage, &s);
+                            k.wgmma().wait_group(0);
+                            let keep = masked.then(|| keep(k, first));
+                            let (p, alpha) = softmax.fold(k, &s, keep);
+                            accumulate(k, (&p, &alpha), &pv.at(stage), &acc);
+                            release(k, j.into(), stage);
+                        };
+                        k.for_range(0, free, 1, |k, j| step(k, j, false));
+                        k.for_range(free, steps, 1, |k, j| step(k, j, true));
+                    }
+                }
+                Products::Pipelined(ck, cv, pipe) => {
+                    // step `j` from the copy the converters handed over, given back once its
+                    // products are done
+                    let step = |k: &mut Kernel, j: Val, masked: bool| {
+                        let slot = pipe.consumer_acquire(k, j);
+                        let buf = slot.stage();
+                        issue_scores(k, ck, buf, &s);
+                        k.wgmma().wait_group(0);
+                        let first = k.let_i32(j * bkv + lo);
+                        let keep = masked.then(|| keep(k, first));
+                        let (p, alpha) = softmax.fold(k, &s, keep);
+                        accumulate(k, (&p, &alpha), &cv.at(buf), &acc);
+                        pipe.consumer_release(k, slot);
+                    };
+                    k.for_range(0, free, 1, |k, j| step(k, j, false));
+                    k.for_range(free, steps, 1, |k, j| step(k, j, true));
+                }
+                Products::Converted(pk, pv) => {
+                    let pv = pv.at(Val::constant(0));
+                    // step `j`'s keys converted (it waits for them) and their scores issued
+                    let keys = |k: &mut Kernel, j: Scalar| {
+                        let (stage, _) = wait(k, j);
+                        for i in 0..bkv / 16 {
+                            for c in 0..chunks {
+                                let ks = sk.at(k.let_i32(stage * chunks + c)).rows(i * 16, 16);
+                                let x = k.load_shared(&ks);
+                                k.annotate_layout(&x, runs(16, 64));
+                                let x = k.cast::<T>(&x);
+                                k.store_shared(&pk.at(Val::constant(c)).rows(i * 16, 16), &x);
+                            }
+                        }
+                        k.fence_proxy_async();
+                        k.sync();
+                        issue_scores(k, pk, Val::constant(0), &s);
+                    };
+                    // the values converted, the rows past the context zeroed on the way (8 rows
+                    // at a time at head dimension 256: 16 spill there)
+                    let values = |k: &mut Kernel, stage: Val, first: Val| {
+                        let n = if d == 256 { 8 } else { 16 };
+                        for i in 0..bkv / n {
+                            let v = k.load_shared(&sv.at(stage).rows(i * n, n));
+                            k.annotate_layout(&v, runs(n, d));
+                            let v = k.cast::<T>(&v);
+                            let row = k.arange([n, 1], 0) + first + i * n;
+                            let v = k.compute(where_(row.lt(ctx), v, 0.0));
+                            k.store_shared(&pv.rows(i * n, n), &v);
+                        }
+                        k.fence_proxy_async();
+                    };
+                    // step `j`: its scores were issued a step ahead; its values are converted
+                    // under them (the stage then refilled), its values' product issued, and the
+                    // next step's keys converted and scores issued under that
+                    k.if_(Scalar::from(0).lt(steps), |k| keys(k, Scalar::from(0)));
+                    let step = |k: &mut Kernel, j: Val, masked: bool| {
+                        let stage = k.let_i32(j % stages);
+                        let first = k.let_i32(j * bkv + lo);
+                        values(k, stage, first);
+                        release(k, j.into(), stage);
+                        k.wgmma().wait_group(0);
+                        let keep = masked.then(|| keep(k, first));
+                        let (p, alpha) = softmax.fold(k, &s, keep);
+                        issue_accumulate(k, (&p, &alpha), &pv, &acc);
+                        k.if_else(
+                            (j + 1).lt(steps),
+                            |k| {
+                                keys(k, j + 1);
+                                // the values' product done (the values' copy free), the next
+                                // scores still in flight
+                                k.wgmma().wait_group(1);
+                            },
+                            |k| k.wgmma().wait_group(0),
+                        );
+                    };
+                    k.for_range(0, free, 1, |k, j| step(k, j, false));
+                    k.for_range(free, steps, 1, |k, j| step(k, j, true));
+                    // (the last step waited for everything; the text shows no product in flight)
+                    k.wgmma().wait_group(0);
+                }
+            }
+            if early && !self.converters {
+                // the first step's copies went out unasked: they land before the block ends
+                k.if_(steps.eq_(0), |k| k.mbarrier().wait(full[0], 0u32));
+            }
+
+            // normalized in place (a second tile of O would not fit at head dimension 256), by
+            // each row's reciprocal: one division a row, not one (IEEE, with its slow path) an
+            // element, in the epilogue every block runs once
+            let seen = softmax.l.gt(0.0f32);
+            let one = k.register_tensor::<f32>([BLOCK_ROWS, 1], 1.0);
+            let inv = k.compute(where_(seen.clone(), one / softmax.l, 0.0f32));
+            match scales.map(|scales| k.load_global_scalar(&scales, [hkv + hk])) {
+                Some(vs) => k.assign_tile(&acc, where_(seen.clone(), acc * (inv * vs), 0.0f32)),
+                None => k.assign_tile(&acc, where_(seen.clone(), acc * inv, 0.0f32)),
+            }
+            let lse = k.compute(where_(
+                seen,
+                softmax.m * scale_log2 * std::f32::consts::LN_2 + softmax.l.log(),
+                f32::NEG_INFINITY,
+            ));
+            // the block's rows at its partial slot, the rows of real heads and tokens only
+            let real = head.lt(group).and(token.lt(nq));
+            let group_of_block = k.let_i32(b * hkv * row_blocks + k.block_idx().y);
+            let first_row = k.let_i32((group_of_block * splits + x) * BLOCK_ROWS);
+            // token slot `s`'s rows are consecutive rows of O, from row `row0 + s · slot`
+            let store_output =
+                |k: &mut Kernel, acc: &RegisterTensor<f32>, lse: &RegisterTensor<f32>| {
+                    let o = k.global_view::<T>(args.17, [rows_q.clone(), Scalar::from(d)]);
+                    let lse_out = k.global_view::<f32>(args.18, [rows_q.clone(), Scalar::from(1)]);
+                    let out = k.cast::<T>(acc);
+                    let r = k.arange([BLOCK_ROWS, 1], 0);
+                    for s in 0..tokens {
+                        let t = k.let_i32(t0 + s);
+                        let row0 = k.let_i32((b * nq + t) * hq + hk * group - s * slot);
+                        let mine = r.clone().ge(s * slot).and(r.clone().lt(group + s * slot));
+                        let mine = mine.and(real.clone());
+                        k.store_global_where(&o, &out, (row0, 0), mine.clone());
+                        k.store_global_where(&lse_out, lse, (row0, 0), mine);
+                    }
+                };
+            let store_part = |k: &mut Kernel| {
+                k.store_global_where(&part, &acc, (first_row, 0), real.clone());
+                k.store_global_where(&part, &lse, (first_row, d), real.clone());
+            };
+            if self.direct {
+                store_output(k, &acc, &lse);
+            } else if self.merge {
+                // every block publishes its slot and takes a ticket; the block that takes the
+                // last one (whichever split finishes last) merges the group's rows, each warp a
+                // row with every split at once: no block waits for another
+                store_part(k);
+                k.fence_gpu();
+                k.sync();
+                let took_last = k.var_i32(0);
+                k.single_thread(|k| {
+                    let ticket = k.atomic_add_scalar(&counts, [group_of_block], 1);
+                    k.if_(ticket.eq_(splits - 1), |k| {
+                        k.assign(took_last, 1);
+                        // back to zero for the next launch: every ticket of this one is taken
+                        k.atomic_exchange_scalar(&counts, [group_of_block], 0);
+                    });
+                });
+                let merges = k.sync_any(took_last.ne_(0));
+                // (the flag alike in every thread again: the warps below run as whole warps)
+                k.assign(took_last, 0);
+                k.if_(merges, |k| {
+                    // the other blocks' slots, published before their tickets
+                    k.fence_gpu();
+                    let width = d + 4;
+                    let slots = Scalar::from(batch) * hkv * row_blocks * splits;
+                    let o_part =
+                        k.global_view::<f32>(args.15, [slots.clone(), (width * 64).into()]);
+                    let lse_part = k.global_view::<f32>(args.15, [slots, (width * 64).into()]);
+                    let o = k.global_view::<T>(args.17, [rows_q.clone(), Scalar::from(d)]);
+                    let lse_out = k.global_view::<f32>(args.18, [rows_q.clone(), Scalar::from(1)]);
+                    // the block's real rows: `group` heads of each of its tokens
+                    let block_tokens = k.var_i32(Scalar::from(nq) - t0);
+                    k.if_(Scalar::from(tokens).lt(block_tokens), |k| {
+                        k.assign(block_tokens, tokens)
+                    });
+                    let real_rows = k.let_i32(block_tokens * group);
+                    let first = k.let_i32(group_of_block * splits);
+                    k.thread_groups(0, 32, 4, |k, w| {
+                        k.for_range(w, real_rows, 4, |k, i| {
+                            let (s, h) = (k.let_i32(i / group), k.let_i32(i % group));
+                            let r = k.let_i32(s * slot + h);
+                            let n = self.merge_splits;
+                            let views = (&o_part, &lse_part);
+                            let (out, total) =
+                                merge_row::<T>(k, views, (first, r), splits, (n, d, true));
+                            let row = k.let_i32((b * nq + t0 + s) * hq + hk * group + h);
+                            k.store_global(&o, &out, (row, 0));
+                            k.store_global(&lse_out, &total, (row, 0));
+                        });
+                    });
+                });
+            } else {
+                store_part(k);
+            }
+        };
+        if self.converters {
+            k.thread_group(0, 128, |k| {
+                k.set_max_registers(PRODUCT_REGISTERS);
+                compute(k);
             });
         } else {
-            store_part(k);
+            compute(k);
         }
     }
+}
+
+/// Each thread a run of 8 or 16 consecutive elements of a row of a `[rows, cols]` tile of a
+/// warp group: 8-byte loads of codes and 16-byte stores of `T` (one element at a time in the
+/// inferred layout, a column per thread).
+fn runs(rows: i32, cols: i32) -> RegisterLayout {
+    let across = 128 / rows;
+    RegisterLayout::spatial(&[rows as i64, across as i64])
+        .compose(&RegisterLayout::local(&[1, (cols / across) as i64]))
 }
 
 // by hand: the element type is named in the kernel's name, not among its hyperparameters
@@ -752,6 +862,7 @@ impl<T, C> std::fmt::Debug for DecodeAttention<T, C> {
             .field("merge_splits", &self.merge_splits)
             .field("overlap", &self.overlap)
             .field("q_in_registers", &self.q_in_registers)
+            .field("converters", &self.converters)
             .finish()
     }
 }
@@ -766,8 +877,12 @@ enum QueryOperand<T> {
 }
 
 /// Where the products read a step's keys and values: the ring's stages (a cache of the
-/// products' type), or one copy converted from the stage that arrived.
+/// products' type), one copy converted from the stage that arrived, or the ring of copies
+/// the converters' warp group fills.
 enum Products<T> {
+    /// The keys `[2 · chunks, bkv, 64]` and values `[2, bkv, d]` of the converted copies, and
+    /// their ring.
+    Pipelined(SharedTensor<T>, SharedTensor<T>, Pipeline),
     /// The keys `[stages · chunks, bkv, 64]` and values `[stages, bkv, d]` of the ring.
     Ring(SharedTensor<T>, SharedTensor<T>),
     /// The keys `[chunks, bkv, 64]` and values `[1, bkv, d]` of the step being multiplied.
@@ -846,8 +961,14 @@ mod tests {
             plan.smem_bytes as i32
         };
         let (registers, shared) = (smem(true), smem(false));
-        assert!(registers >= 96 * 1024 && 2 * (registers + 1024) <= 228 * 1024, "{registers}");
-        assert!(shared >= 112 * 1024 && 2 * (shared + 1024) > 228 * 1024, "{shared}");
+        assert!(
+            registers >= 96 * 1024 && 2 * (registers + 1024) <= 228 * 1024,
+            "{registers}"
+        );
+        assert!(
+            shared >= 112 * 1024 && 2 * (shared + 1024) > 228 * 1024,
+            "{shared}"
+        );
     }
 
     /// `tilus emit` of the kernel with Q from global memory, for reading.

@@ -32,6 +32,9 @@ pub struct Tiling {
     /// Q in registers or not ([`DecodeAttention::q_in_registers`]; `None`: the kernel's
     /// default, registers over a cache of codes up to head dimension 128).
     pub q_in_registers: Option<bool>,
+    /// `Some(true)`: a warp group of converters beside the products, over a cache of codes
+    /// ([`DecodeAttention::converters`]).
+    pub converters: Option<bool>,
 }
 
 /// The cache's buffers: `k` and `v` (the layout [`Decode::layout`] says), the block table
@@ -575,6 +578,9 @@ fn configured<T: AttentionElement, C: CacheElement>(
     config.overlap = tiling.overlap == Some(true);
     if let Some(q_in_registers) = tiling.q_in_registers {
         config.q_in_registers = q_in_registers;
+    }
+    if let Some(converters) = tiling.converters {
+        config.converters = converters;
     }
     config
 }
