@@ -429,10 +429,11 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
             k.thread_group(128, 128, |k| {
                 k.set_max_registers(CONVERTER_REGISTERS);
                 k.for_range(0, steps, 1, |k, j| {
-                    let stage = k.let_i32(j % stages);
-                    k.mbarrier().wait(full.at(stage), j / stages % 2);
+                    // the copy freed first, then the codes landed
                     let slot = pipe.producer_wait(k, j);
                     let buf = slot.stage();
+                    let stage = k.let_i32(j % stages);
+                    k.mbarrier().wait(full.at(stage), j / stages % 2);
                     for i in 0..bkv / 16 {
                         for c in 0..chunks {
                             let ks = sk.at(k.let_i32(stage * chunks + c)).rows(i * 16, 16);
@@ -624,21 +625,36 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                     }
                 }
                 Products::Pipelined(ck, cv, pipe) => {
-                    // step `j` from the copy the converters handed over, given back once its
-                    // products are done
-                    let step = |k: &mut Kernel, j: Val, masked: bool| {
+                    // step `j` from the copy the converters handed over: its scores were issued
+                    // a step ahead; its values' product issued, the next copy's scores under
+                    // it, and the copy given back once the values' product is done (the
+                    // converters fill it with step `j + 2` while step `j + 1`'s softmax runs)
+                    let scores = |k: &mut Kernel, j: Scalar| {
                         let slot = pipe.consumer_acquire(k, j);
-                        let buf = slot.stage();
-                        issue_scores(k, ck, buf, &s);
+                        issue_scores(k, ck, slot.stage(), &s);
+                    };
+                    k.if_(Scalar::from(0).lt(steps), |k| scores(k, Scalar::from(0)));
+                    let step = |k: &mut Kernel, j: Val, masked: bool| {
                         k.wgmma().wait_group(0);
                         let first = k.let_i32(j * bkv + lo);
                         let keep = masked.then(|| keep(k, first));
                         let (p, alpha) = softmax.fold(k, &s, keep);
-                        accumulate(k, (&p, &alpha), &cv.at(buf), &acc);
-                        pipe.consumer_release(k, slot);
+                        let buf = k.let_i32(j % 2);
+                        issue_accumulate(k, (&p, &alpha), &cv.at(buf), &acc);
+                        k.if_else(
+                            (j + 1).lt(steps),
+                            |k| {
+                                scores(k, j + 1);
+                                k.wgmma().wait_group(1);
+                            },
+                            |k| k.wgmma().wait_group(0),
+                        );
+                        pipe.consumer_release_step(k, j);
                     };
                     k.for_range(0, free, 1, |k, j| step(k, j, false));
                     k.for_range(free, steps, 1, |k, j| step(k, j, true));
+                    // (the last step waited for everything; the text shows no product in flight)
+                    k.wgmma().wait_group(0);
                 }
                 Products::Converted(pk, pv) => {
                     let pv = pv.at(Val::constant(0));
