@@ -252,8 +252,9 @@ fn interp_decode_over_e4m3_codes_matches_the_reference() {
         None,
         split(3),
     );
-    // Q in registers (the default up to head dimension 128) and in shared memory
-    for q_in_registers in [None, Some(false)] {
+    // Q in registers with converters (the default up to head dimension 128), without, and
+    // Q in shared memory
+    for (q_in_registers, converters) in [(None, None), (None, Some(false)), (Some(false), None)] {
         check_over::<f16, F8E4M3>(
             &mut rng,
             (3, Heads::new(4, 2, 128)),
@@ -261,6 +262,7 @@ fn interp_decode_over_e4m3_codes_matches_the_reference() {
             Some(16),
             Tiling {
                 q_in_registers,
+                converters,
                 ..split(2)
             },
         );

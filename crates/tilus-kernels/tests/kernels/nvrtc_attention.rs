@@ -132,16 +132,20 @@ fn nvrtc_decode_compiles_at_every_head_dimension_and_layout_without_spills() {
             // spill a word (bounded here)
             e4m3(&DecodeAttention::<f16, F8E4M3>::new(d, 1, 4, page));
         }
-        // Q in shared memory over codes (registers are the default up to 128); a warp
-        // group of converters beside the products, contiguous and paged
+        // a warp group of converters beside the products (the default up to 128, Q in
+        // registers from global memory), contiguous and paged, then without it, then Q in
+        // shared memory
         if d <= 128 {
             for page in [None, Some(16)] {
                 let mut converters = DecodeAttention::<bf16, F8E4M3>::new(d, 1, 4, page);
-                converters.converters = true;
+                assert!(converters.converters, "the default here");
                 no_spills(&converters);
+                // one warp group converting and multiplying, Q from global memory
+                converters.converters = false;
+                e4m3(&converters);
             }
             let mut shared = DecodeAttention::<f16, F8E4M3>::new(d, 1, 4, Some(16));
-            shared.q_in_registers = false;
+            (shared.q_in_registers, shared.converters) = (false, false);
             e4m3(&shared);
         }
         e4m3(&DecodeAttention::<bf16, F8E4M3>::new(d, 2, 8, Some(32)));

@@ -112,16 +112,18 @@ pub struct DecodeAttention<T, C = T> {
     /// to back), instead of each product waited for in turn. Within ±2% of the steps one after
     /// another on an H100 (docs/perf.md, 2026-12-07): off by default.
     pub overlap: bool,
-    /// Q read into registers once (WGMMA's A operand from there) and its shared tile given
-    /// to the converted copy of the step: a cache of codes at head dimension 64 or 128. Each
-    /// step's scores then read only the keys from shared memory (3-9% faster from batch 16 up
-    /// on an H100, docs/perf.md); the 16 KB it saves would let a third block
-    /// onto a multiprocessor, but its registers do not.
+    /// Q read into registers once (WGMMA's A operand from there): straight from global
+    /// memory where its slots tile the 64 rows, else from its shared tile, which the
+    /// converted copy of the step then reuses. The default over a cache of codes at head
+    /// dimension 64 or 128: each step's scores read only the keys from shared memory (3-9%
+    /// faster from batch 16 up on an H100, docs/perf.md). Over a cache of `T` only where the
+    /// slots tile the rows (no faster on an H100: off by default).
     pub q_in_registers: bool,
     /// Over a cache of codes: a second warp group converts each step's keys and values into
     /// a ring of two converted copies while the first multiplies the step before
     /// (`setmaxnreg` moves registers from the converters to the products). Head dimensions
-    /// up to 128, Q from global memory, no overlap, no merge in the kernel.
+    /// up to 128, Q from global memory, no overlap, no merge in the kernel; the default
+    /// where those hold (10-12% faster than one warp group on an H100, docs/perf.md).
     pub converters: bool,
     _t: PhantomData<fn() -> (T, C)>,
 }
@@ -130,7 +132,7 @@ impl<T: Element, C: Element> DecodeAttention<T, C> {
     /// The kernel for `head_dim`, `queries` new tokens per sequence and `group` query heads
     /// per key-value head, over pages of `page_size` rows (`None`: a contiguous cache):
     /// steps of 64 keys, two stages; Q in registers over a cache of codes up to head
-    /// dimension 128.
+    /// dimension 128, with a warp group of converters where Q comes from global memory.
     pub fn new(
         head_dim: i32,
         queries: i32,
@@ -153,7 +155,9 @@ impl<T: Element, C: Element> DecodeAttention<T, C> {
             merge_splits: 0,
             overlap: false,
             q_in_registers: <C as Element>::DTYPE != <T as Element>::DTYPE && head_dim <= 128,
-            converters: false,
+            converters: <C as Element>::DTYPE != <T as Element>::DTYPE
+                && head_dim <= 128
+                && BLOCK_ROWS % ((group + 7) / 8 * 8).min(BLOCK_ROWS) == 0,
             _t: PhantomData,
         }
     }
@@ -163,6 +167,7 @@ impl<T, C> DecodeAttention<T, C> {
     /// The same kernel with its steps overlapped or not.
     pub fn with_overlap(mut self, overlap: bool) -> DecodeAttention<T, C> {
         self.overlap = overlap;
+        self.converters &= !overlap;
         self
     }
 
@@ -170,6 +175,7 @@ impl<T, C> DecodeAttention<T, C> {
     /// not (0 or 1: the slots left to [`super::merge::DecodeMerge`]).
     pub fn with_merge(mut self, splits: i32) -> DecodeAttention<T, C> {
         self.merge = splits > 1;
+        self.converters &= !self.merge;
         self.merge_splits = if self.merge {
             (splits as u32).next_power_of_two() as i32
         } else {
@@ -940,7 +946,8 @@ mod tests {
         let smem = |d: i32, q_in_registers: bool| {
             let mut kernel = DecodeAttention::<f16, F8E4M3>::new(d, 1, 4, Some(16));
             assert_eq!(kernel.q_in_registers, d <= 128);
-            kernel.q_in_registers = q_in_registers;
+            assert_eq!(kernel.converters, d <= 128);
+            (kernel.q_in_registers, kernel.converters) = (q_in_registers, false);
             let program = tilus::trace(&kernel, &[]).unwrap();
             let (_, plan) = tilus::passes::compile_program(program).unwrap();
             plan.smem_bytes as i32
@@ -985,14 +992,5 @@ mod tests {
             shared >= 112 * 1024 && 2 * (shared + 1024) > 228 * 1024,
             "{shared}"
         );
-    }
-
-    /// `tilus emit` of the kernel with Q from global memory, for reading.
-    #[test]
-    #[ignore = "prints generated code"]
-    fn print_q_from_global_memory() {
-        let mut kernel = DecodeAttention::<f16>::new(128, 1, 4, None);
-        kernel.q_in_registers = true;
-        println!("{}", tilus::emit(&kernel, &[]).unwrap());
     }
 }

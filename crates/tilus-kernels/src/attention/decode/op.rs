@@ -32,8 +32,9 @@ pub struct Tiling {
     /// Q in registers or not ([`DecodeAttention::q_in_registers`]; `None`: the kernel's
     /// default, registers over a cache of codes up to head dimension 128).
     pub q_in_registers: Option<bool>,
-    /// `Some(true)`: a warp group of converters beside the products, over a cache of codes
-    /// ([`DecodeAttention::converters`]).
+    /// A warp group of converters beside the products over a cache of codes or not
+    /// ([`DecodeAttention::converters`]; `None`: the kernel's default, converters where Q
+    /// comes from global memory and the steps are not overlapped nor merged in the kernel).
     pub converters: Option<bool>,
 }
 
@@ -579,9 +580,11 @@ fn configured<T: AttentionElement, C: CacheElement>(
     if let Some(q_in_registers) = tiling.q_in_registers {
         config.q_in_registers = q_in_registers;
     }
-    if let Some(converters) = tiling.converters {
-        config.converters = converters;
-    }
+    // converters by default where the rest allows them (Q from global memory, no overlap,
+    // no merge in the kernel)
+    config.converters = tiling
+        .converters
+        .unwrap_or(config.converters && config.q_in_registers && !config.overlap);
     config
 }
 
