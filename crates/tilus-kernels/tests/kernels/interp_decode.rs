@@ -211,6 +211,28 @@ fn interp_decode_refuses_hyperparameters_it_does_not_build() {
     let mut bad = DecodeAttention::<f16>::new(128, 1, 4, Some(16));
     bad.box_rows = 4;
     assert!(tilus::trace(&bad, &[]).is_err());
+    // converters: only over codes, with Q from global memory, without the merge; the
+    // overlap over codes only with them (one converted copy cannot run ahead)
+    let mut bad = DecodeAttention::<f16>::new(128, 1, 4, None);
+    bad.converters = true;
+    assert!(tilus::trace(&bad, &[]).is_err());
+    let codes = DecodeAttention::<f16, F8E4M3>::new(128, 1, 4, None);
+    assert!(codes.converters && tilus::trace(&codes, &[]).is_ok());
+    let mut bad = codes.clone();
+    bad.q_in_registers = false;
+    assert!(tilus::trace(&bad, &[]).is_err());
+    let mut bad = codes.clone();
+    bad.merge = true;
+    bad.merge_splits = 4;
+    assert!(tilus::trace(&bad, &[]).is_err());
+    let overlapped = codes.clone().with_overlap(true);
+    assert!(tilus::trace(&overlapped, &[]).is_ok());
+    let mut bad = overlapped;
+    bad.converters = false;
+    let Err(e) = tilus::trace(&bad, &[]) else {
+        panic!("overlap over codes without converters traced")
+    };
+    assert!(e.to_string().contains("without converters"), "{e}");
 }
 
 /// The steps overlapped (step `j + 1`'s scores issued before step `j`'s values' product): the
@@ -403,4 +425,15 @@ fn interp_decode_with_converters_matches_the_reference() {
             ..tiling(2)
         },
     );
+    // the next copy's scores issued under the values' product
+    for (queries, heads, lens, page, splits) in [
+        (1, Heads::new(8, 2, 64), &[1, 70, 200][..], None, 3),
+        (3, Heads::new(4, 2, 128), &[3, 50, 131][..], Some(16), 1),
+    ] {
+        let overlapped = Tiling {
+            overlap: Some(true),
+            ..tiling(splits)
+        };
+        check_over::<f16, F8E4M3>(&mut rng, (queries, heads), lens, page, overlapped);
+    }
 }

@@ -140,6 +140,7 @@ fn nvrtc_decode_compiles_at_every_head_dimension_and_layout_without_spills() {
                 let mut converters = DecodeAttention::<bf16, F8E4M3>::new(d, 1, 4, page);
                 assert!(converters.converters, "the default here");
                 no_spills(&converters);
+                no_spills(&converters.clone().with_overlap(true));
                 // one warp group converting and multiplying, Q from global memory
                 converters.converters = false;
                 e4m3(&converters);

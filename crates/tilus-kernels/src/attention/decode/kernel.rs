@@ -122,8 +122,9 @@ pub struct DecodeAttention<T, C = T> {
     /// Over a cache of codes: a second warp group converts each step's keys and values into
     /// a ring of two converted copies while the first multiplies the step before
     /// (`setmaxnreg` moves registers from the converters to the products). Head dimensions
-    /// up to 128, Q from global memory, no overlap, no merge in the kernel; the default
-    /// where those hold (10-12% faster than one warp group on an H100, docs/perf.md).
+    /// up to 128, Q from global memory, no merge in the kernel; the default where those hold
+    /// (10-12% faster than one warp group on an H100, docs/perf.md). With `overlap`, the
+    /// next copy's scores are issued under the values' product (not yet timed).
     pub converters: bool,
     _t: PhantomData<fn() -> (T, C)>,
 }
@@ -167,7 +168,6 @@ impl<T, C> DecodeAttention<T, C> {
     /// The same kernel with its steps overlapped or not.
     pub fn with_overlap(mut self, overlap: bool) -> DecodeAttention<T, C> {
         self.overlap = overlap;
-        self.converters &= !overlap;
         self
     }
 
@@ -272,8 +272,9 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
             && (8..=BLOCK_ROWS).contains(&slot)
             && (self.box_rows == 0 || (self.box_rows >= 8 && bkv % self.box_rows == 0))
             && (!self.merge || (2..=64).contains(&self.merge_splits) && self.merge_splits.count_ones() == 1)
-            // one converted copy of a step: the next step's scores cannot run ahead
-            && !(self.overlap && <C as Element>::DTYPE != <T as Element>::DTYPE)
+            // one converted copy of a step: the next step's scores cannot run ahead (the
+            // converters' ring of two copies lets them)
+            && !(self.overlap && <C as Element>::DTYPE != <T as Element>::DTYPE && !self.converters)
             // Q's registers beside O's accumulator fit up to head dimension 128; Q comes
             // from global memory where its slots tile the 64 rows, else through a shared
             // tile, which only a converted copy reuses
@@ -284,7 +285,6 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
             && !(self.converters
                 && (<C as Element>::DTYPE == <T as Element>::DTYPE
                     || d > 128
-                    || self.overlap
                     || self.merge
                     || !self.q_in_registers
                     || BLOCK_ROWS % slot != 0));
@@ -292,8 +292,11 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
             k.refuse_config(format!(
                 "{self:?}: head_dim 64, 128 or 256, block_kv 64 or 128, 1 to 8 stages and \
                  queries, a slot of 8 to 64 rows in eights, box_rows 0 or a divisor of \
-                 block_kv of at least 8; no overlap over a converted cache; Q in registers \
-                 only over a converted cache, head_dim up to 128"
+                 block_kv of at least 8; no overlap over a converted cache without \
+                 converters; Q in registers up to head_dim 128, over a cache of the \
+                 queries' type only for a slot dividing 64; converters only over a cache of \
+                 codes with Q in registers from global memory, head_dim up to 128, without \
+                 merge"
             ));
             return;
         }
@@ -435,11 +438,10 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
             k.thread_group(128, 128, |k| {
                 k.set_max_registers(CONVERTER_REGISTERS);
                 k.for_range(0, steps, 1, |k, j| {
-                    // the copy freed first, then the codes landed
-                    let slot = pipe.producer_wait(k, j);
-                    let buf = slot.stage();
                     let stage = k.let_i32(j % stages);
                     k.mbarrier().wait(full.at(stage), j / stages % 2);
+                    let slot = pipe.producer_wait(k, j);
+                    let buf = slot.stage();
                     for i in 0..bkv / 16 {
                         for c in 0..chunks {
                             let ks = sk.at(k.let_i32(stage * chunks + c)).rows(i * 16, 16);
@@ -630,11 +632,28 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                         k.for_range(free, steps, 1, |k, j| step(k, j, true));
                     }
                 }
+                Products::Pipelined(ck, cv, pipe) if !self.overlap => {
+                    // step `j` from the copy the converters handed over, given back once its
+                    // products are done
+                    let step = |k: &mut Kernel, j: Val, masked: bool| {
+                        let slot = pipe.consumer_acquire(k, j);
+                        let buf = slot.stage();
+                        issue_scores(k, ck, buf, &s);
+                        k.wgmma().wait_group(0);
+                        let first = k.let_i32(j * bkv + lo);
+                        let keep = masked.then(|| keep(k, first));
+                        let (p, alpha) = softmax.fold(k, &s, keep);
+                        accumulate(k, (&p, &alpha), &cv.at(buf), &acc);
+                        pipe.consumer_release(k, slot);
+                    };
+                    k.for_range(0, free, 1, |k, j| step(k, j, false));
+                    k.for_range(free, steps, 1, |k, j| step(k, j, true));
+                }
                 Products::Pipelined(ck, cv, pipe) => {
-                    // step `j` from the copy the converters handed over: its scores were issued
-                    // a step ahead; its values' product issued, the next copy's scores under
-                    // it, and the copy given back once the values' product is done (the
-                    // converters fill it with step `j + 2` while step `j + 1`'s softmax runs)
+                    // overlapped: step `j`'s scores were issued a step ahead; its values'
+                    // product issued, the next copy's scores under it, and the copy given
+                    // back once the values' product is done (the converters fill it with
+                    // step `j + 2` while step `j + 1`'s softmax runs)
                     let scores = |k: &mut Kernel, j: Scalar| {
                         let slot = pipe.consumer_acquire(k, j);
                         issue_scores(k, ck, slot.stage(), &s);
@@ -659,7 +678,8 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                     };
                     k.for_range(0, free, 1, |k, j| step(k, j, false));
                     k.for_range(free, steps, 1, |k, j| step(k, j, true));
-                    // (the last step waited for everything; the text shows no product in flight)
+                    // (the last step waited for everything; the text shows no product in
+                    // flight)
                     k.wgmma().wait_group(0);
                 }
                 Products::Converted(pk, pv) => {

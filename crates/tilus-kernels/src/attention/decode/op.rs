@@ -34,7 +34,7 @@ pub struct Tiling {
     pub q_in_registers: Option<bool>,
     /// A warp group of converters beside the products over a cache of codes or not
     /// ([`DecodeAttention::converters`]; `None`: the kernel's default, converters where Q
-    /// comes from global memory and the steps are not overlapped nor merged in the kernel).
+    /// comes from global memory and the steps are not merged in the kernel).
     pub converters: Option<bool>,
 }
 
@@ -580,11 +580,11 @@ fn configured<T: AttentionElement, C: CacheElement>(
     if let Some(q_in_registers) = tiling.q_in_registers {
         config.q_in_registers = q_in_registers;
     }
-    // converters by default where the rest allows them (Q from global memory, no overlap,
-    // no merge in the kernel)
+    // converters by default where the rest allows them (Q from global memory, no merge in
+    // the kernel)
     config.converters = tiling
         .converters
-        .unwrap_or(config.converters && config.q_in_registers && !config.overlap);
+        .unwrap_or(config.converters && config.q_in_registers);
     config
 }
 
