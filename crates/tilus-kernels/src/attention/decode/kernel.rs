@@ -27,10 +27,10 @@
 use super::super::forward::AttentionElement;
 use super::super::products::{accumulate, chunks_of, issue_accumulate, issue_scores};
 use super::super::softmax::OnlineSoftmax;
+use super::convert;
 use super::element::CacheElement;
 use super::merge::merge_row;
 use std::marker::PhantomData;
-use tilus::layout::RegisterLayout;
 use tilus::prelude::*;
 
 /// Rows of queries per block: WGMMA's M, one warp group.
@@ -442,25 +442,11 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                     k.mbarrier().wait(full.at(stage), j / stages % 2);
                     let slot = pipe.producer_wait(k, j);
                     let buf = slot.stage();
-                    for i in 0..bkv / 16 {
-                        for c in 0..chunks {
-                            let ks = sk.at(k.let_i32(stage * chunks + c)).rows(i * 16, 16);
-                            let x = k.load_shared(&ks);
-                            k.annotate_layout(&x, runs(16, 64));
-                            let x = k.cast::<T>(&x);
-                            let to = ck.at(k.let_i32(buf * chunks + c)).rows(i * 16, 16);
-                            k.store_shared(&to, &x);
-                        }
-                    }
+                    let to = |k: &mut Kernel, c: i32| ck.at(k.let_i32(buf * chunks + c));
+                    convert::keys(k, (&sk, stage, chunks), to, bkv);
                     let first = k.let_i32(j * bkv + lo);
-                    for i in 0..bkv / 16 {
-                        let v = k.load_shared(&sv.at(stage).rows(i * 16, 16));
-                        k.annotate_layout(&v, runs(16, d));
-                        let v = k.cast::<T>(&v);
-                        let row = k.arange([16, 1], 0) + first + i * 16;
-                        let v = k.compute(where_(row.lt(ctx), v, 0.0));
-                        k.store_shared(&cv.at(buf).rows(i * 16, 16), &v);
-                    }
+                    let (from, to) = (sv.at(stage), cv.at(buf));
+                    convert::values(k, (&from, &to), (first, ctx), (bkv, d, 16));
                     k.fence_proxy_async();
                     k.sync_group();
                     pipe.producer_commit(k, &slot, 0);
@@ -687,15 +673,8 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                     // step `j`'s keys converted (it waits for them) and their scores issued
                     let keys = |k: &mut Kernel, j: Scalar| {
                         let (stage, _) = wait(k, j);
-                        for i in 0..bkv / 16 {
-                            for c in 0..chunks {
-                                let ks = sk.at(k.let_i32(stage * chunks + c)).rows(i * 16, 16);
-                                let x = k.load_shared(&ks);
-                                k.annotate_layout(&x, runs(16, 64));
-                                let x = k.cast::<T>(&x);
-                                k.store_shared(&pk.at(Val::constant(c)).rows(i * 16, 16), &x);
-                            }
-                        }
+                        let to = |_: &mut Kernel, c: i32| pk.at(Val::constant(c));
+                        convert::keys(k, (&sk, stage, chunks), to, bkv);
                         k.fence_proxy_async();
                         k.sync();
                         issue_scores(k, pk, Val::constant(0), &s);
@@ -704,14 +683,8 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
                     // at a time at head dimension 256: 16 spill there)
                     let values = |k: &mut Kernel, stage: Val, first: Val| {
                         let n = if d == 256 { 8 } else { 16 };
-                        for i in 0..bkv / n {
-                            let v = k.load_shared(&sv.at(stage).rows(i * n, n));
-                            k.annotate_layout(&v, runs(n, d));
-                            let v = k.cast::<T>(&v);
-                            let row = k.arange([n, 1], 0) + first + i * n;
-                            let v = k.compute(where_(row.lt(ctx), v, 0.0));
-                            k.store_shared(&pv.rows(i * n, n), &v);
-                        }
+                        let from = sv.at(stage);
+                        convert::values(k, (&from, &pv), (first, ctx), (bkv, d, n));
                         k.fence_proxy_async();
                     };
                     // step `j`: its scores were issued a step ahead; its values are converted
@@ -853,15 +826,6 @@ impl<T: AttentionElement, C: CacheElement> Script for DecodeAttention<T, C> {
             compute(k);
         }
     }
-}
-
-/// Each thread a run of 8 or 16 consecutive elements of a row of a `[rows, cols]` tile of a
-/// warp group: 8-byte loads of codes and 16-byte stores of `T` (one element at a time in the
-/// inferred layout, a column per thread).
-fn runs(rows: i32, cols: i32) -> RegisterLayout {
-    let across = 128 / rows;
-    RegisterLayout::spatial(&[rows as i64, across as i64])
-        .compose(&RegisterLayout::local(&[1, (cols / across) as i64]))
 }
 
 // by hand: the element type is named in the kernel's name, not among its hyperparameters

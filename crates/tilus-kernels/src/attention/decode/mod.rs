@@ -11,7 +11,9 @@
 //! - [`problem`]: the call ([`Decode`], [`KvLayout`]), its checks, and the split.
 //! - [`element`]: [`CacheElement`], what the cache holds (the attention's type, or FP8
 //!   codes with a scale per key-value head).
-//! - [`kernel`]: [`DecodeAttention`], one warp group per block of rows and split.
+//! - [`kernel`]: [`DecodeAttention`], one warp group per block of rows and split (and a
+//!   warp group of converters over a cache of codes); `convert`: a step's codes converted in
+//!   shared memory.
 //! - [`merge`]: [`DecodeMerge`], the splits weighed into the output.
 //! - [`append`]: [`DecodeAppend`], the new tokens' keys and values written into the cache.
 //! - [`op`]: [`DecodeOp`], the host API on device buffers and on the interpreter.
@@ -20,6 +22,7 @@
 use super::AttentionElement;
 
 pub mod append;
+mod convert;
 pub mod element;
 pub mod kernel;
 pub mod merge;
