@@ -176,7 +176,17 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<((String, String), DecodeCase)>
     let splits: Vec<usize> = list("decode-splits", &g.splits)?;
     let overlap: Vec<bool> = list("decode-overlap", &g.overlap)?;
     let caches: Vec<String> = list("kv-dtypes", &g.kv_dtypes)?;
-    let converters: Vec<bool> = list("decode-converters", &g.converters)?;
+    let converters = list::<String>("decode-converters", &g.converters)?
+        .iter()
+        .map(|c| match c.as_str() {
+            "auto" => Ok(None),
+            "true" => Ok(Some(true)),
+            "false" => Ok(Some(false)),
+            _ => Err(CliError::Usage(format!(
+                "--decode-converters: `{c}` (auto, true or false)"
+            ))),
+        })
+        .collect::<CliResult<Vec<Option<bool>>>>()?;
     let q_registers = list::<String>("decode-q-registers", &g.q_registers)?
         .iter()
         .map(|q| match q.as_str() {
@@ -197,7 +207,7 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<((String, String), DecodeCase)>
         .iter()
         .flat_map(|t| caches.iter().map(move |c| (t.clone(), c.clone())))
         .collect();
-    let choices: Vec<(bool, Option<bool>, bool)> = overlap
+    let choices: Vec<(bool, Option<bool>, Option<bool>)> = overlap
         .iter()
         .flat_map(|&o| {
             let converters = &converters;
@@ -227,7 +237,7 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<((String, String), DecodeCase)>
                                         merge: g.merge_in_kernel.then_some(true),
                                         overlap: Some(ov),
                                         q_in_registers: qr,
-                                        converters: Some(cv),
+                                        converters: cv,
                                     },
                                 };
                                 out.push((t.clone(), case));
@@ -282,7 +292,8 @@ pub(crate) fn decode(g: &DecodeGrid, opts: &BenchOptions) -> CliResult<bool> {
                 (_, Some(true)) => " converters",
                 (Some(true), _) => " q=registers",
                 (Some(false), _) => " q=shared",
-                (None, _) => "",
+                (None, Some(false)) => " no converters",
+                (None, None) => "",
             },
             r.ms,
             r.tbps,
@@ -422,7 +433,7 @@ mod tests {
             merge_in_kernel: false,
             overlap: "false".into(),
             q_registers: "auto".into(),
-            converters: "false".into(),
+            converters: "auto".into(),
             kv_dtypes: "same".into(),
         }
     }
@@ -474,6 +485,27 @@ mod tests {
         match decode_cases(&g) {
             Err(CliError::Usage(e)) => assert!(e.contains("--decode-q-registers"), "{e}"),
             other => panic!("yes: {:?}", other.map(|c| c.len()).map_err(|_| ())),
+        }
+        // the converters likewise: the kernel's choice unless asked
+        let mut g = decode_grid("1x8192", "0");
+        g.stages = "0".into();
+        let auto: Vec<Option<bool>> = decode_cases(&g)
+            .unwrap()
+            .iter()
+            .map(|(_, c)| c.tiling.converters)
+            .collect();
+        assert_eq!(auto, [None]);
+        g.converters = "true,false".into();
+        let asked: Vec<Option<bool>> = decode_cases(&g)
+            .unwrap()
+            .iter()
+            .map(|(_, c)| c.tiling.converters)
+            .collect();
+        assert_eq!(asked, [Some(true), Some(false)]);
+        g.converters = "on".into();
+        match decode_cases(&g) {
+            Err(CliError::Usage(e)) => assert!(e.contains("--decode-converters"), "{e}"),
+            other => panic!("on: {:?}", other.map(|c| c.len()).map_err(|_| ())),
         }
     }
 }

@@ -375,8 +375,9 @@ enum BenchCommand {
         #[arg(long, default_value = "auto")]
         decode_q_registers: String,
         /// Decode: a warp group of converters beside the products over a cache of codes or
-        /// not, comma-separated (`false,true`).
-        #[arg(long, default_value = "false")]
+        /// not, comma-separated: `auto` (the kernel's choice: converters where Q comes from
+        /// global memory and the splits are not merged in the kernel), `true`, `false`.
+        #[arg(long, default_value = "auto")]
         decode_converters: String,
         /// Decode: the cache's element types, comma-separated: `same` (the attention's
         /// type) or `e4m3` (codes with a scale per key-value head).
