@@ -166,6 +166,22 @@ pub(crate) struct DecodeGrid {
     pub kv_dtypes: String,
 }
 
+/// A comma-separated list of `auto` (`None`: the kernel's choice), `true` and `false`, or
+/// the usage error naming `--flag`.
+fn tristate(flag: &str, text: &str) -> CliResult<Vec<Option<bool>>> {
+    list::<String>(flag, text)?
+        .iter()
+        .map(|x| match x.as_str() {
+            "auto" => Ok(None),
+            "true" => Ok(Some(true)),
+            "false" => Ok(Some(false)),
+            _ => Err(CliError::Usage(format!(
+                "--{flag}: `{x}` (auto, true or false)"
+            ))),
+        })
+        .collect()
+}
+
 /// The decode cases of the grid, in order, or the first flag that does not make sense.
 fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<((String, String), DecodeCase)>> {
     let dims: Vec<usize> = list("head-dims", &g.head_dims)?;
@@ -176,28 +192,8 @@ fn decode_cases(g: &DecodeGrid) -> CliResult<Vec<((String, String), DecodeCase)>
     let splits: Vec<usize> = list("decode-splits", &g.splits)?;
     let overlap: Vec<bool> = list("decode-overlap", &g.overlap)?;
     let caches: Vec<String> = list("kv-dtypes", &g.kv_dtypes)?;
-    let converters = list::<String>("decode-converters", &g.converters)?
-        .iter()
-        .map(|c| match c.as_str() {
-            "auto" => Ok(None),
-            "true" => Ok(Some(true)),
-            "false" => Ok(Some(false)),
-            _ => Err(CliError::Usage(format!(
-                "--decode-converters: `{c}` (auto, true or false)"
-            ))),
-        })
-        .collect::<CliResult<Vec<Option<bool>>>>()?;
-    let q_registers = list::<String>("decode-q-registers", &g.q_registers)?
-        .iter()
-        .map(|q| match q.as_str() {
-            "auto" => Ok(None),
-            "true" => Ok(Some(true)),
-            "false" => Ok(Some(false)),
-            _ => Err(CliError::Usage(format!(
-                "--decode-q-registers: `{q}` (auto, true or false)"
-            ))),
-        })
-        .collect::<CliResult<Vec<Option<bool>>>>()?;
+    let converters = tristate("decode-converters", &g.converters)?;
+    let q_registers = tristate("decode-q-registers", &g.q_registers)?;
     if let Some(c) = caches.iter().find(|c| *c != "same" && *c != "e4m3") {
         return Err(CliError::Usage(format!(
             "--kv-dtypes: `{c}` (same: the attention's type, or e4m3)"
